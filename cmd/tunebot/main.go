@@ -1,0 +1,71 @@
+// Command tunebot tunes the reward weights of a legged-robot locomotion policy and is
+// operated from a terminal or from chat. See README.md.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// env is what a subcommand may touch of the outside world, so tests can run commands
+// in-process with their own streams.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+type command struct {
+	summary string
+	run     func(ctx context.Context, e *env, args []string) int
+}
+
+// commands is filled by each cmd_*.go file's init, so every subcommand lives in its own file.
+var commands = map[string]command{}
+
+func register(name, summary string, run func(ctx context.Context, e *env, args []string) int) {
+	if _, dup := commands[name]; dup {
+		panic("command registered twice: " + name)
+	}
+	commands[name] = command{summary: summary, run: run}
+}
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return dispatch(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+}
+
+func dispatch(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		usage(e.stdout)
+		return 0
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(e.stderr, "tunebot: unknown command %q\n\n", args[0])
+		usage(e.stderr)
+		return 2
+	}
+	return c.run(ctx, e, args[1:])
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: tunebot <command> [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
+	}
+}

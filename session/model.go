@@ -1,0 +1,280 @@
+package session
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is a session's state (DESIGN.md §1).
+type State string
+
+// Session states.
+const (
+	StateQueued           State = "queued"
+	StateRunning          State = "running"
+	StateEvaluating       State = "evaluating"
+	StateAwaitingApproval State = "awaiting_approval"
+	StatePaused           State = "paused"
+	StateInterrupted      State = "interrupted"
+	StateCancelled        State = "cancelled"
+	StateFailed           State = "failed"
+	StateSucceeded        State = "succeeded"
+)
+
+// Active reports whether a session in this state still holds the one active slot.
+func (s State) Active() bool {
+	switch s {
+	case StateCancelled, StateFailed, StateSucceeded:
+		return false
+	}
+	return true
+}
+
+// TrialState is a trial's state.
+type TrialState string
+
+// Trial states.
+const (
+	TrialQueued      TrialState = "queued"
+	TrialTraining    TrialState = "training"
+	TrialEvaluating  TrialState = "evaluating"
+	TrialCompleted   TrialState = "completed"
+	TrialFailed      TrialState = "failed"
+	TrialInterrupted TrialState = "interrupted"
+)
+
+// Terminal reports whether the trial has a final result (completed or failed).
+func (s TrialState) Terminal() bool { return s == TrialCompleted || s == TrialFailed }
+
+// Where a trial's configuration came from.
+const (
+	SourceBaseline = "baseline"
+	SourceAdvisor  = "advisor"
+	SourceSampler  = "sampler"
+	SourceEdit     = "edit"
+	SourcePreset   = "preset"
+)
+
+// Actor is who did something: a person on a platform, or tunebot itself.
+type Actor struct {
+	Platform string `json:"platform"` // "console", "slack", "discord", "cli", "tunebot"
+	ID       string `json:"id"`
+	Name     string `json:"name,omitempty"`
+	Where    string `json:"where,omitempty"` // channel or thread, for the audit
+}
+
+// System is tunebot acting on its own (automatic mode, recovery).
+var System = Actor{Platform: "tunebot", ID: "tunebot", Name: "tunebot"}
+
+func (a Actor) String() string {
+	if a.Name != "" {
+		return a.Name
+	}
+	return a.ID
+}
+
+// Session is one tuning run.
+type Session struct {
+	ID         string       `json:"id"`
+	State      State        `json:"state"`
+	Settings   Settings     `json:"settings"`
+	Owner      Actor        `json:"owner"`
+	Base       RewardConfig `json:"base"`              // the baseline's configuration (defaults or a preset)
+	Message    string       `json:"message,omitempty"` // last plain-language status
+	Reason     string       `json:"reason,omitempty"`  // why it failed, paused or was cancelled
+	PauseAsked bool         `json:"pause_asked,omitempty"`
+	BestTrial  int          `json:"best_trial"` // -1 until there is one
+	BestRung   int          `json:"best_rung"`
+	BestScore  float64      `json:"best_score"`
+	NoImprove  int          `json:"no_improve"`
+	Preset     string       `json:"preset,omitempty"`
+	GPUSeconds float64      `json:"gpu_seconds"`
+	CreatedAt  time.Time    `json:"created_at"`
+	UpdatedAt  time.Time    `json:"updated_at"`
+	EndedAt    time.Time    `json:"ended_at,omitzero"`
+}
+
+// Proc identifies a trainer process group, recorded at launch so that one left running by a
+// crashed tunebot can be ended before its GPU is used again.
+type Proc struct {
+	PID       int       `json:"pid"`
+	PGID      int       `json:"pgid"`
+	StartTick uint64    `json:"start_tick"` // process start time in clock ticks since boot (/proc/PID/stat)
+	GPUs      []int     `json:"gpus"`
+	Started   time.Time `json:"started"`
+}
+
+// Final is a finalist's re-evaluation on the final evaluation seeds.
+type Final struct {
+	Seeds    []int         `json:"seeds"`
+	Metrics  Metrics       `json:"metrics"`
+	PerSeed  []SeedMetrics `json:"per_seed"`
+	Score    Score         `json:"score"`
+	ScoreStd float64       `json:"score_std"`
+}
+
+// Trial is one training run of a configuration at one rung.
+type Trial struct {
+	SessionID    string        `json:"session_id"`
+	Number       int           `json:"number"`
+	Rung         int           `json:"rung"`
+	Iterations   int           `json:"iterations"`      // target iterations of this rung
+	StartIter    int           `json:"start_iteration"` // iterations inherited from the parent checkpoint
+	State        TrialState    `json:"state"`
+	Source       string        `json:"source"`
+	ProposalID   string        `json:"proposal_id,omitempty"`
+	Parent       *TrialRef     `json:"parent,omitempty"` // the trial whose config (rung 0) or checkpoint (rung>0) it builds on
+	RewardConfig RewardConfig  `json:"reward_config"`
+	RunDir       string        `json:"run_dir"`              // relative to the session directory
+	Checkpoint   string        `json:"checkpoint,omitempty"` // relative to the session directory
+	Trained      bool          `json:"trained,omitempty"`    // training finished with a checkpoint and policy
+	Progress     int           `json:"progress,omitempty"`   // newest iteration seen while training
+	Metrics      Metrics       `json:"metrics,omitempty"`
+	PerSeed      []SeedMetrics `json:"per_seed,omitempty"`
+	Score        *Score        `json:"score,omitempty"`
+	Final        *Final        `json:"final,omitempty"`
+	Reason       string        `json:"reason,omitempty"`
+	LogTail      string        `json:"log_tail,omitempty"`
+	Proc         *Proc         `json:"proc,omitempty"`
+	StartedAt    time.Time     `json:"started_at,omitzero"`
+	EndedAt      time.Time     `json:"ended_at,omitzero"`
+	GPUSeconds   float64       `json:"gpu_seconds"`
+}
+
+// TrialRef names a trial of a session.
+type TrialRef struct {
+	Number int `json:"number"`
+	Rung   int `json:"rung"`
+}
+
+func (r TrialRef) String() string { return fmt.Sprintf("trial %d @ rung %d", r.Number, r.Rung) }
+
+// Ref returns the trial's reference.
+func (t Trial) Ref() TrialRef { return TrialRef{t.Number, t.Rung} }
+
+// Eligible reports whether the trial completed and passed the gates.
+func (t Trial) Eligible() bool {
+	return t.State == TrialCompleted && t.Score != nil && t.Score.Eligible
+}
+
+// RankScore is the score used to rank finalists: the final re-evaluation when there is one.
+func (t Trial) RankScore() float64 {
+	if t.Final != nil {
+		return t.Final.Score.Total
+	}
+	if t.Score != nil {
+		return t.Score.Total
+	}
+	return -2
+}
+
+// ProposalState is a proposal's state.
+type ProposalState string
+
+// Proposal states.
+const (
+	ProposalPending  ProposalState = "pending"
+	ProposalApproved ProposalState = "approved"
+	ProposalRejected ProposalState = "rejected"
+	ProposalUsed     ProposalState = "used" // its trial has been created
+	ProposalVoid     ProposalState = "void" // the session ended before it was decided
+)
+
+// Decision is who decided a proposal, how and when.
+type Decision struct {
+	Action   string    `json:"action"` // approve, reject, edit
+	By       Actor     `json:"by"`
+	At       time.Time `json:"at"`
+	Feedback string    `json:"feedback,omitempty"`
+	Edited   *Patch    `json:"edited,omitempty"`
+}
+
+// Proposal is a patch offered for the next rung-0 trial.
+type Proposal struct {
+	ID             string            `json:"id"`
+	SessionID      string            `json:"session_id"`
+	Seq            int               `json:"seq"`
+	Number         int               `json:"number"` // the trial number it would become
+	BaseTrial      int               `json:"base_trial"`
+	Base           RewardConfig      `json:"base"`
+	Patch          Patch             `json:"patch"`
+	Rationale      string            `json:"rationale"`
+	ExpectedImpact map[string]string `json:"expected_impact,omitempty"`
+	Confidence     float64           `json:"confidence"`
+	Source         string            `json:"source"`
+	Model          string            `json:"model,omitempty"`
+	State          ProposalState     `json:"state"`
+	Decision       *Decision         `json:"decision,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+}
+
+// Effective is the patch that runs: the edited one when a person edited it.
+func (p Proposal) Effective() Patch {
+	if p.Decision != nil && p.Decision.Edited != nil {
+		return *p.Decision.Edited
+	}
+	return p.Patch
+}
+
+// Preset is an immutable named configuration saved from a session's best trial.
+type Preset struct {
+	Name      string       `json:"name"`
+	SessionID string       `json:"session_id"`
+	Trial     TrialRef     `json:"trial"`
+	Config    RewardConfig `json:"config"`
+	Score     float64      `json:"score"`
+	ScoreStd  float64      `json:"score_std"`
+	Metrics   Metrics      `json:"metrics,omitempty"`
+	Approvers []string     `json:"approvers,omitempty"`
+	Task      string       `json:"task"`
+	CreatedAt time.Time    `json:"created_at"`
+}
+
+// AuditEntry is one line of the append-only audit log.
+type AuditEntry struct {
+	Seq       uint64         `json:"seq"`
+	Time      time.Time      `json:"time"`
+	SessionID string         `json:"session_id,omitempty"`
+	Kind      string         `json:"kind"`
+	Actor     Actor          `json:"actor"`
+	Detail    map[string]any `json:"detail,omitempty"`
+}
+
+// Point is one scalar sample of a training or evaluation curve.
+type Point struct {
+	Step  int64   `json:"step"`
+	Value float64 `json:"value"`
+}
+
+// SeriesKey names one curve of one trial.
+type SeriesKey struct {
+	SessionID string
+	Number    int
+	Rung      int
+	Tag       string
+}
+
+// Sentinel errors; store and engine map their failures onto these.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrExists   = errors.New("already exists")
+	ErrBusy     = errors.New("busy")
+	ErrConflict = errors.New("conflict")
+	ErrLocked   = errors.New("locked by another process")
+)
+
+// UserError carries the message a person in chat or at the terminal sees; the wrapped error
+// keeps internal detail for the log.
+type UserError struct {
+	Msg string
+	Err error
+}
+
+func (e *UserError) Error() string { return e.Msg }
+func (e *UserError) Unwrap() error { return e.Err }
+
+// Userf returns a UserError with a formatted message wrapping sentinel (which may be nil).
+func Userf(sentinel error, format string, args ...any) error {
+	return &UserError{Msg: fmt.Sprintf(format, args...), Err: sentinel}
+}

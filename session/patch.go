@@ -1,0 +1,442 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// RewardConfig is a full reward configuration: every term's weight and every param.
+// A Patch has the same shape and names only what changes.
+type RewardConfig struct {
+	Weights map[string]float64 `json:"weights"`
+	Params  map[string]float64 `json:"params"`
+}
+
+// Patch is a proposal's change to a RewardConfig.
+type Patch = RewardConfig
+
+// Clone returns a deep copy, so callers can hand configurations around without aliasing maps.
+func (c RewardConfig) Clone() RewardConfig {
+	out := RewardConfig{Weights: make(map[string]float64, len(c.Weights)), Params: make(map[string]float64, len(c.Params))}
+	for k, v := range c.Weights {
+		out.Weights[k] = v
+	}
+	for k, v := range c.Params {
+		out.Params[k] = v
+	}
+	return out
+}
+
+// Len is the number of scalars named, weights and params together.
+func (c RewardConfig) Len() int { return len(c.Weights) + len(c.Params) }
+
+// Equal reports whether two configurations name the same scalars with the same values.
+func (c RewardConfig) Equal(o RewardConfig) bool {
+	return sameValues(c.Weights, o.Weights) && sameValues(c.Params, o.Params)
+}
+
+func sameValues(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok || !nearlyEqual(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// nearlyEqual treats values that differ only by float formatting noise (a JSON round trip,
+// a value typed back from chat) as the same.
+func nearlyEqual(a, b float64) bool {
+	if a == b {
+		return true
+	}
+	return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b))
+}
+
+// InvalidError is a refusal that names every problem found, so a person fixes all at once.
+type InvalidError struct {
+	What     string
+	Problems []string
+}
+
+func (e *InvalidError) Error() string {
+	return e.What + ": " + strings.Join(e.Problems, "; ")
+}
+
+// Tried is a configuration already run in a session, labelled for the duplicate message.
+type Tried struct {
+	Label  string
+	Config RewardConfig
+}
+
+// DecodePatch decodes a patch strictly: only "weights" and "params" objects, JSON numbers
+// only. Every problem is reported, not just the first.
+func DecodePatch(data []byte) (Patch, error) {
+	return decodeConfig(data, "patch")
+}
+
+// DecodeConfig decodes a full reward configuration with the same strictness as a patch;
+// whether it is complete is Space.CheckConfig's business.
+func DecodeConfig(data []byte) (RewardConfig, error) {
+	return decodeConfig(data, "reward configuration")
+}
+
+func decodeConfig(data []byte, what string) (RewardConfig, error) {
+	out := RewardConfig{Weights: map[string]float64{}, Params: map[string]float64{}}
+	var top map[string]json.RawMessage
+	if err := strictJSON(data, &top); err != nil {
+		return out, &InvalidError{What: what, Problems: []string{"malformed JSON: " + err.Error()}}
+	}
+	if top == nil {
+		return out, &InvalidError{What: what, Problems: []string{`must be a JSON object {"weights": {...}, "params": {...}}`}}
+	}
+	var probs []string
+	for _, k := range sortedRawKeys(top) {
+		var dst map[string]float64
+		switch k {
+		case "weights":
+			dst = out.Weights
+		case "params":
+			dst = out.Params
+		default:
+			probs = append(probs, fmt.Sprintf("unknown field %q (only \"weights\" and \"params\")", k))
+			continue
+		}
+		var inner map[string]json.RawMessage
+		if err := strictJSON(top[k], &inner); err != nil || inner == nil {
+			probs = append(probs, fmt.Sprintf("%s: must be an object of name: number", k))
+			continue
+		}
+		for _, name := range sortedRawKeys(inner) {
+			v, err := jsonNumber(inner[name])
+			if err != nil {
+				probs = append(probs, fmt.Sprintf("%s.%s: %v", k, name, err))
+				continue
+			}
+			dst[name] = v
+		}
+	}
+	if len(probs) > 0 {
+		return out, &InvalidError{What: what, Problems: probs}
+	}
+	return out, nil
+}
+
+func strictJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(v); err != nil {
+		if strings.Contains(err.Error(), "invalid character 'N'") || strings.Contains(err.Error(), "invalid character 'I'") {
+			return fmt.Errorf("%w (NaN and Infinity are not JSON numbers)", err)
+		}
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); err == nil {
+		return fmt.Errorf("trailing data after the JSON value")
+	}
+	return nil
+}
+
+func jsonNumber(raw json.RawMessage) (float64, error) {
+	s := strings.TrimSpace(string(raw))
+	if s == "" {
+		return 0, fmt.Errorf("missing value")
+	}
+	switch s[0] {
+	case '"':
+		return 0, fmt.Errorf("must be a number, got the string %s", truncate(s, 40))
+	case 't', 'f':
+		return 0, fmt.Errorf("must be a number, got %s", s)
+	case 'n':
+		return 0, fmt.Errorf("must be a number, got null")
+	case '{', '[':
+		return 0, fmt.Errorf("must be a number, got an %s", map[byte]string{'{': "object", '[': "array"}[s[0]])
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("must be a finite number, got %s", truncate(s, 40))
+	}
+	return v, nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+func sortedRawKeys(m map[string]json.RawMessage) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Merge applies patch to base and returns a new configuration; base is not modified.
+func Merge(base RewardConfig, patch Patch) RewardConfig {
+	out := base.Clone()
+	for k, v := range patch.Weights {
+		out.Weights[k] = v
+	}
+	for k, v := range patch.Params {
+		out.Params[k] = v
+	}
+	return out
+}
+
+// Validate checks patch against base under the proposal rules of DESIGN.md §2 and returns
+// the merged configuration, or an *InvalidError naming every broken rule. tried holds the
+// configurations already run in the session; a merged result equal to one is a duplicate.
+func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardConfig, error) {
+	var probs []string
+	n := patch.Len()
+	if n > s.MaxChanges {
+		probs = append(probs, fmt.Sprintf("%d changes: at most %d scalars may change per proposal", n, s.MaxChanges))
+	}
+	changed := 0
+	for _, name := range sortedKeys(patch.Weights) {
+		v := patch.Weights[name]
+		t, ok := s.Term(name)
+		if !ok {
+			probs = append(probs, "weights."+name+": unknown term"+s.suggest(name))
+			continue
+		}
+		if !finite(v) {
+			probs = append(probs, fmt.Sprintf("weights.%s: %g is not a finite number", name, v))
+			continue
+		}
+		old, had := base.Weights[name]
+		if !had {
+			old = t.Default
+		}
+		if !nearlyEqual(old, v) {
+			changed++
+		}
+		probs = append(probs, s.checkWeight(t, old, v)...)
+	}
+	for _, name := range sortedKeys(patch.Params) {
+		v := patch.Params[name]
+		p, ok := s.Param(name)
+		if !ok {
+			probs = append(probs, "params."+name+": unknown param"+s.suggest(name))
+			continue
+		}
+		if !finite(v) {
+			probs = append(probs, fmt.Sprintf("params.%s: %g is not a finite number", name, v))
+			continue
+		}
+		old, had := base.Params[name]
+		if !had {
+			old = p.Default
+		}
+		if !nearlyEqual(old, v) {
+			changed++
+		}
+		if v < p.Min || v > p.Max {
+			probs = append(probs, fmt.Sprintf("params.%s: %g is outside its bounds [%g, %g]", name, v, p.Min, p.Max))
+		}
+	}
+	if n == 0 {
+		probs = append(probs, "empty patch: at least 1 scalar must change")
+	} else if changed == 0 && len(probs) == 0 {
+		probs = append(probs, "the patch changes nothing: every value equals the current one")
+	}
+	merged := Merge(base, patch)
+	for _, o := range s.Orders {
+		lo, hi := merged.Params[o.Lower], merged.Params[o.Upper]
+		if (patchHas(patch.Params, o.Lower) || patchHas(patch.Params, o.Upper)) && !(lo < hi) {
+			probs = append(probs, fmt.Sprintf("params.%s (%g) must stay below params.%s (%g)", o.Lower, lo, o.Upper, hi))
+		}
+	}
+	if len(probs) == 0 {
+		for _, t := range tried {
+			if merged.Equal(t.Config) {
+				probs = append(probs, "duplicate: the merged configuration equals "+t.Label+", already tried in this session")
+				break
+			}
+		}
+	}
+	if len(probs) > 0 {
+		return RewardConfig{}, &InvalidError{What: "patch refused", Problems: probs}
+	}
+	return merged, nil
+}
+
+func patchHas(m map[string]float64, k string) bool { _, ok := m[k]; return ok }
+
+func (s *Space) checkWeight(t Term, old, v float64) []string {
+	var probs []string
+	name := "weights." + t.Name
+	if v == 0 && !t.MayBeZero {
+		probs = append(probs, fmt.Sprintf("%s: this term may not be 0", name))
+	} else if v < t.Min || v > t.Max {
+		probs = append(probs, fmt.Sprintf("%s: %g is outside its bounds [%g, %g]", name, v, t.Min, t.Max))
+	}
+	if old != 0 && v != 0 {
+		if (old < 0) != (v < 0) {
+			probs = append(probs, fmt.Sprintf("%s: sign flip from %g to %g (a weight keeps its sign)", name, old, v))
+		} else if f := v / old; f < s.StepMin*(1-1e-9) || f > s.StepMax*(1+1e-9) {
+			probs = append(probs, fmt.Sprintf("%s: %g → %g is a step of %.3g×; one proposal may move a weight only %g×–%g×", name, old, v, f, s.StepMin, s.StepMax))
+		}
+	}
+	return probs
+}
+
+// CheckConfig validates a full configuration: every term and param present, no unknown
+// name, each value inside its bounds, non-zero where required, thresholds ordered.
+func (s *Space) CheckConfig(c RewardConfig) error {
+	var probs []string
+	for _, name := range sortedKeys(c.Weights) {
+		if _, ok := s.Term(name); !ok {
+			probs = append(probs, "weights."+name+": unknown term"+s.suggest(name))
+		}
+	}
+	for _, name := range sortedKeys(c.Params) {
+		if _, ok := s.Param(name); !ok {
+			probs = append(probs, "params."+name+": unknown param"+s.suggest(name))
+		}
+	}
+	for _, t := range s.Terms {
+		v, ok := c.Weights[t.Name]
+		switch {
+		case !ok:
+			probs = append(probs, "weights."+t.Name+": missing")
+		case !finite(v):
+			probs = append(probs, fmt.Sprintf("weights.%s: %g is not a finite number", t.Name, v))
+		case v == 0 && !t.MayBeZero:
+			probs = append(probs, fmt.Sprintf("weights.%s: this term may not be 0", t.Name))
+		case v < t.Min || v > t.Max:
+			probs = append(probs, fmt.Sprintf("weights.%s: %g is outside its bounds [%g, %g]", t.Name, v, t.Min, t.Max))
+		}
+	}
+	for _, p := range s.Params {
+		v, ok := c.Params[p.Name]
+		switch {
+		case !ok:
+			probs = append(probs, "params."+p.Name+": missing")
+		case !finite(v):
+			probs = append(probs, fmt.Sprintf("params.%s: %g is not a finite number", p.Name, v))
+		case v < p.Min || v > p.Max:
+			probs = append(probs, fmt.Sprintf("params.%s: %g is outside its bounds [%g, %g]", p.Name, v, p.Min, p.Max))
+		}
+	}
+	for _, o := range s.Orders {
+		if lo, hi := c.Params[o.Lower], c.Params[o.Upper]; !(lo < hi) {
+			probs = append(probs, fmt.Sprintf("params.%s (%g) must stay below params.%s (%g)", o.Lower, lo, o.Upper, hi))
+		}
+	}
+	if len(probs) > 0 {
+		return &InvalidError{What: "reward configuration invalid", Problems: probs}
+	}
+	return nil
+}
+
+// suggest returns a " (did you mean X?)" hint for a misspelt name, or "".
+func (s *Space) suggest(name string) string {
+	best, bestD := "", 4
+	for _, n := range s.Names() {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// Change is one scalar that differs between two configurations.
+type Change struct {
+	Kind string  `json:"kind"` // "weight" or "param"
+	Name string  `json:"name"`
+	Old  float64 `json:"old"`
+	New  float64 `json:"new"`
+}
+
+// Factor is New/Old, or 0 when Old is 0 (a term switched on has no factor).
+func (c Change) Factor() float64 {
+	if c.Old == 0 {
+		return 0
+	}
+	return c.New / c.Old
+}
+
+// Diff lists what differs from a to b, weights first, in the space's table order, then any
+// names the space does not know, sorted.
+func (s *Space) Diff(a, b RewardConfig) []Change {
+	var out []Change
+	seen := map[string]bool{}
+	add := func(kind, name string, am, bm map[string]float64) {
+		if seen[kind+name] {
+			return
+		}
+		seen[kind+name] = true
+		av, aok := am[name]
+		bv, bok := bm[name]
+		if aok && bok && nearlyEqual(av, bv) || !aok && !bok {
+			return
+		}
+		out = append(out, Change{Kind: kind, Name: name, Old: av, New: bv})
+	}
+	for _, t := range s.Terms {
+		add("weight", t.Name, a.Weights, b.Weights)
+	}
+	for _, k := range append(sortedKeys(a.Weights), sortedKeys(b.Weights)...) {
+		add("weight", k, a.Weights, b.Weights)
+	}
+	for _, p := range s.Params {
+		add("param", p.Name, a.Params, b.Params)
+	}
+	for _, k := range append(sortedKeys(a.Params), sortedKeys(b.Params)...) {
+		add("param", k, a.Params, b.Params)
+	}
+	return out
+}
+
+// PatchOf turns a diff back into the patch that produces b from a.
+func PatchOf(changes []Change) Patch {
+	p := Patch{Weights: map[string]float64{}, Params: map[string]float64{}}
+	for _, c := range changes {
+		if c.Kind == "weight" {
+			p.Weights[c.Name] = c.New
+		} else {
+			p.Params[c.Name] = c.New
+		}
+	}
+	return p
+}

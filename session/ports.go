@@ -1,0 +1,206 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// SessionStore persists sessions.
+type SessionStore interface {
+	// CreateSession stores a new session. It fails with ErrBusy when another session is
+	// still active (checked in the same transaction) and ErrExists when the id is taken.
+	CreateSession(ctx context.Context, s Session) error
+	Session(ctx context.Context, id string) (Session, error)
+	// Sessions lists every session, newest first.
+	Sessions(ctx context.Context) ([]Session, error)
+	// UpdateSession runs fn on the stored session inside one write transaction; an error
+	// from fn aborts it. It returns the session as written.
+	UpdateSession(ctx context.Context, id string, fn func(*Session) error) (Session, error)
+}
+
+// TrialStore persists trials, keyed by session, number and rung.
+type TrialStore interface {
+	PutTrial(ctx context.Context, t Trial) error
+	// Trials lists a session's trials ordered by number, then rung.
+	Trials(ctx context.Context, sessionID string) ([]Trial, error)
+	DeleteTrial(ctx context.Context, sessionID string, ref TrialRef) error
+}
+
+// ProposalStore persists proposals.
+type ProposalStore interface {
+	PutProposal(ctx context.Context, p Proposal) error
+	// Proposals lists a session's proposals ordered by Seq.
+	Proposals(ctx context.Context, sessionID string) ([]Proposal, error)
+	// UpdateProposal runs fn inside one write transaction, so two people deciding at once
+	// yield one decision: the second fn sees the first's result.
+	UpdateProposal(ctx context.Context, sessionID, id string, fn func(*Proposal) error) (Proposal, error)
+}
+
+// AuditLog is the append-only audit log.
+type AuditLog interface {
+	// Append stores e with the next sequence number.
+	Append(ctx context.Context, e AuditEntry) error
+	// Audit lists the entries of one session ("" for all), oldest first.
+	Audit(ctx context.Context, sessionID string) ([]AuditEntry, error)
+}
+
+// PresetStore persists immutable presets.
+type PresetStore interface {
+	// SavePreset stores p; a preset of the same name is never overwritten (ErrExists).
+	SavePreset(ctx context.Context, p Preset) error
+	Preset(ctx context.Context, name string) (Preset, error)
+	Presets(ctx context.Context) ([]Preset, error)
+}
+
+// SeriesStore persists metric series per trial and tag.
+type SeriesStore interface {
+	// PutSeries replaces the series of key.
+	PutSeries(ctx context.Context, key SeriesKey, points []Point) error
+	Series(ctx context.Context, key SeriesKey) ([]Point, error)
+	SeriesTags(ctx context.Context, sessionID string, ref TrialRef) ([]string, error)
+}
+
+// Store is everything the engine persists.
+type Store interface {
+	SessionStore
+	TrialStore
+	ProposalStore
+	AuditLog
+	PresetStore
+	SeriesStore
+}
+
+// TrainJob is one training subprocess: a fresh run, or a resume from the parent's checkpoint.
+type TrainJob struct {
+	SessionID  string
+	Trial      TrialRef
+	RunDir     string // absolute; created by the trainer
+	Config     RewardConfig
+	Settings   Settings
+	Iterations int    // iterations this job adds
+	Target     int    // total iterations it must reach
+	StartIter  int    // iterations already in Checkpoint
+	Checkpoint string // absolute path of the checkpoint to resume, "" for a fresh run
+}
+
+// TrainResult is what a finished training job left in its run directory.
+type TrainResult struct {
+	Checkpoint string // absolute path of the newest model_<N>.pt
+	Iteration  int    // N of that checkpoint
+	Policy     string // absolute path of policy.onnx
+	Series     map[string][]Point
+}
+
+// EvalJob is one evaluation subprocess of a checkpoint on fixed seeds.
+type EvalJob struct {
+	SessionID  string
+	Trial      TrialRef
+	RunDir     string
+	Checkpoint string
+	Seeds      []int
+	Output     string // absolute path of the evaluation.json to write
+	Settings   Settings
+}
+
+// JobHooks lets the engine follow a job while it runs. Either may be nil.
+type JobHooks struct {
+	Started  func(Proc)          // the process group is running: persist it for crash recovery
+	Progress func(iteration int) // the newest training step seen
+}
+
+// Trainer runs training and evaluation jobs under the contract of DESIGN.md §4.
+type Trainer interface {
+	Train(ctx context.Context, job TrainJob, hooks JobHooks) (TrainResult, error)
+	Evaluate(ctx context.Context, job EvalJob, hooks JobHooks) (Evaluation, error)
+	// EndOrphan ends the process group p if it is still the same process (same start
+	// time) left by a crashed tunebot, and waits until it is gone.
+	EndOrphan(ctx context.Context, p Proc) error
+}
+
+// JobError is a failed trainer job: a reason a person can read, and the log's tail.
+type JobError struct {
+	Job     string // "train" or "evaluate"
+	Reason  string
+	LogTail string
+	Err     error
+}
+
+func (e *JobError) Error() string {
+	return fmt.Sprintf("%s job failed: %s", e.Job, e.Reason)
+}
+func (e *JobError) Unwrap() error { return e.Err }
+
+// TrialSummary is what a proposer sees of a finished trial.
+type TrialSummary struct {
+	Number   int                `json:"number"`
+	Rung     int                `json:"rung"`
+	Source   string             `json:"source"`
+	State    TrialState         `json:"state"`
+	Score    *float64           `json:"score"`
+	Eligible bool               `json:"eligible"`
+	Config   RewardConfig       `json:"reward_config"`
+	Metrics  Metrics            `json:"metrics,omitempty"`
+	Reason   string             `json:"reason,omitempty"`
+	Curves   map[string][]Point `json:"curves,omitempty"` // at most 64 points per tag
+}
+
+// ProposalRequest is everything a proposer may use to suggest the next patch.
+type ProposalRequest struct {
+	SessionID string
+	Task      string
+	Objective ObjectiveWeights
+	Space     *Space
+	Base      RewardConfig // the configuration to patch: the best rung-0 one so far
+	BaseTrial int
+	History   []TrialSummary // every finished rung-0 trial, oldest first
+	Feedback  []string       // the last ≤4 rejection feedbacks, oldest first
+	Tried     []Tried
+	Seed      int64
+}
+
+// Suggestion is a proposer's answer. Its patch is validated again by the engine.
+type Suggestion struct {
+	Patch          Patch
+	Rationale      string
+	ExpectedImpact map[string]string
+	Confidence     float64
+	Source         string // SourceAdvisor or SourceSampler
+	Model          string
+}
+
+// Advisor proposes patches: the DeepSeek advisor, the TPE sampler, or both.
+type Advisor interface {
+	Propose(ctx context.Context, req ProposalRequest) (Suggestion, error)
+}
+
+// EventKind names what happened, for chat and notifications.
+type EventKind string
+
+// Event kinds.
+const (
+	EventSessionStarted  EventKind = "session_started"
+	EventSessionUpdated  EventKind = "session_updated"
+	EventTrialStarted    EventKind = "trial_started"
+	EventTrialProgress   EventKind = "trial_progress"
+	EventTrialFinished   EventKind = "trial_finished"
+	EventProposalReady   EventKind = "proposal_ready"
+	EventDecision        EventKind = "decision"
+	EventSessionFinished EventKind = "session_finished"
+)
+
+// Event is one thing that happened in a session, with copies of the records involved.
+type Event struct {
+	Kind     EventKind
+	Time     time.Time
+	Session  Session
+	Trial    *Trial
+	Proposal *Proposal
+	Text     string // one plain-language line
+}
+
+// Notifier receives events. Notify must return quickly (enqueue, not deliver): the engine
+// also calls it off the training path, and drops progress events rather than wait.
+type Notifier interface {
+	Notify(ctx context.Context, e Event)
+}

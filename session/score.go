@@ -1,0 +1,265 @@
+package session
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// The seven weight-independent evaluation metrics (lower is better), DESIGN.md §3.
+const (
+	MetricVelLinear   = "velocity_error_linear"
+	MetricVelAngular  = "velocity_error_angular"
+	MetricActionAcc   = "action_acceleration"
+	MetricOrientation = "orientation_error"
+	MetricFallRate    = "fall_rate"
+	MetricFootSlip    = "foot_slip"
+	MetricPower       = "mechanical_power"
+)
+
+// MetricNames lists the metrics in display order.
+var MetricNames = []string{MetricVelLinear, MetricVelAngular, MetricActionAcc, MetricOrientation, MetricFallRate, MetricFootSlip, MetricPower}
+
+// MetricUnits gives each metric's unit for display.
+var MetricUnits = map[string]string{
+	MetricVelLinear: "m/s", MetricVelAngular: "rad/s", MetricActionAcc: "", MetricOrientation: "rad",
+	MetricFallRate: "", MetricFootSlip: "m/s", MetricPower: "W",
+}
+
+// The six objectives, in priority order.
+const (
+	ObjTracking   = "tracking"
+	ObjSmoothness = "smoothness"
+	ObjStability  = "stability"
+	ObjFalls      = "falls"
+	ObjSlip       = "slip"
+	ObjEnergy     = "energy"
+)
+
+// ObjectiveNames lists the objectives in priority order.
+var ObjectiveNames = []string{ObjTracking, ObjSmoothness, ObjStability, ObjFalls, ObjSlip, ObjEnergy}
+
+// Metrics maps metric name to value.
+type Metrics map[string]float64
+
+// ObjectiveWeights maps objective name to its weight in the total.
+type ObjectiveWeights map[string]float64
+
+// DefaultObjectiveWeights is the 35/20/15/15/10/5 split of the plan.
+func DefaultObjectiveWeights() ObjectiveWeights {
+	return ObjectiveWeights{ObjTracking: 35, ObjSmoothness: 20, ObjStability: 15, ObjFalls: 15, ObjSlip: 10, ObjEnergy: 5}
+}
+
+// DefaultFloors are the physical floors under each baseline scale.
+func DefaultFloors() Metrics {
+	return Metrics{MetricVelLinear: 0.05, MetricVelAngular: 0.05, MetricActionAcc: 1.0, MetricOrientation: 0.02,
+		MetricFallRate: 0.01, MetricFootSlip: 0.02, MetricPower: 5}
+}
+
+// Check validates objective weights: known names, non-negative finite, sum > 0.
+func (w ObjectiveWeights) Check() error {
+	var probs []string
+	sum := 0.0
+	for _, k := range sortedKeys(w) {
+		v := w[k]
+		if !contains(ObjectiveNames, k) {
+			probs = append(probs, fmt.Sprintf("objective %q is unknown (one of %s)", k, strings.Join(ObjectiveNames, ", ")))
+			continue
+		}
+		if !finite(v) || v < 0 {
+			probs = append(probs, fmt.Sprintf("objective %s: weight %g must be a non-negative number", k, v))
+			continue
+		}
+		sum += v
+	}
+	if len(probs) == 0 && !(sum > 0) {
+		probs = append(probs, "objective weights must sum to more than 0")
+	}
+	if len(probs) > 0 {
+		return &InvalidError{What: "objective weights", Problems: probs}
+	}
+	return nil
+}
+
+// CheckFloors validates floors: every metric present with a positive finite floor.
+func CheckFloors(f Metrics) error {
+	var probs []string
+	for _, m := range MetricNames {
+		if v, ok := f[m]; !ok || !finite(v) || v <= 0 {
+			probs = append(probs, fmt.Sprintf("floor for %s must be a positive number", m))
+		}
+	}
+	for _, k := range sortedKeys(f) {
+		if !contains(MetricNames, k) {
+			probs = append(probs, fmt.Sprintf("floor for unknown metric %q", k))
+		}
+	}
+	if len(probs) > 0 {
+		return &InvalidError{What: "score floors", Problems: probs}
+	}
+	return nil
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// SeedMetrics is one evaluation seed's metrics.
+type SeedMetrics struct {
+	Seed    int     `json:"seed"`
+	Metrics Metrics `json:"metrics"`
+}
+
+// Evaluation is the content of evaluation.json (DESIGN.md §3).
+type Evaluation struct {
+	Task       string        `json:"task"`
+	Checkpoint string        `json:"checkpoint"`
+	Iteration  int           `json:"iteration"`
+	Seeds      []int         `json:"seeds"`
+	Metrics    Metrics       `json:"metrics"`
+	PerSeed    []SeedMetrics `json:"perSeed"`
+}
+
+// DecodeEvaluation parses evaluation.json strictly: unknown fields, a missing or non-finite
+// metric, or trailing data make it invalid, with every problem named.
+func DecodeEvaluation(data []byte) (Evaluation, error) {
+	var ev Evaluation
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ev); err != nil {
+		return ev, &InvalidError{What: "evaluation.json", Problems: []string{"malformed: " + err.Error()}}
+	}
+	if dec.More() {
+		return ev, &InvalidError{What: "evaluation.json", Problems: []string{"trailing data after the JSON object"}}
+	}
+	var probs []string
+	probs = append(probs, checkMetrics("metrics", ev.Metrics)...)
+	for i, s := range ev.PerSeed {
+		probs = append(probs, checkMetrics(fmt.Sprintf("perSeed[%d] (seed %d)", i, s.Seed), s.Metrics)...)
+	}
+	if len(probs) > 0 {
+		return ev, &InvalidError{What: "evaluation.json", Problems: probs}
+	}
+	return ev, nil
+}
+
+func checkMetrics(where string, m Metrics) []string {
+	var probs []string
+	if m == nil {
+		return []string{where + ": missing"}
+	}
+	for _, name := range MetricNames {
+		v, ok := m[name]
+		switch {
+		case !ok:
+			probs = append(probs, fmt.Sprintf("%s.%s: missing", where, name))
+		case !finite(v):
+			probs = append(probs, fmt.Sprintf("%s.%s: %g is not finite", where, name, v))
+		case v < 0:
+			probs = append(probs, fmt.Sprintf("%s.%s: %g is negative", where, name, v))
+		}
+	}
+	return probs
+}
+
+// Score is a trial's evaluation compared with the session's baseline (comparable within a rung).
+type Score struct {
+	Total        float64            `json:"total"`
+	Objectives   map[string]float64 `json:"objectives"`
+	Improvements map[string]float64 `json:"improvements"` // per metric, clipped to [-1, 1]
+	Eligible     bool               `json:"eligible"`
+	Reasons      []string           `json:"reasons,omitempty"` // why not eligible
+}
+
+// Scorer compares evaluations with a frozen baseline.
+type Scorer struct {
+	Baseline Metrics
+	Weights  ObjectiveWeights
+	Floors   Metrics
+}
+
+// Score computes the score of m against the baseline. Missing or non-finite metrics are an
+// error: the trial fails with that reason.
+func (s Scorer) Score(m Metrics) (Score, error) {
+	if probs := append(checkMetrics("baseline", s.Baseline), checkMetrics("metrics", m)...); len(probs) > 0 {
+		return Score{}, &InvalidError{What: "cannot score", Problems: probs}
+	}
+	imp := map[string]float64{}
+	for _, name := range MetricNames {
+		b := s.Baseline[name]
+		scale := math.Max(math.Abs(b), s.Floors[name])
+		if !(scale > 0) {
+			scale = 1
+		}
+		imp[name] = clip((b-m[name])/scale, -1, 1)
+	}
+	obj := map[string]float64{
+		ObjTracking:   0.8*imp[MetricVelLinear] + 0.2*imp[MetricVelAngular],
+		ObjSmoothness: imp[MetricActionAcc],
+		ObjStability:  imp[MetricOrientation],
+		ObjFalls:      imp[MetricFallRate],
+		ObjSlip:       imp[MetricFootSlip],
+		ObjEnergy:     imp[MetricPower],
+	}
+	var num, den float64
+	for _, k := range ObjectiveNames {
+		num += s.Weights[k] * obj[k]
+		den += s.Weights[k]
+	}
+	sc := Score{Objectives: obj, Improvements: imp, Eligible: true}
+	if den > 0 {
+		sc.Total = num / den
+	}
+	if m[MetricFallRate] > s.Baseline[MetricFallRate]+0.02 {
+		sc.Eligible = false
+		sc.Reasons = append(sc.Reasons, fmt.Sprintf("fall rate %.3f exceeds the baseline's %.3f + 0.02", m[MetricFallRate], s.Baseline[MetricFallRate]))
+	}
+	if obj[ObjTracking] < -0.05 {
+		sc.Eligible = false
+		sc.Reasons = append(sc.Reasons, fmt.Sprintf("tracking is %.1f%% worse than the baseline (limit 5%%)", -100*obj[ObjTracking]))
+	}
+	return sc, nil
+}
+
+func clip(x, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, x)) }
+
+// MeanStd returns the mean and population standard deviation of xs.
+func MeanStd(xs []float64) (mean, std float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	for _, x := range xs {
+		std += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(std / float64(len(xs)))
+}
+
+// SortedMetricNames returns m's names in display order, unknown names last.
+func SortedMetricNames(m Metrics) []string {
+	out := []string{}
+	for _, n := range MetricNames {
+		if _, ok := m[n]; ok {
+			out = append(out, n)
+		}
+	}
+	rest := []string{}
+	for k := range m {
+		if !contains(MetricNames, k) {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}

@@ -1,0 +1,175 @@
+package session
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Modes of a session.
+const (
+	ModeAutomatic = "automatic"
+	ModeApproval  = "approval"
+)
+
+// TaskGo2Flat is the one task of v1.
+const TaskGo2Flat = "Unitree-Go2-Flat"
+
+// Settings are a session's parameters, validated at create (DESIGN.md §1).
+type Settings struct {
+	Mode           string           `json:"mode" yaml:"mode"`
+	Task           string           `json:"task" yaml:"task"`
+	RunName        string           `json:"run_name" yaml:"run_name"`
+	GPUs           []int            `json:"gpus" yaml:"gpus"`
+	TrialCount     int              `json:"trial_count" yaml:"trial_count"`
+	Rungs          []int            `json:"rungs" yaml:"rungs"`
+	Promote        []int            `json:"promote" yaml:"promote"`
+	NumEnvs        int              `json:"num_envs" yaml:"num_envs"`
+	EvalNumEnvs    int              `json:"eval_num_envs" yaml:"eval_num_envs"`
+	EvalSteps      int              `json:"eval_steps" yaml:"eval_steps"`
+	Seed           int64            `json:"seed" yaml:"seed"`
+	Patience       int              `json:"early_stop_patience" yaml:"early_stop_patience"`
+	Objective      ObjectiveWeights `json:"objective_weights" yaml:"objective_weights"`
+	Floors         Metrics          `json:"floors" yaml:"floors"`
+	Fallback       bool             `json:"fallback" yaml:"fallback"`
+	Control        bool             `json:"control" yaml:"control"`
+	EvalSeeds      []int            `json:"eval_seeds" yaml:"eval_seeds"`
+	FinalEvalSeeds []int            `json:"final_eval_seeds" yaml:"final_eval_seeds"`
+	Preset         string           `json:"preset,omitempty" yaml:"preset"`
+	Tasks          []string         `json:"-" yaml:"tasks"` // tasks this installation accepts
+}
+
+// DefaultSettings returns the defaults of DESIGN.md §1.
+func DefaultSettings() Settings {
+	s := Settings{
+		Mode: ModeAutomatic, Task: TaskGo2Flat, RunName: "auto-tune", GPUs: []int{0},
+		TrialCount: 12, Rungs: []int{300, 900, 2000}, NumEnvs: 4096, EvalNumEnvs: 256,
+		EvalSteps: 1000, Seed: 42, Patience: 4, Objective: DefaultObjectiveWeights(),
+		Floors: DefaultFloors(), EvalSeeds: []int{0}, FinalEvalSeeds: []int{0, 1, 2},
+	}
+	return s
+}
+
+// Normalize fills what derives from other fields: promote defaults to
+// [trial_count, min(4, n), min(2, n)] when not given.
+func (s *Settings) Normalize() {
+	if len(s.Promote) == 0 {
+		s.Promote = DefaultPromote(s.TrialCount)
+	}
+	if s.Objective == nil {
+		s.Objective = DefaultObjectiveWeights()
+	}
+	if s.Floors == nil {
+		s.Floors = DefaultFloors()
+	}
+}
+
+// DefaultPromote is [n, min(4, n), min(2, n)].
+func DefaultPromote(n int) []int { return []int{n, min(4, n), min(2, n)} }
+
+var runNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Validate checks every field and names each bad one.
+func (s Settings) Validate() error {
+	var probs []string
+	bad := func(field, format string, args ...any) {
+		probs = append(probs, field+": "+fmt.Sprintf(format, args...))
+	}
+	if s.Mode != ModeAutomatic && s.Mode != ModeApproval {
+		bad("mode", "%q is not automatic or approval", s.Mode)
+	}
+	tasks := s.Tasks
+	if len(tasks) == 0 {
+		tasks = []string{TaskGo2Flat}
+	}
+	if !contains(tasks, s.Task) {
+		bad("task", "%q is not supported (supported: %v)", s.Task, tasks)
+	}
+	if !runNameRE.MatchString(s.RunName) {
+		bad("run_name", "%q must match ^[A-Za-z0-9_.-]{1,64}$", s.RunName)
+	}
+	if len(s.GPUs) == 0 {
+		bad("gpus", "must list at least one GPU")
+	}
+	seen := map[int]bool{}
+	for _, g := range s.GPUs {
+		if g < 0 || g > 255 {
+			bad("gpus", "%d is outside 0–255", g)
+		} else if seen[g] {
+			bad("gpus", "%d is listed twice", g)
+		}
+		seen[g] = true
+	}
+	if s.TrialCount < 4 || s.TrialCount > 20 {
+		bad("trial_count", "%d is outside 4–20", s.TrialCount)
+	}
+	if len(s.Rungs) != 3 {
+		bad("rungs", "must have 3 entries (got %d)", len(s.Rungs))
+	} else {
+		for i, r := range s.Rungs {
+			switch {
+			case r < 1 || r > 1_000_000:
+				bad("rungs", "rung %d: %d iterations is outside 1–1000000", i, r)
+			case i > 0 && r < s.Rungs[i-1]:
+				bad("rungs", "rung %d: %d is less than rung %d's %d", i, r, i-1, s.Rungs[i-1])
+			}
+		}
+	}
+	if len(s.Promote) != 3 {
+		bad("promote", "must have 3 entries (got %d)", len(s.Promote))
+	} else {
+		for i, p := range s.Promote {
+			if p < 1 || (i > 0 && p > s.Promote[i-1]) || p > s.TrialCount {
+				bad("promote", "entry %d: %d must be ≥ 1, ≤ trial_count and ≤ the entry before", i, p)
+			}
+		}
+	}
+	rangeCheck := func(field string, v, lo, hi int) {
+		if v < lo || v > hi {
+			bad(field, "%d is outside %d–%d", v, lo, hi)
+		}
+	}
+	rangeCheck("num_envs", s.NumEnvs, 1, 16384)
+	rangeCheck("eval_num_envs", s.EvalNumEnvs, 1, 4096)
+	rangeCheck("eval_steps", s.EvalSteps, 10, 100000)
+	rangeCheck("early_stop_patience", s.Patience, 1, 20)
+	if s.Seed < 0 || s.Seed > 1<<31-1 {
+		bad("seed", "%d is outside 0–2147483647", s.Seed)
+	}
+	if err := s.Objective.Check(); err != nil {
+		probs = append(probs, prefixed("objective_weights", err)...)
+	}
+	if err := CheckFloors(s.Floors); err != nil {
+		probs = append(probs, prefixed("floors", err)...)
+	}
+	for _, f := range []struct {
+		name  string
+		seeds []int
+	}{{"eval_seeds", s.EvalSeeds}, {"final_eval_seeds", s.FinalEvalSeeds}} {
+		if len(f.seeds) == 0 || len(f.seeds) > 16 {
+			bad(f.name, "must list 1–16 seeds")
+		}
+		for _, v := range f.seeds {
+			if v < 0 || v > 1<<31-1 {
+				bad(f.name, "%d is outside 0–2147483647", v)
+			}
+		}
+	}
+	if s.Preset != "" && !runNameRE.MatchString(s.Preset) {
+		bad("preset", "%q is not a preset name", s.Preset)
+	}
+	if len(probs) > 0 {
+		return &InvalidError{What: "settings invalid", Problems: probs}
+	}
+	return nil
+}
+
+func prefixed(field string, err error) []string {
+	if ie, ok := err.(*InvalidError); ok {
+		out := make([]string, len(ie.Problems))
+		for i, p := range ie.Problems {
+			out[i] = field + ": " + p
+		}
+		return out
+	}
+	return []string{field + ": " + err.Error()}
+}
