@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"tunebot/session"
+)
+
+// Config is tunebot's YAML configuration. Secrets are never fields here: they come from the
+// environment only (DEEPSEEK_API_KEY, SLACK_*, DISCORD_BOT_TOKEN, NTFY_TOKEN).
+type Config struct {
+	DataDir string           `yaml:"data_dir"`
+	Log     LogConfig        `yaml:"log"`
+	Trainer TrainerConfig    `yaml:"trainer"`
+	Session session.Settings `yaml:"session"`
+	Space   *session.Space   `yaml:"reward_space"`
+	Advisor AdvisorConfig    `yaml:"advisor"`
+	Chat    ChatConfig       `yaml:"chat"`
+}
+
+// LogConfig selects the log level and format.
+type LogConfig struct {
+	Level  string `yaml:"level"`  // debug, info, warn, error
+	Format string `yaml:"format"` // text or json
+}
+
+// TrainerConfig holds the argv templates of DESIGN.md §4.
+type TrainerConfig struct {
+	Workdir     string        `yaml:"workdir"`
+	Python      string        `yaml:"python"`
+	Train       []string      `yaml:"train"`
+	ResumeArgs  []string      `yaml:"resume_args"`
+	Evaluate    []string      `yaml:"evaluate"`
+	JobTimeout  time.Duration `yaml:"job_timeout"`
+	EvalTimeout time.Duration `yaml:"eval_timeout"`
+	Grace       time.Duration `yaml:"grace"`
+}
+
+// AdvisorConfig configures the DeepSeek advisor; the key is DEEPSEEK_API_KEY, never here.
+type AdvisorConfig struct {
+	BaseURL     string        `yaml:"base_url"`
+	Model       string        `yaml:"model"`
+	Timeout     time.Duration `yaml:"timeout"`
+	Temperature float64       `yaml:"temperature"`
+	// Hybrid decides how the advisor and the TPE sampler share proposals: "off" (advisor
+	// only, sampler as fallback when enabled), "alternate", or "stall" (the sampler proposes
+	// when the advisor's last StallAfter proposals did not improve).
+	Hybrid     string `yaml:"hybrid"`
+	StallAfter int    `yaml:"stall_after"`
+}
+
+// ChatConfig enables chat adapters; their sections are filled by later work.
+type ChatConfig struct {
+	Console bool `yaml:"console"`
+}
+
+// defaultConfig is the embedded configuration: the built-in sim trainer, so `make demo`
+// needs no GPU and no file.
+func defaultConfig() Config {
+	return Config{
+		DataDir: "./data",
+		Log:     LogConfig{Level: "info", Format: "text"},
+		Trainer: TrainerConfig{
+			Workdir:     ".",
+			Python:      "python3",
+			Train:       []string{"{tunebot}", "sim-train", "--task", "{task}", "--run-dir", "{run_dir}", "--reward-config", "{reward_config}", "--iterations", "{iterations}", "--target-iterations", "{target_iterations}", "--start-iteration", "{start_iteration}", "--seed", "{seed}", "--num-envs", "{num_envs}"},
+			ResumeArgs:  []string{"--resume-checkpoint", "{checkpoint}"},
+			Evaluate:    []string{"{tunebot}", "sim-eval", "--task", "{task}", "--checkpoint", "{checkpoint}", "--output", "{eval_output}", "--seeds", "{eval_seeds}", "--num-envs", "{eval_num_envs}", "--steps", "{eval_steps}", "--run-dir", "{run_dir}"},
+			JobTimeout:  12 * time.Hour,
+			EvalTimeout: time.Hour,
+			Grace:       10 * time.Second,
+		},
+		Session: session.DefaultSettings(),
+		Advisor: AdvisorConfig{
+			BaseURL: "https://api.deepseek.com", Model: "deepseek-v4-flash",
+			Timeout: 3 * time.Minute, Temperature: 0.2, Hybrid: "off", StallAfter: 3,
+		},
+	}
+}
+
+var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// loadConfig reads path over the embedded defaults ("" means the defaults alone). ${NAME}
+// is replaced from the environment; unknown keys, bad values and unset variables are
+// errors that name each field.
+func loadConfig(path string, getenv func(string) string) (Config, error) {
+	cfg := defaultConfig()
+	if path == "" {
+		return cfg, cfg.validate()
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return cfg, fmt.Errorf("config file %s does not exist", path)
+		}
+		return cfg, fmt.Errorf("reading config %s: %w", path, err)
+	}
+	var missing []string
+	expanded := envRef.ReplaceAllStringFunc(string(raw), func(m string) string {
+		name := envRef.FindStringSubmatch(m)[1]
+		v := getenv(name)
+		if v == "" {
+			missing = append(missing, name)
+		}
+		return v
+	})
+	if len(missing) > 0 {
+		return cfg, fmt.Errorf("config %s: environment variable(s) %s not set", path, strings.Join(missing, ", "))
+	}
+	// Promote derives from trial_count unless given, so clear the default before decoding.
+	cfg.Session.Promote = nil
+	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
+	}
+	if cfg.Trainer.Workdir != "" && !filepath.IsAbs(cfg.Trainer.Workdir) {
+		cfg.Trainer.Workdir = filepath.Join(filepath.Dir(path), cfg.Trainer.Workdir)
+	}
+	if cfg.DataDir != "" && !filepath.IsAbs(cfg.DataDir) {
+		cfg.DataDir = filepath.Join(filepath.Dir(path), cfg.DataDir)
+	}
+	return cfg, cfg.validate()
+}
+
+func yamlMessage(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		return strings.Join(te.Errors, "; ")
+	}
+	return err.Error()
+}
+
+// space is the configured reward space, or the default one.
+func (c Config) space() *session.Space {
+	if c.Space != nil {
+		return c.Space
+	}
+	return session.DefaultSpace()
+}
+
+// validate names every bad field at once.
+func (c *Config) validate() error {
+	var probs []string
+	c.Session.Normalize()
+	if c.DataDir == "" {
+		probs = append(probs, "data_dir: must be set")
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		probs = append(probs, fmt.Sprintf("log.level: %q is not debug, info, warn or error", c.Log.Level))
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		probs = append(probs, fmt.Sprintf("log.format: %q is not text or json", c.Log.Format))
+	}
+	if len(c.Trainer.Train) == 0 {
+		probs = append(probs, "trainer.train: must be a non-empty argv list")
+	}
+	if len(c.Trainer.Evaluate) == 0 {
+		probs = append(probs, "trainer.evaluate: must be a non-empty argv list")
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"trainer.job_timeout", c.Trainer.JobTimeout}, {"trainer.eval_timeout", c.Trainer.EvalTimeout}, {"trainer.grace", c.Trainer.Grace}, {"advisor.timeout", c.Advisor.Timeout}} {
+		if d.v < 0 {
+			probs = append(probs, d.name+": must not be negative")
+		}
+	}
+	if err := c.Session.Validate(); err != nil {
+		probs = append(probs, problems("session", err)...)
+	}
+	if c.Space != nil {
+		if err := c.Space.Check(); err != nil {
+			probs = append(probs, problems("reward_space", err)...)
+		}
+	}
+	if c.Advisor.BaseURL == "" || !(strings.HasPrefix(c.Advisor.BaseURL, "https://") || strings.HasPrefix(c.Advisor.BaseURL, "http://")) {
+		probs = append(probs, fmt.Sprintf("advisor.base_url: %q must be an http(s) URL", c.Advisor.BaseURL))
+	}
+	if c.Advisor.Model == "" {
+		probs = append(probs, "advisor.model: must be set")
+	}
+	if !(c.Advisor.Temperature > 0 && c.Advisor.Temperature <= 2) {
+		probs = append(probs, fmt.Sprintf("advisor.temperature: %g must be in (0, 2] (DeepSeek treats 0 as unset)", c.Advisor.Temperature))
+	}
+	switch c.Advisor.Hybrid {
+	case "off", "alternate", "stall":
+	default:
+		probs = append(probs, fmt.Sprintf("advisor.hybrid: %q is not off, alternate or stall", c.Advisor.Hybrid))
+	}
+	if c.Advisor.StallAfter < 1 {
+		probs = append(probs, "advisor.stall_after: must be at least 1")
+	}
+	if len(probs) > 0 {
+		return &session.InvalidError{What: "config invalid", Problems: probs}
+	}
+	return nil
+}
+
+func problems(prefix string, err error) []string {
+	var ie *session.InvalidError
+	if errors.As(err, &ie) {
+		out := make([]string, len(ie.Problems))
+		for i, p := range ie.Problems {
+			out[i] = prefix + "." + p
+		}
+		return out
+	}
+	return []string{prefix + ": " + err.Error()}
+}
