@@ -1,0 +1,703 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// EngineConfig wires the engine to the outside world.
+type EngineConfig struct {
+	Store   Store
+	Trainer Trainer
+	// Advisor is the primary proposer (DeepSeek, or a hybrid of it and the sampler); nil
+	// when none is configured.
+	Advisor Advisor
+	// Sampler is the numeric proposer, used only by sessions that enable fallback.
+	Sampler  Advisor
+	Notifier Notifier // may be nil
+	Space    *Space
+	// SessionsDir holds one directory per session; trial run directories live inside.
+	SessionsDir string
+	Logger      *slog.Logger
+	// NotifyTimeout bounds one Notify call (default 5 s).
+	NotifyTimeout time.Duration
+}
+
+// Engine runs tuning sessions: one worker goroutine per session that needs the GPU, which
+// exits whenever the session waits for a person, so that a restart and a live daemon take
+// the same path: every step is planned from what the store holds.
+type Engine struct {
+	cfg    EngineConfig
+	log    *slog.Logger
+	events chan Event
+
+	mu      sync.Mutex
+	workers map[string]*worker
+	changed chan struct{}
+	closed  bool
+
+	notifyDone chan struct{}
+}
+
+type worker struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	// stopState is the state a cancelled worker leaves behind: cancelled, or interrupted
+	// when tunebot itself is shutting down.
+	stopState State
+}
+
+// NewEngine checks cfg and starts the notification dispatcher.
+func NewEngine(cfg EngineConfig) (*Engine, error) {
+	if cfg.Store == nil || cfg.Trainer == nil || cfg.Space == nil || cfg.SessionsDir == "" {
+		return nil, errors.New("engine needs a store, a trainer, a reward space and a sessions directory")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.NotifyTimeout <= 0 {
+		cfg.NotifyTimeout = 5 * time.Second
+	}
+	e := &Engine{
+		cfg: cfg, log: cfg.Logger, events: make(chan Event, 512),
+		workers: map[string]*worker{}, changed: make(chan struct{}), notifyDone: make(chan struct{}),
+	}
+	go e.dispatch()
+	return e, nil
+}
+
+// Space returns the reward space sessions are checked against.
+func (e *Engine) Space() *Space { return e.cfg.Space }
+
+// Store returns the engine's store, for readers (chat status, reports).
+func (e *Engine) Store() Store { return e.cfg.Store }
+
+// SessionDir is the directory of session id.
+func (e *Engine) SessionDir(id string) string { return filepath.Join(e.cfg.SessionsDir, id) }
+
+// Changed returns a channel that is closed at the next change of any session.
+func (e *Engine) Changed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.changed
+}
+
+func (e *Engine) bump() {
+	e.mu.Lock()
+	close(e.changed)
+	e.changed = make(chan struct{})
+	e.mu.Unlock()
+}
+
+// Running reports whether a worker of session id is running.
+func (e *Engine) Running(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	_, ok := e.workers[id]
+	return ok
+}
+
+// Wait blocks until session id has no running worker and returns it as stored: finished,
+// or waiting for a person (awaiting_approval, paused, interrupted).
+func (e *Engine) Wait(ctx context.Context, id string) (Session, error) {
+	for {
+		ch := e.Changed()
+		if !e.Running(id) {
+			return e.cfg.Store.Session(ctx, id)
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return Session{}, ctx.Err()
+		}
+	}
+}
+
+// Active returns the one active session, if any.
+func (e *Engine) Active(ctx context.Context) (Session, bool, error) {
+	all, err := e.cfg.Store.Sessions(ctx)
+	if err != nil {
+		return Session{}, false, err
+	}
+	for _, s := range all {
+		if s.State.Active() {
+			return s, true, nil
+		}
+	}
+	return Session{}, false, nil
+}
+
+// Start validates settings, creates a session and starts its baseline.
+func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, error) {
+	st.Normalize()
+	if err := st.Validate(); err != nil {
+		return Session{}, err
+	}
+	if e.cfg.Advisor == nil && !st.Fallback {
+		return Session{}, Userf(ErrConflict, "no advisor is configured (set DEEPSEEK_API_KEY) and fallback is off: enable fallback to let the numeric sampler propose")
+	}
+	if st.Fallback && e.cfg.Sampler == nil {
+		return Session{}, Userf(ErrConflict, "fallback is on but no numeric sampler is configured")
+	}
+	base := e.cfg.Space.Defaults()
+	if st.Preset != "" {
+		p, err := e.cfg.Store.Preset(ctx, st.Preset)
+		if err != nil {
+			if errors.Is(err, ErrNotFound) {
+				return Session{}, Userf(ErrNotFound, "preset %q does not exist", st.Preset)
+			}
+			return Session{}, fmt.Errorf("loading preset %s: %w", st.Preset, err)
+		}
+		if err := e.cfg.Space.CheckConfig(p.Config); err != nil {
+			return Session{}, fmt.Errorf("preset %s no longer fits the reward space: %w", st.Preset, err)
+		}
+		base = p.Config.Clone()
+	}
+	now := time.Now().UTC()
+	s := Session{
+		ID: newID(), State: StateQueued, Settings: st, Owner: owner, Base: base,
+		BestTrial: -1, CreatedAt: now, UpdatedAt: now, Message: "queued: the baseline trial starts now",
+	}
+	if err := e.cfg.Store.CreateSession(ctx, s); err != nil {
+		if errors.Is(err, ErrBusy) {
+			return Session{}, &UserError{Msg: "busy: " + err.Error(), Err: err}
+		}
+		return Session{}, fmt.Errorf("creating session: %w", err)
+	}
+	if err := os.MkdirAll(e.SessionDir(s.ID), 0o755); err != nil {
+		_, _ = e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+			x.State, x.Reason, x.EndedAt = StateFailed, "cannot create the session directory: "+err.Error(), time.Now().UTC()
+			return nil
+		})
+		return Session{}, fmt.Errorf("creating session directory: %w", err)
+	}
+	e.audit(ctx, s.ID, "session_started", owner, map[string]any{"settings": st, "preset": st.Preset})
+	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: fmt.Sprintf("session %s started by %s (%s mode, %d trials)", short(s.ID), owner, st.Mode, st.TrialCount)})
+	e.ensureWorker(s.ID)
+	return s, nil
+}
+
+// Pause stops scheduling after the current subprocess; a session waiting for approval
+// pauses at once.
+func (e *Engine) Pause(ctx context.Context, id string, by Actor) (Session, error) {
+	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
+		switch s.State {
+		case StateAwaitingApproval:
+			s.State, s.Message = StatePaused, "paused by "+by.String()
+		case StateQueued, StateRunning, StateEvaluating:
+			if s.PauseAsked {
+				return Userf(ErrConflict, "session %s is already pausing after its current job", short(s.ID))
+			}
+			s.PauseAsked = true
+			s.Message = "pausing after the current job (asked by " + by.String() + ")"
+		case StatePaused:
+			return Userf(ErrConflict, "session %s is already paused", short(s.ID))
+		default:
+			return Userf(ErrConflict, "session %s is %s and cannot be paused", short(s.ID), s.State)
+		}
+		s.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return s, e.lookupErr(id, err)
+	}
+	e.audit(ctx, id, "pause", by, nil)
+	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: s.Message})
+	e.bump()
+	return s, nil
+}
+
+// Resume continues a paused or interrupted session from its last complete result.
+func (e *Engine) Resume(ctx context.Context, id string, by Actor) (Session, error) {
+	var from State
+	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
+		from = s.State
+		switch {
+		case s.State == StatePaused, s.State == StateInterrupted:
+			s.State, s.Reason = StateRunning, ""
+			s.Message = "resumed by " + by.String()
+		case s.PauseAsked:
+			s.Message = "pause withdrawn by " + by.String()
+		case s.State == StateAwaitingApproval:
+			return Userf(ErrConflict, "session %s is waiting for a decision on its proposal: approve, reject or edit it", short(s.ID))
+		default:
+			return Userf(ErrConflict, "session %s is %s and cannot be resumed", short(s.ID), s.State)
+		}
+		s.PauseAsked = false
+		s.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return s, e.lookupErr(id, err)
+	}
+	e.audit(ctx, id, "resume", by, map[string]any{"from": string(from)})
+	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: s.Message})
+	e.ensureWorker(id)
+	return s, nil
+}
+
+// Cancel ends the session: the running job's whole process group is terminated and any
+// pending proposal is voided.
+func (e *Engine) Cancel(ctx context.Context, id string, by Actor) (Session, error) {
+	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
+		if !s.State.Active() {
+			return Userf(ErrConflict, "session %s is already %s", short(s.ID), s.State)
+		}
+		s.State, s.Reason, s.PauseAsked = StateCancelled, "cancelled by "+by.String(), false
+		s.Message = s.Reason
+		s.UpdatedAt, s.EndedAt = time.Now().UTC(), time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return s, e.lookupErr(id, err)
+	}
+	e.stopWorker(id, StateCancelled)
+	e.voidPending(ctx, id)
+	e.markUnfinished(ctx, id, "cancelled by "+by.String())
+	e.audit(ctx, id, "cancel", by, nil)
+	e.notify(Event{Kind: EventSessionFinished, Session: s, Text: fmt.Sprintf("session %s cancelled by %s", short(id), by)})
+	e.bump()
+	return s, nil
+}
+
+// DecideRequest is a person's decision on a proposal.
+type DecideRequest struct {
+	SessionID  string
+	ProposalID string // "" means the session's pending proposal
+	Action     string // approve, reject or edit
+	Feedback   string // reject: why; it reaches the advisor's next prompt
+	Edit       *Patch // edit: the complete patch that will run instead
+	By         Actor
+}
+
+// Decision actions.
+const (
+	ActionApprove = "approve"
+	ActionReject  = "reject"
+	ActionEdit    = "edit"
+)
+
+// MaxFeedback caps rejection feedback, which goes verbatim into the advisor's prompt.
+const MaxFeedback = 2000
+
+// Decide records a decision. Two decisions on one proposal yield one: the second gets a
+// clear answer saying who decided first. An invalid edit is refused and the proposal
+// stays pending.
+func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) {
+	switch d.Action {
+	case ActionApprove, ActionReject, ActionEdit:
+	default:
+		return Proposal{}, Userf(ErrConflict, "unknown decision %q (approve, reject or edit)", d.Action)
+	}
+	if d.Action == ActionEdit && (d.Edit == nil || d.Edit.Len() == 0) {
+		return Proposal{}, Userf(ErrConflict, "an edit needs at least one term=value")
+	}
+	if len([]rune(d.Feedback)) > MaxFeedback {
+		return Proposal{}, Userf(ErrConflict, "feedback is %d characters; at most %d", len([]rune(d.Feedback)), MaxFeedback)
+	}
+	s, err := e.cfg.Store.Session(ctx, d.SessionID)
+	if err != nil {
+		return Proposal{}, e.lookupErr(d.SessionID, err)
+	}
+	if !s.State.Active() {
+		return Proposal{}, Userf(ErrConflict, "session %s is %s: its proposals can no longer be decided", short(s.ID), s.State)
+	}
+	id := d.ProposalID
+	if id == "" {
+		ps, err := e.cfg.Store.Proposals(ctx, s.ID)
+		if err != nil {
+			return Proposal{}, fmt.Errorf("listing proposals: %w", err)
+		}
+		for _, p := range ps {
+			if p.State == ProposalPending {
+				id = p.ID
+			}
+		}
+		if id == "" {
+			return Proposal{}, Userf(ErrNotFound, "session %s has no proposal waiting for a decision", short(s.ID))
+		}
+	}
+	var tried []Tried
+	if d.Action == ActionEdit {
+		trials, err := e.cfg.Store.Trials(ctx, s.ID)
+		if err != nil {
+			return Proposal{}, fmt.Errorf("listing trials: %w", err)
+		}
+		tried = triedConfigs(trials)
+	}
+	now := time.Now().UTC()
+	p, err := e.cfg.Store.UpdateProposal(ctx, s.ID, id, func(p *Proposal) error {
+		if p.State != ProposalPending {
+			who := ""
+			if p.Decision != nil {
+				who = fmt.Sprintf(" by %s at %s", p.Decision.By, p.Decision.At.Format("15:04:05 UTC"))
+			}
+			return Userf(ErrConflict, "proposal %d was already %s%s", p.Seq, decidedWord(p), who)
+		}
+		dec := &Decision{Action: d.Action, By: d.By, At: now, Feedback: d.Feedback}
+		switch d.Action {
+		case ActionApprove:
+			p.State = ProposalApproved
+		case ActionReject:
+			p.State = ProposalRejected
+		case ActionEdit:
+			if _, err := e.cfg.Space.Validate(p.Base, *d.Edit, tried); err != nil {
+				return err
+			}
+			edited := d.Edit.Clone()
+			dec.Edited = &edited
+			p.State = ProposalApproved
+		}
+		p.Decision = dec
+		return nil
+	})
+	if err != nil {
+		var ue *UserError
+		var ie *InvalidError
+		if errors.As(err, &ue) || errors.As(err, &ie) {
+			return p, err
+		}
+		return p, e.lookupErr(id, err)
+	}
+	e.audit(ctx, s.ID, "decision", d.By, map[string]any{"proposal": p.ID, "seq": p.Seq, "action": d.Action, "feedback": d.Feedback, "edited": p.Decision.Edited})
+	e.notify(Event{Kind: EventDecision, Session: s, Proposal: &p, Text: fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(&p), d.By)})
+	if s.State != StatePaused {
+		e.ensureWorker(s.ID)
+	}
+	e.bump()
+	return p, nil
+}
+
+func decidedWord(p *Proposal) string {
+	switch {
+	case p.Decision != nil && p.Decision.Action == ActionEdit:
+		return "edited and approved"
+	case p.State == ProposalApproved, p.State == ProposalUsed:
+		return "approved"
+	case p.State == ProposalRejected:
+		return "rejected"
+	case p.State == ProposalVoid:
+		return "voided"
+	}
+	return string(p.State)
+}
+
+// Recover runs once at start-up: sessions left running become interrupted, and trainer
+// process groups a crashed tunebot left behind are ended before their GPU is used again.
+func (e *Engine) Recover(ctx context.Context) error {
+	all, err := e.cfg.Store.Sessions(ctx)
+	if err != nil {
+		return fmt.Errorf("listing sessions: %w", err)
+	}
+	for _, s := range all {
+		if !s.State.Active() {
+			continue
+		}
+		trials, err := e.cfg.Store.Trials(ctx, s.ID)
+		if err != nil {
+			return fmt.Errorf("listing trials of %s: %w", s.ID, err)
+		}
+		for _, t := range trials {
+			if t.Proc != nil && !t.State.Terminal() {
+				if err := e.cfg.Trainer.EndOrphan(ctx, *t.Proc); err != nil {
+					return fmt.Errorf("ending the trainer left running by trial %d @ rung %d (pid %d): %w", t.Number, t.Rung, t.Proc.PID, err)
+				}
+				e.log.Info("ended orphaned trainer", "session", s.ID, "trial", t.Number, "rung", t.Rung, "pid", t.Proc.PID)
+				t.Proc = nil
+				if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+					return fmt.Errorf("saving trial: %w", err)
+				}
+			}
+		}
+		switch s.State {
+		case StateQueued, StateRunning, StateEvaluating:
+			s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+				x.State, x.PauseAsked = StateInterrupted, false
+				x.Reason = "tunebot stopped while the session was " + string(s.State)
+				x.Message = x.Reason + "; resume to continue from the last complete result"
+				x.UpdatedAt = time.Now().UTC()
+				return nil
+			})
+			if err != nil {
+				return fmt.Errorf("marking %s interrupted: %w", s.ID, err)
+			}
+			e.markUnfinished(ctx, s.ID, "tunebot stopped")
+			e.audit(ctx, s.ID, "interrupted", System, map[string]any{"was": string(s.State)})
+			e.notify(Event{Kind: EventSessionUpdated, Session: s2, Text: s2.Message})
+		}
+	}
+	return nil
+}
+
+// Shutdown stops every worker, leaving their sessions interrupted so a restart resumes
+// them, and drains queued notifications within ctx.
+func (e *Engine) Shutdown(ctx context.Context) {
+	e.mu.Lock()
+	ids := make([]string, 0, len(e.workers))
+	for id := range e.workers {
+		ids = append(ids, id)
+	}
+	e.mu.Unlock()
+	for _, id := range ids {
+		e.stopWorker(id, StateInterrupted)
+	}
+	e.mu.Lock()
+	if !e.closed {
+		e.closed = true
+		close(e.events)
+	}
+	e.mu.Unlock()
+	select {
+	case <-e.notifyDone:
+	case <-ctx.Done():
+	}
+}
+
+func (e *Engine) lookupErr(id string, err error) error {
+	var ue *UserError
+	if errors.As(err, &ue) {
+		return err
+	}
+	if errors.Is(err, ErrNotFound) {
+		return Userf(ErrNotFound, "no session or proposal %q", id)
+	}
+	return err
+}
+
+// ensureWorker starts the session's worker unless one runs.
+func (e *Engine) ensureWorker(id string) {
+	e.mu.Lock()
+	if _, ok := e.workers[id]; ok || e.closed {
+		e.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &worker{cancel: cancel, done: make(chan struct{}), stopState: StateCancelled}
+	e.workers[id] = w
+	e.mu.Unlock()
+	e.bump()
+	go func() {
+		defer func() {
+			e.mu.Lock()
+			delete(e.workers, id)
+			e.mu.Unlock()
+			close(w.done)
+			e.bump()
+		}()
+		e.work(ctx, id, w)
+	}()
+}
+
+// stopWorker cancels the worker of id (its trainer job ends) and waits for it.
+func (e *Engine) stopWorker(id string, state State) {
+	e.mu.Lock()
+	w, ok := e.workers[id]
+	if ok {
+		w.stopState = state
+	}
+	e.mu.Unlock()
+	if !ok {
+		return
+	}
+	w.cancel()
+	<-w.done
+}
+
+// work runs steps until the session needs nobody's GPU: finished or waiting for a person.
+func (e *Engine) work(ctx context.Context, id string, w *worker) {
+	log := e.log.With("session", id)
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("session worker panicked", "panic", r, "stack", string(debug.Stack()))
+			e.fail(context.Background(), id, fmt.Sprintf("internal error: %v", r))
+		}
+	}()
+	for {
+		more, err := e.step(ctx, id, log)
+		if ctx.Err() != nil {
+			e.mu.Lock()
+			state := w.stopState
+			e.mu.Unlock()
+			if state == StateInterrupted {
+				e.interrupt(context.Background(), id, "tunebot is shutting down")
+			}
+			return
+		}
+		if err != nil {
+			log.Error("session step failed", "err", err)
+			e.fail(ctx, id, err.Error())
+			return
+		}
+		if !more {
+			return
+		}
+	}
+}
+
+func (e *Engine) interrupt(ctx context.Context, id, why string) {
+	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
+		if !s.State.Active() {
+			return nil
+		}
+		s.State, s.Reason, s.PauseAsked = StateInterrupted, why, false
+		s.Message = why + "; resume to continue from the last complete result"
+		s.UpdatedAt = time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		e.log.Error("marking session interrupted", "session", id, "err", err)
+		return
+	}
+	e.markUnfinished(ctx, id, why)
+	e.audit(ctx, id, "interrupted", System, map[string]any{"reason": why})
+	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: s.Message})
+}
+
+func (e *Engine) fail(ctx context.Context, id, reason string) {
+	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
+		if !s.State.Active() {
+			return nil
+		}
+		s.State, s.Reason, s.Message = StateFailed, reason, "failed: "+reason
+		s.UpdatedAt, s.EndedAt = time.Now().UTC(), time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		e.log.Error("marking session failed", "session", id, "err", err)
+		return
+	}
+	e.voidPending(ctx, id)
+	e.audit(ctx, id, "session_failed", System, map[string]any{"reason": reason})
+	e.notify(Event{Kind: EventSessionFinished, Session: s, Text: fmt.Sprintf("session %s failed: %s", short(id), reason)})
+}
+
+// markUnfinished marks trials that were mid-job as interrupted (their half-done work is
+// discarded on resume, except a finished training run, which is only re-evaluated).
+func (e *Engine) markUnfinished(ctx context.Context, id, why string) {
+	trials, err := e.cfg.Store.Trials(ctx, id)
+	if err != nil {
+		e.log.Error("listing trials", "session", id, "err", err)
+		return
+	}
+	for _, t := range trials {
+		if t.State == TrialTraining || t.State == TrialEvaluating || t.State == TrialQueued {
+			t.State, t.Reason, t.Proc = TrialInterrupted, why, nil
+			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+				e.log.Error("saving trial", "session", id, "trial", t.Number, "err", err)
+			}
+		}
+	}
+}
+
+func (e *Engine) voidPending(ctx context.Context, id string) {
+	ps, err := e.cfg.Store.Proposals(ctx, id)
+	if err != nil {
+		return
+	}
+	for _, p := range ps {
+		if p.State == ProposalPending || p.State == ProposalApproved {
+			_, _ = e.cfg.Store.UpdateProposal(ctx, id, p.ID, func(p *Proposal) error {
+				if p.State == ProposalPending || p.State == ProposalApproved {
+					p.State = ProposalVoid
+				}
+				return nil
+			})
+		}
+	}
+}
+
+func (e *Engine) audit(ctx context.Context, sessionID, kind string, by Actor, detail map[string]any) {
+	if err := e.cfg.Store.Append(ctx, AuditEntry{Time: time.Now().UTC(), SessionID: sessionID, Kind: kind, Actor: by, Detail: detail}); err != nil {
+		e.log.Error("writing audit entry", "session", sessionID, "kind", kind, "err", err)
+	}
+}
+
+// notify hands an event to the dispatcher without ever blocking the training path: when
+// the queue is full, the event is dropped and logged.
+func (e *Engine) notify(ev Event) {
+	if e.cfg.Notifier == nil {
+		return
+	}
+	if ev.Time.IsZero() {
+		ev.Time = time.Now().UTC()
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	select {
+	case e.events <- ev:
+	default:
+		if ev.Kind != EventTrialProgress {
+			e.log.Warn("notification queue full; event dropped", "kind", ev.Kind, "session", ev.Session.ID)
+		}
+	}
+}
+
+func (e *Engine) dispatch() {
+	defer close(e.notifyDone)
+	for ev := range e.events {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					e.log.Error("notifier panicked", "panic", r, "kind", ev.Kind)
+				}
+			}()
+			ctx, cancel := context.WithTimeout(context.Background(), e.cfg.NotifyTimeout)
+			defer cancel()
+			e.cfg.Notifier.Notify(ctx, ev)
+		}()
+	}
+}
+
+func newID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b[:])
+}
+
+func short(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// Short is the 8-character form of a session id used in names and messages.
+func Short(id string) string { return short(id) }
+
+func triedConfigs(trials []Trial) []Tried {
+	var out []Tried
+	for _, t := range trials {
+		if t.Rung == 0 {
+			out = append(out, Tried{Label: fmt.Sprintf("trial %d", t.Number), Config: t.RewardConfig})
+		}
+	}
+	return out
+}
+
+// sortByScore orders trials best first; ties go to the lower trial number.
+func sortByScore(ts []Trial) {
+	sort.SliceStable(ts, func(i, j int) bool {
+		if a, b := ts[i].RankScore(), ts[j].RankScore(); a != b {
+			return a > b
+		}
+		return ts[i].Number < ts[j].Number
+	})
+}
+
+func joinLines(s []string) string { return strings.Join(s, "; ") }

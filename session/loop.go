@@ -1,0 +1,780 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// errPaused stops a trial between its training and its evaluation when a pause was asked.
+var errPaused = errors.New("paused between jobs")
+
+// snapshot is what one step plans from.
+type snapshot struct {
+	s         Session
+	trials    []Trial
+	proposals []Proposal
+}
+
+func (n snapshot) trial(num, rung int) *Trial {
+	for i := range n.trials {
+		if n.trials[i].Number == num && n.trials[i].Rung == rung {
+			return &n.trials[i]
+		}
+	}
+	return nil
+}
+
+func (n snapshot) rung(r int) []Trial {
+	var out []Trial
+	for _, t := range n.trials {
+		if t.Rung == r {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func (e *Engine) load(ctx context.Context, id string) (snapshot, error) {
+	s, err := e.cfg.Store.Session(ctx, id)
+	if err != nil {
+		return snapshot{}, fmt.Errorf("loading session: %w", err)
+	}
+	trials, err := e.cfg.Store.Trials(ctx, id)
+	if err != nil {
+		return snapshot{}, fmt.Errorf("loading trials: %w", err)
+	}
+	ps, err := e.cfg.Store.Proposals(ctx, id)
+	if err != nil {
+		return snapshot{}, fmt.Errorf("loading proposals: %w", err)
+	}
+	return snapshot{s, trials, ps}, nil
+}
+
+// step does the next piece of work of the session and reports whether there is more for
+// the worker to do now. Everything it decides derives from the store, so a crash between
+// two steps loses at most the job that was running.
+func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, error) {
+	n, err := e.load(ctx, id)
+	if err != nil {
+		return false, err
+	}
+	s := n.s
+	switch s.State {
+	case StateCancelled, StateFailed, StateSucceeded, StateInterrupted:
+		return false, nil
+	case StatePaused:
+		return false, nil
+	}
+	if s.PauseAsked {
+		s, err = e.setState(ctx, id, StatePaused, "paused; resume to continue", func(x *Session) { x.PauseAsked = false })
+		if err != nil {
+			return false, err
+		}
+		e.audit(ctx, id, "paused", System, nil)
+		e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s paused after its current job", short(id))})
+		return false, nil
+	}
+
+	// 1. A trial left unfinished (pause between jobs, crash, cancel) is finished first.
+	for _, t := range n.trials {
+		if t.State.Terminal() {
+			continue
+		}
+		if t.Score != nil {
+			// Only its final re-evaluation was cut short: its rung result stands, and step 5
+			// runs the re-evaluation again.
+			t.State, t.Reason = TrialCompleted, ""
+			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+				return false, fmt.Errorf("saving trial: %w", err)
+			}
+			return true, nil
+		}
+		return true, e.runTrial(ctx, n, t, log)
+	}
+
+	// 2. The baseline.
+	base := n.trial(0, 0)
+	if base == nil {
+		t := Trial{SessionID: id, Number: 0, Rung: 0, Iterations: s.Settings.Rungs[0], Source: SourceBaseline,
+			RewardConfig: s.Base.Clone(), State: TrialQueued}
+		if s.Settings.Preset != "" {
+			t.Source = SourcePreset
+		}
+		return true, e.runTrial(ctx, n, t, log)
+	}
+	if base.State == TrialFailed {
+		return false, fmt.Errorf("the baseline trial failed, so nothing can be scored: %s", base.Reason)
+	}
+
+	// 3. The search at rung 0.
+	r0 := n.rung(0)
+	noImprove, _ := noImprovement(r0)
+	if len(r0) < s.Settings.TrialCount && noImprove < s.Settings.Patience {
+		return e.searchStep(ctx, n, log)
+	}
+	if len(r0) < s.Settings.TrialCount {
+		e.voidPending(ctx, id)
+	}
+
+	// 4. Successive halving: each promoted trial resumes its own parent's checkpoint.
+	for rung := 1; rung < len(s.Settings.Rungs); rung++ {
+		for _, parent := range promoted(n, rung) {
+			if n.trial(parent.Number, rung) != nil {
+				continue
+			}
+			t := Trial{SessionID: id, Number: parent.Number, Rung: rung, Iterations: s.Settings.Rungs[rung],
+				StartIter: parent.Iterations, Source: parent.Source, ProposalID: parent.ProposalID,
+				Parent: &TrialRef{parent.Number, parent.Rung}, RewardConfig: parent.RewardConfig.Clone(), State: TrialQueued}
+			return true, e.runTrial(ctx, n, t, log)
+		}
+	}
+
+	// 5. Finalists are re-evaluated on the final evaluation seeds.
+	for _, t := range finalists(n) {
+		if t.Final == nil {
+			return true, e.finalEval(ctx, n, t, log)
+		}
+	}
+
+	// 6. The best eligible trial of the highest rung becomes a preset.
+	return false, e.finish(ctx, n)
+}
+
+// noImprovement counts the rung-0 trials since the last one that beat the best score by
+// more than 0.01, and returns the best rung-0 trial number.
+func noImprovement(r0 []Trial) (count, best int) {
+	bestScore := 0.0
+	for _, t := range r0 {
+		if t.Number == 0 || !t.State.Terminal() {
+			continue
+		}
+		if t.Eligible() && t.Score.Total > bestScore+0.01 {
+			bestScore, best, count = t.Score.Total, t.Number, 0
+		} else {
+			count++
+		}
+	}
+	return count, best
+}
+
+// bestOf returns the best eligible completed trial of ts, if any.
+func bestOf(ts []Trial) (Trial, bool) {
+	var el []Trial
+	for _, t := range ts {
+		if t.Eligible() {
+			el = append(el, t)
+		}
+	}
+	if len(el) == 0 {
+		return Trial{}, false
+	}
+	sortByScore(el)
+	return el[0], true
+}
+
+// promoted lists the parents promoted to rung: the top promote[rung] eligible trials of
+// the rung below (and the baseline too when the session keeps a control).
+func promoted(n snapshot, rung int) []Trial {
+	var el []Trial
+	for _, t := range n.rung(rung - 1) {
+		if t.Eligible() {
+			el = append(el, t)
+		}
+	}
+	sortByScore(el)
+	k := n.s.Settings.Promote[rung]
+	if len(el) > k {
+		el = el[:k]
+	}
+	if n.s.Settings.Control {
+		if b := n.trial(0, rung-1); b != nil && b.State == TrialCompleted {
+			found := false
+			for _, t := range el {
+				found = found || t.Number == 0
+			}
+			if !found {
+				el = append(el, *b)
+			}
+		}
+	}
+	return el
+}
+
+// topRung is the highest rung that has any trial.
+func topRung(n snapshot) int {
+	top := 0
+	for _, t := range n.trials {
+		top = max(top, t.Rung)
+	}
+	return top
+}
+
+func finalists(n snapshot) []Trial {
+	var out []Trial
+	for _, t := range n.rung(topRung(n)) {
+		if t.State == TrialCompleted && (t.Eligible() || (n.s.Settings.Control && t.Number == 0)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// searchStep asks for, waits for, or runs the next rung-0 proposal.
+func (e *Engine) searchStep(ctx context.Context, n snapshot, log *slog.Logger) (bool, error) {
+	s := n.s
+	next := 0
+	for _, t := range n.trials {
+		next = max(next, t.Number+1)
+	}
+	for _, p := range n.proposals {
+		switch p.State {
+		case ProposalApproved:
+			return true, e.runProposal(ctx, n, p, next, log)
+		case ProposalPending:
+			if s.Settings.Mode == ModeAutomatic {
+				if _, err := e.Decide(ctx, DecideRequest{SessionID: s.ID, ProposalID: p.ID, Action: ActionApprove, By: System}); err != nil && !errors.Is(err, ErrConflict) {
+					return false, err
+				}
+				return true, nil
+			}
+			if s.State != StateAwaitingApproval {
+				s2, err := e.setState(ctx, s.ID, StateAwaitingApproval, fmt.Sprintf("proposal %d waits for a decision", p.Seq), nil)
+				if err != nil {
+					return false, err
+				}
+				e.notify(Event{Kind: EventProposalReady, Session: s2, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
+			}
+			return false, nil
+		}
+	}
+	p, err := e.propose(ctx, n, next, log)
+	if err != nil {
+		var ue *UserError
+		if errors.As(err, &ue) && ctx.Err() == nil {
+			s2, serr := e.setState(ctx, s.ID, StatePaused, "paused: "+ue.Msg, func(x *Session) { x.Reason = ue.Msg })
+			if serr != nil {
+				return false, serr
+			}
+			e.audit(ctx, s.ID, "paused", System, map[string]any{"reason": ue.Msg})
+			e.notify(Event{Kind: EventSessionUpdated, Session: s2, Text: fmt.Sprintf("session %s paused: %s", short(s.ID), ue.Msg)})
+			return false, nil
+		}
+		return false, err
+	}
+	if s.Settings.Mode == ModeAutomatic {
+		if _, err := e.Decide(ctx, DecideRequest{SessionID: s.ID, ProposalID: p.ID, Action: ActionApprove, By: System}); err != nil {
+			return false, err
+		}
+		return true, nil
+	}
+	s2, err := e.setState(ctx, s.ID, StateAwaitingApproval, fmt.Sprintf("proposal %d waits for a decision", p.Seq), nil)
+	if err != nil {
+		return false, err
+	}
+	e.notify(Event{Kind: EventProposalReady, Session: s2, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
+	return false, nil
+}
+
+// propose asks the advisor (or, when the session allows, the sampler) for a patch of the
+// best rung-0 configuration and stores it as a pending proposal. Every suggestion is
+// validated here again, whoever made it.
+func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Logger) (Proposal, error) {
+	s := n.s
+	r0 := n.rung(0)
+	_, bestNum := noImprovement(r0)
+	baseTrial := n.trial(bestNum, 0)
+	req := ProposalRequest{
+		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
+		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: triedConfigs(n.trials),
+		Seed: s.Settings.Seed,
+	}
+	for _, t := range r0 {
+		req.History = append(req.History, e.summary(ctx, t))
+	}
+	for _, p := range n.proposals {
+		if p.State == ProposalRejected && p.Decision != nil && p.Decision.Feedback != "" {
+			req.Feedback = append(req.Feedback, p.Decision.Feedback)
+		}
+	}
+	if len(req.Feedback) > 4 {
+		req.Feedback = req.Feedback[len(req.Feedback)-4:]
+	}
+	var sug Suggestion
+	var err error
+	var advisorErr error
+	if e.cfg.Advisor != nil {
+		sug, err = e.ask(ctx, e.cfg.Advisor, req)
+		if err != nil {
+			advisorErr = err
+		}
+	} else {
+		advisorErr = errors.New("no advisor configured")
+	}
+	if advisorErr != nil {
+		if ctx.Err() != nil {
+			return Proposal{}, ctx.Err()
+		}
+		if !s.Settings.Fallback || e.cfg.Sampler == nil {
+			return Proposal{}, &UserError{Msg: "the advisor could not propose: " + userMessage(advisorErr) + "; resume to ask again", Err: advisorErr}
+		}
+		if e.cfg.Advisor != nil {
+			log.Warn("advisor failed; the sampler proposes instead", "err", advisorErr)
+			e.audit(ctx, s.ID, "advisor_fallback", System, map[string]any{"error": userMessage(advisorErr)})
+		}
+		sug, err = e.ask(ctx, e.cfg.Sampler, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return Proposal{}, ctx.Err()
+			}
+			return Proposal{}, &UserError{Msg: "the numeric sampler could not propose: " + userMessage(err) + "; resume to ask again", Err: err}
+		}
+		if sug.Source == "" {
+			sug.Source = SourceSampler
+		}
+	}
+	if sug.Source == "" {
+		sug.Source = SourceAdvisor
+	}
+	seq := len(n.proposals) + 1
+	p := Proposal{
+		ID: fmt.Sprintf("%s-p%02d", short(s.ID), seq), SessionID: s.ID, Seq: seq, Number: next, BaseTrial: bestNum,
+		Base: req.Base, Patch: sug.Patch.Clone(), Rationale: sug.Rationale, ExpectedImpact: sug.ExpectedImpact,
+		Confidence: sug.Confidence, Source: sug.Source, Model: sug.Model, State: ProposalPending, CreatedAt: time.Now().UTC(),
+	}
+	if err := e.cfg.Store.PutProposal(ctx, p); err != nil {
+		return Proposal{}, fmt.Errorf("saving proposal: %w", err)
+	}
+	e.audit(ctx, s.ID, "proposal_created", System, map[string]any{"proposal": p.ID, "seq": seq, "source": p.Source, "model": p.Model, "patch": p.Patch, "base_trial": bestNum})
+	return p, nil
+}
+
+// ask runs one proposer and re-validates its answer under the session's rules.
+func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Suggestion, error) {
+	sug, err := a.Propose(ctx, req)
+	if err != nil {
+		return Suggestion{}, err
+	}
+	if _, err := e.cfg.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
+		return Suggestion{}, fmt.Errorf("its patch breaks the rules: %w", err)
+	}
+	return sug, nil
+}
+
+func userMessage(err error) string {
+	var ue *UserError
+	if errors.As(err, &ue) {
+		return ue.Msg
+	}
+	return err.Error()
+}
+
+// summary is what proposers see of a trial, with curves cut to 64 points per tag.
+func (e *Engine) summary(ctx context.Context, t Trial) TrialSummary {
+	ts := TrialSummary{Number: t.Number, Rung: t.Rung, Source: t.Source, State: t.State, Eligible: t.Eligible(),
+		Config: t.RewardConfig.Clone(), Metrics: t.Metrics, Reason: t.Reason}
+	if t.Score != nil {
+		v := t.Score.Total
+		ts.Score = &v
+	}
+	tags, err := e.cfg.Store.SeriesTags(ctx, t.SessionID, t.Ref())
+	if err != nil {
+		return ts
+	}
+	ts.Curves = map[string][]Point{}
+	for _, tag := range tags {
+		pts, err := e.cfg.Store.Series(ctx, SeriesKey{t.SessionID, t.Number, t.Rung, tag})
+		if err == nil && len(pts) > 0 {
+			ts.Curves[tag] = Downsample(pts, 64)
+		}
+	}
+	return ts
+}
+
+// runProposal creates the rung-0 trial of an approved proposal and runs it.
+func (e *Engine) runProposal(ctx context.Context, n snapshot, p Proposal, next int, log *slog.Logger) error {
+	base := n.trial(p.BaseTrial, 0)
+	if base == nil {
+		return fmt.Errorf("proposal %d names base trial %d, which does not exist", p.Seq, p.BaseTrial)
+	}
+	merged, err := e.cfg.Space.Validate(p.Base, p.Effective(), triedConfigs(n.trials))
+	if err != nil {
+		// A configuration can become a duplicate only through a race with another trial;
+		// refuse it and ask again rather than spend GPU time on it.
+		_, _ = e.cfg.Store.UpdateProposal(ctx, n.s.ID, p.ID, func(x *Proposal) error { x.State = ProposalVoid; return nil })
+		e.audit(ctx, n.s.ID, "proposal_void", System, map[string]any{"proposal": p.ID, "error": err.Error()})
+		return nil
+	}
+	source := p.Source
+	if p.Decision != nil && p.Decision.Edited != nil {
+		source = SourceEdit
+	}
+	t := Trial{SessionID: n.s.ID, Number: next, Rung: 0, Iterations: n.s.Settings.Rungs[0], Source: source,
+		ProposalID: p.ID, Parent: &TrialRef{p.BaseTrial, 0}, RewardConfig: merged, State: TrialQueued}
+	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	if _, err := e.cfg.Store.UpdateProposal(ctx, n.s.ID, p.ID, func(x *Proposal) error { x.State = ProposalUsed; return nil }); err != nil {
+		return fmt.Errorf("marking proposal used: %w", err)
+	}
+	n.trials = append(n.trials, t)
+	return e.runTrial(ctx, n, t, log)
+}
+
+func (e *Engine) setState(ctx context.Context, id string, st State, msg string, also func(*Session)) (Session, error) {
+	return e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
+		if !s.State.Active() {
+			return Userf(ErrConflict, "session %s is %s", short(id), s.State)
+		}
+		s.State, s.Message, s.UpdatedAt = st, msg, time.Now().UTC()
+		if also != nil {
+			also(s)
+		}
+		return nil
+	})
+}
+
+func runDirName(num, rung int) string { return fmt.Sprintf("trial-%03d-rung-%d", num, rung) }
+
+// runTrial trains (unless a finished training run is already there) and evaluates t,
+// then scores it. A failed job fails the trial, not the session.
+func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Logger) error {
+	s := n.s
+	log = log.With("trial", t.Number, "rung", t.Rung)
+	sdir := e.SessionDir(s.ID)
+	t.RunDir = runDirName(t.Number, t.Rung)
+	runDir := filepath.Join(sdir, t.RunDir)
+	if t.Trained && t.Checkpoint != "" {
+		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
+			t.Trained = false
+		}
+	}
+	if !t.Trained {
+		// Whatever a half-done run left is discarded: the trial starts clean.
+		if err := os.RemoveAll(runDir); err != nil {
+			return fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
+		}
+		t.Progress, t.Checkpoint, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", nil, nil, "", ""
+	}
+	if _, err := e.setState(ctx, s.ID, StateRunning, fmt.Sprintf("trial %d @ rung %d running", t.Number, t.Rung), func(x *Session) { x.Reason = "" }); err != nil {
+		return err
+	}
+	if !t.Trained {
+		if err := e.train(ctx, s, &t, runDir, log); err != nil {
+			return e.trialDone(ctx, s, t, err, log)
+		}
+		if cur, err := e.cfg.Store.Session(ctx, s.ID); err == nil && cur.PauseAsked {
+			return nil // step pauses; the evaluation runs on resume
+		}
+	}
+	ev, err := e.evaluate(ctx, s, &t, runDir, "evaluation.json", s.Settings.EvalSeeds, log)
+	if err != nil {
+		return e.trialDone(ctx, s, t, err, log)
+	}
+	t.Metrics, t.PerSeed = ev.Metrics, ev.PerSeed
+	baseline := t.Metrics
+	if !(t.Number == 0 && t.Rung == 0) {
+		b := n.trial(0, 0)
+		if b == nil || b.Metrics == nil {
+			return errors.New("the baseline has no metrics to score against")
+		}
+		baseline = b.Metrics
+	}
+	sc, err := Scorer{Baseline: baseline, Weights: s.Settings.Objective, Floors: s.Settings.Floors}.Score(t.Metrics)
+	if err != nil {
+		return e.trialDone(ctx, s, t, &JobError{Job: "evaluate", Reason: err.Error(), Err: err}, log)
+	}
+	t.Score = &sc
+	return e.trialDone(ctx, s, t, nil, log)
+}
+
+func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, log *slog.Logger) error {
+	sdir := e.SessionDir(s.ID)
+	job := TrainJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Config: t.RewardConfig, Settings: s.Settings,
+		Iterations: t.Iterations - t.StartIter, Target: t.Iterations, StartIter: t.StartIter}
+	if t.Rung > 0 {
+		parent := t.Parent
+		if parent == nil {
+			return &JobError{Job: "train", Reason: "a promoted trial has no parent checkpoint"}
+		}
+		trials, err := e.cfg.Store.Trials(ctx, s.ID)
+		if err != nil {
+			return fmt.Errorf("loading trials: %w", err)
+		}
+		for _, p := range trials {
+			if p.Ref() == *parent {
+				job.Checkpoint = filepath.Join(sdir, p.Checkpoint)
+			}
+		}
+		if job.Checkpoint == "" {
+			return &JobError{Job: "train", Reason: fmt.Sprintf("the parent %s has no checkpoint", parent)}
+		}
+	}
+	t.State, t.StartedAt, t.EndedAt = TrialTraining, time.Now().UTC(), time.Time{}
+	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	started := *t
+	e.notify(Event{Kind: EventTrialStarted, Session: s, Trial: &started, Text: fmt.Sprintf("trial %d @ rung %d started (%d iterations)", t.Number, t.Rung, t.Iterations)})
+	log.Info("training", "iterations", job.Iterations, "target", job.Target, "resume", job.Checkpoint != "")
+	lastNote := time.Time{}
+	hooks := JobHooks{
+		Started: func(p Proc) {
+			t.Proc = &p
+			if err := e.cfg.Store.PutTrial(context.WithoutCancel(ctx), *t); err != nil {
+				log.Error("recording the trainer process", "err", err)
+			}
+		},
+		Progress: func(it int) {
+			t.Progress = it
+			if time.Since(lastNote) >= 2*time.Second || it >= t.Iterations {
+				lastNote = time.Now()
+				cur := *t
+				e.notify(Event{Kind: EventTrialProgress, Session: s, Trial: &cur, Text: fmt.Sprintf("trial %d @ rung %d: iteration %d of %d", t.Number, t.Rung, it, t.Iterations)})
+			}
+		},
+	}
+	start := time.Now()
+	res, err := e.cfg.Trainer.Train(ctx, job, hooks)
+	t.GPUSeconds += time.Since(start).Seconds() * float64(len(s.Settings.GPUs))
+	t.Proc = nil
+	if err != nil {
+		return err
+	}
+	rel, rerr := filepath.Rel(sdir, res.Checkpoint)
+	if rerr != nil {
+		return fmt.Errorf("checkpoint %s is outside the session directory", res.Checkpoint)
+	}
+	t.Checkpoint, t.Trained, t.Progress = rel, true, res.Iteration
+	if len(res.Series) > 0 {
+		if err := e.putSeries(ctx, s.ID, t.Ref(), res.Series); err != nil {
+			log.Error("saving series", "err", err)
+		}
+	}
+	t.State = TrialEvaluating
+	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	return nil
+}
+
+// seriesBatcher is implemented by stores that can write many series in one transaction.
+type seriesBatcher interface {
+	PutSeriesBatch(ctx context.Context, sessionID string, ref TrialRef, series map[string][]Point) error
+}
+
+func (e *Engine) putSeries(ctx context.Context, id string, ref TrialRef, series map[string][]Point) error {
+	if b, ok := e.cfg.Store.(seriesBatcher); ok {
+		return b.PutSeriesBatch(ctx, id, ref, series)
+	}
+	for tag, pts := range series {
+		if err := e.cfg.Store.PutSeries(ctx, SeriesKey{id, ref.Number, ref.Rung, tag}, pts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, output string, seeds []int, log *slog.Logger) (Evaluation, error) {
+	t.State = TrialEvaluating
+	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
+		return Evaluation{}, fmt.Errorf("saving trial: %w", err)
+	}
+	if _, err := e.setState(ctx, s.ID, StateEvaluating, fmt.Sprintf("trial %d @ rung %d evaluating", t.Number, t.Rung), nil); err != nil {
+		return Evaluation{}, err
+	}
+	job := EvalJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Checkpoint: filepath.Join(e.SessionDir(s.ID), t.Checkpoint),
+		Seeds: seeds, Output: filepath.Join(runDir, output), Settings: s.Settings}
+	_ = os.Remove(job.Output) // a stale file from an interrupted evaluation must not count
+	log.Info("evaluating", "seeds", seeds)
+	start := time.Now()
+	ev, err := e.cfg.Trainer.Evaluate(ctx, job, JobHooks{Started: func(p Proc) {
+		t.Proc = &p
+		if err := e.cfg.Store.PutTrial(context.WithoutCancel(ctx), *t); err != nil {
+			log.Error("recording the evaluator process", "err", err)
+		}
+	}})
+	t.GPUSeconds += time.Since(start).Seconds() * float64(len(s.Settings.GPUs))
+	t.Proc = nil
+	return ev, err
+}
+
+// trialDone records a trial's end. A cancelled context leaves the trial to the caller's
+// stop state (interrupted); any other error fails the trial with its reason and log tail.
+func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error, log *slog.Logger) error {
+	if jobErr != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	t.EndedAt = time.Now().UTC()
+	if jobErr != nil {
+		var je *JobError
+		if !errors.As(jobErr, &je) {
+			return jobErr
+		}
+		t.State, t.Reason, t.LogTail = TrialFailed, je.Error(), je.LogTail
+		log.Warn("trial failed", "reason", je.Reason)
+	} else {
+		t.State = TrialCompleted
+		if !t.Score.Eligible {
+			t.Reason = "not eligible: " + joinLines(t.Score.Reasons)
+		}
+	}
+	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		x.GPUSeconds += t.GPUSeconds
+		x.UpdatedAt = time.Now().UTC()
+		if t.Rung == 0 && t.State == TrialCompleted && t.Eligible() && (x.BestTrial < 0 || t.Score.Total > x.BestScore) && x.BestRung == 0 {
+			x.BestTrial, x.BestRung, x.BestScore = t.Number, 0, t.Score.Total
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("updating session: %w", err)
+	}
+	trials, _ := e.cfg.Store.Trials(ctx, s.ID)
+	r0 := []Trial{}
+	for _, x := range trials {
+		if x.Rung == 0 {
+			r0 = append(r0, x)
+		}
+	}
+	ni, _ := noImprovement(r0)
+	if s2.NoImprove != ni {
+		s2, _ = e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error { x.NoImprove = ni; return nil })
+	}
+	e.audit(ctx, s.ID, "trial_finished", System, map[string]any{"trial": t.Number, "rung": t.Rung, "state": string(t.State), "score": scoreOrNil(t), "reason": t.Reason})
+	done := t
+	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(t)})
+	return nil
+}
+
+func scoreOrNil(t Trial) any {
+	if t.Score == nil {
+		return nil
+	}
+	return t.Score.Total
+}
+
+func trialLine(t Trial) string {
+	switch {
+	case t.State == TrialFailed:
+		return fmt.Sprintf("trial %d @ rung %d failed: %s", t.Number, t.Rung, t.Reason)
+	case t.Score == nil:
+		return fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
+	case !t.Score.Eligible:
+		return fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung 0, not eligible (%s)", t.Number, t.Rung, t.Score.Total, joinLines(t.Score.Reasons))
+	}
+	return fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung 0", t.Number, t.Rung, t.Score.Total)
+}
+
+// finalEval re-evaluates a finalist on the final seeds; its score is the mean over seeds
+// and its spread the standard deviation of the per-seed scores.
+func (e *Engine) finalEval(ctx context.Context, n snapshot, t Trial, log *slog.Logger) error {
+	s := n.s
+	log = log.With("trial", t.Number, "rung", t.Rung)
+	runDir := filepath.Join(e.SessionDir(s.ID), t.RunDir)
+	ev, err := e.evaluate(ctx, s, &t, runDir, "evaluation-final.json", s.Settings.FinalEvalSeeds, log)
+	t.State = TrialCompleted
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The trial keeps its rung result; the re-evaluation's failure is recorded and the
+		// finalist ranks by its single-seed score.
+		log.Warn("final re-evaluation failed", "err", err)
+		sc := *t.Score
+		t.Final = &Final{Seeds: s.Settings.FinalEvalSeeds, Metrics: t.Metrics, Score: sc}
+		t.Reason = "final re-evaluation failed: " + err.Error()
+		if perr := e.cfg.Store.PutTrial(ctx, t); perr != nil {
+			return fmt.Errorf("saving trial: %w", perr)
+		}
+		return nil
+	}
+	b := n.trial(0, 0)
+	scorer := Scorer{Baseline: b.Metrics, Weights: s.Settings.Objective, Floors: s.Settings.Floors}
+	sc, err := scorer.Score(ev.Metrics)
+	if err != nil {
+		return e.trialDone(ctx, s, t, &JobError{Job: "evaluate", Reason: err.Error(), Err: err}, log)
+	}
+	var per []float64
+	for _, ps := range ev.PerSeed {
+		if x, err := scorer.Score(ps.Metrics); err == nil {
+			per = append(per, x.Total)
+		}
+	}
+	_, std := MeanStd(per)
+	t.Final = &Final{Seeds: s.Settings.FinalEvalSeeds, Metrics: ev.Metrics, PerSeed: ev.PerSeed, Score: sc, ScoreStd: std}
+	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	e.audit(ctx, s.ID, "final_evaluation", System, map[string]any{"trial": t.Number, "rung": t.Rung, "score": sc.Total, "std": std, "seeds": s.Settings.FinalEvalSeeds})
+	return nil
+}
+
+// finish saves the best eligible trial of the highest rung as the session's preset.
+func (e *Engine) finish(ctx context.Context, n snapshot) error {
+	s := n.s
+	var best Trial
+	found := false
+	for r := topRung(n); r >= 0 && !found; r-- {
+		var cands []Trial
+		for _, t := range n.rung(r) {
+			if t.Eligible() && t.Final != nil && !t.Final.Score.Eligible {
+				continue // the re-evaluation on more seeds failed a gate
+			}
+			if !(s.Settings.Control && t.Number == 0 && r > 0) {
+				cands = append(cands, t)
+			}
+		}
+		best, found = bestOf(cands)
+	}
+	if !found {
+		return errors.New("no trial passed the gates, not even the baseline")
+	}
+	name := s.Settings.RunName + "-" + short(s.ID)
+	var approvers []string
+	seen := map[string]bool{}
+	for _, p := range n.proposals {
+		if p.ID == best.ProposalID && p.Decision != nil && p.Decision.By.ID != System.ID && !seen[p.Decision.By.ID] {
+			approvers = append(approvers, p.Decision.By.String())
+			seen[p.Decision.By.ID] = true
+		}
+	}
+	score, std := best.RankScore(), 0.0
+	metrics := best.Metrics
+	if best.Final != nil {
+		std, metrics = best.Final.ScoreStd, best.Final.Metrics
+	}
+	preset := Preset{Name: name, SessionID: s.ID, Trial: best.Ref(), Config: best.RewardConfig.Clone(), Score: score,
+		ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task, CreatedAt: time.Now().UTC()}
+	if err := e.cfg.Store.SavePreset(ctx, preset); err != nil {
+		if !errors.Is(err, ErrExists) {
+			return fmt.Errorf("saving preset %s: %w", name, err)
+		}
+		if old, gerr := e.cfg.Store.Preset(ctx, name); gerr != nil || old.SessionID != s.ID {
+			return fmt.Errorf("preset %s already exists for another session", name)
+		}
+	}
+	msg := fmt.Sprintf("done: best is trial %d @ rung %d, score %+.3f ± %.3f vs baseline @ rung 0; saved as preset %s", best.Number, best.Rung, score, std, name)
+	if best.Number == 0 {
+		msg = fmt.Sprintf("done: no tuned trial beat the baseline; the baseline configuration is saved as preset %s", name)
+	}
+	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		x.State, x.Message, x.Reason = StateSucceeded, msg, ""
+		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, score, name
+		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finishing session: %w", err)
+	}
+	e.audit(ctx, s.ID, "session_succeeded", System, map[string]any{"preset": name, "trial": best.Number, "rung": best.Rung, "score": score, "std": std})
+	e.notify(Event{Kind: EventSessionFinished, Session: s2, Text: msg})
+	return nil
+}
