@@ -22,6 +22,7 @@ const (
 	headerSize = 12 // uint64 length + masked CRC of the length
 	footerSize = 4  // masked CRC of the data
 	chunkSize  = 1 << 20
+	minChunk   = 64 << 10
 )
 
 // CorruptError reports a complete record that fails its CRC or does not decode. TFRecord
@@ -182,23 +183,22 @@ func (r *Reader) scan(path string, emit emitFunc) error {
 		r.offsets = map[string]int64{}
 		r.tags = map[string]string{}
 	}
-	if r.buf == nil {
-		r.buf = make([]byte, chunkSize)
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return fmt.Errorf("reading events: %w", err)
 	}
 	defer f.Close()
 	start := r.offsets[path]
-	if start > 0 {
-		st, err := f.Stat()
-		if err != nil {
-			return fmt.Errorf("reading events: %w", err)
-		}
-		if st.Size() < start {
-			return fmt.Errorf("reading events: %s shrank to %d bytes after %d were read", path, st.Size(), start)
-		}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("reading events: %w", err)
+	}
+	if st.Size() < start {
+		return fmt.Errorf("reading events: %s shrank to %d bytes after %d were read", path, st.Size(), start)
+	}
+	// Size the buffer to the work: a Reader polling many small files stays small.
+	if want := min(max(st.Size()-start, minChunk), chunkSize); int64(len(r.buf)) < want {
+		r.buf = make([]byte, want)
 	}
 	pos, err := r.scanFrom(f, path, start, emit)
 	r.offsets[path] = pos
