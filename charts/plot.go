@@ -1,0 +1,164 @@
+package charts
+
+import (
+	"image"
+	"math"
+
+	"github.com/wcharczuk/go-chart/v2/drawing"
+
+	"tunebot/session"
+)
+
+// MaxPoints is how many points a curve keeps after down-sampling: more than a phone screen
+// has pixels across a plot, and few enough that a report renders in milliseconds.
+const MaxPoints = 400
+
+// series is one curve in a plot.
+type series struct {
+	pts   []session.Point
+	col   drawing.Color
+	width float64
+	dash  []float64
+	// smooth draws the curve as a centred moving average over a faint copy of the raw
+	// points: RL curves are noisy and the trend is what a person compares.
+	smooth bool
+	raw    []session.Point // pts before down-sampling, set by plot
+}
+
+// plotOpts are the axis names and reference lines of a plot.
+type plotOpts struct {
+	xName, yName string
+	tickSize     float64
+	yTicks       int
+}
+
+// plot draws axes, grid and curves inside box (tick labels and axis names included). A plot
+// with no points says so instead of drawing empty axes.
+func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
+	if o.tickSize == 0 {
+		o.tickSize = sizeTick
+	}
+	if o.yTicks == 0 {
+		o.yTicks = 6
+	}
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	n := 0
+	for i := range ss {
+		ss[i].raw = ss[i].pts
+		if len(ss[i].pts) > MaxPoints {
+			ss[i].pts = session.Downsample(ss[i].pts, MaxPoints)
+		}
+		for _, p := range ss[i].pts {
+			v := clampValue(p.Value)
+			xmin, xmax = math.Min(xmin, float64(p.Step)), math.Max(xmax, float64(p.Step))
+			ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
+			n++
+		}
+	}
+	if n == 0 {
+		c.message(box.Min.X, box.Min.Y, box.Max.X, box.Max.Y, "no data yet", "this trial has no points for this chart")
+		return
+	}
+	ys := niceScale(ymin, ymax, o.yTicks)
+	xs := niceScale(xmin, xmax, 5)
+	if xs.step < 1 { // steps are iterations: whole numbers
+		xs = niceScale(math.Floor(xmin)-1, math.Ceil(xmax)+1, 3)
+	}
+
+	labelW := 0
+	for _, t := range ys.ticks {
+		w, _ := c.measure(formatValue(t, ys.step), o.tickSize)
+		labelW = max(labelW, w)
+	}
+	lastX, _ := c.measure(formatValue(xs.ticks[len(xs.ticks)-1], xs.step), o.tickSize)
+	left := box.Min.X + labelW + 14
+	right := box.Max.X - max(lastX/2, 8)
+	top := box.Min.Y + 8
+	if o.yName != "" {
+		top += sizeAxisName + 12
+	}
+	bottom := box.Max.Y - int(o.tickSize) - 14
+	if o.xName != "" {
+		bottom -= sizeAxisName + 12
+	}
+	xs.lo, xs.hi = left, right
+	ys.lo, ys.hi = bottom, top
+
+	if o.yName != "" {
+		c.text(c.fit(o.yName, sizeAxisName, box.Dx()), box.Min.X, box.Min.Y+sizeAxisName, sizeAxisName, colMuted, alignLeft)
+	}
+	for _, t := range ys.ticks {
+		y := ys.px(t)
+		col, w := colGrid, 1.5
+		if t == 0 && ys.min < 0 {
+			col, w = colAxis, 2.5 // zero matters when values change sign
+		}
+		c.line(left, y, right, y, col, w, nil)
+		c.text(formatValue(t, ys.step), left-10, y+int(o.tickSize)/3, o.tickSize, colText, alignRight)
+	}
+	for _, t := range xs.ticks {
+		x := xs.px(t)
+		c.line(x, top, x, bottom, colGrid, 1.5, nil)
+		c.text(formatValue(t, xs.step), x, bottom+int(o.tickSize)+8, o.tickSize, colText, alignCentre)
+	}
+	c.line(left, bottom, right, bottom, colAxis, 2.5, nil)
+	c.line(left, top, left, bottom, colAxis, 2.5, nil)
+	if o.xName != "" {
+		c.text(o.xName, (left+right)/2, box.Max.Y-6, sizeAxisName, colMuted, alignCentre)
+	}
+
+	// drawn in reverse so the first series (this trial) ends up on top
+	for i := len(ss) - 1; i >= 0; i-- {
+		s := ss[i]
+		if len(s.pts) == 0 {
+			continue
+		}
+		if len(s.pts) == 1 {
+			c.dot(xs.px(float64(s.pts[0].Step)), ys.px(clampValue(s.pts[0].Value)), s.width+5, s.col, false)
+			continue
+		}
+		pts := s.pts
+		if s.smooth && len(s.raw) >= 30 {
+			faint := s.col
+			faint.A = 70
+			c.polyline(xs, ys, pts, faint, 2, nil)
+			pts = session.Downsample(movingAverage(s.raw, max(3, len(s.raw)/40)), MaxPoints)
+		}
+		c.polyline(xs, ys, pts, s.col, s.width, s.dash)
+		last := pts[len(pts)-1]
+		c.dot(xs.px(float64(last.Step)), ys.px(clampValue(last.Value)), s.width+2, s.col, false)
+	}
+}
+
+func (c *canvas) polyline(xs, ys scale, pts []session.Point, col drawing.Color, width float64, dash []float64) {
+	c.r.SetStrokeColor(col)
+	c.r.SetStrokeWidth(width)
+	c.r.SetStrokeDashArray(dash)
+	for j, p := range pts {
+		x, y := xs.px(float64(p.Step)), ys.px(clampValue(p.Value))
+		if j == 0 {
+			c.r.MoveTo(x, y)
+		} else {
+			c.r.LineTo(x, y)
+		}
+	}
+	c.r.Stroke()
+	c.r.SetStrokeDashArray(nil)
+}
+
+// movingAverage is the centred mean over window points (shrinking at the ends), so the
+// smoothed curve neither lags nor loses its first and last steps.
+func movingAverage(pts []session.Point, window int) []session.Point {
+	prefix := make([]float64, len(pts)+1) // clamped values keep the sums finite
+	for i, p := range pts {
+		prefix[i+1] = prefix[i] + clampValue(p.Value)
+	}
+	half := window / 2
+	out := make([]session.Point, len(pts))
+	for i, p := range pts {
+		lo, hi := max(0, i-half), min(len(pts), i+half+1)
+		out[i] = session.Point{Step: p.Step, Value: (prefix[hi] - prefix[lo]) / float64(hi-lo)}
+	}
+	return out
+}
