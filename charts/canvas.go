@@ -37,11 +37,11 @@ var (
 	colMuted      = drawing.Color{R: 90, G: 90, B: 90, A: 255}
 	colGrid       = drawing.Color{R: 222, G: 222, B: 222, A: 255}
 	colAxis       = drawing.Color{R: 60, G: 60, B: 60, A: 255}
-	colTrial      = drawing.Color{R: 0, G: 114, B: 178, A: 255}  // blue: this trial
-	colBest       = drawing.Color{R: 230, G: 159, B: 0, A: 255}  // orange: the current best
-	colBaseline   = drawing.Color{R: 70, G: 70, B: 70, A: 255}   // dark grey: the baseline
-	colGood       = drawing.Color{R: 0, G: 150, B: 100, A: 255}  // green: better than baseline
-	colBad        = drawing.Color{R: 213, G: 70, B: 0, A: 255}   // vermilion: worse than baseline
+	colTrial      = drawing.Color{R: 0, G: 114, B: 178, A: 255}   // blue: this trial
+	colBest       = drawing.Color{R: 230, G: 159, B: 0, A: 255}   // orange: the current best
+	colBaseline   = drawing.Color{R: 70, G: 70, B: 70, A: 255}    // dark grey: the baseline
+	colGood       = drawing.Color{R: 0, G: 150, B: 100, A: 255}   // green: better than baseline
+	colBad        = drawing.Color{R: 213, G: 70, B: 0, A: 255}    // vermilion: worse than baseline
 	colFailed     = drawing.Color{R: 160, G: 160, B: 160, A: 255} // grey: failed or not eligible
 	colPanel      = drawing.Color{R: 246, G: 246, B: 246, A: 255}
 	colRung       = []drawing.Color{colTrial, colBest, {R: 123, G: 50, B: 148, A: 255}, {R: 86, G: 180, B: 233, A: 255}}
