@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"tunebot/trainer/tfevents"
+)
+
+func init() {
+	register("events", "summarise the scalars of event files or run dirs", runEvents)
+}
+
+const eventsUsage = "usage: tunebot events [--json] PATH...  (event files or directories holding them)"
+
+// tagSummary is one tag's line of `tunebot events --json`.
+type tagSummary struct {
+	Count     int       `json:"count"`
+	FirstStep int64     `json:"first_step"`
+	LastStep  int64     `json:"last_step"`
+	LastValue jsonFloat `json:"last_value"`
+}
+
+// jsonFloat encodes NaN and ±Inf, which JSON cannot hold, as null: a diverged run's curve
+// must not make the summary fail.
+type jsonFloat float64
+
+func (f jsonFloat) MarshalJSON() ([]byte, error) {
+	v := float64(f)
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return []byte("null"), nil
+	}
+	return strconv.AppendFloat(nil, v, 'g', -1, 64), nil
+}
+
+func runEvents(ctx context.Context, e *env, args []string) int {
+	asJSON := false
+	var paths []string
+	for i, a := range args {
+		switch {
+		case a == "--":
+			paths = append(paths, args[i+1:]...)
+		case a == "--json" || a == "-json":
+			asJSON = true
+			continue
+		case a == "-h" || a == "--help" || a == "-help":
+			fmt.Fprintln(e.stdout, eventsUsage)
+			return 0
+		case strings.HasPrefix(a, "-") && a != "-":
+			fmt.Fprintf(e.stderr, "events: unknown flag %s\n%s\n", a, eventsUsage)
+			return 2
+		default:
+			paths = append(paths, a)
+			continue
+		}
+		break
+	}
+	if len(paths) == 0 {
+		fmt.Fprintln(e.stderr, "events: no PATH given\n"+eventsUsage)
+		return 2
+	}
+
+	var files []string
+	for _, p := range paths {
+		found, err := tfevents.EventFiles(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fmt.Fprintf(e.stderr, "events: %s: no such file or directory\n", p)
+			return 1
+		case err != nil:
+			fmt.Fprintf(e.stderr, "events: %s: %v\n", p, err)
+			return 1
+		case len(found) == 0:
+			fmt.Fprintf(e.stderr, "events: no event files (names containing \"tfevents\") found in %s\n", p)
+			return 1
+		}
+		files = append(files, found...)
+	}
+	points, err := tfevents.ReadAll(files...)
+	if err != nil {
+		// A CorruptError names the file and the byte offset.
+		fmt.Fprintf(e.stderr, "events: %v\n", err)
+		return 1
+	}
+
+	tags := make(map[string]tagSummary, len(points))
+	names := make([]string, 0, len(points))
+	for tag, pts := range points {
+		last := pts[len(pts)-1]
+		tags[tag] = tagSummary{Count: len(pts), FirstStep: pts[0].Step, LastStep: last.Step, LastValue: jsonFloat(last.Value)}
+		names = append(names, tag)
+	}
+	if asJSON {
+		out, err := json.Marshal(struct {
+			Files int                   `json:"files"`
+			Tags  map[string]tagSummary `json:"tags"`
+		}{len(files), tags})
+		if err != nil {
+			fmt.Fprintf(e.stderr, "events: encoding the summary: %v\n", err)
+			return 1
+		}
+		fmt.Fprintln(e.stdout, string(out))
+		return 0
+	}
+	sort.Strings(names)
+	fmt.Fprintf(e.stdout, "%d event files, %d scalar tags\n\n", len(files), len(names))
+	rows := [][]string{{"TAG", "COUNT", "FIRST STEP", "LAST STEP", "LAST VALUE"}}
+	for _, n := range names {
+		s := tags[n]
+		rows = append(rows, []string{n, strconv.Itoa(s.Count), strconv.FormatInt(s.FirstStep, 10),
+			strconv.FormatInt(s.LastStep, 10), strconv.FormatFloat(float64(s.LastValue), 'g', 6, 64)})
+	}
+	printTable(e.stdout, rows)
+	return 0
+}
+
+// printTable writes rows as aligned columns: the first (a name) left-aligned, the rest
+// (numbers) right-aligned, which text/tabwriter cannot mix.
+func printTable(w io.Writer, rows [][]string) {
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i == 0 {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString("  " + pad + c)
+			}
+		}
+		fmt.Fprintln(w, b.String())
+	}
+}
