@@ -1,0 +1,359 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"tunebot/session"
+)
+
+// CreateSession stores a new session. It fails with session.ErrExists when the id is taken
+// and session.ErrBusy when a stored session is still active, both checked in the write
+// transaction so two starts at once cannot both succeed.
+func (d *DB) CreateSession(ctx context.Context, s session.Session) error {
+	if s.ID == "" {
+		return fmt.Errorf("creating session: empty id")
+	}
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		if b.Get([]byte(s.ID)) != nil {
+			return fmt.Errorf("creating session %s: %w", s.ID, session.ErrExists)
+		}
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			var other session.Session
+			if err := jsonUnmarshal(v, &other, "session", k); err != nil {
+				return err
+			}
+			if other.State.Active() {
+				return fmt.Errorf("creating session %s: session %s is still %s: %w",
+					s.ID, other.ID, other.State, session.ErrBusy)
+			}
+		}
+		return putJSON(b, []byte(s.ID), s)
+	})
+}
+
+// Session returns the session id, or an error wrapping session.ErrNotFound.
+func (d *DB) Session(ctx context.Context, id string) (session.Session, error) {
+	var s session.Session
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		found, err := getJSON(tx.Bucket(bucketSessions), []byte(id), &s)
+		if err == nil && !found {
+			err = fmt.Errorf("session %s: %w", id, session.ErrNotFound)
+		}
+		return err
+	})
+	return s, err
+}
+
+// Sessions lists every session, newest first by CreatedAt (ties by id, descending).
+func (d *DB) Sessions(ctx context.Context) ([]session.Session, error) {
+	var out []session.Session
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
+			var s session.Session
+			if err := jsonUnmarshal(v, &s, "session", k); err != nil {
+				return err
+			}
+			out = append(out, s)
+			return nil
+		})
+	})
+	slices.SortFunc(out, func(a, b session.Session) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.ID, a.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// UpdateSession runs fn on the stored session inside one write transaction and returns the
+// session as written. An error from fn aborts the transaction and is returned unchanged.
+func (d *DB) UpdateSession(ctx context.Context, id string, fn func(*session.Session) error) (session.Session, error) {
+	var s session.Session
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSessions)
+		found, err := getJSON(b, []byte(id), &s)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return fmt.Errorf("updating session %s: %w", id, session.ErrNotFound)
+		}
+		if err := fn(&s); err != nil {
+			return err
+		}
+		if s.ID != id {
+			return fmt.Errorf("updating session %s: id changed to %q: %w", id, s.ID, session.ErrConflict)
+		}
+		return putJSON(b, []byte(id), s)
+	})
+	if err != nil {
+		return session.Session{}, err
+	}
+	return s, nil
+}
+
+// PutTrial stores t, replacing the trial with the same session, number and rung. The session
+// must exist.
+func (d *DB) PutTrial(ctx context.Context, t session.Trial) error {
+	if t.SessionID == "" {
+		return fmt.Errorf("storing %s: empty session id", t.Ref())
+	}
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get([]byte(t.SessionID)) == nil {
+			return fmt.Errorf("storing %s: session %s: %w", t.Ref(), t.SessionID, session.ErrNotFound)
+		}
+		b, err := subCreate(tx, bucketTrials, t.SessionID)
+		if err != nil {
+			return err
+		}
+		return putJSON(b, trialKey(t.Ref()), t)
+	})
+}
+
+// Trials lists a session's trials by number, then rung; an unknown session has none.
+func (d *DB) Trials(ctx context.Context, sessionID string) ([]session.Trial, error) {
+	var out []session.Trial
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		b := sub(tx, bucketTrials, sessionID)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var t session.Trial
+			if err := jsonUnmarshal(v, &t, "trial", k); err != nil {
+				return err
+			}
+			out = append(out, t)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DeleteTrial removes a trial and its metric series.
+func (d *DB) DeleteTrial(ctx context.Context, sessionID string, ref session.TrialRef) error {
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		b := sub(tx, bucketTrials, sessionID)
+		key := trialKey(ref)
+		if b == nil || b.Get(key) == nil {
+			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, session.ErrNotFound)
+		}
+		if err := b.Delete(key); err != nil {
+			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, err)
+		}
+		if s := sub(tx, bucketSeries, sessionID); s != nil && s.Bucket(key) != nil {
+			if err := s.DeleteBucket(key); err != nil {
+				return fmt.Errorf("deleting series of %s of session %s: %w", ref, sessionID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// proposalKey orders a session's proposals by Seq; the id keeps two proposals that share a
+// Seq apart.
+func proposalKey(p session.Proposal) []byte {
+	return append(intKey(p.Seq), p.ID...)
+}
+
+// putProposal stores p, moving it when its Seq changed.
+func putProposal(tx *bolt.Tx, p session.Proposal) error {
+	b, err := subCreate(tx, bucketProposals, p.SessionID)
+	if err != nil {
+		return err
+	}
+	idx, err := subCreate(tx, bucketProposalID, p.SessionID)
+	if err != nil {
+		return err
+	}
+	key := proposalKey(p)
+	if old := idx.Get([]byte(p.ID)); old != nil && !bytes.Equal(old, key) {
+		if err := b.Delete(old); err != nil {
+			return fmt.Errorf("moving proposal %s: %w", p.ID, err)
+		}
+	}
+	if err := idx.Put([]byte(p.ID), key); err != nil {
+		return fmt.Errorf("indexing proposal %s: %w", p.ID, err)
+	}
+	return putJSON(b, key, p)
+}
+
+// PutProposal stores p, replacing the proposal with the same session and id. The session
+// must exist.
+func (d *DB) PutProposal(ctx context.Context, p session.Proposal) error {
+	if p.SessionID == "" || p.ID == "" {
+		return fmt.Errorf("storing proposal %q of session %q: empty id", p.ID, p.SessionID)
+	}
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketSessions).Get([]byte(p.SessionID)) == nil {
+			return fmt.Errorf("storing proposal %s: session %s: %w", p.ID, p.SessionID, session.ErrNotFound)
+		}
+		return putProposal(tx, p)
+	})
+}
+
+// Proposals lists a session's proposals by Seq; an unknown session has none.
+func (d *DB) Proposals(ctx context.Context, sessionID string) ([]session.Proposal, error) {
+	var out []session.Proposal
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		b := sub(tx, bucketProposals, sessionID)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, v []byte) error {
+			var p session.Proposal
+			if err := jsonUnmarshal(v, &p, "proposal", k); err != nil {
+				return err
+			}
+			out = append(out, p)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// UpdateProposal runs fn on the stored proposal inside one write transaction, so of two
+// people deciding at once the second fn sees the first one's decision. An error from fn
+// aborts the transaction and is returned unchanged.
+func (d *DB) UpdateProposal(ctx context.Context, sessionID, id string, fn func(*session.Proposal) error) (session.Proposal, error) {
+	var p session.Proposal
+	err := d.update(ctx, func(tx *bolt.Tx) error {
+		idx := sub(tx, bucketProposalID, sessionID)
+		var key []byte
+		if idx != nil {
+			key = idx.Get([]byte(id))
+		}
+		found := false
+		if key != nil {
+			var err error
+			if found, err = getJSON(sub(tx, bucketProposals, sessionID), key, &p); err != nil {
+				return err
+			}
+		}
+		if !found {
+			return fmt.Errorf("updating proposal %s of session %s: %w", id, sessionID, session.ErrNotFound)
+		}
+		if err := fn(&p); err != nil {
+			return err
+		}
+		if p.ID != id || p.SessionID != sessionID {
+			return fmt.Errorf("updating proposal %s of session %s: id changed to %s of %s: %w",
+				id, sessionID, p.ID, p.SessionID, session.ErrConflict)
+		}
+		return putProposal(tx, p)
+	})
+	if err != nil {
+		return session.Proposal{}, err
+	}
+	return p, nil
+}
+
+// Append stores e with the next sequence number of the log (e.Seq is ignored). A zero Time
+// is set to now.
+func (d *DB) Append(ctx context.Context, e session.AuditEntry) error {
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketAudit)
+		seq, err := b.NextSequence()
+		if err != nil {
+			return fmt.Errorf("appending to the audit log: %w", err)
+		}
+		e.Seq = seq
+		key := u64Key(seq)
+		if err := putJSON(b, key, e); err != nil {
+			return err
+		}
+		if e.SessionID == "" {
+			return nil
+		}
+		idx, err := subCreate(tx, bucketAuditBySes, e.SessionID)
+		if err != nil {
+			return err
+		}
+		return idx.Put(key, nil)
+	})
+}
+
+// Audit lists the entries of one session, or of all when sessionID is "", oldest first.
+func (d *DB) Audit(ctx context.Context, sessionID string) ([]session.AuditEntry, error) {
+	var out []session.AuditEntry
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		all := tx.Bucket(bucketAudit)
+		add := func(k, v []byte) error {
+			var e session.AuditEntry
+			if err := jsonUnmarshal(v, &e, "audit entry", k); err != nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		}
+		if sessionID == "" {
+			return all.ForEach(add)
+		}
+		idx := sub(tx, bucketAuditBySes, sessionID)
+		if idx == nil {
+			return nil
+		}
+		return idx.ForEach(func(k, _ []byte) error { return add(k, all.Get(k)) })
+	})
+	return out, err
+}
+
+// SavePreset stores p. A preset is immutable: saving a taken name fails with
+// session.ErrExists.
+func (d *DB) SavePreset(ctx context.Context, p session.Preset) error {
+	if p.Name == "" {
+		return fmt.Errorf("saving preset: empty name")
+	}
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketPresets)
+		if b.Get([]byte(p.Name)) != nil {
+			return fmt.Errorf("saving preset %s: %w", p.Name, session.ErrExists)
+		}
+		return putJSON(b, []byte(p.Name), p)
+	})
+}
+
+// Preset returns the preset name, or an error wrapping session.ErrNotFound.
+func (d *DB) Preset(ctx context.Context, name string) (session.Preset, error) {
+	var p session.Preset
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		found, err := getJSON(tx.Bucket(bucketPresets), []byte(name), &p)
+		if err == nil && !found {
+			err = fmt.Errorf("preset %s: %w", name, session.ErrNotFound)
+		}
+		return err
+	})
+	return p, err
+}
+
+// Presets lists every preset by name.
+func (d *DB) Presets(ctx context.Context) ([]session.Preset, error) {
+	var out []session.Preset
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketPresets).ForEach(func(k, v []byte) error {
+			var p session.Preset
+			if err := jsonUnmarshal(v, &p, "preset", k); err != nil {
+				return err
+			}
+			out = append(out, p)
+			return nil
+		})
+	})
+	return out, err
+}

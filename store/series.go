@@ -1,0 +1,155 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	bolt "go.etcd.io/bbolt"
+
+	"tunebot/session"
+)
+
+// Series are stored packed rather than as JSON: a trial can carry 40 tags × 2000 points and
+// the engine writes them between two training jobs. The layout is
+//
+//	version byte (1) | uvarint count | count × (varint step delta | 8 bytes float64 bits)
+//
+// Step deltas are signed, so repeated, unordered and extreme steps round-trip (the delta
+// arithmetic wraps and unwraps in two's complement). Values are stored bit for bit, so NaN
+// and ±Inf round-trip too, although points read from event files are finite.
+const seriesVersion = 1
+
+func encodeSeries(points []session.Point) []byte {
+	buf := make([]byte, 0, 1+binary.MaxVarintLen64+len(points)*(2+8))
+	buf = append(buf, seriesVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(points)))
+	var prev int64
+	for _, p := range points {
+		buf = binary.AppendVarint(buf, p.Step-prev)
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(p.Value))
+		prev = p.Step
+	}
+	return buf
+}
+
+var errSeriesCorrupt = errors.New("corrupt series record")
+
+func decodeSeries(buf []byte) ([]session.Point, error) {
+	if len(buf) == 0 || buf[0] != seriesVersion {
+		return nil, errSeriesCorrupt
+	}
+	buf = buf[1:]
+	n, w := binary.Uvarint(buf)
+	// Each point takes at least 9 bytes, which bounds a corrupt count before allocating.
+	if w <= 0 || n > uint64(len(buf)-w)/9 {
+		return nil, errSeriesCorrupt
+	}
+	buf = buf[w:]
+	out := make([]session.Point, n)
+	var step int64
+	for i := range out {
+		d, w := binary.Varint(buf)
+		if w <= 0 || len(buf) < w+8 {
+			return nil, errSeriesCorrupt
+		}
+		step += d
+		out[i] = session.Point{Step: step, Value: math.Float64frombits(binary.LittleEndian.Uint64(buf[w:]))}
+		buf = buf[w+8:]
+	}
+	if len(buf) != 0 {
+		return nil, errSeriesCorrupt
+	}
+	return out, nil
+}
+
+// PutSeries replaces the series of key.
+func (d *DB) PutSeries(ctx context.Context, key session.SeriesKey, points []session.Point) error {
+	ref := session.TrialRef{Number: key.Number, Rung: key.Rung}
+	return d.PutSeriesBatch(ctx, key.SessionID, ref, map[string][]session.Point{key.Tag: points})
+}
+
+// PutSeriesBatch replaces the series of every tag in series for one trial in one
+// transaction; tags not in series are kept.
+func (d *DB) PutSeriesBatch(ctx context.Context, sessionID string, ref session.TrialRef, series map[string][]session.Point) error {
+	if sessionID == "" {
+		return fmt.Errorf("storing series of %s: empty session id", ref)
+	}
+	for tag := range series {
+		if tag == "" {
+			return fmt.Errorf("storing series of %s of session %s: empty tag", ref, sessionID)
+		}
+	}
+	// Encoding outside the transaction keeps the writer lock short.
+	packed := make(map[string][]byte, len(series))
+	for tag, pts := range series {
+		packed[tag] = encodeSeries(pts)
+	}
+	return d.update(ctx, func(tx *bolt.Tx) error {
+		s, err := subCreate(tx, bucketSeries, sessionID)
+		if err != nil {
+			return err
+		}
+		b, err := s.CreateBucketIfNotExists(trialKey(ref))
+		if err != nil {
+			return fmt.Errorf("storing series of %s of session %s: %w", ref, sessionID, err)
+		}
+		for tag, buf := range packed {
+			if err := b.Put([]byte(tag), buf); err != nil {
+				return fmt.Errorf("storing series %s of %s of session %s: %w", tag, ref, sessionID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Series returns the series of key, or an error wrapping session.ErrNotFound.
+func (d *DB) Series(ctx context.Context, key session.SeriesKey) ([]session.Point, error) {
+	var out []session.Point
+	ref := session.TrialRef{Number: key.Number, Rung: key.Rung}
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		var buf []byte
+		if s := sub(tx, bucketSeries, key.SessionID); s != nil {
+			if b := s.Bucket(trialKey(ref)); b != nil {
+				buf = b.Get([]byte(key.Tag))
+			}
+		}
+		if buf == nil {
+			return fmt.Errorf("series %s of %s of session %s: %w", key.Tag, ref, key.SessionID, session.ErrNotFound)
+		}
+		var err error
+		if out, err = decodeSeries(buf); err != nil {
+			return fmt.Errorf("reading series %s of %s of session %s: %w", key.Tag, ref, key.SessionID, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SeriesTags lists the tags stored for a trial in byte order; a trial without series has none.
+func (d *DB) SeriesTags(ctx context.Context, sessionID string, ref session.TrialRef) ([]string, error) {
+	var out []string
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		s := sub(tx, bucketSeries, sessionID)
+		if s == nil {
+			return nil
+		}
+		b := s.Bucket(trialKey(ref))
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

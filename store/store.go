@@ -1,0 +1,227 @@
+// Package store persists tunebot's records in one bbolt file: sessions, trials, proposals,
+// the append-only audit log, presets, metric series and the chat outbox.
+//
+// Records are JSON values so a file stays readable with bbolt's own tools; metric series are
+// packed binary because they are by far the largest thing stored. Every method runs in one
+// bbolt transaction and copies what it read out of it, so no caller ever holds memory that
+// bbolt may unmap.
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"tunebot/session"
+)
+
+// SchemaVersion is the layout of the data file this code reads and writes. A file with a
+// higher version was written by a newer tunebot and is refused rather than misread.
+const SchemaVersion = 1
+
+// Options tunes Open. The zero value is usable.
+type Options struct {
+	// Timeout bounds the wait for the file lock another process holds (default 1 s).
+	Timeout time.Duration
+	// MaxOutbox is how many undelivered chat items may wait before Enqueue refuses more
+	// (default 10000), so a long chat outage cannot grow the file without bound.
+	MaxOutbox int
+	// OutboxLease is how long an item returned by Due stays claimed by its sender before
+	// Due offers it again (default 2 minutes); Delivered and Retry end the claim earlier.
+	OutboxLease time.Duration
+}
+
+// DB is tunebot's store. It is safe for concurrent use.
+type DB struct {
+	bolt      *bolt.DB
+	path      string
+	maxOutbox int
+	lease     time.Duration
+
+	// outMu orders outbox calls so that a claim taken by Due and a coalescing Enqueue never
+	// interleave: an update must not replace an item a sender is delivering right now.
+	outMu  sync.Mutex
+	leased map[uint64]time.Time // item id → end of the claim
+}
+
+var _ session.Store = (*DB)(nil)
+
+// Bucket names. Nested buckets keep per-session listings to one cursor walk.
+var (
+	bucketMeta       = []byte("meta")
+	bucketSessions   = []byte("sessions")
+	bucketTrials     = []byte("trials")           // session id → trial key → Trial
+	bucketProposals  = []byte("proposals")        // session id → seq+id → Proposal
+	bucketProposalID = []byte("proposal_ids")     // session id → proposal id → key in proposals
+	bucketAudit      = []byte("audit")            // seq → AuditEntry
+	bucketAuditBySes = []byte("audit_by_session") // session id → seq → nothing
+	bucketPresets    = []byte("presets")
+	bucketSeries     = []byte("series")      // session id → trial key → tag → packed points
+	bucketOutbox     = []byte("outbox")      // id → item
+	bucketOutboxKeys = []byte("outbox_keys") // platform \x00 key → id
+
+	keySchema      = []byte("schema")
+	keyOutboxCount = []byte("outbox_count")
+)
+
+var topBuckets = [][]byte{
+	bucketMeta, bucketSessions, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
+	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys,
+}
+
+// Open opens or creates the data file at path, creating its directory when missing. It fails
+// with an error wrapping session.ErrLocked when another process holds the file.
+func Open(path string, opts Options) (*DB, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = time.Second
+	}
+	if opts.MaxOutbox <= 0 {
+		opts.MaxOutbox = 10000
+	}
+	if opts.OutboxLease <= 0 {
+		opts.OutboxLease = 2 * time.Minute
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("creating data directory %s: %w", dir, err)
+	}
+	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, FreelistType: bolt.FreelistMapType})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("data file %s is in use by another tunebot process (stop it or use another data_dir): %w",
+			path, session.ErrLocked)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening data file %s: %w", path, err)
+	}
+	d := &DB{bolt: bdb, path: path, maxOutbox: opts.MaxOutbox, lease: opts.OutboxLease, leased: map[uint64]time.Time{}}
+	if err := d.init(); err != nil {
+		bdb.Close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// init creates the buckets of a new file and checks the schema of an existing one.
+func (d *DB) init() error {
+	err := d.bolt.Update(func(tx *bolt.Tx) error {
+		var have uint64
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if v := meta.Get(keySchema); len(v) == 8 {
+				have = binary.BigEndian.Uint64(v)
+			}
+		}
+		if have > SchemaVersion {
+			return fmt.Errorf("data file %s has schema version %d but this tunebot knows only up to version %d: use a newer tunebot or another data_dir",
+				d.path, have, SchemaVersion)
+		}
+		for _, name := range topBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("creating bucket %s: %w", name, err)
+			}
+		}
+		// Later versions migrate here, one step at a time, inside this transaction.
+		return tx.Bucket(bucketMeta).Put(keySchema, u64Key(SchemaVersion))
+	})
+	if err != nil {
+		return fmt.Errorf("preparing data file %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// Close closes the data file, releasing its lock.
+func (d *DB) Close() error {
+	if err := d.bolt.Close(); err != nil {
+		return fmt.Errorf("closing data file %s: %w", d.path, err)
+	}
+	return nil
+}
+
+// Path returns the data file's path.
+func (d *DB) Path() string { return d.path }
+
+// view and update refuse work for a cancelled context; bbolt itself cannot be interrupted,
+// but every transaction here is short.
+func (d *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.bolt.View(fn)
+}
+
+func (d *DB) update(ctx context.Context, fn func(*bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return d.bolt.Update(fn)
+}
+
+// u64Key is a big-endian key, so byte order is numeric order.
+func u64Key(n uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, n)
+	return b
+}
+
+// intKey encodes a signed int so that byte order is numeric order, negatives first.
+func intKey(n int) []byte { return u64Key(uint64(int64(n)) ^ 1<<63) }
+
+// trialKey orders a session's trials by number, then rung.
+func trialKey(ref session.TrialRef) []byte {
+	return append(intKey(ref.Number), intKey(ref.Rung)...)
+}
+
+// putJSON stores v as JSON under key.
+func putJSON(b *bolt.Bucket, key []byte, v any) error {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding %T: %w", v, err)
+	}
+	return b.Put(key, buf)
+}
+
+// getJSON decodes the value under key into v; found is false when there is none.
+func getJSON(b *bolt.Bucket, key []byte, v any) (found bool, err error) {
+	if b == nil {
+		return false, nil
+	}
+	buf := b.Get(key)
+	if buf == nil {
+		return false, nil
+	}
+	return true, jsonUnmarshal(buf, v, fmt.Sprintf("%T", v), key)
+}
+
+// jsonUnmarshal decodes a stored record, naming it when the file holds something unreadable.
+func jsonUnmarshal(buf []byte, v any, what string, key []byte) error {
+	if err := json.Unmarshal(buf, v); err != nil {
+		return fmt.Errorf("decoding stored %s %x: %w", what, key, err)
+	}
+	return nil
+}
+
+// sub returns the nested bucket name of parent, or nil.
+func sub(tx *bolt.Tx, parent []byte, name string) *bolt.Bucket {
+	p := tx.Bucket(parent)
+	if p == nil {
+		return nil
+	}
+	return p.Bucket([]byte(name))
+}
+
+// subCreate returns the nested bucket name of parent, creating it when missing.
+func subCreate(tx *bolt.Tx, parent []byte, name string) (*bolt.Bucket, error) {
+	b, err := tx.Bucket(parent).CreateBucketIfNotExists([]byte(name))
+	if err != nil {
+		return nil, fmt.Errorf("creating bucket %s/%s: %w", parent, name, err)
+	}
+	return b, nil
+}
