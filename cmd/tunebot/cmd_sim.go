@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"tunebot/trainer/sim"
+)
+
+func init() {
+	register("sim-train", "built-in sim trainer: train (used by the demo and tests)", runSimTrain)
+	register("sim-eval", "built-in sim trainer: evaluate a checkpoint", runSimEval)
+}
+
+func runSimTrain(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("sim-train", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var o sim.TrainOptions
+	fs.StringVar(&o.Task, "task", "", "task id")
+	fs.StringVar(&o.RunDir, "run-dir", "", "run directory to write events, checkpoints and policy.onnx into")
+	fs.StringVar(&o.RewardConfig, "reward-config", "", "reward_config.json to train with")
+	fs.IntVar(&o.Iterations, "iterations", 0, "iterations this job adds")
+	fs.IntVar(&o.Target, "target-iterations", 0, "total iterations to reach")
+	fs.IntVar(&o.Start, "start-iteration", 0, "iterations already in the resumed checkpoint")
+	fs.Int64Var(&o.Seed, "seed", 42, "training seed")
+	fs.IntVar(&o.NumEnvs, "num-envs", 4096, "number of simulated environments")
+	fs.StringVar(&o.Resume, "resume-checkpoint", "", "checkpoint to resume from")
+	delay, ok := stepDelay(e)
+	if !ok {
+		fmt.Fprintf(e.stderr, "tunebot sim-train: %s=%q is not a duration\n", sim.StepDelayEnv, e.getenv(sim.StepDelayEnv))
+		return 2
+	}
+	fs.DurationVar(&o.StepDelay, "step-delay", delay, "sleep per iteration (default from "+sim.StepDelayEnv+")")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "tunebot sim-train: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	faults, err := sim.ParseFaults(e.getenv(sim.FailEnv))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tunebot sim-train: %v\n", err)
+		return 2
+	}
+	o.Faults, o.Log = faults, e.stdout
+	return simExit(e, "sim-train", sim.Train(ctx, o))
+}
+
+func runSimEval(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("sim-eval", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var o sim.EvalOptions
+	var seeds string
+	fs.StringVar(&o.Task, "task", "", "task id")
+	fs.StringVar(&o.Checkpoint, "checkpoint", "", "model_<N>.pt to evaluate")
+	fs.StringVar(&o.Output, "output", "", "evaluation.json to write")
+	fs.StringVar(&seeds, "seeds", "0", "comma separated evaluation seeds")
+	fs.IntVar(&o.NumEnvs, "num-envs", 256, "number of evaluation environments")
+	fs.IntVar(&o.Steps, "steps", 1000, "evaluation steps")
+	fs.StringVar(&o.RunDir, "run-dir", "", "run directory (evaluation events go to its evaluation-events/)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "tunebot sim-eval: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	for _, s := range strings.Split(seeds, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 0 {
+			fmt.Fprintf(e.stderr, "tunebot sim-eval: --seeds %q: %q is not a non-negative integer\n", seeds, s)
+			return 2
+		}
+		o.Seeds = append(o.Seeds, n)
+	}
+	faults, err := sim.ParseFaults(e.getenv(sim.FailEnv))
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tunebot sim-eval: %v\n", err)
+		return 2
+	}
+	o.Faults, o.Log = faults, e.stdout
+	return simExit(e, "sim-eval", sim.Eval(ctx, o))
+}
+
+func stepDelay(e *env) (time.Duration, bool) {
+	v := e.getenv(sim.StepDelayEnv)
+	if v == "" {
+		return 0, true
+	}
+	d, err := time.ParseDuration(v)
+	return d, err == nil && d >= 0
+}
+
+func simExit(e *env, name string, err error) int {
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(e.stderr, "tunebot %s: %v\n", name, err)
+	var xe *sim.ExitError
+	if errors.As(err, &xe) {
+		return xe.Code
+	}
+	return 1
+}

@@ -1,0 +1,181 @@
+package trainer
+
+import (
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"tunebot/session"
+	"tunebot/trainer/tfevents"
+)
+
+// seriesReader accumulates the training scalars below a run dir across incremental reads.
+// Event files under evaluation-events/ belong to evaluation and are left out.
+type seriesReader struct {
+	dir     string
+	r       tfevents.Reader
+	series  map[string][]session.Point
+	maxStep int64
+	warned  map[string]bool
+	logger  *slog.Logger
+}
+
+func newSeriesReader(dir string, logger *slog.Logger) *seriesReader {
+	return &seriesReader{dir: dir, series: map[string][]session.Point{}, maxStep: -1, warned: map[string]bool{}, logger: logger}
+}
+
+func (s *seriesReader) read() {
+	files, err := tfevents.EventFiles(s.dir)
+	if err != nil {
+		s.logger.Warn("listing event files", "err", err)
+		return
+	}
+	for _, f := range files {
+		rel, err := filepath.Rel(s.dir, f)
+		if err != nil || rel == EvalEventsDir || strings.HasPrefix(rel, EvalEventsDir+string(filepath.Separator)) {
+			continue
+		}
+		pts, err := s.r.ReadFile(f)
+		// A corrupt file keeps the points before the bad record; the curves are a report,
+		// not the verdict on the trial, so it is logged once and training goes on.
+		if err != nil && !s.warned[f] {
+			s.warned[f] = true
+			s.logger.Warn("reading event file", "file", rel, "err", err)
+		}
+		for tag, p := range pts {
+			s.series[tag] = append(s.series[tag], p...)
+			for _, x := range p {
+				s.maxStep = max(s.maxStep, x.Step)
+			}
+		}
+	}
+}
+
+// sorted returns the series ordered by step. Several files (a restarted run) may repeat a
+// step: the point read last wins, as files are read in name order and names start with
+// their creation time.
+func (s *seriesReader) sorted() map[string][]session.Point {
+	out := make(map[string][]session.Point, len(s.series))
+	for tag, pts := range s.series {
+		pts = slices.Clone(pts)
+		slices.SortStableFunc(pts, func(a, b session.Point) int {
+			switch {
+			case a.Step < b.Step:
+				return -1
+			case a.Step > b.Step:
+				return 1
+			}
+			return 0
+		})
+		dedup := pts[:0]
+		for _, p := range pts {
+			if n := len(dedup); n > 0 && dedup[n-1].Step == p.Step {
+				dedup[n-1] = p
+				continue
+			}
+			dedup = append(dedup, p)
+		}
+		out[tag] = dedup
+	}
+	return out
+}
+
+var checkpointRE = regexp.MustCompile(`^model_([0-9]+)\.pt$`)
+
+// newestCheckpoint finds the model_<N>.pt with the largest N (compared as numbers:
+// model_1000 is newer than model_999) anywhere below dir, outside evaluation-events.
+func newestCheckpoint(dir string) (path string, n int, found bool) {
+	n = -1
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if d.Name() == EvalEventsDir && p != dir {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		m := checkpointRE.FindStringSubmatch(d.Name())
+		if m == nil || !d.Type().IsRegular() {
+			return nil
+		}
+		k, err := strconv.Atoi(m[1])
+		if err != nil {
+			return nil
+		}
+		if k > n {
+			path, n, found = p, k, true
+		}
+		return nil
+	})
+	return path, n, found
+}
+
+// findPolicy finds policy.onnx in dir, or else the first one below it (exporters differ on
+// where they put it, e.g. exported/policy.onnx).
+func findPolicy(dir string) (string, bool) {
+	top := filepath.Join(dir, PolicyFile)
+	if st, err := os.Stat(top); err == nil && st.Mode().IsRegular() {
+		return top, true
+	}
+	var found string
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found != "" {
+			return nil
+		}
+		if !d.IsDir() && d.Name() == PolicyFile && d.Type().IsRegular() {
+			found = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found, found != ""
+}
+
+// Log tail bounds: enough to see a Python traceback, small enough for a chat message.
+const (
+	tailBytes = 4 << 10
+	tailLines = 40
+)
+
+// logTail returns the last lines of a job log (at most tailLines lines and tailBytes bytes).
+func logTail(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(st.Size()-tailBytes, 0)
+	buf := make([]byte, st.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+		return ""
+	}
+	if off > 0 {
+		// Drop the cut first line, unless the cut happens to be at a line start.
+		if i := strings.IndexByte(string(buf), '\n'); i >= 0 && i < len(buf)-1 {
+			buf = buf[i+1:]
+		}
+	}
+	s := strings.TrimRight(string(buf), "\n")
+	lines := strings.Split(s, "\n")
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
+	}
+	s = strings.Join(lines, "\n")
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}

@@ -1,0 +1,504 @@
+// Package trainer runs the trainer's training and evaluation jobs as subprocesses under the
+// contract of DESIGN.md §4: argv templates with placeholders, one process group per job,
+// timeouts, cancel that ends the whole group, a GPU lease, and the run-dir checks. Its
+// sub-packages read TensorBoard event files (tfevents) and provide the built-in sim trainer
+// (sim).
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"tunebot/session"
+)
+
+var _ session.Trainer = (*Runner)(nil)
+
+// Runner runs trainer jobs from its templates. It is safe for concurrent use; jobs that
+// want the same GPU wait for each other through the shared Lease.
+type Runner struct {
+	t      Templates
+	lease  *Lease
+	logger *slog.Logger
+	// pollEvery is how often a running training job's event files are read for progress.
+	pollEvery time.Duration
+}
+
+// New validates the templates and returns a Runner. Every problem is named: an empty
+// template, an unknown {placeholder}, or one that has no value in that kind of job. A nil
+// lease gives the Runner a lease of its own (fine when it is the only Runner).
+func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
+	var probs []string
+	probs = append(probs, checkTemplate("train", t.Train, trainNames, true)...)
+	probs = append(probs, checkTemplate("resume_args", t.ResumeArgs, resumeNames, false)...)
+	probs = append(probs, checkTemplate("evaluate", t.Evaluate, evalNames, true)...)
+	all := slices.Concat(t.Train, t.ResumeArgs, t.Evaluate)
+	if uses(all, "python") && strings.TrimSpace(t.Python) == "" {
+		probs = append(probs, "python: empty, but a template uses {python}")
+	}
+	if t.JobTimeout < 0 || t.EvalTimeout < 0 || t.Grace < 0 {
+		probs = append(probs, "job_timeout, eval_timeout and grace must not be negative")
+	}
+	for _, kv := range t.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			probs = append(probs, fmt.Sprintf("env: %q is not KEY=VALUE", kv))
+		}
+	}
+	if len(probs) > 0 {
+		return nil, &session.InvalidError{What: "trainer templates", Problems: probs}
+	}
+	if uses(all, "tunebot") && t.Tunebot == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding the tunebot executable for {tunebot}: %w", err)
+		}
+		t.Tunebot = exe
+	}
+	if t.Grace == 0 {
+		t.Grace = DefaultGrace
+	}
+	t.Train, t.ResumeArgs, t.Evaluate = slices.Clone(t.Train), slices.Clone(t.ResumeArgs), slices.Clone(t.Evaluate)
+	t.Env = slices.Clone(t.Env)
+	if lease == nil {
+		lease = &Lease{}
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{t: t, lease: lease, logger: logger, pollEvery: time.Second}, nil
+}
+
+// Run-dir file names of the contract.
+const (
+	RewardConfigFile = "reward_config.json"
+	PolicyFile       = "policy.onnx"
+	TrainLog         = "train.log"
+	EvaluateLog      = "evaluate.log"
+	EvalEventsDir    = "evaluation-events"
+)
+
+// RunName is the {run_name} of a trial: <run_name>-t<NNN>-r<R>.
+func RunName(base string, ref session.TrialRef) string {
+	return fmt.Sprintf("%s-t%03d-r%d", base, ref.Number, ref.Rung)
+}
+
+func (r *Runner) values(s session.Settings, runDir string, ref session.TrialRef) map[string]string {
+	gpus, _ := json.Marshal(s.GPUs) // []int always marshals
+	if s.GPUs == nil {
+		gpus = []byte("[]")
+	}
+	return map[string]string{
+		"python":        r.t.Python,
+		"tunebot":       r.t.Tunebot,
+		"task":          s.Task,
+		"run_dir":       runDir,
+		"reward_config": filepath.Join(runDir, RewardConfigFile),
+		"seed":          strconv.FormatInt(s.Seed, 10),
+		"num_envs":      strconv.Itoa(s.NumEnvs),
+		"gpu_ids":       string(gpus),
+		"run_name":      RunName(s.RunName, ref),
+		"eval_num_envs": strconv.Itoa(s.EvalNumEnvs),
+		"eval_steps":    strconv.Itoa(s.EvalSteps),
+	}
+}
+
+// Train runs one training job (fresh, or resuming job.Checkpoint) and checks what it left
+// in the run dir.
+//
+// Progress: RSL-RL logs iteration i (0-based) at step i, so while training, progress is
+// the newest step seen + 1, capped at job.Target. For the same reason RSL-RL's final
+// checkpoint of a run to T iterations is model_<T-1>.pt, so a newest checkpoint of T-1 or
+// more counts as complete; anything below that fails the job.
+func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.JobHooks) (session.TrainResult, error) {
+	var res session.TrainResult
+	if !filepath.IsAbs(job.RunDir) {
+		return res, fmt.Errorf("starting train job: run dir %q is not absolute", job.RunDir)
+	}
+	if job.Target < 1 || job.Iterations < 1 {
+		return res, fmt.Errorf("starting train job: %d iterations to a target of %d", job.Iterations, job.Target)
+	}
+	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
+		return res, fmt.Errorf("creating run dir: %w", err)
+	}
+	cfg, err := json.MarshalIndent(job.Config, "", "  ")
+	if err != nil {
+		return res, fmt.Errorf("encoding reward config: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
+		return res, fmt.Errorf("writing reward config: %w", err)
+	}
+
+	vals := r.values(job.Settings, job.RunDir, job.Trial)
+	vals["iterations"] = strconv.Itoa(job.Iterations)
+	vals["target_iterations"] = strconv.Itoa(job.Target)
+	vals["start_iteration"] = strconv.Itoa(job.StartIter)
+	vals["checkpoint"] = job.Checkpoint
+	argv := expand(r.t.Train, vals)
+	if job.Checkpoint != "" {
+		argv = append(argv, expand(r.t.ResumeArgs, vals)...)
+	}
+
+	logger := r.logger.With("session", job.SessionID, "trial", job.Trial.Number, "rung", job.Trial.Rung, "job", "train")
+	ev := newSeriesReader(job.RunDir, logger)
+	progress := 0
+	poll := func() {
+		ev.read()
+		if p := min(ev.maxStep+1, int64(job.Target)); p > int64(progress) {
+			progress = int(p)
+			if hooks.Progress != nil {
+				hooks.Progress(progress)
+			}
+		}
+	}
+	out, err := r.run(ctx, jobSpec{
+		kind: "train", argv: argv, dir: job.RunDir, log: TrainLog, gpus: job.Settings.GPUs,
+		timeout: r.t.JobTimeout, hooks: hooks, poll: poll, logger: logger,
+	})
+	if err != nil {
+		return res, err
+	}
+	poll()
+	logPath := filepath.Join(job.RunDir, TrainLog)
+	if out.failed != "" {
+		return res, &session.JobError{Job: "train", Reason: out.failed, LogTail: logTail(logPath)}
+	}
+	ckpt, n, found := newestCheckpoint(job.RunDir)
+	switch {
+	case !found:
+		return res, &session.JobError{Job: "train", Reason: "no model_<N>.pt checkpoint in run dir", LogTail: logTail(logPath)}
+	case n < job.Target-1:
+		return res, &session.JobError{Job: "train", LogTail: logTail(logPath),
+			Reason: fmt.Sprintf("newest checkpoint model_%d.pt is short of the target of %d iterations", n, job.Target)}
+	}
+	policy, ok := findPolicy(job.RunDir)
+	if !ok {
+		return res, &session.JobError{Job: "train", Reason: "no " + PolicyFile + " in run dir", LogTail: logTail(logPath)}
+	}
+	return session.TrainResult{Checkpoint: ckpt, Iteration: n, Policy: policy, Series: ev.sorted()}, nil
+}
+
+// Evaluate runs one evaluation job and parses the evaluation.json it wrote, strictly.
+func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks session.JobHooks) (session.Evaluation, error) {
+	var ev session.Evaluation
+	if !filepath.IsAbs(job.RunDir) || !filepath.IsAbs(job.Output) {
+		return ev, fmt.Errorf("starting evaluate job: run dir %q and output %q must be absolute", job.RunDir, job.Output)
+	}
+	if len(job.Seeds) == 0 {
+		return ev, fmt.Errorf("starting evaluate job: no evaluation seeds")
+	}
+	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
+		return ev, fmt.Errorf("creating run dir: %w", err)
+	}
+	// A file left by an earlier evaluation would hide a job that wrote nothing.
+	if err := os.Remove(job.Output); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return ev, fmt.Errorf("removing old evaluation output: %w", err)
+	}
+	vals := r.values(job.Settings, job.RunDir, job.Trial)
+	vals["checkpoint"] = job.Checkpoint
+	vals["eval_output"] = job.Output
+	seeds := make([]string, len(job.Seeds))
+	for i, s := range job.Seeds {
+		seeds[i] = strconv.Itoa(s)
+	}
+	vals["eval_seeds"] = strings.Join(seeds, ",")
+
+	logger := r.logger.With("session", job.SessionID, "trial", job.Trial.Number, "rung", job.Trial.Rung, "job", "evaluate")
+	out, err := r.run(ctx, jobSpec{
+		kind: "evaluate", argv: expand(r.t.Evaluate, vals), dir: job.RunDir, log: EvaluateLog,
+		gpus: job.Settings.GPUs, timeout: r.t.EvalTimeout, hooks: hooks, logger: logger,
+	})
+	if err != nil {
+		return ev, err
+	}
+	logPath := filepath.Join(job.RunDir, EvaluateLog)
+	if out.failed != "" {
+		return ev, &session.JobError{Job: "evaluate", Reason: out.failed, LogTail: logTail(logPath)}
+	}
+	data, err := os.ReadFile(job.Output)
+	if err != nil {
+		return ev, &session.JobError{Job: "evaluate", Err: err, LogTail: logTail(logPath),
+			Reason: filepath.Base(job.Output) + " was not written"}
+	}
+	ev, err = session.DecodeEvaluation(data)
+	if err != nil {
+		return ev, &session.JobError{Job: "evaluate", Err: err, LogTail: logTail(logPath),
+			Reason: "invalid " + err.Error()}
+	}
+	if !sameSeeds(ev.Seeds, job.Seeds) {
+		return ev, &session.JobError{Job: "evaluate", LogTail: logTail(logPath),
+			Reason: fmt.Sprintf("%s has seeds %v, asked for %v", filepath.Base(job.Output), ev.Seeds, job.Seeds)}
+	}
+	return ev, nil
+}
+
+func sameSeeds(a, b []int) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// EndOrphan ends process group p.PGID if p.PID is still the process recorded (same start
+// tick), and waits until the group has no live member. A PID that is gone, or that now
+// belongs to another process, is left alone: tunebot never signals what it did not start.
+func (r *Runner) EndOrphan(ctx context.Context, p session.Proc) error {
+	if p.PID <= 1 || p.PGID <= 1 {
+		return nil
+	}
+	st, err := readStat(p.PID)
+	if err != nil {
+		if isNotExist(err) {
+			return nil
+		}
+		return fmt.Errorf("checking orphan trainer process %d: %w", p.PID, err)
+	}
+	if st.startTick != p.StartTick {
+		r.logger.Info("orphan trainer pid was reused by another process; leaving it alone", "pid", p.PID)
+		return nil
+	}
+	r.logger.Warn("ending trainer process group left by an earlier tunebot", "pid", p.PID, "pgid", p.PGID, "gpus", p.GPUs)
+	return endGroup(ctx, p.PGID, r.t.Grace)
+}
+
+// jobSpec is one subprocess to run.
+type jobSpec struct {
+	kind    string // "train" or "evaluate"
+	argv    []string
+	dir     string // the run dir, where the log goes
+	log     string
+	gpus    []int
+	timeout time.Duration
+	hooks   session.JobHooks
+	poll    func() // called every pollEvery while the job runs; may be nil
+	logger  *slog.Logger
+}
+
+// jobOutcome says how a job that started ended; failed is "" when it exited 0.
+type jobOutcome struct {
+	failed string
+}
+
+// run runs one job in its own process group, holding its GPUs. It returns an error
+// wrapping ctx.Err() when ctx ended first, a *session.JobError when the job could not
+// start, and otherwise the outcome (a failure reason for a non-zero exit or a timeout).
+// When it returns, no process of the job's group is left alive.
+func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
+	release, err := r.lease.Acquire(ctx, s.gpus)
+	if err != nil {
+		return jobOutcome{}, fmt.Errorf("%s job: %w", s.kind, err)
+	}
+	defer release()
+
+	logPath := filepath.Join(s.dir, s.log)
+	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return jobOutcome{}, fmt.Errorf("opening %s: %w", s.log, err)
+	}
+	defer logf.Close()
+	fmt.Fprintf(logf, "=== tunebot: %s job started %s: %s\n", s.kind, time.Now().Format(time.RFC3339), quoteArgv(s.argv))
+
+	cmd := exec.Command(s.argv[0], s.argv[1:]...)
+	cmd.Dir = r.t.Workdir
+	cmd.Env = childEnv(os.Environ(), r.t.Env, s.gpus)
+	// The child writes straight into the log file: no pipe to drain, and a grandchild that
+	// keeps the descriptor open cannot hold up Wait.
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(logf, "=== tunebot: could not start: %v\n", err)
+		return jobOutcome{}, &session.JobError{Job: s.kind, Err: err, Reason: "could not start " + filepath.Base(s.argv[0]) + ": " + startReason(err)}
+	}
+	pid := cmd.Process.Pid
+	started := time.Now()
+	st, err := readStat(pid) // the child is not reaped before Wait, so its stat is there
+	if err != nil {
+		s.logger.Warn("reading the job's start time", "pid", pid, "err", err)
+	}
+	s.logger.Info("job started", "pid", pid, "gpus", s.gpus)
+	if s.hooks.Started != nil {
+		s.hooks.Started(session.Proc{PID: pid, PGID: pid, StartTick: st.startTick, GPUs: slices.Clone(s.gpus), Started: started})
+	}
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var timeout <-chan time.Time
+	if s.timeout > 0 {
+		t := time.NewTimer(s.timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	tick := time.NewTicker(r.pollEvery)
+	defer tick.Stop()
+
+	var stopped string // why tunebot stopped the job, "" if it ended by itself
+	var waitErr error
+loop:
+	for {
+		select {
+		case waitErr = <-done:
+			break loop
+		case <-ctx.Done():
+			stopped = "cancelled"
+			waitErr = r.stop(pid, done, s.logger)
+			break loop
+		case <-timeout:
+			stopped = "timed out after " + s.timeout.String()
+			waitErr = r.stop(pid, done, s.logger)
+			break loop
+		case <-tick.C:
+			if s.poll != nil {
+				s.poll()
+			}
+		}
+	}
+	r.reapGroup(pid, s.logger)
+	elapsed := time.Since(started).Round(time.Millisecond)
+	state := exitState(cmd.ProcessState, waitErr)
+	fmt.Fprintf(logf, "=== tunebot: %s job ended after %s: %s\n", s.kind, elapsed, firstNonEmpty(stopped, state))
+	s.logger.Info("job ended", "pid", pid, "elapsed", elapsed, "state", state, "stopped", stopped)
+
+	switch {
+	case stopped == "cancelled":
+		return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, ctx.Err())
+	case stopped != "":
+		return jobOutcome{failed: stopped}, nil
+	case !cmd.ProcessState.Success():
+		return jobOutcome{failed: state}, nil
+	}
+	return jobOutcome{}, nil
+}
+
+// stop asks the job's group to stop (SIGINT), kills it (SIGKILL) after the grace period,
+// and returns the leader's Wait result.
+func (r *Runner) stop(pgid int, done <-chan error, logger *slog.Logger) error {
+	if err := signalGroup(pgid, syscall.SIGINT); err != nil {
+		logger.Warn("interrupting job", "err", err)
+	}
+	g := time.NewTimer(r.t.Grace)
+	defer g.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-g.C:
+	}
+	logger.Warn("job ignored SIGINT for the grace period; killing its process group", "pgid", pgid, "grace", r.t.Grace)
+	if err := signalGroup(pgid, syscall.SIGKILL); err != nil {
+		logger.Warn("killing job", "err", err)
+	}
+	return <-done
+}
+
+// reapLimit bounds the wait for leftover group members after SIGKILL (a process stuck in
+// the kernel, e.g. in a GPU driver call, cannot die until it returns).
+const reapLimit = 30 * time.Second
+
+// reapGroup kills whatever is left of the job's group after its leader exited: a trainer
+// that forked a daemon (a data loader, a logger) must not leave it holding the GPU.
+func (r *Runner) reapGroup(pgid int, logger *slog.Logger) {
+	left := groupMembers(pgid)
+	if len(left) == 0 {
+		return
+	}
+	logger.Warn("killing processes the job left behind", "pgid", pgid, "count", len(left))
+	if err := signalGroup(pgid, syscall.SIGKILL); err != nil {
+		logger.Warn("killing leftovers", "err", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reapLimit)
+	defer cancel()
+	if !waitGroupGone(ctx, pgid) {
+		logger.Error("processes of the job's group are still alive after SIGKILL", "pgid", pgid, "waited", reapLimit)
+	}
+}
+
+// secretEnv reports whether an environment variable is one of tunebot's secrets, which
+// the trainer never needs and so never sees.
+func secretEnv(name string) bool {
+	switch name {
+	case "DEEPSEEK_API_KEY", "DISCORD_BOT_TOKEN", "NTFY_TOKEN":
+		return true
+	}
+	return strings.HasPrefix(name, "SLACK_")
+}
+
+// childEnv is the parent's environment without secrets, plus the configured extras, plus
+// what the contract sets for every job.
+func childEnv(parent, extra []string, gpus []int) []string {
+	fixed := map[string]string{"CUDA_VISIBLE_DEVICES": gpuList(gpus), "PYTHONUNBUFFERED": "1", "WANDB_MODE": "disabled"}
+	out := make([]string, 0, len(parent)+len(extra)+len(fixed))
+	for _, kv := range slices.Concat(parent, extra) {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := fixed[k]; ok || secretEnv(k) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	for _, k := range []string{"CUDA_VISIBLE_DEVICES", "PYTHONUNBUFFERED", "WANDB_MODE"} {
+		out = append(out, k+"="+fixed[k])
+	}
+	return out
+}
+
+func gpuList(gpus []int) string {
+	s := make([]string, len(gpus))
+	for i, g := range gpus {
+		s[i] = strconv.Itoa(g)
+	}
+	return strings.Join(s, ",")
+}
+
+// exitState describes how a process ended: "exit status N" or "killed by signal S".
+func exitState(ps *os.ProcessState, waitErr error) string {
+	if ps == nil {
+		if waitErr != nil {
+			return "wait failed: " + waitErr.Error()
+		}
+		return "unknown exit"
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return "killed by signal " + ws.Signal().String()
+	}
+	return "exit status " + strconv.Itoa(ps.ExitCode())
+}
+
+func startReason(err error) string {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err.Error()
+	}
+	return err.Error()
+}
+
+func quoteArgv(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$`") {
+			q[i] = strconv.Quote(a)
+		} else {
+			q[i] = a
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+func firstNonEmpty(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}

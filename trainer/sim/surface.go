@@ -1,0 +1,283 @@
+// Package sim is the built-in simulated trainer: it honours the trainer contract of
+// DESIGN.md §4 (event files, model_<N>.pt checkpoints, policy.onnx, evaluation.json) without
+// a GPU, from a deterministic response surface over the reward configuration. tunebot's
+// sim-train and sim-eval subcommands run it, so the demo and the tests exercise real
+// subprocesses; Evaluate lets benchmarks score configurations in-process.
+//
+// The surface is made up, but shaped like the real trade-offs: tracking weights and kernel
+// widths set the velocity errors, smoothness penalties lower action acceleration but cost
+// tracking past a point, orientation and termination penalties keep the robot upright and
+// too little of them (or too strong smoothness) makes it fall, the slip and power penalties
+// lower slip and power at some cost elsewhere. The defaults are sound but not optimal: a
+// better configuration lies a few 0.5×–2× steps away (narrower tracking kernels, somewhat
+// stronger action-rate, slip and power penalties).
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"sort"
+	"strconv"
+
+	"tunebot/session"
+)
+
+// Tau is the learning time constant in iterations at the default tracking kernel width:
+// after Tau iterations the metrics have closed about 63 % of the gap to their asymptote.
+const Tau = 150.0
+
+// Seed-to-seed variation: relative noise on the continuous metrics, and the number of
+// episodes the fall rate is counted over.
+const (
+	seedNoise    = 0.015
+	fallEpisodes = 4000
+)
+
+// Evaluate returns the seven metrics of DESIGN.md §3 for a policy trained for iteration
+// iterations under cfg, evaluated on seed. It is deterministic: the same arguments give
+// the same numbers. Names missing from cfg take the Unitree-Go2-Flat defaults.
+func Evaluate(cfg session.RewardConfig, iteration int, seed int) session.Metrics {
+	m := expected(cfg, iteration)
+	h := ConfigHash(cfg)
+	for _, name := range session.MetricNames {
+		z := gauss(h, uint64(iteration), uint64(int64(seed)), name)
+		if name == session.MetricFallRate {
+			// Binomial-like: falls are counted over a few thousand evaluation episodes.
+			f := m[name]
+			m[name] = math.Max(0, f+z*math.Sqrt(f*(1-f)/fallEpisodes))
+			continue
+		}
+		m[name] *= math.Exp(seedNoise * z)
+	}
+	return m
+}
+
+// expected is the noise-free surface at an iteration.
+func expected(cfg session.RewardConfig, iteration int) session.Metrics {
+	a := asymptote(cfg)
+	it := float64(max(iteration, 0))
+	g := math.Exp(-it / tau(cfg))
+	return session.Metrics{
+		session.MetricVelLinear:   a[session.MetricVelLinear] * (1 + 2.0*g),
+		session.MetricVelAngular:  a[session.MetricVelAngular] * (1 + 1.5*g),
+		session.MetricActionAcc:   a[session.MetricActionAcc] * (1 + 1.5*g),
+		session.MetricOrientation: a[session.MetricOrientation] * (1 + 2.0*g),
+		session.MetricFallRate:    a[session.MetricFallRate] + (0.6-a[session.MetricFallRate])*g*g,
+		session.MetricFootSlip:    a[session.MetricFootSlip] * (1 + 1.0*g),
+		session.MetricPower:       a[session.MetricPower] * (1 + 0.4*g),
+	}
+}
+
+// tau is the learning time constant: sharper tracking kernels give a sparser signal early
+// on and learn more slowly, so narrowing them pays off more at later rungs.
+func tau(cfg session.RewardConfig) float64 {
+	v := values(cfg)
+	return Tau * math.Pow(0.5/v.p("track_linear_velocity.std"), 0.3)
+}
+
+// quality is the latent "policy quality" a checkpoint records: how far training has come.
+func quality(cfg session.RewardConfig, iteration int) float64 {
+	return 1 - math.Exp(-float64(max(iteration, 0))/tau(cfg))
+}
+
+// cfgValues reads a configuration with the defaults filling gaps.
+type cfgValues struct {
+	w, pr map[string]float64
+}
+
+var space = session.DefaultSpace()
+
+func values(cfg session.RewardConfig) cfgValues {
+	d := space.Defaults()
+	for k, x := range cfg.Weights {
+		d.Weights[k] = x
+	}
+	for k, x := range cfg.Params {
+		d.Params[k] = x
+	}
+	return cfgValues{w: d.Weights, pr: d.Params}
+}
+
+func (v cfgValues) p(name string) float64 { return v.pr[name] }
+
+// in is a penalty's intensity relative to its default magnitude (1 = default); for a term
+// that is off by default, relative to ref.
+func (v cfgValues) in(name string, ref float64) float64 {
+	t, _ := space.Term(name)
+	if t.Default != 0 {
+		ref = math.Abs(t.Default)
+	}
+	return math.Abs(v.w[name]) / ref
+}
+
+func pos(x float64) float64 {
+	if x > 0 {
+		return x
+	}
+	return 0
+}
+
+// lg2 is log2 that treats 0 (a term switched off) as very weak rather than -Inf.
+func lg2(x float64) float64 { return math.Log2(math.Max(x, 1e-3)) }
+
+// bowl is 1 at x = opt and grows quadratically in log distance; normalised to 1 at the
+// default so a factor is 1 for the default configuration.
+func bowl(x, opt, def, k float64) float64 {
+	f := func(x float64) float64 { l := math.Log(x / opt); return 1 + k*l*l }
+	return f(x) / f(def)
+}
+
+func asymptote(cfg session.RewardConfig) session.Metrics {
+	v := values(cfg)
+	wl := v.w["track_linear_velocity"]
+	wa := v.w["track_angular_velocity"]
+	iar := v.in("action_rate_l2", 0)
+	ija := v.in("joint_acc_l2", 0)
+	isl := v.in("soft_landing", 0)
+	ior := v.in("body_orientation_l2", 0)
+	ibav := v.in("body_ang_vel", 0)
+	iam := v.in("angular_momentum", 0)
+	iterm := v.in("is_terminated", 0)
+	ijpl := v.in("joint_pos_limits", 0)
+	ipose := v.in("pose", 0)
+	igait := v.in("foot_gait", 0)
+	icl := v.in("foot_clearance", 0)
+	ifs := v.in("foot_slip", 0)
+	iss := v.in("stand_still", 0)
+	iep := v.in("electrical_power", 1e-3)
+	sl := v.p("track_linear_velocity.std")
+	sa := v.p("track_angular_velocity.std")
+	period := v.p("foot_gait.period")
+	gthr := v.p("foot_gait.threshold")
+	height := v.p("foot_clearance.target_height")
+	poseScale := (v.p("pose.std_standing_scale") + v.p("pose.std_walking_scale") + v.p("pose.std_running_scale")) / 3
+	walkThr := v.p("pose.walking_threshold")
+	slipCmd := v.p("foot_slip.command_threshold")
+	standCmd := v.p("stand_still.command_threshold")
+
+	// Over-regularisation: penalties stronger than the task can bear cost tracking.
+	overSmooth := 0.4*sq(pos(lg2(iar)-0.6)) + 0.05*sq(pos(lg2(ija)-1))
+	lin := 0.21 *
+		math.Pow(wl, -0.3) *
+		bowl(sl, 0.35, 0.5, 2.0) *
+		(1 + overSmooth) *
+		(1 + 0.12*sq(pos(lg2(ior)-1))) *
+		(1 + 0.08*sq(pos(lg2(ifs)-1))) *
+		(1 + 0.004*iep*iep) *
+		bowlLin(igait, 1.4, 0.06) *
+		bowlLin(period/0.5, 1, 1.5) / bowlLin(0.6/0.5, 1, 1.5) *
+		bowlLin(ipose, 0.8, 0.05) *
+		math.Pow(poseScale, -0.05) *
+		(1 + 0.3*sq(pos(-lg2(iar)-1.5)))
+	ang := 0.30 *
+		math.Pow(wa, -0.35) *
+		math.Pow(wl, 0.08) *
+		bowl(sa, 0.5, 0.7071, 2.0) *
+		(1 + 0.20*sq(pos(lg2(iar)-0.6))) *
+		(1 + 0.25*sq(pos(lg2(ibav)))) *
+		(1 + 0.15*sq(pos(lg2(iam)))) *
+		(1 + 0.003*iep*iep)
+	acc := 12.0 *
+		math.Pow(iar, -0.6) *
+		math.Pow((1+ija)/2, -0.25) *
+		math.Pow((1+isl)/2, -0.08) *
+		math.Pow(wl, 0.25) *
+		math.Pow(wa, 0.1) *
+		math.Pow(1+0.3*iep, -0.1) *
+		math.Pow(period/0.6, -0.5)
+	orient := 0.05 *
+		math.Pow(math.Max(ior, 0.05), -0.35) *
+		math.Pow((1+ibav)/2, -0.12) *
+		math.Pow((1+iam)/2, -0.10) *
+		math.Pow(wl, 0.15) *
+		math.Pow((1+ipose)/2, -0.10) *
+		(1 + 0.3*sq(pos(-lg2(iar)-1)))
+	u := -4.6 +
+		2.2*sq(pos(lg2(iar)-0.8)) + // smoothness so strong the policy cannot recover a stumble
+		3.0*sq(pos(-lg2(ior)-0.6)) + // too little incentive to stay upright
+		2.5*sq(pos(-lg2(iterm)-0.5)) + // falling costs too little
+		1.2*sq(pos(-lg2(ijpl)-1)) +
+		0.8*sq(pos(lg2(ifs)-1)) +
+		0.03*iep*iep +
+		1.5*sq(pos(lg2(wl)-0.8)) +
+		sq(pos((height-0.12)/0.02)) -
+		0.25*math.Min(1, pos(lg2(ior))) +
+		0.5*sq(pos(walkThr-0.3)/0.1)
+	fall := 0.9 / (1 + math.Exp(-u))
+	slip := 0.08 *
+		(0.3 + 0.7*math.Pow((1+ifs)/2, -0.9)) *
+		math.Pow(wl, 0.2) *
+		math.Pow((1+igait)/2, -0.1) *
+		bowlLin(gthr/0.56, 1, 2) *
+		math.Pow(slipCmd/0.1, 0.05) *
+		math.Pow(height/0.1, -0.1)
+	power := 150.0 *
+		math.Pow(1+0.6*iep, -0.4) *
+		math.Pow(wl, 0.3) *
+		math.Pow(iar, -0.08) *
+		math.Pow((1+iss)/2, -0.1) *
+		math.Pow((1+ija)/2, -0.05) *
+		math.Pow(height/0.1, 0.3) *
+		math.Pow(standCmd/0.1, 0.03) *
+		math.Pow((1+icl)/2, 0.05)
+	return session.Metrics{
+		session.MetricVelLinear: lin, session.MetricVelAngular: ang, session.MetricActionAcc: acc,
+		session.MetricOrientation: orient, session.MetricFallRate: fall, session.MetricFootSlip: slip,
+		session.MetricPower: power,
+	}
+}
+
+func sq(x float64) float64 { return x * x }
+
+// bowlLin is a quadratic bowl in x around opt, normalised to 1 at x = 1 (the default).
+func bowlLin(x, opt, k float64) float64 {
+	return (1 + k*sq(x-opt)) / (1 + k*sq(1-opt))
+}
+
+// ConfigHash is a short, stable hash of a configuration: names sorted, values in their
+// shortest exact form. It seeds the evaluation noise and is recorded in checkpoints.
+func ConfigHash(cfg session.RewardConfig) string {
+	h := fnv.New64a()
+	for _, part := range []struct {
+		tag string
+		m   map[string]float64
+	}{{"w", cfg.Weights}, {"p", cfg.Params}} {
+		keys := make([]string, 0, len(part.m))
+		for k := range part.m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(h, "%s:%s=%s;", part.tag, k, strconv.FormatFloat(part.m[k], 'g', -1, 64))
+		}
+	}
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// gauss is a standard normal draw determined by its inputs (splitmix64 + Box–Muller).
+func gauss(hash string, a, b uint64, name string) float64 {
+	h := fnv.New64a()
+	h.Write([]byte(hash))
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[:8], a)
+	binary.LittleEndian.PutUint64(buf[8:], b)
+	h.Write(buf[:])
+	h.Write([]byte(name))
+	s := h.Sum64()
+	u1 := unit(splitmix(&s))
+	u2 := unit(splitmix(&s))
+	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
+}
+
+func splitmix(s *uint64) uint64 {
+	*s += 0x9e3779b97f4a7c15
+	z := *s
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// unit maps to (0, 1], never 0, so the logarithm above is finite.
+func unit(x uint64) float64 { return (float64(x>>11) + 1) / (1 << 53) }

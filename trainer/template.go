@@ -1,0 +1,124 @@
+package trainer
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Templates configures how the trainer's subprocesses are started (DESIGN.md §4). Every
+// template is an argv list, never a shell string; placeholders such as {run_dir} are
+// replaced anywhere inside an argument.
+type Templates struct {
+	Python     string   // value of {python}
+	Workdir    string   // working directory of every job ("" = tunebot's own)
+	Train      []string // argv of a training job
+	ResumeArgs []string // appended to Train when a job resumes a checkpoint
+	Evaluate   []string // argv of an evaluation job
+	// JobTimeout and EvalTimeout bound one training and one evaluation job (0 = no bound).
+	JobTimeout, EvalTimeout time.Duration
+	// Grace is how long a job has to exit after SIGINT before its group gets SIGKILL
+	// (0 = 10 s).
+	Grace time.Duration
+	// Tunebot is the value of {tunebot}, the tunebot executable the sim trainer runs as;
+	// "" means this process's own executable.
+	Tunebot string
+	// Env adds KEY=VALUE entries to every job's environment (after the parent's, so they
+	// win), for what a trainer needs that tunebot's own environment lacks.
+	Env []string
+}
+
+// DefaultGrace is the SIGINT-to-SIGKILL delay when Templates.Grace is 0.
+const DefaultGrace = 10 * time.Second
+
+// The built-in sim trainer's templates (tunebot sim-train and sim-eval), the embedded
+// defaults of the config: they honour the same contract as a real trainer.
+var (
+	SimTrain = []string{"{tunebot}", "sim-train", "--task", "{task}", "--run-dir", "{run_dir}",
+		"--reward-config", "{reward_config}", "--iterations", "{iterations}",
+		"--target-iterations", "{target_iterations}", "--start-iteration", "{start_iteration}",
+		"--seed", "{seed}", "--num-envs", "{num_envs}"}
+	SimResume   = []string{"--resume-checkpoint", "{checkpoint}"}
+	SimEvaluate = []string{"{tunebot}", "sim-eval", "--task", "{task}", "--checkpoint", "{checkpoint}",
+		"--output", "{eval_output}", "--seeds", "{eval_seeds}", "--num-envs", "{eval_num_envs}",
+		"--steps", "{eval_steps}", "--run-dir", "{run_dir}"}
+)
+
+// Placeholder names. Which ones a template may use depends on its kind: a value that a
+// job of that kind does not have would silently become "", so it is refused up front.
+var (
+	commonNames = []string{"python", "tunebot", "task", "run_dir", "reward_config", "seed",
+		"num_envs", "gpu_ids", "run_name", "eval_num_envs", "eval_steps"}
+	trainNames  = append(slices.Clone(commonNames), "iterations", "target_iterations", "start_iteration")
+	resumeNames = append(slices.Clone(trainNames), "checkpoint")
+	evalNames   = append(slices.Clone(commonNames), "checkpoint", "eval_output", "eval_seeds")
+	allNames    = append(slices.Clone(resumeNames), "eval_output", "eval_seeds")
+)
+
+// placeholderRE matches {name}; braces around anything else (a JSON argument) are literal.
+var placeholderRE = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+// check validates one template and names every problem.
+func checkTemplate(field string, argv []string, allowed []string, required bool) []string {
+	var probs []string
+	if required && len(argv) == 0 {
+		return []string{field + ": must not be empty"}
+	}
+	if len(argv) > 0 && field != "resume_args" && strings.TrimSpace(argv[0]) == "" {
+		probs = append(probs, field+": the program (first argument) is empty")
+	}
+	unknown, misplaced := map[string]bool{}, map[string]bool{}
+	for _, a := range argv {
+		for _, m := range placeholderRE.FindAllStringSubmatch(a, -1) {
+			switch {
+			case slices.Contains(allowed, m[1]):
+			case slices.Contains(allNames, m[1]):
+				misplaced[m[1]] = true
+			default:
+				unknown[m[1]] = true
+			}
+		}
+	}
+	for _, n := range sortedSet(unknown) {
+		probs = append(probs, fmt.Sprintf("%s: unknown placeholder {%s}", field, n))
+	}
+	for _, n := range sortedSet(misplaced) {
+		probs = append(probs, fmt.Sprintf("%s: placeholder {%s} has no value in a %s job", field, n, strings.TrimSuffix(field, "_args")))
+	}
+	return probs
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func uses(argv []string, name string) bool {
+	for _, a := range argv {
+		if strings.Contains(a, "{"+name+"}") {
+			return true
+		}
+	}
+	return false
+}
+
+// expand replaces the placeholders of argv with vals. Names were checked by New.
+func expand(argv []string, vals map[string]string) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = placeholderRE.ReplaceAllStringFunc(a, func(m string) string {
+			if v, ok := vals[m[1:len(m)-1]]; ok {
+				return v
+			}
+			return m
+		})
+	}
+	return out
+}
