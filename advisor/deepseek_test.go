@@ -276,7 +276,7 @@ func TestProposeScenarios(t *testing.T) {
 		{name: "422 fails at once", replies: []reply{{status: 422, body: `{"error":{"message":"Invalid parameters","type":"invalid_request_error"}}`}},
 			calls: 1, wantErr: "DeepSeek rejected the request parameters (422): Invalid parameters"},
 		{name: "timeout", replies: []reply{{sleep: 10 * time.Second}, {sleep: 10 * time.Second}},
-			mod: func(c *advisor.DeepSeekConfig) { c.Timeout = 100 * time.Millisecond; c.MaxRetries = 1 },
+			mod:   func(c *advisor.DeepSeekConfig) { c.Timeout = 100 * time.Millisecond; c.MaxRetries = 1 },
 			calls: 2, wantErr: "DeepSeek did not answer within 100ms (gave up after 2 attempts)"},
 		{name: "three bad answers", replies: []reply{
 			{content: answer(`{"weights": {"action_rate_l2": 0.05}}`, "a")},
