@@ -1,0 +1,407 @@
+package bot
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"tunebot/session"
+)
+
+// ScoreNote is said wherever a score is shown (DESIGN.md §1).
+const ScoreNote = "scores compare each trial with the baseline's rung-0 evaluation and are comparable within a rung"
+
+// Card refs: one root, trial report and proposal card per session, each edited in place.
+func rootRef(id string) string            { return "s/" + id + "/root" }
+func trialRef(id string, n, r int) string { return fmt.Sprintf("s/%s/trial/%d/%d", id, n, r) }
+func proposalRef(id, pid string) string   { return "s/" + id + "/proposal/" + pid }
+func summaryRef(id string) string         { return "s/" + id + "/summary" }
+
+// RootInput is what the session's root card shows.
+type RootInput struct {
+	Session session.Session
+	Trials  []session.Trial // every trial of the session, as stored
+	Current *session.Trial  // the trial running now, with its newest progress (nil: none)
+}
+
+// RootCard is the session's live status message, edited in place: state, trial k/n, rung,
+// iterations with a progress bar, best score and an ETA.
+func RootCard(in RootInput) Card {
+	s := in.Session
+	st := s.Settings
+	c := Card{Ref: rootRef(s.ID), Kind: "root", Session: s.ID,
+		Title: fmt.Sprintf("tunebot session %s · %s", session.Short(s.ID), stateWord(s))}
+	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
+	done0 := 0
+	for _, t := range in.Trials {
+		if t.Rung == 0 && t.State.Terminal() {
+			done0++
+		}
+	}
+	f := Fields(
+		"owner", s.Owner.String(),
+		"mode", st.Mode,
+		"trials (rung 0)", fmt.Sprintf("%d/%d done", done0, st.TrialCount),
+	)
+	cur := in.Current
+	if cur == nil {
+		for i := range in.Trials {
+			if t := &in.Trials[i]; !t.State.Terminal() && t.State != session.TrialInterrupted {
+				cur = t
+			}
+		}
+	}
+	if cur != nil && s.State.Active() {
+		f.Fields = append(f.Fields,
+			Field{"trial", fmt.Sprintf("%d (%s)", cur.Number, cur.State)},
+			Field{"rung", fmt.Sprintf("%d of %d (%d iterations)", cur.Rung, len(st.Rungs)-1, cur.Iterations)},
+			Field{"iterations", fmt.Sprintf("%d/%d %s", cur.Progress, cur.Iterations, ProgressBar(cur.Progress, cur.Iterations, 20))})
+	}
+	f.Fields = append(f.Fields, Field{"best", bestLine(s)})
+	if eta, ok := ETA(s, in.Trials, cur); ok && s.State.Active() {
+		f.Fields = append(f.Fields, Field{"ETA", eta})
+	}
+	f.Fields = append(f.Fields, Field{"GPU time", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
+	c.Blocks = append(c.Blocks, f)
+	if s.Message != "" {
+		c.Blocks = append(c.Blocks, Text(s.Message))
+	}
+	return c
+}
+
+func stateWord(s session.Session) string {
+	if s.PauseAsked {
+		return string(s.State) + " (pausing)"
+	}
+	return string(s.State)
+}
+
+func bestLine(s session.Session) string {
+	if s.BestTrial < 0 {
+		return "none yet"
+	}
+	return fmt.Sprintf("trial %d @ rung %d: %s vs baseline @ rung 0", s.BestTrial, s.BestRung, Signed(s.BestScore))
+}
+
+// ProgressBar draws k of n as a text bar of width cells with the percentage.
+func ProgressBar(k, n, width int) string {
+	frac := 0.0
+	if n > 0 {
+		frac = math.Max(0, math.Min(1, float64(k)/float64(n)))
+	}
+	full := int(math.Round(frac * float64(width)))
+	return "[" + strings.Repeat("█", full) + strings.Repeat("░", width-full) + "] " + strconv.Itoa(int(math.Floor(frac*100))) + "%"
+}
+
+// ETA estimates the time left from the GPU time each finished iteration took so far: the
+// iterations still planned (the remaining rung-0 trials and the promotions) times that
+// rate, divided by the GPUs used at once.
+func ETA(s session.Session, trials []session.Trial, cur *session.Trial) (string, bool) {
+	st := s.Settings
+	var secs float64
+	iters := 0
+	done := map[int]int{}
+	for _, t := range trials {
+		if t.State.Terminal() {
+			done[t.Rung]++
+			if t.GPUSeconds > 0 {
+				secs += t.GPUSeconds
+				iters += t.Iterations - t.StartIter
+			}
+		}
+	}
+	if iters == 0 || len(st.Rungs) == 0 || len(st.GPUs) == 0 {
+		return "", false
+	}
+	perIter := secs / float64(iters)
+	left := 0
+	for r := range st.Rungs {
+		want := st.TrialCount
+		if r < len(st.Promote) && r > 0 {
+			want = st.Promote[r]
+		}
+		add := st.Rungs[r]
+		if r > 0 {
+			add -= st.Rungs[r-1]
+		}
+		left += max(0, want-done[r]) * add
+	}
+	if cur != nil {
+		left -= max(0, cur.Progress-cur.StartIter)
+	}
+	if left <= 0 {
+		return "", false
+	}
+	d := time.Duration(perIter * float64(left) / float64(len(st.GPUs)) * float64(time.Second))
+	return fmt.Sprintf("~%s (%.2f GPU-s per iteration, %d iterations left; less if early stopping ends the search)", Duration(d), perIter, left), true
+}
+
+// Duration formats d for people: 1h05m, 4m10s, 12s.
+func Duration(d time.Duration) string {
+	d = d.Round(time.Second)
+	switch {
+	case d >= time.Hour:
+		return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+	case d >= time.Minute:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%ds", int(d.Seconds()))
+}
+
+// Signed formats a score with its sign: +0.123.
+func Signed(v float64) string { return fmt.Sprintf("%+.3f", v) }
+
+// Percent formats an improvement fraction as a signed percentage: +12.3%.
+func Percent(v float64) string { return fmt.Sprintf("%+.1f%%", 100*v) }
+
+// Num formats a weight or param value compactly without losing small magnitudes (2.5e-07).
+func Num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+
+// Factor formats new/old of a change: ×1.50, or "new" when the old value was 0.
+func Factor(c session.Change) string {
+	if c.Old == 0 {
+		return "switched on"
+	}
+	if c.New == 0 {
+		return "switched off"
+	}
+	return fmt.Sprintf("×%.2f", c.Factor())
+}
+
+// DiffTable is a config diff as term / old / new / ×factor.
+func DiffTable(caption string, changes []session.Change) *Table {
+	t := &Table{Caption: caption, Columns: []string{"term", "old", "new", "×factor"}, Align: []string{"", "r", "r", "r"}}
+	for _, c := range changes {
+		name := c.Name
+		if c.Kind == "param" {
+			name = "param " + name
+		}
+		t.Rows = append(t.Rows, []string{name, Num(c.Old), Num(c.New), Factor(c)})
+	}
+	return t
+}
+
+// TrialInput is what a trial report shows.
+type TrialInput struct {
+	Session     session.Session
+	Trial       session.Trial
+	Parent      *session.Trial // the trial its configuration (rung 0) or checkpoint builds on
+	Space       *session.Space
+	Attachments []Attachment // the charts, rendered off the engine's path
+	Mentions    []string
+}
+
+// TrialCard is the report of a finished trial: score, objectives, eligibility, config
+// diff from its parent and the charts.
+func TrialCard(in TrialInput) Card {
+	t, s := in.Trial, in.Session
+	c := Card{Ref: trialRef(s.ID, t.Number, t.Rung), Kind: "trial", Session: s.ID, Mentions: in.Mentions}
+	switch {
+	case t.State == session.TrialFailed:
+		c.Title = fmt.Sprintf("trial %d @ rung %d failed", t.Number, t.Rung)
+	case t.Score != nil:
+		c.Title = fmt.Sprintf("trial %d @ rung %d: %s vs baseline @ rung 0", t.Number, t.Rung, Signed(t.Score.Total))
+	default:
+		c.Title = fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
+	}
+	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
+	f := Fields("session", session.Short(s.ID), "source", t.Source,
+		"iterations", fmt.Sprintf("%d (from %d)", t.Iterations, t.StartIter),
+		"GPU time", Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
+	if t.Score != nil {
+		f.Fields = append(f.Fields, Field{"score", Signed(t.Score.Total) + " vs baseline @ rung 0"})
+		if t.Final != nil {
+			f.Fields = append(f.Fields, Field{"final", fmt.Sprintf("%s ± %.3f on seeds %v", Signed(t.Final.Score.Total), t.Final.ScoreStd, t.Final.Seeds)})
+		}
+		elig := "yes"
+		if !t.Score.Eligible {
+			elig = "no: " + strings.Join(t.Score.Reasons, "; ")
+		}
+		f.Fields = append(f.Fields, Field{"eligible", elig})
+	}
+	c.Blocks = append(c.Blocks, f)
+	if t.State == session.TrialFailed {
+		c.Blocks = append(c.Blocks, UntrustedText(t.Reason, 500))
+		if t.LogTail != "" {
+			c.Blocks = append(c.Blocks, Block{Kind: BlockCode, Text: Neutralise(lastLines(t.LogTail, 12), 1200), Untrusted: true})
+		}
+	}
+	if t.Score != nil {
+		c.Blocks = append(c.Blocks, Text(ScoreNote+"."))
+		ot := &Table{Caption: "objectives (improvement over the baseline)", Columns: []string{"objective", "weight", "improvement"}, Align: []string{"", "r", "r"}}
+		for _, name := range session.ObjectiveNames {
+			ot.Rows = append(ot.Rows, []string{name, Num(s.Settings.Objective[name]), Percent(t.Score.Objectives[name])})
+		}
+		c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: ot})
+	}
+	if in.Parent != nil && in.Space != nil && t.Rung == 0 {
+		ch := in.Space.Diff(in.Parent.RewardConfig, t.RewardConfig)
+		cap := fmt.Sprintf("config diff from trial %d @ rung %d", in.Parent.Number, in.Parent.Rung)
+		if len(ch) == 0 {
+			c.Blocks = append(c.Blocks, Text(cap+": none"))
+		} else {
+			c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: DiffTable(cap, ch)})
+		}
+	} else if t.Rung > 0 && t.Parent != nil {
+		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("same configuration as %s, trained on from its checkpoint", t.Parent)))
+	}
+	if len(in.Attachments) > 0 {
+		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})
+	}
+	return c
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ProposalCard shows a proposal: diff, rationale (untrusted), expected impact, confidence
+// and, while it is pending, the buttons Approve · Reject · Edit · Pause; once decided, a
+// stamp of who decided what and when replaces them.
+func ProposalCard(p session.Proposal, space *session.Space, mentions []string) Card {
+	c := Card{Ref: proposalRef(p.SessionID, p.ID), Kind: "proposal", Session: p.SessionID, Mentions: mentions,
+		Title: fmt.Sprintf("proposal %d for trial %d (patch of trial %d)", p.Seq, p.Number, p.BaseTrial)}
+	c.Urgent = p.State == session.ProposalPending
+	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
+	src := p.Source
+	if p.Model != "" {
+		src += " (" + Neutralise(p.Model, 60) + ")"
+	}
+	c.Blocks = append(c.Blocks, Fields("source", src, "confidence", fmt.Sprintf("%.0f%%", 100*math.Max(0, math.Min(1, p.Confidence)))))
+	ch := space.Diff(p.Base, session.Merge(p.Base, p.Patch))
+	c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: DiffTable("proposed change", ch)})
+	if p.Rationale != "" {
+		c.Blocks = append(c.Blocks, UntrustedText(p.Rationale, MaxUntrusted))
+	}
+	if len(p.ExpectedImpact) > 0 {
+		keys := make([]string, 0, len(p.ExpectedImpact))
+		for k := range p.ExpectedImpact {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			return objRank(keys[i]) < objRank(keys[j]) || objRank(keys[i]) == objRank(keys[j]) && keys[i] < keys[j]
+		})
+		var parts []string
+		for _, k := range keys {
+			parts = append(parts, Neutralise(k, 30)+" "+Neutralise(p.ExpectedImpact[k], 20))
+		}
+		c.Blocks = append(c.Blocks, Block{Kind: BlockText, Text: "expected impact: " + strings.Join(parts, ", "), Untrusted: true})
+	}
+	if p.Decision != nil && p.Decision.Edited != nil {
+		ed := space.Diff(p.Base, session.Merge(p.Base, *p.Decision.Edited))
+		c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: DiffTable("edited to (this is what runs)", ed)})
+	}
+	switch {
+	case p.State == session.ProposalPending:
+		c.Blocks = append(c.Blocks, Block{Kind: BlockActions, Actions: []Action{
+			{ID: ActionID(ButtonApprove, p.SessionID, p.ID), Label: "Approve", Style: "primary"},
+			{ID: ActionID(ButtonReject, p.SessionID, p.ID), Label: "Reject", Style: "danger"},
+			{ID: ActionID(ButtonEdit, p.SessionID, p.ID), Label: "Edit"},
+			{ID: ActionID(ButtonPause, p.SessionID, p.ID), Label: "Pause"},
+		}})
+		c.Blocks = append(c.Blocks, Text("reply in this thread: approve · reject <feedback> · edit term=value … · pause"))
+	case p.Decision != nil:
+		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: p.Decision.By.String(), Action: decidedWord(p), At: p.Decision.At, Feedback: Neutralise(p.Decision.Feedback, 500)}})
+	default:
+		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: "tunebot", Action: decidedWord(p), At: p.CreatedAt}})
+	}
+	return c
+}
+
+func objRank(k string) int {
+	for i, n := range session.ObjectiveNames {
+		if n == k {
+			return i
+		}
+	}
+	return len(session.ObjectiveNames)
+}
+
+func decidedWord(p session.Proposal) string {
+	switch {
+	case p.State == session.ProposalVoid:
+		return "voided (the session moved on before it was decided)"
+	case p.Decision != nil && p.Decision.Action == session.ActionEdit:
+		return "edited and approved"
+	case p.Decision != nil && p.Decision.Action == session.ActionReject:
+		return "rejected"
+	case p.Decision != nil:
+		return "approved"
+	}
+	return string(p.State)
+}
+
+// SummaryInput is what a finished session's summary shows.
+type SummaryInput struct {
+	Session  session.Session
+	Trials   []session.Trial
+	Mentions []string
+}
+
+// SummaryCard closes a session: best preset, improvement over the baseline, GPU time used
+// and the table of every trial.
+func SummaryCard(in SummaryInput) Card {
+	s := in.Session
+	c := Card{Ref: summaryRef(s.ID), Kind: "summary", Session: s.ID, Mentions: in.Mentions,
+		Title: fmt.Sprintf("session %s %s", session.Short(s.ID), s.State)}
+	c.Urgent = s.State == session.StateFailed
+	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
+	f := Fields()
+	if s.Preset != "" {
+		f.Fields = append(f.Fields, Field{"best preset", s.Preset})
+	}
+	if s.BestTrial >= 0 {
+		f.Fields = append(f.Fields, Field{"improvement", fmt.Sprintf("%s vs baseline @ rung 0 (trial %d @ rung %d)", Signed(s.BestScore), s.BestTrial, s.BestRung)})
+	}
+	f.Fields = append(f.Fields, Field{"GPU time used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
+	if !s.EndedAt.IsZero() && !s.CreatedAt.IsZero() {
+		f.Fields = append(f.Fields, Field{"wall time", Duration(s.EndedAt.Sub(s.CreatedAt))})
+	}
+	c.Blocks = append(c.Blocks, f)
+	if s.State == session.StateFailed || s.State == session.StateCancelled {
+		c.Blocks = append(c.Blocks, UntrustedText(s.Reason, 500))
+	} else if s.Message != "" {
+		c.Blocks = append(c.Blocks, Text(s.Message))
+	}
+	if len(in.Trials) > 0 {
+		c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: TrialsTable(in.Trials, s)})
+		c.Blocks = append(c.Blocks, Text(ScoreNote+"."))
+	}
+	return c
+}
+
+// TrialsTable lists trials with rung, source, state, score and eligibility; the best is marked.
+func TrialsTable(trials []session.Trial, s session.Session) *Table {
+	t := &Table{Caption: "trials", Columns: []string{"trial", "rung", "source", "state", "score", "eligible"}, Align: []string{"r", "r", "", "", "r", ""}}
+	for _, tr := range trials {
+		score, elig := "—", "—"
+		if tr.Score != nil {
+			score = Signed(tr.Score.Total)
+			if tr.Final != nil {
+				score = fmt.Sprintf("%s ± %.3f", Signed(tr.Final.Score.Total), tr.Final.ScoreStd)
+			}
+			elig = "yes"
+			if !tr.Score.Eligible {
+				elig = "no"
+			}
+		}
+		num := strconv.Itoa(tr.Number)
+		if tr.Number == s.BestTrial && tr.Rung == s.BestRung {
+			num += " ★"
+		}
+		t.Rows = append(t.Rows, []string{num, strconv.Itoa(tr.Rung), tr.Source, string(tr.State), score, elig})
+	}
+	return t
+}
+
+// NoticeCard is a one-line message in a session's thread.
+func NoticeCard(sessionID, ref, text string, mentions []string) Card {
+	return Card{Ref: ref, Kind: "notice", Session: sessionID, Title: text, Mentions: mentions, Blocks: []Block{Text(text)}}
+}
