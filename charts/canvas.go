@@ -369,7 +369,7 @@ func formatValue(v, step float64) string {
 		s string
 	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
 		if as >= u.f/10 && av >= u.f {
-			return sign + trimZeros(strconv(av/u.f, decimals(as/u.f))) + u.s
+			return sign + trimZeros(fixed(av/u.f, decimals(as/u.f))) + u.s
 		}
 	}
 	if av >= 1e15 {
@@ -378,7 +378,7 @@ func formatValue(v, step float64) string {
 	if as < 1e-3 {
 		return sign + fmt.Sprintf("%.1e", av)
 	}
-	return sign + strconv(av, decimals(as))
+	return sign + fixed(av, decimals(as))
 }
 
 func decimals(step float64) int {
@@ -388,7 +388,7 @@ func decimals(step float64) int {
 	return min(int(math.Ceil(-math.Log10(step)-1e-9)), 6)
 }
 
-func strconv(v float64, dec int) string { return fmt.Sprintf("%.*f", dec, v) }
+func fixed(v float64, dec int) string { return fmt.Sprintf("%.*f", dec, v) }
 
 func trimZeros(s string) string {
 	if strings.Contains(s, ".") {

@@ -1,0 +1,277 @@
+package charts_test
+
+import (
+	"bytes"
+	"image"
+	"image/color"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"tunebot/charts"
+	"tunebot/session"
+)
+
+// look decodes a PNG and measures what a glance would: its size, how much of it is not
+// background and how many colours it uses.
+type look struct {
+	w, h    int
+	inked   float64 // share of pixels that are not white
+	colours int
+	img     image.Image
+}
+
+func inspect(t *testing.T, name string, data []byte) look {
+	t.Helper()
+	if out := os.Getenv("CHARTS_OUT"); out != "" { // CHARTS_OUT=/tmp/x go test ./charts to look at them
+		if err := os.WriteFile(filepath.Join(out, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("%s: decoding: %v", name, err)
+	}
+	b := img.Bounds()
+	l := look{w: b.Dx(), h: b.Dy(), img: img}
+	seen := map[color.RGBA]bool{}
+	inked := 0
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			c := color.RGBAModel.Convert(img.At(x, y)).(color.RGBA)
+			seen[c] = true
+			if c.R < 250 || c.G < 250 || c.B < 250 {
+				inked++
+			}
+		}
+	}
+	l.inked = float64(inked) / float64((b.Dx()/2)*(b.Dy()/2))
+	l.colours = len(seen)
+	return l
+}
+
+// readable fails unless the image is the standard size and visibly drawn on.
+func readable(t *testing.T, name string, data []byte) look {
+	t.Helper()
+	l := inspect(t, name, data)
+	if l.w != charts.Width || l.h != charts.Height {
+		t.Errorf("%s: size %dx%d, want %dx%d", name, l.w, l.h, charts.Width, charts.Height)
+	}
+	if l.inked < 0.02 || l.colours < 8 {
+		t.Errorf("%s looks blank: %.1f%% inked, %d colours", name, 100*l.inked, l.colours)
+	}
+	return l
+}
+
+// near counts pixels within a small distance of c: how much of a palette colour is shown.
+func near(l look, c color.RGBA) int {
+	n := 0
+	b := l.img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 2 {
+		for x := b.Min.X; x < b.Max.X; x += 2 {
+			p := color.RGBAModel.Convert(l.img.At(x, y)).(color.RGBA)
+			if absd(p.R, c.R)+absd(p.G, c.G)+absd(p.B, c.B) < 30 {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func absd(a, b uint8) int {
+	if a > b {
+		return int(a - b)
+	}
+	return int(b - a)
+}
+
+var (
+	blue   = color.RGBA{0, 114, 178, 255}
+	orange = color.RGBA{230, 159, 0, 255}
+	purple = color.RGBA{123, 50, 148, 255}
+	green  = color.RGBA{0, 150, 100, 255}
+	red    = color.RGBA{213, 70, 0, 255}
+)
+
+func TestTrialReport(t *testing.T) {
+	tests := []struct {
+		name string
+		ref  session.TrialRef
+	}{
+		{"baseline", session.TrialRef{Number: 0}},
+		{"improved", session.TrialRef{Number: 3}},
+		{"falls gate", session.TrialRef{Number: 5}},
+		{"failed", session.TrialRef{Number: 9}},
+		{"rung 2 best", session.TrialRef{Number: 11, Rung: 2}},
+	}
+	want := []string{"objectives", "reward", "scores", "terms", "terminations", "length", "progress"}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			imgs, err := charts.TrialReport(reportInput(tc.ref, 300))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(imgs) != len(want) {
+				t.Fatalf("%d images, want %d", len(imgs), len(want))
+			}
+			for i, img := range imgs {
+				name := filepath.Base(img.Name)
+				if !strings.HasPrefix(name, charts.ImagePrefix(tc.ref)) || !strings.HasSuffix(name, "-"+want[i]+".png") {
+					t.Errorf("image %d is named %q, want the %s chart of %s", i, img.Name, want[i], tc.ref)
+				}
+				if img.Title == "" {
+					t.Errorf("%s has no title", img.Name)
+				}
+				readable(t, img.Name, img.PNG)
+			}
+		})
+	}
+}
+
+func TestObjectivesColours(t *testing.T) {
+	all := func(v float64) map[string]float64 {
+		m := map[string]float64{}
+		for _, n := range append(append([]string{}, session.ObjectiveNames...), session.MetricNames...) {
+			m[n] = v
+		}
+		return m
+	}
+	meta := charts.Meta{SessionID: "abc", Trial: session.TrialRef{Number: 2}}
+	tests := []struct {
+		name       string
+		score      session.Score
+		more, less color.RGBA // the colour that must dominate, and the one that must be rare
+	}{
+		{"better everywhere", session.Score{Total: 0.4, Objectives: all(0.4), Improvements: all(0.4), Eligible: true}, green, red},
+		{"worse everywhere", session.Score{Total: -0.4, Objectives: all(-0.4), Improvements: all(-0.4), Reasons: []string{"tracking is 40.0% worse than the baseline (limit 5%)"}}, red, green},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			png, err := charts.Objectives(meta, tc.score, nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := readable(t, "objectives-"+strings.ReplaceAll(tc.name, " ", "-")+".png", png)
+			if m, r := near(l, tc.more), near(l, tc.less); m < 5*r+1000 {
+				t.Errorf("%d pixels of the expected colour against %d of the other", m, r)
+			}
+		})
+	}
+}
+
+func TestScoresMarksRungs(t *testing.T) {
+	trials, _ := session20()
+	png, err := charts.Scores(charts.Meta{SessionID: "s", Trial: session.TrialRef{Number: 11, Rung: 2}}, trials, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := readable(t, "scores-rungs.png", png)
+	for name, c := range map[string]color.RGBA{"rung 0": blue, "rung 1": orange, "rung 2": purple} {
+		if n := near(l, c); n < 200 {
+			t.Errorf("%s: only %d pixels of its colour", name, n)
+		}
+	}
+}
+
+func TestTrainingCurvesShowsEachCurve(t *testing.T) {
+	meta := charts.Meta{SessionID: "s", Trial: session.TrialRef{Number: 4}}
+	tests := []struct {
+		name          string
+		base, best    []session.Point
+		wantOrange    bool
+		wantTrialBlue bool
+	}{
+		{"all three", curve(500, 0, 10, 0.5, 1), curve(500, 0, 12, 0.5, 2), true, true},
+		{"no best", curve(500, 0, 10, 0.5, 1), nil, false, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			png, err := charts.TrainingCurves(meta, charts.TagMeanReward, charts.Curve{Points: curve(500, 0, 15, 0.5, 3)},
+				charts.Curve{Points: tc.base}, charts.Curve{Points: tc.best})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l := readable(t, "curves-"+strings.ReplaceAll(tc.name, " ", "-")+".png", png)
+			if got := near(l, orange) > 300; got != tc.wantOrange {
+				t.Errorf("best curve drawn: %v, want %v", got, tc.wantOrange)
+			}
+			if near(l, blue) < 1000 {
+				t.Errorf("the trial's curve is barely visible")
+			}
+		})
+	}
+}
+
+// TestOddInput feeds every chart what real sessions produce on a bad day; each must still
+// give a full-size image with something on it, never an error, a panic or a blank.
+func TestOddInput(t *testing.T) {
+	long := strings.Repeat("very_long_reward_term_name_", 8)
+	huge := []session.Point{{Step: 0, Value: -1e12}, {Step: 1, Value: 3e12}, {Step: 2, Value: 1e300}, {Step: 3, Value: math.Inf(-1)}}
+	one := []session.Point{{Step: 7, Value: 3.5}}
+	neg := curve(50, -900, -1200, 5, 1)
+	flat := []session.Point{{Step: 0, Value: 2}, {Step: 10, Value: 2}, {Step: 20, Value: 2}}
+	sameStep := []session.Point{{Step: 5, Value: 1}, {Step: 5, Value: 2}}
+	tiny := curve(100, 0, -2.5e-7, 1e-9, 2)
+	meta := charts.Meta{SessionID: "0123456789abcdef", Trial: session.TrialRef{Number: 19, Rung: 1}, RunName: strings.Repeat("x", 64)}
+	trials, st := session20()
+	empty := session.Settings{}
+
+	type render func() ([]byte, error)
+	cases := map[string]render{}
+	for name, pts := range map[string][]session.Point{"empty": nil, "huge": huge, "one": one, "negative": neg, "flat": flat, "same-step": sameStep, "tiny": tiny} {
+		cases["curves-"+name] = func() ([]byte, error) {
+			return charts.TrainingCurves(meta, long, charts.Curve{Points: pts}, charts.Curve{Points: one}, charts.Curve{})
+		}
+		m := map[string][]session.Point{"Episode_Reward/" + long: pts, "Episode_Termination/" + long: pts}
+		cases["terms-"+name] = func() ([]byte, error) { return charts.RewardTerms(meta, m, nil, []string{long}) }
+		cases["terminations-"+name] = func() ([]byte, error) { return charts.Terminations(meta, m, m) }
+	}
+	many := map[string][]session.Point{}
+	for i := 0; i < 20; i++ {
+		many[strings.Repeat("t", i+1)] = curve(10, 0, float64(i), 0, uint64(i))
+	}
+	cases["terms-none-changed-logged"] = func() ([]byte, error) { return charts.RewardTerms(meta, nil, nil, []string{"pose"}) }
+	cases["terms-nil"] = func() ([]byte, error) { return charts.RewardTerms(meta, nil, nil, nil) }
+	cases["objectives-empty"] = func() ([]byte, error) { return charts.Objectives(meta, session.Score{}, nil, nil) }
+	cases["objectives-reasons"] = func() ([]byte, error) {
+		return charts.Objectives(meta, session.Score{Total: math.Inf(1), Reasons: []string{long, long, long}},
+			session.Metrics{session.MetricFallRate: 0.5}, session.Metrics{session.MetricFallRate: 0})
+	}
+	cases["scores-none"] = func() ([]byte, error) { return charts.Scores(meta, nil, nil) }
+	cases["scores-all-failed"] = func() ([]byte, error) {
+		return charts.Scores(meta, []session.Trial{{Number: 1, State: session.TrialFailed}, {Number: 2, State: session.TrialTraining}}, nil)
+	}
+	cases["scores-huge-numbers"] = func() ([]byte, error) {
+		return charts.Scores(meta, []session.Trial{{Number: 1, State: session.TrialCompleted, Score: &session.Score{Total: 1e9, Eligible: true}}, {Number: 1000, State: session.TrialCompleted, Score: &session.Score{Total: -1e9}}}, nil)
+	}
+	cases["progress-empty"] = func() ([]byte, error) { return charts.Progress(meta, nil, empty) }
+	cases["progress-20"] = func() ([]byte, error) { return charts.Progress(meta, trials, st) }
+	cases["failed"] = func() ([]byte, error) { return charts.Failed(meta, long, long, strings.Repeat(long+" ", 40)) }
+	for name, r := range cases {
+		t.Run(name, func(t *testing.T) {
+			png, err := r()
+			if err != nil {
+				t.Fatal(err)
+			}
+			readable(t, name+".png", png)
+		})
+	}
+}
+
+// BenchmarkTrialReport renders a full trial report in a session of 20 trials with 20 tags of
+// 2000 iterations each (issue 5: ≤ 200 ms on one core; run with -cpu 1).
+func BenchmarkTrialReport(b *testing.B) {
+	in := reportInput(session.TrialRef{Number: 11, Rung: 2}, 2000)
+	if len(in.Trials) < 18 || len(in.Series(in.Trial.Ref())) != 20 {
+		b.Fatalf("fixture has %d trials and %d tags", len(in.Trials), len(in.Series(in.Trial.Ref())))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := charts.TrialReport(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,193 @@
+package charts
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/wcharczuk/go-chart/v2/drawing"
+
+	"tunebot/session"
+)
+
+// Gates of DESIGN.md §3, repeated here only to draw them.
+const (
+	gateTracking = -0.05 // tracking objective may not be worse than this
+	gateFalls    = 0.02  // fall rate may exceed the baseline's by at most this
+)
+
+var objectiveLabels = map[string]string{
+	session.ObjTracking: "tracking", session.ObjSmoothness: "smoothness", session.ObjStability: "stability",
+	session.ObjFalls: "falls", session.ObjSlip: "foot slip", session.ObjEnergy: "energy",
+}
+
+var metricLabels = map[string]string{
+	session.MetricVelLinear: "lin. vel. error", session.MetricVelAngular: "ang. vel. error",
+	session.MetricActionAcc: "action accel.", session.MetricOrientation: "orientation err.",
+	session.MetricFallRate: "fall rate", session.MetricFootSlip: "foot slip", session.MetricPower: "mech. power",
+}
+
+// Objectives renders a trial's evaluation against the baseline: one bar per objective
+// (improvement from −100 % to +100 %, green when better, red when worse) with the tracking
+// gate at −5 %, then one bar per raw metric with its value next to the baseline's and the
+// fall-rate limit (baseline + 0.02). A banner says whether the trial is eligible and why not.
+// metrics and baseline are the trial's and the baseline's evaluation metrics; either may be
+// nil, which leaves the raw values out.
+func Objectives(meta Meta, score session.Score, metrics, baseline session.Metrics) ([]byte, error) {
+	c, err := newCanvas(Width, Height)
+	if err != nil {
+		return nil, err
+	}
+	sub := meta.subtitle() + " · scores compare within a rung"
+	y := c.header("Evaluation vs baseline @ rung 0", sub)
+
+	// the verdict, readable at a glance: colour says eligible or not, the text says why
+	verdict := fmt.Sprintf("score %s%.3f · eligible", signOf(score.Total), math.Abs(score.Total))
+	vcol := colGood
+	if !score.Eligible {
+		verdict = fmt.Sprintf("score %s%.3f · NOT eligible: %s", signOf(score.Total), math.Abs(score.Total), strings.Join(score.Reasons, "; "))
+		vcol = colBad
+	}
+	y += 6
+	c.rect(margin, y, c.w-margin, y+sizeLabel+20, vcol)
+	c.text(c.fit(verdict, sizeLabel+2, c.w-2*margin-24), margin+14, y+sizeLabel+9, sizeLabel+2, colBackground, alignLeft)
+	y += sizeLabel + 20 + 12
+
+	const labelRight, barLeft, barRight = 250, 268, 800
+	zero := (barLeft + barRight) / 2
+	px := func(v float64) int { return zero + int(math.Round(clip(v)*float64(barRight-zero))) }
+	rowH := (c.h - margin/2 - y - 2*44) / (len(session.ObjectiveNames) + len(session.MetricNames))
+	rowH = min(rowH, 48)
+	barH := rowH * 6 / 10
+
+	section := func(title string, names []string, value func(string) (float64, bool), label func(string) string, note func(string) (string, drawing.Color)) {
+		c.text(title, margin, y+30, sizeLabel, colText, alignLeft)
+		for _, t := range []float64{-1, -0.5, 0.5, 1} {
+			c.text(fmt.Sprintf("%s%.0f%%", signOf(t), math.Abs(100*t)), px(t), y+30, sizeTick-4, colMuted, alignCentre)
+		}
+		y += 44
+		top := y
+		for _, t := range []float64{-1, -0.5, 0.5, 1} {
+			c.line(px(t), top, px(t), top+rowH*len(names), colGrid, 1.5, nil)
+		}
+		for _, name := range names {
+			mid := y + rowH/2
+			c.text(c.fit(label(name), sizeLabel-2, labelRight-margin), labelRight, mid+(sizeLabel-2)/3, sizeLabel-2, colText, alignRight)
+			v, ok := value(name)
+			if ok {
+				col := colGood
+				if v < 0 {
+					col = colBad
+				}
+				x0, x1 := zero, px(v)
+				if x1 < x0 {
+					x0, x1 = x1, x0
+				}
+				if x1-x0 < 3 { // a zero improvement still shows a sliver
+					x0, x1 = zero-2, zero+2
+					col = colMuted
+				}
+				c.rect(x0, mid-barH/2, x1, mid+barH/2, col)
+			}
+			if n, col := note(name); n != "" {
+				c.text(c.fit(n, sizeLabel-4, c.w-margin-barRight-16), barRight+16, mid+(sizeLabel-4)/3, sizeLabel-4, col, alignLeft)
+			}
+			y += rowH
+		}
+		c.line(zero, top-4, zero, y+4, colAxis, 3, nil)
+		y += 8
+	}
+
+	section("Objectives: improvement vs baseline", session.ObjectiveNames,
+		func(n string) (float64, bool) { v, ok := score.Objectives[n]; return v, ok },
+		func(n string) string { return objectiveLabels[n] },
+		func(n string) (string, drawing.Color) {
+			v, ok := score.Objectives[n]
+			if !ok {
+				return "no value", colMuted
+			}
+			s := percent(v)
+			if n == session.ObjTracking {
+				if v < gateTracking {
+					return s + "  below gate −5%", colBad
+				}
+				return s + "  (gate −5%)", colText
+			}
+			return s, colText
+		})
+	// the tracking gate, drawn over the tracking row
+	if rowH > 0 {
+		trackRow := y - 8 - rowH*len(session.ObjectiveNames)
+		c.line(px(gateTracking), trackRow+2, px(gateTracking), trackRow+rowH-2, colBad, 4, nil)
+	}
+
+	section("Metrics (lower is better): trial vs baseline", session.MetricNames,
+		func(n string) (float64, bool) { v, ok := score.Improvements[n]; return v, ok },
+		func(n string) string { return metricLabels[n] },
+		func(n string) (string, drawing.Color) {
+			m, ok := metrics[n]
+			if !ok {
+				return "", colText
+			}
+			unit := session.MetricUnits[n]
+			if unit != "" {
+				unit = " " + unit
+			}
+			b, bok := baseline[n]
+			if !bok {
+				return formatNumber(m) + unit, colText
+			}
+			s := formatNumber(m) + " vs " + formatNumber(b) + unit
+			if n == session.MetricFallRate {
+				limit := b + gateFalls
+				if m > limit {
+					return s + " > limit " + formatNumber(limit), colBad
+				}
+				return s + ", limit " + formatNumber(limit), colText
+			}
+			return s, colText
+		})
+	return c.png()
+}
+
+func clip(v float64) float64 { return math.Max(-1, math.Min(1, clampValue(v))) }
+
+func percent(v float64) string {
+	return fmt.Sprintf("%s%.1f%%", signOf(v), math.Abs(100*v))
+}
+
+// Failed renders the image that stands in for a chart a trial cannot have (it failed, or
+// has no evaluation yet): the title, the session and trial, and the reason in words.
+func Failed(meta Meta, title, headline, reason string) ([]byte, error) {
+	c, err := newCanvas(Width, Height)
+	if err != nil {
+		return nil, err
+	}
+	y := c.header(title, meta.subtitle())
+	lines := []string{headline}
+	lines = append(lines, wrap(c, reason, sizeLabel, c.w-2*margin-60, 6)...)
+	c.message(margin, y+10, c.w-margin, c.h-margin, lines...)
+	return c.png()
+}
+
+// wrap breaks s into at most n lines of at most maxW pixels.
+func wrap(c *canvas, s string, size float64, maxW, n int) []string {
+	var lines []string
+	cur := ""
+	for _, w := range strings.Fields(s) {
+		next := strings.TrimSpace(cur + " " + w)
+		if cw, _ := c.measure(next, size); cw > maxW && cur != "" {
+			lines = append(lines, cur)
+			cur = w
+			continue
+		}
+		cur = next
+	}
+	if cur != "" {
+		lines = append(lines, cur)
+	}
+	if len(lines) > n {
+		lines = append(lines[:n-1], lines[n-1]+" …")
+	}
+	return lines
+}

@@ -1,0 +1,146 @@
+package charts
+
+import (
+	"fmt"
+	"sort"
+
+	"tunebot/session"
+)
+
+// Image is one rendered chart of a report.
+type Image struct {
+	Name  string // file name, unique within a session: t003-r0-reward.png
+	Title string // a caption for the chat message
+	PNG   []byte
+}
+
+// ReportInput is everything a trial report draws on.
+type ReportInput struct {
+	Meta     Meta // SessionID and RunName; Trial is taken from Trial
+	Trial    session.Trial
+	Parent   *session.Trial // the trial whose config it changed; nil for the baseline
+	Baseline *session.Trial // the session's baseline trial
+	Best     *session.Trial // the current best; nil when there is none
+	// Series returns a trial's curves by tag; nil or a nil map means none.
+	Series   func(ref session.TrialRef) map[string][]session.Point
+	Trials   []session.Trial // every trial of the session so far, for the score chart
+	Settings session.Settings
+	// Changed names the weights and params this trial changed from its parent
+	// (foot_slip, foot_gait.period); nil computes it from the parent's configuration.
+	Changed []string
+}
+
+// TrialReport renders every chart of a finished trial's report, most telling first:
+// evaluation vs baseline, mean reward, score by trial, changed reward terms, terminations,
+// episode length, session progress. It is pure and single-threaded; the caller runs it off
+// the training path.
+func TrialReport(in ReportInput) ([]Image, error) {
+	meta := in.Meta
+	meta.Trial = in.Trial.Ref()
+	series := func(t *session.Trial) map[string][]session.Point {
+		if t == nil || in.Series == nil {
+			return nil
+		}
+		return in.Series(t.Ref())
+	}
+	self := series(&in.Trial)
+	var base, best map[string][]session.Point
+	if in.Baseline != nil && in.Baseline.Ref() != in.Trial.Ref() {
+		base = series(in.Baseline)
+	}
+	bestLabel := ""
+	if in.Best != nil && in.Best.Ref() != in.Trial.Ref() {
+		best = series(in.Best)
+		bestLabel = fmt.Sprintf("best: trial %d @ rung %d", in.Best.Number, in.Best.Rung)
+	}
+	trialLabel := fmt.Sprintf("trial %d", in.Trial.Number)
+	if in.Best != nil && in.Best.Ref() == in.Trial.Ref() {
+		trialLabel += " (best)"
+	}
+	if in.Baseline != nil && in.Baseline.Ref() == in.Trial.Ref() {
+		trialLabel += " (baseline)"
+	}
+	changed := in.Changed
+	if changed == nil && in.Parent != nil {
+		changed = changedNames(in.Parent.RewardConfig, in.Trial.RewardConfig)
+	}
+
+	prefix := ImagePrefix(in.Trial.Ref())
+	var out []Image
+	add := func(name, title string, render func() ([]byte, error)) error {
+		png, err := render()
+		if err != nil {
+			return fmt.Errorf("rendering the %s chart of %s: %w", name, in.Trial.Ref(), err)
+		}
+		out = append(out, Image{Name: prefix + name + ".png", Title: title, PNG: png})
+		return nil
+	}
+	curve := func(tag string) func() ([]byte, error) {
+		return func() ([]byte, error) {
+			return TrainingCurves(meta, tag, Curve{Label: trialLabel, Points: self[tag]},
+				Curve{Points: base[tag]}, Curve{Label: bestLabel, Points: best[tag]})
+		}
+	}
+	steps := []struct {
+		name, title string
+		render      func() ([]byte, error)
+	}{
+		{"objectives", "Evaluation vs baseline @ rung 0", func() ([]byte, error) {
+			if in.Trial.Score == nil {
+				reason := in.Trial.Reason
+				if reason == "" {
+					reason = "the trial has no evaluation yet"
+				}
+				return Failed(meta, "Evaluation vs baseline @ rung 0", fmt.Sprintf("trial %d has no score", in.Trial.Number), reason)
+			}
+			var bm session.Metrics
+			if in.Baseline != nil {
+				bm = in.Baseline.Metrics
+			}
+			return Objectives(meta, *in.Trial.Score, in.Trial.Metrics, bm)
+		}},
+		{"reward", "Mean episode reward vs baseline and best", curve(TagMeanReward)},
+		{"scores", "Score by trial and rung", func() ([]byte, error) {
+			var ref *session.TrialRef
+			if in.Best != nil {
+				r := in.Best.Ref()
+				ref = &r
+			}
+			return Scores(meta, in.Trials, ref)
+		}},
+		{"terms", "Reward terms changed from the parent", func() ([]byte, error) { return RewardTerms(meta, self, base, changed) }},
+		{"terminations", "Why episodes ended", func() ([]byte, error) { return Terminations(meta, self, base) }},
+		{"length", "Mean episode length vs baseline and best", curve(TagMeanEpisodeLength)},
+		{"progress", "Session progress", func() ([]byte, error) { return Progress(meta, in.Trials, in.Settings) }},
+	}
+	for _, s := range steps {
+		if err := add(s.name, s.title, s.render); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// changedNames lists the weights and params that differ from a to b, sorted.
+func changedNames(a, b session.RewardConfig) []string {
+	out := []string{}
+	diff := func(am, bm map[string]float64) {
+		for k, v := range bm {
+			if av, ok := am[k]; !ok || av != v {
+				out = append(out, k)
+			}
+		}
+		for k := range am {
+			if _, ok := bm[k]; !ok {
+				out = append(out, k)
+			}
+		}
+	}
+	diff(a.Weights, b.Weights)
+	diff(a.Params, b.Params)
+	sort.Strings(out)
+	return out
+}
+
+// ImagePrefix is how the file names of a trial's images begin: t003-r0-.
+func ImagePrefix(ref session.TrialRef) string { return fmt.Sprintf("t%03d-r%d-", ref.Number, ref.Rung) }

@@ -1,0 +1,261 @@
+package charts
+
+import (
+	"fmt"
+	"image"
+	"math"
+	"strconv"
+
+	"tunebot/session"
+)
+
+// BestOf returns the trial a session would call best: the eligible trial of the highest rung
+// with the highest rank score; ok is false when no trial is eligible.
+func BestOf(trials []session.Trial) (session.TrialRef, bool) {
+	var best session.TrialRef
+	found := false
+	bestScore := math.Inf(-1)
+	for _, t := range trials {
+		if !t.Eligible() {
+			continue
+		}
+		if !found || t.Rung > best.Rung || t.Rung == best.Rung && t.RankScore() > bestScore {
+			best, bestScore, found = t.Ref(), t.RankScore(), true
+		}
+	}
+	return best, found
+}
+
+// Scores renders each trial's score (vs the baseline @ rung 0) by trial number, one colour
+// per rung; trials that are not eligible are hollow rings, failed ones grey crosses along the
+// bottom, the best is circled and labelled, and the trial of meta is shaded. best may be
+// nil to let BestOf choose.
+func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, error) {
+	c, err := newCanvas(Width, Height)
+	if err != nil {
+		return nil, err
+	}
+	y := c.header("Score by trial (vs baseline @ rung 0)", meta.subtitle()+" · higher is better, 0 = baseline")
+	if best == nil {
+		if b, ok := BestOf(trials); ok {
+			best = &b
+		}
+	}
+
+	maxRung, minN, maxN := 0, math.MaxInt, math.MinInt
+	lo, hi := 0.0, 0.0 // the baseline's 0 is always in view
+	var scored int
+	for _, t := range trials {
+		maxRung = max(maxRung, t.Rung)
+		minN, maxN = min(minN, t.Number), max(maxN, t.Number)
+		if t.Score != nil {
+			lo, hi = math.Min(lo, clampValue(t.Score.Total)), math.Max(hi, clampValue(t.Score.Total))
+			scored++
+		}
+	}
+	var items []legendItem
+	for r := 0; r <= maxRung; r++ {
+		items = append(items, legendItem{label: "rung " + strconv.Itoa(r), col: rungColour(r), marker: "dot"})
+	}
+	items = append(items,
+		legendItem{label: "not eligible", col: colFailed, marker: "ring"},
+		legendItem{label: "failed", col: colFailed, marker: "cross"})
+	y = c.legend(items, margin, y, c.w-2*margin)
+	area := image.Rect(margin, y+8, c.w-margin, c.h-margin/2)
+	if len(trials) == 0 {
+		c.message(area.Min.X, area.Min.Y, area.Max.X, area.Max.Y, "no trials yet", "scores appear as trials finish")
+		return c.png()
+	}
+
+	ys := niceScale(lo, hi, 6)
+	labelW := 0
+	for _, t := range ys.ticks {
+		w, _ := c.measure(formatValue(t, ys.step), sizeTick)
+		labelW = max(labelW, w)
+	}
+	left, right := area.Min.X+labelW+14, area.Max.X-10
+	top, bottom := area.Min.Y+sizeAxisName+20, area.Max.Y-sizeTick-14-sizeAxisName-12
+	ys.lo, ys.hi = bottom, top
+	xs := scale{min: float64(minN) - 0.6, max: float64(maxN) + 0.6, lo: left, hi: right}
+	c.text("score", area.Min.X, area.Min.Y+sizeAxisName, sizeAxisName, colMuted, alignLeft)
+
+	// shade the trial this report is about
+	sx := xs.px(float64(meta.Trial.Number))
+	half := max(12, (xs.px(1)-xs.px(0))*4/10)
+	c.rect(sx-half, top, sx+half, bottom, colPanel)
+	for _, t := range ys.ticks {
+		py := ys.py(t)
+		col, w := colGrid, 1.5
+		if t == 0 {
+			col, w = colAxis, 3
+		}
+		c.line(left, py, right, py, col, w, nil)
+		c.text(formatValue(t, ys.step), left-10, py+sizeTick/3, sizeTick, colText, alignRight)
+	}
+	c.text("baseline", right-6, ys.py(0)-10, sizeTick-4, colMuted, alignRight)
+	every := 1
+	for (maxN-minN)/every > 20 {
+		every *= 2
+	}
+	for n := minN; n <= maxN; n++ {
+		if (n-minN)%every == 0 {
+			c.text(strconv.Itoa(n), xs.px(float64(n)), bottom+sizeTick+8, sizeTick, colText, alignCentre)
+		}
+	}
+	c.line(left, bottom, right, bottom, colAxis, 2.5, nil)
+	c.line(left, top, left, bottom, colAxis, 2.5, nil)
+	c.text("trial number", (left+right)/2, area.Max.Y-6, sizeAxisName, colMuted, alignCentre)
+
+	// rungs of one trial number sit side by side instead of on top of each other
+	offset := func(rung int) int { return (rung*2 - maxRung) * 9 }
+	for _, t := range trials {
+		x := xs.px(float64(t.Number)) + offset(t.Rung)
+		switch {
+		case t.Score == nil:
+			if t.State == session.TrialFailed {
+				c.cross(x, bottom-14, 10, colFailed)
+			}
+		case !t.Score.Eligible:
+			c.dot(x, ys.py(clampValue(t.Score.Total)), 12, colFailed, true)
+		default:
+			c.dot(x, ys.py(clampValue(t.Score.Total)), 13, rungColour(t.Rung), false)
+		}
+	}
+	if best != nil {
+		for _, t := range trials {
+			if t.Ref() != *best || t.Score == nil {
+				continue
+			}
+			x, py := xs.px(float64(t.Number))+offset(t.Rung), ys.py(clampValue(t.Score.Total))
+			c.dot(x, py, 22, colText, true)
+			label := fmt.Sprintf("best: trial %d @ rung %d", t.Number, t.Rung)
+			w, _ := c.measure(label, sizeLabel)
+			lx, a := x+30, alignLeft
+			if lx+w > right {
+				lx, a = x-30, alignRight
+			}
+			c.text(label, lx, py+sizeLabel/3, sizeLabel, colText, a)
+		}
+	}
+	_ = scored
+	return c.png()
+}
+
+// py is px for a vertical scale; kept separate so call sites read as x or y.
+func (s scale) py(v float64) int { return s.px(v) }
+
+// Progress renders how far the session is: per rung one box per planned trial (filled in
+// the rung's colour when done, grey when not eligible, a cross when failed, partly filled
+// while training), then the training iterations done against the plan. The plan comes from
+// settings (trial_count, rungs, promote).
+func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]byte, error) {
+	c, err := newCanvas(Width, Height)
+	if err != nil {
+		return nil, err
+	}
+	y := c.header("Session progress", meta.subtitle())
+	y = c.legend([]legendItem{
+		{label: "done", col: colTrial, marker: "box"},
+		{label: "not eligible", col: colFailed, marker: "box"},
+		{label: "failed", col: colBad, marker: "cross"},
+		{label: "to do", col: colPanel, marker: "box"},
+	}, margin, y, c.w-2*margin)
+
+	rungs := settings.Rungs
+	if len(rungs) == 0 {
+		rungs = []int{0}
+	}
+	promote := settings.Promote
+	if len(promote) == 0 {
+		promote = session.DefaultPromote(settings.TrialCount)
+	}
+	byRung := make([][]session.Trial, len(rungs))
+	for _, t := range trials {
+		if t.Rung >= 0 && t.Rung < len(rungs) {
+			byRung[t.Rung] = append(byRung[t.Rung], t)
+		}
+	}
+	planned := make([]int, len(rungs))
+	var itPlanned, itDone float64
+	for r := range rungs {
+		if r < len(promote) {
+			planned[r] = promote[r]
+		}
+		planned[r] = max(planned[r], len(byRung[r]))
+		prev := 0
+		if r > 0 {
+			prev = rungs[r-1]
+		}
+		itPlanned += float64(planned[r] * max(rungs[r]-prev, 0))
+	}
+	for _, t := range trials {
+		done := t.Progress
+		if t.Trained || t.State == session.TrialCompleted {
+			done = t.Iterations
+		}
+		itDone += float64(max(done-t.StartIter, 0))
+	}
+
+	rowH := min((c.h-y-190)/max(len(rungs), 1), 130)
+	const labelW = 270
+	for r := range rungs {
+		top := y + 20 + r*rowH
+		c.text(fmt.Sprintf("rung %d", r), margin, top+sizeLabel+4, sizeLabel+2, colText, alignLeft)
+		c.text(fmt.Sprintf("%s it · %d/%d", formatValue(float64(rungs[r]), 1), countDone(byRung[r]), planned[r]), margin, top+2*sizeLabel+14, sizeTick-2, colMuted, alignLeft)
+		n := max(planned[r], 1)
+		gap := 8
+		bw := (c.w - margin - labelW - margin - gap*(n-1)) / n
+		bh := min(rowH-30, 70)
+		for i := 0; i < n; i++ {
+			x0 := labelW + margin + i*(bw+gap)
+			x1, y1 := x0+bw, top+bh
+			c.rect(x0, top, x1, y1, colPanel)
+			if i >= len(byRung[r]) {
+				continue
+			}
+			t := byRung[r][i]
+			switch {
+			case t.State == session.TrialFailed:
+				c.cross((x0+x1)/2, (top+y1)/2, min(bw, bh)/4, colBad)
+			case t.State == session.TrialCompleted && !t.Eligible():
+				c.rect(x0, top, x1, y1, colFailed)
+			case t.State == session.TrialCompleted:
+				c.rect(x0, top, x1, y1, rungColour(r))
+			default: // training or evaluating: fill as far as it got
+				f := 0.0
+				if span := t.Iterations - t.StartIter; span > 0 {
+					f = math.Min(1, math.Max(0, float64(t.Progress-t.StartIter)/float64(span)))
+				}
+				col := rungColour(r)
+				col.A = 120
+				c.rect(x0, y1-int(f*float64(bh)), x1, y1, col)
+			}
+			if bw >= 30 {
+				c.text(strconv.Itoa(t.Number), (x0+x1)/2, y1+sizeTick+4, sizeTick-4, colMuted, alignCentre)
+			}
+		}
+	}
+
+	// the overall bar: training iterations, the unit GPU time is spent in
+	top := c.h - 150
+	frac := 0.0
+	if itPlanned > 0 {
+		frac = math.Min(1, itDone/itPlanned)
+	}
+	c.text(fmt.Sprintf("training iterations: %s of %s planned (%.0f%%)", formatValue(itDone, 1), formatValue(itPlanned, 1), 100*frac),
+		margin, top, sizeLabel, colText, alignLeft)
+	c.rect(margin, top+20, c.w-margin, top+80, colPanel)
+	c.rect(margin, top+20, margin+int(frac*float64(c.w-2*margin)), top+80, colTrial)
+	c.text("early stopping may end the session before the plan", margin, c.h-margin/2-4, sizeTick-4, colMuted, alignLeft)
+	return c.png()
+}
+
+func countDone(ts []session.Trial) int {
+	n := 0
+	for _, t := range ts {
+		if t.State.Terminal() {
+			n++
+		}
+	}
+	return n
+}
