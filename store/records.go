@@ -56,25 +56,19 @@ func (d *DB) Session(ctx context.Context, id string) (session.Session, error) {
 // Sessions lists every session, newest first by CreatedAt (ties by id, descending).
 func (d *DB) Sessions(ctx context.Context) ([]session.Session, error) {
 	var out []session.Session
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketSessions).ForEach(func(k, v []byte) error {
-			var s session.Session
-			if err := jsonUnmarshal(v, &s, "session", k); err != nil {
-				return err
-			}
-			out = append(out, s)
-			return nil
-		})
+	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = listJSON[session.Session](tx.Bucket(bucketSessions), "session")
+		return err
 	})
+	if err != nil {
+		return nil, err
+	}
 	slices.SortFunc(out, func(a, b session.Session) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
 		return cmp.Compare(b.ID, a.ID)
 	})
-	if err != nil {
-		return nil, err
-	}
 	return out, nil
 }
 
@@ -126,19 +120,9 @@ func (d *DB) PutTrial(ctx context.Context, t session.Trial) error {
 // Trials lists a session's trials by number, then rung; an unknown session has none.
 func (d *DB) Trials(ctx context.Context, sessionID string) ([]session.Trial, error) {
 	var out []session.Trial
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		b := sub(tx, bucketTrials, sessionID)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error {
-			var t session.Trial
-			if err := jsonUnmarshal(v, &t, "trial", k); err != nil {
-				return err
-			}
-			out = append(out, t)
-			return nil
-		})
+	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = listJSON[session.Trial](sub(tx, bucketTrials, sessionID), "trial")
+		return err
 	})
 	return out, err
 }
@@ -208,19 +192,9 @@ func (d *DB) PutProposal(ctx context.Context, p session.Proposal) error {
 // Proposals lists a session's proposals by Seq; an unknown session has none.
 func (d *DB) Proposals(ctx context.Context, sessionID string) ([]session.Proposal, error) {
 	var out []session.Proposal
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		b := sub(tx, bucketProposals, sessionID)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error {
-			var p session.Proposal
-			if err := jsonUnmarshal(v, &p, "proposal", k); err != nil {
-				return err
-			}
-			out = append(out, p)
-			return nil
-		})
+	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = listJSON[session.Proposal](sub(tx, bucketProposals, sessionID), "proposal")
+		return err
 	})
 	return out, err
 }
@@ -311,7 +285,10 @@ func (d *DB) Audit(ctx context.Context, sessionID string) ([]session.AuditEntry,
 		}
 		return idx.ForEach(func(k, _ []byte) error { return add(k, all.Get(k)) })
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // SavePreset stores p. A preset is immutable: saving a taken name fails with
@@ -345,15 +322,9 @@ func (d *DB) Preset(ctx context.Context, name string) (session.Preset, error) {
 // Presets lists every preset by name.
 func (d *DB) Presets(ctx context.Context) ([]session.Preset, error) {
 	var out []session.Preset
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketPresets).ForEach(func(k, v []byte) error {
-			var p session.Preset
-			if err := jsonUnmarshal(v, &p, "preset", k); err != nil {
-				return err
-			}
-			out = append(out, p)
-			return nil
-		})
+	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = listJSON[session.Preset](tx.Bucket(bucketPresets), "preset")
+		return err
 	})
 	return out, err
 }

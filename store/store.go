@@ -208,6 +208,26 @@ func jsonUnmarshal(buf []byte, v any, what string, key []byte) error {
 	return nil
 }
 
+// listJSON decodes every value of b (which may be nil) in key order.
+func listJSON[T any](b *bolt.Bucket, what string) ([]T, error) {
+	if b == nil {
+		return nil, nil
+	}
+	var out []T
+	err := b.ForEach(func(k, v []byte) error {
+		var x T
+		if err := jsonUnmarshal(v, &x, what, k); err != nil {
+			return err
+		}
+		out = append(out, x)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // sub returns the nested bucket name of parent, or nil.
 func sub(tx *bolt.Tx, parent []byte, name string) *bolt.Bucket {
 	p := tx.Bucket(parent)
