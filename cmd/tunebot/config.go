@@ -8,12 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"tunebot/session"
+	"tunebot/trainer"
 )
 
 // Config is tunebot's YAML configuration. Secrets are never fields here: they come from the
@@ -73,9 +75,9 @@ func defaultConfig() Config {
 		Trainer: TrainerConfig{
 			Workdir:     ".",
 			Python:      "python3",
-			Train:       []string{"{tunebot}", "sim-train", "--task", "{task}", "--run-dir", "{run_dir}", "--reward-config", "{reward_config}", "--iterations", "{iterations}", "--target-iterations", "{target_iterations}", "--start-iteration", "{start_iteration}", "--seed", "{seed}", "--num-envs", "{num_envs}"},
-			ResumeArgs:  []string{"--resume-checkpoint", "{checkpoint}"},
-			Evaluate:    []string{"{tunebot}", "sim-eval", "--task", "{task}", "--checkpoint", "{checkpoint}", "--output", "{eval_output}", "--seeds", "{eval_seeds}", "--num-envs", "{eval_num_envs}", "--steps", "{eval_steps}", "--run-dir", "{run_dir}"},
+			Train:       slices.Clone(trainer.SimTrain),
+			ResumeArgs:  slices.Clone(trainer.SimResume),
+			Evaluate:    slices.Clone(trainer.SimEvaluate),
 			JobTimeout:  12 * time.Hour,
 			EvalTimeout: time.Hour,
 			Grace:       10 * time.Second,

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"tunebot/advisor"
+	"tunebot/session"
+	"tunebot/store"
+	"tunebot/trainer"
+)
+
+// app is tunebot wired together: the composition root shared by tune, demo and run.
+type app struct {
+	cfg    Config
+	log    *slog.Logger
+	db     *store.DB
+	engine *session.Engine
+}
+
+// newLogger builds the slog logger the config asks for, writing to w.
+func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: lvl}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// consoleLogger is the logger of the foreground commands (tune, demo): everything at the
+// configured level goes to <data_dir>/tunebot.log, and only warnings and errors reach the
+// terminal, where the cards are. The returned func closes the file.
+func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger, func(), error) {
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("data_dir %s cannot be created: %w", dataDir, err)
+	}
+	path := filepath.Join(dataDir, "tunebot.log")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("data_dir %s is not writable: %w", dataDir, err)
+	}
+	file := newLogger(c, f).Handler()
+	term := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
+	return slog.New(slog.NewMultiHandler(file, term)), func() { f.Close() }, nil
+}
+
+// openApp opens the store, builds the trainer, proposers and engine, and recovers what a
+// previous run left. notifier may be nil. The caller closes the app.
+func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notifier session.Notifier) (*app, error) {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data_dir %s cannot be created: %w", cfg.DataDir, err)
+	}
+	probe := filepath.Join(cfg.DataDir, ".write-test")
+	if err := os.WriteFile(probe, nil, 0o600); err != nil {
+		return nil, fmt.Errorf("data_dir %s is not writable: %w", cfg.DataDir, err)
+	}
+	_ = os.Remove(probe)
+	db, err := store.Open(filepath.Join(cfg.DataDir, "tunebot.db"), store.Options{})
+	if err != nil {
+		return nil, err
+	}
+	lease := &trainer.Lease{}
+	runner, err := trainer.New(trainer.Templates{
+		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: cfg.Trainer.Train,
+		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: cfg.Trainer.Evaluate,
+		JobTimeout: cfg.Trainer.JobTimeout, EvalTimeout: cfg.Trainer.EvalTimeout, Grace: cfg.Trainer.Grace,
+	}, lease, logger)
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	sampler := advisor.NewTPE(advisor.TPEOptions{})
+	primary, err := buildAdvisor(cfg, e, db, sampler, logger)
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	eng, err := session.NewEngine(session.EngineConfig{
+		Store: db, Trainer: runner, Advisor: primary, Sampler: sampler,
+		Notifier: notifier, Space: cfg.space(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
+	})
+	if err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := eng.Recover(ctx); err != nil {
+		eng.Shutdown(ctx)
+		db.Close()
+		return nil, fmt.Errorf("recovering interrupted sessions: %w", err)
+	}
+	return &app{cfg: cfg, log: logger, db: db, engine: eng}, nil
+}
+
+// buildAdvisor returns the DeepSeek advisor when DEEPSEEK_API_KEY is set (wrapped in the
+// configured hybrid with the sampler), else nil: sessions then need fallback.
+func buildAdvisor(cfg Config, e *env, db *store.DB, sampler session.Advisor, logger *slog.Logger) (session.Advisor, error) {
+	key := e.getenv("DEEPSEEK_API_KEY")
+	if key == "" {
+		return nil, nil
+	}
+	ds, err := advisor.NewDeepSeek(deepSeekConfig(cfg.Advisor), key, db, logger)
+	if err != nil {
+		return nil, fmt.Errorf("advisor: %w", err)
+	}
+	if cfg.Advisor.Hybrid == "off" {
+		return ds, nil
+	}
+	return advisor.NewHybrid(ds, sampler, cfg.Advisor.Hybrid, cfg.Advisor.StallAfter, db, logger), nil
+}
+
+func deepSeekConfig(c AdvisorConfig) advisor.DeepSeekConfig {
+	return advisor.DeepSeekConfig{BaseURL: c.BaseURL, Model: c.Model, Timeout: c.Timeout, Temperature: c.Temperature}
+}
+
+// close stops the engine (sessions with a running job become interrupted), then closes the
+// store last.
+func (a *app) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	a.engine.Shutdown(ctx)
+	if err := a.db.Close(); err != nil {
+		a.log.Error("closing the store", "err", err)
+	}
+}

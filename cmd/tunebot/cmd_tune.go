@@ -1,0 +1,287 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"path/filepath"
+	"time"
+
+	"tunebot/session"
+)
+
+func init() {
+	register("tune", "run one tuning session in the foreground to its end (console adapter)", runTune)
+	register("demo", "tune on the built-in config: sim trainer, fallback sampler, automatic mode", runDemo)
+}
+
+// tuneOptions are the flags of tune; demo fills them itself.
+type tuneOptions struct {
+	configPath string
+	mode       string
+	trials     int
+	fallback   bool
+	json       bool
+	resume     bool
+	dataDir    string
+	demo       bool
+}
+
+func runTune(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var o tuneOptions
+	fs.StringVar(&o.configPath, "config", "", "config file (YAML); the embedded defaults when empty")
+	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
+	fs.IntVar(&o.trials, "trials", 0, "trial count, baseline included (default: the config's)")
+	fs.BoolVar(&o.fallback, "fallback", false, "let the numeric sampler propose when the advisor cannot")
+	fs.BoolVar(&o.json, "json", false, "print the summary as JSON, last on stdout")
+	fs.BoolVar(&o.resume, "resume", false, "continue the newest interrupted session instead of starting one")
+	fs.StringVar(&o.dataDir, "data-dir", "", "data directory (default: the config's data_dir)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "tune: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	return tune(ctx, e, o)
+}
+
+func runDemo(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	o := tuneOptions{demo: true, fallback: true, mode: session.ModeAutomatic}
+	fs.StringVar(&o.dataDir, "data-dir", "./data", "where the demo keeps its store and outputs")
+	fs.BoolVar(&o.json, "json", false, "print the summary as JSON, last on stdout")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	return tune(ctx, e, o)
+}
+
+func tune(ctx context.Context, e *env, o tuneOptions) int {
+	cfg, err := loadConfig(o.configPath, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	if o.dataDir != "" {
+		cfg.DataDir = o.dataDir
+	}
+	st := cfg.Session
+	if o.demo {
+		// The demo always shows the whole ladder: 12 trials, 4 promoted, 2 finalists.
+		st.Patience = st.TrialCount - 1
+	}
+	if o.mode != "" {
+		st.Mode = o.mode
+	}
+	if o.trials != 0 {
+		if len(cfg.Session.Promote) > 0 && o.trials != cfg.Session.TrialCount {
+			st.Promote = nil
+		}
+		st.TrialCount = o.trials
+	}
+	if o.fallback {
+		st.Fallback = true
+	}
+	st.Normalize()
+	if err := st.Validate(); err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	logger, closeLog, err := consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "tunebot:", err)
+		return 1
+	}
+	defer closeLog()
+	ui := newConsoleUI(e, filepath.Join(cfg.DataDir, "reports"))
+	a, err := openApp(ctx, cfg, e, logger, ui)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "tunebot:", err)
+		return 1
+	}
+	defer a.close()
+	ui.attach(a.engine)
+
+	owner := session.Actor{Platform: "console", ID: "console", Name: "you"}
+	var s session.Session
+	if o.resume {
+		s, err = resumeNewest(ctx, a.engine, owner)
+	} else {
+		s, err = a.engine.Start(ctx, st, owner)
+	}
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	fmt.Fprintf(e.stdout, "session %s (%s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+
+	stdinDone := make(chan struct{})
+	go func() {
+		defer close(stdinDone)
+		ui.readCommands(ctx, s.ID, e.stdin)
+	}()
+	final, code := follow(ctx, e, a.engine, s.ID, stdinDone)
+	a.engine.Shutdown(context.Background())
+	if code != 0 && final.State.Active() {
+		fmt.Fprintf(e.stderr, "session %s is %s; continue it with: tunebot tune --resume%s\n", final.ID, final.State, configFlag(o.configPath))
+	}
+	if err := printSummary(ctx, e, a, final, o.json); err != nil {
+		fmt.Fprintln(e.stderr, "tunebot:", err)
+		return 1
+	}
+	if code == 0 && final.State != session.StateSucceeded {
+		code = 1
+	}
+	return code
+}
+
+func configFlag(p string) string {
+	if p == "" {
+		return ""
+	}
+	return " --config " + p
+}
+
+// resumeNewest continues the newest session that is still active.
+func resumeNewest(ctx context.Context, eng *session.Engine, by session.Actor) (session.Session, error) {
+	s, ok, err := eng.Active(ctx)
+	if err != nil {
+		return s, err
+	}
+	if !ok {
+		return s, errors.New("there is no interrupted, paused or waiting session to resume")
+	}
+	switch s.State {
+	case session.StateInterrupted, session.StatePaused:
+		return eng.Resume(ctx, s.ID, by)
+	}
+	return s, nil
+}
+
+// follow waits until the session ends. A session that waits for a person while nobody can
+// answer (stdin closed) is left waiting, and follow returns 3; a signal interrupts it (130).
+func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDone <-chan struct{}) (session.Session, int) {
+	for {
+		ch := eng.Changed()
+		s, err := eng.Store().Session(context.WithoutCancel(ctx), id)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "tunebot:", err)
+			return s, 1
+		}
+		if !s.State.Active() {
+			return s, 0
+		}
+		waiting := !eng.Running(id)
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			eng.Shutdown(context.Background())
+			s, _ = eng.Store().Session(context.Background(), id)
+			return s, 130
+		case <-stdinDone:
+			if waiting {
+				fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), s.State)
+				return s, 3
+			}
+			stdinDone = nil
+		case <-time.After(time.Second):
+			// a cheap re-check in case a change slipped between Changed and Session
+		}
+	}
+}
+
+// summaryJSON is the --json summary of issue 3.
+type summaryJSON struct {
+	Session string         `json:"session"`
+	State   session.State  `json:"state"`
+	Preset  string         `json:"preset"`
+	Reason  string         `json:"reason,omitempty"`
+	Best    *bestJSON      `json:"best"`
+	Trials  []trialJSON    `json:"trials"`
+	Outputs map[string]any `json:"outputs"`
+}
+
+type bestJSON struct {
+	Trial int     `json:"trial"`
+	Rung  int     `json:"rung"`
+	Score float64 `json:"score"`
+}
+
+type trialJSON struct {
+	Number       int                  `json:"number"`
+	Rung         int                  `json:"rung"`
+	Iterations   int                  `json:"iterations"`
+	State        session.TrialState   `json:"state"`
+	Source       string               `json:"source"`
+	Score        *float64             `json:"score"`
+	Eligible     bool                 `json:"eligible"`
+	RewardConfig session.RewardConfig `json:"reward_config"`
+	Metrics      session.Metrics      `json:"metrics"`
+	Reason       string               `json:"reason"`
+}
+
+func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, error) {
+	trials, err := a.db.Trials(ctx, s.ID)
+	if err != nil {
+		return summaryJSON{}, fmt.Errorf("listing trials: %w", err)
+	}
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{},
+		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db")}}
+	if s.Preset != "" {
+		out.Best = &bestJSON{Trial: s.BestTrial, Rung: s.BestRung, Score: s.BestScore}
+	}
+	for _, t := range trials {
+		tj := trialJSON{Number: t.Number, Rung: t.Rung, Iterations: t.Iterations, State: t.State, Source: t.Source,
+			Eligible: t.Eligible(), RewardConfig: t.RewardConfig, Metrics: t.Metrics, Reason: t.Reason}
+		if t.Score != nil {
+			v := t.Score.Total
+			tj.Score = &v
+		}
+		if tj.Metrics == nil {
+			tj.Metrics = session.Metrics{}
+		}
+		out.Trials = append(out.Trials, tj)
+	}
+	return out, nil
+}
+
+func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON bool) error {
+	sum, err := buildSummary(context.WithoutCancel(ctx), a, s)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(sum)
+	}
+	writeSummaryText(e.stdout, sum)
+	return nil
+}
+
+func writeSummaryText(w io.Writer, s summaryJSON) {
+	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, s.State)
+	if s.Reason != "" {
+		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
+	}
+	fmt.Fprintf(w, "  %-6s %-4s %-6s %-10s %-9s %-8s %s\n", "trial", "rung", "iters", "state", "source", "score", "eligible")
+	for _, t := range s.Trials {
+		score := "-"
+		if t.Score != nil {
+			score = fmt.Sprintf("%+.3f", *t.Score)
+		}
+		fmt.Fprintf(w, "  %-6d %-4d %-6d %-10s %-9s %-8s %v\n", t.Number, t.Rung, t.Iterations, t.State, t.Source, score, t.Eligible)
+	}
+	fmt.Fprintln(w, "  (scores are vs the baseline's rung-0 evaluation and comparable within a rung)")
+	if s.Best != nil {
+		fmt.Fprintf(w, "best: trial %d @ rung %d, score %+.3f; preset %s\n", s.Best.Trial, s.Best.Rung, s.Best.Score, s.Preset)
+	}
+	fmt.Fprintf(w, "outputs: %s (store %s)\n", s.Outputs["session_dir"], s.Outputs["store"])
+}

@@ -1,0 +1,682 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tunebot/session"
+	"tunebot/store"
+)
+
+// fakeTrainer runs jobs in-process: it writes a checkpoint file, returns metrics from a
+// simple response surface, and can block, fail or count jobs on demand.
+type fakeTrainer struct {
+	mu        sync.Mutex
+	trains    map[session.TrialRef]int
+	evals     map[session.TrialRef]int
+	resumed   map[session.TrialRef]string
+	startIter map[session.TrialRef]int
+	orphans   []session.Proc
+	// gate, when set for a job, is waited on (or the ctx) before the job returns.
+	trainGate map[session.TrialRef]chan struct{}
+	evalGate  map[session.TrialRef]chan struct{}
+	entered   chan string // "train 3/0", "eval 3/0" as jobs start
+	failTrain map[session.TrialRef]string
+}
+
+func newFakeTrainer() *fakeTrainer {
+	return &fakeTrainer{
+		trains: map[session.TrialRef]int{}, evals: map[session.TrialRef]int{}, resumed: map[session.TrialRef]string{},
+		startIter: map[session.TrialRef]int{}, trainGate: map[session.TrialRef]chan struct{}{},
+		evalGate: map[session.TrialRef]chan struct{}{}, entered: make(chan string, 100), failTrain: map[session.TrialRef]string{},
+	}
+}
+
+func (f *fakeTrainer) Train(ctx context.Context, job session.TrainJob, hooks session.JobHooks) (session.TrainResult, error) {
+	f.mu.Lock()
+	f.trains[job.Trial]++
+	f.resumed[job.Trial] = job.Checkpoint
+	f.startIter[job.Trial] = job.StartIter
+	gate := f.trainGate[job.Trial]
+	fail := f.failTrain[job.Trial]
+	f.mu.Unlock()
+	if hooks.Started != nil {
+		hooks.Started(session.Proc{PID: 4242, PGID: 4242, StartTick: 7, GPUs: job.Settings.GPUs})
+	}
+	f.entered <- fmt.Sprintf("train %d/%d", job.Trial.Number, job.Trial.Rung)
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return session.TrainResult{}, fmt.Errorf("train: %w", ctx.Err())
+		}
+	}
+	if fail != "" {
+		return session.TrainResult{}, &session.JobError{Job: "train", Reason: fail, LogTail: "Traceback: boom"}
+	}
+	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
+		return session.TrainResult{}, err
+	}
+	ckpt := filepath.Join(job.RunDir, fmt.Sprintf("model_%d.pt", job.Target))
+	if err := os.WriteFile(ckpt, []byte("ckpt"), 0o644); err != nil {
+		return session.TrainResult{}, err
+	}
+	if hooks.Progress != nil {
+		hooks.Progress(job.Target)
+	}
+	series := map[string][]session.Point{"Train/mean_reward": {{Step: 0, Value: 1}, {Step: int64(job.Target - 1), Value: 10}}}
+	return session.TrainResult{Checkpoint: ckpt, Iteration: job.Target, Policy: filepath.Join(job.RunDir, "policy.onnx"), Series: series}, nil
+}
+
+func (f *fakeTrainer) Evaluate(ctx context.Context, job session.EvalJob, hooks session.JobHooks) (session.Evaluation, error) {
+	f.mu.Lock()
+	f.evals[job.Trial]++
+	gate := f.evalGate[job.Trial]
+	f.mu.Unlock()
+	if hooks.Started != nil {
+		hooks.Started(session.Proc{PID: 4242, PGID: 4242, StartTick: 7, GPUs: job.Settings.GPUs})
+	}
+	f.entered <- fmt.Sprintf("eval %d/%d", job.Trial.Number, job.Trial.Rung)
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return session.Evaluation{}, fmt.Errorf("evaluate: %w", ctx.Err())
+		}
+	}
+	var per []session.SeedMetrics
+	mean := session.Metrics{}
+	for _, seed := range job.Seeds {
+		m := surface(f.configOf(job), iterOf(job.Checkpoint), seed)
+		per = append(per, session.SeedMetrics{Seed: seed, Metrics: m})
+		for k, v := range m {
+			mean[k] += v / float64(len(job.Seeds))
+		}
+	}
+	return session.Evaluation{Task: job.Settings.Task, Iteration: iterOf(job.Checkpoint), Seeds: job.Seeds, Metrics: mean, PerSeed: per}, nil
+}
+
+func (f *fakeTrainer) EndOrphan(ctx context.Context, p session.Proc) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.orphans = append(f.orphans, p)
+	return nil
+}
+
+// configs maps run dirs to configs, filled by the test's store lookups.
+var configsMu sync.Mutex
+var configs = map[string]session.RewardConfig{}
+
+func (f *fakeTrainer) configOf(job session.EvalJob) session.RewardConfig {
+	configsMu.Lock()
+	defer configsMu.Unlock()
+	if c, ok := configs[job.SessionID+job.Trial.String()]; ok {
+		return c
+	}
+	return session.DefaultSpace().Defaults()
+}
+
+func iterOf(ckpt string) int {
+	var n int
+	fmt.Sscanf(filepath.Base(ckpt), "model_%d.pt", &n)
+	return n
+}
+
+// surface: more tracking weight → better tracking; stronger action-rate penalty → smoother;
+// more iterations → better everything.
+func surface(c session.RewardConfig, it, seed int) session.Metrics {
+	w := c.Weights
+	itf := 1 + 20/float64(it+1)
+	noise := 1 + 0.001*float64(seed)
+	return session.Metrics{
+		session.MetricVelLinear:   0.2 * math.Pow(1/w["track_linear_velocity"], 0.5) * itf * noise,
+		session.MetricVelAngular:  0.3 * math.Pow(1/w["track_angular_velocity"], 0.5) * itf,
+		session.MetricActionAcc:   12 * math.Pow(0.05/math.Abs(w["action_rate_l2"]), 0.5) * itf,
+		session.MetricOrientation: 0.05 * itf,
+		session.MetricFallRate:    0.01 * 200 / math.Abs(w["is_terminated"]),
+		session.MetricFootSlip:    0.08 * itf,
+		session.MetricPower:       150 * itf,
+	}
+}
+
+// scriptAdvisor proposes from a function and records what it was asked.
+type scriptAdvisor struct {
+	mu   sync.Mutex
+	reqs []session.ProposalRequest
+	fn   func(req session.ProposalRequest) (session.Suggestion, error)
+}
+
+func (a *scriptAdvisor) Propose(ctx context.Context, req session.ProposalRequest) (session.Suggestion, error) {
+	a.mu.Lock()
+	a.reqs = append(a.reqs, req)
+	a.mu.Unlock()
+	return a.fn(req)
+}
+
+func (a *scriptAdvisor) requests() []session.ProposalRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]session.ProposalRequest(nil), a.reqs...)
+}
+
+// improving raises track_linear_velocity a little each time: every proposal improves.
+func improving(req session.ProposalRequest) (session.Suggestion, error) {
+	v := req.Base.Weights["track_linear_velocity"] * (1.1 + 0.01*float64(len(req.History)))
+	return session.Suggestion{Patch: session.Patch{Weights: map[string]float64{"track_linear_velocity": v}},
+		Rationale: "raise tracking", Confidence: 0.6, Model: "fake-model"}, nil
+}
+
+// recordingNotifier keeps the kinds of events it saw.
+type recordingNotifier struct {
+	mu    sync.Mutex
+	kinds []session.EventKind
+}
+
+func (n *recordingNotifier) Notify(ctx context.Context, e session.Event) {
+	n.mu.Lock()
+	n.kinds = append(n.kinds, e.Kind)
+	n.mu.Unlock()
+}
+
+func (n *recordingNotifier) count(k session.EventKind) int {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	c := 0
+	for _, x := range n.kinds {
+		if x == k {
+			c++
+		}
+	}
+	return c
+}
+
+type harness struct {
+	t       *testing.T
+	dir     string
+	db      *store.DB
+	eng     *session.Engine
+	tr      *fakeTrainer
+	adv     *scriptAdvisor
+	sampler *scriptAdvisor
+	note    *recordingNotifier
+}
+
+func newHarness(t *testing.T, dir string) *harness {
+	t.Helper()
+	db, err := store.Open(filepath.Join(dir, "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, dir: dir, db: db, tr: newFakeTrainer(), adv: &scriptAdvisor{fn: improving},
+		sampler: &scriptAdvisor{fn: func(req session.ProposalRequest) (session.Suggestion, error) {
+			s, err := improving(req)
+			s.Source = session.SourceSampler
+			return s, err
+		}}, note: &recordingNotifier{}}
+	h.eng = h.engine(h.tr)
+	t.Cleanup(func() {
+		h.eng.Shutdown(context.Background())
+		db.Close()
+	})
+	return h
+}
+
+func (h *harness) engine(tr session.Trainer) *session.Engine {
+	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: tr, Advisor: h.adv, Sampler: h.sampler,
+		Notifier: h.note, Space: session.DefaultSpace(), SessionsDir: filepath.Join(h.dir, "sessions")})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return eng
+}
+
+// configStore records each trial's config so the fake evaluator can score it.
+type configStore struct{ *store.DB }
+
+func (c configStore) PutTrial(ctx context.Context, t session.Trial) error {
+	configsMu.Lock()
+	configs[t.SessionID+t.Ref().String()] = t.RewardConfig
+	configsMu.Unlock()
+	return c.DB.PutTrial(ctx, t)
+}
+
+func settings(mode string) session.Settings {
+	s := session.DefaultSettings()
+	s.Mode = mode
+	s.TrialCount = 6
+	s.Rungs = []int{10, 20, 30}
+	s.Patience = 5
+	s.Normalize()
+	return s
+}
+
+var console = session.Actor{Platform: "console", ID: "u1", Name: "ana"}
+
+func (h *harness) wait(id string) session.Session {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := h.eng.Wait(ctx, id)
+	if err != nil {
+		h.t.Fatalf("waiting for session: %v", err)
+	}
+	return s
+}
+
+func (h *harness) trials(id string) []session.Trial {
+	h.t.Helper()
+	ts, err := h.db.Trials(context.Background(), id)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return ts
+}
+
+func (h *harness) expect(what string) {
+	h.t.Helper()
+	select {
+	case got := <-h.tr.entered:
+		if got != what {
+			h.t.Fatalf("next job: got %q, want %q", got, what)
+		}
+	case <-time.After(10 * time.Second):
+		h.t.Fatalf("job %q never started", what)
+	}
+}
+
+func TestAutomaticSessionRunsTheWholeLadder(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	if s.State != session.StateSucceeded {
+		t.Fatalf("state %s (%s)", s.State, s.Reason)
+	}
+	count := map[int]int{}
+	for _, tr := range h.trials(s.ID) {
+		count[tr.Rung]++
+		if tr.State != session.TrialCompleted {
+			t.Errorf("trial %d@%d is %s: %s", tr.Number, tr.Rung, tr.State, tr.Reason)
+		}
+		if tr.Rung > 0 {
+			want := filepath.Join(h.eng.SessionDir(s.ID), fmt.Sprintf("trial-%03d-rung-%d", tr.Number, tr.Rung-1), fmt.Sprintf("model_%d.pt", s.Settings.Rungs[tr.Rung-1]))
+			if got := h.tr.resumed[tr.Ref()]; got != want {
+				t.Errorf("trial %d@%d resumed %q, want its own parent's checkpoint %q", tr.Number, tr.Rung, got, want)
+			}
+			if h.tr.startIter[tr.Ref()] != s.Settings.Rungs[tr.Rung-1] {
+				t.Errorf("trial %d@%d start iteration %d", tr.Number, tr.Rung, h.tr.startIter[tr.Ref()])
+			}
+		}
+	}
+	if count[0] != 6 || count[1] != 4 || count[2] != 2 {
+		t.Fatalf("trials per rung %v, want 6/4/2", count)
+	}
+	for ref, n := range h.tr.trains {
+		if n != 1 {
+			t.Errorf("%s trained %d times", ref, n)
+		}
+	}
+	p, err := h.db.Preset(ctx, s.Preset)
+	if err != nil {
+		t.Fatalf("preset %q: %v", s.Preset, err)
+	}
+	if p.Trial.Rung != 2 || p.Name != "auto-tune-"+s.ID[:8] {
+		t.Errorf("preset %+v", p)
+	}
+	// The best of an always-improving search is the last rung-0 trial, promoted to rung 2.
+	if s.BestTrial != 5 || s.BestRung != 2 {
+		t.Errorf("best trial %d@%d, want 5@2", s.BestTrial, s.BestRung)
+	}
+	finals := 0
+	for _, tr := range h.trials(s.ID) {
+		if tr.Final != nil {
+			finals++
+			if len(tr.Final.PerSeed) != 3 || tr.Final.ScoreStd <= 0 {
+				t.Errorf("final of %d@%d: %+v", tr.Number, tr.Rung, tr.Final)
+			}
+		}
+	}
+	if finals != 2 {
+		t.Errorf("%d finalists re-evaluated, want 2", finals)
+	}
+	if h.note.count(session.EventTrialFinished) != 12 || h.note.count(session.EventSessionFinished) != 1 {
+		t.Errorf("events: %v", h.note.kinds)
+	}
+	audit, _ := h.db.Audit(ctx, s.ID)
+	kinds := map[string]int{}
+	for _, a := range audit {
+		kinds[a.Kind]++
+	}
+	if kinds["decision"] != 5 || kinds["trial_finished"] != 12 || kinds["session_succeeded"] != 1 {
+		t.Errorf("audit kinds %v", kinds)
+	}
+}
+
+func TestSecondStartIsBusy(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	h.tr.trainGate[session.TrialRef{0, 0}] = make(chan struct{})
+	s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.expect("train 0/0")
+	_, err = h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	if !errors.Is(err, session.ErrBusy) || !strings.Contains(err.Error(), s.ID) {
+		t.Fatalf("second start: %v", err)
+	}
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestStartRefusesBadSettingsAndMissingAdvisor(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	bad := settings(session.ModeAutomatic)
+	bad.TrialCount, bad.RunName = 30, "has space"
+	_, err := h.eng.Start(context.Background(), bad, console)
+	if err == nil || !strings.Contains(err.Error(), "trial_count") || !strings.Contains(err.Error(), "run_name") {
+		t.Fatalf("got %v", err)
+	}
+	eng, _ := session.NewEngine(session.EngineConfig{Store: h.db, Trainer: h.tr, Space: session.DefaultSpace(), SessionsDir: h.dir, Sampler: h.sampler})
+	defer eng.Shutdown(context.Background())
+	if _, err := eng.Start(context.Background(), settings(session.ModeAutomatic), console); err == nil || !strings.Contains(err.Error(), "DEEPSEEK_API_KEY") {
+		t.Fatalf("start without advisor: %v", err)
+	}
+}
+
+func TestApprovalRejectEditApprove(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	if s.State != session.StateAwaitingApproval {
+		t.Fatalf("state %s, want awaiting_approval", s.State)
+	}
+	// reject with feedback: a new proposal comes, and the advisor saw the feedback
+	if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionReject, Feedback: "too aggressive on tracking", By: console}); err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	reqs := h.adv.requests()
+	if s.State != session.StateAwaitingApproval || len(reqs) != 2 || len(reqs[1].Feedback) != 1 || reqs[1].Feedback[0] != "too aggressive on tracking" {
+		t.Fatalf("after reject: state %s, %d requests, feedback %v", s.State, len(reqs), reqs[len(reqs)-1].Feedback)
+	}
+	// an edit with a bad value is refused with the reason, and the proposal stays pending
+	bad := session.Patch{Weights: map[string]float64{"track_linear_velocity": 9}}
+	_, err = h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &bad, By: console})
+	var ie *session.InvalidError
+	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "outside its bounds") {
+		t.Fatalf("bad edit: %v", err)
+	}
+	ps, _ := h.db.Proposals(ctx, s.ID)
+	if ps[len(ps)-1].State != session.ProposalPending {
+		t.Fatalf("proposal after bad edit: %s", ps[len(ps)-1].State)
+	}
+	if n := h.tr.trains[session.TrialRef{1, 0}]; n != 0 {
+		t.Fatalf("a trial ran after a refused edit")
+	}
+	// a valid edit runs as source "edit"
+	good := session.Patch{Weights: map[string]float64{"action_rate_l2": -0.08}}
+	if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &good, By: console}); err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	var t1 session.Trial
+	for _, tr := range h.trials(s.ID) {
+		if tr.Number == 1 {
+			t1 = tr
+		}
+	}
+	if t1.Source != session.SourceEdit || t1.RewardConfig.Weights["action_rate_l2"] != -0.08 || t1.State != session.TrialCompleted {
+		t.Fatalf("trial 1: source %s config %v state %s", t1.Source, t1.RewardConfig.Weights["action_rate_l2"], t1.State)
+	}
+	// two people approving at once: one decision, a clear answer to the second
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: session.Actor{Platform: "slack", ID: fmt.Sprint("U", i)}})
+		}()
+	}
+	wg.Wait()
+	ok, conflict := 0, 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, session.ErrConflict) && strings.Contains(err.Error(), "already approved by U"):
+			conflict++
+		default:
+			t.Errorf("second approval: %v", err)
+		}
+	}
+	if ok != 1 || conflict != 1 {
+		t.Fatalf("concurrent approvals: %d ok, %d conflicts (%v)", ok, conflict, errs)
+	}
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestPauseDuringTrainingStopsBeforeEvaluation(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	gate := make(chan struct{})
+	h.tr.trainGate[session.TrialRef{0, 0}] = gate
+	s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.expect("train 0/0")
+	if _, err := h.eng.Pause(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	s = h.wait(s.ID)
+	if s.State != session.StatePaused {
+		t.Fatalf("state %s, want paused", s.State)
+	}
+	if h.tr.evals[session.TrialRef{0, 0}] != 0 {
+		t.Fatal("evaluation ran after pause")
+	}
+	if _, err := h.eng.Pause(ctx, s.ID, console); err == nil || !strings.Contains(err.Error(), "already paused") {
+		t.Fatalf("second pause: %v", err)
+	}
+	if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	if s.State != session.StateSucceeded || h.tr.trains[session.TrialRef{0, 0}] != 1 {
+		t.Fatalf("state %s, baseline trained %d times", s.State, h.tr.trains[session.TrialRef{0, 0}])
+	}
+}
+
+func TestCancelDuringEvaluation(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	h.tr.evalGate[session.TrialRef{1, 0}] = make(chan struct{})
+	s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []string{"train 0/0", "eval 0/0", "train 1/0", "eval 1/0"} {
+		h.expect(j)
+	}
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	if s.State != session.StateCancelled {
+		t.Fatalf("state %s", s.State)
+	}
+	for _, tr := range h.trials(s.ID) {
+		if tr.Number == 1 && tr.State != session.TrialInterrupted {
+			t.Fatalf("trial 1 is %s after cancel", tr.State)
+		}
+	}
+	if _, err := h.eng.Resume(ctx, s.ID, console); err == nil {
+		t.Fatal("a cancelled session resumed")
+	}
+}
+
+func TestFailedTrialDoesNotStopTheSessionButAFailedBaselineDoes(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	h.tr.failTrain[session.TrialRef{2, 0}] = "exit status 1"
+	s, _ := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	s = h.wait(s.ID)
+	if s.State != session.StateSucceeded {
+		t.Fatalf("state %s: %s", s.State, s.Reason)
+	}
+	for _, tr := range h.trials(s.ID) {
+		if tr.Number == 2 && (tr.State != session.TrialFailed || !strings.Contains(tr.Reason, "exit status 1") || tr.LogTail == "") {
+			t.Fatalf("trial 2: %s %q %q", tr.State, tr.Reason, tr.LogTail)
+		}
+	}
+
+	h2 := newHarness(t, t.TempDir())
+	h2.tr.failTrain[session.TrialRef{0, 0}] = "no model_<N>.pt checkpoint in run dir"
+	s, _ = h2.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	s = h2.wait(s.ID)
+	if s.State != session.StateFailed || !strings.Contains(s.Reason, "baseline") || !strings.Contains(s.Reason, "checkpoint") {
+		t.Fatalf("failed baseline: %s %q", s.State, s.Reason)
+	}
+}
+
+func TestAdvisorFailure(t *testing.T) {
+	for _, fallback := range []bool{false, true} {
+		t.Run(fmt.Sprint("fallback=", fallback), func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			ctx := context.Background()
+			h.adv.fn = func(session.ProposalRequest) (session.Suggestion, error) {
+				return session.Suggestion{}, &session.UserError{Msg: "DeepSeek account balance is insufficient (402)"}
+			}
+			st := settings(session.ModeAutomatic)
+			st.Fallback = fallback
+			s, _ := h.eng.Start(ctx, st, console)
+			s = h.wait(s.ID)
+			audit, _ := h.db.Audit(ctx, s.ID)
+			fellBack := 0
+			for _, a := range audit {
+				if a.Kind == "advisor_fallback" {
+					fellBack++
+				}
+			}
+			if !fallback {
+				if s.State != session.StatePaused || !strings.Contains(s.Reason, "402") {
+					t.Fatalf("state %s reason %q", s.State, s.Reason)
+				}
+				if len(h.sampler.requests()) != 0 {
+					t.Fatal("the sampler proposed without fallback")
+				}
+				return
+			}
+			if s.State != session.StateSucceeded || fellBack != 5 {
+				t.Fatalf("state %s, %d fallbacks audited", s.State, fellBack)
+			}
+			for _, tr := range h.trials(s.ID) {
+				if tr.Number > 0 && tr.Source != session.SourceSampler {
+					t.Errorf("trial %d source %s", tr.Number, tr.Source)
+				}
+			}
+		})
+	}
+}
+
+func TestInvalidSuggestionNeverReachesTheTrainer(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	h.adv.fn = func(session.ProposalRequest) (session.Suggestion, error) {
+		return session.Suggestion{Patch: session.Patch{Weights: map[string]float64{"track_linear_velocity": -1}}}, nil
+	}
+	s, _ := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	s = h.wait(s.ID)
+	if s.State != session.StatePaused || !strings.Contains(s.Reason, "sign flip") {
+		t.Fatalf("state %s reason %q", s.State, s.Reason)
+	}
+	if len(h.trials(s.ID)) != 1 {
+		t.Fatalf("%d trials ran", len(h.trials(s.ID)))
+	}
+}
+
+func TestEarlyStop(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	// lowering tracking weight never improves the score
+	h.adv.fn = func(req session.ProposalRequest) (session.Suggestion, error) {
+		v := req.Base.Weights["track_linear_velocity"] * (0.95 - 0.02*float64(len(req.History)))
+		return session.Suggestion{Patch: session.Patch{Weights: map[string]float64{"track_linear_velocity": v}}}, nil
+	}
+	st := settings(session.ModeAutomatic)
+	st.TrialCount, st.Patience = 10, 2
+	st.Promote = nil
+	st.Normalize()
+	s, _ := h.eng.Start(ctx, st, console)
+	s = h.wait(s.ID)
+	r0 := 0
+	for _, tr := range h.trials(s.ID) {
+		if tr.Rung == 0 {
+			r0++
+		}
+	}
+	if s.State != session.StateSucceeded || r0 != 3 || s.BestTrial != 0 {
+		t.Fatalf("state %s, %d rung-0 trials (want baseline + patience 2), best %d", s.State, r0, s.BestTrial)
+	}
+}
+
+// blockingNotifier never returns until the test ends: the session must not care.
+type blockingNotifier struct{ stop chan struct{} }
+
+func (b blockingNotifier) Notify(ctx context.Context, e session.Event) {
+	select {
+	case <-b.stop:
+	case <-ctx.Done():
+	}
+}
+
+func TestSlowNotifierNeverDelaysTraining(t *testing.T) {
+	dir := t.TempDir()
+	db, err := store.Open(filepath.Join(dir, "db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	eng, _ := session.NewEngine(session.EngineConfig{Store: configStore{db}, Trainer: newFakeTrainer(), Advisor: &scriptAdvisor{fn: improving},
+		Notifier: blockingNotifier{stop}, NotifyTimeout: time.Hour, Space: session.DefaultSpace(), SessionsDir: dir})
+	s, err := eng.Start(context.Background(), settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err = eng.Wait(ctx, s.ID)
+	if err != nil || s.State != session.StateSucceeded {
+		t.Fatalf("state %s err %v", s.State, err)
+	}
+	eng.Shutdown(ctxDone())
+}
+
+func ctxDone() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}
