@@ -348,7 +348,8 @@ func (s *Space) CheckConfig(c RewardConfig) error {
 
 // suggest returns a " (did you mean X?)" hint for a misspelt name, or "".
 func (s *Space) suggest(name string) string {
-	best, bestD := "", 4
+	// Only close misspellings earn a hint; a wild guess would mislead.
+	best, bestD := "", min(3, max(2, len(name)/4)+1)
 	for _, n := range s.Names() {
 		if d := editDistance(name, n); d < bestD {
 			best, bestD = n, d

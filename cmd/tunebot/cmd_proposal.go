@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"tunebot/session"
+)
+
+func init() {
+	register("proposal", "proposal check [--base CONFIG.json] PATCH.json: validate a patch, print the merged config", runProposal)
+}
+
+func runProposal(ctx context.Context, e *env, args []string) int {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprintln(e.stderr, "usage: tunebot proposal check [--base CONFIG.json] [--config FILE] PATCH.json ('-' reads stdin)")
+		return 2
+	}
+	fs := flag.NewFlagSet("proposal check", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	basePath := fs.String("base", "", "full reward configuration the patch applies to (default: the defaults)")
+	cfgPath := fs.String("config", "", "config file whose reward_space to use (default: the built-in space)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return 2
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintln(e.stderr, "proposal check: exactly one PATCH.json is needed")
+		return 2
+	}
+	cfg, err := loadConfig(*cfgPath, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	space := cfg.space()
+	base := space.Defaults()
+	if *basePath != "" {
+		raw, err := readInput(e, *basePath)
+		if err != nil {
+			fmt.Fprintln(e.stderr, err)
+			return 1
+		}
+		if base, err = session.DecodeConfig(raw); err != nil {
+			printProblemLines(e, "--base "+*basePath, err)
+			return 1
+		}
+		if err := space.CheckConfig(base); err != nil {
+			printProblemLines(e, "--base "+*basePath, err)
+			return 1
+		}
+	}
+	raw, err := readInput(e, fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(e.stderr, err)
+		return 1
+	}
+	patch, err := session.DecodePatch(raw)
+	if err == nil {
+		var merged session.RewardConfig
+		if merged, err = space.Validate(base, patch, nil); err == nil {
+			enc := json.NewEncoder(e.stdout)
+			enc.SetIndent("", "  ")
+			_ = enc.Encode(merged)
+			return 0
+		}
+	}
+	printProblemLines(e, fs.Arg(0), err)
+	return 1
+}
+
+// printProblemLines prints each problem on its own line, prefixed by where it was found.
+func printProblemLines(e *env, where string, err error) {
+	var ie *session.InvalidError
+	if errors.As(err, &ie) {
+		for _, p := range ie.Problems {
+			fmt.Fprintf(e.stderr, "%s: %s\n", where, p)
+		}
+		return
+	}
+	fmt.Fprintf(e.stderr, "%s: %v\n", where, err)
+}
+
+func readInput(e *env, path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(io.LimitReader(e.stdin, 1<<20))
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s does not exist", path)
+		}
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	return b, nil
+}
