@@ -190,13 +190,13 @@ func (d *DeepSeek) Propose(ctx context.Context, req session.ProposalRequest) (se
 		}
 		sug, probs := dsDecodeReply(ans.content, req)
 		if len(probs) == 0 {
-			d.auditCall(ctx, meta, ans.attempt, ans.model, ans.usage, "ok", ans.latency)
+			d.auditCall(ctx, meta, ans.attempt, ans.model, ans.usage, "ok", ans.latency, 0)
 			log.Info("advisor proposal", "model", ans.model, "round", round, "changes", sug.Patch.Len(), "confidence", sug.Confidence)
 			sug.Model = ans.model
 			return sug, nil
 		}
 		problems = dsSanitizeProblems(probs)
-		d.auditCall(ctx, meta, ans.attempt, ans.model, ans.usage, "invalid: "+strings.Join(problems, "; "), ans.latency)
+		d.auditCall(ctx, meta, ans.attempt, ans.model, ans.usage, "invalid: "+strings.Join(problems, "; "), ans.latency, 0)
 		log.Warn("advisor answer refused", "model", ans.model, "round", round, "problems", len(problems))
 		msgs = append(msgs,
 			openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: d.redact(dsCap(ans.content, dsEchoCap))},
@@ -227,37 +227,41 @@ func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMes
 		cancel()
 		latency := d.now().Sub(start)
 		if ctx.Err() != nil {
-			d.auditCall(ctx, meta, attempt, x.model, x.usage, "cancelled", latency)
+			d.auditCall(ctx, meta, attempt, x.model, x.usage, "cancelled", latency, 0)
 			return dsAnswer{}, fmt.Errorf("asking DeepSeek: %w", ctx.Err())
 		}
+		model, outcome, fatal := x.model, "", false
 		if err == nil {
 			content := ""
 			if len(resp.Choices) > 0 {
 				content = resp.Choices[0].Message.Content
 			}
-			model := resp.Model
-			if model == "" {
-				model = x.model
+			if resp.Model != "" {
+				model = resp.Model
 			}
 			if strings.TrimSpace(content) != "" {
 				return dsAnswer{content: content, model: model, usage: x.usage, attempt: attempt, latency: latency}, nil
 			}
 			last = &CallError{Msg: "DeepSeek returned a blank answer", Err: errors.New("blank content")}
-			d.auditCall(ctx, meta, attempt, model, x.usage, "blank content", latency)
+			outcome = "blank content"
 		} else {
 			last = d.classify(err, timedOut)
-			d.auditCall(ctx, meta, attempt, x.model, x.usage, dsOutcome(last, timedOut), latency)
-			if !dsRetryable(last.Status, err) && !timedOut {
-				last.Attempts = attempt
-				d.log.Warn("deepseek request refused", "status", last.Status, "error", last.Err)
-				return dsAnswer{}, last
-			}
+			outcome = dsOutcome(last, timedOut)
+			fatal = !timedOut && !dsRetryable(last.Status, err)
 		}
 		last.Attempts = attempt
+		var delay time.Duration
+		if !fatal && attempt < attempts {
+			delay = d.backoff(attempt, x.retryAfter)
+		}
+		d.auditCall(ctx, meta, attempt, model, x.usage, outcome, latency, delay)
+		if fatal {
+			d.log.Warn("deepseek request refused", "status", last.Status, "error", last.Err)
+			return dsAnswer{}, last
+		}
 		if attempt == attempts {
 			break
 		}
-		delay := d.backoff(attempt, x.retryAfter)
 		d.log.Warn("deepseek request failed, retrying", "attempt", attempt, "status", last.Status, "delay", delay, "error", last.Err)
 		t := time.NewTimer(delay)
 		select {
@@ -362,7 +366,8 @@ func (d *DeepSeek) redact(s string) string {
 	return strings.ReplaceAll(s, d.apiKey, "[redacted]")
 }
 
-func (d *DeepSeek) auditCall(ctx context.Context, meta dsCallMeta, attempt int, model string, usage *dsUsage, outcome string, latency time.Duration) {
+// auditCall records one HTTP call; retryIn is the wait before the next attempt, if any.
+func (d *DeepSeek) auditCall(ctx context.Context, meta dsCallMeta, attempt int, model string, usage *dsUsage, outcome string, latency, retryIn time.Duration) {
 	if d.audit == nil {
 		return
 	}
@@ -377,6 +382,9 @@ func (d *DeepSeek) auditCall(ctx context.Context, meta dsCallMeta, attempt int, 
 	}
 	if usage != nil {
 		detail["usage"] = usage.detail()
+	}
+	if retryIn > 0 {
+		detail["retry_in_ms"] = retryIn.Milliseconds()
 	}
 	e := session.AuditEntry{Time: d.now(), SessionID: meta.sessionID, Kind: meta.kind, Actor: session.System, Detail: detail}
 	// The audit must not depend on the proposal's deadline: a cancelled proposal is still
@@ -426,10 +434,10 @@ func (d *DeepSeek) Test(ctx context.Context) (TestResult, error) {
 	}
 	if jerr := json.Unmarshal([]byte(dsStripFence(ans.content)), &reply); jerr != nil || !reply.OK {
 		res.Error = "DeepSeek answered, but not with the JSON asked for: " + SanitizeRationale(dsCap(d.redact(ans.content), 200))
-		d.auditCall(ctx, meta, ans.attempt, ans.model, ans.usage, "invalid: not {\"ok\": true}", ans.latency)
+		d.auditCall(ctx, meta, ans.attempt, ans.model, ans.usage, "invalid: not {\"ok\": true}", ans.latency, 0)
 		return res, &CallError{Attempts: ans.attempt, Msg: res.Error, Err: errors.New("unexpected test reply")}
 	}
-	d.auditCall(ctx, meta, ans.attempt, ans.model, ans.usage, "ok", ans.latency)
+	d.auditCall(ctx, meta, ans.attempt, ans.model, ans.usage, "ok", ans.latency, 0)
 	res.OK = true
 	return res, nil
 }

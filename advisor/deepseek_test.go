@@ -203,6 +203,7 @@ func TestProposeScenarios(t *testing.T) {
 		wantErr   string
 		wantPatch map[string]float64
 		check     func(t *testing.T, s session.Suggestion)
+		audit     func(t *testing.T, es []session.AuditEntry)
 	}{
 		{name: "good proposal", replies: []reply{{content: good}}, calls: 1,
 			wantPatch: map[string]float64{"action_rate_l2": -0.08},
@@ -263,6 +264,13 @@ func TestProposeScenarios(t *testing.T) {
 			}},
 		{name: "429 then success", replies: []reply{{status: 429, body: `{"error":{"message":"rate limited","type":"rate_limit"}}`}, {content: good}},
 			calls: 2, wantPatch: map[string]float64{"action_rate_l2": -0.08}},
+		{name: "429 honours Retry-After", replies: []reply{{status: 429, header: map[string]string{"Retry-After": "1"}, body: `{"error":{"message":"slow down","type":"rate_limit"}}`}, {content: good}},
+			calls: 2, wantPatch: map[string]float64{"action_rate_l2": -0.08},
+			audit: func(t *testing.T, es []session.AuditEntry) {
+				if es[0].Detail["outcome"] != "http 429" || es[0].Detail["retry_in_ms"] != int64(1000) {
+					t.Errorf("first call audited as %v, want http 429 with retry_in_ms 1000", es[0].Detail)
+				}
+			}},
 		{name: "503 and transport-level 502 retried", replies: []reply{{status: 503, body: "overloaded"}, {status: 502, body: "<html>bad gateway</html>"}, {content: good}},
 			calls: 3, wantPatch: map[string]float64{"action_rate_l2": -0.08}},
 		{name: "500 until the retries run out", replies: []reply{{status: 500}, {status: 500}, {status: 500}, {status: 500}},
@@ -353,6 +361,10 @@ func TestProposeScenarios(t *testing.T) {
 
 			// The audit: one entry per HTTP call with prompt hash, model and usage.
 			checkAudit(t, audit, len(reqs), tc.wantErr == "")
+			if tc.audit != nil {
+				es, _ := audit.Audit(t.Context(), "s-1")
+				tc.audit(t, es)
+			}
 		})
 	}
 }

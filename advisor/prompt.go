@@ -1,6 +1,7 @@
 package advisor
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -219,7 +220,7 @@ func dsContextPrompt(req session.ProposalRequest, apiKey string) string {
 	}
 	for {
 		doc.Trials = rendered
-		out, err := json.Marshal(doc)
+		out, err := dsMarshal(doc)
 		if err != nil {
 			// Unreachable: every value is a string, int, bool or a NaN-safe number.
 			panic("advisor: marshalling the session context: " + err.Error())
@@ -274,11 +275,23 @@ func dsRenderTrial(t session.TrialSummary, level int, apiKey string) json.RawMes
 			dt.Curves[tag] = dsSummariseCurve(pts, n)
 		}
 	}
-	out, err := json.Marshal(dt)
+	out, err := dsMarshal(dt)
 	if err != nil {
 		panic("advisor: marshalling a trial: " + err.Error())
 	}
 	return out
+}
+
+// dsMarshal is json.Marshal without HTML escaping: the reader is a model, not a browser, and
+// \u003cpath\u003e costs tokens and reads worse than <path>.
+func dsMarshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
 // dsTagRE admits TensorBoard tags such as Episode_Reward/foot_slip and nothing path- or
