@@ -1,0 +1,558 @@
+package bot
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"tunebot/session"
+)
+
+// Verb is what a command asks for.
+type Verb string
+
+// Verbs of the /tune command and of thread replies (DESIGN.md §6).
+const (
+	VerbStart   Verb = "start"
+	VerbStatus  Verb = "status"
+	VerbPause   Verb = "pause"
+	VerbResume  Verb = "resume"
+	VerbCancel  Verb = "cancel"
+	VerbBest    Verb = "best"
+	VerbPresets Verb = "presets"
+	VerbExport  Verb = "export"
+	VerbChart   Verb = "chart"
+	VerbAgent   Verb = "agent"
+	VerbHelp    Verb = "help"
+	VerbApprove Verb = "approve"
+	VerbReject  Verb = "reject"
+	VerbEdit    Verb = "edit"
+	// VerbComment is a thread reply that is no command: ignored politely.
+	VerbComment Verb = "comment"
+)
+
+var (
+	slashVerbs = []Verb{VerbStart, VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbExport, VerbChart, VerbAgent, VerbHelp}
+	replyVerbs = []Verb{VerbApprove, VerbReject, VerbEdit, VerbPause, VerbResume, VerbCancel, VerbStatus}
+)
+
+// MaxCommand caps a command's length; longer text is refused before it is read further.
+const MaxCommand = 4000
+
+// Command is a parsed /tune command or thread reply. Parsing is pure: nothing is looked
+// up or executed, and no text is ever passed to a shell.
+type Command struct {
+	Verb     Verb
+	Start    []Override   // start: the settings given
+	Feedback string       // reject: why, verbatim
+	Edits    []Assignment // edit: term=value assignments over the proposal's patch
+	Preset   string       // export
+	Trial    int          // chart
+	Rung     int          // chart: -1 means the trial's highest rung
+	Tags     []string     // chart: the tags to draw, none for the standard report
+	Text     string       // comment: the text
+}
+
+// Assignment is one term=value of an edit. Remove (written term=-) takes the name out of
+// the proposal's patch, so it keeps the value of the configuration being patched; to
+// switch a term off write term=0.
+type Assignment struct {
+	Kind   string // "weight" or "param"
+	Name   string
+	Value  float64
+	Remove bool
+}
+
+// Override is one key=value of /tune start, checked for type at parse time and applied
+// by Command.Settings.
+type Override struct {
+	Key   string
+	Raw   string
+	apply func(*session.Settings)
+}
+
+// ParseCommand parses the text after /tune. Empty text is help.
+func ParseCommand(text string, space *session.Space) (Command, error) {
+	words, err := split(text)
+	if err != nil {
+		return Command{}, err
+	}
+	if len(words) == 0 {
+		return Command{Verb: VerbHelp}, nil
+	}
+	v := Verb(strings.ToLower(words[0]))
+	if !hasVerb(slashVerbs, v) {
+		return Command{}, session.Userf(nil, "unknown command %q%s; try /tune help", truncate(words[0], 40), didYouMean(string(v), slashVerbs))
+	}
+	return parseVerb(v, words[1:], text, space)
+}
+
+// ParseReply parses a reply in a session's thread. A reply that is no command is a
+// Comment; one that looks like a misspelt command gets a "did you mean".
+func ParseReply(text string, space *session.Space) (Command, error) {
+	words, err := split(text)
+	if err != nil {
+		return Command{}, err
+	}
+	if len(words) == 0 {
+		return Command{Verb: VerbComment, Text: text}, nil
+	}
+	first := strings.ToLower(words[0])
+	v := Verb(first)
+	if !hasVerb(replyVerbs, v) {
+		if hasVerb(slashVerbs, v) && len(words) == 1 {
+			return Command{}, session.Userf(nil, "%s is a /tune command, not a thread reply (replies: approve, reject <feedback>, edit term=value …, pause, resume, cancel, status)", v)
+		}
+		// A short message whose first word is one typo away from a verb is a command gone
+		// wrong; anything else is people talking.
+		if hint := didYouMean(first, replyVerbs); hint != "" && (len(words) == 1 || strings.Contains(words[1], "=") || utf8.RuneCountInString(first) >= 5 && editDistance(first, string(closest(first, replyVerbs))) == 1) {
+			return Command{}, session.Userf(nil, "unknown reply %q%s (replies: approve, reject <feedback>, edit term=value …, pause, resume, cancel, status)", truncate(words[0], 40), hint)
+		}
+		return Command{Verb: VerbComment, Text: text}, nil
+	}
+	return parseVerb(v, words[1:], text, space)
+}
+
+func parseVerb(v Verb, args []string, text string, space *session.Space) (Command, error) {
+	if space == nil {
+		space = session.DefaultSpace()
+	}
+	c := Command{Verb: v, Rung: -1}
+	noArgs := func() error {
+		if len(args) > 0 {
+			return session.Userf(nil, "%s takes no arguments (got %q)", v, truncate(strings.Join(args, " "), 60))
+		}
+		return nil
+	}
+	switch v {
+	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbApprove:
+		return c, noArgs()
+	case VerbReject:
+		c.Feedback = strings.TrimSpace(afterFirstWord(text))
+		if c.Feedback == "" {
+			return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback> (it goes to the advisor's next prompt)")
+		}
+		if n := utf8.RuneCountInString(c.Feedback); n > session.MaxFeedback {
+			return Command{}, session.Userf(nil, "feedback is %d characters; at most %d", n, session.MaxFeedback)
+		}
+		return c, nil
+	case VerbEdit:
+		edits, err := ParseAssignments(strings.Join(args, " "), space, true)
+		if err != nil {
+			return Command{}, err
+		}
+		c.Edits = edits
+		return c, nil
+	case VerbExport:
+		if len(args) != 1 {
+			return Command{}, session.Userf(nil, "usage: export PRESET (one preset name)")
+		}
+		if !idRE.MatchString(args[0]) {
+			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only)", truncate(args[0], 40))
+		}
+		c.Preset = args[0]
+		return c, nil
+	case VerbChart:
+		return parseChart(c, args)
+	case VerbStart:
+		return parseStart(c, args)
+	}
+	return Command{}, session.Userf(nil, "unknown command %q", v)
+}
+
+var tagRE = regexp.MustCompile(`^[A-Za-z0-9_./-]{1,128}$`)
+
+func parseChart(c Command, args []string) (Command, error) {
+	if len(args) == 0 {
+		return Command{}, session.Userf(nil, "usage: chart TRIAL[@RUNG] [TAG...], e.g. chart 3 or chart 3@1 Train/mean_reward")
+	}
+	num, rung, hasRung := strings.Cut(args[0], "@")
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || n > 999 {
+		return Command{}, session.Userf(nil, "chart: %q is not a trial number", truncate(args[0], 40))
+	}
+	c.Trial = n
+	if hasRung {
+		r, err := strconv.Atoi(rung)
+		if err != nil || r < 0 || r > 9 {
+			return Command{}, session.Userf(nil, "chart: %q is not a rung", truncate(rung, 20))
+		}
+		c.Rung = r
+	}
+	if len(args)-1 > 8 {
+		return Command{}, session.Userf(nil, "chart: at most 8 tags (got %d)", len(args)-1)
+	}
+	var bad []string
+	for _, tag := range args[1:] {
+		if !tagRE.MatchString(tag) {
+			bad = append(bad, truncate(tag, 40))
+			continue
+		}
+		c.Tags = append(c.Tags, tag)
+	}
+	if len(bad) > 0 {
+		return Command{}, session.Userf(nil, "chart: not a tag name: %q (letters, digits, _ . / - only)", bad)
+	}
+	return c, nil
+}
+
+// numberRE is the only number syntax accepted from chat: decimal, optional exponent. No
+// hex floats, underscores, Inf or NaN.
+var numberRE = regexp.MustCompile(`^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?$`)
+
+// ParseNumber parses a finite decimal number strictly.
+func ParseNumber(s string) (float64, error) {
+	if !numberRE.MatchString(s) {
+		return 0, fmt.Errorf("%q is not a decimal number", truncate(s, 30))
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q is not a finite number", truncate(s, 30))
+	}
+	return v, nil
+}
+
+var spacedEquals = regexp.MustCompile(`\s*=\s*`)
+
+// ParseAssignments parses "term=value ..." (also one per line, as an edit form sends it).
+// Names are weights (term names) or params (dotted names), optionally prefixed "weights."
+// or "params."; with allowRemove, "term=-" removes the name from the patch. Every bad
+// assignment is named.
+func ParseAssignments(text string, space *session.Space, allowRemove bool) ([]Assignment, error) {
+	text = spacedEquals.ReplaceAllString(strings.TrimSpace(text), "=")
+	var out []Assignment
+	var probs []string
+	seen := map[string]bool{}
+	for _, tok := range strings.FieldsFunc(text, func(r rune) bool {
+		return r == ' ' || r == '\n' || r == '\t' || r == ',' || r == ';' || r == '\r' || r == '\u00a0' || r == '\u3000'
+	}) {
+		name, raw, ok := strings.Cut(tok, "=")
+		if !ok {
+			probs = append(probs, fmt.Sprintf("%q: expected term=value", truncate(tok, 40)))
+			continue
+		}
+		name = strings.ToLower(name)
+		a := Assignment{Name: strings.TrimPrefix(strings.TrimPrefix(name, "weights."), "params.")}
+		if _, ok := space.Term(a.Name); ok && !strings.HasPrefix(name, "params.") {
+			a.Kind = "weight"
+		} else if _, ok := space.Param(a.Name); ok && !strings.HasPrefix(name, "weights.") {
+			a.Kind = "param"
+		} else {
+			probs = append(probs, fmt.Sprintf("%q: unknown term%s", truncate(name, 40), suggestName(a.Name, space)))
+			continue
+		}
+		if seen[a.Name] {
+			probs = append(probs, fmt.Sprintf("%s: given twice", a.Name))
+			continue
+		}
+		seen[a.Name] = true
+		switch {
+		case raw == "-" && allowRemove:
+			a.Remove = true
+		case raw == "-":
+			probs = append(probs, fmt.Sprintf("%s: give a value (to leave it unchanged, leave it out)", a.Name))
+			continue
+		case strings.EqualFold(raw, "off"):
+			probs = append(probs, fmt.Sprintf("%s=off: write %s=0 to switch the term off, or %s=- to drop it from the patch", a.Name, a.Name, a.Name))
+			continue
+		default:
+			v, err := ParseNumber(raw)
+			if err != nil {
+				probs = append(probs, a.Name+": "+err.Error())
+				continue
+			}
+			a.Value = v
+		}
+		out = append(out, a)
+	}
+	if len(probs) > 0 {
+		return nil, &session.InvalidError{What: "edit refused", Problems: probs}
+	}
+	if len(out) == 0 {
+		return nil, session.Userf(nil, "edit needs at least one term=value, e.g. edit pose=1.2 foot_slip=-0.3 (term=- drops a term from the patch)")
+	}
+	return out, nil
+}
+
+// ApplyEdits merges assignments over patch and returns the complete patch that will run.
+func ApplyEdits(patch session.Patch, edits []Assignment) session.Patch {
+	out := patch.Clone()
+	for _, a := range edits {
+		m := out.Weights
+		if a.Kind == "param" {
+			m = out.Params
+		}
+		if a.Remove {
+			delete(m, a.Name)
+		} else {
+			m[a.Name] = a.Value
+		}
+	}
+	return out
+}
+
+// PatchText is a patch as the assignments an edit form starts from, one per line.
+func PatchText(p session.Patch, space *session.Space) string {
+	var lines []string
+	for _, name := range space.Names() {
+		if v, ok := p.Weights[name]; ok {
+			lines = append(lines, name+"="+Num(v))
+		} else if v, ok := p.Params[name]; ok {
+			lines = append(lines, name+"="+Num(v))
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func suggestName(name string, space *session.Space) string {
+	best, bestD := "", 4
+	for _, n := range space.Names() {
+		if d := editDistance(name, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// startKeys maps every start key (and its aliases) to how it is parsed.
+var startKeys = map[string]string{
+	"mode": "mode", "trials": "trial_count", "trial_count": "trial_count", "preset": "preset",
+	"fallback": "fallback", "rungs": "rungs", "gpus": "gpus", "seed": "seed", "patience": "early_stop_patience",
+	"early_stop_patience": "early_stop_patience", "name": "run_name", "run_name": "run_name", "task": "task",
+	"num_envs": "num_envs", "envs": "num_envs", "eval_num_envs": "eval_num_envs", "eval_steps": "eval_steps",
+	"control": "control", "promote": "promote",
+}
+
+func parseStart(c Command, args []string) (Command, error) {
+	var probs []string
+	seen := map[string]bool{}
+	for _, a := range args {
+		k, raw, ok := strings.Cut(a, "=")
+		k = strings.ToLower(k)
+		field, known := startKeys[k]
+		switch {
+		case !ok:
+			probs = append(probs, fmt.Sprintf("%q: expected key=value", truncate(a, 40)))
+			continue
+		case !known:
+			keys := make([]string, 0, len(startKeys))
+			for key := range startKeys {
+				keys = append(keys, key)
+			}
+			sort.Strings(keys)
+			probs = append(probs, fmt.Sprintf("%s: unknown setting%s", truncate(k, 40), didYouMeanStr(k, keys)))
+			continue
+		case seen[field]:
+			probs = append(probs, fmt.Sprintf("%s: given twice", field))
+			continue
+		}
+		seen[field] = true
+		o, err := startOverride(field, raw)
+		if err != nil {
+			probs = append(probs, field+": "+err.Error())
+			continue
+		}
+		o.Key, o.Raw = field, raw
+		c.Start = append(c.Start, o)
+	}
+	if len(probs) > 0 {
+		return Command{}, &session.InvalidError{What: "start refused", Problems: probs}
+	}
+	return c, nil
+}
+
+var (
+	wholeRE    = regexp.MustCompile(`^[+-]?\d{1,10}$`)
+	listItemRE = regexp.MustCompile(`^\d{1,7}$`)
+)
+
+func startOverride(field, raw string) (Override, error) {
+	var o Override
+	atoi := func() (int, error) {
+		if !wholeRE.MatchString(raw) {
+			return 0, fmt.Errorf("%q is not a whole number", truncate(raw, 30))
+		}
+		return strconv.Atoi(raw)
+	}
+	ints := func() ([]int, error) {
+		var out []int
+		for _, p := range strings.Split(raw, ",") {
+			if !listItemRE.MatchString(p) {
+				return nil, fmt.Errorf("%q is not a comma-separated list of whole numbers", truncate(raw, 40))
+			}
+			n, _ := strconv.Atoi(p)
+			out = append(out, n)
+		}
+		return out, nil
+	}
+	switch field {
+	case "mode":
+		m := strings.ToLower(raw)
+		o.apply = func(s *session.Settings) { s.Mode = m }
+	case "task", "run_name", "preset":
+		if !idRE.MatchString(raw) {
+			return o, fmt.Errorf("%q must match ^[A-Za-z0-9_.-]{1,64}$", truncate(raw, 40))
+		}
+		o.apply = map[string]func(*session.Settings){
+			"task":     func(s *session.Settings) { s.Task = raw },
+			"run_name": func(s *session.Settings) { s.RunName = raw },
+			"preset":   func(s *session.Settings) { s.Preset = raw },
+		}[field]
+	case "fallback", "control":
+		b, err := strconv.ParseBool(strings.ToLower(raw))
+		if err != nil {
+			return o, fmt.Errorf("%q is not true or false", truncate(raw, 30))
+		}
+		if field == "fallback" {
+			o.apply = func(s *session.Settings) { s.Fallback = b }
+		} else {
+			o.apply = func(s *session.Settings) { s.Control = b }
+		}
+	case "rungs", "gpus", "promote":
+		xs, err := ints()
+		if err != nil {
+			return o, err
+		}
+		o.apply = map[string]func(*session.Settings){
+			"rungs":   func(s *session.Settings) { s.Rungs = xs },
+			"gpus":    func(s *session.Settings) { s.GPUs = xs },
+			"promote": func(s *session.Settings) { s.Promote = xs },
+		}[field]
+	default: // whole numbers
+		n, err := atoi()
+		if err != nil {
+			return o, err
+		}
+		o.apply = map[string]func(*session.Settings){
+			"trial_count":         func(s *session.Settings) { s.TrialCount = n },
+			"seed":                func(s *session.Settings) { s.Seed = int64(n) },
+			"early_stop_patience": func(s *session.Settings) { s.Patience = n },
+			"num_envs":            func(s *session.Settings) { s.NumEnvs = n },
+			"eval_num_envs":       func(s *session.Settings) { s.EvalNumEnvs = n },
+			"eval_steps":          func(s *session.Settings) { s.EvalSteps = n },
+		}[field]
+	}
+	return o, nil
+}
+
+// Settings applies the start overrides to defaults and validates the result; the error
+// names every bad field.
+func (c Command) Settings(defaults session.Settings) (session.Settings, error) {
+	s := defaults
+	s.GPUs = append([]int(nil), defaults.GPUs...)
+	s.Rungs = append([]int(nil), defaults.Rungs...)
+	promoteGiven := false
+	for _, o := range c.Start {
+		o.apply(&s)
+		promoteGiven = promoteGiven || o.Key == "promote"
+	}
+	if !promoteGiven {
+		s.Promote = nil // it derives from trial_count
+	}
+	s.Normalize()
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+// split checks the text's size and splits it into words on any Unicode space.
+func split(text string) ([]string, error) {
+	if n := utf8.RuneCountInString(text); n > MaxCommand {
+		return nil, session.Userf(nil, "message is %d characters; commands are at most %d", n, MaxCommand)
+	}
+	if !utf8.ValidString(text) {
+		return nil, session.Userf(nil, "message is not valid UTF-8")
+	}
+	return strings.Fields(spacedEquals.ReplaceAllString(text, "=")), nil
+}
+
+func afterFirstWord(text string) string {
+	t := strings.TrimSpace(text)
+	i := strings.IndexFunc(t, func(r rune) bool { return r == ' ' || r == '\n' || r == '\t' || r == '\u00a0' || r == '\u3000' })
+	if i < 0 {
+		return ""
+	}
+	return t[i:]
+}
+
+func hasVerb(vs []Verb, v Verb) bool {
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func closest(w string, vs []Verb) Verb {
+	best, bestD := Verb(""), 3
+	for _, v := range vs {
+		if d := editDistance(w, string(v)); d < bestD {
+			best, bestD = v, d
+		}
+	}
+	return best
+}
+
+func didYouMean(w string, vs []Verb) string {
+	if v := closest(w, vs); v != "" {
+		return " (did you mean " + string(v) + "?)"
+	}
+	return ""
+}
+
+func didYouMeanStr(w string, names []string) string {
+	best, bestD := "", 3
+	for _, n := range names {
+		if d := editDistance(w, n); d < bestD {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// editDistance is the optimal-string-alignment distance over runes: Levenshtein plus
+// transposition of neighbours, the commonest typo ("statsu", "sede").
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 99 // nothing that long is a typo of a verb or a term
+	}
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(ra)][len(rb)]
+}
+
+// HelpText lists the commands.
+const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=true]
+/tune status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · help
+in a session thread: approve · reject <feedback> · edit term=value … (term=- drops it from the patch, term=0 switches it off) · pause · resume · cancel · status`
