@@ -1,0 +1,226 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tunebot/session"
+	"tunebot/store"
+)
+
+// tunebotBin is the real binary, built once: the sim trainer runs as its subprocess, so
+// these tests cross the same process boundaries as a user's session.
+var tunebotBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tunebot-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tunebotBin = filepath.Join(dir, "tunebot")
+	out, err := exec.Command("go", "build", "-o", tunebotBin, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "building tunebot: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func writeConfig(t *testing.T, dir, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, "tunebot.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// lastJSON decodes the JSON document that ends stdout.
+func lastJSON(t *testing.T, out string, v any) {
+	t.Helper()
+	i := strings.LastIndex(out, "\n{\n")
+	if i < 0 {
+		if strings.HasPrefix(out, "{\n") {
+			i = -1
+		} else {
+			t.Fatalf("no JSON summary at the end of stdout:\n%s", out)
+		}
+	}
+	dec := json.NewDecoder(strings.NewReader(out[i+1:]))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		t.Fatalf("summary: %v\n%s", err, out[i+1:])
+	}
+	if dec.More() {
+		t.Fatal("output continues after the summary")
+	}
+}
+
+func TestTuneJSONSummary(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+data_dir: data
+session:
+  trial_count: 4
+  rungs: [20, 40, 60]
+  early_stop_patience: 4
+`)
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback", "--json")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tune: %v\nstderr:\n%s\nstdout:\n%s", err, stderr.String(), stdout.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	if sum.State != session.StateSucceeded || sum.Preset != "auto-tune-"+sum.Session[:8] || sum.Best == nil {
+		t.Fatalf("summary: %+v", sum)
+	}
+	perRung := map[int]int{}
+	for _, tr := range sum.Trials {
+		perRung[tr.Rung]++
+		if tr.State != session.TrialCompleted || tr.Score == nil || len(tr.Metrics) != 7 || len(tr.RewardConfig.Weights) != 16 {
+			t.Errorf("trial %d@%d: %+v", tr.Number, tr.Rung, tr)
+		}
+		wantSource := session.SourceSampler
+		if tr.Number == 0 {
+			wantSource = session.SourceBaseline
+		}
+		if tr.Source != wantSource {
+			t.Errorf("trial %d source %q", tr.Number, tr.Source)
+		}
+		if want := []int{20, 40, 60}[tr.Rung]; tr.Iterations != want {
+			t.Errorf("trial %d@%d iterations %d, want %d", tr.Number, tr.Rung, tr.Iterations, want)
+		}
+	}
+	if perRung[0] != 4 || perRung[1] != 4 || perRung[2] != 2 {
+		t.Errorf("trials per rung %v, want 4/4/2", perRung)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "sessions", sum.Session, "trial-000-rung-0", "policy.onnx")); err != nil {
+		t.Errorf("run dir: %v", err)
+	}
+}
+
+func TestTuneRefusesBadInputWithAReason(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"tune", "--config", filepath.Join(dir, "missing.yaml")}, "does not exist"},
+		{[]string{"tune", "--trials", "3", "--fallback", "--data-dir", dir}, "trial_count: 3 is outside 4–20"},
+		{[]string{"tune", "--mode", "fast", "--fallback", "--data-dir", dir}, `mode: "fast"`},
+		{[]string{"tune", "--data-dir", dir}, "DEEPSEEK_API_KEY"},
+		{[]string{"tune", "--resume", "--data-dir", dir}, "no interrupted"},
+		{[]string{"tune", "--fallback", "--data-dir", "/proc/forbidden"}, "/proc/forbidden"},
+	}
+	for _, tc := range cases {
+		cmd := exec.Command(tunebotBin, tc.args...)
+		cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY=")
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%v: err %v, output %q, want it to name %q", tc.args, err, out, tc.want)
+		}
+	}
+}
+
+// TestKillNineAndResume kills tunebot with SIGKILL again and again while the session runs,
+// resumes it each time, and checks that no completed trial ever ran twice and that the
+// trainer a killed tunebot left behind was ended.
+func TestKillNineAndResume(t *testing.T) {
+	if testing.Short() {
+		t.Skip("several seconds of real subprocesses")
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+data_dir: data
+session:
+  trial_count: 5
+  rungs: [30, 60, 90]
+  early_stop_patience: 5
+`)
+	env := append(os.Environ(), "TUNEBOT_SIM_STEP_DELAY=4ms")
+	kills := []time.Duration{400 * time.Millisecond, 900 * time.Millisecond, 250 * time.Millisecond, 1300 * time.Millisecond, 600 * time.Millisecond}
+	args := []string{"tune", "--config", cfg, "--fallback", "--json"}
+	finished := false
+	for i, after := range kills {
+		cmd := exec.Command(tunebotBin, args...)
+		cmd.Env = env
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("run %d ended on its own with %v:\n%s", i, err, out.String())
+			}
+			finished = true
+		case <-time.After(after):
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			<-done
+		}
+		if finished {
+			break
+		}
+		args = []string{"tune", "--config", cfg, "--json", "--resume"}
+	}
+	if !finished {
+		cmd := exec.Command(tunebotBin, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("final resume: %v\n%s", err, out)
+		}
+	}
+	db, err := store.Open(filepath.Join(dir, "data", "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	all, _ := db.Sessions(ctx)
+	if len(all) != 1 || all[0].State != session.StateSucceeded {
+		t.Fatalf("sessions: %+v", all)
+	}
+	audit, _ := db.Audit(ctx, all[0].ID)
+	finishedRuns := map[string]int{}
+	for _, a := range audit {
+		if a.Kind == "trial_finished" && a.Detail["state"] == "completed" {
+			finishedRuns[fmt.Sprint(a.Detail["trial"], "@", a.Detail["rung"])]++
+		}
+	}
+	trials, _ := db.Trials(ctx, all[0].ID)
+	for _, tr := range trials {
+		if tr.State != session.TrialCompleted {
+			t.Errorf("%s is %s", tr.Ref(), tr.State)
+		}
+		if n := finishedRuns[fmt.Sprint(tr.Number, "@", tr.Rung)]; n != 1 {
+			t.Errorf("%s completed %d times", tr.Ref(), n)
+		}
+	}
+	// no sim trainer of this data dir may be left running
+	time.Sleep(100 * time.Millisecond)
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte(dir)) && bytes.Contains(b, []byte("sim-")) {
+			t.Errorf("trainer left running: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
+}
