@@ -1,0 +1,82 @@
+package trainer
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseStat(t *testing.T) {
+	tests := []struct {
+		name, stat string
+		want       procStat
+		bad        bool
+	}{
+		{name: "plain", stat: "123 (python3) S 1 123 123 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0",
+			want: procStat{pid: 123, state: 'S', pgrp: 123, startTick: 98765}},
+		{name: "spaces and parens in comm", stat: "9 (a) b (c) R 1 77 77 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 42 0 0",
+			want: procStat{pid: 9, state: 'R', pgrp: 77, startTick: 42}},
+		{name: "truncated", stat: "9 (x) S 1 2", bad: true},
+		{name: "no comm", stat: "garbage", bad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parseStat(tt.want.pid, []byte(tt.stat))
+			if tt.bad {
+				if err == nil {
+					t.Errorf("parsed %q as %+v", tt.stat, got)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("parseStat = %+v, %v; want %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLogTail(t *testing.T) {
+	var long strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&long, "line %d\n", i)
+	}
+	wide := strings.Repeat("x", 300) + "\n"
+	tests := []struct {
+		name, log string
+		first     string // first line of the tail
+		last      string
+		lines     int
+	}{
+		{"short", "a\nb\n", "a", "b", 2},
+		{"many lines", long.String(), "line 60", "line 99", 40},
+		{"many bytes", strings.Repeat(wide, 30), strings.Repeat("x", 300), strings.Repeat("x", 300), 13},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "train.log")
+			os.WriteFile(p, []byte(tt.log), 0o644)
+			lines := strings.Split(logTail(p), "\n")
+			if len(lines) != tt.lines || lines[0] != tt.first || lines[len(lines)-1] != tt.last {
+				t.Errorf("tail has %d lines %q … %q; want %d, %q … %q", len(lines), lines[0], lines[len(lines)-1], tt.lines, tt.first, tt.last)
+			}
+			if len(logTail(p)) > tailBytes {
+				t.Errorf("tail longer than %d bytes", tailBytes)
+			}
+		})
+	}
+}
+
+func TestNewestCheckpointIsNumeric(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"model_999.pt", "model_1000.pt", "model_2.pt", "model_x.pt", "model_5000.pt.tmp", "best_model_9999.pt"} {
+		os.WriteFile(filepath.Join(dir, n), nil, 0o644)
+	}
+	os.MkdirAll(filepath.Join(dir, EvalEventsDir), 0o755)
+	os.WriteFile(filepath.Join(dir, EvalEventsDir, "model_7000.pt"), nil, 0o644)
+	p, n, ok := newestCheckpoint(dir)
+	if !ok || n != 1000 || filepath.Base(p) != "model_1000.pt" {
+		t.Errorf("newestCheckpoint = %s, %d, %v; want model_1000.pt", p, n, ok)
+	}
+}
