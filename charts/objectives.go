@@ -42,30 +42,36 @@ func Objectives(meta Meta, score session.Score, metrics, baseline session.Metric
 	y := c.header("Evaluation vs baseline @ rung 0", sub)
 
 	// the verdict, readable at a glance: colour says eligible or not, the text says why
-	verdict := fmt.Sprintf("score %s%.3f · eligible", signOf(score.Total), math.Abs(score.Total))
+	verdict := []string{"score " + scoreText(score.Total) + " · eligible"}
 	vcol := colGood
 	if !score.Eligible {
-		verdict = fmt.Sprintf("score %s%.3f · NOT eligible: %s", signOf(score.Total), math.Abs(score.Total), strings.Join(score.Reasons, "; "))
+		why := strings.Join(score.Reasons, "; ")
+		if why == "" {
+			why = "no reason given"
+		}
+		verdict = wrap(c, "score "+scoreText(score.Total)+" · NOT eligible: "+why,
+			sizeLabel, c.w-2*margin-28, 2)
 		vcol = colBad
 	}
-	y += 6
-	c.rect(margin, y, c.w-margin, y+sizeLabel+20, vcol)
-	c.text(c.fit(verdict, sizeLabel+2, c.w-2*margin-24), margin+14, y+sizeLabel+9, sizeLabel+2, colBackground, alignLeft)
-	y += sizeLabel + 20 + 12
+	y += 4
+	lineH := sizeLabel + 10
+	c.rect(margin, y, c.w-margin, y+lineH*len(verdict)+12, vcol)
+	for i, l := range verdict {
+		c.text(c.fit(l, sizeLabel, c.w-2*margin-28), margin+14, y+(i+1)*lineH, sizeLabel, colBackground, alignLeft)
+	}
+	y += lineH*len(verdict) + 12 + 6
 
 	const labelRight, barLeft, barRight = 250, 268, 800
 	zero := (barLeft + barRight) / 2
 	px := func(v float64) int { return zero + int(math.Round(clip(v)*float64(barRight-zero))) }
-	rowH := (c.h - margin/2 - y - 2*44) / (len(session.ObjectiveNames) + len(session.MetricNames))
+	const headH, scaleH = 40, 28
+	rowH := (c.h - margin/2 - y - 2*headH - scaleH - 16) / (len(session.ObjectiveNames) + len(session.MetricNames))
 	rowH = min(rowH, 48)
 	barH := rowH * 6 / 10
 
-	section := func(title string, names []string, value func(string) (float64, bool), label func(string) string, note func(string) (string, drawing.Color)) {
-		c.text(title, margin, y+30, sizeLabel, colText, alignLeft)
-		for _, t := range []float64{-1, -0.5, 0.5, 1} {
-			c.text(fmt.Sprintf("%s%.0f%%", signOf(t), math.Abs(100*t)), px(t), y+30, sizeTick-4, colMuted, alignCentre)
-		}
-		y += 44
+	section := func(title string, names []string, value func(string) (float64, bool), label func(string) string, note func(string) (string, drawing.Color), scaleBelow bool) {
+		c.text(title, margin, y+headH-10, sizeLabel, colText, alignLeft)
+		y += headH
 		top := y
 		for _, t := range []float64{-1, -0.5, 0.5, 1} {
 			c.line(px(t), top, px(t), top+rowH*len(names), colGrid, 1.5, nil)
@@ -95,6 +101,16 @@ func Objectives(meta Meta, score session.Score, metrics, baseline session.Metric
 			y += rowH
 		}
 		c.line(zero, top-4, zero, y+4, colAxis, 3, nil)
+		if scaleBelow {
+			for _, t := range []float64{-1, -0.5, 0, 0.5, 1} {
+				l := "0"
+				if t != 0 {
+					l = fmt.Sprintf("%s%.0f%%", signOf(t), math.Abs(100*t))
+				}
+				c.text(l, px(t), y+scaleH-2, sizeTick-4, colMuted, alignCentre)
+			}
+			y += scaleH
+		}
 		y += 8
 	}
 
@@ -114,10 +130,10 @@ func Objectives(meta Meta, score session.Score, metrics, baseline session.Metric
 				return s + "  (gate −5%)", colText
 			}
 			return s, colText
-		})
+		}, true)
 	// the tracking gate, drawn over the tracking row
 	if rowH > 0 {
-		trackRow := y - 8 - rowH*len(session.ObjectiveNames)
+		trackRow := y - 8 - scaleH - rowH*len(session.ObjectiveNames)
 		c.line(px(gateTracking), trackRow+2, px(gateTracking), trackRow+rowH-2, colBad, 4, nil)
 	}
 
@@ -146,11 +162,20 @@ func Objectives(meta Meta, score session.Score, metrics, baseline session.Metric
 				return s + ", limit " + formatNumber(limit), colText
 			}
 			return s, colText
-		})
+		}, false)
 	return c.png()
 }
 
 func clip(v float64) float64 { return math.Max(-1, math.Min(1, clampValue(v))) }
+
+// scoreText prints a total score the way cards do: signed, three decimals.
+func scoreText(v float64) string {
+	v = clampValue(v)
+	if math.Abs(v) >= 1000 {
+		return signOf(v) + formatNumber(math.Abs(v))
+	}
+	return fmt.Sprintf("%s%.3f", signOf(v), math.Abs(v))
+}
 
 func percent(v float64) string {
 	return fmt.Sprintf("%s%.1f%%", signOf(v), math.Abs(100*v))

@@ -39,7 +39,7 @@ func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
 		o.tickSize = sizeTick
 	}
 	if o.yTicks == 0 {
-		o.yTicks = 6
+		o.yTicks = 5
 	}
 	xmin, xmax := math.Inf(1), math.Inf(-1)
 	ymin, ymax := math.Inf(1), math.Inf(-1)
@@ -61,9 +61,9 @@ func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
 		return
 	}
 	ys := niceScale(ymin, ymax, o.yTicks)
-	xs := niceScale(xmin, xmax, 5)
+	xs := niceScale(xmin, xmax, 4)
 	if xs.step < 1 { // steps are iterations: whole numbers
-		xs = niceScale(math.Floor(xmin)-1, math.Ceil(xmax)+1, 3)
+		xs = niceScale(math.Floor(xmin)-1, math.Ceil(xmax)+1, 2)
 	}
 
 	labelW := 0
@@ -118,12 +118,13 @@ func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
 			c.dot(xs.px(float64(s.pts[0].Step)), ys.px(clampValue(s.pts[0].Value)), s.width+5, s.col, false)
 			continue
 		}
-		pts := s.pts
+		// about one point per two pixels is all a line can show
+		pts := session.Downsample(s.raw, min(MaxPoints, max(right-left, 100)/2))
 		if s.smooth && len(s.raw) >= 30 {
 			faint := s.col
 			faint.A = 70
 			c.polyline(xs, ys, pts, faint, 2, nil)
-			pts = session.Downsample(movingAverage(s.raw, max(3, len(s.raw)/40)), MaxPoints)
+			pts = session.Downsample(movingAverage(s.raw, max(3, len(s.raw)/40)), min(MaxPoints, max(right-left, 100)/3))
 		}
 		c.polyline(xs, ys, pts, s.col, s.width, s.dash)
 		last := pts[len(pts)-1]
@@ -131,19 +132,25 @@ func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
 	}
 }
 
+// polyline strokes pts in short runs: freetype's rasterizer looks cells up by a linear scan
+// per row, so one long noisy path costs quadratic time; round caps hide the seams.
 func (c *canvas) polyline(xs, ys scale, pts []session.Point, col drawing.Color, width float64, dash []float64) {
+	const run = 24
 	c.r.SetStrokeColor(col)
 	c.r.SetStrokeWidth(width)
 	c.r.SetStrokeDashArray(dash)
-	for j, p := range pts {
-		x, y := xs.px(float64(p.Step)), ys.px(clampValue(p.Value))
-		if j == 0 {
-			c.r.MoveTo(x, y)
-		} else {
-			c.r.LineTo(x, y)
+	for start := 0; start < len(pts)-1; start += run {
+		end := min(start+run+1, len(pts))
+		for j, p := range pts[start:end] {
+			x, y := xs.px(float64(p.Step)), ys.px(clampValue(p.Value))
+			if j == 0 {
+				c.r.MoveTo(x, y)
+			} else {
+				c.r.LineTo(x, y)
+			}
 		}
+		c.r.Stroke()
 	}
-	c.r.Stroke()
 	c.r.SetStrokeDashArray(nil)
 }
 

@@ -48,10 +48,11 @@ func TrialReport(in ReportInput) ([]Image, error) {
 	if in.Baseline != nil && in.Baseline.Ref() != in.Trial.Ref() {
 		base = series(in.Baseline)
 	}
+	// curves compare at equal training: the best of this trial's rung, not the overall best
 	bestLabel := ""
-	if in.Best != nil && in.Best.Ref() != in.Trial.Ref() {
-		best = series(in.Best)
-		bestLabel = fmt.Sprintf("best: trial %d @ rung %d", in.Best.Number, in.Best.Rung)
+	if peer := bestAtRung(in.Trials, in.Best, in.Trial.Ref()); peer != nil {
+		best = series(peer)
+		bestLabel = fmt.Sprintf("best other at rung %d (trial %d)", peer.Rung, peer.Number)
 	}
 	trialLabel := fmt.Sprintf("trial %d", in.Trial.Number)
 	if in.Best != nil && in.Best.Ref() == in.Trial.Ref() {
@@ -144,3 +145,25 @@ func changedNames(a, b session.RewardConfig) []string {
 
 // ImagePrefix is how the file names of a trial's images begin: t003-r0-.
 func ImagePrefix(ref session.TrialRef) string { return fmt.Sprintf("t%03d-r%d-", ref.Number, ref.Rung) }
+
+// bestAtRung is the trial whose curves stand for "best" next to trial self: best when it is
+// at self's rung, else the highest-scoring eligible trial of that rung; never self.
+func bestAtRung(trials []session.Trial, best *session.Trial, self session.TrialRef) *session.Trial {
+	if best != nil && best.Rung == self.Rung {
+		if best.Ref() == self {
+			return nil
+		}
+		return best
+	}
+	var out *session.Trial
+	for i := range trials {
+		t := &trials[i]
+		if t.Rung != self.Rung || t.Ref() == self || !t.Eligible() {
+			continue
+		}
+		if out == nil || t.RankScore() > out.RankScore() {
+			out = t
+		}
+	}
+	return out
+}

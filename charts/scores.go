@@ -44,13 +44,11 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 
 	maxRung, minN, maxN := 0, math.MaxInt, math.MinInt
 	lo, hi := 0.0, 0.0 // the baseline's 0 is always in view
-	var scored int
 	for _, t := range trials {
 		maxRung = max(maxRung, t.Rung)
 		minN, maxN = min(minN, t.Number), max(maxN, t.Number)
 		if t.Score != nil {
 			lo, hi = math.Min(lo, clampValue(t.Score.Total)), math.Max(hi, clampValue(t.Score.Total))
-			scored++
 		}
 	}
 	var items []legendItem
@@ -67,7 +65,7 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 		return c.png()
 	}
 
-	ys := niceScale(lo, hi, 6)
+	ys := niceScale(lo, hi, 5)
 	labelW := 0
 	for _, t := range ys.ticks {
 		w, _ := c.measure(formatValue(t, ys.step), sizeTick)
@@ -107,9 +105,13 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 	c.text("trial number", (left+right)/2, area.Max.Y-6, sizeAxisName, colMuted, alignCentre)
 
 	// rungs of one trial number sit side by side instead of on top of each other
-	offset := func(rung int) int { return (rung*2 - maxRung) * 9 }
+	rungsOf := map[int]int{}
 	for _, t := range trials {
-		x := xs.px(float64(t.Number)) + offset(t.Rung)
+		rungsOf[t.Number] = max(rungsOf[t.Number], t.Rung)
+	}
+	offset := func(t session.Trial) int { return (t.Rung*2 - rungsOf[t.Number]) * 10 }
+	for _, t := range trials {
+		x := xs.px(float64(t.Number)) + offset(t)
 		switch {
 		case t.Score == nil:
 			if t.State == session.TrialFailed {
@@ -126,7 +128,7 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 			if t.Ref() != *best || t.Score == nil {
 				continue
 			}
-			x, py := xs.px(float64(t.Number))+offset(t.Rung), ys.py(clampValue(t.Score.Total))
+			x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.Score.Total))
 			c.dot(x, py, 22, colText, true)
 			label := fmt.Sprintf("best: trial %d @ rung %d", t.Number, t.Rung)
 			w, _ := c.measure(label, sizeLabel)
@@ -137,7 +139,6 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 			c.text(label, lx, py+sizeLabel/3, sizeLabel, colText, a)
 		}
 	}
-	_ = scored
 	return c.png()
 }
 
@@ -155,10 +156,10 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 	}
 	y := c.header("Session progress", meta.subtitle())
 	y = c.legend([]legendItem{
-		{label: "done", col: colTrial, marker: "box"},
+		{label: "done (rung colour)", col: colTrial, marker: "box"},
 		{label: "not eligible", col: colFailed, marker: "box"},
 		{label: "failed", col: colBad, marker: "cross"},
-		{label: "to do", col: colPanel, marker: "box"},
+		{label: "to do", col: colTodo, marker: "box"},
 	}, margin, y, c.w-2*margin)
 
 	rungs := settings.Rungs
@@ -209,7 +210,7 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 		for i := 0; i < n; i++ {
 			x0 := labelW + margin + i*(bw+gap)
 			x1, y1 := x0+bw, top+bh
-			c.rect(x0, top, x1, y1, colPanel)
+			c.rect(x0, top, x1, y1, colTodo)
 			if i >= len(byRung[r]) {
 				continue
 			}
@@ -229,6 +230,9 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 				col := rungColour(r)
 				col.A = 120
 				c.rect(x0, y1-int(f*float64(bh)), x1, y1, col)
+			}
+			if t.Ref() == meta.Trial { // outline the trial this image is about
+				c.frame(x0-5, top-5, x1+5, y1+5, colText, 4)
 			}
 			if bw >= 30 {
 				c.text(strconv.Itoa(t.Number), (x0+x1)/2, y1+sizeTick+4, sizeTick-4, colMuted, alignCentre)
