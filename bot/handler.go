@@ -1,0 +1,556 @@
+package bot
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"tunebot/session"
+)
+
+// Engine is what the handler asks the tuning engine to do; *session.Engine implements it.
+type Engine interface {
+	Start(ctx context.Context, st session.Settings, owner session.Actor) (session.Session, error)
+	Pause(ctx context.Context, id string, by session.Actor) (session.Session, error)
+	Resume(ctx context.Context, id string, by session.Actor) (session.Session, error)
+	Cancel(ctx context.Context, id string, by session.Actor) (session.Session, error)
+	Decide(ctx context.Context, d session.DecideRequest) (session.Proposal, error)
+}
+
+var _ Engine = (*session.Engine)(nil)
+
+// ChartFunc renders the charts of trial t: the standard report when tags is empty, else
+// one training curve per tag. It is CPU work; callers run it off the engine's path.
+type ChartFunc func(ctx context.Context, s session.Session, t session.Trial, tags []string) ([]Attachment, error)
+
+// InteractionKind says what a person did.
+type InteractionKind string
+
+// Interaction kinds.
+const (
+	KindCommand InteractionKind = "command" // /tune text
+	KindReply   InteractionKind = "reply"   // a message in a session's thread
+	KindAction  InteractionKind = "action"  // a button click: ActionID
+	KindSubmit  InteractionKind = "submit"  // a form submission: ActionID and Values
+)
+
+// Form field IDs of the reject and edit forms.
+const (
+	FieldFeedback = "feedback"
+	FieldPatch    = "patch"
+)
+
+// Interaction is one inbound event from a platform, already authenticated by the adapter.
+type Interaction struct {
+	Platform  string
+	User      session.Actor // ID and Name; Platform and Where are filled in by the handler
+	Roles     []string
+	Channel   string
+	Thread    string
+	SessionID string // the session whose thread this is; "" outside a session thread
+	Kind      InteractionKind
+	Text      string
+	ActionID  string
+	Values    map[string]string
+}
+
+// Reply is the answer to an interaction. Private replies are shown to the person only.
+// An empty reply (no Text, Card or Form) means: say nothing (a comment in a thread).
+type Reply struct {
+	Private bool
+	Text    string
+	Card    *Card
+	Form    *Form // the platform opens this form (modal) instead of posting
+}
+
+// Empty reports whether there is nothing to send.
+func (r Reply) Empty() bool { return r.Text == "" && r.Card == nil && r.Form == nil }
+
+// Form is a modal the platform opens; its submission comes back as KindSubmit with
+// ActionID and Values keyed by Input.ID.
+type Form struct {
+	ActionID string
+	Title    string
+	Inputs   []Input
+}
+
+// Input is one text field of a form.
+type Input struct {
+	ID        string
+	Label     string
+	Value     string // pre-filled
+	Hint      string
+	Multiline bool
+}
+
+// HandlerConfig wires a Handler.
+type HandlerConfig struct {
+	Engine   Engine
+	Store    session.Store
+	Space    *session.Space
+	Allow    AllowList
+	Defaults session.Settings // what /tune start begins from
+	Charts   ChartFunc        // nil: chart answers that charts are not available
+	// Agent tests the advisor's connection for /tune agent; nil means none is configured.
+	Agent func(ctx context.Context) (string, error)
+	// AckWithin bounds how long Handle waits before acknowledging (default 2 s, under the
+	// 3 s platforms allow); the result then arrives through the follow-up callback.
+	AckWithin time.Duration
+	Logger    *slog.Logger
+}
+
+// Handler turns interactions into engine calls and replies. It is platform-neutral and
+// safe for concurrent use.
+type Handler struct {
+	cfg HandlerConfig
+	log *slog.Logger
+	wg  sync.WaitGroup
+}
+
+// NewHandler returns a handler; Engine, Store and Space are required.
+func NewHandler(cfg HandlerConfig) *Handler {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AckWithin <= 0 {
+		cfg.AckWithin = 2 * time.Second
+	}
+	if cfg.Defaults.Mode == "" {
+		cfg.Defaults = session.DefaultSettings()
+	}
+	return &Handler{cfg: cfg, log: cfg.Logger}
+}
+
+// Handle acknowledges within AckWithin: the reply returned is the result when the work
+// finished in time, else a short "working on it"; then followUp receives the result
+// (from another goroutine). Wait drains such work on shutdown.
+func (h *Handler) Handle(ctx context.Context, in Interaction, followUp func(Reply)) Reply {
+	done := make(chan Reply, 1)
+	var mu sync.Mutex
+	acked := false
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		r := h.Do(context.WithoutCancel(ctx), in)
+		mu.Lock()
+		if acked {
+			mu.Unlock()
+			if followUp != nil && !r.Empty() {
+				followUp(r)
+			}
+			return
+		}
+		done <- r
+		mu.Unlock()
+	}()
+	t := time.NewTimer(h.cfg.AckWithin)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r
+	case <-t.C:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	select {
+	case r := <-done:
+		return r
+	default:
+		acked = true
+		return Reply{Private: true, Text: "working on it…"}
+	}
+}
+
+// Wait blocks until every interaction Handle started has finished.
+func (h *Handler) Wait() { h.wg.Wait() }
+
+// Do handles in synchronously. A panic becomes an error reply, never a crash.
+func (h *Handler) Do(ctx context.Context, in Interaction) (r Reply) {
+	in.User.Platform = in.Platform
+	if in.User.Name == "" {
+		in.User.Name = in.User.ID
+	}
+	if in.User.Where == "" {
+		in.User.Where = strings.Trim(in.Channel+"/"+in.Thread, "/")
+	}
+	log := h.log.With("platform", in.Platform, "user", in.User.ID, "kind", in.Kind)
+	defer func() {
+		if p := recover(); p != nil {
+			log.Error("handler panicked", "panic", p, "stack", string(debug.Stack()))
+			r = Reply{Private: true, Text: "internal error while handling that; nothing was changed by the failed step, and the details are in tunebot's log"}
+		}
+	}()
+	switch in.Kind {
+	case KindCommand:
+		cmd, err := ParseCommand(in.Text, h.cfg.Space)
+		if err != nil {
+			return errorReply(err)
+		}
+		return h.run(ctx, in, cmd, in.SessionID, "", log)
+	case KindReply:
+		cmd, err := ParseReply(in.Text, h.cfg.Space)
+		if err != nil {
+			return errorReply(err)
+		}
+		if cmd.Verb == VerbComment {
+			return Reply{}
+		}
+		if in.SessionID == "" {
+			return Reply{Private: true, Text: "reply in a session's thread, or use /tune"}
+		}
+		return h.run(ctx, in, cmd, in.SessionID, "", log)
+	case KindAction, KindSubmit:
+		verb, sid, pid, err := ParseActionID(in.ActionID)
+		if err != nil {
+			return errorReply(session.Userf(nil, "%s", err.Error()))
+		}
+		return h.action(ctx, in, verb, sid, pid, log)
+	}
+	return Reply{Private: true, Text: fmt.Sprintf("unsupported interaction %q", in.Kind)}
+}
+
+func (h *Handler) action(ctx context.Context, in Interaction, verb, sid, pid string, log *slog.Logger) Reply {
+	switch {
+	case verb == ButtonApprove:
+		return h.run(ctx, in, Command{Verb: VerbApprove}, sid, pid, log)
+	case verb == ButtonPause:
+		return h.run(ctx, in, Command{Verb: VerbPause}, sid, pid, log)
+	case verb == ButtonReject && in.Kind == KindAction:
+		if r, ok := h.refuse(ctx, in, VerbReject, sid); !ok {
+			return r
+		}
+		return Reply{Form: &Form{ActionID: in.ActionID, Title: "Reject proposal", Inputs: []Input{{ID: FieldFeedback, Label: "What should the advisor do differently?", Multiline: true,
+			Hint: "this goes verbatim into the advisor's next prompt"}}}}
+	case verb == ButtonReject:
+		cmd, err := ParseReply("reject "+in.Values[FieldFeedback], h.cfg.Space)
+		if err != nil {
+			return errorReply(err)
+		}
+		return h.run(ctx, in, cmd, sid, pid, log)
+	case verb == ButtonEdit && in.Kind == KindAction:
+		if r, ok := h.refuse(ctx, in, VerbEdit, sid); !ok {
+			return r
+		}
+		p, err := h.proposal(ctx, sid, pid)
+		if err != nil {
+			return errorReply(err)
+		}
+		return Reply{Form: &Form{ActionID: in.ActionID, Title: fmt.Sprintf("Edit proposal %d", p.Seq), Inputs: []Input{{ID: FieldPatch, Label: "Changed values, one term=value per line", Multiline: true,
+			Value: PatchText(p.Patch, h.cfg.Space), Hint: fmt.Sprintf("add or remove lines; at most %d; term=0 switches a term off", h.cfg.Space.MaxChanges)}}}}
+	case verb == ButtonEdit:
+		edits, err := ParseAssignments(in.Values[FieldPatch], h.cfg.Space, false)
+		if err != nil {
+			return errorReply(err)
+		}
+		if r, ok := h.refuse(ctx, in, VerbEdit, sid); !ok {
+			return r
+		}
+		s, err := h.session(ctx, sid, false)
+		if err != nil {
+			return errorReply(err)
+		}
+		// The form holds the complete patch, so the edits apply to an empty one.
+		return h.decide(ctx, s, pid, Command{Verb: VerbEdit, Edits: edits}, in.User, true, log)
+	}
+	return Reply{Private: true, Text: "unknown action"}
+}
+
+// refuse checks the allow-list for v; a refusal is audited and answered privately.
+func (h *Handler) refuse(ctx context.Context, in Interaction, v Verb, sid string) (Reply, bool) {
+	p := permissionOf(v)
+	if p == "" || h.cfg.Allow.Allows(in.Platform, in.User.ID, in.Roles, p) {
+		return Reply{}, true
+	}
+	h.audit(ctx, session.AuditEntry{SessionID: sid, Kind: "refused", Actor: in.User,
+		Detail: map[string]any{"command": string(v), "permission": string(p), "roles": in.Roles}})
+	return Reply{Private: true, Text: fmt.Sprintf("you are not allowed to %s sessions here (%s needs the %q permission on %s); ask a tunebot operator", verbPhrase(v), v, p, in.Platform)}, false
+}
+
+func verbPhrase(v Verb) string {
+	switch v {
+	case VerbApprove, VerbReject, VerbEdit:
+		return "decide proposals in"
+	}
+	return string(v)
+}
+
+func (h *Handler) audit(ctx context.Context, e session.AuditEntry) {
+	e.Time = time.Now().UTC()
+	if err := h.cfg.Store.Append(ctx, e); err != nil {
+		h.log.Error("writing audit entry", "kind", e.Kind, "err", err)
+	}
+}
+
+// run executes a parsed command for session sid ("" means the active or newest one) and
+// proposal pid ("" means the pending one).
+func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid string, log *slog.Logger) Reply {
+	if r, ok := h.refuse(ctx, in, cmd.Verb, sid); !ok {
+		return r
+	}
+	by := in.User
+	switch cmd.Verb {
+	case VerbHelp:
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "tunebot commands", Blocks: []Block{{Kind: BlockCode, Text: HelpText}}}}
+	case VerbStart:
+		st, err := cmd.Settings(h.cfg.Defaults)
+		if err != nil {
+			return errorReply(err)
+		}
+		s, err := h.cfg.Engine.Start(ctx, st, by)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		log.Info("session started from chat", "session", s.ID)
+		return Reply{Text: fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)}
+	case VerbPresets:
+		return h.presets(ctx)
+	case VerbExport:
+		p, err := h.cfg.Store.Preset(ctx, cmd.Preset)
+		if err != nil {
+			if errors.Is(err, session.ErrNotFound) {
+				return Reply{Private: true, Text: fmt.Sprintf("no preset named %q; /tune presets lists them", cmd.Preset)}
+			}
+			return h.engineError(err, log)
+		}
+		buf, err := json.MarshalIndent(p.Config, "", "  ")
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "preset " + p.Name, Blocks: []Block{
+			Text(fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, score %s vs baseline @ rung 0); the file --reward-config takes:", p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), Signed(p.Score))),
+			{Kind: BlockCode, Text: string(buf)}}}}
+	case VerbAgent:
+		if h.cfg.Agent == nil {
+			return Reply{Private: true, Text: "no advisor is configured (set DEEPSEEK_API_KEY); sessions can still run with fallback=true"}
+		}
+		msg, err := h.cfg.Agent(ctx)
+		if err != nil {
+			return Reply{Private: true, Text: "advisor connection test failed: " + userText(err)}
+		}
+		return Reply{Private: true, Text: "advisor connection works: " + msg}
+	}
+	s, err := h.session(ctx, sid, cmd.Verb == VerbStatus || cmd.Verb == VerbBest || cmd.Verb == VerbChart)
+	if err != nil {
+		return errorReply(err)
+	}
+	switch cmd.Verb {
+	case VerbStatus:
+		trials, err := h.cfg.Store.Trials(ctx, s.ID)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		c := RootCard(RootInput{Session: s, Trials: trials})
+		c.Ref = "" // a fresh message, not the root one
+		return Reply{Private: true, Card: &c}
+	case VerbBest:
+		if s.BestTrial < 0 {
+			return Reply{Private: true, Text: fmt.Sprintf("session %s has no eligible trial yet", session.Short(s.ID))}
+		}
+		line := fmt.Sprintf("session %s: best is %s (%s)", session.Short(s.ID), bestLine(s), ScoreNote)
+		if s.Preset != "" {
+			line += "; saved as preset " + s.Preset
+		}
+		return Reply{Private: true, Text: line}
+	case VerbChart:
+		return h.chart(ctx, s, cmd, log)
+	case VerbPause:
+		s, err = h.cfg.Engine.Pause(ctx, s.ID, by)
+	case VerbResume:
+		s, err = h.cfg.Engine.Resume(ctx, s.ID, by)
+	case VerbCancel:
+		s, err = h.cfg.Engine.Cancel(ctx, s.ID, by)
+	case VerbApprove, VerbReject, VerbEdit:
+		return h.decide(ctx, s, pid, cmd, by, false, log)
+	default:
+		return Reply{Private: true, Text: fmt.Sprintf("%s is not available here", cmd.Verb)}
+	}
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	return Reply{Text: fmt.Sprintf("session %s: %s", session.Short(s.ID), s.Message)}
+}
+
+// decide records a decision; for an edit, complete says the edits are the whole patch (the
+// edit form) rather than changes to the proposal's patch (a thread reply).
+func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd Command, by session.Actor, complete bool, log *slog.Logger) Reply {
+	req := session.DecideRequest{SessionID: s.ID, ProposalID: pid, Action: string(cmd.Verb), Feedback: cmd.Feedback, By: by}
+	if pid == "" {
+		// A thread reply names no proposal: it means the pending one, or else the newest, so
+		// that a late "approve" hears who decided it first.
+		if ps, err := h.cfg.Store.Proposals(ctx, s.ID); err == nil && len(ps) > 0 {
+			req.ProposalID = ps[len(ps)-1].ID
+			for _, p := range ps {
+				if p.State == session.ProposalPending {
+					req.ProposalID = p.ID
+				}
+			}
+			pid = req.ProposalID
+		}
+	}
+	if cmd.Verb == VerbEdit {
+		p, err := h.proposal(ctx, s.ID, pid)
+		if err != nil {
+			return errorReply(err)
+		}
+		if p.State != session.ProposalPending {
+			// Let the engine give the answer that names who decided first.
+			req.ProposalID = p.ID
+			req.Edit = &p.Patch
+		} else {
+			patch := ApplyEdits(p.Patch, cmd.Edits)
+			if complete {
+				patch = ApplyEdits(session.Patch{Weights: map[string]float64{}, Params: map[string]float64{}}, cmd.Edits)
+			}
+			trials, err := h.cfg.Store.Trials(ctx, s.ID)
+			if err != nil {
+				return h.engineError(err, log)
+			}
+			var tried []session.Tried
+			for _, t := range trials {
+				if t.Rung == 0 {
+					tried = append(tried, session.Tried{Label: fmt.Sprintf("trial %d", t.Number), Config: t.RewardConfig})
+				}
+			}
+			// Validated here first so a bad edit is refused with every problem before the
+			// engine is asked; the engine checks again in its own transaction.
+			if _, err := h.cfg.Space.Validate(p.Base, patch, tried); err != nil {
+				return errorReply(err)
+			}
+			req.ProposalID, req.Edit = p.ID, &patch
+		}
+	}
+	p, err := h.cfg.Engine.Decide(ctx, req)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	return Reply{Text: fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(p), by)}
+}
+
+// session finds the session an interaction is about: the thread's, else the active one,
+// else (for reading) the newest.
+func (h *Handler) session(ctx context.Context, id string, newestOK bool) (session.Session, error) {
+	if id != "" {
+		s, err := h.cfg.Store.Session(ctx, id)
+		if errors.Is(err, session.ErrNotFound) {
+			return s, session.Userf(err, "session %s does not exist", truncate(id, 20))
+		}
+		return s, err
+	}
+	all, err := h.cfg.Store.Sessions(ctx)
+	if err != nil {
+		return session.Session{}, fmt.Errorf("listing sessions: %w", err)
+	}
+	for _, s := range all {
+		if s.State.Active() {
+			return s, nil
+		}
+	}
+	if newestOK && len(all) > 0 {
+		return all[0], nil
+	}
+	return session.Session{}, session.Userf(session.ErrNotFound, "no session is active; /tune start begins one")
+}
+
+// proposal returns proposal pid of session sid, or its newest pending one.
+func (h *Handler) proposal(ctx context.Context, sid, pid string) (session.Proposal, error) {
+	ps, err := h.cfg.Store.Proposals(ctx, sid)
+	if err != nil {
+		return session.Proposal{}, fmt.Errorf("listing proposals: %w", err)
+	}
+	var found *session.Proposal
+	for i := range ps {
+		if pid != "" && ps[i].ID == pid || pid == "" && ps[i].State == session.ProposalPending {
+			found = &ps[i]
+		}
+	}
+	if found == nil {
+		if pid != "" {
+			return session.Proposal{}, session.Userf(session.ErrNotFound, "proposal %s does not exist", truncate(pid, 30))
+		}
+		return session.Proposal{}, session.Userf(session.ErrNotFound, "session %s has no proposal waiting for a decision", session.Short(sid))
+	}
+	return *found, nil
+}
+
+func (h *Handler) presets(ctx context.Context) Reply {
+	ps, err := h.cfg.Store.Presets(ctx)
+	if err != nil {
+		return h.engineError(err, h.log)
+	}
+	if len(ps) == 0 {
+		return Reply{Private: true, Text: "no presets yet: a session saves its best configuration as one when it succeeds"}
+	}
+	t := &Table{Caption: "presets", Columns: []string{"name", "task", "score", "trial", "created"}, Align: []string{"", "", "r", "", ""}}
+	for _, p := range ps {
+		t.Rows = append(t.Rows, []string{p.Name, p.Task, fmt.Sprintf("%s ± %.3f", Signed(p.Score), p.ScoreStd), p.Trial.String(), p.CreatedAt.UTC().Format("2006-01-02 15:04")})
+	}
+	return Reply{Private: true, Card: &Card{Kind: "notice", Title: "presets", Blocks: []Block{{Kind: BlockTable, Table: t}, Text(ScoreNote + "; presets from different sessions have different baselines.")}}}
+}
+
+func (h *Handler) chart(ctx context.Context, s session.Session, cmd Command, log *slog.Logger) Reply {
+	if h.cfg.Charts == nil {
+		return Reply{Private: true, Text: "charts are not available in this tunebot"}
+	}
+	trials, err := h.cfg.Store.Trials(ctx, s.ID)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	var t *session.Trial
+	for i := range trials {
+		if trials[i].Number == cmd.Trial && (cmd.Rung < 0 || trials[i].Rung == cmd.Rung) {
+			t = &trials[i] // ordered by number then rung: the last match is the highest rung
+		}
+	}
+	if t == nil {
+		return Reply{Private: true, Text: fmt.Sprintf("session %s has no trial %d%s", session.Short(s.ID), cmd.Trial, rungSuffix(cmd.Rung))}
+	}
+	atts, err := h.cfg.Charts(ctx, s, *t, cmd.Tags)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	c := Card{Kind: "notice", Session: s.ID, Title: fmt.Sprintf("charts of trial %d @ rung %d", t.Number, t.Rung),
+		Blocks: []Block{{Kind: BlockAttachments, Attachments: atts}}}
+	return Reply{Private: true, Card: &c}
+}
+
+func rungSuffix(r int) string {
+	if r < 0 {
+		return ""
+	}
+	return fmt.Sprintf(" @ rung %d", r)
+}
+
+// engineError turns an error into a reply: user errors verbatim, anything else a generic
+// line (the detail goes to the log, not to chat).
+func (h *Handler) engineError(err error, log *slog.Logger) Reply {
+	var ue *session.UserError
+	var ie *session.InvalidError
+	if errors.As(err, &ue) || errors.As(err, &ie) {
+		return errorReply(err)
+	}
+	log.Error("handling interaction", "err", err)
+	return Reply{Private: true, Text: "that failed inside tunebot; the details are in its log"}
+}
+
+func errorReply(err error) Reply {
+	return Reply{Private: true, Text: userText(err)}
+}
+
+// userText is the message a person sees for err: an InvalidError lists every problem.
+func userText(err error) string {
+	var ie *session.InvalidError
+	if errors.As(err, &ie) {
+		return ie.What + ":\n• " + strings.Join(ie.Problems, "\n• ")
+	}
+	var ue *session.UserError
+	if errors.As(err, &ue) {
+		return ue.Msg
+	}
+	return err.Error()
+}
