@@ -107,21 +107,23 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 		return cfg, fmt.Errorf("reading config %s: %w", path, err)
 	}
+	// ${NAME} is expanded in values only, after parsing, so a comment or a key never is.
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
+	}
 	var missing []string
-	expanded := envRef.ReplaceAllStringFunc(string(raw), func(m string) string {
-		name := envRef.FindStringSubmatch(m)[1]
-		v := getenv(name)
-		if v == "" {
-			missing = append(missing, name)
-		}
-		return v
-	})
+	expandNode(&root, getenv, &missing)
 	if len(missing) > 0 {
 		return cfg, fmt.Errorf("config %s: environment variable(s) %s not set", path, strings.Join(missing, ", "))
 	}
+	expanded, err := yaml.Marshal(&root)
+	if err != nil {
+		return cfg, fmt.Errorf("config %s: %w", path, err)
+	}
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
-	dec := yaml.NewDecoder(bytes.NewReader([]byte(expanded)))
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
 		return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
@@ -133,6 +135,22 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		cfg.DataDir = filepath.Join(filepath.Dir(path), cfg.DataDir)
 	}
 	return cfg, cfg.validate()
+}
+
+func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string) {
+	if n.Kind == yaml.ScalarNode {
+		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
+			name := envRef.FindStringSubmatch(m)[1]
+			v := getenv(name)
+			if v == "" {
+				*missing = append(*missing, name)
+			}
+			return v
+		})
+	}
+	for _, c := range n.Content {
+		expandNode(c, getenv, missing)
+	}
 }
 
 func yamlMessage(err error) string {
