@@ -294,6 +294,9 @@ type jobOutcome struct {
 // start, and otherwise the outcome (a failure reason for a non-zero exit or a timeout).
 // When it returns, no process of the job's group is left alive.
 func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
+	if err := ctx.Err(); err != nil {
+		return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, err)
+	}
 	release, err := r.lease.Acquire(ctx, s.gpus)
 	if err != nil {
 		return jobOutcome{}, fmt.Errorf("%s job: %w", s.kind, err)
