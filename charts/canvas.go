@@ -6,6 +6,7 @@ import (
 	"image/draw"
 	"math"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/golang/freetype/truetype"
@@ -70,7 +71,7 @@ func newCanvas(w, h int) (*canvas, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the renderer: %w", err)
 	}
-	font, err := chart.GetDefaultFont()
+	font, err := defaultFont()
 	if err != nil {
 		return nil, fmt.Errorf("loading the default font: %w", err)
 	}
@@ -89,6 +90,10 @@ func newCanvas(w, h int) (*canvas, error) {
 	c.rect(0, 0, w, h, colBackground)
 	return c, nil
 }
+
+// defaultFont parses go-chart's embedded Roboto once. go-chart's own lazy load reads its
+// cache outside the lock, which races when reports render on several goroutines.
+var defaultFont = sync.OnceValues(chart.GetDefaultFont)
 
 // rgbaCollector receives the renderer's image instead of a PNG so we can encode it ourselves
 // at the fastest compression level (a report renders several images).

@@ -222,10 +222,14 @@ func smallMultiples(meta Meta, title, unit, prefix string, tags []string, trial,
 		return nil, err
 	}
 	y := c.header(title, meta.subtitle()+" · y: "+unit+", x: iteration")
-	y = c.legend([]legendItem{
-		{label: fmt.Sprintf("trial %d", meta.Trial.Number), col: colTrial, width: 6},
-		{label: "baseline", col: colBaseline, width: 4},
-	}, margin, y, c.w-2*margin)
+	items := []legendItem{{label: fmt.Sprintf("trial %d", meta.Trial.Number), col: colTrial, width: 6}}
+	for _, tag := range tags {
+		if len(baseline[tag]) > 0 { // the baseline's own report has nothing to compare with
+			items = append(items, legendItem{label: "baseline", col: colBaseline, width: 4})
+			break
+		}
+	}
+	y = c.legend(items, margin, y, c.w-2*margin)
 	area := image.Rect(margin, y+6, c.w-margin, c.h-margin/2)
 	if len(tags) == 0 {
 		c.message(area.Min.X, area.Min.Y, area.Max.X, area.Max.Y, "no data yet", "no "+strings.TrimSuffix(prefix, "/")+" curves were logged")
