@@ -245,7 +245,7 @@ func smallMultiples(meta Meta, title, unit, prefix string, tags []string, trial,
 		if cols > 2 {
 			ts = sizeTick - 3
 		}
-		c.plot(image.Rect(x0, y0+sizePanel+12, x0+cw-22, y0+ch-10), plotOpts{tickSize: ts, yTicks: 4}, []series{
+		c.plot(image.Rect(x0, y0+sizePanel+12, x0+cw-22, y0+ch-10), plotOpts{tickSize: ts, yTicks: 5}, []series{
 			{pts: trial[tag], col: colTrial, width: 6, smooth: true},
 			{pts: baseline[tag], col: colBaseline, width: 4, smooth: true},
 		})
