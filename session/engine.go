@@ -225,6 +225,9 @@ func (e *Engine) Resume(ctx context.Context, id string, by Actor) (Session, erro
 		from = s.State
 		switch {
 		case s.State == StatePaused, s.State == StateInterrupted:
+			if strings.HasPrefix(s.Reason, budgetReason) {
+				s.BudgetWaived = true
+			}
 			s.State, s.Reason = StateRunning, ""
 			s.Message = "resumed by " + by.String()
 		case s.PauseAsked:
@@ -701,3 +704,26 @@ func sortByScore(ts []Trial) {
 }
 
 func joinLines(s []string) string { return strings.Join(s, "; ") }
+
+// AuditKindAdvisorCall is the audit kind of one call to the advisor's API; its detail has
+// "usage" with "total_tokens".
+const AuditKindAdvisorCall = "advisor_call"
+
+// AdvisorTokens sums the tokens of the advisor calls among entries.
+func AdvisorTokens(entries []AuditEntry) int {
+	total := 0
+	for _, e := range entries {
+		if e.Kind != AuditKindAdvisorCall {
+			continue
+		}
+		if u, ok := e.Detail["usage"].(map[string]any); ok {
+			switch v := u["total_tokens"].(type) {
+			case float64:
+				total += int(v)
+			case int:
+				total += v
+			}
+		}
+	}
+	return total
+}

@@ -80,6 +80,10 @@ func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, e
 		return false, nil
 	}
 
+	if paused, err := e.checkBudget(ctx, s); paused || err != nil {
+		return false, err
+	}
+
 	// 1. A trial left unfinished (pause between jobs, crash, cancel) is finished first.
 	for _, t := range n.trials {
 		if t.State.Terminal() {
@@ -143,6 +147,40 @@ func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, e
 
 	// 6. The best eligible trial of the highest rung becomes a preset.
 	return false, e.finish(ctx, n)
+}
+
+const budgetReason = "budget reached:"
+
+// checkBudget pauses the session when it has used its GPU-hour or advisor-token cap, unless
+// a person already chose to go on past it.
+func (e *Engine) checkBudget(ctx context.Context, s Session) (bool, error) {
+	st := s.Settings
+	if s.BudgetWaived || (st.BudgetGPUHours == 0 && st.BudgetTokens == 0) {
+		return false, nil
+	}
+	var why string
+	if hours := s.GPUSeconds / 3600; st.BudgetGPUHours > 0 && hours >= st.BudgetGPUHours {
+		why = fmt.Sprintf("%s %.2f of %.2f GPU hours used", budgetReason, hours, st.BudgetGPUHours)
+	}
+	if why == "" && st.BudgetTokens > 0 {
+		entries, err := e.cfg.Store.Audit(ctx, s.ID)
+		if err != nil {
+			return false, fmt.Errorf("reading the audit log: %w", err)
+		}
+		if used := AdvisorTokens(entries); used >= st.BudgetTokens {
+			why = fmt.Sprintf("%s %d of %d advisor tokens used", budgetReason, used, st.BudgetTokens)
+		}
+	}
+	if why == "" {
+		return false, nil
+	}
+	s2, err := e.setState(ctx, s.ID, StatePaused, "paused: "+why+"; resume to go on past the budget, or cancel", func(x *Session) { x.Reason = why })
+	if err != nil {
+		return false, err
+	}
+	e.audit(ctx, s.ID, "budget_reached", System, map[string]any{"reason": why})
+	e.notify(Event{Kind: EventSessionUpdated, Session: s2, Text: fmt.Sprintf("session %s paused: %s. Resume to go on past it, or cancel.", short(s.ID), why)})
+	return true, nil
 }
 
 // noImprovement counts the rung-0 trials since the last one that beat the best score by

@@ -90,9 +90,12 @@ type Session struct {
 	NoImprove  int          `json:"no_improve"`
 	Preset     string       `json:"preset,omitempty"`
 	GPUSeconds float64      `json:"gpu_seconds"`
-	CreatedAt  time.Time    `json:"created_at"`
-	UpdatedAt  time.Time    `json:"updated_at"`
-	EndedAt    time.Time    `json:"ended_at,omitzero"`
+	// BudgetWaived is set when a person resumes a session that a budget paused: it runs on
+	// to its end without asking again.
+	BudgetWaived bool      `json:"budget_waived,omitempty"`
+	CreatedAt    time.Time `json:"created_at"`
+	UpdatedAt    time.Time `json:"updated_at"`
+	EndedAt      time.Time `json:"ended_at,omitzero"`
 }
 
 // Proc identifies a trainer process group, recorded at launch so that one left running by a

@@ -35,7 +35,11 @@ type Settings struct {
 	EvalSeeds      []int            `json:"eval_seeds" yaml:"eval_seeds"`
 	FinalEvalSeeds []int            `json:"final_eval_seeds" yaml:"final_eval_seeds"`
 	Preset         string           `json:"preset,omitempty" yaml:"preset"`
-	Tasks          []string         `json:"-" yaml:"tasks"` // tasks this installation accepts
+	// BudgetGPUHours and BudgetTokens cap a session's GPU time and advisor tokens (0 = no
+	// cap); reaching one pauses the session and asks in its thread.
+	BudgetGPUHours float64  `json:"budget_gpu_hours,omitempty" yaml:"budget_gpu_hours"`
+	BudgetTokens   int      `json:"budget_tokens,omitempty" yaml:"budget_tokens"`
+	Tasks          []string `json:"-" yaml:"tasks"` // tasks this installation accepts
 }
 
 // DefaultSettings returns the defaults of DESIGN.md §1.
@@ -153,6 +157,12 @@ func (s Settings) Validate() error {
 				bad(f.name, "%d is outside 0–2147483647", v)
 			}
 		}
+	}
+	if !finite(s.BudgetGPUHours) || s.BudgetGPUHours < 0 {
+		bad("budget_gpu_hours", "%g must be 0 (no cap) or a positive number of hours", s.BudgetGPUHours)
+	}
+	if s.BudgetTokens < 0 {
+		bad("budget_tokens", "%d must be 0 (no cap) or a positive number of tokens", s.BudgetTokens)
 	}
 	if s.Preset != "" && !runNameRE.MatchString(s.Preset) {
 		bad("preset", "%q is not a preset name", s.Preset)
