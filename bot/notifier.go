@@ -1,0 +1,282 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"tunebot/session"
+	"tunebot/store"
+)
+
+// Records is what rendering reads of the store; session.Store (and *store.DB) implement it.
+type Records interface {
+	Trials(ctx context.Context, sessionID string) ([]session.Trial, error)
+}
+
+// Renderer turns engine events into cards. It reads the store and renders charts, so it
+// runs on a notifier's own goroutine, never on the engine's path.
+type Renderer struct {
+	Records Records
+	Space   *session.Space
+	Charts  ChartFunc // nil: trial reports carry no charts
+	// Mentions lists, per platform, the user IDs to mention besides the session's owner
+	// when a trial finishes, a decision waits or the session ends.
+	Mentions map[string][]string
+	Logger   *slog.Logger
+}
+
+// Rendered is the cards of one event.
+type Rendered struct {
+	Root   Card   // the session's root card, always
+	Thread []Card // cards for the session's thread, in order
+}
+
+// Render renders e for platform. Chart rendering failures are logged and the report goes
+// out without charts: a chart must never hold back a decision.
+func (r *Renderer) Render(ctx context.Context, e session.Event, platform string) Rendered {
+	s := e.Session
+	trials, err := r.Records.Trials(ctx, s.ID)
+	if err != nil {
+		r.logger().Error("reading trials for a card", "session", s.ID, "err", err)
+	}
+	var cur *session.Trial
+	if e.Trial != nil && (e.Kind == session.EventTrialProgress || e.Kind == session.EventTrialStarted) {
+		cur = e.Trial
+	}
+	out := Rendered{Root: RootCard(RootInput{Session: s, Trials: trials, Current: cur})}
+	mentions := r.mentions(s, platform)
+	switch e.Kind {
+	case session.EventTrialFinished:
+		if e.Trial == nil {
+			break
+		}
+		t := *e.Trial
+		in := TrialInput{Session: s, Trial: t, Space: r.Space, Mentions: mentions}
+		if t.Parent != nil {
+			for i := range trials {
+				if trials[i].Ref() == *t.Parent {
+					in.Parent = &trials[i]
+				}
+			}
+		}
+		in.Attachments = r.charts(ctx, s, t)
+		out.Thread = append(out.Thread, TrialCard(in))
+	case session.EventProposalReady, session.EventDecision:
+		if e.Proposal != nil {
+			var m []string
+			if e.Kind == session.EventProposalReady {
+				m = mentions
+			}
+			out.Thread = append(out.Thread, ProposalCard(*e.Proposal, r.Space, m))
+		}
+	case session.EventSessionFinished:
+		out.Thread = append(out.Thread, SummaryCard(SummaryInput{Session: s, Trials: trials, Mentions: mentions}))
+	case session.EventSessionUpdated:
+		if e.Text != "" {
+			out.Thread = append(out.Thread, NoticeCard(s.ID, fmt.Sprintf("s/%s/notice/%d", s.ID, e.Time.UnixNano()), e.Text, nil))
+		}
+	}
+	return out
+}
+
+func (r *Renderer) charts(ctx context.Context, s session.Session, t session.Trial) (atts []Attachment) {
+	if r.Charts == nil {
+		return nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			r.logger().Error("chart rendering panicked", "session", s.ID, "trial", t.Number, "panic", p, "stack", string(debug.Stack()))
+			atts = nil
+		}
+	}()
+	atts, err := r.Charts(ctx, s, t, nil)
+	if err != nil {
+		r.logger().Error("rendering charts", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", err)
+		return nil
+	}
+	return atts
+}
+
+func (r *Renderer) mentions(s session.Session, platform string) []string {
+	var out []string
+	seen := map[string]bool{}
+	if s.Owner.Platform == platform && s.Owner.ID != "" {
+		out, seen[s.Owner.ID] = append(out, s.Owner.ID), true
+	}
+	for _, id := range r.Mentions[platform] {
+		if !seen[id] {
+			out, seen[id] = append(out, id), true
+		}
+	}
+	return out
+}
+
+func (r *Renderer) logger() *slog.Logger {
+	if r.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Logger
+}
+
+// NotifierConfig wires a Notifier.
+type NotifierConfig struct {
+	Queue    Queue
+	Renderer *Renderer
+	// Platforms receive every card (chat); Push platforms ("ntfy", "webhook") receive only
+	// what a phone should hear: finished trials, waiting decisions, ended sessions.
+	Platforms []string
+	Push      []string
+	// Expire is how long an undelivered item is kept (default 24 h).
+	Expire time.Duration
+	// Wake is called after items for platform were enqueued (a dispatcher's Wake); may be nil.
+	Wake func(platform string)
+	// Buffer is how many events may wait for rendering (default 256).
+	Buffer int
+	Logger *slog.Logger
+}
+
+// Notifier is the engine's session.Notifier for chat: Notify only queues the event; Run
+// renders cards (charts included) and enqueues them in the persisted outbox, one item per
+// platform, in the session's thread.
+type Notifier struct {
+	cfg     NotifierConfig
+	log     *slog.Logger
+	events  chan session.Event
+	dropped atomic.Int64
+}
+
+var _ session.Notifier = (*Notifier)(nil)
+
+// NewNotifier returns a notifier; call Run to process events.
+func NewNotifier(cfg NotifierConfig) *Notifier {
+	if cfg.Expire <= 0 {
+		cfg.Expire = 24 * time.Hour
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 256
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Notifier{cfg: cfg, log: cfg.Logger, events: make(chan session.Event, cfg.Buffer)}
+}
+
+// Notify queues e without blocking. When the queue is full the event is dropped and
+// counted: progress comes again in seconds, and the root card shows the latest state.
+func (n *Notifier) Notify(ctx context.Context, e session.Event) {
+	select {
+	case n.events <- e:
+	default:
+		n.dropped.Add(1)
+		if e.Kind != session.EventTrialProgress {
+			n.log.Warn("chat notification queue full; event dropped", "kind", e.Kind, "session", e.Session.ID)
+		}
+	}
+}
+
+// Dropped counts events and items dropped because a queue or the outbox was full.
+func (n *Notifier) Dropped() int64 { return n.dropped.Load() }
+
+// Run processes events until ctx is done, then renders what is still queued within a
+// short bound so a shutdown keeps the last cards.
+func (n *Notifier) Run(ctx context.Context) error {
+	for {
+		select {
+		case e := <-n.events:
+			n.process(ctx, e)
+		case <-ctx.Done():
+			drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			for {
+				select {
+				case e := <-n.events:
+					n.process(drain, e)
+				default:
+					return nil
+				}
+			}
+		}
+	}
+}
+
+func (n *Notifier) process(ctx context.Context, e session.Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			n.log.Error("rendering a chat notification panicked", "kind", e.Kind, "panic", p, "stack", string(debug.Stack()))
+		}
+	}()
+	if ctx.Err() != nil {
+		return
+	}
+	now := time.Now()
+	// Charts are rendered once per event, whatever the number of platforms.
+	rr := *n.cfg.Renderer
+	rr.Charts = nil
+	if e.Kind == session.EventTrialFinished && e.Trial != nil {
+		atts := n.cfg.Renderer.charts(ctx, e.Session, *e.Trial)
+		rr.Charts = func(context.Context, session.Session, session.Trial, []string) ([]Attachment, error) {
+			return atts, nil
+		}
+	}
+	render := func(platform string) Rendered { return rr.Render(ctx, e, platform) }
+	for _, p := range n.cfg.Platforms {
+		r := render(p)
+		n.enqueue(ctx, p, e, r.Root, r.Root.Ref, now)
+		for _, c := range r.Thread {
+			key := ""
+			if c.Kind == "proposal" || c.Kind == "root" {
+				key = c.Ref // edited in place: a newer state replaces an undelivered older one
+			}
+			n.enqueue(ctx, p, e, c, key, now)
+		}
+		n.wake(p)
+	}
+	if !pushWorthy(e.Kind) {
+		return
+	}
+	for _, p := range n.cfg.Push {
+		for _, c := range render(p).Thread {
+			c.Blocks = withoutAttachments(c.Blocks) // a phone notification carries text
+			n.enqueue(ctx, p, e, c, "", now)
+		}
+		n.wake(p)
+	}
+}
+
+func pushWorthy(k session.EventKind) bool {
+	return k == session.EventTrialFinished || k == session.EventProposalReady || k == session.EventSessionFinished
+}
+
+func withoutAttachments(bs []Block) []Block {
+	out := make([]Block, 0, len(bs))
+	for _, b := range bs {
+		if b.Kind != BlockAttachments && b.Kind != BlockActions {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (n *Notifier) enqueue(ctx context.Context, platform string, e session.Event, c Card, key string, now time.Time) {
+	body, err := EncodeMessage(Message{Event: e.Kind, Session: e.Session.ID, Text: e.Text, Card: c})
+	if err != nil {
+		n.log.Error("encoding a chat message", "err", err)
+		return
+	}
+	_, err = n.cfg.Queue.Enqueue(ctx, store.OutboxItem{Platform: platform, Thread: e.Session.ID, Key: key, Kind: c.Kind,
+		Body: body, Expires: now.Add(n.cfg.Expire), CreatedAt: now.UTC()})
+	if err != nil {
+		n.dropped.Add(1)
+		n.log.Error("queueing a chat delivery; dropped", "platform", platform, "session", e.Session.ID, "card", c.Kind, "err", err)
+	}
+}
+
+func (n *Notifier) wake(platform string) {
+	if n.cfg.Wake != nil {
+		n.cfg.Wake(platform)
+	}
+}
