@@ -1,0 +1,142 @@
+package notify_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tunebot/bot"
+	"tunebot/bot/notify"
+	"tunebot/session"
+	"tunebot/store"
+)
+
+type request struct {
+	path   string
+	header http.Header
+	body   string
+}
+
+// server answers with statuses in turn (200 once they run out) and records each request.
+func server(t *testing.T, statuses ...int) (*httptest.Server, func() []request) {
+	var mu sync.Mutex
+	var got []request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, request{r.URL.Path, r.Header.Clone(), string(b)})
+		if len(statuses) > 0 {
+			st := statuses[0]
+			statuses = statuses[1:]
+			if st == http.StatusTooManyRequests {
+				w.Header().Set("Retry-After", "3")
+			}
+			http.Error(w, "nope", st)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() []request { mu.Lock(); defer mu.Unlock(); return append([]request(nil), got...) }
+}
+
+func delivery() bot.Delivery {
+	return bot.Delivery{ID: 1, Thread: "s1", Message: bot.Message{Event: session.EventProposalReady, Session: "s1",
+		Card: bot.Card{Title: "proposal 3 für trial 4", Urgent: true, Mentions: []string{"phone"}, Blocks: []bot.Block{bot.Text("approve?")}}}}
+}
+
+func TestNtfyDeliver(t *testing.T) {
+	for _, tc := range []struct {
+		status    int
+		permanent bool
+		retryIn   time.Duration
+		ok        bool
+	}{
+		{200, false, 0, true},
+		{429, false, 3 * time.Second, false},
+		{503, false, 0, false},
+		{403, true, 0, false},
+	} {
+		srv, got := server(t, tc.status)
+		env := map[string]string{"NTFY_TOKEN": "tk_secret"}
+		n, err := notify.NewNtfy(srv.URL, "tunebot-alerts", func(k string) string { return env[k] }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = n.Deliver(context.Background(), delivery())
+		var perm *bot.PermanentError
+		var ra *bot.RetryAfterError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("%d: %v", tc.status, err)
+		case tc.permanent && !errors.As(err, &perm):
+			t.Errorf("%d: %v is not permanent", tc.status, err)
+		case tc.retryIn > 0 && (!errors.As(err, &ra) || ra.After != tc.retryIn):
+			t.Errorf("%d: %v does not ask to retry in %s", tc.status, err, tc.retryIn)
+		case !tc.ok && err == nil:
+			t.Errorf("%d accepted", tc.status)
+		}
+		r := got()[0]
+		if r.path != "/tunebot-alerts" || r.header.Get("Authorization") != "Bearer tk_secret" || r.header.Get("Priority") != "high" ||
+			!strings.Contains(r.header.Get("Tags"), "raising_hand") || !strings.Contains(r.body, "approve?") {
+			t.Errorf("request %+v", r)
+		}
+		if title := r.header.Get("Title"); !strings.HasPrefix(title, "=?utf-8?q?") {
+			t.Errorf("non-ASCII title not encoded: %q", title)
+		}
+	}
+	if _, err := notify.NewNtfy("ftp://x", "t", func(string) string { return "" }, nil); err == nil {
+		t.Error("accepted an ftp server")
+	}
+	if _, err := notify.NewNtfy("https://ntfy.sh", "a/b", func(string) string { return "" }, nil); err == nil {
+		t.Error("accepted a topic with a slash")
+	}
+}
+
+func TestWebhookThroughTheOutbox(t *testing.T) {
+	srv, got := server(t, 503, 500, 429)
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	w, err := notify.NewWebhook(srv.URL+"/hook?key=secret", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := delivery()
+	body, _ := bot.EncodeMessage(d.Message)
+	if _, err := db.Enqueue(context.Background(), store.OutboxItem{Platform: notify.PlatformWebhook, Thread: "s1", Kind: "proposal", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	disp := bot.NewDispatcher(db, notify.PlatformWebhook, w, bot.DispatcherOptions{Poll: time.Millisecond, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, MaxRetryAt: time.Millisecond}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- disp.Run(ctx) }()
+	for disp.Stats().Delivered == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	reqs := got()
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 3 failures and 1 delivery", len(reqs))
+	}
+	var p notify.Payload
+	if err := json.Unmarshal([]byte(reqs[3].body), &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Event != session.EventProposalReady || p.Session != "s1" || !p.Urgent || p.Mentions[0] != "phone" || !strings.Contains(p.Text, "approve?") {
+		t.Errorf("payload %+v", p)
+	}
+	if n, _ := db.OutboxDepth(context.Background()); n != 0 {
+		t.Errorf("%d items left", n)
+	}
+}
