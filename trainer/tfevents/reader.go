@@ -53,7 +53,7 @@ type Scalar struct {
 type Reader struct {
 	mu      sync.Mutex
 	offsets map[string]int64
-	buf     []byte
+	bufs    [3][]byte         // read buffers, passed between the two stages of scanFrom
 	tags    map[string]string // interned tags for ScanFile
 }
 
@@ -68,17 +68,77 @@ func (r *Reader) Offset(path string) int64 {
 // per tag in file order (repeated steps are kept). On a *CorruptError it also returns the
 // points decoded before the bad record.
 func (r *Reader) ReadFile(path string) (map[string][]session.Point, error) {
-	out := map[string][]session.Point{}
+	byTag := map[string]*series{}
+	var prev *series
 	err := r.scan(path, func(tag []byte, step int64, _ float64, value float64) {
-		// out[string(tag)] does not allocate; only a tag's first point copies the key.
-		pts, ok := out[string(tag)]
-		if !ok {
-			out[string(tag)] = append(make([]session.Point, 0, 64), session.Point{Step: step, Value: value})
-			return
+		// Writers log the same tags in the same order every step, so each series
+		// remembers which one followed it last time: a byte comparison then usually
+		// replaces the map lookup (which, with a string(bytes) key, does not allocate).
+		var s *series
+		if prev != nil && prev.next != nil && prev.next.name == string(tag) {
+			s = prev.next
+		} else {
+			s = byTag[string(tag)]
+			if s == nil {
+				s = &series{name: string(tag)}
+				byTag[s.name] = s
+			}
+			if prev != nil {
+				prev.next = s
+			}
 		}
-		out[string(tag)] = append(pts, session.Point{Step: step, Value: value})
+		prev = s
+		s.add(session.Point{Step: step, Value: value})
 	})
+	out := make(map[string][]session.Point, len(byTag))
+	for tag, s := range byTag {
+		out[tag] = s.points()
+	}
 	return out, err
+}
+
+// blockLen is the number of points in one block of a series being collected.
+const blockLen = 2048
+
+// blocks recycles the blocks series collect points in, so that a read allocates little
+// more than the exact-size slices it returns.
+var blocks = sync.Pool{New: func() any { return new([blockLen]session.Point) }}
+
+// series collects one tag's points in pooled blocks.
+type series struct {
+	name  string
+	next  *series // the series that followed this one last time
+	full  []*[blockLen]session.Point
+	cur   *[blockLen]session.Point
+	n     int // points in cur
+	total int
+}
+
+func (s *series) add(p session.Point) {
+	if s.cur == nil || s.n == blockLen {
+		if s.cur != nil {
+			s.full = append(s.full, s.cur)
+		}
+		s.cur, s.n = blocks.Get().(*[blockLen]session.Point), 0
+	}
+	s.cur[s.n] = p
+	s.n++
+	s.total++
+}
+
+// points returns the collected points in one slice and gives the blocks back.
+func (s *series) points() []session.Point {
+	out := make([]session.Point, 0, s.total)
+	for _, b := range s.full {
+		out = append(out, b[:]...)
+		blocks.Put(b)
+	}
+	if s.cur != nil {
+		out = append(out, s.cur[:s.n]...)
+		blocks.Put(s.cur)
+	}
+	s.full, s.cur = nil, nil
+	return out
 }
 
 // ScanFile calls fn for each scalar of path that is new since the last read of path, in
@@ -115,7 +175,11 @@ func (r *Reader) readFiles(files []string) (map[string][]session.Point, error) {
 			errs = append(errs, err)
 		}
 		for tag, p := range pts {
-			out[tag] = append(out[tag], p...)
+			if prev, ok := out[tag]; ok {
+				out[tag] = append(prev, p...)
+			} else {
+				out[tag] = p
+			}
 		}
 	}
 	return out, errors.Join(errs...)
@@ -196,75 +260,206 @@ func (r *Reader) scan(path string, emit emitFunc) error {
 	if st.Size() < start {
 		return fmt.Errorf("reading events: %s shrank to %d bytes after %d were read", path, st.Size(), start)
 	}
-	// Size the buffer to the work: a Reader polling many small files stays small.
-	if want := min(max(st.Size()-start, minChunk), chunkSize); int64(len(r.buf)) < want {
-		r.buf = make([]byte, want)
+	// Size the buffers to the work: a Reader polling many small files stays small.
+	want := int(min(max(st.Size()-start, minChunk), chunkSize))
+	for i, b := range r.bufs {
+		if len(b) < want {
+			r.bufs[i] = make([]byte, want)
+		}
 	}
 	pos, err := r.scanFrom(f, path, start, emit)
 	r.offsets[path] = pos
 	return err
 }
 
-// scanFrom reads f from pos in big chunks, carrying a partial record over to the next chunk.
-// It returns the offset after the last complete, good record.
+// chunk is a buffer of file data whose first used bytes are complete records with good
+// CRCs. err, if set, is why the producer stopped right after them.
+type chunk struct {
+	buf  []byte
+	used int
+	err  error
+}
+
+// scanFrom reads f from pos and decodes its complete records, returning the offset after
+// the last good one. Two stages overlap on a big read: a producer goroutine reads chunks
+// and checks every record's CRCs, while this goroutine decodes the checked chunks. Each
+// stage costs about what a plain read of the bytes does, so running them in sequence could
+// not keep up with one. A record cut short at the end of the file is carried over to the
+// next chunk and finally left for the next call.
 func (r *Reader) scanFrom(f *os.File, path string, pos int64, emit emitFunc) (int64, error) {
-	n := 0 // bytes of r.buf holding file data from pos on
+	free := make(chan []byte, len(r.bufs))
+	for _, b := range r.bufs {
+		free <- b
+	}
+	full := make(chan chunk, len(r.bufs)-1)
+	stop := make(chan struct{})
+	go produceChunks(f, path, pos, free, full, stop)
+
+	var err error
+	for c := range full {
+		if err == nil {
+			used, derr := decodeRecords(c.buf[:c.used], emit)
+			pos += int64(used)
+			switch {
+			case derr != nil:
+				err = &CorruptError{Path: path, Offset: pos, Reason: derr.Error()}
+				close(stop)
+			case c.err != nil:
+				err = c.err
+			}
+		}
+		free <- c.buf // never blocks: free holds every buffer there is
+	}
+	// The producer has returned (it closed full); keep the buffers for the next call.
+	for i := range r.bufs {
+		select {
+		case r.bufs[i] = <-free:
+		default:
+			r.bufs[i] = nil // one the producer dropped when stopped early; reallocated next time
+		}
+	}
+	return pos, err
+}
+
+// produceChunks fills buffers from free with file data from pos on, checks the records in
+// them and sends them on full, carrying an incomplete last record over to the next buffer.
+// It closes full when it reaches the end of the file, meets a bad record or a read error,
+// or is stopped.
+func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full chan<- chunk, stop <-chan struct{}) {
+	defer close(full)
+	send := func(c chunk) bool {
+		select {
+		case full <- c:
+			return true
+		case <-stop:
+			return false
+		}
+	}
+	buf := <-free
+	n := 0 // bytes of buf holding file data from pos on
 	for {
-		m, rerr := f.ReadAt(r.buf[n:], pos+int64(n))
+		m, rerr := f.ReadAt(buf[n:], pos+int64(n))
 		n += m
 		if rerr != nil && rerr != io.EOF {
-			return pos, fmt.Errorf("reading events: %w", rerr)
+			send(chunk{buf: buf, err: fmt.Errorf("reading events: %w", rerr)})
+			return
 		}
-		used, need, err := scanRecords(r.buf[:n], emit)
+		used, need, err := checkRecords(buf[:n])
 		if err != nil {
-			return pos + int64(used), &CorruptError{Path: path, Offset: pos + int64(used), Reason: err.Error()}
+			send(chunk{buf: buf, used: used, err: &CorruptError{Path: path, Offset: pos + int64(used), Reason: err.Error()}})
+			return
 		}
-		copy(r.buf, r.buf[used:n])
+		if rerr == io.EOF || m == 0 {
+			send(chunk{buf: buf, used: used})
+			return
+		}
+		var next []byte
+		select {
+		case next = <-free:
+		case <-stop:
+			return
+		}
+		if need > len(next) {
+			// One record larger than a buffer: this buffer grows to hold it whole.
+			next = make([]byte, need+chunkSize)
+		}
+		copy(next, buf[used:n])
+		if !send(chunk{buf: buf, used: used}) {
+			return
+		}
 		n -= used
 		pos += int64(used)
-		if rerr == io.EOF || m == 0 {
-			return pos, nil
-		}
-		if need > len(r.buf) {
-			// One record larger than the buffer: grow to hold it whole.
-			nb := make([]byte, need+chunkSize)
-			copy(nb, r.buf[:n])
-			r.buf = nb
-		}
+		buf = next
 	}
 }
 
-// scanRecords decodes the complete records at the start of b. It returns the bytes used,
-// and, when it stops at an incomplete record, the total size that record needs.
-func scanRecords(b []byte, emit emitFunc) (used, need int, err error) {
+// checkRecords checks the CRCs of the complete records at the start of b. It returns the
+// bytes they span and, when it stops at an incomplete record, the size that record needs.
+func checkRecords(b []byte) (used, need int, err error) {
 	for {
 		rest := b[used:]
 		if len(rest) < headerSize {
 			return used, headerSize, nil
 		}
 		length := binary.LittleEndian.Uint64(rest)
-		if maskedCRC(rest[:8]) != binary.LittleEndian.Uint32(rest[8:12]) {
+		if mask(crc8(rest[:8])) != binary.LittleEndian.Uint32(rest[8:12]) {
 			return used, 0, errors.New("record length fails its CRC")
 		}
-		if length > math.MaxInt32 {
+		if length > math.MaxInt32-headerSize-footerSize {
 			return used, 0, fmt.Errorf("record length %d is implausible", length)
 		}
 		total := headerSize + int(length) + footerSize
 		if len(rest) < total {
 			return used, total, nil
 		}
-		data := rest[headerSize : headerSize+int(length)]
-		if maskedCRC(data) != binary.LittleEndian.Uint32(rest[headerSize+int(length):]) {
+		if maskedCRC(rest[headerSize:total-footerSize]) != binary.LittleEndian.Uint32(rest[total-footerSize:]) {
 			return used, 0, errors.New("record data fails its CRC")
-		}
-		if err := decodeEvent(data, emit); err != nil {
-			return used, 0, err
 		}
 		used += total
 	}
 }
 
+// decodeRecords decodes records that checkRecords has passed and emits their scalars. It
+// returns the bytes of the records decoded before any that does not decode.
+func decodeRecords(b []byte, emit emitFunc) (used int, err error) {
+	for used < len(b) {
+		total := headerSize + int(binary.LittleEndian.Uint64(b[used:])) + footerSize
+		data := b[used+headerSize : used+total-footerSize]
+		if tag, step, wall, value, ok := fastScalar(data); ok {
+			emit(tag, step, wall, value)
+		} else if err := decodeEvent(data, emit); err != nil {
+			return used, err
+		}
+		used += total
+	}
+	return used, nil
+}
+
 var errMalformed = errors.New("malformed event")
+
+// fastScalar decodes, without calls, the one layout that nearly every record of a PyTorch
+// or rsl_rl event file has: wall_time, step, and a summary of one value holding only tag
+// and simple_value, each with one-byte keys and lengths. Anything else returns !ok and
+// goes through decodeEvent, which handles every valid event.
+func fastScalar(b []byte) (tag []byte, step int64, wall float64, value float64, ok bool) {
+	if len(b) < 9 || b[0] != 0x09 { // wall_time, fixed64
+		return
+	}
+	wall = math.Float64frombits(binary.LittleEndian.Uint64(b[1:9]))
+	i := 9
+	if i < len(b) && b[i] == 0x10 { // step, varint; absent when 0
+		i++
+		var v uint64
+		for shift := 0; ; shift += 7 {
+			if i >= len(b) || shift > 63 {
+				return
+			}
+			c := b[i]
+			i++
+			v |= uint64(c&0x7f) << shift
+			if c < 0x80 {
+				break
+			}
+		}
+		step = int64(v)
+	}
+	// summary (0x2a), then its one value (0x0a), each running to the end of the record.
+	if i+4 > len(b) || b[i] != 0x2a || int(b[i+1]) != len(b)-i-2 || b[i+2] != 0x0a || int(b[i+3]) != len(b)-i-4 {
+		return
+	}
+	i += 4
+	if i+2 > len(b) || b[i] != 0x0a || b[i+1] >= 0x80 { // tag
+		return
+	}
+	n := int(b[i+1])
+	i += 2
+	if i+n+5 != len(b) || b[i+n] != 0x15 { // simple_value, fixed32, ends the record
+		return
+	}
+	tag = b[i : i+n]
+	value = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[i+n+1:])))
+	return tag, step, wall, value, true
+}
 
 // decodeEvent decodes one Event and emits each scalar of its summary.
 func decodeEvent(b []byte, emit emitFunc) error {

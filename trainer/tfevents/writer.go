@@ -65,8 +65,32 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // maskedCRC is TFRecord's masked CRC32C: masking keeps a CRC of data that itself holds CRCs
 // from being a fixed point.
 func maskedCRC(b []byte) uint32 {
-	c := crc32.Checksum(b, castagnoli)
-	return (c>>15 | c<<17) + 0xa282ead8
+	return mask(crc32.Checksum(b, castagnoli))
+}
+
+func mask(c uint32) uint32 { return (c>>15 | c<<17) + 0xa282ead8 }
+
+// slicing8 holds the tables of the slicing-by-8 CRC32C method, for crc8.
+var slicing8 = func() (t [8][256]uint32) {
+	t[0] = *castagnoli
+	for i := range 256 {
+		c := t[0][i]
+		for k := 1; k < 8; k++ {
+			c = t[0][c&0xff] ^ c>>8
+			t[k][i] = c
+		}
+	}
+	return t
+}()
+
+// crc8 is the CRC32C of exactly 8 bytes (a record's length), computed inline: every record
+// has one, and for 8 bytes the table method beats a call into hash/crc32.
+func crc8(b []byte) uint32 {
+	t := &slicing8
+	lo := ^binary.LittleEndian.Uint32(b)
+	hi := binary.LittleEndian.Uint32(b[4:8])
+	return ^(t[7][lo&0xff] ^ t[6][lo>>8&0xff] ^ t[5][lo>>16&0xff] ^ t[4][lo>>24] ^
+		t[3][hi&0xff] ^ t[2][hi>>8&0xff] ^ t[1][hi>>16&0xff] ^ t[0][hi>>24])
 }
 
 // FileName returns a conventional event file base name,
