@@ -1,0 +1,320 @@
+package preset_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"tunebot/preset"
+	"tunebot/session"
+	"tunebot/store"
+)
+
+var alice = session.Actor{Platform: "slack", ID: "U1", Name: "alice"}
+
+func openStore(t *testing.T) *store.DB {
+	t.Helper()
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func tuned(space *session.Space) session.RewardConfig {
+	c := space.Defaults()
+	c.Weights["foot_slip"] = -0.5
+	c.Weights["joint_acc_l2"] = -2.5e-7
+	c.Params["foot_gait.period"] = 0.55
+	return c
+}
+
+func TestExportIsTheRewardConfigFile(t *testing.T) {
+	p := session.Preset{Name: "x", Config: session.RewardConfig{
+		Weights: map[string]float64{"b": -2.5e-7, "a": 1},
+		Params:  map[string]float64{"p.q": 0.7071},
+	}}
+	want := `{
+  "weights": {
+    "a": 1,
+    "b": -2.5e-7
+  },
+  "params": {
+    "p.q": 0.7071
+  }
+}
+`
+	for i := 0; i < 3; i++ { // map order must not leak into the bytes
+		if got := string(preset.Export(p)); got != want {
+			t.Fatalf("Export:\n%s\nwant:\n%s", got, want)
+		}
+	}
+	empty := string(preset.Export(session.Preset{Name: "e"}))
+	if strings.Contains(empty, "null") {
+		t.Errorf("an empty preset exports null maps:\n%s", empty)
+	}
+}
+
+func TestRoundTripExportImportStart(t *testing.T) {
+	ctx := context.Background()
+	space := session.DefaultSpace()
+	db := openStore(t)
+	orig := session.Preset{Name: "auto-tune-0123abcd", SessionID: "0123abcd89", Trial: session.TrialRef{Number: 5, Rung: 2},
+		Config: tuned(space), Score: 0.21, Task: "Unitree-Go2-Flat", CreatedAt: time.Now().UTC()}
+	if err := db.SavePreset(ctx, orig); err != nil {
+		t.Fatal(err)
+	}
+	data := preset.Export(orig)
+	got, err := preset.Import(ctx, db, space, "copy", data, alice)
+	if err != nil {
+		t.Fatalf("Import: %v", err)
+	}
+	if !got.Config.Equal(orig.Config) {
+		t.Errorf("imported config differs: %s", cmp.Diff(orig.Config, got.Config))
+	}
+	if !bytesEqual(preset.Export(got), data) {
+		t.Errorf("re-export differs from the export")
+	}
+	stored, err := db.Preset(ctx, "copy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.SessionID != "" || !preset.Imported(stored) || !cmp.Equal(stored.Approvers, []string{"alice"}) {
+		t.Errorf("stored import: session %q approvers %v, want imported and [alice]", stored.SessionID, stored.Approvers)
+	}
+	audit, err := db.Audit(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(audit) != 1 || audit[0].Kind != "preset_imported" || audit[0].Actor.ID != alice.ID || audit[0].Detail["preset"] != "copy" {
+		t.Errorf("audit = %+v, want one preset_imported entry by alice", audit)
+	}
+
+	// A session seeded from the imported preset starts from exactly its configuration.
+	eng, err := session.NewEngine(session.EngineConfig{
+		Store: db, Trainer: blockingTrainer{}, Sampler: noAdvisor{}, Space: space, SessionsDir: filepath.Join(t.TempDir(), "sessions"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Shutdown(ctx)
+	st := session.DefaultSettings()
+	st.Preset, st.Fallback = "copy", true
+	s, err := eng.Start(ctx, st, alice)
+	if err != nil {
+		t.Fatalf("Start from preset: %v", err)
+	}
+	if !s.Base.Equal(orig.Config) {
+		t.Errorf("session base differs from the preset: %s", cmp.Diff(orig.Config, s.Base))
+	}
+	if _, err := eng.Cancel(ctx, s.ID, alice); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
+
+type blockingTrainer struct{}
+
+func (blockingTrainer) Train(ctx context.Context, _ session.TrainJob, _ session.JobHooks) (session.TrainResult, error) {
+	<-ctx.Done()
+	return session.TrainResult{}, ctx.Err()
+}
+func (blockingTrainer) Evaluate(ctx context.Context, _ session.EvalJob, _ session.JobHooks) (session.Evaluation, error) {
+	<-ctx.Done()
+	return session.Evaluation{}, ctx.Err()
+}
+func (blockingTrainer) EndOrphan(context.Context, session.Proc) error { return nil }
+
+type noAdvisor struct{}
+
+func (noAdvisor) Propose(context.Context, session.ProposalRequest) (session.Suggestion, error) {
+	return session.Suggestion{}, errors.New("not used")
+}
+
+func TestImportRefusals(t *testing.T) {
+	ctx := context.Background()
+	space := session.DefaultSpace()
+	good := preset.Export(session.Preset{Config: space.Defaults()})
+	bad := space.Defaults()
+	bad.Weights["foot_slip"] = 0.5         // sign and bounds
+	bad.Weights["is_terminated"] = 0       // may not be 0
+	bad.Weights["foot_slipp"] = -0.1       // unknown, misspelt
+	delete(bad.Params, "foot_gait.period") // missing
+	tests := []struct {
+		name, preset string
+		data         []byte
+		wantUser     bool
+		want         []string
+	}{
+		{"bad name", "../etc", good, true, []string{`preset name "../etc" is not allowed`}},
+		{"name too long", strings.Repeat("a", 65), good, true, []string{"is not allowed"}},
+		{"empty name", "", good, true, []string{"is not allowed"}},
+		{"malformed", "p1", []byte(`{"weights": {`), false, []string{"malformed JSON"}},
+		{"not numbers", "p1", []byte(`{"weights": {"pose": "1"}, "params": {}, "extra": 1}`), false,
+			[]string{`unknown field "extra"`, "must be a number, got the string"}},
+		{"every problem named", "p1", preset.Export(session.Preset{Config: bad}), false, []string{
+			"weights.foot_slip: 0.5 is outside its bounds", "weights.is_terminated: this term may not be 0",
+			"weights.foot_slipp: unknown term (did you mean foot_slip?)", "params.foot_gait.period: missing"}},
+		{"too big", "p1", []byte(strings.Repeat(" ", preset.MaxImportBytes+1)), true, []string{"bytes"}},
+		{"taken", "taken", good, true, []string{"preset taken already exists; presets are immutable, pick another name"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			db := openStore(t)
+			if err := db.SavePreset(ctx, session.Preset{Name: "taken", Config: space.Defaults()}); err != nil {
+				t.Fatal(err)
+			}
+			_, err := preset.Import(ctx, db, space, tc.preset, tc.data, alice)
+			if err == nil {
+				t.Fatal("Import accepted it")
+			}
+			var ue *session.UserError
+			var ie *session.InvalidError
+			if tc.wantUser && !errors.As(err, &ue) || !tc.wantUser && !errors.As(err, &ie) {
+				t.Errorf("error %T %v: want a user error %v, else an invalid error", err, err, tc.wantUser)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			if tc.preset == "taken" && !errors.Is(err, session.ErrExists) {
+				t.Errorf("a taken name should wrap ErrExists: %v", err)
+			}
+			if ps, _ := db.Presets(ctx); len(ps) != 1 {
+				t.Errorf("a refused import stored something: %d presets", len(ps))
+			}
+		})
+	}
+}
+
+func TestGet(t *testing.T) {
+	ctx := context.Background()
+	db := openStore(t)
+	_, err := preset.Get(ctx, db, "nope")
+	var ue *session.UserError
+	if !errors.As(err, &ue) || !errors.Is(err, session.ErrNotFound) || !strings.Contains(err.Error(), "preset nope does not exist") {
+		t.Errorf("Get of a missing preset: %v", err)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	space := session.DefaultSpace()
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	ps := []session.Preset{
+		{Name: "old", SessionID: "aaaaaaaabbbb", Trial: session.TrialRef{Number: 3, Rung: 1}, Score: 0.1, Config: space.Defaults(), CreatedAt: t0},
+		{Name: "new", SessionID: "ccccccccdddd", Trial: session.TrialRef{Number: 7, Rung: 2}, Score: 0.25, ScoreStd: 0.02,
+			Config: tuned(space), Approvers: []string{"alice"}, Task: "Unitree-Go2-Flat", CreatedAt: t0.Add(time.Hour),
+			Metrics: session.Metrics{"fall_rate": 0.01}},
+		{Name: "file", Config: space.Defaults(), CreatedAt: t0.Add(-time.Hour)},
+	}
+	list := preset.FormatList(ps)
+	lines := strings.Split(strings.TrimSpace(list), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "new  score +0.250 ± 0.020  session cccccccc, trial 7 @ rung 2") ||
+		!strings.HasPrefix(lines[1], "old  score +0.100") || !strings.HasPrefix(lines[2], "file  score n/a  imported") {
+		t.Errorf("FormatList:\n%s", list)
+	}
+	if got := preset.FormatList(nil); !strings.Contains(got, "no presets yet") {
+		t.Errorf("FormatList(nil) = %q", got)
+	}
+	show := preset.FormatShow(ps[1], space)
+	for _, w := range []string{"preset new", "score:     +0.250 ± 0.020 (vs the baseline at rung 0", "approved:  alice",
+		"fall_rate", "foot_slip", "-0.25 → -0.5 (×2.00)", "foot_gait.period", "0.6 → 0.55"} {
+		if !strings.Contains(show, w) {
+			t.Errorf("FormatShow does not say %q:\n%s", w, show)
+		}
+	}
+	if strings.Contains(show, "joint_acc_l2") {
+		t.Errorf("FormatShow lists an unchanged value:\n%s", show)
+	}
+	if show := preset.FormatShow(ps[2], space); !strings.Contains(show, "origin:    imported") || !strings.Contains(show, "configuration: the defaults") || strings.Contains(show, "score:") {
+		t.Errorf("FormatShow of an imported default preset:\n%s", show)
+	}
+}
+
+func TestBestPolicy(t *testing.T) {
+	const sid = "0123456789abcdef"
+	p := session.Preset{Name: "best", SessionID: sid, Trial: session.TrialRef{Number: 4, Rung: 2}}
+	trial := session.Trial{SessionID: sid, Number: 4, Rung: 2}
+	outside := filepath.Join(t.TempDir(), "policy.onnx")
+	if err := os.WriteFile(outside, make([]byte, 10), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		layout  func(t *testing.T, runDir string)
+		p       session.Preset
+		trial   session.Trial
+		limit   int64
+		wantRel string // path relative to the run dir
+		want    string // error text
+	}{
+		{"top", writePolicy("policy.onnx", 100), p, trial, 1000, "policy.onnx", ""},
+		{"below", writePolicy("exported/policy.onnx", 100), p, trial, 0, "exported/policy.onnx", ""},
+		{"too big", writePolicy("policy.onnx", 2048), p, trial, 1024, "", "is 2.0 KiB, above the 1.0 KiB upload limit"},
+		{"missing", func(t *testing.T, d string) { mkdir(t, d) }, p, trial, 0, "", "no longer on disk"},
+		{"no run dir", func(t *testing.T, d string) {}, p, trial, 0, "", "no longer on disk"},
+		{"imported", writePolicy("policy.onnx", 1), session.Preset{Name: "f"}, trial, 0, "", "imported from a file"},
+		{"other trial", writePolicy("policy.onnx", 1), p, session.Trial{SessionID: sid, Number: 4, Rung: 1}, 0, "", "names trial 4 @ rung 2"},
+		{"not an id", writePolicy("policy.onnx", 1), session.Preset{Name: "x", SessionID: "../x", Trial: p.Trial},
+			session.Trial{SessionID: "../x", Number: 4, Rung: 2}, 0, "", "is not an id"},
+		{"symlink out", func(t *testing.T, d string) {
+			mkdir(t, d)
+			if err := os.Symlink(outside, filepath.Join(d, "policy.onnx")); err != nil {
+				t.Fatal(err)
+			}
+		}, p, trial, 0, "", "no longer on disk"},
+		{"run dir links out", func(t *testing.T, d string) {
+			mkdir(t, filepath.Dir(d))
+			if err := os.Symlink(filepath.Dir(outside), d); err != nil {
+				t.Fatal(err)
+			}
+		}, p, trial, 0, "", "outside the sessions directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			runDir := filepath.Join(root, sid, "trial-004-rung-2")
+			tc.layout(t, runDir)
+			path, size, err := preset.BestPolicy(root, tc.p, tc.trial, tc.limit)
+			if tc.want != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Fatalf("BestPolicy error = %v, want %q", err, tc.want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			realRun, _ := filepath.EvalSymlinks(runDir)
+			if want := filepath.Join(realRun, tc.wantRel); path != want || size != 100 {
+				t.Errorf("BestPolicy = %s, %d; want %s, 100", path, size, want)
+			}
+		})
+	}
+}
+
+func mkdir(t *testing.T, d string) {
+	t.Helper()
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func writePolicy(rel string, size int) func(t *testing.T, runDir string) {
+	return func(t *testing.T, runDir string) {
+		p := filepath.Join(runDir, rel)
+		mkdir(t, filepath.Dir(p))
+		if err := os.WriteFile(p, make([]byte, size), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
