@@ -181,20 +181,19 @@ func (n *Notifier) Notify(ctx context.Context, e session.Event) {
 // Dropped counts events and items dropped because a queue or the outbox was full.
 func (n *Notifier) Dropped() int64 { return n.dropped.Load() }
 
-// Run processes events until ctx is done, then renders what is still queued within a
-// short bound so a shutdown keeps the last cards.
+// Run processes events until ctx is done, then renders what is still queued, so a
+// shutdown keeps the last cards. Each event is processed under its own bound rather than
+// ctx: an event taken from the queue is never half enqueued because ctx ended meanwhile.
 func (n *Notifier) Run(ctx context.Context) error {
 	for {
 		select {
 		case e := <-n.events:
 			n.process(ctx, e)
 		case <-ctx.Done():
-			drain, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			defer cancel()
 			for {
 				select {
 				case e := <-n.events:
-					n.process(drain, e)
+					n.process(ctx, e)
 				default:
 					return nil
 				}
@@ -203,15 +202,14 @@ func (n *Notifier) Run(ctx context.Context) error {
 	}
 }
 
-func (n *Notifier) process(ctx context.Context, e session.Event) {
+func (n *Notifier) process(parent context.Context, e session.Event) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 30*time.Second)
+	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
 			n.log.Error("rendering a chat notification panicked", "kind", e.Kind, "panic", p, "stack", string(debug.Stack()))
 		}
 	}()
-	if ctx.Err() != nil {
-		return
-	}
 	now := time.Now()
 	// Charts are rendered once per event, whatever the number of platforms.
 	rr := *n.cfg.Renderer

@@ -1,0 +1,297 @@
+// Package console is the terminal adapter: it renders every card as text, saves charts as
+// PNG files and reads the thread-reply verbs (and /tune commands) from a reader.
+package console
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"tunebot/bot"
+	"tunebot/session"
+)
+
+// User is the console's person: allowed everything, as whoever runs tunebot in a
+// terminal owns the machine anyway.
+var User = session.Actor{Platform: "console", ID: "console", Name: "you"}
+
+// Console is a session.Notifier that prints to out and a command reader from in.
+type Console struct {
+	out   io.Writer
+	in    io.Reader
+	dir   string
+	store session.Store
+	space *session.Space
+	log   *slog.Logger
+
+	events chan session.Event
+
+	mu       sync.Mutex // guards everything below, and out
+	eng      bot.Engine
+	charts   bot.ChartFunc
+	handler  *bot.Handler
+	current  string         // the session of the newest event
+	progress map[string]int // trial ref → last printed tenth
+	dropped  int
+}
+
+var _ session.Notifier = (*Console)(nil)
+
+// New returns a console writing to out, reading commands from in and saving charts under
+// dir. eng may be nil when the engine needs the console as its notifier first: call
+// Attach before Run. Charts default to bot.StoreCharts(st).
+func New(out io.Writer, in io.Reader, dir string, eng bot.Engine, st session.Store, space *session.Space, logger *slog.Logger) *Console {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	c := &Console{out: out, in: in, dir: dir, store: st, space: space, log: logger,
+		events: make(chan session.Event, 1024), charts: bot.StoreCharts(st), progress: map[string]int{}}
+	c.Attach(eng)
+	return c
+}
+
+// Attach sets the engine commands act on.
+func (c *Console) Attach(eng bot.Engine) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.eng = eng
+	c.rebuild()
+}
+
+// SetCharts replaces the chart renderer (nil: no charts).
+func (c *Console) SetCharts(f bot.ChartFunc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.charts = f
+	c.rebuild()
+}
+
+func (c *Console) rebuild() {
+	if c.eng == nil {
+		c.handler = nil
+		return
+	}
+	c.handler = bot.NewHandler(bot.HandlerConfig{Engine: c.eng, Store: c.store, Space: c.space, Charts: c.charts, Logger: c.log,
+		Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}})
+}
+
+// Notify queues e for printing; it never blocks the engine.
+func (c *Console) Notify(ctx context.Context, e session.Event) {
+	select {
+	case c.events <- e:
+	default:
+		c.mu.Lock()
+		c.dropped++
+		c.mu.Unlock()
+	}
+}
+
+// Run prints events and executes the lines read from in until ctx is done, then prints
+// what is still queued. Reading ends at EOF (events keep printing); a read blocked on a
+// terminal when ctx ends is left to the process exit, as a terminal read cannot be
+// interrupted portably.
+func (c *Console) Run(ctx context.Context) error {
+	stop := make(chan struct{})
+	var inflight sync.Mutex // held while a command runs, so Run returns after it
+	defer func() {
+		close(stop)
+		inflight.Lock()
+		inflight.Unlock()
+	}()
+	if c.in != nil {
+		// Commands run in order on the reading goroutine, beside the printing: a cancel
+		// waits for the trainer to stop, and the events that produces must still print.
+		go func() {
+			sc := bufio.NewScanner(c.in)
+			sc.Buffer(make([]byte, 64<<10), 64<<10)
+			for sc.Scan() {
+				inflight.Lock()
+				select {
+				case <-stop:
+					inflight.Unlock()
+					return
+				default:
+				}
+				c.Command(ctx, sc.Text())
+				inflight.Unlock()
+			}
+		}()
+	}
+	for {
+		select {
+		case e := <-c.events:
+			c.show(context.WithoutCancel(ctx), e) // an event taken is printed whole
+		case <-ctx.Done():
+			drain := context.WithoutCancel(ctx)
+			for {
+				select {
+				case e := <-c.events:
+					c.show(drain, e)
+				default:
+					return nil
+				}
+			}
+		}
+	}
+}
+
+// Command executes one line as the console user: a thread reply (approve, reject …, edit
+// …, pause, resume, cancel, status) for the current session, or "/tune …".
+func (c *Console) Command(ctx context.Context, line string) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return
+	}
+	c.mu.Lock()
+	h, sid := c.handler, c.current
+	c.mu.Unlock()
+	if h == nil {
+		c.printf("» tunebot is not ready for commands yet\n")
+		return
+	}
+	in := bot.Interaction{Platform: User.Platform, User: User, Channel: "terminal", SessionID: sid, Kind: bot.KindReply, Text: line}
+	if rest, ok := strings.CutPrefix(line, "/tune"); ok {
+		in.Kind, in.Text = bot.KindCommand, rest
+	} else if sid == "" {
+		if s, ok := c.active(ctx); ok {
+			in.SessionID = s
+		}
+	}
+	r := h.Do(ctx, in)
+	if r.Empty() && in.Kind == bot.KindReply {
+		r.Text = "not a command (approve · reject <feedback> · edit term=value … · pause · resume · cancel · status · /tune help)"
+	}
+	c.reply(r)
+}
+
+func (c *Console) active(ctx context.Context) (string, bool) {
+	all, err := c.store.Sessions(ctx)
+	if err != nil {
+		return "", false
+	}
+	for _, s := range all {
+		if s.State.Active() {
+			return s.ID, true
+		}
+	}
+	return "", false
+}
+
+func (c *Console) reply(r bot.Reply) {
+	var b strings.Builder
+	if r.Text != "" {
+		for _, l := range strings.Split(r.Text, "\n") {
+			b.WriteString("» " + l + "\n")
+		}
+	}
+	if r.Card != nil {
+		b.WriteString(bot.RenderText(*r.Card, c.save(*r.Card)))
+	}
+	if r.Form != nil {
+		b.WriteString("» this needs a form; in the terminal reply with reject <feedback> or edit term=value …\n")
+	}
+	c.printf("%s", b.String())
+}
+
+func (c *Console) show(ctx context.Context, e session.Event) {
+	c.mu.Lock()
+	c.current = e.Session.ID
+	charts := c.charts
+	c.mu.Unlock()
+	stamp := e.Time.Local().Format("15:04:05")
+	if e.Time.IsZero() {
+		stamp = time.Now().Format("15:04:05")
+	}
+	r := &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Logger: c.log}
+	switch e.Kind {
+	case session.EventTrialProgress:
+		if t := e.Trial; t != nil && t.Iterations > 0 {
+			key := fmt.Sprintf("%s/%d/%d", e.Session.ID, t.Number, t.Rung)
+			tenth := 10 * t.Progress / t.Iterations
+			c.mu.Lock()
+			last, seen := c.progress[key]
+			c.progress[key] = tenth
+			c.mu.Unlock()
+			if !seen || tenth > last {
+				c.printf("[%s] trial %d @ rung %d %s (%d/%d)\n", stamp, t.Number, t.Rung, bot.ProgressBar(t.Progress, t.Iterations, 20), t.Progress, t.Iterations)
+			}
+		}
+		return
+	case session.EventSessionUpdated, session.EventTrialStarted:
+		c.printf("[%s] %s\n", stamp, e.Text)
+		return
+	case session.EventSessionStarted:
+		c.printCard(r.Render(ctx, e, User.Platform).Root, stamp)
+		return
+	case session.EventDecision:
+		if p := e.Proposal; p != nil && p.Decision != nil {
+			card := bot.ProposalCard(*p, c.space, nil)
+			for _, b := range card.Blocks {
+				if b.Kind == bot.BlockStamp {
+					c.printf("[%s] proposal %d:%s\n", stamp, p.Seq, strings.TrimPrefix(bot.StampLine(*b.Stamp), "  ✔"))
+				}
+			}
+		}
+		return
+	}
+	for _, card := range r.Render(ctx, e, User.Platform).Thread {
+		card.Mentions = nil
+		c.printCard(card, stamp)
+	}
+	if e.Kind == session.EventProposalReady {
+		c.printf("type: approve · reject <feedback> · edit term=value … (term=- drops it) · pause · cancel · status\n")
+	}
+}
+
+func (c *Console) printCard(card bot.Card, stamp string) {
+	c.printf("\n[%s]\n%s", stamp, bot.RenderText(card, c.save(card)))
+}
+
+var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// save writes the card's attachments under dir/<session8>/ and returns name → path.
+// Names are sanitised: nothing from outside becomes a path.
+func (c *Console) save(card bot.Card) map[string]string {
+	paths := map[string]string{}
+	for _, b := range card.Blocks {
+		for _, a := range b.Attachments {
+			if len(a.PNG) == 0 || c.dir == "" {
+				continue
+			}
+			sub := "charts"
+			if card.Session != "" {
+				sub = unsafeName.ReplaceAllString(session.Short(card.Session), "_")
+			}
+			name := strings.TrimLeft(unsafeName.ReplaceAllString(filepath.Base(a.Name), "_"), ".")
+			if name == "" {
+				name = "chart.png"
+			}
+			dir := filepath.Join(c.dir, sub)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				c.log.Error("creating the chart directory", "dir", dir, "err", err)
+				continue
+			}
+			path := filepath.Join(dir, name)
+			if err := os.WriteFile(path, a.PNG, 0o644); err != nil {
+				c.log.Error("saving a chart", "path", path, "err", err)
+				continue
+			}
+			paths[a.Name] = path
+		}
+	}
+	return paths
+}
+
+func (c *Console) printf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	fmt.Fprintf(c.out, format, args...)
+}

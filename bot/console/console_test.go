@@ -1,0 +1,144 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tunebot/bot"
+	"tunebot/bot/console"
+	"tunebot/session"
+	"tunebot/store"
+)
+
+type noTrainer struct{}
+
+func (noTrainer) Train(context.Context, session.TrainJob, session.JobHooks) (session.TrainResult, error) {
+	return session.TrainResult{}, errors.New("no trainer in this test")
+}
+func (noTrainer) Evaluate(context.Context, session.EvalJob, session.JobHooks) (session.Evaluation, error) {
+	return session.Evaluation{}, errors.New("no trainer in this test")
+}
+func (noTrainer) EndOrphan(context.Context, session.Proc) error { return nil }
+
+// syncBuffer is an io.Writer safe to read while the console writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+func setup(t *testing.T) (*store.DB, *session.Engine, session.Session, session.Proposal, session.Trial) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	sp := session.DefaultSpace()
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: noTrainer{}, Space: sp, SessionsDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { eng.Shutdown(context.Background()) })
+	st := session.DefaultSettings()
+	st.Mode = session.ModeApproval
+	st.Normalize()
+	s := session.Session{ID: "feedc0de00112233", State: session.StatePaused, Settings: st, Owner: console.User, Base: sp.Defaults(), BestTrial: -1, CreatedAt: time.Now()}
+	if err := db.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	tr := session.Trial{SessionID: s.ID, Number: 0, Rung: 0, Iterations: 300, State: session.TrialCompleted, Source: "baseline", RewardConfig: sp.Defaults(),
+		Score: &session.Score{Eligible: true, Objectives: map[string]float64{}}}
+	if err := db.PutTrial(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	p := session.Proposal{ID: "feedc0de-p01", SessionID: s.ID, Seq: 1, Number: 1, Base: sp.Defaults(), State: session.ProposalPending,
+		Patch: session.Patch{Weights: map[string]float64{"pose": 1.5}}, Rationale: "more pose <!channel>", Source: "advisor", CreatedAt: time.Now()}
+	if err := db.PutProposal(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	return db, eng, s, p, tr
+}
+
+func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
+	db, eng, s, p, tr := setup(t)
+	out := &syncBuffer{}
+	dir := t.TempDir()
+	c := console.New(out, nil, dir, nil, db, session.DefaultSpace(), nil)
+	c.Attach(eng)
+	c.SetCharts(func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+		return []bot.Attachment{{Name: "../../t000-r0-reward.png", Title: "Mean episode reward", PNG: []byte("\x89PNG fake")}}, nil
+	})
+	half := tr
+	half.State, half.Progress = session.TrialTraining, 150
+	for _, e := range []session.Event{
+		{Kind: session.EventSessionStarted, Session: s, Text: "started"},
+		{Kind: session.EventTrialProgress, Session: s, Trial: &half},
+		{Kind: session.EventTrialProgress, Session: s, Trial: &half}, // same tenth: not printed again
+		{Kind: session.EventTrialFinished, Session: s, Trial: &tr},
+		{Kind: session.EventProposalReady, Session: s, Proposal: &p},
+	} {
+		c.Notify(context.Background(), e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	path := filepath.Join(dir, "feedc0de", "t000-r0-reward.png")
+	for _, want := range []string{"== tunebot session feedc0de · paused ==", "[██████████░░░░░░░░░░] 50% (150/300)", "== trial 0 @ rung 0: +0.000 vs baseline @ rung 0 ==",
+		"[chart] Mean episode reward: " + path, "== proposal 1 for trial 1", "<\u200b!channel>", "[Approve] · [Reject] · [Edit] · [Pause]", "type: approve"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Count(text, "50% (150/300)") != 1 {
+		t.Errorf("progress printed more than once per tenth:\n%s", text)
+	}
+	if b, err := os.ReadFile(path); err != nil || string(b) != "\x89PNG fake" {
+		t.Errorf("chart file: %q %v", b, err)
+	}
+}
+
+func TestConsoleCommandsFromInput(t *testing.T) {
+	db, eng, s, _, _ := setup(t)
+	out := &syncBuffer{}
+	in := strings.NewReader("hello there\nedit pose=NaN\napprove\n")
+	c := console.New(out, in, t.TempDir(), eng, db, session.DefaultSpace(), nil)
+	c.SetCharts(nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	for !strings.Contains(out.String(), "proposal 1 approved by you") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	ps, err := db.Proposals(context.Background(), s.ID)
+	if err != nil || ps[0].State != session.ProposalApproved || ps[0].Decision.By.Platform != "console" {
+		t.Fatalf("proposal %+v %v", ps, err)
+	}
+	text := out.String()
+	for _, want := range []string{"» not a command", `» edit refused:`, `pose: "NaN" is not a decimal number`} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+}
