@@ -273,19 +273,26 @@ func (r *Reader) scan(path string, emit emitFunc) error {
 }
 
 // chunk is a buffer of file data whose first used bytes are complete records with good
-// CRCs. err, if set, is why the producer stopped right after them.
+// length CRCs; the data CRCs of those before checked are good too, the rest are for the
+// consumer to check. err, if set, is why the producer stopped right after them.
 type chunk struct {
-	buf  []byte
-	used int
-	err  error
+	buf           []byte
+	used, checked int
+	err           error
 }
+
+// producerShare is the part of each chunk whose data CRCs the producer checks; the
+// consumer checks the rest. With it the two stages take about equally long, as measured
+// on rsl_rl-like files (reading and checking lengths falls to the producer alone).
+const producerShare = 0.6
 
 // scanFrom reads f from pos and decodes its complete records, returning the offset after
 // the last good one. Two stages overlap on a big read: a producer goroutine reads chunks
-// and checks every record's CRCs, while this goroutine decodes the checked chunks. Each
-// stage costs about what a plain read of the bytes does, so running them in sequence could
-// not keep up with one. A record cut short at the end of the file is carried over to the
-// next chunk and finally left for the next call.
+// and checks their records' CRCs, while this goroutine decodes the chunks read before;
+// the CRC work is shared so that neither stage waits long for the other. Reading, checking
+// and decoding each cost about what a plain read of the bytes does, so in sequence they
+// could not come near one. A record cut short at the end of the file is carried over to
+// the next chunk and finally left for the next call.
 func (r *Reader) scanFrom(f *os.File, path string, pos int64, emit emitFunc) (int64, error) {
 	free := make(chan []byte, len(r.bufs))
 	for _, b := range r.bufs {
@@ -298,7 +305,7 @@ func (r *Reader) scanFrom(f *os.File, path string, pos int64, emit emitFunc) (in
 	var err error
 	for c := range full {
 		if err == nil {
-			used, derr := decodeRecords(c.buf[:c.used], emit)
+			used, derr := decodeRecords(c.buf[:c.used], c.checked, emit)
 			pos += int64(used)
 			switch {
 			case derr != nil:
@@ -344,13 +351,13 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 			send(chunk{buf: buf, err: fmt.Errorf("reading events: %w", rerr)})
 			return
 		}
-		used, need, err := checkRecords(buf[:n])
+		used, checked, need, err := checkRecords(buf[:n], int(float64(n)*producerShare))
 		if err != nil {
-			send(chunk{buf: buf, used: used, err: &CorruptError{Path: path, Offset: pos + int64(used), Reason: err.Error()}})
+			send(chunk{buf: buf, used: used, checked: checked, err: &CorruptError{Path: path, Offset: pos + int64(used), Reason: err.Error()}})
 			return
 		}
 		if rerr == io.EOF || m == 0 {
-			send(chunk{buf: buf, used: used})
+			send(chunk{buf: buf, used: used, checked: checked})
 			return
 		}
 		var next []byte
@@ -364,7 +371,7 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 			next = make([]byte, need+chunkSize)
 		}
 		copy(next, buf[used:n])
-		if !send(chunk{buf: buf, used: used}) {
+		if !send(chunk{buf: buf, used: used, checked: checked}) {
 			return
 		}
 		n -= used
@@ -373,37 +380,57 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 	}
 }
 
-// checkRecords checks the CRCs of the complete records at the start of b. It returns the
-// bytes they span and, when it stops at an incomplete record, the size that record needs.
-func checkRecords(b []byte) (used, need int, err error) {
+// checkRecords checks the length CRCs of the complete records at the start of b, and the
+// data CRCs of those that start before checkBelow. It returns the bytes the complete
+// records span, the bytes whose data CRCs it checked, and, when it stops at an incomplete
+// record, the size that record needs.
+func checkRecords(b []byte, checkBelow int) (used, checked, need int, err error) {
 	for {
 		rest := b[used:]
 		if len(rest) < headerSize {
-			return used, headerSize, nil
+			return used, checked, headerSize, nil
 		}
 		length := binary.LittleEndian.Uint64(rest)
 		if mask(crc8(rest[:8])) != binary.LittleEndian.Uint32(rest[8:12]) {
-			return used, 0, errors.New("record length fails its CRC")
+			return used, checked, 0, errLengthCRC
 		}
 		if length > math.MaxInt32-headerSize-footerSize {
-			return used, 0, fmt.Errorf("record length %d is implausible", length)
+			return used, checked, 0, fmt.Errorf("record length %d is implausible", length)
 		}
 		total := headerSize + int(length) + footerSize
 		if len(rest) < total {
-			return used, total, nil
+			return used, checked, total, nil
 		}
-		if maskedCRC(rest[headerSize:total-footerSize]) != binary.LittleEndian.Uint32(rest[total-footerSize:]) {
-			return used, 0, errors.New("record data fails its CRC")
+		if used < checkBelow {
+			if !dataCRCOK(rest[:total]) {
+				return used, checked, 0, errDataCRC
+			}
+			checked = used + total
 		}
 		used += total
 	}
 }
 
-// decodeRecords decodes records that checkRecords has passed and emits their scalars. It
-// returns the bytes of the records decoded before any that does not decode.
-func decodeRecords(b []byte, emit emitFunc) (used int, err error) {
+var (
+	errLengthCRC = errors.New("record length fails its CRC")
+	errDataCRC   = errors.New("record data fails its CRC")
+)
+
+// dataCRCOK checks the data CRC of one complete record.
+func dataCRCOK(rec []byte) bool {
+	n := len(rec) - footerSize
+	return maskedCRC(rec[headerSize:n]) == binary.LittleEndian.Uint32(rec[n:])
+}
+
+// decodeRecords decodes records that checkRecords has framed, checking the data CRCs of
+// those from checked on, and emits their scalars. It returns the bytes of the records
+// decoded before any that is bad.
+func decodeRecords(b []byte, checked int, emit emitFunc) (used int, err error) {
 	for used < len(b) {
 		total := headerSize + int(binary.LittleEndian.Uint64(b[used:])) + footerSize
+		if used >= checked && !dataCRCOK(b[used:used+total]) {
+			return used, errDataCRC
+		}
 		data := b[used+headerSize : used+total-footerSize]
 		if tag, step, wall, value, ok := fastScalar(data); ok {
 			emit(tag, step, wall, value)

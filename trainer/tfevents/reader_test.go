@@ -365,19 +365,26 @@ func TestCorruptFile(t *testing.T) {
 		starts = append(starts, off)
 		off += 12 + int(binary.LittleEndian.Uint64(full[off:])) + 4
 	}
-	bad := 3 // the record of want[2]
+	// Records early in a read have their data CRCs checked by the reading stage, late
+	// ones by the decoding stage: a bad record is caught in both places.
+	last := len(starts) - 1
 	tests := []struct {
 		name   string
+		bad    int // index of the bad record; record i holds want[i-1]
 		flip   int // byte to change
 		reason string
 	}{
-		{"data byte", starts[bad] + 12 + 5, "data fails its CRC"},
-		{"data CRC", starts[bad+1] - 1, "data fails its CRC"},
-		{"length", starts[bad], "length fails its CRC"},
-		{"length CRC", starts[bad] + 9, "length fails its CRC"},
+		{"data byte", 3, starts[3] + 12 + 5, "data fails its CRC"},
+		{"data CRC", 3, starts[4] - 1, "data fails its CRC"},
+		{"length", 3, starts[3], "length fails its CRC"},
+		{"length CRC", 3, starts[3] + 9, "length fails its CRC"},
+		{"late data byte", last, starts[last] + 12 + 5, "data fails its CRC"},
+		{"late data CRC", last, len(full) - 2, "data fails its CRC"},
+		{"late length", last, starts[last] + 1, "length fails its CRC"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			bad := tt.bad
 			b := append([]byte(nil), full...)
 			b[tt.flip] ^= 0x40
 			path := filepath.Join(t.TempDir(), "events.out.tfevents.bad")
@@ -387,7 +394,7 @@ func TestCorruptFile(t *testing.T) {
 			var r tfevents.Reader
 			// The error sticks: the file is not read past the bad record. The first read
 			// returns the points before it, the second nothing new.
-			for i, wantPts := range []map[string][]session.Point{byTag(want[:2]), {}} {
+			for i, wantPts := range []map[string][]session.Point{byTag(want[:bad-1]), {}} {
 				got, err := r.ReadFile(path)
 				var ce *tfevents.CorruptError
 				if !errors.As(err, &ce) {
