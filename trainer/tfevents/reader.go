@@ -100,43 +100,47 @@ func (r *Reader) ReadFile(path string) (map[string][]session.Point, error) {
 // blockLen is the number of points in one block of a series being collected.
 const blockLen = 2048
 
-// blocks recycles the blocks series collect points in, so that a read allocates little
-// more than the exact-size slices it returns.
+// blocks recycles the blocks long series collect points in, so that a big read allocates
+// little more than the exact-size slices it returns.
 var blocks = sync.Pool{New: func() any { return new([blockLen]session.Point) }}
 
-// series collects one tag's points in pooled blocks.
+// series collects one tag's points: in a small slice that doubles up to blockLen points
+// (a poll of a growing file usually finds a few), then in pooled blocks.
 type series struct {
 	name  string
 	next  *series // the series that followed this one last time
 	full  []*[blockLen]session.Point
-	cur   *[blockLen]session.Point
-	n     int // points in cur
+	cur   []session.Point
 	total int
 }
 
 func (s *series) add(p session.Point) {
-	if s.cur == nil || s.n == blockLen {
-		if s.cur != nil {
-			s.full = append(s.full, s.cur)
+	if len(s.cur) == cap(s.cur) {
+		if cap(s.cur) == blockLen {
+			s.full = append(s.full, (*[blockLen]session.Point)(s.cur))
+			s.cur = blocks.Get().(*[blockLen]session.Point)[:0]
+		} else {
+			grown := make([]session.Point, len(s.cur), min(max(2*cap(s.cur), 16), blockLen))
+			copy(grown, s.cur)
+			s.cur = grown
 		}
-		s.cur, s.n = blocks.Get().(*[blockLen]session.Point), 0
 	}
-	s.cur[s.n] = p
-	s.n++
+	s.cur = append(s.cur, p)
 	s.total++
 }
 
 // points returns the collected points in one slice and gives the blocks back.
 func (s *series) points() []session.Point {
+	if len(s.full) == 0 && cap(s.cur) < blockLen {
+		return s.cur
+	}
 	out := make([]session.Point, 0, s.total)
 	for _, b := range s.full {
 		out = append(out, b[:]...)
 		blocks.Put(b)
 	}
-	if s.cur != nil {
-		out = append(out, s.cur[:s.n]...)
-		blocks.Put(s.cur)
-	}
+	out = append(out, s.cur...)
+	blocks.Put((*[blockLen]session.Point)(s.cur[:blockLen]))
 	s.full, s.cur = nil, nil
 	return out
 }

@@ -567,3 +567,54 @@ func TestMalformedEvent(t *testing.T) {
 		t.Errorf("error = %v, want a *CorruptError at offset 0", err)
 	}
 }
+
+// TestLongSeries reads series long enough to span several collection blocks, twice, and
+// checks that the first result is untouched by the second read (no block is shared).
+func TestLongSeries(t *testing.T) {
+	const n = 2048*3 + 7
+	write := func(path string, offset float64) {
+		t.Helper()
+		w, err := tfevents.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := int64(0); step < n; step++ {
+			for _, tag := range []string{"a", "b"} {
+				if err := w.Scalar(tag, step, float64(step)+offset, time.Unix(step, 0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(got map[string][]session.Point, offset float64) {
+		t.Helper()
+		for _, tag := range []string{"a", "b"} {
+			pts := got[tag]
+			if len(pts) != n {
+				t.Fatalf("%s: %d points, want %d", tag, len(pts), n)
+			}
+			for i, p := range pts {
+				if p.Step != int64(i) || p.Value != float64(i)+offset {
+					t.Fatalf("%s point %d = %+v", tag, i, p)
+				}
+			}
+		}
+	}
+	dir := t.TempDir()
+	write(filepath.Join(dir, "events.out.tfevents.1"), 0)
+	write(filepath.Join(dir, "events.out.tfevents.2"), 0.5)
+	first, err := tfevents.ReadAll(filepath.Join(dir, "events.out.tfevents.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(first, 0)
+	second, err := tfevents.ReadAll(filepath.Join(dir, "events.out.tfevents.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check(second, 0.5)
+	check(first, 0)
+}
