@@ -52,8 +52,9 @@ func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger,
 }
 
 // openApp opens the store, builds the trainer, proposers and engine, and recovers what a
-// previous run left. notifier may be nil. The caller closes the app.
-func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notifier session.Notifier) (*app, error) {
+// previous run left. notifier builds the engine's notifier from the store (nil: none). The
+// caller closes the app.
+func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notifier func(session.Store) session.Notifier) (*app, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir %s cannot be created: %w", cfg.DataDir, err)
 	}
@@ -82,9 +83,13 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notif
 		db.Close()
 		return nil, err
 	}
+	var note session.Notifier
+	if notifier != nil {
+		note = notifier(db)
+	}
 	eng, err := session.NewEngine(session.EngineConfig{
 		Store: db, Trainer: runner, Advisor: primary, Sampler: sampler,
-		Notifier: notifier, Space: cfg.space(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
+		Notifier: note, Space: cfg.space(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
 	})
 	if err != nil {
 		db.Close()

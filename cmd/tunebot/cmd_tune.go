@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sync"
 	"time"
 
+	"tunebot/bot/console"
 	"tunebot/session"
 )
 
@@ -100,16 +102,34 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	defer closeLog()
-	ui := newConsoleUI(e, filepath.Join(cfg.DataDir, "reports"))
-	a, err := openApp(ctx, cfg, e, logger, ui)
+	stdin := &eofReader{r: e.stdin, done: make(chan struct{})}
+	// The console needs the store before the engine exists, and the engine needs the
+	// console as its notifier: openApp hands the store over through the hook.
+	var con *console.Console
+	a, err := openApp(ctx, cfg, e, logger, func(db session.Store) session.Notifier {
+		con = console.New(e.stdout, stdin, filepath.Join(cfg.DataDir, "reports"), nil, db, cfg.space(), logger)
+		return con
+	})
 	if err != nil {
 		fmt.Fprintln(e.stderr, "tunebot:", err)
 		return 1
 	}
 	defer a.close()
-	ui.attach(a.engine)
+	con.Attach(a.engine)
+	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
+	uiDone := make(chan struct{})
+	go func() {
+		defer close(uiDone)
+		_ = con.Run(uiCtx)
+	}()
+	// stopConsole prints what the engine still had to say, then stops the console.
+	stopConsole := func() {
+		a.engine.Shutdown(context.Background())
+		stopUI()
+		<-uiDone
+	}
 
-	owner := session.Actor{Platform: "console", ID: "console", Name: "you"}
+	owner := console.User
 	var s session.Session
 	if o.resume {
 		s, err = resumeNewest(ctx, a.engine, owner)
@@ -117,18 +137,14 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		s, err = a.engine.Start(ctx, st, owner)
 	}
 	if err != nil {
+		stopConsole()
 		printProblems(e, err)
 		return 1
 	}
 	fmt.Fprintf(e.stdout, "session %s (%s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
 
-	stdinDone := make(chan struct{})
-	go func() {
-		defer close(stdinDone)
-		ui.readCommands(ctx, s.ID, e.stdin)
-	}()
-	final, code := follow(ctx, e, a.engine, s.ID, stdinDone)
-	a.engine.Shutdown(context.Background())
+	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
+	stopConsole()
 	if code != 0 && final.State.Active() {
 		fmt.Fprintf(e.stderr, "session %s is %s; continue it with: tunebot tune --resume%s\n", final.ID, final.State, configFlag(o.configPath))
 	}
@@ -197,6 +213,25 @@ func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDo
 	}
 }
 
+// eofReader closes done when its reader reaches the end: nobody is left to type.
+type eofReader struct {
+	r    io.Reader
+	done chan struct{}
+	once sync.Once
+}
+
+func (r *eofReader) Read(p []byte) (int, error) {
+	if r.r == nil {
+		r.once.Do(func() { close(r.done) })
+		return 0, io.EOF
+	}
+	n, err := r.r.Read(p)
+	if err != nil {
+		r.once.Do(func() { close(r.done) })
+	}
+	return n, err
+}
+
 // summaryJSON is the --json summary of issue 3.
 type summaryJSON struct {
 	Session string         `json:"session"`
@@ -233,7 +268,8 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		return summaryJSON{}, fmt.Errorf("listing trials: %w", err)
 	}
 	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{},
-		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db")}}
+		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
+			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if s.Preset != "" {
 		out.Best = &bestJSON{Trial: s.BestTrial, Rung: s.BestRung, Score: s.BestScore}
 	}
@@ -266,22 +302,17 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 	return nil
 }
 
+// writeSummaryText ends a terminal session with where things are; the console has
+// already printed the summary card with the trials table.
 func writeSummaryText(w io.Writer, s summaryJSON) {
 	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, s.State)
 	if s.Reason != "" {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
 	}
-	fmt.Fprintf(w, "  %-6s %-4s %-6s %-10s %-9s %-8s %s\n", "trial", "rung", "iters", "state", "source", "score", "eligible")
-	for _, t := range s.Trials {
-		score := "-"
-		if t.Score != nil {
-			score = fmt.Sprintf("%+.3f", *t.Score)
-		}
-		fmt.Fprintf(w, "  %-6d %-4d %-6d %-10s %-9s %-8s %v\n", t.Number, t.Rung, t.Iterations, t.State, t.Source, score, t.Eligible)
-	}
-	fmt.Fprintln(w, "  (scores are vs the baseline's rung-0 evaluation and comparable within a rung)")
 	if s.Best != nil {
-		fmt.Fprintf(w, "best: trial %d @ rung %d, score %+.3f; preset %s\n", s.Best.Trial, s.Best.Rung, s.Best.Score, s.Preset)
+		fmt.Fprintf(w, "  best: trial %d @ rung %d, score %+.3f vs baseline @ rung 0; saved as preset %s\n", s.Best.Trial, s.Best.Rung, s.Best.Score, s.Preset)
 	}
-	fmt.Fprintf(w, "outputs: %s (store %s)\n", s.Outputs["session_dir"], s.Outputs["store"])
+	for _, k := range []string{"session_dir", "reports", "store", "log"} {
+		fmt.Fprintf(w, "  %-12s %s\n", k+":", s.Outputs[k])
+	}
 }
