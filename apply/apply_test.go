@@ -1,0 +1,463 @@
+package apply_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"tunebot/apply"
+	"tunebot/session"
+)
+
+const envCfg = `# fake trainer config
+import math
+
+def configure(cfg):
+    cfg.rewards["foot_slip"].weight = -0.25
+    cfg.rewards["is_terminated"].weight = -200.0
+    cfg.rewards["joint_acc_l2"].weight = -2.5e-7
+    cfg.rewards["foot_gait"].params["period"] = 0.6
+`
+
+const gaitCfg = "FOOT_TARGET_HEIGHT = 0.1\nother = 1\n"
+
+var alice = session.Actor{Platform: "slack", ID: "U1", Name: "alice"}
+
+// auditLog is an in-memory session.AuditLog.
+type auditLog struct {
+	mu      sync.Mutex
+	entries []session.AuditEntry
+}
+
+func (l *auditLog) Append(_ context.Context, e session.AuditEntry) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	e.Seq = uint64(len(l.entries) + 1)
+	l.entries = append(l.entries, e)
+	return nil
+}
+
+func (l *auditLog) Audit(_ context.Context, id string) ([]session.AuditEntry, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []session.AuditEntry
+	for _, e := range l.entries {
+		if id == "" || e.SessionID == id {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+func (l *auditLog) kinds() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, e := range l.entries {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+// git runs git in dir with an identity of its own, since the test machine may have none.
+func git(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func write(t *testing.T, p, s string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// newRepo makes a trainer checkout on branch main with two config files.
+func newRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	git(t, dir, "init", "-q", "-b", "main")
+	write(t, filepath.Join(dir, "tasks", "velocity_env_cfg.py"), envCfg)
+	write(t, filepath.Join(dir, "tasks", "gait.py"), gaitCfg)
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "trainer")
+	return dir
+}
+
+func rewardEdit(name string) apply.Edit {
+	return apply.Edit{File: "tasks/velocity_env_cfg.py", Name: name,
+		Pattern: `cfg\.rewards\["{name}"\]\.weight = ([-0-9.eE+]+)`}
+}
+
+func edits() []apply.Edit {
+	return []apply.Edit{
+		rewardEdit("foot_slip"),
+		rewardEdit("is_terminated"),
+		{File: "tasks/velocity_env_cfg.py", Name: "foot_gait.period", Pattern: `\.params\["period"\] = (?P<value>[0-9.]+)`},
+		{File: "tasks/gait.py", Name: "foot_clearance.target_height", Pattern: `(?m)^FOOT_TARGET_HEIGHT = (\S+)$`, Replace: "{value}  # tunebot: {name}"},
+	}
+}
+
+func testPreset() session.Preset {
+	space := session.DefaultSpace()
+	c := space.Defaults()
+	c.Weights["foot_slip"] = -0.5
+	c.Weights["is_terminated"] = -250
+	c.Params["foot_gait.period"] = 0.55
+	c.Params["foot_clearance.target_height"] = 0.12
+	return session.Preset{Name: "auto-tune-0123abcd", SessionID: "0123abcdef", Trial: session.TrialRef{Number: 5, Rung: 2},
+		Config: c, Score: 0.214, ScoreStd: 0.01, Task: "Unitree-Go2-Flat"}
+}
+
+func newApplier(t *testing.T, repo string, test []string, mod func(*apply.Config)) (*apply.Applier, *auditLog) {
+	t.Helper()
+	cfg := apply.Config{Repo: repo, Edits: edits(), Test: test, TestTimeout: time.Minute}
+	if mod != nil {
+		mod(&cfg)
+	}
+	log := &auditLog{}
+	a, err := apply.New(cfg, session.DefaultSpace(), log, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, log
+}
+
+// snapshot is everything an undo must restore.
+type snapshot struct {
+	head, mainSHA, branches string
+	files                  map[string]string
+}
+
+func snap(t *testing.T, repo string) snapshot {
+	t.Helper()
+	return snapshot{
+		head:     git(t, repo, "rev-parse", "--abbrev-ref", "HEAD"),
+		mainSHA:  git(t, repo, "rev-parse", "main"),
+		branches: git(t, repo, "for-each-ref", "--format=%(refname)", "refs/heads"),
+		files: map[string]string{
+			"env":  read(t, filepath.Join(repo, "tasks", "velocity_env_cfg.py")),
+			"gait": read(t, filepath.Join(repo, "tasks", "gait.py")),
+		},
+	}
+}
+
+func TestApplyPassingTestsCommitsOnABranch(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	before := snap(t, repo)
+	a, log := newApplier(t, repo, []string{"sh", "-c", `grep -q 'foot_slip"\].weight = -0.5$' tasks/velocity_env_cfg.py && echo tests ok`}, nil)
+	res, err := a.Apply(ctx, testPreset(), alice)
+	if err != nil {
+		t.Fatalf("Apply: %v (tail %q)", err, res.TestOutputTail)
+	}
+	if res.Reverted || res.Branch != "tunebot/auto-tune-0123abcd" || res.Commit == "" || res.TestOutputTail != "tests ok" {
+		t.Errorf("result = %+v", res)
+	}
+	if got := git(t, repo, "rev-list", "--count", "main.."+res.Branch); got != "1" {
+		t.Errorf("branch has %s commits over main, want 1", got)
+	}
+	if got := git(t, repo, "rev-parse", res.Branch); got != res.Commit {
+		t.Errorf("branch tip %s, result commit %s", got, res.Commit)
+	}
+	if got := git(t, repo, "rev-parse", "main"); got != before.mainSHA {
+		t.Errorf("main moved: %s → %s", before.mainSHA, got)
+	}
+	if got := git(t, repo, "symbolic-ref", "--short", "HEAD"); got != res.Branch {
+		t.Errorf("HEAD on %s, want the preset branch (the checkout carries the applied preset)", got)
+	}
+	wantEnv := strings.NewReplacer(`"foot_slip"].weight = -0.25`, `"foot_slip"].weight = -0.5`,
+		`"is_terminated"].weight = -200.0`, `"is_terminated"].weight = -250.0`,
+		`["period"] = 0.6`, `["period"] = 0.55`).Replace(envCfg)
+	if got := read(t, filepath.Join(repo, "tasks", "velocity_env_cfg.py")); got != wantEnv {
+		t.Errorf("velocity_env_cfg.py:\n%s", cmp.Diff(wantEnv, got))
+	}
+	if got, want := read(t, filepath.Join(repo, "tasks", "gait.py")), "FOOT_TARGET_HEIGHT = 0.12  # tunebot: foot_clearance.target_height\nother = 1\n"; got != want {
+		t.Errorf("gait.py = %q, want %q", got, want)
+	}
+	msg := git(t, repo, "log", "-1", "--format=%an <%ae>%n%B", res.Commit)
+	for _, w := range []string{"tunebot <tunebot@localhost>", "apply preset auto-tune-0123abcd", "session 0123abcdef", "trial 5 @ rung 2", "+0.214", "alice", "foot_slip: -0.25 -> -0.5"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("commit message does not say %q:\n%s", w, msg)
+		}
+	}
+	if status := git(t, repo, "status", "--porcelain"); status != "" {
+		t.Errorf("work tree not clean after apply: %s", status)
+	}
+	if len(log.entries) != 1 || log.entries[0].Kind != "apply" || log.entries[0].Detail["commit"] != res.Commit ||
+		log.entries[0].Detail["reverted"] != false || log.entries[0].SessionID != "0123abcdef" {
+		t.Errorf("audit = %+v", log.entries)
+	}
+	// A second apply of the same preset finds its branch and refuses.
+	git(t, repo, "checkout", "-q", "main")
+	if _, err := a.Apply(ctx, testPreset(), alice); err == nil || !errors.Is(err, session.ErrExists) {
+		t.Errorf("applying again: %v, want ErrExists", err)
+	}
+}
+
+func TestApplyFailureLeavesNoTrace(t *testing.T) {
+	ctx := context.Background()
+	outside := filepath.Join(t.TempDir(), "outside.py")
+	write(t, outside, gaitCfg)
+	tests := []struct {
+		name   string
+		test   []string
+		mod    func(*apply.Config)
+		setup  func(t *testing.T, repo string)
+		want   string
+		noTry  bool // refused before anything was touched, so no audit record
+		inAudt bool
+	}{
+		{name: "tests fail", test: []string{"false"}, want: "the test command false failed (exit status 1)"},
+		{name: "tests fail with output", test: []string{"sh", "-c", "echo FAILED test_rewards; exit 3"}, want: "exit status 3"},
+		{name: "tests time out", test: []string{"sleep", "30"}, mod: func(c *apply.Config) { c.TestTimeout = 300 * time.Millisecond }, want: "timed out after 300ms"},
+		{name: "test command missing", test: []string{"./no-such-test"}, want: "could not run"},
+		{name: "pattern does not match", mod: func(c *apply.Config) {
+			c.Edits = append(c.Edits, rewardEdit("stand_still"))
+		}, want: "edit 4 (stand_still) in tasks/velocity_env_cfg.py: the pattern matches 0 times"},
+		{name: "pattern matches twice", mod: func(c *apply.Config) {
+			c.Edits = append(c.Edits, apply.Edit{File: "tasks/velocity_env_cfg.py", Name: "pose", Pattern: `(cfg)\.rewards`})
+		}, want: "matches 4 times"},
+		{name: "base branch at another commit", test: []string{"false"}, setup: func(t *testing.T, repo string) {
+			git(t, repo, "checkout", "-q", "-b", "dev")
+			write(t, filepath.Join(repo, "tasks", "gait.py"), gaitCfg+"dev = 2\n")
+			git(t, repo, "commit", "-q", "-am", "dev change")
+		}, mod: func(c *apply.Config) { c.Base = "main" }, want: "failed"},
+		{name: "symlink escapes the checkout", setup: func(t *testing.T, repo string) {
+			if err := os.Symlink(outside, filepath.Join(repo, "tasks", "link.py")); err != nil {
+				t.Fatal(err)
+			}
+			git(t, repo, "add", "tasks/link.py")
+			git(t, repo, "commit", "-q", "-m", "link")
+		}, mod: func(c *apply.Config) {
+			c.Edits = append(c.Edits, apply.Edit{File: "tasks/link.py", Name: "foot_clearance.target_height", Pattern: `FOOT_TARGET_HEIGHT = (\S+)`})
+		}, want: "edit file tasks/link.py resolves outside the checkout", noTry: true},
+		{name: "dirty tree", setup: func(t *testing.T, repo string) {
+			write(t, filepath.Join(repo, "tasks", "gait.py"), gaitCfg+"# my work in progress\n")
+		}, want: "has uncommitted changes (tasks/gait.py); commit or stash them first", noTry: true},
+		{name: "detached head", setup: func(t *testing.T, repo string) {
+			git(t, repo, "checkout", "-q", "--detach")
+		}, want: "detached HEAD", noTry: true},
+		{name: "already applied", setup: func(t *testing.T, repo string) {
+			git(t, repo, "branch", "tunebot/auto-tune-0123abcd")
+		}, want: "already exists", noTry: true},
+		{name: "missing base", mod: func(c *apply.Config) { c.Base = "release" }, want: "base branch release does not exist", noTry: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := newRepo(t)
+			if tc.setup != nil {
+				tc.setup(t, repo)
+			}
+			before := snap(t, repo)
+			statusBefore := git(t, repo, "status", "--porcelain")
+			a, log := newApplier(t, repo, tc.test, tc.mod)
+			res, err := a.Apply(ctx, testPreset(), alice)
+			if err == nil {
+				t.Fatalf("Apply succeeded: %+v", res)
+			}
+			var ue *session.UserError
+			if !errors.As(err, &ue) {
+				t.Errorf("error %T is not a user error: %v", err, err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not say %q", err, tc.want)
+			}
+			if after := snap(t, repo); !cmp.Equal(before, after, cmp.AllowUnexported(snapshot{})) {
+				t.Errorf("checkout changed:\n%s", cmp.Diff(before, after, cmp.AllowUnexported(snapshot{})))
+			}
+			if got := git(t, repo, "status", "--porcelain"); got != statusBefore {
+				t.Errorf("status %q, was %q", got, statusBefore)
+			}
+			if got := read(t, outside); got != gaitCfg {
+				t.Errorf("a file outside the checkout changed: %q", got)
+			}
+			if tc.noTry {
+				if len(log.entries) != 0 {
+					t.Errorf("a refusal before any change was recorded as an apply: %v", log.kinds())
+				}
+				return
+			}
+			if !res.Reverted || res.Commit != "" || res.Reason == "" {
+				t.Errorf("result = %+v, want reverted with a reason and no commit", res)
+			}
+			if len(log.entries) != 1 || log.entries[0].Detail["reverted"] != true || log.entries[0].Detail["reason"] != res.Reason {
+				t.Errorf("audit = %+v", log.entries)
+			}
+			if tc.name == "tests fail with output" && res.TestOutputTail != "FAILED test_rewards" {
+				t.Errorf("test output tail = %q", res.TestOutputTail)
+			}
+		})
+	}
+}
+
+func TestRollbackIsARevertCommit(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	a, log := newApplier(t, repo, []string{"true"}, nil)
+	if _, err := a.LastApply(ctx); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("LastApply before any apply: %v", err)
+	}
+	res, err := a.Apply(ctx, testPreset(), alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git(t, repo, "checkout", "-q", "main")
+	rec, err := a.LastApply(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Commit != res.Commit || rec.Branch != res.Branch || rec.Preset != "auto-tune-0123abcd" || rec.By.ID != alice.ID {
+		t.Errorf("LastApply = %+v, want the apply %+v", rec, res)
+	}
+	rb, err := a.Rollback(ctx, rec, alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := git(t, repo, "rev-parse", res.Branch+"^"); got != res.Commit {
+		t.Errorf("revert's parent %s, want the apply commit %s (a new commit, not a reset)", got, res.Commit)
+	}
+	if got := git(t, repo, "rev-parse", res.Branch); got != rb.Revert {
+		t.Errorf("branch tip %s, want the revert %s", got, rb.Revert)
+	}
+	if got := git(t, repo, "show", res.Branch+":tasks/velocity_env_cfg.py"); got != strings.TrimSpace(envCfg) {
+		t.Errorf("after rollback the branch's file is:\n%s", got)
+	}
+	if got := git(t, repo, "log", "-1", "--format=%s", rb.Revert); !strings.HasPrefix(got, `Revert "tunebot: apply preset auto-tune-0123abcd"`) {
+		t.Errorf("revert subject %q", got)
+	}
+	if got := git(t, repo, "symbolic-ref", "--short", "HEAD"); got != "main" {
+		t.Errorf("HEAD on %s after rollback, want main where it was", got)
+	}
+	if !cmp.Equal(log.kinds(), []string{"apply", "rollback"}) || log.entries[1].Detail["revert_commit"] != rb.Revert {
+		t.Errorf("audit = %+v", log.entries)
+	}
+	if _, err := a.LastApply(ctx); !errors.Is(err, session.ErrNotFound) {
+		t.Errorf("LastApply after the rollback: %v, want nothing left", err)
+	}
+	// Rolling back the same record twice would revert the revert's target again: refused
+	// by git as a no-op or a conflict, and never a reset.
+	if _, err := a.Rollback(ctx, rec, alice); err == nil {
+		t.Errorf("a second rollback of the same apply succeeded")
+	}
+	if got := git(t, repo, "rev-parse", res.Branch); got != rb.Revert {
+		t.Errorf("a refused rollback moved the branch")
+	}
+}
+
+func TestDiffPreviewsWithoutTouching(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	before := snap(t, repo)
+	a, log := newApplier(t, repo, []string{"false"}, nil)
+	p := testPreset()
+	p.Config.Weights["joint_acc_l2"] = -5e-7
+	changes, err := a.Diff(ctx, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []apply.Change{
+		{File: "tasks/velocity_env_cfg.py", Line: 5, Name: "foot_slip", Old: "-0.25", New: "-0.5"},
+		{File: "tasks/velocity_env_cfg.py", Line: 6, Name: "is_terminated", Old: "-200.0", New: "-250.0"},
+		{File: "tasks/velocity_env_cfg.py", Line: 8, Name: "foot_gait.period", Old: "0.6", New: "0.55"},
+		{File: "tasks/gait.py", Line: 1, Name: "foot_clearance.target_height", Old: "0.1", New: "0.12  # tunebot: foot_clearance.target_height"},
+	}
+	if diff := cmp.Diff(want, changes); diff != "" {
+		t.Errorf("Diff (-want +got):\n%s", diff)
+	}
+	text := apply.FormatChanges(changes)
+	if !strings.Contains(text, "tasks/velocity_env_cfg.py:5  foot_slip: -0.25 → -0.5\n") {
+		t.Errorf("FormatChanges:\n%s", text)
+	}
+	if after := snap(t, repo); !cmp.Equal(before, after, cmp.AllowUnexported(snapshot{})) {
+		t.Errorf("Diff changed the checkout")
+	}
+	if len(log.entries) != 0 {
+		t.Errorf("Diff was audited: %v", log.kinds())
+	}
+	// A value that needs an exponent stays a float literal the trainer reads back exactly.
+	a2, _ := newApplier(t, repo, nil, func(c *apply.Config) { c.Edits = []apply.Edit{rewardEdit("joint_acc_l2")} })
+	changes, err = a2.Diff(ctx, p)
+	if err != nil || len(changes) != 1 || changes[0].New != "-5e-07" {
+		t.Errorf("Diff of joint_acc_l2 = %+v, %v", changes, err)
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	space := session.DefaultSpace()
+	good := apply.Config{Repo: "/srv/trainer", Edits: edits(), Test: []string{"pytest", "-q"}}
+	if err := good.Check(space); err != nil {
+		t.Fatalf("a good config: %v", err)
+	}
+	tests := []struct {
+		name string
+		mod  func(*apply.Config)
+		want string
+	}{
+		{"relative repo", func(c *apply.Config) { c.Repo = "trainer" }, "must be an absolute path"},
+		{"no edits", func(c *apply.Config) { c.Edits = nil }, "at least one edit"},
+		{"dot-dot", func(c *apply.Config) { c.Edits[0].File = "../outside.py" }, `edits[0].file: "../outside.py" is not a relative path inside the checkout`},
+		{"absolute file", func(c *apply.Config) { c.Edits[0].File = "/etc/passwd" }, "is not a relative path"},
+		{"git dir", func(c *apply.Config) { c.Edits[0].File = ".git/config" }, "is inside .git"},
+		{"unknown name", func(c *apply.Config) { c.Edits[1].Name = "learning_rate" }, `edits[1].name: "learning_rate" is not a term or param`},
+		{"no group", func(c *apply.Config) { c.Edits[0].Pattern = `weight = -0.25` }, "needs exactly one capture group"},
+		{"two groups", func(c *apply.Config) { c.Edits[0].Pattern = `(a)(b)` }, "has 2 groups"},
+		{"bad regexp", func(c *apply.Config) { c.Edits[0].Pattern = `(` }, "does not compile"},
+		{"no value in template", func(c *apply.Config) { c.Edits[0].Replace = "1.0" }, "does not contain {value}"},
+		{"shell string", func(c *apply.Config) { c.Test = []string{"pytest -q && echo ok"} }, "looks like a shell string"},
+		{"bad prefix", func(c *apply.Config) { c.BranchPrefix = "a b/" }, "branch_prefix"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			c.Edits = append([]apply.Edit(nil), good.Edits...)
+			tc.mod(&c)
+			err := c.Check(space)
+			var ie *session.InvalidError
+			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Check = %v, want an invalid error saying %q", err, tc.want)
+			}
+			if _, err := apply.New(c, space, &auditLog{}, nil); err == nil {
+				t.Errorf("New accepted a config Check refuses")
+			}
+		})
+	}
+}
+
+func TestApplyRefusesAPresetOutsideTheSpace(t *testing.T) {
+	repo := newRepo(t)
+	a, _ := newApplier(t, repo, nil, nil)
+	p := testPreset()
+	p.Config.Weights["foot_slip"] = 3
+	_, err := a.Apply(context.Background(), p, alice)
+	var ue *session.UserError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "does not fit the reward space") || !strings.Contains(err.Error(), "weights.foot_slip") {
+		t.Errorf("Apply = %v", err)
+	}
+}

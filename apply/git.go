@@ -1,0 +1,85 @@
+package apply
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// git runs git subprocesses in one checkout with a fixed identity, so commits work on a
+// machine without a global git config and never depend on a caller's environment.
+type git struct {
+	repo string
+	env  []string
+}
+
+func newGit(repo, name, email string) git {
+	var env []string
+	for _, kv := range os.Environ() {
+		// A GIT_DIR or GIT_INDEX_FILE inherited from a hook would point git elsewhere.
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "GIT_") || k == "LC_ALL" || k == "LANG" {
+			continue
+		}
+		env = append(env, kv)
+	}
+	env = append(env,
+		"GIT_AUTHOR_NAME="+name, "GIT_AUTHOR_EMAIL="+email,
+		"GIT_COMMITTER_NAME="+name, "GIT_COMMITTER_EMAIL="+email,
+		"GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "LC_ALL=C")
+	return git{repo: repo, env: env}
+}
+
+// run runs git -C repo args... and returns its trimmed standard output. A failure carries
+// git's own message.
+func (g git) run(ctx context.Context, args ...string) (string, error) {
+	out, err := g.raw(ctx, args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+// raw is run without trimming, for file contents.
+func (g git) raw(ctx context.Context, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", g.repo}, args...)...)
+	cmd.Env = g.env
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(errb.String())
+		if msg == "" {
+			msg = strings.TrimSpace(out.String())
+		}
+		return nil, &gitError{args: args, msg: lastLines(msg, 6), err: err}
+	}
+	return out.Bytes(), nil
+}
+
+type gitError struct {
+	args []string
+	msg  string
+	err  error
+}
+
+func (e *gitError) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.args, " "), e.err, e.msg)
+}
+func (e *gitError) Unwrap() error { return e.err }
+
+// exitCode is git's exit status, or -1 when it did not run to an exit.
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,125 @@
+package apply
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tunebot/session"
+)
+
+// Record is an apply as the audit log holds it, enough to roll it back.
+type Record struct {
+	Seq       uint64
+	At        time.Time
+	By        session.Actor
+	Preset    string
+	SessionID string
+	Branch    string
+	Base      string
+	Commit    string
+}
+
+// RollbackResult is what a rollback did.
+type RollbackResult struct {
+	Preset string
+	Branch string
+	Commit string // the commit that was reverted
+	Revert string // the new revert commit
+}
+
+// LastApply returns the newest apply that landed and has not been rolled back, from the
+// audit log, so /tune rollback needs no argument and survives a restart.
+func (a *Applier) LastApply(ctx context.Context) (Record, error) {
+	entries, err := a.audit.Audit(ctx, "")
+	if err != nil {
+		return Record{}, fmt.Errorf("reading the audit log: %w", err)
+	}
+	rolledBack := map[string]bool{}
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
+		commit, _ := e.Detail["commit"].(string)
+		switch e.Kind {
+		case "rollback":
+			rolledBack[commit] = true
+		case "apply":
+			if reverted, _ := e.Detail["reverted"].(bool); reverted || commit == "" || rolledBack[commit] {
+				continue
+			}
+			str := func(k string) string { s, _ := e.Detail[k].(string); return s }
+			return Record{Seq: e.Seq, At: e.Time, By: e.Actor, Preset: str("preset"), SessionID: e.SessionID,
+				Branch: str("branch"), Base: str("base"), Commit: commit}, nil
+		}
+	}
+	return Record{}, session.Userf(session.ErrNotFound, "there is no applied preset to roll back")
+}
+
+// Rollback undoes rec with `git revert --no-edit` on rec's branch: a new commit, never a
+// reset or a force push, so the history keeps both. HEAD returns to the branch it was on.
+// The tree must be clean, as for Apply.
+func (a *Applier) Rollback(ctx context.Context, rec Record, by session.Actor) (RollbackResult, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	res := RollbackResult{Preset: rec.Preset, Branch: rec.Branch, Commit: rec.Commit}
+	if _, err := a.toplevel(ctx); err != nil {
+		return res, err
+	}
+	orig, err := a.currentBranch(ctx)
+	if err != nil {
+		return res, err
+	}
+	if err := a.clean(ctx); err != nil {
+		return res, err
+	}
+	if _, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+rec.Branch); err != nil {
+		return res, session.Userf(session.ErrNotFound, "branch %s of preset %s no longer exists; nothing to roll back", rec.Branch, rec.Preset)
+	}
+	if _, err := a.git.run(ctx, "merge-base", "--is-ancestor", rec.Commit, "refs/heads/"+rec.Branch); err != nil {
+		return res, session.Userf(session.ErrConflict, "commit %s is not on branch %s any more", short(rec.Commit), rec.Branch)
+	}
+	switched := orig != rec.Branch
+	back := func() {
+		if !switched {
+			return
+		}
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if _, err := a.git.run(bctx, "checkout", "-q", orig); err != nil {
+			a.log.Error("returning to the original branch after a rollback", "branch", orig, "error", err)
+		}
+	}
+	if switched {
+		if _, err := a.git.run(ctx, "checkout", "-q", rec.Branch); err != nil {
+			return res, fmt.Errorf("checking out %s: %w", rec.Branch, err)
+		}
+	}
+	if _, err := a.git.run(ctx, "revert", "--no-edit", rec.Commit); err != nil {
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		_, _ = a.git.run(actx, "revert", "--abort")
+		cancel()
+		back()
+		return res, &session.UserError{Msg: fmt.Sprintf("rolling back preset %s: git could not revert %s cleanly on %s (later commits touch the same lines); nothing was changed",
+			rec.Preset, short(rec.Commit), rec.Branch), Err: err}
+	}
+	revert, err := a.git.run(ctx, "rev-parse", "HEAD")
+	back()
+	if err != nil {
+		return res, fmt.Errorf("reading the revert commit: %w", err)
+	}
+	res.Revert = revert
+	e := session.AuditEntry{Time: a.now(), SessionID: rec.SessionID, Kind: "rollback", Actor: by, Detail: map[string]any{
+		"preset": rec.Preset, "branch": rec.Branch, "commit": rec.Commit, "revert_commit": revert, "apply_seq": rec.Seq,
+	}}
+	if err := a.audit.Append(context.WithoutCancel(ctx), e); err != nil {
+		return res, fmt.Errorf("rollback of %s done as %s, but recording it failed: %w", short(rec.Commit), short(revert), err)
+	}
+	a.log.Info("preset rolled back", "preset", rec.Preset, "branch", rec.Branch, "revert", revert)
+	return res, nil
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
