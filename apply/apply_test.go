@@ -152,7 +152,7 @@ func newApplier(t *testing.T, repo string, test []string, mod func(*apply.Config
 // snapshot is everything an undo must restore.
 type snapshot struct {
 	head, mainSHA, branches string
-	files                  map[string]string
+	files                   map[string]string
 }
 
 func snap(t *testing.T, repo string) snapshot {
