@@ -112,7 +112,7 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 		return 0
 	}
 	sort.Strings(names)
-	fmt.Fprintf(e.stdout, "%d event files, %d scalar tags\n\n", len(files), len(names))
+	fmt.Fprintf(e.stdout, "%s, %s\n\n", plural(len(files), "event file"), plural(len(names), "scalar tag"))
 	rows := [][]string{{"TAG", "COUNT", "FIRST STEP", "LAST STEP", "LAST VALUE"}}
 	for _, n := range names {
 		s := tags[n]
@@ -144,4 +144,11 @@ func printTable(w io.Writer, rows [][]string) {
 		}
 		fmt.Fprintln(w, b.String())
 	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

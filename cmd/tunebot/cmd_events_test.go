@@ -89,7 +89,7 @@ func TestEventsTable(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(stdout), "\n")
-	if lines[0] != "1 event files, 21 scalar tags" || len(lines) != 2+1+21 {
+	if lines[0] != "1 event file, 21 scalar tags" || len(lines) != 2+1+21 {
 		t.Fatalf("unexpected table:\n%s", stdout)
 	}
 	var reward string
