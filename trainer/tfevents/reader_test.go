@@ -618,3 +618,53 @@ func TestLongSeries(t *testing.T) {
 	check(second, 0.5)
 	check(first, 0)
 }
+
+// TestRecordLargerThanBuffer reads a record bigger than the reader's buffers, whole and cut
+// inside it.
+func TestRecordLargerThanBuffer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.out.tfevents.huge")
+	w, err := tfevents.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	huge := strings.Repeat("x", 3<<20)
+	for i, tag := range []string{"before", huge, "after"} {
+		if err := w.Scalar(tag, int64(i), float64(i), time.Unix(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	full, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]session.Point{
+		"before": {{Step: 0, Value: 0}},
+		huge:     {{Step: 1, Value: 1}},
+		"after":  {{Step: 2, Value: 2}},
+	}
+	for _, cut := range []int{len(full), len(full) / 2, len(full) - 40} {
+		cutPath := filepath.Join(t.TempDir(), "events.out.tfevents.cut")
+		if err := os.WriteFile(cutPath, full[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var r tfevents.Reader
+		got, err := r.ReadFile(cutPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		appendBytes(t, cutPath, full[cut:])
+		rest, err := r.ReadFile(cutPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for tag, p := range rest {
+			got[tag] = append(got[tag], p...)
+		}
+		if !cmp.Equal(want, got) {
+			t.Errorf("cut at %d of %d: got %d tags, want the 3 points once each", cut, len(full), len(got))
+		}
+	}
+}
