@@ -1,0 +1,5 @@
+import sys
+
+from tunebot_mjlab.cli import main
+
+sys.exit(main())

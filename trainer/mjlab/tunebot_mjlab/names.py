@@ -1,0 +1,355 @@
+"""Name maps from tunebot's reward space (DESIGN.md section 2) to a task's reward terms.
+
+A reward configuration is ``{"weights": {term: number}, "params": {name: number}}`` in
+tunebot's names. Each task has a map that says where every name lives in the task's
+``env_cfg.rewards`` (a dict of mjlab ``RewardTermCfg``) and how the number is applied.
+Anything a task does not have is refused with its name before a simulation starts, except
+a weight of exactly 0 for a term the task lacks: an absent term is already off.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+class RewardConfigError(ValueError):
+  """A reward configuration that cannot be applied to the task; names every problem."""
+
+  def __init__(self, task: str, problems: list[str]):
+    self.task = task
+    self.problems = problems
+    super().__init__(
+      f"reward configuration does not fit task {task}:\n  - " + "\n  - ".join(problems)
+    )
+
+
+@dataclass(frozen=True)
+class WeightMap:
+  """Where a tunebot weight lives in the task.
+
+  term: the key in env_cfg.rewards (None: the task has no such term and mjlab has no
+    function for it, so only a weight of 0 is accepted).
+  sign: tunebot weight = sign * task weight. mjlab's ``upright`` rewards uprightness
+    (positive weight) where tunebot's ``body_orientation_l2`` penalises tilt (negative
+    weight), so that pair maps with sign -1: -1.0 in tunebot is 1.0 in mjlab.
+  add: builds the term from mjlab's reward functions when the task lacks it.
+  """
+
+  term: str | None
+  sign: float = 1.0
+  add: Callable[[], Any] | None = None
+
+
+@dataclass(frozen=True)
+class ParamMap:
+  """Where a tunebot param lives: ``env_cfg.rewards[term].params[key]``.
+
+  scale: the param is a factor on the task's own per-joint std dict rather than a value;
+    the default is 1.0 and applying it multiplies every entry of ``params[key]``.
+  """
+
+  term: str | None
+  key: str = ""
+  scale: bool = False
+
+
+@dataclass(frozen=True)
+class TaskMap:
+  """Everything the adapter needs to know about one task."""
+
+  task: str
+  weights: dict[str, WeightMap]
+  params: dict[str, ParamMap]
+  # Modules whose import registers the task with mjlab's registry.
+  modules: tuple[str, ...] = ("mjlab.tasks",)
+  # Where the install of the task's package is explained, for error messages.
+  install_hint: str = ""
+  extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _is_terminated():
+  from mjlab.envs import mdp as envs_mdp
+  from mjlab.managers.reward_manager import RewardTermCfg
+
+  return RewardTermCfg(func=envs_mdp.is_terminated, weight=0.0)
+
+
+def _joint_acc_l2():
+  from mjlab.envs import mdp as envs_mdp
+  from mjlab.managers.reward_manager import RewardTermCfg
+  from mjlab.managers.scene_entity_config import SceneEntityCfg
+
+  return RewardTermCfg(
+    func=envs_mdp.joint_acc_l2,
+    weight=0.0,
+    params={"asset_cfg": SceneEntityCfg("robot", joint_names=(".*",))},
+  )
+
+
+def _electrical_power():
+  from mjlab.envs.mdp.rewards import electrical_power_cost
+  from mjlab.managers.reward_manager import RewardTermCfg
+  from mjlab.managers.scene_entity_config import SceneEntityCfg
+
+  return RewardTermCfg(
+    func=electrical_power_cost,
+    weight=0.0,
+    params={"asset_cfg": SceneEntityCfg("robot", joint_names=(".*",))},
+  )
+
+
+_POSE_PARAMS = {
+  "pose.std_standing_scale": ParamMap("pose", "std_standing", scale=True),
+  "pose.std_walking_scale": ParamMap("pose", "std_walking", scale=True),
+  "pose.std_running_scale": ParamMap("pose", "std_running", scale=True),
+  "pose.walking_threshold": ParamMap("pose", "walking_threshold"),
+  "pose.running_threshold": ParamMap("pose", "running_threshold"),
+}
+
+# Unitree-Go2-Flat from unitree_rl_mjlab: the names of DESIGN.md section 2 are the task's.
+GO2_FLAT = TaskMap(
+  task="Unitree-Go2-Flat",
+  weights={
+    "track_linear_velocity": WeightMap("track_linear_velocity"),
+    "track_angular_velocity": WeightMap("track_angular_velocity"),
+    "body_orientation_l2": WeightMap("body_orientation_l2"),
+    "pose": WeightMap("pose"),
+    "body_ang_vel": WeightMap("body_ang_vel"),
+    "angular_momentum": WeightMap("angular_momentum"),
+    "is_terminated": WeightMap("is_terminated", add=_is_terminated),
+    "joint_acc_l2": WeightMap("joint_acc_l2", add=_joint_acc_l2),
+    "joint_pos_limits": WeightMap("joint_pos_limits"),
+    "action_rate_l2": WeightMap("action_rate_l2"),
+    "foot_gait": WeightMap("foot_gait"),
+    "foot_clearance": WeightMap("foot_clearance"),
+    "foot_slip": WeightMap("foot_slip"),
+    "soft_landing": WeightMap("soft_landing"),
+    "stand_still": WeightMap("stand_still"),
+    "electrical_power": WeightMap("electrical_power", add=_electrical_power),
+  },
+  params={
+    "track_linear_velocity.std": ParamMap("track_linear_velocity", "std"),
+    "track_angular_velocity.std": ParamMap("track_angular_velocity", "std"),
+    **_POSE_PARAMS,
+    "foot_gait.period": ParamMap("foot_gait", "period"),
+    "foot_gait.threshold": ParamMap("foot_gait", "threshold"),
+    "foot_gait.command_threshold": ParamMap("foot_gait", "command_threshold"),
+    "foot_clearance.target_height": ParamMap("foot_clearance", "target_height"),
+    "foot_clearance.command_threshold": ParamMap("foot_clearance", "command_threshold"),
+    "foot_slip.command_threshold": ParamMap("foot_slip", "command_threshold"),
+    "stand_still.command_threshold": ParamMap("stand_still", "command_threshold"),
+  },
+  # unitree_rl_mjlab registers its tasks when its task package is imported; which module
+  # that is has moved between its versions, so both are tried.
+  modules=("mjlab.tasks", "src.tasks", "unitree_rl_mjlab.tasks"),
+  install_hint=(
+    "Unitree-Go2-Flat comes from unitree_rl_mjlab, which is not on PyPI: clone it next to "
+    "the adapter and install it into the same venv (see trainer/mjlab/README.md), or set "
+    "TUNEBOT_MJLAB_TASK_MODULES to the module that registers it"
+  ),
+)
+
+# mjlab's own Go1 flat task: same ideas, mjlab's names. Terms Go1 lacks are added from
+# mjlab's reward functions where mjlab has one (is_terminated, joint_acc_l2,
+# electrical_power); foot_gait and stand_still have no mjlab function and are refused
+# unless their weight is 0.
+GO1_FLAT = TaskMap(
+  task="Mjlab-Velocity-Flat-Unitree-Go1",
+  weights={
+    "track_linear_velocity": WeightMap("track_linear_velocity"),
+    "track_angular_velocity": WeightMap("track_angular_velocity"),
+    "body_orientation_l2": WeightMap("upright", sign=-1.0),
+    "pose": WeightMap("pose"),
+    "body_ang_vel": WeightMap("body_ang_vel"),
+    "angular_momentum": WeightMap("angular_momentum"),
+    "is_terminated": WeightMap("is_terminated", add=_is_terminated),
+    "joint_acc_l2": WeightMap("joint_acc_l2", add=_joint_acc_l2),
+    "joint_pos_limits": WeightMap("dof_pos_limits"),
+    "action_rate_l2": WeightMap("action_rate_l2"),
+    "foot_gait": WeightMap(None),
+    "foot_clearance": WeightMap("foot_clearance"),
+    "foot_slip": WeightMap("foot_slip"),
+    "soft_landing": WeightMap("soft_landing"),
+    "stand_still": WeightMap(None),
+    "electrical_power": WeightMap("electrical_power", add=_electrical_power),
+  },
+  params={
+    "track_linear_velocity.std": ParamMap("track_linear_velocity", "std"),
+    "track_angular_velocity.std": ParamMap("track_angular_velocity", "std"),
+    **_POSE_PARAMS,
+    "foot_gait.period": ParamMap(None),
+    "foot_gait.threshold": ParamMap(None),
+    "foot_gait.command_threshold": ParamMap(None),
+    "foot_clearance.target_height": ParamMap("foot_clearance", "target_height"),
+    "foot_clearance.command_threshold": ParamMap("foot_clearance", "command_threshold"),
+    "foot_slip.command_threshold": ParamMap("foot_slip", "command_threshold"),
+    "stand_still.command_threshold": ParamMap(None),
+  },
+)
+
+TASKS: dict[str, TaskMap] = {m.task: m for m in (GO2_FLAT, GO1_FLAT)}
+
+
+def task_map(task: str) -> TaskMap:
+  """The name map of task, or an error listing the tasks the adapter knows."""
+  try:
+    return TASKS[task]
+  except KeyError:
+    raise RewardConfigError(
+      task, [f"the adapter has no name map for task {task} (known: {', '.join(sorted(TASKS))})"]
+    ) from None
+
+
+def _finite(v: Any) -> bool:
+  return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def apply_reward_config(tm: TaskMap, rewards: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+  """Applies a tunebot reward configuration to a task's reward dict, in place.
+
+  Every problem is collected first and raised together as RewardConfigError, so nothing is
+  half-applied and a user sees all of them at once. Returns a summary of what was set, in
+  the task's names (written next to the checkpoints for audit).
+  """
+  problems: list[str] = []
+  if not isinstance(config, dict):
+    raise RewardConfigError(tm.task, ["the reward configuration is not a JSON object"])
+  extra = sorted(set(config) - {"weights", "params"})
+  if extra:
+    problems.append(f"unknown top-level key(s): {', '.join(extra)} (want weights, params)")
+  weights = config.get("weights") or {}
+  params = config.get("params") or {}
+  if not isinstance(weights, dict) or not isinstance(params, dict):
+    raise RewardConfigError(tm.task, ["weights and params must be JSON objects"])
+
+  ops: list[Callable[[], None]] = []
+  summary: dict[str, Any] = {}
+  for name in sorted(weights):
+    w = weights[name]
+    wm = tm.weights.get(name)
+    if wm is None:
+      problems.append(f"weight {name}: not a term of tunebot's reward space")
+      continue
+    if not _finite(w):
+      problems.append(f"weight {name}: {w!r} is not a finite number")
+      continue
+    if wm.term is None:
+      if w != 0:
+        problems.append(
+          f"weight {name}: task {tm.task} has no such reward term and mjlab has no "
+          "function to add it; only 0 (off) is accepted"
+        )
+      continue
+    if wm.term not in rewards:
+      if wm.add is None:
+        if w != 0:
+          problems.append(f"weight {name}: task {tm.task} has no reward term {wm.term!r}")
+        continue
+      if w == 0:
+        continue  # absent is off; adding a zero-weight term would only cost time
+      term_key, factory = wm.term, wm.add
+
+      def add(term_key=term_key, factory=factory, w=w, sign=wm.sign):
+        cfg = factory()
+        cfg.weight = float(w) * sign
+        rewards[term_key] = cfg
+
+      ops.append(add)
+    else:
+
+      def setw(term_key=wm.term, w=w, sign=wm.sign):
+        rewards[term_key].weight = float(w) * sign
+
+      ops.append(setw)
+    summary.setdefault(wm.term, {})["weight"] = float(w) * wm.sign
+
+  for name in sorted(params):
+    v = params[name]
+    pm = tm.params.get(name)
+    if pm is None:
+      problems.append(f"param {name}: not a param of tunebot's reward space")
+      continue
+    if not _finite(v):
+      problems.append(f"param {name}: {v!r} is not a finite number")
+      continue
+    if pm.term is None:
+      problems.append(f"param {name}: task {tm.task} has no such reward term or param")
+      continue
+    term = rewards.get(pm.term)
+    if term is None:
+      problems.append(f"param {name}: task {tm.task} has no reward term {pm.term!r}")
+      continue
+    if pm.key not in (term.params or {}):
+      problems.append(f"param {name}: reward term {pm.term!r} of task {tm.task} has no param {pm.key!r}")
+      continue
+    cur = term.params[pm.key]
+    if pm.scale:
+      if not isinstance(cur, dict) or not cur:
+        problems.append(f"param {name}: {pm.term}.{pm.key} is not a per-joint std table")
+        continue
+      if v <= 0:
+        problems.append(f"param {name}: a scale must be positive, got {v}")
+        continue
+
+      def scale(term=term, key=pm.key, v=v):
+        term.params[key] = {k: float(x) * v for k, x in term.params[key].items()}
+
+      ops.append(scale)
+    else:
+      if not _finite(cur):
+        problems.append(f"param {name}: {pm.term}.{pm.key} is not a scalar in task {tm.task}")
+        continue
+
+      def setp(term=term, key=pm.key, v=v):
+        term.params[key] = float(v)
+
+      ops.append(setp)
+    summary.setdefault(pm.term, {})[pm.key if not pm.scale else pm.key + "_scale"] = float(v)
+
+  if problems:
+    raise RewardConfigError(tm.task, problems)
+  for op in ops:
+    op()
+  return summary
+
+
+def task_defaults(tm: TaskMap, rewards: dict[str, Any]) -> dict[str, dict[str, float]]:
+  """The task's actual reward weights and params as a tunebot reward configuration.
+
+  A term the task lacks but that the adapter can add reports weight 0 (it is off); a term
+  or param the task cannot have is left out, so a table that lists it differs visibly.
+  """
+  weights: dict[str, float] = {}
+  params: dict[str, float] = {}
+  for name, wm in tm.weights.items():
+    if wm.term is None:
+      continue
+    if wm.term in rewards:
+      weights[name] = _clean(float(rewards[wm.term].weight) * wm.sign)
+    elif wm.add is not None:
+      weights[name] = 0.0
+  for name, pm in tm.params.items():
+    if pm.term is None or pm.term not in rewards:
+      continue
+    p = rewards[pm.term].params or {}
+    if pm.key not in p:
+      continue
+    if pm.scale:
+      params[name] = 1.0
+    elif _finite(p[pm.key]):
+      params[name] = _clean(float(p[pm.key]))
+  return {"weights": weights, "params": params}
+
+
+def _clean(x: float) -> float:
+  # math.sqrt(0.5) is 0.7071067811865476 in the task; tunebot's table says 0.7071. Round
+  # to 10 significant digits so a printed default is readable but still exact enough.
+  return float(f"{x:.10g}") + 0.0
+
+
+def copy_rewards(rewards: dict[str, Any]) -> dict[str, Any]:
+  """A deep copy, so tests and --print-defaults never touch the registry's config."""
+  return copy.deepcopy(rewards)
