@@ -12,8 +12,8 @@ import (
 
 // Gates of DESIGN.md §3, repeated here only to draw them.
 const (
-	gateTracking = -0.05 // tracking objective may not be worse than this
-	gateFalls    = 0.02  // fall rate may exceed the baseline's by at most this
+	gateTracking = session.GateTrackingMin    // tracking objective may not be worse than this
+	gateFalls    = session.GateFallRateMargin // fall rate may exceed the baseline's by at most this
 )
 
 var objectiveLabels = map[string]string{

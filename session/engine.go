@@ -44,6 +44,7 @@ type Engine struct {
 
 	mu      sync.Mutex
 	workers map[string]*worker
+	jobs    int // trainer processes running now
 	changed chan struct{}
 	closed  bool
 
@@ -98,6 +99,45 @@ func (e *Engine) bump() {
 	close(e.changed)
 	e.changed = make(chan struct{})
 	e.mu.Unlock()
+}
+
+// jobStarted and jobEnded count running trainer processes, for WaitForTrainer.
+func (e *Engine) jobStarted() {
+	e.mu.Lock()
+	e.jobs++
+	e.mu.Unlock()
+	e.bump()
+}
+
+func (e *Engine) jobEnded() {
+	e.mu.Lock()
+	e.jobs--
+	e.mu.Unlock()
+	e.bump()
+}
+
+// WaitForTrainer blocks until a trainer process is running, no session has work to do,
+// or max has passed. Heavy work for people (rendering charts) waits on it, so that it
+// runs while the GPU trains instead of between two jobs.
+func (e *Engine) WaitForTrainer(ctx context.Context, max time.Duration) {
+	timer := time.NewTimer(max)
+	defer timer.Stop()
+	for {
+		ch := e.Changed()
+		e.mu.Lock()
+		done := e.jobs > 0 || len(e.workers) == 0
+		e.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // Running reports whether a worker of session id is running.

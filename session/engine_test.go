@@ -350,6 +350,7 @@ func TestAutomaticSessionRunsTheWholeLadder(t *testing.T) {
 	if finals != 2 {
 		t.Errorf("%d finalists re-evaluated, want 2", finals)
 	}
+	h.eng.Shutdown(ctx) // delivers the events still queued for the notifier
 	if h.note.count(session.EventTrialFinished) != 12 || h.note.count(session.EventSessionFinished) != 1 {
 		t.Errorf("events: %v", h.note.kinds)
 	}

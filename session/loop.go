@@ -560,8 +560,16 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 	e.notify(Event{Kind: EventTrialStarted, Session: s, Trial: &started, Text: fmt.Sprintf("trial %d @ rung %d started (%d iterations)", t.Number, t.Rung, t.Iterations)})
 	log.Info("training", "iterations", job.Iterations, "target", job.Target, "resume", job.Checkpoint != "")
 	lastNote := time.Time{}
+	running := false
+	defer func() {
+		if running {
+			e.jobEnded()
+		}
+	}()
 	hooks := JobHooks{
 		Started: func(p Proc) {
+			running = true
+			e.jobStarted()
 			t.Proc = &p
 			if err := e.cfg.Store.PutTrial(context.WithoutCancel(ctx), *t); err != nil {
 				log.Error("recording the trainer process", "err", err)
@@ -630,7 +638,15 @@ func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, outp
 	_ = os.Remove(job.Output) // a stale file from an interrupted evaluation must not count
 	log.Info("evaluating", "seeds", seeds)
 	start := time.Now()
+	running := false
+	defer func() {
+		if running {
+			e.jobEnded()
+		}
+	}()
 	ev, err := e.cfg.Trainer.Evaluate(ctx, job, JobHooks{Started: func(p Proc) {
+		running = true
+		e.jobStarted()
 		t.Proc = &p
 		if err := e.cfg.Store.PutTrial(context.WithoutCancel(ctx), *t); err != nil {
 			log.Error("recording the evaluator process", "err", err)

@@ -3,7 +3,9 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strconv"
@@ -111,6 +113,9 @@ func decodeConfig(data []byte, what string) (RewardConfig, error) {
 			probs = append(probs, fmt.Sprintf("unknown field %q (only \"weights\" and \"params\")", k))
 			continue
 		}
+		if strings.TrimSpace(string(top[k])) == "null" {
+			continue // an empty section, as encoding/json writes a nil map
+		}
 		var inner map[string]json.RawMessage
 		if err := strictJSON(top[k], &inner); err != nil || inner == nil {
 			probs = append(probs, fmt.Sprintf("%s: must be an object of name: number", k))
@@ -132,21 +137,85 @@ func decodeConfig(data []byte, what string) (RewardConfig, error) {
 }
 
 func strictJSON(data []byte, v any) error {
+	if err := noDuplicateKeys(data); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(v); err != nil {
-		if strings.Contains(err.Error(), "invalid character 'N'") || strings.Contains(err.Error(), "invalid character 'I'") {
+		if strings.Contains(err.Error(), "invalid character 'N'") || strings.Contains(err.Error(), "invalid character 'I'") ||
+			strings.Contains(err.Error(), "in literal null") && bytes.Contains(bytes.ToLower(data), []byte("nan")) {
 			return fmt.Errorf("%w (NaN and Infinity are not JSON numbers)", err)
+		}
+		if errors.Is(err, io.EOF) {
+			return errors.New("empty input")
 		}
 		return err
 	}
-	if dec.More() {
-		return fmt.Errorf("trailing data after the JSON value")
-	}
 	var extra json.RawMessage
-	if err := dec.Decode(&extra); err == nil {
-		return fmt.Errorf("trailing data after the JSON value")
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return errors.New("trailing data after the JSON value")
 	}
 	return nil
+}
+
+// noDuplicateKeys refuses an object that names a key twice: encoding/json would keep the
+// last silently, and a patch whose first value vanished is not what its author meant.
+func noDuplicateKeys(data []byte) error {
+	type frame struct {
+		object    bool
+		keys      map[string]bool
+		expectKey bool
+		path      string // where this container is
+		last      string // where the current key's value is
+	}
+	var stack []*frame
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].object {
+			stack[n-1].expectKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil // syntax errors are the decoder's to report
+		}
+		var top *frame
+		if n := len(stack); n > 0 {
+			top = stack[n-1]
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				path := ""
+				if top != nil {
+					path = top.path
+					if top.object {
+						path = top.last
+					}
+				}
+				stack = append(stack, &frame{object: d == '{', keys: map[string]bool{}, expectKey: d == '{', path: path})
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+			continue
+		}
+		if top != nil && top.object && top.expectKey {
+			k, _ := tok.(string)
+			name := k
+			if top.path != "" {
+				name = top.path + "." + k
+			}
+			if top.keys[k] {
+				return fmt.Errorf("duplicate key %q", name)
+			}
+			top.keys[k] = true
+			top.last, top.expectKey = name, false
+			continue
+		}
+		valueDone()
+	}
 }
 
 func jsonNumber(raw json.RawMessage) (float64, error) {
@@ -213,7 +282,7 @@ func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardC
 		v := patch.Weights[name]
 		t, ok := s.Term(name)
 		if !ok {
-			probs = append(probs, "weights."+name+": unknown term"+s.suggest(name))
+			probs = append(probs, "weights."+name+": "+s.unknown(name, "term"))
 			continue
 		}
 		if !finite(v) {
@@ -233,7 +302,7 @@ func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardC
 		v := patch.Params[name]
 		p, ok := s.Param(name)
 		if !ok {
-			probs = append(probs, "params."+name+": unknown param"+s.suggest(name))
+			probs = append(probs, "params."+name+": "+s.unknown(name, "param"))
 			continue
 		}
 		if !finite(v) {
@@ -303,12 +372,12 @@ func (s *Space) CheckConfig(c RewardConfig) error {
 	var probs []string
 	for _, name := range sortedKeys(c.Weights) {
 		if _, ok := s.Term(name); !ok {
-			probs = append(probs, "weights."+name+": unknown term"+s.suggest(name))
+			probs = append(probs, "weights."+name+": "+s.unknown(name, "term"))
 		}
 	}
 	for _, name := range sortedKeys(c.Params) {
 		if _, ok := s.Param(name); !ok {
-			probs = append(probs, "params."+name+": unknown param"+s.suggest(name))
+			probs = append(probs, "params."+name+": "+s.unknown(name, "param"))
 		}
 	}
 	for _, t := range s.Terms {
@@ -344,6 +413,27 @@ func (s *Space) CheckConfig(c RewardConfig) error {
 		return &InvalidError{What: "reward configuration invalid", Problems: probs}
 	}
 	return nil
+}
+
+// unknown explains a name that is not a kind ("term" or "param") of the space: the other
+// kind, a close misspelling, or nothing known.
+func (s *Space) unknown(name, kind string) string {
+	if _, ok := s.Term(name); ok && kind == "param" {
+		return "is a reward term, not a param: put it under \"weights\""
+	}
+	if _, ok := s.Param(name); ok && kind == "term" {
+		return "is a param, not a reward term: put it under \"params\""
+	}
+	return "unknown " + kind + s.suggest(name)
+}
+
+// Suggest returns the known name closest to a misspelt one, if any is close.
+func (s *Space) Suggest(name string) (string, bool) {
+	hint := s.suggest(name)
+	if hint == "" {
+		return "", false
+	}
+	return strings.TrimSuffix(strings.TrimPrefix(hint, " (did you mean "), "?)"), true
 }
 
 // suggest returns a " (did you mean X?)" hint for a misspelt name, or "".

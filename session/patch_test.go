@@ -69,7 +69,7 @@ func TestValidateRules(t *testing.T) {
 		{"unrelated param", p("gravity", 9.81), []string{"params.gravity: unknown param"}},
 		{"hidden name: termination angle", p("bad_orientation.limit_angle", 1.2), []string{"params.bad_orientation.limit_angle: unknown param"}},
 		// The hint names the very name typed, which at least points at the param table.
-		{"param under weights", w("foot_gait.period", 0.7), []string{"weights.foot_gait.period: unknown term"}},
+		{"param under weights", w("foot_gait.period", 0.7), []string{"weights.foot_gait.period: is a param, not a reward term"}},
 
 		// finite numbers
 		{"NaN weight", w("pose", nan), []string{"weights.pose: NaN is not a finite number"}},
@@ -353,7 +353,7 @@ func TestDecodePatch(t *testing.T) {
 
 		{"unknown top-level field", `{"weights": {"pose": 1.5}, "rationale": "x"}`, session.Patch{}, []string{`unknown field "rationale" (only "weights" and "params")`}},
 		{"singular field name", `{"weight": {"pose": 1.5}}`, session.Patch{}, []string{`unknown field "weight"`}},
-		{"weights null", `{"weights": null}`, session.Patch{}, []string{"weights: must be an object of name: number"}},
+		{"weights null is an empty section", `{"weights": null, "params": {"pose.walking_threshold": 0.1}}`, session.Patch{Weights: map[string]float64{}, Params: map[string]float64{"pose.walking_threshold": 0.1}}, nil},
 		{"weights array", `{"weights": [1.5]}`, session.Patch{}, []string{"weights: must be an object of name: number"}},
 		{"params number", `{"params": 0.5}`, session.Patch{}, []string{"params: must be an object of name: number"}},
 

@@ -3,7 +3,9 @@ package session
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"sort"
 	"strings"
@@ -137,7 +139,8 @@ func DecodeEvaluation(data []byte) (Evaluation, error) {
 	if err := dec.Decode(&ev); err != nil {
 		return ev, &InvalidError{What: "evaluation.json", Problems: []string{"malformed: " + err.Error()}}
 	}
-	if dec.More() {
+	var extra json.RawMessage
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return ev, &InvalidError{What: "evaluation.json", Problems: []string{"trailing data after the JSON object"}}
 	}
 	var probs []string
@@ -169,6 +172,14 @@ func checkMetrics(where string, m Metrics) []string {
 	}
 	return probs
 }
+
+// The gates of DESIGN.md §3: a trial is not eligible when its fall rate exceeds the
+// baseline's by more than GateFallRateMargin, or its tracking objective is below
+// GateTrackingMin.
+const (
+	GateFallRateMargin = 0.02
+	GateTrackingMin    = -0.05
+)
 
 // Score is a trial's evaluation compared with the session's baseline (comparable within a rung).
 type Score struct {
@@ -218,11 +229,13 @@ func (s Scorer) Score(m Metrics) (Score, error) {
 	if den > 0 {
 		sc.Total = num / den
 	}
-	if m[MetricFallRate] > s.Baseline[MetricFallRate]+0.02 {
+	// The tolerance keeps a value exactly at a gate eligible despite float rounding
+	// (0.15 + 0.02 is 0.16999999999999998).
+	if m[MetricFallRate] > s.Baseline[MetricFallRate]+GateFallRateMargin+1e-9 {
 		sc.Eligible = false
 		sc.Reasons = append(sc.Reasons, fmt.Sprintf("fall rate %.3f exceeds the baseline's %.3f + 0.02", m[MetricFallRate], s.Baseline[MetricFallRate]))
 	}
-	if obj[ObjTracking] < -0.05 {
+	if obj[ObjTracking] < GateTrackingMin-1e-9 {
 		sc.Eligible = false
 		sc.Reasons = append(sc.Reasons, fmt.Sprintf("tracking is %.1f%% worse than the baseline (limit 5%%)", -100*obj[ObjTracking]))
 	}

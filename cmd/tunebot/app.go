@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"tunebot/advisor"
+	"tunebot/bot"
 	"tunebot/session"
 	"tunebot/store"
 	"tunebot/trainer"
@@ -132,5 +133,14 @@ func (a *app) close() {
 	a.engine.Shutdown(ctx)
 	if err := a.db.Close(); err != nil {
 		a.log.Error("closing the store", "err", err)
+	}
+}
+
+// chartsWhileTraining renders charts only once the next trainer job runs (or the session
+// waits for someone): rendering is CPU work that must not sit between two training jobs.
+func chartsWhileTraining(eng *session.Engine, f bot.ChartFunc) bot.ChartFunc {
+	return func(ctx context.Context, s session.Session, t session.Trial, tags []string) ([]bot.Attachment, error) {
+		eng.WaitForTrainer(ctx, 5*time.Second)
+		return f(ctx, s, t, tags)
 	}
 }

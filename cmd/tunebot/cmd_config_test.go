@@ -105,10 +105,10 @@ func TestConfigCheckRefusals(t *testing.T) {
 		want []string // substrings of stderr
 	}{
 		{"unknown key with its line", []string{"--config", filepath.Join("testdata", "config_unknown_key.yaml")}, 1,
-			[]string{"config testdata/config_unknown_key.yaml: line 5: field trails not found"}},
+			[]string{"config testdata/config_unknown_key.yaml: line 10: field trails not found"}},
 		{"missing file", []string{"--config", missing}, 1, []string{"config file " + missing + " does not exist"}},
 		{"not YAML", []string{"--config", writeFile(t, "bad.yaml", "session: [unclosed\n")}, 1, []string{"bad.yaml: "}},
-		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "session:\n  trial_count: many\n")}, 1, []string{"line 2: cannot unmarshal !!str `many` into int"}},
+		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "\nsession:\n\n  trial_count: many\n")}, 1, []string{"line 4: cannot unmarshal !!str `many` into int"}},
 		{"no --config", nil, 2, []string{"--config FILE is required"}},
 	}
 	for _, tt := range tests {
@@ -137,15 +137,18 @@ func TestConfigCheckExpandsEnvironment(t *testing.T) {
 		code int
 		want []string // stdout on success, stderr lines otherwise
 	}{
-		{"set", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/var/lib/tunebot"}, 0, []string{path + ": ok"}},
+		{"set", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}, 0, []string{path + ": ok"}},
+		// A plain ${N} that becomes a number is a number.
+		{"a number for an int field", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/d", "TRIALS": "30"}, 1,
+			[]string{"config invalid:", "  - session.trial_count: 30 is outside 4–20"}},
 		// The value reaches the field: a bad one is refused by the field's own rule.
-		{"set to a bad value", map[string]string{"RUN_NAME": "bad name", "DATA_DIR": "/var/lib/tunebot"}, 1,
+		{"set to a bad value", map[string]string{"RUN_NAME": "bad name", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}, 1,
 			[]string{"config invalid:", `  - session.run_name: "bad name" must match`}},
 		// A value is a value: YAML inside it is not parsed as more config.
-		{"YAML in a value stays a value", map[string]string{"RUN_NAME": "x\nlog: {level: nope}", "DATA_DIR": "/d"}, 1,
+		{"YAML in a value stays a value", map[string]string{"RUN_NAME": "x\nlog: {level: nope}", "DATA_DIR": "/d", "TRIALS": "8"}, 1,
 			[]string{"config invalid:", `  - session.run_name: "x\nlog: {level: nope}" must match`}},
-		{"one unset", map[string]string{"RUN_NAME": "go2-run"}, 1, []string{"config " + path + ": environment variable(s) DATA_DIR not set"}},
-		{"both unset", nil, 1, []string{"config " + path + ": environment variable(s) DATA_DIR, RUN_NAME not set"}},
+		{"one unset", map[string]string{"RUN_NAME": "go2-run", "TRIALS": "8"}, 1, []string{"config " + path + ": environment variable(s) DATA_DIR not set"}},
+		{"both unset", nil, 1, []string{"config " + path + ": environment variable(s) DATA_DIR, RUN_NAME, TRIALS not set"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,12 +165,12 @@ func TestConfigCheckExpandsEnvironment(t *testing.T) {
 	}
 	// The expanded value is what the config holds.
 	cfg, err := loadConfig(path, func(k string) string {
-		return map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/var/lib/tunebot"}[k]
+		return map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}[k]
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Session.RunName != "go2-run" || cfg.DataDir != "/var/lib/tunebot" {
-		t.Errorf("run_name %q, data_dir %q", cfg.Session.RunName, cfg.DataDir)
+	if cfg.Session.RunName != "go2-run" || cfg.DataDir != "/var/lib/tunebot" || cfg.Session.TrialCount != 8 {
+		t.Errorf("run_name %q, data_dir %q, trial_count %d", cfg.Session.RunName, cfg.DataDir, cfg.Session.TrialCount)
 	}
 }

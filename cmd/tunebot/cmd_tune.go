@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/session"
 )
@@ -116,6 +117,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	}
 	defer a.close()
 	con.Attach(a.engine)
+	con.SetCharts(chartsWhileTraining(a.engine, bot.StoreCharts(a.db)))
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone := make(chan struct{})
 	go func() {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -107,7 +106,13 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 		return cfg, fmt.Errorf("reading config %s: %w", path, err)
 	}
-	// ${NAME} is expanded in values only, after parsing, so a comment or a key never is.
+	// Unknown keys are looked for in the file as written, so their line numbers are right;
+	// the values are then decoded from the parsed tree after ${NAME} expansion, which keeps
+	// the tree's line numbers too, never expands a comment or a key, and never lets a
+	// variable's value change the structure of the file.
+	if err := unknownKeys(raw); err != nil {
+		return cfg, fmt.Errorf("config %s: %s", path, err)
+	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
@@ -117,16 +122,12 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if len(missing) > 0 {
 		return cfg, fmt.Errorf("config %s: environment variable(s) %s not set", path, strings.Join(missing, ", "))
 	}
-	expanded, err := yaml.Marshal(&root)
-	if err != nil {
-		return cfg, fmt.Errorf("config %s: %w", path, err)
-	}
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
-	dec := yaml.NewDecoder(bytes.NewReader(expanded))
-	dec.KnownFields(true)
-	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
-		return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
+	if len(root.Content) > 0 {
+		if err := root.Decode(&cfg); err != nil {
+			return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
+		}
 	}
 	if cfg.Trainer.Workdir != "" && !filepath.IsAbs(cfg.Trainer.Workdir) {
 		cfg.Trainer.Workdir = filepath.Join(filepath.Dir(path), cfg.Trainer.Workdir)
@@ -137,8 +138,30 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	return cfg, cfg.validate()
 }
 
+// unknownKeys reports the keys of raw that Config does not have, with their lines.
+func unknownKeys(raw []byte) error {
+	var probe Config
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	dec.KnownFields(true)
+	err := dec.Decode(&probe)
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return nil // syntax errors are reported by the real decode
+	}
+	var unknown []string
+	for _, m := range te.Errors {
+		if strings.Contains(m, "not found in type") {
+			unknown = append(unknown, m)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(unknown, "; "))
+}
+
 func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string) {
-	if n.Kind == yaml.ScalarNode {
+	if n.Kind == yaml.ScalarNode && envRef.MatchString(n.Value) {
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			name := envRef.FindStringSubmatch(m)[1]
 			v := getenv(name)
@@ -147,6 +170,9 @@ func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string) {
 			}
 			return v
 		})
+		if n.Style == 0 {
+			n.Tag = "" // a plain ${N} that became 12 is an int, as if 12 had been written
+		}
 	}
 	for _, c := range n.Content {
 		expandNode(c, getenv, missing)
