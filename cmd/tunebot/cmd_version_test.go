@@ -1,0 +1,54 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+func TestVersionCommand(t *testing.T) {
+	old := version
+	t.Cleanup(func() { version = old })
+	version = "v1.4.0"
+	var out, errb bytes.Buffer
+	code := dispatch(context.Background(), &env{stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}, []string{"version"})
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	want := "tunebot v1.4.0\n" + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + "\n"
+	if out.String() != want {
+		t.Errorf("output %q, want %q", out.String(), want)
+	}
+	if code := dispatch(context.Background(), &env{stdout: &out, stderr: &errb}, []string{"version", "extra"}); code != 2 {
+		t.Errorf("extra argument: exit %d, want 2", code)
+	}
+}
+
+func TestVersionFromBuildInfo(t *testing.T) {
+	tests := []struct {
+		name     string
+		main     string
+		settings map[string]string
+		want     string
+	}{
+		{"revision", "(devel)", map[string]string{"vcs.revision": "0123456789abcdef0123", "vcs.modified": "false"}, "0123456789ab"},
+		{"dirty", "(devel)", map[string]string{"vcs.revision": "0123456789abcdef0123", "vcs.modified": "true"}, "0123456789ab-dirty"},
+		{"module version", "v0.3.1", nil, "v0.3.1"},
+		{"nothing", "(devel)", nil, "dev"},
+	}
+	for _, tc := range tests {
+		bi := &debug.BuildInfo{Main: debug.Module{Version: tc.main}}
+		for k, v := range tc.settings {
+			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: k, Value: v})
+		}
+		if got := versionFromBuildInfo(bi); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if version == "" && strings.TrimSpace(versionString()) == "" {
+		t.Errorf("versionString is empty")
+	}
+}
