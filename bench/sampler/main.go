@@ -4,7 +4,7 @@
 // sampler, the random proposer and, through the serve mode, Optuna's TPESampler driven by
 // optuna_bench.py. See README.md; run.sh runs everything.
 //
-//	sampler run -sampler tpe|random [-seeds 20] [-trials 12]   JSON lines, one per seed
+//	sampler run -sampler tpe|random [-first 0] [-seeds 20] [-trials 12]   JSON lines, one per seed
 //	sampler serve -seed S                                       objective for optuna_bench.py
 //	sampler table FILE...                                       the per-seed table and summary
 package main
@@ -121,7 +121,8 @@ type result struct {
 func cmdRun(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	name := fs.String("sampler", "tpe", "tpe or random")
-	seeds := fs.Int("seeds", 20, "number of seeds (0..seeds-1)")
+	seeds := fs.Int("seeds", 20, "number of seeds (first..first+seeds-1)")
+	first := fs.Int("first", 0, "first seed: 0 for the reported set, others to develop or check against")
 	trials := fs.Int("trials", 12, "trials per seed, baseline included")
 	startup := fs.Int("startup", 0, "TPE random start-up trials (0: Optuna's 10)")
 	if err := fs.Parse(args); err != nil {
@@ -137,7 +138,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 		return fmt.Errorf("unknown sampler %q", *name)
 	}
 	enc := json.NewEncoder(stdout)
-	for seed := 0; seed < *seeds; seed++ {
+	for seed := *first; seed < *first+*seeds; seed++ {
 		s, err := newBenchSession(newProblem(seed))
 		if err != nil {
 			return err

@@ -46,11 +46,12 @@ def run_seed(binary: str, seed: int, trials: int) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--binary", required=True)
+    ap.add_argument("--first", type=int, default=0)
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--trials", type=int, default=12)
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    for seed in range(args.seeds):
+    for seed in range(args.first, args.first + args.seeds):
         print(json.dumps(run_seed(args.binary, seed, args.trials)), flush=True)
     return 0
 
