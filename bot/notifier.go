@@ -221,7 +221,7 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 		}
 	}
 	render := func(platform string) Rendered { return rr.Render(ctx, e, platform) }
-	for _, p := range n.cfg.Platforms {
+	for _, p := range n.platformsFor(e.Session) {
 		r := render(p)
 		n.enqueue(ctx, p, e, r.Root, r.Root.Ref, now)
 		for _, c := range r.Thread {
@@ -243,6 +243,17 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 		}
 		n.wake(p)
 	}
+}
+
+// platformsFor routes a session's cards: a session started from a chat platform posts
+// there only; one started elsewhere (a terminal, a schedule) posts to every platform.
+func (n *Notifier) platformsFor(s session.Session) []string {
+	for _, p := range n.cfg.Platforms {
+		if p == s.Owner.Platform {
+			return []string{p}
+		}
+	}
+	return n.cfg.Platforms
 }
 
 func pushWorthy(k session.EventKind) bool {

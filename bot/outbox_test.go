@@ -310,8 +310,24 @@ func TestNotifierEnqueuesCardsPerPlatformAndNeverBlocks(t *testing.T) {
 	if diff := cmp.Diff([]string{"root", "trial[U1 U7] 1 charts", "proposal stamped"}, kinds("slack")); diff != "" {
 		t.Errorf("slack (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]string{"root", "trial 1 charts", "proposal stamped"}, kinds("discord")); diff != "" {
-		t.Errorf("discord (-want +got):\n%s", diff)
+	// The session was started from Slack, so it posts there only.
+	if got := kinds("discord"); len(got) != 0 {
+		t.Errorf("discord got %v for a session started on slack", got)
+	}
+	// A session started elsewhere (a terminal, a schedule) posts to every platform.
+	other := s
+	other.ID, other.Owner = "feedc0de00000000", session.Actor{Platform: "console", ID: "console"}
+	if err := db.CreateSession(ctx, other); err != nil && !errors.Is(err, session.ErrBusy) {
+		t.Fatal(err)
+	}
+	n.Notify(ctx, session.Event{Kind: session.EventSessionUpdated, Session: other, Text: "hello"})
+	cctx2, cancel2 := context.WithCancel(ctx)
+	cancel2()
+	n.Run(cctx2)
+	for _, p := range []string{"slack", "discord"} {
+		if diff := cmp.Diff([]string{"root", "notice"}, kinds(p)); diff != "" {
+			t.Errorf("%s for a console session (-want +got):\n%s", p, diff)
+		}
 	}
 	// ntfy hears the finished trial and the waiting decision, as text.
 	if diff := cmp.Diff([]string{"trial[phone]", "proposal[phone]"}, kinds("ntfy")); diff != "" {

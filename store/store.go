@@ -68,6 +68,7 @@ var (
 	bucketSeries     = []byte("series")      // session id → trial key → tag → packed points
 	bucketOutbox     = []byte("outbox")      // id → item
 	bucketOutboxKeys = []byte("outbox_keys") // platform \x00 key → id
+	bucketChatRefs   = []byte("chat_refs")   // platform \x00 key → value
 
 	keySchema      = []byte("schema")
 	keyOutboxCount = []byte("outbox_count")
@@ -75,7 +76,7 @@ var (
 
 var topBuckets = [][]byte{
 	bucketMeta, bucketSessions, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
-	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys,
+	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys, bucketChatRefs,
 }
 
 // Open opens or creates the data file at path, creating its directory when missing. It fails
