@@ -1,0 +1,113 @@
+//go:build tunebot_apply
+
+// This file needs Config.Apply (apply.Config, yaml "apply"); delete the build line above
+// once config.go has it.
+
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+
+	"tunebot/apply"
+	"tunebot/preset"
+	"tunebot/store"
+)
+
+func init() {
+	register("apply", "apply diff PRESET | apply PRESET --yes | apply rollback --yes: a preset as a commit in the trainer checkout", runApply)
+}
+
+const applyUsage = `usage: tunebot apply diff PRESET [--config FILE]     show what applying PRESET would change
+       tunebot apply PRESET --yes [--config FILE]     commit PRESET on branch <prefix>PRESET, gated by the tests
+       tunebot apply rollback --yes [--config FILE]   revert the last apply with a revert commit`
+
+func runApply(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfgPath := fs.String("config", "", "config file with an apply: section")
+	yes := fs.Bool("yes", false, "really change the checkout (without it, apply only shows the diff)")
+	var operands []string
+	rest := args
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		operands = append(operands, fs.Arg(0))
+		rest = fs.Args()[1:]
+	}
+	if len(operands) == 0 || len(operands) > 2 || (operands[0] == "diff") != (len(operands) == 2) {
+		fmt.Fprintln(e.stderr, applyUsage)
+		return 2
+	}
+	cfg, err := loadConfig(*cfgPath, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	db, err := store.Open(filepath.Join(cfg.DataDir, "tunebot.db"), store.Options{})
+	if err != nil {
+		fmt.Fprintln(e.stderr, "apply:", err)
+		return 1
+	}
+	defer db.Close()
+	ap, err := apply.New(cfg.Apply, cfg.space(), db, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	by := cliActor(e)
+	switch {
+	case operands[0] == "rollback":
+		rec, err := ap.LastApply(ctx)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "apply rollback:", err)
+			return 1
+		}
+		if !*yes {
+			fmt.Fprintf(e.stdout, "would revert %s (preset %s) on branch %s; add --yes to do it\n", rec.Commit, rec.Preset, rec.Branch)
+			return 0
+		}
+		res, err := ap.Rollback(ctx, rec, by)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "apply rollback:", err)
+			return 1
+		}
+		fmt.Fprintf(e.stdout, "reverted %s on %s as %s\n", res.Commit, res.Branch, res.Revert)
+		return 0
+	}
+	name := operands[len(operands)-1]
+	p, err := preset.Get(ctx, db, name)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "apply:", err)
+		return 1
+	}
+	changes, err := ap.Diff(ctx, p)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "apply:", err)
+		return 1
+	}
+	fmt.Fprint(e.stdout, apply.FormatChanges(changes))
+	if operands[0] == "diff" || !*yes {
+		if operands[0] != "diff" {
+			fmt.Fprintln(e.stdout, "add --yes to commit these changes")
+		}
+		return 0
+	}
+	res, err := ap.Apply(ctx, p, by)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "apply:", err)
+		if res.TestOutputTail != "" {
+			fmt.Fprintln(e.stderr, "test output (tail):\n"+res.TestOutputTail)
+		}
+		return 1
+	}
+	fmt.Fprintf(e.stdout, "preset %s committed as %s on branch %s (tests passed)\n", p.Name, res.Commit, res.Branch)
+	return 0
+}
