@@ -1,0 +1,311 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"tunebot/session"
+)
+
+func init() {
+	register("doctor", "doctor --config FILE: check that python, the trainer, the task, GPUs and the data dir are ready", runDoctor)
+}
+
+// doctorTimeout bounds each Python probe: importing mjlab and torch the first time on a
+// cold disk takes tens of seconds, a hung import must not hang the doctor.
+const doctorTimeout = 5 * time.Minute
+
+// adapterModule is the Python module of the mjlab adapter (trainer/mjlab).
+const adapterModule = "tunebot_mjlab"
+
+// doctorReport collects one line per check: ok, warn (works, but look) or fail (what to do).
+type doctorReport struct {
+	w      io.Writer
+	failed bool
+}
+
+func (r *doctorReport) line(status, name, msg string) {
+	if status == "fail" {
+		r.failed = true
+	}
+	fmt.Fprintf(r.w, "%-4s  %-10s %s\n", status, name, msg)
+}
+
+// adapterCheck is what `python -m tunebot_mjlab check` prints.
+type adapterCheck struct {
+	Packages   map[string]string `json:"packages"`
+	Missing    []string          `json:"missing"`
+	Task       string            `json:"task"`
+	Registered bool              `json:"registered"`
+	Error      string            `json:"error"`
+	GPUs       []string          `json:"gpus"`
+}
+
+// runDoctor checks what a real session needs before it starts one, so a missing package or
+// an unregistered task shows up here and not as trial 0's failure an hour later.
+func runDoctor(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	path := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loadConfig(*path, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	r := &doctorReport{w: e.stdout}
+	r.line("ok", "config", fmt.Sprintf("valid (task %s)", cfg.Session.Task))
+	if isSimTrainer(cfg.Trainer) {
+		r.line("ok", "trainer", "built-in sim trainer: nothing to check")
+	} else {
+		doctorTrainer(ctx, r, cfg)
+	}
+	doctorDataDir(r, cfg.DataDir)
+	if r.failed {
+		fmt.Fprintln(e.stdout, "\nsome checks failed: fix the lines marked fail, then run tunebot doctor again")
+		return 1
+	}
+	return 0
+}
+
+func isSimTrainer(t TrainerConfig) bool {
+	return len(t.Train) >= 2 && t.Train[0] == "{tunebot}" && t.Train[1] == "sim-train"
+}
+
+func usesAdapter(t TrainerConfig) bool {
+	return slices.Contains(t.Train, adapterModule) || slices.Contains(t.Evaluate, adapterModule)
+}
+
+func doctorTrainer(ctx context.Context, r *doctorReport, cfg Config) {
+	py, err := resolvePython(cfg.Trainer.Python, cfg.Trainer.Workdir)
+	if err != nil {
+		r.line("fail", "python", err.Error())
+		return
+	}
+	out, err := probe(ctx, cfg.Trainer.Workdir, py, "--version")
+	if err != nil {
+		r.line("fail", "python", fmt.Sprintf("%s does not run: %v", py, err))
+		return
+	}
+	r.line("ok", "python", fmt.Sprintf("%s (%s)", py, strings.TrimSpace(out)))
+	if !usesAdapter(cfg.Trainer) {
+		r.line("warn", "trainer", "the templates do not run "+adapterModule+": packages, task and defaults are not checked")
+		doctorGPUs(ctx, r, nil, cfg.Session.GPUs)
+		return
+	}
+
+	task := cfg.Session.Task
+	out, err = probe(ctx, cfg.Trainer.Workdir, py, "-m", adapterModule, "check", "--task", task)
+	var ck adapterCheck
+	if err == nil {
+		err = json.Unmarshal([]byte(out), &ck)
+	}
+	if err != nil {
+		r.line("fail", "packages", fmt.Sprintf("%s is not importable with %s: %v; run scripts/mjlab-venv.sh and point trainer.python at its bin/python", adapterModule, py, err))
+		return
+	}
+	if len(ck.Missing) > 0 {
+		r.line("fail", "packages", fmt.Sprintf("missing %s: pip install -r trainer/mjlab/requirements.txt into %s's venv (scripts/mjlab-venv.sh does it)", strings.Join(ck.Missing, ", "), py))
+	} else {
+		r.line("ok", "packages", versions(ck.Packages))
+	}
+	if !ck.Registered {
+		r.line("fail", "task", ck.Error)
+	} else {
+		r.line("ok", "task", task+" is registered")
+	}
+	doctorGPUs(ctx, r, ck.GPUs, cfg.Session.GPUs)
+	if ck.Registered {
+		doctorDefaults(ctx, r, cfg, py)
+	}
+}
+
+// resolvePython finds the interpreter the templates will run: a bare name on PATH, a
+// relative path against the trainer's working directory.
+func resolvePython(py, workdir string) (string, error) {
+	if py == "" {
+		return "", errors.New("trainer.python is empty: set it to the adapter venv's bin/python")
+	}
+	if !strings.ContainsRune(py, filepath.Separator) {
+		p, err := exec.LookPath(py)
+		if err != nil {
+			return "", fmt.Errorf("%s is not on PATH: set trainer.python to the adapter venv's bin/python", py)
+		}
+		return p, nil
+	}
+	if !filepath.IsAbs(py) && workdir != "" {
+		py = filepath.Join(workdir, py)
+	}
+	st, err := os.Stat(py)
+	if err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("%s is not an executable file: create the venv with scripts/mjlab-venv.sh or fix trainer.python", py)
+	}
+	return py, nil
+}
+
+// probe runs python with args and returns its stdout; on failure the error carries the
+// last line of stderr, which is where Python says what went wrong.
+func probe(ctx context.Context, dir, py string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, doctorTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, py, args...)
+	if dir != "" {
+		cmd.Dir = dir
+	}
+	cmd.Env = append(os.Environ(), "WANDB_MODE=disabled", "PYTHONUNBUFFERED=1")
+	if os.Getenv("MUJOCO_GL") == "" {
+		cmd.Env = append(cmd.Env, "MUJOCO_GL=disable")
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
+		if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+			return "", fmt.Errorf("%w: %s", err, last)
+		}
+		return "", err
+	}
+	return stdout.String(), nil
+}
+
+func versions(pkgs map[string]string) string {
+	names := make([]string, 0, len(pkgs))
+	for n := range pkgs {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + " " + pkgs[n]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// doctorGPUs reports the GPUs torch sees (or nvidia-smi, when the adapter was not asked).
+// No GPU is a warning: the trainer runs on CPU, which is what the tests do.
+func doctorGPUs(ctx context.Context, r *doctorReport, torchGPUs []string, want []int) {
+	gpus := torchGPUs
+	if gpus == nil {
+		if smi, err := exec.LookPath("nvidia-smi"); err == nil {
+			if out, err := probe(ctx, "", smi, "-L"); err == nil {
+				for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+					if l != "" {
+						gpus = append(gpus, l)
+					}
+				}
+			}
+		}
+	}
+	if len(gpus) == 0 {
+		r.line("warn", "gpus", "none visible: training runs on CPU (fine for a test, far too slow for a real session); install the NVIDIA driver or check CUDA_VISIBLE_DEVICES")
+		return
+	}
+	var bad []string
+	for _, g := range want {
+		if g >= len(gpus) {
+			bad = append(bad, fmt.Sprint(g))
+		}
+	}
+	if len(bad) > 0 {
+		r.line("fail", "gpus", fmt.Sprintf("session.gpus names %s but only %d GPU(s) are visible: %s", strings.Join(bad, ", "), len(gpus), strings.Join(gpus, "; ")))
+		return
+	}
+	r.line("ok", "gpus", fmt.Sprintf("%d visible: %s", len(gpus), strings.Join(gpus, "; ")))
+}
+
+// doctorDefaults compares the task's own reward defaults with the configured space. A
+// difference is a warning, one per term: the space's defaults are what the baseline
+// trains with, so the baseline is not the task's stock configuration.
+func doctorDefaults(ctx context.Context, r *doctorReport, cfg Config, py string) {
+	out, err := probe(ctx, cfg.Trainer.Workdir, py, "-m", adapterModule, "--print-defaults", "--task", cfg.Session.Task)
+	var task session.RewardConfig
+	if err == nil {
+		err = json.Unmarshal([]byte(out), &task)
+	}
+	if err != nil {
+		r.line("warn", "defaults", fmt.Sprintf("could not read the task's defaults: %v", err))
+		return
+	}
+	diffs := diffDefaults("term", cfg.space().Defaults().Weights, task.Weights)
+	diffs = append(diffs, diffDefaults("param", cfg.space().Defaults().Params, task.Params)...)
+	if len(diffs) == 0 {
+		r.line("ok", "defaults", fmt.Sprintf("the reward space's defaults match task %s (%d weights, %d params)", cfg.Session.Task, len(task.Weights), len(task.Params)))
+		return
+	}
+	for _, d := range diffs {
+		r.line("warn", "defaults", d)
+	}
+}
+
+func diffDefaults(kind string, table, task map[string]float64) []string {
+	var out []string
+	names := make([]string, 0, len(table)+len(task))
+	for n := range table {
+		names = append(names, n)
+	}
+	for n := range task {
+		if _, ok := table[n]; !ok {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		a, inTable := table[n]
+		b, inTask := task[n]
+		switch {
+		case !inTask:
+			out = append(out, fmt.Sprintf("%s %s: the task has no such %s (reward space default %g); a non-zero value will be refused", kind, n, kind, a))
+		case !inTable:
+			out = append(out, fmt.Sprintf("%s %s: the task has it (%g) but the reward space does not, so it is never tuned", kind, n, b))
+		case !closeEnough(a, b):
+			out = append(out, fmt.Sprintf("%s %s: reward space default %g, task default %g; set reward_space to the task's values or accept that the baseline differs from the task", kind, n, a, b))
+		}
+	}
+	return out
+}
+
+// closeEnough treats 0.7071 and sqrt(0.5) as equal: the table is written by hand.
+func closeEnough(a, b float64) bool {
+	d := a - b
+	if d < 0 {
+		d = -d
+	}
+	m := max(abs(a), abs(b))
+	return d <= 1e-4*m || d <= 1e-12
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func doctorDataDir(r *doctorReport, dir string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		r.line("fail", "data dir", fmt.Sprintf("%s cannot be created: %v; set data_dir to a writable directory", dir, err))
+		return
+	}
+	f, err := os.CreateTemp(dir, ".doctor-*")
+	if err != nil {
+		r.line("fail", "data dir", fmt.Sprintf("%s is not writable: %v; set data_dir to a writable directory", dir, err))
+		return
+	}
+	name := f.Name()
+	f.Close()
+	os.Remove(name)
+	r.line("ok", "data dir", dir+" is writable")
+}
