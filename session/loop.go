@@ -608,6 +608,24 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 	return nil
 }
 
+// trialAuditor is implemented by stores that can write a trial and its audit line in one
+// transaction.
+type trialAuditor interface {
+	PutTrialAudited(ctx context.Context, t Trial, e AuditEntry) error
+}
+
+// putTrialAudited records a trial's result together with its audit line when the store
+// can, so a crash between the two cannot leave one without the other.
+func (e *Engine) putTrialAudited(ctx context.Context, t Trial, entry AuditEntry) error {
+	if a, ok := e.cfg.Store.(trialAuditor); ok {
+		return a.PutTrialAudited(ctx, t, entry)
+	}
+	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+		return err
+	}
+	return e.cfg.Store.Append(ctx, entry)
+}
+
 // seriesBatcher is implemented by stores that can write many series in one transaction.
 type seriesBatcher interface {
 	PutSeriesBatch(ctx context.Context, sessionID string, ref TrialRef, series map[string][]Point) error
@@ -677,7 +695,9 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 			t.Reason = "not eligible: " + joinLines(t.Score.Reasons)
 		}
 	}
-	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+	entry := AuditEntry{Time: time.Now().UTC(), SessionID: s.ID, Kind: "trial_finished", Actor: System,
+		Detail: map[string]any{"trial": t.Number, "rung": t.Rung, "state": string(t.State), "score": scoreOrNil(t), "reason": t.Reason}}
+	if err := e.putTrialAudited(ctx, t, entry); err != nil {
 		return fmt.Errorf("saving trial: %w", err)
 	}
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
@@ -702,7 +722,6 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	if s2.NoImprove != ni {
 		s2, _ = e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error { x.NoImprove = ni; return nil })
 	}
-	e.audit(ctx, s.ID, "trial_finished", System, map[string]any{"trial": t.Number, "rung": t.Rung, "state": string(t.State), "score": scoreOrNil(t), "reason": t.Reason})
 	done := t
 	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(t)})
 	return nil

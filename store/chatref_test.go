@@ -42,3 +42,32 @@ func TestChatRefsSurviveReopenAndKeepPlatformsApart(t *testing.T) {
 		t.Errorf("missing ref: %v", err)
 	}
 }
+
+func TestPutTrialAuditedWritesBothOrNeither(t *testing.T) {
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	tr := session.Trial{SessionID: "nosuchsession", Number: 1, State: session.TrialCompleted}
+	entry := session.AuditEntry{SessionID: "nosuchsession", Kind: "trial_finished"}
+	if err := db.PutTrialAudited(ctx, tr, entry); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("trial of an unknown session: %v", err)
+	}
+	if a, _ := db.Audit(ctx, ""); len(a) != 0 {
+		t.Fatalf("the audit line was written without its trial: %+v", a)
+	}
+	if err := db.CreateSession(ctx, session.Session{ID: "s1", State: session.StateRunning}); err != nil {
+		t.Fatal(err)
+	}
+	tr.SessionID, entry.SessionID = "s1", "s1"
+	if err := db.PutTrialAudited(ctx, tr, entry); err != nil {
+		t.Fatal(err)
+	}
+	ts, _ := db.Trials(ctx, "s1")
+	a, _ := db.Audit(ctx, "s1")
+	if len(ts) != 1 || len(a) != 1 || a[0].Kind != "trial_finished" || a[0].Time.IsZero() {
+		t.Fatalf("trials %+v audit %+v", ts, a)
+	}
+}

@@ -105,16 +105,35 @@ func (d *DB) PutTrial(ctx context.Context, t session.Trial) error {
 	if t.SessionID == "" {
 		return fmt.Errorf("storing %s: empty session id", t.Ref())
 	}
+	return d.update(ctx, func(tx *bolt.Tx) error { return putTrial(tx, t) })
+}
+
+// PutTrialAudited stores t and appends e in one transaction, so a trial's result and its
+// audit line exist together or not at all, even when tunebot is killed between the two.
+func (d *DB) PutTrialAudited(ctx context.Context, t session.Trial, e session.AuditEntry) error {
+	if t.SessionID == "" {
+		return fmt.Errorf("storing %s: empty session id", t.Ref())
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
 	return d.update(ctx, func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketSessions).Get([]byte(t.SessionID)) == nil {
-			return fmt.Errorf("storing %s: session %s: %w", t.Ref(), t.SessionID, session.ErrNotFound)
-		}
-		b, err := subCreate(tx, bucketTrials, t.SessionID)
-		if err != nil {
+		if err := putTrial(tx, t); err != nil {
 			return err
 		}
-		return putJSON(b, trialKey(t.Ref()), t)
+		return appendAudit(tx, e)
 	})
+}
+
+func putTrial(tx *bolt.Tx, t session.Trial) error {
+	if tx.Bucket(bucketSessions).Get([]byte(t.SessionID)) == nil {
+		return fmt.Errorf("storing %s: session %s: %w", t.Ref(), t.SessionID, session.ErrNotFound)
+	}
+	b, err := subCreate(tx, bucketTrials, t.SessionID)
+	if err != nil {
+		return err
+	}
+	return putJSON(b, trialKey(t.Ref()), t)
 }
 
 // Trials lists a session's trials by number, then rung; an unknown session has none.
@@ -241,26 +260,28 @@ func (d *DB) Append(ctx context.Context, e session.AuditEntry) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	return d.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketAudit)
-		seq, err := b.NextSequence()
-		if err != nil {
-			return fmt.Errorf("appending to the audit log: %w", err)
-		}
-		e.Seq = seq
-		key := u64Key(seq)
-		if err := putJSON(b, key, e); err != nil {
-			return err
-		}
-		if e.SessionID == "" {
-			return nil
-		}
-		idx, err := subCreate(tx, bucketAuditBySes, e.SessionID)
-		if err != nil {
-			return err
-		}
-		return idx.Put(key, nil)
-	})
+	return d.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, e) })
+}
+
+func appendAudit(tx *bolt.Tx, e session.AuditEntry) error {
+	b := tx.Bucket(bucketAudit)
+	seq, err := b.NextSequence()
+	if err != nil {
+		return fmt.Errorf("appending to the audit log: %w", err)
+	}
+	e.Seq = seq
+	key := u64Key(seq)
+	if err := putJSON(b, key, e); err != nil {
+		return err
+	}
+	if e.SessionID == "" {
+		return nil
+	}
+	idx, err := subCreate(tx, bucketAuditBySes, e.SessionID)
+	if err != nil {
+		return err
+	}
+	return idx.Put(key, nil)
 }
 
 // Audit lists the entries of one session, or of all when sessionID is "", oldest first.

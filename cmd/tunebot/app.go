@@ -55,7 +55,7 @@ func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger,
 // openApp opens the store, builds the trainer, proposers and engine, and recovers what a
 // previous run left. notifier builds the engine's notifier from the store (nil: none). The
 // caller closes the app.
-func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notifier func(session.Store) session.Notifier) (*app, error) {
+func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notifier func(*store.DB) session.Notifier) (*app, error) {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir %s cannot be created: %w", cfg.DataDir, err)
 	}

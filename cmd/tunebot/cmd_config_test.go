@@ -36,7 +36,7 @@ func TestConfigGoodFixtureIsRead(t *testing.T) {
 		s.Objective["tracking"] != 50 || s.Objective["energy"] != 0 || len(s.GPUs) != 2 || s.Promote[0] != 20 {
 		t.Errorf("session = %+v", s)
 	}
-	if cfg.Log.Level != "debug" || cfg.Log.Format != "json" || cfg.Advisor.Hybrid != "stall" || !cfg.Chat.Console ||
+	if cfg.Log.Level != "debug" || cfg.Log.Format != "json" || cfg.Advisor.Hybrid != "stall" || cfg.Chat.Ntfy.Topic != "go2-tuning" || cfg.Chat.Expire.Hours() != 12 ||
 		cfg.Trainer.EvalTimeout.Minutes() != 30 || cfg.Trainer.ResumeArgs[1] != "{checkpoint}" {
 		t.Errorf("config = %+v", cfg)
 	}

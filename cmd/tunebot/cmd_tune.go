@@ -14,6 +14,7 @@ import (
 	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/session"
+	"tunebot/store"
 )
 
 func init() {
@@ -107,7 +108,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	// The console needs the store before the engine exists, and the engine needs the
 	// console as its notifier: openApp hands the store over through the hook.
 	var con *console.Console
-	a, err := openApp(ctx, cfg, e, logger, func(db session.Store) session.Notifier {
+	a, err := openApp(ctx, cfg, e, logger, func(db *store.DB) session.Notifier {
 		con = console.New(e.stdout, stdin, filepath.Join(cfg.DataDir, "reports"), nil, db, cfg.space(), logger)
 		return con
 	})

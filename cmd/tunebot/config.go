@@ -60,9 +60,28 @@ type AdvisorConfig struct {
 	StallAfter int    `yaml:"stall_after"`
 }
 
-// ChatConfig enables chat adapters; their sections are filled by later work.
+// ChatConfig enables chat adapters and phone notifications. Tokens come from the
+// environment only (SLACK_BOT_TOKEN, SLACK_APP_TOKEN, SLACK_SIGNING_SECRET,
+// DISCORD_BOT_TOKEN, NTFY_TOKEN, TUNEBOT_WEBHOOK_URL).
 type ChatConfig struct {
-	Console bool `yaml:"console"`
+	Slack   SlackConfig   `yaml:"slack"`
+	Discord DiscordConfig `yaml:"discord"`
+	Ntfy    NtfyConfig    `yaml:"ntfy"`
+	Webhook WebhookConfig `yaml:"webhook"`
+	// Expire is how long an undelivered chat message is kept before it is dropped.
+	Expire time.Duration `yaml:"expire"`
+}
+
+// NtfyConfig pushes to an ntfy topic (token from NTFY_TOKEN, if the topic needs one).
+type NtfyConfig struct {
+	Server string `yaml:"server"` // e.g. https://ntfy.sh
+	Topic  string `yaml:"topic"`
+}
+
+// WebhookConfig posts every phone-worthy event as JSON to TUNEBOT_WEBHOOK_URL; the URL
+// lives in the environment because webhook URLs carry their secret in the path.
+type WebhookConfig struct {
+	Enabled bool `yaml:"enabled"`
 }
 
 // defaultConfig is the embedded configuration: the built-in sim trainer, so `make demo`
@@ -86,6 +105,7 @@ func defaultConfig() Config {
 			BaseURL: "https://api.deepseek.com", Model: "deepseek-v4-flash",
 			Timeout: 3 * time.Minute, Temperature: 0.2, Hybrid: "off", StallAfter: 3,
 		},
+		Chat: ChatConfig{Slack: defaultSlackConfig(), Discord: defaultDiscordConfig(), Expire: 24 * time.Hour},
 	}
 }
 
@@ -245,6 +265,14 @@ func (c *Config) validate() error {
 	case "off", "alternate", "stall":
 	default:
 		probs = append(probs, fmt.Sprintf("advisor.hybrid: %q is not off, alternate or stall", c.Advisor.Hybrid))
+	}
+	probs = append(probs, c.Chat.Slack.problems()...)
+	probs = append(probs, c.Chat.Discord.problems()...)
+	if (c.Chat.Ntfy.Server == "") != (c.Chat.Ntfy.Topic == "") {
+		probs = append(probs, "chat.ntfy: server and topic go together")
+	}
+	if c.Chat.Expire < 0 {
+		probs = append(probs, "chat.expire: must not be negative")
 	}
 	if c.Advisor.StallAfter < 1 {
 		probs = append(probs, "advisor.stall_after: must be at least 1")

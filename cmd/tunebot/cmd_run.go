@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"tunebot/advisor"
+	"tunebot/bot"
+	"tunebot/bot/console"
+	"tunebot/bot/notify"
+	"tunebot/session"
+	"tunebot/store"
+)
+
+func init() {
+	register("run", "run --config FILE [--resume]: the daemon, operated from chat (console when none is enabled)", runDaemon)
+}
+
+// drainTimeout bounds each step of the shutdown, so a stuck platform cannot hold the
+// process forever (systemd's TimeoutStopSec should exceed the sum).
+const drainTimeout = 15 * time.Second
+
+func runDaemon(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfgPath := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
+	resume := fs.Bool("resume", false, "resume sessions a previous run left interrupted")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	cfg, err := loadConfig(*cfgPath, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	logger := newLogger(cfg.Log, e.stderr)
+	d := &daemon{cfg: cfg, e: e, log: logger}
+	if err := d.start(ctx, *resume); err != nil {
+		logger.Error("tunebot could not start", "err", err)
+		fmt.Fprintln(e.stderr, "tunebot:", err)
+		d.stop()
+		return 1
+	}
+	logger.Info("tunebot is running", "platforms", d.platformNames(), "data_dir", cfg.DataDir)
+	<-ctx.Done()
+	logger.Info("shutting down: stopping jobs, delivering what is queued")
+	d.stop()
+	return 0
+}
+
+// daemon is tunebot run: the engine, the chat adapters, their outbox dispatchers and the
+// notifier, with their goroutines owned here and ended in order by stop.
+type daemon struct {
+	cfg Config
+	e   *env
+	log *slog.Logger
+
+	app         *app
+	notifier    *bot.Notifier
+	con         *console.Console
+	handler     *bot.Handler
+	adapters    []chatAdapter
+	dispatchers map[string]*bot.Dispatcher
+
+	notifyCancel, dispatchCancel, adapterCancel context.CancelFunc
+	notifyWG, dispatchWG, adapterWG             sync.WaitGroup
+}
+
+func (d *daemon) start(ctx context.Context, resume bool) error {
+	var buildErr error
+	var eng *session.Engine // set once openApp returns; charts wait on it
+	charts := func(ctx context.Context, s session.Session, t session.Trial, tags []string) ([]bot.Attachment, error) {
+		if eng != nil {
+			eng.WaitForTrainer(ctx, 5*time.Second)
+		}
+		return bot.StoreCharts(d.app.db)(ctx, s, t, tags)
+	}
+	a, err := openApp(ctx, d.cfg, d.e, d.log, func(db *store.DB) session.Notifier {
+		n, err := d.buildChat(db, charts)
+		if err != nil {
+			buildErr = err
+			return nil
+		}
+		return n
+	})
+	if err != nil {
+		return err
+	}
+	d.app, eng = a, a.engine
+	if buildErr != nil {
+		return buildErr
+	}
+
+	allow := bot.AllowList{}
+	for _, ad := range d.adapters {
+		allow = append(allow, ad.Grants()...)
+	}
+	if d.con != nil {
+		allow = append(allow, bot.Grant{Platform: console.User.Platform, Users: []string{console.User.ID}})
+	}
+	d.handler = bot.NewHandler(bot.HandlerConfig{
+		Engine: eng, Store: a.db, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
+		Charts: charts, Agent: d.agentTest, Logger: d.log,
+	})
+
+	nctx, ncancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.notifyCancel = ncancel
+	if d.notifier != nil {
+		d.notifyWG.Add(1)
+		go func() { defer d.notifyWG.Done(); _ = d.notifier.Run(nctx) }()
+	}
+	if d.con != nil {
+		d.con.Attach(eng)
+		d.con.SetCharts(charts)
+		d.notifyWG.Add(1)
+		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
+	}
+	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.dispatchCancel = dcancel
+	for _, disp := range d.dispatchers {
+		d.dispatchWG.Add(1)
+		go func() { defer d.dispatchWG.Done(); _ = disp.Run(dctx) }()
+	}
+	actx, acancel := context.WithCancel(context.WithoutCancel(ctx))
+	d.adapterCancel = acancel
+	for _, ad := range d.adapters {
+		d.adapterWG.Add(1)
+		go func() {
+			defer d.adapterWG.Done()
+			if err := ad.Run(actx, d.handler); err != nil && actx.Err() == nil {
+				d.log.Error("chat adapter stopped", "platform", ad.Platform(), "err", err)
+			}
+		}()
+	}
+	if resume {
+		all, err := a.db.Sessions(ctx)
+		if err != nil {
+			return fmt.Errorf("listing sessions: %w", err)
+		}
+		for _, s := range all {
+			if s.State == session.StateInterrupted {
+				if _, err := eng.Resume(ctx, s.ID, session.System); err != nil {
+					d.log.Error("resuming session", "session", s.ID, "err", err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// buildChat builds the enabled adapters, their dispatchers and the notifier that feeds
+// them; with no chat platform enabled, the console is the front end.
+func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier, error) {
+	deps := chatDeps{cfg: d.cfg, env: d.e, log: d.log, db: db}
+	names := make([]string, 0, len(chatFactories))
+	for n := range chatFactories {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	mentions := map[string][]string{}
+	var platforms []string
+	sinks := map[string]bot.Sink{}
+	for _, n := range names {
+		ad, err := chatFactories[n](deps)
+		if err != nil {
+			return nil, fmt.Errorf("chat %s: %w", n, err)
+		}
+		if ad == nil {
+			continue
+		}
+		d.adapters = append(d.adapters, ad)
+		platforms = append(platforms, ad.Platform())
+		sinks[ad.Platform()] = ad
+		mentions[ad.Platform()] = ad.NotifyUsers()
+	}
+	var push []string
+	if c := d.cfg.Chat.Ntfy; c.Server != "" {
+		n, err := notify.NewNtfy(c.Server, c.Topic, d.e.getenv, nil)
+		if err != nil {
+			return nil, err
+		}
+		push, sinks["ntfy"] = append(push, "ntfy"), n
+	}
+	if d.cfg.Chat.Webhook.Enabled {
+		u := d.e.getenv("TUNEBOT_WEBHOOK_URL")
+		if u == "" {
+			return nil, fmt.Errorf("chat.webhook is enabled but TUNEBOT_WEBHOOK_URL is not set")
+		}
+		w, err := notify.NewWebhook(u, nil)
+		if err != nil {
+			return nil, fmt.Errorf("TUNEBOT_WEBHOOK_URL is not an http(s) URL")
+		}
+		push, sinks["webhook"] = append(push, "webhook"), w
+	}
+	d.dispatchers = map[string]*bot.Dispatcher{}
+	for p, sink := range sinks {
+		d.dispatchers[p] = bot.NewDispatcher(deps.db, p, sink, bot.DispatcherOptions{}, d.log.With("platform", p))
+	}
+	if len(platforms) == 0 {
+		d.con = console.New(d.e.stdout, d.e.stdin, filepath.Join(d.cfg.DataDir, "reports"), nil, db, d.cfg.space(), d.log)
+		if len(push) == 0 {
+			return d.con, nil
+		}
+	}
+	d.notifier = bot.NewNotifier(bot.NotifierConfig{
+		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log,
+		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Mentions: mentions, Logger: d.log},
+		Wake: func(p string) {
+			if disp, ok := d.dispatchers[p]; ok {
+				disp.Wake()
+			}
+		},
+	})
+	if d.con != nil {
+		return teeNotifier{d.con, d.notifier}, nil
+	}
+	return d.notifier, nil
+}
+
+// teeNotifier hands each event to several notifiers (the console and phone pushes).
+type teeNotifier []session.Notifier
+
+func (t teeNotifier) Notify(ctx context.Context, e session.Event) {
+	for _, n := range t {
+		n.Notify(ctx, e)
+	}
+}
+
+func (d *daemon) platformNames() []string {
+	var out []string
+	for _, ad := range d.adapters {
+		out = append(out, ad.Platform())
+	}
+	if d.con != nil {
+		out = append(out, "console")
+	}
+	return out
+}
+
+// agentTest is /tune agent: the advisor's live round trip, or why there is none.
+func (d *daemon) agentTest(ctx context.Context) (string, error) {
+	key := d.e.getenv("DEEPSEEK_API_KEY")
+	if key == "" {
+		return "", fmt.Errorf("no advisor is configured: DEEPSEEK_API_KEY is not set on the tunebot machine")
+	}
+	ds, err := advisor.NewDeepSeek(deepSeekConfig(d.cfg.Advisor), key, d.app.db, d.log)
+	if err != nil {
+		return "", err
+	}
+	res, err := ds.Test(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !res.OK {
+		return "", fmt.Errorf("%s", res.Error)
+	}
+	return fmt.Sprintf("DeepSeek answered: model %s, %s round trip", res.Model, res.Latency.Round(time.Millisecond)), nil
+}
+
+// stop drains in order: tell open sessions, end the jobs (their sessions become
+// interrupted, resumable), finish the interactions in flight, render what the engine
+// said last, deliver what is due, disconnect, and close the store last.
+func (d *daemon) stop() {
+	if d.app == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	if s, ok, err := d.app.engine.Active(ctx); err == nil && ok && d.app.engine.Running(s.ID) {
+		note := session.Event{Kind: session.EventSessionUpdated, Session: s, Time: time.Now().UTC(),
+			Text: "tunebot is shutting down: the running job is stopped and this session is interrupted; it continues from its last complete result with /tune resume once tunebot is back"}
+		if d.notifier != nil {
+			d.notifier.Notify(ctx, note)
+		}
+	}
+	d.app.engine.Shutdown(ctx)
+	if d.handler != nil {
+		waitBounded(d.handler.Wait, drainTimeout)
+	}
+	if d.notifyCancel != nil {
+		d.notifyCancel()
+		waitBounded(d.notifyWG.Wait, drainTimeout)
+	}
+	if d.dispatchCancel != nil {
+		for _, disp := range d.dispatchers {
+			disp.Wake()
+		}
+		// Give the dispatchers a moment to deliver the last cards before disconnecting.
+		time.Sleep(min(2*time.Second, drainTimeout))
+		d.dispatchCancel()
+		waitBounded(d.dispatchWG.Wait, drainTimeout)
+	}
+	if d.adapterCancel != nil {
+		d.adapterCancel()
+		waitBounded(d.adapterWG.Wait, drainTimeout)
+	}
+	d.app.close()
+	d.app = nil
+}
+
+func waitBounded(wait func(), bound time.Duration) {
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(bound):
+	}
+}
