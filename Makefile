@@ -7,7 +7,7 @@ PKGS    := ./...
 # The core must stay free of SDKs, bbolt, go-chart and os/exec (STYLE.md).
 FORBIDDEN_IN_SESSION := slack-go|discordgo|go-openai|bbolt|go-chart|os/exec
 
-.PHONY: build demo test lint bench deps-check clean
+.PHONY: build demo test test-mjlab lint bench deps-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tunebot
@@ -23,8 +23,16 @@ lint: deps-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-test: lint
+test: lint test-mjlab
 	$(GO) test -count=1 $(PKGS)
+
+# The mjlab adapter for real: builds (or reuses, keyed by its requirements' hash) the venv in
+# .venv/mjlab, runs its pytest suite (Go1 training, resume and evaluation on CPU) and a whole
+# `tunebot tune` session against it (trainer/mjlab/e2e_test.go, skipped by plain go test).
+test-mjlab:
+	@venv=$$(bash scripts/mjlab-venv.sh) && \
+	(cd trainer/mjlab && CUDA_VISIBLE_DEVICES= MUJOCO_GL=disable WANDB_MODE=disabled $$venv/bin/python -m pytest -q -p no:cacheprovider tests) && \
+	TUNEBOT_MJLAB_VENV=$$venv MUJOCO_GL=disable $(GO) test -count=1 -timeout 60m -v -run TestTuneSessionWithRealMjlab ./trainer/mjlab/
 
 bench: build
 	bash bench/run.sh
