@@ -1,0 +1,178 @@
+// Package mjlab_test runs a whole tunebot session against the real mjlab adapter
+// (trainer/mjlab/tunebot_mjlab): real training, checkpoints, ONNX export and evaluation of
+// mjlab's Go1 flat task on CPU. It needs the adapter's venv and skips without it; `make
+// test-mjlab` builds the venv and sets TUNEBOT_MJLAB_VENV.
+package mjlab_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// go1Config is a tunebot config for mjlab's Go1 flat task: the adapter's templates and a
+// reward space whose defaults are what `--print-defaults` prints for the installed task
+// (Go1 has no foot_gait or stand_still; is_terminated, joint_acc_l2 and electrical_power
+// are off by default and added from mjlab's functions when a proposal switches them on).
+const go1Config = `
+data_dir: data
+trainer:
+  python: ${TUNEBOT_MJLAB_PYTHON}
+  train: ["{python}", "-m", "tunebot_mjlab", "train", "--task", "{task}", "--run-dir", "{run_dir}",
+          "--reward-config", "{reward_config}", "--iterations", "{iterations}",
+          "--target-iterations", "{target_iterations}", "--start-iteration", "{start_iteration}",
+          "--seed", "{seed}", "--num-envs", "{num_envs}", "--gpu-ids", "{gpu_ids}", "--run-name", "{run_name}"]
+  resume_args: ["--resume-checkpoint", "{checkpoint}"]
+  evaluate: ["{python}", "-m", "tunebot_mjlab", "evaluate", "--task", "{task}", "--checkpoint", "{checkpoint}",
+             "--output", "{eval_output}", "--seeds", "{eval_seeds}", "--num-envs", "{eval_num_envs}",
+             "--steps", "{eval_steps}", "--run-dir", "{run_dir}"]
+  job_timeout: 20m
+  eval_timeout: 20m
+session:
+  task: Mjlab-Velocity-Flat-Unitree-Go1
+  tasks: [Mjlab-Velocity-Flat-Unitree-Go1]
+  trial_count: 4
+  rungs: [2, 3, 4]
+  promote: [4, 2, 1]
+  num_envs: 4
+  eval_num_envs: 5
+  eval_steps: 20
+  eval_seeds: [0]
+  final_eval_seeds: [0, 1]
+  early_stop_patience: 4
+reward_space:
+  max_changes: 4
+  step_min: 0.5
+  step_max: 2.0
+  terms:
+    - {name: track_linear_velocity, default: 2.0, min: 1.0, max: 4.0, may_be_zero: false}
+    - {name: track_angular_velocity, default: 2.0, min: 0.5, max: 4.0, may_be_zero: false}
+    - {name: body_orientation_l2, default: -1.0, min: -3.0, max: -0.1, may_be_zero: false}
+    - {name: pose, default: 1.0, min: 0, max: 2.5, may_be_zero: true}
+    - {name: body_ang_vel, default: 0, min: -0.2, max: 0, may_be_zero: true}
+    - {name: angular_momentum, default: 0, min: -0.1, max: 0, may_be_zero: true}
+    - {name: is_terminated, default: 0, min: -400, max: 0, may_be_zero: true}
+    - {name: joint_acc_l2, default: 0, min: -2.0e-6, max: 0, may_be_zero: true}
+    - {name: joint_pos_limits, default: -1.0, min: -30, max: -0.5, may_be_zero: false}
+    - {name: action_rate_l2, default: -0.1, min: -0.4, max: -0.005, may_be_zero: false}
+    - {name: foot_clearance, default: -2.0, min: -4.0, max: 0, may_be_zero: true}
+    - {name: foot_slip, default: -0.1, min: -1.0, max: 0, may_be_zero: true}
+    - {name: soft_landing, default: -1.0e-5, min: -5.0e-3, max: 0, may_be_zero: true}
+    - {name: electrical_power, default: 0, min: -5.0e-3, max: 0, may_be_zero: true}
+  params:
+    - {name: track_linear_velocity.std, default: 0.5, min: 0.25, max: 1.0}
+    - {name: track_angular_velocity.std, default: 0.7071067812, min: 0.35, max: 1.2}
+    - {name: pose.std_standing_scale, default: 1.0, min: 0.5, max: 2.0}
+    - {name: pose.std_walking_scale, default: 1.0, min: 0.5, max: 2.0}
+    - {name: pose.std_running_scale, default: 1.0, min: 0.5, max: 2.0}
+    - {name: pose.walking_threshold, default: 0.05, min: 0.05, max: 0.5}
+    - {name: pose.running_threshold, default: 1.5, min: 1.0, max: 2.5}
+    - {name: foot_clearance.target_height, default: 0.1, min: 0.06, max: 0.16}
+    - {name: foot_clearance.command_threshold, default: 0.05, min: 0.02, max: 0.30}
+    - {name: foot_slip.command_threshold, default: 0.05, min: 0.02, max: 0.30}
+  orders:
+    - {lower: pose.walking_threshold, upper: pose.running_threshold}
+`
+
+// summary is the part of `tunebot tune --json` this test reads.
+type summary struct {
+	Session string `json:"session"`
+	State   string `json:"state"`
+	Preset  string `json:"preset"`
+	Reason  string `json:"reason"`
+	Trials  []struct {
+		Number     int                `json:"number"`
+		Rung       int                `json:"rung"`
+		Iterations int                `json:"iterations"`
+		State      string             `json:"state"`
+		Score      *float64           `json:"score"`
+		Metrics    map[string]float64 `json:"metrics"`
+		Reason     string             `json:"reason"`
+	} `json:"trials"`
+}
+
+func venvPython(t *testing.T) string {
+	t.Helper()
+	venv := os.Getenv("TUNEBOT_MJLAB_VENV")
+	if venv == "" {
+		t.Skip("TUNEBOT_MJLAB_VENV is not set: run `make test-mjlab` to build the adapter's venv and run this test")
+	}
+	py := filepath.Join(venv, "bin", "python")
+	if _, err := os.Stat(py); err != nil {
+		t.Fatalf("TUNEBOT_MJLAB_VENV=%s has no bin/python: %v", venv, err)
+	}
+	return py
+}
+
+func buildTunebot(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tunebot")
+	out, err := exec.Command("go", "build", "-o", bin, "tunebot/cmd/tunebot").CombinedOutput()
+	if err != nil {
+		t.Fatalf("building tunebot: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// TestTuneSessionWithRealMjlab runs `tunebot tune` with 4 trials and rungs of 2, 3 and 4
+// iterations against the adapter: every trial must train, resume, export and evaluate
+// for real, and the session must end with a preset.
+func TestTuneSessionWithRealMjlab(t *testing.T) {
+	py := venvPython(t)
+	bin := buildTunebot(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "tunebot.yaml")
+	if err := os.WriteFile(cfg, []byte(go1Config), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "tune", "--config", cfg, "--fallback", "--json")
+	cmd.Env = append(os.Environ(), "TUNEBOT_MJLAB_PYTHON="+py, "DEEPSEEK_API_KEY=", "MUJOCO_GL=disable")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tune: %v\nstderr:\n%s\nstdout:\n%s", err, tail(stderr.String()), tail(stdout.String()))
+	}
+	out := stdout.String()
+	i := strings.LastIndex(out, "\n{\n")
+	var sum summary
+	if err := json.Unmarshal([]byte(out[i+1:]), &sum); err != nil {
+		t.Fatalf("summary: %v\n%s", err, tail(out))
+	}
+	if sum.State != "succeeded" || sum.Preset == "" {
+		t.Fatalf("session ended %s (preset %q, reason %q)\n%s", sum.State, sum.Preset, sum.Reason, tail(out))
+	}
+	perRung := map[int]int{}
+	for _, tr := range sum.Trials {
+		perRung[tr.Rung]++
+		if tr.State != "completed" || tr.Score == nil || len(tr.Metrics) != 7 {
+			t.Errorf("trial %d@%d: state %s, reason %q, metrics %v", tr.Number, tr.Rung, tr.State, tr.Reason, tr.Metrics)
+		}
+		if want := []int{2, 3, 4}[tr.Rung]; tr.Iterations != want {
+			t.Errorf("trial %d@%d: %d iterations, want %d", tr.Number, tr.Rung, tr.Iterations, want)
+		}
+	}
+	if perRung[0] != 4 || perRung[1] != 2 || perRung[2] != 1 {
+		t.Errorf("trials per rung %v, want 4/2/1", perRung)
+	}
+	// A promoted trial resumed its parent's checkpoint and reached its own target.
+	runs, err := filepath.Glob(filepath.Join(dir, "data", "sessions", sum.Session, "trial-*-rung-2"))
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("rung-2 run dirs: %v %v", runs, err)
+	}
+	for _, f := range []string{"model_3.pt", "policy.onnx", "evaluation.json", "reward_config.json"} {
+		if _, err := os.Stat(filepath.Join(runs[0], f)); err != nil {
+			t.Errorf("rung-2 run dir: %v", err)
+		}
+	}
+}
+
+func tail(s string) string {
+	if len(s) > 6000 {
+		return "…" + s[len(s)-6000:]
+	}
+	return s
+}
