@@ -40,6 +40,17 @@ func (c Config) addr() string {
 	return c.Addr
 }
 
+// Off reports whether the service is disabled (addr "off").
+func (c Config) Off() bool { return c.Addr == "off" }
+
+// Check validates the configuration: "off", or a usable address.
+func (c Config) Check() error {
+	if c.Off() {
+		return nil
+	}
+	return CheckAddr(c.addr(), c.AllowRemote)
+}
+
 // CheckAddr refuses an address that is not host:port, and a host that is not loopback
 // unless allowRemote: /metrics and /healthz have no authentication.
 func CheckAddr(addr string, allowRemote bool) error {

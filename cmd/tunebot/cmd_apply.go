@@ -1,8 +1,3 @@
-//go:build tunebot_apply
-
-// This file needs Config.Apply (apply.Config, yaml "apply"); delete the build line above
-// once config.go has it.
-
 package main
 
 import (

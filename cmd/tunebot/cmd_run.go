@@ -14,6 +14,8 @@ import (
 	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/bot/notify"
+	"tunebot/schedule"
+	"tunebot/service"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -68,8 +70,11 @@ type daemon struct {
 	adapters    []chatAdapter
 	dispatchers map[string]*bot.Dispatcher
 
-	notifyCancel, dispatchCancel, adapterCancel context.CancelFunc
-	notifyWG, dispatchWG, adapterWG             sync.WaitGroup
+	scheduler *schedule.Scheduler
+	service   *service.Server
+
+	notifyCancel, dispatchCancel, adapterCancel, serviceCancel context.CancelFunc
+	notifyWG, dispatchWG, adapterWG, serviceWG                 sync.WaitGroup
 }
 
 func (d *daemon) start(ctx context.Context, resume bool) error {
@@ -137,6 +142,12 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 				d.log.Error("chat adapter stopped", "platform", ad.Platform(), "err", err)
 			}
 		}()
+	}
+	if err := d.startService(); err != nil {
+		return err
+	}
+	if err := d.startScheduler(ctx); err != nil {
+		return err
 	}
 	if resume {
 		all, err := a.db.Sessions(ctx)
@@ -279,6 +290,9 @@ func (d *daemon) stop() {
 			d.notifier.Notify(ctx, note)
 		}
 	}
+	if d.scheduler != nil {
+		d.scheduler.Stop(ctx) // no new session starts while the engine drains
+	}
 	d.app.engine.Shutdown(ctx)
 	if d.handler != nil {
 		waitBounded(d.handler.Wait, drainTimeout)
@@ -291,8 +305,15 @@ func (d *daemon) stop() {
 		for _, disp := range d.dispatchers {
 			disp.Wake()
 		}
-		// Give the dispatchers a moment to deliver the last cards before disconnecting.
-		time.Sleep(min(2*time.Second, drainTimeout))
+		// Give the dispatchers a moment to deliver the last cards before disconnecting;
+		// whatever stays undelivered is kept in the outbox for the next start.
+		deadline := time.Now().Add(5 * time.Second)
+		for len(d.dispatchers) > 0 && time.Now().Before(deadline) {
+			if n, err := d.app.db.OutboxDepth(ctx); err != nil || n == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		d.dispatchCancel()
 		waitBounded(d.dispatchWG.Wait, drainTimeout)
 	}
@@ -300,8 +321,154 @@ func (d *daemon) stop() {
 		d.adapterCancel()
 		waitBounded(d.adapterWG.Wait, drainTimeout)
 	}
+	if d.serviceCancel != nil {
+		d.serviceCancel()
+		waitBounded(d.serviceWG.Wait, drainTimeout)
+	}
 	d.app.close()
 	d.app = nil
+}
+
+// startService serves /healthz and /metrics; a taken port fails the start, not later.
+func (d *daemon) startService() error {
+	if d.cfg.Service.Off() {
+		return nil
+	}
+	srv, err := service.New(d.cfg.Service, service.NewStoreSource(d.app.db, d.app.db, 0), versionString(), d.log)
+	if err != nil {
+		return err
+	}
+	ln, err := srv.Listen()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.service, d.serviceCancel = srv, cancel
+	d.serviceWG.Add(1)
+	go func() {
+		defer d.serviceWG.Done()
+		if err := srv.Serve(ctx, ln); err != nil && ctx.Err() == nil {
+			d.log.Error("service stopped", "err", err)
+		}
+	}()
+	return nil
+}
+
+// startScheduler runs the stored schedules, the decision reminders and the daily digest.
+func (d *daemon) startScheduler(ctx context.Context) error {
+	space := d.cfg.space()
+	sch, err := schedule.New(schedule.Options{
+		Config:  d.cfg.Schedule,
+		Store:   schedule.NewFileStore(filepath.Join(d.cfg.DataDir, "schedules.json")),
+		Starter: scheduledStarter{d},
+		Notify:  d.announce,
+		CheckArgs: func(args string) error {
+			_, err := startSettings(args, d.cfg.Session, space)
+			return err
+		},
+		Logger: d.log,
+	})
+	if err != nil {
+		return err
+	}
+	if err := sch.Start(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	d.scheduler = sch
+	if d.cfg.Schedule.Digest != "" {
+		if err := sch.Every(d.cfg.Schedule.Digest, func(ctx context.Context) {
+			all, err := d.app.db.Sessions(ctx)
+			if err == nil {
+				if text := schedule.Digest(time.Now(), all); text != "" {
+					d.announce(text)
+				}
+			}
+		}); err != nil {
+			return fmt.Errorf("schedule.digest: %w", err)
+		}
+	}
+	if d.cfg.Schedule.RemindAfter > 0 {
+		reminded := map[string]time.Time{}
+		if err := sch.Every("*/5 * * * *", func(ctx context.Context) { d.remind(ctx, reminded) }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remind posts in a session's thread when its decision has waited longer than configured.
+func (d *daemon) remind(ctx context.Context, reminded map[string]time.Time) {
+	s, ok, err := d.app.engine.Active(ctx)
+	if err != nil || !ok || s.State != session.StateAwaitingApproval {
+		return
+	}
+	ps, err := d.app.db.Proposals(ctx, s.ID)
+	if err != nil {
+		return
+	}
+	var pending []session.Proposal
+	for _, p := range ps {
+		if p.State == session.ProposalPending {
+			pending = append(pending, p)
+		}
+	}
+	for _, p := range schedule.Reminders(time.Now(), pending, d.cfg.Schedule.RemindAfter, reminded) {
+		d.notifySession(s, schedule.ReminderText(p))
+	}
+}
+
+// announce posts a line for people: in the console, or as a notice of the active session
+// (a schedule's start lands in the new session's thread by itself).
+func (d *daemon) announce(text string) {
+	ctx := context.Background()
+	s, ok, err := d.app.engine.Active(ctx)
+	if err != nil || !ok {
+		all, _ := d.app.db.Sessions(ctx)
+		if len(all) == 0 {
+			d.log.Info(text)
+			return
+		}
+		s = all[0]
+	}
+	d.notifySession(s, text)
+}
+
+func (d *daemon) notifySession(s session.Session, text string) {
+	e := session.Event{Kind: session.EventSessionUpdated, Session: s, Time: time.Now().UTC(), Text: text}
+	if d.notifier != nil {
+		d.notifier.Notify(context.Background(), e)
+	}
+	if d.con != nil {
+		d.con.Notify(context.Background(), e)
+	}
+}
+
+// scheduledStarter starts a session from a schedule entry's /tune start arguments.
+type scheduledStarter struct{ d *daemon }
+
+func (s scheduledStarter) StartScheduled(ctx context.Context, e schedule.Entry) (string, error) {
+	st, err := startSettings(e.Args, s.d.cfg.Session, s.d.cfg.space())
+	if err != nil {
+		return "", err
+	}
+	owner := session.Actor{Platform: "schedule", ID: e.ID, Name: "schedule " + e.ID}
+	if e.CreatedBy.ID != "" {
+		owner = e.CreatedBy // the session posts where its schedule was made
+	}
+	sess, err := s.d.app.engine.Start(ctx, st, owner)
+	if err != nil {
+		return "", err
+	}
+	return sess.ID, nil
+}
+
+// startSettings turns /tune start arguments ("mode=approval trials=8") into settings.
+func startSettings(args string, defaults session.Settings, space *session.Space) (session.Settings, error) {
+	cmd, err := bot.ParseCommand("start "+args, space)
+	if err != nil {
+		return session.Settings{}, err
+	}
+	return cmd.Settings(defaults)
 }
 
 func waitBounded(wait func(), bound time.Duration) {

@@ -13,6 +13,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"tunebot/apply"
+	"tunebot/schedule"
+	"tunebot/service"
 	"tunebot/session"
 	"tunebot/trainer"
 )
@@ -27,6 +30,12 @@ type Config struct {
 	Space   *session.Space   `yaml:"reward_space"`
 	Advisor AdvisorConfig    `yaml:"advisor"`
 	Chat    ChatConfig       `yaml:"chat"`
+	// Apply writes a preset into the trainer checkout as one reversible git commit.
+	Apply apply.Config `yaml:"apply"`
+	// Schedule starts sessions on cron specs and sends reminders and a daily digest.
+	Schedule schedule.Config `yaml:"schedule"`
+	// Service serves /healthz and /metrics on a local address.
+	Service service.Config `yaml:"service"`
 }
 
 // LogConfig selects the log level and format.
@@ -152,6 +161,9 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if cfg.Trainer.Workdir != "" && !filepath.IsAbs(cfg.Trainer.Workdir) {
 		cfg.Trainer.Workdir = filepath.Join(filepath.Dir(path), cfg.Trainer.Workdir)
 	}
+	if cfg.Apply.Repo != "" && !filepath.IsAbs(cfg.Apply.Repo) {
+		cfg.Apply.Repo = filepath.Join(filepath.Dir(path), cfg.Apply.Repo)
+	}
 	if cfg.DataDir != "" && !filepath.IsAbs(cfg.DataDir) {
 		cfg.DataDir = filepath.Join(filepath.Dir(path), cfg.DataDir)
 	}
@@ -273,6 +285,17 @@ func (c *Config) validate() error {
 	}
 	if c.Chat.Expire < 0 {
 		probs = append(probs, "chat.expire: must not be negative")
+	}
+	if c.Apply.Repo != "" {
+		if err := c.Apply.Check(c.space()); err != nil {
+			probs = append(probs, problems("apply", err)...)
+		}
+	}
+	if err := c.Schedule.Check(); err != nil {
+		probs = append(probs, problems("schedule", err)...)
+	}
+	if err := c.Service.Check(); err != nil {
+		probs = append(probs, "service: "+err.Error())
 	}
 	if c.Advisor.StallAfter < 1 {
 		probs = append(probs, "advisor.stall_after: must be at least 1")

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"tunebot/session"
+	"tunebot/store"
+)
+
+// syncBuffer is a bytes.Buffer safe for the daemon's writers and the test's reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestRunWithConsole runs the daemon with no chat platform: the console takes /tune
+// commands from stdin, the session runs to its end, and SIGTERM stops it cleanly.
+func TestRunWithConsole(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+data_dir: data
+service: {addr: "127.0.0.1:0"}
+`)
+	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
+	stdinR, stdinW, _ := os.Pipe()
+	var out syncBuffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, "the daemon to run", 10*time.Second, func() bool { return strings.Contains(out.String(), "tunebot is running") })
+	stdinW.WriteString("/tune start trials=4 rungs=20,40,60 fallback=true\n")
+	waitFor(t, "the session to succeed", 30*time.Second, func() bool { return strings.Contains(out.String(), "succeeded") })
+	stdinW.WriteString("/tune status\n")
+	time.Sleep(300 * time.Millisecond)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("daemon exit: %v\n%s", err, out.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the daemon did not stop on SIGTERM:\n%s", out.String())
+	}
+	db, err := store.Open(filepath.Join(dir, "data", "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	all, _ := db.Sessions(context.Background())
+	if len(all) != 1 || all[0].State != session.StateSucceeded || all[0].Owner.Platform != "console" {
+		t.Fatalf("sessions: %+v", all)
+	}
+}
+
+// TestRunDrainsOnSIGTERM stops the daemon while a trainer job runs: the job's process
+// group ends, the session becomes interrupted (resumable), and the store closes cleanly.
+func TestRunDrainsOnSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+data_dir: data
+service: {addr: "off"}
+`)
+	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
+	cmd.Env = append(os.Environ(), "TUNEBOT_SIM_STEP_DELAY=50ms")
+	stdinR, stdinW, _ := os.Pipe()
+	var out syncBuffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor(t, "the daemon to run", 10*time.Second, func() bool { return strings.Contains(out.String(), "tunebot is running") })
+	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
+	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, out.String())
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("shutdown took %s", took)
+	}
+	db, err := store.Open(filepath.Join(dir, "data", "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	all, _ := db.Sessions(context.Background())
+	if len(all) != 1 || all[0].State != session.StateInterrupted {
+		t.Fatalf("sessions after SIGTERM: %+v", all)
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte(dir)) && bytes.Contains(b, []byte("sim-")) {
+			t.Errorf("trainer left running: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
+	}
+}
