@@ -56,9 +56,10 @@ func run() int {
 	mb := flag.Int("mb", 50, "size of the generated event file in MB")
 	runs := flag.Int("runs", 15, "timed runs of each reader; the fastest counts")
 	strict := flag.Bool("strict", false, "exit 1 when the reader is slower than 0.5x raw")
+	keep := flag.Bool("keep", false, "reuse an event file generated before, for repeated timing")
 	flag.Parse()
 
-	path, err := generate(*out, int64(*mb)<<20)
+	path, err := generate(*out, int64(*mb)<<20, *keep)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "events bench:", err)
 		return 1
@@ -150,12 +151,15 @@ func median(d []time.Duration) time.Duration {
 
 // generate writes an event file of about size bytes, one event per scalar as PyTorch's
 // SummaryWriter does, with slowly drifting values and repeated steps on the time tags.
-func generate(dir string, size int64) (string, error) {
+func generate(dir string, size int64, keep bool) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("creating %s: %w", dir, err)
 	}
 	start := time.Unix(1745910742, 0)
 	path := filepath.Join(dir, tfevents.FileName(start, "bench.host.lan", 4264, 0))
+	if st, err := os.Stat(path); keep && err == nil && st.Size() >= size {
+		return path, nil
+	}
 	w, err := tfevents.Create(path)
 	if err != nil {
 		return "", err

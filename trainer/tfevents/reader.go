@@ -285,10 +285,14 @@ type chunk struct {
 	err           error
 }
 
-// producerShare is the part of each chunk whose data CRCs the producer checks; the
-// consumer checks the rest. With it the two stages take about equally long, as measured
-// on rsl_rl-like files (reading and checking lengths falls to the producer alone).
-const producerShare = 0.6
+// The producer checks the data CRCs of a share of each chunk, the consumer the rest. The
+// share starts where the stages balance on rsl_rl-like files and then follows the load:
+// when the producer finds no free buffer the consumer is behind, so the producer takes on
+// more, and otherwise less.
+const (
+	initialShare = 0.6
+	shareStep    = 0.05
+)
 
 // scanFrom reads f from pos and decodes its complete records, returning the offset after
 // the last good one. Two stages overlap on a big read: a producer goroutine reads chunks
@@ -348,6 +352,7 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 	}
 	buf := <-free
 	n := 0 // bytes of buf holding file data from pos on
+	share := initialShare
 	for {
 		m, rerr := f.ReadAt(buf[n:], pos+int64(n))
 		n += m
@@ -355,7 +360,7 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 			send(chunk{buf: buf, err: fmt.Errorf("reading events: %w", rerr)})
 			return
 		}
-		used, checked, need, err := checkRecords(buf[:n], int(float64(n)*producerShare))
+		used, checked, need, err := checkRecords(buf[:n], int(float64(n)*share))
 		if err != nil {
 			send(chunk{buf: buf, used: used, checked: checked, err: &CorruptError{Path: path, Offset: pos + int64(used), Reason: err.Error()}})
 			return
@@ -367,8 +372,14 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 		var next []byte
 		select {
 		case next = <-free:
-		case <-stop:
-			return
+			share = max(share-shareStep, 0)
+		default:
+			share = min(share+shareStep, 1)
+			select {
+			case next = <-free:
+			case <-stop:
+				return
+			}
 		}
 		if need > len(next) {
 			// One record larger than a buffer: this buffer grows to hold it whole.
