@@ -69,12 +69,16 @@ type Table struct {
 	Rows    [][]string `json:"rows"`
 }
 
-// Attachment is an image attached to a card: a chart PNG.
+// Attachment is a file attached to a card: a chart PNG, or (ContentType set) another file
+// such as a preset's JSON or a policy.onnx, which adapters upload as a file named Name.
 type Attachment struct {
 	Name  string `json:"name"` // file name, e.g. "trial-003-curves.png"
 	Title string `json:"title"`
-	PNG   []byte `json:"-"` // carried beside the JSON in an outbox body, see EncodeMessage
+	PNG   []byte `json:"-"` // the file's bytes, carried beside the JSON in an outbox body, see EncodeMessage
 	Size  int    `json:"size"`
+	// ContentType is the MIME type of the bytes; "" means image/png. Anything else is a
+	// file to upload as it is, never an image to embed.
+	ContentType string `json:"content_type,omitempty"`
 }
 
 // Action is a button. Its ID carries everything the handler needs (see ActionID), so a

@@ -31,12 +31,21 @@ const (
 	VerbApprove Verb = "approve"
 	VerbReject  Verb = "reject"
 	VerbEdit    Verb = "edit"
+
+	// Presets, reversible apply and schedules (issue 8).
+	VerbPreset   Verb = "preset"   // preset show NAME | preset list
+	VerbImport   Verb = "import"   // import NAME <JSON>
+	VerbPolicy   Verb = "policy"   // policy PRESET: the best trial's policy.onnx
+	VerbApply    Verb = "apply"    // apply PRESET: diff, then confirm
+	VerbRollback Verb = "rollback" // rollback: revert the last apply, after a confirm
+	VerbSchedule Verb = "schedule" // schedule add "<cron>" <start args> | list | remove ID
 	// VerbComment is a thread reply that is no command: ignored politely.
 	VerbComment Verb = "comment"
 )
 
 var (
-	slashVerbs = []Verb{VerbStart, VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbExport, VerbChart, VerbAgent, VerbHelp}
+	slashVerbs = []Verb{VerbStart, VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbExport, VerbChart, VerbAgent, VerbHelp,
+		VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbRollback, VerbSchedule}
 	replyVerbs = []Verb{VerbApprove, VerbReject, VerbEdit, VerbPause, VerbResume, VerbCancel, VerbStatus}
 )
 
@@ -50,11 +59,21 @@ type Command struct {
 	Start    []Override   // start: the settings given
 	Feedback string       // reject: why, verbatim
 	Edits    []Assignment // edit: term=value assignments over the proposal's patch
-	Preset   string       // export
+	Preset   string       // export, preset show, import, policy, apply
 	Trial    int          // chart
 	Rung     int          // chart: -1 means the trial's highest rung
 	Tags     []string     // chart: the tags to draw, none for the standard report
 	Text     string       // comment: the text
+
+	Sub  string // preset: show or list; schedule: add, list or remove
+	Data string // import: the configuration's JSON as given (code fences and curly quotes undone)
+	// Schedule add: the cron spec as given between quotes, the start arguments (checked
+	// like /tune start's, also kept in Start) as the text a scheduled start parses, and the
+	// if_busy policy ("" takes the configured default).
+	Spec   string
+	Args   string
+	IfBusy string
+	ID     string // schedule remove: the entry's id
 }
 
 // Assignment is one term=value of an edit. Remove (written term=-) takes the name out of
@@ -129,8 +148,10 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		return nil
 	}
 	switch v {
-	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbApprove:
+	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbApprove, VerbRollback:
 		return c, noArgs()
+	case VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbSchedule:
+		return parseOps(c, args, text, space)
 	case VerbReject:
 		c.Feedback = strings.TrimSpace(afterFirstWord(text))
 		if c.Feedback == "" {
@@ -555,4 +576,7 @@ func editDistance(a, b string) int {
 // HelpText lists the commands.
 const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=true]
 /tune status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · help
+/tune preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)
+/tune apply PRESET (shows the diff, then asks to confirm; needs apply) · rollback (reverts the last apply after a confirm; needs apply)
+/tune schedule add "<cron>" [if_busy=skip|wait] <start args> (needs start) · schedule list · schedule remove ID (needs start)
 in a session thread: approve · reject <feedback> · edit term=value … (term=- drops it from the patch, term=0 switches it off) · pause · resume · cancel · status`

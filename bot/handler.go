@@ -2,7 +2,6 @@ package bot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -103,6 +102,19 @@ type HandlerConfig struct {
 	// 3 s platforms allow); the result then arrives through the follow-up callback.
 	AckWithin time.Duration
 	Logger    *slog.Logger
+
+	// Applier applies presets to the trainer checkout for /tune apply and /tune rollback;
+	// nil answers that apply is not configured.
+	Applier Applier
+	// Scheduler keeps the scheduled starts of /tune schedule; nil answers that schedules
+	// are not configured.
+	Scheduler Scheduler
+	// SessionsDir is the engine's sessions directory, where /tune policy finds a preset's
+	// policy.onnx; "" answers that policy download is not available.
+	SessionsDir string
+	// PolicyLimit caps the size of a policy.onnx uploaded to chat (default
+	// DefaultPolicyLimit); a larger one is named by its path on the GPU machine instead.
+	PolicyLimit int64
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -111,6 +123,12 @@ type Handler struct {
 	cfg HandlerConfig
 	log *slog.Logger
 	wg  sync.WaitGroup
+
+	// ops holds the apply and rollback confirmations shown and not yet answered, and
+	// whether an apply or rollback is running (see handler_ops.go).
+	opsMu    sync.Mutex
+	pending  map[string]pendingOp
+	applying bool
 }
 
 // NewHandler returns a handler; Engine, Store and Space are required.
@@ -124,7 +142,10 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	if cfg.Defaults.Mode == "" {
 		cfg.Defaults = session.DefaultSettings()
 	}
-	return &Handler{cfg: cfg, log: cfg.Logger}
+	if cfg.PolicyLimit <= 0 {
+		cfg.PolicyLimit = DefaultPolicyLimit
+	}
+	return &Handler{cfg: cfg, log: cfg.Logger, pending: map[string]pendingOp{}}
 }
 
 // Handle acknowledges within AckWithin: the reply returned is the result when the work
@@ -206,6 +227,9 @@ func (h *Handler) Do(ctx context.Context, in Interaction) (r Reply) {
 		}
 		return h.run(ctx, in, cmd, in.SessionID, "", log)
 	case KindAction, KindSubmit:
+		if verb, target, nonce, err := ParseConfirmID(in.ActionID); err == nil {
+			return h.confirm(ctx, in, verb, target, nonce, log)
+		}
 		verb, sid, pid, err := ParseActionID(in.ActionID)
 		if err != nil {
 			return errorReply(session.Userf(nil, "%s", err.Error()))
@@ -290,6 +314,9 @@ func (h *Handler) audit(ctx context.Context, e session.AuditEntry) {
 // run executes a parsed command for session sid ("" means the active or newest one) and
 // proposal pid ("" means the pending one).
 func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid string, log *slog.Logger) Reply {
+	if isOpsVerb(cmd.Verb) {
+		return h.ops(ctx, in, cmd, log)
+	}
 	if r, ok := h.refuse(ctx, in, cmd.Verb, sid); !ok {
 		return r
 	}
@@ -302,6 +329,12 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		if err != nil {
 			return errorReply(err)
 		}
+		h.opsMu.Lock()
+		applying := h.applying
+		h.opsMu.Unlock()
+		if applying {
+			return Reply{Private: true, Text: "a preset is being applied to the trainer checkout (its tests are running); start again when it has finished"}
+		}
 		s, err := h.cfg.Engine.Start(ctx, st, by)
 		if err != nil {
 			return h.engineError(err, log)
@@ -310,21 +343,6 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		return Reply{Text: fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)}
 	case VerbPresets:
 		return h.presets(ctx)
-	case VerbExport:
-		p, err := h.cfg.Store.Preset(ctx, cmd.Preset)
-		if err != nil {
-			if errors.Is(err, session.ErrNotFound) {
-				return Reply{Private: true, Text: fmt.Sprintf("no preset named %q; /tune presets lists them", cmd.Preset)}
-			}
-			return h.engineError(err, log)
-		}
-		buf, err := json.MarshalIndent(p.Config, "", "  ")
-		if err != nil {
-			return h.engineError(err, log)
-		}
-		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "preset " + p.Name, Blocks: []Block{
-			Text(fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, score %s vs baseline @ rung 0); the file --reward-config takes:", p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), Signed(p.Score))),
-			{Kind: BlockCode, Text: string(buf)}}}}
 	case VerbAgent:
 		if h.cfg.Agent == nil {
 			return Reply{Private: true, Text: "no advisor is configured (set DEEPSEEK_API_KEY); sessions can still run with fallback=true"}

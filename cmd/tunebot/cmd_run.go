@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"tunebot/advisor"
+	"tunebot/apply"
 	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/bot/notify"
@@ -109,9 +110,22 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	if d.con != nil {
 		allow = append(allow, bot.Grant{Platform: console.User.Platform, Users: []string{console.User.ID}})
 	}
+	var applier bot.Applier // stays nil (not a nil *apply.Applier) when apply is off
+	if d.cfg.Apply.Repo != "" {
+		ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.db, d.log)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		applier = ap
+	}
+	// The scheduler starts before the handler, which answers /tune schedule with it.
+	if err := d.startScheduler(ctx); err != nil {
+		return err
+	}
 	d.handler = bot.NewHandler(bot.HandlerConfig{
 		Engine: eng, Store: a.db, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
 		Charts: charts, Agent: d.agentTest, Logger: d.log,
+		Applier: applier, Scheduler: d.scheduler, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
 	})
 
 	nctx, ncancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -144,9 +158,6 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		}()
 	}
 	if err := d.startService(); err != nil {
-		return err
-	}
-	if err := d.startScheduler(ctx); err != nil {
 		return err
 	}
 	if resume {

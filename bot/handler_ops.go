@@ -1,0 +1,558 @@
+package bot
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"tunebot/apply"
+	"tunebot/preset"
+	"tunebot/schedule"
+	"tunebot/session"
+)
+
+// PermApply lets a person apply presets to the trainer checkout and roll them back.
+const PermApply Permission = "apply"
+
+// DefaultPolicyLimit is the largest policy.onnx uploaded to chat unless configured: under
+// Discord's default 10 MiB upload limit (Slack's is far larger).
+const DefaultPolicyLimit = 8 << 20
+
+// ConfirmTTL is how long an apply or rollback confirmation can be answered.
+const ConfirmTTL = 15 * time.Minute
+
+// maxPending bounds the confirmations kept; the oldest go first.
+const maxPending = 64
+
+// Content types of the non-image files the handler attaches.
+const (
+	ContentJSON   = "application/json"
+	ContentBinary = "application/octet-stream"
+)
+
+// Button verbs of the apply and rollback confirmations. Their action IDs are
+// "tune:<verb>:<target>:<nonce>" (see ConfirmID), where the target is the preset (apply) or
+// the commit (rollback) and the nonce is one this handler issued for that person.
+const (
+	ButtonApplyConfirm    = "apply"
+	ButtonRollbackConfirm = "rollback"
+	ButtonDismiss         = "dismiss"
+)
+
+// Applier applies presets to the trainer checkout; *apply.Applier implements it.
+type Applier interface {
+	Diff(ctx context.Context, p session.Preset) ([]apply.Change, error)
+	Apply(ctx context.Context, p session.Preset, by session.Actor) (apply.Result, error)
+	LastApply(ctx context.Context) (apply.Record, error)
+	Rollback(ctx context.Context, rec apply.Record, by session.Actor) (apply.RollbackResult, error)
+}
+
+var _ Applier = (*apply.Applier)(nil)
+
+// Scheduler keeps scheduled starts; *schedule.Scheduler implements it.
+type Scheduler interface {
+	Add(ctx context.Context, spec, args, ifBusy string, by session.Actor) (schedule.Entry, error)
+	List(ctx context.Context) ([]schedule.Entry, error)
+	Remove(ctx context.Context, id string) error
+}
+
+var _ Scheduler = (*schedule.Scheduler)(nil)
+
+// ConfirmID builds the action ID of a confirmation's button.
+func ConfirmID(verb, target, nonce string) string {
+	return strings.Join([]string{actionPrefix, verb, target, nonce}, ":")
+}
+
+// ParseConfirmID splits an action ID built by ConfirmID. Like ParseActionID it checks the
+// shape only; whether the nonce was issued, to whom and for what is the handler's check.
+func ParseConfirmID(id string) (verb, target, nonce string, err error) {
+	parts := strings.Split(id, ":")
+	if len(parts) != 4 || parts[0] != actionPrefix {
+		return "", "", "", fmt.Errorf("unknown action %q", truncate(id, 80))
+	}
+	switch parts[1] {
+	case ButtonApplyConfirm, ButtonRollbackConfirm, ButtonDismiss:
+	default:
+		return "", "", "", fmt.Errorf("unknown action %q", truncate(id, 80))
+	}
+	if !idRE.MatchString(parts[2]) || !nonceRE.MatchString(parts[3]) {
+		return "", "", "", fmt.Errorf("malformed action %q", truncate(id, 80))
+	}
+	return parts[1], parts[2], parts[3], nil
+}
+
+// nonceRE is the shape of the nonces issue makes.
+var nonceRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// pendingOp is a confirmation shown and not yet answered.
+type pendingOp struct {
+	kind    string // ButtonApplyConfirm or ButtonRollbackConfirm
+	target  string // the preset (apply) or the commit (rollback)
+	who     string // platform/user of the person who asked: only they may answer
+	digest  string // of what was shown, so a confirm applies exactly that
+	expires time.Time
+}
+
+func opWho(in Interaction) string { return in.Platform + "/" + in.User.ID }
+
+// permissionOfCommand is what cmd needs; "" means anyone may.
+func permissionOfCommand(cmd Command) Permission {
+	switch cmd.Verb {
+	case VerbApply, VerbRollback:
+		return PermApply
+	case VerbImport:
+		return PermStart // an imported preset exists to seed sessions
+	case VerbSchedule:
+		if cmd.Sub == "add" || cmd.Sub == "remove" {
+			return PermStart // a schedule starts sessions
+		}
+	}
+	return permissionOf(cmd.Verb)
+}
+
+func isOpsVerb(v Verb) bool {
+	switch v {
+	case VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbRollback, VerbSchedule, VerbExport:
+		return true
+	}
+	return false
+}
+
+// refuseAs checks the allow-list for p; a refusal is audited and answered privately.
+func (h *Handler) refuseAs(ctx context.Context, in Interaction, what string, p Permission) (Reply, bool) {
+	if p == "" || h.cfg.Allow.Allows(in.Platform, in.User.ID, in.Roles, p) {
+		return Reply{}, true
+	}
+	h.audit(ctx, session.AuditEntry{Kind: "refused", Actor: in.User,
+		Detail: map[string]any{"command": what, "permission": string(p), "roles": in.Roles}})
+	return Reply{Private: true, Text: fmt.Sprintf("you are not allowed to %s here (it needs the %q permission on %s); ask a tunebot operator", what, p, in.Platform)}, false
+}
+
+// refuseConfirm audits a confirmation that is not honoured and says why, privately.
+func (h *Handler) refuseConfirm(ctx context.Context, in Interaction, verb, target, why string) Reply {
+	h.audit(ctx, session.AuditEntry{Kind: "refused", Actor: in.User,
+		Detail: map[string]any{"command": "confirm " + verb, "target": target, "reason": why}})
+	return Reply{Private: true, Text: why}
+}
+
+// ops runs the preset, apply and schedule commands.
+func (h *Handler) ops(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
+	what := cmd.describe()
+	if cmd.Verb == VerbApply {
+		what = "apply presets to the trainer checkout"
+	} else if cmd.Verb == VerbRollback {
+		what = "roll back an applied preset"
+	}
+	if r, ok := h.refuseAs(ctx, in, what, permissionOfCommand(cmd)); !ok {
+		return r
+	}
+	switch cmd.Verb {
+	case VerbExport:
+		return h.export(ctx, cmd, log)
+	case VerbPreset:
+		p, err := preset.Get(ctx, h.cfg.Store, cmd.Preset)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "preset " + p.Name, Blocks: []Block{{Kind: BlockCode, Text: preset.FormatShow(p, h.cfg.Space)}}}}
+	case VerbImport:
+		return h.importPreset(ctx, in, cmd, log)
+	case VerbPolicy:
+		return h.policy(ctx, cmd, log)
+	case VerbApply:
+		return h.applyPreview(ctx, in, cmd, log)
+	case VerbRollback:
+		return h.rollbackPreview(ctx, in, log)
+	case VerbSchedule:
+		return h.schedule(ctx, in, cmd, log)
+	}
+	return Reply{Private: true, Text: fmt.Sprintf("%s is not available here", cmd.Verb)}
+}
+
+// export answers with the preset as the file --reward-config takes, attached.
+func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Reply {
+	p, err := h.cfg.Store.Preset(ctx, cmd.Preset)
+	if err != nil {
+		if errors.Is(err, session.ErrNotFound) {
+			return Reply{Private: true, Text: fmt.Sprintf("no preset named %q; /tune presets lists them", cmd.Preset)}
+		}
+		return h.engineError(err, log)
+	}
+	data := preset.Export(p)
+	line := fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, score %s vs baseline @ rung 0): %s.json is the file --reward-config takes",
+		p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), Signed(p.Score), p.Name)
+	if preset.Imported(p) {
+		line = fmt.Sprintf("preset %s (imported): %s.json is the file --reward-config takes", p.Name, p.Name)
+	}
+	// Public: Slack uploads files into the channel either way, and presets are for
+	// everyone in it to read.
+	return Reply{Card: &Card{Kind: "notice", Title: "preset " + p.Name, Blocks: []Block{Text(line), {Kind: BlockAttachments, Attachments: []Attachment{{
+		Name: p.Name + ".json", Title: "reward configuration of preset " + p.Name, PNG: data, Size: len(data), ContentType: ContentJSON}}}}}}
+}
+
+func (h *Handler) importPreset(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
+	p, err := preset.Import(ctx, h.cfg.Store, h.cfg.Space, cmd.Preset, []byte(cmd.Data), in.User)
+	if err != nil && p.Name == "" {
+		return h.engineError(err, log)
+	}
+	if err != nil {
+		log.Error("importing a preset", "preset", p.Name, "err", err) // saved; only its audit line failed
+	}
+	changed := len(h.cfg.Space.Diff(h.cfg.Space.Defaults(), p.Config))
+	return Reply{Text: fmt.Sprintf("preset %s imported by %s (%d values differ from the defaults); start a session from it with /tune start preset=%s", p.Name, in.User, changed, p.Name)}
+}
+
+// policy uploads the policy.onnx of the preset's trial, or names where it is when it is
+// too large for chat.
+func (h *Handler) policy(ctx context.Context, cmd Command, log *slog.Logger) Reply {
+	if h.cfg.SessionsDir == "" {
+		return Reply{Private: true, Text: "policy download is not available in this tunebot"}
+	}
+	p, err := preset.Get(ctx, h.cfg.Store, cmd.Preset)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	var trial session.Trial
+	if !preset.Imported(p) {
+		trials, err := h.cfg.Store.Trials(ctx, p.SessionID)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		found := false
+		for _, t := range trials {
+			if t.Ref() == p.Trial {
+				trial, found = t, true
+			}
+		}
+		if !found {
+			return Reply{Private: true, Text: fmt.Sprintf("the trial of preset %s (%s of session %s) is no longer recorded, so its policy cannot be found", p.Name, p.Trial, session.Short(p.SessionID))}
+		}
+	}
+	path, size, err := preset.BestPolicy(h.cfg.SessionsDir, p, trial, h.cfg.PolicyLimit)
+	if err != nil {
+		if path != "" && size > h.cfg.PolicyLimit {
+			return Reply{Private: true, Text: userText(err) + "; on the GPU machine it is " + path}
+		}
+		return h.engineError(err, log)
+	}
+	data, err := readAtMost(path, h.cfg.PolicyLimit)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	name := p.Name + "-policy.onnx"
+	return Reply{Card: &Card{Kind: "notice", Title: "policy of preset " + p.Name, Blocks: []Block{
+		Text(fmt.Sprintf("policy.onnx of preset %s (%s of session %s, %d bytes)", p.Name, p.Trial, session.Short(p.SessionID), len(data))),
+		{Kind: BlockAttachments, Attachments: []Attachment{{Name: name, Title: "policy of preset " + p.Name, PNG: data, Size: len(data), ContentType: ContentBinary}}}}}}
+}
+
+// readAtMost reads a file that was checked to be at most limit bytes, and refuses it if
+// it grew since (a policy being rewritten).
+func readAtMost(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening policy: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading policy: %w", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, session.Userf(nil, "the policy file grew past the upload limit while it was read; try again")
+	}
+	return data, nil
+}
+
+// busy says why the trainer checkout may not change now, or "" when it may.
+func (h *Handler) busy(ctx context.Context) (string, error) {
+	all, err := h.cfg.Store.Sessions(ctx)
+	if err != nil {
+		return "", fmt.Errorf("listing sessions: %w", err)
+	}
+	for _, s := range all {
+		if s.State.Active() {
+			return fmt.Sprintf("session %s is %s and uses the trainer checkout; apply or roll back after it ends (or cancel it)", session.Short(s.ID), s.State), nil
+		}
+	}
+	return "", nil
+}
+
+func (h *Handler) notConfigured() Reply {
+	return Reply{Private: true, Text: "apply is not configured: set apply.repo (and its edits and test command) in tunebot's config"}
+}
+
+func (h *Handler) applyPreview(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
+	if h.cfg.Applier == nil {
+		return h.notConfigured()
+	}
+	if why, err := h.busy(ctx); err != nil || why != "" {
+		return h.busyReply(why, err, log)
+	}
+	p, err := preset.Get(ctx, h.cfg.Store, cmd.Preset)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	changes, err := h.cfg.Applier.Diff(ctx, p)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	differ := 0
+	for _, c := range changes {
+		if c.Old != c.New {
+			differ++
+		}
+	}
+	if differ == 0 {
+		return Reply{Private: true, Text: fmt.Sprintf("the trainer checkout already has every value of preset %s: nothing to apply", p.Name)}
+	}
+	nonce := h.issue(pendingOp{kind: ButtonApplyConfirm, target: p.Name, who: opWho(in), digest: digestChanges(changes)})
+	return Reply{Private: true, Card: &Card{Kind: "notice", Title: "apply preset " + p.Name + "?", Blocks: []Block{
+		Text(fmt.Sprintf("Applying preset %s commits these %d edits on a new branch named for it, then runs the trainer's tests; if they fail, everything is put back. Confirm within %d minutes.",
+			p.Name, len(changes), int(ConfirmTTL/time.Minute))),
+		{Kind: BlockCode, Text: apply.FormatChanges(changes)},
+		{Kind: BlockActions, Actions: []Action{
+			{ID: ConfirmID(ButtonApplyConfirm, p.Name, nonce), Label: "Confirm apply", Style: "primary"},
+			{ID: ConfirmID(ButtonDismiss, p.Name, nonce), Label: "Cancel"},
+		}},
+	}}}
+}
+
+func (h *Handler) rollbackPreview(ctx context.Context, in Interaction, log *slog.Logger) Reply {
+	if h.cfg.Applier == nil {
+		return h.notConfigured()
+	}
+	if why, err := h.busy(ctx); err != nil || why != "" {
+		return h.busyReply(why, err, log)
+	}
+	rec, err := h.cfg.Applier.LastApply(ctx)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	nonce := h.issue(pendingOp{kind: ButtonRollbackConfirm, target: rec.Commit, who: opWho(in), digest: digestRecord(rec)})
+	return Reply{Private: true, Card: &Card{Kind: "notice", Title: "roll back preset " + rec.Preset + "?", Blocks: []Block{
+		Text(fmt.Sprintf("Rolling back adds a commit on branch %s that reverts %s (preset %s, applied by %s on %s). Nothing is deleted or force-pushed. Confirm within %d minutes.",
+			rec.Branch, shortSHA(rec.Commit), rec.Preset, rec.By, rec.At.UTC().Format("2006-01-02 15:04Z"), int(ConfirmTTL/time.Minute))),
+		{Kind: BlockActions, Actions: []Action{
+			{ID: ConfirmID(ButtonRollbackConfirm, rec.Commit, nonce), Label: "Confirm rollback", Style: "danger"},
+			{ID: ConfirmID(ButtonDismiss, rec.Commit, nonce), Label: "Cancel"},
+		}},
+	}}}
+}
+
+func (h *Handler) busyReply(why string, err error, log *slog.Logger) Reply {
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	return Reply{Private: true, Text: why}
+}
+
+// issue keeps op for ConfirmTTL and returns its nonce.
+func (h *Handler) issue(op pendingOp) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	nonce := hex.EncodeToString(b[:])
+	now := time.Now()
+	op.expires = now.Add(ConfirmTTL)
+	h.opsMu.Lock()
+	defer h.opsMu.Unlock()
+	var oldest string
+	for k, p := range h.pending {
+		if now.After(p.expires) {
+			delete(h.pending, k)
+		} else if oldest == "" || p.expires.Before(h.pending[oldest].expires) {
+			oldest = k
+		}
+	}
+	if len(h.pending) >= maxPending {
+		delete(h.pending, oldest)
+	}
+	h.pending[nonce] = op
+	return nonce
+}
+
+// take checks that nonce is a live confirmation of kind for target, issued to in's user,
+// and consumes it; otherwise it says why not and leaves it.
+func (h *Handler) take(in Interaction, kind, target, nonce string, consume bool) (pendingOp, string) {
+	h.opsMu.Lock()
+	defer h.opsMu.Unlock()
+	op, ok := h.pending[nonce]
+	switch {
+	case !ok || time.Now().After(op.expires):
+		delete(h.pending, nonce)
+		return op, "this confirmation is unknown or has expired (they last " + fmt.Sprint(int(ConfirmTTL/time.Minute)) + " minutes and do not survive a restart of tunebot); ask again"
+	case op.target != target || kind != ButtonDismiss && op.kind != kind:
+		return op, "this button does not match the confirmation it claims to answer; nothing was done"
+	case op.who != opWho(in):
+		return op, "only the person who asked can answer this confirmation"
+	}
+	if consume {
+		delete(h.pending, nonce)
+	}
+	return op, ""
+}
+
+// confirm answers an apply or rollback confirmation's button.
+func (h *Handler) confirm(ctx context.Context, in Interaction, verb, target, nonce string, log *slog.Logger) Reply {
+	if in.Kind != KindAction {
+		return Reply{Private: true, Text: "unknown action"}
+	}
+	what := "apply presets to the trainer checkout"
+	if verb == ButtonRollbackConfirm {
+		what = "roll back an applied preset"
+	}
+	if r, ok := h.refuseAs(ctx, in, what, PermApply); !ok {
+		return r
+	}
+	op, why := h.take(in, verb, target, nonce, true)
+	if why != "" {
+		return h.refuseConfirm(ctx, in, verb, target, why)
+	}
+	if verb == ButtonDismiss {
+		return Reply{Private: true, Text: "cancelled; the trainer checkout was not touched"}
+	}
+	if h.cfg.Applier == nil {
+		return h.notConfigured()
+	}
+	h.opsMu.Lock()
+	if h.applying {
+		h.opsMu.Unlock()
+		return Reply{Private: true, Text: "an apply or rollback is already running; wait for its result"}
+	}
+	h.applying = true
+	h.opsMu.Unlock()
+	defer func() { h.opsMu.Lock(); h.applying = false; h.opsMu.Unlock() }()
+	if why, err := h.busy(ctx); err != nil || why != "" {
+		return h.busyReply(why, err, log)
+	}
+	if op.kind == ButtonRollbackConfirm {
+		return h.rollback(ctx, in, op, log)
+	}
+	return h.apply(ctx, in, op, log)
+}
+
+func (h *Handler) apply(ctx context.Context, in Interaction, op pendingOp, log *slog.Logger) Reply {
+	p, err := preset.Get(ctx, h.cfg.Store, op.target)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	changes, err := h.cfg.Applier.Diff(ctx, p)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	if digestChanges(changes) != op.digest {
+		return h.refuseConfirm(ctx, in, op.kind, op.target, "the trainer checkout changed since the diff was shown, so that diff no longer holds; run /tune apply "+p.Name+" again to see the new one")
+	}
+	log.Info("applying a preset from chat", "preset", p.Name)
+	res, err := h.cfg.Applier.Apply(ctx, p, in.User)
+	if err != nil {
+		if !res.Reverted {
+			return h.engineError(err, log)
+		}
+		var ue *session.UserError
+		if !errors.As(err, &ue) {
+			// The undo did not finish: say so plainly, the checkout needs a person.
+			log.Error("apply failed and its undo did not finish", "preset", p.Name, "err", err)
+			return Reply{Text: fmt.Sprintf("apply of preset %s failed (%s) and putting the checkout back did not finish; it needs a look on the GPU machine (details in tunebot's log)", p.Name, res.Reason)}
+		}
+		blocks := []Block{Text(fmt.Sprintf("apply of preset %s by %s was reverted: %s. The checkout is as it was; no branch or commit was kept.", p.Name, in.User, res.Reason))}
+		if res.TestOutputTail != "" {
+			blocks = append(blocks, Block{Kind: BlockCode, Text: Neutralise(res.TestOutputTail, 3000), Untrusted: true})
+		}
+		return Reply{Card: &Card{Kind: "notice", Title: "apply of preset " + p.Name + " reverted", Blocks: blocks}}
+	}
+	blocks := []Block{
+		Text(fmt.Sprintf("preset %s applied by %s: commit %s on branch %s (from %s); the tests passed. /tune rollback reverts it.", p.Name, in.User, shortSHA(res.Commit), res.Branch, res.Base)),
+		{Kind: BlockCode, Text: apply.FormatChanges(res.Changes)},
+	}
+	if res.TestOutputTail != "" {
+		blocks = append(blocks, Block{Kind: BlockCode, Text: Neutralise(res.TestOutputTail, 1500), Untrusted: true})
+	}
+	return Reply{Card: &Card{Kind: "notice", Title: "preset " + p.Name + " applied", Blocks: blocks}}
+}
+
+func (h *Handler) rollback(ctx context.Context, in Interaction, op pendingOp, log *slog.Logger) Reply {
+	rec, err := h.cfg.Applier.LastApply(ctx)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	if rec.Commit != op.target || digestRecord(rec) != op.digest {
+		return h.refuseConfirm(ctx, in, op.kind, op.target, "the last apply is no longer the one shown (it was rolled back, or another apply landed); run /tune rollback again")
+	}
+	res, err := h.cfg.Applier.Rollback(ctx, rec, in.User)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	return Reply{Text: fmt.Sprintf("preset %s rolled back by %s: commit %s on branch %s reverts %s", res.Preset, in.User, shortSHA(res.Revert), res.Branch, shortSHA(res.Commit))}
+}
+
+func (h *Handler) schedule(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
+	if h.cfg.Scheduler == nil {
+		return Reply{Private: true, Text: "schedules are not configured in this tunebot"}
+	}
+	switch cmd.Sub {
+	case "list":
+		es, err := h.cfg.Scheduler.List(ctx)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "schedules", Blocks: []Block{{Kind: BlockCode, Text: schedule.FormatList(es)}}}}
+	case "add":
+		// The arguments are checked against the defaults now, so a bad range is refused
+		// here rather than at 3 a.m.
+		if _, err := cmd.Settings(h.cfg.Defaults); err != nil {
+			return errorReply(err)
+		}
+		e, err := h.cfg.Scheduler.Add(ctx, cmd.Spec, cmd.Args, cmd.IfBusy, in.User)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		h.audit(ctx, session.AuditEntry{Kind: "schedule_added", Actor: in.User, Detail: map[string]any{"schedule": e.ID, "spec": e.Spec, "args": e.Args, "if_busy": e.IfBusy}})
+		next := ""
+		if !e.Next.IsZero() {
+			next = ", next " + e.Next.Format("2006-01-02 15:04 MST")
+		}
+		return Reply{Text: fmt.Sprintf("schedule %s added by %s: %q starts a session with %s; if the GPU is busy: %s%s", e.ID, in.User, e.Spec, orDefaults(e.Args), e.IfBusy, next)}
+	case "remove":
+		if err := h.cfg.Scheduler.Remove(ctx, cmd.ID); err != nil {
+			return h.engineError(err, log)
+		}
+		h.audit(ctx, session.AuditEntry{Kind: "schedule_removed", Actor: in.User, Detail: map[string]any{"schedule": cmd.ID}})
+		return Reply{Text: fmt.Sprintf("schedule %s removed by %s", cmd.ID, in.User)}
+	}
+	return Reply{Private: true, Text: "unknown schedule subcommand"}
+}
+
+func orDefaults(args string) string {
+	if strings.TrimSpace(args) == "" {
+		return "the default settings"
+	}
+	return args
+}
+
+func digestChanges(cs []apply.Change) string {
+	h := sha256.New()
+	for _, c := range cs {
+		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s\x00", c.File, c.Line, c.Name, c.Old, c.New)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func digestRecord(r apply.Record) string {
+	return fmt.Sprintf("%d/%s/%s", r.Seq, r.Branch, r.Commit)
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}
