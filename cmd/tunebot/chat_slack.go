@@ -1,5 +1,14 @@
 package main
 
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+
+	slackbot "tunebot/bot/slack"
+)
+
 // SlackConfig is the chat.slack section (issue 6). Tokens: SLACK_BOT_TOKEN, SLACK_APP_TOKEN
 // (Socket Mode), SLACK_SIGNING_SECRET (HTTP mode), from the environment only.
 type SlackConfig struct {
@@ -17,5 +26,69 @@ func defaultSlackConfig() SlackConfig {
 	return SlackConfig{Mode: "socket", APIURL: "https://slack.com/api/", HTTPListen: "127.0.0.1:3000"}
 }
 
-// problems validates the section; the Slack adapter's work fills it in.
-func (c SlackConfig) problems() []string { return nil }
+var (
+	slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,20}$`)
+	slackUserID    = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+	slackGroupID   = regexp.MustCompile(`^S[A-Z0-9]{2,20}$`)
+)
+
+// problems validates the section, naming each bad field; an disabled section is still
+// checked so a mistake shows before the day it is enabled.
+func (c SlackConfig) problems() []string {
+	var probs []string
+	switch c.Mode {
+	case "socket", "http":
+	default:
+		probs = append(probs, fmt.Sprintf("chat.slack.mode: %q is not socket or http", c.Mode))
+	}
+	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		probs = append(probs, fmt.Sprintf("chat.slack.api_url: %q is not an http(s) URL", c.APIURL))
+	}
+	if c.Enabled && c.Channel == "" {
+		probs = append(probs, "chat.slack.channel: set the ID (C…) of the channel where sessions are posted")
+	} else if c.Channel != "" && !slackChannelID.MatchString(c.Channel) {
+		probs = append(probs, fmt.Sprintf("chat.slack.channel: %q is not a channel ID (C…, G…); copy it from the channel's details", c.Channel))
+	}
+	for _, list := range []struct {
+		key string
+		ids []string
+		re  *regexp.Regexp
+		eg  string
+	}{{"allow_users", c.AllowUsers, slackUserID, "U…"}, {"notify_users", c.NotifyUsers, slackUserID, "U…"}, {"allow_groups", c.AllowGroups, slackGroupID, "S…"}} {
+		for i, id := range list.ids {
+			if !list.re.MatchString(id) {
+				probs = append(probs, fmt.Sprintf("chat.slack.%s[%d]: %q is not a Slack ID (%s)", list.key, i, id, list.eg))
+			}
+		}
+	}
+	if c.Mode == "http" {
+		if _, _, err := net.SplitHostPort(c.HTTPListen); err != nil {
+			probs = append(probs, fmt.Sprintf("chat.slack.http_listen: %q is not host:port", c.HTTPListen))
+		}
+	}
+	return probs
+}
+
+func init() {
+	registerChat("slack", func(d chatDeps) (chatAdapter, error) {
+		c := d.cfg.Chat.Slack
+		if !c.Enabled {
+			return nil, nil
+		}
+		ad, err := slackbot.New(slackbot.Config{
+			Mode: c.Mode, APIURL: c.APIURL, Channel: c.Channel,
+			AllowUsers: c.AllowUsers, AllowGroups: c.AllowGroups, NotifyUsers: c.NotifyUsers, HTTPListen: c.HTTPListen,
+			BotToken:      d.env.getenv("SLACK_BOT_TOKEN"),
+			AppToken:      d.env.getenv("SLACK_APP_TOKEN"),
+			SigningSecret: d.env.getenv("SLACK_SIGNING_SECRET"),
+			Refs:          d.db, Logger: d.log,
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(c.AllowUsers) == 0 && len(c.AllowGroups) == 0 {
+			d.log.Warn("chat.slack has no allow_users or allow_groups: everyone may read, nobody may start or decide from Slack")
+		}
+		return ad, nil
+	})
+}

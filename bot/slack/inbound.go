@@ -1,0 +1,500 @@
+package slack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"tunebot/bot"
+)
+
+// maxBody bounds an HTTP-mode request; Slack's payloads are far smaller.
+const maxBody = 1 << 20
+
+// working is the handler's reply when its work outlasts the acknowledgement.
+const working = "working on it…"
+
+// target is where the answer to an interaction goes.
+type target struct {
+	Channel     string `json:"c,omitempty"`
+	Thread      string `json:"t,omitempty"`
+	User        string `json:"u,omitempty"`
+	ResponseURL string `json:"r,omitempty"`
+}
+
+// Run connects (Socket Mode) or listens (HTTP mode) and serves interactions with h until
+// ctx ends, then waits (bounded) for the follow-ups in flight.
+func (a *Adapter) Run(ctx context.Context, h *bot.Handler) error {
+	defer a.drain()
+	if err := a.whoAmI(ctx); err != nil {
+		return err
+	}
+	if a.cfg.Mode == ModeHTTP {
+		return a.serveHTTP(ctx, h)
+	}
+	return a.runSocket(ctx, h)
+}
+
+func (a *Adapter) drain() {
+	done := make(chan struct{})
+	go func() { a.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		a.log.Warn("some Slack follow-ups were still running at shutdown")
+	}
+}
+
+// whoAmI learns the bot's own user ID so its messages in a thread are never read as
+// commands. A bad token is said plainly here, once, rather than on every delivery.
+func (a *Adapter) whoAmI(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		res, err := a.api.AuthTestContext(ctx)
+		if err == nil {
+			a.mu.Lock()
+			a.self, a.botID = res.UserID, res.BotID
+			a.mu.Unlock()
+			a.log.Info("connected to Slack", "team", res.Team, "bot_user", res.UserID)
+			return nil
+		}
+		if isPermanent(a.classify(err, a.log)) {
+			return fmt.Errorf("checking SLACK_BOT_TOKEN with auth.test: %w", err)
+		}
+		a.log.Warn("Slack is not reachable; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(min(time.Duration(1<<min(attempt, 6))*time.Second, time.Minute)):
+		}
+	}
+}
+
+func isPermanent(err error) bool {
+	var p *bot.PermanentError
+	return errors.As(err, &p)
+}
+
+// runSocket keeps a Socket Mode connection up, reconnecting with backoff until ctx ends.
+func (a *Adapter) runSocket(ctx context.Context, h *bot.Handler) error {
+	opts := []socketmode.Option{socketmode.OptionLog(slog.NewLogLogger(a.log.Handler(), slog.LevelDebug))}
+	if a.cfg.PingInterval > 0 {
+		opts = append(opts, socketmode.OptionPingInterval(a.cfg.PingInterval))
+	}
+	client := socketmode.New(a.api, opts...)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-client.Events:
+				a.socketEvent(ctx, client, h, ev)
+			}
+		}
+	}()
+	for attempt := 0; ; attempt++ {
+		err := client.RunContext(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if isSlackError(err, "invalid_auth") || isSlackError(err, "not_authed") || err != nil && strings.Contains(err.Error(), "invalid_auth") {
+			return fmt.Errorf("opening the Socket Mode connection: %w (SLACK_APP_TOKEN must be an app-level token xapp-… with connections:write)", err)
+		}
+		d := min(time.Duration(1<<min(attempt, 6))*time.Second, time.Minute)
+		a.log.Warn("Socket Mode connection ended; reconnecting", "err", err, "in", d)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d):
+		}
+	}
+}
+
+// socketEvent acknowledges an envelope at once (block actions, commands, events) or after
+// the handler's verdict (a modal submission, whose errors travel in the ack), and leaves
+// the work to a goroutine so the next envelope is read meanwhile.
+func (a *Adapter) socketEvent(ctx context.Context, client *socketmode.Client, h *bot.Handler, ev socketmode.Event) {
+	switch ev.Type {
+	case socketmode.EventTypeConnected:
+		a.log.Info("Socket Mode connected")
+		return
+	case socketmode.EventTypeConnectionError, socketmode.EventTypeInvalidAuth:
+		a.log.Warn("Socket Mode connection problem", "event", ev.Type)
+		return
+	case socketmode.EventTypeSlashCommand, socketmode.EventTypeInteractive, socketmode.EventTypeEventsAPI:
+	default:
+		return
+	}
+	if ev.Request == nil {
+		return
+	}
+	req := *ev.Request
+	ack := func(payload any) {
+		if err := client.Ack(req, payload); err != nil {
+			a.log.Error("acknowledging a Slack request", "type", ev.Type, "err", err)
+		}
+	}
+	switch data := ev.Data.(type) {
+	case slack.SlashCommand:
+		ack(nil)
+		a.slash(ctx, h, data)
+	case slack.InteractionCallback:
+		if data.Type == slack.InteractionTypeViewSubmission {
+			a.goWork(func() { ack(a.submit(ctx, h, data)) })
+			return
+		}
+		ack(nil)
+		a.interaction(ctx, h, data)
+	case slackevents.EventsAPIEvent:
+		ack(nil)
+		a.event(ctx, h, data)
+	default:
+		ack(nil)
+	}
+}
+
+// goWork runs f as follow-up work Run waits for at shutdown; a panic is logged.
+func (a *Adapter) goWork(f func()) {
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer func() {
+			if p := recover(); p != nil {
+				a.log.Error("Slack interaction panicked", "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
+		f()
+	}()
+}
+
+// slash handles /tune: the answer (private for errors and help, public for starts) goes
+// through the command's response_url.
+func (a *Adapter) slash(ctx context.Context, h *bot.Handler, c slack.SlashCommand) {
+	to := target{Channel: c.ChannelID, User: c.UserID, ResponseURL: c.ResponseURL}
+	a.goWork(func() {
+		in := a.interactionBase(ctx, c.UserID, c.UserName, c.ChannelID, "")
+		in.Kind, in.Text = bot.KindCommand, c.Text
+		a.handle(ctx, h, in, to, c.TriggerID)
+	})
+}
+
+// interaction handles a button click: Approve and Pause act at once; Reject and Edit
+// answer with a form, opened as a modal with the click's trigger_id.
+func (a *Adapter) interaction(ctx context.Context, h *bot.Handler, cb slack.InteractionCallback) {
+	if cb.Type != slack.InteractionTypeBlockActions {
+		return
+	}
+	for _, act := range cb.ActionCallback.BlockActions {
+		if act == nil || !strings.HasPrefix(act.ActionID, "tune:") {
+			continue
+		}
+		channel := cb.Container.ChannelID
+		if channel == "" {
+			channel = cb.Channel.ID
+		}
+		thread := cb.Container.ThreadTs
+		if thread == "" {
+			thread = cb.Message.ThreadTimestamp
+		}
+		to := target{Channel: channel, Thread: thread, User: cb.User.ID, ResponseURL: cb.ResponseURL}
+		actionID, trigger := act.ActionID, cb.TriggerID
+		a.goWork(func() {
+			in := a.interactionBase(ctx, cb.User.ID, cb.User.Name, channel, thread)
+			in.Kind, in.ActionID = bot.KindAction, actionID
+			a.handle(ctx, h, in, to, trigger)
+		})
+	}
+}
+
+// event handles a message in a session's thread as a reply (approve, reject …, edit …);
+// anything else there is a comment and gets no answer. Bot messages, the bot's own
+// included, and edits are ignored.
+func (a *Adapter) event(ctx context.Context, h *bot.Handler, e slackevents.EventsAPIEvent) {
+	if e.Type != slackevents.CallbackEvent {
+		return
+	}
+	m, ok := e.InnerEvent.Data.(*slackevents.MessageEvent)
+	if !ok || m.SubType != "" || m.BotID != "" || m.User == "" || m.ThreadTimeStamp == "" || m.ThreadTimeStamp == m.TimeStamp {
+		return
+	}
+	a.mu.Lock()
+	self := a.self
+	a.mu.Unlock()
+	if m.User == self {
+		return
+	}
+	a.goWork(func() {
+		sid, ok, err := a.ref(ctx, threadKey(m.Channel, m.ThreadTimeStamp))
+		if err != nil {
+			a.log.Error("looking up a thread's session", "err", err)
+			return
+		}
+		if !ok {
+			return // a thread tunebot did not start
+		}
+		in := a.interactionBase(ctx, m.User, "", m.Channel, m.ThreadTimeStamp)
+		in.Kind, in.Text, in.SessionID = bot.KindReply, m.Text, sid
+		a.handle(ctx, h, in, target{Channel: m.Channel, Thread: m.ThreadTimeStamp, User: m.User}, "")
+	})
+}
+
+func (a *Adapter) interactionBase(ctx context.Context, user, name, channel, thread string) bot.Interaction {
+	return bot.Interaction{Platform: Platform, User: actor(user, name), Roles: a.roles(ctx, user), Channel: channel, Thread: thread}
+}
+
+// handle runs in through the handler and sends the answer (and any later follow-up).
+func (a *Adapter) handle(ctx context.Context, h *bot.Handler, in bot.Interaction, to target, trigger string) {
+	r := h.Handle(ctx, in, func(r bot.Reply) {
+		a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })
+	})
+	a.respond(ctx, to, r, trigger)
+}
+
+// roles returns the user groups of user when allow-listing by group is configured. The
+// membership of every group is read with usergroups.list (include_users) and cached; a
+// failure means no roles (allow_users still works), logged.
+func (a *Adapter) roles(ctx context.Context, user string) []string {
+	if len(a.cfg.AllowGroups) == 0 || user == "" {
+		return nil
+	}
+	a.mu.Lock()
+	fresh := a.groups != nil && time.Since(a.groupsAt) < a.cfg.GroupsTTL
+	if fresh {
+		defer a.mu.Unlock()
+		return a.groups[user]
+	}
+	a.mu.Unlock()
+	gs, err := a.api.GetUserGroupsContext(ctx, slack.GetUserGroupsOptionIncludeUsers(true))
+	if err != nil {
+		a.log.Error("reading Slack user groups (needs the usergroups:read scope); allow_groups cannot match", "err", err)
+		return nil
+	}
+	m := map[string][]string{}
+	for _, g := range gs {
+		for _, u := range g.Users {
+			m[u] = append(m[u], g.ID)
+		}
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.groups, a.groupsAt = m, time.Now()
+	return m[user]
+}
+
+// respond sends a reply: a form opens as a modal (with trigger); a private reply goes
+// through the response_url when there is one, else chat.postEphemeral; a public one
+// through the response_url (in_channel), else chat.postMessage in the thread. Charts of
+// a reply are uploaded into the thread (files cannot be private).
+func (a *Adapter) respond(ctx context.Context, to target, r bot.Reply, trigger string) {
+	if r.Empty() {
+		return
+	}
+	log := a.log.With("user", to.User, "channel", to.Channel)
+	if r.Form != nil {
+		if trigger == "" {
+			r = bot.Reply{Private: true, Text: "this needs a form; reply in the session's thread instead: reject <feedback> or edit term=value …"}
+		} else {
+			meta, _ := json.Marshal(target{Channel: to.Channel, Thread: to.Thread})
+			if _, err := a.api.OpenViewContext(ctx, trigger, Modal(*r.Form, string(meta))); err != nil {
+				log.Error("opening a Slack modal", "err", err)
+				r = bot.Reply{Private: true, Text: "could not open the form (" + err.Error() + "); reply in the session's thread instead: reject <feedback> or edit term=value …"}
+			} else {
+				return
+			}
+		}
+	}
+	var blocks []slack.Block
+	text := escape(r.Text)
+	if r.Card != nil {
+		c := *r.Card
+		if r.Text != "" {
+			c.Blocks = append([]bot.Block{bot.Text(r.Text)}, c.Blocks...)
+		}
+		blocks, text = Render(c)
+		if hasAttachments(c) {
+			if err := a.upload(ctx, to.Channel, to.Thread, fmt.Sprintf("reply/%d", time.Now().UnixNano()), c, log); err != nil {
+				log.Error("uploading a reply's charts", "err", err)
+			}
+		}
+	} else {
+		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(cut(text, maxText)), nil, nil)}
+	}
+	if to.ResponseURL != "" && a.mayPost(to.ResponseURL) {
+		msg := &slack.WebhookMessage{Text: cut(text, maxFallback), Blocks: &slack.Blocks{BlockSet: blocks}, ResponseType: slack.ResponseTypeEphemeral}
+		if !r.Private {
+			msg.ResponseType = slack.ResponseTypeInChannel
+		}
+		err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, a.http, msg)
+		if err == nil {
+			return
+		}
+		log.Warn("answering through the response_url failed; using the Web API", "err", err)
+	}
+	opts := []slack.MsgOption{slack.MsgOptionText(cut(text, maxFallback), false), slack.MsgOptionBlocks(blocks...)}
+	if to.Thread != "" {
+		opts = append(opts, slack.MsgOptionTS(to.Thread))
+	}
+	var err error
+	if r.Private {
+		_, err = a.api.PostEphemeralContext(ctx, to.Channel, to.User, opts...)
+	} else {
+		_, _, err = a.api.PostMessageContext(ctx, to.Channel, opts...)
+	}
+	if err != nil {
+		log.Error("answering a Slack interaction", "private", r.Private, "err", err)
+	}
+}
+
+func hasAttachments(c bot.Card) bool {
+	for _, b := range c.Blocks {
+		if len(b.Attachments) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// mayPost reports whether a response_url is Slack's (https, slack.com) or on the API
+// URL's host (tests, GovSlack): nothing else receives what tunebot answers.
+func (a *Adapter) mayPost(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	api, err := url.Parse(a.cfg.APIURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if u.Scheme == "https" && (host == "slack.com" || strings.HasSuffix(host, ".slack.com") || strings.HasSuffix(host, ".slack-gov.com")) {
+		return true
+	}
+	return u.Scheme == api.Scheme && strings.EqualFold(u.Host, api.Host)
+}
+
+// submit handles a modal submission through the handler and returns the acknowledgement
+// payload: the per-field errors when the handler refused the input (the modal stays open
+// and nothing changed), else nothing (the modal closes) with the answer sent afterwards.
+func (a *Adapter) submit(ctx context.Context, h *bot.Handler, cb slack.InteractionCallback) any {
+	var to target
+	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &to)
+	to.User, to.ResponseURL = cb.User.ID, ""
+	values := FormValues(cb.View)
+	in := a.interactionBase(ctx, cb.User.ID, cb.User.Name, to.Channel, to.Thread)
+	in.Kind, in.ActionID, in.Values = bot.KindSubmit, cb.View.CallbackID, values
+	r := h.Handle(ctx, in, func(r bot.Reply) {
+		a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })
+	})
+	if r.Private && r.Text != "" && r.Text != working && r.Card == nil && r.Form == nil {
+		return slack.NewErrorsViewSubmissionResponse(FieldErrors(cb.View, r.Text))
+	}
+	a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })
+	return nil
+}
+
+// HTTPHandler serves Slack's HTTP requests (slash commands, interactivity and the Events
+// API, on any path) for h. Every request must carry a valid signature made with the
+// signing secret within 5 minutes; anything else gets 401 and changes nothing.
+func (a *Adapter) HTTPHandler(ctx context.Context, h *bot.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+		if err != nil {
+			http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		sv, err := slack.NewSecretsVerifier(r.Header, a.cfg.SigningSecret)
+		if err == nil {
+			_, _ = sv.Write(body)
+			err = sv.Ensure()
+		}
+		if err != nil {
+			a.log.Warn("refused an unsigned, stale or forged Slack request", "remote", r.RemoteAddr, "err", err)
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
+		a.serveVerified(ctx, h, w, r.Header.Get("Content-Type"), body)
+	})
+}
+
+func (a *Adapter) serveVerified(ctx context.Context, h *bot.Handler, w http.ResponseWriter, ctype string, body []byte) {
+	if strings.HasPrefix(ctype, "application/json") {
+		e, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+		if err != nil {
+			http.Error(w, "bad event", http.StatusBadRequest)
+			return
+		}
+		if e.Type == slackevents.URLVerification {
+			if v, ok := e.Data.(*slackevents.EventsAPIURLVerificationEvent); ok {
+				w.Header().Set("Content-Type", "text/plain")
+				_, _ = io.WriteString(w, v.Challenge)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusOK)
+		a.event(ctx, h, e)
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	if p := form.Get("payload"); p != "" {
+		var cb slack.InteractionCallback
+		if err := json.Unmarshal([]byte(p), &cb); err != nil {
+			http.Error(w, "bad payload", http.StatusBadRequest)
+			return
+		}
+		if cb.Type == slack.InteractionTypeViewSubmission {
+			if out := a.submit(ctx, h, cb); out != nil {
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(out)
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		a.interaction(ctx, h, cb)
+		return
+	}
+	if form.Get("command") != "" {
+		w.WriteHeader(http.StatusOK)
+		a.slash(ctx, h, slack.SlashCommand{ChannelID: form.Get("channel_id"), UserID: form.Get("user_id"), UserName: form.Get("user_name"),
+			Command: form.Get("command"), Text: form.Get("text"), ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id")})
+		return
+	}
+	http.Error(w, "unknown request", http.StatusBadRequest)
+}
+
+func (a *Adapter) serveHTTP(ctx context.Context, h *bot.Handler) error {
+	srv := &http.Server{Addr: a.cfg.HTTPListen, Handler: a.HTTPHandler(ctx, h), ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	a.log.Info("serving Slack requests", "listen", a.cfg.HTTPListen)
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving Slack requests on %s: %w", a.cfg.HTTPListen, err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}

@@ -1,0 +1,192 @@
+package slack
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"tunebot/bot"
+)
+
+// Block Kit limits (https://api.slack.com/reference/block-kit/blocks). A card that would
+// break one is truncated with a visible note rather than refused by Slack.
+const (
+	maxBlocks      = 50
+	maxText        = 3000 // section text
+	maxField       = 2000 // one section field
+	maxFields      = 10   // fields per section
+	maxHeader      = 150
+	maxButtonLabel = 75
+	maxFallback    = 4000 // the message's top-level text (notifications)
+	maxContextElem = 10
+)
+
+var userID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
+
+// escape makes s inert as mrkdwn: Slack's three control characters.
+func escape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// cut caps s at n runes (UTF-8 aware), marking the cut.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func mrkdwn(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
+}
+
+func plain(s string) *slack.TextBlockObject {
+	return slack.NewTextBlockObject(slack.PlainTextType, s, false, false)
+}
+
+// codeBlock is s as a mrkdwn code block within the section limit.
+func codeBlock(s string) string {
+	s = strings.ReplaceAll(escape(s), "```", "'''")
+	const fence = "```\n" + "\n```"
+	if utf8.RuneCountInString(s)+len(fence) > maxText {
+		s = cut(s, maxText-len(fence)-40) + "\n(truncated: Slack allows 3000 characters)"
+	}
+	return "```\n" + s + "\n```"
+}
+
+// Mentions is the "<@U1> <@U2>" line of a card's mentions; IDs that are not Slack user
+// IDs are left out, so configuration cannot inject markup.
+func Mentions(ids []string) string {
+	var out []string
+	for _, id := range ids {
+		if userID.MatchString(id) {
+			out = append(out, "<@"+id+">")
+		}
+	}
+	return strings.Join(out, " ")
+}
+
+// Render translates a card into Block Kit blocks and the message's fallback text (shown in
+// notifications and where blocks cannot be). Slack's limits are respected: over-long text
+// is cut, more than 10 fields are split across sections, more than 50 blocks are cut with
+// a note saying so. Attachments (charts) are uploaded separately into the thread; the card
+// names them.
+func Render(c bot.Card) ([]slack.Block, string) {
+	var blocks []slack.Block
+	add := func(b slack.Block) { blocks = append(blocks, b) }
+	for i, b := range c.Blocks {
+		switch b.Kind {
+		case bot.BlockHeader:
+			add(slack.NewHeaderBlock(plain(cut(b.Text, maxHeader))))
+		case bot.BlockText:
+			if b.Untrusted {
+				// plain_text: no markup at all is interpreted in text from outside.
+				add(slack.NewSectionBlock(plain(cut(b.Text, maxText)), nil, nil))
+			} else {
+				add(slack.NewSectionBlock(mrkdwn(cut(escape(b.Text), maxText)), nil, nil))
+			}
+		case bot.BlockCode:
+			add(slack.NewSectionBlock(mrkdwn(codeBlock(b.Text)), nil, nil))
+		case bot.BlockFields:
+			for start := 0; start < len(b.Fields); start += maxFields {
+				var fs []*slack.TextBlockObject
+				for _, f := range b.Fields[start:min(start+maxFields, len(b.Fields))] {
+					fs = append(fs, mrkdwn(cut("*"+escape(f.Label)+"*\n"+escape(f.Value), maxField)))
+				}
+				add(slack.NewSectionBlock(nil, fs, nil))
+			}
+		case bot.BlockTable:
+			if b.Table == nil {
+				continue
+			}
+			t := *b.Table
+			caption := t.Caption
+			t.Caption = ""
+			text := strings.TrimRight(bot.RenderText(bot.Card{Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &t}}}, nil), "\n")
+			head := ""
+			if caption != "" {
+				head = "*" + escape(caption) + "*\n"
+			}
+			add(slack.NewSectionBlock(mrkdwn(head+codeBlock(dedent(text))), nil, nil))
+		case bot.BlockAttachments:
+			var names []string
+			for _, a := range b.Attachments {
+				names = append(names, escape(a.Title))
+			}
+			if len(names) > 0 {
+				add(slack.NewContextBlock("", mrkdwn(cut(":bar_chart: charts below in this thread: "+strings.Join(names, " · "), maxText))))
+			}
+		case bot.BlockActions:
+			var els []slack.BlockElement
+			for _, a := range b.Actions {
+				btn := slack.NewButtonBlockElement(a.ID, a.ID, plain(cut(a.Label, maxButtonLabel)))
+				switch a.Style {
+				case "primary":
+					btn = btn.WithStyle(slack.StylePrimary)
+				case "danger":
+					btn = btn.WithStyle(slack.StyleDanger)
+				}
+				els = append(els, btn)
+			}
+			if len(els) > 0 {
+				add(slack.NewActionBlock(fmt.Sprintf("actions_%d", i), els...))
+			}
+		case bot.BlockStamp:
+			if b.Stamp != nil {
+				add(slack.NewSectionBlock(mrkdwn(cut(":white_check_mark: "+escape(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(bot.StampLine(*b.Stamp)), "✔"))), maxText)), nil, nil))
+			}
+		}
+	}
+	if m := Mentions(c.Mentions); m != "" {
+		add(slack.NewContextBlock("", mrkdwn("cc "+m)))
+	}
+	if len(blocks) > maxBlocks {
+		kept := blocks[:maxBlocks-1]
+		blocks = append(kept, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("(%d more blocks left out: Slack shows at most %d; /tune status has the rest)", len(blocks)-len(kept), maxBlocks))))
+	}
+	text := c.Title
+	if m := Mentions(c.Mentions); m != "" {
+		text += " " + m
+	}
+	return blocks, cut(escapeKeepMentions(text), maxFallback)
+}
+
+// escapeKeepMentions escapes the title but keeps the mention tokens Mentions built.
+func escapeKeepMentions(s string) string {
+	out := escape(s)
+	return mentionEsc.ReplaceAllString(out, "<@$1>")
+}
+
+var mentionEsc = regexp.MustCompile(`&lt;@([UW][A-Z0-9]{2,20})&gt;`)
+
+// dedent removes the common leading indentation RenderText gives a table.
+func dedent(s string) string {
+	lines := strings.Split(s, "\n")
+	pre := -1
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		n := len(l) - len(strings.TrimLeft(l, " "))
+		if pre < 0 || n < pre {
+			pre = n
+		}
+	}
+	for i, l := range lines {
+		if len(l) >= pre && pre > 0 {
+			lines[i] = l[pre:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+// FallbackBlocks is the card as one preformatted section: what is sent when Slack refuses
+// the rich blocks (invalid_blocks), so a card is never lost to a rendering problem.
+func FallbackBlocks(c bot.Card) []slack.Block {
+	c.Mentions = nil
+	return []slack.Block{slack.NewSectionBlock(mrkdwn(codeBlock(bot.RenderText(c, nil))), nil, nil)}
+}
