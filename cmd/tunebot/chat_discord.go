@@ -1,5 +1,15 @@
 package main
 
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"regexp"
+
+	"tunebot/bot"
+	"tunebot/bot/discord"
+)
+
 // DiscordConfig is the chat.discord section (issue 7). Token: DISCORD_BOT_TOKEN, from the
 // environment only.
 type DiscordConfig struct {
@@ -17,8 +27,78 @@ type DiscordConfig struct {
 }
 
 func defaultDiscordConfig() DiscordConfig {
-	return DiscordConfig{APIURL: "https://discord.com/api/v9"}
+	return DiscordConfig{APIURL: discord.DefaultAPIURL}
 }
 
-// problems validates the section; the Discord adapter's work fills it in.
-func (c DiscordConfig) problems() []string { return nil }
+var discordID = regexp.MustCompile(`^[0-9]{15,20}$`)
+
+// problems validates the section: every bad field is named. IDs are checked only when
+// the section is enabled, so a half-filled disabled section does not stop tunebot.
+func (c DiscordConfig) problems() []string {
+	if !c.Enabled {
+		return nil
+	}
+	var probs []string
+	for _, f := range []struct{ key, v string }{{"application_id", c.ApplicationID}, {"guild_id", c.GuildID}, {"channel_id", c.ChannelID}} {
+		if !discordID.MatchString(f.v) {
+			probs = append(probs, fmt.Sprintf("chat.discord.%s: %q is not a Discord ID (15–20 digits; turn on Developer Mode and use Copy ID)", f.key, f.v))
+		}
+	}
+	for _, l := range []struct {
+		key string
+		ids []string
+	}{{"allow_users", c.AllowUsers}, {"allow_roles", c.AllowRoles}, {"notify_users", c.NotifyUsers}} {
+		for _, id := range l.ids {
+			if !discordID.MatchString(id) {
+				probs = append(probs, fmt.Sprintf("chat.discord.%s: %q is not a Discord ID (15–20 digits)", l.key, id))
+			}
+		}
+	}
+	if len(c.AllowUsers) == 0 && len(c.AllowRoles) == 0 {
+		probs = append(probs, "chat.discord: allow_users and allow_roles are both empty, so nobody could start or decide anything; list user or role IDs")
+	}
+	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		probs = append(probs, fmt.Sprintf("chat.discord.api_url: %q is not an http(s) URL", c.APIURL))
+	}
+	return probs
+}
+
+func init() {
+	registerChat(discord.Platform, newDiscordChat)
+}
+
+// discordChat is the daemon's Discord adapter: the bot/discord adapter plus who may act
+// and who is mentioned.
+type discordChat struct {
+	*discord.Adapter
+	cfg DiscordConfig
+}
+
+func newDiscordChat(d chatDeps) (chatAdapter, error) {
+	c := d.cfg.Chat.Discord
+	if !c.Enabled {
+		return nil, nil
+	}
+	token := d.env.getenv("DISCORD_BOT_TOKEN")
+	if token == "" {
+		return nil, fmt.Errorf("chat.discord is enabled but DISCORD_BOT_TOKEN is not set")
+	}
+	a, err := discord.New(discord.Config{
+		Token: token, ApplicationID: c.ApplicationID, GuildID: c.GuildID, ChannelID: c.ChannelID,
+		APIURL: c.APIURL, ThreadReplies: c.ThreadReplies, Store: d.db, Logger: d.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &discordChat{Adapter: a, cfg: c}, nil
+}
+
+func (c *discordChat) Platform() string { return discord.Platform }
+
+func (c *discordChat) Grants() bot.AllowList {
+	return bot.AllowList{{Platform: discord.Platform, Users: c.cfg.AllowUsers, Roles: c.cfg.AllowRoles}}
+}
+
+func (c *discordChat) NotifyUsers() []string { return c.cfg.NotifyUsers }
+
+func (c *discordChat) Run(ctx context.Context, h *bot.Handler) error { return c.Adapter.Run(ctx, h) }

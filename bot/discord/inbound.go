@@ -1,0 +1,572 @@
+package discord
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
+	"github.com/bwmarrin/discordgo"
+
+	"tunebot/bot"
+	"tunebot/session"
+)
+
+// Commands is the guild's /tune command: one subcommand per verb of the grammar, with
+// typed options (preset names autocompleted from the store).
+func Commands() []*discordgo.ApplicationCommand {
+	minTrials, minOne, zero := 4.0, 1.0, 0.0
+	str := func(name, desc string) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc}
+	}
+	integer := func(name, desc string, lo *float64, hi float64) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionInteger, Name: name, Description: desc, MinValue: lo, MaxValue: hi}
+	}
+	boolean := func(name, desc string) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionBoolean, Name: name, Description: desc}
+	}
+	preset := str("preset", "a saved preset to start from")
+	preset.Autocomplete = true
+	mode := str("mode", "automatic, or approval: every proposal waits for a person")
+	mode.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: "automatic", Value: "automatic"}, {Name: "approval", Value: "approval"}}
+	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts}
+	}
+	exportPreset := str("preset", "the preset to export")
+	exportPreset.Autocomplete, exportPreset.Required = true, true
+	trial := str("trial", "trial number, optionally @rung: 3 or 3@1")
+	trial.Required = true
+	return []*discordgo.ApplicationCommand{{
+		Name: "tune", Description: "tunebot: tune the robot's reward weights",
+		Options: []*discordgo.ApplicationCommandOption{
+			sub("start", "start a tuning session",
+				mode, integer("trials", "trials including the baseline (4–20)", &minTrials, 20), preset,
+				boolean("fallback", "let the numeric sampler propose when the advisor cannot"),
+				str("rungs", "iterations per rung, comma separated: 300,900,2000"),
+				str("gpus", "GPU ids, comma separated: 0,1"),
+				integer("seed", "training seed", &zero, math.MaxInt32),
+				integer("patience", "stop after this many trials without improvement (1–20)", &minOne, 20),
+				str("name", "run name"),
+				integer("num_envs", "parallel environments (1–16384)", &minOne, 16384),
+				integer("eval_steps", "evaluation steps (10–100000)", &minOne, 100000),
+				boolean("control", "also promote the baseline along every rung")),
+			sub("status", "the session's state"),
+			sub("pause", "pause after the current job"),
+			sub("resume", "resume a paused or interrupted session"),
+			sub("cancel", "cancel the session and stop its job"),
+			sub("best", "the best trial so far"),
+			sub("presets", "list saved presets"),
+			sub("export", "a preset as the JSON --reward-config takes", exportPreset),
+			sub("chart", "charts of a trial", trial, str("tags", "training-curve tags, space separated")),
+			sub("agent", "test the advisor's connection"),
+			sub("help", "what tunebot understands"),
+		},
+	}}
+}
+
+// CommandText turns a /tune invocation into the text bot.ParseCommand reads, so Discord's
+// typed options and a typed command line go through one grammar.
+func CommandText(d discordgo.ApplicationCommandInteractionData) (string, error) {
+	if len(d.Options) != 1 || d.Options[0].Type != discordgo.ApplicationCommandOptionSubCommand {
+		return "help", nil
+	}
+	sub := d.Options[0]
+	words := []string{sub.Name}
+	switch sub.Name {
+	case "export":
+		for _, o := range sub.Options {
+			words = append(words, fmt.Sprint(o.Value))
+		}
+	case "chart":
+		var tags string
+		for _, o := range sub.Options {
+			switch o.Name {
+			case "trial":
+				words = append(words, fmt.Sprint(o.Value))
+			case "tags":
+				tags = fmt.Sprint(o.Value)
+			}
+		}
+		words = append(words, strings.Fields(tags)...)
+	default:
+		for _, o := range sub.Options {
+			v := ""
+			switch x := o.Value.(type) {
+			case float64: // JSON numbers: integer options arrive as float64
+				v = fmt.Sprintf("%d", int64(x))
+			case bool:
+				v = fmt.Sprint(x)
+			default:
+				v = fmt.Sprint(x)
+			}
+			if strings.IndexFunc(v, unicode.IsSpace) >= 0 || v == "" {
+				return "", session.Userf(nil, "%s: %q must be one word without spaces", o.Name, cut(v, 40))
+			}
+			words = append(words, o.Name+"="+v)
+		}
+	}
+	return strings.Join(words, " "), nil
+}
+
+// Run registers /tune in the guild, connects to the gateway and serves interactions until
+// ctx ends; then it disconnects and waits (bounded) for the answers in flight.
+func (a *Adapter) Run(ctx context.Context, h Handler) error {
+	if !a.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("discord adapter already running")
+	}
+	rctx := context.WithoutCancel(ctx) // answers in flight finish after ctx ends
+	a.dg.AddHandler(func(_ *discordgo.Session, r *discordgo.Ready) {
+		a.log.Info("connected to the Discord gateway", "user", r.User.Username, "intents", int(Intents(a.cfg.ThreadReplies)))
+	})
+	a.dg.AddHandler(func(_ *discordgo.Session, _ *discordgo.Resumed) {
+		a.log.Info("resumed the Discord gateway session")
+	})
+	a.dg.AddHandler(func(_ *discordgo.Session, ic *discordgo.InteractionCreate) {
+		a.flight.Add(1)
+		defer a.flight.Done()
+		a.onInteraction(rctx, h, ic.Interaction)
+	})
+	if a.cfg.ThreadReplies {
+		a.dg.AddHandler(func(_ *discordgo.Session, m *discordgo.MessageCreate) {
+			a.flight.Add(1)
+			defer a.flight.Done()
+			a.onMessage(rctx, h, m.Message)
+		})
+	}
+	for wait := time.Second; ; wait = min(2*wait, 5*time.Minute) {
+		err := a.connect(ctx)
+		if err == nil {
+			break
+		}
+		a.log.Error("connecting to Discord; retrying", "err", err, "in", wait)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+	}
+	<-ctx.Done()
+	a.dg.ShouldReconnectOnError = false
+	if err := a.dg.Close(); err != nil {
+		a.log.Warn("closing the Discord gateway", "err", err)
+	}
+	done := make(chan struct{})
+	go func() { a.flight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		a.log.Warn("Discord answers still in flight at shutdown")
+	}
+	return nil
+}
+
+func (a *Adapter) connect(ctx context.Context) error {
+	_, p, err := call(ctx, func(o ...discordgo.RequestOption) ([]*discordgo.ApplicationCommand, error) {
+		return a.dg.ApplicationCommandBulkOverwrite(a.cfg.ApplicationID, a.cfg.GuildID, Commands(), o...)
+	})
+	if err != nil {
+		return fmt.Errorf("registering /tune in guild %s: %w", a.cfg.GuildID, a.classify(err, p, "registering /tune"))
+	}
+	if err := a.dg.Open(); err != nil {
+		return fmt.Errorf("opening the Discord gateway: %w", err)
+	}
+	return nil
+}
+
+// answerMode is how a reply reaches people.
+type answerMode int
+
+const (
+	viaOriginal answerMode = iota // a deferred slash command: edit the (ephemeral) original response
+	viaFollowUp                   // a deferred click or form: follow-up messages
+	viaChannel                    // no usable token (a thread reply, a stale interaction): plain messages
+)
+
+// inflow carries the state of one interaction's answers.
+type inflow struct {
+	i       *discordgo.Interaction
+	channel string                      // where public and fallback messages go
+	user    string                      // who to mention in a fallback message
+	ref     *discordgo.MessageReference // the message a thread reply answers
+	mode    answerMode
+}
+
+func displayName(m *discordgo.Member, u *discordgo.User) (string, string) {
+	if m != nil && m.User != nil {
+		u = m.User
+	}
+	if u == nil {
+		return "", ""
+	}
+	name := u.Username
+	if u.GlobalName != "" {
+		name = u.GlobalName
+	}
+	if m != nil && m.Nick != "" {
+		name = m.Nick
+	}
+	return u.ID, name
+}
+
+func (a *Adapter) base(ctx context.Context, channel, guild string, m *discordgo.Member, u *discordgo.User) bot.Interaction {
+	id, name := displayName(m, u)
+	in := bot.Interaction{Platform: Platform, User: session.Actor{Platform: Platform, ID: id, Name: name}, Channel: channel}
+	if m != nil {
+		in.Roles = m.Roles
+	}
+	if sid, ok, err := a.ref(ctx, threadKey(channel)); err != nil {
+		a.log.Error("looking up a thread's session", "err", err)
+	} else if ok {
+		in.Channel, in.Thread, in.SessionID = a.cfg.ChannelID, channel, sid
+	}
+	return in
+}
+
+func (a *Adapter) onInteraction(ctx context.Context, h Handler, i *discordgo.Interaction) {
+	log := a.log.With("interaction", i.ID, "type", int(i.Type))
+	f := &inflow{i: i, channel: i.ChannelID}
+	if i.GuildID != a.cfg.GuildID {
+		f.mode = viaFollowUp
+		a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Content: "tunebot answers in its own server only", Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: allowed(nil)}})
+		return
+	}
+	in := a.base(ctx, i.ChannelID, i.GuildID, i.Member, i.User)
+	f.user = in.User.ID
+	switch i.Type {
+	case discordgo.InteractionApplicationCommandAutocomplete:
+		a.autocomplete(ctx, i)
+	case discordgo.InteractionApplicationCommand:
+		text, err := CommandText(i.ApplicationCommandData())
+		if err != nil {
+			f.mode = viaFollowUp
+			a.respond(ctx, f, ephemeral(err.Error()))
+			return
+		}
+		in.Kind, in.Text = bot.KindCommand, text
+		f.mode = viaOriginal
+		// Deferred and ephemeral: most answers are for the asker only (errors, status);
+		// a public result is posted in the channel instead.
+		a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
+			Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}})
+		a.handle(ctx, h, f, in)
+	case discordgo.InteractionMessageComponent:
+		in.Kind, in.ActionID = bot.KindAction, i.MessageComponentData().CustomID
+		verb, _, _, _ := bot.ParseActionID(in.ActionID)
+		if verb == bot.ButtonReject || verb == bot.ButtonEdit {
+			// A modal can only be the first answer, so the handler answers first (it checks
+			// the allow-list and reads the proposal, well within Discord's 3 seconds).
+			f.mode = viaFollowUp
+			a.handleFirst(ctx, h, f, in)
+			return
+		}
+		f.mode = viaFollowUp
+		a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
+		a.handle(ctx, h, f, in)
+	case discordgo.InteractionModalSubmit:
+		d := i.ModalSubmitData()
+		in.Kind, in.ActionID, in.Values = bot.KindSubmit, d.CustomID, formValues(d)
+		f.mode = viaFollowUp
+		a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredMessageUpdate})
+		a.handle(ctx, h, f, in)
+	default:
+		log.Debug("ignoring an interaction type")
+	}
+}
+
+func ephemeral(text string) *discordgo.InteractionResponse {
+	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: cut(text, MaxContent), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: allowed(nil)}}
+}
+
+// respond sends the first answer; when Discord no longer knows the interaction (too late,
+// or replayed after a reconnect), later answers go to the channel as fresh messages.
+func (a *Adapter) respond(ctx context.Context, f *inflow, r *discordgo.InteractionResponse) bool {
+	err := a.dg.InteractionRespond(f.i, r, discordgo.WithContext(ctx))
+	if err == nil {
+		return true
+	}
+	if stale(err) {
+		a.log.Info("interaction expired before tunebot answered; answering with a fresh message", "interaction", f.i.ID)
+	} else {
+		a.log.Warn("answering an interaction; falling back to a fresh message", "interaction", f.i.ID, "err", err)
+	}
+	f.mode = viaChannel
+	return false
+}
+
+// handle runs the handler and delivers its reply, then its follow-up when the work took
+// longer than the acknowledgement, in that order.
+func (a *Adapter) handle(ctx context.Context, h Handler, f *inflow, in bot.Interaction) {
+	var mu sync.Mutex
+	first := make(chan struct{})
+	say := func(r bot.Reply) {
+		mu.Lock()
+		defer mu.Unlock()
+		a.answer(ctx, f, r)
+	}
+	r := h.Handle(ctx, in, func(r bot.Reply) {
+		<-first
+		say(r)
+	})
+	say(r)
+	close(first)
+}
+
+// handleFirst is handle for a click whose answer may be a modal.
+func (a *Adapter) handleFirst(ctx context.Context, h Handler, f *inflow, in bot.Interaction) {
+	var mu sync.Mutex
+	first := make(chan struct{})
+	r := h.Handle(ctx, in, func(r bot.Reply) {
+		<-first
+		mu.Lock()
+		defer mu.Unlock()
+		a.answer(ctx, f, r)
+	})
+	mu.Lock()
+	defer func() { mu.Unlock(); close(first) }()
+	if r.Form != nil {
+		if a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: modal(*r.Form)}) {
+			return
+		}
+		a.answer(ctx, f, bot.Reply{Private: true, Text: "the form could not open because Discord's interaction expired; click the button again, or reply in this thread: reject <feedback> · edit term=value …"})
+		return
+	}
+	parts := a.replyParts(r, f)
+	if len(parts) == 0 {
+		parts = []Part{{Content: "done"}}
+	}
+	p := parts[0]
+	if a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
+		Data: &discordgo.InteractionResponseData{Content: p.Content, Embeds: p.Embeds, Files: files(p.Files),
+			Flags: flagsFor(r.Private), AllowedMentions: allowed(p.Mentions)}}) {
+		for _, p := range parts[1:] {
+			a.send(ctx, f, p, r.Private)
+		}
+		return
+	}
+	a.answer(ctx, f, r)
+}
+
+func flagsFor(private bool) discordgo.MessageFlags {
+	if private {
+		return discordgo.MessageFlagsEphemeral
+	}
+	return 0
+}
+
+// replyParts renders a reply as messages; a form that cannot open here becomes the text
+// that says how else to do it.
+func (a *Adapter) replyParts(r bot.Reply, f *inflow) []Part {
+	var parts []Part
+	text := r.Text
+	if r.Form != nil && text == "" {
+		text = "that needs a form: use the proposal's Reject or Edit button, or reply in its thread: reject <feedback> · edit term=value …"
+	}
+	if text != "" {
+		if len([]rune(text)) <= MaxContent {
+			parts = append(parts, Part{Content: text})
+		} else {
+			parts = append(parts, Render(bot.Card{Kind: "notice", Blocks: []bot.Block{bot.Text(text)}}, RenderOptions{MaxUpload: a.cfg.MaxUpload})...)
+		}
+	}
+	if r.Card != nil {
+		c := *r.Card
+		c.Mentions = nil
+		parts = append(parts, Render(c, RenderOptions{MaxUpload: a.cfg.MaxUpload})...)
+	}
+	return parts
+}
+
+// answer delivers r according to f's mode, falling back to fresh channel messages when
+// the interaction token no longer works.
+func (a *Adapter) answer(ctx context.Context, f *inflow, r bot.Reply) {
+	parts := a.replyParts(r, f)
+	if len(parts) == 0 {
+		return
+	}
+	if f.mode == viaOriginal && r.Private {
+		p := parts[0]
+		comps := p.Components
+		if comps == nil {
+			comps = []discordgo.MessageComponent{}
+		}
+		_, err := a.dg.InteractionResponseEdit(f.i, &discordgo.WebhookEdit{Content: &p.Content, Embeds: &p.Embeds, Components: &comps,
+			Files: files(p.Files), AllowedMentions: allowed(p.Mentions)}, discordgo.WithContext(ctx))
+		if err == nil {
+			for _, p := range parts[1:] {
+				a.send(ctx, f, p, true)
+			}
+			return
+		}
+		a.staleOrLog(f, err)
+	}
+	if f.mode == viaOriginal && !r.Private {
+		// The deferred answer was ephemeral; a public result belongs in the channel.
+		sent := true
+		for _, p := range parts {
+			if _, err := a.post(ctx, f.channel, p, nil); err != nil {
+				a.log.Error("posting a command's result", "err", err)
+				sent = false
+				break
+			}
+		}
+		if sent {
+			if err := a.dg.InteractionResponseDelete(f.i, discordgo.WithContext(ctx)); err != nil && !stale(err) {
+				a.log.Warn("removing the deferred answer", "err", err)
+			}
+			return
+		}
+		f.mode = viaFollowUp
+	}
+	for _, p := range parts {
+		a.send(ctx, f, p, r.Private)
+	}
+}
+
+func (a *Adapter) staleOrLog(f *inflow, err error) {
+	if stale(err) {
+		a.log.Info("interaction token expired; answering with a fresh message", "interaction", f.i.ID)
+	} else {
+		a.log.Warn("answering through the interaction; falling back to a fresh message", "interaction", f.i.ID, "err", err)
+	}
+	f.mode = viaChannel
+}
+
+// send delivers one part: privately as an ephemeral follow-up, publicly as a message in
+// the channel, or (no usable token) as a message in the channel that mentions the person.
+func (a *Adapter) send(ctx context.Context, f *inflow, p Part, private bool) {
+	if f.mode != viaChannel && private && f.i != nil {
+		_, err := a.dg.FollowupMessageCreate(f.i, true, &discordgo.WebhookParams{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
+			Files: files(p.Files), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: allowed(p.Mentions)}, discordgo.WithContext(ctx))
+		if err == nil {
+			return
+		}
+		a.staleOrLog(f, err)
+	}
+	if private && f.user != "" && snowflake.MatchString(f.user) {
+		p.Content = cut("<@"+f.user+"> "+p.Content, MaxContent)
+		p.Mentions = append(p.Mentions, f.user)
+	}
+	if _, err := a.post(ctx, f.channel, p, f.ref); err != nil {
+		a.log.Error("answering in the channel", "channel", f.channel, "err", err)
+	}
+}
+
+// modal renders a form. Discord allows five text inputs: a patch form becomes one short
+// input per term=value line (at most four), so each value is edited on its own.
+func modal(form bot.Form) *discordgo.InteractionResponseData {
+	d := &discordgo.InteractionResponseData{CustomID: form.ActionID, Title: cut(form.Title, 45)}
+	var rows []discordgo.MessageComponent
+	for _, in := range form.Inputs {
+		lines := strings.Split(strings.TrimSpace(in.Value), "\n")
+		if in.ID == bot.FieldPatch && len(lines) <= 4 && len(form.Inputs) == 1 {
+			for k := 0; k < 4; k++ {
+				v := ""
+				if k < len(lines) {
+					v = strings.TrimSpace(lines[k])
+				}
+				label := fmt.Sprintf("change %d: term=value", k+1)
+				if k == 0 {
+					label = "change 1: term=value (0 switches it off)"
+				}
+				rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.TextInput{
+					CustomID: fmt.Sprintf("%s.%d", bot.FieldPatch, k+1), Label: cut(label, 45), Style: discordgo.TextInputShort,
+					Value: v, Placeholder: cut(in.Hint, 100), Required: k == 0, MaxLength: 100}}})
+			}
+			continue
+		}
+		if len(rows) == 5 {
+			break
+		}
+		style := discordgo.TextInputShort
+		if in.Multiline {
+			style = discordgo.TextInputParagraph
+		}
+		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.TextInput{
+			CustomID: in.ID, Label: cut(in.Label, 45), Style: style, Value: cut(in.Value, 4000), Placeholder: cut(in.Hint, 100),
+			Required: true, MaxLength: 4000}}})
+	}
+	d.Components = rows
+	return d
+}
+
+// formValues reads a modal submission back into the form's fields; the per-line inputs
+// of a patch form are joined into the one field the handler reads.
+func formValues(d discordgo.ModalSubmitInteractionData) map[string]string {
+	out := map[string]string{}
+	var patch []string
+	for _, c := range d.Components {
+		row, ok := c.(*discordgo.ActionsRow)
+		if !ok {
+			continue
+		}
+		for _, x := range row.Components {
+			ti, ok := x.(*discordgo.TextInput)
+			if !ok {
+				continue
+			}
+			if strings.HasPrefix(ti.CustomID, bot.FieldPatch+".") {
+				if v := strings.TrimSpace(ti.Value); v != "" {
+					patch = append(patch, v)
+				}
+				continue
+			}
+			out[ti.CustomID] = ti.Value
+		}
+	}
+	if len(patch) > 0 {
+		out[bot.FieldPatch] = strings.Join(patch, "\n")
+	}
+	return out
+}
+
+func (a *Adapter) autocomplete(ctx context.Context, i *discordgo.Interaction) {
+	typed := ""
+	d := i.ApplicationCommandData()
+	for _, sub := range d.Options {
+		for _, o := range sub.Options {
+			if o.Focused {
+				typed = strings.ToLower(fmt.Sprint(o.Value))
+			}
+		}
+	}
+	ps, err := a.cfg.Store.Presets(ctx)
+	if err != nil {
+		a.log.Error("listing presets for autocomplete", "err", err)
+	}
+	sort.Slice(ps, func(x, y int) bool { return ps[x].CreatedAt.After(ps[y].CreatedAt) })
+	choices := []*discordgo.ApplicationCommandOptionChoice{}
+	for _, p := range ps {
+		if len(choices) == 25 {
+			break
+		}
+		if strings.Contains(strings.ToLower(p.Name), typed) {
+			choices = append(choices, &discordgo.ApplicationCommandOptionChoice{Name: cut(p.Name, 100), Value: p.Name})
+		}
+	}
+	err = a.dg.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionApplicationCommandAutocompleteResult,
+		Data: &discordgo.InteractionResponseData{Choices: choices}}, discordgo.WithContext(ctx))
+	if err != nil {
+		a.log.Debug("answering autocomplete", "err", err)
+	}
+}
+
+// onMessage reads a reply typed in a session thread (thread_replies only).
+func (a *Adapter) onMessage(ctx context.Context, h Handler, m *discordgo.Message) {
+	if m.Author == nil || m.Author.Bot || m.WebhookID != "" || m.GuildID != a.cfg.GuildID {
+		return
+	}
+	if _, ok, err := a.ref(ctx, threadKey(m.ChannelID)); err != nil || !ok {
+		return // not a session thread
+	}
+	in := a.base(ctx, m.ChannelID, m.GuildID, m.Member, m.Author)
+	in.Kind, in.Text = bot.KindReply, m.Content
+	f := &inflow{channel: m.ChannelID, user: in.User.ID, mode: viaChannel,
+		ref: &discordgo.MessageReference{MessageID: m.ID, ChannelID: m.ChannelID, GuildID: m.GuildID, FailIfNotExists: new(bool)}}
+	a.handle(ctx, h, f, in)
+}
