@@ -151,7 +151,7 @@ func parseScheduleAdd(c Command, rest string) (Command, error) {
 		// Five leading words without '=' are a spec that lost its quotes on the way.
 		words := strings.Fields(rest)
 		n := 0
-		for n < len(words) && !strings.Contains(words[n], "=") {
+		for n < len(words) && !strings.Contains(words[n], "=") && !strings.EqualFold(words[n], string(VerbStart)) {
 			n++
 		}
 		if n != 5 {
