@@ -10,7 +10,7 @@ import (
 
 // Random proposes a uniformly random valid patch: 1 to MaxChanges scalars, each drawn
 // uniformly from its trust region (log-magnitude space for weights, linear for params).
-// It is the benchmark's baseline and the TPE's start-up phase.
+// It is the benchmark's baseline for the TPE sampler.
 type Random struct {
 	// MaxTries bounds the fresh draws when one is refused (duplicates); default 200.
 	MaxTries int
@@ -34,7 +34,7 @@ func (r *Random) Propose(ctx context.Context, req session.ProposalRequest) (sess
 	if tries <= 0 {
 		tries = 200
 	}
-	return tpeRandomSuggestion(ctx, tpeRNG(req), req, moves, tries, "random")
+	return tpeRandomSuggestion(ctx, tpeRNG(req, tpeStreamRandom), req, moves, tries, "random")
 }
 
 func tpeRandomSuggestion(ctx context.Context, rng *rand.Rand, req session.ProposalRequest, moves []tpeMove, tries int, label string) (session.Suggestion, error) {

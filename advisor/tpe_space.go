@@ -173,10 +173,17 @@ func tpePatch(changes []tpeChange) session.Patch {
 	return p
 }
 
+// Generator streams: the TPE and the random proposer draw from different streams of the
+// same seed, so that a benchmark of one against the other does not pair identical draws.
+const (
+	tpeStreamRandom uint64 = 0x9e3779b97f4a7c15
+	tpeStreamTPE    uint64 = 0xd1b54a32d192ed03
+)
+
 // tpeRNG seeds the generator from the session seed and the history length, so a resumed
 // session asks the same question and gets the same proposal.
-func tpeRNG(req session.ProposalRequest) *rand.Rand {
-	return rand.New(rand.NewPCG(uint64(req.Seed), uint64(len(req.History))^0x9e3779b97f4a7c15))
+func tpeRNG(req session.ProposalRequest, stream uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(uint64(req.Seed), uint64(len(req.History))^stream))
 }
 
 // tpeMovable returns the dims that can move from base, with their feasible intervals.
@@ -199,7 +206,7 @@ func tpeMovable(s *session.Space, dims []tpeDim, base session.RewardConfig) []tp
 }
 
 // tpeRandomPatch draws 1..MaxChanges movable dims uniformly and a uniform model-space value
-// for each. It is both the Random proposer and the TPE's start-up phase.
+// for each: the Random proposer.
 func tpeRandomPatch(rng *rand.Rand, s *session.Space, moves []tpeMove) []tpeChange {
 	k := 1 + rng.IntN(min(s.MaxChanges, len(moves)))
 	idx := rng.Perm(len(moves))[:k]

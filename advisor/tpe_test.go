@@ -157,42 +157,154 @@ func TestProposalsAreDeterministic(t *testing.T) {
 	}
 }
 
-func TestTPEStartupIsRandom(t *testing.T) {
+func TestTPEStartupExplores(t *testing.T) {
+	// Before Startup (2) trials finished, a proposal is exploration only: 3 scalars of the
+	// default space, each weight moved ×1.41–×2 or ×0.5–×0.71 (a term that is off may be
+	// switched on anywhere), each param by 7.5–15 % of its range, and not the random
+	// proposer's draw for the same request.
 	space := session.DefaultSpace()
-	r := rand.New(rand.NewPCG(5, 6))
 	tpe, rnd := advisor.NewTPE(advisor.TPEOptions{}), advisor.NewRandom()
-	startup, later := 0, 0
-	for i := 0; i < 200; i++ {
-		req := randomHistory(t, r, space)
-		finished := 0
-		for _, h := range req.History {
-			if h.Rung == 0 {
-				finished++
+	base := space.Defaults()
+	score := 0.0
+	baseline := []session.TrialSummary{{Number: 0, State: session.TrialCompleted, Score: &score, Eligible: true, Config: base.Clone()}}
+	same := 0
+	for seed := int64(0); seed < 50; seed++ {
+		for _, hist := range [][]session.TrialSummary{nil, baseline} {
+			req := session.ProposalRequest{Space: space, Base: base, History: hist, Seed: seed}
+			s, err := tpe.Propose(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		st, err := tpe.Propose(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sr, err := rnd.Propose(context.Background(), req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		same := cmp.Equal(st.Patch, sr.Patch)
-		if finished < 10 {
-			startup++
-			if !same {
-				t.Errorf("history %d (n=%d < 10): start-up proposal %v differs from the random one %v", i, finished, st.Patch, sr.Patch)
+			if s.Patch.Len() != 3 {
+				t.Errorf("seed %d, n=%d: %d changes, want 3: %v", seed, len(hist), s.Patch.Len(), s.Patch)
 			}
-		} else {
-			later++
-			if same {
-				t.Errorf("history %d (n=%d): TPE proposal equals the random one %v", i, finished, st.Patch)
+			for name, v := range s.Patch.Weights {
+				old := base.Weights[name]
+				if old == 0 {
+					continue
+				}
+				if f := math.Abs(math.Log(v / old)); f < math.Log(math.Sqrt2)-1e-3 || f > math.Log(2)+1e-9 {
+					t.Errorf("seed %d: weight %s %g → %g is a step of ×%.3g, want ×1.41–×2 either way", seed, name, old, v, v/old)
+				}
+			}
+			for name, v := range s.Patch.Params {
+				p, _ := space.Param(name)
+				if d := math.Abs(v-base.Params[name]) / (p.Max - p.Min); d < 0.075-1e-3 || d > 0.15+1e-9 {
+					t.Errorf("seed %d: param %s %g → %g moves %.3f of its range, want 0.075–0.15", seed, name, base.Params[name], v, d)
+				}
+			}
+			r, err := rnd.Propose(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cmp.Equal(s.Patch, r.Patch) {
+				same++
 			}
 		}
 	}
-	if startup < 20 || later < 20 {
-		t.Fatalf("test histories cover too little: %d start-up, %d later", startup, later)
+	if same > 0 {
+		t.Errorf("%d start-up proposals equal the random proposer's: the two must not share draws", same)
+	}
+}
+
+// chain builds a history on smallSpace: the baseline (score 0) and then one trial per
+// patch, each patching the best eligible configuration so far, with the given scores.
+func chain(t *testing.T, space *session.Space, patches []session.Patch, scores []float64) (hist []session.TrialSummary, best session.RewardConfig) {
+	t.Helper()
+	best = space.Defaults()
+	bestScore := 0.0
+	zero := 0.0
+	hist = []session.TrialSummary{{Number: 0, State: session.TrialCompleted, Score: &zero, Eligible: true, Config: best.Clone()}}
+	for i, p := range patches {
+		cfg, err := space.Validate(best, p, nil)
+		if err != nil {
+			t.Fatalf("test patch %d: %v", i, err)
+		}
+		sc := scores[i]
+		hist = append(hist, session.TrialSummary{Number: i + 1, State: session.TrialCompleted, Score: &sc, Eligible: true, Config: cfg})
+		if sc > bestScore {
+			best, bestScore = cfg.Clone(), sc
+		}
+	}
+	return hist, best
+}
+
+func TestTPEEvidenceMoves(t *testing.T) {
+	space := smallSpace()
+	w := func(kv ...any) session.Patch {
+		p := session.Patch{Weights: map[string]float64{}, Params: map[string]float64{}}
+		for i := 0; i < len(kv); i += 2 {
+			p.Weights[kv[i].(string)] = kv[i+1].(float64)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name    string
+		patches []session.Patch
+		scores  []float64
+		check   func(base session.RewardConfig, p session.Patch) string
+	}{
+		{
+			// Doubling a hurt badly: the model turns it around (a below its default of 1),
+			// and explores the untouched scalars with the rest of the budget.
+			name: "a move that hurt is reflected", patches: []session.Patch{w("a", 2.0)}, scores: []float64{-0.3},
+			check: func(base session.RewardConfig, p session.Patch) string {
+				if v, ok := p.Weights["a"]; !ok || v >= 1 {
+					return fmt.Sprintf("a not moved below 1: %v", p)
+				}
+				if p.Len() != 4 {
+					return fmt.Sprintf("%d changes, want 1 reflection and 3 explorations: %v", p.Len(), p)
+				}
+				return ""
+			},
+		},
+		{
+			name: "a move down that hurt is reflected up", patches: []session.Patch{w("a", 0.5)}, scores: []float64{-0.3},
+			check: func(base session.RewardConfig, p session.Patch) string {
+				if v, ok := p.Weights["a"]; !ok || v <= 1 {
+					return fmt.Sprintf("a not moved above 1: %v", p)
+				}
+				return ""
+			},
+		},
+		{
+			// Doubling a helped and is kept in the base: it is not pushed further (nor back),
+			// the proposal explores the other scalars.
+			name: "a kept move is not extrapolated", patches: []session.Patch{w("a", 2.0)}, scores: []float64{0.3},
+			check: func(base session.RewardConfig, p session.Patch) string {
+				if _, ok := p.Weights["a"]; ok {
+					return fmt.Sprintf("a moved again: %v", p)
+				}
+				return ""
+			},
+		},
+		{
+			// Two scalars moved together and hurt; b alone then helped. The shared blame on
+			// a is still negative and a has not moved in the base: a is reflected.
+			name: "blame is shared among a trial's scalars", patches: []session.Patch{w("a", 2.0, "b", -2.0), w("b", -1.5)}, scores: []float64{-0.3, 0.1},
+			check: func(base session.RewardConfig, p session.Patch) string {
+				if v, ok := p.Weights["a"]; !ok || v >= 1 {
+					return fmt.Sprintf("a not moved below 1: %v", p)
+				}
+				if _, ok := p.Weights["b"]; ok {
+					return fmt.Sprintf("b, kept in the base, moved again: %v", p)
+				}
+				return ""
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hist, base := chain(t, space, tc.patches, tc.scores)
+			for seed := int64(0); seed < 30; seed++ {
+				s, err := advisor.NewTPE(advisor.TPEOptions{}).Propose(context.Background(), session.ProposalRequest{Space: space, Base: base, History: hist, Seed: seed})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if msg := tc.check(base, s.Patch); msg != "" {
+					t.Fatalf("seed %d: %s (rationale %q)", seed, msg, s.Rationale)
+				}
+			}
+		})
 	}
 }
 

@@ -124,7 +124,7 @@ func cmdRun(args []string, stdout io.Writer) error {
 	seeds := fs.Int("seeds", 20, "number of seeds (first..first+seeds-1)")
 	first := fs.Int("first", 0, "first seed: 0 for the reported set, others to develop or check against")
 	trials := fs.Int("trials", 12, "trials per seed, baseline included")
-	startup := fs.Int("startup", 0, "TPE random start-up trials (0: Optuna's 10)")
+	startup := fs.Int("startup", 0, "TPE exploration-only start-up trials (0: the sampler's default)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
