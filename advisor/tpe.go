@@ -148,7 +148,7 @@ func (t *TPE) Propose(ctx context.Context, req session.ProposalRequest) (session
 	label := fmt.Sprintf("TPE start-up exploration (n=%d < %d)", n, t.opts.Startup)
 	if n < t.opts.Startup {
 		for _, m := range moves {
-			fresh = append(fresh, m.local(req.Space, t.opts.ParamStep))
+			fresh = append(fresh, m.local(t.opts.ParamStep))
 		}
 	} else {
 		below, above := tpeSplit(hist, t.opts.Gamma(n))
@@ -156,7 +156,7 @@ func (t *TPE) Propose(ctx context.Context, req session.ProposalRequest) (session
 		ev := tpeEvidence(req.Space, hist)
 		z0 := hist[0].config
 		for _, m := range moves {
-			m = m.local(req.Space, t.opts.ParamStep)
+			m = m.local(t.opts.ParamStep)
 			if !tpeVaries(m.dim, req.Space, hist) {
 				fresh = append(fresh, m)
 				continue
@@ -262,7 +262,7 @@ func (t *TPE) draw(rng *rand.Rand, s *session.Space, moves []tpeMove, cands []tp
 	if len(exploit)+len(explore) == 0 {
 		local := make([]tpeMove, len(moves))
 		for i, m := range moves {
-			local[i] = m.local(s, t.opts.ParamStep)
+			local[i] = m.local(t.opts.ParamStep)
 		}
 		explore = tpeExplore(rng, local, 1+rng.IntN(min(s.MaxChanges, len(local))))
 	}

@@ -4,8 +4,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-
-	"tunebot/session"
 )
 
 // local narrows a move to its trust region around the base: a weight within the space's
@@ -15,7 +13,7 @@ import (
 // generally) the far ends of a kernel width or a threshold are where policies break. A
 // weight that is off (0) keeps its whole switch-on range: there is no "near" for a term
 // that is off.
-func (m tpeMove) local(s *session.Space, paramStep float64) tpeMove {
+func (m tpeMove) local(paramStep float64) tpeMove {
 	if m.dim.weight {
 		return m
 	}
