@@ -82,25 +82,26 @@ type Fake struct {
 	srv *httptest.Server
 	up  websocket.Upgrader
 
-	mu        sync.Mutex
-	changed   chan struct{}
-	next      int64
-	messages  map[string]*Message
-	order     []string
-	threads   map[string]string // thread → parent channel
-	commands  json.RawMessage
-	callbacks map[string][]Callback // interaction token → answers
-	stale     map[string]bool
-	intents   []int
-	identify  int
-	resumes   int
-	beats     int
-	conn      *websocket.Conn
-	log       []frame // every dispatch, for RESUME replays
-	seq       int64
-	sessionID string
-	limitNext int // this many message posts answer 429
-	forbid    map[string]bool
+	mu         sync.Mutex
+	changed    chan struct{}
+	next       int64
+	messages   map[string]*Message
+	order      []string
+	threads    map[string]string // thread → parent channel
+	commands   json.RawMessage
+	callbacks  map[string][]Callback // interaction token → answers
+	stale      map[string]bool
+	intents    []int
+	identify   int
+	resumes    int
+	beats      int
+	conn       *websocket.Conn
+	log        []frame // every dispatch, for RESUME replays
+	seq        int64
+	sessionID  string
+	limitNext  int // this many message posts answer 429
+	expireNext bool
+	forbid     map[string]bool
 }
 
 type frame struct {
@@ -242,6 +243,14 @@ func (f *Fake) Forbid(channel string) {
 	f.forbid[channel] = true
 }
 
+// ExpireNext makes the next interaction's token unknown to Discord from the start, as for
+// an interaction answered too late: see Expire.
+func (f *Fake) ExpireNext() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.expireNext = true
+}
+
 // Expire makes Discord forget the interaction token: its callback answers 404 Unknown
 // interaction (10062) and its webhooks 401 Invalid Webhook Token (50027).
 func (f *Fake) Expire(token string) {
@@ -261,7 +270,7 @@ func apiError(w http.ResponseWriter, status, code int, msg string) {
 }
 
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path == "/gateway" {
+	if r.URL.Path == "/gateway" || r.URL.Path == "/gateway/" {
 		f.gateway(w, r)
 		return
 	}

@@ -156,8 +156,11 @@ func (f *Fake) member(u User) map[string]any {
 func (f *Fake) interaction(typ int, u User, channel string, data any, message any) string {
 	f.mu.Lock()
 	id := f.id()
-	f.mu.Unlock()
 	tok := "tok-" + id
+	if f.expireNext {
+		f.stale[tok], f.expireNext = true, false
+	}
+	f.mu.Unlock()
 	ev := map[string]any{"id": id, "application_id": f.App, "type": typ, "data": data, "guild_id": f.Guild,
 		"channel_id": channel, "member": f.member(u), "token": tok, "version": 1}
 	if message != nil {
