@@ -29,6 +29,9 @@ const (
 	// DefaultMaxUpload is the upload limit of a server without boosts: 10 MiB. It bounds
 	// each file and, to be safe, the files of one message together.
 	DefaultMaxUpload = 10 << 20
+
+	// maxFieldShare is how much of an embed's 6000 its fields may take.
+	maxFieldShare = 3000
 )
 
 // Part is one Discord message of a rendered card.
@@ -79,7 +82,9 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 			sections = append(sections, codeBlock(b.Text))
 		case bot.BlockFields:
 			for _, f := range b.Fields {
-				if len(main.Fields) == MaxEmbedFields {
+				// Fields count towards the 6000 of the message: past a share of it they
+				// become lines of the text, which can go on in further embeds.
+				if len(main.Fields) == MaxEmbedFields || embedSize(main)+utf8.RuneCountInString(f.Label)+min(utf8.RuneCountInString(f.Value), MaxFieldValue) > maxFieldShare {
 					sections = append(sections, "**"+escape(f.Label)+"**: "+f.Value)
 					continue
 				}
@@ -135,12 +140,15 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 	embeds := []*discordgo.MessageEmbed{main}
 	for _, s := range splitSections(sections, MaxEmbedDescription) {
 		last := embeds[len(embeds)-1]
-		if last.Description == "" && (last == main || last.Title == "") {
-			last.Description = s
-			continue
+		n := utf8.RuneCountInString(s)
+		if last.Description != "" {
+			n += 2
 		}
-		if utf8.RuneCountInString(last.Description)+2+utf8.RuneCountInString(s) <= MaxEmbedDescription {
-			last.Description += "\n\n" + s
+		if utf8.RuneCountInString(last.Description)+n <= MaxEmbedDescription && embedSize(last)+n <= MaxEmbedTotal {
+			if last.Description != "" {
+				last.Description += "\n\n"
+			}
+			last.Description += s
 			continue
 		}
 		embeds = append(embeds, &discordgo.MessageEmbed{Description: s, Color: color})

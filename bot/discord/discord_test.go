@@ -1,0 +1,264 @@
+package discord_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/bwmarrin/discordgo"
+
+	"tunebot/bot"
+	"tunebot/bot/discord"
+	"tunebot/bot/discord/discordtest"
+	"tunebot/store"
+)
+
+func embedTotal(es []*discordgo.MessageEmbed) int {
+	n := 0
+	for _, e := range es {
+		n += utf8.RuneCountInString(e.Title) + utf8.RuneCountInString(e.Description)
+		for _, f := range e.Fields {
+			n += utf8.RuneCountInString(f.Name) + utf8.RuneCountInString(f.Value)
+		}
+		if e.Footer != nil {
+			n += utf8.RuneCountInString(e.Footer.Text)
+		}
+	}
+	return n
+}
+
+func TestRenderKeepsEveryPartWithinDiscordLimits(t *testing.T) {
+	png := func(n int) []byte { return make([]byte, n) }
+	var many []bot.Attachment
+	for i := range 23 {
+		many = append(many, bot.Attachment{Name: "chart " + string(rune('a'+i)) + ".png", Title: "chart", PNG: png(1 << 20)})
+	}
+	var fields []string
+	for range 40 {
+		fields = append(fields, "label", strings.Repeat("v", 1500))
+	}
+	var actions []bot.Action
+	for i := range 30 {
+		actions = append(actions, bot.Action{ID: bot.ActionID(bot.ButtonApprove, "s1", "p"+string(rune('a'+i))), Label: "b"})
+	}
+	rows := make([][]string, 400)
+	for i := range rows {
+		rows[i] = []string{"term", "1.0", "2.0", "×2.00"}
+	}
+	cases := []struct {
+		name      string
+		card      bot.Card
+		wantParts int    // 0: any
+		wantNote  string // a visible mark of what was shrunk or left out
+	}{
+		{"small", bot.Card{Title: "t", Blocks: []bot.Block{bot.Text("hello")}}, 1, ""},
+		{"long title", bot.Card{Title: strings.Repeat("t", 400)}, 1, "…"},
+		{"long untrusted text", bot.Card{Title: "t", Blocks: []bot.Block{bot.UntrustedText(strings.Repeat("word ", 3000), 0)}}, 0, ""},
+		{"many long fields", bot.Card{Title: "t", Blocks: []bot.Block{bot.Fields(fields...)}}, 0, "…"},
+		{"big table", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &bot.Table{Caption: "c", Columns: []string{"a", "b", "c", "d"}, Rows: rows}}}}, 0, "```"},
+		{"23 one-MiB charts", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: many}}}, 0, ""},
+		{"oversized chart", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "x.png", PNG: png(11 << 20)}}}}}, 1, "over Discord's 10 MiB upload limit"},
+		{"30 buttons", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockActions, Actions: actions}}}, 1, "5 buttons left out"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := discord.Render(tc.card, discord.RenderOptions{})
+			if tc.wantParts > 0 && len(parts) != tc.wantParts {
+				t.Errorf("%d parts, want %d", len(parts), tc.wantParts)
+			}
+			var all strings.Builder
+			files := 0
+			for i, p := range parts {
+				if utf8.RuneCountInString(p.Content) > discord.MaxContent || len(p.Embeds) > discord.MaxEmbeds || len(p.Embeds) == 0 ||
+					embedTotal(p.Embeds) > discord.MaxEmbedTotal || len(p.Files) > discord.MaxFiles || len(p.Components) > discord.MaxRows {
+					t.Errorf("part %d over a limit: content %d, embeds %d (total %d), files %d, rows %d", i,
+						utf8.RuneCountInString(p.Content), len(p.Embeds), embedTotal(p.Embeds), len(p.Files), len(p.Components))
+				}
+				bytes := 0
+				for _, f := range p.Files {
+					bytes += len(f.PNG)
+				}
+				if bytes > discord.DefaultMaxUpload {
+					t.Errorf("part %d uploads %d bytes", i, bytes)
+				}
+				files += len(p.Files)
+				for _, e := range p.Embeds {
+					if utf8.RuneCountInString(e.Title) > discord.MaxEmbedTitle || utf8.RuneCountInString(e.Description) > discord.MaxEmbedDescription || len(e.Fields) > discord.MaxEmbedFields {
+						t.Errorf("part %d: embed over its limits", i)
+					}
+					for _, f := range e.Fields {
+						if utf8.RuneCountInString(f.Value) > discord.MaxFieldValue || utf8.RuneCountInString(f.Name) > discord.MaxFieldName {
+							t.Errorf("part %d: field over its limits", i)
+						}
+					}
+					all.WriteString(e.Title + e.Description)
+					for _, f := range e.Fields {
+						all.WriteString(f.Value)
+					}
+				}
+				for _, row := range p.Components {
+					if r, ok := row.(discordgo.ActionsRow); !ok || len(r.Components) > discord.MaxButtons {
+						t.Errorf("part %d: a row of more than %d buttons", i, discord.MaxButtons)
+					}
+				}
+			}
+			if tc.name == "23 one-MiB charts" && files != 23 {
+				t.Errorf("%d charts attached, want all 23 across the parts", files)
+			}
+			if tc.wantNote != "" && !strings.Contains(all.String(), tc.wantNote) {
+				t.Errorf("no %q in the rendering", tc.wantNote)
+			}
+		})
+	}
+}
+
+func TestRenderStampDisablesTheButtons(t *testing.T) {
+	c := bot.Card{Ref: "s/sess1/proposal/prop1", Kind: "proposal", Title: "proposal 1", Blocks: []bot.Block{
+		{Kind: bot.BlockStamp, Stamp: &bot.Stamp{By: "alice", Action: "rejected", At: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), Feedback: "*less* slip"}}}}
+	p := discord.Render(c, discord.RenderOptions{})[0]
+	if len(p.Components) != 1 {
+		t.Fatalf("rows %d", len(p.Components))
+	}
+	for _, b := range p.Components[0].(discordgo.ActionsRow).Components {
+		if !b.(discordgo.Button).Disabled {
+			t.Errorf("button %+v still enabled after the decision", b)
+		}
+	}
+	if d := p.Embeds[0].Description; !strings.Contains(d, "rejected by alice at 2026-01-02 03:04 UTC") || !strings.Contains(d, `\*less\* slip`) {
+		t.Errorf("stamp %q", d)
+	}
+}
+
+func TestCommandText(t *testing.T) {
+	opt := func(name string, v any) *discordgo.ApplicationCommandInteractionDataOption {
+		return &discordgo.ApplicationCommandInteractionDataOption{Name: name, Value: v}
+	}
+	sub := func(name string, o ...*discordgo.ApplicationCommandInteractionDataOption) discordgo.ApplicationCommandInteractionData {
+		return discordgo.ApplicationCommandInteractionData{Name: "tune", Options: []*discordgo.ApplicationCommandInteractionDataOption{
+			{Name: name, Type: discordgo.ApplicationCommandOptionSubCommand, Options: o}}}
+	}
+	cases := []struct {
+		in   discordgo.ApplicationCommandInteractionData
+		want string
+		err  string
+	}{
+		{sub("start", opt("mode", "approval"), opt("trials", 4.0), opt("fallback", true)), "start mode=approval trials=4 fallback=true", ""},
+		{sub("export", opt("preset", "auto-tune-1234")), "export auto-tune-1234", ""},
+		{sub("chart", opt("trial", "3@1"), opt("tags", "Train/a  Train/b")), "chart 3@1 Train/a Train/b", ""},
+		{sub("status"), "status", ""},
+		{sub("start", opt("name", "two words")), "", "must be one word"},
+	}
+	for _, tc := range cases {
+		got, err := discord.CommandText(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%+v: err %v, want %q", tc.in, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("got %q, %v; want %q", got, err, tc.want)
+		}
+		if _, err := bot.ParseCommand(got, nil); err != nil {
+			t.Errorf("%q does not parse: %v", got, err)
+		}
+	}
+}
+
+func newAdapter(t *testing.T, f *discordtest.Fake, channel string) (*discord.Adapter, *store.DB) {
+	t.Helper()
+	db, err := store.Open(t.TempDir()+"/t.db", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	a, err := discord.New(discord.Config{Token: "test-token", ApplicationID: f.App, GuildID: f.Guild, ChannelID: channel, APIURL: f.APIURL, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a, db
+}
+
+func delivery(id uint64, c bot.Card, key string) bot.Delivery {
+	return bot.Delivery{ID: id, Thread: "sess1", Key: key, Message: bot.Message{Session: "sess1", Card: c}}
+}
+
+func TestDeliverMapsDiscordErrorsForTheDispatcher(t *testing.T) {
+	ctx := context.Background()
+	f := discordtest.New(t, "1", "2")
+	a, _ := newAdapter(t, f, "3")
+	root := bot.Card{Ref: "s/sess1/root", Kind: "root", Session: "sess1", Title: "tunebot session sess1 · running"}
+	if err := a.Deliver(ctx, delivery(1, root, root.Ref)); err != nil {
+		t.Fatal(err)
+	}
+	notice := bot.NoticeCard("sess1", "s/sess1/notice/1", "hello", nil)
+
+	f.RateLimitNext(1)
+	err := a.Deliver(ctx, delivery(2, notice, ""))
+	var ra *bot.RetryAfterError
+	if !errors.As(err, &ra) || ra.After < 200*time.Millisecond {
+		t.Errorf("429: %v, want a RetryAfter of at least Discord's retry_after", err)
+	}
+	if err := a.Deliver(ctx, delivery(2, notice, "")); err != nil {
+		t.Errorf("after the 429: %v", err)
+	}
+
+	// Editing the root in place does not post a second one.
+	root.Title = "tunebot session sess1 · paused"
+	if err := a.Deliver(ctx, delivery(3, root, root.Ref)); err != nil {
+		t.Fatal(err)
+	}
+	if ms := f.Messages("3"); len(ms) != 1 || ms[0].Edits != 1 || ms[0].Embeds[0].Title != root.Title {
+		t.Errorf("root messages %+v, want one, edited", ms)
+	}
+	if len(f.Threads()) != 1 {
+		t.Errorf("threads %v", f.Threads())
+	}
+
+	// A channel the bot may not post in can never succeed.
+	b, _ := newAdapter(t, f, "5")
+	f.Forbid("5")
+	root2 := bot.Card{Ref: "s/sess2/root", Kind: "root", Session: "sess2", Title: "x"}
+	var perm *bot.PermanentError
+	if err := b.Deliver(ctx, bot.Delivery{ID: 9, Thread: "sess2", Key: root2.Ref, Message: bot.Message{Card: root2}}); !errors.As(err, &perm) {
+		t.Errorf("403: %v, want permanent", err)
+	}
+	// An unknown channel neither.
+	c, _ := newAdapter(t, f, "9999")
+	if err := c.Deliver(ctx, bot.Delivery{ID: 10, Thread: "sess3", Key: "r", Message: bot.Message{Card: bot.Card{Kind: "root", Title: "x"}}}); !errors.As(err, &perm) {
+		t.Errorf("unknown channel: %v, want permanent", err)
+	}
+}
+
+func TestNewRefusesWhatCannotWork(t *testing.T) {
+	db, err := store.Open(t.TempDir()+"/t.db", store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ok := discord.Config{Token: "x", ApplicationID: "1", GuildID: "2", ChannelID: "3", Store: db}
+	cases := []struct {
+		mut  func(*discord.Config)
+		want string
+	}{
+		{func(c *discord.Config) { c.Token = "" }, "DISCORD_BOT_TOKEN"},
+		{func(c *discord.Config) { c.GuildID = "general" }, "guild_id"},
+		{func(c *discord.Config) { c.APIURL = "ftp://x" }, "api_url"},
+	}
+	for _, tc := range cases {
+		c := ok
+		tc.mut(&c)
+		if _, err := discord.New(c); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err %v, want it to name %q", err, tc.want)
+		}
+	}
+	if _, err := discord.New(ok); err != nil {
+		t.Errorf("valid config: %v", err)
+	}
+	if discord.Intents(false) != discordgo.IntentGuilds || discord.Intents(true)&discordgo.IntentMessageContent == 0 {
+		t.Error("intents: message content must be asked for only with thread replies")
+	}
+}
