@@ -43,7 +43,11 @@ func RenderText(c Card, paths map[string]string) string {
 				if p, ok := paths[a.Name]; ok {
 					where = p
 				}
-				fmt.Fprintf(&b, "  [chart] %s: %s\n", a.Title, where)
+				kind := "chart"
+				if a.ContentType != "" {
+					kind = "file"
+				}
+				fmt.Fprintf(&b, "  [%s] %s: %s\n", kind, a.Title, where)
 			}
 		case BlockActions:
 			labels := make([]string, len(bl.Actions))

@@ -38,6 +38,7 @@ type Console struct {
 	eng      bot.Engine
 	charts   bot.ChartFunc
 	handler  *bot.Handler
+	shared   *bot.Handler   // the daemon's handler, when the console serves one
 	current  string         // the session of the newest event
 	progress map[string]int // trial ref → last printed tenth
 	dropped  int
@@ -74,7 +75,20 @@ func (c *Console) SetCharts(f bot.ChartFunc) {
 	c.rebuild()
 }
 
+// UseHandler makes the console run commands through h (the daemon's handler, with its
+// applier, scheduler and allow-list) instead of a handler of its own.
+func (c *Console) UseHandler(h *bot.Handler) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shared = h
+	c.rebuild()
+}
+
 func (c *Console) rebuild() {
+	if c.shared != nil {
+		c.handler = c.shared
+		return
+	}
 	if c.eng == nil {
 		c.handler = nil
 		return

@@ -137,6 +137,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	if d.con != nil {
 		d.con.Attach(eng)
 		d.con.SetCharts(charts)
+		d.con.UseHandler(d.handler)
 		d.notifyWG.Add(1)
 		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
 	}
