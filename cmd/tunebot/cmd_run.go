@@ -126,6 +126,9 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		Engine: eng, Store: a.db, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
 		Charts: charts, Agent: d.agentTest, Logger: d.log,
 		Applier: applier, Scheduler: d.scheduler, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
+		// Platforms allow 3 s; a modal must be the first answer to a click, so leave the
+		// adapters room to send it after the handler's answer.
+		AckWithin: 1500 * time.Millisecond,
 	})
 
 	nctx, ncancel := context.WithCancel(context.WithoutCancel(ctx))
