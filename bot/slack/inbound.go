@@ -255,6 +255,7 @@ func (a *Adapter) interactionBase(ctx context.Context, user, name, channel, thre
 
 // handle runs in through the handler and sends the answer (and any later follow-up).
 func (a *Adapter) handle(ctx context.Context, h *bot.Handler, in bot.Interaction, to target, trigger string) {
+	a.log.Debug("Slack interaction", "kind", in.Kind, "user", in.User.ID, "channel", in.Channel)
 	r := h.Handle(ctx, in, func(r bot.Reply) {
 		a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })
 	})

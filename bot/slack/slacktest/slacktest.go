@@ -355,6 +355,7 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	s.conn, s.stopPing = conn, stop
 	s.connects++
+	s.cond.Broadcast()
 	s.mu.Unlock()
 	s.write(conn, map[string]any{"type": "hello", "num_connections": 1, "connection_info": map[string]any{"app_id": "A1"}})
 	go func() {
