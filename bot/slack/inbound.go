@@ -499,3 +499,6 @@ func (a *Adapter) serveHTTP(ctx context.Context, h *bot.Handler) error {
 	_ = srv.Shutdown(sctx)
 	return nil
 }
+
+// Wait blocks until the follow-ups of interactions served so far are done.
+func (a *Adapter) Wait() { a.wg.Wait() }

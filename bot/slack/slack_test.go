@@ -2,12 +2,21 @@ package slack_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"tunebot/bot"
 	slackbot "tunebot/bot/slack"
@@ -103,5 +112,280 @@ func TestSlashHelpIsPrivate(t *testing.T) {
 	res := r.waitResponse(t, "/tune start")
 	if res.ResponseType != "ephemeral" {
 		t.Errorf("help answered %s, want ephemeral", res.ResponseType)
+	}
+}
+
+func encode(t testing.TB, c bot.Card) []byte {
+	t.Helper()
+	b, err := bot.EncodeMessage(bot.Message{Session: c.Session, Card: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func rootCard(sid, state string) bot.Card {
+	return bot.Card{Ref: "s/" + sid + "/root", Kind: "root", Session: sid, Title: "tunebot session " + sid + " · " + state,
+		Blocks: []bot.Block{{Kind: bot.BlockHeader, Text: "session " + state}}}
+}
+
+func trialCard(sid string, n int, png []byte) bot.Card {
+	c := bot.Card{Ref: fmt.Sprintf("s/%s/trial/%d/0", sid, n), Kind: "trial", Session: sid, Title: fmt.Sprintf("trial %d @ rung 0", n),
+		Mentions: []string{"UALICE"}, Blocks: []bot.Block{bot.Text(fmt.Sprintf("trial %d", n))}}
+	if png != nil {
+		c.Blocks = append(c.Blocks, bot.Block{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: fmt.Sprintf("trial-%d.png", n), Title: "curves", PNG: png}}})
+	}
+	return c
+}
+
+func newSink(t testing.TB, fake *slacktest.Server, db *store.DB) *slackbot.Adapter {
+	t.Helper()
+	ad, err := slackbot.New(slackbot.Config{APIURL: fake.URL, Channel: "CTUNE", BotToken: slacktest.BotToken, AppToken: slacktest.AppToken,
+		Refs: db, HTTPClient: fake.Client(), Logger: testLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ad
+}
+
+// TestDeliverRootThreadEditsAndCharts: the root goes to the channel and is edited in
+// place, other cards go in its thread, a card seen before is edited, and a retried
+// delivery neither posts nor uploads twice.
+func TestDeliverRootThreadEditsAndCharts(t *testing.T) {
+	fake := slacktest.New()
+	defer fake.Close()
+	db := openStore(t)
+	ad := newSink(t, fake, db)
+	ctx := context.Background()
+	deliver := func(c bot.Card) {
+		t.Helper()
+		if err := ad.Deliver(ctx, bot.Delivery{ID: 1, Thread: "sess1", Key: c.Ref, Message: bot.Message{Session: "sess1", Card: c}}); err != nil {
+			t.Fatalf("deliver %s: %v", c.Kind, err)
+		}
+	}
+	deliver(rootCard("sess1", "running"))
+	deliver(trialCard("sess1", 0, []byte("\x89PNG fake")))
+	deliver(trialCard("sess1", 0, []byte("\x89PNG fake"))) // the same card again: an edit, no second upload
+	deliver(rootCard("sess1", "succeeded"))
+	st := fake.Snapshot()
+	if len(st.Messages) != 2 {
+		t.Fatalf("%d messages, want root and one report: %+v", len(st.Messages), st.Messages)
+	}
+	root, report := st.Messages[0], st.Messages[1]
+	if root.Channel != "CTUNE" || root.ThreadTS != "" || root.Edits != 1 || !strings.Contains(root.Text, "succeeded") {
+		t.Errorf("root %+v", root)
+	}
+	if report.ThreadTS != root.TS || report.Edits != 1 || !strings.Contains(report.Text, "<@UALICE>") {
+		t.Errorf("report %+v", report)
+	}
+	if len(st.Uploads) != 1 || st.Uploads[0].ThreadTS != root.TS || st.Uploads[0].Channel != "CTUNE" || st.Uploads[0].Name != "trial-0.png" {
+		t.Errorf("uploads %+v", st.Uploads)
+	}
+	if got, err := db.ChatRef(ctx, "slack", "thread/CTUNE/"+root.TS); err != nil || got != "sess1" {
+		t.Errorf("thread ref %q %v", got, err)
+	}
+}
+
+// errorAPI answers every Web API call with one canned response.
+func errorAPI(status int, header map[string]string, body string) *httptest.Server {
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for k, v := range header {
+			w.Header().Set(k, v)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}))
+}
+
+// TestDeliverErrorsMapToTheOutbox: 429 → RetryAfter with Slack's delay, 5xx and transient
+// API errors → retried, configuration errors → Permanent.
+func TestDeliverErrorsMapToTheOutbox(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		header map[string]string
+		body   string
+		want   string // retry-after, retry, permanent
+		after  time.Duration
+	}{
+		{"rate limited", 429, map[string]string{"Retry-After": "7"}, `{"ok":false,"error":"ratelimited"}`, "retry-after", 7 * time.Second},
+		{"server error", 503, nil, `<html>`, "retry", 0},
+		{"bad gateway", 502, nil, `<html>`, "retry", 0},
+		{"internal_error", 200, nil, `{"ok":false,"error":"internal_error"}`, "retry", 0},
+		{"channel_not_found", 200, nil, `{"ok":false,"error":"channel_not_found"}`, "permanent", 0},
+		{"not_in_channel", 200, nil, `{"ok":false,"error":"not_in_channel"}`, "permanent", 0},
+		{"invalid_auth", 200, nil, `{"ok":false,"error":"invalid_auth"}`, "permanent", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := errorAPI(tc.status, tc.header, tc.body)
+			defer srv.Close()
+			ad, err := slackbot.New(slackbot.Config{APIURL: srv.URL + "/api/", Channel: "CTUNE", BotToken: "xoxb-x", AppToken: "xapp-x", Refs: openStore(t), Logger: testLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = ad.Deliver(context.Background(), bot.Delivery{ID: 1, Thread: "s1", Message: bot.Message{Card: rootCard("s1", "running")}})
+			var ra *bot.RetryAfterError
+			var perm *bot.PermanentError
+			got := "retry"
+			switch {
+			case err == nil:
+				got = "delivered"
+			case errors.As(err, &ra):
+				got = "retry-after"
+				if ra.After != tc.after {
+					t.Errorf("retry after %s, want %s", ra.After, tc.after)
+				}
+			case errors.As(err, &perm):
+				got = "permanent"
+			}
+			if got != tc.want {
+				t.Errorf("%v → %s, want %s", err, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestSlackDownForTwoMinutes: on the dispatcher's clock, Slack answers 503 for two minutes
+// while cards keep coming; afterwards every card is delivered, in order, in the thread,
+// none twice.
+func TestSlackDownForTwoMinutes(t *testing.T) {
+	fake := slacktest.New()
+	defer fake.Close()
+	db := openStore(t)
+	synctest.Test(t, func(t *testing.T) {
+		ad := newSink(t, fake, db)
+		ctx, cancel := context.WithCancel(context.Background())
+		disp := bot.NewDispatcher(db, "slack", ad, bot.DispatcherOptions{}, testLogger())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = disp.Run(ctx) }()
+		enqueue := func(c bot.Card, key string) {
+			if _, err := db.Enqueue(ctx, store.OutboxItem{Platform: "slack", Thread: "s1", Key: key, Kind: c.Kind, Body: encode(t, c), Expires: time.Now().Add(24 * time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			disp.Wake()
+		}
+		enqueue(rootCard("s1", "running"), "s/s1/root")
+		synctest.Wait()
+		fake.SetDown(true)
+		for n := range 4 {
+			enqueue(trialCard("s1", n, []byte{byte(n)}), "")
+			time.Sleep(30 * time.Second)
+			synctest.Wait()
+		}
+		enqueue(rootCard("s1", "succeeded"), "s/s1/root")
+		fake.SetDown(false)
+		time.Sleep(10 * time.Minute) // longer than the largest backoff
+		synctest.Wait()
+		cancel()
+		<-done
+		if fake.Failed() == 0 {
+			t.Fatal("nothing was attempted during the outage")
+		}
+		st := fake.Snapshot()
+		var thread []string
+		for _, m := range st.Messages[1:] {
+			if m.ThreadTS != st.Messages[0].TS {
+				t.Errorf("%q outside the thread", m.Text)
+			}
+			thread = append(thread, m.Text)
+		}
+		want := []string{"trial 0 @ rung 0 <@UALICE>", "trial 1 @ rung 0 <@UALICE>", "trial 2 @ rung 0 <@UALICE>", "trial 3 @ rung 0 <@UALICE>"}
+		if diff := cmp.Diff(want, thread); diff != "" {
+			t.Errorf("thread after the outage (-want +got):\n%s", diff)
+		}
+		if !strings.Contains(st.Messages[0].Text, "succeeded") || len(st.Uploads) != 4 {
+			t.Errorf("root %q, %d uploads", st.Messages[0].Text, len(st.Uploads))
+		}
+		if s := disp.Stats(); s.Delivered != 6 || s.Dropped != 0 || s.Expired != 0 {
+			t.Errorf("dispatcher %+v", s)
+		}
+	})
+}
+
+// TestHTTPModeVerifiesSignatures: unsigned, stale, forged and oversized requests are
+// refused before anything is read; a signed one is served, and url_verification answered.
+func TestHTTPModeVerifiesSignatures(t *testing.T) {
+	r := newRig(t, slackbot.ModeHTTP)
+	srv := httptest.NewServer(r.ad.HTTPHandler(r.ctx, r.h))
+	defer srv.Close()
+	slash := url.Values{"command": {"/tune"}, "text": {"help"}, "user_id": {"UANY"}, "channel_id": {"CTUNE"}, "response_url": {r.fake.ResponseURL()}}.Encode()
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		body   string
+		header http.Header
+		status int
+	}{
+		{"unsigned", slash, http.Header{}, 401},
+		{"forged", slash, slacktest.Sign("not-the-secret", []byte(slash), now), 401},
+		{"stale", slash, slacktest.Sign("s3cret", []byte(slash), now.Add(-6*time.Minute)), 401},
+		{"tampered", slash + "&x=1", slacktest.Sign("s3cret", []byte(slash), now), 401},
+		{"oversized", strings.Repeat("a", 2<<20), slacktest.Sign("s3cret", []byte("a"), now), 413},
+		{"url verification", `{"type":"url_verification","challenge":"ch4ll"}`, slacktest.Sign("s3cret", []byte(`{"type":"url_verification","challenge":"ch4ll"}`), now), 200},
+		{"signed", slash, slacktest.Sign("s3cret", []byte(slash), now), 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/slack", strings.NewReader(tc.body))
+			req.Header = tc.header.Clone()
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if strings.HasPrefix(tc.body, "{") {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			if res.StatusCode != tc.status {
+				t.Fatalf("status %d, want %d (%s)", res.StatusCode, tc.status, body)
+			}
+			if tc.name == "url verification" && string(body) != "ch4ll" {
+				t.Errorf("challenge answered %q", body)
+			}
+		})
+	}
+	r.ad.Wait()
+	st := r.fake.Snapshot()
+	if len(st.Responses) != 1 || !strings.Contains(st.Responses[0].Text+st.Responses[0].Blocks, "/tune start") {
+		t.Errorf("only the signed request may be answered; answers: %+v", st.Responses)
+	}
+}
+
+// TestClicksAreCheckedAgainstUsersAndGroups: a stranger's click is refused privately and
+// audited; a member of an allowed user group gets past the allow-list.
+func TestClicksAreCheckedAgainstUsersAndGroups(t *testing.T) {
+	r := newRig(t, slackbot.ModeSocket)
+	r.fake.SetGroups(slacktest.Group{ID: "SOPS", Users: []string{"UGROUPIE"}}, slacktest.Group{ID: "SOTHER", Users: []string{"UEVE"}})
+	msg := &slacktest.Message{Channel: "CTUNE", TS: "1.1", ThreadTS: "1.0"}
+	action := bot.ActionID(bot.ButtonApprove, "sess-x", "prop-1")
+	for _, tc := range []struct{ user, want string }{
+		{"UEVE", "not allowed"},
+		{"UGROUPIE", "does not exist"}, // allowed: the handler went on to look the session up
+	} {
+		id, err := r.fake.Send("interactive", r.fake.Click(tc.user, msg, action))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.fake.WaitAck(r.ctx, id); err != nil {
+			t.Fatal(err)
+		}
+		if res := r.waitResponse(t, tc.want); res.ResponseType != "ephemeral" {
+			t.Errorf("%s answered %s", tc.user, res.ResponseType)
+		}
+	}
+	audit, err := r.db.Audit(context.Background(), "sess-x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refused []string
+	for _, a := range audit {
+		if a.Kind == "refused" {
+			refused = append(refused, a.Actor.ID)
+		}
+	}
+	if diff := cmp.Diff([]string{"UEVE"}, refused); diff != "" {
+		t.Errorf("refusals audited (-want +got):\n%s", diff)
 	}
 }
