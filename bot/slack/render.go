@@ -51,9 +51,9 @@ func plain(s string) *slack.TextBlockObject {
 // codeBlock is s as a mrkdwn code block within the section limit.
 func codeBlock(s string) string {
 	s = strings.ReplaceAll(escape(s), "```", "'''")
-	const fence = "```\n" + "\n```"
+	const fence, note = "```\n" + "\n```", "\n(truncated: Slack allows 3000 characters)"
 	if utf8.RuneCountInString(s)+len(fence) > maxText {
-		s = cut(s, maxText-len(fence)-40) + "\n(truncated: Slack allows 3000 characters)"
+		s = cut(s, maxText-len(fence)-utf8.RuneCountInString(note)) + note
 	}
 	return "```\n" + s + "\n```"
 }
