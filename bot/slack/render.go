@@ -186,7 +186,15 @@ func dedent(s string) string {
 
 // FallbackBlocks is the card as one preformatted section: what is sent when Slack refuses
 // the rich blocks (invalid_blocks), so a card is never lost to a rendering problem.
+// The buttons are kept: a proposal must stay decidable.
 func FallbackBlocks(c bot.Card) []slack.Block {
 	c.Mentions = nil
-	return []slack.Block{slack.NewSectionBlock(mrkdwn(codeBlock(bot.RenderText(c, nil))), nil, nil)}
+	out := []slack.Block{slack.NewSectionBlock(mrkdwn(codeBlock(bot.RenderText(c, nil))), nil, nil)}
+	for _, b := range c.Blocks {
+		if b.Kind == bot.BlockActions {
+			acts, _ := Render(bot.Card{Blocks: []bot.Block{b}})
+			out = append(out, acts...)
+		}
+	}
+	return out
 }
