@@ -44,6 +44,7 @@ session:
   eval_seeds: [0]
   final_eval_seeds: [0, 1]
   early_stop_patience: 4
+  control: true
 reward_space:
   max_changes: 4
   step_min: 0.5
@@ -155,17 +156,21 @@ func TestTuneSessionWithRealMjlab(t *testing.T) {
 			t.Errorf("trial %d@%d: %d iterations, want %d", tr.Number, tr.Rung, tr.Iterations, want)
 		}
 	}
-	if perRung[0] != 4 || perRung[1] != 2 || perRung[2] != 1 {
-		t.Errorf("trials per rung %v, want 4/2/1", perRung)
+	// Which proposals stay eligible after 2 iterations is up to the sampler and the
+	// simulation; the baseline is promoted along every rung (control), so both resumes run.
+	if perRung[0] != 4 || perRung[1] < 1 || perRung[1] > 3 || perRung[2] < 1 || perRung[2] > 2 {
+		t.Errorf("trials per rung %v, want 4 at rung 0 and the baseline plus up to 2/1 promoted", perRung)
 	}
-	// A promoted trial resumed its parent's checkpoint and reached its own target.
-	runs, err := filepath.Glob(filepath.Join(dir, "data", "sessions", sum.Session, "trial-*-rung-2"))
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("rung-2 run dirs: %v %v", runs, err)
-	}
-	for _, f := range []string{"model_3.pt", "policy.onnx", "evaluation.json", "reward_config.json"} {
-		if _, err := os.Stat(filepath.Join(runs[0], f)); err != nil {
-			t.Errorf("rung-2 run dir: %v", err)
+	// The baseline resumed its own checkpoint at each rung and reached that rung's target.
+	sess := filepath.Join(dir, "data", "sessions", sum.Session)
+	for run, files := range map[string][]string{
+		"trial-000-rung-1": {"model_2.pt", "policy.onnx", "evaluation.json", "reward_config.json"},
+		"trial-000-rung-2": {"model_3.pt", "policy.onnx", "evaluation.json", "reward_config.json"},
+	} {
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(sess, run, f)); err != nil {
+				t.Errorf("%s: %v", run, err)
+			}
 		}
 	}
 }
