@@ -128,7 +128,7 @@ func ParseReply(text string, space *session.Space) (Command, error) {
 		}
 		// A short message whose first word is one typo away from a verb is a command gone
 		// wrong; anything else is people talking.
-		if hint := didYouMean(first, replyVerbs); hint != "" && (len(words) == 1 || strings.Contains(words[1], "=") || utf8.RuneCountInString(first) >= 5 && editDistance(first, string(closest(first, replyVerbs))) == 1) {
+		if hint := didYouMean(first, replyVerbs); hint != "" && (len(words) == 1 || strings.Contains(words[1], "=") || utf8.RuneCountInString(first) >= 5 && session.EditDistance(first, string(closest(first, replyVerbs))) == 1) {
 			return Command{}, session.Userf(nil, "unknown reply %q%s (replies: approve, reject <feedback>, edit term=value …, pause, resume, cancel, status)", truncate(words[0], 40), hint)
 		}
 		return Command{Verb: VerbComment, Text: text}, nil
@@ -332,7 +332,7 @@ func PatchText(p session.Patch, space *session.Space) string {
 func suggestName(name string, space *session.Space) string {
 	best, bestD := "", 4
 	for _, n := range space.Names() {
-		if d := editDistance(name, n); d < bestD {
+		if d := session.EditDistance(name, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -516,7 +516,7 @@ func hasVerb(vs []Verb, v Verb) bool {
 func closest(w string, vs []Verb) Verb {
 	best, bestD := Verb(""), 3
 	for _, v := range vs {
-		if d := editDistance(w, string(v)); d < bestD {
+		if d := session.EditDistance(w, string(v)); d < bestD {
 			best, bestD = v, d
 		}
 	}
@@ -533,7 +533,7 @@ func didYouMean(w string, vs []Verb) string {
 func didYouMeanStr(w string, names []string) string {
 	best, bestD := "", 3
 	for _, n := range names {
-		if d := editDistance(w, n); d < bestD {
+		if d := session.EditDistance(w, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -541,36 +541,6 @@ func didYouMeanStr(w string, names []string) string {
 		return ""
 	}
 	return " (did you mean " + best + "?)"
-}
-
-// editDistance is the optimal-string-alignment distance over runes: Levenshtein plus
-// transposition of neighbours, the commonest typo ("statsu", "sede").
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	if len(ra) > 64 || len(rb) > 64 {
-		return 99 // nothing that long is a typo of a verb or a term
-	}
-	d := make([][]int, len(ra)+1)
-	for i := range d {
-		d[i] = make([]int, len(rb)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(ra)][len(rb)]
 }
 
 // HelpText lists the commands.

@@ -441,7 +441,7 @@ func (s *Space) suggest(name string) string {
 	// Only close misspellings earn a hint; a wild guess would mislead.
 	best, bestD := "", min(3, max(2, len(name)/4)+1)
 	for _, n := range s.Names() {
-		if d := editDistance(name, n); d < bestD {
+		if d := EditDistance(name, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
@@ -451,24 +451,34 @@ func (s *Space) suggest(name string) string {
 	return " (did you mean " + best + "?)"
 }
 
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
+// EditDistance is the optimal-string-alignment distance over runes: Levenshtein plus
+// transposition of neighbours, the commonest typo ("statsu", "sede").
+func EditDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	if len(ra) > 64 || len(rb) > 64 {
+		return 99 // nothing that long is a typo of a command or a name
 	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+	d := make([][]int, len(ra)+1)
+	for i := range d {
+		d[i] = make([]int, len(rb)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		for j := 1; j <= len(rb); j++ {
 			cost := 1
-			if a[i-1] == b[j-1] {
+			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && ra[i-1] == rb[j-2] && ra[i-2] == rb[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
 		}
-		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return d[len(ra)][len(rb)]
 }
 
 // Change is one scalar that differs between two configurations.

@@ -35,6 +35,27 @@ func newLogger(c LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
+// openStore opens the data dir's store; when a daemon holds it, the error says so.
+func openStore(cfg Config) (*store.DB, error) {
+	return store.Open(filepath.Join(cfg.DataDir, "tunebot.db"), store.Options{})
+}
+
+// loadWithStore is the start of the commands that read or change the store (preset, apply):
+// the config, then the store, each failure printed for the person; ok false means exit 1.
+func loadWithStore(e *env, cfgPath, what string) (Config, *store.DB, bool) {
+	cfg, err := loadConfig(cfgPath, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return cfg, nil, false
+	}
+	db, err := openStore(cfg)
+	if err != nil {
+		fmt.Fprintln(e.stderr, what+":", err)
+		return cfg, nil, false
+	}
+	return cfg, db, true
+}
+
 // consoleLogger is the logger of the foreground commands (tune, demo): everything at the
 // configured level goes to <data_dir>/tunebot.log, and only warnings and errors reach the
 // terminal, where the cards are. The returned func closes the file.
@@ -64,7 +85,7 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notif
 		return nil, fmt.Errorf("data_dir %s is not writable: %w", cfg.DataDir, err)
 	}
 	_ = os.Remove(probe)
-	db, err := store.Open(filepath.Join(cfg.DataDir, "tunebot.db"), store.Options{})
+	db, err := openStore(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -5,11 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 
 	"tunebot/apply"
 	"tunebot/preset"
-	"tunebot/store"
 )
 
 func init() {
@@ -41,14 +39,8 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, applyUsage)
 		return 2
 	}
-	cfg, err := loadConfig(*cfgPath, e.getenv)
-	if err != nil {
-		printProblems(e, err)
-		return 1
-	}
-	db, err := store.Open(filepath.Join(cfg.DataDir, "tunebot.db"), store.Options{})
-	if err != nil {
-		fmt.Fprintln(e.stderr, "apply:", err)
+	cfg, db, ok := loadWithStore(e, *cfgPath, "apply")
+	if !ok {
 		return 1
 	}
 	defer db.Close()

@@ -6,11 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"tunebot/preset"
 	"tunebot/session"
-	"tunebot/store"
 )
 
 func init() {
@@ -64,14 +62,8 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "preset: -o applies to export only")
 		return 2
 	}
-	cfg, err := loadConfig(*cfgPath, e.getenv)
-	if err != nil {
-		printProblems(e, err)
-		return 1
-	}
-	db, err := store.Open(filepath.Join(cfg.DataDir, "tunebot.db"), store.Options{})
-	if err != nil {
-		fmt.Fprintln(e.stderr, "preset:", err)
+	cfg, db, ok := loadWithStore(e, *cfgPath, "preset")
+	if !ok {
 		return 1
 	}
 	defer db.Close()
