@@ -228,6 +228,30 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	return s, nil
 }
 
+// Announce tells the notifier again where session id stands, and shows its pending
+// proposal again: a terminal reattached after a restart has not seen either.
+func (e *Engine) Announce(ctx context.Context, id string) error {
+	s, err := e.cfg.Store.Session(ctx, id)
+	if err != nil {
+		return e.lookupErr(id, err)
+	}
+	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s is %s: %s", short(id), s.State, s.Message)})
+	if s.State != StateAwaitingApproval {
+		return nil
+	}
+	ps, err := e.cfg.Store.Proposals(ctx, id)
+	if err != nil {
+		return fmt.Errorf("listing proposals: %w", err)
+	}
+	for i := range ps {
+		if ps[i].State == ProposalPending {
+			p := ps[i]
+			e.notify(Event{Kind: EventProposalReady, Session: s, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
+		}
+	}
+	return nil
+}
+
 // Pause stops scheduling after the current subprocess; a session waiting for approval
 // pauses at once.
 func (e *Engine) Pause(ctx context.Context, id string, by Actor) (Session, error) {

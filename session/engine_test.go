@@ -681,3 +681,24 @@ func ctxDone() context.Context {
 	cancel()
 	return ctx
 }
+
+func TestAnnounceShowsThePendingProposalAgain(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	s, _ := h.eng.Start(ctx, settings(session.ModeApproval), console)
+	s = h.wait(s.ID)
+	h.eng.Shutdown(ctx) // flush the first announcement
+	before := h.note.count(session.EventProposalReady)
+	eng := h.engine(h.tr)
+	defer eng.Shutdown(ctx)
+	if err := eng.Announce(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	eng.Shutdown(ctx)
+	if got := h.note.count(session.EventProposalReady); got != before+1 {
+		t.Fatalf("proposal announcements %d → %d, want one more", before, got)
+	}
+	if err := eng.Announce(ctx, "nope"); !errors.Is(err, session.ErrNotFound) {
+		t.Fatalf("unknown session: %v", err)
+	}
+}

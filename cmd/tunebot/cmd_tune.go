@@ -181,7 +181,8 @@ func resumeNewest(ctx context.Context, eng *session.Engine, by session.Actor) (s
 	case session.StateInterrupted, session.StatePaused:
 		return eng.Resume(ctx, s.ID, by)
 	}
-	return s, nil
+	// Waiting for a decision: show the proposal again, since this terminal has not seen it.
+	return s, eng.Announce(ctx, s.ID)
 }
 
 // follow waits until the session ends. A session that waits for a person while nobody can
