@@ -230,7 +230,11 @@ func allowed(mentions []string) *discordgo.MessageAllowedMentions {
 func files(atts []bot.Attachment) []*discordgo.File {
 	var out []*discordgo.File
 	for _, a := range atts {
-		out = append(out, &discordgo.File{Name: a.Name, ContentType: "image/png", Reader: bytes.NewReader(a.PNG)})
+		ct := a.ContentType
+		if ct == "" {
+			ct = "image/png" // a chart
+		}
+		out = append(out, &discordgo.File{Name: a.Name, ContentType: ct, Reader: bytes.NewReader(a.PNG)})
 	}
 	return out
 }

@@ -1,14 +1,18 @@
 package discord_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/bwmarrin/discordgo"
+	"github.com/google/go-cmp/cmp"
 
 	"tunebot/bot"
 	"tunebot/bot/discord"
@@ -140,6 +144,11 @@ func TestCommandText(t *testing.T) {
 		return discordgo.ApplicationCommandInteractionData{Name: "tune", Options: []*discordgo.ApplicationCommandInteractionDataOption{
 			{Name: name, Type: discordgo.ApplicationCommandOptionSubCommand, Options: o}}}
 	}
+	group := func(g, name string, o ...*discordgo.ApplicationCommandInteractionDataOption) discordgo.ApplicationCommandInteractionData {
+		return discordgo.ApplicationCommandInteractionData{Name: "tune", Options: []*discordgo.ApplicationCommandInteractionDataOption{
+			{Name: g, Type: discordgo.ApplicationCommandOptionSubCommandGroup, Options: []*discordgo.ApplicationCommandInteractionDataOption{
+				{Name: name, Type: discordgo.ApplicationCommandOptionSubCommand, Options: o}}}}}
+	}
 	cases := []struct {
 		in   discordgo.ApplicationCommandInteractionData
 		want string
@@ -150,6 +159,18 @@ func TestCommandText(t *testing.T) {
 		{sub("chart", opt("trial", "3@1"), opt("tags", "Train/a  Train/b")), "chart 3@1 Train/a Train/b", ""},
 		{sub("status"), "status", ""},
 		{sub("start", opt("name", "two words")), "", "must be one word"},
+		{sub("policy", opt("preset", "p1")), "policy p1", ""},
+		{sub("apply", opt("preset", "p1")), "apply p1", ""},
+		{sub("rollback"), "rollback", ""},
+		{sub("import", opt("name", "mine"), opt("json", "{\n  \"weights\": {}\n}")), "import mine {\n  \"weights\": {}\n}", ""},
+		{group("preset", "show", opt("preset", "p1")), "preset show p1", ""},
+		{group("preset", "list"), "preset list", ""},
+		{group("schedule", "add", opt("cron", "0 2 * * *"), opt("args", "mode=approval trials=8"), opt("if_busy", "skip")),
+			`schedule add "0 2 * * *" if_busy=skip mode=approval trials=8`, ""},
+		{group("schedule", "add", opt("cron", "@daily")), `schedule add "@daily"`, ""},
+		{group("schedule", "add", opt("cron", "0 2 * * *”")), "", "must not contain quotes"},
+		{group("schedule", "list"), "schedule list", ""},
+		{group("schedule", "remove", opt("id", "1a2b3c4d")), "schedule remove 1a2b3c4d", ""},
 	}
 	for _, tc := range cases {
 		got, err := discord.CommandText(tc.in)
@@ -260,5 +281,94 @@ func TestNewRefusesWhatCannotWork(t *testing.T) {
 	}
 	if discord.Intents(false) != discordgo.IntentGuilds || discord.Intents(true)&discordgo.IntentMessageContent == 0 {
 		t.Error("intents: message content must be asked for only with thread replies")
+	}
+}
+
+// TestCommandsFitDiscord checks /tune against what Discord accepts when registering it
+// (https://discord.com/developers/docs/interactions/application-commands): names, lengths,
+// counts, required options first; and that every verb of the grammar is there.
+func TestCommandsFitDiscord(t *testing.T) {
+	name := regexp.MustCompile(`^[-_\p{Ll}\p{N}]{1,32}$`)
+	cmds := discord.Commands()
+	if len(cmds) != 1 || cmds[0].Name != "tune" {
+		t.Fatalf("commands %+v", cmds)
+	}
+	var check func(path string, opts []*discordgo.ApplicationCommandOption)
+	check = func(path string, opts []*discordgo.ApplicationCommandOption) {
+		if len(opts) > 25 {
+			t.Errorf("%s: %d options; at most 25", path, len(opts))
+		}
+		optional := false
+		for _, o := range opts {
+			p := path + " " + o.Name
+			if !name.MatchString(o.Name) || o.Description == "" || utf8.RuneCountInString(o.Description) > 100 {
+				t.Errorf("%s: bad name or description (%d runes)", p, utf8.RuneCountInString(o.Description))
+			}
+			if o.Required && optional {
+				t.Errorf("%s: a required option after an optional one", p)
+			}
+			optional = optional || !o.Required && o.Type != discordgo.ApplicationCommandOptionSubCommand && o.Type != discordgo.ApplicationCommandOptionSubCommandGroup
+			if o.Autocomplete && len(o.Choices) > 0 {
+				t.Errorf("%s: autocomplete and choices together", p)
+			}
+			check(p, o.Options)
+		}
+	}
+	check("/tune", cmds[0].Options)
+
+	have := map[string]bool{}
+	for _, o := range cmds[0].Options {
+		have[o.Name] = true
+		for _, s := range o.Options {
+			if s.Type == discordgo.ApplicationCommandOptionSubCommand {
+				have[o.Name+" "+s.Name] = true
+			}
+		}
+	}
+	for _, want := range []string{"start", "status", "export", "import", "policy", "apply", "rollback", "preset show", "schedule add", "schedule list", "schedule remove"} {
+		if !have[want] {
+			t.Errorf("/tune %s is not registered", want)
+		}
+	}
+	// Registration overwrites the guild's list with this one at every start: the same
+	// bytes each time, so a restart never adds or reorders anything.
+	a, _ := json.Marshal(discord.Commands())
+	b, _ := json.Marshal(discord.Commands())
+	if !bytes.Equal(a, b) {
+		t.Error("Commands() differs between calls")
+	}
+}
+
+func TestRenderAttachesFilesAsFiles(t *testing.T) {
+	data := []byte(`{"weights": {}}`)
+	c := bot.Card{Title: "preset p1", Blocks: []bot.Block{bot.Text("p1.json is the file"), {Kind: bot.BlockAttachments, Attachments: []bot.Attachment{
+		{Name: "p1.json", Title: "preset p1", PNG: data, Size: len(data), ContentType: bot.ContentJSON},
+		{Name: "big-policy.onnx", Title: "policy", PNG: make([]byte, 11<<20), ContentType: bot.ContentBinary},
+		{Name: "curves.png", Title: "curves", PNG: []byte("png")},
+	}}}}
+	parts := discord.Render(c, discord.RenderOptions{})
+	if len(parts) != 1 {
+		t.Fatalf("%d parts", len(parts))
+	}
+	p := parts[0]
+	var names []string
+	for _, f := range p.Files {
+		names = append(names, f.Name+" "+f.ContentType)
+	}
+	if want := []string{"01-curves.png ", "p1.json application/json"}; !cmp.Equal(names, want) {
+		t.Errorf("files %q, want %q", names, want)
+	}
+	var text strings.Builder
+	for _, e := range p.Embeds {
+		text.WriteString(e.Description)
+		if e.Image != nil {
+			text.WriteString(" image:" + e.Image.URL)
+		}
+	}
+	if strings.Contains(text.String(), "attachment://p1.json") {
+		t.Errorf("the JSON file is embedded as an image: %s", text.String())
+	}
+	if !strings.Contains(text.String(), "file big-policy.onnx left out: 11.0 MiB is over Discord's 10 MiB upload limit") {
+		t.Errorf("no note for the oversized file in %q", text.String())
 	}
 }

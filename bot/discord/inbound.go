@@ -16,12 +16,18 @@ import (
 	"tunebot/session"
 )
 
-// Commands is the guild's /tune command: one subcommand per verb of the grammar, with
-// typed options (preset names autocompleted from the store).
+// Commands is the guild's /tune command: one subcommand per verb of the grammar (preset and
+// schedule are groups of subcommands), with typed options (preset names autocompleted from
+// the store). It is the same list every time, so registering it with a bulk overwrite at
+// every start is idempotent: Discord keeps one /tune, never a second copy.
 func Commands() []*discordgo.ApplicationCommand {
 	minTrials, minOne, zero := 4.0, 1.0, 0.0
 	str := func(name, desc string) *discordgo.ApplicationCommandOption {
 		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc}
+	}
+	required := func(o *discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		o.Required = true
+		return o
 	}
 	integer := func(name, desc string, lo *float64, hi float64) *discordgo.ApplicationCommandOption {
 		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionInteger, Name: name, Description: desc, MinValue: lo, MaxValue: hi}
@@ -29,22 +35,30 @@ func Commands() []*discordgo.ApplicationCommand {
 	boolean := func(name, desc string) *discordgo.ApplicationCommandOption {
 		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionBoolean, Name: name, Description: desc}
 	}
-	preset := str("preset", "a saved preset to start from")
-	preset.Autocomplete = true
+	// presetOpt is a preset name chosen from the saved ones (typing another is allowed:
+	// the handler names what does not exist).
+	presetOpt := func(desc string, req bool) *discordgo.ApplicationCommandOption {
+		o := str("preset", desc)
+		o.Autocomplete, o.Required = true, req
+		return o
+	}
 	mode := str("mode", "automatic, or approval: every proposal waits for a person")
 	mode.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: "automatic", Value: "automatic"}, {Name: "approval", Value: "approval"}}
 	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
 		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts}
 	}
-	exportPreset := str("preset", "the preset to export")
-	exportPreset.Autocomplete, exportPreset.Required = true, true
-	trial := str("trial", "trial number, optionally @rung: 3 or 3@1")
-	trial.Required = true
+	group := func(name, desc string, subs ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
+		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommandGroup, Name: name, Description: desc, Options: subs}
+	}
+	ifBusy := str("if_busy", "what a scheduled start does when another session holds the GPU (default: configured)")
+	ifBusy.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: "skip", Value: "skip"}, {Name: "wait", Value: "wait"}}
+	jsonOpt := required(str("json", "the preset's JSON: the file /tune export gives"))
+	jsonOpt.MaxLength = 6000
 	return []*discordgo.ApplicationCommand{{
 		Name: "tune", Description: "tunebot: tune the robot's reward weights",
 		Options: []*discordgo.ApplicationCommandOption{
 			sub("start", "start a tuning session",
-				mode, integer("trials", "trials including the baseline (4–20)", &minTrials, 20), preset,
+				mode, integer("trials", "trials including the baseline (4–20)", &minTrials, 20), presetOpt("a saved preset to start from", false),
 				boolean("fallback", "let the numeric sampler propose when the advisor cannot"),
 				str("rungs", "iterations per rung, comma separated: 300,900,2000"),
 				str("gpus", "GPU ids, comma separated: 0,1"),
@@ -60,38 +74,77 @@ func Commands() []*discordgo.ApplicationCommand {
 			sub("cancel", "cancel the session and stop its job"),
 			sub("best", "the best trial so far"),
 			sub("presets", "list saved presets"),
-			sub("export", "a preset as the JSON --reward-config takes", exportPreset),
-			sub("chart", "charts of a trial", trial, str("tags", "training-curve tags, space separated")),
+			group("preset", "saved presets",
+				sub("show", "a preset's values against the defaults", presetOpt("the preset to show", true)),
+				sub("list", "list saved presets")),
+			sub("export", "a preset as the JSON file --reward-config takes", presetOpt("the preset to export", true)),
+			sub("import", "save a preset from its JSON (needs start)",
+				required(str("name", "the new preset's name: letters, digits, _ . -")), jsonOpt),
+			sub("policy", "the policy.onnx of a preset's trial", presetOpt("the preset whose policy to upload", true)),
+			sub("apply", "apply a preset to the trainer checkout: shows the diff, then asks to confirm", presetOpt("the preset to apply", true)),
+			sub("rollback", "revert the last apply, after a confirm"),
+			group("schedule", "scheduled starts",
+				sub("add", "start sessions on a cron schedule (needs start)",
+					required(str("cron", "five fields (minute hour day month weekday) or @daily, @every 2h …")),
+					str("args", "start settings as /tune start takes them: mode=approval trials=12"), ifBusy),
+				sub("list", "the scheduled starts"),
+				sub("remove", "remove a scheduled start (needs start)", required(str("id", "the id schedule list shows")))),
+			sub("chart", "charts of a trial", required(str("trial", "trial number, optionally @rung: 3 or 3@1")), str("tags", "training-curve tags, space separated")),
 			sub("agent", "test the advisor's connection"),
 			sub("help", "what tunebot understands"),
 		},
 	}}
 }
 
+// quotes are the characters that may close a quoted cron spec in the grammar.
+const quotes = "\"'\u201c\u201d\u2018\u2019"
+
 // CommandText turns a /tune invocation into the text bot.ParseCommand reads, so Discord's
 // typed options and a typed command line go through one grammar.
 func CommandText(d discordgo.ApplicationCommandInteractionData) (string, error) {
-	if len(d.Options) != 1 || d.Options[0].Type != discordgo.ApplicationCommandOptionSubCommand {
+	if len(d.Options) != 1 {
 		return "help", nil
 	}
 	sub := d.Options[0]
 	words := []string{sub.Name}
-	switch sub.Name {
-	case "export":
-		for _, o := range sub.Options {
-			words = append(words, fmt.Sprint(o.Value))
+	if sub.Type == discordgo.ApplicationCommandOptionSubCommandGroup {
+		if len(sub.Options) != 1 || sub.Options[0].Type != discordgo.ApplicationCommandOptionSubCommand {
+			return "help", nil
 		}
-	case "chart":
-		var tags string
+		words = append(words, sub.Options[0].Name)
+		sub = sub.Options[0]
+	} else if sub.Type != discordgo.ApplicationCommandOptionSubCommand {
+		return "help", nil
+	}
+	opt := func(name string) string {
 		for _, o := range sub.Options {
-			switch o.Name {
-			case "trial":
-				words = append(words, fmt.Sprint(o.Value))
-			case "tags":
-				tags = fmt.Sprint(o.Value)
+			if o.Name == name {
+				return strings.TrimSpace(fmt.Sprint(o.Value))
 			}
 		}
-		words = append(words, strings.Fields(tags)...)
+		return ""
+	}
+	switch strings.Join(words, " ") {
+	case "export", "policy", "apply", "preset show":
+		words = append(words, opt("preset"))
+	case "schedule remove":
+		words = append(words, opt("id"))
+	case "import":
+		// The JSON keeps its spaces and lines: the grammar takes everything after the name.
+		words = append(words, opt("name"), opt("json"))
+	case "schedule add":
+		spec := opt("cron")
+		if strings.ContainsAny(spec, quotes) {
+			return "", session.Userf(nil, "cron: %q must not contain quotes", cut(spec, 40))
+		}
+		words = append(words, `"`+spec+`"`)
+		if v := opt("if_busy"); v != "" {
+			words = append(words, "if_busy="+v)
+		}
+		words = append(words, opt("args"))
+	case "chart":
+		words = append(words, opt("trial"))
+		words = append(words, strings.Fields(opt("tags"))...)
 	default:
 		for _, o := range sub.Options {
 			v := ""
@@ -109,7 +162,7 @@ func CommandText(d discordgo.ApplicationCommandInteractionData) (string, error) 
 			words = append(words, o.Name+"="+v)
 		}
 	}
-	return strings.Join(words, " "), nil
+	return strings.TrimSpace(strings.Join(words, " ")), nil
 }
 
 // Run registers /tune in the guild, connects to the gateway and serves interactions until
@@ -448,6 +501,17 @@ func (a *Adapter) send(ctx context.Context, f *inflow, p Part, private bool) {
 		}
 		a.staleOrLog(f, err)
 	}
+	if private && len(p.Files) > 0 {
+		// Without the interaction nothing is private any more: a file meant for one person
+		// is not posted for the channel to download. Say so instead of dropping it quietly.
+		var names []string
+		for _, a := range p.Files {
+			names = append(names, a.Name)
+		}
+		p.Files = nil
+		p.Content = cut(strings.TrimSpace(p.Content+" ⚠ not attached here, since this answer was for you only and Discord's interaction expired: "+
+			strings.Join(names, ", ")+"; ask again"), MaxContent-30)
+	}
 	if private && f.user != "" && snowflake.MatchString(f.user) {
 		p.Content = cut("<@"+f.user+"> "+p.Content, MaxContent)
 		p.Mentions = append(p.Mentions, f.user)
@@ -528,13 +592,18 @@ func formValues(d discordgo.ModalSubmitInteractionData) map[string]string {
 func (a *Adapter) autocomplete(ctx context.Context, i *discordgo.Interaction) {
 	typed := ""
 	d := i.ApplicationCommandData()
-	for _, sub := range d.Options {
-		for _, o := range sub.Options {
+	// The focused option sits under the subcommand, or under a group's subcommand
+	// (/tune preset show).
+	var walk func([]*discordgo.ApplicationCommandInteractionDataOption)
+	walk = func(os []*discordgo.ApplicationCommandInteractionDataOption) {
+		for _, o := range os {
 			if o.Focused {
 				typed = strings.ToLower(fmt.Sprint(o.Value))
 			}
+			walk(o.Options)
 		}
 	}
+	walk(d.Options)
 	ps, err := a.cfg.Store.Presets(ctx)
 	if err != nil {
 		a.log.Error("listing presets for autocomplete", "err", err)

@@ -51,7 +51,9 @@ type RenderOptions struct {
 
 // Render turns a card into one or more messages within Discord's limits: the title, the
 // fields and the text in a rich embed, tables and code as monospace blocks, each chart as
-// an embed showing its attached PNG, buttons in rows of five. The first part carries the
+// an embed showing its attached PNG, other files (Attachment.ContentType set: a preset's
+// JSON, a policy) attached as files under their names, buttons in rows of five. Anything
+// over the upload limit is left out with a note saying so. The first part carries the
 // mentions and the buttons, so editing it in place updates what people act on.
 func Render(c bot.Card, opt RenderOptions) []Part {
 	if opt.MaxUpload <= 0 {
@@ -61,7 +63,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 	main := &discordgo.MessageEmbed{Title: cut(c.Title, MaxEmbedTitle), Color: color}
 	var sections []string
 	var components []discordgo.MessageComponent
-	var charts []bot.Attachment
+	var charts, docs []bot.Attachment
 	var notes []string
 	titled := false
 	for _, b := range c.Blocks {
@@ -107,11 +109,20 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 			sections = append(sections, s)
 		case bot.BlockAttachments:
 			for _, a := range b.Attachments {
+				what := "chart"
+				if a.ContentType != "" {
+					what = "file"
+				}
 				switch {
 				case len(a.PNG) == 0:
-					notes = append(notes, fmt.Sprintf("chart %s is missing its image", a.Name))
+					notes = append(notes, fmt.Sprintf("%s %s is missing its content", what, a.Name))
 				case len(a.PNG) > opt.MaxUpload:
-					notes = append(notes, fmt.Sprintf("chart %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", a.Name, float64(len(a.PNG))/(1<<20), float64(opt.MaxUpload)/(1<<20)))
+					notes = append(notes, fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.PNG))/(1<<20), float64(opt.MaxUpload)/(1<<20)))
+				case a.ContentType != "":
+					// A file (a preset's JSON, a policy) is attached as it is, under its own
+					// name: never shown as an image.
+					a.Name = docName(a.Name, docs)
+					docs = append(docs, a)
 				default:
 					a.Name = fileName(a.Name, len(charts))
 					charts = append(charts, a)
@@ -183,6 +194,25 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		a := charts[i]
 		add(&discordgo.MessageEmbed{Title: cut(a.Title, MaxEmbedTitle), Color: color,
 			Image: &discordgo.MessageEmbedImage{URL: "attachment://" + a.Name}}, &a)
+	}
+	// Files ride on the first message with room for them; one that fits nowhere gets a
+	// message of its own, titled by the file.
+	for _, d := range docs {
+		placed := false
+		for i := range parts {
+			if len(parts[i].Files) < MaxFiles && partBytes(parts[i])+len(d.PNG) <= opt.MaxUpload {
+				parts[i].Files = append(parts[i].Files, d)
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			title := d.Title
+			if title == "" {
+				title = d.Name
+			}
+			parts = append(parts, Part{Embeds: []*discordgo.MessageEmbed{{Title: cut(title, MaxEmbedTitle), Color: color}}, Files: []bot.Attachment{d}})
+		}
 	}
 	parts[0].Components = components
 	if len(c.Mentions) > 0 {
@@ -389,6 +419,34 @@ func cut(s string, n int) string {
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func partBytes(p Part) int {
+	n := 0
+	for _, f := range p.Files {
+		n += len(f.PNG)
+	}
+	return n
+}
+
+// docName is a file's name made safe for a multipart upload, kept as given otherwise (a
+// person saves it under that name), and made unique among the card's files.
+func docName(name string, taken []bot.Attachment) string {
+	n := strings.Trim(unsafeName.ReplaceAllString(name, "_"), "._")
+	if n == "" {
+		n = "file"
+	}
+	n = cut(n, 100)
+	for i, unique := 1, n; ; i++ {
+		clash := false
+		for _, t := range taken {
+			clash = clash || t.Name == unique
+		}
+		if !clash {
+			return unique
+		}
+		unique = fmt.Sprintf("%d-%s", i+1, n)
+	}
+}
 
 // fileName is a safe, unique attachment name: Discord refers to it from the embed as
 // attachment://name, which only works for plain names.

@@ -52,8 +52,10 @@ type Field struct {
 
 // File is an uploaded attachment.
 type File struct {
-	Name string
-	Size int
+	Name        string
+	Size        int
+	ContentType string // of its multipart part
+	Data        []byte
 }
 
 // Allowed is a message's allowed_mentions.
@@ -70,6 +72,9 @@ type Callback struct {
 	Flags   int
 	Embeds  []Embed
 	Data    json.RawMessage // the callback's data (a modal's components)
+	// Components are the message's rows of buttons; Files its attachments.
+	Components []json.RawMessage
+	Files      []File
 }
 
 // Fake is the stand-in Discord.
@@ -359,18 +364,20 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 			Type int             `json:"type"`
 			Data json.RawMessage `json:"data"`
 		}
-		if err := readPayload(r, &cb); err != nil {
+		files, err := readBody(r, &cb)
+		if err != nil {
 			apiError(w, 400, 50035, err.Error())
 			return
 		}
-		c := Callback{Kind: "callback", Type: cb.Type, Data: cb.Data}
+		c := Callback{Kind: "callback", Type: cb.Type, Data: cb.Data, Files: files}
 		var d struct {
-			Content string  `json:"content"`
-			Flags   int     `json:"flags"`
-			Embeds  []Embed `json:"embeds"`
+			Content    string            `json:"content"`
+			Flags      int               `json:"flags"`
+			Embeds     []Embed           `json:"embeds"`
+			Components []json.RawMessage `json:"components"`
 		}
 		_ = json.Unmarshal(cb.Data, &d)
-		c.Content, c.Flags, c.Embeds = d.Content, d.Flags, d.Embeds
+		c.Content, c.Flags, c.Embeds, c.Components = d.Content, d.Flags, d.Embeds, d.Components
 		f.callbacks[p[2]] = append(f.callbacks[p[2]], c)
 		w.WriteHeader(204)
 	case len(p) >= 3 && p[0] == "webhooks":
@@ -380,9 +387,10 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		var d struct {
-			Content string  `json:"content"`
-			Flags   int     `json:"flags"`
-			Embeds  []Embed `json:"embeds"`
+			Content    string            `json:"content"`
+			Flags      int               `json:"flags"`
+			Embeds     []Embed           `json:"embeds"`
+			Components []json.RawMessage `json:"components"`
 		}
 		kind := ""
 		switch {
@@ -398,11 +406,17 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 			http.NotFound(w, r)
 			return
 		}
-		if err := readPayload(r, &d); err != nil {
+		files, err := readBody(r, &d)
+		if err != nil {
 			apiError(w, 400, 50035, err.Error())
 			return
 		}
-		f.callbacks[tok] = append(f.callbacks[tok], Callback{Kind: kind, Content: d.Content, Flags: d.Flags, Embeds: d.Embeds})
+		if len(files) > 10 {
+			apiError(w, 400, 50035, "more than 10 files")
+			return
+		}
+		f.callbacks[tok] = append(f.callbacks[tok], Callback{Kind: kind, Content: d.Content, Flags: d.Flags, Embeds: d.Embeds,
+			Components: d.Components, Files: files})
 		writeJSON(w, 200, map[string]any{"id": f.id(), "content": d.Content})
 	default:
 		f.t.Logf("discordtest: unhandled %s %s", r.Method, r.URL.Path)
@@ -413,12 +427,7 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 // channelKnown: any channel that is not forbidden exists, except ids starting with 9.
 func (f *Fake) channelKnown(ch string) bool { return !strings.HasPrefix(ch, "9") }
 
-// readPayload decodes a JSON body or a multipart body's payload_json.
-func readPayload(r *http.Request, v any) error {
-	_, err := readBody(r, v)
-	return err
-}
-
+// readBody decodes a JSON body, or a multipart body's payload_json and returns its files.
 func readBody(r *http.Request, v any) ([]File, error) {
 	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "multipart/form-data" {
@@ -447,7 +456,7 @@ func readBody(r *http.Request, v any) ([]File, error) {
 		if !strings.HasPrefix(part.FormName(), "files[") {
 			return nil, fmt.Errorf("unexpected form part %q", part.FormName())
 		}
-		files = append(files, File{Name: part.FileName(), Size: len(b)})
+		files = append(files, File{Name: part.FileName(), Size: len(b), ContentType: part.Header.Get("Content-Type"), Data: b})
 	}
 }
 

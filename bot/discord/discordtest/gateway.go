@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -176,7 +177,8 @@ type Option struct {
 	Value any // string, float64 (integers), bool
 }
 
-// Slash runs /tune sub with options in channel; it returns the interaction token.
+// Slash runs /tune sub with options in channel; it returns the interaction token. A sub
+// of two words ("schedule add") is a subcommand of a group.
 func (f *Fake) Slash(u User, channel, sub string, opts ...Option) string {
 	var os []map[string]any
 	for _, o := range opts {
@@ -189,15 +191,23 @@ func (f *Fake) Slash(u User, channel, sub string, opts ...Option) string {
 		}
 		os = append(os, map[string]any{"name": o.Name, "type": typ, "value": o.Value})
 	}
-	data := map[string]any{"id": "cmd-1", "name": "tune", "type": 1,
-		"options": []any{map[string]any{"name": sub, "type": 1, "options": os}}}
+	opt := map[string]any{"name": sub, "type": 1, "options": os}
+	if g, s, ok := strings.Cut(sub, " "); ok {
+		opt = map[string]any{"name": g, "type": 2, "options": []any{map[string]any{"name": s, "type": 1, "options": os}}}
+	}
+	data := map[string]any{"id": "cmd-1", "name": "tune", "type": 1, "options": []any{opt}}
 	return f.interaction(2, u, channel, data, nil)
 }
 
-// Autocomplete asks for choices of the focused option of /tune sub.
+// Autocomplete asks for choices of the focused option of /tune sub (two words: a group's
+// subcommand).
 func (f *Fake) Autocomplete(u User, channel, sub, option, typed string) string {
-	data := map[string]any{"id": "cmd-1", "name": "tune", "type": 1,
-		"options": []any{map[string]any{"name": sub, "type": 1, "options": []any{map[string]any{"name": option, "type": 3, "value": typed, "focused": true}}}}}
+	opt := map[string]any{"name": sub, "type": 1, "options": []any{map[string]any{"name": option, "type": 3, "value": typed, "focused": true}}}
+	if g, s, ok := strings.Cut(sub, " "); ok {
+		opt["name"] = s
+		opt = map[string]any{"name": g, "type": 2, "options": []any{opt}}
+	}
+	data := map[string]any{"id": "cmd-1", "name": "tune", "type": 1, "options": []any{opt}}
 	return f.interaction(4, u, channel, data, nil)
 }
 

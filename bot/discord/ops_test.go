@@ -1,0 +1,316 @@
+package discord_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tunebot/apply"
+	"tunebot/bot"
+	"tunebot/bot/discord"
+	"tunebot/bot/discord/discordtest"
+	"tunebot/preset"
+	"tunebot/schedule"
+	"tunebot/session"
+	"tunebot/store"
+)
+
+const (
+	opsGuild   = "100000000000000001"
+	opsApp     = "100000000000000002"
+	opsChannel = "100000000000000003"
+)
+
+var (
+	opsAlice = discordtest.User{ID: "200000000000000001", Name: "alice"} // may do anything
+	opsBob   = discordtest.User{ID: "200000000000000002", Name: "bob"}   // may apply only
+	opsEve   = discordtest.User{ID: "200000000000000003", Name: "eve"}   // may read only
+)
+
+const trainerCfg = `def configure(cfg):
+    cfg.rewards["foot_slip"].weight = -0.25
+    cfg.rewards["is_terminated"].weight = -200.0
+`
+
+func gitRun(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// opsRig is the Discord adapter running against the fake, with a handler on a real store,
+// a real Applier on a temporary trainer checkout and a real Scheduler.
+type opsRig struct {
+	fake        *discordtest.Fake
+	db          *store.DB
+	repo        string
+	sessionsDir string
+	p1          session.Preset
+}
+
+func newOpsRig(t *testing.T) *opsRig {
+	t.Helper()
+	ctx := context.Background()
+	r := &opsRig{fake: discordtest.New(t, opsGuild, opsApp), sessionsDir: t.TempDir(), repo: t.TempDir()}
+	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	r.db = db
+	sp := session.DefaultSpace()
+	r.p1 = session.Preset{Name: "auto-tune-0123abcd", SessionID: "0123abcdef", Trial: session.TrialRef{Number: 5, Rung: 2},
+		Config: sp.Defaults(), Score: 0.214, Task: "Unitree-Go2-Flat", CreatedAt: time.Now().UTC()}
+	r.p1.Config.Weights["foot_slip"] = -0.5
+	if err := db.SavePreset(ctx, r.p1); err != nil {
+		t.Fatal(err)
+	}
+
+	gitRun(t, r.repo, "init", "-q", "-b", "main")
+	if err := os.MkdirAll(filepath.Join(r.repo, "tasks"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(r.repo, "tasks", "cfg.py"), []byte(trainerCfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitRun(t, r.repo, "add", ".")
+	gitRun(t, r.repo, "commit", "-q", "-m", "trainer")
+	edit := func(name string) apply.Edit {
+		return apply.Edit{File: "tasks/cfg.py", Name: name, Pattern: `cfg\.rewards\["{name}"\]\.weight = ([-0-9.eE+]+)`}
+	}
+	ap, err := apply.New(apply.Config{Repo: r.repo, Edits: []apply.Edit{edit("foot_slip"), edit("is_terminated")}, Test: []string{"true"}, TestTimeout: time.Minute}, sp, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := schedule.New(schedule.Options{Store: schedule.NewMemStore(), Starter: noStarter{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := bot.NewHandler(bot.HandlerConfig{Store: db, Space: sp, SessionsDir: r.sessionsDir, PolicyLimit: 1024, Applier: ap, Scheduler: sch,
+		Allow: bot.AllowList{
+			{Platform: discord.Platform, Users: []string{opsAlice.ID}},
+			{Platform: discord.Platform, Users: []string{opsBob.ID}, Permissions: []bot.Permission{bot.PermApply}},
+		}})
+	a, err := discord.New(discord.Config{Token: "test-token", ApplicationID: opsApp, GuildID: opsGuild, ChannelID: opsChannel, APIURL: r.fake.APIURL, Store: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = a.Run(rctx, h) }()
+	t.Cleanup(func() { cancel(); <-done })
+	r.fake.Wait("the gateway connection", func() bool { return r.fake.ConnectedLocked() })
+	return r
+}
+
+type noStarter struct{}
+
+func (noStarter) StartScheduled(context.Context, schedule.Entry) (string, error) {
+	return "", nil
+}
+
+// channelMessage waits for a message in the channel whose text contains want.
+func (r *opsRig) channelMessage(t *testing.T, want string) discordtest.Message {
+	t.Helper()
+	var got discordtest.Message
+	r.fake.Wait("a channel message with "+want, func() bool {
+		for _, m := range r.fake.MessagesLocked(opsChannel) {
+			if strings.Contains(messageText(m.Content, m.Embeds), want) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// answer waits for an answer to the interaction tok (its callback, an edit of the deferred
+// response or a follow-up) whose text contains want.
+func (r *opsRig) answer(t *testing.T, tok, want string) discordtest.Callback {
+	t.Helper()
+	var got discordtest.Callback
+	r.fake.Wait("an answer with "+want, func() bool {
+		for _, c := range r.fake.CallbacksLocked(tok) {
+			if c.Kind != "delete" && strings.Contains(messageText(c.Content, c.Embeds), want) {
+				got = c
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+func messageText(content string, es []discordtest.Embed) string {
+	var b strings.Builder
+	b.WriteString(content + "\n")
+	for _, e := range es {
+		b.WriteString(e.Title + "\n" + e.Description + "\n")
+		if e.Image != nil {
+			b.WriteString("image " + e.Image.URL + "\n")
+		}
+	}
+	return b.String()
+}
+
+// buttons maps a message's button labels to their custom IDs.
+func buttons(rows []json.RawMessage) map[string]string {
+	out := map[string]string{}
+	for _, row := range rows {
+		var r struct {
+			Components []struct {
+				Label    string `json:"label"`
+				CustomID string `json:"custom_id"`
+			} `json:"components"`
+		}
+		_ = json.Unmarshal(row, &r)
+		for _, b := range r.Components {
+			out[b.Label] = b.CustomID
+		}
+	}
+	return out
+}
+
+func TestExportAndPolicyAreFiles(t *testing.T) {
+	r := newOpsRig(t)
+	ctx := context.Background()
+
+	tok := r.fake.Slash(opsEve, opsChannel, "export", discordtest.Option{Name: "preset", Value: r.p1.Name})
+	m := r.channelMessage(t, "the file --reward-config takes")
+	if len(m.Files) != 1 {
+		t.Fatalf("export message files %+v, want the preset's JSON", m.Files)
+	}
+	f := m.Files[0]
+	if f.Name != r.p1.Name+".json" || f.ContentType != bot.ContentJSON || !bytes.Equal(f.Data, preset.Export(r.p1)) {
+		t.Errorf("export file %q %q:\n%s\nwant the bytes of preset.Export:\n%s", f.Name, f.ContentType, f.Data, preset.Export(r.p1))
+	}
+	if strings.Contains(messageText(m.Content, m.Embeds), "attachment://") {
+		t.Errorf("the JSON is shown as an image: %+v", m.Embeds)
+	}
+	r.fake.Wait("the deferred answer removed", func() bool {
+		cb := r.fake.CallbacksLocked(tok)
+		return len(cb) == 2 && cb[1].Kind == "delete"
+	})
+
+	// The policy of the preset's trial is uploaded as a file; one over the limit is named
+	// by its path, privately.
+	s := session.Session{ID: r.p1.SessionID, State: session.StateSucceeded, Settings: session.DefaultSettings(), Owner: session.Actor{ID: "x"}}
+	if err := r.db.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.db.PutTrial(ctx, session.Trial{SessionID: r.p1.SessionID, Number: 5, Rung: 2, State: session.TrialCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(r.sessionsDir, r.p1.SessionID, "trial-005-rung-2")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	onnx := []byte("\x08\x07onnx-bytes")
+	if err := os.WriteFile(filepath.Join(dir, "policy.onnx"), onnx, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.fake.Slash(opsEve, opsChannel, "policy", discordtest.Option{Name: "preset", Value: r.p1.Name})
+	m = r.channelMessage(t, "policy.onnx of preset "+r.p1.Name)
+	if len(m.Files) != 1 || m.Files[0].Name != r.p1.Name+"-policy.onnx" || m.Files[0].ContentType != bot.ContentBinary || !bytes.Equal(m.Files[0].Data, onnx) {
+		t.Errorf("policy files %+v", m.Files)
+	}
+
+	if err := os.WriteFile(filepath.Join(dir, "policy.onnx"), make([]byte, 2048), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok = r.fake.Slash(opsEve, opsChannel, "policy", discordtest.Option{Name: "preset", Value: r.p1.Name})
+	c := r.answer(t, tok, "upload limit")
+	if !strings.Contains(c.Content, filepath.Join(dir, "policy.onnx")) || len(c.Files) != 0 {
+		t.Errorf("an oversized policy: %+v", c)
+	}
+}
+
+func TestApplyConfirmOverDiscord(t *testing.T) {
+	r := newOpsRig(t)
+	tok := r.fake.Slash(opsAlice, opsChannel, "apply", discordtest.Option{Name: "preset", Value: r.p1.Name})
+	card := r.answer(t, tok, "foot_slip: -0.25 → -0.5")
+	if cb := r.fake.Callbacks(tok); cb[0].Flags != 64 {
+		t.Errorf("the confirm card is not ephemeral: %+v", cb[0])
+	}
+	ids := buttons(card.Components)
+	confirm := ids["Confirm apply"]
+	if _, _, _, err := bot.ParseConfirmID(confirm); err != nil || ids["Cancel"] == "" {
+		t.Fatalf("confirm card buttons %v", ids)
+	}
+
+	cases := []struct {
+		who  discordtest.User
+		want string
+	}{
+		{opsBob, "only the person who asked"}, // may apply, but did not ask
+		{opsEve, "not allowed"},
+	}
+	for _, tc := range cases {
+		tok := r.fake.Click(tc.who, opsChannel, "ephemeral", confirm)
+		if c := r.answer(t, tok, tc.want); c.Flags != 64 {
+			t.Errorf("%s's refusal is not ephemeral: %+v", tc.who.Name, c)
+		}
+	}
+	if got := gitRun(t, r.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads"); got != "main" {
+		t.Fatalf("a refused click changed the checkout: %q", got)
+	}
+
+	r.fake.Click(opsAlice, opsChannel, "ephemeral", confirm)
+	r.channelMessage(t, "applied by alice")
+	if got := gitRun(t, r.repo, "show", "tunebot/"+r.p1.Name+":tasks/cfg.py"); !strings.Contains(got, `["foot_slip"].weight = -0.5`) {
+		t.Errorf("the applied branch's file:\n%s", got)
+	}
+	tok = r.fake.Click(opsAlice, opsChannel, "ephemeral", confirm)
+	r.answer(t, tok, "unknown or has expired")
+}
+
+func TestScheduleAndPresetsOverDiscord(t *testing.T) {
+	r := newOpsRig(t)
+	r.fake.Slash(opsAlice, opsChannel, "schedule add", discordtest.Option{Name: "cron", Value: "0 2 * * *"},
+		discordtest.Option{Name: "args", Value: "mode=approval trials=8"}, discordtest.Option{Name: "if_busy", Value: "wait"})
+	m := r.channelMessage(t, "added by alice")
+	text := messageText(m.Content, m.Embeds)
+	if !strings.Contains(text, `"0 2 * * *"`) || !strings.Contains(text, "mode=approval trials=8") || !strings.Contains(text, "busy: wait") {
+		t.Errorf("schedule added: %s", text)
+	}
+	id := strings.Fields(strings.TrimPrefix(text, "schedule "))[0]
+
+	tok := r.fake.Slash(opsEve, opsChannel, "schedule list")
+	if c := r.answer(t, tok, id); !strings.Contains(messageText(c.Content, c.Embeds), "0 2 * * *") {
+		t.Errorf("schedule list: %+v", c)
+	}
+	tok = r.fake.Slash(opsEve, opsChannel, "schedule remove", discordtest.Option{Name: "id", Value: id})
+	r.answer(t, tok, "not allowed")
+	r.fake.Slash(opsAlice, opsChannel, "schedule remove", discordtest.Option{Name: "id", Value: id})
+	r.channelMessage(t, "schedule "+id+" removed by alice")
+
+	tok = r.fake.Slash(opsAlice, opsChannel, "schedule add", discordtest.Option{Name: "cron", Value: `0 2" * * *`})
+	r.answer(t, tok, "must not contain quotes")
+
+	r.fake.Slash(opsAlice, opsChannel, "import", discordtest.Option{Name: "name", Value: "mine"},
+		discordtest.Option{Name: "json", Value: string(preset.Export(r.p1))})
+	r.channelMessage(t, "preset mine imported by alice")
+	tok = r.fake.Slash(opsEve, opsChannel, "preset show", discordtest.Option{Name: "preset", Value: "mine"})
+	r.answer(t, tok, "foot_slip")
+
+	// Preset names are offered wherever a preset is asked for, also inside a group.
+	for _, sub := range []string{"export", "policy", "apply", "preset show"} {
+		tok := r.fake.Autocomplete(opsEve, opsChannel, sub, "preset", "MIN")
+		r.fake.Wait(sub+" autocomplete", func() bool {
+			cb := r.fake.CallbacksLocked(tok)
+			return len(cb) == 1 && strings.Contains(string(cb[0].Data), `"mine"`) && !strings.Contains(string(cb[0].Data), r.p1.Name)
+		})
+	}
+}
