@@ -295,8 +295,9 @@ func (a *Adapter) roles(ctx context.Context, user string) []string {
 
 // respond sends a reply: a form opens as a modal (with trigger); a private reply goes
 // through the response_url when there is one, else chat.postEphemeral; a public one
-// through the response_url (in_channel), else chat.postMessage in the thread. Charts of
-// a reply are uploaded into the thread (files cannot be private).
+// through the response_url (in_channel), else chat.postMessage in the thread. The files of
+// a reply (charts, a preset's JSON, a policy) are uploaded after it, beside it; those of a
+// private reply go to the person's direct messages, since Slack files cannot be private.
 func (a *Adapter) respond(ctx context.Context, to target, r bot.Reply, trigger string) {
 	if r.Empty() {
 		return
@@ -317,23 +318,52 @@ func (a *Adapter) respond(ctx context.Context, to target, r bot.Reply, trigger s
 	}
 	var blocks []slack.Block
 	text := escape(r.Text)
+	var files []bot.Attachment
+	fileTo := to // where the reply's files go: beside the answer
 	if r.Card != nil {
 		c := *r.Card
 		if r.Text != "" {
 			c.Blocks = append([]bot.Block{bot.Text(r.Text)}, c.Blocks...)
 		}
-		blocks, text = Render(c)
-		if hasAttachments(c) {
-			if err := a.upload(ctx, to.Channel, to.Thread, fmt.Sprintf("reply/%d", time.Now().UnixNano()), c, log); err != nil {
-				log.Error("uploading a reply's charts", "err", err)
+		files = attachments(c)
+		if r.Private && len(files) > 0 {
+			// Slack has no ephemeral files: whatever is shared in a channel, everyone in it
+			// can open. A file meant for one person goes to their direct messages with
+			// tunebot; the private answer says where it is.
+			dm, err := a.openDM(ctx, to.User)
+			if err != nil {
+				log.Error("opening a direct message for a private file", "err", err)
+				c.Blocks = append(c.Blocks, bot.Text("the file could not be sent to you: opening a direct message with you failed ("+slackProblem(err)+")"))
+				files = nil
+			} else {
+				fileTo = target{Channel: dm, User: to.User}
+				c.Blocks = append(c.Blocks, bot.Text("the file is in your direct messages with tunebot (Slack cannot share a file with one person in a channel)"))
 			}
 		}
+		blocks, text = Render(c)
 	} else {
+		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(cut(text, maxText)), nil, nil)}
+	}
+	a.send(ctx, to, r.Private, blocks, text, log)
+	// The files follow the answer that names them.
+	for _, at := range files {
+		if _, err := a.uploadFile(ctx, fileTo.Channel, fileTo.Thread, at); err != nil {
+			log.Error("uploading a reply's file", "file", at.Name, "err", err)
+			a.send(ctx, target{Channel: to.Channel, Thread: to.Thread, User: to.User}, true,
+				nil, escape(fmt.Sprintf("could not attach %s: %s", fileName(at), slackProblem(err))), log)
+		}
+	}
+}
+
+// send posts an answer: through the response_url when there is one, else with the Web API
+// (chat.postEphemeral for a private one, chat.postMessage in the thread otherwise).
+func (a *Adapter) send(ctx context.Context, to target, private bool, blocks []slack.Block, text string, log *slog.Logger) {
+	if blocks == nil {
 		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(cut(text, maxText)), nil, nil)}
 	}
 	if to.ResponseURL != "" && a.mayPost(to.ResponseURL) {
 		msg := &slack.WebhookMessage{Text: cut(text, maxFallback), Blocks: &slack.Blocks{BlockSet: blocks}, ResponseType: slack.ResponseTypeEphemeral}
-		if !r.Private {
+		if !private {
 			msg.ResponseType = slack.ResponseTypeInChannel
 		}
 		err := slack.PostWebhookCustomHTTPContext(ctx, to.ResponseURL, a.http, msg)
@@ -347,23 +377,40 @@ func (a *Adapter) respond(ctx context.Context, to target, r bot.Reply, trigger s
 		opts = append(opts, slack.MsgOptionTS(to.Thread))
 	}
 	var err error
-	if r.Private {
+	if private {
 		_, err = a.api.PostEphemeralContext(ctx, to.Channel, to.User, opts...)
 	} else {
 		_, _, err = a.api.PostMessageContext(ctx, to.Channel, opts...)
 	}
 	if err != nil {
-		log.Error("answering a Slack interaction", "private", r.Private, "err", err)
+		log.Error("answering a Slack interaction", "private", private, "err", err)
 	}
 }
 
-func hasAttachments(c bot.Card) bool {
-	for _, b := range c.Blocks {
-		if len(b.Attachments) > 0 {
-			return true
-		}
+// openDM returns the ID of the direct message channel between the bot and user
+// (conversations.open, which needs the im:write scope).
+func (a *Adapter) openDM(ctx context.Context, user string) (string, error) {
+	ch, _, _, err := a.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
+	if err != nil {
+		return "", fmt.Errorf("opening a direct message: %w", err)
 	}
-	return false
+	return ch.ID, nil
+}
+
+// slackProblem says in a line what a Slack failure means for the person who asked: the
+// error code and, for those an operator fixes, how.
+func slackProblem(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		if se.Err == "missing_scope" && se.Needed != "" {
+			return "missing_scope: the app lacks the " + se.Needed + " scope; add it as docs/slack.md says and reinstall"
+		}
+		if fix := fixes[se.Err]; fix != "" {
+			return se.Err + ": " + fix
+		}
+		return se.Err
+	}
+	return "Slack could not be reached; try again"
 }
 
 // mayPost reports whether a response_url is Slack's (https, slack.com) or on the API

@@ -26,6 +26,17 @@ const (
 
 var userID = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
 
+// size is n bytes for people: "812 B", "3.4 KiB", "7.9 MiB".
+func size(n int) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d B", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
 // escape makes s inert as mrkdwn: Slack's three control characters.
 func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
@@ -73,8 +84,8 @@ func Mentions(ids []string) string {
 // Render translates a card into Block Kit blocks and the message's fallback text (shown in
 // notifications and where blocks cannot be). Slack's limits are respected: over-long text
 // is cut, more than 10 fields are split across sections, more than 50 blocks are cut with
-// a note saying so. Attachments (charts) are uploaded separately into the thread; the card
-// names them.
+// a note saying so. Attachments (charts, and files such as a preset's JSON) are uploaded
+// separately after the message; the card names them.
 func Render(c bot.Card) ([]slack.Block, string) {
 	var blocks []slack.Block
 	add := func(b slack.Block) { blocks = append(blocks, b) }
@@ -113,12 +124,19 @@ func Render(c bot.Card) ([]slack.Block, string) {
 			}
 			add(slack.NewSectionBlock(mrkdwn(head+codeBlock(dedent(text))), nil, nil))
 		case bot.BlockAttachments:
-			var names []string
+			var charts, files []string
 			for _, a := range b.Attachments {
-				names = append(names, escape(a.Title))
+				if a.ContentType == "" {
+					charts = append(charts, escape(a.Title))
+				} else {
+					files = append(files, fmt.Sprintf("%s (%s)", escape(fileName(a)), size(len(a.PNG))))
+				}
 			}
-			if len(names) > 0 {
-				add(slack.NewContextBlock("", mrkdwn(cut(":bar_chart: charts below in this thread: "+strings.Join(names, " · "), maxText))))
+			if len(charts) > 0 {
+				add(slack.NewContextBlock("", mrkdwn(cut(":bar_chart: charts below in this thread: "+strings.Join(charts, " · "), maxText))))
+			}
+			if len(files) > 0 {
+				add(slack.NewContextBlock("", mrkdwn(cut(":page_facing_up: file below: "+strings.Join(files, " · "), maxText))))
 			}
 		case bot.BlockActions:
 			var els []slack.BlockElement

@@ -259,32 +259,70 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 	return a.upload(ctx, ch, thread, ref, c, log)
 }
 
-// upload puts the card's charts into the thread (files.getUploadURLExternal → upload →
-// files.completeUploadExternal), each once.
+// upload puts the card's attachments into the thread (files.getUploadURLExternal → upload →
+// files.completeUploadExternal), each once: charts, and files such as a preset's JSON.
 func (a *Adapter) upload(ctx context.Context, channel, thread, ref string, c bot.Card, log *slog.Logger) error {
-	for _, b := range c.Blocks {
-		for _, at := range b.Attachments {
-			if len(at.PNG) == 0 {
-				continue
-			}
-			if _, ok, err := a.ref(ctx, fileKey(ref, at.Name)); err != nil {
-				return err
-			} else if ok {
-				continue
-			}
-			f, err := a.api.UploadFileContext(ctx, slack.UploadFileParameters{
-				Reader: bytes.NewReader(at.PNG), FileSize: len(at.PNG), Filename: at.Name, Title: at.Title,
-				Channel: channel, ThreadTimestamp: thread, AltTxt: at.Title,
-			})
-			if err != nil {
-				return a.classify(fmt.Errorf("uploading chart %s: %w", at.Name, err), log)
-			}
-			if err := a.putRef(ctx, fileKey(ref, at.Name), f.ID); err != nil {
-				return err
-			}
+	for _, at := range attachments(c) {
+		if _, ok, err := a.ref(ctx, fileKey(ref, at.Name)); err != nil {
+			return err
+		} else if ok {
+			continue
+		}
+		id, err := a.uploadFile(ctx, channel, thread, at)
+		if err != nil {
+			return a.classify(err, log)
+		}
+		if err := a.putRef(ctx, fileKey(ref, at.Name), id); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// attachments are the card's attachments that have content.
+func attachments(c bot.Card) []bot.Attachment {
+	var out []bot.Attachment
+	for _, b := range c.Blocks {
+		for _, at := range b.Attachments {
+			if len(at.PNG) > 0 {
+				out = append(out, at)
+			}
+		}
+	}
+	return out
+}
+
+// uploadFile shares one attachment in channel (in thread when given) and returns the file's
+// ID. Slack tells a file's type from its name, so the name keeps (or gains) the extension
+// of its content type: a preset's JSON is shown as JSON, a chart as an image, a policy as
+// a binary file to download.
+func (a *Adapter) uploadFile(ctx context.Context, channel, thread string, at bot.Attachment) (string, error) {
+	what := "chart"
+	if at.ContentType != "" {
+		what = "file"
+	}
+	f, err := a.api.UploadFileContext(ctx, slack.UploadFileParameters{
+		Reader: bytes.NewReader(at.PNG), FileSize: len(at.PNG), Filename: fileName(at), Title: at.Title,
+		Channel: channel, ThreadTimestamp: thread, AltTxt: at.Title,
+	})
+	if err != nil {
+		return "", fmt.Errorf("uploading %s %s: %w", what, at.Name, err)
+	}
+	return f.ID, nil
+}
+
+// extensions are the file name endings Slack reads each content type from.
+var extensions = map[string]string{"": ".png", "image/png": ".png", bot.ContentJSON: ".json", bot.ContentBinary: ""}
+
+func fileName(at bot.Attachment) string {
+	name := at.Name
+	if name == "" {
+		name = "file"
+	}
+	if ext := extensions[at.ContentType]; ext != "" && !strings.HasSuffix(strings.ToLower(name), ext) {
+		name += ext
+	}
+	return name
 }
 
 func (a *Adapter) post(ctx context.Context, channel, thread string, c bot.Card, blocks []slack.Block, text string) (string, string, error) {

@@ -1,7 +1,8 @@
 // Package slacktest is a fake Slack for tests and benchmarks, on 127.0.0.1 only: the Web
-// API methods tunebot calls (chat.*, views.open, the external file upload flow,
-// usergroups.list, auth.test, apps.connections.open) and a Socket Mode websocket that says
-// hello, pings, sends envelopes and records their acknowledgements.
+// API methods tunebot calls (chat.*, views.open, the external file upload flow with the
+// bytes kept, usergroups.list, auth.test, apps.connections.open, conversations.open) and a
+// Socket Mode websocket that says hello, pings, sends envelopes and records their
+// acknowledgements.
 package slacktest
 
 import (
@@ -12,6 +13,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -63,7 +66,8 @@ type View struct {
 // Upload is a file shared by files.completeUploadExternal.
 type Upload struct {
 	ID, Name, Title, Channel, ThreadTS string
-	Size                               int
+	Size                               int    // the length files.getUploadURLExternal was told
+	Data                               []byte // what was uploaded to the upload URL
 }
 
 // Ack is a Socket Mode acknowledgement.
@@ -99,9 +103,12 @@ type Server struct {
 	views      []View
 	uploads    []Upload
 	pending    map[string]string // file id → name
+	lengths    map[string]int    // file id → announced length
+	data       map[string][]byte // file id → uploaded bytes
 	acks       map[string]Ack
 	calls      map[string]int
 	badTokens  []string
+	refuse     map[string]string // method → the error it answers
 	groups     []Group
 	conn       *websocket.Conn
 	connWrite  sync.Mutex
@@ -113,7 +120,8 @@ type Server struct {
 
 // New starts a fake Slack.
 func New() *Server {
-	s := &Server{PingEvery: 200 * time.Millisecond, pending: map[string]string{}, acks: map[string]Ack{}, calls: map[string]int{}}
+	s := &Server{PingEvery: 200 * time.Millisecond, pending: map[string]string{}, lengths: map[string]int{}, data: map[string][]byte{},
+		refuse: map[string]string{}, acks: map[string]Ack{}, calls: map[string]int{}}
 	s.cond = sync.NewCond(&s.mu)
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL + "/api/"
@@ -142,6 +150,14 @@ func (s *Server) SetDown(down bool) { s.down.Store(down) }
 
 // Failed counts the calls answered 503 while down.
 func (s *Server) Failed() int64 { return s.failed.Load() }
+
+// Refuse makes every call of the Web API method answer the Slack error code ("" undoes it),
+// e.g. Refuse("files.completeUploadExternal", "not_in_channel").
+func (s *Server) Refuse(method, code string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse[method] = code
+}
 
 // SetGroups sets what usergroups.list answers.
 func (s *Server) SetGroups(gs ...Group) {
@@ -178,7 +194,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "down", http.StatusServiceUnavailable)
 			return
 		}
-		_, _ = io.Copy(io.Discard, r.Body)
+		b, err := readUpload(r)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.data[strings.TrimPrefix(r.URL.Path, "/upload/")] = b
+		s.mu.Unlock()
 		_, _ = io.WriteString(w, "OK")
 		return
 	}
@@ -214,7 +237,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": false, "error": "invalid_auth"})
 		return
 	}
+	refused := s.refuse[method]
 	s.mu.Unlock()
+	if refused != "" {
+		writeJSON(w, map[string]any{"ok": false, "error": refused})
+		return
+	}
 	f := r.Form.Get
 	switch method {
 	case "auth.test":
@@ -283,8 +311,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": true, "view": map[string]any{"id": view.ID}})
 	case "files.getUploadURLExternal":
 		id := fmt.Sprintf("F%d", s.next())
+		n, _ := strconv.Atoi(f("length"))
 		s.mu.Lock()
-		s.pending[id] = f("filename")
+		s.pending[id], s.lengths[id] = f("filename"), n
 		s.mu.Unlock()
 		writeJSON(w, map[string]any{"ok": true, "upload_url": s.srv.URL + "/upload/" + id, "file_id": id})
 	case "files.completeUploadExternal":
@@ -296,12 +325,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		var out []map[string]string
 		s.mu.Lock()
 		for _, fl := range files {
-			s.uploads = append(s.uploads, Upload{ID: fl.ID, Name: s.pending[fl.ID], Title: fl.Title, Channel: f("channel_id"), ThreadTS: f("thread_ts")})
+			s.uploads = append(s.uploads, Upload{ID: fl.ID, Name: s.pending[fl.ID], Title: fl.Title, Channel: f("channel_id"), ThreadTS: f("thread_ts"),
+				Size: s.lengths[fl.ID], Data: s.data[fl.ID]})
 			out = append(out, map[string]string{"id": fl.ID, "title": fl.Title})
 		}
 		s.cond.Broadcast()
 		s.mu.Unlock()
 		writeJSON(w, map[string]any{"ok": true, "files": out})
+	case "conversations.open":
+		user := f("users")
+		if user == "" || strings.Contains(user, ",") {
+			writeJSON(w, map[string]any{"ok": false, "error": "invalid_users"})
+			return
+		}
+		// The DM channel's ID names its user, so a test sees whose DM a file went to.
+		writeJSON(w, map[string]any{"ok": true, "channel": map[string]any{"id": "D" + user, "is_im": true, "user": user}})
 	case "usergroups.list":
 		s.mu.Lock()
 		var gs []map[string]any
@@ -312,6 +350,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{"ok": true, "usergroups": gs})
 	default:
 		writeJSON(w, map[string]any{"ok": false, "error": "unknown_method"})
+	}
+}
+
+// readUpload reads what was sent to an upload URL: the "file" part of a multipart form, or
+// the raw body (Slack takes both).
+func readUpload(r *http.Request) ([]byte, error) {
+	mt, params, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "multipart/form-data" {
+		return io.ReadAll(r.Body)
+	}
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if err != nil {
+			return nil, fmt.Errorf("no file part in the upload: %w", err)
+		}
+		if part.FormName() == "file" {
+			return io.ReadAll(part)
+		}
 	}
 }
 
