@@ -290,3 +290,17 @@ func TestScheduleOverSlack(t *testing.T) {
 	u = r.send(t, "slash_commands", r.fake.Slash("UALICE", "CTUNE", "schedule remove "+id))
 	r.response(t, u, "schedule "+id+" removed by")
 }
+
+// TestImportOverSlack pastes an exported preset into /tune import, as a person copies the
+// file into a code block, and reads it back with preset show.
+func TestImportOverSlack(t *testing.T) {
+	r := newOpsRig(t)
+	u := r.send(t, "slash_commands", r.fake.Slash("UALICE", "CTUNE", "import mine ```"+string(preset.Export(r.p1))+"```"))
+	if res := r.response(t, u, "preset mine imported by"); res.ResponseType != "in_channel" {
+		t.Errorf("import answer %+v", res)
+	}
+	u = r.send(t, "slash_commands", r.fake.Slash("UEVE", "CTUNE", "preset show mine"))
+	if res := r.response(t, u, "foot_slip"); res.ResponseType != "ephemeral" {
+		t.Errorf("preset show %+v", res)
+	}
+}
