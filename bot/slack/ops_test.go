@@ -55,16 +55,11 @@ type opsRig struct {
 
 func newOpsRig(t *testing.T) *opsRig {
 	t.Helper()
-	fake := slacktest.New()
-	t.Cleanup(fake.Close)
-	r := &opsRig{fake: fake, db: openStore(t), repo: t.TempDir(), sessionsDir: t.TempDir()}
+	r := &opsRig{repo: t.TempDir(), sessionsDir: t.TempDir()}
 	sp := session.DefaultSpace()
 	r.p1 = session.Preset{Name: "auto-tune-0123abcd", SessionID: "0123abcdef", Trial: session.TrialRef{Number: 5, Rung: 2},
 		Config: sp.Defaults(), Score: 0.214, Task: "Unitree-Go2-Flat", CreatedAt: time.Now().UTC()}
 	r.p1.Config.Weights["foot_slip"] = -0.5
-	if err := r.db.SavePreset(context.Background(), r.p1); err != nil {
-		t.Fatal(err)
-	}
 	gitRun(t, r.repo, "init", "-q", "-b", "main")
 	if err := os.MkdirAll(filepath.Join(r.repo, "tasks"), 0o755); err != nil {
 		t.Fatal(err)
@@ -77,34 +72,25 @@ func newOpsRig(t *testing.T) *opsRig {
 	edit := func(name string) apply.Edit {
 		return apply.Edit{File: "tasks/cfg.py", Name: name, Pattern: `cfg\.rewards\["{name}"\]\.weight = ([-0-9.eE+]+)`}
 	}
-	ap, err := apply.New(apply.Config{Repo: r.repo, Edits: []apply.Edit{edit("foot_slip"), edit("is_terminated")}, Test: []string{"true"}, TestTimeout: time.Minute}, sp, r.db, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	sch, err := schedule.New(schedule.Options{Store: schedule.NewMemStore(), Starter: noStarter{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ad, err := slackbot.New(slackbot.Config{APIURL: fake.URL, Channel: "CTUNE", BotToken: slacktest.BotToken, AppToken: slacktest.AppToken,
-		Refs: r.db, Logger: testLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := bot.NewHandler(bot.HandlerConfig{Store: r.db, Space: sp, SessionsDir: r.sessionsDir, PolicyLimit: 1024, Applier: ap, Scheduler: sch, Logger: testLogger(),
-		Allow: bot.AllowList{
-			{Platform: slackbot.Platform, Users: []string{"UALICE"}},
-			{Platform: slackbot.Platform, Users: []string{"UBOB"}, Permissions: []bot.Permission{bot.PermApply}},
-		}})
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	t.Cleanup(func() { cancel(); <-done })
-	r.ctx = ctx
-	go func() { defer close(done); _ = ad.Run(ctx, h) }()
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := fake.WaitConnected(wctx); err != nil {
-		t.Fatal(err)
-	}
+	rg := newRigWith(t, slackbot.ModeSocket, func(db *store.DB, _ *slackbot.Adapter) bot.HandlerConfig {
+		if err := db.SavePreset(context.Background(), r.p1); err != nil {
+			t.Fatal(err)
+		}
+		ap, err := apply.New(apply.Config{Repo: r.repo, Edits: []apply.Edit{edit("foot_slip"), edit("is_terminated")}, Test: []string{"true"}, TestTimeout: time.Minute}, sp, db, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bot.HandlerConfig{Store: db, Space: sp, SessionsDir: r.sessionsDir, PolicyLimit: 1024, Applier: ap, Scheduler: sch, Logger: testLogger(),
+			Allow: bot.AllowList{
+				{Platform: slackbot.Platform, Users: []string{"UALICE"}},
+				{Platform: slackbot.Platform, Users: []string{"UBOB"}, Permissions: []bot.Permission{bot.PermApply}},
+			}}
+	})
+	r.fake, r.db, r.ctx = rg.fake, rg.db, rg.ctx
 	return r
 }
 

@@ -54,6 +54,14 @@ type rig struct {
 // no engine: what these tests send never reaches one.
 func newRig(t testing.TB, mode string) *rig {
 	t.Helper()
+	return newRigWith(t, mode, func(db *store.DB, ad *slackbot.Adapter) bot.HandlerConfig {
+		return bot.HandlerConfig{Store: db, Space: session.DefaultSpace(), Allow: ad.Grants(), Logger: testLogger()}
+	})
+}
+
+// newRigWith is newRig with the handler configured by handler.
+func newRigWith(t testing.TB, mode string, handler func(*store.DB, *slackbot.Adapter) bot.HandlerConfig) *rig {
+	t.Helper()
 	fake := slacktest.New()
 	t.Cleanup(fake.Close)
 	db := openStore(t)
@@ -62,7 +70,7 @@ func newRig(t testing.TB, mode string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := bot.NewHandler(bot.HandlerConfig{Store: db, Space: session.DefaultSpace(), Allow: ad.Grants(), Logger: testLogger()})
+	h := bot.NewHandler(handler(db, ad))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
