@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"tunebot/apply/applytest"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -116,39 +116,6 @@ func TestConfirmIDs(t *testing.T) {
 	}
 }
 
-const trainerCfg = `def configure(cfg):
-    cfg.rewards["foot_slip"].weight = -0.25
-    cfg.rewards["is_terminated"].weight = -200.0
-`
-
-// gitRun runs git in dir with an identity of its own, since the test machine may have none.
-func gitRun(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// trainerRepo makes a trainer checkout on branch main with one config file.
-func trainerRepo(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	if err := os.MkdirAll(filepath.Join(dir, "tasks"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tasks", "cfg.py"), []byte(trainerCfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, dir, "add", ".")
-	gitRun(t, dir, "commit", "-q", "-m", "trainer")
-	return dir
-}
-
 // recordingTrainer hands every training job to the test and fails it, so a started
 // session shows what it was seeded with and then ends.
 type recordingTrainer struct{ jobs chan session.TrainJob }
@@ -214,11 +181,8 @@ func newOps(t *testing.T, o opsOptions) *opsFixture {
 			{Platform: "slack", Users: []string{"U2"}, Permissions: []bot.Permission{bot.PermApply}},
 		}}
 	if o.test != nil {
-		f.repo = trainerRepo(t)
-		edit := func(name string) apply.Edit {
-			return apply.Edit{File: "tasks/cfg.py", Name: name, Pattern: `cfg\.rewards\["{name}"\]\.weight = ([-0-9.eE+]+)`}
-		}
-		ap, err := apply.New(apply.Config{Repo: f.repo, Edits: []apply.Edit{edit("foot_slip"), edit("is_terminated")}, Test: o.test, TestTimeout: time.Minute},
+		f.repo = applytest.Repo(t)
+		ap, err := apply.New(applytest.Config(f.repo, o.test...),
 			f.sp, f.db, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -262,7 +226,7 @@ func (f *opsFixture) refusals(t *testing.T) []session.AuditEntry {
 
 func (f *opsFixture) branches(t *testing.T) string {
 	t.Helper()
-	return gitRun(t, f.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads")
+	return applytest.Git(t, f.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads")
 }
 
 // actions returns the buttons of r's card.
@@ -306,7 +270,7 @@ func attachment(t *testing.T, r bot.Reply) bot.Attachment {
 
 func TestApplyNeedsConfirmAndRollsBack(t *testing.T) {
 	f := newOps(t, opsOptions{test: []string{"true"}})
-	mainSHA := gitRun(t, f.repo, "rev-parse", "main")
+	mainSHA := applytest.Git(t, f.repo, "rev-parse", "main")
 
 	preview := f.cmd(alice, "apply "+f.p1.Name)
 	if !preview.Private || !strings.Contains(cardText(preview), `tasks/cfg.py:2  foot_slip: -0.25 → -0.5`) || !strings.Contains(cardText(preview), "is_terminated: -200.0 → -250.0") {
@@ -337,10 +301,10 @@ func TestApplyNeedsConfirmAndRollsBack(t *testing.T) {
 	if got := f.branches(t); got != "main\ntunebot/"+f.p1.Name {
 		t.Fatalf("branches after apply: %q", got)
 	}
-	if got := gitRun(t, f.repo, "show", "tunebot/"+f.p1.Name+":tasks/cfg.py"); !strings.Contains(got, `["foot_slip"].weight = -0.5`) {
+	if got := applytest.Git(t, f.repo, "show", "tunebot/"+f.p1.Name+":tasks/cfg.py"); !strings.Contains(got, `["foot_slip"].weight = -0.5`) {
 		t.Errorf("the branch's file:\n%s", got)
 	}
-	if got := gitRun(t, f.repo, "rev-parse", "main"); got != mainSHA {
+	if got := applytest.Git(t, f.repo, "rev-parse", "main"); got != mainSHA {
 		t.Error("apply committed on main")
 	}
 
@@ -350,7 +314,7 @@ func TestApplyNeedsConfirmAndRollsBack(t *testing.T) {
 	}
 
 	rb := f.cmd(alice, "rollback")
-	applied := gitRun(t, f.repo, "rev-parse", "tunebot/"+f.p1.Name)
+	applied := applytest.Git(t, f.repo, "rev-parse", "tunebot/"+f.p1.Name)
 	if !rb.Private || !strings.Contains(cardText(rb), "reverts "+applied[:12]) {
 		t.Fatalf("rollback preview: %s", cardText(rb))
 	}
@@ -358,14 +322,14 @@ func TestApplyNeedsConfirmAndRollsBack(t *testing.T) {
 	if r := f.click(alice, rbActs[1].ID); !strings.Contains(r.Text, "cancelled") {
 		t.Fatalf("cancel: %+v", r)
 	}
-	if got := gitRun(t, f.repo, "rev-list", "--count", "tunebot/"+f.p1.Name); got != "2" {
+	if got := applytest.Git(t, f.repo, "rev-list", "--count", "tunebot/"+f.p1.Name); got != "2" {
 		t.Fatalf("cancel changed the branch: %s commits", got)
 	}
 	rbActs = actions(t, f.cmd(alice, "rollback"))
 	if r := f.click(alice, rbActs[0].ID); !strings.Contains(r.Text, "rolled back by alice") {
 		t.Fatalf("rollback: %+v", r)
 	}
-	if got := gitRun(t, f.repo, "show", "tunebot/"+f.p1.Name+":tasks/cfg.py"); got+"\n" != trainerCfg {
+	if got := applytest.Git(t, f.repo, "show", "tunebot/"+f.p1.Name+":tasks/cfg.py"); got+"\n" != applytest.TrainerCfg {
 		t.Errorf("after rollback the branch's file is:\n%s", got)
 	}
 	if r := f.cmd(alice, "rollback"); !strings.Contains(r.Text, "no applied preset to roll back") {
@@ -452,7 +416,7 @@ func TestApplyRefusals(t *testing.T) {
 
 func TestApplyFailingTestsReverts(t *testing.T) {
 	f := newOps(t, opsOptions{test: []string{"sh", "-c", "echo 3 tests failed: test_gait; exit 1"}})
-	mainSHA := gitRun(t, f.repo, "rev-parse", "main")
+	mainSHA := applytest.Git(t, f.repo, "rev-parse", "main")
 	r := f.click(alice, actions(t, f.cmd(alice, "apply "+f.p1.Name))[0].ID)
 	text := cardText(r)
 	if !strings.Contains(text, "was reverted") || !strings.Contains(text, "3 tests failed: test_gait") {
@@ -461,10 +425,10 @@ func TestApplyFailingTestsReverts(t *testing.T) {
 	if got := f.branches(t); got != "main" {
 		t.Errorf("branches left: %q", got)
 	}
-	if got := gitRun(t, f.repo, "rev-parse", "main"); got != mainSHA {
+	if got := applytest.Git(t, f.repo, "rev-parse", "main"); got != mainSHA {
 		t.Error("main moved")
 	}
-	if got := gitRun(t, f.repo, "status", "--porcelain"); got != "" {
+	if got := applytest.Git(t, f.repo, "status", "--porcelain"); got != "" {
 		t.Errorf("checkout not clean:\n%s", got)
 	}
 	if r := f.cmd(alice, "rollback"); !strings.Contains(r.Text, "no applied preset to roll back") {

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"tunebot/apply/applytest"
 
 	"tunebot/apply"
 	"tunebot/bot"
@@ -33,22 +33,6 @@ var (
 	opsEve   = discordtest.User{ID: "200000000000000003", Name: "eve"}   // may read only
 )
 
-const trainerCfg = `def configure(cfg):
-    cfg.rewards["foot_slip"].weight = -0.25
-    cfg.rewards["is_terminated"].weight = -200.0
-`
-
-func gitRun(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // opsRig is the Discord adapter running against the fake, with a handler on a real store,
 // a real Applier on a temporary trainer checkout and a real Scheduler.
 type opsRig struct {
@@ -62,7 +46,7 @@ type opsRig struct {
 func newOpsRig(t *testing.T) *opsRig {
 	t.Helper()
 	ctx := context.Background()
-	r := &opsRig{fake: discordtest.New(t, opsGuild, opsApp), sessionsDir: t.TempDir(), repo: t.TempDir()}
+	r := &opsRig{fake: discordtest.New(t, opsGuild, opsApp), sessionsDir: t.TempDir()}
 	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.Options{Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -77,19 +61,8 @@ func newOpsRig(t *testing.T) *opsRig {
 		t.Fatal(err)
 	}
 
-	gitRun(t, r.repo, "init", "-q", "-b", "main")
-	if err := os.MkdirAll(filepath.Join(r.repo, "tasks"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(r.repo, "tasks", "cfg.py"), []byte(trainerCfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, r.repo, "add", ".")
-	gitRun(t, r.repo, "commit", "-q", "-m", "trainer")
-	edit := func(name string) apply.Edit {
-		return apply.Edit{File: "tasks/cfg.py", Name: name, Pattern: `cfg\.rewards\["{name}"\]\.weight = ([-0-9.eE+]+)`}
-	}
-	ap, err := apply.New(apply.Config{Repo: r.repo, Edits: []apply.Edit{edit("foot_slip"), edit("is_terminated")}, Test: []string{"true"}, TestTimeout: time.Minute}, sp, db, nil)
+	r.repo = applytest.Repo(t)
+	ap, err := apply.New(applytest.Config(r.repo, "true"), sp, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,13 +236,13 @@ func TestApplyConfirmOverDiscord(t *testing.T) {
 			t.Errorf("%s's refusal is not ephemeral: %+v", tc.who.Name, c)
 		}
 	}
-	if got := gitRun(t, r.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads"); got != "main" {
+	if got := applytest.Git(t, r.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads"); got != "main" {
 		t.Fatalf("a refused click changed the checkout: %q", got)
 	}
 
 	r.fake.Click(opsAlice, opsChannel, "ephemeral", confirm)
 	r.channelMessage(t, "applied by alice")
-	if got := gitRun(t, r.repo, "show", "tunebot/"+r.p1.Name+":tasks/cfg.py"); !strings.Contains(got, `["foot_slip"].weight = -0.5`) {
+	if got := applytest.Git(t, r.repo, "show", "tunebot/"+r.p1.Name+":tasks/cfg.py"); !strings.Contains(got, `["foot_slip"].weight = -0.5`) {
 		t.Errorf("the applied branch's file:\n%s", got)
 	}
 	tok = r.fake.Click(opsAlice, opsChannel, "ephemeral", confirm)

@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+	"tunebot/apply/applytest"
 
 	"tunebot/apply"
 	"tunebot/bot"
@@ -20,22 +20,6 @@ import (
 	"tunebot/session"
 	"tunebot/store"
 )
-
-const trainerCfg = `def configure(cfg):
-    cfg.rewards["foot_slip"].weight = -0.25
-    cfg.rewards["is_terminated"].weight = -200.0
-`
-
-func gitRun(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 type noStarter struct{}
 
@@ -55,23 +39,12 @@ type opsRig struct {
 
 func newOpsRig(t *testing.T) *opsRig {
 	t.Helper()
-	r := &opsRig{repo: t.TempDir(), sessionsDir: t.TempDir()}
+	r := &opsRig{sessionsDir: t.TempDir()}
 	sp := session.DefaultSpace()
 	r.p1 = session.Preset{Name: "auto-tune-0123abcd", SessionID: "0123abcdef", Trial: session.TrialRef{Number: 5, Rung: 2},
 		Config: sp.Defaults(), Score: 0.214, Task: "Unitree-Go2-Flat", CreatedAt: time.Now().UTC()}
 	r.p1.Config.Weights["foot_slip"] = -0.5
-	gitRun(t, r.repo, "init", "-q", "-b", "main")
-	if err := os.MkdirAll(filepath.Join(r.repo, "tasks"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(r.repo, "tasks", "cfg.py"), []byte(trainerCfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, r.repo, "add", ".")
-	gitRun(t, r.repo, "commit", "-q", "-m", "trainer")
-	edit := func(name string) apply.Edit {
-		return apply.Edit{File: "tasks/cfg.py", Name: name, Pattern: `cfg\.rewards\["{name}"\]\.weight = ([-0-9.eE+]+)`}
-	}
+	r.repo = applytest.Repo(t)
 	sch, err := schedule.New(schedule.Options{Store: schedule.NewMemStore(), Starter: noStarter{}})
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +53,7 @@ func newOpsRig(t *testing.T) *opsRig {
 		if err := db.SavePreset(context.Background(), r.p1); err != nil {
 			t.Fatal(err)
 		}
-		ap, err := apply.New(apply.Config{Repo: r.repo, Edits: []apply.Edit{edit("foot_slip"), edit("is_terminated")}, Test: []string{"true"}, TestTimeout: time.Minute}, sp, db, nil)
+		ap, err := apply.New(applytest.Config(r.repo, "true"), sp, db, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -244,14 +217,14 @@ func TestApplyConfirmOverSlack(t *testing.T) {
 			t.Errorf("%s's refusal is %s", tc.user, res.ResponseType)
 		}
 	}
-	if got := gitRun(t, r.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads"); got != "main" {
+	if got := applytest.Git(t, r.repo, "for-each-ref", "--format=%(refname:short)", "refs/heads"); got != "main" {
 		t.Fatalf("a refused click changed the checkout: %q", got)
 	}
 	u = r.send(t, "interactive", r.fake.Click("UALICE", shown, confirm))
 	if res := r.response(t, u, "applied by"); res.ResponseType != "in_channel" {
 		t.Errorf("the applied notice is %s, want in_channel", res.ResponseType)
 	}
-	if got := gitRun(t, r.repo, "show", "tunebot/"+r.p1.Name+":tasks/cfg.py"); !strings.Contains(got, `["foot_slip"].weight = -0.5`) {
+	if got := applytest.Git(t, r.repo, "show", "tunebot/"+r.p1.Name+":tasks/cfg.py"); !strings.Contains(got, `["foot_slip"].weight = -0.5`) {
 		t.Errorf("the applied branch's file:\n%s", got)
 	}
 	u = r.send(t, "interactive", r.fake.Click("UALICE", shown, confirm))
