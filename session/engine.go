@@ -645,6 +645,7 @@ func (e *Engine) fail(ctx context.Context, id, reason string) {
 		return
 	}
 	e.voidPending(ctx, id)
+	e.failUnfinished(ctx, id, reason)
 	e.audit(ctx, id, "session_failed", System, map[string]any{"reason": reason})
 	e.notify(Event{Kind: EventSessionFinished, Session: s, Text: fmt.Sprintf("session %s failed: %s", short(id), reason)})
 }
@@ -660,6 +661,24 @@ func (e *Engine) markUnfinished(ctx context.Context, id, why string) {
 	for _, t := range trials {
 		if t.State == TrialTraining || t.State == TrialEvaluating || t.State == TrialQueued {
 			t.State, t.Reason, t.Proc = TrialInterrupted, why, nil
+			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+				e.log.Error("saving trial", "session", id, "trial", t.Number, "err", err)
+			}
+		}
+	}
+}
+
+// failUnfinished fails the trial a failing session was running, so no trial of a finished
+// session is left looking as if it still trained.
+func (e *Engine) failUnfinished(ctx context.Context, id, reason string) {
+	trials, err := e.cfg.Store.Trials(ctx, id)
+	if err != nil {
+		e.log.Error("listing trials", "session", id, "err", err)
+		return
+	}
+	for _, t := range trials {
+		if !t.State.Terminal() {
+			t.State, t.Reason, t.Proc, t.EndedAt = TrialFailed, reason, nil, time.Now().UTC()
 			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
 				e.log.Error("saving trial", "session", id, "trial", t.Number, "err", err)
 			}

@@ -30,6 +30,7 @@ type fakeTrainer struct {
 	evalGate  map[session.TrialRef]chan struct{}
 	entered   chan string // "train 3/0", "eval 3/0" as jobs start
 	failTrain map[session.TrialRef]string
+	broken    error // every training job fails with it, as a trainer that cannot start
 }
 
 func newFakeTrainer() *fakeTrainer {
@@ -47,7 +48,11 @@ func (f *fakeTrainer) Train(ctx context.Context, job session.TrainJob, hooks ses
 	f.startIter[job.Trial] = job.StartIter
 	gate := f.trainGate[job.Trial]
 	fail := f.failTrain[job.Trial]
+	broken := f.broken
 	f.mu.Unlock()
+	if broken != nil {
+		return session.TrainResult{}, broken
+	}
 	if hooks.Started != nil {
 		hooks.Started(session.Proc{PID: 4242, PGID: 4242, StartTick: 7, GPUs: job.Settings.GPUs})
 	}
@@ -700,5 +705,22 @@ func TestAnnounceShowsThePendingProposalAgain(t *testing.T) {
 	}
 	if err := eng.Announce(ctx, "nope"); !errors.Is(err, session.ErrNotFound) {
 		t.Fatalf("unknown session: %v", err)
+	}
+}
+
+func TestATrainerThatCannotStartFailsTheSessionAndItsTrial(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	h.tr.broken = errors.New("starting train job: run dir is not absolute")
+	s, err := h.eng.Start(context.Background(), settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	if s.State != session.StateFailed || !strings.Contains(s.Reason, "not absolute") {
+		t.Fatalf("session %s: %q", s.State, s.Reason)
+	}
+	trials := h.trials(s.ID)
+	if len(trials) != 1 || trials[0].State != session.TrialFailed || !strings.Contains(trials[0].Reason, "not absolute") {
+		t.Fatalf("trials: %+v", trials)
 	}
 }

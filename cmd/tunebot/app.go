@@ -77,6 +77,13 @@ func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger,
 // previous run left. notifier builds the engine's notifier from the store (nil: none). The
 // caller closes the app.
 func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notifier func(*store.DB) session.Notifier) (*app, error) {
+	// Run directories are handed to trainers that run in another working directory, so
+	// every path derived from the data dir must be absolute.
+	abs, err := filepath.Abs(cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("data_dir %s: %w", cfg.DataDir, err)
+	}
+	cfg.DataDir = abs
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir %s cannot be created: %w", cfg.DataDir, err)
 	}

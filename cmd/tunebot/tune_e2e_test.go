@@ -231,3 +231,36 @@ session:
 		}
 	}
 }
+
+// TestDemoFromAFreshDirectory is the README's first command on a fresh clone: the demo
+// runs in the current directory with its relative ./data, to a 12-trial session with 4
+// trials at rung 1 and 2 at rung 2.
+func TestDemoFromAFreshDirectory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole demo session")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(tunebotBin, "demo", "--json")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo: %v\n%s\n%s", err, stderr.String(), stdout.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	perRung := map[int]int{}
+	for _, tr := range sum.Trials {
+		perRung[tr.Rung]++
+	}
+	if sum.State != session.StateSucceeded || perRung[0] != 12 || perRung[1] != 4 || perRung[2] != 2 {
+		t.Fatalf("demo: state %s, trials per rung %v (want 12/4/2)", sum.State, perRung)
+	}
+	if want := filepath.Join(dir, "data", "sessions", sum.Session); sum.Outputs["session_dir"] != want {
+		t.Errorf("outputs at %v, want %s", sum.Outputs["session_dir"], want)
+	}
+	pngs, _ := filepath.Glob(filepath.Join(dir, "data", "reports", sum.Session[:8], "*.png"))
+	if len(pngs) < 18 {
+		t.Errorf("%d chart PNGs in the reports directory, want every trial's report", len(pngs))
+	}
+}
