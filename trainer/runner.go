@@ -429,7 +429,7 @@ func (r *Runner) reapGroup(pgid int, logger *slog.Logger) {
 // the trainer never needs and so never sees.
 func secretEnv(name string) bool {
 	switch name {
-	case "DEEPSEEK_API_KEY", "DISCORD_BOT_TOKEN", "NTFY_TOKEN":
+	case "DEEPSEEK_API_KEY", "DISCORD_BOT_TOKEN", "NTFY_TOKEN", "TUNEBOT_WEBHOOK_URL":
 		return true
 	}
 	return strings.HasPrefix(name, "SLACK_")

@@ -161,6 +161,7 @@ func TestPlaceholdersAndEnv(t *testing.T) {
 	t.Setenv("SLACK_APP_TOKEN", "xapp-secret")
 	t.Setenv("DISCORD_BOT_TOKEN", "discord-secret")
 	t.Setenv("NTFY_TOKEN", "ntfy-secret")
+	t.Setenv("TUNEBOT_WEBHOOK_URL", "https://hooks.example.org/secret-path")
 	t.Setenv("CUDA_VISIBLE_DEVICES", "7")
 	t.Setenv("TUNEBOT_TEST_KEEP", "kept")
 	record := `printf '%s\n' "$@" > "$0/argv"; env > "$0/env"; echo recorded; exit 4`
@@ -192,7 +193,7 @@ func TestPlaceholdersAndEnv(t *testing.T) {
 	}
 	env := strings.Split(readFile(t, filepath.Join(dir, "env")), "\n")
 	for _, kv := range env {
-		for _, secret := range []string{"DEEPSEEK_API_KEY=", "SLACK_", "DISCORD_BOT_TOKEN=", "NTFY_TOKEN="} {
+		for _, secret := range []string{"DEEPSEEK_API_KEY=", "SLACK_", "DISCORD_BOT_TOKEN=", "NTFY_TOKEN=", "TUNEBOT_WEBHOOK_URL="} {
 			if strings.HasPrefix(kv, secret) {
 				t.Errorf("child saw secret %s", strings.SplitN(kv, "=", 2)[0])
 			}
