@@ -3,8 +3,6 @@ package discord
 import (
 	"bytes"
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -37,21 +35,11 @@ func parseLoc(v string) (string, []string, bool) {
 }
 
 func (a *Adapter) ref(ctx context.Context, key string) (string, bool, error) {
-	v, err := a.cfg.Store.ChatRef(ctx, Platform, key)
-	if errors.Is(err, session.ErrNotFound) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("reading chat ref %s: %w", key, err)
-	}
-	return v, true, nil
+	return bot.Refs{Store: a.cfg.Store, Platform: Platform}.Get(ctx, key)
 }
 
 func (a *Adapter) put(ctx context.Context, key, v string) error {
-	if err := a.cfg.Store.PutChatRef(ctx, Platform, key, v); err != nil {
-		return fmt.Errorf("recording chat ref %s: %w", key, err)
-	}
-	return nil
+	return bot.Refs{Store: a.cfg.Store, Platform: Platform}.Put(ctx, key, v)
 }
 
 // Deliver posts or edits one outbox item: a session's root card in the configured channel

@@ -34,8 +34,7 @@ const DefaultAPIURL = "https://discord.com/api/v9"
 // restart, so a thread reply finds its session and a decision edits its proposal card),
 // and the presets /tune autocompletes.
 type Store interface {
-	PutChatRef(ctx context.Context, platform, key, value string) error
-	ChatRef(ctx context.Context, platform, key string) (string, error)
+	bot.RefStore
 	Presets(ctx context.Context) ([]session.Preset, error)
 }
 

@@ -36,10 +36,7 @@ const DefaultAPIURL = "https://slack.com/api/"
 
 // Refs is where the adapter records which Slack message shows which card, so edits and
 // thread replies work across restarts; *store.DB implements it.
-type Refs interface {
-	PutChatRef(ctx context.Context, platform, key, value string) error
-	ChatRef(ctx context.Context, platform, key string) (string, error)
-}
+type Refs = bot.RefStore
 
 // Config configures an Adapter. Tokens come from the environment through the caller; they
 // are never logged.
@@ -166,21 +163,11 @@ func splitWhere(v string) (channel, ts string, ok bool) {
 }
 
 func (a *Adapter) ref(ctx context.Context, key string) (string, bool, error) {
-	v, err := a.cfg.Refs.ChatRef(ctx, Platform, key)
-	if errors.Is(err, session.ErrNotFound) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("reading chat ref %s: %w", key, err)
-	}
-	return v, true, nil
+	return bot.Refs{Store: a.cfg.Refs, Platform: Platform}.Get(ctx, key)
 }
 
 func (a *Adapter) putRef(ctx context.Context, key, value string) error {
-	if err := a.cfg.Refs.PutChatRef(ctx, Platform, key, value); err != nil {
-		return fmt.Errorf("recording chat ref %s: %w", key, err)
-	}
-	return nil
+	return bot.Refs{Store: a.cfg.Refs, Platform: Platform}.Put(ctx, key, value)
 }
 
 // Deliver posts or edits one card. The root card of a session goes to the channel and is
