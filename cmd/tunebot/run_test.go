@@ -45,6 +45,26 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	}
 }
 
+// startDaemon runs `tunebot run --config cfg` with extra environment, its stdin a pipe the
+// test writes commands to, and waits until it serves. The process is killed at cleanup.
+func startDaemon(t *testing.T, cfg string, env ...string) (*exec.Cmd, *os.File, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
+	cmd.Env = append(os.Environ(), env...)
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &syncBuffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitFor(t, "the daemon to run", 10*time.Second, func() bool { return strings.Contains(out.String(), "tunebot is running") })
+	return cmd, stdinW, out
+}
+
 // TestRunWithConsole runs the daemon with no chat platform: the console takes /tune
 // commands from stdin, the session runs to its end, and SIGTERM stops it cleanly.
 func TestRunWithConsole(t *testing.T) {
@@ -53,15 +73,7 @@ func TestRunWithConsole(t *testing.T) {
 data_dir: data
 service: {addr: "127.0.0.1:0"}
 `)
-	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
-	stdinR, stdinW, _ := os.Pipe()
-	var out syncBuffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitFor(t, "the daemon to run", 10*time.Second, func() bool { return strings.Contains(out.String(), "tunebot is running") })
+	cmd, stdinW, out := startDaemon(t, cfg)
 	stdinW.WriteString("/tune start trials=4 rungs=20,40,60 fallback=true\n")
 	waitFor(t, "the session to succeed", 30*time.Second, func() bool { return strings.Contains(out.String(), "succeeded") })
 	stdinW.WriteString("/tune status\n")
@@ -98,16 +110,7 @@ func TestRunDrainsOnSIGTERM(t *testing.T) {
 data_dir: data
 service: {addr: "off"}
 `)
-	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
-	cmd.Env = append(os.Environ(), "TUNEBOT_SIM_STEP_DELAY=50ms")
-	stdinR, stdinW, _ := os.Pipe()
-	var out syncBuffer
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitFor(t, "the daemon to run", 10*time.Second, func() bool { return strings.Contains(out.String(), "tunebot is running") })
+	cmd, stdinW, out := startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=50ms")
 	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
 	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
 	time.Sleep(300 * time.Millisecond)
@@ -128,11 +131,5 @@ service: {addr: "off"}
 	if len(all) != 1 || all[0].State != session.StateInterrupted {
 		t.Fatalf("sessions after SIGTERM: %+v", all)
 	}
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, _ := os.ReadFile(p)
-		if bytes.Contains(b, []byte(dir)) && bytes.Contains(b, []byte("sim-")) {
-			t.Errorf("trainer left running: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
-		}
-	}
+	noTrainerLeft(t, dir)
 }

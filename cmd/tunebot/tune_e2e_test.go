@@ -223,13 +223,7 @@ session:
 	}
 	// no sim trainer of this data dir may be left running
 	time.Sleep(100 * time.Millisecond)
-	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, p := range procs {
-		b, _ := os.ReadFile(p)
-		if bytes.Contains(b, []byte(dir)) && bytes.Contains(b, []byte("sim-")) {
-			t.Errorf("trainer left running: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
-		}
-	}
+	noTrainerLeft(t, dir)
 }
 
 // TestDemoFromAFreshDirectory is the README's first command on a fresh clone: the demo
@@ -262,5 +256,17 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 	pngs, _ := filepath.Glob(filepath.Join(dir, "data", "reports", sum.Session[:8], "*.png"))
 	if len(pngs) < 18 {
 		t.Errorf("%d chart PNGs in the reports directory, want every trial's report", len(pngs))
+	}
+}
+
+// noTrainerLeft fails t if a sim trainer started under dir is still running.
+func noTrainerLeft(t *testing.T, dir string) {
+	t.Helper()
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		b, _ := os.ReadFile(p)
+		if bytes.Contains(b, []byte(dir)) && bytes.Contains(b, []byte("sim-")) {
+			t.Errorf("trainer left running: %s", bytes.ReplaceAll(b, []byte{0}, []byte{' '}))
+		}
 	}
 }
