@@ -700,27 +700,31 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	if err := e.putTrialAudited(ctx, t, entry); err != nil {
 		return fmt.Errorf("saving trial: %w", err)
 	}
-	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-		x.GPUSeconds += t.GPUSeconds
-		x.UpdatedAt = time.Now().UTC()
-		if t.Rung == 0 && t.State == TrialCompleted && t.Eligible() && (x.BestTrial < 0 || t.Score.Total > x.BestScore) && x.BestRung == 0 {
-			x.BestTrial, x.BestRung, x.BestScore = t.Number, 0, t.Score.Total
-		}
-		return nil
-	})
+	// The live status (best so far, proposals without improvement) derives from the
+	// rung-0 trials; it is written in the same update as the GPU time.
+	trials, err := e.cfg.Store.Trials(ctx, s.ID)
 	if err != nil {
-		return fmt.Errorf("updating session: %w", err)
+		return fmt.Errorf("listing trials: %w", err)
 	}
-	trials, _ := e.cfg.Store.Trials(ctx, s.ID)
-	r0 := []Trial{}
+	var r0 []Trial
 	for _, x := range trials {
 		if x.Rung == 0 {
 			r0 = append(r0, x)
 		}
 	}
 	ni, _ := noImprovement(r0)
-	if s2.NoImprove != ni {
-		s2, _ = e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error { x.NoImprove = ni; return nil })
+	best, haveBest := bestOf(r0)
+	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		x.GPUSeconds += t.GPUSeconds
+		x.UpdatedAt = time.Now().UTC()
+		x.NoImprove = ni
+		if haveBest && x.BestRung == 0 {
+			x.BestTrial, x.BestScore = best.Number, best.Score.Total
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("updating session: %w", err)
 	}
 	done := t
 	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(t)})

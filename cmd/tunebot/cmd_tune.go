@@ -9,7 +9,6 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"tunebot/bot"
 	"tunebot/bot/console"
@@ -211,8 +210,6 @@ func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDo
 				return s, 3
 			}
 			stdinDone = nil
-		case <-time.After(time.Second):
-			// a cheap re-check in case a change slipped between Changed and Session
 		}
 	}
 }
