@@ -386,13 +386,16 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		if err != nil {
 			return Proposal{}, fmt.Errorf("listing proposals: %w", err)
 		}
+		if len(ps) == 0 {
+			return Proposal{}, Userf(ErrNotFound, "session %s has no proposal waiting for a decision", short(s.ID))
+		}
+		// With none pending, the newest one answers: whoever decided it a moment ago
+		// (two people clicking at once) is named instead of "nothing waiting".
+		id = ps[len(ps)-1].ID
 		for _, p := range ps {
 			if p.State == ProposalPending {
 				id = p.ID
 			}
-		}
-		if id == "" {
-			return Proposal{}, Userf(ErrNotFound, "session %s has no proposal waiting for a decision", short(s.ID))
 		}
 	}
 	var tried []Tried

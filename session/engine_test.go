@@ -724,3 +724,32 @@ func TestATrainerThatCannotStartFailsTheSessionAndItsTrial(t *testing.T) {
 		t.Fatalf("trials: %+v", trials)
 	}
 }
+
+// A second approval that arrives after the first has been taken (the proposal is no longer
+// pending and no new one exists yet) names who decided first instead of "nothing waiting".
+func TestLateSecondApprovalNamesTheFirst(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	gate := make(chan struct{})
+	h.tr.trainGate[session.TrialRef{1, 0}] = gate
+	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	first := session.Actor{Platform: "slack", ID: "U1"}
+	if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: first}); err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range []string{"train 0/0", "eval 0/0", "train 1/0"} {
+		h.expect(j)
+	}
+	_, err = h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: session.Actor{Platform: "slack", ID: "U2"}})
+	if !errors.Is(err, session.ErrConflict) || !strings.Contains(err.Error(), "already approved by U1") {
+		t.Fatalf("late approval: %v", err)
+	}
+	close(gate)
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+}
