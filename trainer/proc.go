@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"tunebot/session"
 )
 
 // procStat is what the runner needs of /proc/PID/stat.
@@ -74,6 +76,40 @@ func groupMembers(pgid int) []procStat {
 		out = append(out, st)
 	}
 	return out
+}
+
+// orphanMembers lists the live members of p's group that can be p's descendants: started
+// no earlier than p, in this boot (start ticks count from boot, so a group recorded before
+// a reboot is gone whatever the ticks say).
+func orphanMembers(p session.Proc) []procStat {
+	if boot, err := bootTime(); err == nil && !p.Started.IsZero() && p.Started.Before(boot) {
+		return nil
+	}
+	var out []procStat
+	for _, m := range groupMembers(p.PGID) {
+		if m.startTick >= p.StartTick {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// bootTime reads the kernel's boot time (btime in /proc/stat).
+func bootTime() (time.Time, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "btime "); ok {
+			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("parsing btime in /proc/stat: %w", err)
+			}
+			return time.Unix(sec, 0), nil
+		}
+	}
+	return time.Time{}, errors.New("no btime in /proc/stat")
 }
 
 // signalGroup sends sig to every process of group pgid. pgid ≤ 1 is refused: kill(-1)

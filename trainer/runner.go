@@ -258,10 +258,22 @@ func (r *Runner) EndOrphan(ctx context.Context, p session.Proc) error {
 	}
 	st, err := readStat(p.PID)
 	if err != nil {
-		if isNotExist(err) {
+		if !isNotExist(err) {
+			return fmt.Errorf("checking orphan trainer process %d: %w", p.PID, err)
+		}
+		// The leader is gone, but a wrapper (a shell, uv run, torchrun) may have died and
+		// left its workers on the GPU. A PID is never reused while a group of that ID
+		// exists, so members started since the leader are its own. (The runner makes
+		// each job the leader of its own group, so a record where they differ is not ours.)
+		if p.PGID != p.PID {
 			return nil
 		}
-		return fmt.Errorf("checking orphan trainer process %d: %w", p.PID, err)
+		left := orphanMembers(p)
+		if len(left) == 0 {
+			return nil
+		}
+		r.logger.Warn("ending trainer processes whose group leader is gone", "pgid", p.PGID, "processes", len(left), "gpus", p.GPUs)
+		return endGroup(ctx, p.PGID, r.t.Grace)
 	}
 	if st.startTick != p.StartTick {
 		r.logger.Info("orphan trainer pid was reused by another process; leaving it alone", "pid", p.PID)

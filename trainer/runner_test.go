@@ -353,6 +353,50 @@ func TestEndOrphan(t *testing.T) {
 	}
 }
 
+// A wrapper that died (a shell, uv run) leaves its workers in the group: EndOrphan ends
+// them although the recorded leader is gone, and leaves a group from before a reboot alone.
+func TestEndOrphanWithDeadLeader(t *testing.T) {
+	r := newRunner(t, trainer.Templates{Train: []string{"true"}, Evaluate: []string{"true"}, Grace: 200 * time.Millisecond})
+	cmd := exec.Command("sh", "-c", `sleep 100 & sleep 100 & read x`)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(-pid, syscall.SIGKILL) })
+	for len(liveMembers(t, pid)) < 3 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	stat := readFile(t, fmt.Sprintf("/proc/%d/stat", pid))
+	tick, err := strconv.ParseUint(strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])[19], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	in.Close() // the leader's read ends, it exits, and its two sleeps stay behind
+	cmd.Wait()
+	if n := len(liveMembers(t, pid)); n != 2 {
+		t.Fatalf("%d members after the leader exited, want its 2 children", n)
+	}
+	ctx := context.Background()
+	if err := r.EndOrphan(ctx, session.Proc{PID: pid, PGID: pid, StartTick: tick, Started: time.Unix(1, 0)}); err != nil {
+		t.Fatalf("EndOrphan of a group from before the boot: %v", err)
+	}
+	if n := len(liveMembers(t, pid)); n != 2 {
+		t.Fatalf("EndOrphan ended a group recorded before this boot: %d of 2 left", n)
+	}
+	if err := r.EndOrphan(ctx, session.Proc{PID: pid, PGID: pid, StartTick: tick, Started: started}); err != nil {
+		t.Fatalf("EndOrphan: %v", err)
+	}
+	if left := liveMembers(t, pid); len(left) > 0 {
+		t.Errorf("children %v of a dead leader survived EndOrphan", left)
+	}
+}
+
 // TestLeaseThroughRunner: jobs on one GPU never overlap; jobs on disjoint GPUs run at the
 // same time (each waits for the other to start, so run one after another they would hang).
 func TestLeaseThroughRunner(t *testing.T) {
