@@ -224,6 +224,10 @@ func (a *Adapter) event(ctx context.Context, h *bot.Handler, e slackevents.Event
 	if e.Type != slackevents.CallbackEvent {
 		return
 	}
+	if cb, ok := e.Data.(*slackevents.EventsAPICallbackEvent); ok && !a.firstDelivery(cb.EventID) {
+		a.log.Debug("ignoring a retried Slack event", "event_id", cb.EventID)
+		return
+	}
 	m, ok := e.InnerEvent.Data.(*slackevents.MessageEvent)
 	if !ok || m.SubType != "" || m.BotID != "" || m.User == "" || m.ThreadTimeStamp == "" || m.ThreadTimeStamp == m.TimeStamp {
 		return
@@ -247,6 +251,38 @@ func (a *Adapter) event(ctx context.Context, h *bot.Handler, e slackevents.Event
 		in.Kind, in.Text, in.SessionID = bot.KindReply, m.Text, sid
 		a.handle(ctx, h, in, target{Channel: m.Channel, Thread: m.ThreadTimeStamp, User: m.User}, "")
 	})
+}
+
+// eventMemory is how long an event ID is remembered: Slack retries an unacknowledged
+// event three times within about five minutes, each with the same event_id.
+const eventMemory = time.Hour
+
+// firstDelivery reports whether the event with this ID is new, and remembers it. Slack
+// retries an event it thinks went unanswered (a slow ack, a reconnect in Socket Mode), and
+// a thread reply "approve" handled twice would answer its own decision with "already
+// approved". An event without an ID is always new.
+func (a *Adapter) firstDelivery(id string) bool {
+	if id == "" {
+		return true
+	}
+	now := time.Now()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.events == nil {
+		a.events = map[string]time.Time{}
+	}
+	if _, seen := a.events[id]; seen {
+		return false
+	}
+	if len(a.events) >= 1024 {
+		for k, at := range a.events {
+			if now.Sub(at) > eventMemory {
+				delete(a.events, k)
+			}
+		}
+	}
+	a.events[id] = now
+	return true
 }
 
 func (a *Adapter) interactionBase(ctx context.Context, user, name, channel, thread string) bot.Interaction {

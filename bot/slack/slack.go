@@ -77,6 +77,7 @@ type Adapter struct {
 	botID    string
 	groups   map[string][]string // user ID → group IDs
 	groupsAt time.Time
+	events   map[string]time.Time // Events API event IDs seen, for Slack's retries
 }
 
 // New checks cfg and returns an adapter; it does not connect.

@@ -1,7 +1,9 @@
 package slack_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -395,5 +397,53 @@ func TestClicksAreCheckedAgainstUsersAndGroups(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"UEVE"}, refused); diff != "" {
 		t.Errorf("refusals audited (-want +got):\n%s", diff)
+	}
+}
+
+// TestRetriedEventsAreHandledOnce: Slack sends an event again (same event_id, with
+// X-Slack-Retry-Num) when it thinks the first went unanswered; the reply is handled once.
+func TestRetriedEventsAreHandledOnce(t *testing.T) {
+	r := newRig(t, slackbot.ModeHTTP)
+	srv := httptest.NewServer(r.ad.HTTPHandler(r.ctx, r.h))
+	defer srv.Close()
+	if err := r.db.PutChatRef(r.ctx, slackbot.Platform, "thread/CTUNE/1.0", "sess-r"); err != nil {
+		t.Fatal(err)
+	}
+	reply := r.fake.Reply("UEVE", "CTUNE", "1.0", "approve")
+	other := r.fake.Reply("UEVE", "CTUNE", "1.0", "approve") // a new event: handled too
+	for i, ev := range []map[string]any{reply, reply, reply, other} {
+		body, err := json.Marshal(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/slack/events", bytes.NewReader(body))
+		req.Header = slacktest.Sign("s3cret", body, time.Now())
+		req.Header.Set("Content-Type", "application/json")
+		if i == 1 || i == 2 {
+			req.Header.Set("X-Slack-Retry-Num", fmt.Sprint(i))
+			req.Header.Set("X-Slack-Retry-Reason", "http_timeout")
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("event %d: status %d", i, res.StatusCode)
+		}
+	}
+	r.ad.Wait()
+	audit, err := r.db.Audit(context.Background(), "sess-r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for _, a := range audit {
+		if a.Kind == "refused" {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d refusals audited for one event sent three times and one other, want 2", refused)
 	}
 }
