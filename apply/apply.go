@@ -28,6 +28,7 @@ type Applier struct {
 	git   git
 	mu    sync.Mutex
 	now   func() time.Time
+	hist  history // the audit log's applies and rollbacks, read on from where LastApply left off
 }
 
 // New checks cfg against space and returns an Applier that records to audit.

@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"tunebot/session"
@@ -29,29 +30,48 @@ type RollbackResult struct {
 }
 
 // LastApply returns the newest apply that landed and has not been rolled back, from the
-// audit log, so /tune rollback needs no argument and survives a restart.
+// audit log, so /tune rollback needs no argument and survives a restart. The log is read
+// from where the last call ended: a daemon's log grows for months.
 func (a *Applier) LastApply(ctx context.Context) (Record, error) {
-	entries, err := a.audit.Audit(ctx, "")
+	a.hist.mu.Lock()
+	defer a.hist.mu.Unlock()
+	entries, err := session.AuditAfter(ctx, a.audit, a.hist.seq)
 	if err != nil {
 		return Record{}, fmt.Errorf("reading the audit log: %w", err)
 	}
-	rolledBack := map[string]bool{}
-	for i := len(entries) - 1; i >= 0; i-- {
-		e := entries[i]
+	h := &a.hist
+	if h.rolledBack == nil {
+		h.rolledBack = map[string]bool{}
+	}
+	for _, e := range entries {
+		h.seq = max(h.seq, e.Seq)
 		commit, _ := e.Detail["commit"].(string)
 		switch e.Kind {
 		case "rollback":
-			rolledBack[commit] = true
+			h.rolledBack[commit] = true
 		case "apply":
-			if reverted, _ := e.Detail["reverted"].(bool); reverted || commit == "" || rolledBack[commit] {
+			if reverted, _ := e.Detail["reverted"].(bool); reverted || commit == "" {
 				continue
 			}
 			str := func(k string) string { s, _ := e.Detail[k].(string); return s }
-			return Record{Seq: e.Seq, At: e.Time, By: e.Actor, Preset: str("preset"), SessionID: e.SessionID,
-				Branch: str("branch"), Base: str("base"), Commit: commit}, nil
+			h.applies = append(h.applies, Record{Seq: e.Seq, At: e.Time, By: e.Actor, Preset: str("preset"), SessionID: e.SessionID,
+				Branch: str("branch"), Base: str("base"), Commit: commit})
+		}
+	}
+	for i := len(h.applies) - 1; i >= 0; i-- {
+		if !h.rolledBack[h.applies[i].Commit] {
+			return h.applies[i], nil
 		}
 	}
 	return Record{}, session.Userf(session.ErrNotFound, "there is no applied preset to roll back")
+}
+
+// history is the applies and rollbacks of the audit log up to seq, folded.
+type history struct {
+	mu         sync.Mutex
+	seq        uint64
+	applies    []Record
+	rolledBack map[string]bool
 }
 
 // Rollback undoes rec with `git revert --no-edit` on rec's branch: a new commit, never a

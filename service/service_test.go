@@ -326,3 +326,75 @@ func TestStoreSource(t *testing.T) {
 		t.Errorf("a new source did not see the new trial")
 	}
 }
+
+// countingRecords counts what a StoreSource reads of the store.
+type countingRecords struct {
+	*store.DB
+	trialReads map[string]int
+	auditRead  int
+}
+
+func (c *countingRecords) Trials(ctx context.Context, id string) ([]session.Trial, error) {
+	c.trialReads[id]++
+	return c.DB.Trials(ctx, id)
+}
+
+func (c *countingRecords) AuditSince(ctx context.Context, after uint64) ([]session.AuditEntry, error) {
+	es, err := c.DB.AuditSince(ctx, after)
+	c.auditRead += len(es)
+	return es, err
+}
+
+// A daemon runs for months: each scrape reads the audit entries that are new since the last
+// one and the trials of sessions still active, and the totals stay right.
+func TestStoreSourceReadsOnlyWhatCanChange(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, s := range []session.Session{{ID: "old", State: session.StateSucceeded}, {ID: "live", State: session.StateRunning}} {
+		if err := db.CreateSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.PutTrial(ctx, session.Trial{SessionID: s.ID, Number: 0, State: session.TrialCompleted}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call := func(tokens int) {
+		t.Helper()
+		if err := db.Append(ctx, session.AuditEntry{SessionID: "live", Kind: "advisor_call", Actor: session.System,
+			Detail: map[string]any{"outcome": "ok", "usage": map[string]any{"prompt_tokens": tokens}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	call(100)
+	call(200)
+	rec := &countingRecords{DB: db, trialReads: map[string]int{}}
+	src := service.NewStoreSource(rec, nil, time.Nanosecond)
+	if _, err := src.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
+	call(400)
+	if err := db.PutTrial(ctx, session.Trial{SessionID: "live", Number: 1, State: session.TrialTraining}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Millisecond)
+	snap, err := src.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.AdvisorCalls["ok"] != 3 || snap.AdvisorTokens["prompt"] != 700 {
+		t.Errorf("advisor totals %v %v, want 3 calls and 700 prompt tokens", snap.AdvisorCalls, snap.AdvisorTokens)
+	}
+	if snap.Trials[session.TrialCompleted] != 2 || snap.Trials[session.TrialTraining] != 1 {
+		t.Errorf("trials %v, want 2 completed and 1 training", snap.Trials)
+	}
+	if rec.auditRead != 3 {
+		t.Errorf("two scrapes read %d audit entries, want each of the 3 once", rec.auditRead)
+	}
+	if rec.trialReads["old"] != 1 || rec.trialReads["live"] != 2 {
+		t.Errorf("trial reads %v: an ended session's trials are read once, an active one's every scrape", rec.trialReads)
+	}
+}

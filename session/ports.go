@@ -45,6 +45,30 @@ type AuditLog interface {
 	Audit(ctx context.Context, sessionID string) ([]AuditEntry, error)
 }
 
+// AuditTail is what an AuditLog may also offer: the entries after sequence number after,
+// oldest first, so a reader that keeps its place (metrics, the last apply) reads each entry
+// once instead of the whole log every time.
+type AuditTail interface {
+	AuditSince(ctx context.Context, after uint64) ([]AuditEntry, error)
+}
+
+// AuditAfter returns the entries of log with Seq > after, oldest first, through
+// AuditTail when log has it.
+func AuditAfter(ctx context.Context, log AuditLog, after uint64) ([]AuditEntry, error) {
+	if t, ok := log.(AuditTail); ok {
+		return t.AuditSince(ctx, after)
+	}
+	all, err := log.Audit(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	i := 0
+	for i < len(all) && all[i].Seq <= after {
+		i++
+	}
+	return all[i:], nil
+}
+
 // PresetStore persists immutable presets.
 type PresetStore interface {
 	// SavePreset stores p; a preset of the same name is never overwritten (ErrExists).

@@ -312,6 +312,27 @@ func (d *DB) Audit(ctx context.Context, sessionID string) ([]session.AuditEntry,
 	return out, nil
 }
 
+// AuditSince lists the entries of all sessions with a sequence number above after, oldest
+// first (session.AuditTail).
+func (d *DB) AuditSince(ctx context.Context, after uint64) ([]session.AuditEntry, error) {
+	var out []session.AuditEntry
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketAudit).Cursor()
+		for k, v := c.Seek(u64Key(after + 1)); k != nil; k, v = c.Next() {
+			var e session.AuditEntry
+			if err := jsonUnmarshal(v, &e, "audit entry", k); err != nil {
+				return err
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // SavePreset stores p. A preset is immutable: saving a taken name fails with
 // session.ErrExists.
 func (d *DB) SavePreset(ctx context.Context, p session.Preset) error {

@@ -398,6 +398,28 @@ func TestAudit(t *testing.T) {
 			t.Errorf("Audit(%q) (-want +got):\n%s", tt.session, diff)
 		}
 	}
+	// AuditSince reads on from a cursor, across sessions.
+	for _, tt := range []struct {
+		after uint64
+		want  []string
+	}{
+		{0, []string{"1start", "2config", "3start", "4approve", "5refused"}},
+		{3, []string{"4approve", "5refused"}},
+		{5, nil},
+		{1 << 40, nil},
+	} {
+		list, err := db.AuditSince(ctx, tt.after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range list {
+			got = append(got, fmt.Sprint(e.Seq, e.Kind))
+		}
+		if diff := cmp.Diff(tt.want, got); diff != "" {
+			t.Errorf("AuditSince(%d) (-want +got):\n%s", tt.after, diff)
+		}
+	}
 	list, _ := db.Audit(ctx, "s1")
 	if diff := cmp.Diff(map[string]any{"proposal": "p1"}, list[1].Detail); diff != "" {
 		t.Errorf("audit detail (-want +got):\n%s", diff)
