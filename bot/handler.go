@@ -115,6 +115,9 @@ type HandlerConfig struct {
 	// PolicyLimit caps the size of a policy.onnx uploaded to chat (default
 	// DefaultPolicyLimit); a larger one is named by its path on the GPU machine instead.
 	PolicyLimit int64
+	// Gate keeps starts and applies apart; share it with whatever else starts sessions
+	// (the scheduler). nil: the handler uses one of its own.
+	Gate *CheckoutGate
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -124,11 +127,10 @@ type Handler struct {
 	log *slog.Logger
 	wg  sync.WaitGroup
 
-	// ops holds the apply and rollback confirmations shown and not yet answered, and
-	// whether an apply or rollback is running (see handler_ops.go).
-	opsMu    sync.Mutex
-	pending  map[string]pendingOp
-	applying bool
+	// ops holds the apply and rollback confirmations shown and not yet answered (see
+	// handler_ops.go).
+	opsMu   sync.Mutex
+	pending map[string]pendingOp
 }
 
 // NewHandler returns a handler; Engine, Store and Space are required.
@@ -144,6 +146,9 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	}
 	if cfg.PolicyLimit <= 0 {
 		cfg.PolicyLimit = DefaultPolicyLimit
+	}
+	if cfg.Gate == nil {
+		cfg.Gate = &CheckoutGate{}
 	}
 	return &Handler{cfg: cfg, log: cfg.Logger, pending: map[string]pendingOp{}}
 }
@@ -329,13 +334,10 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		if err != nil {
 			return errorReply(err)
 		}
-		h.opsMu.Lock()
-		applying := h.applying
-		h.opsMu.Unlock()
-		if applying {
-			return Reply{Private: true, Text: "a preset is being applied to the trainer checkout (its tests are running); start again when it has finished"}
+		s, err := h.cfg.Gate.Start(ctx, h.cfg.Engine, st, by)
+		if errors.Is(err, session.ErrCheckoutBusy) {
+			return Reply{Private: true, Text: err.Error()}
 		}
-		s, err := h.cfg.Engine.Start(ctx, st, by)
 		if err != nil {
 			return h.engineError(err, log)
 		}

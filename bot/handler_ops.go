@@ -422,14 +422,10 @@ func (h *Handler) confirm(ctx context.Context, in Interaction, verb, target, non
 	if h.cfg.Applier == nil {
 		return h.notConfigured()
 	}
-	h.opsMu.Lock()
-	if h.applying {
-		h.opsMu.Unlock()
+	if !h.cfg.Gate.BeginApply() {
 		return Reply{Private: true, Text: "an apply or rollback is already running; wait for its result"}
 	}
-	h.applying = true
-	h.opsMu.Unlock()
-	defer func() { h.opsMu.Lock(); h.applying = false; h.opsMu.Unlock() }()
+	defer h.cfg.Gate.EndApply()
 	if why, err := h.busy(ctx); err != nil || why != "" {
 		return h.busyReply(why, err, log)
 	}

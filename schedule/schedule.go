@@ -348,12 +348,12 @@ func (s *Scheduler) fire(id string) {
 			s.finish(id, ran, "failed: "+msg, fmt.Sprintf("%s failed: %s", name, msg))
 			return
 		case e.IfBusy != Wait:
-			s.finish(id, ran, "skipped: busy", name+" skipped: another session is using the GPU")
+			s.finish(id, ran, "skipped: busy", name+" skipped: "+busyWhy(err))
 			return
 		}
 		if attempt == 1 {
-			s.opts.Notify(fmt.Sprintf("%s is waiting: another session is using the GPU; trying every %s for up to %s",
-				name, fmtWait(s.cfg.WaitRetry), fmtWait(s.cfg.WaitMax)))
+			s.opts.Notify(fmt.Sprintf("%s is waiting: %s; trying every %s for up to %s",
+				name, busyWhy(err), fmtWait(s.cfg.WaitRetry), fmtWait(s.cfg.WaitMax)))
 		}
 		if time.Now().Add(s.cfg.WaitRetry).After(deadline) {
 			s.finish(id, ran, "skipped: still busy after "+fmtWait(s.cfg.WaitMax),
@@ -369,6 +369,14 @@ func (s *Scheduler) fire(id string) {
 		case <-t.C:
 		}
 	}
+}
+
+// busyWhy says what kept a scheduled start from starting.
+func busyWhy(err error) string {
+	if errors.Is(err, session.ErrCheckoutBusy) {
+		return "a preset is being applied to the trainer checkout"
+	}
+	return "another session is using the GPU"
 }
 
 func (s *Scheduler) entry(ctx context.Context, id string) (Entry, bool) {

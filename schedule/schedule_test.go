@@ -26,6 +26,7 @@ type starter struct {
 	calls []time.Time
 	args  []string
 	busy  func(call int) bool
+	why   error // what busy fails with; session.ErrBusy when nil
 	err   error
 }
 
@@ -38,6 +39,9 @@ func (s *starter) StartScheduled(_ context.Context, e schedule.Entry) (string, e
 		return "", s.err
 	}
 	if s.busy != nil && s.busy(len(s.calls)) {
+		if s.why != nil {
+			return "", s.why
+		}
 		return "", session.Userf(session.ErrBusy, "session abc is running")
 	}
 	return fmt.Sprintf("s%d", len(s.calls)), nil
@@ -138,6 +142,7 @@ func TestBusySkipOrWait(t *testing.T) {
 		ifBusy  string
 		cfg     schedule.Config
 		busy    func(call int) bool
+		why     error
 		calls   []string
 		result  string
 		notes   []string
@@ -153,6 +158,10 @@ func TestBusySkipOrWait(t *testing.T) {
 			busy: func(int) bool { return true }, advance: 50 * time.Minute,
 			calls: []string{"01:00", "01:10", "01:20", "01:30"}, result: "skipped: still busy after 30m",
 			notes: []string{"trying every 10m for up to 30m", "skipped: the GPU was still busy after 30m"}},
+		{name: "an apply holds the checkout", ifBusy: "wait", busy: func(c int) bool { return c == 1 }, advance: 5 * time.Minute,
+			why:   session.Userf(session.ErrCheckoutBusy, "a preset is being applied"),
+			calls: []string{"01:00", "01:01"}, result: "started session s2",
+			notes: []string{"is waiting: a preset is being applied to the trainer checkout; trying every 1m", "started session s2"}},
 		{name: "default policy from config", cfg: schedule.Config{IfBusy: "wait"}, busy: func(c int) bool { return c == 1 }, advance: 5 * time.Minute,
 			calls: []string{"01:00", "01:01"}, result: "started session s2",
 			notes: []string{"is waiting", "started session s2"}},
@@ -160,7 +169,7 @@ func TestBusySkipOrWait(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				st, n := &starter{busy: tc.busy}, &notes{}
+				st, n := &starter{busy: tc.busy, why: tc.why}, &notes{}
 				s := newScheduler(t, st, n, tc.cfg, nil)
 				defer s.Stop(context.Background())
 				e, err := s.Add(t.Context(), "0 1 * * *", "", tc.ifBusy, bob)

@@ -265,6 +265,8 @@ var (
 	ErrBusy     = errors.New("busy")
 	ErrConflict = errors.New("conflict")
 	ErrLocked   = errors.New("locked by another process")
+	// ErrCheckoutBusy is ErrBusy because an apply or rollback holds the trainer checkout.
+	ErrCheckoutBusy = fmt.Errorf("%w: the trainer checkout is being changed", ErrBusy)
 )
 
 // UserError carries the message a person in chat or at the terminal sees; the wrapped error

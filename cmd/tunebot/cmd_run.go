@@ -68,6 +68,7 @@ type daemon struct {
 	notifier    *bot.Notifier
 	con         *console.Console
 	handler     *bot.Handler
+	gate        bot.CheckoutGate // chat and scheduled starts against applies to the trainer checkout
 	adapters    []chatAdapter
 	dispatchers map[string]*bot.Dispatcher
 
@@ -125,7 +126,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	d.handler = bot.NewHandler(bot.HandlerConfig{
 		Engine: eng, Store: a.db, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
 		Charts: charts, Agent: d.agentTest, Logger: d.log,
-		Applier: applier, Scheduler: d.scheduler, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
+		Applier: applier, Scheduler: d.scheduler, Gate: &d.gate, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
 		// Platforms allow 3 s; a modal must be the first answer to a click, so leave the
 		// adapters room to send it after the handler's answer.
 		AckWithin: 1500 * time.Millisecond,
@@ -470,7 +471,7 @@ func (s scheduledStarter) StartScheduled(ctx context.Context, e schedule.Entry) 
 	if e.CreatedBy.ID != "" {
 		owner = e.CreatedBy // the session posts where its schedule was made
 	}
-	sess, err := s.d.app.engine.Start(ctx, st, owner)
+	sess, err := s.d.gate.Start(ctx, s.d.app.engine, st, owner)
 	if err != nil {
 		return "", err
 	}
