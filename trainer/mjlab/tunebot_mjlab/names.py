@@ -142,8 +142,11 @@ GO2_FLAT = TaskMap(
     "foot_slip.command_threshold": ParamMap("foot_slip", "command_threshold"),
     "stand_still.command_threshold": ParamMap("stand_still", "command_threshold"),
   },
-  # unitree_rl_mjlab registers its tasks when its task package is imported; which module
-  # that is has moved between its versions, so both are tried.
+  # unitree_rl_mjlab registers its tasks when its task package is imported. Upstream
+  # (github.com/unitreerobotics/unitree_rl_mjlab) installs that package as `src` (its
+  # setup.py: packages=["src"]) and its scripts/train.py does `import mjlab.tasks` then
+  # `import src.tasks`; Unitree-Go2-Flat is registered in src/tasks/velocity/config/go2.
+  # `unitree_rl_mjlab.tasks` covers forks that renamed the package.
   modules=("mjlab.tasks", "src.tasks", "unitree_rl_mjlab.tasks"),
   install_hint=(
     "Unitree-Go2-Flat comes from unitree_rl_mjlab, which is not on PyPI: clone it next to "
