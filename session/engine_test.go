@@ -753,3 +753,52 @@ func TestLateSecondApprovalNamesTheFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The advisor sees each finished trial's curves (reward reflection); a session run by the
+// sampler alone reads none, since the sampler proposes from scores.
+func TestCurvesGoToTheAdvisorOnly(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(s.ID)
+	reqs := h.adv.requests()
+	if len(reqs) != 1 || len(reqs[0].History) != 1 || len(reqs[0].History[0].Curves["Train/mean_reward"]) != 2 {
+		t.Fatalf("the advisor's request lacks the baseline's curve: %+v", reqs)
+	}
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+
+	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: h.tr, Sampler: h.sampler,
+		Space: session.DefaultSpace(), SessionsDir: filepath.Join(h.dir, "sessions")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Shutdown(context.Background())
+	st := settings(session.ModeApproval)
+	st.Fallback = true
+	s2, err := eng.Start(ctx, st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		changed := eng.Changed()
+		if len(h.sampler.requests()) > 0 {
+			break
+		}
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the sampler was never asked")
+		}
+	}
+	if got := h.sampler.requests()[0].History; len(got) != 1 || got[0].Curves != nil {
+		t.Errorf("the sampler's request carries curves: %+v", got)
+	}
+	if _, err := eng.Cancel(ctx, s2.ID, console); err != nil {
+		t.Fatal(err)
+	}
+}

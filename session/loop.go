@@ -332,7 +332,8 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		Seed: s.Settings.Seed,
 	}
 	for _, t := range r0 {
-		req.History = append(req.History, e.summary(ctx, t))
+		// Only the advisor reads curves (reward reflection); the sampler needs scores.
+		req.History = append(req.History, e.summary(ctx, t, e.cfg.Advisor != nil))
 	}
 	for _, p := range n.proposals {
 		if p.State == ProposalRejected && p.Decision != nil && p.Decision.Feedback != "" {
@@ -411,13 +412,17 @@ func userMessage(err error) string {
 	return err.Error()
 }
 
-// summary is what proposers see of a trial, with curves cut to 64 points per tag.
-func (e *Engine) summary(ctx context.Context, t Trial) TrialSummary {
+// summary is what proposers see of a trial, with curves (when asked for) cut to 64 points
+// per tag.
+func (e *Engine) summary(ctx context.Context, t Trial, curves bool) TrialSummary {
 	ts := TrialSummary{Number: t.Number, Rung: t.Rung, Source: t.Source, State: t.State, Eligible: t.Eligible(),
 		Config: t.RewardConfig.Clone(), Metrics: t.Metrics, Reason: t.Reason}
 	if t.Score != nil {
 		v := t.Score.Total
 		ts.Score = &v
+	}
+	if !curves {
+		return ts
 	}
 	tags, err := e.cfg.Store.SeriesTags(ctx, t.SessionID, t.Ref())
 	if err != nil {
