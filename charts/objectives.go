@@ -153,15 +153,17 @@ func Objectives(meta Meta, score session.Score, metrics, baseline session.Metric
 			if !bok {
 				return formatNumber(m) + unit, colText
 			}
-			s := formatNumber(m) + " vs " + formatNumber(b) + unit
 			if n == session.MetricFallRate {
+				// A share of episodes reads best as a percentage, and stays short enough
+				// for the column with its gate beside it.
 				limit := b + gateFalls
+				s := fallPercent(m) + " vs " + fallPercent(b)
 				if m > limit {
-					return s + " > limit " + formatNumber(limit), colBad
+					return s + ", over max " + fallPercent(limit), colBad
 				}
-				return s + ", limit " + formatNumber(limit), colText
+				return s + ", max " + fallPercent(limit), colText
 			}
-			return s, colText
+			return formatNumber(m) + " vs " + formatNumber(b) + unit, colText
 		}, false)
 	return c.png()
 }
@@ -175,6 +177,19 @@ func scoreText(v float64) string {
 		return signOf(v) + formatNumber(math.Abs(v))
 	}
 	return fmt.Sprintf("%s%.3f", signOf(v), math.Abs(v))
+}
+
+// fallPercent prints a fall rate (a fraction of episodes) as a percentage with two
+// significant digits below 10% and whole percents above: 0.00759 → "0.76%", 1 → "100%".
+func fallPercent(v float64) string {
+	switch p := 100 * v; {
+	case p == 0:
+		return "0%"
+	case math.Abs(p) >= 10:
+		return fmt.Sprintf("%.0f%%", p)
+	default:
+		return fmt.Sprintf("%.2g%%", p)
+	}
 }
 
 func percent(v float64) string {
