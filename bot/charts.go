@@ -33,6 +33,9 @@ func StoreCharts(st SeriesReader) ChartFunc {
 			}
 			return nil
 		}
+		curve := func(ref session.TrialRef, tag string) ([]session.Point, error) {
+			return lineage(ctx, st, s.ID, ref, tag)
+		}
 		series := func(ref session.TrialRef) map[string][]session.Point {
 			names, err := st.SeriesTags(ctx, s.ID, ref)
 			if err != nil {
@@ -40,7 +43,7 @@ func StoreCharts(st SeriesReader) ChartFunc {
 			}
 			out := make(map[string][]session.Point, len(names))
 			for _, tag := range names {
-				if pts, err := st.Series(ctx, session.SeriesKey{SessionID: s.ID, Number: ref.Number, Rung: ref.Rung, Tag: tag}); err == nil {
+				if pts, err := curve(ref, tag); err == nil {
 					out[tag] = pts
 				}
 			}
@@ -54,15 +57,15 @@ func StoreCharts(st SeriesReader) ChartFunc {
 		meta := charts.Meta{SessionID: s.ID, Trial: t.Ref(), RunName: s.Settings.RunName}
 		if len(tags) > 0 {
 			var out []Attachment
-			curve := func(tr *session.Trial, label, tag string) charts.Curve {
+			other := func(tr *session.Trial, label, tag string) charts.Curve {
 				if tr == nil || tr.Ref() == t.Ref() {
 					return charts.Curve{}
 				}
-				pts, _ := st.Series(ctx, session.SeriesKey{SessionID: s.ID, Number: tr.Number, Rung: tr.Rung, Tag: tag})
+				pts, _ := curve(tr.Ref(), tag)
 				return charts.Curve{Label: label, Points: pts}
 			}
 			for _, tag := range tags {
-				pts, err := st.Series(ctx, session.SeriesKey{SessionID: s.ID, Number: t.Number, Rung: t.Rung, Tag: tag})
+				pts, err := curve(t.Ref(), tag)
 				if err != nil {
 					return nil, session.Userf(err, "trial %d @ rung %d has no curve %q", t.Number, t.Rung, tag)
 				}
@@ -71,7 +74,7 @@ func StoreCharts(st SeriesReader) ChartFunc {
 					bestLabel = fmt.Sprintf("best: trial %d @ rung %d", best.Number, best.Rung)
 				}
 				png, err := charts.TrainingCurves(meta, tag, charts.Curve{Label: fmt.Sprintf("trial %d", t.Number), Points: pts},
-					curve(baseline, "", tag), curve(best, bestLabel, tag))
+					other(baseline, "", tag), other(best, bestLabel, tag))
 				if err != nil {
 					return nil, fmt.Errorf("rendering %s: %w", tag, err)
 				}
@@ -95,4 +98,41 @@ func StoreCharts(st SeriesReader) ChartFunc {
 		}
 		return out, nil
 	}
+}
+
+// lineage returns the curve of tag for trial ref. A promoted trial resumed its own
+// checkpoint of the rung below, so its curve is the segments of rungs 0..r of its number,
+// one after the other: a rung-2 report shows how the trial got there, not only its last
+// stretch. It fails when ref's own rung has no such curve.
+func lineage(ctx context.Context, st SeriesReader, sessionID string, ref session.TrialRef, tag string) ([]session.Point, error) {
+	var out []session.Point
+	for r := 0; r <= ref.Rung; r++ {
+		pts, err := st.Series(ctx, session.SeriesKey{SessionID: sessionID, Number: ref.Number, Rung: r, Tag: tag})
+		if err != nil {
+			if r == ref.Rung {
+				return nil, err
+			}
+			continue // a lower rung without this tag
+		}
+		out = appendAfter(out, pts)
+	}
+	return out, nil
+}
+
+// appendAfter continues pts with next, a resumed run's segment, which starts where pts
+// ended (a resumed run may log its checkpoint's iteration again; that point is dropped). A
+// segment that starts before pts ends counts its steps from its own start (a wall-clock
+// tag) and replaces pts.
+func appendAfter(pts, next []session.Point) []session.Point {
+	if len(pts) == 0 || len(next) == 0 {
+		return append(pts, next...)
+	}
+	last := pts[len(pts)-1].Step
+	switch {
+	case next[0].Step > last:
+		return append(pts, next...)
+	case next[0].Step == last:
+		return append(pts, next[1:]...)
+	}
+	return append([]session.Point(nil), next...)
 }
