@@ -67,6 +67,7 @@ type Config struct {
 // Adapter is the Discord chat adapter: a bot.Sink for the outbox and the gateway client.
 type Adapter struct {
 	cfg Config
+	api *url.URL // cfg.APIURL parsed
 	dg  *discordgo.Session
 	log *slog.Logger
 
@@ -140,7 +141,7 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Dialer != nil {
 		dg.Dialer = cfg.Dialer
 	}
-	a := &Adapter{cfg: cfg, dg: dg, log: cfg.Logger.With("platform", Platform)}
+	a := &Adapter{cfg: cfg, api: to, dg: dg, log: cfg.Logger.With("platform", Platform)}
 	sdkLogger.Store(a.log)
 	sdkLoggerOnce.Do(func() {
 		discordgo.Logger = func(level, _ int, format string, args ...any) {

@@ -149,28 +149,44 @@ func TestCommandText(t *testing.T) {
 			{Name: g, Type: discordgo.ApplicationCommandOptionSubCommandGroup, Options: []*discordgo.ApplicationCommandInteractionDataOption{
 				{Name: name, Type: discordgo.ApplicationCommandOptionSubCommand, Options: o}}}}}
 	}
+	fileOpt := func(id string) *discordgo.ApplicationCommandInteractionDataOption {
+		return &discordgo.ApplicationCommandInteractionDataOption{Name: "file", Type: discordgo.ApplicationCommandOptionAttachment, Value: id}
+	}
+	// resolved adds the attachments Discord sends with an attachment option.
+	resolved := func(d discordgo.ApplicationCommandInteractionData, ids ...string) discordgo.ApplicationCommandInteractionData {
+		d.Resolved = &discordgo.ApplicationCommandInteractionDataResolved{Attachments: map[string]*discordgo.MessageAttachment{}}
+		for _, id := range ids {
+			d.Resolved.Attachments[id] = &discordgo.MessageAttachment{ID: id, Filename: "mine.json", URL: "https://cdn.discordapp.com/attachments/1/" + id + "/mine.json"}
+		}
+		return d
+	}
 	cases := []struct {
 		in   discordgo.ApplicationCommandInteractionData
 		want string
 		err  string
+		file string // the attachment CommandFile finds; its text is appended to want
 	}{
-		{sub("start", opt("mode", "approval"), opt("trials", 4.0), opt("fallback", true)), "start mode=approval trials=4 fallback=true", ""},
-		{sub("export", opt("preset", "auto-tune-1234")), "export auto-tune-1234", ""},
-		{sub("chart", opt("trial", "3@1"), opt("tags", "Train/a  Train/b")), "chart 3@1 Train/a Train/b", ""},
-		{sub("status"), "status", ""},
-		{sub("start", opt("name", "two words")), "", "must be one word"},
-		{sub("policy", opt("preset", "p1")), "policy p1", ""},
-		{sub("apply", opt("preset", "p1")), "apply p1", ""},
-		{sub("rollback"), "rollback", ""},
-		{sub("import", opt("name", "mine"), opt("json", "{\n  \"weights\": {}\n}")), "import mine {\n  \"weights\": {}\n}", ""},
-		{group("preset", "show", opt("preset", "p1")), "preset show p1", ""},
-		{group("preset", "list"), "preset list", ""},
+		{sub("start", opt("mode", "approval"), opt("trials", 4.0), opt("fallback", true)), "start mode=approval trials=4 fallback=true", "", ""},
+		{sub("export", opt("preset", "auto-tune-1234")), "export auto-tune-1234", "", ""},
+		{sub("chart", opt("trial", "3@1"), opt("tags", "Train/a  Train/b")), "chart 3@1 Train/a Train/b", "", ""},
+		{sub("status"), "status", "", ""},
+		{sub("start", opt("name", "two words")), "", "must be one word", ""},
+		{sub("policy", opt("preset", "p1")), "policy p1", "", ""},
+		{sub("apply", opt("preset", "p1")), "apply p1", "", ""},
+		{sub("rollback"), "rollback", "", ""},
+		{sub("import", opt("name", "mine"), opt("json", "{\n  \"weights\": {}\n}")), "import mine {\n  \"weights\": {}\n}", "", ""},
+		{resolved(sub("import", opt("name", "mine"), fileOpt("77")), "77"), "import mine", "", "77"},
+		{resolved(sub("import", opt("name", "mine"), opt("json", "{}"), fileOpt("77")), "77"), "", "not both", ""},
+		{sub("import", opt("name", "mine")), "", "attach the .json file", ""},
+		{resolved(sub("import", opt("name", "mine"), fileOpt("77")), "78"), "import mine", "", "missing"},
+		{group("preset", "show", opt("preset", "p1")), "preset show p1", "", ""},
+		{group("preset", "list"), "preset list", "", ""},
 		{group("schedule", "add", opt("cron", "0 2 * * *"), opt("args", "mode=approval trials=8"), opt("if_busy", "skip")),
-			`schedule add "0 2 * * *" if_busy=skip mode=approval trials=8`, ""},
-		{group("schedule", "add", opt("cron", "@daily")), `schedule add "@daily"`, ""},
-		{group("schedule", "add", opt("cron", "0 2 * * *”")), "", "must not contain quotes"},
-		{group("schedule", "list"), "schedule list", ""},
-		{group("schedule", "remove", opt("id", "1a2b3c4d")), "schedule remove 1a2b3c4d", ""},
+			`schedule add "0 2 * * *" if_busy=skip mode=approval trials=8`, "", ""},
+		{group("schedule", "add", opt("cron", "@daily")), `schedule add "@daily"`, "", ""},
+		{group("schedule", "add", opt("cron", "0 2 * * *”")), "", "must not contain quotes", ""},
+		{group("schedule", "list"), "schedule list", "", ""},
+		{group("schedule", "remove", opt("id", "1a2b3c4d")), "schedule remove 1a2b3c4d", "", ""},
 	}
 	for _, tc := range cases {
 		got, err := discord.CommandText(tc.in)
@@ -182,6 +198,22 @@ func TestCommandText(t *testing.T) {
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("got %q, %v; want %q", got, err, tc.want)
+		}
+		att, err := discord.CommandFile(tc.in)
+		switch {
+		case tc.file == "missing":
+			if err == nil || !strings.Contains(err.Error(), "did not come with the command") {
+				t.Errorf("%q: an attachment id without its attachment: %v, %v", got, att, err)
+			}
+			continue
+		case tc.file == "":
+			if att != nil || err != nil {
+				t.Errorf("%q: CommandFile %+v, %v; want none", got, att, err)
+			}
+		case err != nil || att == nil || att.ID != tc.file:
+			t.Errorf("%q: CommandFile %+v, %v; want attachment %s", got, att, err, tc.file)
+		default:
+			got += "\n" + `{"weights": {}}` // the file's text, as the adapter appends it
 		}
 		if _, err := bot.ParseCommand(got, nil); err != nil {
 			t.Errorf("%q does not parse: %v", got, err)

@@ -52,8 +52,9 @@ func Commands() []*discordgo.ApplicationCommand {
 	}
 	ifBusy := str("if_busy", "what a scheduled start does when another session holds the GPU (default: configured)")
 	ifBusy.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: "skip", Value: "skip"}, {Name: "wait", Value: "wait"}}
-	jsonOpt := required(str("json", "the preset's JSON: the file /tune export gives"))
+	jsonOpt := str("json", "the preset's JSON pasted: the text of the file /tune export gives")
 	jsonOpt.MaxLength = 6000
+	fileOpt := &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionAttachment, Name: "file", Description: "the .json file /tune export gave"}
 	return []*discordgo.ApplicationCommand{{
 		Name: "tune", Description: "tunebot: tune the robot's reward weights",
 		Options: []*discordgo.ApplicationCommandOption{
@@ -78,8 +79,10 @@ func Commands() []*discordgo.ApplicationCommand {
 				sub("show", "a preset's values against the defaults", presetOpt("the preset to show", true)),
 				sub("list", "list saved presets")),
 			sub("export", "a preset as the JSON file --reward-config takes", presetOpt("the preset to export", true)),
-			sub("import", "save a preset from its JSON (needs start)",
-				required(str("name", "the new preset's name: letters, digits, _ . -")), jsonOpt),
+			// json and file are both optional (Discord cannot say "one of"): CommandText
+			// insists on exactly one.
+			sub("import", "save a preset from its exported file or pasted JSON (needs start)",
+				required(str("name", "the new preset's name: letters, digits, _ . -")), jsonOpt, fileOpt),
 			sub("policy", "the policy.onnx of a preset's trial", presetOpt("the preset whose policy to upload", true)),
 			sub("apply", "apply a preset to the trainer checkout: shows the diff, then asks to confirm", presetOpt("the preset to apply", true)),
 			sub("rollback", "revert the last apply, after a confirm"),
@@ -99,39 +102,62 @@ func Commands() []*discordgo.ApplicationCommand {
 // quotes are the characters that may close a quoted cron spec in the grammar.
 const quotes = "\"'\u201c\u201d\u2018\u2019"
 
-// CommandText turns a /tune invocation into the text bot.ParseCommand reads, so Discord's
-// typed options and a typed command line go through one grammar.
-func CommandText(d discordgo.ApplicationCommandInteractionData) (string, error) {
+// subcommand finds the subcommand a /tune invocation runs: its words ("export", "schedule
+// add") and its option; ok is false for a shape /tune does not have.
+func subcommand(d discordgo.ApplicationCommandInteractionData) (words []string, sub *discordgo.ApplicationCommandInteractionDataOption, ok bool) {
 	if len(d.Options) != 1 {
-		return "help", nil
+		return nil, nil, false
 	}
-	sub := d.Options[0]
-	words := []string{sub.Name}
+	sub = d.Options[0]
+	words = []string{sub.Name}
 	if sub.Type == discordgo.ApplicationCommandOptionSubCommandGroup {
 		if len(sub.Options) != 1 || sub.Options[0].Type != discordgo.ApplicationCommandOptionSubCommand {
-			return "help", nil
+			return nil, nil, false
 		}
 		words = append(words, sub.Options[0].Name)
 		sub = sub.Options[0]
 	} else if sub.Type != discordgo.ApplicationCommandOptionSubCommand {
+		return nil, nil, false
+	}
+	return words, sub, true
+}
+
+// optionValue is the trimmed value of the option name of sub, "" when it is not given.
+func optionValue(sub *discordgo.ApplicationCommandInteractionDataOption, name string) string {
+	for _, o := range sub.Options {
+		if o.Name == name {
+			return strings.TrimSpace(fmt.Sprint(o.Value))
+		}
+	}
+	return ""
+}
+
+// CommandText turns a /tune invocation into the text bot.ParseCommand reads, so Discord's
+// typed options and a typed command line go through one grammar. It reads no network: an
+// import whose JSON is an uploaded file (the file option) gives "import NAME", and the
+// caller appends the file's text, which CommandFile finds, where the grammar expects the
+// JSON. An import with both json and file, or neither, is an error that says so.
+func CommandText(d discordgo.ApplicationCommandInteractionData) (string, error) {
+	words, sub, ok := subcommand(d)
+	if !ok {
 		return "help", nil
 	}
-	opt := func(name string) string {
-		for _, o := range sub.Options {
-			if o.Name == name {
-				return strings.TrimSpace(fmt.Sprint(o.Value))
-			}
-		}
-		return ""
-	}
+	opt := func(name string) string { return optionValue(sub, name) }
 	switch strings.Join(words, " ") {
 	case "export", "policy", "apply", "preset show":
 		words = append(words, opt("preset"))
 	case "schedule remove":
 		words = append(words, opt("id"))
 	case "import":
+		js, file := opt("json"), opt("file")
+		switch {
+		case js != "" && file != "":
+			return "", session.Userf(nil, "import takes the preset from json or from file, not both: give one of them")
+		case js == "" && file == "":
+			return "", session.Userf(nil, "import needs the preset: attach the .json file /tune export gave as file, or paste its JSON into json")
+		}
 		// The JSON keeps its spaces and lines: the grammar takes everything after the name.
-		words = append(words, opt("name"), opt("json"))
+		words = append(words, opt("name"), js)
 	case "schedule add":
 		spec := opt("cron")
 		if strings.ContainsAny(spec, quotes) {
@@ -294,18 +320,23 @@ func (a *Adapter) onInteraction(ctx context.Context, h Handler, i *discordgo.Int
 	case discordgo.InteractionApplicationCommandAutocomplete:
 		a.autocomplete(ctx, i)
 	case discordgo.InteractionApplicationCommand:
-		text, err := CommandText(i.ApplicationCommandData())
+		d := i.ApplicationCommandData()
+		text, err := CommandText(d)
 		if err != nil {
 			f.mode = viaFollowUp
 			a.respond(ctx, f, ephemeral(err.Error()))
 			return
 		}
-		in.Kind, in.Text = bot.KindCommand, text
 		f.mode = viaOriginal
 		// Deferred and ephemeral: most answers are for the asker only (errors, status);
 		// a public result is posted in the channel instead.
 		a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
 			Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}})
+		text, ok := a.withFile(ctx, f, d, text)
+		if !ok {
+			return
+		}
+		in.Kind, in.Text = bot.KindCommand, text
 		a.handle(ctx, h, f, in)
 	case discordgo.InteractionMessageComponent:
 		in.Kind, in.ActionID = bot.KindAction, i.MessageComponentData().CustomID

@@ -1,7 +1,8 @@
 // Package discordtest is a local stand-in for Discord in tests: an httptest REST server
 // (commands, messages with multipart files, threads, interaction callbacks, webhooks for
-// follow-ups, /gateway) and a websocket gateway (hello, identify, ready, heartbeats,
-// resume, dispatches). It never touches the network beyond 127.0.0.1.
+// follow-ups, /gateway, and the files uploaded with slash commands, served as the CDN
+// serves them) and a websocket gateway (hello, identify, ready, heartbeats, resume,
+// dispatches). It never touches the network beyond 127.0.0.1.
 package discordtest
 
 import (
@@ -107,6 +108,8 @@ type Fake struct {
 	limitNext  int // this many message posts answer 429
 	expireNext bool
 	forbid     map[string]bool
+	files      map[string]Attachment // URL path → uploaded attachment
+	downloads  []Download
 }
 
 type frame struct {
@@ -121,7 +124,7 @@ type frame struct {
 func New(t testing.TB, guild, app string) *Fake {
 	f := &Fake{Guild: guild, App: app, t: t, changed: make(chan struct{}), next: 1000, messages: map[string]*Message{},
 		threads: map[string]string{}, callbacks: map[string][]Callback{}, stale: map[string]bool{}, forbid: map[string]bool{},
-		sessionID: "fake-session"}
+		files: map[string]Attachment{}, sessionID: "fake-session"}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	f.APIURL = f.srv.URL + "/api/v9"
@@ -277,6 +280,10 @@ func apiError(w http.ResponseWriter, status, code int, msg string) {
 func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == "/gateway" || r.URL.Path == "/gateway/" {
 		f.gateway(w, r)
+		return
+	}
+	if strings.HasPrefix(r.URL.Path, "/attachments/") {
+		f.serveAttachment(w, r)
 		return
 	}
 	path, ok := strings.CutPrefix(r.URL.Path, "/api/v9/")

@@ -174,28 +174,107 @@ func (f *Fake) interaction(typ int, u User, channel string, data any, message an
 // Option is a slash-command option.
 type Option struct {
 	Name  string
-	Value any // string, float64 (integers), bool
+	Value any // string, float64 (integers), bool, Attachment (a file)
+}
+
+// Attachment is a file uploaded with a slash command (an option of type 11). Slash sends
+// the option's value as the attachment's id and the attachment itself in the interaction's
+// resolved.attachments, as Discord does; the fake serves Data at the attachment's URL on
+// its own host, the way the CDN serves an upload.
+type Attachment struct {
+	Filename    string
+	ContentType string // default application/json
+	Data        []byte
+	Size        int    // the size Discord declares; 0: len(Data)
+	URL         string // where the attachment is said to be; "": served by the fake
+	Status      int    // what the fake's URL answers; 0: 200 with Data
+	// Unresolved leaves the attachment out of resolved.attachments: only its id arrives.
+	Unresolved bool
+}
+
+// Download is a request for an attachment the fake served.
+type Download struct {
+	Path          string
+	Authorization string // the request's Authorization header: a token must never be sent
+}
+
+// attachment registers a for download and returns its resolved form.
+func (f *Fake) attachment(channel string, a Attachment) map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id := f.id()
+	if a.Filename == "" {
+		a.Filename = "upload.json"
+	}
+	if a.ContentType == "" {
+		a.ContentType = "application/json"
+	}
+	if a.Size == 0 {
+		a.Size = len(a.Data)
+	}
+	path := "/attachments/" + channel + "/" + id + "/" + a.Filename
+	f.files[path] = a
+	if a.URL == "" {
+		a.URL = f.srv.URL + path + "?ex=1&is=2&hm=3"
+	}
+	return map[string]any{"id": id, "filename": a.Filename, "size": a.Size, "url": a.URL,
+		"proxy_url": strings.Replace(a.URL, "/attachments/", "/proxy/attachments/", 1), "content_type": a.ContentType}
+}
+
+// Downloads returns the attachment requests the fake served, in order.
+func (f *Fake) Downloads() []Download {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]Download(nil), f.downloads...)
+}
+
+// serveAttachment answers a GET of an uploaded attachment, as the CDN does (no token needed).
+func (f *Fake) serveAttachment(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	a, ok := f.files[r.URL.Path]
+	f.downloads = append(f.downloads, Download{Path: r.URL.Path, Authorization: r.Header.Get("Authorization")})
+	f.notify()
+	f.mu.Unlock()
+	switch {
+	case !ok || r.Method != http.MethodGet:
+		http.NotFound(w, r)
+	case a.Status != 0 && a.Status != http.StatusOK:
+		http.Error(w, http.StatusText(a.Status), a.Status)
+	default:
+		w.Header().Set("Content-Type", a.ContentType)
+		_, _ = w.Write(a.Data)
+	}
 }
 
 // Slash runs /tune sub with options in channel; it returns the interaction token. A sub
 // of two words ("schedule add") is a subcommand of a group.
 func (f *Fake) Slash(u User, channel, sub string, opts ...Option) string {
 	var os []map[string]any
+	resolved := map[string]any{}
 	for _, o := range opts {
-		typ := 3
-		switch o.Value.(type) {
+		typ, v := 3, o.Value
+		switch x := o.Value.(type) {
 		case float64, int:
 			typ = 4
 		case bool:
 			typ = 5
+		case Attachment:
+			att := f.attachment(channel, x)
+			typ, v = 11, att["id"]
+			if !x.Unresolved {
+				resolved[att["id"].(string)] = att
+			}
 		}
-		os = append(os, map[string]any{"name": o.Name, "type": typ, "value": o.Value})
+		os = append(os, map[string]any{"name": o.Name, "type": typ, "value": v})
 	}
 	opt := map[string]any{"name": sub, "type": 1, "options": os}
 	if g, s, ok := strings.Cut(sub, " "); ok {
 		opt = map[string]any{"name": g, "type": 2, "options": []any{map[string]any{"name": s, "type": 1, "options": os}}}
 	}
 	data := map[string]any{"id": "cmd-1", "name": "tune", "type": 1, "options": []any{opt}}
+	if len(resolved) > 0 {
+		data["resolved"] = map[string]any{"attachments": resolved}
+	}
 	return f.interaction(2, u, channel, data, nil)
 }
 
