@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -361,6 +362,19 @@ func TestCommandsFitDiscord(t *testing.T) {
 		if !have[want] {
 			t.Errorf("/tune %s is not registered", want)
 		}
+	}
+	// import takes the preset as pasted JSON or as the exported file, both optional
+	// (exactly one is checked when it runs), after its required name.
+	var imp []string
+	for _, o := range cmds[0].Options {
+		if o.Name == "import" {
+			for _, x := range o.Options {
+				imp = append(imp, fmt.Sprintf("%s %d %v", x.Name, x.Type, x.Required))
+			}
+		}
+	}
+	if want := []string{"name 3 true", "json 3 false", "file 11 false"}; !cmp.Equal(imp, want) {
+		t.Errorf("import options %q, want %q", imp, want)
 	}
 	// Registration overwrites the guild's list with this one at every start: the same
 	// bytes each time, so a restart never adds or reorders anything.

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 	"tunebot/apply/applytest"
+
+	"github.com/google/go-cmp/cmp"
 
 	"tunebot/apply"
 	"tunebot/bot"
@@ -284,6 +288,68 @@ func TestScheduleAndPresetsOverDiscord(t *testing.T) {
 		r.fake.Wait(sub+" autocomplete", func() bool {
 			cb := r.fake.CallbacksLocked(tok)
 			return len(cb) == 1 && strings.Contains(string(cb[0].Data), `"mine"`) && !strings.Contains(string(cb[0].Data), r.p1.Name)
+		})
+	}
+}
+
+// TestImportFileOverDiscord imports presets from files uploaded with /tune import: the
+// file /tune export gives is saved; everything else is refused privately, naming the
+// problem, and saves nothing. No download carries the bot token.
+func TestImportFileOverDiscord(t *testing.T) {
+	r := newOpsRig(t)
+	ctx := context.Background()
+	exported := preset.Export(r.p1)
+	file := func(a discordtest.Attachment) discordtest.Option { return discordtest.Option{Name: "file", Value: a} }
+	cases := []struct {
+		name    string
+		opts    []discordtest.Option
+		want    string // in the channel when saved, else in the private answer
+		saved   bool
+		fetched bool // the fake served the file
+	}{
+		{"the exported file", []discordtest.Option{file(discordtest.Attachment{Filename: "auto.json", Data: exported})}, "imported by alice", true, true},
+		{"malformed JSON", []discordtest.Option{file(discordtest.Attachment{Filename: "bad.json", Data: []byte(`{"weights": {`)})}, "malformed JSON", false, true},
+		{"an unknown term", []discordtest.Option{file(discordtest.Attachment{Data: []byte(`{"weights": {"no_such_term": 1}}`)})}, "weights.no_such_term", false, true},
+		{"declared too big", []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: exported, Size: 70 << 10})}, "file big.json is 71680 bytes; a preset file is at most 65536", false, false},
+		{"body too big", []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: bytes.Repeat([]byte(" "), 64<<10+1), Size: 100})}, "file big.json is more than 65536 bytes", false, true},
+		{"another host", []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "https://files.example.net/p.json"})}, "not on Discord's CDN (https://files.example.net)", false, false},
+		{"plain http", []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "http://cdn.discordapp.com/attachments/1/2/p.json"})}, "not on Discord's CDN (http://cdn.discordapp.com)", false, false},
+		{"HTTP 404", []discordtest.Option{file(discordtest.Attachment{Filename: "gone.json", Data: exported, Status: 404})}, "answered HTTP 404 Not Found", false, true},
+		{"not UTF-8", []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte{0xff, 0xfe, '{', 0}})}, "file p.json is not UTF-8 text", false, true},
+		{"empty", []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte("\n")})}, "file p.json is empty", false, true},
+		{"no resolved attachment", []discordtest.Option{file(discordtest.Attachment{Data: exported, Unresolved: true})}, "did not come with the command", false, false},
+		{"json and file", []discordtest.Option{{Name: "json", Value: string(exported)}, file(discordtest.Attachment{Data: exported})}, "not both", false, false},
+		{"neither", nil, "attach the .json file /tune export gave as file, or paste its JSON into json", false, false},
+	}
+	for k, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			name := fmt.Sprintf("file-%d", k)
+			before := len(r.fake.Downloads())
+			tok := r.fake.Slash(opsAlice, opsChannel, "import", append([]discordtest.Option{{Name: "name", Value: name}}, tc.opts...)...)
+			if tc.saved {
+				r.channelMessage(t, "preset "+name+" "+tc.want)
+				p, err := r.db.Preset(ctx, name)
+				if err != nil || !cmp.Equal(p.Config, r.p1.Config) {
+					t.Errorf("saved preset %+v, %v; want the exported config %+v", p.Config, err, r.p1.Config)
+				}
+			} else {
+				c := r.answer(t, tok, tc.want)
+				if c.Kind != "edit" && c.Flags&64 == 0 {
+					t.Errorf("the refusal is not private: %+v", c)
+				}
+				if _, err := r.db.Preset(ctx, name); !errors.Is(err, session.ErrNotFound) {
+					t.Errorf("a refused import saved preset %s: %v", name, err)
+				}
+			}
+			downloads := r.fake.Downloads()
+			if got := len(downloads) - before; got != map[bool]int{false: 0, true: 1}[tc.fetched] {
+				t.Errorf("%d downloads, want fetched=%v", got, tc.fetched)
+			}
+			for _, d := range downloads {
+				if d.Authorization != "" {
+					t.Errorf("download of %s sent Authorization %q", d.Path, d.Authorization)
+				}
+			}
 		})
 	}
 }
