@@ -290,6 +290,16 @@ func (h *Handler) action(ctx context.Context, in Interaction, verb, sid, pid str
 	return Reply{Private: true, Text: "unknown action"}
 }
 
+// Refuse checks in's user against the allow-list for cmd, as Handle does, for an adapter
+// that must work on the user's behalf before it hands the command over (download a file
+// for import). A refusal is audited, and its private answer comes back with ok false.
+func (h *Handler) Refuse(ctx context.Context, in Interaction, cmd Command) (r Reply, ok bool) {
+	if isOpsVerb(cmd.Verb) {
+		return h.refuseAs(ctx, in, opsWhat(cmd), permissionOfCommand(cmd))
+	}
+	return h.refuse(ctx, in, cmd.Verb, in.SessionID)
+}
+
 // refuse checks the allow-list for v; a refusal is audited and answered privately.
 func (h *Handler) refuse(ctx context.Context, in Interaction, v Verb, sid string) (Reply, bool) {
 	p := permissionOf(v)

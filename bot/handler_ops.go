@@ -127,6 +127,17 @@ func isOpsVerb(v Verb) bool {
 	return false
 }
 
+// opsWhat names what cmd does, for a refusal: "you are not allowed to <what> here".
+func opsWhat(cmd Command) string {
+	switch cmd.Verb {
+	case VerbApply:
+		return "apply presets to the trainer checkout"
+	case VerbRollback:
+		return "roll back an applied preset"
+	}
+	return cmd.describe()
+}
+
 // refuseAs checks the allow-list for p; a refusal is audited and answered privately.
 func (h *Handler) refuseAs(ctx context.Context, in Interaction, what string, p Permission) (Reply, bool) {
 	if p == "" || h.cfg.Allow.Allows(in.Platform, in.User.ID, in.Roles, p) {
@@ -146,13 +157,7 @@ func (h *Handler) refuseConfirm(ctx context.Context, in Interaction, verb, targe
 
 // ops runs the preset, apply and schedule commands.
 func (h *Handler) ops(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
-	what := cmd.describe()
-	if cmd.Verb == VerbApply {
-		what = "apply presets to the trainer checkout"
-	} else if cmd.Verb == VerbRollback {
-		what = "roll back an applied preset"
-	}
-	if r, ok := h.refuseAs(ctx, in, what, permissionOfCommand(cmd)); !ok {
+	if r, ok := h.refuseAs(ctx, in, opsWhat(cmd), permissionOfCommand(cmd)); !ok {
 		return r
 	}
 	switch cmd.Verb {

@@ -332,7 +332,7 @@ func (a *Adapter) onInteraction(ctx context.Context, h Handler, i *discordgo.Int
 		// a public result is posted in the channel instead.
 		a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseDeferredChannelMessageWithSource,
 			Data: &discordgo.InteractionResponseData{Flags: discordgo.MessageFlagsEphemeral}})
-		text, ok := a.withFile(ctx, f, d, text)
+		text, ok := a.withFile(ctx, h, f, in, d, text)
 		if !ok {
 			return
 		}

@@ -302,30 +302,36 @@ func TestImportFileOverDiscord(t *testing.T) {
 	file := func(a discordtest.Attachment) discordtest.Option { return discordtest.Option{Name: "file", Value: a} }
 	cases := []struct {
 		name    string
+		user    discordtest.User // alice when empty
 		opts    []discordtest.Option
 		want    string // in the channel when saved, else in the private answer
 		saved   bool
 		fetched bool // the fake served the file
 	}{
-		{"the exported file", []discordtest.Option{file(discordtest.Attachment{Filename: "auto.json", Data: exported})}, "imported by alice", true, true},
-		{"malformed JSON", []discordtest.Option{file(discordtest.Attachment{Filename: "bad.json", Data: []byte(`{"weights": {`)})}, "malformed JSON", false, true},
-		{"an unknown term", []discordtest.Option{file(discordtest.Attachment{Data: []byte(`{"weights": {"no_such_term": 1}}`)})}, "weights.no_such_term", false, true},
-		{"declared too big", []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: exported, Size: 70 << 10})}, "file big.json is 71680 bytes; a preset file is at most 65536", false, false},
-		{"body too big", []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: bytes.Repeat([]byte(" "), 64<<10+1), Size: 100})}, "file big.json is more than 65536 bytes", false, true},
-		{"another host", []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "https://files.example.net/p.json"})}, "not on Discord's CDN (https://files.example.net)", false, false},
-		{"plain http", []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "http://cdn.discordapp.com/attachments/1/2/p.json"})}, "not on Discord's CDN (http://cdn.discordapp.com)", false, false},
-		{"HTTP 404", []discordtest.Option{file(discordtest.Attachment{Filename: "gone.json", Data: exported, Status: 404})}, "answered HTTP 404 Not Found", false, true},
-		{"not UTF-8", []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte{0xff, 0xfe, '{', 0}})}, "file p.json is not UTF-8 text", false, true},
-		{"empty", []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte("\n")})}, "file p.json is empty", false, true},
-		{"no resolved attachment", []discordtest.Option{file(discordtest.Attachment{Data: exported, Unresolved: true})}, "did not come with the command", false, false},
-		{"json and file", []discordtest.Option{{Name: "json", Value: string(exported)}, file(discordtest.Attachment{Data: exported})}, "not both", false, false},
-		{"neither", nil, "attach the .json file /tune export gave as file, or paste its JSON into json", false, false},
+		{"the exported file", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "auto.json", Data: exported})}, "imported by alice", true, true},
+		{"someone who may not import", opsEve, []discordtest.Option{file(discordtest.Attachment{Filename: "auto.json", Data: exported})}, "not allowed", false, false},
+		{"malformed JSON", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "bad.json", Data: []byte(`{"weights": {`)})}, "malformed JSON", false, true},
+		{"an unknown term", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Data: []byte(`{"weights": {"no_such_term": 1}}`)})}, "weights.no_such_term", false, true},
+		{"declared too big", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: exported, Size: 70 << 10})}, "file big.json is 71680 bytes; a preset file is at most 65536", false, false},
+		{"body too big", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: bytes.Repeat([]byte(" "), 64<<10+1), Size: 100})}, "file big.json is more than 65536 bytes", false, true},
+		{"another host", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "https://files.example.net/p.json"})}, "not on Discord's CDN (https://files.example.net)", false, false},
+		{"plain http", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "http://cdn.discordapp.com/attachments/1/2/p.json"})}, "not on Discord's CDN (http://cdn.discordapp.com)", false, false},
+		{"HTTP 404", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "gone.json", Data: exported, Status: 404})}, "answered HTTP 404 Not Found", false, true},
+		{"not UTF-8", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte{0xff, 0xfe, '{', 0}})}, "file p.json is not UTF-8 text", false, true},
+		{"empty", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte("\n")})}, "file p.json is empty", false, true},
+		{"no resolved attachment", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Data: exported, Unresolved: true})}, "did not come with the command", false, false},
+		{"json and file", discordtest.User{}, []discordtest.Option{{Name: "json", Value: string(exported)}, file(discordtest.Attachment{Data: exported})}, "not both", false, false},
+		{"neither", discordtest.User{}, nil, "attach the .json file /tune export gave as file, or paste its JSON into json", false, false},
 	}
 	for k, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			name := fmt.Sprintf("file-%d", k)
 			before := len(r.fake.Downloads())
-			tok := r.fake.Slash(opsAlice, opsChannel, "import", append([]discordtest.Option{{Name: "name", Value: name}}, tc.opts...)...)
+			user := tc.user
+			if user.ID == "" {
+				user = opsAlice
+			}
+			tok := r.fake.Slash(user, opsChannel, "import", append([]discordtest.Option{{Name: "name", Value: name}}, tc.opts...)...)
 			if tc.saved {
 				r.channelMessage(t, "preset "+name+" "+tc.want)
 				p, err := r.db.Preset(ctx, name)

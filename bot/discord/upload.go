@@ -58,10 +58,17 @@ func CommandFile(d discordgo.ApplicationCommandInteractionData) (*discordgo.Mess
 // withFile completes a command's text with the file it uploads, if any. It runs after the
 // deferral (a download may outlast Discord's 3 seconds); a refusal is answered privately,
 // naming the problem, and the command goes no further.
-func (a *Adapter) withFile(ctx context.Context, f *inflow, d discordgo.ApplicationCommandInteractionData, text string) (string, bool) {
+func (a *Adapter) withFile(ctx context.Context, h Handler, f *inflow, in bot.Interaction, d discordgo.ApplicationCommandInteractionData, text string) (string, bool) {
 	att, err := CommandFile(d)
 	if err == nil && att == nil {
 		return text, true
+	}
+	// Nobody the allow-list would refuse makes tunebot fetch anything.
+	if r, ok := h.(refuser); ok {
+		if reply, allowed := r.Refuse(ctx, in, bot.Command{Verb: bot.VerbImport}); !allowed {
+			a.answer(ctx, f, reply)
+			return "", false
+		}
 	}
 	var data []byte
 	if err == nil {
@@ -74,6 +81,13 @@ func (a *Adapter) withFile(ctx context.Context, f *inflow, d discordgo.Applicati
 	// The file stands where the json option's text would: after the name.
 	return text + "\n" + string(data), true
 }
+
+// refuser is what bot.Handler offers to check the allow-list before a command is handled.
+type refuser interface {
+	Refuse(ctx context.Context, in bot.Interaction, cmd bot.Command) (bot.Reply, bool)
+}
+
+var _ refuser = (*bot.Handler)(nil)
 
 // fileAllowed reports whether tunebot may download from u: Discord's CDN over https, or
 // the configured API's own scheme and host.
