@@ -69,8 +69,12 @@ func (r *Reader) Offset(path string) int64 {
 // points decoded before the bad record.
 func (r *Reader) ReadFile(path string) (map[string][]session.Point, error) {
 	byTag := map[string]*series{}
-	var prev *series
-	err := r.scan(path, func(tag []byte, step int64, _ float64, value float64) {
+	var (
+		prev  *series
+		est   estimate
+		total int64 // bytes this read covers, known once scan has looked at the file
+	)
+	err := r.scanSized(path, func(n int64) { total = n }, func(tag []byte, step int64, _ float64, value float64) {
 		// Writers log the same tags in the same order every step, so each series
 		// remembers which one followed it last time: a byte comparison then usually
 		// replaces the map lookup (which, with a string(bytes) key, does not allocate).
@@ -88,61 +92,60 @@ func (r *Reader) ReadFile(path string) (map[string][]session.Point, error) {
 			}
 		}
 		prev = s
-		s.add(session.Point{Step: step, Value: value})
+		est.bytes += recordBytes(len(tag))
+		if len(s.pts) == cap(s.pts) {
+			s.grow(est.points(len(s.pts), total))
+		}
+		s.pts = append(s.pts, session.Point{Step: step, Value: value})
 	})
 	out := make(map[string][]session.Point, len(byTag))
 	for tag, s := range byTag {
-		out[tag] = s.points()
+		if cap(s.pts) > len(s.pts)+len(s.pts)/8+64 {
+			// A tag that stopped early (or a read cut short) was estimated too large.
+			s.pts = append([]session.Point(nil), s.pts...)
+		}
+		out[tag] = s.pts
 	}
 	return out, err
 }
 
-// blockLen is the number of points in one block of a series being collected.
-const blockLen = 2048
+// recordBytes is about how many bytes a PyTorch or rsl_rl scalar record with a tag of n
+// bytes takes: framing 16, wall time 9, step about 3, summary and value headers 4, tag
+// header 2, simple_value 5.
+func recordBytes(n int) int64 { return int64(39 + n) }
 
-// blocks recycles the blocks long series collect points in, so that a big read allocates
-// little more than the exact-size slices it returns.
-var blocks = sync.Pool{New: func() any { return new([blockLen]session.Point) }}
+// estimate predicts how many points a series will hold at the end of a read, from how
+// many it holds after the bytes decoded so far, so that each series grows to about its
+// final size at once instead of doubling and copying: reading is bound by such copies
+// once CRCs and decoding are cheap.
+type estimate struct {
+	bytes int64 // about the bytes decoded so far (recordBytes of each scalar)
+}
 
-// series collects one tag's points: in a small slice that doubles up to blockLen points
-// (a poll of a growing file usually finds a few), then in pooled blocks.
+// points returns the capacity a series holding n points should grow to, given that the
+// read covers total bytes; 0 when there is too little to go on.
+func (e estimate) points(n int, total int64) int {
+	if n < 64 || e.bytes <= 0 || total <= e.bytes {
+		return 0
+	}
+	p := float64(n) * float64(total) / float64(e.bytes)
+	return int(p*1.03) + 16 // a little slack: tags and steps vary in size
+}
+
+// series collects one tag's points.
 type series struct {
-	name  string
-	next  *series // the series that followed this one last time
-	full  []*[blockLen]session.Point
-	cur   []session.Point
-	total int
+	name string
+	next *series // the series that followed this one last time
+	pts  []session.Point
 }
 
-func (s *series) add(p session.Point) {
-	if len(s.cur) == cap(s.cur) {
-		if cap(s.cur) == blockLen {
-			s.full = append(s.full, (*[blockLen]session.Point)(s.cur))
-			s.cur = blocks.Get().(*[blockLen]session.Point)[:0]
-		} else {
-			grown := make([]session.Point, len(s.cur), min(max(2*cap(s.cur), 16), blockLen))
-			copy(grown, s.cur)
-			s.cur = grown
-		}
-	}
-	s.cur = append(s.cur, p)
-	s.total++
-}
-
-// points returns the collected points in one slice and gives the blocks back.
-func (s *series) points() []session.Point {
-	if len(s.full) == 0 && cap(s.cur) < blockLen {
-		return s.cur
-	}
-	out := make([]session.Point, 0, s.total)
-	for _, b := range s.full {
-		out = append(out, b[:]...)
-		blocks.Put(b)
-	}
-	out = append(out, s.cur...)
-	blocks.Put((*[blockLen]session.Point)(s.cur[:blockLen]))
-	s.full, s.cur = nil, nil
-	return out
+// grow makes room for at least one more point: to want when that is larger than double
+// (the estimate of the final size), else by doubling.
+func (s *series) grow(want int) {
+	c := max(2*cap(s.pts), 16, want)
+	grown := make([]session.Point, len(s.pts), c)
+	copy(grown, s.pts)
+	s.pts = grown
 }
 
 // ScanFile calls fn for each scalar of path that is new since the last read of path, in
@@ -245,6 +248,12 @@ type emitFunc func(tag []byte, step int64, wall float64, value float64)
 // scan decodes the complete records of path from its remembered offset on, calling emit
 // for each scalar, and advances the offset past the last complete record.
 func (r *Reader) scan(path string, emit emitFunc) error {
+	return r.scanSized(path, nil, emit)
+}
+
+// scanSized is scan that first tells sized, when not nil, how many bytes it is about to
+// read.
+func (r *Reader) scanSized(path string, sized func(int64), emit emitFunc) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.offsets == nil {
@@ -263,6 +272,9 @@ func (r *Reader) scan(path string, emit emitFunc) error {
 	}
 	if st.Size() < start {
 		return fmt.Errorf("reading events: %s shrank to %d bytes after %d were read", path, st.Size(), start)
+	}
+	if sized != nil {
+		sized(st.Size() - start)
 	}
 	// Size the buffers to the work: a Reader polling many small files stays small.
 	want := int(min(max(st.Size()-start, minChunk), chunkSize))

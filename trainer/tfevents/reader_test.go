@@ -568,8 +568,9 @@ func TestMalformedEvent(t *testing.T) {
 	}
 }
 
-// TestLongSeries reads series long enough to span several collection blocks, twice, and
-// checks that the first result is untouched by the second read (no block is shared).
+// TestLongSeries reads series long enough to grow several times, twice, and checks that
+// the first result is untouched by the second read (no memory is shared), and that a tag
+// that stops early is not handed back with room for the points the others have.
 func TestLongSeries(t *testing.T) {
 	const n = 2048*3 + 7
 	write := func(path string, offset float64) {
@@ -579,7 +580,10 @@ func TestLongSeries(t *testing.T) {
 			t.Fatal(err)
 		}
 		for step := int64(0); step < n; step++ {
-			for _, tag := range []string{"a", "b"} {
+			for _, tag := range []string{"a", "b", "early"} {
+				if tag == "early" && step >= 100 {
+					continue
+				}
 				if err := w.Scalar(tag, step, float64(step)+offset, time.Unix(step, 0)); err != nil {
 					t.Fatal(err)
 				}
@@ -591,10 +595,13 @@ func TestLongSeries(t *testing.T) {
 	}
 	check := func(got map[string][]session.Point, offset float64) {
 		t.Helper()
-		for _, tag := range []string{"a", "b"} {
+		for tag, want := range map[string]int{"a": n, "b": n, "early": 100} {
 			pts := got[tag]
-			if len(pts) != n {
-				t.Fatalf("%s: %d points, want %d", tag, len(pts), n)
+			if len(pts) != want {
+				t.Fatalf("%s: %d points, want %d", tag, len(pts), want)
+			}
+			if c := cap(pts); c > want+want/8+64 {
+				t.Errorf("%s: %d points held in room for %d", tag, want, c)
 			}
 			for i, p := range pts {
 				if p.Step != int64(i) || p.Value != float64(i)+offset {
