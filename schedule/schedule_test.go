@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -303,57 +301,22 @@ func TestConfigCheck(t *testing.T) {
 	}
 }
 
-func TestFileStorePersistsAcrossRestarts(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "sub", "schedules.json")
-	st := &starter{}
-	s1, err := schedule.New(schedule.Options{Store: schedule.NewFileStore(path), Starter: st})
+func TestFormatList(t *testing.T) {
+	s, err := schedule.New(schedule.Options{Store: schedule.NewMemStore(), Starter: &starter{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := s1.Add(t.Context(), "0 2 * * *", "trials=8", "wait", bob)
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(t.Context())
+	a, err := s.Add(t.Context(), "0 2 * * *", "trials=8", "wait", bob)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := s1.Add(t.Context(), "@weekly", "", "", bob)
+	list, err := s.List(t.Context())
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := s1.Remove(t.Context(), b.ID); err != nil {
-		t.Fatal(err)
-	}
-	// A second scheduler on the same file, as after a restart.
-	s2, err := schedule.New(schedule.Options{Store: schedule.NewFileStore(path), Starter: st})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s2.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Stop(t.Context())
-	list, err := s2.List(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(list) != 1 || list[0].ID != a.ID || list[0].Args != "trials=8" || list[0].IfBusy != "wait" || list[0].CreatedBy != bob || list[0].Next.IsZero() {
-		t.Errorf("after restart: %+v", list)
-	}
-	st2, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st2.Mode().Perm() != 0o600 {
-		t.Errorf("schedules file mode %v, want 0600", st2.Mode().Perm())
-	}
-	leftovers, _ := filepath.Glob(filepath.Join(filepath.Dir(path), ".schedules-*"))
-	if len(leftovers) != 0 {
-		t.Errorf("temporary files left: %v", leftovers)
-	}
-	if err := os.WriteFile(path, []byte("{not json"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := schedule.NewFileStore(path).Schedules(t.Context()); err == nil {
-		t.Errorf("a corrupt file read as no schedules")
 	}
 	if text := schedule.FormatList(list); !strings.Contains(text, a.ID+`  "0 2 * * *"  start trials=8  if busy: wait  next `) || !strings.Contains(text, "by bob") {
 		t.Errorf("FormatList:\n%s", text)

@@ -69,6 +69,7 @@ var (
 	bucketOutbox     = []byte("outbox")      // id → item
 	bucketOutboxKeys = []byte("outbox_keys") // platform \x00 key → id
 	bucketChatRefs   = []byte("chat_refs")   // platform \x00 key → value
+	bucketSchedules  = []byte("schedules")   // id → schedule.Entry
 
 	keySchema      = []byte("schema")
 	keyOutboxCount = []byte("outbox_count")
@@ -77,6 +78,7 @@ var (
 var topBuckets = [][]byte{
 	bucketMeta, bucketSessions, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
 	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys, bucketChatRefs,
+	bucketSchedules,
 }
 
 // Open opens or creates the data file at path, creating its directory when missing. It fails

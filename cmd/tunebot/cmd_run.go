@@ -375,7 +375,7 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 	space := d.cfg.space()
 	sch, err := schedule.New(schedule.Options{
 		Config:  d.cfg.Schedule,
-		Store:   schedule.NewFileStore(filepath.Join(d.cfg.DataDir, "schedules.json")),
+		Store:   d.app.db,
 		Starter: scheduledStarter{d},
 		Notify:  d.announce,
 		CheckArgs: func(args string) error {
