@@ -112,6 +112,17 @@ func liveMembers(t *testing.T, pgid int) []int {
 	return out
 }
 
+// startTick reads a process's start time in clock ticks after boot (/proc/PID/stat field 22).
+func startTick(t *testing.T, pid int) uint64 {
+	t.Helper()
+	stat := readFile(t, fmt.Sprintf("/proc/%d/stat", pid))
+	tick, err := strconv.ParseUint(strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])[19], 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tick
+}
+
 func TestNewRefusesBadTemplates(t *testing.T) {
 	good := simTemplates()
 	tests := []struct {
@@ -327,11 +338,7 @@ func TestEndOrphan(t *testing.T) {
 	for len(liveMembers(t, pid)) < 3 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	stat := readFile(t, fmt.Sprintf("/proc/%d/stat", pid))
-	tick, err := strconv.ParseUint(strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])[19], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tick := startTick(t, pid)
 	ctx := context.Background()
 
 	// A reused PID (another start tick) and a PID that is gone are left alone.
@@ -371,11 +378,7 @@ func TestEndOrphanWithDeadLeader(t *testing.T) {
 	for len(liveMembers(t, pid)) < 3 {
 		time.Sleep(10 * time.Millisecond)
 	}
-	stat := readFile(t, fmt.Sprintf("/proc/%d/stat", pid))
-	tick, err := strconv.ParseUint(strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])[19], 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tick := startTick(t, pid)
 	started := time.Now()
 	in.Close() // the leader's read ends, it exits, and its two sleeps stay behind
 	cmd.Wait()
