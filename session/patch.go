@@ -438,17 +438,23 @@ func (s *Space) Suggest(name string) (string, bool) {
 
 // suggest returns a " (did you mean X?)" hint for a misspelt name, or "".
 func (s *Space) suggest(name string) string {
-	// Only close misspellings earn a hint; a wild guess would mislead.
+	best, ok := Closest(name, s.Names())
+	if !ok {
+		return ""
+	}
+	return " (did you mean " + best + "?)"
+}
+
+// Closest returns the one of names nearest to a misspelt name, when it is near enough to
+// be what was meant: only close misspellings earn a hint, since a wild guess would mislead.
+func Closest(name string, names []string) (string, bool) {
 	best, bestD := "", min(3, max(2, len(name)/4)+1)
-	for _, n := range s.Names() {
+	for _, n := range names {
 		if d := EditDistance(name, n); d < bestD {
 			best, bestD = n, d
 		}
 	}
-	if best == "" {
-		return ""
-	}
-	return " (did you mean " + best + "?)"
+	return best, best != ""
 }
 
 // EditDistance is the optimal-string-alignment distance over runes: Levenshtein plus

@@ -88,8 +88,8 @@ func TestConfigCheckNamesEveryBadField(t *testing.T) {
 				t.Fatalf("exit %d, stdout %q", code, stdout)
 			}
 			head, rest, _ := strings.Cut(stderr, "\n")
-			if head != "config invalid:" {
-				t.Errorf("first line %q, want %q", head, "config invalid:")
+			if want := "config " + filepath.Join("testdata", tt.file) + ":"; head != want {
+				t.Errorf("first line %q, want %q", head, want)
 			}
 			wantLines(t, rest, "  - ", tt.want...)
 		})
@@ -105,7 +105,12 @@ func TestConfigCheckRefusals(t *testing.T) {
 		want []string // substrings of stderr
 	}{
 		{"unknown key with its line", []string{"--config", filepath.Join("testdata", "config_unknown_key.yaml")}, 1,
-			[]string{"config testdata/config_unknown_key.yaml: line 10: field trails not found"}},
+			[]string{"config testdata/config_unknown_key.yaml:\n  - line 10: session.trails is not a setting"}},
+		// Unknown keys, misspellings among them, come with the bad values, all at once.
+		{"unknown keys and bad values together", []string{"--config", writeFile(t, "both.yaml", "session:\n  modee: approval\n  trial_count: 40\nchat:\n  slack:\n    chanel: C1\n")}, 1,
+			[]string{"  - line 2: session.modee is not a setting (did you mean session.mode?)\n",
+				"  - line 6: chat.slack.chanel is not a setting (did you mean chat.slack.channel?)\n",
+				"  - session.trial_count: 40 is outside 4–20\n"}},
 		{"missing file", []string{"--config", missing}, 1, []string{"config file " + missing + " does not exist"}},
 		{"not YAML", []string{"--config", writeFile(t, "bad.yaml", "session: [unclosed\n")}, 1, []string{"bad.yaml: "}},
 		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "\nsession:\n\n  trial_count: many\n")}, 1, []string{"line 4: cannot unmarshal !!str `many` into int"}},
@@ -140,15 +145,15 @@ func TestConfigCheckExpandsEnvironment(t *testing.T) {
 		{"set", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}, 0, []string{path + ": ok"}},
 		// A plain ${N} that becomes a number is a number.
 		{"a number for an int field", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/d", "TRIALS": "30"}, 1,
-			[]string{"config invalid:", "  - session.trial_count: 30 is outside 4–20"}},
+			[]string{"config " + path + ":", "  - session.trial_count: 30 is outside 4–20"}},
 		// The value reaches the field: a bad one is refused by the field's own rule.
 		{"set to a bad value", map[string]string{"RUN_NAME": "bad name", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}, 1,
-			[]string{"config invalid:", `  - session.run_name: "bad name" must match`}},
+			[]string{"config " + path + ":", `  - session.run_name: "bad name" must match`}},
 		// A value is a value: YAML inside it is not parsed as more config.
 		{"YAML in a value stays a value", map[string]string{"RUN_NAME": "x\nlog: {level: nope}", "DATA_DIR": "/d", "TRIALS": "8"}, 1,
-			[]string{"config invalid:", `  - session.run_name: "x\nlog: {level: nope}" must match`}},
-		{"one unset", map[string]string{"RUN_NAME": "go2-run", "TRIALS": "8"}, 1, []string{"config " + path + ": environment variable(s) DATA_DIR not set"}},
-		{"both unset", nil, 1, []string{"config " + path + ": environment variable(s) DATA_DIR, RUN_NAME, TRIALS not set"}},
+			[]string{"config " + path + ":", `  - session.run_name: "x\nlog: {level: nope}" must match`}},
+		{"one unset", map[string]string{"RUN_NAME": "go2-run", "TRIALS": "8"}, 1, []string{"config " + path + ":", "  - environment variable(s) DATA_DIR not set"}},
+		{"both unset", nil, 1, []string{"config " + path + ":", "  - environment variable(s) DATA_DIR, RUN_NAME, TRIALS not set"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

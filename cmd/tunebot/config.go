@@ -1,11 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -139,23 +140,40 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	// the values are then decoded from the parsed tree after ${NAME} expansion, which keeps
 	// the tree's line numbers too, never expands a comment or a key, and never lets a
 	// variable's value change the structure of the file.
-	if err := unknownKeys(raw); err != nil {
-		return cfg, fmt.Errorf("config %s: %s", path, err)
-	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
 	}
+	// Every problem is named at once: unknown keys, unset variables, values of the wrong
+	// type and values out of range.
+	probs := unknownKeys(&root)
+	invalid := func(err error) error {
+		var ie *session.InvalidError
+		switch {
+		case errors.As(err, &ie):
+			probs = append(probs, ie.Problems...)
+		case err != nil:
+			probs = append(probs, err.Error())
+		}
+		if len(probs) == 0 {
+			return nil
+		}
+		return &session.InvalidError{What: "config " + path, Problems: probs}
+	}
 	var missing []string
 	expandNode(&root, getenv, &missing)
 	if len(missing) > 0 {
-		return cfg, fmt.Errorf("config %s: environment variable(s) %s not set", path, strings.Join(missing, ", "))
+		return cfg, invalid(fmt.Errorf("environment variable(s) %s not set", strings.Join(missing, ", ")))
 	}
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
 	if len(root.Content) > 0 {
 		if err := root.Decode(&cfg); err != nil {
-			return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
+			var te *yaml.TypeError
+			if errors.As(err, &te) {
+				return cfg, invalid(&session.InvalidError{Problems: te.Errors})
+			}
+			return cfg, invalid(err)
 		}
 	}
 	if cfg.Trainer.Workdir != "" && !filepath.IsAbs(cfg.Trainer.Workdir) {
@@ -167,29 +185,98 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if cfg.DataDir != "" && !filepath.IsAbs(cfg.DataDir) {
 		cfg.DataDir = filepath.Join(filepath.Dir(path), cfg.DataDir)
 	}
-	return cfg, cfg.validate()
+	return cfg, invalid(cfg.validate())
 }
 
-// unknownKeys reports the keys of raw that Config does not have, with their lines.
-func unknownKeys(raw []byte) error {
-	var probe Config
-	dec := yaml.NewDecoder(bytes.NewReader(raw))
-	dec.KnownFields(true)
-	err := dec.Decode(&probe)
-	var te *yaml.TypeError
-	if !errors.As(err, &te) {
-		return nil // syntax errors are reported by the real decode
+// unknownKeys reports every key of the parsed file that Config does not have, each with
+// its line, its place in the file and, for a misspelling, the key that was meant.
+func unknownKeys(root *yaml.Node) []string {
+	var probs []string
+	walkKeys(root, reflect.TypeFor[Config](), "", &probs)
+	return probs
+}
+
+var yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
+
+// walkKeys checks the mapping keys of n against the yaml fields of t, recursively.
+func walkKeys(n *yaml.Node, t reflect.Type, path string, probs *[]string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
-	var unknown []string
-	for _, m := range te.Errors {
-		if strings.Contains(m, "not found in type") {
-			unknown = append(unknown, m)
+	if n.Kind == yaml.DocumentNode {
+		for _, c := range n.Content {
+			walkKeys(c, t, path, probs)
+		}
+		return
+	}
+	if reflect.PointerTo(t).Implements(yamlUnmarshaler) {
+		return // it reads its own keys
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			return // a type error the decoder names
+		}
+		fields := yamlFields(t)
+		names := slices.Sorted(maps.Keys(fields))
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			at := joinKey(path, k.Value)
+			ft, ok := fields[k.Value]
+			if !ok {
+				hint := ""
+				if best, ok := session.Closest(k.Value, names); ok {
+					hint = " (did you mean " + joinKey(path, best) + "?)"
+				}
+				*probs = append(*probs, fmt.Sprintf("line %d: %s is not a setting%s", k.Line, at, hint))
+				continue
+			}
+			walkKeys(v, ft, at, probs)
+		}
+	case reflect.Map:
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				walkKeys(n.Content[i+1], t.Elem(), joinKey(path, n.Content[i].Value), probs)
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if n.Kind == yaml.SequenceNode {
+			for j, c := range n.Content {
+				walkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, j), probs)
+			}
 		}
 	}
-	if len(unknown) == 0 {
-		return nil
+}
+
+// yamlFields maps the keys a struct takes in YAML to their types, as yaml.v3 reads them:
+// the tag's name, else the lower-cased field name; inline structs lend theirs.
+func yamlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for f := range t.Fields() {
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			maps.Copy(out, yamlFields(f.Type))
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f.Type
 	}
-	return errors.New(strings.Join(unknown, "; "))
+	return out
+}
+
+func joinKey(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
 }
 
 func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string) {
