@@ -802,3 +802,46 @@ func TestCurvesGoToTheAdvisorOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// longTrainer logs n points of Train/mean_reward per job, as a long run does.
+type longTrainer struct {
+	*fakeTrainer
+	n int
+}
+
+func (l longTrainer) Train(ctx context.Context, job session.TrainJob, hooks session.JobHooks) (session.TrainResult, error) {
+	res, err := l.fakeTrainer.Train(ctx, job, hooks)
+	pts := make([]session.Point, l.n)
+	for i := range pts {
+		pts[i] = session.Point{Step: int64(i), Value: float64(i % 7)}
+	}
+	res.Series = map[string][]session.Point{"Train/mean_reward": pts, "Short": pts[:10]}
+	return res, err
+}
+
+// A long run's curves are kept at MaxStoredPoints, both ends included; short ones whole.
+func TestStoredSeriesAreBounded(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	h.eng.Shutdown(ctx)
+	h.eng = h.engine(longTrainer{h.tr, 3 * session.MaxStoredPoints})
+	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(s.ID)
+	long, err := h.db.Series(ctx, session.SeriesKey{SessionID: s.ID, Number: 0, Rung: 0, Tag: "Train/mean_reward"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(long) != session.MaxStoredPoints || long[0].Step != 0 || long[len(long)-1].Step != 3*session.MaxStoredPoints-1 {
+		t.Errorf("stored %d points from step %d to %d, want %d spanning the run", len(long), long[0].Step, long[len(long)-1].Step, session.MaxStoredPoints)
+	}
+	short, err := h.db.Series(ctx, session.SeriesKey{SessionID: s.ID, Number: 0, Rung: 0, Tag: "Short"})
+	if err != nil || len(short) != 10 {
+		t.Errorf("short series: %d points, %v", len(short), err)
+	}
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+}

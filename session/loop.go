@@ -636,7 +636,21 @@ type seriesBatcher interface {
 	PutSeriesBatch(ctx context.Context, sessionID string, ref TrialRef, series map[string][]Point) error
 }
 
+// MaxStoredPoints bounds the points kept per series of a trial: charts are phone-sized
+// and the advisor sees 64, while a long run logs tens of thousands of iterations per tag
+// and a daemon keeps every session for months. LTTB keeps the shape (peaks, troughs, both
+// ends); the event files in the run directory keep every point.
+const MaxStoredPoints = 4096
+
 func (e *Engine) putSeries(ctx context.Context, id string, ref TrialRef, series map[string][]Point) error {
+	kept := make(map[string][]Point, len(series))
+	for tag, pts := range series {
+		if len(pts) > MaxStoredPoints {
+			pts = Downsample(pts, MaxStoredPoints)
+		}
+		kept[tag] = pts
+	}
+	series = kept
 	if b, ok := e.cfg.Store.(seriesBatcher); ok {
 		return b.PutSeriesBatch(ctx, id, ref, series)
 	}
