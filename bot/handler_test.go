@@ -2,7 +2,6 @@ package bot_test
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -13,27 +12,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"tunebot/bot"
+	"tunebot/bot/bottest"
 	"tunebot/session"
 	"tunebot/store"
 )
-
-// noTrainer is a trainer the tests never reach: the sessions they build are paused, so
-// deciding a proposal starts no worker.
-type noTrainer struct{}
-
-func (noTrainer) Train(context.Context, session.TrainJob, session.JobHooks) (session.TrainResult, error) {
-	return session.TrainResult{}, errors.New("no trainer in this test")
-}
-func (noTrainer) Evaluate(context.Context, session.EvalJob, session.JobHooks) (session.Evaluation, error) {
-	return session.Evaluation{}, errors.New("no trainer in this test")
-}
-func (noTrainer) EndOrphan(context.Context, session.Proc) error { return nil }
-
-type noAdvisor struct{}
-
-func (noAdvisor) Propose(context.Context, session.ProposalRequest) (session.Suggestion, error) {
-	return session.Suggestion{}, errors.New("no advisor in this test")
-}
 
 func openStore(t testing.TB) *store.DB {
 	t.Helper()
@@ -66,7 +48,7 @@ func newFixture(t testing.TB, charts bot.ChartFunc) *fixture {
 	ctx := context.Background()
 	db := openStore(t)
 	sp := session.DefaultSpace()
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: noTrainer{}, Sampler: noAdvisor{}, Space: sp, SessionsDir: t.TempDir()})
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: bottest.NoTrainer{}, Sampler: bottest.NoAdvisor{}, Space: sp, SessionsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

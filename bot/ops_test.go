@@ -15,6 +15,7 @@ import (
 
 	"tunebot/apply"
 	"tunebot/bot"
+	"tunebot/bot/bottest"
 	"tunebot/preset"
 	"tunebot/schedule"
 	"tunebot/session"
@@ -162,7 +163,7 @@ func newOps(t *testing.T, o opsOptions) *opsFixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &opsFixture{db: openStore(t), sp: session.DefaultSpace(), sessionsDir: t.TempDir(), jobs: make(chan session.TrainJob, 4)}
-	eng, err := session.NewEngine(session.EngineConfig{Store: f.db, Trainer: recordingTrainer{f.jobs}, Sampler: noAdvisor{}, Space: f.sp, SessionsDir: f.sessionsDir})
+	eng, err := session.NewEngine(session.EngineConfig{Store: f.db, Trainer: recordingTrainer{f.jobs}, Sampler: bottest.NoAdvisor{}, Space: f.sp, SessionsDir: f.sessionsDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,30 +522,15 @@ func TestPresetRoundTrip(t *testing.T) {
 func TestPolicyDownload(t *testing.T) {
 	ctx := context.Background()
 	f := newOps(t, opsOptions{policyLimit: 1024})
-	s := fixtureSession()
-	s.ID, s.State = f.p1.SessionID, session.StateSucceeded
-	if err := f.db.CreateSession(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	trial := session.Trial{SessionID: f.p1.SessionID, Number: f.p1.Trial.Number, Rung: f.p1.Trial.Rung, State: session.TrialCompleted}
-	if err := f.db.PutTrial(ctx, trial); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(f.sessionsDir, f.p1.SessionID, "trial-005-rung-2")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	onnx := []byte("\x08\x07onnx-bytes")
-	if err := os.WriteFile(filepath.Join(dir, "policy.onnx"), onnx, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	path := bottest.PolicyTrial(t, f.db, f.sessionsDir, f.p1, onnx)
 	att := attachment(t, f.cmd(eve, "policy "+f.p1.Name))
 	if string(att.PNG) != string(onnx) || att.ContentType != "application/octet-stream" || att.Name != f.p1.Name+"-policy.onnx" {
 		t.Errorf("policy attachment %q %q %q", att.Name, att.ContentType, att.PNG)
 	}
 
 	big := make([]byte, 2048)
-	if err := os.WriteFile(filepath.Join(dir, "policy.onnx"), big, 0o644); err != nil {
+	if err := os.WriteFile(path, big, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := f.cmd(eve, "policy "+f.p1.Name)

@@ -3,7 +3,6 @@ package console_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,20 +11,11 @@ import (
 	"time"
 
 	"tunebot/bot"
+	"tunebot/bot/bottest"
 	"tunebot/bot/console"
 	"tunebot/session"
 	"tunebot/store"
 )
-
-type noTrainer struct{}
-
-func (noTrainer) Train(context.Context, session.TrainJob, session.JobHooks) (session.TrainResult, error) {
-	return session.TrainResult{}, errors.New("no trainer in this test")
-}
-func (noTrainer) Evaluate(context.Context, session.EvalJob, session.JobHooks) (session.Evaluation, error) {
-	return session.Evaluation{}, errors.New("no trainer in this test")
-}
-func (noTrainer) EndOrphan(context.Context, session.Proc) error { return nil }
 
 // syncBuffer is an io.Writer safe to read while the console writes.
 type syncBuffer struct {
@@ -49,7 +39,7 @@ func setup(t *testing.T) (*store.DB, *session.Engine, session.Session, session.P
 	}
 	t.Cleanup(func() { db.Close() })
 	sp := session.DefaultSpace()
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: noTrainer{}, Space: sp, SessionsDir: t.TempDir()})
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: bottest.NoTrainer{}, Space: sp, SessionsDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

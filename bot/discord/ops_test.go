@@ -17,6 +17,7 @@ import (
 
 	"tunebot/apply"
 	"tunebot/bot"
+	"tunebot/bot/bottest"
 	"tunebot/bot/discord"
 	"tunebot/bot/discord/discordtest"
 	"tunebot/preset"
@@ -162,7 +163,6 @@ func buttons(rows []json.RawMessage) map[string]string {
 
 func TestExportAndPolicyAreFiles(t *testing.T) {
 	r := newOpsRig(t)
-	ctx := context.Background()
 
 	tok := r.fake.Slash(opsEve, opsChannel, "export", discordtest.Option{Name: "preset", Value: r.p1.Name})
 	m := r.channelMessage(t, "the file --reward-config takes")
@@ -183,33 +183,20 @@ func TestExportAndPolicyAreFiles(t *testing.T) {
 
 	// The policy of the preset's trial is uploaded as a file; one over the limit is named
 	// by its path, privately.
-	s := session.Session{ID: r.p1.SessionID, State: session.StateSucceeded, Settings: session.DefaultSettings(), Owner: session.Actor{ID: "x"}}
-	if err := r.db.CreateSession(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.PutTrial(ctx, session.Trial{SessionID: r.p1.SessionID, Number: 5, Rung: 2, State: session.TrialCompleted}); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(r.sessionsDir, r.p1.SessionID, "trial-005-rung-2")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	onnx := []byte("\x08\x07onnx-bytes")
-	if err := os.WriteFile(filepath.Join(dir, "policy.onnx"), onnx, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := bottest.PolicyTrial(t, r.db, r.sessionsDir, r.p1, onnx)
 	r.fake.Slash(opsEve, opsChannel, "policy", discordtest.Option{Name: "preset", Value: r.p1.Name})
 	m = r.channelMessage(t, "policy.onnx of preset "+r.p1.Name)
 	if len(m.Files) != 1 || m.Files[0].Name != r.p1.Name+"-policy.onnx" || m.Files[0].ContentType != bot.ContentBinary || !bytes.Equal(m.Files[0].Data, onnx) {
 		t.Errorf("policy files %+v", m.Files)
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "policy.onnx"), make([]byte, 2048), 0o644); err != nil {
+	if err := os.WriteFile(policy, make([]byte, 2048), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	tok = r.fake.Slash(opsEve, opsChannel, "policy", discordtest.Option{Name: "preset", Value: r.p1.Name})
 	c := r.answer(t, tok, "upload limit")
-	if !strings.Contains(c.Content, filepath.Join(dir, "policy.onnx")) || len(c.Files) != 0 {
+	if !strings.Contains(c.Content, policy) || len(c.Files) != 0 {
 		t.Errorf("an oversized policy: %+v", c)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +12,7 @@ import (
 
 	"tunebot/apply"
 	"tunebot/bot"
+	"tunebot/bot/bottest"
 	slackbot "tunebot/bot/slack"
 	"tunebot/bot/slack/slacktest"
 	"tunebot/preset"
@@ -148,7 +148,6 @@ func buttons(t *testing.T, blocks string) map[string]string {
 
 func TestExportAndPolicyAreFiles(t *testing.T) {
 	r := newOpsRig(t)
-	ctx := context.Background()
 
 	u := r.send(t, "slash_commands", r.fake.Slash("UEVE", "CTUNE", "export "+r.p1.Name))
 	res := r.response(t, u, "the file --reward-config takes")
@@ -160,32 +159,19 @@ func TestExportAndPolicyAreFiles(t *testing.T) {
 		t.Errorf("export upload to %s of %d bytes:\n%s\nwant the bytes of preset.Export:\n%s", up.Channel, up.Size, up.Data, want)
 	}
 
-	s := session.Session{ID: r.p1.SessionID, State: session.StateSucceeded, Settings: session.DefaultSettings(), Owner: session.Actor{ID: "x"}}
-	if err := r.db.CreateSession(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.db.PutTrial(ctx, session.Trial{SessionID: r.p1.SessionID, Number: 5, Rung: 2, State: session.TrialCompleted}); err != nil {
-		t.Fatal(err)
-	}
-	dir := filepath.Join(r.sessionsDir, r.p1.SessionID, "trial-005-rung-2")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
 	onnx := []byte("\x08\x07onnx-bytes")
-	if err := os.WriteFile(filepath.Join(dir, "policy.onnx"), onnx, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	policy := bottest.PolicyTrial(t, r.db, r.sessionsDir, r.p1, onnx)
 	u = r.send(t, "slash_commands", r.fake.Slash("UEVE", "CTUNE", "policy "+r.p1.Name))
 	if up := r.upload(t, r.p1.Name+"-policy.onnx"); !bytes.Equal(up.Data, onnx) || up.Channel != "CTUNE" {
 		t.Errorf("policy upload %+v", up)
 	}
 
-	if err := os.WriteFile(filepath.Join(dir, "policy.onnx"), make([]byte, 2048), 0o644); err != nil {
+	if err := os.WriteFile(policy, make([]byte, 2048), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	u = r.send(t, "slash_commands", r.fake.Slash("UEVE", "CTUNE", "policy "+r.p1.Name))
 	res = r.response(t, u, "upload limit")
-	if res.ResponseType != "ephemeral" || !strings.Contains(res.Text, filepath.Join(dir, "policy.onnx")) {
+	if res.ResponseType != "ephemeral" || !strings.Contains(res.Text, policy) {
 		t.Errorf("an oversized policy: %+v", res)
 	}
 	if n := len(r.fake.Snapshot().Uploads); n != 2 {
