@@ -293,22 +293,24 @@ func TestImportFileOverDiscord(t *testing.T) {
 		opts    []discordtest.Option
 		want    string // in the channel when saved, else in the private answer
 		saved   bool
-		fetched bool // the fake served the file
+		fetches int // requests the fake served for the file
 	}{
-		{"the exported file", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "auto.json", Data: exported})}, "imported by alice", true, true},
-		{"someone who may not import", opsEve, []discordtest.Option{file(discordtest.Attachment{Filename: "auto.json", Data: exported})}, "not allowed", false, false},
-		{"malformed JSON", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "bad.json", Data: []byte(`{"weights": {`)})}, "malformed JSON", false, true},
-		{"an unknown term", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Data: []byte(`{"weights": {"no_such_term": 1}}`)})}, "weights.no_such_term", false, true},
-		{"declared too big", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: exported, Size: 70 << 10})}, "file big.json is 71680 bytes; a preset file is at most 65536", false, false},
-		{"body too big", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: bytes.Repeat([]byte(" "), 64<<10+1), Size: 100})}, "file big.json is more than 65536 bytes", false, true},
-		{"another host", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "https://files.example.net/p.json"})}, "not on Discord's CDN (https://files.example.net)", false, false},
-		{"plain http", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "http://cdn.discordapp.com/attachments/1/2/p.json"})}, "not on Discord's CDN (http://cdn.discordapp.com)", false, false},
-		{"HTTP 404", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "gone.json", Data: exported, Status: 404})}, "answered HTTP 404 Not Found", false, true},
-		{"not UTF-8", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte{0xff, 0xfe, '{', 0}})}, "file p.json is not UTF-8 text", false, true},
-		{"empty", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte("\n")})}, "file p.json is empty", false, true},
-		{"no resolved attachment", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Data: exported, Unresolved: true})}, "did not come with the command", false, false},
-		{"json and file", discordtest.User{}, []discordtest.Option{{Name: "json", Value: string(exported)}, file(discordtest.Attachment{Data: exported})}, "not both", false, false},
-		{"neither", discordtest.User{}, nil, "attach the .json file /tune export gave as file, or paste its JSON into json", false, false},
+		{"the exported file", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "auto.json", Data: exported})}, "imported by alice", true, 1},
+		{"someone who may not import", opsEve, []discordtest.Option{file(discordtest.Attachment{Filename: "auto.json", Data: exported})}, "not allowed", false, 0},
+		{"malformed JSON", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "bad.json", Data: []byte(`{"weights": {`)})}, "malformed JSON", false, 1},
+		{"an unknown term", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Data: []byte(`{"weights": {"no_such_term": 1}}`)})}, "weights.no_such_term", false, 1},
+		{"declared too big", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: exported, Size: 70 << 10})}, "file big.json is 71680 bytes; a preset file is at most 65536", false, 0},
+		{"body too big", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "big.json", Data: bytes.Repeat([]byte(" "), 64<<10+1), Size: 100})}, "file big.json is more than 65536 bytes", false, 1},
+		{"another host", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "https://files.example.net/p.json"})}, "not on Discord's CDN (https://files.example.net)", false, 0},
+		{"plain http", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", URL: "http://cdn.discordapp.com/attachments/1/2/p.json"})}, "not on Discord's CDN (http://cdn.discordapp.com)", false, 0},
+		{"redirected on its own host", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "moved.json", Data: exported, Redirect: "self"})}, "imported by alice", true, 2},
+		{"redirected off the CDN", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "away.json", Data: exported, Redirect: "https://files.example.net/away.json"})}, "redirected it off Discord's CDN", false, 1},
+		{"HTTP 404", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "gone.json", Data: exported, Status: 404})}, "answered HTTP 404 Not Found", false, 1},
+		{"not UTF-8", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte{0xff, 0xfe, '{', 0}})}, "file p.json is not UTF-8 text", false, 1},
+		{"empty", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Filename: "p.json", Data: []byte("\n")})}, "file p.json is empty", false, 1},
+		{"no resolved attachment", discordtest.User{}, []discordtest.Option{file(discordtest.Attachment{Data: exported, Unresolved: true})}, "did not come with the command", false, 0},
+		{"json and file", discordtest.User{}, []discordtest.Option{{Name: "json", Value: string(exported)}, file(discordtest.Attachment{Data: exported})}, "not both", false, 0},
+		{"neither", discordtest.User{}, nil, "attach the .json file /tune export gave as file, or paste its JSON into json", false, 0},
 	}
 	for k, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -335,8 +337,8 @@ func TestImportFileOverDiscord(t *testing.T) {
 				}
 			}
 			downloads := r.fake.Downloads()
-			if got := len(downloads) - before; got != map[bool]int{false: 0, true: 1}[tc.fetched] {
-				t.Errorf("%d downloads, want fetched=%v", got, tc.fetched)
+			if got := len(downloads) - before; got != tc.fetches {
+				t.Errorf("%d downloads, want %d", got, tc.fetches)
 			}
 			for _, d := range downloads {
 				if d.Authorization != "" {

@@ -188,6 +188,9 @@ type Attachment struct {
 	Size        int    // the size Discord declares; 0: len(Data)
 	URL         string // where the attachment is said to be; "": served by the fake
 	Status      int    // what the fake's URL answers; 0: 200 with Data
+	// Redirect makes the fake's URL answer 302: to itself once ("self", as a CDN that
+	// re-signs a link does), or to any other URL given.
+	Redirect string
 	// Unresolved leaves the attachment out of resolved.attachments: only its id arrives.
 	Unresolved bool
 }
@@ -238,6 +241,10 @@ func (f *Fake) serveAttachment(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case !ok || r.Method != http.MethodGet:
 		http.NotFound(w, r)
+	case a.Redirect == "self" && r.URL.Query().Get("moved") == "":
+		http.Redirect(w, r, r.URL.Path+"?moved=1", http.StatusFound)
+	case a.Redirect != "" && a.Redirect != "self":
+		http.Redirect(w, r, a.Redirect, http.StatusFound)
 	case a.Status != 0 && a.Status != http.StatusOK:
 		http.Error(w, http.StatusText(a.Status), a.Status)
 	default:
