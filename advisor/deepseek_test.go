@@ -17,6 +17,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/session"
+	"tunebot/session/sessiontest"
 )
 
 const testKey = "sk-test-0123456789abcdef"
@@ -117,32 +118,6 @@ func (f *fakeDeepSeek) requests() []sent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]sent(nil), f.sent...)
-}
-
-// memAudit is an in-memory audit log.
-type memAudit struct {
-	mu      sync.Mutex
-	entries []session.AuditEntry
-}
-
-func (m *memAudit) Append(_ context.Context, e session.AuditEntry) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e.Seq = uint64(len(m.entries) + 1)
-	m.entries = append(m.entries, e)
-	return nil
-}
-
-func (m *memAudit) Audit(_ context.Context, id string) ([]session.AuditEntry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []session.AuditEntry
-	for _, e := range m.entries {
-		if id == "" || e.SessionID == id {
-			out = append(out, e)
-		}
-	}
-	return out, nil
 }
 
 func newAdvisor(t *testing.T, f *fakeDeepSeek, audit session.AuditLog, mod func(*advisor.DeepSeekConfig)) *advisor.DeepSeek {
@@ -296,7 +271,7 @@ func TestProposeScenarios(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, tc.replies...)
-			audit := &memAudit{}
+			audit := &sessiontest.AuditLog{}
 			d := newAdvisor(t, f, audit, tc.mod)
 			req := proposalRequest()
 			sug, err := d.Propose(t.Context(), req)
@@ -411,7 +386,7 @@ func checkBody(t *testing.T, i int, s sent) {
 	}
 }
 
-func checkAudit(t *testing.T, audit *memAudit, calls int, succeeded bool) {
+func checkAudit(t *testing.T, audit *sessiontest.AuditLog, calls int, succeeded bool) {
 	t.Helper()
 	entries, _ := audit.Audit(t.Context(), "s-1")
 	if len(entries) != calls {
@@ -471,7 +446,7 @@ func TestProposeErrorTypes(t *testing.T) {
 
 func TestProposeCancelled(t *testing.T) {
 	f := newFake(t, reply{sleep: 10 * time.Second})
-	audit := &memAudit{}
+	audit := &sessiontest.AuditLog{}
 	d := newAdvisor(t, f, audit, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
@@ -515,7 +490,7 @@ func TestTest(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFake(t, tc.reply)
-			audit := &memAudit{}
+			audit := &sessiontest.AuditLog{}
 			d := newAdvisor(t, f, audit, nil)
 			res, err := d.Test(t.Context())
 			if res.OK != tc.ok || (err == nil) != tc.ok {

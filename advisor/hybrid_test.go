@@ -7,6 +7,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/session"
+	"tunebot/session/sessiontest"
 )
 
 // stubAdvisor answers with a fixed suggestion or error and counts its calls.
@@ -63,7 +64,7 @@ func TestHybridChoosesTheProposer(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			a, s := &stubAdvisor{source: adv}, &stubAdvisor{source: smp}
-			audit := &memAudit{}
+			audit := &sessiontest.AuditLog{}
 			h := advisor.NewHybrid(a, s, tc.mode, tc.stallAfter, audit, nil)
 			req := session.ProposalRequest{SessionID: "s-1", History: tc.hist}
 			sug, err := h.Propose(t.Context(), req)
@@ -87,7 +88,7 @@ func TestHybridChoosesTheProposer(t *testing.T) {
 func TestHybridPassesErrorsAndHistory(t *testing.T) {
 	boom := errors.New("advisor down")
 	a, s := &stubAdvisor{err: boom}, &stubAdvisor{}
-	audit := &memAudit{}
+	audit := &sessiontest.AuditLog{}
 	h := advisor.NewHybrid(a, s, advisor.HybridAlternate, 3, audit, nil)
 	hist := history()
 	if _, err := h.Propose(t.Context(), session.ProposalRequest{SessionID: "s-1", History: hist}); !errors.Is(err, boom) {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 
 	"tunebot/apply"
 	"tunebot/session"
+	"tunebot/session/sessiontest"
 )
 
 const envCfg = `# fake trainer config
@@ -30,42 +30,6 @@ def configure(cfg):
 const gaitCfg = "FOOT_TARGET_HEIGHT = 0.1\nother = 1\n"
 
 var alice = session.Actor{Platform: "slack", ID: "U1", Name: "alice"}
-
-// auditLog is an in-memory session.AuditLog.
-type auditLog struct {
-	mu      sync.Mutex
-	entries []session.AuditEntry
-}
-
-func (l *auditLog) Append(_ context.Context, e session.AuditEntry) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e.Seq = uint64(len(l.entries) + 1)
-	l.entries = append(l.entries, e)
-	return nil
-}
-
-func (l *auditLog) Audit(_ context.Context, id string) ([]session.AuditEntry, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []session.AuditEntry
-	for _, e := range l.entries {
-		if id == "" || e.SessionID == id {
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-func (l *auditLog) kinds() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, e := range l.entries {
-		out = append(out, e.Kind)
-	}
-	return out
-}
 
 // git runs git in dir with an identity of its own, since the test machine may have none.
 func git(t *testing.T, dir string, args ...string) string {
@@ -135,13 +99,13 @@ func testPreset() session.Preset {
 		Config: c, Score: 0.214, ScoreStd: 0.01, Task: "Unitree-Go2-Flat"}
 }
 
-func newApplier(t *testing.T, repo string, test []string, mod func(*apply.Config)) (*apply.Applier, *auditLog) {
+func newApplier(t *testing.T, repo string, test []string, mod func(*apply.Config)) (*apply.Applier, *sessiontest.AuditLog) {
 	t.Helper()
 	cfg := apply.Config{Repo: repo, Edits: edits(), Test: test, TestTimeout: time.Minute}
 	if mod != nil {
 		mod(&cfg)
 	}
-	log := &auditLog{}
+	log := &sessiontest.AuditLog{}
 	a, err := apply.New(cfg, session.DefaultSpace(), log, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -210,9 +174,9 @@ func TestApplyPassingTestsCommitsOnABranch(t *testing.T) {
 	if status := git(t, repo, "status", "--porcelain"); status != "" {
 		t.Errorf("work tree not clean after apply: %s", status)
 	}
-	if len(log.entries) != 1 || log.entries[0].Kind != "apply" || log.entries[0].Detail["commit"] != res.Commit ||
-		log.entries[0].Detail["reverted"] != false || log.entries[0].SessionID != "0123abcdef" {
-		t.Errorf("audit = %+v", log.entries)
+	if es := log.Entries(); len(es) != 1 || es[0].Kind != "apply" || es[0].Detail["commit"] != res.Commit ||
+		es[0].Detail["reverted"] != false || es[0].SessionID != "0123abcdef" {
+		t.Errorf("audit = %+v", es)
 	}
 	// A second apply of the same preset finds its branch and refuses.
 	git(t, repo, "checkout", "-q", "main")
@@ -299,16 +263,16 @@ func TestApplyFailureLeavesNoTrace(t *testing.T) {
 				t.Errorf("a file outside the checkout changed: %q", got)
 			}
 			if tc.noTry {
-				if len(log.entries) != 0 {
-					t.Errorf("a refusal before any change was recorded as an apply: %v", log.kinds())
+				if len(log.Entries()) != 0 {
+					t.Errorf("a refusal before any change was recorded as an apply: %v", log.Kinds())
 				}
 				return
 			}
 			if !res.Reverted || res.Commit != "" || res.Reason == "" {
 				t.Errorf("result = %+v, want reverted with a reason and no commit", res)
 			}
-			if len(log.entries) != 1 || log.entries[0].Detail["reverted"] != true || log.entries[0].Detail["reason"] != res.Reason {
-				t.Errorf("audit = %+v", log.entries)
+			if es := log.Entries(); len(es) != 1 || es[0].Detail["reverted"] != true || es[0].Detail["reason"] != res.Reason {
+				t.Errorf("audit = %+v", es)
 			}
 			if tc.name == "tests fail with output" && res.TestOutputTail != "FAILED test_rewards" {
 				t.Errorf("test output tail = %q", res.TestOutputTail)
@@ -355,8 +319,8 @@ func TestRollbackIsARevertCommit(t *testing.T) {
 	if got := git(t, repo, "symbolic-ref", "--short", "HEAD"); got != "main" {
 		t.Errorf("HEAD on %s after rollback, want main where it was", got)
 	}
-	if !cmp.Equal(log.kinds(), []string{"apply", "rollback"}) || log.entries[1].Detail["revert_commit"] != rb.Revert {
-		t.Errorf("audit = %+v", log.entries)
+	if !cmp.Equal(log.Kinds(), []string{"apply", "rollback"}) || log.Entries()[1].Detail["revert_commit"] != rb.Revert {
+		t.Errorf("audit = %+v", log.Entries())
 	}
 	if _, err := a.LastApply(ctx); !errors.Is(err, session.ErrNotFound) {
 		t.Errorf("LastApply after the rollback: %v, want nothing left", err)
@@ -398,8 +362,8 @@ func TestDiffPreviewsWithoutTouching(t *testing.T) {
 	if after := snap(t, repo); !cmp.Equal(before, after, cmp.AllowUnexported(snapshot{})) {
 		t.Errorf("Diff changed the checkout")
 	}
-	if len(log.entries) != 0 {
-		t.Errorf("Diff was audited: %v", log.kinds())
+	if len(log.Entries()) != 0 {
+		t.Errorf("Diff was audited: %v", log.Kinds())
 	}
 	// A value that needs an exponent stays a float literal the trainer reads back exactly.
 	a2, _ := newApplier(t, repo, nil, func(c *apply.Config) { c.Edits = []apply.Edit{rewardEdit("joint_acc_l2")} })
@@ -443,7 +407,7 @@ func TestConfigCheck(t *testing.T) {
 			if !errors.As(err, &ie) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("Check = %v, want an invalid error saying %q", err, tc.want)
 			}
-			if _, err := apply.New(c, space, &auditLog{}, nil); err == nil {
+			if _, err := apply.New(c, space, &sessiontest.AuditLog{}, nil); err == nil {
 				t.Errorf("New accepted a config Check refuses")
 			}
 		})
