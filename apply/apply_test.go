@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"tunebot/apply"
+	"tunebot/apply/applytest"
 	"tunebot/session"
 	"tunebot/session/sessiontest"
 )
@@ -30,18 +30,6 @@ def configure(cfg):
 const gaitCfg = "FOOT_TARGET_HEIGHT = 0.1\nother = 1\n"
 
 var alice = session.Actor{Platform: "slack", ID: "U1", Name: "alice"}
-
-// git runs git in dir with an identity of its own, since the test machine may have none.
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
 
 func write(t *testing.T, p, s string) {
 	t.Helper()
@@ -66,11 +54,11 @@ func read(t *testing.T, p string) string {
 func newRepo(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	git(t, dir, "init", "-q", "-b", "main")
+	applytest.Git(t, dir, "init", "-q", "-b", "main")
 	write(t, filepath.Join(dir, "tasks", "velocity_env_cfg.py"), envCfg)
 	write(t, filepath.Join(dir, "tasks", "gait.py"), gaitCfg)
-	git(t, dir, "add", ".")
-	git(t, dir, "commit", "-q", "-m", "trainer")
+	applytest.Git(t, dir, "add", ".")
+	applytest.Git(t, dir, "commit", "-q", "-m", "trainer")
 	return dir
 }
 
@@ -122,9 +110,9 @@ type snapshot struct {
 func snap(t *testing.T, repo string) snapshot {
 	t.Helper()
 	return snapshot{
-		head:     git(t, repo, "rev-parse", "--abbrev-ref", "HEAD"),
-		mainSHA:  git(t, repo, "rev-parse", "main"),
-		branches: git(t, repo, "for-each-ref", "--format=%(refname)", "refs/heads"),
+		head:     applytest.Git(t, repo, "rev-parse", "--abbrev-ref", "HEAD"),
+		mainSHA:  applytest.Git(t, repo, "rev-parse", "main"),
+		branches: applytest.Git(t, repo, "for-each-ref", "--format=%(refname)", "refs/heads"),
 		files: map[string]string{
 			"env":  read(t, filepath.Join(repo, "tasks", "velocity_env_cfg.py")),
 			"gait": read(t, filepath.Join(repo, "tasks", "gait.py")),
@@ -144,16 +132,16 @@ func TestApplyPassingTestsCommitsOnABranch(t *testing.T) {
 	if res.Reverted || res.Branch != "tunebot/auto-tune-0123abcd" || res.Commit == "" || res.TestOutputTail != "tests ok" {
 		t.Errorf("result = %+v", res)
 	}
-	if got := git(t, repo, "rev-list", "--count", "main.."+res.Branch); got != "1" {
+	if got := applytest.Git(t, repo, "rev-list", "--count", "main.."+res.Branch); got != "1" {
 		t.Errorf("branch has %s commits over main, want 1", got)
 	}
-	if got := git(t, repo, "rev-parse", res.Branch); got != res.Commit {
+	if got := applytest.Git(t, repo, "rev-parse", res.Branch); got != res.Commit {
 		t.Errorf("branch tip %s, result commit %s", got, res.Commit)
 	}
-	if got := git(t, repo, "rev-parse", "main"); got != before.mainSHA {
+	if got := applytest.Git(t, repo, "rev-parse", "main"); got != before.mainSHA {
 		t.Errorf("main moved: %s → %s", before.mainSHA, got)
 	}
-	if got := git(t, repo, "symbolic-ref", "--short", "HEAD"); got != res.Branch {
+	if got := applytest.Git(t, repo, "symbolic-ref", "--short", "HEAD"); got != res.Branch {
 		t.Errorf("HEAD on %s, want the preset branch (the checkout carries the applied preset)", got)
 	}
 	wantEnv := strings.NewReplacer(`"foot_slip"].weight = -0.25`, `"foot_slip"].weight = -0.5`,
@@ -165,13 +153,13 @@ func TestApplyPassingTestsCommitsOnABranch(t *testing.T) {
 	if got, want := read(t, filepath.Join(repo, "tasks", "gait.py")), "FOOT_TARGET_HEIGHT = 0.12  # tunebot: foot_clearance.target_height\nother = 1\n"; got != want {
 		t.Errorf("gait.py = %q, want %q", got, want)
 	}
-	msg := git(t, repo, "log", "-1", "--format=%an <%ae>%n%B", res.Commit)
+	msg := applytest.Git(t, repo, "log", "-1", "--format=%an <%ae>%n%B", res.Commit)
 	for _, w := range []string{"tunebot <tunebot@localhost>", "apply preset auto-tune-0123abcd", "session 0123abcdef", "trial 5 @ rung 2", "+0.214", "alice", "foot_slip: -0.25 -> -0.5"} {
 		if !strings.Contains(msg, w) {
 			t.Errorf("commit message does not say %q:\n%s", w, msg)
 		}
 	}
-	if status := git(t, repo, "status", "--porcelain"); status != "" {
+	if status := applytest.Git(t, repo, "status", "--porcelain"); status != "" {
 		t.Errorf("work tree not clean after apply: %s", status)
 	}
 	if es := log.Entries(); len(es) != 1 || es[0].Kind != "apply" || es[0].Detail["commit"] != res.Commit ||
@@ -179,7 +167,7 @@ func TestApplyPassingTestsCommitsOnABranch(t *testing.T) {
 		t.Errorf("audit = %+v", es)
 	}
 	// A second apply of the same preset finds its branch and refuses.
-	git(t, repo, "checkout", "-q", "main")
+	applytest.Git(t, repo, "checkout", "-q", "main")
 	if _, err := a.Apply(ctx, testPreset(), alice); err == nil || !errors.Is(err, session.ErrExists) {
 		t.Errorf("applying again: %v, want ErrExists", err)
 	}
@@ -209,16 +197,16 @@ func TestApplyFailureLeavesNoTrace(t *testing.T) {
 			c.Edits = append(c.Edits, apply.Edit{File: "tasks/velocity_env_cfg.py", Name: "pose", Pattern: `(cfg)\.rewards`})
 		}, want: "matches 4 times"},
 		{name: "base branch at another commit", test: []string{"false"}, setup: func(t *testing.T, repo string) {
-			git(t, repo, "checkout", "-q", "-b", "dev")
+			applytest.Git(t, repo, "checkout", "-q", "-b", "dev")
 			write(t, filepath.Join(repo, "tasks", "gait.py"), gaitCfg+"dev = 2\n")
-			git(t, repo, "commit", "-q", "-am", "dev change")
+			applytest.Git(t, repo, "commit", "-q", "-am", "dev change")
 		}, mod: func(c *apply.Config) { c.Base = "main" }, want: "failed"},
 		{name: "symlink escapes the checkout", setup: func(t *testing.T, repo string) {
 			if err := os.Symlink(outside, filepath.Join(repo, "tasks", "link.py")); err != nil {
 				t.Fatal(err)
 			}
-			git(t, repo, "add", "tasks/link.py")
-			git(t, repo, "commit", "-q", "-m", "link")
+			applytest.Git(t, repo, "add", "tasks/link.py")
+			applytest.Git(t, repo, "commit", "-q", "-m", "link")
 		}, mod: func(c *apply.Config) {
 			c.Edits = append(c.Edits, apply.Edit{File: "tasks/link.py", Name: "foot_clearance.target_height", Pattern: `FOOT_TARGET_HEIGHT = (\S+)`})
 		}, want: "edit file tasks/link.py resolves outside the checkout", noTry: true},
@@ -226,10 +214,10 @@ func TestApplyFailureLeavesNoTrace(t *testing.T) {
 			write(t, filepath.Join(repo, "tasks", "gait.py"), gaitCfg+"# my work in progress\n")
 		}, want: "has uncommitted changes (tasks/gait.py); commit or stash them first", noTry: true},
 		{name: "detached head", setup: func(t *testing.T, repo string) {
-			git(t, repo, "checkout", "-q", "--detach")
+			applytest.Git(t, repo, "checkout", "-q", "--detach")
 		}, want: "detached HEAD", noTry: true},
 		{name: "already applied", setup: func(t *testing.T, repo string) {
-			git(t, repo, "branch", "tunebot/auto-tune-0123abcd")
+			applytest.Git(t, repo, "branch", "tunebot/auto-tune-0123abcd")
 		}, want: "already exists", noTry: true},
 		{name: "missing base", mod: func(c *apply.Config) { c.Base = "release" }, want: "base branch release does not exist", noTry: true},
 	}
@@ -240,7 +228,7 @@ func TestApplyFailureLeavesNoTrace(t *testing.T) {
 				tc.setup(t, repo)
 			}
 			before := snap(t, repo)
-			statusBefore := git(t, repo, "status", "--porcelain")
+			statusBefore := applytest.Git(t, repo, "status", "--porcelain")
 			a, log := newApplier(t, repo, tc.test, tc.mod)
 			res, err := a.Apply(ctx, testPreset(), alice)
 			if err == nil {
@@ -256,7 +244,7 @@ func TestApplyFailureLeavesNoTrace(t *testing.T) {
 			if after := snap(t, repo); !cmp.Equal(before, after, cmp.AllowUnexported(snapshot{})) {
 				t.Errorf("checkout changed:\n%s", cmp.Diff(before, after, cmp.AllowUnexported(snapshot{})))
 			}
-			if got := git(t, repo, "status", "--porcelain"); got != statusBefore {
+			if got := applytest.Git(t, repo, "status", "--porcelain"); got != statusBefore {
 				t.Errorf("status %q, was %q", got, statusBefore)
 			}
 			if got := read(t, outside); got != gaitCfg {
@@ -292,7 +280,7 @@ func TestRollbackIsARevertCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	git(t, repo, "checkout", "-q", "main")
+	applytest.Git(t, repo, "checkout", "-q", "main")
 	rec, err := a.LastApply(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -304,19 +292,19 @@ func TestRollbackIsARevertCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := git(t, repo, "rev-parse", res.Branch+"^"); got != res.Commit {
+	if got := applytest.Git(t, repo, "rev-parse", res.Branch+"^"); got != res.Commit {
 		t.Errorf("revert's parent %s, want the apply commit %s (a new commit, not a reset)", got, res.Commit)
 	}
-	if got := git(t, repo, "rev-parse", res.Branch); got != rb.Revert {
+	if got := applytest.Git(t, repo, "rev-parse", res.Branch); got != rb.Revert {
 		t.Errorf("branch tip %s, want the revert %s", got, rb.Revert)
 	}
-	if got := git(t, repo, "show", res.Branch+":tasks/velocity_env_cfg.py"); got != strings.TrimSpace(envCfg) {
+	if got := applytest.Git(t, repo, "show", res.Branch+":tasks/velocity_env_cfg.py"); got != strings.TrimSpace(envCfg) {
 		t.Errorf("after rollback the branch's file is:\n%s", got)
 	}
-	if got := git(t, repo, "log", "-1", "--format=%s", rb.Revert); !strings.HasPrefix(got, `Revert "tunebot: apply preset auto-tune-0123abcd"`) {
+	if got := applytest.Git(t, repo, "log", "-1", "--format=%s", rb.Revert); !strings.HasPrefix(got, `Revert "tunebot: apply preset auto-tune-0123abcd"`) {
 		t.Errorf("revert subject %q", got)
 	}
-	if got := git(t, repo, "symbolic-ref", "--short", "HEAD"); got != "main" {
+	if got := applytest.Git(t, repo, "symbolic-ref", "--short", "HEAD"); got != "main" {
 		t.Errorf("HEAD on %s after rollback, want main where it was", got)
 	}
 	if !cmp.Equal(log.Kinds(), []string{"apply", "rollback"}) || log.Entries()[1].Detail["revert_commit"] != rb.Revert {
@@ -330,7 +318,7 @@ func TestRollbackIsARevertCommit(t *testing.T) {
 	if _, err := a.Rollback(ctx, rec, alice); err == nil {
 		t.Errorf("a second rollback of the same apply succeeded")
 	}
-	if got := git(t, repo, "rev-parse", res.Branch); got != rb.Revert {
+	if got := applytest.Git(t, repo, "rev-parse", res.Branch); got != rb.Revert {
 		t.Errorf("a refused rollback moved the branch")
 	}
 }
