@@ -179,3 +179,16 @@ func TestConfigCheckExpandsEnvironment(t *testing.T) {
 		t.Errorf("run_name %q, data_dir %q, trial_count %d", cfg.Session.RunName, cfg.DataDir, cfg.Session.TrialCount)
 	}
 }
+
+// YAML merge keys lend their mapping's keys: those are checked like any other.
+func TestConfigCheckMergeKeys(t *testing.T) {
+	good := writeFile(t, "merge.yaml", "session:\n  <<: {mode: approval}\n  trial_count: 8\n")
+	if code, stdout, stderr := runTunebot(t, "", nil, "config", "check", "--config", good); code != 0 || !strings.Contains(stdout, ": ok") {
+		t.Errorf("a merge key: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	bad := writeFile(t, "merge-bad.yaml", "session:\n  trial_count: 8\n  <<: {modee: approval}\n")
+	code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", bad)
+	if code != 1 || !strings.Contains(stderr, "line 3: session.modee is not a setting (did you mean session.mode?)") {
+		t.Errorf("a merged unknown key: exit %d, stderr %q", code, stderr)
+	}
+}

@@ -221,6 +221,13 @@ func walkKeys(n *yaml.Node, t reflect.Type, path string, probs *[]string) {
 		names := slices.Sorted(maps.Keys(fields))
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if k.Tag == "!!merge" || k.Value == "<<" && k.Style == 0 {
+				// A merge key (<<: *defaults) lends its mapping's keys to this one.
+				for _, m := range mergedMaps(v) {
+					walkKeys(m, t, path, probs)
+				}
+				continue
+			}
 			at := joinKey(path, k.Value)
 			ft, ok := fields[k.Value]
 			if !ok {
@@ -246,6 +253,22 @@ func walkKeys(n *yaml.Node, t reflect.Type, path string, probs *[]string) {
 			}
 		}
 	}
+}
+
+// mergedMaps returns the mappings a merge key's value names: one (an alias or a literal
+// mapping) or a sequence of them.
+func mergedMaps(v *yaml.Node) []*yaml.Node {
+	for v.Kind == yaml.AliasNode && v.Alias != nil {
+		v = v.Alias
+	}
+	if v.Kind == yaml.SequenceNode {
+		var out []*yaml.Node
+		for _, c := range v.Content {
+			out = append(out, mergedMaps(c)...)
+		}
+		return out
+	}
+	return []*yaml.Node{v}
 }
 
 // yamlFields maps the keys a struct takes in YAML to their types, as yaml.v3 reads them:
