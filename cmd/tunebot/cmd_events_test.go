@@ -14,8 +14,8 @@ import (
 	"tunebot/trainer/tfevents"
 )
 
-// eventsTestdata is shared/ beside the repo, as in CI.
-const eventsTestdata = "../../../shared/testdata/tfevents"
+// eventsTestdata holds real event files kept in the repository (testdata/tfevents/SOURCES.md).
+const eventsTestdata = "../../testdata/tfevents"
 
 type eventsSummary struct {
 	Files int `json:"files"`
@@ -37,9 +37,9 @@ func runEventsCmd(t *testing.T, args ...string) (code int, stdout, stderr string
 
 func TestEventsJSONOnRealFiles(t *testing.T) {
 	if _, err := os.Stat(eventsTestdata); err != nil {
-		t.Fatalf("test data missing: %v (expected shared/testdata/tfevents beside the repo)", err)
+		t.Fatalf("test data missing: %v (expected testdata/tfevents at the repository root)", err)
 	}
-	// Tag and point counts from shared/testdata/tfevents/SOURCES.md.
+	// Tag and point counts from testdata/tfevents/SOURCES.md.
 	tests := []struct {
 		path                string
 		files, tags, points int

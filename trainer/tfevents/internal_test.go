@@ -27,9 +27,9 @@ func TestCRC8MatchesHashCRC32(t *testing.T) {
 // TestFastScalarAgreesWithDecodeEvent runs every record of the real event files through
 // both decoders: the fast path must give what the general decoder gives, or decline.
 func TestFastScalarAgreesWithDecodeEvent(t *testing.T) {
-	files, err := EventFiles("../../../shared/testdata/tfevents")
+	files, err := EventFiles("../../testdata/tfevents")
 	if err != nil || len(files) == 0 {
-		t.Fatalf("test data missing (expected shared/testdata/tfevents beside the repo): %v", err)
+		t.Fatalf("test data missing (expected testdata/tfevents at the repository root): %v", err)
 	}
 	type scalar struct {
 		tag         string

@@ -20,20 +20,20 @@ import (
 	"tunebot/trainer/tfevents"
 )
 
-// testdata is shared/ beside the repo: /work/shared for /work/main, and the same layout in CI.
-const testdata = "../../../shared/testdata/tfevents"
+// testdata holds real event files kept in the repository (testdata/tfevents/SOURCES.md).
+const testdata = "../../testdata/tfevents"
 
 func realFile(t *testing.T, rel string) string {
 	t.Helper()
 	p := filepath.Join(testdata, rel)
 	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("test data missing: %v (expected shared/testdata/tfevents beside the repo)", err)
+		t.Fatalf("test data missing: %v (expected testdata/tfevents at the repository root)", err)
 	}
 	return p
 }
 
 func TestReadRealFiles(t *testing.T) {
-	// Counts from shared/testdata/tfevents/SOURCES.md.
+	// Counts from testdata/tfevents/SOURCES.md.
 	tests := []struct {
 		file         string
 		tags, points int
