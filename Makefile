@@ -4,7 +4,7 @@
 GO      ?= go
 BIN     := bin/tunebot
 PKGS    := ./...
-# The core must stay free of SDKs, bbolt, go-chart and os/exec (STYLE.md).
+# The core must stay free of SDKs, bbolt, go-chart and os/exec (docs/design.md §9).
 FORBIDDEN_IN_SESSION := slack-go|discordgo|go-openai|bbolt|go-chart|os/exec
 
 .PHONY: build demo test test-mjlab lint bench deps-check clean
@@ -23,8 +23,10 @@ lint: deps-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 
-test: lint test-mjlab
+# The fast Go suite first, so a broken build shows in seconds; the slow mjlab suite after it.
+test: lint
 	$(GO) test -count=1 $(PKGS)
+	$(MAKE) --no-print-directory test-mjlab
 
 # The mjlab adapter for real: builds (or reuses, keyed by its requirements' hash) the venv in
 # .venv/mjlab, runs its pytest suite (Go1 training, resume and evaluation on CPU) and a whole

@@ -1,5 +1,5 @@
 // Package advisor holds the proposers of reward patches: the DeepSeek advisor, the TPE
-// sampler and the hybrid that shares the proposals between them (DESIGN.md §5).
+// sampler and the hybrid that shares the proposals between them (docs/design.md §5).
 package advisor
 
 import (
@@ -171,7 +171,7 @@ type dsCallMeta struct {
 }
 
 // Propose asks the model for a patch of req.Base and returns it only when it passes the
-// reward-space rules; see DESIGN.md §5 for what the model is sent.
+// reward-space rules; see docs/design.md §5 for what the model is sent.
 func (d *DeepSeek) Propose(ctx context.Context, req session.ProposalRequest) (session.Suggestion, error) {
 	if req.Space == nil {
 		return session.Suggestion{}, errors.New("proposal request has no reward space")

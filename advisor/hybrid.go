@@ -17,7 +17,7 @@ const (
 )
 
 // hybridImprove is the margin a trial must beat the best score before it by to count as an
-// improvement, the same as the session's early-stop rule (DESIGN.md §1).
+// improvement, the same as the session's early-stop rule (docs/design.md §1).
 const hybridImprove = 0.01
 
 // Hybrid shares the proposals of a session between the advisor and the numeric sampler.

@@ -174,7 +174,7 @@ type dsContextDoc struct {
 	Tried         []dsTried         `json:"tried_configs"`
 }
 
-// dsContextPrompt renders the session context: what DESIGN.md §5 lists and nothing else.
+// dsContextPrompt renders the session context: what docs/design.md §5 lists and nothing else.
 // Free text (reasons, feedback, labels) is scrubbed of paths, URLs and the key.
 func dsContextPrompt(req session.ProposalRequest, apiKey string) string {
 	hist := req.History

@@ -2,7 +2,7 @@
 // named for the preset, gated by the trainer's own test command, and undoes it whole when
 // anything fails; a later rollback is a revert commit, never a reset or a force push.
 //
-// It is seed 000's "safe reversible edit" done right: a fixed list of configured edits
+// It is the "safe reversible edit" idea done right: a fixed list of configured edits
 // (file, pattern, template) limited to the reward space's names, files that must resolve
 // inside the checkout, argv only (no shell), and on failure every touched file restored,
 // the branch removed and HEAD back where it was.

@@ -11,7 +11,7 @@ import (
 	"tunebot/session"
 )
 
-// ScoreNote is said wherever a score is shown (DESIGN.md §1).
+// ScoreNote is said wherever a score is shown (docs/design.md §1).
 const ScoreNote = "scores compare each trial with the baseline's rung-0 evaluation and are comparable within a rung"
 
 // Card refs: one root, trial report and proposal card per session, each edited in place.

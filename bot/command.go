@@ -15,7 +15,7 @@ import (
 // Verb is what a command asks for.
 type Verb string
 
-// Verbs of the /tune command and of thread replies (DESIGN.md §6).
+// Verbs of the /tune command and of thread replies (docs/design.md §6).
 const (
 	VerbStart   Verb = "start"
 	VerbStatus  Verb = "status"

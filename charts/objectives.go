@@ -10,7 +10,7 @@ import (
 	"tunebot/session"
 )
 
-// Gates of DESIGN.md §3, repeated here only to draw them.
+// Gates of docs/design.md §3, repeated here only to draw them.
 const (
 	gateTracking = session.GateTrackingMin    // tracking objective may not be worse than this
 	gateFalls    = session.GateFallRateMargin // fall rate may exceed the baseline's by at most this

@@ -44,7 +44,7 @@ func BestPolicy(sessionsDir string, p session.Preset, trial session.Trial, limit
 	if err != nil {
 		return "", 0, fmt.Errorf("resolving sessions directory: %w", err)
 	}
-	// The engine names run directories trial-NNN-rung-R (DESIGN.md §4).
+	// The engine names run directories trial-NNN-rung-R (docs/design.md §4).
 	runDir := filepath.Join(root, p.SessionID, fmt.Sprintf("trial-%03d-rung-%d", p.Trial.Number, p.Trial.Rung))
 	found, err := findPolicy(runDir)
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// State is a session's state (DESIGN.md §1).
+// State is a session's state (docs/design.md §1).
 type State string
 
 // Session states.

@@ -268,7 +268,7 @@ func Merge(base RewardConfig, patch Patch) RewardConfig {
 	return out
 }
 
-// Validate checks patch against base under the proposal rules of DESIGN.md §2 and returns
+// Validate checks patch against base under the proposal rules of docs/design.md §2 and returns
 // the merged configuration, or an *InvalidError naming every broken rule. tried holds the
 // configurations already run in the session; a merged result equal to one is a duplicate.
 func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardConfig, error) {

@@ -133,7 +133,7 @@ type JobHooks struct {
 	Progress func(iteration int) // the newest training step seen
 }
 
-// Trainer runs training and evaluation jobs under the contract of DESIGN.md §4.
+// Trainer runs training and evaluation jobs under the contract of docs/design.md §4.
 type Trainer interface {
 	Train(ctx context.Context, job TrainJob, hooks JobHooks) (TrainResult, error)
 	Evaluate(ctx context.Context, job EvalJob, hooks JobHooks) (Evaluation, error)

@@ -11,7 +11,7 @@ import (
 	"strings"
 )
 
-// The seven weight-independent evaluation metrics (lower is better), DESIGN.md §3.
+// The seven weight-independent evaluation metrics (lower is better), docs/design.md §3.
 const (
 	MetricVelLinear   = "velocity_error_linear"
 	MetricVelAngular  = "velocity_error_angular"
@@ -120,7 +120,7 @@ type SeedMetrics struct {
 	Metrics Metrics `json:"metrics"`
 }
 
-// Evaluation is the content of evaluation.json (DESIGN.md §3).
+// Evaluation is the content of evaluation.json (docs/design.md §3).
 type Evaluation struct {
 	Task       string        `json:"task"`
 	Checkpoint string        `json:"checkpoint"`
@@ -173,7 +173,7 @@ func checkMetrics(where string, m Metrics) []string {
 	return probs
 }
 
-// The gates of DESIGN.md §3: a trial is not eligible when its fall rate exceeds the
+// The gates of docs/design.md §3: a trial is not eligible when its fall rate exceeds the
 // baseline's by more than GateFallRateMargin, or its tracking objective is below
 // GateTrackingMin.
 const (

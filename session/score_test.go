@@ -299,14 +299,14 @@ func TestCheckFloors(t *testing.T) {
 	want := session.Metrics{session.MetricVelLinear: 0.05, session.MetricVelAngular: 0.05, session.MetricActionAcc: 1,
 		session.MetricOrientation: 0.02, session.MetricFallRate: 0.01, session.MetricFootSlip: 0.02, session.MetricPower: 5}
 	if diff := cmp.Diff(want, f()); diff != "" {
-		t.Errorf("DefaultFloors differ from DESIGN.md §3 (-want +got):\n%s", diff)
+		t.Errorf("DefaultFloors differ from docs/design.md §3 (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(session.ObjectiveWeights{"tracking": 35, "smoothness": 20, "stability": 15, "falls": 15, "slip": 10, "energy": 5}, session.DefaultObjectiveWeights()); diff != "" {
-		t.Errorf("DefaultObjectiveWeights differ from DESIGN.md §1 (-want +got):\n%s", diff)
+		t.Errorf("DefaultObjectiveWeights differ from docs/design.md §1 (-want +got):\n%s", diff)
 	}
 }
 
-// designEvaluation is the example of DESIGN.md §3 with its per-seed placeholder filled in.
+// designEvaluation is the example of docs/design.md §3 with its per-seed placeholder filled in.
 const designEvaluation = `{"task": "Unitree-Go2-Flat", "checkpoint": "model_300.pt", "iteration": 300, "seeds": [0],
  "metrics": {"velocity_error_linear": 0.21, "velocity_error_angular": 0.30,
              "action_acceleration": 12.0, "orientation_error": 0.05, "fall_rate": 0.01,
@@ -318,7 +318,7 @@ const designEvaluation = `{"task": "Unitree-Go2-Flat", "checkpoint": "model_300.
 func TestDecodeEvaluation(t *testing.T) {
 	ev, err := session.DecodeEvaluation([]byte(designEvaluation))
 	if err != nil {
-		t.Fatalf("the DESIGN.md example: %v", err)
+		t.Fatalf("the docs/design.md example: %v", err)
 	}
 	m := session.Metrics{"velocity_error_linear": 0.21, "velocity_error_angular": 0.30, "action_acceleration": 12.0,
 		"orientation_error": 0.05, "fall_rate": 0.01, "foot_slip": 0.08, "mechanical_power": 150.0}

@@ -14,7 +14,7 @@ const (
 // TaskGo2Flat is the one task of v1.
 const TaskGo2Flat = "Unitree-Go2-Flat"
 
-// Settings are a session's parameters, validated at create (DESIGN.md §1).
+// Settings are a session's parameters, validated at create (docs/design.md §1).
 type Settings struct {
 	Mode           string           `json:"mode" yaml:"mode"`
 	Task           string           `json:"task" yaml:"task"`
@@ -42,7 +42,7 @@ type Settings struct {
 	Tasks          []string `json:"-" yaml:"tasks"` // tasks this installation accepts
 }
 
-// DefaultSettings returns the defaults of DESIGN.md §1.
+// DefaultSettings returns the defaults of docs/design.md §1.
 func DefaultSettings() Settings {
 	s := Settings{
 		Mode: ModeAutomatic, Task: TaskGo2Flat, RunName: "auto-tune", GPUs: []int{0},

@@ -30,7 +30,7 @@ type Order struct {
 	Upper string `json:"upper" yaml:"upper"`
 }
 
-// Space is the whitelist a patch is checked against (DESIGN.md §2). It is data, so that a
+// Space is the whitelist a patch is checked against (docs/design.md §2). It is data, so that a
 // task version with other defaults or bounds is a config change, not a code change.
 type Space struct {
 	Terms      []Term  `json:"terms" yaml:"terms"`
@@ -42,7 +42,7 @@ type Space struct {
 	StepMax float64 `json:"step_max" yaml:"step_max"`
 }
 
-// DefaultSpace returns the Unitree-Go2-Flat space of DESIGN.md §2.
+// DefaultSpace returns the Unitree-Go2-Flat space of docs/design.md §2.
 func DefaultSpace() *Space {
 	return &Space{
 		Terms: []Term{

@@ -45,7 +45,7 @@ func wantProblems(t *testing.T, err error, want ...string) {
 	}
 }
 
-// The table of DESIGN.md §2, written out again so that a typo in DefaultSpace shows up.
+// The table of docs/design.md §2, written out again so that a typo in DefaultSpace shows up.
 var designTerms = []session.Term{
 	{Name: "track_linear_velocity", Default: 1.0, Min: 0.5, Max: 3.0},
 	{Name: "track_angular_velocity", Default: 1.0, Min: 0.25, Max: 2.0},

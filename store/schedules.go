@@ -14,7 +14,7 @@ import (
 var _ schedule.Store = (*DB)(nil)
 
 // PutSchedule creates or replaces the scheduled start e (schedule.Store): schedules live
-// in the data file with everything else (DESIGN.md §7), so one backup holds them.
+// in the data file with everything else (docs/design.md §7), so one backup holds them.
 func (d *DB) PutSchedule(ctx context.Context, e schedule.Entry) error {
 	if e.ID == "" {
 		return fmt.Errorf("saving schedule: empty id")

@@ -1,5 +1,5 @@
 // Package trainer runs the trainer's training and evaluation jobs as subprocesses under the
-// contract of DESIGN.md §4: argv templates with placeholders, one process group per job,
+// contract of docs/design.md §4: argv templates with placeholders, one process group per job,
 // timeouts, cancel that ends the whole group, a GPU lease, and the run-dir checks. Its
 // sub-packages read TensorBoard event files (tfevents) and provide the built-in sim trainer
 // (sim).

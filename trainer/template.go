@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Templates configures how the trainer's subprocesses are started (DESIGN.md §4). Every
+// Templates configures how the trainer's subprocesses are started (docs/design.md §4). Every
 // template is an argv list, never a shell string; placeholders such as {run_dir} are
 // replaced anywhere inside an argument.
 type Templates struct {

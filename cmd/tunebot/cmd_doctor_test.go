@@ -40,7 +40,7 @@ const (
 	checkCPU = `{"packages": {"mjlab": "1.6.0"}, "missing": [], "task": "Unitree-Go2-Flat", "registered": true, "error": "", "gpus": []}`
 	checkBad = `{"packages": {"torch": "2.15.0"}, "missing": ["mjlab"], "task": "Unitree-Go2-Flat", "registered": false,
   "error": "task Unitree-Go2-Flat is not registered with mjlab: install unitree_rl_mjlab", "gpus": []}`
-	// The default space of DESIGN.md section 2, as --print-defaults prints it.
+	// The default space of docs/design.md section 2, as --print-defaults prints it.
 	defaultsGo2 = `{"weights": {"track_linear_velocity": 1.0, "track_angular_velocity": 1.0, "body_orientation_l2": -1.0,
   "pose": 1.0, "body_ang_vel": -0.05, "angular_momentum": -0.025, "is_terminated": -200, "joint_acc_l2": -2.5e-7,
   "joint_pos_limits": -10, "action_rate_l2": -0.05, "foot_gait": 0.5, "foot_clearance": -1.0, "foot_slip": -0.25,

@@ -45,7 +45,7 @@ type LogConfig struct {
 	Format string `yaml:"format"` // text or json
 }
 
-// TrainerConfig holds the argv templates of DESIGN.md §4.
+// TrainerConfig holds the argv templates of docs/design.md §4.
 type TrainerConfig struct {
 	Workdir     string        `yaml:"workdir"`
 	Python      string        `yaml:"python"`

@@ -134,7 +134,7 @@ type ExitError struct {
 
 func (e *ExitError) Error() string { return e.Msg }
 
-// Train simulates a training run under the contract of DESIGN.md §4: event files with
+// Train simulates a training run under the contract of docs/design.md §4: event files with
 // RSL-RL/mjlab-like tags at steps Start..Target-1, model_<N>.pt every quarter of the run
 // and at Target, and policy.onnx. It stops early, keeping what it wrote, when ctx ends.
 func Train(ctx context.Context, o TrainOptions) error {
@@ -400,7 +400,7 @@ type EvalOptions struct {
 }
 
 // Eval evaluates a sim checkpoint on each seed with the response surface and writes
-// evaluation.json in the shape of DESIGN.md §3.
+// evaluation.json in the shape of docs/design.md §3.
 func Eval(ctx context.Context, o EvalOptions) error {
 	if o.Log == nil {
 		o.Log = io.Discard

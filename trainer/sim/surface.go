@@ -1,5 +1,5 @@
 // Package sim is the built-in simulated trainer: it honours the trainer contract of
-// DESIGN.md §4 (event files, model_<N>.pt checkpoints, policy.onnx, evaluation.json) without
+// docs/design.md §4 (event files, model_<N>.pt checkpoints, policy.onnx, evaluation.json) without
 // a GPU, from a deterministic response surface over the reward configuration. tunebot's
 // sim-train and sim-eval subcommands run it, so the demo and the tests exercise real
 // subprocesses; Evaluate lets benchmarks score configurations in-process.
@@ -35,7 +35,7 @@ const (
 	fallEpisodes = 4000
 )
 
-// Evaluate returns the seven metrics of DESIGN.md §3 for a policy trained for iteration
+// Evaluate returns the seven metrics of docs/design.md §3 for a policy trained for iteration
 // iterations under cfg, evaluated on seed. It is deterministic: the same arguments give
 // the same numbers. Names missing from cfg take the Unitree-Go2-Flat defaults.
 func Evaluate(cfg session.RewardConfig, iteration int, seed int) session.Metrics {

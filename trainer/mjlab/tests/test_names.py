@@ -16,7 +16,7 @@ from tunebot_mjlab import names, tasks
 
 GO1 = "Mjlab-Velocity-Flat-Unitree-Go1"
 
-# DESIGN.md section 2: the full default configuration tunebot sends for Unitree-Go2-Flat.
+# docs/design.md section 2: the full default configuration tunebot sends for Unitree-Go2-Flat.
 GO2_DEFAULTS = {
   "weights": {
     "track_linear_velocity": 1.0, "track_angular_velocity": 1.0, "body_orientation_l2": -1.0,
@@ -71,7 +71,7 @@ def go1_rewards():
 
 
 def test_go2_defaults_round_trip():
-  """The stand-in's defaults read back as DESIGN.md's table (electrical_power added, off)."""
+  """The stand-in's defaults read back as docs/design.md's table (electrical_power added, off)."""
   got = names.task_defaults(names.GO2_FLAT, go2_rewards())
   assert set(got["weights"]) == set(GO2_DEFAULTS["weights"])
   assert set(got["params"]) == set(GO2_DEFAULTS["params"])

@@ -1,4 +1,4 @@
-"""The evaluate job of DESIGN.md sections 3 and 4.
+"""The evaluate job of docs/design.md sections 3 and 4.
 
 A fixed protocol, independent of the reward weights: the deterministic policy (the actor's
 mean, no action noise), a fixed command grid assigned round robin over the environments,

@@ -1,4 +1,4 @@
-"""Name maps from tunebot's reward space (DESIGN.md section 2) to a task's reward terms.
+"""Name maps from tunebot's reward space (docs/design.md section 2) to a task's reward terms.
 
 A reward configuration is ``{"weights": {term: number}, "params": {name: number}}`` in
 tunebot's names. Each task has a map that says where every name lives in the task's
@@ -109,7 +109,7 @@ _POSE_PARAMS = {
   "pose.running_threshold": ParamMap("pose", "running_threshold"),
 }
 
-# Unitree-Go2-Flat from unitree_rl_mjlab: the names of DESIGN.md section 2 are the task's.
+# Unitree-Go2-Flat from unitree_rl_mjlab: the names of docs/design.md section 2 are the task's.
 GO2_FLAT = TaskMap(
   task="Unitree-Go2-Flat",
   weights={

@@ -1,4 +1,4 @@
-"""The train job of DESIGN.md section 4 for an mjlab + RSL-RL velocity task.
+"""The train job of docs/design.md section 4 for an mjlab + RSL-RL velocity task.
 
 Leaves in the run dir: TensorBoard event files, model_<iteration>.pt checkpoints (RSL-RL
 numbering: a run to T iterations ends with model_<T-1>.pt) and policy.onnx, exported with
