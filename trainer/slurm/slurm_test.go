@@ -1,0 +1,266 @@
+package slurm_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"tunebot/trainer/slurm"
+)
+
+// slurmEnv is the environment of the Slurm commands in the tests that need a real Slurm:
+// SLURM_CONF of the cluster TestMain brought up (or the caller gave), or nil for none.
+var slurmEnv []string
+
+// slurmSkip says why the real-Slurm tests skip, when they do.
+var slurmSkip string
+
+// TestMain brings up a one-node Slurm with 2 fake GPUs through scripts/slurm.sh, unless
+// SLURM_CONF already names a running one. Where Slurm is not installed (and cannot be: not
+// root), the tests that need it skip and say so.
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		if conf := os.Getenv("SLURM_CONF"); conf != "" {
+			slurmEnv = os.Environ()
+			return m.Run()
+		}
+		if _, err := exec.LookPath("slurmctld"); err != nil {
+			slurmSkip = "Slurm is not installed here: `bash scripts/slurm.sh install` (root) installs Debian's slurmctld, slurmd, slurm-client and munge"
+			return m.Run()
+		}
+		dir, err := os.MkdirTemp("", "tunebot-slurm-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		script, _ := filepath.Abs("../../scripts/slurm.sh")
+		up := exec.Command("bash", script, "up", dir, "2")
+		up.Stderr = os.Stderr
+		out, err := up.Output()
+		defer exec.Command("bash", script, "down", dir).Run()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bringing up Slurm: %v\n", err)
+			return 1
+		}
+		slurmEnv = append(os.Environ(), strings.TrimSpace(string(out)))
+		return m.Run()
+	}())
+}
+
+func needSlurm(t *testing.T) *slurm.Client {
+	t.Helper()
+	if slurmSkip != "" {
+		t.Skip(slurmSkip)
+	}
+	return &slurm.Client{Env: slurmEnv}
+}
+
+// argvDump is a command that writes its argv as JSON to the file named by its first word.
+var argvDump = []string{"python3", "-c", "import json,sys; json.dump(sys.argv[2:], open(sys.argv[1], 'w'))"}
+
+// hostile words a run name or a config value could carry; none may be interpreted.
+var hostile = []string{
+	"plain", "two words", `"double"`, "it's", "$(touch pwned)", "`touch pwned`", "$HOME",
+	"a;b", "x\ny", "*", "--flag=1", `back\slash`, "{gpu_ids}", "gpus=" + slurm.GPUIDsMarker + "!",
+}
+
+func TestScriptKeepsEveryWordAndFillsGPUs(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "argv.json")
+	j := slurm.Job{Name: "trial-001-rung-0", Dir: dir, Argv: slices.Concat(argvDump, []string{out}, hostile),
+		Env: []string{"PYTHONUNBUFFERED=1", "ODD=it's $HOME"}}
+	script, err := slurm.Script(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "job.sbatch")
+	if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	// Run it as Slurm would, but with plain bash: the GPUs come from SLURM_JOB_GPUS.
+	cmd := exec.Command("bash", path)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "SLURM_JOB_GPUS=1,3")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("script: %v\n%s", err, b)
+	}
+	var got []string
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(hostile)
+	want[len(want)-1] = "gpus=[1,3]!"
+	if !slices.Equal(got, want) {
+		t.Errorf("argv through the script:\n got %q\nwant %q", got, want)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
+		t.Error("a word of argv was run by the shell")
+	}
+	code, err := os.ReadFile(slurm.ExitPath(j))
+	if err != nil || strings.TrimSpace(string(code)) != "0" {
+		t.Errorf("exit file: %q, %v; want 0", code, err)
+	}
+}
+
+func TestScriptRefusesBadJobs(t *testing.T) {
+	dir := t.TempDir()
+	tests := []struct {
+		name string
+		job  slurm.Job
+		want string
+	}{
+		{"name flag", slurm.Job{Name: "-x", Dir: dir, Argv: []string{"true"}}, `job name "-x"`},
+		{"relative dir", slurm.Job{Name: "a", Dir: "rel", Argv: []string{"true"}}, `job dir "rel" is not absolute`},
+		{"no argv", slurm.Job{Name: "a", Dir: dir}, "empty argv"},
+		{"bad env", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Env: []string{"A B=1"}}, `env "A B=1"`},
+		{"extra not an option", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Extra: []string{"rm -rf"}}, `sbatch argument "rm -rf"`},
+		{"partition with newline", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Partition: "gpu\n#SBATCH --x"}, "partition"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := slurm.Script(tc.job)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Script: %v, want an error naming %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestSlurmJobsGetTheirOwnGPUsAndExitCodes(t *testing.T) {
+	c := needSlurm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	// Three one-GPU jobs on two GPUs: one must wait for a GPU, and no GPU is held twice.
+	var jobs []slurm.Job
+	var ids []string
+	for i, code := range []int{0, 3, 0} {
+		jd := filepath.Join(dir, fmt.Sprint(i))
+		j := slurm.Job{Name: fmt.Sprintf("t%d", i), Dir: jd, GPUs: 1,
+			Argv: []string{"bash", "-c", fmt.Sprintf("echo \"$1\" > gpus; sleep 2; exit %d", code), "job", slurm.GPUIDsMarker}}
+		id, err := c.Submit(ctx, j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jobs, ids = append(jobs, j), append(ids, id)
+	}
+	exits := map[string]string{}
+	for i, id := range ids {
+		exits[id] = slurm.ExitPath(jobs[i])
+	}
+	// The third waits for a GPU, and says why (Resources or Priority).
+	var waited slurm.Status
+	for waited.Reason == "" {
+		all, err := c.Status(ctx, ids[2:], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waited = all[ids[2]]; waited.State != slurm.Pending {
+			t.Fatalf("the third job on two GPUs: %+v, want it pending with a reason", waited)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for i, id := range ids {
+		st, err := c.Wait(ctx, id, exits[id], 200*time.Millisecond, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantState, wantCode := slurm.Completed, 0
+		if i == 1 {
+			wantState, wantCode = slurm.Failed, 3
+		}
+		if st.State != wantState || st.ExitCode != wantCode {
+			t.Errorf("job %d: %+v, want %s with exit code %d", i, st, wantState, wantCode)
+		}
+	}
+	seen := map[string]bool{}
+	for _, j := range jobs[:2] {
+		b, err := os.ReadFile(filepath.Join(j.Dir, "gpus"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := strings.TrimSpace(string(b))
+		if g != "[0]" && g != "[1]" {
+			t.Errorf("job %s got gpu_ids %q, want [0] or [1]", j.Name, g)
+		}
+		if seen[g] {
+			t.Errorf("two running jobs got the same GPU %s", g)
+		}
+		seen[g] = true
+	}
+}
+
+func TestSlurmCancelAndForgottenJobs(t *testing.T) {
+	c := needSlurm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	j := slurm.Job{Name: "long", Dir: dir, Argv: []string{"bash", "-c", "echo $$ > pid; sleep 300"}}
+	id, err := c.Submit(ctx, j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Wait until it runs and its command started.
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "pid")); err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the job never started")
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if err := c.Cancel(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.Wait(ctx, id, slurm.ExitPath(j), 200*time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != slurm.Cancelled {
+		t.Errorf("cancelled job: %+v, want %s", st, slurm.Cancelled)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "pid"))
+	pid := strings.TrimSpace(string(b))
+	for {
+		if _, err := os.Stat("/proc/" + pid); err != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the cancelled job's command (pid %s) still runs", pid)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	all, err := c.Status(ctx, []string{"987654321"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := all["987654321"]; st.State != slurm.Unknown || !st.Finished() {
+		t.Errorf("a job Slurm never had: %+v, want %s", st, slurm.Unknown)
+	}
+}
+
+func TestPartitionsShowGPUs(t *testing.T) {
+	c := needSlurm(t)
+	ps, err := c.Partitions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ps) == 0 || !ps[0].Up || !slurm.HasGPUs(ps[0].Gres) {
+		t.Fatalf("partitions: %+v, want an up partition with GPUs", ps)
+	}
+}
