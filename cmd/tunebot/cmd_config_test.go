@@ -113,7 +113,7 @@ func TestConfigCheckRefusals(t *testing.T) {
 				"  - session.trial_count: 40 is outside 4–20\n"}},
 		{"missing file", []string{"--config", missing}, 1, []string{"config file " + missing + " does not exist"}},
 		{"not YAML", []string{"--config", writeFile(t, "bad.yaml", "session: [unclosed\n")}, 1, []string{"bad.yaml: "}},
-		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "\nsession:\n\n  trial_count: many\n")}, 1, []string{"line 4: cannot unmarshal !!str `many` into int"}},
+		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "\nsession:\n\n  trial_count: many\n")}, 1, []string{`line 4: session.trial_count: "many" is not a whole number`}},
 		{"no --config", nil, 2, []string{"--config FILE is required"}},
 	}
 	for _, tt := range tests {

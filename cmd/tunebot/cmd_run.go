@@ -43,6 +43,9 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	logger := newLogger(cfg.Log, e.stderr)
+	for _, w := range cfg.warnings {
+		logger.Warn(w)
+	}
 	d := &daemon{cfg: cfg, e: e, log: logger}
 	if err := d.start(ctx, *resume); err != nil {
 		logger.Error("tunebot could not start", "err", err)
