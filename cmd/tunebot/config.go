@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	"os"
@@ -381,7 +382,22 @@ func (w *treeWalk) checkValue(n *yaml.Node, t reflect.Type, path string) {
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		w.wrongType(n, path, typeWord(t))
+		return
 	}
+	// The decoder cuts 1.5 to 1 for a whole-number key; that is a wrong type too.
+	var f float64
+	if whole(t) && n.ShortTag() == "!!float" && (n.Decode(&f) != nil || f != math.Trunc(f)) {
+		w.wrongType(n, path, typeWord(t))
+	}
+}
+
+func whole(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return t != reflect.TypeFor[time.Duration]()
+	}
+	return false
 }
 
 // wrongType records that the value n at path is not the want the key takes.
