@@ -15,7 +15,7 @@ import (
 
 var (
 	ann = session.Actor{Platform: "slack", ID: "U0ALICE", Name: "ann", Where: "C0123"}
-	ben   = session.Actor{Platform: "discord", ID: "123456789012345678", Name: "ben"}
+	ben = session.Actor{Platform: "discord", ID: "123456789012345678", Name: "ben"}
 )
 
 // Each action reaching the audit log is logged once at info level with who did it, on
