@@ -60,6 +60,9 @@ func logAction(ctx context.Context, log *slog.Logger, e session.AuditEntry) {
 			msg = "proposal edited and approved"
 		}
 	}
+	if e.Kind == "apply" && e.Detail["reverted"] == true {
+		msg = "preset apply undone" // its tests failed or a step did: the checkout is as it was
+	}
 	if !ok {
 		return
 	}

@@ -42,6 +42,8 @@ func TestActionLogLogsWhoDidWhat(t *testing.T) {
 		{"cancel", session.AuditEntry{SessionID: "s1", Kind: "cancel", Actor: ben}, `msg="session cancelled" user=ben`},
 		{"apply", session.AuditEntry{SessionID: "s1", Kind: "apply", Actor: ann, Detail: map[string]any{"preset": "go2-s1", "branch": "tunebot/go2-s1", "commit": "abc123", "reverted": false, "reason": ""}},
 			`msg="preset applied" user=ann user_id=U0ALICE platform=slack where=C0123 session=s1 preset=go2-s1 branch=tunebot/go2-s1 commit=abc123 reverted=false`},
+		{"apply undone", session.AuditEntry{SessionID: "s1", Kind: "apply", Actor: ann, Detail: map[string]any{"preset": "go2-s1", "reverted": true, "reason": "tests failed"}},
+			`msg="preset apply undone" user=ann user_id=U0ALICE platform=slack where=C0123 session=s1 reason="tests failed" preset=go2-s1 reverted=true`},
 		{"rollback", session.AuditEntry{Kind: "rollback", Actor: session.Actor{Platform: "cli", ID: "ops"}, Detail: map[string]any{"preset": "go2-s1", "revert_commit": "def456"}},
 			`msg="apply rolled back" user=ops user_id=ops platform=cli preset=go2-s1 revert_commit=def456`},
 		{"refused", session.AuditEntry{SessionID: "s1", Kind: "refused", Actor: ben, Detail: map[string]any{"command": "cancel", "permission": "cancel"}},
