@@ -188,8 +188,19 @@ func TestConfigCheckMergeKeys(t *testing.T) {
 	if code, stdout, stderr := runTunebot(t, "", nil, "config", "check", "--config", good); code != 0 || !strings.Contains(stdout, ": ok") {
 		t.Errorf("a merge key: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	// In a map too, and the merged values' types are checked like any other.
+	weights := writeFile(t, "merge-map.yaml", "x: &w {tracking: 10}\nsession:\n  objective_weights: {<<: *w, energy: 1}\n")
+	code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", weights)
+	if code != 1 || strings.Contains(stderr, "objective_weights") || !strings.Contains(stderr, "line 1: x is not a setting") {
+		t.Errorf("a merge key in a map: exit %d, stderr %q", code, stderr)
+	}
+	wrong := writeFile(t, "merge-map-bad.yaml", "session:\n  objective_weights: {<<: {tracking: lots}, energy: 1}\n")
+	code, _, stderr = runTunebot(t, "", nil, "config", "check", "--config", wrong)
+	if code != 1 || !strings.Contains(stderr, `line 2: session.objective_weights.tracking: "lots" is not a number`) {
+		t.Errorf("a merged value of the wrong type: exit %d, stderr %q", code, stderr)
+	}
 	bad := writeFile(t, "merge-bad.yaml", "session:\n  trial_count: 8\n  <<: {modee: approval}\n")
-	code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", bad)
+	code, _, stderr = runTunebot(t, "", nil, "config", "check", "--config", bad)
 	if code != 1 || !strings.Contains(stderr, "line 3: session.modee is not a setting (did you mean session.mode?)") {
 		t.Errorf("a merged unknown key: exit %d, stderr %q", code, stderr)
 	}

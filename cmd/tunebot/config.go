@@ -331,7 +331,7 @@ func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 		names := slices.Sorted(maps.Keys(fields))
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Tag == "!!merge" || k.Value == "<<" && k.Style == 0 {
+			if isMergeKey(k) {
 				// A merge key (<<: *defaults) lends its mapping's keys to this one.
 				for _, m := range mergedMaps(v) {
 					w.walk(m, t, path)
@@ -359,6 +359,12 @@ func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 			return
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; isMergeKey(k) {
+				for _, m := range mergedMaps(n.Content[i+1]) {
+					w.walk(m, t, path)
+				}
+				continue
+			}
 			w.walk(n.Content[i+1], t.Elem(), joinKey(path, n.Content[i].Value))
 		}
 	case reflect.Slice, reflect.Array:
@@ -437,6 +443,12 @@ func typeWord(t reflect.Type) string {
 		return "a single value"
 	}
 	return "a " + t.String()
+}
+
+// isMergeKey reports whether k is YAML's merge key (<<: *defaults), which lends its
+// mapping's keys to the mapping it is in.
+func isMergeKey(k *yaml.Node) bool {
+	return k.Tag == "!!merge" || k.Value == "<<" && k.Style == 0
 }
 
 // mergedMaps returns the mappings a merge key's value names: one (an alias or a literal
