@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -207,7 +208,7 @@ func TestConfigCheckMergeKeys(t *testing.T) {
 }
 
 // One run names every problem: values of the wrong type with their key paths, next to
-// unknown keys, bad templates, clear-text URLs and the values validate refuses; a value of
+// unknown keys, bad templates and the values validate refuses; a value of
 // the wrong type is not named a second time by the rule of its key.
 func TestConfigCheckFindsEverything(t *testing.T) {
 	tests := []struct {
@@ -267,21 +268,6 @@ trainer:
 		{"a template with {target_iterations} trains each rung to its length", nil,
 			"trainer:\n  train: [x, \"{reward_config}\", \"--to={target_iterations}\"]\n  evaluate: [\"{python}\", e.py]\n  python: \"\"\n",
 			[]string{"trainer.python: empty, but a template uses {python}"}},
-		{"clear-text URLs", map[string]string{"TUNEBOT_WEBHOOK_URL": "http://hooks.example.org/T0/secret-path"}, `
-advisor: {base_url: "http://deepseek.example.org"}
-chat:
-  slack: {enabled: true, channel: C0123, allow_users: [U0123], api_url: "http://10.1.2.3/api/"}
-  discord: {enabled: true, application_id: "123456789012345678", guild_id: "123456789012345678", channel_id: "123456789012345678",
-            allow_users: ["123456789012345678"], api_url: "HTTP://discord.example.org/api/v9"}
-  ntfy: {server: "http://ntfy.example.org", topic: t}
-  webhook: {enabled: true}
-`, []string{
-			`advisor.base_url: "http://deepseek.example.org" is plain http to deepseek.example.org, which is not this machine: its token would cross the network in clear; use https, or set advisor.allow_insecure_http: true`,
-			`chat.slack.api_url: "http://10.1.2.3/api/" is plain http to 10.1.2.3, which is not this machine`,
-			`chat.discord.api_url: "HTTP://discord.example.org/api/v9" is plain http to discord.example.org`,
-			`chat.ntfy.server: "http://ntfy.example.org" is plain http to ntfy.example.org`,
-			"chat.webhook: TUNEBOT_WEBHOOK_URL is plain http to hooks.example.org, which is not this machine: the secret in its path would cross the network in clear; use https, or set chat.webhook.allow_insecure_http: true",
-		}},
 		{"an apply section without repo", nil, "apply:\n  test: [make, test]\n", []string{
 			`apply.repo "" must be an absolute path`,
 			"apply.edits: at least one edit is needed",
@@ -303,48 +289,68 @@ chat:
 				t.Errorf("first line %q", head)
 			}
 			wantLines(t, rest, "  - ", tt.want...)
-			if strings.Contains(stderr, "secret-path") {
-				t.Errorf("the webhook URL's secret reached the output:\n%s", stderr)
-			}
 		})
 	}
 }
 
-// What is allowed: https, plain http to this machine (the tests' fakes, a local proxy), and
-// plain http elsewhere when the section says allow_insecure_http.
-func TestConfigCheckAllowsSafeURLs(t *testing.T) {
+// urlsConfig is a config whose every token-carrying URL is base plus a path, each section
+// with allow_insecure_http set to allow.
+func urlsConfig(base string, allow bool) string {
+	return fmt.Sprintf(`
+advisor: {base_url: "%[1]s", allow_insecure_http: %[2]t}
+chat:
+  slack: {enabled: true, channel: C0123, allow_users: [U0123], api_url: "%[1]s/api/", allow_insecure_http: %[2]t}
+  discord: {enabled: true, application_id: "123456789012345678", guild_id: "123456789012345678", channel_id: "123456789012345678",
+            allow_users: ["123456789012345678"], api_url: "%[1]s/api/v9", allow_insecure_http: %[2]t}
+  ntfy: {server: "%[1]s", topic: t, allow_insecure_http: %[2]t}
+  webhook: {enabled: true, allow_insecure_http: %[2]t}
+`, base, allow)
+}
+
+// A URL that carries a token is refused when it is plain http to another host, unless its
+// section allows it; https and plain http to this machine (the tests' fakes, a local
+// proxy) are fine. The webhook URL's secret path is never shown.
+func TestConfigCheckClearTextURLs(t *testing.T) {
 	tests := []struct {
-		name string
-		vars map[string]string
-		yaml string
+		name  string
+		base  string
+		allow bool
+		want  []string // the "  - " lines; none means the file is ok
 	}{
-		{"https everywhere", nil, "advisor: {base_url: \"https://api.deepseek.com\"}\nchat:\n  ntfy: {server: \"https://ntfy.sh\", topic: t}\n"},
-		{"loopback", map[string]string{"TUNEBOT_WEBHOOK_URL": "http://[::1]:9000/hook"}, `
-advisor: {base_url: "http://127.0.0.1:8080"}
-chat:
-  slack: {enabled: true, channel: C0123, allow_users: [U0123], api_url: "http://localhost:3001/api/"}
-  discord: {enabled: true, application_id: "123456789012345678", guild_id: "123456789012345678", channel_id: "123456789012345678",
-            allow_users: ["123456789012345678"], api_url: "http://127.8.9.10/api/v9"}
-  ntfy: {server: "http://[::1]:2586", topic: t}
-  webhook: {enabled: true}
-`},
-		{"allowed in the section", map[string]string{"TUNEBOT_WEBHOOK_URL": "http://hooks.lan/x"}, `
-advisor: {base_url: "http://deepseek.lan", allow_insecure_http: true}
-chat:
-  slack: {enabled: true, channel: C0123, allow_users: [U0123], api_url: "http://slack.lan/api/", allow_insecure_http: true}
-  discord: {enabled: true, application_id: "123456789012345678", guild_id: "123456789012345678", channel_id: "123456789012345678",
-            allow_users: ["123456789012345678"], api_url: "http://discord.lan/api/v9", allow_insecure_http: true}
-  ntfy: {server: "http://ntfy.lan", topic: t, allow_insecure_http: true}
-  webhook: {enabled: true, allow_insecure_http: true}
-`},
+		{"http to another host", "http://tunebot-proxy.example.org", false, []string{
+			`advisor.base_url: "http://tunebot-proxy.example.org" is plain http to tunebot-proxy.example.org, which is not this machine: its token would cross the network in clear; use https, or set advisor.allow_insecure_http: true`,
+			`chat.slack.api_url: "http://tunebot-proxy.example.org/api/" is plain http to tunebot-proxy.example.org, which is not this machine`,
+			`chat.discord.api_url: "http://tunebot-proxy.example.org/api/v9" is plain http to tunebot-proxy.example.org`,
+			`chat.ntfy.server: "http://tunebot-proxy.example.org" is plain http to tunebot-proxy.example.org, which is not this machine: its token would cross the network in clear; use https, or set chat.ntfy.allow_insecure_http: true`,
+			"chat.webhook: TUNEBOT_WEBHOOK_URL is plain http to tunebot-proxy.example.org, which is not this machine: the secret in its path would cross the network in clear; use https, or set chat.webhook.allow_insecure_http: true",
+		}},
+		{"an address", "http://10.1.2.3:8080", false, []string{
+			`advisor.base_url: "http://10.1.2.3:8080" is plain http to 10.1.2.3`, `chat.slack.api_url:`, `chat.discord.api_url:`, `chat.ntfy.server:`, `chat.webhook:`}},
+		{"allowed in each section", "http://tunebot-proxy.example.org", true, nil},
+		{"https", "https://tunebot-proxy.example.org", false, nil},
+		{"localhost", "http://localhost:3001", false, nil},
+		{"127.0.0.0/8", "http://127.8.9.10", false, nil},
+		{"::1", "http://[::1]:2586", false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := writeFile(t, "tunebot.yaml", tt.yaml)
-			code, stdout, stderr := runTunebot(t, "", tt.vars, "config", "check", "--config", path)
-			if code != 0 || stdout != path+": ok\n" || stderr != "" {
-				t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+			path := writeFile(t, "tunebot.yaml", urlsConfig(tt.base, tt.allow))
+			vars := map[string]string{"TUNEBOT_WEBHOOK_URL": tt.base + "/T0/secret-path"}
+			code, stdout, stderr := runTunebot(t, "", vars, "config", "check", "--config", path)
+			if strings.Contains(stderr, "secret-path") {
+				t.Errorf("the webhook URL's secret reached the output:\n%s", stderr)
 			}
+			if tt.want == nil {
+				if code != 0 || stdout != path+": ok\n" || stderr != "" {
+					t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+				}
+				return
+			}
+			head, rest, _ := strings.Cut(stderr, "\n")
+			if code != 1 || head != "config "+path+":" {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			}
+			wantLines(t, rest, "  - ", tt.want...)
 		})
 	}
 }
