@@ -189,8 +189,8 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
 	if len(root.Content) > 0 {
-		// The decoder goes on past a value of the wrong type; checkTree named those with
-		// their keys, so only what it did not see is added here.
+		// The decoder goes on past a value of the wrong type; checkTypes named those with
+		// their keys, so only what checkTypes did not see is added here.
 		if err := root.Decode(&cfg); err != nil {
 			var te *yaml.TypeError
 			if !errors.As(err, &te) {
@@ -258,7 +258,7 @@ func tabIndents(raw []byte, perr error) []string {
 	lines := map[int]bool{}
 	for i, l := range strings.Split(string(raw), "\n") {
 		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
-		if strings.Contains(indent, "\t") {
+		if strings.Contains(indent, "\t") && strings.TrimSpace(l) != "" {
 			probs = append(probs, fmt.Sprintf("line %d: a tab indents this line; YAML indents with spaces only", i+1))
 			lines[i+1] = true
 		}
