@@ -252,6 +252,13 @@ chat:
 		{"a variable that expands to the wrong type", map[string]string{"T": "12 hours"}, "trainer:\n  job_timeout: ${T}\n", []string{
 			`line 2: trainer.job_timeout: "12 hours" is not a duration`,
 		}},
+		// An unset variable is one problem among the others, not a stop, and the value it
+		// left empty is not named again.
+		{"unset variables with the rest", nil, "data_dir: ${DIR}\nsession:\n  trial_count: 40\n  mode: ${MODE}\n  seed: x\n", []string{
+			"environment variable(s) DIR, MODE not set",
+			"session.trial_count: 40 is outside 4–20",
+			`line 5: session.seed: "x" is not a whole number`,
+		}},
 		{"templates", nil, `
 trainer:
   train: ["{tunebot}", "sim-train", "--config={reward_confg}", "--seed", "{seed}", "{checkpoint}"]

@@ -179,12 +179,14 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		return &session.InvalidError{What: "config " + path, Problems: probs}
 	}
 	var missing []string
-	expandNode(&root, getenv, &missing)
+	unset := map[*yaml.Node]bool{}
+	expandNode(&root, getenv, &missing, unset)
 	if len(missing) > 0 {
-		return cfg, invalid(fmt.Errorf("environment variable(s) %s not set", strings.Join(missing, ", ")))
+		probs = append(probs, fmt.Sprintf("environment variable(s) %s not set", strings.Join(missing, ", ")))
 	}
-	// The tree is checked after expansion, so a ${N} that became "12 hours" is named too.
-	typeProbs, badPaths, badLines := checkTypes(&root)
+	// The tree is checked after expansion, so a ${N} that became "12 hours" is named too;
+	// a value whose variable is unset is left to the line above.
+	typeProbs, badPaths, badLines := checkTypes(&root, unset)
 	probs = append(probs, typeProbs...)
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
@@ -283,9 +285,9 @@ func unknownKeys(root *yaml.Node) []string {
 }
 
 // checkTypes reports every value of the wrong type, with its line and dotted key path, and
-// returns the paths and the lines of those values too.
-func checkTypes(root *yaml.Node) (probs, badPaths []string, badLines map[int]bool) {
-	w := treeWalk{types: true, badLines: map[int]bool{}}
+// returns the paths and the lines of those values too, and of the unset ones.
+func checkTypes(root *yaml.Node, unset map[*yaml.Node]bool) (probs, badPaths []string, badLines map[int]bool) {
+	w := treeWalk{types: true, badLines: map[int]bool{}, unset: unset}
 	w.walk(root, reflect.TypeFor[Config](), "")
 	return w.probs, w.badPaths, w.badLines
 }
@@ -297,6 +299,7 @@ type treeWalk struct {
 	probs    []string
 	badPaths []string
 	badLines map[int]bool
+	unset    map[*yaml.Node]bool // values that name an unset variable: not checked
 }
 
 var yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
@@ -316,6 +319,11 @@ func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 	}
 	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 		return // an empty value leaves the default
+	}
+	if w.unset[n] {
+		w.badPaths = append(w.badPaths, path)
+		w.badLines[n.Line] = true
+		return
 	}
 	if reflect.PointerTo(t).Implements(yamlUnmarshaler) {
 		w.checkValue(n, t, path) // it reads its own keys
@@ -498,13 +506,16 @@ func joinKey(path, key string) string {
 	return path + "." + key
 }
 
-func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string) {
+// expandNode replaces ${NAME} in the scalars below n; the names that are not set go to
+// missing and their nodes to unset.
+func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string, unset map[*yaml.Node]bool) {
 	if n.Kind == yaml.ScalarNode && envRef.MatchString(n.Value) {
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			name := envRef.FindStringSubmatch(m)[1]
 			v := getenv(name)
 			if v == "" {
 				*missing = append(*missing, name)
+				unset[n] = true
 			}
 			return v
 		})
@@ -513,7 +524,7 @@ func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string) {
 		}
 	}
 	for _, c := range n.Content {
-		expandNode(c, getenv, missing)
+		expandNode(c, getenv, missing, unset)
 	}
 }
 
