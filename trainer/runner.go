@@ -35,18 +35,27 @@ type Runner struct {
 	pollEvery time.Duration
 }
 
-// New validates the templates and returns a Runner. Every problem is named: an empty
-// template, an unknown {placeholder}, or one that has no value in that kind of job. A nil
-// lease gives the Runner a lease of its own (fine when it is the only Runner).
-func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
+// Check names every problem of the argv templates, each starting with the template's key
+// (train, resume_args, evaluate, python): an empty template, an unknown {placeholder} with
+// its argument and the known name it is closest to, a placeholder that has no value in
+// that kind of job, and {python} with no python set. The config check and New share it.
+func (t Templates) Check() []string {
 	var probs []string
 	probs = append(probs, checkTemplate("train", t.Train, trainNames, true)...)
 	probs = append(probs, checkTemplate("resume_args", t.ResumeArgs, resumeNames, false)...)
 	probs = append(probs, checkTemplate("evaluate", t.Evaluate, evalNames, true)...)
-	all := slices.Concat(t.Train, t.ResumeArgs, t.Evaluate)
-	if uses(all, "python") && strings.TrimSpace(t.Python) == "" {
+	if Uses(slices.Concat(t.Train, t.ResumeArgs, t.Evaluate), "python") && strings.TrimSpace(t.Python) == "" {
 		probs = append(probs, "python: empty, but a template uses {python}")
 	}
+	return probs
+}
+
+// New validates the templates and returns a Runner. Every problem is named: an empty
+// template, an unknown {placeholder}, or one that has no value in that kind of job. A nil
+// lease gives the Runner a lease of its own (fine when it is the only Runner).
+func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
+	probs := t.Check()
+	all := slices.Concat(t.Train, t.ResumeArgs, t.Evaluate)
 	if t.JobTimeout < 0 || t.EvalTimeout < 0 || t.Grace < 0 {
 		probs = append(probs, "job_timeout, eval_timeout and grace must not be negative")
 	}
@@ -58,7 +67,7 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 	if len(probs) > 0 {
 		return nil, &session.InvalidError{What: "trainer templates", Problems: probs}
 	}
-	if uses(all, "tunebot") && t.Tunebot == "" {
+	if Uses(all, "tunebot") && t.Tunebot == "" {
 		exe, err := os.Executable()
 		if err != nil {
 			return nil, fmt.Errorf("finding the tunebot executable for {tunebot}: %w", err)

@@ -133,14 +133,17 @@ func TestNewRefusesBadTemplates(t *testing.T) {
 		{"empty train", func(t *trainer.Templates) { t.Train = nil }, []string{"train: must not be empty"}},
 		{"empty evaluate", func(t *trainer.Templates) { t.Evaluate = []string{} }, []string{"evaluate: must not be empty"}},
 		{"unknown placeholders", func(t *trainer.Templates) {
-			t.Train = []string{"x", "--a={rundir}/y", "{gpus}"}
-		}, []string{"unknown placeholder {gpus}", "unknown placeholder {rundir}"}},
+			t.Train = []string{"x", "--a={rundir}/y", "{seeed}"}
+		}, []string{`train[1]: unknown placeholder {rundir} in "--a={rundir}/y" (did you mean {run_dir}?)`,
+			`train[2]: unknown placeholder {seeed} in "{seeed}" (did you mean {seed}?)`}},
+		{"a placeholder far from every name", func(t *trainer.Templates) { t.Evaluate = []string{"x", "{zzzzzz}"} },
+			[]string{`evaluate[1]: unknown placeholder {zzzzzz} in "{zzzzzz}"`}},
 		{"checkpoint in a fresh train", func(t *trainer.Templates) { t.Train = []string{"x", "{checkpoint}"} },
-			[]string{"train: placeholder {checkpoint} has no value in a train job"}},
+			[]string{`train[1]: placeholder {checkpoint} in "{checkpoint}" has no value in a train job`}},
 		{"eval output in resume args", func(t *trainer.Templates) { t.ResumeArgs = []string{"{eval_output}"} },
-			[]string{"resume_args: placeholder {eval_output} has no value in a resume job"}},
+			[]string{`resume_args[0]: placeholder {eval_output} in "{eval_output}" has no value in a resume job`}},
 		{"iterations in evaluate", func(t *trainer.Templates) { t.Evaluate = []string{"x", "{iterations}"} },
-			[]string{"evaluate: placeholder {iterations} has no value in a evaluate job"}},
+			[]string{`evaluate[1]: placeholder {iterations} in "{iterations}" has no value in an evaluate job`}},
 		{"python unset", func(t *trainer.Templates) { t.Train = []string{"{python}", "train.py"} },
 			[]string{"python: empty, but a template uses {python}"}},
 		{"bad env", func(t *trainer.Templates) { t.Env = []string{"NOEQUALS"} }, []string{`env: "NOEQUALS" is not KEY=VALUE`}},
@@ -162,6 +165,12 @@ func TestNewRefusesBadTemplates(t *testing.T) {
 	}
 	if _, err := trainer.New(good, nil, nil); err != nil {
 		t.Errorf("New refused the sim templates: %v", err)
+	}
+	// A name far from every placeholder gets no guess.
+	far := good
+	far.Evaluate = []string{"x", "{zzzzzz}"}
+	if _, err := trainer.New(far, nil, nil); err == nil || strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("a far name: %v", err)
 	}
 }
 

@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"time"
+
+	"tunebot/session"
 )
 
 // Templates configures how the trainer's subprocesses are started (docs/design.md §4). Every
@@ -61,7 +62,9 @@ var (
 // placeholderRE matches {name}; braces around anything else (a JSON argument) are literal.
 var placeholderRE = regexp.MustCompile(`\{([a-z_]+)\}`)
 
-// check validates one template and names every problem.
+// checkTemplate validates one template and names every problem: each unknown placeholder
+// with the argument it is in and the known name it is closest to (a typo), and each
+// placeholder that has no value in this kind of job.
 func checkTemplate(field string, argv []string, allowed []string, required bool) []string {
 	var probs []string
 	if required && len(argv) == 0 {
@@ -70,37 +73,39 @@ func checkTemplate(field string, argv []string, allowed []string, required bool)
 	if len(argv) > 0 && field != "resume_args" && strings.TrimSpace(argv[0]) == "" {
 		probs = append(probs, field+": the program (first argument) is empty")
 	}
-	unknown, misplaced := map[string]bool{}, map[string]bool{}
-	for _, a := range argv {
+	job := strings.TrimSuffix(field, "_args")
+	for i, a := range argv {
+		seen := map[string]bool{}
 		for _, m := range placeholderRE.FindAllStringSubmatch(a, -1) {
-			switch {
-			case slices.Contains(allowed, m[1]):
-			case slices.Contains(allNames, m[1]):
-				misplaced[m[1]] = true
-			default:
-				unknown[m[1]] = true
+			n := m[1]
+			if seen[n] || slices.Contains(allowed, n) {
+				continue
 			}
+			seen[n] = true
+			at := fmt.Sprintf("%s[%d]", field, i)
+			if slices.Contains(allNames, n) {
+				probs = append(probs, fmt.Sprintf("%s: placeholder {%s} in %q has no value in %s %s job", at, n, a, article(job), job))
+				continue
+			}
+			hint := ""
+			if best, ok := session.Closest(n, allowed); ok {
+				hint = " (did you mean {" + best + "}?)"
+			}
+			probs = append(probs, fmt.Sprintf("%s: unknown placeholder {%s} in %q%s", at, n, a, hint))
 		}
-	}
-	for _, n := range sortedSet(unknown) {
-		probs = append(probs, fmt.Sprintf("%s: unknown placeholder {%s}", field, n))
-	}
-	for _, n := range sortedSet(misplaced) {
-		probs = append(probs, fmt.Sprintf("%s: placeholder {%s} has no value in a %s job", field, n, strings.TrimSuffix(field, "_args")))
 	}
 	return probs
 }
 
-func sortedSet(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+func article(word string) string {
+	if strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
 	}
-	sort.Strings(out)
-	return out
+	return "a"
 }
 
-func uses(argv []string, name string) bool {
+// Uses reports whether any argument of argv holds the placeholder {name}.
+func Uses(argv []string, name string) bool {
 	for _, a := range argv {
 		if strings.Contains(a, "{"+name+"}") {
 			return true

@@ -22,6 +22,9 @@ type app struct {
 	log    *slog.Logger
 	db     *store.DB
 	engine *session.Engine
+	// actions is db with every audited action also logged; whatever acts for a person
+	// (the engine, apply, the chat handler) is given it.
+	actions actionLog
 }
 
 // newLogger builds the slog logger the config asks for, writing to w.
@@ -116,8 +119,9 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notif
 	if notifier != nil {
 		note = notifier(db)
 	}
+	actions := actionLog{DB: db, log: logger}
 	eng, err := session.NewEngine(session.EngineConfig{
-		Store: db, Trainer: runner, Advisor: primary, Sampler: sampler,
+		Store: actions, Trainer: runner, Advisor: primary, Sampler: sampler,
 		Notifier: note, Space: cfg.space(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
 	})
 	if err != nil {
@@ -129,7 +133,7 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notif
 		db.Close()
 		return nil, fmt.Errorf("recovering interrupted sessions: %w", err)
 	}
-	return &app{cfg: cfg, log: logger, db: db, engine: eng}, nil
+	return &app{cfg: cfg, log: logger, db: db, engine: eng, actions: actions}, nil
 }
 
 // buildAdvisor returns the DeepSeek advisor when DEEPSEEK_API_KEY is set (wrapped in the

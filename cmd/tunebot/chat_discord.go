@@ -24,6 +24,8 @@ type DiscordConfig struct {
 	// ThreadReplies enables approve/reject/edit typed in a session thread, which needs the
 	// privileged message-content intent.
 	ThreadReplies bool `yaml:"thread_replies"`
+	// AllowInsecureHTTP lets api_url be plain http:// to a host that is not this machine.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
 }
 
 func defaultDiscordConfig() DiscordConfig {
@@ -59,6 +61,8 @@ func (c DiscordConfig) problems() []string {
 	}
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		probs = append(probs, fmt.Sprintf("chat.discord.api_url: %q is not an http(s) URL", c.APIURL))
+	} else if p := cleartext("chat.discord", "api_url", c.APIURL, c.AllowInsecureHTTP); p != "" {
+		probs = append(probs, p)
 	}
 	return probs
 }

@@ -20,6 +20,8 @@ type SlackConfig struct {
 	AllowGroups []string `yaml:"allow_groups"`
 	NotifyUsers []string `yaml:"notify_users"`
 	HTTPListen  string   `yaml:"http_listen"` // HTTP mode
+	// AllowInsecureHTTP lets api_url be plain http:// to a host that is not this machine.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
 }
 
 func defaultSlackConfig() SlackConfig {
@@ -43,6 +45,8 @@ func (c SlackConfig) problems() []string {
 	}
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		probs = append(probs, fmt.Sprintf("chat.slack.api_url: %q is not an http(s) URL", c.APIURL))
+	} else if p := cleartext("chat.slack", "api_url", c.APIURL, c.AllowInsecureHTTP); p != "" {
+		probs = append(probs, p)
 	}
 	if c.Enabled && c.Channel == "" {
 		probs = append(probs, "chat.slack.channel: set the ID (C…) of the channel where sessions are posted")

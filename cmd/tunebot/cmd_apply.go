@@ -44,6 +44,14 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	defer db.Close()
+	if cfg.Apply.Repo == "" { // the config check refuses an apply section without repo
+		where := "no --config FILE was given"
+		if *cfgPath != "" {
+			where = *cfgPath + " has no apply: section"
+		}
+		fmt.Fprintf(e.stderr, "apply is not configured: %s; set apply.repo (and its edits and test command), see config.example.yaml\n", where)
+		return 1
+	}
 	ap, err := apply.New(cfg.Apply, cfg.space(), db, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		printProblems(e, err)

@@ -28,8 +28,14 @@ func runConfig(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "config check: --config FILE is required")
 		return 2
 	}
-	if _, err := loadConfig(*path, e.getenv); err != nil {
+	cfg, err := loadConfig(*path, e.getenv)
+	if err != nil {
 		printProblems(e, err)
+	}
+	for _, w := range cfg.warnings {
+		fmt.Fprintln(e.stderr, "warning: "+w)
+	}
+	if err != nil {
 		return 1
 	}
 	fmt.Fprintf(e.stdout, "%s: ok\n", *path)

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -113,7 +116,7 @@ func TestConfigCheckRefusals(t *testing.T) {
 				"  - session.trial_count: 40 is outside 4–20\n"}},
 		{"missing file", []string{"--config", missing}, 1, []string{"config file " + missing + " does not exist"}},
 		{"not YAML", []string{"--config", writeFile(t, "bad.yaml", "session: [unclosed\n")}, 1, []string{"bad.yaml: "}},
-		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "\nsession:\n\n  trial_count: many\n")}, 1, []string{"line 4: cannot unmarshal !!str `many` into int"}},
+		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "\nsession:\n\n  trial_count: many\n")}, 1, []string{`line 4: session.trial_count: "many" is not a whole number`}},
 		{"no --config", nil, 2, []string{"--config FILE is required"}},
 	}
 	for _, tt := range tests {
@@ -186,9 +189,231 @@ func TestConfigCheckMergeKeys(t *testing.T) {
 	if code, stdout, stderr := runTunebot(t, "", nil, "config", "check", "--config", good); code != 0 || !strings.Contains(stdout, ": ok") {
 		t.Errorf("a merge key: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
+	// In a map too, and the merged values' types are checked like any other.
+	weights := writeFile(t, "merge-map.yaml", "x: &w {tracking: 10}\nsession:\n  objective_weights: {<<: *w, energy: 1}\n")
+	code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", weights)
+	if code != 1 || strings.Contains(stderr, "objective_weights") || !strings.Contains(stderr, "line 1: x is not a setting") {
+		t.Errorf("a merge key in a map: exit %d, stderr %q", code, stderr)
+	}
+	wrong := writeFile(t, "merge-map-bad.yaml", "session:\n  objective_weights: {<<: {tracking: lots}, energy: 1}\n")
+	code, _, stderr = runTunebot(t, "", nil, "config", "check", "--config", wrong)
+	if code != 1 || !strings.Contains(stderr, `line 2: session.objective_weights.tracking: "lots" is not a number`) {
+		t.Errorf("a merged value of the wrong type: exit %d, stderr %q", code, stderr)
+	}
 	bad := writeFile(t, "merge-bad.yaml", "session:\n  trial_count: 8\n  <<: {modee: approval}\n")
-	code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", bad)
+	code, _, stderr = runTunebot(t, "", nil, "config", "check", "--config", bad)
 	if code != 1 || !strings.Contains(stderr, "line 3: session.modee is not a setting (did you mean session.mode?)") {
 		t.Errorf("a merged unknown key: exit %d, stderr %q", code, stderr)
+	}
+}
+
+// One run names every problem: values of the wrong type with their key paths, next to
+// unknown keys, bad templates and the values validate refuses; a value of
+// the wrong type is not named a second time by the rule of its key.
+func TestConfigCheckFindsEverything(t *testing.T) {
+	tests := []struct {
+		name string
+		vars map[string]string
+		yaml string
+		want []string // the "  - " lines, each exactly once
+	}{
+		{"type errors with the rest", nil, `
+log: {level: verbose}
+trainer:
+  job_timeout: 12 hours
+  grace: [1s]
+session:
+  trial_count: many
+  gpus: [0, x]
+  fallback: sometimes
+  seed: 1.5
+  objective_weights: {tracking: lots}
+  modee: approval
+advisor: {temperature: hot}
+chat:
+  expire: 1d
+`, []string{
+			`line 4: trainer.job_timeout: "12 hours" is not a duration (like 90s, 45m or 12h)`,
+			`line 5: trainer.grace: a list is not a duration`,
+			`line 7: session.trial_count: "many" is not a whole number`,
+			`line 8: session.gpus[1]: "x" is not a whole number`,
+			`line 9: session.fallback: "sometimes" is not true or false`,
+			`line 10: session.seed: "1.5" is not a whole number`,
+			`line 11: session.objective_weights.tracking: "lots" is not a number`,
+			`line 12: session.modee is not a setting (did you mean session.mode?)`,
+			`line 13: advisor.temperature: "hot" is not a number`,
+			`line 15: chat.expire: "1d" is not a duration`,
+			`log.level: "verbose" is not debug, info, warn or error`,
+		}},
+		{"a section given a value", nil, "session: 12\nchat:\n  slack: [C1]\n", []string{
+			`line 1: session: "12" is not a section of key: value lines`,
+			`line 3: chat.slack: a list is not a section of key: value lines`,
+		}},
+		{"a variable that expands to the wrong type", map[string]string{"T": "12 hours"}, "trainer:\n  job_timeout: ${T}\n", []string{
+			`line 2: trainer.job_timeout: "12 hours" is not a duration`,
+		}},
+		// An unset variable is one problem among the others, not a stop, and the value it
+		// left empty is not named again.
+		{"unset variables with the rest", nil, "data_dir: ${DIR}\nsession:\n  trial_count: 40\n  mode: ${MODE}\n  seed: x\n", []string{
+			"environment variable(s) DIR, MODE not set",
+			"session.trial_count: 40 is outside 4–20",
+			`line 5: session.seed: "x" is not a whole number`,
+		}},
+		{"templates", nil, `
+trainer:
+  train: ["{tunebot}", "sim-train", "--config={reward_confg}", "--seed", "{seed}", "{checkpoint}"]
+  resume_args: ["--resume", "{chekpoint}"]
+  evaluate: ["{tunebot}", "sim-eval", "--out", "{eval_output}", "{iterations}"]
+`, []string{
+			`trainer.train[2]: unknown placeholder {reward_confg} in "--config={reward_confg}" (did you mean {reward_config}?)`,
+			`trainer.train[5]: placeholder {checkpoint} in "{checkpoint}" has no value in a train job`,
+			`trainer.resume_args[1]: unknown placeholder {chekpoint} in "{chekpoint}" (did you mean {checkpoint}?)`,
+			`trainer.evaluate[4]: placeholder {iterations} in "{iterations}" has no value in an evaluate job`,
+			"trainer.train: no argument holds {reward_config}, so the trainer would never read the weights being tuned",
+			"trainer.train: no argument holds {iterations} (or {target_iterations}), so every rung would train as long as the first",
+		}},
+		{"a template with {target_iterations} trains each rung to its length", nil,
+			"trainer:\n  train: [x, \"{reward_config}\", \"--to={target_iterations}\"]\n  evaluate: [\"{python}\", e.py]\n  python: \"\"\n",
+			[]string{"trainer.python: empty, but a template uses {python}"}},
+		{"an apply section without repo", nil, "apply:\n  test: [make, test]\n", []string{
+			`apply.repo "" must be an absolute path`,
+			"apply.edits: at least one edit is needed",
+		}},
+		{"tabs", nil, "session:\n\ttrial_count: 8\nlog:\n  level: info\n \tformat: json\n", []string{
+			"line 2: a tab indents this line; YAML indents with spaces only",
+			"line 5: a tab indents this line; YAML indents with spaces only",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, "tunebot.yaml", tt.yaml)
+			code, stdout, stderr := runTunebot(t, "", tt.vars, "config", "check", "--config", path)
+			if code != 1 || stdout != "" {
+				t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+			}
+			head, rest, _ := strings.Cut(stderr, "\n")
+			if head != "config "+path+":" {
+				t.Errorf("first line %q", head)
+			}
+			wantLines(t, rest, "  - ", tt.want...)
+		})
+	}
+}
+
+// urlsConfig is a config whose every token-carrying URL is base plus a path, each section
+// with allow_insecure_http set to allow.
+func urlsConfig(base string, allow bool) string {
+	return fmt.Sprintf(`
+advisor: {base_url: "%[1]s", allow_insecure_http: %[2]t}
+chat:
+  slack: {enabled: true, channel: C0123, allow_users: [U0123], api_url: "%[1]s/api/", allow_insecure_http: %[2]t}
+  discord: {enabled: true, application_id: "123456789012345678", guild_id: "123456789012345678", channel_id: "123456789012345678",
+            allow_users: ["123456789012345678"], api_url: "%[1]s/api/v9", allow_insecure_http: %[2]t}
+  ntfy: {server: "%[1]s", topic: t, allow_insecure_http: %[2]t}
+  webhook: {enabled: true, allow_insecure_http: %[2]t}
+`, base, allow)
+}
+
+// A URL that carries a token is refused when it is plain http to another host, unless its
+// section allows it; https and plain http to this machine (the tests' fakes, a local
+// proxy) are fine. The webhook URL's secret path is never shown.
+func TestConfigCheckClearTextURLs(t *testing.T) {
+	tests := []struct {
+		name  string
+		base  string
+		allow bool
+		want  []string // the "  - " lines; none means the file is ok
+	}{
+		{"http to another host", "http://tunebot-proxy.example.org", false, []string{
+			`advisor.base_url: "http://tunebot-proxy.example.org" is plain http to tunebot-proxy.example.org, which is not this machine: its token would cross the network in clear; use https, or set advisor.allow_insecure_http: true`,
+			`chat.slack.api_url: "http://tunebot-proxy.example.org/api/" is plain http to tunebot-proxy.example.org, which is not this machine`,
+			`chat.discord.api_url: "http://tunebot-proxy.example.org/api/v9" is plain http to tunebot-proxy.example.org`,
+			`chat.ntfy.server: "http://tunebot-proxy.example.org" is plain http to tunebot-proxy.example.org, which is not this machine: its token would cross the network in clear; use https, or set chat.ntfy.allow_insecure_http: true`,
+			"chat.webhook: TUNEBOT_WEBHOOK_URL is plain http to tunebot-proxy.example.org, which is not this machine: the secret in its path would cross the network in clear; use https, or set chat.webhook.allow_insecure_http: true",
+		}},
+		{"an address", "http://10.1.2.3:8080", false, []string{
+			`advisor.base_url: "http://10.1.2.3:8080" is plain http to 10.1.2.3`, `chat.slack.api_url:`, `chat.discord.api_url:`, `chat.ntfy.server:`, `chat.webhook:`}},
+		{"allowed in each section", "http://tunebot-proxy.example.org", true, nil},
+		{"https", "https://tunebot-proxy.example.org", false, nil},
+		{"localhost", "http://localhost:3001", false, nil},
+		{"127.0.0.0/8", "http://127.8.9.10", false, nil},
+		{"::1", "http://[::1]:2586", false, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, "tunebot.yaml", urlsConfig(tt.base, tt.allow))
+			vars := map[string]string{"TUNEBOT_WEBHOOK_URL": tt.base + "/T0/secret-path"}
+			code, stdout, stderr := runTunebot(t, "", vars, "config", "check", "--config", path)
+			if strings.Contains(stderr, "secret-path") {
+				t.Errorf("the webhook URL's secret reached the output:\n%s", stderr)
+			}
+			if tt.want == nil {
+				if code != 0 || stdout != path+": ok\n" || stderr != "" {
+					t.Errorf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
+				}
+				return
+			}
+			head, rest, _ := strings.Cut(stderr, "\n")
+			if code != 1 || head != "config "+path+":" {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			}
+			wantLines(t, rest, "  - ", tt.want...)
+		})
+	}
+}
+
+// A chat section filled in but not enabled is said at check time (exit 0: it is not an
+// error) and logged as a warning when the daemon starts.
+func TestConfigWarnsOfUnenabledChat(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string // warning lines
+	}{
+		{"slack without enabled", "chat:\n  slack:\n    channel: C0123\n", []string{"warning: chat.slack is configured but not enabled (line 5): set chat.slack.enabled: true"}},
+		{"discord enabled: false with IDs", "chat:\n  discord:\n    enabled: false\n    guild_id: \"123456789012345678\"\n",
+			[]string{"warning: chat.discord is configured but not enabled (line 5)"}},
+		{"both", "chat:\n  slack: {mode: socket}\n  discord: {enabled: no, channel_id: \"1\"}\n", []string{
+			"warning: chat.slack is configured but not enabled", "warning: chat.discord is configured but not enabled"}},
+		{"enabled: false alone is a choice", "chat:\n  slack: {enabled: false}\n  discord:\n    enabled: false\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, "tunebot.yaml", "data_dir: "+filepath.Join(t.TempDir(), "data")+"\nservice: {addr: \"off\"}\n"+tt.yaml)
+			code, stdout, stderr := runTunebot(t, "", nil, "config", "check", "--config", path)
+			if code != 0 || stdout != path+": ok\n" {
+				t.Errorf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+			wantLines(t, stderr, "warning: ", tt.want...)
+
+			// run logs the same at start; a context that has ended makes it stop at once.
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			var out, errb bytes.Buffer
+			dispatch(ctx, &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(string) string { return "" }}, []string{"run", "--config", path})
+			var warns []string
+			for _, l := range strings.Split(errb.String(), "\n") {
+				if strings.Contains(l, "configured but not enabled") {
+					if !strings.Contains(l, "level=WARN") {
+						t.Errorf("not a warning: %s", l)
+					}
+					warns = append(warns, l)
+				}
+			}
+			if len(warns) != len(tt.want) {
+				t.Errorf("run logged %d warnings, want %d:\n%s", len(warns), len(tt.want), errb.String())
+			}
+		})
+	}
+}
+
+// apply from the command line without an apply: section says so, before anything else.
+func TestApplyNotConfigured(t *testing.T) {
+	path := writeFile(t, "tunebot.yaml", "data_dir: "+filepath.Join(t.TempDir(), "data")+"\n")
+	for _, args := range [][]string{{"diff", "auto-tune-0123abcd"}, {"auto-tune-0123abcd", "--yes"}, {"rollback", "--yes"}} {
+		code, stdout, stderr := runTunebot(t, "", nil, append(append([]string{"apply"}, args...), "--config", path)...)
+		if code != 1 || stdout != "" || stderr != "apply is not configured: "+path+" has no apply: section; set apply.repo (and its edits and test command), see config.example.yaml\n" {
+			t.Errorf("apply %v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
 	}
 }

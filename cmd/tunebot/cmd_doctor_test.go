@@ -57,7 +57,7 @@ func adapterConfig(python, dataDir string) string {
 data_dir: ` + dataDir + `
 trainer:
   python: ` + python + `
-  train: ["{python}", "-m", "tunebot_mjlab", "train", "--task", "{task}", "--run-dir", "{run_dir}", "--iterations", "{iterations}"]
+  train: ["{python}", "-m", "tunebot_mjlab", "train", "--task", "{task}", "--run-dir", "{run_dir}", "--reward-config", "{reward_config}", "--iterations", "{iterations}"]
   resume_args: ["--resume-checkpoint", "{checkpoint}"]
   evaluate: ["{python}", "-m", "tunebot_mjlab", "evaluate", "--task", "{task}", "--checkpoint", "{checkpoint}", "--output", "{eval_output}"]
 `

@@ -43,6 +43,9 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	logger := newLogger(cfg.Log, e.stderr)
+	for _, w := range cfg.warnings {
+		logger.Warn(w)
+	}
 	d := &daemon{cfg: cfg, e: e, log: logger}
 	if err := d.start(ctx, *resume); err != nil {
 		logger.Error("tunebot could not start", "err", err)
@@ -113,7 +116,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	}
 	var applier bot.Applier // stays nil (not a nil *apply.Applier) when apply is off
 	if d.cfg.Apply.Repo != "" {
-		ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.db, d.log)
+		ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.actions, d.log)
 		if err != nil {
 			return fmt.Errorf("apply: %w", err)
 		}
@@ -124,7 +127,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		return err
 	}
 	d.handler = bot.NewHandler(bot.HandlerConfig{
-		Engine: eng, Store: a.db, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
+		Engine: eng, Store: a.actions, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
 		Charts: charts, Agent: d.agentTest, Logger: d.log,
 		Applier: applier, Scheduler: d.scheduler, Gate: &d.gate, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
 		// Platforms allow 3 s; a modal must be the first answer to a click, so leave the

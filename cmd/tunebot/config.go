@@ -4,11 +4,15 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +41,10 @@ type Config struct {
 	Schedule schedule.Config `yaml:"schedule"`
 	// Service serves /healthz and /metrics on a local address.
 	Service service.Config `yaml:"service"`
+
+	// warnings are what the file sets that tunebot will not use (a chat section that is
+	// not enabled): said by config check and logged when the daemon starts.
+	warnings []string
 }
 
 // LogConfig selects the log level and format.
@@ -68,6 +76,8 @@ type AdvisorConfig struct {
 	// when the advisor's last StallAfter proposals did not improve).
 	Hybrid     string `yaml:"hybrid"`
 	StallAfter int    `yaml:"stall_after"`
+	// AllowInsecureHTTP lets base_url be plain http:// to a host that is not this machine.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
 }
 
 // ChatConfig enables chat adapters and phone notifications. Tokens come from the
@@ -86,12 +96,17 @@ type ChatConfig struct {
 type NtfyConfig struct {
 	Server string `yaml:"server"` // e.g. https://ntfy.sh
 	Topic  string `yaml:"topic"`
+	// AllowInsecureHTTP lets server be plain http:// to a host that is not this machine.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
 }
 
 // WebhookConfig posts every phone-worthy event as JSON to TUNEBOT_WEBHOOK_URL; the URL
 // lives in the environment because webhook URLs carry their secret in the path.
 type WebhookConfig struct {
 	Enabled bool `yaml:"enabled"`
+	// AllowInsecureHTTP lets TUNEBOT_WEBHOOK_URL be plain http:// to a host that is not
+	// this machine.
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
 }
 
 // defaultConfig is the embedded configuration: the built-in sim trainer, so `make demo`
@@ -142,6 +157,9 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	// variable's value change the structure of the file.
 	var root yaml.Node
 	if err := yaml.Unmarshal(raw, &root); err != nil {
+		if tabs := tabIndents(raw, err); len(tabs) > 0 {
+			return cfg, &session.InvalidError{What: "config " + path, Problems: tabs}
+		}
 		return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
 	}
 	// Every problem is named at once: unknown keys, unset variables, values of the wrong
@@ -161,19 +179,38 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		return &session.InvalidError{What: "config " + path, Problems: probs}
 	}
 	var missing []string
-	expandNode(&root, getenv, &missing)
+	unset := map[*yaml.Node]bool{}
+	expandNode(&root, getenv, &missing, unset)
 	if len(missing) > 0 {
-		return cfg, invalid(fmt.Errorf("environment variable(s) %s not set", strings.Join(missing, ", ")))
+		probs = append(probs, fmt.Sprintf("environment variable(s) %s not set", strings.Join(missing, ", ")))
 	}
+	// The tree is checked after expansion, so a ${N} that became "12 hours" is named too;
+	// a value whose variable is unset is left to the line above.
+	typeProbs, badPaths, badLines := checkTypes(&root, unset)
+	probs = append(probs, typeProbs...)
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
 	if len(root.Content) > 0 {
+		// The decoder goes on past a value of the wrong type; checkTypes named those with
+		// their keys, so only what checkTypes did not see is added here.
 		if err := root.Decode(&cfg); err != nil {
 			var te *yaml.TypeError
-			if errors.As(err, &te) {
-				return cfg, invalid(&session.InvalidError{Problems: te.Errors})
+			if !errors.As(err, &te) {
+				return cfg, invalid(err)
 			}
-			return cfg, invalid(err)
+			for _, m := range te.Errors {
+				var line int
+				if _, err := fmt.Sscanf(m, "line %d:", &line); err != nil || !badLines[line] {
+					probs = append(probs, m)
+				}
+			}
+		}
+	}
+	cfg.warnings = unenabledChats(&root, cfg.Chat)
+	if c := cfg.Chat.Webhook; c.Enabled && !c.AllowInsecureHTTP {
+		// The URL carries its secret in the path, so only its host is named.
+		if host, bad := clearHost(getenv("TUNEBOT_WEBHOOK_URL")); bad {
+			probs = append(probs, fmt.Sprintf("chat.webhook: TUNEBOT_WEBHOOK_URL is plain http to %s, which is not this machine: the secret in its path would cross the network in clear; use https, or set chat.webhook.allow_insecure_http: true if that network is trusted", host))
 		}
 	}
 	if cfg.Trainer.Workdir != "" && !filepath.IsAbs(cfg.Trainer.Workdir) {
@@ -185,74 +222,241 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if cfg.DataDir != "" && !filepath.IsAbs(cfg.DataDir) {
 		cfg.DataDir = filepath.Join(filepath.Dir(path), cfg.DataDir)
 	}
-	return cfg, invalid(cfg.validate())
+	// A value the decoder could not take kept its default, so what validate says of that
+	// key would only repeat the type error in other words.
+	var ie *session.InvalidError
+	if err := cfg.validate(); errors.As(err, &ie) {
+		for _, p := range ie.Problems {
+			if !aboutBadValue(p, badPaths) {
+				probs = append(probs, p)
+			}
+		}
+	} else if err != nil {
+		probs = append(probs, err.Error())
+	}
+	return cfg, invalid(nil)
+}
+
+// aboutBadValue reports whether problem p is about one of the keys whose value had the
+// wrong type (or something inside it), or about the list that holds one.
+func aboutBadValue(p string, bad []string) bool {
+	key, _, _ := strings.Cut(p, ":")
+	for _, b := range bad {
+		if rest, ok := strings.CutPrefix(p, b); ok && (rest == "" || strings.ContainsAny(rest[:1], ":.[ ")) {
+			return true
+		}
+		if strings.HasPrefix(b, key+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// tabIndents names every line that a tab indents, the commonest reason a hand-edited YAML
+// file does not parse (YAML indents with spaces only), and keeps the parser's own message
+// when it is about another line.
+func tabIndents(raw []byte, perr error) []string {
+	var probs []string
+	lines := map[int]bool{}
+	for i, l := range strings.Split(string(raw), "\n") {
+		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
+		if strings.Contains(indent, "\t") && strings.TrimSpace(l) != "" {
+			probs = append(probs, fmt.Sprintf("line %d: a tab indents this line; YAML indents with spaces only", i+1))
+			lines[i+1] = true
+		}
+	}
+	if len(probs) == 0 {
+		return nil
+	}
+	msg := yamlMessage(perr)
+	var line int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(msg, "yaml: "), "line %d:", &line); err != nil || !lines[line] {
+		probs = append(probs, msg)
+	}
+	return probs
 }
 
 // unknownKeys reports every key of the parsed file that Config does not have, each with
 // its line, its place in the file and, for a misspelling, the key that was meant.
 func unknownKeys(root *yaml.Node) []string {
-	var probs []string
-	walkKeys(root, reflect.TypeFor[Config](), "", &probs)
-	return probs
+	w := treeWalk{keys: true}
+	w.walk(root, reflect.TypeFor[Config](), "")
+	return w.probs
+}
+
+// checkTypes reports every value of the wrong type, with its line and dotted key path, and
+// returns the paths and the lines of those values too, and of the unset ones.
+func checkTypes(root *yaml.Node, unset map[*yaml.Node]bool) (probs, badPaths []string, badLines map[int]bool) {
+	w := treeWalk{types: true, badLines: map[int]bool{}, unset: unset}
+	w.walk(root, reflect.TypeFor[Config](), "")
+	return w.probs, w.badPaths, w.badLines
+}
+
+// treeWalk checks a parsed file against the yaml fields of Config, recursively.
+type treeWalk struct {
+	keys     bool // name unknown keys
+	types    bool // name values of the wrong type
+	probs    []string
+	badPaths []string
+	badLines map[int]bool
+	unset    map[*yaml.Node]bool // values that name an unset variable: not checked
 }
 
 var yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
 
-// walkKeys checks the mapping keys of n against the yaml fields of t, recursively.
-func walkKeys(n *yaml.Node, t reflect.Type, path string, probs *[]string) {
+func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if n.Kind == yaml.DocumentNode {
 		for _, c := range n.Content {
-			walkKeys(c, t, path, probs)
+			w.walk(c, t, path)
 		}
 		return
 	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an empty value leaves the default
+	}
+	if w.unset[n] {
+		w.badPaths = append(w.badPaths, path)
+		w.badLines[n.Line] = true
+		return
+	}
 	if reflect.PointerTo(t).Implements(yamlUnmarshaler) {
-		return // it reads its own keys
+		w.checkValue(n, t, path) // it reads its own keys
+		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {
-			return // a type error the decoder names
+			w.wrongType(n, path, "a section of key: value lines")
+			return
 		}
 		fields := yamlFields(t)
 		names := slices.Sorted(maps.Keys(fields))
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Tag == "!!merge" || k.Value == "<<" && k.Style == 0 {
+			if isMergeKey(k) {
 				// A merge key (<<: *defaults) lends its mapping's keys to this one.
 				for _, m := range mergedMaps(v) {
-					walkKeys(m, t, path, probs)
+					w.walk(m, t, path)
 				}
 				continue
 			}
 			at := joinKey(path, k.Value)
 			ft, ok := fields[k.Value]
 			if !ok {
+				if !w.keys {
+					continue
+				}
 				hint := ""
 				if best, ok := session.Closest(k.Value, names); ok {
 					hint = " (did you mean " + joinKey(path, best) + "?)"
 				}
-				*probs = append(*probs, fmt.Sprintf("line %d: %s is not a setting%s", k.Line, at, hint))
+				w.probs = append(w.probs, fmt.Sprintf("line %d: %s is not a setting%s", k.Line, at, hint))
 				continue
 			}
-			walkKeys(v, ft, at, probs)
+			w.walk(v, ft, at)
 		}
 	case reflect.Map:
-		if n.Kind == yaml.MappingNode {
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				walkKeys(n.Content[i+1], t.Elem(), joinKey(path, n.Content[i].Value), probs)
+		if n.Kind != yaml.MappingNode {
+			w.wrongType(n, path, "a mapping of key: value")
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i]; isMergeKey(k) {
+				for _, m := range mergedMaps(n.Content[i+1]) {
+					w.walk(m, t, path)
+				}
+				continue
 			}
+			w.walk(n.Content[i+1], t.Elem(), joinKey(path, n.Content[i].Value))
 		}
 	case reflect.Slice, reflect.Array:
-		if n.Kind == yaml.SequenceNode {
-			for j, c := range n.Content {
-				walkKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", path, j), probs)
-			}
+		if n.Kind != yaml.SequenceNode {
+			w.wrongType(n, path, "a list")
+			return
 		}
+		for j, c := range n.Content {
+			w.walk(c, t.Elem(), fmt.Sprintf("%s[%d]", path, j))
+		}
+	default:
+		w.checkValue(n, t, path)
 	}
+}
+
+// checkValue decodes n into a fresh value of type t, as the decoder will, and names a
+// value of the wrong type by what the key takes.
+func (w *treeWalk) checkValue(n *yaml.Node, t reflect.Type, path string) {
+	if !w.types {
+		return
+	}
+	if err := n.Decode(reflect.New(t).Interface()); err != nil {
+		w.wrongType(n, path, typeWord(t))
+		return
+	}
+	// The decoder cuts 1.5 to 1 for a whole-number key; that is a wrong type too.
+	var f float64
+	if whole(t) && n.ShortTag() == "!!float" && (n.Decode(&f) != nil || f != math.Trunc(f)) {
+		w.wrongType(n, path, typeWord(t))
+	}
+}
+
+func whole(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return t != reflect.TypeFor[time.Duration]()
+	}
+	return false
+}
+
+// wrongType records that the value n at path is not the want the key takes.
+func (w *treeWalk) wrongType(n *yaml.Node, path, want string) {
+	if !w.types {
+		return
+	}
+	var got string
+	switch n.Kind {
+	case yaml.MappingNode:
+		got = "a section of key: value lines"
+	case yaml.SequenceNode:
+		got = "a list"
+	default:
+		got = strconv.Quote(n.Value)
+	}
+	w.probs = append(w.probs, fmt.Sprintf("line %d: %s: %s is not %s", n.Line, path, got, want))
+	w.badPaths = append(w.badPaths, path)
+	w.badLines[n.Line] = true
+}
+
+// typeWord says in words what a value of type t looks like in YAML.
+func typeWord(t reflect.Type) string {
+	if t == reflect.TypeFor[time.Duration]() {
+		return "a duration (like 90s, 45m or 12h)"
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "a whole number"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number of at least 0"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a single value"
+	}
+	return "a " + t.String()
+}
+
+// isMergeKey reports whether k is YAML's merge key (<<: *defaults), which lends its
+// mapping's keys to the mapping it is in.
+func isMergeKey(k *yaml.Node) bool {
+	return k.Tag == "!!merge" || k.Value == "<<" && k.Style == 0
 }
 
 // mergedMaps returns the mappings a merge key's value names: one (an alias or a literal
@@ -302,13 +506,16 @@ func joinKey(path, key string) string {
 	return path + "." + key
 }
 
-func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string) {
+// expandNode replaces ${NAME} in the scalars below n; the names that are not set go to
+// missing and their nodes to unset.
+func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string, unset map[*yaml.Node]bool) {
 	if n.Kind == yaml.ScalarNode && envRef.MatchString(n.Value) {
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			name := envRef.FindStringSubmatch(m)[1]
 			v := getenv(name)
 			if v == "" {
 				*missing = append(*missing, name)
+				unset[n] = true
 			}
 			return v
 		})
@@ -317,7 +524,7 @@ func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string) {
 		}
 	}
 	for _, c := range n.Content {
-		expandNode(c, getenv, missing)
+		expandNode(c, getenv, missing, unset)
 	}
 }
 
@@ -358,6 +565,7 @@ func (c *Config) validate() error {
 	if len(c.Trainer.Evaluate) == 0 {
 		probs = append(probs, "trainer.evaluate: must be a non-empty argv list")
 	}
+	probs = append(probs, c.Trainer.problems()...)
 	for _, d := range []struct {
 		name string
 		v    time.Duration
@@ -376,6 +584,8 @@ func (c *Config) validate() error {
 	}
 	if c.Advisor.BaseURL == "" || !(strings.HasPrefix(c.Advisor.BaseURL, "https://") || strings.HasPrefix(c.Advisor.BaseURL, "http://")) {
 		probs = append(probs, fmt.Sprintf("advisor.base_url: %q must be an http(s) URL", c.Advisor.BaseURL))
+	} else if p := cleartext("advisor", "base_url", c.Advisor.BaseURL, c.Advisor.AllowInsecureHTTP); p != "" {
+		probs = append(probs, p)
 	}
 	if c.Advisor.Model == "" {
 		probs = append(probs, "advisor.model: must be set")
@@ -393,10 +603,15 @@ func (c *Config) validate() error {
 	if (c.Chat.Ntfy.Server == "") != (c.Chat.Ntfy.Topic == "") {
 		probs = append(probs, "chat.ntfy: server and topic go together")
 	}
+	if p := cleartext("chat.ntfy", "server", c.Chat.Ntfy.Server, c.Chat.Ntfy.AllowInsecureHTTP); p != "" {
+		probs = append(probs, p)
+	}
 	if c.Chat.Expire < 0 {
 		probs = append(probs, "chat.expire: must not be negative")
 	}
-	if c.Apply.Repo != "" {
+	// An apply section that sets anything is checked whole, so one that forgot repo is
+	// named here and not taken for "apply is not configured".
+	if !reflect.ValueOf(c.Apply).IsZero() {
 		if err := c.Apply.Check(c.space()); err != nil {
 			probs = append(probs, problems("apply", err)...)
 		}
@@ -414,6 +629,118 @@ func (c *Config) validate() error {
 		return &session.InvalidError{What: "config invalid", Problems: probs}
 	}
 	return nil
+}
+
+// problems checks the argv templates as the trainer will (trainer.Templates.Check), and
+// that a training job is told what is tuned: without {reward_config} every trial would
+// train the same reward, and without {iterations} every rung the same length, so tuning
+// would change nothing (docs/design.md §4).
+func (c TrainerConfig) problems() []string {
+	var probs []string
+	for _, p := range (trainer.Templates{Python: c.Python, Train: c.Train, ResumeArgs: c.ResumeArgs, Evaluate: c.Evaluate}).Check() {
+		if !strings.HasSuffix(p, ": must not be empty") { // said above, in the config's words
+			probs = append(probs, "trainer."+p)
+		}
+	}
+	if len(c.Train) == 0 {
+		return probs
+	}
+	if !trainer.Uses(c.Train, "reward_config") {
+		probs = append(probs, "trainer.train: no argument holds {reward_config}, so the trainer would never read the weights being tuned and tuning would change nothing; pass it, e.g. \"--reward-config\", \"{reward_config}\"")
+	}
+	if !trainer.Uses(c.Train, "iterations") && !trainer.Uses(c.Train, "target_iterations") {
+		probs = append(probs, "trainer.train: no argument holds {iterations} (or {target_iterations}), so every rung would train as long as the first and promotion would change nothing; pass it, e.g. \"--iterations\", \"{iterations}\"")
+	}
+	return probs
+}
+
+// cleartext names a URL that would carry a token in clear: plain http:// to a host that
+// is not this machine (loopback stays allowed: a local proxy, the tests' fakes), unless
+// the section's allow_insecure_http says so (issue 13). "" means the URL is fine.
+func cleartext(section, key, raw string, allowed bool) string {
+	host, bad := clearHost(raw)
+	if !bad || allowed {
+		return ""
+	}
+	return fmt.Sprintf("%s.%s: %q is plain http to %s, which is not this machine: its token would cross the network in clear; use https, or set %s.allow_insecure_http: true if that network is trusted",
+		section, key, raw, host, section)
+}
+
+// clearHost returns the host of raw and whether raw is plain http to a host that is not
+// this machine.
+func clearHost(raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || !strings.EqualFold(u.Scheme, "http") || loopbackHost(u.Hostname()) {
+		return "", false
+	}
+	return u.Hostname(), true
+}
+
+// loopbackHost reports whether host is this machine: localhost, 127.0.0.0/8 or ::1.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// unenabledChats names each chat section (slack, discord) that the file fills in but does
+// not enable: its adapter would silently not start.
+func unenabledChats(root *yaml.Node, c ChatConfig) []string {
+	var out []string
+	for _, p := range []struct {
+		name    string
+		enabled bool
+	}{{"slack", c.Slack.Enabled}, {"discord", c.Discord.Enabled}} {
+		if p.enabled {
+			continue
+		}
+		sec := mappingAt(root, "chat", p.name)
+		if sec == nil {
+			continue
+		}
+		for i := 0; i+1 < len(sec.Content); i += 2 {
+			if sec.Content[i].Value != "enabled" { // enabled: false alone is a clear choice
+				out = append(out, fmt.Sprintf("chat.%s is configured but not enabled (line %d): set chat.%s.enabled: true to use it, or remove the section", p.name, sec.Line, p.name))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// mappingAt follows keys from the document root and returns the mapping found there, or
+// nil.
+func mappingAt(n *yaml.Node, keys ...string) *yaml.Node {
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	for _, k := range keys {
+		var next *yaml.Node
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			return nil
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == k {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		n = next
+	}
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	return n
 }
 
 func problems(prefix string, err error) []string {
