@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -118,6 +119,8 @@ type HandlerConfig struct {
 	// Gate keeps starts and applies apart; share it with whatever else starts sessions
 	// (the scheduler). nil: the handler uses one of its own.
 	Gate *CheckoutGate
+	// Redact masks tunebot's secrets in every reply; nil masks nothing.
+	Redact *secret.Redactor
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -211,6 +214,7 @@ func (h *Handler) Do(ctx context.Context, in Interaction) (r Reply) {
 			log.Error("handler panicked", "panic", p, "stack", string(debug.Stack()))
 			r = Reply{Private: true, Text: "internal error while handling that; nothing was changed by the failed step, and the details are in tunebot's log"}
 		}
+		r = redactReply(r, h.cfg.Redact)
 	}()
 	switch in.Kind {
 	case KindCommand:

@@ -11,6 +11,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
 	"tunebot/trainer"
@@ -24,8 +25,14 @@ type app struct {
 	engine *session.Engine
 }
 
-// newLogger builds the slog logger the config asks for, writing to w.
+// secrets redacts tunebot's secrets from its log and chat: the values of the secret
+// variables in the process environment, the only place secrets come from.
+func secrets() *secret.Redactor { return secret.FromEnviron(os.Environ()) }
+
+// newLogger builds the slog logger the config asks for, writing to w with tunebot's
+// secrets redacted from every line.
 func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+	w = secrets().Writer(w)
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: lvl}
@@ -69,7 +76,7 @@ func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger,
 		return nil, nil, fmt.Errorf("data_dir %s is not writable: %w", dataDir, err)
 	}
 	file := newLogger(c, f).Handler()
-	term := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
+	term := slog.NewTextHandler(secrets().Writer(stderr), &slog.HandlerOptions{Level: slog.LevelWarn})
 	return slog.New(slog.NewMultiHandler(file, term)), func() { f.Close() }, nil
 }
 

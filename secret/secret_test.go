@@ -1,0 +1,61 @@
+package secret_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"tunebot/secret"
+)
+
+func TestStripAndValues(t *testing.T) {
+	env := []string{"PATH=/bin", "DEEPSEEK_API_KEY=sk-1234567890", "SLACK_SOMETHING_NEW=abc", "NTFY_TOKEN=", "HOME=/root",
+		"TUNEBOT_WEBHOOK_URL=https://hooks.example/T0/B0/xyz", "DISCORD_BOT_TOKEN=dtok", "DEEPSEEK_BASE=x"}
+	if diff := cmp.Diff([]string{"PATH=/bin", "HOME=/root", "DEEPSEEK_BASE=x"}, secret.Strip(env)); diff != "" {
+		t.Errorf("Strip (-want +got):\n%s", diff)
+	}
+	want := []string{"sk-1234567890", "abc", "https://hooks.example/T0/B0/xyz", "dtok"}
+	if diff := cmp.Diff(want, secret.Values(env)); diff != "" {
+		t.Errorf("Values (-want +got):\n%s", diff)
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	const key = "sk-abc123456789"
+	const url = `https://hooks.example/T0/B0/x"y\z`
+	x := secret.NewRedactor(key, url, "short", key+"-longer")
+	for _, tc := range []struct{ in, want string }{
+		{"key " + key + " end", "key [redacted] end"},
+		{"both " + key + "-longer", "both [redacted]"}, // the longer secret masked whole
+		{"posting to " + url, "posting to [redacted]"},
+		{"short is too short to be a secret", "short is too short to be a secret"},
+		{"nothing here", "nothing here"},
+	} {
+		if got := x.String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	var nilx *secret.Redactor
+	if nilx.String(key) != key || nilx.Active() || secret.NewRedactor().Active() || !x.Active() {
+		t.Error("a nil or empty redactor must redact nothing and say so")
+	}
+
+	// Log handlers quote and escape attribute values: the escaped forms are masked too.
+	for name, h := range map[string]func(*strings.Builder) slog.Handler{
+		"text": func(b *strings.Builder) slog.Handler { return slog.NewTextHandler(x.Writer(b), nil) },
+		"json": func(b *strings.Builder) slog.Handler { return slog.NewJSONHandler(x.Writer(b), nil) },
+	} {
+		var b strings.Builder
+		slog.New(h(&b)).Info("calling "+url, "err", "401 for key "+key, "url", url)
+		out := b.String()
+		if strings.Contains(out, "sk-abc") || strings.Contains(out, "hooks.example") || strings.Count(out, secret.Mask) != 3 {
+			t.Errorf("%s log line not redacted: %s", name, out)
+		}
+		if name == "json" && !json.Valid([]byte(out)) {
+			t.Errorf("redacted JSON line is not JSON: %s", out)
+		}
+	}
+}
