@@ -127,7 +127,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		Engine: eng, Store: a.db, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
 		Charts: charts, Agent: d.agentTest, Logger: d.log,
 		Applier: applier, Scheduler: d.scheduler, Gate: &d.gate, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
-		Redact: secrets(),
+		Redact: secrets(), ReadLimit: d.cfg.Chat.ReadLimit,
 		// Platforms allow 3 s; a modal must be the first answer to a click, so leave the
 		// adapters room to send it after the handler's answer.
 		AckWithin: 1500 * time.Millisecond,
