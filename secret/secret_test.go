@@ -3,6 +3,8 @@ package secret_test
 import (
 	"encoding/json"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,5 +59,32 @@ func TestRedactor(t *testing.T) {
 		if name == "json" && !json.Valid([]byte(out)) {
 			t.Errorf("redacted JSON line is not JSON: %s", out)
 		}
+	}
+}
+
+func TestWithCredentials(t *testing.T) {
+	dir := t.TempDir()
+	for name, v := range map[string]string{"DEEPSEEK_API_KEY": "sk-from-credential\n", "SLACK_BOT_TOKEN": "xoxb-from-credential", "HOME": "/not/a/secret"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-from-env"}
+	getenv := secret.WithCredentials(func(k string) string { return env[k] }, dir)
+	for name, want := range map[string]string{
+		"DEEPSEEK_API_KEY": "sk-from-credential", // the file, its newline dropped
+		"SLACK_BOT_TOKEN":  "xoxb-from-env",      // the environment wins
+		"NTFY_TOKEN":       "",                   // neither
+		"HOME":             "",                   // not a secret: never read from the directory
+	} {
+		if got := getenv(name); got != want {
+			t.Errorf("getenv(%s) = %q, want %q", name, got, want)
+		}
+	}
+	if diff := cmp.Diff([]string{"sk-from-credential", "xoxb-from-credential"}, secret.CredentialValues(dir)); diff != "" {
+		t.Errorf("CredentialValues (-want +got):\n%s", diff)
+	}
+	if secret.CredentialValues("") != nil || secret.WithCredentials(func(string) string { return "x" }, "")("NTFY_TOKEN") != "x" {
+		t.Error("no directory: nothing read, the environment as it is")
 	}
 }

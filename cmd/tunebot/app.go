@@ -26,8 +26,11 @@ type app struct {
 }
 
 // secrets redacts tunebot's secrets from its log and chat: the values of the secret
-// variables in the process environment, the only place secrets come from.
-func secrets() *secret.Redactor { return secret.FromEnviron(os.Environ()) }
+// variables in the process environment and of the systemd credentials, the only places
+// secrets come from.
+func secrets() *secret.Redactor {
+	return secret.NewRedactor(append(secret.Values(os.Environ()), secret.CredentialValues(os.Getenv("CREDENTIALS_DIRECTORY"))...)...)
+}
 
 // newLogger builds the slog logger the config asks for, writing to w with tunebot's
 // secrets redacted from every line.
