@@ -47,7 +47,7 @@ func New(cfg Config, space *session.Space, audit session.AuditLog, logger *slog.
 		logger = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.withDefaults()
-	redact := secret.FromEnviron(os.Environ())
+	redact := secret.Process()
 	return &Applier{cfg: cfg, space: space, audit: audit, log: logger, redact: redact,
 		git: newGit(cfg.Repo, cfg.AuthorName, cfg.AuthorEmail, redact), now: func() time.Time { return time.Now().UTC() }}, nil
 }

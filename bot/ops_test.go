@@ -456,7 +456,7 @@ func TestApplyLeaksNoSecretToChat(t *testing.T) {
 	var logged strings.Builder
 	f := newOps(t, opsOptions{test: []string{"sh", "-c", `env; cat "$1"; exit 1`, "sh", leak},
 		logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		redact: secret.FromEnviron(os.Environ())})
+		redact: secret.Process()})
 	r := f.click(alice, actions(t, f.cmd(alice, "apply "+f.p1.Name))[0].ID)
 	text := cardText(r)
 	if !strings.Contains(text, "was reverted") || !strings.Contains(text, "PATH=") || !strings.Contains(text, "found [redacted]") {

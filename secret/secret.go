@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,8 +90,11 @@ func NewRedactor(values ...string) *Redactor {
 	return &Redactor{r: strings.NewReplacer(pairs...)}
 }
 
-// FromEnviron is NewRedactor(Values(environ)...): pass os.Environ().
-func FromEnviron(environ []string) *Redactor { return NewRedactor(Values(environ)...) }
+// Process returns the redactor of this process's secrets: those in its environment and
+// its systemd credentials ($CREDENTIALS_DIRECTORY), the only places they come from.
+func Process() *Redactor {
+	return NewRedactor(append(Values(os.Environ()), CredentialValues(os.Getenv("CREDENTIALS_DIRECTORY"))...)...)
+}
 
 // String returns s with every secret value replaced by Mask.
 func (x *Redactor) String(s string) string {

@@ -25,17 +25,10 @@ type app struct {
 	engine *session.Engine
 }
 
-// secrets redacts tunebot's secrets from its log and chat: the values of the secret
-// variables in the process environment and of the systemd credentials, the only places
-// secrets come from.
-func secrets() *secret.Redactor {
-	return secret.NewRedactor(append(secret.Values(os.Environ()), secret.CredentialValues(os.Getenv("CREDENTIALS_DIRECTORY"))...)...)
-}
-
 // newLogger builds the slog logger the config asks for, writing to w with tunebot's
 // secrets redacted from every line.
 func newLogger(c LogConfig, w io.Writer) *slog.Logger {
-	w = secrets().Writer(w)
+	w = secret.Process().Writer(w)
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: lvl}
@@ -79,7 +72,7 @@ func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger,
 		return nil, nil, fmt.Errorf("data_dir %s is not writable: %w", dataDir, err)
 	}
 	file := newLogger(c, f).Handler()
-	term := slog.NewTextHandler(secrets().Writer(stderr), &slog.HandlerOptions{Level: slog.LevelWarn})
+	term := slog.NewTextHandler(secret.Process().Writer(stderr), &slog.HandlerOptions{Level: slog.LevelWarn})
 	return slog.New(slog.NewMultiHandler(file, term)), func() { f.Close() }, nil
 }
 
