@@ -27,12 +27,13 @@ type Applier struct {
 	audit session.AuditLog
 	log   *slog.Logger
 	git   git
+	mu    sync.Mutex
+	now   func() time.Time
+	hist  history // the audit log's applies and rollbacks, read on from where LastApply left off
+
 	// redact hides tunebot's secrets in what the checkout's tests and hooks print: those
 	// run the trainer's code, and their output goes to chat, the log and the audit.
 	redact *secret.Redactor
-	mu     sync.Mutex
-	now    func() time.Time
-	hist   history // the audit log's applies and rollbacks, read on from where LastApply left off
 }
 
 // New checks cfg against space and returns an Applier that records to audit.

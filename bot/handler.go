@@ -129,10 +129,11 @@ type HandlerConfig struct {
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
 // safe for concurrent use.
 type Handler struct {
-	cfg   HandlerConfig
-	log   *slog.Logger
-	wg    sync.WaitGroup
-	limit *limiter
+	cfg HandlerConfig
+	log *slog.Logger
+	wg  sync.WaitGroup
+
+	limit *limiter // each person's read commands
 
 	// ops holds the apply and rollback confirmations shown and not yet answered (see
 	// handler_ops.go).
