@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tunebot/preset"
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -29,6 +30,10 @@ type Applier struct {
 	mu    sync.Mutex
 	now   func() time.Time
 	hist  history // the audit log's applies and rollbacks, read on from where LastApply left off
+
+	// redact hides tunebot's secrets in what the checkout's tests and hooks print: those
+	// run the trainer's code, and their output goes to chat, the log and the audit.
+	redact *secret.Redactor
 }
 
 // New checks cfg against space and returns an Applier that records to audit.
@@ -43,8 +48,9 @@ func New(cfg Config, space *session.Space, audit session.AuditLog, logger *slog.
 		logger = slog.New(slog.DiscardHandler)
 	}
 	cfg = cfg.withDefaults()
-	return &Applier{cfg: cfg, space: space, audit: audit, log: logger,
-		git: newGit(cfg.Repo, cfg.AuthorName, cfg.AuthorEmail), now: func() time.Time { return time.Now().UTC() }}, nil
+	redact := secret.Process()
+	return &Applier{cfg: cfg, space: space, audit: audit, log: logger, redact: redact,
+		git: newGit(cfg.Repo, cfg.AuthorName, cfg.AuthorEmail, redact), now: func() time.Time { return time.Now().UTC() }}, nil
 }
 
 // Change is one edit as it would be or was written: the text the pattern's value group
@@ -293,7 +299,7 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 		return fail("could not read the new commit", err)
 	}
 	res.Commit = commit
-	tail, err := runTest(ctx, top, a.cfg.Test, a.cfg.TestTimeout)
+	tail, err := runTest(ctx, top, a.cfg.Test, a.cfg.TestTimeout, a.redact)
 	res.TestOutputTail = tail
 	if err != nil {
 		return fail(err.Error(), err)

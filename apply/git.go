@@ -8,18 +8,23 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+
+	"tunebot/secret"
 )
 
 // git runs git subprocesses in one checkout with a fixed identity, so commits work on a
-// machine without a global git config and never depend on a caller's environment.
+// machine without a global git config and never depend on a caller's environment. Its
+// environment is the trainer's, without tunebot's secrets: the checkout's hooks run in it.
+// Its messages reach chat, so the secrets' values are redacted from them.
 type git struct {
-	repo string
-	env  []string
+	repo   string
+	env    []string
+	redact *secret.Redactor
 }
 
-func newGit(repo, name, email string) git {
+func newGit(repo, name, email string, redact *secret.Redactor) git {
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range secret.Strip(os.Environ()) {
 		// A GIT_DIR or GIT_INDEX_FILE inherited from a hook would point git elsewhere.
 		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "GIT_") || k == "LC_ALL" || k == "LANG" {
 			continue
@@ -30,7 +35,7 @@ func newGit(repo, name, email string) git {
 		"GIT_AUTHOR_NAME="+name, "GIT_AUTHOR_EMAIL="+email,
 		"GIT_COMMITTER_NAME="+name, "GIT_COMMITTER_EMAIL="+email,
 		"GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true", "LC_ALL=C")
-	return git{repo: repo, env: env}
+	return git{repo: repo, env: env, redact: redact}
 }
 
 // run runs git -C repo args... and returns its trimmed standard output. A failure carries
@@ -51,6 +56,7 @@ func (g git) raw(ctx context.Context, args ...string) ([]byte, error) {
 		if msg == "" {
 			msg = strings.TrimSpace(out.String())
 		}
+		msg = g.redact.String(msg)
 		return nil, &gitError{args: args, msg: lastLines(msg, 6), err: err}
 	}
 	return out.Bytes(), nil

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"tunebot/secret"
 )
 
 // Bounds of the test output kept for chat: enough for a failing assertion, small enough
@@ -20,9 +22,10 @@ const (
 )
 
 // runTest runs argv in dir with a timeout, in its own process group so that a timeout
-// ends the test runner's children too. It returns the output's tail and an error that
-// says in words why the tests did not pass. An empty argv is no gate.
-func runTest(ctx context.Context, dir string, argv []string, timeout time.Duration) (string, error) {
+// ends the test runner's children too, in the trainer's environment without tunebot's
+// secrets. It returns the output's tail, secret values redacted (it goes to chat), and an
+// error that says in words why the tests did not pass. An empty argv is no gate.
+func runTest(ctx context.Context, dir string, argv []string, timeout time.Duration, redact *secret.Redactor) (string, error) {
 	if len(argv) == 0 {
 		return "", nil
 	}
@@ -30,14 +33,14 @@ func runTest(ctx context.Context, dir string, argv []string, timeout time.Durati
 	defer cancel()
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
-	cmd.Env = os.Environ()
+	cmd.Env = secret.Strip(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
 	out := &tail{max: 64 << 10}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
-	text := out.String()
+	text := redact.String(out.String())
 	switch {
 	case err == nil:
 		return text, nil

@@ -61,7 +61,7 @@ func (g Grant) grants(p Permission) bool {
 // permissionOf is what a verb needs; "" means anyone may.
 func permissionOf(v Verb) Permission {
 	switch v {
-	case VerbStart:
+	case VerbStart, VerbAgent: // agent is a paid DeepSeek call
 		return PermStart
 	case VerbApprove, VerbReject, VerbEdit:
 		return PermDecide

@@ -172,8 +172,8 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		if len(args) != 1 {
 			return Command{}, session.Userf(nil, "usage: export PRESET (one preset name)")
 		}
-		if !idRE.MatchString(args[0]) {
-			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only)", truncate(args[0], 40))
+		if !session.ValidName(args[0]) {
+			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", truncate(args[0], 40))
 		}
 		c.Preset = args[0]
 		return c, nil
@@ -418,8 +418,8 @@ func startOverride(field, raw string) (Override, error) {
 		m := strings.ToLower(raw)
 		o.apply = func(s *session.Settings) { s.Mode = m }
 	case "task", "run_name", "preset":
-		if !idRE.MatchString(raw) {
-			return o, fmt.Errorf("%q must match ^[A-Za-z0-9_.-]{1,64}$", truncate(raw, 40))
+		if !session.ValidName(raw) {
+			return o, fmt.Errorf("%q must match %s (a name starts with a letter or digit)", truncate(raw, 40), session.NamePattern)
 		}
 		o.apply = map[string]func(*session.Settings){
 			"task":     func(s *session.Settings) { s.Task = raw },

@@ -26,8 +26,8 @@ func parseOps(c Command, args []string, text string, space *session.Space) (Comm
 		if len(args) != 1 {
 			return "", session.Userf(nil, "usage: %s", usage)
 		}
-		if !idRE.MatchString(args[0]) {
-			return "", session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only)", truncate(args[0], 40))
+		if !session.ValidName(args[0]) {
+			return "", session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", truncate(args[0], 40))
 		}
 		return args[0], nil
 	}
@@ -44,8 +44,8 @@ func parseOps(c Command, args []string, text string, space *session.Space) (Comm
 		if len(args) == 0 {
 			return Command{}, session.Userf(nil, "usage: import NAME followed by the preset's JSON (the file /tune export gives), e.g. in a ``` code block")
 		}
-		if !idRE.MatchString(args[0]) {
-			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only)", truncate(args[0], 40))
+		if !session.ValidName(args[0]) {
+			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", truncate(args[0], 40))
 		}
 		c.Preset = args[0]
 		c.Data = unfence(afterWords(text, 2))
@@ -79,8 +79,8 @@ func parsePreset(c Command, args []string, text string, space *session.Space) (C
 		if len(args) != 2 {
 			return Command{}, session.Userf(nil, "usage: preset show NAME")
 		}
-		if !idRE.MatchString(args[1]) {
-			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only)", truncate(args[1], 40))
+		if !session.ValidName(args[1]) {
+			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", truncate(args[1], 40))
 		}
 		c.Sub, c.Preset = string(sub), args[1]
 		return c, nil

@@ -122,6 +122,10 @@ func TestParseCommand(t *testing.T) {
 			`trial_count: "many" is not a whole number; fallback: "maybe" is not true or false; rungs: "1,x" is not a comma-separated list of whole numbers; gpus: "-1" is not a comma-separated list of whole numbers; sede: unknown setting (did you mean seed?); "mode": expected key=value`},
 		{"start twice", "start trials=4 trial_count=5", bot.Command{}, "trial_count: given twice"},
 		{"start preset path", "start preset=../x", bot.Command{}, "preset: \"../x\" must match"},
+		{"start run_name flag", "start run_name=--resume", bot.Command{}, `run_name: "--resume" must match`},
+		{"start preset flag", "start preset=-x", bot.Command{}, `preset: "-x" must match`},
+		{"export flag", "export -x", bot.Command{}, `"-x" is not a preset name`},
+		{"import flag", `import -x {"weights":{}}`, bot.Command{}, `"-x" is not a preset name`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := bot.ParseCommand(tc.in, sp)

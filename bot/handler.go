@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -118,6 +119,11 @@ type HandlerConfig struct {
 	// Gate keeps starts and applies apart; share it with whatever else starts sessions
 	// (the scheduler). nil: the handler uses one of its own.
 	Gate *CheckoutGate
+	// Redact masks tunebot's secrets in every reply; nil masks nothing.
+	Redact *secret.Redactor
+	// ReadLimit bounds each person's read commands and agent calls (default
+	// DefaultRateLimit).
+	ReadLimit RateLimit
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -126,6 +132,8 @@ type Handler struct {
 	cfg HandlerConfig
 	log *slog.Logger
 	wg  sync.WaitGroup
+
+	limit *limiter // each person's read commands
 
 	// ops holds the apply and rollback confirmations shown and not yet answered (see
 	// handler_ops.go).
@@ -150,7 +158,10 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	if cfg.Gate == nil {
 		cfg.Gate = &CheckoutGate{}
 	}
-	return &Handler{cfg: cfg, log: cfg.Logger, pending: map[string]pendingOp{}}
+	if cfg.ReadLimit == (RateLimit{}) || cfg.ReadLimit.Check() != nil {
+		cfg.ReadLimit = DefaultRateLimit
+	}
+	return &Handler{cfg: cfg, log: cfg.Logger, pending: map[string]pendingOp{}, limit: &limiter{l: cfg.ReadLimit}}
 }
 
 // Handle acknowledges within AckWithin: the reply returned is the result when the work
@@ -211,6 +222,7 @@ func (h *Handler) Do(ctx context.Context, in Interaction) (r Reply) {
 			log.Error("handler panicked", "panic", p, "stack", string(debug.Stack()))
 			r = Reply{Private: true, Text: "internal error while handling that; nothing was changed by the failed step, and the details are in tunebot's log"}
 		}
+		r = redactReply(r, h.cfg.Redact)
 	}()
 	switch in.Kind {
 	case KindCommand:
@@ -308,15 +320,30 @@ func (h *Handler) refuse(ctx context.Context, in Interaction, v Verb, sid string
 	}
 	h.audit(ctx, session.AuditEntry{SessionID: sid, Kind: "refused", Actor: in.User,
 		Detail: map[string]any{"command": string(v), "permission": string(p), "roles": in.Roles}})
-	return Reply{Private: true, Text: fmt.Sprintf("you are not allowed to %s sessions here (%s needs the %q permission on %s); ask a tunebot operator", verbPhrase(v), v, p, in.Platform)}, false
+	return Reply{Private: true, Text: fmt.Sprintf("you are not allowed to %s here (%s needs the %q permission on %s); ask a tunebot operator", verbPhrase(v), v, p, in.Platform)}, false
+}
+
+// throttle spends one of the person's read tokens for a limited command; over the limit
+// it answers when they may try again.
+func (h *Handler) throttle(in Interaction, cmd Command, log *slog.Logger) (Reply, bool) {
+	if !limited(cmd) {
+		return Reply{}, true
+	}
+	if wait := h.limit.take(in.Platform+"/"+in.User.ID, time.Now()); wait > 0 {
+		log.Info("read command over the rate limit", "command", string(cmd.Verb), "retry_in", wait)
+		return h.limit.slowDown(wait), false
+	}
+	return Reply{}, true
 }
 
 func verbPhrase(v Verb) string {
 	switch v {
 	case VerbApprove, VerbReject, VerbEdit:
-		return "decide proposals in"
+		return "decide proposals in sessions"
+	case VerbAgent:
+		return "test the advisor (a paid DeepSeek call)"
 	}
-	return string(v)
+	return string(v) + " sessions"
 }
 
 func (h *Handler) audit(ctx context.Context, e session.AuditEntry) {
@@ -333,6 +360,9 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		return h.ops(ctx, in, cmd, log)
 	}
 	if r, ok := h.refuse(ctx, in, cmd.Verb, sid); !ok {
+		return r
+	}
+	if r, ok := h.throttle(in, cmd, log); !ok {
 		return r
 	}
 	by := in.User

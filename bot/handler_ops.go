@@ -160,6 +160,9 @@ func (h *Handler) ops(ctx context.Context, in Interaction, cmd Command, log *slo
 	if r, ok := h.refuseAs(ctx, in, opsWhat(cmd), permissionOfCommand(cmd)); !ok {
 		return r
 	}
+	if r, ok := h.throttle(in, cmd, log); !ok {
+		return r
+	}
 	switch cmd.Verb {
 	case VerbExport:
 		return h.export(ctx, cmd, log)

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -136,6 +137,9 @@ type NotifierConfig struct {
 	Wake func(platform string)
 	// Buffer is how many events may wait for rendering (default 256).
 	Buffer int
+	// Redact masks tunebot's secrets in every card (a failed trial's log tail is the
+	// trainer's output); nil masks nothing.
+	Redact *secret.Redactor
 	Logger *slog.Logger
 }
 
@@ -271,7 +275,7 @@ func withoutAttachments(bs []Block) []Block {
 }
 
 func (n *Notifier) enqueue(ctx context.Context, platform string, e session.Event, c Card, key string, now time.Time) {
-	body, err := EncodeMessage(Message{Event: e.Kind, Session: e.Session.ID, Text: e.Text, Card: c})
+	body, err := EncodeMessage(Message{Event: e.Kind, Session: e.Session.ID, Text: n.cfg.Redact.String(e.Text), Card: redactCard(c, n.cfg.Redact)})
 	if err != nil {
 		n.log.Error("encoding a chat message", "err", err)
 		return

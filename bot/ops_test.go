@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"tunebot/bot/bottest"
 	"tunebot/preset"
 	"tunebot/schedule"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -154,6 +156,8 @@ type opsOptions struct {
 	test        []string // the trainer's test command; nil: no applier
 	policyLimit int64
 	noSchedule  bool
+	logger      *slog.Logger // the handler's and the applier's; nil: none
+	redact      *secret.Redactor
 }
 
 // newOps wires a handler to the real store and engine, a real Applier on a temporary
@@ -177,6 +181,7 @@ func newOps(t *testing.T, o opsOptions) *opsFixture {
 		t.Fatal(err)
 	}
 	cfg := bot.HandlerConfig{Engine: eng, Store: f.db, Space: f.sp, SessionsDir: f.sessionsDir, PolicyLimit: o.policyLimit,
+		Logger: o.logger, Redact: o.redact,
 		Allow: bot.AllowList{
 			{Platform: "slack", Users: []string{"U1"}},
 			{Platform: "slack", Users: []string{"U2"}, Permissions: []bot.Permission{bot.PermApply}},
@@ -184,7 +189,7 @@ func newOps(t *testing.T, o opsOptions) *opsFixture {
 	if o.test != nil {
 		f.repo = applytest.Repo(t)
 		ap, err := apply.New(applytest.Config(f.repo, o.test...),
-			f.sp, f.db, nil)
+			f.sp, f.db, o.logger)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -434,6 +439,35 @@ func TestApplyFailingTestsReverts(t *testing.T) {
 	}
 	if r := f.cmd(alice, "rollback"); !strings.Contains(r.Text, "no applied preset to roll back") {
 		t.Errorf("a reverted apply can be rolled back: %+v", r)
+	}
+}
+
+// TestApplyLeaksNoSecretToChat: an apply from chat whose test command prints its
+// environment, and a key it found elsewhere, posts neither tunebot's secrets nor their
+// names to the channel or the log.
+func TestApplyLeaksNoSecretToChat(t *testing.T) {
+	const key, token = "sk-planted-deepseek-0123456789", "xoxb-planted-slack-9876543210"
+	t.Setenv("DEEPSEEK_API_KEY", key)
+	t.Setenv("SLACK_BOT_TOKEN", token)
+	leak := filepath.Join(t.TempDir(), "leak")
+	if err := os.WriteFile(leak, []byte("found "+key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	f := newOps(t, opsOptions{test: []string{"sh", "-c", `env; cat "$1"; exit 1`, "sh", leak},
+		logger: slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		redact: secret.Process()})
+	r := f.click(alice, actions(t, f.cmd(alice, "apply "+f.p1.Name))[0].ID)
+	text := cardText(r)
+	if !strings.Contains(text, "was reverted") || !strings.Contains(text, "PATH=") || !strings.Contains(text, "found [redacted]") {
+		t.Fatalf("the failed apply's card does not show the test output, masked:\n%s", text)
+	}
+	for where, s := range map[string]string{"chat": text, "log": logged.String()} {
+		for _, bad := range []string{key, token, "DEEPSEEK_API_KEY", "SLACK_BOT_TOKEN"} {
+			if strings.Contains(s, bad) {
+				t.Errorf("%s shows %s:\n%s", where, bad, s)
+			}
+		}
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"tunebot/session"
@@ -21,19 +20,17 @@ import (
 // anything near this is not one.
 const MaxImportBytes = 64 << 10
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
 // Store is what presets need of tunebot's store.
 type Store interface {
 	session.PresetStore
 	session.AuditLog
 }
 
-// CheckName refuses a preset name outside ^[A-Za-z0-9_.-]{1,64}$, the rule run names
-// follow, because a preset name also names a git branch and a file on export.
+// CheckName refuses a preset name outside session.NamePattern, the rule run names follow,
+// because a preset name also names a git branch, a file on export and a trainer argument.
 func CheckName(name string) error {
-	if !nameRE.MatchString(name) {
-		return session.Userf(nil, "preset name %q is not allowed: use 1–64 letters, digits, '_', '.' or '-'", clip(name, 80))
+	if !session.ValidName(name) {
+		return session.Userf(nil, "preset name %q is not allowed: use 1–64 letters, digits, '_', '.' or '-', starting with a letter or digit", clip(name, 80))
 	}
 	if name == "." || name == ".." {
 		return session.Userf(nil, "preset name %q is not allowed", name)

@@ -157,6 +157,7 @@ func TestImportRefusals(t *testing.T) {
 		{"bad name", "../etc", good, true, []string{`preset name "../etc" is not allowed`}},
 		{"name too long", strings.Repeat("a", 65), good, true, []string{"is not allowed"}},
 		{"empty name", "", good, true, []string{"is not allowed"}},
+		{"name read as a flag", "--help", good, true, []string{`preset name "--help" is not allowed`, "starting with a letter or digit"}},
 		{"malformed", "p1", []byte(`{"weights": {`), false, []string{"malformed JSON"}},
 		{"not numbers", "p1", []byte(`{"weights": {"pose": "1"}, "params": {}, "extra": 1}`), false,
 			[]string{`unknown field "extra"`, "must be a number, got the string"}},

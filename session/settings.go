@@ -70,7 +70,15 @@ func (s *Settings) Normalize() {
 // DefaultPromote is [n, min(4, n), min(2, n)].
 func DefaultPromote(n int) []int { return []int{n, min(4, n), min(2, n)} }
 
-var runNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+// NamePattern is the rule of run and preset names (and the task name). They end up in the
+// trainer's argv, in git branch names and in file names, so the first character is a letter
+// or digit: a leading '-' would read as a flag (docs/design.md §4, §8).
+const NamePattern = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
+
+var nameRE = regexp.MustCompile(NamePattern)
+
+// ValidName reports whether name follows NamePattern.
+func ValidName(name string) bool { return nameRE.MatchString(name) }
 
 // Validate checks every field and names each bad one.
 func (s Settings) Validate() error {
@@ -88,8 +96,8 @@ func (s Settings) Validate() error {
 	if !contains(tasks, s.Task) {
 		bad("task", "%q is not supported (supported: %v)", s.Task, tasks)
 	}
-	if !runNameRE.MatchString(s.RunName) {
-		bad("run_name", "%q must match ^[A-Za-z0-9_.-]{1,64}$", s.RunName)
+	if !ValidName(s.RunName) {
+		bad("run_name", "%q must match %s (1–64 letters, digits, '_', '.' or '-', starting with a letter or digit)", s.RunName, NamePattern)
 	}
 	if len(s.GPUs) == 0 {
 		bad("gpus", "must list at least one GPU")
@@ -164,7 +172,7 @@ func (s Settings) Validate() error {
 	if s.BudgetTokens < 0 {
 		bad("budget_tokens", "%d must be 0 (no cap) or a positive number of tokens", s.BudgetTokens)
 	}
-	if s.Preset != "" && !runNameRE.MatchString(s.Preset) {
+	if s.Preset != "" && !ValidName(s.Preset) {
 		bad("preset", "%q is not a preset name", s.Preset)
 	}
 	if len(probs) > 0 {

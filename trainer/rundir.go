@@ -28,7 +28,9 @@ type seriesReader struct {
 }
 
 func newSeriesReader(dir string, logger *slog.Logger) *seriesReader {
-	return &seriesReader{dir: dir, series: map[string][]session.Point{}, maxStep: -1, warned: map[string]bool{}, logger: logger}
+	s := &seriesReader{dir: dir, series: map[string][]session.Point{}, maxStep: -1, warned: map[string]bool{}, logger: logger}
+	s.r.Logger = logger
+	return s
 }
 
 func (s *seriesReader) read() {

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -446,24 +447,14 @@ func (r *Runner) reapGroup(pgid int, logger *slog.Logger) {
 	}
 }
 
-// secretEnv reports whether an environment variable is one of tunebot's secrets, which
-// the trainer never needs and so never sees.
-func secretEnv(name string) bool {
-	switch name {
-	case "DEEPSEEK_API_KEY", "DISCORD_BOT_TOKEN", "NTFY_TOKEN", "TUNEBOT_WEBHOOK_URL":
-		return true
-	}
-	return strings.HasPrefix(name, "SLACK_")
-}
-
 // childEnv is the parent's environment without secrets, plus the configured extras, plus
 // what the contract sets for every job.
 func childEnv(parent, extra []string, gpus []int) []string {
 	fixed := map[string]string{"CUDA_VISIBLE_DEVICES": gpuList(gpus), "PYTHONUNBUFFERED": "1", "WANDB_MODE": "disabled"}
 	out := make([]string, 0, len(parent)+len(extra)+len(fixed))
-	for _, kv := range slices.Concat(parent, extra) {
+	for _, kv := range secret.Strip(slices.Concat(parent, extra)) {
 		k, _, _ := strings.Cut(kv, "=")
-		if _, ok := fixed[k]; ok || secretEnv(k) {
+		if _, ok := fixed[k]; ok {
 			continue
 		}
 		out = append(out, kv)

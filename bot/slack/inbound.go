@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"time"
 
@@ -489,7 +490,8 @@ func (a *Adapter) submit(ctx context.Context, h *bot.Handler, cb slack.Interacti
 
 // HTTPHandler serves Slack's HTTP requests (slash commands, interactivity and the Events
 // API, on any path) for h. Every request must carry a valid signature made with the
-// signing secret within 5 minutes; anything else gets 401 and changes nothing.
+// signing secret within 5 minutes; anything else gets 401 and changes nothing. A request
+// whose signature was already seen in that window is a replay: acknowledged, not run.
 func (a *Adapter) HTTPHandler(ctx context.Context, h *bot.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost {
@@ -509,6 +511,20 @@ func (a *Adapter) HTTPHandler(ctx context.Context, h *bot.Handler) http.Handler 
 		if err != nil {
 			a.log.Warn("refused an unsigned, stale or forged Slack request", "remote", r.RemoteAddr, "err", err)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
+		// The signature holds for 5 minutes: the same request sent again in that time is a
+		// replay (Slack's own retries are signed anew), acknowledged and dropped like a
+		// retried event.
+		ts, _ := strconv.ParseInt(r.Header.Get("X-Slack-Request-Timestamp"), 10, 64)
+		switch ok, full := a.sigs.admit(r.Header.Get("X-Slack-Signature"), time.Unix(ts, 0), time.Now()); {
+		case full:
+			a.log.Warn("refused a Slack request: too many signed requests in the last 5 minutes to check it is not a replay", "remote", r.RemoteAddr)
+			http.Error(w, "too many requests", http.StatusServiceUnavailable)
+			return
+		case !ok:
+			a.log.Warn("dropped a replayed Slack request (its signature was seen in the last 5 minutes)", "remote", r.RemoteAddr)
+			w.WriteHeader(http.StatusOK)
 			return
 		}
 		a.serveVerified(ctx, h, w, r.Header.Get("Content-Type"), body)

@@ -78,6 +78,8 @@ type Adapter struct {
 	groups   map[string][]string // user ID → group IDs
 	groupsAt time.Time
 	events   map[string]time.Time // Events API event IDs seen, for Slack's retries
+
+	sigs signatures // HTTP mode: request signatures of the replay window
 }
 
 // New checks cfg and returns an adapter; it does not connect.

@@ -363,6 +363,35 @@ func TestHTTPModeVerifiesSignatures(t *testing.T) {
 	}
 }
 
+// TestHTTPModeDropsReplays: the same signed request sent twice within its 5-minute window
+// (captured on the way and replayed) is acknowledged but run once; the same command signed
+// anew is a new request.
+func TestHTTPModeDropsReplays(t *testing.T) {
+	r := newRig(t, slackbot.ModeHTTP)
+	srv := httptest.NewServer(r.ad.HTTPHandler(r.ctx, r.h))
+	defer srv.Close()
+	slash := url.Values{"command": {"/tune"}, "text": {"help"}, "user_id": {"UANY"}, "channel_id": {"CTUNE"}, "response_url": {r.fake.ResponseURL()}}.Encode()
+	now := time.Now()
+	signed := slacktest.Sign("s3cret", []byte(slash), now)
+	for i, h := range []http.Header{signed, signed, slacktest.Sign("s3cret", []byte(slash), now.Add(-time.Second))} {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/slack", strings.NewReader(slash))
+		req.Header = h.Clone()
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusOK {
+			t.Fatalf("request %d: status %d", i, res.StatusCode)
+		}
+	}
+	r.ad.Wait()
+	if n := len(r.fake.Snapshot().Responses); n != 2 {
+		t.Errorf("%d answers, want 2: the replay must not run", n)
+	}
+}
+
 // TestClicksAreCheckedAgainstUsersAndGroups: a stranger's click is refused privately and
 // audited; a member of an allowed user group gets past the allow-list.
 func TestClicksAreCheckedAgainstUsersAndGroups(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
 	"tunebot/trainer"
@@ -27,8 +28,10 @@ type app struct {
 	actions actionLog
 }
 
-// newLogger builds the slog logger the config asks for, writing to w.
+// newLogger builds the slog logger the config asks for, writing to w with tunebot's
+// secrets redacted from every line.
 func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+	w = secret.Process().Writer(w)
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.Level))
 	opts := &slog.HandlerOptions{Level: lvl}
@@ -72,7 +75,7 @@ func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger,
 		return nil, nil, fmt.Errorf("data_dir %s is not writable: %w", dataDir, err)
 	}
 	file := newLogger(c, f).Handler()
-	term := slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})
+	term := slog.NewTextHandler(secret.Process().Writer(stderr), &slog.HandlerOptions{Level: slog.LevelWarn})
 	return slog.New(slog.NewMultiHandler(file, term)), func() { f.Close() }, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"tunebot/bot/console"
 	"tunebot/bot/notify"
 	"tunebot/schedule"
+	"tunebot/secret"
 	"tunebot/service"
 	"tunebot/session"
 	"tunebot/store"
@@ -130,6 +131,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		Engine: eng, Store: a.actions, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
 		Charts: charts, Agent: d.agentTest, Logger: d.log,
 		Applier: applier, Scheduler: d.scheduler, Gate: &d.gate, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
+		Redact: secret.Process(), ReadLimit: d.cfg.Chat.ReadLimit,
 		// Platforms allow 3 s; a modal must be the first answer to a click, so leave the
 		// adapters room to send it after the handler's answer.
 		AckWithin: 1500 * time.Millisecond,
@@ -239,7 +241,7 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier
 		}
 	}
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
-		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log,
+		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log, Redact: secret.Process(),
 		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Mentions: mentions, Logger: d.log},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {

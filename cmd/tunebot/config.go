@@ -19,6 +19,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"tunebot/apply"
+	"tunebot/bot"
 	"tunebot/schedule"
 	"tunebot/service"
 	"tunebot/session"
@@ -90,6 +91,9 @@ type ChatConfig struct {
 	Webhook WebhookConfig `yaml:"webhook"`
 	// Expire is how long an undelivered chat message is kept before it is dropped.
 	Expire time.Duration `yaml:"expire"`
+	// ReadLimit bounds each person's read commands and agent calls (default 10 at once,
+	// then one every 6 s).
+	ReadLimit bot.RateLimit `yaml:"read_limit"`
 }
 
 // NtfyConfig pushes to an ntfy topic (token from NTFY_TOKEN, if the topic needs one).
@@ -624,6 +628,9 @@ func (c *Config) validate() error {
 	}
 	if c.Advisor.StallAfter < 1 {
 		probs = append(probs, "advisor.stall_after: must be at least 1")
+	}
+	if err := c.Chat.ReadLimit.Check(); err != nil {
+		probs = append(probs, "chat.read_limit: "+err.Error())
 	}
 	if len(probs) > 0 {
 		return &session.InvalidError{What: "config invalid", Problems: probs}

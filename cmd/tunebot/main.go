@@ -10,6 +10,8 @@ import (
 	"os/signal"
 	"sort"
 	"syscall"
+
+	"tunebot/secret"
 )
 
 // env is what a subcommand may touch of the outside world, so tests can run commands
@@ -39,9 +41,17 @@ func register(name, summary string, run func(ctx context.Context, e *env, args [
 func main() { os.Exit(run()) }
 
 func run() int {
+	// Before anything reads a secret: other processes of this user, the trainer among
+	// them, must not read them from /proc (docs/design.md §4).
+	if err := protectProcess(); err != nil {
+		fmt.Fprintf(os.Stderr, "tunebot: cannot keep its secrets from other processes of this user: %v\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return dispatch(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, os.Args[1:])
+	// Secrets come from the environment or, under systemd's LoadCredential=, from files.
+	getenv := secret.WithCredentials(os.Getenv, os.Getenv("CREDENTIALS_DIRECTORY"))
+	return dispatch(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: getenv}, os.Args[1:])
 }
 
 func dispatch(ctx context.Context, e *env, args []string) int {

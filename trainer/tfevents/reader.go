@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -23,6 +24,12 @@ const (
 	footerSize = 4  // masked CRC of the data
 	chunkSize  = 1 << 20
 	minChunk   = 64 << 10
+
+	// MaxRecord caps the data of one record. A length field passes its own CRC whatever it
+	// says, so without a cap one crafted or damaged record could make the reader allocate
+	// up to 2 GiB; a real scalar event is well under a kilobyte, a histogram or image a few
+	// megabytes. A longer record is skipped unread, with a warning.
+	MaxRecord = 64 << 20
 )
 
 // CorruptError reports a complete record that fails its CRC or does not decode. TFRecord
@@ -51,6 +58,10 @@ type Scalar struct {
 // A torn or still-growing last record is left for the next call. The zero value is ready to
 // use; a Reader is safe for concurrent use (calls are serialised).
 type Reader struct {
+	// Logger receives the warning for each record longer than MaxRecord that is skipped;
+	// nil: the skip is not logged.
+	Logger *slog.Logger
+
 	mu      sync.Mutex
 	offsets map[string]int64
 	bufs    [3][]byte         // read buffers, passed between the two stages of scanFrom
@@ -294,6 +305,7 @@ func (r *Reader) scanSized(path string, sized func(int64), emit emitFunc) error 
 type chunk struct {
 	buf           []byte
 	used, checked int
+	skip          int64 // an over-long record right after the used bytes, skipped unread
 	err           error
 }
 
@@ -333,6 +345,12 @@ func (r *Reader) scanFrom(f *os.File, path string, pos int64, emit emitFunc) (in
 				close(stop)
 			case c.err != nil:
 				err = c.err
+			case c.skip > 0:
+				if r.Logger != nil {
+					r.Logger.Warn("skipping an event record longer than the cap", "file", path, "offset", pos,
+						"bytes", c.skip-headerSize-footerSize, "cap", MaxRecord)
+				}
+				pos += c.skip
 			}
 		}
 		free <- c.buf // never blocks: free holds every buffer there is
@@ -377,6 +395,30 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 			send(chunk{buf: buf, used: used, checked: checked, err: &CorruptError{Path: path, Offset: pos + int64(used), Reason: err.Error()}})
 			return
 		}
+		if need > headerSize+MaxRecord+footerSize {
+			// An over-long record starts at used: skip it once the file holds all of it
+			// (until then it may still be being written, like any torn tail).
+			end := pos + int64(used) + int64(need)
+			st, serr := f.Stat()
+			if serr != nil {
+				send(chunk{buf: buf, used: used, checked: checked, err: fmt.Errorf("reading events: %w", serr)})
+				return
+			}
+			if st.Size() < end {
+				send(chunk{buf: buf, used: used, checked: checked})
+				return
+			}
+			if !send(chunk{buf: buf, used: used, checked: checked, skip: int64(need)}) {
+				return
+			}
+			pos, n = end, 0
+			select {
+			case buf = <-free:
+			case <-stop:
+				return
+			}
+			continue
+		}
 		if rerr == io.EOF || m == 0 {
 			send(chunk{buf: buf, used: used, checked: checked})
 			return
@@ -410,7 +452,7 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 // checkRecords checks the length CRCs of the complete records at the start of b, and the
 // data CRCs of those that start before checkBelow. It returns the bytes the complete
 // records span, the bytes whose data CRCs it checked, and, when it stops at an incomplete
-// record, the size that record needs.
+// record or at one longer than MaxRecord, the size that record needs.
 func checkRecords(b []byte, checkBelow int) (used, checked, need int, err error) {
 	for {
 		rest := b[used:]
@@ -425,7 +467,7 @@ func checkRecords(b []byte, checkBelow int) (used, checked, need int, err error)
 			return used, checked, 0, fmt.Errorf("record length %d is implausible", length)
 		}
 		total := headerSize + int(length) + footerSize
-		if len(rest) < total {
+		if len(rest) < total || length > MaxRecord {
 			return used, checked, total, nil
 		}
 		if used < checkBelow {

@@ -3,11 +3,14 @@ package tfevents_test
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
+	"log/slog"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -673,5 +676,91 @@ func TestRecordLargerThanBuffer(t *testing.T) {
 		if !cmp.Equal(want, got) {
 			t.Errorf("cut at %d of %d: got %d tags, want the 3 points once each", cut, len(full), len(got))
 		}
+	}
+}
+
+// TestOverLongRecordIsSkipped: a record whose length passes its CRC but exceeds MaxRecord
+// is neither read into memory nor taken as corruption: while the file does not hold all of
+// it the read stops before it (it may still be being written); once it does, it is skipped
+// with a warning and the records after it are read.
+func TestOverLongRecordIsSkipped(t *testing.T) {
+	dir := t.TempDir()
+	scalarFile := func(name, tag string, step int64) []byte {
+		p := filepath.Join(dir, name)
+		w, err := tfevents.Create(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Scalar(tag, step, float64(step), time.Unix(0, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	before, after := scalarFile("a", "before", 1), scalarFile("b", "after", 2)
+	const length = tfevents.MaxRecord + 1
+	header := binary.LittleEndian.AppendUint64(nil, length) // and its masked CRC: a valid length
+	c := crc32.Checksum(header, crc32.MakeTable(crc32.Castagnoli))
+	header = binary.LittleEndian.AppendUint32(header, (c>>15|c<<17)+0xa282ead8)
+
+	path := filepath.Join(dir, "events.out.tfevents.long")
+	if err := os.WriteFile(path, append(append([]byte(nil), before...), header...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var logged strings.Builder
+	r := tfevents.Reader{Logger: slog.New(slog.NewTextHandler(&logged, nil))}
+	read := func(what string) map[string][]session.Point {
+		t.Helper()
+		var ms0, ms1 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
+		got, err := r.ReadFile(path)
+		runtime.ReadMemStats(&ms1)
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if alloc := ms1.TotalAlloc - ms0.TotalAlloc; alloc > tfevents.MaxRecord/4 {
+			t.Errorf("%s allocated %d bytes: the long record must not be read", what, alloc)
+		}
+		return got
+	}
+
+	got := read("read with the long record's header only")
+	if diff := cmp.Diff(map[string][]session.Point{"before": {{Step: 1, Value: 1}}}, got); diff != "" {
+		t.Errorf("first read (-want +got):\n%s", diff)
+	}
+	if r.Offset(path) != int64(len(before)) {
+		t.Errorf("offset %d, want %d (the long record's start)", r.Offset(path), len(before))
+	}
+
+	// The rest of the long record (sparse: no 64 MiB written), then a good record.
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := int64(len(before)) + 12 + length + 4
+	if err := f.Truncate(end); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(after, end); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got = read("read past the long record")
+	if diff := cmp.Diff(map[string][]session.Point{"after": {{Step: 2, Value: 2}}}, got); diff != "" {
+		t.Errorf("second read (-want +got):\n%s", diff)
+	}
+	if want := end + int64(len(after)); r.Offset(path) != want {
+		t.Errorf("offset %d, want %d (the end of the file)", r.Offset(path), want)
+	}
+	if !strings.Contains(logged.String(), "skipping an event record longer than the cap") || !strings.Contains(logged.String(), fmt.Sprint(len(before))) {
+		t.Errorf("warning logged: %q", logged.String())
 	}
 }

@@ -1,0 +1,129 @@
+// Package secret knows which of tunebot's environment variables are secrets. It keeps them
+// out of the environment of every subprocess tunebot starts (trainer, apply's test command
+// and git with its hooks) and redacts their values from text bound for chat or a log: a
+// child that finds a key some other way and prints it still does not publish it.
+package secret
+
+import (
+	"cmp"
+	"encoding/json"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Names are the secret variables tunebot reads (README: "Secrets come from the
+// environment only"). IsEnv also counts every SLACK_* variable.
+var Names = []string{
+	"DEEPSEEK_API_KEY", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET",
+	"DISCORD_BOT_TOKEN", "NTFY_TOKEN", "TUNEBOT_WEBHOOK_URL",
+}
+
+// IsEnv reports whether an environment variable is one of tunebot's secrets, which no
+// subprocess needs and so none sees.
+func IsEnv(name string) bool {
+	return slices.Contains(Names, name) || strings.HasPrefix(name, "SLACK_")
+}
+
+// Strip returns environ ("NAME=value" entries) without tunebot's secrets.
+func Strip(environ []string) []string {
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if k, _, _ := strings.Cut(kv, "="); !IsEnv(k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Values returns the values of the secret variables in environ.
+func Values(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok && IsEnv(k) && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// MinLen is the shortest value redacted: a real token or URL is far longer, and hiding
+// every "1" or "true" in a text would garble it without protecting anything.
+const MinLen = 8
+
+// Mask replaces a secret value in redacted text.
+const Mask = "[redacted]"
+
+// Redactor replaces secret values in text. The zero value and nil redact nothing.
+type Redactor struct {
+	r *strings.Replacer
+}
+
+// NewRedactor returns a redactor of values (those shorter than MinLen are ignored). Each
+// value is also redacted as JSON and Go quoting would escape it, so a log handler that
+// quotes an attribute does not let it through.
+func NewRedactor(values ...string) *Redactor {
+	var forms []string
+	for _, v := range values {
+		if len(v) < MinLen {
+			continue
+		}
+		forms = append(forms, v)
+		if j, err := json.Marshal(v); err == nil {
+			forms = append(forms, string(j[1:len(j)-1]))
+		}
+		q := strconv.Quote(v)
+		forms = append(forms, q[1:len(q)-1])
+	}
+	if len(forms) == 0 {
+		return &Redactor{}
+	}
+	// Longest first, so that a secret containing another is masked whole.
+	slices.SortFunc(forms, func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
+	forms = slices.Compact(forms)
+	pairs := make([]string, 0, 2*len(forms))
+	for _, f := range forms {
+		pairs = append(pairs, f, Mask)
+	}
+	return &Redactor{r: strings.NewReplacer(pairs...)}
+}
+
+// Process returns the redactor of this process's secrets: those in its environment and
+// its systemd credentials ($CREDENTIALS_DIRECTORY), the only places they come from.
+func Process() *Redactor {
+	return NewRedactor(append(Values(os.Environ()), CredentialValues(os.Getenv("CREDENTIALS_DIRECTORY"))...)...)
+}
+
+// String returns s with every secret value replaced by Mask.
+func (x *Redactor) String(s string) string {
+	if x == nil || x.r == nil {
+		return s
+	}
+	return x.r.Replace(s)
+}
+
+// Writer returns a writer that redacts each Write before passing it to w. A log handler
+// writes each record in one call, so a secret is never split between two writes.
+func (x *Redactor) Writer(w io.Writer) io.Writer {
+	if x == nil || x.r == nil {
+		return w
+	}
+	return redactingWriter{w: w, x: x}
+}
+
+type redactingWriter struct {
+	w io.Writer
+	x *Redactor
+}
+
+func (rw redactingWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(rw.w, rw.x.String(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// Active reports whether x has any value to redact.
+func (x *Redactor) Active() bool { return x != nil && x.r != nil }

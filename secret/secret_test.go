@@ -1,0 +1,90 @@
+package secret_test
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"tunebot/secret"
+)
+
+func TestStripAndValues(t *testing.T) {
+	env := []string{"PATH=/bin", "DEEPSEEK_API_KEY=sk-1234567890", "SLACK_SOMETHING_NEW=abc", "NTFY_TOKEN=", "HOME=/root",
+		"TUNEBOT_WEBHOOK_URL=https://hooks.example/T0/B0/xyz", "DISCORD_BOT_TOKEN=dtok", "DEEPSEEK_BASE=x"}
+	if diff := cmp.Diff([]string{"PATH=/bin", "HOME=/root", "DEEPSEEK_BASE=x"}, secret.Strip(env)); diff != "" {
+		t.Errorf("Strip (-want +got):\n%s", diff)
+	}
+	want := []string{"sk-1234567890", "abc", "https://hooks.example/T0/B0/xyz", "dtok"}
+	if diff := cmp.Diff(want, secret.Values(env)); diff != "" {
+		t.Errorf("Values (-want +got):\n%s", diff)
+	}
+}
+
+func TestRedactor(t *testing.T) {
+	const key = "sk-abc123456789"
+	const url = `https://hooks.example/T0/B0/x"y\z`
+	x := secret.NewRedactor(key, url, "short", key+"-longer")
+	for _, tc := range []struct{ in, want string }{
+		{"key " + key + " end", "key [redacted] end"},
+		{"both " + key + "-longer", "both [redacted]"}, // the longer secret masked whole
+		{"posting to " + url, "posting to [redacted]"},
+		{"short is too short to be a secret", "short is too short to be a secret"},
+		{"nothing here", "nothing here"},
+	} {
+		if got := x.String(tc.in); got != tc.want {
+			t.Errorf("String(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	var nilx *secret.Redactor
+	if nilx.String(key) != key || nilx.Active() || secret.NewRedactor().Active() || !x.Active() {
+		t.Error("a nil or empty redactor must redact nothing and say so")
+	}
+
+	// Log handlers quote and escape attribute values: the escaped forms are masked too.
+	for name, h := range map[string]func(*strings.Builder) slog.Handler{
+		"text": func(b *strings.Builder) slog.Handler { return slog.NewTextHandler(x.Writer(b), nil) },
+		"json": func(b *strings.Builder) slog.Handler { return slog.NewJSONHandler(x.Writer(b), nil) },
+	} {
+		var b strings.Builder
+		slog.New(h(&b)).Info("calling "+url, "err", "401 for key "+key, "url", url)
+		out := b.String()
+		if strings.Contains(out, "sk-abc") || strings.Contains(out, "hooks.example") || strings.Count(out, secret.Mask) != 3 {
+			t.Errorf("%s log line not redacted: %s", name, out)
+		}
+		if name == "json" && !json.Valid([]byte(out)) {
+			t.Errorf("redacted JSON line is not JSON: %s", out)
+		}
+	}
+}
+
+func TestWithCredentials(t *testing.T) {
+	dir := t.TempDir()
+	for name, v := range map[string]string{"DEEPSEEK_API_KEY": "sk-from-credential\n", "SLACK_BOT_TOKEN": "xoxb-from-credential", "HOME": "/not/a/secret"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := map[string]string{"SLACK_BOT_TOKEN": "xoxb-from-env"}
+	getenv := secret.WithCredentials(func(k string) string { return env[k] }, dir)
+	for name, want := range map[string]string{
+		"DEEPSEEK_API_KEY": "sk-from-credential", // the file, its newline dropped
+		"SLACK_BOT_TOKEN":  "xoxb-from-env",      // the environment wins
+		"NTFY_TOKEN":       "",                   // neither
+		"HOME":             "",                   // not a secret: never read from the directory
+	} {
+		if got := getenv(name); got != want {
+			t.Errorf("getenv(%s) = %q, want %q", name, got, want)
+		}
+	}
+	if diff := cmp.Diff([]string{"sk-from-credential", "xoxb-from-credential"}, secret.CredentialValues(dir)); diff != "" {
+		t.Errorf("CredentialValues (-want +got):\n%s", diff)
+	}
+	if secret.CredentialValues("") != nil || secret.WithCredentials(func(string) string { return "x" }, "")("NTFY_TOKEN") != "x" {
+		t.Error("no directory: nothing read, the environment as it is")
+	}
+}
