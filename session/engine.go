@@ -49,6 +49,10 @@ type Engine struct {
 	closed  bool
 
 	notifyDone chan struct{}
+
+	// beforeWorkerExit, set only by tests, runs when a worker has finished its steps and is
+	// about to unregister: the window a decision must not get lost in.
+	beforeWorkerExit func(id string)
 }
 
 type worker struct {
@@ -57,6 +61,11 @@ type worker struct {
 	// stopState is the state a cancelled worker leaves behind: cancelled, or interrupted
 	// when tunebot itself is shutting down.
 	stopState State
+	// again is set by every wake-up (a decision, a resume) that finds the worker already
+	// registered. The worker clears it before each step's snapshot and checks it under
+	// e.mu before it unregisters, so a wake-up that came after its last snapshot makes it
+	// step again instead of being lost.
+	again bool
 }
 
 // NewEngine checks cfg and starts the notification dispatcher.
@@ -545,10 +554,14 @@ func (e *Engine) lookupErr(id string, err error) error {
 	return err
 }
 
-// ensureWorker starts the session's worker unless one runs.
+// ensureWorker starts the session's worker unless one runs; a running one is told to step
+// again before it leaves (docs/design.md §1: a decision is never lost).
 func (e *Engine) ensureWorker(id string) {
 	e.mu.Lock()
-	if _, ok := e.workers[id]; ok || e.closed {
+	if w, ok := e.workers[id]; ok || e.closed {
+		if ok {
+			w.again = true
+		}
 		e.mu.Unlock()
 		return
 	}
@@ -559,13 +572,23 @@ func (e *Engine) ensureWorker(id string) {
 	e.bump()
 	go func() {
 		defer func() {
-			e.mu.Lock()
-			delete(e.workers, id)
-			e.mu.Unlock()
 			close(w.done)
 			e.bump()
 		}()
-		e.work(ctx, id, w)
+		for {
+			e.work(ctx, id, w)
+			if e.beforeWorkerExit != nil {
+				e.beforeWorkerExit(id)
+			}
+			e.mu.Lock()
+			if w.again && ctx.Err() == nil && !e.closed {
+				e.mu.Unlock()
+				continue
+			}
+			delete(e.workers, id)
+			e.mu.Unlock()
+			return
+		}
 	}()
 }
 
@@ -594,6 +617,9 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		}
 	}()
 	for {
+		e.mu.Lock()
+		w.again = false
+		e.mu.Unlock()
 		more, err := e.step(ctx, id, log)
 		if ctx.Err() != nil {
 			e.mu.Lock()
