@@ -364,6 +364,10 @@ const (
 	ActionEdit    = "edit"
 )
 
+// PausedApprovalNote follows an approval recorded while its session is paused: the
+// proposal waits, approved, and runs once someone resumes the session.
+const PausedApprovalNote = "the session is paused: `resume` to run it"
+
 // MaxFeedback caps rejection feedback, which goes verbatim into the advisor's prompt.
 const MaxFeedback = 2000
 
@@ -450,7 +454,14 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		return p, e.lookupErr(id, err)
 	}
 	e.audit(ctx, s.ID, "decision", d.By, map[string]any{"proposal": p.ID, "seq": p.Seq, "action": d.Action, "feedback": d.Feedback, "edited": p.Decision.Edited})
-	e.notify(Event{Kind: EventDecision, Session: s, Proposal: &p, Text: fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(&p), d.By)})
+	if now, err := e.cfg.Store.Session(ctx, s.ID); err == nil {
+		s = now // a pause may have come in since the first read
+	}
+	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(&p), d.By)
+	if s.State == StatePaused && p.State == ProposalApproved {
+		text += "; " + PausedApprovalNote
+	}
+	e.notify(Event{Kind: EventDecision, Session: s, Proposal: &p, Text: text})
 	if s.State != StatePaused {
 		e.ensureWorker(s.ID)
 	}

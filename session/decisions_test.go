@@ -236,3 +236,67 @@ func TestDecisionsRacingWorkerExitsAreNeverLost(t *testing.T) {
 		}
 	}
 }
+
+// decisionTexts keeps the text of every decision event.
+type decisionTexts struct {
+	mu    sync.Mutex
+	texts []string
+}
+
+func (d *decisionTexts) Notify(ctx context.Context, e session.Event) {
+	if e.Kind == session.EventDecision {
+		d.mu.Lock()
+		d.texts = append(d.texts, e.Text)
+		d.mu.Unlock()
+	}
+}
+
+// An approval given while the session is paused is kept, the answer says how to run it, and
+// resume runs it.
+func TestApprovalWhilePausedRunsOnResume(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	texts := &decisionTexts{}
+	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: h.tr, Advisor: h.adv,
+		Notifier: texts, Space: session.DefaultSpace(), SessionsDir: h.dir + "/sessions"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := eng.Start(ctx, settings(session.ModeApproval), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, err = eng.Wait(ctx, s.ID); err != nil || s.State != session.StateAwaitingApproval {
+		t.Fatalf("session %s, %v; want awaiting_approval", s.State, err)
+	}
+	if _, err := eng.Pause(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	p, err := eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: console})
+	if err != nil || p.State != session.ProposalApproved {
+		t.Fatalf("approval while paused: %s, %v", p.State, err)
+	}
+	if s, err = eng.Wait(ctx, s.ID); err != nil || s.State != session.StatePaused || len(h.trials(s.ID)) != 1 {
+		t.Fatalf("after the approval: session %s with %d trials (%v); want paused, nothing run", s.State, len(h.trials(s.ID)), err)
+	}
+	if _, err := eng.Resume(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	if s, err = eng.Wait(ctx, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := h.db.Proposals(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials := h.trials(s.ID)
+	if s.State != session.StateAwaitingApproval || ps[0].State != session.ProposalUsed || len(trials) != 2 ||
+		trials[1].ProposalID != p.ID || trials[1].State != session.TrialCompleted {
+		t.Fatalf("after resume: session %s, proposals %v, %d trials; want the approved proposal run as trial 1", s.State, proposalStates(ps), len(trials))
+	}
+	eng.Shutdown(ctx) // delivers the queued events
+	want := "proposal 1 approved by " + console.String() + "; the session is paused: `resume` to run it"
+	if len(texts.texts) != 1 || texts.texts[0] != want {
+		t.Fatalf("decision announcements %q, want [%q]", texts.texts, want)
+	}
+}
