@@ -3,11 +3,13 @@ package session_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
 
 	"tunebot/session"
+	"tunebot/store"
 )
 
 // A decision or a resume that lands while the session's worker has read its last snapshot
@@ -176,8 +178,15 @@ func (d *decisionSignals) next(t *testing.T, eng *session.Engine, db session.Sto
 func TestDecisionsRacingWorkerExitsAreNeverLost(t *testing.T) {
 	const decisions, perSession = 1000, 50
 	h := newHarness(t, t.TempDir())
+	// Its own store, without an fsync per commit: the race is in memory, not on the disk.
+	db, err := store.Open(filepath.Join(h.dir, "race.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	h.db = db
 	sig := &decisionSignals{ready: make(chan session.Proposal, 4), done: map[string]chan struct{}{}}
-	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: h.tr, Advisor: h.adv,
+	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{db}, Trainer: h.tr, Advisor: h.adv,
 		Notifier: sig, Space: session.DefaultSpace(), SessionsDir: h.dir + "/sessions"})
 	if err != nil {
 		t.Fatal(err)
@@ -186,7 +195,7 @@ func TestDecisionsRacingWorkerExitsAreNeverLost(t *testing.T) {
 	t.Cleanup(func() { eng.Shutdown(context.Background()) })
 	t.Cleanup(func() { close(stop) }) // runs first: no hook waits through the shutdown
 	var exits sync.Mutex
-	exit := 0
+	exit, held := 0, 0
 	session.SetBeforeWorkerExit(eng, func(id string) {
 		exits.Lock()
 		exit++
@@ -198,6 +207,9 @@ func TestDecisionsRacingWorkerExitsAreNeverLost(t *testing.T) {
 		}
 		select {
 		case <-sig.signal(ps[len(ps)-1].ID):
+			exits.Lock()
+			held++
+			exits.Unlock()
 		case <-sig.signal(id):
 		case <-stop:
 		}
@@ -235,6 +247,9 @@ func TestDecisionsRacingWorkerExitsAreNeverLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	exits.Lock()
+	t.Logf("%d decisions; %d worker exits, %d of them held until their decision was recorded", decisions, exit, held)
+	exits.Unlock()
 }
 
 // decisionTexts keeps the text of every decision event.

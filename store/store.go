@@ -41,6 +41,9 @@ type Options struct {
 	// ReadOnly opens an existing file for reading only (backup, doctor). bbolt then takes a
 	// shared lock, which a running daemon's exclusive lock still refuses.
 	ReadOnly bool
+	// NoSync skips the fsync of every commit: for tests that race thousands of writes,
+	// never for a real data file, which a crash could then lose or damage.
+	NoSync bool
 }
 
 // DB is tunebot's store. It is safe for concurrent use.
@@ -115,6 +118,7 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening data file %s: %w", path, err)
 	}
+	bdb.NoSync = opts.NoSync
 	if err := check(bdb, path); err != nil {
 		bdb.Close()
 		return nil, err
