@@ -98,7 +98,7 @@ func backup(ctx context.Context, cfg Config, dst string) (int64, error) {
 		return 0, err
 	}
 	token, terr := os.ReadFile(backupTokenPath(cfg.DataDir))
-	if terr != nil {
+	if terr != nil && !cfg.Service.Off() { // with the service off, FetchBackup says so
 		return 0, fmt.Errorf("a running tunebot holds %s but has left no backup token (%w): stop it to take a backup", src, terr)
 	}
 	n, err := store.WriteBackup(dst, func(w io.Writer) error {

@@ -124,11 +124,20 @@ func TestBackupWithoutDaemon(t *testing.T) {
 	if got := sessionIDs(t, dst); !slices.Equal(got, ids) {
 		t.Fatalf("sessions in the backup %v, want %v", got, ids)
 	}
+	// A data file held by another process (a daemon) without a way to ask it for the copy.
+	held, err := openStore(Config{DataDir: data})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
 	for _, tc := range []struct {
 		args []string
 		code int
 		want string
 	}{
+		{[]string{"backup", "--config", writeConfig(t, t.TempDir(), "data_dir: "+data+"\nservice: {addr: \"off\"}\n"), dst}, 1,
+			"a running tunebot holds " + filepath.Join(data, "tunebot.db") + ", and its service is off (service.addr: off)"},
+		{[]string{"backup", "--config", cfg, dst}, 1, "has left no backup token"},
 		{[]string{"backup", "--config", cfg}, 2, "usage: tunebot backup PATH"},
 		{[]string{"backup", "--config", cfg, filepath.Join(data, "tunebot.db")}, 1, "is the data file itself"},
 		{[]string{"backup", "--config", writeConfig(t, t.TempDir(), "data_dir: "+filepath.Join(dir, "none")+"\n"), dst}, 1, "no data file at"},
