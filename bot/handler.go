@@ -489,7 +489,14 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 	if err != nil {
 		return h.engineError(err, log)
 	}
-	return Reply{Text: fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(p), by)}
+	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(p), by)
+	if p.State == session.ProposalApproved {
+		// Recorded, but a paused session runs nothing until someone resumes it.
+		if now, err := h.cfg.Store.Session(ctx, s.ID); err == nil && now.State == session.StatePaused {
+			text += "; " + session.PausedApprovalNote
+		}
+	}
+	return Reply{Text: text}
 }
 
 // session finds the session an interaction is about: the thread's, else the active one,

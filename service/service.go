@@ -114,6 +114,10 @@ type Source interface {
 
 // Handler serves /healthz and /metrics from src.
 func Handler(src Source, version string, logger *slog.Logger) http.Handler {
+	return newMux(src, version, logger)
+}
+
+func newMux(src Source, version string, logger *slog.Logger) *http.ServeMux {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -172,9 +176,13 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 // Server runs the handler on the configured address.
 type Server struct {
 	addr string
+	mux  *http.ServeMux
 	srv  *http.Server
 	log  *slog.Logger
 }
+
+// Handle adds a route, such as BackupPath, before Serve.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // New checks cfg and returns a Server for src.
 func New(cfg Config, src Source, version string, logger *slog.Logger) (*Server, error) {
@@ -185,8 +193,9 @@ func New(cfg Config, src Source, version string, logger *slog.Logger) (*Server, 
 	if err := CheckAddr(addr, cfg.AllowRemote); err != nil {
 		return nil, err
 	}
-	return &Server{addr: addr, log: logger, srv: &http.Server{
-		Handler: Handler(src, version, logger), ReadHeaderTimeout: 5 * time.Second,
+	mux := newMux(src, version, logger)
+	return &Server{addr: addr, log: logger, mux: mux, srv: &http.Server{
+		Handler: mux, ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
 	}}, nil
 }

@@ -49,6 +49,10 @@ type Engine struct {
 	closed  bool
 
 	notifyDone chan struct{}
+
+	// beforeWorkerExit, set only by tests, runs when a worker has finished its steps and is
+	// about to unregister: the window a decision must not get lost in.
+	beforeWorkerExit func(id string)
 }
 
 type worker struct {
@@ -57,6 +61,11 @@ type worker struct {
 	// stopState is the state a cancelled worker leaves behind: cancelled, or interrupted
 	// when tunebot itself is shutting down.
 	stopState State
+	// again is set by every wake-up (a decision, a resume) that finds the worker already
+	// registered. The worker clears it before each step's snapshot and checks it under
+	// e.mu before it unregisters, so a wake-up that came after its last snapshot makes it
+	// step again instead of being lost.
+	again bool
 }
 
 // NewEngine checks cfg and starts the notification dispatcher.
@@ -355,6 +364,10 @@ const (
 	ActionEdit    = "edit"
 )
 
+// PausedApprovalNote follows an approval recorded while its session is paused: the
+// proposal waits, approved, and runs once someone resumes the session.
+const PausedApprovalNote = "the session is paused: `resume` to run it"
+
 // MaxFeedback caps rejection feedback, which goes verbatim into the advisor's prompt.
 const MaxFeedback = 2000
 
@@ -441,7 +454,14 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		return p, e.lookupErr(id, err)
 	}
 	e.audit(ctx, s.ID, "decision", d.By, map[string]any{"proposal": p.ID, "seq": p.Seq, "action": d.Action, "feedback": d.Feedback, "edited": p.Decision.Edited})
-	e.notify(Event{Kind: EventDecision, Session: s, Proposal: &p, Text: fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(&p), d.By)})
+	if now, err := e.cfg.Store.Session(ctx, s.ID); err == nil {
+		s = now // a pause may have come in since the first read
+	}
+	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(&p), d.By)
+	if s.State == StatePaused && p.State == ProposalApproved {
+		text += "; " + PausedApprovalNote
+	}
+	e.notify(Event{Kind: EventDecision, Session: s, Proposal: &p, Text: text})
 	if s.State != StatePaused {
 		e.ensureWorker(s.ID)
 	}
@@ -545,10 +565,14 @@ func (e *Engine) lookupErr(id string, err error) error {
 	return err
 }
 
-// ensureWorker starts the session's worker unless one runs.
+// ensureWorker starts the session's worker unless one runs; a running one is told to step
+// again before it leaves (docs/design.md §1: a decision is never lost).
 func (e *Engine) ensureWorker(id string) {
 	e.mu.Lock()
-	if _, ok := e.workers[id]; ok || e.closed {
+	if w, ok := e.workers[id]; ok || e.closed {
+		if ok {
+			w.again = true
+		}
 		e.mu.Unlock()
 		return
 	}
@@ -559,13 +583,23 @@ func (e *Engine) ensureWorker(id string) {
 	e.bump()
 	go func() {
 		defer func() {
-			e.mu.Lock()
-			delete(e.workers, id)
-			e.mu.Unlock()
 			close(w.done)
 			e.bump()
 		}()
-		e.work(ctx, id, w)
+		for {
+			e.work(ctx, id, w)
+			if e.beforeWorkerExit != nil {
+				e.beforeWorkerExit(id)
+			}
+			e.mu.Lock()
+			if w.again && ctx.Err() == nil && !e.closed {
+				e.mu.Unlock()
+				continue
+			}
+			delete(e.workers, id)
+			e.mu.Unlock()
+			return
+		}
 	}()
 }
 
@@ -594,6 +628,9 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		}
 	}()
 	for {
+		e.mu.Lock()
+		w.again = false
+		e.mu.Unlock()
 		more, err := e.step(ctx, id, log)
 		if ctx.Err() != nil {
 			e.mu.Lock()

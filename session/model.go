@@ -265,6 +265,8 @@ var (
 	ErrBusy     = errors.New("busy")
 	ErrConflict = errors.New("conflict")
 	ErrLocked   = errors.New("locked by another process")
+	// ErrDamaged marks a data file that fails its consistency check.
+	ErrDamaged = errors.New("damaged")
 	// ErrCheckoutBusy is ErrBusy because an apply or rollback holds the trainer checkout.
 	ErrCheckoutBusy = fmt.Errorf("%w: the trainer checkout is being changed", ErrBusy)
 )

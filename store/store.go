@@ -38,6 +38,12 @@ type Options struct {
 	// OutboxLease is how long an item returned by Due stays claimed by its sender before
 	// Due offers it again (default 2 minutes); Delivered and Retry end the claim earlier.
 	OutboxLease time.Duration
+	// ReadOnly opens an existing file for reading only (backup, doctor). bbolt then takes a
+	// shared lock, which a running daemon's exclusive lock still refuses.
+	ReadOnly bool
+	// NoSync skips the fsync of every commit: for tests that race thousands of writes,
+	// never for a real data file, which a crash could then lose or damage.
+	NoSync bool
 }
 
 // DB is tunebot's store. It is safe for concurrent use.
@@ -81,8 +87,9 @@ var topBuckets = [][]byte{
 	bucketSchedules,
 }
 
-// Open opens or creates the data file at path, creating its directory when missing. It fails
-// with an error wrapping session.ErrLocked when another process holds the file.
+// Open opens or creates the data file at path, creating its directory when missing, and runs
+// bbolt's consistency check on it. It fails with an error wrapping session.ErrLocked when
+// another process holds the file, and with a DamagedError when the file is damaged.
 func Open(path string, opts Options) (*DB, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = time.Second
@@ -94,10 +101,16 @@ func Open(path string, opts Options) (*DB, error) {
 		opts.OutboxLease = 2 * time.Minute
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("creating data directory %s: %w", dir, err)
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("creating data directory %s: %w", dir, err)
+		}
 	}
-	bdb, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: opts.Timeout, FreelistType: bolt.FreelistMapType})
+	bdb, err := openBolt(path, &bolt.Options{Timeout: opts.Timeout, FreelistType: bolt.FreelistMapType, ReadOnly: opts.ReadOnly})
+	var damaged *DamagedError
+	if errors.As(err, &damaged) {
+		return nil, err
+	}
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("data file %s is in use by another tunebot process (stop it or use another data_dir): %w",
 			path, session.ErrLocked)
@@ -105,26 +118,44 @@ func Open(path string, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening data file %s: %w", path, err)
 	}
+	bdb.NoSync = opts.NoSync
+	if err := check(bdb, path); err != nil {
+		bdb.Close()
+		return nil, err
+	}
 	d := &DB{bolt: bdb, path: path, maxOutbox: opts.MaxOutbox, lease: opts.OutboxLease, leased: map[uint64]time.Time{}}
-	if err := d.init(); err != nil {
+	if opts.ReadOnly {
+		err = d.bolt.View(d.checkSchema)
+	} else {
+		err = d.init()
+	}
+	if err != nil {
 		bdb.Close()
 		return nil, err
 	}
 	return d, nil
 }
 
+// checkSchema refuses a file written by a newer tunebot.
+func (d *DB) checkSchema(tx *bolt.Tx) error {
+	var have uint64
+	if meta := tx.Bucket(bucketMeta); meta != nil {
+		if v := meta.Get(keySchema); len(v) == 8 {
+			have = binary.BigEndian.Uint64(v)
+		}
+	}
+	if have > SchemaVersion {
+		return fmt.Errorf("data file %s has schema version %d but this tunebot knows only up to version %d: use a newer tunebot or another data_dir",
+			d.path, have, SchemaVersion)
+	}
+	return nil
+}
+
 // init creates the buckets of a new file and checks the schema of an existing one.
 func (d *DB) init() error {
 	err := d.bolt.Update(func(tx *bolt.Tx) error {
-		var have uint64
-		if meta := tx.Bucket(bucketMeta); meta != nil {
-			if v := meta.Get(keySchema); len(v) == 8 {
-				have = binary.BigEndian.Uint64(v)
-			}
-		}
-		if have > SchemaVersion {
-			return fmt.Errorf("data file %s has schema version %d but this tunebot knows only up to version %d: use a newer tunebot or another data_dir",
-				d.path, have, SchemaVersion)
+		if err := d.checkSchema(tx); err != nil {
+			return err
 		}
 		for _, name := range topBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {

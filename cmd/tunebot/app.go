@@ -43,8 +43,11 @@ func newLogger(c LogConfig, w io.Writer) *slog.Logger {
 
 // openStore opens the data dir's store; when a daemon holds it, the error says so.
 func openStore(cfg Config) (*store.DB, error) {
-	return store.Open(filepath.Join(cfg.DataDir, "tunebot.db"), store.Options{})
+	return store.Open(dataFile(cfg), store.Options{})
 }
+
+// dataFile is the path of the data dir's store.
+func dataFile(cfg Config) string { return filepath.Join(cfg.DataDir, "tunebot.db") }
 
 // loadWithStore is the start of the commands that read or change the store (preset, apply):
 // the config, then the store, each failure printed for the person; ok false means exit 1.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tunebot/session"
+	"tunebot/store"
 )
 
 func init() {
@@ -74,6 +75,7 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 		doctorTrainer(ctx, r, cfg)
 	}
 	doctorDataDir(r, cfg.DataDir)
+	doctorStore(r, dataFile(cfg))
 	if r.failed {
 		fmt.Fprintln(e.stdout, "\nsome checks failed: fix the lines marked fail, then run tunebot doctor again")
 		return 1
@@ -308,4 +310,25 @@ func doctorDataDir(r *doctorReport, dir string) {
 	f.Close()
 	os.Remove(name)
 	r.line("ok", "data dir", dir+" is writable")
+}
+
+// doctorStore runs the consistency check every command's open runs, and says what it found
+// even when the file is fine or held by the daemon.
+func doctorStore(r *doctorReport, path string) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		r.line("ok", "data file", path+" does not exist yet: the first command that needs it creates it")
+		return
+	}
+	err := store.Check(path, store.Options{Timeout: 200 * time.Millisecond})
+	var damaged *store.DamagedError
+	switch {
+	case err == nil:
+		r.line("ok", "data file", path+" passed its consistency check")
+	case errors.As(err, &damaged):
+		r.line("fail", "data file", damaged.Error()+" (found: "+damaged.Detail+")")
+	case errors.Is(err, session.ErrLocked):
+		r.line("warn", "data file", path+" is in use by a running tunebot, which checked it when it started; `tunebot backup FILE` copies and checks it now")
+	default:
+		r.line("fail", "data file", err.Error())
+	}
 }

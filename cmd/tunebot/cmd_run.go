@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -49,7 +51,10 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	}
 	d := &daemon{cfg: cfg, e: e, log: logger}
 	if err := d.start(ctx, *resume); err != nil {
-		logger.Error("tunebot could not start", "err", err)
+		// A damaged data file is said once, plainly: the person must restore or move it.
+		if !errors.Is(err, session.ErrDamaged) {
+			logger.Error("tunebot could not start", "err", err)
+		}
 		fmt.Fprintln(e.stderr, "tunebot:", err)
 		d.stop()
 		return 1
@@ -345,6 +350,7 @@ func (d *daemon) stop() {
 	if d.serviceCancel != nil {
 		d.serviceCancel()
 		waitBounded(d.serviceWG.Wait, drainTimeout)
+		_ = os.Remove(backupTokenPath(d.app.cfg.DataDir))
 	}
 	d.app.close()
 	d.app = nil
@@ -359,6 +365,11 @@ func (d *daemon) startService() error {
 	if err != nil {
 		return err
 	}
+	token, err := writeBackupToken(d.app.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	srv.Handle("GET "+service.BackupPath, service.BackupHandler(d.app.db, token, d.log))
 	ln, err := srv.Listen()
 	if err != nil {
 		return err

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"tunebot/service"
+	"tunebot/session"
+	"tunebot/store"
+)
+
+func init() {
+	register("backup", "backup PATH [--config FILE]: a consistent, checked copy of the data file, also while the daemon runs", runBackup)
+}
+
+const backupUsage = "usage: tunebot backup PATH [--config FILE]"
+
+// backupTokenFile, in the data dir, holds the token the running daemon's service asks of a
+// backup request: only the daemon's user can read it, as only they can read the data file.
+const backupTokenFile = "backup.token"
+
+func backupTokenPath(dataDir string) string { return filepath.Join(dataDir, backupTokenFile) }
+
+// writeBackupToken makes a new token for this daemon's service and stores it, readable by
+// its user only, for `tunebot backup`.
+func writeBackupToken(dataDir string) (string, error) {
+	token := rand.Text()
+	tmp := backupTokenPath(dataDir) + ".tmp"
+	if err := os.WriteFile(tmp, []byte(token+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("writing the backup token: %w", err)
+	}
+	if err := os.Rename(tmp, backupTokenPath(dataDir)); err != nil {
+		return "", fmt.Errorf("writing the backup token: %w", err)
+	}
+	return token, nil
+}
+
+func runBackup(ctx context.Context, e *env, args []string) int {
+	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
+	// The flag may come before or after the path.
+	var operands []string
+	for rest := args; ; rest = fs.Args()[1:] {
+		if err := fs.Parse(rest); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		operands = append(operands, fs.Arg(0))
+	}
+	if len(operands) != 1 {
+		fmt.Fprintln(e.stderr, backupUsage)
+		return 2
+	}
+	cfg, err := loadConfig(*cfgPath, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	n, err := backup(ctx, cfg, operands[0])
+	if err != nil {
+		fmt.Fprintln(e.stderr, "backup:", err)
+		return 1
+	}
+	fmt.Fprintf(e.stdout, "backed up %s to %s (%d bytes; the copy passed its consistency check)\n", dataFile(cfg), operands[0], n)
+	return 0
+}
+
+// backup copies the data file to dst: directly when no daemon holds it, else through the
+// running daemon's service.
+func backup(ctx context.Context, cfg Config, dst string) (int64, error) {
+	src := dataFile(cfg)
+	if _, err := os.Stat(src); err != nil {
+		return 0, fmt.Errorf("no data file at %s to back up: %w", src, err)
+	}
+	if same(src, dst) {
+		return 0, fmt.Errorf("%s is the data file itself: write the backup elsewhere", dst)
+	}
+	db, err := store.Open(src, store.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+	if err == nil {
+		defer db.Close()
+		return store.WriteBackup(dst, func(w io.Writer) error {
+			_, err := db.Backup(ctx, w)
+			return err
+		})
+	}
+	if !errors.Is(err, session.ErrLocked) {
+		return 0, err
+	}
+	token, terr := os.ReadFile(backupTokenPath(cfg.DataDir))
+	if terr != nil && !cfg.Service.Off() { // with the service off, FetchBackup says so
+		return 0, fmt.Errorf("a running tunebot holds %s but has left no backup token (%w): stop it to take a backup", src, terr)
+	}
+	n, err := store.WriteBackup(dst, func(w io.Writer) error {
+		return service.FetchBackup(ctx, cfg.Service, strings.TrimSpace(string(token)), w)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("a running tunebot holds %s, and %w", src, err)
+	}
+	return n, nil
+}
+
+// same reports whether a and b name one existing file.
+func same(a, b string) bool {
+	ia, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	ib, err := os.Stat(b)
+	return err == nil && os.SameFile(ia, ib)
+}

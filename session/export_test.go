@@ -1,0 +1,6 @@
+package session
+
+// SetBeforeWorkerExit makes every worker of e call f when it has finished its steps and is
+// about to unregister, so a test can land a decision in exactly that window. Set it before
+// the engine starts any session.
+func SetBeforeWorkerExit(e *Engine, f func(id string)) { e.beforeWorkerExit = f }
