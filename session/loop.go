@@ -328,7 +328,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	baseTrial := n.trial(bestNum, 0)
 	req := ProposalRequest{
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
-		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: triedConfigs(n.trials),
+		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(triedConfigs(n.trials), rejectedConfigs(n.proposals)...),
 		Seed: s.Settings.Seed,
 	}
 	for _, t := range r0 {
@@ -390,6 +390,19 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	}
 	e.audit(ctx, s.ID, "proposal_created", System, map[string]any{"proposal": p.ID, "seq": seq, "source": p.Source, "model": p.Model, "patch": p.Patch, "base_trial": bestNum})
 	return p, nil
+}
+
+// rejectedConfigs lists the merged configurations of the session's rejected proposals. They
+// go into every proposer's tried list, and the engine checks each answer against them, so a
+// rejected patch is never proposed again, whoever proposes (docs/design.md §2, §6).
+func rejectedConfigs(ps []Proposal) []Tried {
+	var out []Tried
+	for _, p := range ps {
+		if p.State == ProposalRejected {
+			out = append(out, Tried{Label: fmt.Sprintf("proposal %d", p.Seq), Config: Merge(p.Base, p.Patch), Rejected: true})
+		}
+	}
+	return out
 }
 
 // ask runs one proposer and re-validates its answer under the session's rules.
