@@ -275,6 +275,9 @@ func settings(mode string) session.Settings {
 	s.TrialCount = 6
 	s.Rungs = []int{10, 20, 30}
 	s.Patience = 5
+	// The ladder tests count trials per rung without the baseline carried along;
+	// TestControlComparesAtEqualTraining runs with it (the default).
+	s.Control = false
 	s.Normalize()
 	return s
 }
@@ -382,6 +385,63 @@ func TestAutomaticSessionRunsTheWholeLadder(t *testing.T) {
 	}
 	if kinds["decision"] != 5 || kinds["trial_finished"] != 12 || kinds["session_succeeded"] != 1 {
 		t.Errorf("audit kinds %v", kinds)
+	}
+}
+
+// With control (the default) the baseline runs every rung and is re-evaluated with the
+// finalists, it competes for best, and the session's headline compares at equal training.
+func TestControlComparesAtEqualTraining(t *testing.T) {
+	worse := func(req session.ProposalRequest) (session.Suggestion, error) {
+		v := req.Base.Weights["track_linear_velocity"] * (0.95 - 0.02*float64(len(req.History)))
+		return session.Suggestion{Patch: session.Patch{Weights: map[string]float64{"track_linear_velocity": v}}}, nil
+	}
+	tests := []struct {
+		name     string
+		advisor  func(session.ProposalRequest) (session.Suggestion, error)
+		wantBest session.TrialRef
+		wantMsg  string
+	}{
+		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "over the baseline; saved as preset"},
+		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: no tuned trial beat the baseline (trial "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			ctx := context.Background()
+			h.adv.fn = tt.advisor
+			st := settings(session.ModeAutomatic)
+			st.Control = session.DefaultSettings().Control
+			s, err := h.eng.Start(ctx, st, console)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = h.wait(s.ID)
+			if s.State != session.StateSucceeded {
+				t.Fatalf("state %s (%s)", s.State, s.Reason)
+			}
+			var base2 *session.Trial
+			for _, tr := range h.trials(s.ID) {
+				if tr.Number == 0 && tr.Rung == 2 {
+					base2 = &tr
+				}
+			}
+			if base2 == nil || base2.Final == nil || len(base2.Final.Seeds) != 3 {
+				t.Fatalf("the baseline at rung 2: %+v, want it re-evaluated on the final seeds", base2)
+			}
+			if got := (session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}); got != tt.wantBest {
+				t.Fatalf("best %s, want %s", got, tt.wantBest)
+			}
+			r := s.Result
+			if r == nil || !r.Final || r.Control == nil || r.Control.Trial != 0 || r.Control.Rung != 2 || r.Best.Trial == 0 || r.Best.Rung != 2 {
+				t.Fatalf("result %+v, want the best tuned trial against the baseline at rung 2", r)
+			}
+			if r.Control.Score != base2.Final.Score.Total || len(r.Best.Seeds) != 3 {
+				t.Errorf("control %+v, want the baseline's final %v on 3 seeds", r.Control, base2.Final.Score.Total)
+			}
+			if !strings.Contains(s.Message, tt.wantMsg) || !strings.Contains(s.Message, r.Headline()) {
+				t.Errorf("message %q, want %q and the headline %q", s.Message, tt.wantMsg, r.Headline())
+			}
+		})
 	}
 }
 

@@ -753,6 +753,10 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 		if haveBest && x.BestRung == 0 {
 			x.BestTrial, x.BestScore = best.Number, best.Score.Total
 		}
+		x.Result = nil
+		if c, ok := Compare(*x, trials); ok {
+			x.Result = &c
+		}
 		return nil
 	})
 	if err != nil {
@@ -837,9 +841,9 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 			if t.Eligible() && t.Final != nil && !t.Final.Score.Eligible {
 				continue // the re-evaluation on more seeds failed a gate
 			}
-			if !(s.Settings.Control && t.Number == 0 && r > 0) {
-				cands = append(cands, t)
-			}
+			// The baseline carried along (control) competes too: a tuned trial that the
+			// baseline beats at equal training is no improvement (docs/design.md §1).
+			cands = append(cands, t)
 		}
 		best, found = bestOf(cands)
 	}
@@ -870,13 +874,21 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 			return fmt.Errorf("preset %s already exists for another session", name)
 		}
 	}
-	msg := fmt.Sprintf("done: best is trial %d @ rung %d, score %+.3f ± %.3f vs baseline @ rung 0; saved as preset %s", best.Number, best.Rung, score, std, name)
+	done := s
+	done.State, done.BestTrial, done.BestRung, done.Preset = StateSucceeded, best.Number, best.Rung, name
+	result, _ := Compare(done, n.trials)
+	msg := fmt.Sprintf("done: %s; saved as preset %s", result.Headline(), name)
 	if best.Number == 0 {
-		msg = fmt.Sprintf("done: no tuned trial beat the baseline; the baseline configuration is saved as preset %s", name)
+		why := ""
+		if result.Best.Trial != 0 {
+			why = " (" + result.Headline() + ")"
+		}
+		msg = fmt.Sprintf("done: no tuned trial beat the baseline%s; the baseline configuration is saved as preset %s", why, name)
 	}
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
 		x.State, x.Message, x.Reason = StateSucceeded, msg, ""
 		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, score, name
+		x.Result = &result
 		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()
 		return nil
 	})
