@@ -83,6 +83,9 @@ func bestLine(s session.Session) string {
 	if s.BestTrial < 0 {
 		return "none yet"
 	}
+	if s.Result != nil {
+		return s.Result.Headline()
+	}
 	return fmt.Sprintf("trial %d @ rung %d: %s vs baseline @ rung 0", s.BestTrial, s.BestRung, Signed(s.BestScore))
 }
 
@@ -357,8 +360,10 @@ func SummaryCard(in SummaryInput) Card {
 	if s.Preset != "" {
 		f.Fields = append(f.Fields, Field{"best preset", s.Preset})
 	}
-	if s.BestTrial >= 0 {
-		f.Fields = append(f.Fields, Field{"improvement", fmt.Sprintf("%s vs baseline @ rung 0 (trial %d @ rung %d)", Signed(s.BestScore), s.BestTrial, s.BestRung)})
+	// the headline is best vs baseline at equal training, from the trials as they stand, so a
+	// cancelled or failed session never claims a gain the baseline trained as long beats
+	if c, ok := session.Compare(s, in.Trials); ok {
+		f.Fields = append(f.Fields, Field{"result", c.Headline()})
 	}
 	f.Fields = append(f.Fields, Field{"GPU time used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	if !s.EndedAt.IsZero() && !s.CreatedAt.IsZero() {

@@ -89,6 +89,9 @@ func TestCardsGolden(t *testing.T) {
 	done := s
 	done.State, done.Preset, done.EndedAt = session.StateSucceeded, "auto-tune-1a2b3c4d", t0.Add(3*time.Hour)
 	done.Message = "done: best is trial 2 @ rung 0"
+	cancelled := s
+	cancelled.State, cancelled.Reason, cancelled.EndedAt = session.StateCancelled, "cancelled by ana", t0.Add(2*time.Hour)
+	cancelled.Settings.Control = true
 	for _, tc := range []struct {
 		name string
 		card bot.Card
@@ -103,6 +106,11 @@ func TestCardsGolden(t *testing.T) {
 		{"proposal_edited", bot.ProposalCard(decided, sp, nil)},
 		{"proposal_rejected", bot.ProposalCard(rejected, sp, nil)},
 		{"summary", bot.SummaryCard(bot.SummaryInput{Session: done, Trials: trials[:3], Mentions: []string{"U1"}})},
+		// cancelled at rung 1, where the baseline trained as long beats the tuned trial: the
+		// headline says so instead of trial 2's gain at rung 0
+		{"summary_cancelled", bot.SummaryCard(bot.SummaryInput{Session: cancelled, Trials: append(trials[:3:3],
+			session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true)},
+			session.Trial{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "edit", Score: scored(0.25, true)})})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			golden(t, "card_"+tc.name, bot.RenderText(tc.card, map[string]string{"curves.png": "out/1a2b3c4d/curves.png"}))
