@@ -343,9 +343,10 @@ func decidedWord(p session.Proposal) string {
 
 // SummaryInput is what a finished session's summary shows.
 type SummaryInput struct {
-	Session  session.Session
-	Trials   []session.Trial
-	Mentions []string
+	Session     session.Session
+	Trials      []session.Trial
+	Mentions    []string
+	Attachments []Attachment // the score and progress charts redrawn at the end
 }
 
 // SummaryCard closes a session: best preset, improvement over the baseline, GPU time used
@@ -378,6 +379,9 @@ func SummaryCard(in SummaryInput) Card {
 	if len(in.Trials) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: TrialsTable(in.Trials, s)})
 		c.Blocks = append(c.Blocks, Text(ScoreNote+"."))
+	}
+	if len(in.Attachments) > 0 {
+		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})
 	}
 	return c
 }

@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -174,5 +175,38 @@ func TestParseActionIDRejectsForgeries(t *testing.T) {
 		if _, _, _, err := bot.ParseActionID(id); err == nil {
 			t.Errorf("ParseActionID(%q) accepted", id)
 		}
+	}
+}
+
+type trialsOnly []session.Trial
+
+func (r trialsOnly) Trials(context.Context, string) ([]session.Trial, error) { return r, nil }
+
+// The summary of a finished session carries the score and progress charts drawn again after
+// the final re-evaluation, under their own names, so they agree with the summary.
+func TestSummaryRedrawsTheScoreAndProgressCharts(t *testing.T) {
+	s := fixtureSession()
+	s.State, s.Preset, s.BestTrial, s.BestRung = session.StateSucceeded, "auto-tune-1a2b3c4d", 2, 0
+	var drawn []session.TrialRef
+	r := &bot.Renderer{Records: trialsOnly(fixtureTrials()[:3]), Space: session.DefaultSpace(),
+		Charts: func(_ context.Context, _ session.Session, tr session.Trial, _ []string) ([]bot.Attachment, error) {
+			drawn = append(drawn, tr.Ref())
+			var out []bot.Attachment
+			for _, n := range []string{"objectives", "reward", "scores", "progress"} {
+				out = append(out, bot.Attachment{Name: "t002-r0-" + n + ".png", Title: n, PNG: []byte(n)})
+			}
+			return out, nil
+		}}
+	out := r.Render(context.Background(), session.Event{Kind: session.EventSessionFinished, Session: s}, "slack")
+	var names []string
+	for _, c := range out.Thread {
+		for _, b := range c.Blocks {
+			for _, a := range b.Attachments {
+				names = append(names, a.Name+"="+string(a.PNG))
+			}
+		}
+	}
+	if strings.Join(names, ",") != "final-scores.png=scores,final-progress.png=progress" || len(drawn) != 1 || drawn[0] != (session.TrialRef{Number: 2}) {
+		t.Errorf("summary charts %v drawn for %v, want the best trial's scores and progress as final-*.png", names, drawn)
 	}
 }

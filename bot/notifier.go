@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"tunebot/charts"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -74,13 +76,38 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 			out.Thread = append(out.Thread, ProposalCard(*e.Proposal, r.Space, m))
 		}
 	case session.EventSessionFinished:
-		out.Thread = append(out.Thread, SummaryCard(SummaryInput{Session: s, Trials: trials, Mentions: mentions}))
+		out.Thread = append(out.Thread, SummaryCard(SummaryInput{Session: s, Trials: trials, Mentions: mentions,
+			Attachments: r.finalCharts(ctx, s, trials)}))
 	case session.EventSessionUpdated:
 		if e.Text != "" {
 			out.Thread = append(out.Thread, NoticeCard(s.ID, fmt.Sprintf("s/%s/notice/%d", s.ID, e.Time.UnixNano()), e.Text, nil))
 		}
 	}
 	return out
+}
+
+// finalCharts redraws the score and progress charts once the session has ended: the
+// finalists' re-evaluations came after their trial reports, and the summary's charts must
+// agree with the summary. They are named final-*.png, beside the trial reports.
+func (r *Renderer) finalCharts(ctx context.Context, s session.Session, trials []session.Trial) []Attachment {
+	ref := session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}
+	for _, t := range trials {
+		if t.Ref() != ref {
+			continue
+		}
+		var out []Attachment
+		prefix := charts.ImagePrefix(ref)
+		for _, a := range r.charts(ctx, s, t) {
+			switch a.Name {
+			case prefix + "scores.png", prefix + "progress.png":
+				a.Name = "final-" + strings.TrimPrefix(a.Name, prefix)
+				a.Title += " (after the final re-evaluation)"
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 func (r *Renderer) charts(ctx context.Context, s session.Session, t session.Trial) (atts []Attachment) {

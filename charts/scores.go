@@ -28,8 +28,11 @@ func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 
 // Scores renders each trial's score (vs the baseline @ rung 0) by trial number, one colour
 // per rung; trials that are not eligible are hollow rings, failed ones grey crosses along the
-// bottom, the best is circled and labelled, and the trial of meta is shaded. best may be
-// nil to let BestOf choose.
+// bottom, the best is circled and labelled, and the trial of meta is shaded. A finalist is
+// plotted at the mean of its final re-evaluation, the score that ranks it, so the circled
+// best never sits below another eligible point of its rung; the baseline carried to a higher
+// rung (control) is labelled, since the best is judged against it. best may be nil to let
+// BestOf choose.
 func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, error) {
 	c, err := newCanvas(Width, Height)
 	if err != nil {
@@ -48,12 +51,21 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 		maxRung = max(maxRung, t.Rung)
 		minN, maxN = min(minN, t.Number), max(maxN, t.Number)
 		if t.Score != nil {
-			lo, hi = math.Min(lo, clampValue(t.Score.Total)), math.Max(hi, clampValue(t.Score.Total))
+			lo, hi = math.Min(lo, clampValue(t.RankScore())), math.Max(hi, clampValue(t.RankScore()))
+		}
+	}
+	finalSeeds := 0
+	for _, t := range trials {
+		if t.Final != nil {
+			finalSeeds = max(finalSeeds, len(t.Final.Seeds))
 		}
 	}
 	var items []legendItem
 	for r := 0; r <= maxRung; r++ {
 		items = append(items, legendItem{label: "rung " + strconv.Itoa(r), col: rungColour(r), marker: "dot"})
+	}
+	if finalSeeds > 0 {
+		items[len(items)-1].label += fmt.Sprintf(" (final: mean of %d seeds)", finalSeeds)
 	}
 	items = append(items,
 		legendItem{label: "not eligible", col: colFailed, marker: "ring"},
@@ -117,10 +129,13 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 			if t.State == session.TrialFailed {
 				c.cross(x, bottom-14, 10, colFailed)
 			}
-		case !t.Score.Eligible:
-			c.dot(x, ys.py(clampValue(t.Score.Total)), 12, colFailed, true)
+		case !t.Score.Eligible || (t.Final != nil && !t.Final.Score.Eligible):
+			c.dot(x, ys.py(clampValue(t.RankScore())), 12, colFailed, true)
 		default:
-			c.dot(x, ys.py(clampValue(t.Score.Total)), 13, rungColour(t.Rung), false)
+			c.dot(x, ys.py(clampValue(t.RankScore())), 13, rungColour(t.Rung), false)
+		}
+		if t.Number == 0 && t.Rung > 0 && t.Rung == maxRung && t.Score != nil && (best == nil || t.Ref() != *best) {
+			c.text(fmt.Sprintf("baseline @ rung %d", t.Rung), x+22, ys.py(clampValue(t.RankScore()))+sizeTick/3, sizeTick-4, colMuted, alignLeft)
 		}
 	}
 	if best != nil {
@@ -128,7 +143,7 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 			if t.Ref() != *best || t.Score == nil {
 				continue
 			}
-			x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.Score.Total))
+			x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.RankScore()))
 			c.dot(x, py, 22, colText, true)
 			label := fmt.Sprintf("best: trial %d @ rung %d", t.Number, t.Rung)
 			w, _ := c.measure(label, sizeLabel)
@@ -155,17 +170,23 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 		return nil, err
 	}
 	y := c.header("Session progress", meta.subtitle())
-	y = c.legend([]legendItem{
-		{label: "done (rung colour)", col: colTrial, marker: "box"},
-		{label: "not eligible", col: colFailed, marker: "box"},
-		{label: "failed", col: colBad, marker: "cross"},
-		{label: "to do", col: colTodo, marker: "box"},
-	}, margin, y, c.w-2*margin)
-
 	rungs := settings.Rungs
 	if len(rungs) == 0 {
 		rungs = []int{0}
 	}
+	// every colour drawn below is named: one per rung, running, not eligible, failed, to do
+	var items []legendItem
+	for r := range rungs {
+		items = append(items, legendItem{label: fmt.Sprintf("rung %d done", r), col: rungColour(r), marker: "box"})
+	}
+	running := rungColour(0)
+	running.A = 120
+	items = append(items,
+		legendItem{label: "running (pale)", col: running, marker: "box"},
+		legendItem{label: "not eligible", col: colFailed, marker: "box"},
+		legendItem{label: "failed", col: colBad, marker: "cross"},
+		legendItem{label: "to do", col: colTodo, marker: "box"})
+	y = c.legend(items, margin, y, c.w-2*margin)
 	promote := settings.Promote
 	if len(promote) == 0 {
 		promote = session.DefaultPromote(settings.TrialCount)
@@ -218,9 +239,9 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 			switch {
 			case t.State == session.TrialFailed:
 				c.cross((x0+x1)/2, (top+y1)/2, min(bw, bh)/4, colBad)
-			case t.State == session.TrialCompleted && !t.Eligible():
+			case finished(t) && !t.Score.Eligible:
 				c.rect(x0, top, x1, y1, colFailed)
-			case t.State == session.TrialCompleted:
+			case finished(t):
 				c.rect(x0, top, x1, y1, rungColour(r))
 			default: // training or evaluating: fill as far as it got
 				f := 0.0
@@ -257,9 +278,15 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 func countDone(ts []session.Trial) int {
 	n := 0
 	for _, t := range ts {
-		if t.State.Terminal() {
+		if t.State.Terminal() || finished(t) {
 			n++
 		}
 	}
 	return n
+}
+
+// finished reports whether t has its rung result: completed, or scored and now in its final
+// re-evaluation, which does not undo the rung's training and evaluation.
+func finished(t session.Trial) bool {
+	return t.Score != nil && (t.State == session.TrialCompleted || t.State == session.TrialEvaluating)
 }
