@@ -24,7 +24,7 @@ type ReportInput struct {
 	// along every rung); its curves stand for the baseline's so curves compare at equal
 	// training. nil: the baseline's rung-0 curves.
 	Control *session.Trial
-	Best     *session.Trial // the current best; nil when there is none
+	Best    *session.Trial // the current best; nil when there is none
 	// Series returns a trial's curves by tag; nil or a nil map means none.
 	Series   func(ref session.TrialRef) map[string][]session.Point
 	Trials   []session.Trial // every trial of the session so far, for the score chart
