@@ -242,37 +242,16 @@ func (r *eofReader) Read(p []byte) (int, error) {
 // summaryJSON is the --json summary: the session, its best trial, every trial, every
 // proposal (rejected ones included) and the baseline carried to the top rung (control).
 type summaryJSON struct {
-	Session   string         `json:"session"`
-	State     session.State  `json:"state"`
-	Preset    string         `json:"preset"`
-	Reason    string         `json:"reason,omitempty"`
-	Best      *bestJSON      `json:"best"`
-	Control   *standingJSON  `json:"control"`
-	Headline  string         `json:"headline,omitempty"`
-	Trials    []trialJSON    `json:"trials"`
-	Proposals []proposalJSON `json:"proposals"`
-	Outputs   map[string]any `json:"outputs"`
-}
-
-// bestJSON is the preset's trial; Score is the score that chose it: the mean of its final
-// re-evaluation over Seeds when it had one.
-type bestJSON struct {
-	Trial int     `json:"trial"`
-	Rung  int     `json:"rung"`
-	Score float64 `json:"score"`
-	Std   float64 `json:"std"`
-	Seeds []int   `json:"seeds"`
-}
-
-// standingJSON is a trial's score at its rung: the final re-evaluation's mean over Seeds
-// when it had one.
-type standingJSON struct {
-	Trial      int     `json:"trial"`
-	Rung       int     `json:"rung"`
-	Iterations int     `json:"iterations"`
-	Score      float64 `json:"score"`
-	Std        float64 `json:"std"`
-	Seeds      []int   `json:"seeds"`
+	Session   string            `json:"session"`
+	State     session.State     `json:"state"`
+	Preset    string            `json:"preset"`
+	Reason    string            `json:"reason,omitempty"`
+	Best      *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
+	Control   *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
+	Headline  string            `json:"headline,omitempty"`
+	Trials    []trialJSON       `json:"trials"`
+	Proposals []proposalJSON    `json:"proposals"`
+	Outputs   map[string]any    `json:"outputs"`
 }
 
 type trialJSON struct {
@@ -340,10 +319,10 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		}
 		st := session.StandingOf(t, s.Settings.EvalSeeds)
 		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
-			out.Best = &bestJSON{Trial: t.Number, Rung: t.Rung, Score: st.Score, Std: st.Std, Seeds: st.Seeds}
+			out.Best = &st
 		}
 		if t.Number == 0 && t.Rung == top && top > 0 && t.State == session.TrialCompleted && t.Score != nil {
-			out.Control = &standingJSON{Trial: 0, Rung: t.Rung, Iterations: t.Iterations, Score: st.Score, Std: st.Std, Seeds: st.Seeds}
+			out.Control = &st
 		}
 		out.Trials = append(out.Trials, tj)
 	}
