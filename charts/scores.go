@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"sort"
 	"strconv"
 
 	"tunebot/session"
@@ -202,6 +203,9 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 	for r := range rungs {
 		if r < len(promote) {
 			planned[r] = promote[r]
+			if r > 0 && settings.Control && !baselineAmongTop(byRung[r-1], promote[r]) {
+				planned[r]++ // the baseline is carried along besides the promoted trials
+			}
 		}
 		planned[r] = max(planned[r], len(byRung[r]))
 		prev := 0
@@ -273,6 +277,29 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 	c.rect(margin, top+20, margin+int(frac*float64(c.w-2*margin)), top+80, colTrial)
 	c.text("early stopping may end the session before the plan", margin, c.h-margin/2-4, sizeTick-4, colMuted, alignLeft)
 	return c.png()
+}
+
+// baselineAmongTop reports whether the baseline is one of the k best eligible trials of ts,
+// so that it is promoted as one of them rather than as the control besides them.
+func baselineAmongTop(ts []session.Trial, k int) bool {
+	var el []session.Trial
+	for _, t := range ts {
+		if t.Eligible() {
+			el = append(el, t)
+		}
+	}
+	sort.SliceStable(el, func(i, j int) bool {
+		if a, b := el[i].RankScore(), el[j].RankScore(); a != b {
+			return a > b
+		}
+		return el[i].Number < el[j].Number
+	})
+	for i := 0; i < len(el) && i < k; i++ {
+		if el[i].Number == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func countDone(ts []session.Trial) int {
