@@ -90,6 +90,11 @@ func TestCardsGolden(t *testing.T) {
 	done := s
 	done.State, done.Preset, done.EndedAt = session.StateSucceeded, "auto-tune-1a2b3c4d", t0.Add(3*time.Hour)
 	done.Message = "done: best is trial 2 @ rung 0"
+	rung1 := session.Trial{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "edit",
+		Parent: &session.TrialRef{Number: 2}, Score: scored(0.25, true)}
+	base1 := session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true)}
+	noControl := s
+	noControl.Settings.Control = false
 	cancelled := s
 	cancelled.State, cancelled.Reason, cancelled.EndedAt = session.StateCancelled, "cancelled by ana", t0.Add(2*time.Hour)
 	cancelled.Settings.Control = true
@@ -101,6 +106,8 @@ func TestCardsGolden(t *testing.T) {
 		{"root_waiting", bot.RootCard(bot.RootInput{Session: func() session.Session { x := s; x.State = session.StateAwaitingApproval; x.BestTrial = -1; return x }(), Trials: trials[:1]})},
 		{"trial", bot.TrialCard(bot.TrialInput{Session: s, Trial: trials[2], Parent: &trials[1], Space: sp, Mentions: []string{"U1"},
 			Attachments: []bot.Attachment{{Name: "curves.png", Title: "training curves"}, {Name: "metrics.png", Title: "evaluation vs baseline"}}})},
+		{"trial_rung1_control", bot.TrialCard(bot.TrialInput{Session: s, Trial: rung1, Parent: &trials[2], Space: sp, Control: &base1})},
+		{"trial_rung1_no_control", bot.TrialCard(bot.TrialInput{Session: noControl, Trial: rung1, Parent: &trials[2], Space: sp})},
 		{"trial_ineligible", bot.TrialCard(bot.TrialInput{Session: s, Trial: trials[1], Parent: &trials[0], Space: sp})},
 		{"trial_failed", bot.TrialCard(bot.TrialInput{Session: s, Trial: failed, Parent: &trials[2], Space: sp})},
 		{"proposal", bot.ProposalCard(fixtureProposal(), sp, []string{"U1"})},

@@ -65,6 +65,11 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 				}
 			}
 		}
+		for i := range trials {
+			if b := &trials[i]; b.Number == 0 && b.Rung == t.Rung && t.Rung > 0 && b.State == session.TrialCompleted {
+				in.Control = b
+			}
+		}
 		in.Attachments = r.charts(ctx, s, t)
 		out.Thread = append(out.Thread, TrialCard(in))
 	case session.EventProposalReady, session.EventDecision:
