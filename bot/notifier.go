@@ -93,24 +93,33 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 
 // finalCharts redraws the score and progress charts once the session has ended: the
 // finalists' re-evaluations came after their trial reports, and the summary's charts must
-// agree with the summary. They are named final-*.png, beside the trial reports.
+// agree with the summary. They are drawn for the best trial and named final-*.png, beside
+// the trial reports.
 func (r *Renderer) finalCharts(ctx context.Context, s session.Session, trials []session.Trial) []Attachment {
+	t := bestTrial(s, trials)
+	if t == nil {
+		return nil
+	}
+	var out []Attachment
+	prefix := charts.ImagePrefix(t.Ref())
+	for _, a := range r.charts(ctx, s, *t) {
+		switch a.Name {
+		case prefix + "scores.png", prefix + "progress.png":
+			a.Name = "final-" + strings.TrimPrefix(a.Name, prefix)
+			a.Title += " (after the final re-evaluation)"
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// bestTrial is the session's best trial among trials, nil when it has none.
+func bestTrial(s session.Session, trials []session.Trial) *session.Trial {
 	ref := session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}
-	for _, t := range trials {
-		if t.Ref() != ref {
-			continue
+	for i := range trials {
+		if s.BestTrial >= 0 && trials[i].Ref() == ref {
+			return &trials[i]
 		}
-		var out []Attachment
-		prefix := charts.ImagePrefix(ref)
-		for _, a := range r.charts(ctx, s, t) {
-			switch a.Name {
-			case prefix + "scores.png", prefix + "progress.png":
-				a.Name = "final-" + strings.TrimPrefix(a.Name, prefix)
-				a.Title += " (after the final re-evaluation)"
-				out = append(out, a)
-			}
-		}
-		return out
 	}
 	return nil
 }
@@ -246,8 +255,18 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 	// Charts are rendered once per event, whatever the number of platforms.
 	rr := *n.cfg.Renderer
 	rr.Charts = nil
-	if e.Kind == session.EventTrialFinished && e.Trial != nil {
-		atts := n.cfg.Renderer.charts(ctx, e.Session, *e.Trial)
+	var drawn *session.Trial // the trial whose report charts this event carries
+	switch {
+	case e.Kind == session.EventTrialFinished && e.Trial != nil:
+		drawn = e.Trial
+	case e.Kind == session.EventSessionFinished && n.cfg.Renderer.Charts != nil:
+		// the summary's score and progress charts, drawn again after the final re-evaluation
+		if trials, err := n.cfg.Renderer.Records.Trials(ctx, e.Session.ID); err == nil {
+			drawn = bestTrial(e.Session, trials)
+		}
+	}
+	if drawn != nil {
+		atts := n.cfg.Renderer.charts(ctx, e.Session, *drawn)
 		rr.Charts = func(context.Context, session.Session, session.Trial, []string) ([]Attachment, error) {
 			return atts, nil
 		}
