@@ -338,3 +338,20 @@ func TestProgressCountsFinalistsBeingReevaluated(t *testing.T) {
 		t.Errorf("%d pixels of rung 2's colour while trial 3 is re-evaluated, %d when it is completed", got, want)
 	}
 }
+
+// BestOf picks as the session does: the highest rung, then the final mean, and never a
+// finalist whose re-evaluation on the final seeds failed a gate.
+func TestBestOfFollowsTheFinals(t *testing.T) {
+	tr := func(num, rung int, score float64, final *session.Score) session.Trial {
+		t := session.Trial{Number: num, Rung: rung, State: session.TrialCompleted, Score: &session.Score{Total: score, Eligible: true}}
+		if final != nil {
+			t.Final = &session.Final{Seeds: []int{0, 1, 2}, Score: *final}
+		}
+		return t
+	}
+	trials := []session.Trial{tr(1, 0, 0.5, nil), tr(2, 1, 0.3, &session.Score{Total: 0.1, Eligible: true}),
+		tr(3, 1, 0.2, &session.Score{Total: 0.2, Eligible: true}), tr(4, 1, 0.4, &session.Score{Total: 0.4})}
+	if got, ok := charts.BestOf(trials); !ok || got != (session.TrialRef{Number: 3, Rung: 1}) {
+		t.Errorf("BestOf = %v, %v; want trial 3 @ rung 1", got, ok)
+	}
+}

@@ -11,13 +11,14 @@ import (
 )
 
 // BestOf returns the trial a session would call best: the eligible trial of the highest rung
-// with the highest rank score; ok is false when no trial is eligible.
+// with the highest rank score, a finalist whose re-evaluation failed a gate excluded; ok is
+// false when no trial is eligible.
 func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 	var best session.TrialRef
 	found := false
 	bestScore := math.Inf(-1)
 	for _, t := range trials {
-		if !t.Eligible() {
+		if !t.Eligible() || (t.Final != nil && !t.Final.Score.Eligible) {
 			continue
 		}
 		if !found || t.Rung > best.Rung || t.Rung == best.Rung && t.RankScore() > bestScore {
