@@ -209,7 +209,11 @@ func dsContextPrompt(req session.ProposalRequest, apiKey string) string {
 		for _, c := range req.Space.Diff(req.Base, t.Config) {
 			ch[c.Name] = dsNum(c.New)
 		}
-		doc.Tried = append(doc.Tried, dsTried{Label: dsScrub(t.Label, apiKey, 80), Changes: ch})
+		label := t.Label
+		if t.Rejected {
+			label += " (rejected by a person)"
+		}
+		doc.Tried = append(doc.Tried, dsTried{Label: dsScrub(label, apiKey, 80), Changes: ch})
 	}
 
 	// Render each trial at its curve level; coarsen until the document fits the budget.

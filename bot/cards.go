@@ -83,6 +83,9 @@ func bestLine(s session.Session) string {
 	if s.BestTrial < 0 {
 		return "none yet"
 	}
+	if s.Result != nil {
+		return s.Result.Headline()
+	}
 	return fmt.Sprintf("trial %d @ rung %d: %s vs baseline @ rung 0", s.BestTrial, s.BestRung, Signed(s.BestScore))
 }
 
@@ -192,6 +195,9 @@ type TrialInput struct {
 	Space       *session.Space
 	Attachments []Attachment // the charts, rendered off the engine's path
 	Mentions    []string
+	// Control is the baseline at the trial's rung (carried along), once it has a score: the
+	// comparison at equal training. nil: none yet, or control is off.
+	Control *session.Trial
 }
 
 // TrialCard is the report of a finished trial: score, objectives, eligibility, config
@@ -215,6 +221,9 @@ func TrialCard(in TrialInput) Card {
 		f.Fields = append(f.Fields, Field{"score", Signed(t.Score.Total) + " vs baseline @ rung 0"})
 		if t.Final != nil {
 			f.Fields = append(f.Fields, Field{"final", fmt.Sprintf("%s ± %.3f on seeds %v", Signed(t.Final.Score.Total), t.Final.ScoreStd, t.Final.Seeds)})
+		}
+		if t.Rung > 0 && t.Number != 0 {
+			f.Fields = append(f.Fields, controlField(in))
 		}
 		elig := "yes"
 		if !t.Score.Eligible {
@@ -252,6 +261,24 @@ func TrialCard(in TrialInput) Card {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})
 	}
 	return c
+}
+
+// controlField sets a promoted trial's score beside the baseline's at the same rung, or says
+// in words what it is compared with when there is none (docs/design.md §1).
+func controlField(in TrialInput) Field {
+	t, st := in.Trial, in.Session.Settings
+	name := fmt.Sprintf("baseline @ rung %d", t.Rung)
+	switch {
+	case in.Control != nil && in.Control.Score != nil:
+		return Field{name, fmt.Sprintf("%s (the same %d iterations and seeds)", Signed(in.Control.Score.Total), t.Iterations)}
+	case st.Control:
+		return Field{name, "not trained this far yet; the session's result compares with it"}
+	}
+	rung0 := 0
+	if len(st.Rungs) > 0 {
+		rung0 = st.Rungs[0]
+	}
+	return Field{"compared with", fmt.Sprintf("the baseline at %d iterations (rung 0), not trained as long: control is off", rung0)}
 }
 
 func lastLines(s string, n int) string {
@@ -340,9 +367,10 @@ func decidedWord(p session.Proposal) string {
 
 // SummaryInput is what a finished session's summary shows.
 type SummaryInput struct {
-	Session  session.Session
-	Trials   []session.Trial
-	Mentions []string
+	Session     session.Session
+	Trials      []session.Trial
+	Mentions    []string
+	Attachments []Attachment // the score and progress charts redrawn at the end
 }
 
 // SummaryCard closes a session: best preset, improvement over the baseline, GPU time used
@@ -357,8 +385,10 @@ func SummaryCard(in SummaryInput) Card {
 	if s.Preset != "" {
 		f.Fields = append(f.Fields, Field{"best preset", s.Preset})
 	}
-	if s.BestTrial >= 0 {
-		f.Fields = append(f.Fields, Field{"improvement", fmt.Sprintf("%s vs baseline @ rung 0 (trial %d @ rung %d)", Signed(s.BestScore), s.BestTrial, s.BestRung)})
+	// the headline is best vs baseline at equal training, from the trials as they stand, so a
+	// cancelled or failed session never claims a gain the baseline trained as long beats
+	if c, ok := session.Compare(s, in.Trials); ok {
+		f.Fields = append(f.Fields, Field{"result", c.Headline()})
 	}
 	f.Fields = append(f.Fields, Field{"GPU time used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	if !s.EndedAt.IsZero() && !s.CreatedAt.IsZero() {
@@ -373,6 +403,9 @@ func SummaryCard(in SummaryInput) Card {
 	if len(in.Trials) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: TrialsTable(in.Trials, s)})
 		c.Blocks = append(c.Blocks, Text(ScoreNote+"."))
+	}
+	if len(in.Attachments) > 0 {
+		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})
 	}
 	return c
 }

@@ -1,6 +1,7 @@
 package bot_test
 
 import (
+	"context"
 	"flag"
 	"os"
 	"path/filepath"
@@ -89,6 +90,14 @@ func TestCardsGolden(t *testing.T) {
 	done := s
 	done.State, done.Preset, done.EndedAt = session.StateSucceeded, "auto-tune-1a2b3c4d", t0.Add(3*time.Hour)
 	done.Message = "done: best is trial 2 @ rung 0"
+	rung1 := session.Trial{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "edit",
+		Parent: &session.TrialRef{Number: 2}, Score: scored(0.25, true)}
+	base1 := session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true)}
+	noControl := s
+	noControl.Settings.Control = false
+	cancelled := s
+	cancelled.State, cancelled.Reason, cancelled.EndedAt = session.StateCancelled, "cancelled by ana", t0.Add(2*time.Hour)
+	cancelled.Settings.Control = true
 	for _, tc := range []struct {
 		name string
 		card bot.Card
@@ -97,12 +106,19 @@ func TestCardsGolden(t *testing.T) {
 		{"root_waiting", bot.RootCard(bot.RootInput{Session: func() session.Session { x := s; x.State = session.StateAwaitingApproval; x.BestTrial = -1; return x }(), Trials: trials[:1]})},
 		{"trial", bot.TrialCard(bot.TrialInput{Session: s, Trial: trials[2], Parent: &trials[1], Space: sp, Mentions: []string{"U1"},
 			Attachments: []bot.Attachment{{Name: "curves.png", Title: "training curves"}, {Name: "metrics.png", Title: "evaluation vs baseline"}}})},
+		{"trial_rung1_control", bot.TrialCard(bot.TrialInput{Session: s, Trial: rung1, Parent: &trials[2], Space: sp, Control: &base1})},
+		{"trial_rung1_no_control", bot.TrialCard(bot.TrialInput{Session: noControl, Trial: rung1, Parent: &trials[2], Space: sp})},
 		{"trial_ineligible", bot.TrialCard(bot.TrialInput{Session: s, Trial: trials[1], Parent: &trials[0], Space: sp})},
 		{"trial_failed", bot.TrialCard(bot.TrialInput{Session: s, Trial: failed, Parent: &trials[2], Space: sp})},
 		{"proposal", bot.ProposalCard(fixtureProposal(), sp, []string{"U1"})},
 		{"proposal_edited", bot.ProposalCard(decided, sp, nil)},
 		{"proposal_rejected", bot.ProposalCard(rejected, sp, nil)},
 		{"summary", bot.SummaryCard(bot.SummaryInput{Session: done, Trials: trials[:3], Mentions: []string{"U1"}})},
+		// cancelled at rung 1, where the baseline trained as long beats the tuned trial: the
+		// headline says so instead of trial 2's gain at rung 0
+		{"summary_cancelled", bot.SummaryCard(bot.SummaryInput{Session: cancelled, Trials: append(trials[:3:3],
+			session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true)},
+			session.Trial{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "edit", Score: scored(0.25, true)})})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			golden(t, "card_"+tc.name, bot.RenderText(tc.card, map[string]string{"curves.png": "out/1a2b3c4d/curves.png"}))
@@ -166,5 +182,38 @@ func TestParseActionIDRejectsForgeries(t *testing.T) {
 		if _, _, _, err := bot.ParseActionID(id); err == nil {
 			t.Errorf("ParseActionID(%q) accepted", id)
 		}
+	}
+}
+
+type trialsOnly []session.Trial
+
+func (r trialsOnly) Trials(context.Context, string) ([]session.Trial, error) { return r, nil }
+
+// The summary of a finished session carries the score and progress charts drawn again after
+// the final re-evaluation, under their own names, so they agree with the summary.
+func TestSummaryRedrawsTheScoreAndProgressCharts(t *testing.T) {
+	s := fixtureSession()
+	s.State, s.Preset, s.BestTrial, s.BestRung = session.StateSucceeded, "auto-tune-1a2b3c4d", 2, 0
+	var drawn []session.TrialRef
+	r := &bot.Renderer{Records: trialsOnly(fixtureTrials()[:3]), Space: session.DefaultSpace(),
+		Charts: func(_ context.Context, _ session.Session, tr session.Trial, _ []string) ([]bot.Attachment, error) {
+			drawn = append(drawn, tr.Ref())
+			var out []bot.Attachment
+			for _, n := range []string{"objectives", "reward", "scores", "progress"} {
+				out = append(out, bot.Attachment{Name: "t002-r0-" + n + ".png", Title: n, PNG: []byte(n)})
+			}
+			return out, nil
+		}}
+	out := r.Render(context.Background(), session.Event{Kind: session.EventSessionFinished, Session: s}, "slack")
+	var names []string
+	for _, c := range out.Thread {
+		for _, b := range c.Blocks {
+			for _, a := range b.Attachments {
+				names = append(names, a.Name+"="+string(a.PNG))
+			}
+		}
+	}
+	if strings.Join(names, ",") != "final-scores.png=scores,final-progress.png=progress" || len(drawn) != 1 || drawn[0] != (session.TrialRef{Number: 2}) {
+		t.Errorf("summary charts %v drawn for %v, want the best trial's scores and progress as final-*.png", names, drawn)
 	}
 }

@@ -87,7 +87,13 @@ func StoreCharts(st SeriesReader) ChartFunc {
 		if t.Parent != nil {
 			parent = find(*t.Parent)
 		}
-		imgs, err := charts.TrialReport(charts.ReportInput{Meta: meta, Trial: t, Parent: parent, Baseline: baseline, Best: best,
+		var control *session.Trial
+		if t.Rung > 0 {
+			if b := find(session.TrialRef{Number: 0, Rung: t.Rung}); b != nil && b.Trained {
+				control = b
+			}
+		}
+		imgs, err := charts.TrialReport(charts.ReportInput{Meta: meta, Trial: t, Parent: parent, Baseline: baseline, Control: control, Best: best,
 			Series: series, Trials: trials, Settings: s.Settings})
 		if err != nil {
 			return nil, err

@@ -544,7 +544,7 @@ func didYouMeanStr(w string, names []string) string {
 }
 
 // HelpText lists the commands.
-const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=true]
+const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false]
 /tune status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · help
 /tune preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)
 /tune apply PRESET (shows the diff, then asks to confirm; needs apply) · rollback (reverts the last apply after a confirm; needs apply)

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	"tunebot/charts"
 	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
@@ -64,6 +66,11 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 				}
 			}
 		}
+		for i := range trials {
+			if b := &trials[i]; b.Number == 0 && b.Rung == t.Rung && t.Rung > 0 && b.State == session.TrialCompleted {
+				in.Control = b
+			}
+		}
 		in.Attachments = r.charts(ctx, s, t)
 		out.Thread = append(out.Thread, TrialCard(in))
 	case session.EventProposalReady, session.EventDecision:
@@ -75,13 +82,47 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 			out.Thread = append(out.Thread, ProposalCard(*e.Proposal, r.Space, m))
 		}
 	case session.EventSessionFinished:
-		out.Thread = append(out.Thread, SummaryCard(SummaryInput{Session: s, Trials: trials, Mentions: mentions}))
+		out.Thread = append(out.Thread, SummaryCard(SummaryInput{Session: s, Trials: trials, Mentions: mentions,
+			Attachments: r.finalCharts(ctx, s, trials)}))
 	case session.EventSessionUpdated:
 		if e.Text != "" {
 			out.Thread = append(out.Thread, NoticeCard(s.ID, fmt.Sprintf("s/%s/notice/%d", s.ID, e.Time.UnixNano()), e.Text, nil))
 		}
 	}
 	return out
+}
+
+// finalCharts redraws the score and progress charts once the session has ended: the
+// finalists' re-evaluations came after their trial reports, and the summary's charts must
+// agree with the summary. They are drawn for the best trial and named final-*.png, beside
+// the trial reports.
+func (r *Renderer) finalCharts(ctx context.Context, s session.Session, trials []session.Trial) []Attachment {
+	t := bestTrial(s, trials)
+	if t == nil {
+		return nil
+	}
+	var out []Attachment
+	prefix := charts.ImagePrefix(t.Ref())
+	for _, a := range r.charts(ctx, s, *t) {
+		switch a.Name {
+		case prefix + "scores.png", prefix + "progress.png":
+			a.Name = "final-" + strings.TrimPrefix(a.Name, prefix)
+			a.Title += " (after the final re-evaluation)"
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// bestTrial is the session's best trial among trials, nil when it has none.
+func bestTrial(s session.Session, trials []session.Trial) *session.Trial {
+	ref := session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}
+	for i := range trials {
+		if s.BestTrial >= 0 && trials[i].Ref() == ref {
+			return &trials[i]
+		}
+	}
+	return nil
 }
 
 func (r *Renderer) charts(ctx context.Context, s session.Session, t session.Trial) (atts []Attachment) {
@@ -218,8 +259,18 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 	// Charts are rendered once per event, whatever the number of platforms.
 	rr := *n.cfg.Renderer
 	rr.Charts = nil
-	if e.Kind == session.EventTrialFinished && e.Trial != nil {
-		atts := n.cfg.Renderer.charts(ctx, e.Session, *e.Trial)
+	var drawn *session.Trial // the trial whose report charts this event carries
+	switch {
+	case e.Kind == session.EventTrialFinished && e.Trial != nil:
+		drawn = e.Trial
+	case e.Kind == session.EventSessionFinished && n.cfg.Renderer.Charts != nil:
+		// the summary's score and progress charts, drawn again after the final re-evaluation
+		if trials, err := n.cfg.Renderer.Records.Trials(ctx, e.Session.ID); err == nil {
+			drawn = bestTrial(e.Session, trials)
+		}
+	}
+	if drawn != nil {
+		atts := n.cfg.Renderer.charts(ctx, e.Session, *drawn)
 		rr.Charts = func(context.Context, session.Session, session.Trial, []string) ([]Attachment, error) {
 			return atts, nil
 		}

@@ -347,3 +347,63 @@ func TestNotifierEnqueuesCardsPerPlatformAndNeverBlocks(t *testing.T) {
 		t.Errorf("a full outbox dropped nothing (dropped %d)", n.Dropped())
 	}
 }
+
+// A finished session's summary reaches chat with the score and progress charts drawn again
+// for its best trial, once for every platform.
+func TestNotifierSummaryCarriesTheRedrawnCharts(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	s := fixtureSession()
+	s.Owner = session.Actor{Platform: "console", ID: "console"} // posts to every platform
+	if err := db.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range fixtureTrials()[:3] {
+		x.SessionID = s.ID
+		if err := db.PutTrial(ctx, x); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.State, s.Preset, s.BestTrial, s.BestRung = session.StateSucceeded, "auto-tune-1a2b3c4d", 2, 0
+	var drawn []session.TrialRef
+	r := &bot.Renderer{Records: db, Space: session.DefaultSpace(),
+		Charts: func(_ context.Context, _ session.Session, tr session.Trial, _ []string) ([]bot.Attachment, error) {
+			drawn = append(drawn, tr.Ref())
+			return []bot.Attachment{{Name: "t002-r0-reward.png", PNG: []byte("r")}, {Name: "t002-r0-scores.png", PNG: []byte("s")},
+				{Name: "t002-r0-progress.png", PNG: []byte("p")}}, nil
+		}}
+	n := bot.NewNotifier(bot.NotifierConfig{Queue: db, Renderer: r, Platforms: []string{"slack", "discord"}})
+	n.Notify(ctx, session.Event{Kind: session.EventSessionFinished, Session: s, Text: "done"})
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := n.Run(cctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"slack", "discord"} {
+		var names []string
+		for items, _ := db.Due(ctx, p, time.Now(), 0); len(items) > 0; items, _ = db.Due(ctx, p, time.Now(), 0) {
+			for _, it := range items {
+				m, err := bot.DecodeMessage(it.Body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, b := range m.Card.Blocks {
+					for _, a := range b.Attachments {
+						names = append(names, it.Kind+":"+a.Name)
+					}
+				}
+				db.Delivered(ctx, it.ID)
+			}
+		}
+		if diff := cmp.Diff([]string{"summary:final-scores.png", "summary:final-progress.png"}, names); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", p, diff)
+		}
+	}
+	if len(drawn) != 1 || drawn[0] != (session.TrialRef{Number: 2}) {
+		t.Errorf("charts drawn for %v, want once for the best trial 2 @ rung 0", drawn)
+	}
+}

@@ -275,3 +275,83 @@ func BenchmarkTrialReport(b *testing.B) {
 		}
 	}
 }
+
+// meanY is the mean row of the pixels near c below row top, in the left and right halves.
+func meanY(l look, c color.RGBA, top int) (left, right float64) {
+	var sum, n [2]float64
+	b := l.img.Bounds()
+	for y := top; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			p := color.RGBAModel.Convert(l.img.At(x, y)).(color.RGBA)
+			if absd(p.R, c.R)+absd(p.G, c.G)+absd(p.B, c.B) < 30 {
+				i := 0
+				if x >= b.Max.X/2 {
+					i = 1
+				}
+				sum[i] += float64(y)
+				n[i]++
+			}
+		}
+	}
+	return sum[0] / max(n[0], 1), sum[1] / max(n[1], 1)
+}
+
+// The score chart plots a finalist at its final re-evaluation, the score that ranks it:
+// trial 2, better on the final seeds, sits above trial 1, better on its single rung seed.
+func TestScoresPlotsFinalists(t *testing.T) {
+	final := func(num int, rung, final float64) session.Trial {
+		return session.Trial{Number: num, Rung: 2, State: session.TrialCompleted, Score: &session.Score{Total: rung, Eligible: true},
+			Final: &session.Final{Seeds: []int{0, 1, 2}, Score: session.Score{Total: final, Eligible: true}, ScoreStd: 0.01}}
+	}
+	trials := []session.Trial{final(1, 0.30, 0.10), final(4, 0.05, 0.20)}
+	png, err := charts.Scores(charts.Meta{SessionID: "s", Trial: session.TrialRef{Number: 4, Rung: 2}}, trials, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := readable(t, "scores-finals.png", png)
+	left, right := meanY(l, purple, 260) // below the legend
+	if !(right < left-20) {
+		t.Errorf("trial 4 (final +0.20) drawn at row %.0f, trial 1 (final +0.10) at row %.0f: want trial 4 higher", right, left)
+	}
+}
+
+// A finalist in its final re-evaluation has its rung result: the progress chart fills its box
+// in the rung's colour, as for a completed trial, not the pale of one still training.
+func TestProgressCountsFinalistsBeingReevaluated(t *testing.T) {
+	st := session.DefaultSettings()
+	st.Normalize()
+	trial := func(num int, state session.TrialState) session.Trial {
+		return session.Trial{Number: num, Rung: 2, Iterations: 2000, StartIter: 900, Progress: 2000, Trained: true, State: state,
+			Score: &session.Score{Total: 0.2, Eligible: true}}
+	}
+	meta := charts.Meta{SessionID: "s", Trial: session.TrialRef{Number: 9, Rung: 2}}
+	done, err := charts.Progress(meta, []session.Trial{trial(3, session.TrialCompleted), trial(5, session.TrialCompleted)}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evaluating, err := charts.Progress(meta, []session.Trial{trial(3, session.TrialEvaluating), trial(5, session.TrialCompleted)}, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := near(readable(t, "progress-done.png", done), purple), near(readable(t, "progress-final-eval.png", evaluating), purple)
+	if got < want*95/100 {
+		t.Errorf("%d pixels of rung 2's colour while trial 3 is re-evaluated, %d when it is completed", got, want)
+	}
+}
+
+// BestOf picks as the session does: the highest rung, then the final mean, and never a
+// finalist whose re-evaluation on the final seeds failed a gate.
+func TestBestOfFollowsTheFinals(t *testing.T) {
+	tr := func(num, rung int, score float64, final *session.Score) session.Trial {
+		t := session.Trial{Number: num, Rung: rung, State: session.TrialCompleted, Score: &session.Score{Total: score, Eligible: true}}
+		if final != nil {
+			t.Final = &session.Final{Seeds: []int{0, 1, 2}, Score: *final}
+		}
+		return t
+	}
+	trials := []session.Trial{tr(1, 0, 0.5, nil), tr(2, 1, 0.3, &session.Score{Total: 0.1, Eligible: true}),
+		tr(3, 1, 0.2, &session.Score{Total: 0.2, Eligible: true}), tr(4, 1, 0.4, &session.Score{Total: 0.4})}
+	if got, ok := charts.BestOf(trials); !ok || got != (session.TrialRef{Number: 3, Rung: 1}) {
+		t.Errorf("BestOf = %v, %v; want trial 3 @ rung 1", got, ok)
+	}
+}

@@ -75,6 +75,12 @@ func describeTag(tag string) (title, unit string) {
 	return tag, "value"
 }
 
+// isReward reports whether tag is a reward (the total or a term's), whose value depends on
+// the reward weights being tuned.
+func isReward(tag string) bool {
+	return tag == TagMeanReward || strings.HasPrefix(tag, PrefixReward)
+}
+
 // endValue is the mean of the last tenth of a curve: what it settled at, less noisy than the
 // last point.
 func endValue(pts []session.Point) (float64, bool) {
@@ -121,12 +127,19 @@ func TrainingCurves(meta Meta, tag string, trial, baseline, best Curve) ([]byte,
 		return nil, err
 	}
 	title, unit := describeTag(tag)
-	if v, ok := endValue(trial.Points); ok {
+	sub := meta.subtitle()
+	if isReward(tag) {
+		// A reward is the sum of weighted terms: under other weights it is another measure,
+		// so no percentage is headlined across them; the score compares trials.
+		if len(baseline.Points) > 0 || len(best.Points) > 0 {
+			sub += " · other weights' rewards don't compare"
+		}
+	} else if v, ok := endValue(trial.Points); ok {
 		if b, ok := endValue(baseline.Points); ok {
 			title += change(v, b)
 		}
 	}
-	y := c.header(title, meta.subtitle())
+	y := c.header(title, sub)
 	label := func(cv Curve, def string) string {
 		if cv.Label != "" {
 			return cv.Label

@@ -38,7 +38,11 @@ func Objectives(meta Meta, score session.Score, metrics, baseline session.Metric
 	if err != nil {
 		return nil, err
 	}
-	sub := meta.subtitle() + " · scores compare within a rung"
+	// what is compared: the score is always against the baseline's rung-0 evaluation
+	sub := meta.subtitle() + " · both at rung 0"
+	if meta.Trial.Rung > 0 {
+		sub = meta.subtitle() + " · baseline at rung 0, trained less"
+	}
 	y := c.header("Evaluation vs baseline @ rung 0", sub)
 
 	// the verdict, readable at a glance: colour says eligible or not, the text says why

@@ -20,7 +20,11 @@ type ReportInput struct {
 	Trial    session.Trial
 	Parent   *session.Trial // the trial whose config it changed; nil for the baseline
 	Baseline *session.Trial // the session's baseline trial
-	Best     *session.Trial // the current best; nil when there is none
+	// Control is the baseline trained as long as Trial (the same number of iterations, carried
+	// along every rung); its curves stand for the baseline's so curves compare at equal
+	// training. nil: the baseline's rung-0 curves.
+	Control *session.Trial
+	Best    *session.Trial // the current best; nil when there is none
 	// Series returns a trial's curves by tag; nil or a nil map means none.
 	Series   func(ref session.TrialRef) map[string][]session.Point
 	Trials   []session.Trial // every trial of the session so far, for the score chart
@@ -45,8 +49,15 @@ func TrialReport(in ReportInput) ([]Image, error) {
 	}
 	self := series(&in.Trial)
 	var base, best map[string][]session.Point
-	if in.Baseline != nil && in.Baseline.Ref() != in.Trial.Ref() {
+	baseLabel := ""
+	switch {
+	case in.Control != nil && in.Control.Ref() != in.Trial.Ref():
+		base, baseLabel = series(in.Control), fmt.Sprintf("baseline @ rung %d", in.Control.Rung)
+	case in.Control == nil && in.Baseline != nil && in.Baseline.Ref() != in.Trial.Ref():
 		base = series(in.Baseline)
+		if in.Trial.Rung > 0 {
+			baseLabel = "baseline @ rung 0"
+		}
 	}
 	// curves compare at equal training: the best of this trial's rung, not the overall best
 	bestLabel := ""
@@ -79,7 +90,7 @@ func TrialReport(in ReportInput) ([]Image, error) {
 	curve := func(tag string) func() ([]byte, error) {
 		return func() ([]byte, error) {
 			return TrainingCurves(meta, tag, Curve{Label: trialLabel, Points: self[tag]},
-				Curve{Points: base[tag]}, Curve{Label: bestLabel, Points: best[tag]})
+				Curve{Label: baseLabel, Points: base[tag]}, Curve{Label: bestLabel, Points: best[tag]})
 		}
 	}
 	steps := []struct {

@@ -4,19 +4,21 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"sort"
 	"strconv"
 
 	"tunebot/session"
 )
 
 // BestOf returns the trial a session would call best: the eligible trial of the highest rung
-// with the highest rank score; ok is false when no trial is eligible.
+// with the highest rank score, a finalist whose re-evaluation failed a gate excluded; ok is
+// false when no trial is eligible.
 func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 	var best session.TrialRef
 	found := false
 	bestScore := math.Inf(-1)
 	for _, t := range trials {
-		if !t.Eligible() {
+		if !t.Eligible() || (t.Final != nil && !t.Final.Score.Eligible) {
 			continue
 		}
 		if !found || t.Rung > best.Rung || t.Rung == best.Rung && t.RankScore() > bestScore {
@@ -28,8 +30,11 @@ func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 
 // Scores renders each trial's score (vs the baseline @ rung 0) by trial number, one colour
 // per rung; trials that are not eligible are hollow rings, failed ones grey crosses along the
-// bottom, the best is circled and labelled, and the trial of meta is shaded. best may be
-// nil to let BestOf choose.
+// bottom, the best is circled and labelled, and the trial of meta is shaded. A finalist is
+// plotted at the mean of its final re-evaluation, the score that ranks it, so the circled
+// best never sits below another eligible point of its rung; the baseline carried to a higher
+// rung (control) is labelled, since the best is judged against it. best may be nil to let
+// BestOf choose.
 func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, error) {
 	c, err := newCanvas(Width, Height)
 	if err != nil {
@@ -48,12 +53,21 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 		maxRung = max(maxRung, t.Rung)
 		minN, maxN = min(minN, t.Number), max(maxN, t.Number)
 		if t.Score != nil {
-			lo, hi = math.Min(lo, clampValue(t.Score.Total)), math.Max(hi, clampValue(t.Score.Total))
+			lo, hi = math.Min(lo, clampValue(t.RankScore())), math.Max(hi, clampValue(t.RankScore()))
+		}
+	}
+	finalSeeds := 0
+	for _, t := range trials {
+		if t.Final != nil {
+			finalSeeds = max(finalSeeds, len(t.Final.Seeds))
 		}
 	}
 	var items []legendItem
 	for r := 0; r <= maxRung; r++ {
 		items = append(items, legendItem{label: "rung " + strconv.Itoa(r), col: rungColour(r), marker: "dot"})
+	}
+	if finalSeeds > 0 {
+		items[len(items)-1].label += fmt.Sprintf(" (final: mean of %d seeds)", finalSeeds)
 	}
 	items = append(items,
 		legendItem{label: "not eligible", col: colFailed, marker: "ring"},
@@ -117,10 +131,13 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 			if t.State == session.TrialFailed {
 				c.cross(x, bottom-14, 10, colFailed)
 			}
-		case !t.Score.Eligible:
-			c.dot(x, ys.py(clampValue(t.Score.Total)), 12, colFailed, true)
+		case !t.Score.Eligible || (t.Final != nil && !t.Final.Score.Eligible):
+			c.dot(x, ys.py(clampValue(t.RankScore())), 12, colFailed, true)
 		default:
-			c.dot(x, ys.py(clampValue(t.Score.Total)), 13, rungColour(t.Rung), false)
+			c.dot(x, ys.py(clampValue(t.RankScore())), 13, rungColour(t.Rung), false)
+		}
+		if t.Number == 0 && t.Rung > 0 && t.Rung == maxRung && t.Score != nil && (best == nil || t.Ref() != *best) {
+			c.text(fmt.Sprintf("baseline @ rung %d", t.Rung), x+22, ys.py(clampValue(t.RankScore()))+sizeTick/3, sizeTick-4, colMuted, alignLeft)
 		}
 	}
 	if best != nil {
@@ -128,7 +145,7 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 			if t.Ref() != *best || t.Score == nil {
 				continue
 			}
-			x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.Score.Total))
+			x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.RankScore()))
 			c.dot(x, py, 22, colText, true)
 			label := fmt.Sprintf("best: trial %d @ rung %d", t.Number, t.Rung)
 			w, _ := c.measure(label, sizeLabel)
@@ -155,17 +172,23 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 		return nil, err
 	}
 	y := c.header("Session progress", meta.subtitle())
-	y = c.legend([]legendItem{
-		{label: "done (rung colour)", col: colTrial, marker: "box"},
-		{label: "not eligible", col: colFailed, marker: "box"},
-		{label: "failed", col: colBad, marker: "cross"},
-		{label: "to do", col: colTodo, marker: "box"},
-	}, margin, y, c.w-2*margin)
-
 	rungs := settings.Rungs
 	if len(rungs) == 0 {
 		rungs = []int{0}
 	}
+	// every colour drawn below is named: one per rung, running, not eligible, failed, to do
+	var items []legendItem
+	for r := range rungs {
+		items = append(items, legendItem{label: fmt.Sprintf("rung %d done", r), col: rungColour(r), marker: "box"})
+	}
+	running := rungColour(0)
+	running.A = 120
+	items = append(items,
+		legendItem{label: "running (pale)", col: running, marker: "box"},
+		legendItem{label: "not eligible", col: colFailed, marker: "box"},
+		legendItem{label: "failed", col: colBad, marker: "cross"},
+		legendItem{label: "to do", col: colTodo, marker: "box"})
+	y = c.legend(items, margin, y, c.w-2*margin)
 	promote := settings.Promote
 	if len(promote) == 0 {
 		promote = session.DefaultPromote(settings.TrialCount)
@@ -181,6 +204,9 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 	for r := range rungs {
 		if r < len(promote) {
 			planned[r] = promote[r]
+			if r > 0 && settings.Control && !baselineAmongTop(byRung[r-1], promote[r]) {
+				planned[r]++ // the baseline is carried along besides the promoted trials
+			}
 		}
 		planned[r] = max(planned[r], len(byRung[r]))
 		prev := 0
@@ -218,9 +244,9 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 			switch {
 			case t.State == session.TrialFailed:
 				c.cross((x0+x1)/2, (top+y1)/2, min(bw, bh)/4, colBad)
-			case t.State == session.TrialCompleted && !t.Eligible():
+			case finished(t) && !t.Score.Eligible:
 				c.rect(x0, top, x1, y1, colFailed)
-			case t.State == session.TrialCompleted:
+			case finished(t):
 				c.rect(x0, top, x1, y1, rungColour(r))
 			default: // training or evaluating: fill as far as it got
 				f := 0.0
@@ -254,12 +280,41 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 	return c.png()
 }
 
+// baselineAmongTop reports whether the baseline is one of the k best eligible trials of ts,
+// so that it is promoted as one of them rather than as the control besides them.
+func baselineAmongTop(ts []session.Trial, k int) bool {
+	var el []session.Trial
+	for _, t := range ts {
+		if t.Eligible() {
+			el = append(el, t)
+		}
+	}
+	sort.SliceStable(el, func(i, j int) bool {
+		if a, b := el[i].RankScore(), el[j].RankScore(); a != b {
+			return a > b
+		}
+		return el[i].Number < el[j].Number
+	})
+	for i := 0; i < len(el) && i < k; i++ {
+		if el[i].Number == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func countDone(ts []session.Trial) int {
 	n := 0
 	for _, t := range ts {
-		if t.State.Terminal() {
+		if t.State.Terminal() || finished(t) {
 			n++
 		}
 	}
 	return n
+}
+
+// finished reports whether t has its rung result: completed, or scored and now in its final
+// re-evaluation, which does not undo the rung's training and evaluation.
+func finished(t session.Trial) bool {
+	return t.Score != nil && (t.State == session.TrialCompleted || t.State == session.TrialEvaluating)
 }

@@ -72,7 +72,14 @@ func Digest(now time.Time, sessions []session.Session) string {
 	fmt.Fprintf(&b, "tunebot daily digest, %s\n", now.Format("Mon 2 Jan 2006"))
 	line := func(s session.Session) {
 		fmt.Fprintf(&b, "• %s %s (%s): %s", short(s.ID), s.Settings.RunName, s.State, s.Message)
-		if s.BestTrial >= 0 && (s.BestTrial > 0 || s.BestScore != 0) {
+		switch {
+		case s.Result != nil:
+			// best vs the baseline at equal training (docs/design.md §1); a finished
+			// session's message already says it
+			if h := s.Result.Headline(); !strings.Contains(s.Message, h) {
+				fmt.Fprintf(&b, "; %s", h)
+			}
+		case s.BestTrial >= 0 && (s.BestTrial > 0 || s.BestScore != 0):
 			fmt.Fprintf(&b, "; best trial %d @ rung %d, score %+.3f", s.BestTrial, s.BestRung, s.BestScore)
 		}
 		if s.Preset != "" {

@@ -47,10 +47,16 @@ func TestDigest(t *testing.T) {
 		{ID: "bbbbbbbb2222", State: session.StateSucceeded, Settings: session.Settings{RunName: "auto-tune"}, Message: "done",
 			BestTrial: 4, BestRung: 2, BestScore: 0.21, Preset: "auto-tune-bbbbbbbb", EndedAt: now.Add(-3 * time.Hour), CreatedAt: now.Add(-20 * time.Hour)},
 		{ID: "cccccccc3333", State: session.StateFailed, EndedAt: now.Add(-50 * time.Hour), CreatedAt: now.Add(-60 * time.Hour)},
+		// cancelled at rung 1, where the baseline trained as long is ahead: that is the headline
+		{ID: "dddddddd4444", State: session.StateCancelled, Settings: session.Settings{RunName: "cut"}, Message: "cancelled by ana",
+			BestTrial: 3, BestScore: 0.08, EndedAt: now.Add(-2 * time.Hour), CreatedAt: now.Add(-4 * time.Hour),
+			Result: &session.Comparison{Best: session.Standing{Trial: 3, Rung: 1, Iterations: 900, Score: 0.2, Seeds: []int{0}},
+				Control: &session.Standing{Trial: 0, Rung: 1, Iterations: 900, Score: 0.25, Seeds: []int{0}}, BaselineIterations: 300}},
 	}
 	d := schedule.Digest(now, sessions)
 	for _, w := range []string{"digest, Thu 1 May 2025", "active:\n• aaaaaaaa night (awaiting_approval): proposal 2 waits; best trial 1 @ rung 0, score +0.050; 2.0 GPU h",
-		"ended in the last 24 h:\n• bbbbbbbb auto-tune (succeeded): done; best trial 4 @ rung 2, score +0.210; preset auto-tune-bbbbbbbb", "baseline at rung 0"} {
+		"ended in the last 24 h:\n• bbbbbbbb auto-tune (succeeded): done; best trial 4 @ rung 2, score +0.210; preset auto-tune-bbbbbbbb", "baseline at rung 0",
+		"• dddddddd cut (cancelled): cancelled by ana; trial 3 @ rung 1 scores +0.200, the baseline +0.250 at the same 900 iterations on the same seeds 0: the baseline is ahead by 0.050\n"} {
 		if !strings.Contains(d, w) {
 			t.Errorf("digest does not say %q:\n%s", w, d)
 		}
@@ -58,7 +64,7 @@ func TestDigest(t *testing.T) {
 	if strings.Contains(d, "cccccccc") {
 		t.Errorf("digest names a session that ended two days ago:\n%s", d)
 	}
-	if got := schedule.Digest(now, sessions[2:]); got != "" {
+	if got := schedule.Digest(now, sessions[2:3]); got != "" {
 		t.Errorf("a quiet day's digest = %q, want empty", got)
 	}
 }

@@ -172,11 +172,27 @@ func (a *scriptAdvisor) requests() []session.ProposalRequest {
 	return append([]session.ProposalRequest(nil), a.reqs...)
 }
 
-// improving raises track_linear_velocity a little each time: every proposal improves.
+// improving raises track_linear_velocity a little each time: every proposal improves. Like
+// every real proposer, it steps past configurations on the request's tried list.
 func improving(req session.ProposalRequest) (session.Suggestion, error) {
-	v := req.Base.Weights["track_linear_velocity"] * (1.1 + 0.01*float64(len(req.History)))
-	return session.Suggestion{Patch: session.Patch{Weights: map[string]float64{"track_linear_velocity": v}},
-		Rationale: "raise tracking", Confidence: 0.6, Model: "fake-model"}, nil
+	f := 1.1 + 0.01*float64(len(req.History))
+	for {
+		p := session.Patch{Weights: map[string]float64{"track_linear_velocity": req.Base.Weights["track_linear_velocity"] * f}}
+		if !triedAlready(req, p) {
+			return session.Suggestion{Patch: p, Rationale: "raise tracking", Confidence: 0.6, Model: "fake-model"}, nil
+		}
+		f += 0.05
+	}
+}
+
+func triedAlready(req session.ProposalRequest, p session.Patch) bool {
+	merged := session.Merge(req.Base, p)
+	for _, t := range req.Tried {
+		if merged.Equal(t.Config) {
+			return true
+		}
+	}
+	return false
 }
 
 // recordingNotifier keeps the kinds of events it saw.
@@ -259,6 +275,9 @@ func settings(mode string) session.Settings {
 	s.TrialCount = 6
 	s.Rungs = []int{10, 20, 30}
 	s.Patience = 5
+	// The ladder tests count trials per rung without the baseline carried along;
+	// TestControlComparesAtEqualTraining runs with it (the default).
+	s.Control = false
 	s.Normalize()
 	return s
 }
@@ -366,6 +385,63 @@ func TestAutomaticSessionRunsTheWholeLadder(t *testing.T) {
 	}
 	if kinds["decision"] != 5 || kinds["trial_finished"] != 12 || kinds["session_succeeded"] != 1 {
 		t.Errorf("audit kinds %v", kinds)
+	}
+}
+
+// With control (the default) the baseline runs every rung and is re-evaluated with the
+// finalists, it competes for best, and the session's headline compares at equal training.
+func TestControlComparesAtEqualTraining(t *testing.T) {
+	worse := func(req session.ProposalRequest) (session.Suggestion, error) {
+		v := req.Base.Weights["track_linear_velocity"] * (0.95 - 0.02*float64(len(req.History)))
+		return session.Suggestion{Patch: session.Patch{Weights: map[string]float64{"track_linear_velocity": v}}}, nil
+	}
+	tests := []struct {
+		name     string
+		advisor  func(session.ProposalRequest) (session.Suggestion, error)
+		wantBest session.TrialRef
+		wantMsg  string
+	}{
+		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "over the baseline; saved as preset"},
+		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: no tuned trial beat the baseline (trial "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			ctx := context.Background()
+			h.adv.fn = tt.advisor
+			st := settings(session.ModeAutomatic)
+			st.Control = session.DefaultSettings().Control
+			s, err := h.eng.Start(ctx, st, console)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = h.wait(s.ID)
+			if s.State != session.StateSucceeded {
+				t.Fatalf("state %s (%s)", s.State, s.Reason)
+			}
+			var base2 *session.Trial
+			for _, tr := range h.trials(s.ID) {
+				if tr.Number == 0 && tr.Rung == 2 {
+					base2 = &tr
+				}
+			}
+			if base2 == nil || base2.Final == nil || len(base2.Final.Seeds) != 3 {
+				t.Fatalf("the baseline at rung 2: %+v, want it re-evaluated on the final seeds", base2)
+			}
+			if got := (session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}); got != tt.wantBest {
+				t.Fatalf("best %s, want %s", got, tt.wantBest)
+			}
+			r := s.Result
+			if r == nil || !r.Final || r.Control == nil || r.Control.Trial != 0 || r.Control.Rung != 2 || r.Best.Trial == 0 || r.Best.Rung != 2 {
+				t.Fatalf("result %+v, want the best tuned trial against the baseline at rung 2", r)
+			}
+			if r.Control.Score != base2.Final.Score.Total || len(r.Best.Seeds) != 3 {
+				t.Errorf("control %+v, want the baseline's final %v on 3 seeds", r.Control, base2.Final.Score.Total)
+			}
+			if !strings.Contains(s.Message, tt.wantMsg) || !strings.Contains(s.Message, r.Headline()) {
+				t.Errorf("message %q, want %q and the headline %q", s.Message, tt.wantMsg, r.Headline())
+			}
+		})
 	}
 }
 
@@ -478,6 +554,105 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	}
 	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A rejected patch is never proposed again in the session, whoever proposes: the proposers
+// are told (their tried list), and an answer that repeats it anyway is refused like a
+// duplicate, on the advisor's path, the sampler's and the fallback between them.
+func TestRejectedPatchIsNeverProposedAgain(t *testing.T) {
+	same := session.Patch{Weights: map[string]float64{"foot_slip": -0.5}}
+	other := session.Patch{Weights: map[string]float64{"pose": 1.5}}
+	stubborn := func(source string) func(session.ProposalRequest) (session.Suggestion, error) {
+		return func(session.ProposalRequest) (session.Suggestion, error) {
+			return session.Suggestion{Patch: same.Clone(), Rationale: "again", Source: source}, nil
+		}
+	}
+	down := func(session.ProposalRequest) (session.Suggestion, error) {
+		return session.Suggestion{}, &session.UserError{Msg: "advisor down"}
+	}
+	// heeding proposes same until it is on the tried list, then other
+	heeding := func(req session.ProposalRequest) (session.Suggestion, error) {
+		if triedAlready(req, same) {
+			return session.Suggestion{Patch: other.Clone(), Rationale: "something else"}, nil
+		}
+		return session.Suggestion{Patch: same.Clone(), Rationale: "first"}, nil
+	}
+	tests := []struct {
+		name         string
+		advisor      func(session.ProposalRequest) (session.Suggestion, error)
+		sampler      func(session.ProposalRequest) (session.Suggestion, error)
+		fallback     bool
+		wantNext     *session.Patch // the second proposal; nil: none, the session pauses
+		wantInReason string
+	}{
+		{"advisor heeds the tried list", heeding, nil, false, &other, ""},
+		{"advisor repeats it", stubborn(session.SourceAdvisor), nil, false, nil, "proposal 1, rejected earlier in this session"},
+		{"advisor repeats it, the sampler stands in", stubborn(session.SourceAdvisor), heeding, true, &other, ""},
+		{"sampler alone repeats it", down, stubborn(session.SourceSampler), true, nil, "numeric sampler could not propose: its patch breaks the rules: patch refused: duplicate: the merged configuration equals proposal 1, rejected"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			ctx := context.Background()
+			first := tt.advisor
+			if tt.fallback {
+				// the first proposal comes from whoever proposes; it is the one rejected
+				first = func(req session.ProposalRequest) (session.Suggestion, error) {
+					if len(h.adv.requests()) == 1 {
+						return session.Suggestion{Patch: same.Clone(), Rationale: "first"}, nil
+					}
+					return tt.advisor(req)
+				}
+			}
+			h.adv.fn = first
+			if tt.sampler != nil {
+				h.sampler.fn = tt.sampler
+			}
+			st := settings(session.ModeApproval)
+			st.Fallback = tt.fallback
+			s, err := h.eng.Start(ctx, st, console)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s = h.wait(s.ID); s.State != session.StateAwaitingApproval {
+				t.Fatalf("state %s (%s), want awaiting_approval", s.State, s.Reason)
+			}
+			if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionReject, Feedback: "no slip change", By: console}); err != nil {
+				t.Fatal(err)
+			}
+			s = h.wait(s.ID)
+			ps, err := h.db.Proposals(ctx, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !session.Merge(ps[0].Base, ps[0].Patch).Equal(session.Merge(ps[0].Base, same)) || ps[0].State != session.ProposalRejected {
+				t.Fatalf("first proposal %v is %s", ps[0].Patch, ps[0].State)
+			}
+			for _, p := range ps[1:] {
+				if session.Merge(p.Base, p.Patch).Equal(session.Merge(ps[0].Base, ps[0].Patch)) {
+					t.Fatalf("proposal %d repeats the rejected proposal 1", p.Seq)
+				}
+			}
+			if tt.wantNext == nil {
+				if len(ps) != 1 || s.State != session.StatePaused || !strings.Contains(s.Reason, tt.wantInReason) {
+					t.Fatalf("%d proposals, state %s, reason %q; want paused naming %q", len(ps), s.State, s.Reason, tt.wantInReason)
+				}
+				return
+			}
+			if len(ps) != 2 || s.State != session.StateAwaitingApproval || !ps[1].Patch.Equal(*tt.wantNext) {
+				t.Fatalf("%d proposals, state %s (%s); want a second one of %v", len(ps), s.State, s.Reason, *tt.wantNext)
+			}
+			// every proposer asked after the reject was told
+			reqs := append(h.adv.requests(), h.sampler.requests()...)
+			told := false
+			for _, r := range reqs[1:] {
+				told = told || triedAlready(r, same)
+			}
+			if !told {
+				t.Fatal("no proposer asked after the reject saw the rejected configuration on its tried list")
+			}
+		})
 	}
 }
 

@@ -328,7 +328,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	baseTrial := n.trial(bestNum, 0)
 	req := ProposalRequest{
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
-		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: triedConfigs(n.trials),
+		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(triedConfigs(n.trials), rejectedConfigs(n.proposals)...),
 		Seed: s.Settings.Seed,
 	}
 	for _, t := range r0 {
@@ -390,6 +390,19 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	}
 	e.audit(ctx, s.ID, "proposal_created", System, map[string]any{"proposal": p.ID, "seq": seq, "source": p.Source, "model": p.Model, "patch": p.Patch, "base_trial": bestNum})
 	return p, nil
+}
+
+// rejectedConfigs lists the merged configurations of the session's rejected proposals. They
+// go into every proposer's tried list, and the engine checks each answer against them, so a
+// rejected patch is never proposed again, whoever proposes (docs/design.md §2, §6).
+func rejectedConfigs(ps []Proposal) []Tried {
+	var out []Tried
+	for _, p := range ps {
+		if p.State == ProposalRejected {
+			out = append(out, Tried{Label: fmt.Sprintf("proposal %d", p.Seq), Config: Merge(p.Base, p.Patch), Rejected: true})
+		}
+	}
+	return out
 }
 
 // ask runs one proposer and re-validates its answer under the session's rules.
@@ -740,6 +753,10 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 		if haveBest && x.BestRung == 0 {
 			x.BestTrial, x.BestScore = best.Number, best.Score.Total
 		}
+		x.Result = nil
+		if c, ok := Compare(*x, trials); ok {
+			x.Result = &c
+		}
 		return nil
 	})
 	if err != nil {
@@ -824,9 +841,9 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 			if t.Eligible() && t.Final != nil && !t.Final.Score.Eligible {
 				continue // the re-evaluation on more seeds failed a gate
 			}
-			if !(s.Settings.Control && t.Number == 0 && r > 0) {
-				cands = append(cands, t)
-			}
+			// The baseline carried along (control) competes too: a tuned trial that the
+			// baseline beats at equal training is no improvement (docs/design.md §1).
+			cands = append(cands, t)
 		}
 		best, found = bestOf(cands)
 	}
@@ -857,13 +874,21 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 			return fmt.Errorf("preset %s already exists for another session", name)
 		}
 	}
-	msg := fmt.Sprintf("done: best is trial %d @ rung %d, score %+.3f ± %.3f vs baseline @ rung 0; saved as preset %s", best.Number, best.Rung, score, std, name)
+	done := s
+	done.State, done.BestTrial, done.BestRung, done.Preset = StateSucceeded, best.Number, best.Rung, name
+	result, _ := Compare(done, n.trials)
+	msg := fmt.Sprintf("done: %s; saved as preset %s", result.Headline(), name)
 	if best.Number == 0 {
-		msg = fmt.Sprintf("done: no tuned trial beat the baseline; the baseline configuration is saved as preset %s", name)
+		why := ""
+		if result.Best.Trial != 0 {
+			why = " (" + result.Headline() + ")"
+		}
+		msg = fmt.Sprintf("done: no tuned trial beat the baseline%s; the baseline configuration is saved as preset %s", why, name)
 	}
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
 		x.State, x.Message, x.Reason = StateSucceeded, msg, ""
 		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, score, name
+		x.Result = &result
 		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()
 		return nil
 	})

@@ -89,7 +89,9 @@ type Session struct {
 	BestScore  float64      `json:"best_score"`
 	NoImprove  int          `json:"no_improve"`
 	Preset     string       `json:"preset,omitempty"`
-	GPUSeconds float64      `json:"gpu_seconds"`
+	// Result is the headline comparison (Compare), kept current as trials finish.
+	Result     *Comparison `json:"result,omitempty"`
+	GPUSeconds float64     `json:"gpu_seconds"`
 	// BudgetWaived is set when a person resumes a session that a budget paused: it runs on
 	// to its end without asking again.
 	BudgetWaived bool      `json:"budget_waived,omitempty"`

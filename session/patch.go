@@ -78,6 +78,8 @@ func (e *InvalidError) Error() string {
 type Tried struct {
 	Label  string
 	Config RewardConfig
+	// Rejected marks a proposal a person rejected: never proposed again in the session.
+	Rejected bool
 }
 
 // DecodePatch decodes a patch strictly: only "weights" and "params" objects, JSON numbers
@@ -335,7 +337,11 @@ func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardC
 	if len(probs) == 0 {
 		for _, t := range tried {
 			if merged.Equal(t.Config) {
-				probs = append(probs, "duplicate: the merged configuration equals "+t.Label+", already tried in this session")
+				if t.Rejected {
+					probs = append(probs, "duplicate: the merged configuration equals "+t.Label+", rejected earlier in this session")
+				} else {
+					probs = append(probs, "duplicate: the merged configuration equals "+t.Label+", already tried in this session")
+				}
 				break
 			}
 		}

@@ -195,7 +195,9 @@ func TestValidateDuplicates(t *testing.T) {
 	s := session.DefaultSpace()
 	defaults := s.Defaults()
 	trial3 := session.Merge(defaults, w("pose", 1.5))
-	tried := []session.Tried{{Label: "trial 1", Config: defaults}, {Label: "trial 3", Config: trial3}}
+	rejected := session.Merge(defaults, w("foot_slip", -0.5))
+	tried := []session.Tried{{Label: "trial 1", Config: defaults}, {Label: "trial 3", Config: trial3},
+		{Label: "proposal 2", Config: rejected, Rejected: true}}
 	tests := []struct {
 		name  string
 		base  session.RewardConfig
@@ -205,6 +207,7 @@ func TestValidateDuplicates(t *testing.T) {
 		{"same as trial 3", defaults, w("pose", 1.5), []string{"duplicate: the merged configuration equals trial 3, already tried in this session"}},
 		{"same as trial 3 up to 1e-12", defaults, w("pose", 1.5*(1+1e-12)), []string{"duplicate: the merged configuration equals trial 3"}},
 		{"back to the baseline", trial3, w("pose", 1), []string{"equals trial 1"}},
+		{"same as a rejected proposal", defaults, w("foot_slip", -0.5), []string{"duplicate: the merged configuration equals proposal 2, rejected earlier in this session"}},
 		{"1e-6 away is new", defaults, w("pose", 1.5*(1+1e-6)), nil},
 		{"new", defaults, w("pose", 2), nil},
 		// A patch with another problem is refused for it; the duplicate check would only add noise.

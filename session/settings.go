@@ -48,7 +48,7 @@ func DefaultSettings() Settings {
 		Mode: ModeAutomatic, Task: TaskGo2Flat, RunName: "auto-tune", GPUs: []int{0},
 		TrialCount: 12, Rungs: []int{300, 900, 2000}, NumEnvs: 4096, EvalNumEnvs: 256,
 		EvalSteps: 1000, Seed: 42, Patience: 4, Objective: DefaultObjectiveWeights(),
-		Floors: DefaultFloors(), EvalSeeds: []int{0}, FinalEvalSeeds: []int{0, 1, 2},
+		Floors: DefaultFloors(), EvalSeeds: []int{0}, FinalEvalSeeds: []int{0, 1, 2}, Control: true,
 	}
 	return s
 }

@@ -68,7 +68,7 @@ func Commands() []*discordgo.ApplicationCommand {
 				str("name", "run name"),
 				integer("num_envs", "parallel environments (1–16384)", &minOne, 16384),
 				integer("eval_steps", "evaluation steps (10–100000)", &minOne, 100000),
-				boolean("control", "also promote the baseline along every rung")),
+				boolean("control", "promote the baseline along every rung to compare at equal training (default true)")),
 			sub("status", "the session's state"),
 			sub("pause", "pause after the current job"),
 			sub("resume", "resume a paused or interrupted session"),

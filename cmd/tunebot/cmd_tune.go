@@ -41,7 +41,7 @@ func runTune(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
 	fs.IntVar(&o.trials, "trials", 0, "trial count, baseline included (default: the config's)")
 	fs.BoolVar(&o.fallback, "fallback", false, "let the numeric sampler propose when the advisor cannot")
-	fs.BoolVar(&o.json, "json", false, "print the summary as JSON, last on stdout")
+	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	fs.BoolVar(&o.resume, "resume", false, "continue the newest interrupted session instead of starting one")
 	fs.StringVar(&o.dataDir, "data-dir", "", "data directory (default: the config's data_dir)")
 	if err := fs.Parse(args); err != nil {
@@ -59,7 +59,7 @@ func runDemo(ctx context.Context, e *env, args []string) int {
 	fs.SetOutput(e.stderr)
 	o := tuneOptions{demo: true, fallback: true, mode: session.ModeAutomatic}
 	fs.StringVar(&o.dataDir, "data-dir", "./data", "where the demo keeps its store and outputs")
-	fs.BoolVar(&o.json, "json", false, "print the summary as JSON, last on stdout")
+	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -104,11 +104,17 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	}
 	defer closeLog()
 	stdin := &eofReader{r: e.stdin, done: make(chan struct{})}
+	// With --json stdout is one JSON document (the summary) and nothing else: the cards,
+	// tables and progress a person reads go to stderr.
+	human := e.stdout
+	if o.json {
+		human = e.stderr
+	}
 	// The console needs the store before the engine exists, and the engine needs the
 	// console as its notifier: openApp hands the store over through the hook.
 	var con *console.Console
 	a, err := openApp(ctx, cfg, e, logger, func(db *store.DB) session.Notifier {
-		con = console.New(e.stdout, stdin, filepath.Join(cfg.DataDir, "reports"), nil, db, cfg.space(), logger)
+		con = console.New(human, stdin, filepath.Join(cfg.DataDir, "reports"), nil, db, cfg.space(), logger)
 		return con
 	})
 	if err != nil {
@@ -143,7 +149,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		printProblems(e, err)
 		return 1
 	}
-	fmt.Fprintf(e.stdout, "session %s (%s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+	fmt.Fprintf(human, "session %s (%s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
@@ -233,21 +239,19 @@ func (r *eofReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// summaryJSON is the --json summary of issue 3.
+// summaryJSON is the --json summary: the session, its best trial, every trial, every
+// proposal (rejected ones included) and the baseline carried to the top rung (control).
 type summaryJSON struct {
-	Session string         `json:"session"`
-	State   session.State  `json:"state"`
-	Preset  string         `json:"preset"`
-	Reason  string         `json:"reason,omitempty"`
-	Best    *bestJSON      `json:"best"`
-	Trials  []trialJSON    `json:"trials"`
-	Outputs map[string]any `json:"outputs"`
-}
-
-type bestJSON struct {
-	Trial int     `json:"trial"`
-	Rung  int     `json:"rung"`
-	Score float64 `json:"score"`
+	Session   string            `json:"session"`
+	State     session.State     `json:"state"`
+	Preset    string            `json:"preset"`
+	Reason    string            `json:"reason,omitempty"`
+	Best      *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
+	Control   *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
+	Headline  string            `json:"headline,omitempty"`
+	Trials    []trialJSON       `json:"trials"`
+	Proposals []proposalJSON    `json:"proposals"`
+	Outputs   map[string]any    `json:"outputs"`
 }
 
 type trialJSON struct {
@@ -261,6 +265,24 @@ type trialJSON struct {
 	RewardConfig session.RewardConfig `json:"reward_config"`
 	Metrics      session.Metrics      `json:"metrics"`
 	Reason       string               `json:"reason"`
+	Final        *finalJSON           `json:"final"` // finalists only
+}
+
+// finalJSON is a finalist's re-evaluation on the final seeds.
+type finalJSON struct {
+	Score float64 `json:"score"`
+	Std   float64 `json:"std"`
+	Seeds []int   `json:"seeds"`
+}
+
+type proposalJSON struct {
+	Seq      int                   `json:"seq"`
+	Number   int                   `json:"number"`
+	State    session.ProposalState `json:"state"`
+	Source   string                `json:"source"`
+	Patch    session.Patch         `json:"patch"`
+	Edited   *session.Patch        `json:"edited,omitempty"` // what ran instead, when a person edited it
+	Feedback string                `json:"feedback"`
 }
 
 func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, error) {
@@ -268,11 +290,19 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing trials: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{},
+	proposals, err := a.db.Proposals(ctx, s.ID)
+	if err != nil {
+		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
+	}
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
-	if s.Preset != "" {
-		out.Best = &bestJSON{Trial: s.BestTrial, Rung: s.BestRung, Score: s.BestScore}
+	if c, ok := session.Compare(s, trials); ok {
+		out.Headline = c.Headline()
+	}
+	top := 0
+	for _, t := range trials {
+		top = max(top, t.Rung)
 	}
 	for _, t := range trials {
 		tj := trialJSON{Number: t.Number, Rung: t.Rung, Iterations: t.Iterations, State: t.State, Source: t.Source,
@@ -284,7 +314,25 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		if tj.Metrics == nil {
 			tj.Metrics = session.Metrics{}
 		}
+		if t.Final != nil {
+			tj.Final = &finalJSON{Score: t.Final.Score.Total, Std: t.Final.ScoreStd, Seeds: append([]int{}, t.Final.Seeds...)}
+		}
+		st := session.StandingOf(t, s.Settings.EvalSeeds)
+		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
+			out.Best = &st
+		}
+		if t.Number == 0 && t.Rung == top && top > 0 && t.State == session.TrialCompleted && t.Score != nil {
+			out.Control = &st
+		}
 		out.Trials = append(out.Trials, tj)
+	}
+	for _, p := range proposals {
+		pj := proposalJSON{Seq: p.Seq, Number: p.Number, State: p.State, Source: p.Source, Patch: p.Patch}
+		if p.Decision != nil {
+			pj.Feedback = p.Decision.Feedback
+			pj.Edited = p.Decision.Edited
+		}
+		out.Proposals = append(out.Proposals, pj)
 	}
 	return out, nil
 }
@@ -311,7 +359,10 @@ func writeSummaryText(w io.Writer, s summaryJSON) {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
 	}
 	if s.Best != nil {
-		fmt.Fprintf(w, "  best: trial %d @ rung %d, score %+.3f vs baseline @ rung 0; saved as preset %s\n", s.Best.Trial, s.Best.Rung, s.Best.Score, s.Preset)
+		fmt.Fprintf(w, "  best: trial %d @ rung %d; saved as preset %s\n", s.Best.Trial, s.Best.Rung, s.Preset)
+	}
+	if s.Headline != "" {
+		fmt.Fprintf(w, "  result: %s\n", s.Headline)
 	}
 	for _, k := range []string{"session_dir", "reports", "store", "log"} {
 		fmt.Fprintf(w, "  %-12s %s\n", k+":", s.Outputs[k])

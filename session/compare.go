@@ -1,0 +1,161 @@
+package session
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Standing is one trial's score as a headline quotes it: the mean, spread and seeds of its
+// final re-evaluation when it had one, else its evaluation at its rung.
+type Standing struct {
+	Trial      int     `json:"trial"`
+	Rung       int     `json:"rung"`
+	Iterations int     `json:"iterations"`
+	Score      float64 `json:"score"`
+	Std        float64 `json:"std"`
+	Seeds      []int   `json:"seeds"`
+}
+
+// StandingOf is t's standing; seeds are the session's evaluation seeds its rung score used.
+func StandingOf(t Trial, evalSeeds []int) Standing {
+	st := Standing{Trial: t.Number, Rung: t.Rung, Iterations: t.Iterations, Seeds: append([]int{}, evalSeeds...)}
+	switch {
+	case t.Final != nil:
+		st.Score, st.Std, st.Seeds = t.Final.Score.Total, t.Final.ScoreStd, append([]int{}, t.Final.Seeds...)
+	case t.Score != nil:
+		st.Score = t.Score.Total
+	}
+	return st
+}
+
+// Comparison is a session's headline result (docs/design.md §1): its best tuned trial against
+// the baseline at the same rung on the same seeds (the baseline carried along every rung,
+// "control"), or, where no baseline trained as long, against the baseline at rung 0, said in
+// words. Every score is measured against the baseline's rung-0 evaluation, so the two
+// standings are on one scale and their difference is the gain at equal training.
+type Comparison struct {
+	Best Standing `json:"best"`
+	// Control is the baseline at Best's rung; nil when the baseline was not trained as long.
+	Control *Standing `json:"control,omitempty"`
+	// BaselineIterations are rung 0's iterations, what an unmatched comparison is against.
+	BaselineIterations int `json:"baseline_iterations"`
+	// Final is true once the session chose its preset; before that the comparison is of the
+	// trials finished so far.
+	Final bool `json:"final,omitempty"`
+}
+
+// Compare returns s's headline from its trials. A succeeded session compares the trial it
+// saved as its preset; any other compares its best eligible tuned trial at the highest rung
+// where the baseline also has a result (control), or at the highest rung it reached when the
+// baseline was not carried along, so a cancelled or failed session never headlines an
+// improvement that the baseline at equal training beats. ok is false while no tuned trial is
+// eligible.
+func Compare(s Session, trials []Trial) (Comparison, bool) {
+	find := func(num, rung int) *Trial {
+		for i := range trials {
+			if trials[i].Number == num && trials[i].Rung == rung {
+				return &trials[i]
+			}
+		}
+		return nil
+	}
+	seeds := s.Settings.EvalSeeds
+	out := Comparison{}
+	if len(s.Settings.Rungs) > 0 {
+		out.BaselineIterations = s.Settings.Rungs[0]
+	}
+	control := func(rung int) *Standing {
+		b := find(0, rung)
+		if b == nil || b.State != TrialCompleted || b.Score == nil {
+			return nil
+		}
+		st := StandingOf(*b, seeds)
+		return &st
+	}
+	if s.State == StateSucceeded && s.Preset != "" {
+		best := find(s.BestTrial, s.BestRung)
+		if best == nil {
+			return out, false
+		}
+		out.Final = true
+		if best.Number == 0 {
+			// The baseline won: the headline is the best tuned trial it beat at its rung.
+			var tuned *Trial
+			for i := range trials {
+				t := &trials[i]
+				if t.Rung == best.Rung && t.Number != 0 && t.Eligible() && (tuned == nil || t.RankScore() > tuned.RankScore()) {
+					tuned = t
+				}
+			}
+			if tuned == nil {
+				out.Best = StandingOf(*best, seeds)
+				return out, true
+			}
+			best = tuned
+		}
+		out.Best, out.Control = StandingOf(*best, seeds), control(best.Rung)
+		return out, true
+	}
+	top := -1
+	var best *Trial
+	for i := range trials {
+		t := &trials[i]
+		if t.Number == 0 || !t.Eligible() || (t.Final != nil && !t.Final.Score.Eligible) {
+			continue
+		}
+		if s.Settings.Control && t.Rung > 0 && control(t.Rung) == nil {
+			continue // its rung has no baseline result yet: not comparable at equal training
+		}
+		if t.Rung > top || (t.Rung == top && t.RankScore() > best.RankScore()) {
+			top, best = t.Rung, t
+		}
+	}
+	if best == nil {
+		return out, false
+	}
+	out.Best, out.Control = StandingOf(*best, seeds), control(best.Rung)
+	return out, true
+}
+
+// Headline says the comparison in one line, for chat, the terminal and the digest.
+func (c Comparison) Headline() string {
+	b := c.Best
+	if b.Trial == 0 {
+		return "no tuned trial beat the baseline"
+	}
+	who := fmt.Sprintf("trial %d @ rung %d", b.Trial, b.Rung)
+	if c.Control == nil {
+		return fmt.Sprintf("%s (%d iterations) scores %s vs the baseline at %d iterations (rung 0): no baseline was trained as long (control off), so this is not a comparison at equal training",
+			who, b.Iterations, signedStd(b), c.BaselineIterations)
+	}
+	if b.Rung == 0 {
+		return fmt.Sprintf("%s scores %s vs the baseline @ rung 0 (same %d iterations, seeds %s)", who, signedStd(b), b.Iterations, seedList(b.Seeds))
+	}
+	k := *c.Control
+	diff := b.Score - k.Score
+	verdict := fmt.Sprintf("%+.3f over the baseline", diff)
+	if diff <= 0 {
+		verdict = fmt.Sprintf("the baseline is ahead by %.3f", -diff)
+	}
+	seeds := "the same seeds " + seedList(b.Seeds)
+	if seedList(b.Seeds) != seedList(k.Seeds) {
+		seeds = fmt.Sprintf("seeds %s (baseline: %s)", seedList(b.Seeds), seedList(k.Seeds))
+	}
+	return fmt.Sprintf("%s scores %s, the baseline %s at the same %d iterations on %s: %s",
+		who, signedStd(b), signedStd(k), b.Iterations, seeds, verdict)
+}
+
+func signedStd(s Standing) string {
+	if len(s.Seeds) > 1 {
+		return fmt.Sprintf("%+.3f ± %.3f", s.Score, s.Std)
+	}
+	return fmt.Sprintf("%+.3f", s.Score)
+}
+
+func seedList(seeds []int) string {
+	parts := make([]string, len(seeds))
+	for i, v := range seeds {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ",")
+}
