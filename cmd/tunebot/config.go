@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,6 +56,22 @@ type TrainerConfig struct {
 	JobTimeout  time.Duration `yaml:"job_timeout"`
 	EvalTimeout time.Duration `yaml:"eval_timeout"`
 	Grace       time.Duration `yaml:"grace"`
+	// SimSurfaceSeed picks the built-in sim trainer's response surface: 0 is the demo's,
+	// other seeds draw one of a family (trainer/sim.Surface), for trying tunebot on a problem
+	// it was not tuned on. It needs the sim trainer's templates.
+	SimSurfaceSeed int64 `yaml:"sim_surface_seed"`
+}
+
+// templates returns the train and evaluate argv templates, with the sim surface seed
+// passed to the built-in sim trainer when one is set.
+func (t TrainerConfig) templates() (train, evaluate []string) {
+	train, evaluate = t.Train, t.Evaluate
+	if t.SimSurfaceSeed != 0 {
+		seed := []string{"--surface-seed", strconv.FormatInt(t.SimSurfaceSeed, 10)}
+		train = append(slices.Clone(train), seed...)
+		evaluate = append(slices.Clone(evaluate), seed...)
+	}
+	return train, evaluate
 }
 
 // AdvisorConfig configures the DeepSeek advisor; the key is DEEPSEEK_API_KEY, never here.
@@ -357,6 +374,11 @@ func (c *Config) validate() error {
 	}
 	if len(c.Trainer.Evaluate) == 0 {
 		probs = append(probs, "trainer.evaluate: must be a non-empty argv list")
+	}
+	if c.Trainer.SimSurfaceSeed < 0 {
+		probs = append(probs, fmt.Sprintf("trainer.sim_surface_seed: %d must not be negative", c.Trainer.SimSurfaceSeed))
+	} else if c.Trainer.SimSurfaceSeed != 0 && !isSimTrainer(c.Trainer) {
+		probs = append(probs, "trainer.sim_surface_seed: only the built-in sim trainer (sim-train) has response surfaces")
 	}
 	for _, d := range []struct {
 		name string
