@@ -311,11 +311,11 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	}
 	jobs := make(chan job)
 	var (
-		mu    sync.Mutex
-		enc   = json.NewEncoder(stdout)
+		mu       sync.Mutex
+		enc      = json.NewEncoder(stdout)
 		firstErr error
-		wg    sync.WaitGroup
-		cache oracleCache
+		wg       sync.WaitGroup
+		cache    oracleCache
 	)
 	ctx := context.Background()
 	for w := 0; w < max(1, *workers); w++ {

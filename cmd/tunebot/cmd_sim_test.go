@@ -94,7 +94,7 @@ func TestSimSurfaceSeedConfig(t *testing.T) {
 		t.Errorf("default template %v passes a surface seed", train)
 	}
 	for body, want := range map[string]string{
-		"trainer:\n  sim_surface_seed: -2\n": "trainer.sim_surface_seed: -2 must not be negative",
+		"trainer:\n  sim_surface_seed: -2\n":                                      "trainer.sim_surface_seed: -2 must not be negative",
 		"trainer:\n  sim_surface_seed: 4\n  train: [\"python3\", \"train.py\"]\n": "trainer.sim_surface_seed: only the built-in sim trainer",
 	} {
 		if _, err := loadConfig(write(body), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
