@@ -35,6 +35,11 @@ type Settings struct {
 	EvalSeeds      []int            `json:"eval_seeds" yaml:"eval_seeds"`
 	FinalEvalSeeds []int            `json:"final_eval_seeds" yaml:"final_eval_seeds"`
 	Preset         string           `json:"preset,omitempty" yaml:"preset"`
+	// SamplerMaxChanges is how many scalars a numeric-sampler proposal of an automatic
+	// session may change (0: the reward space's max_changes). Nobody reviews those patches,
+	// and the benchmark shows the sampler needs more than the reviewable 4 to find the gain
+	// (bench/sampler/README.md); approval sessions and the advisor keep the space's limit.
+	SamplerMaxChanges int `json:"sampler_max_changes,omitempty" yaml:"sampler_max_changes"`
 	// BudgetGPUHours and BudgetTokens cap a session's GPU time and advisor tokens (0 = no
 	// cap); reaching one pauses the session and asks in its thread.
 	BudgetGPUHours float64  `json:"budget_gpu_hours,omitempty" yaml:"budget_gpu_hours"`
@@ -136,6 +141,7 @@ func (s Settings) Validate() error {
 	rangeCheck("eval_num_envs", s.EvalNumEnvs, 1, 4096)
 	rangeCheck("eval_steps", s.EvalSteps, 10, 100000)
 	rangeCheck("early_stop_patience", s.Patience, 1, 20)
+	rangeCheck("sampler_max_changes", s.SamplerMaxChanges, 0, 64)
 	if s.Seed < 0 || s.Seed > 1<<31-1 {
 		bad("seed", "%d is outside 0–2147483647", s.Seed)
 	}

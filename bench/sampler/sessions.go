@@ -85,6 +85,12 @@ type sessionResult struct {
 	Fraction   float64 `json:"fraction"`   // Gain / Attainable (a shipped configuration that fails a gate counts min(gain, 0))
 	Trials     int     `json:"trials"`     // rung-0 trials run (fewer than trial_count: stopped early)
 	State      string  `json:"state"`
+	// Scores are the rung-0 scores in trial order (null: failed), for reading a session.
+	Scores []*float64 `json:"scores"`
+	// Truth is each rung-0 configuration's noise-free gain at the top rung, in the same order.
+	Truth []float64 `json:"truth"`
+	// Shipped is the trial number of the configuration the session shipped.
+	Shipped int `json:"shipped"`
 }
 
 // method is one contender: the proposer, and the reward space its patches are checked
@@ -95,10 +101,10 @@ type method struct {
 	adv   func(surf *sim.Surface) session.Advisor
 }
 
-func methods(name string, settings session.Settings) (method, error) {
+func methods(name string, opts advisor.SamplerOptions) (method, error) {
 	switch name {
 	case "tunebot":
-		return method{name: name, space: session.DefaultSpace(), adv: func(*sim.Surface) session.Advisor { return advisor.NewTPE(advisor.TPEOptions{}) }}, nil
+		return method{name: name, space: session.DefaultSpace(), adv: func(*sim.Surface) session.Advisor { return advisor.NewSampler(opts) }}, nil
 	case "old":
 		return method{name: name, space: session.DefaultSpace(), adv: func(*sim.Surface) session.Advisor { return advisor.NewTPE(advisor.TPEOptions{}) }}, nil
 	case "random":
@@ -215,6 +221,13 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 	for _, t := range trials {
 		if t.Rung == 0 {
 			r.Trials++
+			var sc *float64
+			if t.Score != nil {
+				v := t.Score.Total
+				sc = &v
+			}
+			g, _ := surf.Gain(t.RewardConfig, settings.Rungs[len(settings.Rungs)-1], settings.Objective, settings.Floors)
+			r.Scores, r.Truth = append(r.Scores, sc), append(r.Truth, g)
 		}
 	}
 	if s.State != session.StateSucceeded {
@@ -224,6 +237,7 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 	if err != nil {
 		return r, err
 	}
+	r.Shipped = p.Trial.Number
 	top := settings.Rungs[len(settings.Rungs)-1]
 	r.Gain, r.Eligible = surf.Gain(p.Config, top, settings.Objective, settings.Floors)
 	g := r.Gain
@@ -259,8 +273,12 @@ func (c *oracleCache) get(surf *sim.Surface, st session.Settings) float64 {
 func benchSettings(fs *flag.FlagSet) func() (session.Settings, error) {
 	patience := fs.Int("patience", 0, "early-stop patience (0: the session default)")
 	evalSeeds := fs.Int("eval-seeds", 0, "rung-0 evaluation seeds (0: the session default)")
+	changes := fs.Int("sampler-max-changes", -1, "the session's sampler_max_changes (-1: the session default; 0: the space's 4)")
 	return func() (session.Settings, error) {
 		st := session.DefaultSettings()
+		if *changes >= 0 {
+			st.SamplerMaxChanges = *changes
+		}
 		if *patience > 0 {
 			st.Patience = *patience
 		}
@@ -286,6 +304,13 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	workers := fs.Int("workers", 2, "sessions run at once")
 	tmp := fs.String("tmp", "", "directory for the sessions' stores (default: the system's)")
 	settings := benchSettings(fs)
+	var opts advisor.SamplerOptions
+	fs.Float64Var(&opts.PriorSD, "prior-sd", 0, "tunebot: SamplerOptions.PriorSD (0: its default), for tuning on surfaces below 1000")
+	fs.Float64Var(&opts.NoiseSD, "noise-sd", 0, "tunebot: SamplerOptions.NoiseSD (0: its default)")
+	fs.Float64Var(&opts.ParamStep, "param-step", 0, "tunebot: SamplerOptions.ParamStep (0: its default)")
+	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
+	fs.IntVar(&opts.ExploitAfter, "exploit-after", 0, "tunebot: SamplerOptions.ExploitAfter")
+	fs.IntVar(&opts.MaxChanges, "max-changes", 0, "tunebot: SamplerOptions.MaxChanges (0: the space's)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -296,7 +321,7 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	m, err := methods(*name, st)
+	m, err := methods(*name, opts)
 	if err != nil {
 		return err
 	}

@@ -46,6 +46,9 @@ func Evaluate(cfg session.RewardConfig, iteration int, seed int) session.Metrics
 func (s *Surface) Evaluate(cfg session.RewardConfig, iteration int, seed int) session.Metrics {
 	m := s.Expected(cfg, iteration)
 	h := ConfigHash(cfg)
+	if s.gen != nil {
+		h += fmt.Sprintf("@%d", s.seed) // each surface its own noise
+	}
 	for _, name := range session.MetricNames {
 		z := gauss(h, uint64(iteration), uint64(int64(seed)), name)
 		if s.gen != nil {
