@@ -2,8 +2,10 @@ package advisor_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -111,5 +113,52 @@ func TestSamplerAvoidsRejectedDirection(t *testing.T) {
 	}
 	if !seen {
 		t.Error("foot_slip stronger never proposed although only its pairing with pose lower was rejected")
+	}
+}
+
+// The advisor's prompt carries the sampler's evidence: per-scalar effects with their
+// deviation, what did not matter, what no trial moved.
+func TestPromptCarriesSamplerEvidence(t *testing.T) {
+	f := newFake(t, reply{content: good}, reply{content: good})
+	d := newAdvisor(t, f, nil, nil)
+	req := slipHistory(session.DefaultSpace())
+	req.Objective = session.DefaultObjectiveWeights()
+	req.Task = session.TaskGo2Flat
+	if _, err := d.Propose(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	user := f.requests()[0].req.Messages[1].Content
+	var doc struct {
+		Evidence *struct {
+			Effects []struct {
+				Name   string  `json:"name"`
+				Effect float64 `json:"effect"`
+				SD     float64 `json:"sd"`
+				Trials int     `json:"trials_moved"`
+			} `json:"effects_per_step_up"`
+			NoEffect    []string `json:"did_not_matter"`
+			NotYetMoved []string `json:"not_yet_moved"`
+		} `json:"sampler_evidence"`
+	}
+	if err := json.Unmarshal([]byte(user[strings.Index(user, "{"):]), &doc); err != nil {
+		t.Fatalf("context is not JSON: %v", err)
+	}
+	ev := doc.Evidence
+	if ev == nil || len(ev.Effects) == 0 || ev.Effects[0].Name != "foot_slip" || ev.Effects[0].Effect < 0.03 || ev.Effects[0].Trials != 6 {
+		t.Fatalf("evidence %+v, want foot_slip first with about +0.05 per step", ev)
+	}
+	if !slices.Contains(ev.NoEffect, "pose") || !slices.Contains(ev.NotYetMoved, "action_rate_l2") {
+		t.Errorf("did not matter %v, not yet moved %v", ev.NoEffect, ev.NotYetMoved)
+	}
+	if !strings.Contains(f.requests()[0].req.Messages[0].Content, "sampler_evidence") {
+		t.Error("the system prompt does not explain the evidence")
+	}
+	// One trial (the baseline) teaches nothing: no evidence section.
+	req.History = req.History[:1]
+	if _, err := d.Propose(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(f.requests()[1].req.Messages[1].Content, "sampler_evidence") {
+		t.Error("evidence sent with only the baseline")
 	}
 }

@@ -107,7 +107,7 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notif
 		db.Close()
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
-	sampler := advisor.NewTPE(advisor.TPEOptions{})
+	sampler := advisor.NewSampler(advisor.SamplerOptions{})
 	primary, err := buildAdvisor(cfg, e, db, sampler, logger)
 	if err != nil {
 		db.Close()

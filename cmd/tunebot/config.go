@@ -80,7 +80,7 @@ type AdvisorConfig struct {
 	Model       string        `yaml:"model"`
 	Timeout     time.Duration `yaml:"timeout"`
 	Temperature float64       `yaml:"temperature"`
-	// Hybrid decides how the advisor and the TPE sampler share proposals: "off" (advisor
+	// Hybrid decides how the advisor and the numeric sampler share proposals: "off" (advisor
 	// only, sampler as fallback when enabled), "alternate", or "stall" (the sampler proposes
 	// when the advisor's last StallAfter proposals did not improve).
 	Hybrid     string `yaml:"hybrid"`
