@@ -23,6 +23,9 @@ for m in tunebot old random; do
 	bench/out/sampler sessions -method "$m" "${args[@]}" > "$OUT/$m.jsonl"
 	files+=("$OUT/$m.jsonl")
 done
+# The same sampler held to the reviewable 4 changes per proposal (sampler_max_changes 0).
+bench/out/sampler sessions -method tunebot -label tunebot-4 -sampler-max-changes 0 "${args[@]}" > "$OUT/tunebot-4.jsonl"
+files+=("$OUT/tunebot-4.jsonl")
 VENV=bench/out/venv
 if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import optuna' 2>/dev/null; then
 	python3 -m venv "$VENV"

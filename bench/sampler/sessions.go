@@ -303,6 +303,7 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	reps := fs.Int("reps", 3, "sessions per surface")
 	workers := fs.Int("workers", 2, "sessions run at once")
 	tmp := fs.String("tmp", "", "directory for the sessions' stores (default: the system's)")
+	label := fs.String("label", "", "the method's name in the results (default: -method)")
 	settings := benchSettings(fs)
 	var opts advisor.SamplerOptions
 	fs.Float64Var(&opts.PriorSD, "prior-sd", 0, "tunebot: SamplerOptions.PriorSD (0: its default), for tuning on surfaces below 1000")
@@ -324,6 +325,9 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	m, err := methods(*name, opts)
 	if err != nil {
 		return err
+	}
+	if *label != "" {
+		m.name = *label
 	}
 	root, err := os.MkdirTemp(*tmp, "tunebot-bench-sessions")
 	if err != nil {
