@@ -14,7 +14,7 @@ import (
 // tuned on (bench/sampler/README.md). A generated surface keeps the contract and the
 // metrics' scales but draws, per scalar of the reward space:
 //
-//   - whether it matters at all (about 4 in 10 do not);
+//   - whether it matters at all (about half do not);
 //   - where its optimum lies: near the default, or far from it up to a bound (several
 //     0.5×–2× steps away);
 //   - how sharply the primary metric it acts on rises away from that optimum, and what
@@ -124,8 +124,8 @@ var primaryPool = []string{
 }
 
 // maxCurv bounds a scalar's curvature: a factor of 2 on a weight whose bounds span a
-// factor of 6 (a third of its range) costs its metric at most 5 %.
-const maxCurv = 0.4
+// factor of 6 (a third of its range) costs its metric at most 7 %.
+const maxCurv = 0.6
 
 func generate(seed int64) *generated {
 	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed5eed5eed5eed))
@@ -137,7 +137,7 @@ func generate(seed int64) *generated {
 	}
 	cs := coords()
 	for _, c := range cs {
-		if rng.Float64() < 0.4 {
+		if rng.Float64() < 0.5 {
 			continue // does not matter
 		}
 		e := effect{c: c, primary: primaryPool[rng.IntN(len(primaryPool))]}
@@ -151,10 +151,10 @@ func generate(seed int64) *generated {
 		}
 		e.opt = math.Min(math.Max(e.opt, 0), 1)
 		d := math.Abs(e.opt - c.def)
-		// Depth at the optimum (log units of the primary metric) of 0.03–0.3, but no
+		// Depth at the optimum (log units of the primary metric) of 0.05–0.5, but no
 		// steeper than maxCurv per squared unit, so a default that is already right is
 		// not a knife edge.
-		depth := 0.03 * math.Pow(10, rng.Float64())
+		depth := 0.05 * math.Pow(10, rng.Float64())
 		e.curv = math.Min(depth/math.Max(d*d, 1e-4), maxCurv)
 		if rng.Float64() < 0.5 {
 			for e.trade == "" || e.trade == e.primary {

@@ -94,20 +94,31 @@ func TestGeneratedSurfacesHaveIrrelevantTermsFarOptimaAndCliffs(t *testing.T) {
 	for seed := int64(1); seed <= 10; seed++ {
 		s, _ := sim.NewSurface(seed)
 		base := s.Expected(sp.Defaults(), 2000)
+		// Every scalar at each of its bounds (a weight's: its smallest and largest magnitude).
+		var ends [][2]session.RewardConfig
 		for _, term := range sp.Terms {
 			if term.Default == 0 {
 				continue
 			}
-			var moved []session.Metrics
-			for _, fct := range []float64{0.25, 4} {
-				c := sp.Defaults()
-				c.Weights[term.Name] = math.Min(math.Max(term.Default*fct, math.Min(term.Min, term.Max)), math.Max(term.Min, term.Max))
-				moved = append(moved, s.Expected(c, 2000))
+			lo, hi := sp.Defaults(), sp.Defaults()
+			lo.Weights[term.Name], hi.Weights[term.Name] = term.Min, term.Max
+			if term.Min == 0 || term.Max == 0 {
+				// one bound is 0 (off): its smallest modelled magnitude instead
+				lo.Weights[term.Name], hi.Weights[term.Name] = (term.Min+term.Max)/1000, term.Min+term.Max
 			}
-			if equal(moved[0], base) && equal(moved[1], base) {
+			ends = append(ends, [2]session.RewardConfig{lo, hi})
+		}
+		for _, p := range sp.Params {
+			lo, hi := sp.Defaults(), sp.Defaults()
+			lo.Params[p.Name], hi.Params[p.Name] = p.Min, p.Max
+			ends = append(ends, [2]session.RewardConfig{lo, hi})
+		}
+		for _, e := range ends {
+			a, b := s.Expected(e[0], 2000), s.Expected(e[1], 2000)
+			if equal(a, base) && equal(b, base) {
 				irrelevant++
 			}
-			for _, m := range moved {
+			for _, m := range []session.Metrics{a, b} {
 				if m[session.MetricFallRate] > base[session.MetricFallRate]+0.1 {
 					cliffs++
 				}
