@@ -53,6 +53,8 @@ type coord struct {
 	weight bool
 	lo, hi float64 // log-magnitude or value range
 	def    float64 // the default's position, 0..1
+	sign   float64 // a weight's sign
+	zero   bool    // a weight that may be 0 (off)
 }
 
 func (c coord) pos(v cfgValues) float64 {
@@ -63,20 +65,26 @@ func (c coord) pos(v cfgValues) float64 {
 	return math.Min(math.Max((x-c.lo)/(c.hi-c.lo), 0), 1)
 }
 
-func coords() []coord {
+func coords(sp *session.Space) []coord {
 	var out []coord
-	for _, t := range space.Terms {
+	for _, t := range sp.Terms {
 		hi := math.Max(math.Abs(t.Min), math.Abs(t.Max))
 		lo := math.Min(math.Abs(t.Min), math.Abs(t.Max))
 		if lo == 0 {
 			lo = hi / 1000
 		}
-		c := coord{name: t.Name, weight: true, lo: math.Log(lo), hi: math.Log(hi)}
+		if hi == 0 {
+			continue // a term that is always off has no position
+		}
+		c := coord{name: t.Name, weight: true, lo: math.Log(lo), hi: math.Log(hi), sign: 1, zero: t.MayBeZero}
+		if t.Min < 0 {
+			c.sign = -1
+		}
 		d := math.Max(math.Abs(t.Default), lo)
 		c.def = (math.Log(d) - c.lo) / (c.hi - c.lo)
 		out = append(out, c)
 	}
-	for _, p := range space.Params {
+	for _, p := range sp.Params {
 		out = append(out, coord{name: p.Name, lo: p.Min, hi: p.Max, def: (p.Default - p.Min) / (p.Max - p.Min)})
 	}
 	return out
@@ -135,7 +143,7 @@ func generate(seed int64) *generated {
 	for _, name := range session.MetricNames {
 		g.noise[name] = 0.01 + 0.04*rng.Float64()
 	}
-	cs := coords()
+	cs := coords(space)
 	for _, c := range cs {
 		if rng.Float64() < 0.5 {
 			continue // does not matter

@@ -27,31 +27,8 @@ const oracleGrid = 41
 // around the best. It ignores the patch rules: it is the attainable gain a benchmark
 // measures sessions against, not a proposer.
 func (s *Surface) Oracle(sp *session.Space, iteration int, w session.ObjectiveWeights, floors session.Metrics) (session.RewardConfig, float64) {
-	type dim struct {
-		weight       bool
-		name         string
-		sign, lo, hi float64 // log-magnitude range for weights, value range for params
-		zero         bool
-	}
-	var dims []dim
-	for _, t := range sp.Terms {
-		hi := math.Max(math.Abs(t.Min), math.Abs(t.Max))
-		lo := math.Min(math.Abs(t.Min), math.Abs(t.Max))
-		if lo == 0 {
-			lo = hi / 1000
-		}
-		sign := 1.0
-		if t.Min < 0 {
-			sign = -1
-		}
-		if hi > 0 {
-			dims = append(dims, dim{weight: true, name: t.Name, sign: sign, lo: math.Log(lo), hi: math.Log(hi), zero: t.MayBeZero})
-		}
-	}
-	for _, p := range sp.Params {
-		dims = append(dims, dim{name: p.Name, lo: p.Min, hi: p.Max})
-	}
-	set := func(c session.RewardConfig, d dim, u float64) {
+	dims := coords(sp)
+	set := func(c session.RewardConfig, d coord, u float64) {
 		if !d.weight {
 			c.Params[d.name] = d.lo + u*(d.hi-d.lo)
 			return
