@@ -26,6 +26,9 @@ done
 # The same sampler held to the reviewable 4 changes per proposal (sampler_max_changes 0).
 bench/out/sampler sessions -method tunebot -label tunebot-4 -sampler-max-changes 0 "${args[@]}" > "$OUT/tunebot-4.jsonl"
 files+=("$OUT/tunebot-4.jsonl")
+# The old sampler as it shipped: with the old session defaults (rung 0 on 1 seed, patience 4).
+bench/out/sampler sessions -method old -label old-as-shipped -patience 4 -eval-seeds 1 -sampler-max-changes 0 "${args[@]}" > "$OUT/old-as-shipped.jsonl"
+files+=("$OUT/old-as-shipped.jsonl")
 VENV=bench/out/venv
 if [ ! -x "$VENV/bin/python" ] || ! "$VENV/bin/python" -c 'import optuna' 2>/dev/null; then
 	python3 -m venv "$VENV"
