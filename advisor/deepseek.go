@@ -1,5 +1,6 @@
-// Package advisor holds the proposers of reward patches: the DeepSeek advisor, the TPE
-// sampler and the hybrid that shares the proposals between them (docs/design.md §5).
+// Package advisor holds the proposers of reward patches: the DeepSeek advisor, the numeric
+// sampler (and the previous TPE sampler, for the benchmark) and the hybrid that shares the
+// proposals between them (docs/design.md §5).
 package advisor
 
 import (

@@ -34,7 +34,7 @@ type Hybrid struct {
 
 var _ session.Advisor = (*Hybrid)(nil)
 
-// NewHybrid returns the hybrid of primary (the DeepSeek advisor) and sampler (TPE) in mode
+// NewHybrid returns the hybrid of primary (the DeepSeek advisor) and sampler (Sampler) in mode
 // off, alternate or stall (an unknown mode, or a nil sampler, acts as off). In stall mode
 // the sampler proposes when the advisor's last stallAfter proposals since the sampler's
 // last turn each failed to beat the best score before them by 0.01. audit may be nil.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -37,6 +38,8 @@ func dsSystemPrompt(s *session.Space) string {
 	b.WriteString(`You are the reward-tuning advisor of tunebot. tunebot trains a legged-robot locomotion policy (Unitree Go2 velocity tracking, RSL-RL PPO) with a weighted sum of reward terms, evaluates each trained policy with weight-independent metrics (lower is better) and scores it against the session's baseline trial. Your job: propose the next change (a patch) to the reward configuration, learning from the trials so far.
 
 Scoring. Per metric, imp = clip((baseline - current) / max(|baseline|, floor), -1, 1). Objectives: tracking = 0.8*imp(velocity_error_linear) + 0.2*imp(velocity_error_angular); smoothness = imp(action_acceleration); stability = imp(orientation_error); falls = imp(fall_rate); slip = imp(foot_slip); energy = imp(mechanical_power). The score is the mean of the objectives weighted by the session's objective weights; the baseline scores 0. A trial is not eligible (never best) when fall_rate > baseline fall_rate + 0.02 or tracking < -0.05. Scores compare within a rung; the trials you see are rung 0 (short training).
+
+Sampler evidence. "sampler_evidence" in the context, when present, is what tunebot's numeric sampler learned from every rung-0 trial so far (a regression of the score on each scalar's position): per scalar that trials moved, its effect on the score per step up (a weight's magnitude ×2, or a param raised by a fifth of its range) ± one standard deviation; the scalars whose effect is within that noise (did not matter so far); and the scalars no trial moved yet. Weigh it with the metrics and curves; a large effect with a small deviation is solid evidence, one trial is not.
 
 Training curves. "Episode_Reward/<term>" is the mean per-episode reward of one term (weight included) over training iterations; the other curves are training statistics. Use them to see which terms dominate, which ones the policy learns to satisfy and which it ignores.
 
@@ -172,6 +175,44 @@ type dsContextDoc struct {
 	Trials        []json.RawMessage `json:"trials"`
 	Feedback      []string          `json:"rejection_feedback"`
 	Tried         []dsTried         `json:"tried_configs"`
+	Evidence      *dsEvidence       `json:"sampler_evidence,omitempty"`
+}
+
+// dsEvidence is the sampler's model of the session (Sampler.Effects), so the language model
+// and the sampler reason from the same facts (docs/design.md §5). It is at most one line per
+// scalar of the space, well inside the prompt budget.
+type dsEvidence struct {
+	Effects     []dsEffect `json:"effects_per_step_up"`
+	NoEffect    []string   `json:"did_not_matter"`
+	NotYetMoved []string   `json:"not_yet_moved"`
+}
+
+type dsEffect struct {
+	Name    string `json:"name"`
+	PerStep dsNum4 `json:"effect"`
+	SD      dsNum4 `json:"sd"`
+	Trials  int    `json:"trials_moved"`
+}
+
+// dsEvidenceOf fits the sampler's model to the request: nil before two finished trials.
+func dsEvidenceOf(req session.ProposalRequest) *dsEvidence {
+	if len(tpeFinished(req.History)) < 2 {
+		return nil
+	}
+	ev := &dsEvidence{Effects: []dsEffect{}, NoEffect: []string{}, NotYetMoved: []string{}}
+	effects := NewSampler(SamplerOptions{}).Effects(req)
+	sort.SliceStable(effects, func(a, b int) bool { return math.Abs(effects[a].PerStep) > math.Abs(effects[b].PerStep) })
+	for _, e := range effects {
+		switch {
+		case e.Moved == 0:
+			ev.NotYetMoved = append(ev.NotYetMoved, e.Name)
+		case math.Abs(e.PerStep) < e.SD:
+			ev.NoEffect = append(ev.NoEffect, e.Name)
+		default:
+			ev.Effects = append(ev.Effects, dsEffect{Name: e.Name, PerStep: dsNum4(e.PerStep), SD: dsNum4(e.SD), Trials: e.Moved})
+		}
+	}
+	return ev
 }
 
 // dsContextPrompt renders the session context: what docs/design.md §5 lists and nothing else.
@@ -185,6 +226,7 @@ func dsContextPrompt(req session.ProposalRequest, apiKey string) string {
 		Base:      dsConfigOf(req.Base),
 		Feedback:  []string{},
 		Tried:     []dsTried{},
+		Evidence:  dsEvidenceOf(req),
 	}
 	for k, v := range req.Objective {
 		doc.Objective[k] = dsNum(v)

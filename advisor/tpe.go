@@ -33,7 +33,8 @@ type TPEOptions struct {
 	MaxTries          int                   // fresh draws before giving up (default 200)
 }
 
-// TPE is the numeric proposer of docs/design.md §5, bound by the patch rules. Each proposal
+// TPE is the previous numeric proposer (tunebot proposes with Sampler now; the benchmark
+// keeps TPE as its "old" sampler), bound by the patch rules. Each proposal
 // patches the best configuration with up to MaxChanges scalars:
 //
 //   - Exploit moves (default 1) go to scalars the history has already moved. A move's

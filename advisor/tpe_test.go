@@ -120,7 +120,7 @@ func randomHistory(t *testing.T, r *rand.Rand, space *session.Space) session.Pro
 
 func TestProposalsObeyPatchRules(t *testing.T) {
 	space := session.DefaultSpace()
-	advisors := map[string]session.Advisor{"tpe": advisor.NewTPE(advisor.TPEOptions{}), "random": advisor.NewRandom()}
+	advisors := map[string]session.Advisor{"tpe": advisor.NewTPE(advisor.TPEOptions{}), "random": advisor.NewRandom(), "sampler": advisor.NewSampler(advisor.SamplerOptions{})}
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := 0; i < 500; i++ {
 		req := randomHistory(t, r, space)
@@ -144,7 +144,7 @@ func TestProposalsAreDeterministic(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 30; i++ {
 		req := randomHistory(t, r, space)
-		for name, a := range map[string]session.Advisor{"tpe": advisor.NewTPE(advisor.TPEOptions{}), "random": advisor.NewRandom()} {
+		for name, a := range map[string]session.Advisor{"tpe": advisor.NewTPE(advisor.TPEOptions{}), "random": advisor.NewRandom(), "sampler": advisor.NewSampler(advisor.SamplerOptions{})} {
 			s1, err1 := a.Propose(context.Background(), req)
 			s2, err2 := a.Propose(context.Background(), req)
 			if err1 != nil || err2 != nil {

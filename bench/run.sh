@@ -16,7 +16,7 @@ go run ./bench/engine -bin "$BIN"
 section "event reader: ingest vs raw read vs tensorboard's EventAccumulator (issue 2)"
 bash bench/events/run.sh
 
-section "sampler: TPE vs random vs Optuna over 20 seeds (issue 3)"
+section "sampler: whole sessions on held-out sim surfaces, fraction of the attainable gain (issue 17)"
 bash bench/sampler/run.sh
 
 section "charts: full trial report render time on one core (issue 5)"

@@ -14,6 +14,9 @@ type Standing struct {
 	Score      float64 `json:"score"`
 	Std        float64 `json:"std"`
 	Seeds      []int   `json:"seeds"`
+	// Final is true when Score and Std come from the final re-evaluation. A rung score is the
+	// mean over its seeds with no spread kept, so it is shown without a "±".
+	Final bool `json:"final"`
 }
 
 // StandingOf is t's standing; seeds are the session's evaluation seeds its rung score used.
@@ -21,7 +24,7 @@ func StandingOf(t Trial, evalSeeds []int) Standing {
 	st := Standing{Trial: t.Number, Rung: t.Rung, Iterations: t.Iterations, Seeds: append([]int{}, evalSeeds...)}
 	switch {
 	case t.Final != nil:
-		st.Score, st.Std, st.Seeds = t.Final.Score.Total, t.Final.ScoreStd, append([]int{}, t.Final.Seeds...)
+		st.Score, st.Std, st.Seeds, st.Final = t.Final.Score.Total, t.Final.ScoreStd, append([]int{}, t.Final.Seeds...), true
 	case t.Score != nil:
 		st.Score = t.Score.Total
 	}
@@ -146,7 +149,7 @@ func (c Comparison) Headline() string {
 }
 
 func signedStd(s Standing) string {
-	if len(s.Seeds) > 1 {
+	if s.Final && len(s.Seeds) > 1 {
 		return fmt.Sprintf("%+.3f ± %.3f", s.Score, s.Std)
 	}
 	return fmt.Sprintf("%+.3f", s.Score)

@@ -185,6 +185,17 @@ func TestDecisionsRacingWorkerExitsAreNeverLost(t *testing.T) {
 	}
 	t.Cleanup(func() { db.Close() })
 	h.db = db
+	// 50 proposals a session, none equal to one tried or rejected before: small steps of one
+	// weight, as rejected configurations may not come back.
+	h.adv.fn = func(req session.ProposalRequest) (session.Suggestion, error) {
+		for f := 1.01; f < 2; f += 0.01 {
+			p := session.Patch{Weights: map[string]float64{"track_linear_velocity": req.Base.Weights["track_linear_velocity"] * f}}
+			if !triedAlready(req, p) {
+				return session.Suggestion{Patch: p, Rationale: "raise tracking", Confidence: 0.6, Model: "fake-model"}, nil
+			}
+		}
+		return session.Suggestion{}, &session.UserError{Msg: "out of patches"}
+	}
 	sig := &decisionSignals{ready: make(chan session.Proposal, 4), done: map[string]chan struct{}{}}
 	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{db}, Trainer: h.tr, Advisor: h.adv,
 		Notifier: sig, Space: session.DefaultSpace(), SessionsDir: h.dir + "/sessions"})

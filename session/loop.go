@@ -339,6 +339,13 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		if p.State == ProposalRejected && p.Decision != nil && p.Decision.Feedback != "" {
 			req.Feedback = append(req.Feedback, p.Decision.Feedback)
 		}
+		if p.State == ProposalRejected {
+			r := Rejected{Seq: p.Seq, Base: p.Base.Clone(), Patch: p.Patch.Clone()}
+			if p.Decision != nil {
+				r.Feedback = p.Decision.Feedback
+			}
+			req.Rejected = append(req.Rejected, r)
+		}
 	}
 	if len(req.Feedback) > 4 {
 		req.Feedback = req.Feedback[len(req.Feedback)-4:]
@@ -365,7 +372,9 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 			log.Warn("advisor failed; the sampler proposes instead", "err", advisorErr)
 			e.audit(ctx, s.ID, "advisor_fallback", System, map[string]any{"error": userMessage(advisorErr)})
 		}
-		sug, err = e.ask(ctx, e.cfg.Sampler, req)
+		sreq := req
+		sreq.Space = e.spaceFor(s.Settings, SourceSampler)
+		sug, err = e.ask(ctx, e.cfg.Sampler, sreq)
 		if err != nil {
 			if ctx.Err() != nil {
 				return Proposal{}, ctx.Err()
@@ -411,10 +420,22 @@ func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Sugge
 	if err != nil {
 		return Suggestion{}, err
 	}
-	if _, err := e.cfg.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
+	if _, err := req.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
 		return Suggestion{}, fmt.Errorf("its patch breaks the rules: %w", err)
 	}
 	return sug, nil
+}
+
+// spaceFor is the reward space a proposal from source is checked against: the engine's,
+// except that a sampler proposal of an automatic session may change up to
+// sampler_max_changes scalars (every other rule stays).
+func (e *Engine) spaceFor(st Settings, source string) *Space {
+	if st.Mode != ModeAutomatic || source != SourceSampler || st.SamplerMaxChanges <= e.cfg.Space.MaxChanges {
+		return e.cfg.Space
+	}
+	sp := *e.cfg.Space
+	sp.MaxChanges = st.SamplerMaxChanges
+	return &sp
 }
 
 func userMessage(err error) string {
@@ -457,7 +478,11 @@ func (e *Engine) runProposal(ctx context.Context, n snapshot, p Proposal, next i
 	if base == nil {
 		return fmt.Errorf("proposal %d names base trial %d, which does not exist", p.Seq, p.BaseTrial)
 	}
-	merged, err := e.cfg.Space.Validate(p.Base, p.Effective(), triedConfigs(n.trials))
+	space := e.cfg.Space
+	if p.Decision == nil || p.Decision.Edited == nil {
+		space = e.spaceFor(n.s.Settings, p.Source)
+	}
+	merged, err := space.Validate(p.Base, p.Effective(), triedConfigs(n.trials))
 	if err != nil {
 		// A configuration can become a duplicate only through a race with another trial;
 		// refuse it and ask again rather than spend GPU time on it.

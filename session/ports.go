@@ -179,8 +179,18 @@ type ProposalRequest struct {
 	BaseTrial int
 	History   []TrialSummary // every finished rung-0 trial, oldest first
 	Feedback  []string       // the last ≤4 rejection feedbacks, oldest first
+	Rejected  []Rejected     // every rejected proposal of the session, oldest first
 	Tried     []Tried
 	Seed      int64
+}
+
+// Rejected is a proposal a person rejected: what it patched and how, so that a proposer
+// can keep away from the direction that was refused.
+type Rejected struct {
+	Seq      int
+	Base     RewardConfig
+	Patch    Patch
+	Feedback string
 }
 
 // Suggestion is a proposer's answer. Its patch is validated again by the engine.

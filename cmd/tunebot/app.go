@@ -106,16 +106,17 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notif
 		return nil, err
 	}
 	lease := &trainer.Lease{}
+	train, evaluate := cfg.Trainer.templates()
 	runner, err := trainer.New(trainer.Templates{
-		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: cfg.Trainer.Train,
-		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: cfg.Trainer.Evaluate,
+		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: train,
+		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: evaluate,
 		JobTimeout: cfg.Trainer.JobTimeout, EvalTimeout: cfg.Trainer.EvalTimeout, Grace: cfg.Trainer.Grace,
 	}, lease, logger)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("trainer: %w", err)
 	}
-	sampler := advisor.NewTPE(advisor.TPEOptions{})
+	sampler := advisor.NewSampler(advisor.SamplerOptions{})
 	primary, err := buildAdvisor(cfg, e, db, sampler, logger)
 	if err != nil {
 		db.Close()

@@ -30,6 +30,7 @@ func runSimTrain(ctx context.Context, e *env, args []string) int {
 	fs.Int64Var(&o.Seed, "seed", 42, "training seed")
 	fs.IntVar(&o.NumEnvs, "num-envs", 4096, "number of simulated environments")
 	fs.StringVar(&o.Resume, "resume-checkpoint", "", "checkpoint to resume from")
+	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface: 0 is the demo's, others draw one of a family (bench/sampler)")
 	delay, ok := stepDelay(e)
 	if !ok {
 		fmt.Fprintf(e.stderr, "tunebot sim-train: %s=%q is not a duration\n", sim.StepDelayEnv, e.getenv(sim.StepDelayEnv))
@@ -64,6 +65,7 @@ func runSimEval(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&o.NumEnvs, "num-envs", 256, "number of evaluation environments")
 	fs.IntVar(&o.Steps, "steps", 1000, "evaluation steps")
 	fs.StringVar(&o.RunDir, "run-dir", "", "run directory (evaluation events go to its evaluation-events/)")
+	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface the checkpoint was trained on (see sim-train)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

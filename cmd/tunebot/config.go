@@ -64,6 +64,22 @@ type TrainerConfig struct {
 	JobTimeout  time.Duration `yaml:"job_timeout"`
 	EvalTimeout time.Duration `yaml:"eval_timeout"`
 	Grace       time.Duration `yaml:"grace"`
+	// SimSurfaceSeed picks the built-in sim trainer's response surface: 0 is the demo's,
+	// other seeds draw one of a family (trainer/sim.Surface), for trying tunebot on a problem
+	// it was not tuned on. It needs the sim trainer's templates.
+	SimSurfaceSeed int64 `yaml:"sim_surface_seed"`
+}
+
+// templates returns the train and evaluate argv templates, with the sim surface seed
+// passed to the built-in sim trainer when one is set.
+func (t TrainerConfig) templates() (train, evaluate []string) {
+	train, evaluate = t.Train, t.Evaluate
+	if t.SimSurfaceSeed != 0 {
+		seed := []string{"--surface-seed", strconv.FormatInt(t.SimSurfaceSeed, 10)}
+		train = append(slices.Clone(train), seed...)
+		evaluate = append(slices.Clone(evaluate), seed...)
+	}
+	return train, evaluate
 }
 
 // AdvisorConfig configures the DeepSeek advisor; the key is DEEPSEEK_API_KEY, never here.
@@ -72,7 +88,7 @@ type AdvisorConfig struct {
 	Model       string        `yaml:"model"`
 	Timeout     time.Duration `yaml:"timeout"`
 	Temperature float64       `yaml:"temperature"`
-	// Hybrid decides how the advisor and the TPE sampler share proposals: "off" (advisor
+	// Hybrid decides how the advisor and the numeric sampler share proposals: "off" (advisor
 	// only, sampler as fallback when enabled), "alternate", or "stall" (the sampler proposes
 	// when the advisor's last StallAfter proposals did not improve).
 	Hybrid     string `yaml:"hybrid"`
@@ -570,6 +586,11 @@ func (c *Config) validate() error {
 		probs = append(probs, "trainer.evaluate: must be a non-empty argv list")
 	}
 	probs = append(probs, c.Trainer.problems()...)
+	if c.Trainer.SimSurfaceSeed < 0 {
+		probs = append(probs, fmt.Sprintf("trainer.sim_surface_seed: %d must not be negative", c.Trainer.SimSurfaceSeed))
+	} else if c.Trainer.SimSurfaceSeed != 0 && !isSimTrainer(c.Trainer) {
+		probs = append(probs, "trainer.sim_surface_seed: only the built-in sim trainer (sim-train) has response surfaces")
+	}
 	for _, d := range []struct {
 		name string
 		v    time.Duration

@@ -92,6 +92,8 @@ type Checkpoint struct {
 	Config     session.RewardConfig `json:"reward_config"`
 	Quality    float64              `json:"quality"` // latent policy quality, 0–1
 	TrainSeed  int64                `json:"train_seed"`
+	// SurfaceSeed is the response surface trained on (0, the demo's, is left out).
+	SurfaceSeed int64 `json:"surface_seed,omitempty"`
 }
 
 // ReadCheckpoint reads and checks a sim checkpoint.
@@ -121,6 +123,7 @@ type TrainOptions struct {
 	Seed         int64
 	NumEnvs      int
 	Resume       string        // checkpoint to resume, "" for a fresh run
+	SurfaceSeed  int64         // the response surface (0: the demo's; see Surface)
 	StepDelay    time.Duration // sleep per iteration, so tests can watch progress
 	Faults       Faults
 	Log          io.Writer // progress lines, like a trainer's stdout
@@ -160,6 +163,10 @@ func Train(ctx context.Context, o TrainOptions) error {
 	if o.NumEnvs < 1 {
 		probs = append(probs, fmt.Sprintf("--num-envs %d must be at least 1", o.NumEnvs))
 	}
+	surf, err := NewSurface(o.SurfaceSeed)
+	if err != nil {
+		probs = append(probs, "--surface-seed: "+err.Error())
+	}
 	if len(probs) > 0 {
 		return errors.New(strings.Join(probs, "; "))
 	}
@@ -185,6 +192,9 @@ func Train(ctx context.Context, o TrainOptions) error {
 		if ck.Task != o.Task {
 			return fmt.Errorf("checkpoint %s was trained on %s, not %s", filepath.Base(o.Resume), ck.Task, o.Task)
 		}
+		if ck.SurfaceSeed != o.SurfaceSeed {
+			return fmt.Errorf("checkpoint %s was trained on surface seed %d, not %d", filepath.Base(o.Resume), ck.SurfaceSeed, o.SurfaceSeed)
+		}
 	} else if o.Start != 0 {
 		return fmt.Errorf("--start-iteration %d without --resume-checkpoint", o.Start)
 	}
@@ -209,7 +219,7 @@ func Train(ctx context.Context, o TrainOptions) error {
 			fmt.Fprintf(o.Log, "sim-train: interrupted at iteration %d\n", i)
 			return &ExitError{Code: 130, Msg: "interrupted"}
 		}
-		if err := writeIteration(w, cfg, o, i, fail("nan")); err != nil {
+		if err := writeIteration(w, surf, cfg, o, i, fail("nan")); err != nil {
 			return err
 		}
 		if err := w.Flush(); err != nil {
@@ -316,9 +326,9 @@ func termMagnitude(term string, m session.Metrics, v cfgValues, q float64) float
 	return 0.1
 }
 
-func writeIteration(w *tfevents.Writer, cfg session.RewardConfig, o TrainOptions, i int, nan bool) error {
+func writeIteration(w *tfevents.Writer, surf *Surface, cfg session.RewardConfig, o TrainOptions, i int, nan bool) error {
 	done := i + 1
-	m := expected(cfg, done)
+	m := surf.Expected(cfg, done)
 	v := values(cfg)
 	q := quality(cfg, done)
 	t := tau(cfg)
@@ -366,7 +376,7 @@ func writeIteration(w *tfevents.Writer, cfg session.RewardConfig, o TrainOptions
 
 func writeCheckpoint(o TrainOptions, cfg session.RewardConfig, it int) error {
 	ck := Checkpoint{Format: CheckpointFormat, Task: o.Task, Iteration: it, ConfigHash: ConfigHash(cfg),
-		Config: cfg, Quality: quality(cfg, it), TrainSeed: o.Seed}
+		Config: cfg, Quality: quality(cfg, it), TrainSeed: o.Seed, SurfaceSeed: o.SurfaceSeed}
 	data, err := json.MarshalIndent(ck, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding checkpoint: %w", err)
@@ -395,8 +405,10 @@ type EvalOptions struct {
 	NumEnvs    int
 	Steps      int
 	RunDir     string // if set, evaluation scalars go to <RunDir>/evaluation-events/
-	Faults     Faults
-	Log        io.Writer
+	// SurfaceSeed is the response surface to evaluate on; it must be the checkpoint's.
+	SurfaceSeed int64
+	Faults      Faults
+	Log         io.Writer
 }
 
 // Eval evaluates a sim checkpoint on each seed with the response surface and writes
@@ -418,6 +430,10 @@ func Eval(ctx context.Context, o EvalOptions) error {
 	if o.NumEnvs < 1 || o.Steps < 1 {
 		probs = append(probs, "--num-envs and --steps must be at least 1")
 	}
+	surf, err := NewSurface(o.SurfaceSeed)
+	if err != nil {
+		probs = append(probs, "--surface-seed: "+err.Error())
+	}
 	if len(probs) > 0 {
 		return errors.New(strings.Join(probs, "; "))
 	}
@@ -427,6 +443,9 @@ func Eval(ctx context.Context, o EvalOptions) error {
 	}
 	if ck.Task != o.Task {
 		return fmt.Errorf("checkpoint %s was trained on %s, not %s", filepath.Base(o.Checkpoint), ck.Task, o.Task)
+	}
+	if ck.SurfaceSeed != o.SurfaceSeed {
+		return fmt.Errorf("checkpoint %s was trained on surface seed %d, not %d", filepath.Base(o.Checkpoint), ck.SurfaceSeed, o.SurfaceSeed)
 	}
 	fail := func(mode string) bool { return o.Faults.Has(mode, o.Checkpoint) || o.Faults.Has(mode, o.Output) }
 	if fail("evalhang") {
@@ -441,22 +460,13 @@ func Eval(ctx context.Context, o EvalOptions) error {
 		fmt.Fprintln(o.Log, "sim-eval: writing nothing (fault injection)")
 		return nil
 	}
-	ev := session.Evaluation{Task: o.Task, Checkpoint: filepath.Base(o.Checkpoint), Iteration: ck.Iteration,
-		Seeds: append([]int(nil), o.Seeds...), Metrics: session.Metrics{}}
-	for _, seed := range o.Seeds {
-		if err := ctx.Err(); err != nil {
-			return &ExitError{Code: 130, Msg: "interrupted"}
-		}
-		m := Evaluate(ck.Config, ck.Iteration, seed)
-		ev.PerSeed = append(ev.PerSeed, session.SeedMetrics{Seed: seed, Metrics: m})
-		fmt.Fprintf(o.Log, "seed %d: %s\n", seed, formatMetrics(m))
+	if err := ctx.Err(); err != nil {
+		return &ExitError{Code: 130, Msg: "interrupted"}
 	}
-	for _, name := range session.MetricNames {
-		xs := make([]float64, len(ev.PerSeed))
-		for i, s := range ev.PerSeed {
-			xs[i] = s.Metrics[name]
-		}
-		ev.Metrics[name], _ = session.MeanStd(xs)
+	ev := surf.Evaluation(ck.Config, ck.Iteration, o.Seeds)
+	ev.Task, ev.Checkpoint = o.Task, filepath.Base(o.Checkpoint)
+	for _, s := range ev.PerSeed {
+		fmt.Fprintf(o.Log, "seed %d: %s\n", s.Seed, formatMetrics(s.Metrics))
 	}
 	if fail("badeval") {
 		delete(ev.Metrics, session.MetricPower)
@@ -479,6 +489,23 @@ func Eval(ctx context.Context, o EvalOptions) error {
 	}
 	fmt.Fprintf(o.Log, "sim-eval: %s at iteration %d on seeds %v: %s\n", ev.Checkpoint, ev.Iteration, ev.Seeds, formatMetrics(ev.Metrics))
 	return nil
+}
+
+// Evaluation is what sim-eval reports for a policy trained iteration iterations under cfg:
+// the metrics on each seed and their means. Task and Checkpoint are left to the caller.
+func (s *Surface) Evaluation(cfg session.RewardConfig, iteration int, seeds []int) session.Evaluation {
+	ev := session.Evaluation{Iteration: iteration, Seeds: append([]int(nil), seeds...), Metrics: session.Metrics{}}
+	for _, seed := range seeds {
+		ev.PerSeed = append(ev.PerSeed, session.SeedMetrics{Seed: seed, Metrics: s.Evaluate(cfg, iteration, seed)})
+	}
+	for _, name := range session.MetricNames {
+		xs := make([]float64, len(ev.PerSeed))
+		for i, ps := range ev.PerSeed {
+			xs[i] = ps.Metrics[name]
+		}
+		ev.Metrics[name], _ = session.MeanStd(xs)
+	}
+	return ev
 }
 
 func writeEvalEvents(runDir string, ev session.Evaluation) error {

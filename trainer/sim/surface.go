@@ -39,10 +39,22 @@ const (
 // iterations under cfg, evaluated on seed. It is deterministic: the same arguments give
 // the same numbers. Names missing from cfg take the Unitree-Go2-Flat defaults.
 func Evaluate(cfg session.RewardConfig, iteration int, seed int) session.Metrics {
-	m := expected(cfg, iteration)
+	return shipped.Evaluate(cfg, iteration, seed)
+}
+
+// Evaluate is the package-level Evaluate on this surface.
+func (s *Surface) Evaluate(cfg session.RewardConfig, iteration int, seed int) session.Metrics {
+	m := s.Expected(cfg, iteration)
 	h := ConfigHash(cfg)
+	if s.gen != nil {
+		h += fmt.Sprintf("@%d", s.seed) // each surface its own noise
+	}
 	for _, name := range session.MetricNames {
 		z := gauss(h, uint64(iteration), uint64(int64(seed)), name)
+		if s.gen != nil {
+			m[name] *= math.Exp(s.gen.noise[name] * z)
+			continue
+		}
 		if name == session.MetricFallRate {
 			// Binomial-like: falls are counted over a few thousand evaluation episodes.
 			f := m[name]
@@ -54,9 +66,14 @@ func Evaluate(cfg session.RewardConfig, iteration int, seed int) session.Metrics
 	return m
 }
 
-// expected is the noise-free surface at an iteration.
-func expected(cfg session.RewardConfig, iteration int) session.Metrics {
-	a := asymptote(cfg)
+// Expected is the noise-free surface at an iteration.
+func (s *Surface) Expected(cfg session.RewardConfig, iteration int) session.Metrics {
+	var a session.Metrics
+	if s.gen != nil {
+		a = s.gen.asymptote(cfg)
+	} else {
+		a = asymptote(cfg)
+	}
 	it := float64(max(iteration, 0))
 	g := math.Exp(-it / tau(cfg))
 	return session.Metrics{

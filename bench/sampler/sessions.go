@@ -1,0 +1,480 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"tunebot/advisor"
+	"tunebot/session"
+	"tunebot/store"
+	"tunebot/trainer/sim"
+)
+
+// The held-out discipline of README.md: methods and settings are tuned on surface seeds
+// below heldOut only; the reported table uses heldOut and up.
+const heldOut = 1000
+
+// memTrainer is the sim trainer in-process: the same surface and the same evaluation
+// (sim.Surface.Evaluation, which sim-eval writes to evaluation.json), without the
+// subprocesses and event files, so that hundreds of whole sessions run in minutes. A
+// checkpoint is a small JSON file, as the engine resumes promoted trials from it.
+// Evaluation seeds are offset by rep*1000: each repetition of a session is another
+// realisation of the noise, as another training run would be.
+type memTrainer struct {
+	surf *sim.Surface
+	rep  int
+}
+
+type memCheckpoint struct {
+	Config    session.RewardConfig `json:"config"`
+	Iteration int                  `json:"iteration"`
+}
+
+func (m memTrainer) Train(_ context.Context, job session.TrainJob, _ session.JobHooks) (session.TrainResult, error) {
+	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
+		return session.TrainResult{}, err
+	}
+	path := filepath.Join(job.RunDir, fmt.Sprintf("model_%d.pt", job.Target))
+	data, err := json.Marshal(memCheckpoint{Config: job.Config, Iteration: job.Target})
+	if err != nil {
+		return session.TrainResult{}, err
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		return session.TrainResult{}, err
+	}
+	return session.TrainResult{Checkpoint: path, Iteration: job.Target, Policy: path}, nil
+}
+
+func (m memTrainer) Evaluate(_ context.Context, job session.EvalJob, _ session.JobHooks) (session.Evaluation, error) {
+	data, err := os.ReadFile(job.Checkpoint)
+	if err != nil {
+		return session.Evaluation{}, err
+	}
+	var ck memCheckpoint
+	if err := json.Unmarshal(data, &ck); err != nil {
+		return session.Evaluation{}, err
+	}
+	seeds := make([]int, len(job.Seeds))
+	for i, s := range job.Seeds {
+		seeds[i] = s + 1000*m.rep
+	}
+	ev := m.surf.Evaluation(ck.Config, ck.Iteration, seeds)
+	ev.Task, ev.Checkpoint = job.Settings.Task, filepath.Base(job.Checkpoint)
+	return ev, nil
+}
+
+func (memTrainer) EndOrphan(context.Context, session.Proc) error { return nil }
+
+// sessionResult is one whole session, one JSON line.
+type sessionResult struct {
+	Method     string  `json:"method"`
+	Surface    int64   `json:"surface"`
+	Rep        int     `json:"rep"`
+	Gain       float64 `json:"gain"`       // noise-free gain of the shipped configuration at the top rung
+	Eligible   bool    `json:"eligible"`   // whether it passes the gates, noise-free
+	Attainable float64 `json:"attainable"` // the oracle's gain
+	Fraction   float64 `json:"fraction"`   // Gain / Attainable (a shipped configuration that fails a gate counts min(gain, 0))
+	Trials     int     `json:"trials"`     // rung-0 trials run (fewer than trial_count: stopped early)
+	State      string  `json:"state"`
+	// Scores are the rung-0 scores in trial order (null: failed), for reading a session.
+	Scores []*float64 `json:"scores"`
+	// Truth is each rung-0 configuration's noise-free gain at the top rung, in the same order.
+	Truth []float64 `json:"truth"`
+	// Shipped is the trial number of the configuration the session shipped.
+	Shipped int `json:"shipped"`
+}
+
+// method is one contender: the proposer, and the reward space its patches are checked
+// against (the session's rules for tunebot's samplers; the box for random and Optuna).
+type method struct {
+	name  string
+	space *session.Space
+	adv   func(surf *sim.Surface) session.Advisor
+}
+
+func methods(name string, opts advisor.SamplerOptions) (method, error) {
+	switch name {
+	case "tunebot":
+		return method{name: name, space: session.DefaultSpace(), adv: func(*sim.Surface) session.Advisor { return advisor.NewSampler(opts) }}, nil
+	case "old":
+		return method{name: name, space: session.DefaultSpace(), adv: func(*sim.Surface) session.Advisor { return advisor.NewTPE(advisor.TPEOptions{}) }}, nil
+	case "random":
+		return method{name: name, space: boxSpace(), adv: func(*sim.Surface) session.Advisor { return &boxRandom{} }}, nil
+	}
+	return method{}, fmt.Errorf("unknown method %q (tunebot, old, random; optuna runs through optuna_bench.py)", name)
+}
+
+// boxSpace is the default space with the rules relaxed for the whole-box searches: every
+// scalar may change at once, and a weight may move anywhere within its 0.5×–2× box around
+// the default from anywhere else in it (a step of 0.25×–4×).
+func boxSpace() *session.Space {
+	sp := session.DefaultSpace()
+	sp.MaxChanges = len(sp.Terms) + len(sp.Params)
+	sp.StepMin, sp.StepMax = 0.25, 4
+	return sp
+}
+
+// boxDim is one scalar's 0.5×–2× box around its default, cut to its bounds; weights are
+// drawn log-uniformly, params uniformly.
+type boxDim struct {
+	name   string
+	weight bool
+	lo, hi float64 // value range (weights: magnitudes)
+	sign   float64
+}
+
+func boxDims(sp *session.Space) []boxDim {
+	var out []boxDim
+	for _, t := range sp.Terms {
+		if t.Default == 0 {
+			continue // 0.5×–2× of 0 is 0: a term off by default stays off
+		}
+		m := math.Abs(t.Default)
+		lo := math.Max(m*0.5, math.Min(math.Abs(t.Min), math.Abs(t.Max)))
+		hi := math.Min(m*2, math.Max(math.Abs(t.Min), math.Abs(t.Max)))
+		out = append(out, boxDim{name: t.Name, weight: true, lo: lo, hi: hi, sign: math.Copysign(1, t.Default)})
+	}
+	for _, p := range sp.Params {
+		out = append(out, boxDim{name: p.Name, lo: math.Max(p.Default*0.5, p.Min), hi: math.Min(p.Default*2, p.Max), sign: 1})
+	}
+	return out
+}
+
+// patch turns box values (weights as magnitudes) into a patch of every scalar.
+func boxPatch(dims []boxDim, x map[string]float64) session.Patch {
+	p := session.Patch{Weights: map[string]float64{}, Params: map[string]float64{}}
+	for _, d := range dims {
+		if d.weight {
+			p.Weights[d.name] = d.sign * x[d.name]
+		} else {
+			p.Params[d.name] = x[d.name]
+		}
+	}
+	return p
+}
+
+// boxRandom is random search over the box: every proposal a uniform draw of every scalar.
+type boxRandom struct{}
+
+func (boxRandom) Propose(ctx context.Context, req session.ProposalRequest) (session.Suggestion, error) {
+	dims := boxDims(req.Space)
+	rng := rand.New(rand.NewPCG(uint64(req.Seed), uint64(len(req.History))))
+	for try := 0; try < 100; try++ {
+		x := map[string]float64{}
+		for _, d := range dims {
+			if d.weight {
+				x[d.name] = math.Exp(math.Log(d.lo) + rng.Float64()*(math.Log(d.hi)-math.Log(d.lo)))
+			} else {
+				x[d.name] = d.lo + rng.Float64()*(d.hi-d.lo)
+			}
+		}
+		p := boxPatch(dims, x)
+		if _, err := req.Space.Validate(req.Base, p, req.Tried); err == nil {
+			return session.Suggestion{Patch: p, Rationale: "random point of the box", Source: session.SourceSampler}, nil
+		}
+	}
+	return session.Suggestion{}, errors.New("random: no valid point of the box")
+}
+
+// runSession runs one whole session with the real engine (proposals, rung 0, successive
+// halving, final re-evaluation, the preset) on surf and scores what it ships.
+func runSession(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, settings session.Settings, attainable float64) (sessionResult, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return sessionResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	db, err := store.Open(filepath.Join(dir, "tunebot.db"), store.Options{})
+	if err != nil {
+		return sessionResult{}, err
+	}
+	defer db.Close()
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memTrainer{surf: surf, rep: rep}, Sampler: adv,
+		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
+	if err != nil {
+		return sessionResult{}, err
+	}
+	defer eng.Shutdown(context.WithoutCancel(ctx))
+	st := settings
+	st.Fallback = true
+	st.Seed = surf.Seed()*10 + int64(rep)
+	s, err := eng.Start(ctx, st, session.System)
+	if err != nil {
+		return sessionResult{}, err
+	}
+	if s, err = eng.Wait(ctx, s.ID); err != nil {
+		return sessionResult{}, err
+	}
+	trials, err := db.Trials(ctx, s.ID)
+	if err != nil {
+		return sessionResult{}, err
+	}
+	r := sessionResult{Method: m.name, Surface: surf.Seed(), Rep: rep, Attainable: attainable, State: string(s.State)}
+	for _, t := range trials {
+		if t.Rung == 0 {
+			r.Trials++
+			var sc *float64
+			if t.Score != nil {
+				v := t.Score.Total
+				sc = &v
+			}
+			g, _ := surf.Gain(t.RewardConfig, settings.Rungs[len(settings.Rungs)-1], settings.Objective, settings.Floors)
+			r.Scores, r.Truth = append(r.Scores, sc), append(r.Truth, g)
+		}
+	}
+	if s.State != session.StateSucceeded {
+		return r, fmt.Errorf("surface %d rep %d: session ended %s: %s", surf.Seed(), rep, s.State, s.Message)
+	}
+	p, err := db.Preset(ctx, s.Preset)
+	if err != nil {
+		return r, err
+	}
+	r.Shipped = p.Trial.Number
+	top := settings.Rungs[len(settings.Rungs)-1]
+	r.Gain, r.Eligible = surf.Gain(p.Config, top, settings.Objective, settings.Floors)
+	g := r.Gain
+	if !r.Eligible {
+		g = math.Min(g, 0)
+	}
+	r.Fraction = g / attainable
+	return r, nil
+}
+
+// oracleCache memoises the oracle per surface within one run.
+type oracleCache struct {
+	mu sync.Mutex
+	m  map[int64]float64
+}
+
+func (c *oracleCache) get(surf *sim.Surface, st session.Settings) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g, ok := c.m[surf.Seed()]; ok {
+		return g
+	}
+	_, g := surf.Oracle(session.DefaultSpace(), st.Rungs[len(st.Rungs)-1], st.Objective, st.Floors)
+	if c.m == nil {
+		c.m = map[int64]float64{}
+	}
+	c.m[surf.Seed()] = g
+	return g
+}
+
+// benchSettings are the session defaults the benchmark runs with; -patience and
+// -eval-seeds override them to measure other defaults while tuning.
+func benchSettings(fs *flag.FlagSet) func() (session.Settings, error) {
+	patience := fs.Int("patience", 0, "early-stop patience (0: the session default)")
+	evalSeeds := fs.Int("eval-seeds", 0, "rung-0 evaluation seeds (0: the session default)")
+	changes := fs.Int("sampler-max-changes", -1, "the session's sampler_max_changes (-1: the session default; 0: the space's 4)")
+	return func() (session.Settings, error) {
+		st := session.DefaultSettings()
+		if *changes >= 0 {
+			st.SamplerMaxChanges = *changes
+		}
+		if *patience > 0 {
+			st.Patience = *patience
+		}
+		if *evalSeeds > 0 {
+			st.EvalSeeds = nil
+			for i := 0; i < *evalSeeds; i++ {
+				st.EvalSeeds = append(st.EvalSeeds, i)
+			}
+		}
+		st.Normalize()
+		return st, st.Validate()
+	}
+}
+
+// cmdSessions runs -reps whole sessions on each of -surfaces surfaces from -first with
+// one method, -workers at a time, and prints one JSON line per session.
+func cmdSessions(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
+	name := fs.String("method", "tunebot", "tunebot, old or random")
+	first := fs.Int64("first", heldOut, "first surface seed (below 1000 to tune, 1000 and up to report)")
+	surfaces := fs.Int("surfaces", 50, "number of surfaces")
+	reps := fs.Int("reps", 3, "sessions per surface")
+	workers := fs.Int("workers", 2, "sessions run at once")
+	tmp := fs.String("tmp", "", "directory for the sessions' stores (default: the system's)")
+	label := fs.String("label", "", "the method's name in the results (default: -method)")
+	settings := benchSettings(fs)
+	var opts advisor.SamplerOptions
+	fs.Float64Var(&opts.PriorSD, "prior-sd", 0, "tunebot: SamplerOptions.PriorSD (0: its default), for tuning on surfaces below 1000")
+	fs.Float64Var(&opts.NoiseSD, "noise-sd", 0, "tunebot: SamplerOptions.NoiseSD (0: its default)")
+	fs.Float64Var(&opts.ParamStep, "param-step", 0, "tunebot: SamplerOptions.ParamStep (0: its default)")
+	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
+	fs.IntVar(&opts.ExploitAfter, "exploit-after", 0, "tunebot: SamplerOptions.ExploitAfter")
+	fs.IntVar(&opts.MaxChanges, "max-changes", 0, "tunebot: SamplerOptions.MaxChanges (0: the space's)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *first < 1 {
+		return fmt.Errorf("-first %d: surface 0 is the demo's, which the samplers were developed on; use 1–999 to tune, 1000 and up to report", *first)
+	}
+	st, err := settings()
+	if err != nil {
+		return err
+	}
+	m, err := methods(*name, opts)
+	if err != nil {
+		return err
+	}
+	if *label != "" {
+		m.name = *label
+	}
+	root, err := os.MkdirTemp(*tmp, "tunebot-bench-sessions")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	type job struct {
+		surf *sim.Surface
+		rep  int
+	}
+	jobs := make(chan job)
+	var (
+		mu       sync.Mutex
+		enc      = json.NewEncoder(stdout)
+		firstErr error
+		wg       sync.WaitGroup
+		cache    oracleCache
+	)
+	ctx := context.Background()
+	for w := 0; w < max(1, *workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range jobs {
+				dir := filepath.Join(root, fmt.Sprintf("s%d-r%d", j.surf.Seed(), j.rep))
+				r, err := runSession(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st))
+				mu.Lock()
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					err = enc.Encode(r)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for s := *first; s < *first+int64(*surfaces); s++ {
+		surf, err := sim.NewSurface(s)
+		if err != nil {
+			close(jobs)
+			wg.Wait()
+			return err
+		}
+		for rep := 0; rep < *reps; rep++ {
+			jobs <- job{surf, rep}
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	return firstErr
+}
+
+// optunaBridge is the proposer of an Optuna session: every proposal is asked of
+// optuna_bench.py over the serve pipe, with every finished rung-0 trial so far (Optuna is
+// told each trial's rung-0 score; an ineligible one as -1, the worst, and a failed one as
+// failed).
+type optunaBridge struct {
+	dims []boxDim
+	enc  *json.Encoder
+	dec  *json.Decoder
+}
+
+type bridgeTrial struct {
+	Params map[string]float64 `json:"params"`
+	Score  *float64           `json:"score"` // nil: the trial failed
+}
+
+type bridgeMsg struct {
+	Dims   []boxDim       `json:"dims,omitempty"`
+	Trials []bridgeTrial  `json:"trials,omitempty"`
+	Result *sessionResult `json:"result,omitempty"`
+}
+
+func (b *optunaBridge) Propose(ctx context.Context, req session.ProposalRequest) (session.Suggestion, error) {
+	msg := bridgeMsg{Trials: []bridgeTrial{}}
+	for _, h := range req.History {
+		t := bridgeTrial{Params: map[string]float64{}}
+		for _, d := range b.dims {
+			if d.weight {
+				t.Params[d.name] = math.Abs(h.Config.Weights[d.name])
+			} else {
+				t.Params[d.name] = h.Config.Params[d.name]
+			}
+		}
+		if h.Score != nil && h.State == session.TrialCompleted {
+			v := *h.Score
+			if !h.Eligible {
+				v = -1
+			}
+			t.Score = &v
+		}
+		msg.Trials = append(msg.Trials, t)
+	}
+	if err := b.enc.Encode(msg); err != nil {
+		return session.Suggestion{}, err
+	}
+	var ask struct {
+		Params map[string]float64 `json:"params"`
+	}
+	if err := b.dec.Decode(&ask); err != nil {
+		return session.Suggestion{}, fmt.Errorf("reading Optuna's suggestion: %w", err)
+	}
+	return session.Suggestion{Patch: boxPatch(b.dims, ask.Params), Rationale: "optuna", Source: session.SourceSampler}, nil
+}
+
+// MarshalJSON gives optuna_bench.py a box dimension: weights as magnitudes on a log scale.
+func (d boxDim) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"name": d.name, "low": d.lo, "high": d.hi, "log": d.weight})
+}
+
+// cmdOptunaSession runs one whole session whose proposals come from optuna_bench.py over
+// stdin and stdout (see optunaBridge), and ends with the session's result.
+func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("optuna-session", flag.ContinueOnError)
+	seed := fs.Int64("surface", heldOut, "surface seed")
+	rep := fs.Int("rep", 0, "repetition")
+	tmp := fs.String("tmp", "", "directory for the session's store (default: the system's)")
+	settings := benchSettings(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	st, err := settings()
+	if err != nil {
+		return err
+	}
+	surf, err := sim.NewSurface(*seed)
+	if err != nil {
+		return err
+	}
+	if *seed < 1 {
+		return fmt.Errorf("-surface %d: use 1–999 to tune, 1000 and up to report", *seed)
+	}
+	sp := boxSpace()
+	b := &optunaBridge{dims: boxDims(sp), enc: json.NewEncoder(stdout), dec: json.NewDecoder(stdin)}
+	if err := b.enc.Encode(bridgeMsg{Dims: b.dims}); err != nil {
+		return err
+	}
+	root, err := os.MkdirTemp(*tmp, "tunebot-bench-optuna")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(root)
+	var cache oracleCache
+	r, err := runSession(context.Background(), root, method{name: "optuna", space: sp}, b, surf, *rep, st, cache.get(surf, st))
+	if err != nil {
+		return err
+	}
+	return b.enc.Encode(bridgeMsg{Result: &r})
+}
