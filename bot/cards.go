@@ -324,6 +324,9 @@ func objRank(k string) int {
 	return len(session.ObjectiveNames)
 }
 
+// DecidedWord says how a proposal was decided ("approved", "edited and approved", …).
+func DecidedWord(p session.Proposal) string { return decidedWord(p) }
+
 func decidedWord(p session.Proposal) string {
 	switch {
 	case p.State == session.ProposalVoid:

@@ -584,3 +584,50 @@ func userText(err error) string {
 	}
 	return err.Error()
 }
+
+// FieldErrors spreads a refusal of a form (the handler's reply text: a head line and one
+// "• problem" per line) over the form's inputs, given in order by their values: each problem
+// goes to the "term=value" input whose term it names (the longest name mentioned wins), the
+// rest to the first input, prefixed by the head. It returns the messages by input index;
+// with no inputs, everything is at index 0. The chat modals and the monitoring page share it.
+func FieldErrors(text string, values []string) map[int]string {
+	head, list, _ := strings.Cut(text, "\n")
+	var problems []string
+	for _, p := range strings.Split(list, "\n") {
+		if p = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(p), "•")); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) == 0 {
+		problems, head = []string{head}, ""
+	}
+	terms := map[string]int{} // term → input index
+	for i, val := range values {
+		if name, _, ok := strings.Cut(val, "="); ok {
+			name = strings.ToLower(strings.TrimSpace(name))
+			name = strings.TrimPrefix(strings.TrimPrefix(name, "weights."), "params.")
+			if name != "" {
+				terms[name] = i
+			}
+		}
+	}
+	byInput := map[int][]string{}
+	for _, p := range problems {
+		at, best := 0, 0
+		for name, i := range terms {
+			if len(name) > best && strings.Contains(strings.ToLower(p), name) {
+				at, best = i, len(name)
+			}
+		}
+		byInput[at] = append(byInput[at], p)
+	}
+	out := map[int]string{}
+	for i, ps := range byInput {
+		msg := strings.Join(ps, "; ")
+		if i == 0 && head != "" && !strings.HasSuffix(head, ":") {
+			msg = head + ": " + msg
+		}
+		out[i] = msg
+	}
+	return out
+}
