@@ -434,11 +434,11 @@ const (
 )
 
 type curve struct {
-	Trial string          `json:"trial"` // "N@R"
-	Tag   string          `json:"tag"`
-	Steps []int64         `json:"steps"`
-	Vals  []float64       `json:"values"`
-	Total int             `json:"total"` // points before down-sampling
+	Trial string    `json:"trial"` // "N@R"
+	Tag   string    `json:"tag"`
+	Steps []int64   `json:"steps"`
+	Vals  []float64 `json:"values"`
+	Total int       `json:"total"` // points before down-sampling
 }
 
 // curves returns the chosen trials' chosen tags, down-sampled on the server (LTTB) so a
