@@ -192,6 +192,7 @@ type TrialInput struct {
 	Space       *session.Space
 	Attachments []Attachment // the charts, rendered off the engine's path
 	Mentions    []string
+	Link        string // the trial on the monitoring page, "" for none
 }
 
 // TrialCard is the report of a finished trial: score, objectives, eligibility, config
@@ -247,6 +248,9 @@ func TrialCard(in TrialInput) Card {
 		}
 	} else if t.Rung > 0 && t.Parent != nil {
 		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("same configuration as %s, trained on from its checkpoint", t.Parent)))
+	}
+	if in.Link != "" {
+		c.Blocks = append(c.Blocks, Text("compare it with the other trials on the monitoring page: "+in.Link))
 	}
 	if len(in.Attachments) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})

@@ -118,6 +118,9 @@ type HandlerConfig struct {
 	// Gate keeps starts and applies apart; share it with whatever else starts sessions
 	// (the scheduler). nil: the handler uses one of its own.
 	Gate *CheckoutGate
+	// Dashboard issues a one-time sign-in link to the monitoring page for a person (the
+	// roles they hold now go with it) for /tune dashboard; nil answers that the page is off.
+	Dashboard func(who session.Actor, roles []string) (link string, expires time.Time, err error)
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -355,6 +358,17 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		return Reply{Text: fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)}
 	case VerbPresets:
 		return h.presets(ctx)
+	case VerbDashboard:
+		if h.cfg.Dashboard == nil {
+			return Reply{Private: true, Text: "the monitoring page is off in this tunebot (service.addr: off)"}
+		}
+		link, exp, err := h.cfg.Dashboard(by, in.Roles)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		log.Info("monitoring page link issued")
+		return Reply{Private: true, Text: fmt.Sprintf("your sign-in link to tunebot's monitoring page (works once, until %s UTC; it signs in as you, so do not share it): %s",
+			exp.UTC().Format("15:04"), link)}
 	case VerbAgent:
 		if h.cfg.Agent == nil {
 			return Reply{Private: true, Text: "no advisor is configured (set DEEPSEEK_API_KEY); sessions can still run with fallback=true"}

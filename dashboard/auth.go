@@ -44,18 +44,11 @@ const (
 // key signs cookies, so a restart keeps people signed in; whoever reads it can sign in as
 // the operator, like whoever reads the store.
 func LoadKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err == nil {
-		key, derr := hex.DecodeString(strings.TrimSpace(string(b)))
-		if derr != nil || len(key) < keySize {
-			return nil, fmt.Errorf("dashboard key %s is damaged (want %d hex-encoded bytes); delete it and tunebot makes a new one, signing everyone out", path, keySize)
-		}
-		return key, nil
+	key, err := ReadKey(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return key, err
 	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("reading dashboard key: %w", err)
-	}
-	key := make([]byte, keySize)
+	key = make([]byte, keySize)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("making dashboard key: %w", err)
 	}
@@ -72,6 +65,19 @@ func LoadKey(path string) ([]byte, error) {
 	}
 	if werr != nil {
 		return nil, fmt.Errorf("writing dashboard key: %w", werr)
+	}
+	return key, nil
+}
+
+// ReadKey reads the key LoadKey made; a missing file is an error wrapping fs.ErrNotExist.
+func ReadKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading dashboard key: %w", err)
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) < keySize {
+		return nil, fmt.Errorf("dashboard key %s is damaged (want %d hex-encoded bytes); delete it and tunebot makes a new one, signing everyone out", path, keySize)
 	}
 	return key, nil
 }

@@ -15,6 +15,7 @@ import (
 	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/bot/notify"
+	"tunebot/dashboard"
 	"tunebot/schedule"
 	"tunebot/service"
 	"tunebot/session"
@@ -74,6 +75,7 @@ type daemon struct {
 
 	scheduler *schedule.Scheduler
 	service   *service.Server
+	dash      *dashboard.Server // the monitoring page; nil when the service is off
 
 	notifyCancel, dispatchCancel, adapterCancel, serviceCancel context.CancelFunc
 	notifyWG, dispatchWG, adapterWG, serviceWG                 sync.WaitGroup
@@ -111,6 +113,9 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	if d.con != nil {
 		allow = append(allow, bot.Grant{Platform: console.User.Platform, Users: []string{console.User.ID}})
 	}
+	if !d.cfg.Service.Off() {
+		allow = append(allow, operatorGrant)
+	}
 	var applier bot.Applier // stays nil (not a nil *apply.Applier) when apply is off
 	if d.cfg.Apply.Repo != "" {
 		ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.db, d.log)
@@ -130,6 +135,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		// Platforms allow 3 s; a modal must be the first answer to a click, so leave the
 		// adapters room to send it after the handler's answer.
 		AckWithin: 1500 * time.Millisecond,
+		Dashboard: d.dashboardLink,
 	})
 
 	nctx, ncancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -162,7 +168,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 			}
 		}()
 	}
-	if err := d.startService(); err != nil {
+	if err := d.startService(allow); err != nil {
 		return err
 	}
 	if resume {
@@ -237,7 +243,7 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier
 	}
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
 		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log,
-		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Mentions: mentions, Logger: d.log},
+		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {
 				disp.Wake()
@@ -345,13 +351,17 @@ func (d *daemon) stop() {
 	d.app = nil
 }
 
-// startService serves /healthz and /metrics; a taken port fails the start, not later.
-func (d *daemon) startService() error {
+// startService serves /healthz, /metrics and the monitoring page; a taken port fails the
+// start, not later.
+func (d *daemon) startService(allow bot.AllowList) error {
 	if d.cfg.Service.Off() {
 		return nil
 	}
 	srv, err := service.New(d.cfg.Service, service.NewStoreSource(d.app.db, d.app.db, 0), versionString(), d.log)
 	if err != nil {
+		return err
+	}
+	if err := d.mountDashboard(srv, allow); err != nil {
 		return err
 	}
 	ln, err := srv.Listen()
