@@ -138,7 +138,7 @@
     if (d.may.resume && ["paused", "interrupted"].includes(s.state)) buttons.push(h("button", { id: "resume", onclick: act("resume") }, "Resume"));
     if (d.may.cancel && !["cancelled", "failed", "succeeded"].includes(s.state)) buttons.push(h("button", { id: "cancel", class: "danger", onclick: act("cancel") }, "Cancel"));
     const old = el.querySelector("#action-msg");
-    el.replaceChildren(
+    el.replaceChildren(...[
       h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state)),
       h("p", {}, s.run_name + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
         " · best " + (s.best_score === null ? "none yet" : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
@@ -146,7 +146,7 @@
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
       s.reason ? h("p", { class: "error" }, s.reason) : null,
       h("p", {}, h("a", { href: "/sessions/" + enc(s.id) + "/curves", id: "curves-link" }, "curves →"), " ", ...buttons),
-      old || msg);
+      old || msg].filter(Boolean)); // replaceChildren would print a null
   }
 
   function diffTable(caption, diff) {
@@ -300,15 +300,19 @@
       h("p", { class: "muted" }, "drag to zoom, double-click to reset; hover for values"));
     main.replaceChildren(h("h1", {}, h("a", { href: "/sessions/" + enc(pageID) }, "Session " + pageID.slice(0, 8)), " · curves"),
       h("div", { class: "curves-layout" }, controls, h("div", {}, charts, evalPanel)));
-    let data = null, plots = [];
+    let data = null, plots = [], seq = 0;
     async function draw() {
+      const mine = ++seq; // a slower, older answer must not overwrite a newer choice
+      body.dataset.charts = 0; body.dataset.series = 0;
       const re = (() => { try { return new RegExp(filter.value, "i"); } catch (e) { return null; } })();
       const tags = meta.tags.filter((t) => !re || re.test(t));
       const trials = meta.trials.map((t) => t.number + "@" + t.rung).filter((id) => chosen.has(id));
       renderEval(evalPanel, meta, trials);
       plots.forEach((p) => p.destroy()); plots = [];
       if (!trials.length || !tags.length) { charts.replaceChildren(h("p", { class: "muted" }, "choose at least one trial and one tag")); return; }
-      data = await getJSON("/api/sessions/" + enc(pageID) + "/curves?trials=" + enc(trials.join(",")) + "&tags=" + enc(tags.join(",")) + "&points=" + Math.min(2000, Math.max(200, Math.round(window.innerWidth / 2))));
+      const got = await getJSON("/api/sessions/" + enc(pageID) + "/curves?trials=" + enc(trials.join(",")) + "&tags=" + enc(tags.join(",")) + "&points=" + Math.min(2000, Math.max(200, Math.round(window.innerWidth / 2))));
+      if (mine !== seq) return;
+      data = got;
       render();
     }
     function render() {
@@ -332,7 +336,7 @@
         boxes.push(box);
         charts.append(box);
         const opts = {
-          width: Math.max(320, Math.min(560, (charts.clientWidth || 900) / 2 - 16)), height: 240,
+          width: Math.max(320, Math.min(640, ((charts.clientWidth || 900) - 48) / 2)), height: 240,
           scales: { x: { time: false }, y: { distr: log ? 3 : 1 } },
           series: [{ label: "step" }, ...cs.map((c) => ({ label: "trial " + c.trial, stroke: color(c.trial), width: 1.5, spanGaps: true }))],
           axes: [{}, { size: 60 }],
