@@ -428,7 +428,7 @@ func (s *Server) tags(ctx context.Context, _ Identity, r *http.Request) (any, er
 const (
 	// DefaultPoints is how many points per curve the page gets unless it asks otherwise:
 	// enough for a chart as wide as a screen.
-	DefaultPoints = 600
+	DefaultPoints = 500
 	maxPoints     = 5000
 	maxCurves     = 1000 // trials × tags in one request
 )
@@ -437,8 +437,8 @@ type curve struct {
 	Trial string    `json:"trial"` // "N@R"
 	Tag   string    `json:"tag"`
 	Steps []int64   `json:"steps"`
-	Vals  []float64 `json:"values"`
-	Total int       `json:"total"` // points before down-sampling
+	Vals  []float32 `json:"values"` // 7 digits, as simple_value holds them: half the JSON of float64
+	Total int       `json:"total"`  // points before down-sampling
 }
 
 // curves returns the chosen trials' chosen tags, down-sampled on the server (LTTB) so a
@@ -484,11 +484,11 @@ func (s *Server) curves(ctx context.Context, _ Identity, r *http.Request) (any, 
 				return nil, fmt.Errorf("reading a series: %w", err)
 			}
 			d := session.Downsample(pts, points)
-			c := curve{Trial: fmt.Sprintf("%d@%d", ref.Number, ref.Rung), Tag: tag, Steps: make([]int64, len(d)), Vals: make([]float64, len(d)), Total: len(pts)}
+			c := curve{Trial: fmt.Sprintf("%d@%d", ref.Number, ref.Rung), Tag: tag, Steps: make([]int64, len(d)), Vals: make([]float32, len(d)), Total: len(pts)}
 			for i, p := range d {
 				c.Steps[i] = p.Step
-				c.Vals[i] = p.Value
-				if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+				c.Vals[i] = float32(p.Value)
+				if math.IsNaN(p.Value) || math.IsInf(float64(c.Vals[i]), 0) {
 					c.Vals[i] = 0 // JSON has no NaN; LTTB keeps finite points in practice
 				}
 			}

@@ -1,25 +1,19 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
+	"tunebot/dashboard/cdp"
 )
 
 // freeAddr is a loopback address no one listens on (the config must name the port, since
@@ -104,22 +98,12 @@ func TestDashboardLinkCommand(t *testing.T) {
 	}
 }
 
-// findChromium returns Debian's Chromium (or another Chrome) on PATH.
-func findChromium() string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	return ""
-}
-
 // TestDashboardInChromium drives the page in a real headless Chromium against a daemon
 // running a sim session in approval mode: sign in through the operator's link, see the
 // session, approve its proposal from the page and see the session go on, overlay two
 // trials' curves. Screenshots go to $TUNEBOT_ARTIFACTS (else the test's temp dir).
 func TestDashboardInChromium(t *testing.T) {
-	chromium := findChromium()
+	chromium := cdp.Find()
 	if chromium == "" {
 		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the monitoring page is skipped")
 	}
@@ -193,202 +177,58 @@ func TestDashboardInChromium(t *testing.T) {
 	t.Logf("screenshots in %s", shots)
 }
 
-// browser is headless Chromium driven over the DevTools protocol (one page, flat session).
-type browser struct {
-	t       *testing.T
-	ws      *websocket.Conn
-	session string
-
-	mu      sync.Mutex
-	nextID  int
-	waiting map[int]chan cdpReply
+// page is a cdp.Browser whose failures fail the test.
+type page struct {
+	t *testing.T
+	b *cdp.Browser
 }
 
-type cdpReply struct {
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-func startBrowser(t *testing.T, bin string) *browser {
+func startBrowser(t *testing.T, bin string) *page {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--no-first-run", "--no-default-browser-check", "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
-		"--user-data-dir="+t.TempDir(), "--window-size=1400,1000", "about:blank")
-	stderr, err := cmd.StderrPipe()
+	b, err := cdp.Start(bin, t.TempDir(), 1400, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	t.Cleanup(b.Close)
+	return &page{t: t, b: b}
+}
+
+// browserWait bounds each wait for the page (a sim trial takes a few seconds).
+const browserWait = 90 * time.Second
+
+func (p *page) navigate(u string) {
+	p.t.Helper()
+	if err := p.b.Navigate(u, browserWait); err != nil {
+		p.t.Fatal(err)
 	}
-	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
-	wsURL := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`DevTools listening on (ws://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				wsURL <- m[1]
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-	}()
-	var u string
-	select {
-	case u = <-wsURL:
-	case <-time.After(60 * time.Second):
-		t.Fatal("chromium did not start its DevTools endpoint")
+}
+
+func (p *page) waitJS(what, cond string) {
+	p.t.Helper()
+	if err := p.b.Wait(what, cond, browserWait); err != nil {
+		p.t.Fatal(err)
 	}
-	ws, _, err := websocket.DefaultDialer.Dial(u, nil)
+}
+
+func (p *page) eval(expr string) {
+	p.t.Helper()
+	if _, err := p.b.Eval(expr); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *page) evalString(expr string) string {
+	p.t.Helper()
+	s, err := p.b.String(expr)
 	if err != nil {
-		t.Fatal(err)
+		p.t.Fatal(err)
 	}
-	t.Cleanup(func() { ws.Close() })
-	b := &browser{t: t, ws: ws, waiting: map[int]chan cdpReply{}}
-	go b.read()
-	var target struct {
-		TargetID string `json:"targetId"`
-	}
-	b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target)
-	var att struct {
-		SessionID string `json:"sessionId"`
-	}
-	b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att)
-	b.session = att.SessionID
-	b.call(b.session, "Page.enable", nil, nil)
-	b.call(b.session, "Emulation.setDeviceMetricsOverride", map[string]any{"width": 1400, "height": 1000, "deviceScaleFactor": 1, "mobile": false}, nil)
-	return b
-}
-
-func (b *browser) read() {
-	for {
-		var msg struct {
-			ID int `json:"id"`
-			cdpReply
-		}
-		if err := b.ws.ReadJSON(&msg); err != nil {
-			return
-		}
-		if msg.ID == 0 {
-			continue // an event
-		}
-		b.mu.Lock()
-		ch := b.waiting[msg.ID]
-		delete(b.waiting, msg.ID)
-		b.mu.Unlock()
-		if ch != nil {
-			ch <- msg.cdpReply
-		}
-	}
-}
-
-func (b *browser) call(session, method string, params any, out any) {
-	b.t.Helper()
-	if err := b.try(session, method, params, out); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-// try is call, with the protocol's error returned (a page navigating away answers one).
-func (b *browser) try(session, method string, params any, out any) error {
-	b.mu.Lock()
-	b.nextID++
-	id := b.nextID
-	ch := make(chan cdpReply, 1)
-	b.waiting[id] = ch
-	msg := map[string]any{"id": id, "method": method}
-	if params != nil {
-		msg["params"] = params
-	}
-	if session != "" {
-		msg["sessionId"] = session
-	}
-	err := b.ws.WriteJSON(msg)
-	b.mu.Unlock()
-	if err != nil {
-		return fmt.Errorf("%s: %w", method, err)
-	}
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return fmt.Errorf("%s: %s", method, r.Error.Message)
-		}
-		if out != nil {
-			if err := json.Unmarshal(r.Result, out); err != nil {
-				return fmt.Errorf("%s: %w", method, err)
-			}
-		}
-		return nil
-	case <-time.After(60 * time.Second):
-		return fmt.Errorf("%s: no answer from chromium", method)
-	}
-}
-
-func (b *browser) navigate(u string) {
-	b.t.Helper()
-	b.call(b.session, "Page.navigate", map[string]any{"url": u}, nil)
-	b.waitJS("the page to load", `document.readyState === "complete"`)
-}
-
-type evalResult struct {
-	Result struct {
-		Type  string          `json:"type"`
-		Value json.RawMessage `json:"value"`
-	} `json:"result"`
-	Exception *struct {
-		Text string `json:"text"`
-	} `json:"exceptionDetails"`
-}
-
-func (b *browser) eval(expr string) evalResult {
-	b.t.Helper()
-	var r evalResult
-	b.call(b.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &r)
-	if r.Exception != nil {
-		b.t.Fatalf("%s: %s", expr, r.Exception.Text)
-	}
-	return r
-}
-
-func (b *browser) evalString(expr string) string {
-	b.t.Helper()
-	var s string
-	_ = json.Unmarshal(b.eval(expr).Result.Value, &s)
 	return s
 }
 
-// waitJS waits until cond (a JavaScript expression) is true; on timeout it fails with what
-// the page shows.
-func (b *browser) waitJS(what, cond string) {
-	b.t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		var r evalResult
-		err := b.try(b.session, "Runtime.evaluate", map[string]any{"expression": "!!(" + cond + ")", "returnByValue": true}, &r)
-		if err == nil && r.Exception == nil && string(r.Result.Value) == "true" {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("timed out waiting for %s; the page shows:\n%s", what, b.evalString(`document.body ? document.body.innerText.slice(0, 2000) : ""`))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func (b *browser) screenshot(path string) {
-	b.t.Helper()
-	var r struct {
-		Data string `json:"data"`
-	}
-	b.call(b.session, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &r)
-	png, err := base64.StdEncoding.DecodeString(r.Data)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		b.t.Fatal(err)
+func (p *page) screenshot(path string) {
+	p.t.Helper()
+	if err := p.b.Screenshot(path); err != nil {
+		p.t.Fatal(err)
 	}
 }
