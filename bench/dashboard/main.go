@@ -43,7 +43,9 @@ func main() {
 // noActions stands in for the chat handler: the bench only reads.
 type noActions struct{}
 
-func (noActions) Do(context.Context, bot.Interaction) bot.Reply { return bot.Reply{Private: true, Text: "read-only bench"} }
+func (noActions) Do(context.Context, bot.Interaction) bot.Reply {
+	return bot.Reply{Private: true, Text: "read-only bench"}
+}
 
 func run(nTrials, nTags, nPoints, runs int) error {
 	ctx := context.Background()
