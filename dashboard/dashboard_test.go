@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -43,6 +44,7 @@ func (c *clock) add(d time.Duration) {
 }
 
 type fixture struct {
+	dir   string // the engine's sessions directory
 	db    *store.DB
 	h     *bot.Handler
 	dash  *dashboard.Server
@@ -66,7 +68,8 @@ func newFixture(t *testing.T) *fixture {
 	}
 	t.Cleanup(func() { db.Close() })
 	sp := session.DefaultSpace()
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: bottest.NoTrainer{}, Sampler: bottest.NoAdvisor{}, Space: sp, SessionsDir: t.TempDir()})
+	sessionsDir := t.TempDir()
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: bottest.NoTrainer{}, Sampler: bottest.NoAdvisor{}, Space: sp, SessionsDir: sessionsDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +118,7 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	allow := bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}
-	h := bot.NewHandler(bot.HandlerConfig{Engine: eng, Store: db, Space: sp, Allow: allow})
+	h := bot.NewHandler(bot.HandlerConfig{Engine: eng, Store: db, Space: sp, Allow: allow, SessionsDir: sessionsDir})
 	key := make([]byte, 32)
 	for i := range key {
 		key[i] = byte(i)
@@ -127,7 +130,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	srv := httptest.NewServer(dash)
 	t.Cleanup(srv.Close)
-	return &fixture{db: db, h: h, dash: dash, srv: srv, clock: clk, prop: p}
+	return &fixture{dir: sessionsDir, db: db, h: h, dash: dash, srv: srv, clock: clk, prop: p}
 }
 
 // client is a browser without redirects followed, holding its cookies.
@@ -413,8 +416,36 @@ func TestReadViews(t *testing.T) {
 	if resp := c.get("/api/presets/nope/export"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("export of no preset: %d", resp.StatusCode)
 	}
-	if resp := c.get("/api/presets/auto-tune-1a2b3c4d/policy"); resp.StatusCode == http.StatusOK {
-		t.Error("policy download without a sessions dir succeeded")
+	if resp := c.get("/api/presets/auto-tune-1a2b3c4d/policy"); resp.StatusCode != http.StatusConflict {
+		t.Errorf("policy download without a policy.onnx: %d", resp.StatusCode)
+	}
+	run := filepath.Join(f.dir, sid, "trial-002-rung-0")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(run, "policy.onnx"), []byte("onnx bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resp = c.get("/api/presets/auto-tune-1a2b3c4d/policy")
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK || body != "onnx bytes" || !strings.Contains(resp.Header.Get("Content-Disposition"), "auto-tune-1a2b3c4d-policy.onnx") {
+		t.Errorf("policy download: %d %q %q", resp.StatusCode, resp.Header.Get("Content-Disposition"), body)
+	}
+	if resp := c.get("/api/presets/..%2Fetc/policy"); resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a path as a preset name: %d", resp.StatusCode)
+	}
+}
+
+func TestSignOut(t *testing.T) {
+	f := newFixture(t)
+	c := f.signIn(t, alice)
+	c.origin = "https://evil.example"
+	if resp := c.post("/signout", "application/x-www-form-urlencoded", ""); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("sign-out from another site: %d", resp.StatusCode)
+	}
+	c.origin = f.srv.URL
+	resp := c.post("/signout", "application/x-www-form-urlencoded", "")
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 || resp.Cookies()[0].MaxAge >= 0 {
+		t.Errorf("sign-out: %d %v; want the cookie removed", resp.StatusCode, resp.Cookies())
 	}
 }
 
@@ -549,6 +580,28 @@ func TestDecisions(t *testing.T) {
 		p := f.proposal(t)
 		if p.Decision == nil || p.Decision.Action != session.ActionEdit || p.Decision.Edited.Weights["pose"] != 1.3 || len(p.Decision.Edited.Params) != 0 {
 			t.Errorf("edit decision %+v", p.Decision)
+		}
+	})
+	t.Run("pause and resume", func(t *testing.T) {
+		f := newFixture(t)
+		c := f.signIn(t, alice)
+		// The session is paused already: the handler's answer says so, nothing changes.
+		if code, v := c.act("/api/sessions/"+sid+"/pause", "{}"); code != http.StatusConflict || v["text"] == "" {
+			t.Errorf("pause of a paused session: %d %v", code, v)
+		}
+		if code, v := f.signIn(t, eve).act("/api/sessions/"+sid+"/resume", "{}"); code != http.StatusForbidden {
+			t.Errorf("eve resumes: %d %v", code, v)
+		}
+		if code, v := c.act("/api/sessions/"+sid+"/resume", "{}"); code != http.StatusOK {
+			t.Fatalf("resume: %d %v", code, v)
+		}
+		audit, _ := f.db.Audit(context.Background(), sid)
+		found := false
+		for _, a := range audit {
+			found = found || a.Kind == "resume" && a.Actor.ID == "U1" && a.Actor.Where == "dashboard"
+		}
+		if !found {
+			t.Errorf("the resume is not audited as alice's from the dashboard: %+v", audit)
 		}
 	})
 	t.Run("cancel and the agent test", func(t *testing.T) {
