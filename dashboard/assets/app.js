@@ -305,7 +305,7 @@
       h("h2", {}, "Display"), h("label", {}, "smoothing ", smoothing, " ", smoothLabel), h("br"), h("label", {}, logScale, " log scale"),
       h("p", { class: "muted" }, "drag to zoom, double-click to reset; hover for values"));
     main.replaceChildren(h("h1", {}, h("a", { href: "/sessions/" + enc(pageID) }, "Session " + pageID.slice(0, 8)), " · curves"),
-      h("div", { class: "curves-layout" }, controls, h("div", {}, charts, evalPanel)));
+      h("div", { class: "curves-layout" }, controls, h("div", {}, evalPanel, charts)));
     let data = null, plots = [], seq = 0;
     async function draw() {
       const mine = ++seq; // a slower, older answer must not overwrite a newer choice
