@@ -159,6 +159,13 @@ func TestDashboardInChromium(t *testing.T) {
 	if rows := b.evalString(`String(document.querySelectorAll("#leaderboard tbody tr").length)`); rows == "0" {
 		t.Error("empty leaderboard")
 	}
+	// The leaderboard sorts by a column on a click, newest trial first for "trial".
+	b.eval(`document.querySelector('#leaderboard th[data-key="number"]').click()`)
+	first := b.evalString(`document.querySelector("#leaderboard tbody tr").dataset.trial`)
+	b.eval(`document.querySelector('#leaderboard th[data-key="number"]').click()`)
+	if again := b.evalString(`document.querySelector("#leaderboard tbody tr").dataset.trial`); first == again || again != "0@0" {
+		t.Errorf("sorting by trial: first row %s, then %s; want the order reversed, trial 0 first", first, again)
+	}
 
 	b.navigate(base + href + "/curves")
 	b.waitJS("the curves", `Number(document.body.dataset.charts || 0) > 0`)
@@ -170,6 +177,12 @@ func TestDashboardInChromium(t *testing.T) {
 		t.Errorf("the first chart's legend has %s entries; want step and two trials", n)
 	}
 	b.screenshot(filepath.Join(shots, "5-curves.png"))
+	// The filter narrows the tags by name; a tag unticked by hand goes too.
+	b.eval(`const f = document.querySelector("#tag-filter"); f.value = "^Train/"; f.dispatchEvent(new Event("input"))`)
+	b.waitJS("the filtered tags", `Number(document.body.dataset.charts) > 0 && [...document.querySelectorAll(".chart")].every((c) => c.dataset.tag.startsWith("Train/"))`)
+	n := b.evalString(`String(document.querySelectorAll(".chart").length)`)
+	b.eval(`document.querySelector('.tag-pick[data-tag^="Train/"]:not([hidden]) input').click()`)
+	b.waitJS("one tag fewer", `document.body.dataset.charts !== "0" && String(document.querySelectorAll(".chart").length) !== "`+n+`"`)
 
 	b.navigate(base + "/presets")
 	b.waitJS("the presets page", `!!document.querySelector("main h1") && document.querySelector("main h1").textContent === "Presets"`)

@@ -287,6 +287,10 @@
     const meta = await getJSON("/api/sessions/" + enc(pageID) + "/tags");
     const chosen = new Set(meta.trials.map((t) => t.number + "@" + t.rung));
     const filter = h("input", { id: "tag-filter", placeholder: "filter tags (regular expression)", size: 30 });
+    const offTags = new Set(); // tags unticked by hand; the filter narrows the rest
+    const tagBoxes = meta.tags.map((tag) => h("label", { class: "tag-pick", "data-tag": tag },
+      h("input", { type: "checkbox", class: "tag-box", checked: true, onchange: (ev) => { ev.target.checked ? offTags.delete(tag) : offTags.add(tag); draw(); } }), " " + tag));
+    const tagList = h("div", { class: "tag-list" }, tagBoxes);
     const smoothing = h("input", { id: "smoothing", type: "range", min: 0, max: 0.99, step: 0.01, value: 0.6 });
     const smoothLabel = h("span", {}, "0.60");
     const logScale = h("input", { id: "log-scale", type: "checkbox" });
@@ -301,7 +305,7 @@
       h("h2", {}, "Trials"), h("div", { class: "buttons" },
         h("button", { id: "select-none", onclick: () => { chosen.clear(); trialBoxes.forEach((l) => (l.firstChild.checked = false)); draw(); } }, "none"),
         h("button", { id: "select-all", onclick: () => { meta.trials.forEach((t) => chosen.add(t.number + "@" + t.rung)); trialBoxes.forEach((l) => (l.firstChild.checked = true)); draw(); } }, "all")),
-      trialBoxes, h("h2", {}, "Tags"), filter,
+      trialBoxes, h("h2", {}, "Tags"), filter, tagList,
       h("h2", {}, "Display"), h("label", {}, "smoothing ", smoothing, " ", smoothLabel), h("br"), h("label", {}, logScale, " log scale"),
       h("p", { class: "muted" }, "drag to zoom, double-click to reset; hover for values"));
     main.replaceChildren(h("h1", {}, h("a", { href: "/sessions/" + enc(pageID) }, "Session " + pageID.slice(0, 8)), " · curves"),
@@ -311,7 +315,8 @@
       const mine = ++seq; // a slower, older answer must not overwrite a newer choice
       body.dataset.charts = 0; body.dataset.series = 0;
       const re = (() => { try { return new RegExp(filter.value, "i"); } catch (e) { return null; } })();
-      const tags = meta.tags.filter((t) => !re || re.test(t));
+      tagBoxes.forEach((l) => (l.hidden = !!re && !re.test(l.dataset.tag)));
+      const tags = meta.tags.filter((t) => (!re || re.test(t)) && !offTags.has(t));
       const trials = meta.trials.map((t) => t.number + "@" + t.rung).filter((id) => chosen.has(id));
       renderEval(evalPanel, meta, trials);
       plots.forEach((p) => p.destroy()); plots = [];
