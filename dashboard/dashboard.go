@@ -169,6 +169,8 @@ type shellData struct {
 
 // shell serves a page's HTML: no data in it, so it is the same signed in or not; the
 // script fetches the data with the cookie and shows the sign-in hint when there is none.
+// So a link followed from chat (a cross-site navigation, which carries no SameSite=Strict
+// cookie) still shows the page: the script's own requests are same-site.
 func (s *Server) shell(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		d := shellData{Kind: kind, Title: "tunebot", ID: r.PathValue("id"), Name: r.PathValue("name")}
