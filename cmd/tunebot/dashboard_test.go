@@ -150,6 +150,9 @@ func TestDashboardInChromium(t *testing.T) {
 	b.navigate(base + href)
 	b.waitJS("the pending proposal", `!!document.querySelector("#approve") && document.body.dataset.state === "awaiting_approval"`)
 	trials := b.evalString(`document.body.dataset.trials`)
+	// A bad edit is refused with the problem beside its line, as in the chat form.
+	b.eval(`document.querySelectorAll("#decide details")[1].open = true; document.querySelector("#edit-0").value = "pose=99"; document.querySelector("#edit").click()`)
+	b.waitJS("the edit's per-field error", `[...document.querySelectorAll(".field-error")].some((e) => e.textContent.includes("pose"))`)
 	b.screenshot(filepath.Join(shots, "3-session-waiting.png"))
 	b.eval(`document.querySelector("#approve").click()`)
 	b.waitJS("the approval's answer", `(document.querySelector("#decide-msg")||{}).textContent.includes("approved by operator")`)
