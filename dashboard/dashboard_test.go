@@ -544,6 +544,34 @@ func TestDecisions(t *testing.T) {
 			t.Errorf("one decision, chat's: %+v", p)
 		}
 	})
+	t.Run("page and chat at once", func(t *testing.T) {
+		f := newFixture(t)
+		c := f.signIn(t, alice)
+		var wg sync.WaitGroup
+		var page int
+		var chat bot.Reply
+		wg.Add(2)
+		go func() { defer wg.Done(); page, _ = c.act(base(f, "approve"), "{}") }()
+		go func() {
+			defer wg.Done()
+			chat = f.h.Do(context.Background(), bot.Interaction{Platform: "slack", User: session.Actor{ID: "U1", Name: "alice"}, Kind: bot.KindAction,
+				ActionID: bot.ActionID(bot.ButtonApprove, sid, f.prop.ID)})
+		}()
+		wg.Wait()
+		if ok := (page == http.StatusOK) != !chat.Private; !ok {
+			t.Errorf("page %d, chat %+v: want exactly one decision", page, chat)
+		}
+		audit, _ := f.db.Audit(context.Background(), sid)
+		decisions := 0
+		for _, a := range audit {
+			if a.Kind == "decision" {
+				decisions++
+			}
+		}
+		if decisions != 1 {
+			t.Errorf("%d decisions audited, want 1", decisions)
+		}
+	})
 	t.Run("reject needs feedback", func(t *testing.T) {
 		f := newFixture(t)
 		c := f.signIn(t, alice)
