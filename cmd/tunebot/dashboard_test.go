@@ -117,9 +117,7 @@ func TestDashboardInChromium(t *testing.T) {
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", addr))
-	_, stdin, out := startDaemon(t, cfg)
-	stdin.WriteString("/tune start mode=approval trials=4 rungs=20,40,60 fallback=true\n")
-	waitFor(t, "the first proposal", 60*time.Second, func() bool { return strings.Contains(out.String(), "Approve") })
+	_, stdin, _ := startDaemon(t, cfg)
 	link := dashboardLink(t, cfg)
 	base := "http://" + addr
 
@@ -134,7 +132,10 @@ func TestDashboardInChromium(t *testing.T) {
 	b.waitJS("the sign-in button", `!!document.querySelector("#signin")`)
 	b.screenshot(filepath.Join(shots, "1-signin.png"))
 	b.eval(`setTimeout(() => document.querySelector("#signin").click(), 0)`) // it navigates
-	b.waitJS("the sessions page", `location.pathname === "/" && !!document.querySelector("#sessions tbody tr")`)
+	b.waitJS("the sessions page", `location.pathname === "/" && document.querySelector("#session-list").textContent.includes("No sessions yet")`)
+	// A session started in chat appears without a reload.
+	stdin.WriteString("/tune start mode=approval trials=4 rungs=20,40,60 fallback=true\n")
+	b.waitJS("the new session", `!!document.querySelector("#sessions tbody tr")`)
 	if loc := b.evalString(`location.href`); strings.Contains(loc, "token") || loc != base+"/" {
 		t.Errorf("after sign-in the address is %s; want the clean %s/", loc, base)
 	}

@@ -85,26 +85,31 @@
 
   // ---- sessions -------------------------------------------------------------------------
   async function sessionsPage(me) {
-    const data = await getJSON("/api/sessions");
-    const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
-      h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
-      h("td", {}, h("span", { class: "badge " + s.state }, s.state)), h("td", {}, s.mode),
-      h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
-      h("td", { class: "r" }, s.best_score === null ? "—" : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
-      h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
-    const out = [h("h1", {}, "Sessions"),
-      rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run", "state", "mode", "trials done/planned", "best score", "owner", "started", "ended"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
-        : h("p", { class: "muted" }, "No sessions yet.")];
+    const list = h("div", { id: "session-list" });
+    const refresh = async () => {
+      const data = await getJSON("/api/sessions");
+      const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
+        h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
+        h("td", {}, h("span", { class: "badge " + s.state }, s.state)), h("td", {}, s.mode),
+        h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
+        h("td", { class: "r" }, s.best_score === null ? "—" : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
+        h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
+      list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run", "state", "mode", "trials done/planned", "best score", "owner", "started", "ended"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
+        : h("p", { class: "muted" }, "No sessions yet."));
+    };
+    await refresh();
+    const out = [h("h1", {}, "Sessions"), list];
     if (me && me.may.start) {
       const args = h("input", { id: "start-args", size: 50, placeholder: "mode=approval trials=8 (as /tune start)" });
       const msg = h("div");
       out.push(h("section", { class: "card" }, h("h2", {}, "Start a session"), args, " ",
-        h("button", { class: "primary", id: "start", onclick: async () => flash(msg, await postJSON("/api/start", { args: args.value })) }, "Start"), msg));
+        h("button", { class: "primary", id: "start", onclick: async () => { flash(msg, await postJSON("/api/start", { args: args.value })); refresh().catch(fail); } }, "Start"), msg));
     }
     const amsg = h("div");
     out.push(h("section", { class: "card" }, h("h2", {}, "Advisor"),
       h("button", { id: "agent", onclick: async () => { amsg.replaceChildren("testing…"); flash(amsg, await postJSON("/api/agent", {})); } }, "Test the advisor connection"), amsg));
     main.replaceChildren(...out);
+    setInterval(() => refresh().catch(fail), POLL_MS);
   }
 
   // ---- one session ------------------------------------------------------------------------
@@ -306,7 +311,7 @@
         h("button", { id: "select-none", onclick: () => { chosen.clear(); trialBoxes.forEach((l) => (l.firstChild.checked = false)); draw(); } }, "none"),
         h("button", { id: "select-all", onclick: () => { meta.trials.forEach((t) => chosen.add(t.number + "@" + t.rung)); trialBoxes.forEach((l) => (l.firstChild.checked = true)); draw(); } }, "all")),
       trialBoxes, h("h2", {}, "Tags"), filter, tagList,
-      h("h2", {}, "Display"), h("label", {}, "smoothing ", smoothing, " ", smoothLabel), h("br"), h("label", {}, logScale, " log scale"),
+      h("h2", {}, "Display"), h("button", { id: "reload", onclick: () => draw() }, "reload curves"), h("br"), h("label", {}, "smoothing ", smoothing, " ", smoothLabel), h("br"), h("label", {}, logScale, " log scale"),
       h("p", { class: "muted" }, "drag to zoom, double-click to reset; hover for values"));
     main.replaceChildren(h("h1", {}, h("a", { href: "/sessions/" + enc(pageID) }, "Session " + pageID.slice(0, 8)), " · curves"),
       h("div", { class: "curves-layout" }, controls, h("div", {}, evalPanel, charts)));
