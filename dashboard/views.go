@@ -105,6 +105,19 @@ func (s *Server) lookup(ctx context.Context, id string) (session.Session, error)
 	return ss, nil
 }
 
+// withTrials is session id and its trials.
+func (s *Server) withTrials(ctx context.Context, id string) (session.Session, []session.Trial, error) {
+	ss, err := s.lookup(ctx, id)
+	if err != nil {
+		return ss, nil, err
+	}
+	trials, err := s.opt.Store.Trials(ctx, ss.ID)
+	if err != nil {
+		return ss, nil, fmt.Errorf("listing trials: %w", err)
+	}
+	return ss, trials, nil
+}
+
 // trialView is one line of the leaderboard.
 type trialView struct {
 	Number     int                `json:"number"`
@@ -197,13 +210,9 @@ type auditView struct {
 const maxAudit = 500
 
 func (s *Server) sessionView(ctx context.Context, who Identity, r *http.Request) (any, error) {
-	ss, err := s.lookup(ctx, r.PathValue("id"))
+	ss, trials, err := s.withTrials(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
-	}
-	trials, err := s.opt.Store.Trials(ctx, ss.ID)
-	if err != nil {
-		return nil, fmt.Errorf("listing trials: %w", err)
 	}
 	props, err := s.opt.Store.Proposals(ctx, ss.ID)
 	if err != nil {
@@ -379,13 +388,9 @@ func auditViews(es []session.AuditEntry) []auditView {
 
 // tags lists the curve tags of a session's trials.
 func (s *Server) tags(ctx context.Context, _ Identity, r *http.Request) (any, error) {
-	ss, err := s.lookup(ctx, r.PathValue("id"))
+	ss, trials, err := s.withTrials(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
-	}
-	trials, err := s.opt.Store.Trials(ctx, ss.ID)
-	if err != nil {
-		return nil, fmt.Errorf("listing trials: %w", err)
 	}
 	seen := map[string]bool{}
 	type trialTags struct {
