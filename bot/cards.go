@@ -198,6 +198,7 @@ type TrialInput struct {
 	// Control is the baseline at the trial's rung (carried along), once it has a score: the
 	// comparison at equal training. nil: none yet, or control is off.
 	Control *session.Trial
+	Link    string // the trial on the monitoring page, "" for none
 }
 
 // TrialCard is the report of a finished trial: score, objectives, eligibility, config
@@ -256,6 +257,9 @@ func TrialCard(in TrialInput) Card {
 		}
 	} else if t.Rung > 0 && t.Parent != nil {
 		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("same configuration as %s, trained on from its checkpoint", t.Parent)))
+	}
+	if in.Link != "" {
+		c.Blocks = append(c.Blocks, Text("compare it with the other trials on the monitoring page: "+in.Link))
 	}
 	if len(in.Attachments) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})
@@ -350,6 +354,9 @@ func objRank(k string) int {
 	}
 	return len(session.ObjectiveNames)
 }
+
+// DecidedWord says how a proposal was decided ("approved", "edited and approved", …).
+func DecidedWord(p session.Proposal) string { return decidedWord(p) }
 
 func decidedWord(p session.Proposal) string {
 	switch {

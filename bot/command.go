@@ -39,13 +39,15 @@ const (
 	VerbApply    Verb = "apply"    // apply PRESET: diff, then confirm
 	VerbRollback Verb = "rollback" // rollback: revert the last apply, after a confirm
 	VerbSchedule Verb = "schedule" // schedule add "<cron>" <start args> | list | remove ID
+	// VerbDashboard asks for a one-time sign-in link to the monitoring page (issue 15).
+	VerbDashboard Verb = "dashboard"
 	// VerbComment is a thread reply that is no command: ignored politely.
 	VerbComment Verb = "comment"
 )
 
 var (
 	slashVerbs = []Verb{VerbStart, VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbExport, VerbChart, VerbAgent, VerbHelp,
-		VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbRollback, VerbSchedule}
+		VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbRollback, VerbSchedule, VerbDashboard}
 	replyVerbs = []Verb{VerbApprove, VerbReject, VerbEdit, VerbPause, VerbResume, VerbCancel, VerbStatus}
 )
 
@@ -148,7 +150,7 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		return nil
 	}
 	switch v {
-	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbApprove, VerbRollback:
+	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbApprove, VerbRollback, VerbDashboard:
 		return c, noArgs()
 	case VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbSchedule:
 		return parseOps(c, args, text, space)
@@ -545,7 +547,7 @@ func didYouMeanStr(w string, names []string) string {
 
 // HelpText lists the commands.
 const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false]
-/tune status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · help
+/tune status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · dashboard (a private sign-in link to the monitoring page) · help
 /tune preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)
 /tune apply PRESET (shows the diff, then asks to confirm; needs apply) · rollback (reverts the last apply after a confirm; needs apply)
 /tune schedule add "<cron>" [if_busy=skip|wait] <start args> (needs start) · schedule list · schedule remove ID (needs start)

@@ -102,6 +102,8 @@ func TestParseCommand(t *testing.T) {
 		{"presets", "presets", bot.Command{Verb: bot.VerbPresets, Rung: -1}, ""},
 		{"best", "best", bot.Command{Verb: bot.VerbBest, Rung: -1}, ""},
 		{"agent", "agent", bot.Command{Verb: bot.VerbAgent, Rung: -1}, ""},
+		{"dashboard", "dashboard", bot.Command{Verb: bot.VerbDashboard, Rung: -1}, ""},
+		{"dashboard takes no arguments", "dashboard now", bot.Command{}, "takes no arguments"},
 		{"export", "export auto-tune-1a2b3c4d", bot.Command{Verb: bot.VerbExport, Preset: "auto-tune-1a2b3c4d", Rung: -1}, ""},
 		{"export path", "export ../../etc/passwd", bot.Command{}, "is not a preset name"},
 		{"export none", "export", bot.Command{}, "usage: export PRESET"},

@@ -124,6 +124,9 @@ type HandlerConfig struct {
 	// ReadLimit bounds each person's read commands and agent calls (default
 	// DefaultRateLimit).
 	ReadLimit RateLimit
+	// Dashboard issues a one-time sign-in link to the monitoring page for a person (the
+	// roles they hold now go with it) for /tune dashboard; nil answers that the page is off.
+	Dashboard func(who session.Actor, roles []string) (link string, expires time.Time, err error)
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -385,6 +388,17 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		return Reply{Text: fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)}
 	case VerbPresets:
 		return h.presets(ctx)
+	case VerbDashboard:
+		if h.cfg.Dashboard == nil {
+			return Reply{Private: true, Text: "the monitoring page is off in this tunebot (service.addr: off)"}
+		}
+		link, exp, err := h.cfg.Dashboard(by, in.Roles)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		log.Info("monitoring page link issued")
+		return Reply{Private: true, Text: fmt.Sprintf("your sign-in link to tunebot's monitoring page (works once, until %s UTC; it signs in as you, so do not share it): %s",
+			exp.UTC().Format("15:04"), link)}
 	case VerbAgent:
 		if h.cfg.Agent == nil {
 			return Reply{Private: true, Text: "no advisor is configured (set DEEPSEEK_API_KEY); sessions can still run with fallback=true"}
@@ -620,4 +634,51 @@ func userText(err error) string {
 		return ue.Msg
 	}
 	return err.Error()
+}
+
+// FieldErrors spreads a refusal of a form (the handler's reply text: a head line and one
+// "• problem" per line) over the form's inputs, given in order by their values: each problem
+// goes to the "term=value" input whose term it names (the longest name mentioned wins), the
+// rest to the first input, prefixed by the head. It returns the messages by input index;
+// with no inputs, everything is at index 0. The chat modals and the monitoring page share it.
+func FieldErrors(text string, values []string) map[int]string {
+	head, list, _ := strings.Cut(text, "\n")
+	var problems []string
+	for _, p := range strings.Split(list, "\n") {
+		if p = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(p), "•")); p != "" {
+			problems = append(problems, p)
+		}
+	}
+	if len(problems) == 0 {
+		problems, head = []string{head}, ""
+	}
+	terms := map[string]int{} // term → input index
+	for i, val := range values {
+		if name, _, ok := strings.Cut(val, "="); ok {
+			name = strings.ToLower(strings.TrimSpace(name))
+			name = strings.TrimPrefix(strings.TrimPrefix(name, "weights."), "params.")
+			if name != "" {
+				terms[name] = i
+			}
+		}
+	}
+	byInput := map[int][]string{}
+	for _, p := range problems {
+		at, best := 0, 0
+		for name, i := range terms {
+			if len(name) > best && strings.Contains(strings.ToLower(p), name) {
+				at, best = i, len(name)
+			}
+		}
+		byInput[at] = append(byInput[at], p)
+	}
+	out := map[int]string{}
+	for i, ps := range byInput {
+		msg := strings.Join(ps, "; ")
+		if i == 0 && head != "" && !strings.HasSuffix(head, ":") {
+			msg = head + ": " + msg
+		}
+		out[i] = msg
+	}
+	return out
 }

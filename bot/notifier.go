@@ -30,6 +30,9 @@ type Renderer struct {
 	// when a trial finishes, a decision waits or the session ends.
 	Mentions map[string][]string
 	Logger   *slog.Logger
+	// TrialURL is the monitoring page's address of a trial, for trial reports; nil when the
+	// page has no public address (service.public_url).
+	TrialURL func(sessionID string, number, rung int) string
 }
 
 // Rendered is the cards of one event.
@@ -59,6 +62,9 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 		}
 		t := *e.Trial
 		in := TrialInput{Session: s, Trial: t, Space: r.Space, Mentions: mentions}
+		if r.TrialURL != nil {
+			in.Link = r.TrialURL(s.ID, t.Number, t.Rung)
+		}
 		if t.Parent != nil {
 			for i := range trials {
 				if trials[i].Ref() == *t.Parent {

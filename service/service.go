@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"runtime"
 	"strings"
 	"time"
@@ -28,6 +29,23 @@ type Config struct {
 	// AllowRemote permits a non-loopback Addr. The endpoints have no authentication and
 	// show session activity, so this is for a host behind a firewall or a proxy.
 	AllowRemote bool `yaml:"allow_remote"`
+	// PublicURL is where people reach the monitoring page (a TLS reverse proxy, e.g.
+	// https://tune.example.com); sign-in links and trial reports in chat use it. Empty:
+	// links name the listener's own address, for an SSH tunnel.
+	PublicURL string `yaml:"public_url"`
+}
+
+// BaseURL is the listener's address as a URL, for links when there is no PublicURL; a
+// wildcard host becomes loopback, where `tunebot dashboard link` reaches the daemon.
+func (c Config) BaseURL() string {
+	host, port, err := net.SplitHostPort(c.addr())
+	if err != nil {
+		return "http://" + DefaultAddr
+	}
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
 
 // Enabled reports whether the service should run.
@@ -47,6 +65,12 @@ func (c Config) Off() bool { return c.Addr == "off" }
 func (c Config) Check() error {
 	if c.Off() {
 		return nil
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.Trim(u.Path, "/") != "" {
+			return fmt.Errorf("service.public_url %q must be an http(s) address like https://tune.example.com, without path, query, fragment or credentials (the page is served at the root)", c.PublicURL)
+		}
 	}
 	return CheckAddr(c.addr(), c.AllowRemote)
 }
@@ -179,10 +203,15 @@ type Server struct {
 	mux  *http.ServeMux
 	srv  *http.Server
 	log  *slog.Logger
+	page http.Handler // Mount's: every path but /healthz and /metrics
 }
 
 // Handle adds a route, such as BackupPath, before Serve.
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Mount serves h (the monitoring page) for every path the service does not; call it
+// before Serve.
+func (s *Server) Mount(h http.Handler) { s.page = h }
 
 // New checks cfg and returns a Server for src.
 func New(cfg Config, src Source, version string, logger *slog.Logger) (*Server, error) {
@@ -193,11 +222,19 @@ func New(cfg Config, src Source, version string, logger *slog.Logger) (*Server, 
 	if err := CheckAddr(addr, cfg.AllowRemote); err != nil {
 		return nil, err
 	}
+	s := &Server{addr: addr, log: logger}
 	mux := newMux(src, version, logger)
-	return &Server{addr: addr, log: logger, mux: mux, srv: &http.Server{
-		Handler: mux, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 10 * time.Second, WriteTimeout: 30 * time.Second,
-	}}, nil
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		if s.page == nil {
+			http.NotFound(w, r)
+			return
+		}
+		s.page.ServeHTTP(w, r)
+	})
+	s.mux = mux
+	// Two minutes: a backup or a policy download is larger than a scrape.
+	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 2 * time.Minute}
+	return s, nil
 }
 
 // Listen binds the address, so a port in use is an error at start-up, not later.

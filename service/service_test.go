@@ -232,6 +232,28 @@ func TestCheckAddr(t *testing.T) {
 	if _, err := service.New(service.Config{Addr: "0.0.0.0:9464"}, fakeSource{}, "", nil); err == nil {
 		t.Errorf("New accepted a non-loopback address")
 	}
+	for _, tc := range []struct {
+		url  string
+		want string // "" accepts
+	}{
+		{"https://tune.example.com", ""},
+		{"http://127.0.0.1:8080/", ""},
+		{"https://example.com/tunebot", "without path"},
+		{"ftp://x", "must be an http(s) address"},
+		{"https://tune.example.com/?t=1", "query"},
+		{"https://user:pw@tune.example.com", "credentials"},
+		{"tune.example.com", "must be an http(s) address"},
+	} {
+		err := service.Config{PublicURL: tc.url}.Check()
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("public_url %q: %v, want %q", tc.url, err, tc.want)
+		}
+	}
+	for addr, want := range map[string]string{"": "http://127.0.0.1:9464", "0.0.0.0:8000": "http://127.0.0.1:8000", "[::1]:9": "http://[::1]:9", "localhost:7": "http://localhost:7"} {
+		if got := (service.Config{Addr: addr}).BaseURL(); got != want {
+			t.Errorf("BaseURL of %q = %q, want %q", addr, got, want)
+		}
+	}
 	if (service.Config{Addr: "off"}).Enabled() || !(service.Config{}).Enabled() {
 		t.Errorf("Enabled: off must disable, empty must enable the default")
 	}
@@ -256,6 +278,21 @@ func TestServeAndShutdown(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 200 {
 		t.Errorf("status %d", res.StatusCode)
+	}
+	// Other paths are the monitoring page's, once mounted.
+	if res, err := http.Get("http://" + ln.Addr().String() + "/sessions"); err != nil || res.StatusCode != 404 {
+		t.Errorf("nothing mounted: %v %v", res, err)
+	}
+	srv.Mount(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	for path, want := range map[string]int{"/sessions": http.StatusTeapot, "/": http.StatusTeapot, "/healthz": 200, "/metrics": 200} {
+		res, err := http.Get("http://" + ln.Addr().String() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("%s: %d, want %d", path, res.StatusCode, want)
+		}
 	}
 	cancel()
 	if err := <-done; err != nil {

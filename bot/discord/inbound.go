@@ -94,6 +94,7 @@ func Commands() []*discordgo.ApplicationCommand {
 				sub("remove", "remove a scheduled start (needs start)", required(str("id", "the id schedule list shows")))),
 			sub("chart", "charts of a trial", required(str("trial", "trial number, optionally @rung: 3 or 3@1")), str("tags", "training-curve tags, space separated")),
 			sub("agent", "test the advisor's connection"),
+			sub("dashboard", "a private one-time sign-in link to the monitoring page"),
 			sub("help", "what tunebot understands"),
 		},
 	}}

@@ -127,24 +127,11 @@ func patchIndex(id string) int {
 	return i
 }
 
-// FieldErrors spreads the handler's refusal over the modal's inputs: each problem goes
-// to the patch line whose term it names, the rest to the first input, so a person sees
-// the error beside the value that caused it.
+// FieldErrors spreads the handler's refusal over the modal's inputs (bot.FieldErrors), so
+// a person sees the error beside the value that caused it.
 func FieldErrors(v slack.View, text string) map[string]string {
-	head, list, _ := strings.Cut(text, "\n")
-	var problems []string
-	for _, p := range strings.Split(list, "\n") {
-		if p = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(p), "•")); p != "" {
-			problems = append(problems, p)
-		}
-	}
-	if len(problems) == 0 {
-		problems, head = []string{head}, ""
-	}
-	first := ""
-	terms := map[string]string{} // term → block ID
+	var ids, values []string
 	if v.State != nil {
-		ids := make([]string, 0, len(v.State.Values))
 		for id := range v.State.Values {
 			ids = append(ids, id)
 		}
@@ -152,41 +139,19 @@ func FieldErrors(v slack.View, text string) map[string]string {
 			return patchIndex(ids[i]) < patchIndex(ids[j]) || patchIndex(ids[i]) == patchIndex(ids[j]) && ids[i] < ids[j]
 		})
 		for _, id := range ids {
-			if first == "" {
-				first = id
+			val := ""
+			if patchIndex(id) >= 0 {
+				val = v.State.Values[id][valueActions].Value
 			}
-			val := v.State.Values[id][valueActions].Value
-			if name, _, ok := strings.Cut(val, "="); ok && patchIndex(id) >= 0 {
-				name = strings.ToLower(strings.TrimSpace(name))
-				name = strings.TrimPrefix(strings.TrimPrefix(name, "weights."), "params.")
-				if name != "" {
-					terms[name] = id
-				}
-			}
+			values = append(values, val)
 		}
 	}
-	if first == "" {
-		first = bot.FieldPatch
-	}
-	byBlock := map[string][]string{}
-	for _, p := range problems {
-		id := first
-		best := 0
-		for name, bid := range terms {
-			// the longest name mentioned wins: "foot_gait.period" over "foot_gait"
-			if len(name) > best && strings.Contains(strings.ToLower(p), name) {
-				id, best = bid, len(name)
-			}
-		}
-		byBlock[id] = append(byBlock[id], p)
+	if len(ids) == 0 {
+		ids = []string{bot.FieldPatch}
 	}
 	out := map[string]string{}
-	for id, ps := range byBlock {
-		msg := strings.Join(ps, "; ")
-		if id == first && head != "" && !strings.HasSuffix(head, ":") {
-			msg = head + ": " + msg
-		}
-		out[id] = cut(msg, 1000)
+	for i, msg := range bot.FieldErrors(text, values) {
+		out[ids[i]] = cut(msg, 1000)
 	}
 	return out
 }

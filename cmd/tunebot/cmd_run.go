@@ -17,6 +17,7 @@ import (
 	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/bot/notify"
+	"tunebot/dashboard"
 	"tunebot/schedule"
 	"tunebot/secret"
 	"tunebot/service"
@@ -83,6 +84,7 @@ type daemon struct {
 
 	scheduler *schedule.Scheduler
 	service   *service.Server
+	dash      *dashboard.Server // the monitoring page; nil when the service is off
 
 	notifyCancel, dispatchCancel, adapterCancel, serviceCancel context.CancelFunc
 	notifyWG, dispatchWG, adapterWG, serviceWG                 sync.WaitGroup
@@ -120,6 +122,9 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	if d.con != nil {
 		allow = append(allow, bot.Grant{Platform: console.User.Platform, Users: []string{console.User.ID}})
 	}
+	if !d.cfg.Service.Off() {
+		allow = append(allow, operatorGrant)
+	}
 	var applier bot.Applier // stays nil (not a nil *apply.Applier) when apply is off
 	if d.cfg.Apply.Repo != "" {
 		ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.actions, d.log)
@@ -140,6 +145,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		// Platforms allow 3 s; a modal must be the first answer to a click, so leave the
 		// adapters room to send it after the handler's answer.
 		AckWithin: 1500 * time.Millisecond,
+		Dashboard: d.dashboardLink,
 	})
 
 	nctx, ncancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -172,7 +178,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 			}
 		}()
 	}
-	if err := d.startService(); err != nil {
+	if err := d.startService(allow); err != nil {
 		return err
 	}
 	if resume {
@@ -247,7 +253,7 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier
 	}
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
 		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log, Redact: secret.Process(),
-		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Mentions: mentions, Logger: d.log},
+		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {
 				disp.Wake()
@@ -356,8 +362,9 @@ func (d *daemon) stop() {
 	d.app = nil
 }
 
-// startService serves /healthz and /metrics; a taken port fails the start, not later.
-func (d *daemon) startService() error {
+// startService serves /healthz, /metrics and the monitoring page; a taken port fails the
+// start, not later.
+func (d *daemon) startService(allow bot.AllowList) error {
 	if d.cfg.Service.Off() {
 		return nil
 	}
@@ -370,6 +377,9 @@ func (d *daemon) startService() error {
 		return err
 	}
 	srv.Handle("GET "+service.BackupPath, service.BackupHandler(d.app.db, token, d.log))
+	if err := d.mountDashboard(srv, allow); err != nil {
+		return err
+	}
 	ln, err := srv.Listen()
 	if err != nil {
 		return err

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tunebot/dashboard/cdp"
+)
+
+// freeAddr is a loopback address no one listens on (the config must name the port, since
+// `tunebot dashboard link` reads it from there).
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// dashboardLink runs `tunebot dashboard link` and returns the link it prints.
+func dashboardLink(t *testing.T, cfg string) string {
+	t.Helper()
+	out, err := exec.Command(tunebotBin, "dashboard", "link", "--config", cfg).Output()
+	if err != nil {
+		t.Fatalf("dashboard link: %v %s", err, out)
+	}
+	link := strings.TrimSpace(string(out))
+	if !strings.Contains(link, "/signin?token=") {
+		t.Fatalf("dashboard link printed %q", link)
+	}
+	return link
+}
+
+// TestDashboardLinkCommand: the operator's link, asked of the running daemon over its
+// loopback listener, signs in once; without a daemon the command says why.
+func TestDashboardLinkCommand(t *testing.T) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", addr))
+	out, err := exec.Command(tunebotBin, "dashboard", "link", "--config", cfg).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "is it running?") {
+		t.Fatalf("without a daemon: %v %s", err, out)
+	}
+	startDaemon(t, cfg)
+	link := dashboardLink(t, cfg)
+	u, _ := url.Parse(link)
+	if u.Host != addr {
+		t.Errorf("link %s is not on the listener %s", link, addr)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	signin := func() *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/signin", strings.NewReader("token="+url.QueryEscape(u.Query().Get("token"))))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", "http://"+addr)
+		resp, err := noRedirect.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := signin()
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("sign-in: %d %v", resp.StatusCode, resp.Cookies())
+	}
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/api/me", nil)
+	req.AddCookie(resp.Cookies()[0])
+	me, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Platform string          `json:"platform"`
+		May      map[string]bool `json:"may"`
+	}
+	_ = json.NewDecoder(me.Body).Decode(&v)
+	me.Body.Close()
+	if v.Platform != "cli" || !v.May["decide"] || !v.May["start"] {
+		t.Errorf("the operator is %+v; want every permission", v)
+	}
+	if again := signin(); again.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a link used twice: %d", again.StatusCode)
+	}
+	if info, err := os.Stat(filepath.Join(dir, "data", dashboardKeyFile)); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("key file: %v %v", info, err)
+	}
+}
+
+// TestDashboardInChromium drives the page in a real headless Chromium against a daemon
+// running a sim session in approval mode: sign in through the operator's link, see the
+// session, approve its proposal from the page and see the session go on, overlay two
+// trials' curves. Screenshots go to $TUNEBOT_ARTIFACTS (else the test's temp dir).
+func TestDashboardInChromium(t *testing.T) {
+	chromium := cdp.Find()
+	if chromium == "" {
+		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the monitoring page is skipped")
+	}
+	shots := os.Getenv("TUNEBOT_ARTIFACTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", addr))
+	_, stdin, _ := startDaemon(t, cfg)
+	link := dashboardLink(t, cfg)
+	base := "http://" + addr
+
+	b := startBrowser(t, chromium)
+	b.navigate(base + "/")
+	b.waitJS("the sign-in hint", `!!document.querySelector("#signin-hint")`)
+	if n := b.evalString(`String(document.querySelectorAll("#sessions").length)`); n != "0" {
+		t.Error("sessions shown without a sign-in")
+	}
+	b.screenshot(filepath.Join(shots, "0-not-signed-in.png"))
+	b.navigate(link)
+	b.waitJS("the sign-in button", `!!document.querySelector("#signin")`)
+	b.screenshot(filepath.Join(shots, "1-signin.png"))
+	b.eval(`setTimeout(() => document.querySelector("#signin").click(), 0)`) // it navigates
+	b.waitJS("the sessions page", `location.pathname === "/" && document.querySelector("#session-list").textContent.includes("No sessions yet")`)
+	// A session started in chat appears without a reload.
+	stdin.WriteString("/tune start mode=approval trials=4 rungs=20,40,60 fallback=true\n")
+	b.waitJS("the new session", `!!document.querySelector("#sessions tbody tr")`)
+	if loc := b.evalString(`location.href`); strings.Contains(loc, "token") || loc != base+"/" {
+		t.Errorf("after sign-in the address is %s; want the clean %s/", loc, base)
+	}
+	if got := b.evalString(`document.cookie`); got != "" {
+		t.Errorf("a script reads the cookie: %q", got)
+	}
+	if got := b.evalString(`JSON.stringify(localStorage) + JSON.stringify(sessionStorage)`); got != "{}{}" {
+		t.Errorf("browser storage holds %s", got)
+	}
+	b.screenshot(filepath.Join(shots, "2-sessions.png"))
+	href := b.evalString(`document.querySelector("#sessions tbody a").getAttribute("href")`)
+
+	b.navigate(base + href)
+	b.waitJS("the pending proposal", `!!document.querySelector("#approve") && document.body.dataset.state === "awaiting_approval"`)
+	trials := b.evalString(`document.body.dataset.trials`)
+	// A bad edit is refused with the problem beside its line, as in the chat form.
+	b.eval(`document.querySelectorAll("#decide details")[1].open = true; document.querySelector("#edit-0").value = "pose=99"; document.querySelector("#edit").click()`)
+	b.waitJS("the edit's per-field error", `[...document.querySelectorAll(".field-error")].some((e) => e.textContent.includes("pose"))`)
+	b.screenshot(filepath.Join(shots, "3-session-waiting.png"))
+	b.eval(`document.querySelector("#approve").click()`)
+	b.waitJS("the approval's answer", `(document.querySelector("#decide-msg")||{}).textContent.includes("approved by operator")`)
+	// The session goes on by itself: a new trial appears without a reload.
+	b.waitJS("the approved trial to appear", `document.body.dataset.trials !== "`+trials+`"`)
+	b.screenshot(filepath.Join(shots, "4-session-continued.png"))
+	if rows := b.evalString(`String(document.querySelectorAll("#leaderboard tbody tr").length)`); rows == "0" {
+		t.Error("empty leaderboard")
+	}
+	// The leaderboard sorts by a column on a click, newest trial first for "trial".
+	b.eval(`document.querySelector('#leaderboard th[data-key="number"]').click()`)
+	first := b.evalString(`document.querySelector("#leaderboard tbody tr").dataset.trial`)
+	b.eval(`document.querySelector('#leaderboard th[data-key="number"]').click()`)
+	if again := b.evalString(`document.querySelector("#leaderboard tbody tr").dataset.trial`); first == again || again != "0@0" {
+		t.Errorf("sorting by trial: first row %s, then %s; want the order reversed, trial 0 first", first, again)
+	}
+
+	b.navigate(base + href + "/curves")
+	b.waitJS("the curves", `Number(document.body.dataset.charts || 0) > 0`)
+	b.eval(`document.querySelector("#select-none").click()`)
+	b.waitJS("no curves", `!!document.querySelector("#charts p")`)
+	b.eval(`document.querySelectorAll(".trial-box")[0].click(); document.querySelectorAll(".trial-box")[1].click()`)
+	b.waitJS("two trials overlaid", `Number(document.body.dataset.charts || 0) > 0 && Number(document.body.dataset.series) === 2 * Number(document.body.dataset.charts)`)
+	if n := b.evalString(`String(document.querySelector(".chart").querySelectorAll(".u-legend .u-series").length)`); n != "3" {
+		t.Errorf("the first chart's legend has %s entries; want step and two trials", n)
+	}
+	b.screenshot(filepath.Join(shots, "5-curves.png"))
+	// The filter narrows the tags by name; a tag unticked by hand goes too.
+	b.eval(`const f = document.querySelector("#tag-filter"); f.value = "^Train/"; f.dispatchEvent(new Event("input"))`)
+	b.waitJS("the filtered tags", `Number(document.body.dataset.charts) > 0 && [...document.querySelectorAll(".chart")].every((c) => c.dataset.tag.startsWith("Train/"))`)
+	n := b.evalString(`String(document.querySelectorAll(".chart").length)`)
+	b.eval(`document.querySelector('.tag-pick[data-tag^="Train/"]:not([hidden]) input').click()`)
+	b.waitJS("one tag fewer", `document.body.dataset.charts !== "0" && String(document.querySelectorAll(".chart").length) !== "`+n+`"`)
+
+	b.navigate(base + "/presets")
+	b.waitJS("the presets page", `!!document.querySelector("main h1") && document.querySelector("main h1").textContent === "Presets"`)
+	b.screenshot(filepath.Join(shots, "6-presets.png"))
+	t.Logf("screenshots in %s", shots)
+}
+
+// page is a cdp.Browser whose failures fail the test.
+type page struct {
+	t *testing.T
+	b *cdp.Browser
+}
+
+func startBrowser(t *testing.T, bin string) *page {
+	t.Helper()
+	b, err := cdp.Start(bin, t.TempDir(), 1400, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return &page{t: t, b: b}
+}
+
+// browserWait bounds each wait for the page (a sim trial takes a few seconds).
+const browserWait = 90 * time.Second
+
+func (p *page) navigate(u string) {
+	p.t.Helper()
+	if err := p.b.Navigate(u, browserWait); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *page) waitJS(what, cond string) {
+	p.t.Helper()
+	if err := p.b.Wait(what, cond, browserWait); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *page) eval(expr string) {
+	p.t.Helper()
+	if _, err := p.b.Eval(expr); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *page) evalString(expr string) string {
+	p.t.Helper()
+	s, err := p.b.String(expr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return s
+}
+
+func (p *page) screenshot(path string) {
+	p.t.Helper()
+	if err := p.b.Screenshot(path); err != nil {
+		p.t.Fatal(err)
+	}
+}

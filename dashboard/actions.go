@@ -1,0 +1,257 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"tunebot/bot"
+	"tunebot/preset"
+	"tunebot/session"
+)
+
+// outcome is an action's answer: the handler's text, and for a refused edit the problems
+// by line of the form, as the chat modal shows them.
+type outcome struct {
+	OK     bool           `json:"ok"`
+	Text   string         `json:"text"`
+	Fields map[int]string `json:"fields,omitempty"`
+}
+
+type actFunc func(ctx context.Context, in bot.Interaction, body map[string]string, r *http.Request) (outcome, error)
+
+// maxActionBody caps an action's JSON body (feedback and edits are short).
+const maxActionBody = 16 << 10
+
+// act guards a state-changing request: a valid cookie, an Origin of the page itself and a
+// JSON body (which a cross-site form cannot send); the handler then checks the allow-list.
+func (s *Server) act(f actFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.sameOrigin(r) {
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "refused: the request did not come from the monitoring page (Origin " + clip(r.Header.Get("Origin"), 80) + ")"})
+			return
+		}
+		who, ok := s.auth.identity(r)
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, signInHint)
+			return
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "actions take a JSON body (Content-Type: application/json)"})
+			return
+		}
+		body := map[string]string{}
+		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
+		if err != nil {
+			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the request is larger than %d bytes", maxActionBody)})
+			return
+		}
+		if len(strings.TrimSpace(string(raw))) > 0 {
+			if err := json.Unmarshal(raw, &body); err != nil {
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be a JSON object of strings: " + err.Error()})
+				return
+			}
+		}
+		in := bot.Interaction{Platform: who.Platform, User: session.Actor{ID: who.ID, Name: nameOf(who), Where: "dashboard"},
+			Roles: who.Roles, Channel: "dashboard"}
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
+		defer cancel()
+		out, err := f(ctx, in, body, r)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		status := http.StatusOK
+		if !out.OK {
+			status = http.StatusConflict
+			if strings.Contains(out.Text, "not allowed") {
+				status = http.StatusForbidden
+			}
+		}
+		s.log.Info("monitoring page action", "platform", who.Platform, "user", who.ID, "path", r.URL.Path, "ok", out.OK)
+		writeJSON(w, status, out)
+	}
+}
+
+// done reads a handler's reply: a public reply is a change made and announced; a private
+// one is a refusal or an error, meant for the person only.
+func done(r bot.Reply) outcome {
+	return outcome{OK: !r.Private, Text: replyText(r)}
+}
+
+func replyText(r bot.Reply) string {
+	if r.Text != "" {
+		return r.Text
+	}
+	if r.Card != nil {
+		return r.Card.Title
+	}
+	return ""
+}
+
+func (s *Server) decide(ctx context.Context, in bot.Interaction, body map[string]string, r *http.Request) (outcome, error) {
+	sid, pid := r.PathValue("id"), r.PathValue("pid")
+	if len(sid) > 100 || len(pid) > 100 {
+		return outcome{}, badRequest("session or proposal id is too long")
+	}
+	switch verb := r.PathValue("verb"); verb {
+	case bot.ButtonApprove:
+		in.Kind, in.ActionID = bot.KindAction, bot.ActionID(bot.ButtonApprove, sid, pid)
+		return done(s.opt.Actions.Do(ctx, in)), nil
+	case bot.ButtonReject:
+		if strings.TrimSpace(body["feedback"]) == "" {
+			return outcome{Text: "reject needs a reason: what should the advisor do differently? (it goes into the advisor's next prompt)", Fields: map[int]string{0: "say what should change"}}, nil
+		}
+		in.Kind, in.ActionID, in.Values = bot.KindSubmit, bot.ActionID(bot.ButtonReject, sid, pid), map[string]string{bot.FieldFeedback: body["feedback"]}
+		return done(s.opt.Actions.Do(ctx, in)), nil
+	case bot.ButtonEdit:
+		// The form's lines are the whole patch, as in the chat modal.
+		lines := strings.Split(strings.ReplaceAll(body["patch"], "\r\n", "\n"), "\n")
+		in.Kind, in.ActionID, in.Values = bot.KindSubmit, bot.ActionID(bot.ButtonEdit, sid, pid), map[string]string{bot.FieldPatch: body["patch"]}
+		out := done(s.opt.Actions.Do(ctx, in))
+		if !out.OK {
+			out.Fields = bot.FieldErrors(out.Text, lines)
+		}
+		return out, nil
+	default:
+		return outcome{}, notFound("unknown decision %q (approve, reject or edit)", clip(verb, 20))
+	}
+}
+
+// control is pause, resume and cancel of one session.
+func (s *Server) control(ctx context.Context, in bot.Interaction, _ map[string]string, r *http.Request) (outcome, error) {
+	verb := r.PathValue("verb")
+	switch verb {
+	case string(bot.VerbPause), string(bot.VerbResume), string(bot.VerbCancel):
+	default:
+		return outcome{}, notFound("unknown action %q (pause, resume or cancel)", clip(verb, 20))
+	}
+	if _, err := s.lookup(ctx, r.PathValue("id")); err != nil {
+		return outcome{}, err
+	}
+	in.Kind, in.Text, in.SessionID = bot.KindCommand, verb, r.PathValue("id")
+	return done(s.opt.Actions.Do(ctx, in)), nil
+}
+
+// start is /tune start with the same arguments ("mode=approval trials=8").
+func (s *Server) start(ctx context.Context, in bot.Interaction, body map[string]string, _ *http.Request) (outcome, error) {
+	args := strings.TrimSpace(body["args"])
+	if strings.ContainsAny(args, "\n\r") {
+		return outcome{Text: "start arguments go on one line: key=value …"}, nil
+	}
+	in.Kind, in.Text = bot.KindCommand, strings.TrimSpace("start "+args)
+	return done(s.opt.Actions.Do(ctx, in)), nil
+}
+
+// agent is the advisor's connection test; its answer is private either way.
+func (s *Server) agent(ctx context.Context, in bot.Interaction, _ map[string]string, _ *http.Request) (outcome, error) {
+	in.Kind, in.Text = bot.KindCommand, string(bot.VerbAgent)
+	r := s.opt.Actions.Do(ctx, in)
+	return outcome{OK: strings.HasPrefix(r.Text, "advisor connection works"), Text: replyText(r)}, nil
+}
+
+type presetView struct {
+	Name      string   `json:"name"`
+	Task      string   `json:"task"`
+	SessionID string   `json:"session_id,omitempty"`
+	Trial     string   `json:"trial,omitempty"`
+	Score     float64  `json:"score"`
+	ScoreStd  float64  `json:"score_std"`
+	Imported  bool     `json:"imported"`
+	Approvers []string `json:"approvers,omitempty"`
+	Created   string   `json:"created"`
+}
+
+func presetOf(p session.Preset) presetView {
+	v := presetView{Name: p.Name, Task: p.Task, SessionID: p.SessionID, Score: p.Score, ScoreStd: p.ScoreStd,
+		Imported: preset.Imported(p), Approvers: p.Approvers, Created: stamp(p.CreatedAt)}
+	if !v.Imported {
+		v.Trial = p.Trial.String()
+	}
+	return v
+}
+
+func (s *Server) presets(ctx context.Context, _ Identity, _ *http.Request) (any, error) {
+	ps, err := s.opt.Store.Presets(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing presets: %w", err)
+	}
+	out := make([]presetView, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, presetOf(p))
+	}
+	return map[string]any{"presets": out, "score_note": bot.ScoreNote + "; presets from different sessions have different baselines"}, nil
+}
+
+func (s *Server) presetView(ctx context.Context, _ Identity, r *http.Request) (any, error) {
+	name := r.PathValue("name")
+	if err := preset.CheckName(name); err != nil {
+		return nil, badRequest("%s", err.Error())
+	}
+	p, err := s.opt.Store.Preset(ctx, name)
+	if errors.Is(err, session.ErrNotFound) {
+		return nil, notFound("no preset named %q", clip(name, 40))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading preset: %w", err)
+	}
+	return map[string]any{"preset": presetOf(p), "config": p.Config, "metrics": p.Metrics,
+		"diff": changes(s.opt.Space.Diff(s.opt.Space.Defaults(), p.Config))}, nil
+}
+
+type downloadFunc func(ctx context.Context, in bot.Interaction, r *http.Request) (bot.Reply, error)
+
+// download serves the file a chat command would attach (export, policy), to a signed-in
+// person: the same code finds and checks it.
+func (s *Server) download(f downloadFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, ok := s.auth.identity(r)
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, signInHint)
+			return
+		}
+		name := r.PathValue("name")
+		if err := preset.CheckName(name); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+			return
+		}
+		in := bot.Interaction{Platform: who.Platform, User: session.Actor{ID: who.ID, Name: nameOf(who), Where: "dashboard"}, Roles: who.Roles, Channel: "dashboard"}
+		rep, err := f(r.Context(), in, r)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		if rep.Card != nil {
+			for _, b := range rep.Card.Blocks {
+				for _, a := range b.Attachments {
+					w.Header().Set("Content-Type", a.ContentType)
+					w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
+					w.Header().Set("Cache-Control", "no-store")
+					_, _ = w.Write(a.PNG)
+					return
+				}
+			}
+		}
+		status := http.StatusNotFound
+		if !strings.HasPrefix(rep.Text, "no preset") {
+			status = http.StatusConflict
+		}
+		writeJSON(w, status, map[string]string{"error": replyText(rep)})
+	}
+}
+
+func (s *Server) exportPreset(ctx context.Context, in bot.Interaction, r *http.Request) (bot.Reply, error) {
+	in.Kind, in.Text = bot.KindCommand, "export "+r.PathValue("name")
+	return s.opt.Actions.Do(ctx, in), nil
+}
+
+func (s *Server) policy(ctx context.Context, in bot.Interaction, r *http.Request) (bot.Reply, error) {
+	in.Kind, in.Text = bot.KindCommand, "policy "+r.PathValue("name")
+	return s.opt.Actions.Do(ctx, in), nil
+}

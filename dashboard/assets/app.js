@@ -1,0 +1,414 @@
+// tunebot's monitoring page: reads the daemon's JSON with the sign-in cookie (HttpOnly: no
+// script sees it) and renders with DOM nodes only (text is never parsed as HTML).
+"use strict";
+(function () {
+  const body = document.body;
+  const page = body.dataset.page, pageID = body.dataset.id, pageName = body.dataset.name;
+  const main = document.getElementById("main");
+  const POLL_MS = 3000;
+
+  function h(tag, attrs, ...kids) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+      else if (k === "class") el.className = v;
+      else if (k === "value") el.value = v;
+      else el.setAttribute(k, v === true ? "" : v);
+    }
+    for (const kid of kids.flat()) {
+      if (kid === undefined || kid === null || kid === false) continue;
+      el.append(kid instanceof Node ? kid : String(kid));
+    }
+    return el;
+  }
+  const signed = (v) => (v === null || v === undefined ? "—" : (v >= 0 ? "+" : "") + v.toFixed(3));
+  const num = (v) => (v === null || v === undefined ? "—" : Number(v).toPrecision(4).replace(/\.?0+$/, "").replace(/\.?0+e/, "e"));
+  const when = (s) => (s ? s.replace("T", " ").replace(/:\d\dZ$/, "Z") : "");
+  const enc = encodeURIComponent;
+
+  class NotSignedIn extends Error {}
+
+  // loaded records, once, how long the page took from navigation to its first full
+  // drawing (make bench reads it).
+  function loaded() {
+    if (!body.dataset.loadedMs) body.dataset.loadedMs = Math.round(performance.now());
+  }
+
+  async function getJSON(url) {
+    const r = await fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } });
+    const data = await r.json().catch(() => ({}));
+    if (r.status === 401) throw new NotSignedIn(data.hint || "not signed in");
+    if (!r.ok) throw new Error(data.error || r.statusText);
+    return data;
+  }
+
+  async function postJSON(url, payload) {
+    const r = await fetch(url, {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json", Accept: "application/json" },
+      body: JSON.stringify(payload || {}),
+    });
+    const data = await r.json().catch(() => ({ ok: false, text: r.statusText }));
+    if (r.status === 401) throw new NotSignedIn(data.hint || "not signed in");
+    if (data.error) return { ok: false, text: data.error };
+    return data;
+  }
+
+  function showSignIn() {
+    main.replaceChildren(h("section", { class: "card signin", id: "signin-hint" },
+      h("h1", {}, "Not signed in"),
+      h("p", {}, "The monitoring page shows nothing until you sign in with a one-time link."),
+      h("p", {}, "In chat: ", h("code", {}, "/tune dashboard"), " (the answer is private). On the tunebot machine: ",
+        h("code", {}, "tunebot dashboard link --config FILE"), ".")));
+  }
+
+  function fail(err) {
+    if (err instanceof NotSignedIn) { showSignIn(); return true; }
+    main.replaceChildren(h("p", { class: "error" }, "could not load: " + err.message));
+    return true;
+  }
+
+  function flash(target, res) {
+    target.replaceChildren(h("p", { class: res.ok ? "ok" : "error", role: "status" }, res.text || (res.ok ? "done" : "refused")));
+  }
+
+  async function loadMe() {
+    try {
+      const me = await getJSON("/api/me");
+      document.getElementById("me").replaceChildren(
+        h("span", { class: "muted" }, "signed in as " + me.name + " (" + me.platform + ") "),
+        h("form", { method: "post", action: "/signout", class: "inline" }, h("button", { type: "submit" }, "sign out")));
+      return me;
+    } catch (e) { return null; }
+  }
+
+  // ---- sessions -------------------------------------------------------------------------
+  async function sessionsPage(me) {
+    const list = h("div", { id: "session-list" });
+    const refresh = async () => {
+      const data = await getJSON("/api/sessions");
+      const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
+        h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
+        h("td", {}, h("span", { class: "badge " + s.state }, s.state)), h("td", {}, s.mode),
+        h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
+        h("td", { class: "r" }, s.best_score === null ? "—" : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
+        h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
+      list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run", "state", "mode", "trials done/planned", "best score", "owner", "started", "ended"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
+        : h("p", { class: "muted" }, "No sessions yet."));
+    };
+    await refresh();
+    const out = [h("h1", {}, "Sessions"), list];
+    if (me && me.may.start) {
+      const args = h("input", { id: "start-args", size: 50, placeholder: "mode=approval trials=8 (as /tune start)" });
+      const msg = h("div");
+      out.push(h("section", { class: "card" }, h("h2", {}, "Start a session"), args, " ",
+        h("button", { class: "primary", id: "start", onclick: async () => { flash(msg, await postJSON("/api/start", { args: args.value })); refresh().catch(fail); } }, "Start"), msg));
+    }
+    const amsg = h("div");
+    out.push(h("section", { class: "card" }, h("h2", {}, "Advisor"),
+      h("button", { id: "agent", onclick: async () => { amsg.replaceChildren("testing…"); flash(amsg, await postJSON("/api/agent", {})); } }, "Test the advisor connection"), amsg));
+    main.replaceChildren(...out);
+    setInterval(() => refresh().catch(fail), POLL_MS);
+  }
+
+  // ---- one session ------------------------------------------------------------------------
+  const sortState = { key: "rank", dir: -1 };
+  let lastDecisionKey = "";
+
+  async function sessionPage() {
+    const sec = {
+      head: h("section", { id: "head" }), decide: h("section", { id: "decide" }), board: h("section", { id: "board" }),
+      ladder: h("section", { id: "ladder" }), compare: h("section", { id: "compare" }),
+      proposals: h("section", { id: "proposals" }), audit: h("section", { id: "audit" }),
+    };
+    main.replaceChildren(...Object.values(sec));
+    const picked = new URLSearchParams(location.search).get("trial");
+    const refresh = async () => {
+      const d = await getJSON("/api/sessions/" + enc(pageID));
+      renderHead(sec.head, d);
+      renderDecide(sec.decide, d);
+      renderBoard(sec.board, d, picked);
+      renderLadder(sec.ladder, d);
+      renderCompare(sec.compare, d);
+      renderProposals(sec.proposals, d);
+      renderAudit(sec.audit, d);
+      body.dataset.state = d.session.state;
+      body.dataset.trials = d.trials.length;
+    };
+    await refresh();
+    loaded();
+    setInterval(() => refresh().catch(fail), POLL_MS);
+  }
+
+  function renderHead(el, d) {
+    const s = d.session, msg = h("div", { id: "action-msg" });
+    const act = (verb) => async () => flash(msg, await postJSON("/api/sessions/" + enc(s.id) + "/" + verb, {}));
+    const buttons = [];
+    if (d.may.pause && ["running", "evaluating", "awaiting_approval", "queued"].includes(s.state)) buttons.push(h("button", { id: "pause", onclick: act("pause") }, "Pause"));
+    if (d.may.resume && ["paused", "interrupted"].includes(s.state)) buttons.push(h("button", { id: "resume", onclick: act("resume") }, "Resume"));
+    if (d.may.cancel && !["cancelled", "failed", "succeeded"].includes(s.state)) buttons.push(h("button", { id: "cancel", class: "danger", onclick: act("cancel") }, "Cancel"));
+    const old = el.querySelector("#action-msg");
+    el.replaceChildren(...[
+      h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state)),
+      h("p", {}, s.run_name + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
+        " · best " + (s.best_score === null ? "none yet" : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
+        " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
+      s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
+      s.reason ? h("p", { class: "error" }, s.reason) : null,
+      h("p", {}, h("a", { href: "/sessions/" + enc(s.id) + "/curves", id: "curves-link" }, "curves →"), " ", ...buttons),
+      old || msg].filter(Boolean)); // replaceChildren would print a null
+  }
+
+  function diffTable(caption, diff) {
+    return h("table", { class: "diff" }, h("caption", {}, caption),
+      h("thead", {}, h("tr", {}, ["term", "old", "new", "×"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, diff.map((c) => h("tr", {}, h("td", {}, (c.kind === "param" ? "params." : "") + c.name),
+        h("td", { class: "r del" }, num(c.old)), h("td", { class: "r add" }, num(c.new)), h("td", { class: "r" }, c.factor)))));
+  }
+
+  function renderDecide(el, d) {
+    const p = d.proposals.find((x) => x.state === "pending");
+    const key = p ? p.id : "";
+    if (key === lastDecisionKey) return; // keep what a person is typing across polls
+    lastDecisionKey = key;
+    if (!p) { el.replaceChildren(); return; }
+    const msg = h("div", { id: "decide-msg" });
+    const base = "/api/sessions/" + enc(d.session.id) + "/proposals/" + enc(p.id) + "/";
+    const parts = [h("h2", {}, "Waiting for a decision: proposal " + p.seq + " for trial " + p.number),
+      diffTable("proposed change (patch of trial " + p.base_trial + ")", p.diff),
+      h("p", { class: "rationale" }, p.rationale), msg];
+    if (d.may.decide) {
+      const feedback = h("textarea", { id: "feedback", rows: 2, cols: 60, placeholder: "what should the advisor do differently?" });
+      const lines = p.edit_text.split("\n").filter((l) => l.trim() !== "");
+      while (lines.length < 4) lines.push("");
+      const inputs = lines.map((l, i) => h("input", { class: "edit-line", id: "edit-" + i, value: l, size: 40 }));
+      const errs = inputs.map(() => h("span", { class: "field-error" }));
+      parts.push(
+        h("div", { class: "buttons" },
+          h("button", { class: "primary", id: "approve", onclick: async () => flash(msg, await postJSON(base + "approve")) }, "Approve")),
+        h("details", {}, h("summary", {}, "Reject with feedback"), feedback, " ",
+          h("button", { class: "danger", id: "reject", onclick: async () => flash(msg, await postJSON(base + "reject", { feedback: feedback.value })) }, "Reject")),
+        h("details", {}, h("summary", {}, "Edit, then approve"),
+          h("p", { class: "muted" }, "one term=value per line; term=0 switches a term off; at most 4 changes"),
+          inputs.map((inp, i) => h("div", {}, inp, " ", errs[i])),
+          h("button", { id: "edit", onclick: async () => {
+            errs.forEach((e) => e.replaceChildren());
+            const res = await postJSON(base + "edit", { patch: inputs.map((x) => x.value).filter((v) => v.trim() !== "").join("\n") });
+            flash(msg, res);
+            // Per-field errors come for the submitted lines; map them back to the inputs.
+            const used = inputs.filter((x) => x.value.trim() !== "");
+            for (const [i, text] of Object.entries(res.fields || {})) {
+              const at = inputs.indexOf(used[Number(i)] || inputs[0]);
+              errs[at].replaceChildren(text);
+            }
+          } }, "Save and approve")));
+    } else {
+      parts.push(h("p", { class: "muted" }, "You may read this session; deciding needs the decide permission in tunebot's allow-list."));
+    }
+    el.replaceChildren(h("div", { class: "card pending" }, ...parts));
+  }
+
+  function renderBoard(el, d, picked) {
+    const cols = [["number", "trial"], ["rung", "rung"], ["state", "state"], ["source", "source"], ["rank", "score"], ["eligible", "eligible"], ["progress", "progress"]];
+    const rows = d.trials.slice();
+    const val = (t, k) => (k === "rank" ? t.rank_score : k === "eligible" ? (t.eligible ? 1 : 0) : t[k]);
+    rows.sort((a, b) => {
+      const x = val(a, sortState.key), y = val(b, sortState.key);
+      return (x < y ? -1 : x > y ? 1 : a.number - b.number) * sortState.dir;
+    });
+    const head = cols.map(([k, label]) => h("th", { class: "sortable", "data-key": k, onclick: () => {
+      sortState.dir = sortState.key === k ? -sortState.dir : -1; sortState.key = k; renderBoard(el, d, picked);
+    } }, label + (sortState.key === k ? (sortState.dir > 0 ? " ▲" : " ▼") : "")));
+    el.replaceChildren(h("h2", {}, "Leaderboard"),
+      h("table", { id: "leaderboard" }, h("thead", {}, h("tr", {}, head)), h("tbody", {}, rows.map((t) => h("tr", {
+        class: (t.best ? "best " : "") + (picked === t.number + "@" + t.rung ? "picked" : ""), "data-trial": t.number + "@" + t.rung },
+        h("td", {}, t.number + (t.best ? " ★" : "") + (t.proposal ? " (p" + t.proposal + ")" : "")), h("td", { class: "r" }, t.rung),
+        h("td", {}, t.state), h("td", {}, t.source),
+        h("td", { class: "r" }, t.final !== undefined && t.final !== null ? signed(t.final) + " ± " + t.final_std.toFixed(3) : signed(t.score)),
+        h("td", {}, t.score === null ? "—" : t.eligible ? "yes" : "no: " + t.why, t.score === null && t.why ? h("span", { class: "muted" }, " " + t.why) : null),
+        h("td", { class: "r" }, t.state === "training" ? t.progress + " / " + t.iterations : t.iterations))))),
+      h("p", { class: "muted" }, d.score_note + "."));
+  }
+
+  function renderLadder(el, d) {
+    el.replaceChildren(h("h2", {}, "Halving ladder"), h("div", { class: "ladder" }, d.ladder.map((r) => h("div", { class: "rung" },
+      h("h3", {}, "rung " + r.rung + " · " + r.iterations + " iterations · " + r.trials.length + "/" + r.slots),
+      h("ol", {}, r.trials.map((t) => h("li", { class: t.eligible ? "eligible" : "not-eligible" },
+        "trial " + t.number + ": " + (t.score === null ? t.state : signed(t.score)) + (t.best ? " ★" : ""))))))));
+  }
+
+  function renderCompare(el, d) {
+    el.replaceChildren(h("h2", {}, "Best vs baseline, rung by rung"), h("table", { id: "comparison" },
+      h("thead", {}, h("tr", {}, ["rung", "best eligible", "score", "baseline", "baseline score", "Δ"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, d.comparison.map((c) => h("tr", {},
+        h("td", { class: "r" }, c.rung),
+        h("td", {}, c.best ? "trial " + c.best.number : "—"), h("td", { class: "r" }, c.best ? signed(c.best.rank_score) : "—"),
+        h("td", {}, c.baseline ? "trial 0 @ rung " + c.baseline.rung + (c.matched ? "" : " (not trained to this rung)") : "—"),
+        h("td", { class: "r" }, c.baseline && c.baseline.score !== null ? signed(c.baseline.rank_score) : "—"),
+        h("td", { class: "r" }, c.best && c.baseline && c.matched ? signed(c.best.rank_score - c.baseline.rank_score) : "—"))))),
+    h("p", { class: "muted" }, "Δ only where the baseline was trained to the same rung (control: true). " + d.score_note + "."));
+  }
+
+  function renderProposals(el, d) {
+    el.replaceChildren(h("h2", {}, "Proposals"), ...d.proposals.map((p) => h("div", { class: "card proposal", "data-state": p.state },
+      h("h3", {}, "proposal " + p.seq + " for trial " + p.number + " · " + p.source + (p.model ? " (" + p.model + ")" : "") +
+        " · confidence " + Math.round(p.confidence * 100) + "% · " + p.state),
+      diffTable("patch against trial " + p.base_trial, p.diff),
+      p.edited ? diffTable("edited to (this is what ran)", p.edited) : null,
+      p.rationale ? h("p", { class: "rationale" }, p.rationale) : null,
+      p.expected_impact ? h("p", { class: "muted" }, "expected impact: " + Object.entries(p.expected_impact).map(([k, v]) => k + " " + v).join(", ")) : null,
+      p.decision ? h("p", { class: "decision" }, p.decision.word + " by " + p.decision.by + " (" + p.decision.platform +
+        (p.decision.where ? ", " + p.decision.where : "") + ") at " + when(p.decision.at) + (p.decision.feedback ? ": “" + p.decision.feedback + "”" : "")) : null)));
+  }
+
+  function auditLine(e) {
+    const d = e.detail || {};
+    if (e.kind === "advisor_call" || e.kind === "advisor_test") {
+      const u = d.usage || {};
+      return "model " + (d.model || "?") + " · tokens " + (u.prompt_tokens ?? u.prompt ?? "?") + " in / " + (u.completion_tokens ?? u.completion ?? "?") + " out" +
+        (u.prompt_cache_hit_tokens !== undefined ? " (cache hit " + u.prompt_cache_hit_tokens + ")" : "") + " · " + (d.outcome || "") + (d.latency_ms !== undefined ? " · " + d.latency_ms + " ms" : "");
+    }
+    return Object.entries(d).map(([k, v]) => k + "=" + (typeof v === "object" ? JSON.stringify(v) : v)).join(" ").slice(0, 400);
+  }
+
+  function renderAudit(el, d) {
+    el.replaceChildren(h("h2", {}, "Audit timeline"), h("table", { id: "audit-table" },
+      h("thead", {}, h("tr", {}, ["time", "what", "who", "detail"].map((c) => h("th", {}, c)))),
+      h("tbody", {}, d.audit.map((e) => h("tr", { class: "audit-" + e.kind }, h("td", {}, when(e.time)), h("td", {}, e.kind), h("td", {}, e.actor), h("td", { class: "detail" }, auditLine(e)))))));
+  }
+
+  // ---- curves ---------------------------------------------------------------------------
+  const palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+
+  function smooth(values, w) {
+    if (w <= 0) return values;
+    // TensorBoard's debiased exponential moving average.
+    let last = 0, n = 0;
+    return values.map((v) => { if (v === null) return null; last = last * w + (1 - w) * v; n++; return last / (1 - Math.pow(w, n)); });
+  }
+
+  async function curvesPage() {
+    const meta = await getJSON("/api/sessions/" + enc(pageID) + "/tags");
+    const chosen = new Set(meta.trials.map((t) => t.number + "@" + t.rung));
+    const filter = h("input", { id: "tag-filter", placeholder: "filter tags (regular expression)", size: 30 });
+    const offTags = new Set(); // tags unticked by hand; the filter narrows the rest
+    const tagBoxes = meta.tags.map((tag) => h("label", { class: "tag-pick", "data-tag": tag },
+      h("input", { type: "checkbox", class: "tag-box", checked: true, onchange: (ev) => { ev.target.checked ? offTags.delete(tag) : offTags.add(tag); draw(); } }), " " + tag));
+    const tagList = h("div", { class: "tag-list" }, tagBoxes);
+    const smoothing = h("input", { id: "smoothing", type: "range", min: 0, max: 0.99, step: 0.01, value: 0.6 });
+    const smoothLabel = h("span", {}, "0.60");
+    const logScale = h("input", { id: "log-scale", type: "checkbox" });
+    const charts = h("div", { id: "charts", class: "charts" });
+    const evalPanel = h("section", { id: "eval-metrics" });
+    const trialBoxes = meta.trials.map((t, i) => {
+      const id = t.number + "@" + t.rung;
+      const box = h("input", { type: "checkbox", class: "trial-box", "data-trial": id, checked: true, onchange: () => { box.checked ? chosen.add(id) : chosen.delete(id); draw(); } });
+      return h("label", { class: "trial-pick" }, box, h("span", { class: "swatch" }), " trial " + t.number + " @ " + t.rung + " " + (t.score === null ? "" : signed(t.score)));
+    });
+    const controls = h("aside", { class: "controls" },
+      h("h2", {}, "Trials"), h("div", { class: "buttons" },
+        h("button", { id: "select-none", onclick: () => { chosen.clear(); trialBoxes.forEach((l) => (l.firstChild.checked = false)); draw(); } }, "none"),
+        h("button", { id: "select-all", onclick: () => { meta.trials.forEach((t) => chosen.add(t.number + "@" + t.rung)); trialBoxes.forEach((l) => (l.firstChild.checked = true)); draw(); } }, "all")),
+      trialBoxes, h("h2", {}, "Tags"), filter, tagList,
+      h("h2", {}, "Display"), h("button", { id: "reload", onclick: () => draw() }, "reload curves"), h("br"), h("label", {}, "smoothing ", smoothing, " ", smoothLabel), h("br"), h("label", {}, logScale, " log scale"),
+      h("p", { class: "muted" }, "drag to zoom, double-click to reset; hover for values"));
+    main.replaceChildren(h("h1", {}, h("a", { href: "/sessions/" + enc(pageID) }, "Session " + pageID.slice(0, 8)), " · curves"),
+      h("div", { class: "curves-layout" }, controls, h("div", {}, evalPanel, charts)));
+    let data = null, plots = [], seq = 0;
+    async function draw() {
+      const mine = ++seq; // a slower, older answer must not overwrite a newer choice
+      body.dataset.charts = 0; body.dataset.series = 0;
+      const re = (() => { try { return new RegExp(filter.value, "i"); } catch (e) { return null; } })();
+      tagBoxes.forEach((l) => (l.hidden = !!re && !re.test(l.dataset.tag)));
+      const tags = meta.tags.filter((t) => (!re || re.test(t)) && !offTags.has(t));
+      const trials = meta.trials.map((t) => t.number + "@" + t.rung).filter((id) => chosen.has(id));
+      renderEval(evalPanel, meta, trials);
+      plots.forEach((p) => p.destroy()); plots = [];
+      if (!trials.length || !tags.length) { charts.replaceChildren(h("p", { class: "muted" }, "choose at least one trial and one tag")); return; }
+      const got = await getJSON("/api/sessions/" + enc(pageID) + "/curves?trials=" + enc(trials.join(",")) + "&tags=" + enc(tags.join(",")) + "&points=" + Math.min(2000, Math.max(200, Math.round(window.innerWidth / 3))));
+      if (mine !== seq) return;
+      data = got;
+      render();
+    }
+    function render() {
+      plots.forEach((p) => p.destroy()); plots = [];
+      const w = Number(smoothing.value), log = logScale.checked;
+      smoothLabel.textContent = w.toFixed(2);
+      const byTag = new Map();
+      for (const c of data.curves) { if (!byTag.has(c.tag)) byTag.set(c.tag, []); byTag.get(c.tag).push(c); }
+      const boxes = [];
+      const color = (trial) => palette[meta.trials.findIndex((t) => t.number + "@" + t.rung === trial) % palette.length];
+      for (const [tag, cs] of byTag) {
+        const xs = Array.from(new Set(cs.flatMap((c) => c.steps))).sort((a, b) => a - b);
+        const at = new Map(xs.map((x, i) => [x, i]));
+        const series = cs.map((c) => {
+          const ys = new Array(xs.length).fill(null);
+          const sm = smooth(c.values, w);
+          c.steps.forEach((s, i) => { const v = sm[i]; ys[at.get(s)] = log && v <= 0 ? null : v; });
+          return ys;
+        });
+        const box = h("div", { class: "chart", "data-tag": tag }, h("h3", {}, tag));
+        boxes.push(box);
+        charts.append(box);
+        const opts = {
+          width: Math.max(320, Math.min(640, ((charts.clientWidth || 900) - 48) / 2)), height: 240,
+          scales: { x: { time: false }, y: { distr: log ? 3 : 1 } },
+          series: [{ label: "step" }, ...cs.map((c) => ({ label: "trial " + c.trial, stroke: color(c.trial), width: 1.5, spanGaps: true }))],
+          axes: [{}, { size: 60 }],
+          cursor: { drag: { x: true, y: false } },
+        };
+        plots.push(new uPlot(opts, [xs, ...series], box));
+      }
+      charts.replaceChildren(...boxes);
+      body.dataset.charts = boxes.length;
+      body.dataset.series = data.curves.length;
+      loaded();
+    }
+    filter.addEventListener("input", () => { clearTimeout(filter._t); filter._t = setTimeout(draw, 250); });
+    smoothing.addEventListener("input", () => data && render());
+    logScale.addEventListener("change", () => data && render());
+    await draw();
+    trialBoxes.forEach((l, i) => (l.querySelector(".swatch").style.background = palette[i % palette.length]));
+  }
+
+  function renderEval(el, meta, trials) {
+    const names = meta.metric_names.filter((n) => trials.some((t) => meta.metrics[t] && meta.metrics[t][n] !== undefined));
+    if (!names.length) { el.replaceChildren(); return; }
+    el.replaceChildren(h("h2", {}, "Evaluation metrics (lower is better)"), h("table", { id: "eval-table" },
+      h("thead", {}, h("tr", {}, h("th", {}, "trial"), names.map((n) => h("th", {}, n)))),
+      h("tbody", {}, trials.filter((t) => meta.metrics[t]).map((t) => h("tr", {}, h("td", {}, t), names.map((n) => {
+        const v = meta.metrics[t][n], max = Math.max(...trials.map((x) => (meta.metrics[x] && meta.metrics[x][n]) || 0));
+        const bar = h("span", { class: "bar" }); bar.style.width = (max > 0 ? (100 * v) / max : 0).toFixed(0) + "%";
+        return h("td", { class: "r" }, h("div", { class: "barwrap" }, bar), num(v));
+      }))))));
+  }
+
+  // ---- presets --------------------------------------------------------------------------
+  async function presetsPage() {
+    const d = await getJSON("/api/presets");
+    main.replaceChildren(h("h1", {}, "Presets"), d.presets.length ? h("table", { id: "presets" },
+      h("thead", {}, h("tr", {}, ["name", "task", "score", "trial", "created", ""].map((c) => h("th", {}, c)))),
+      h("tbody", {}, d.presets.map((p) => h("tr", {}, h("td", {}, h("a", { href: "/presets/" + enc(p.name) }, p.name)), h("td", {}, p.task),
+        h("td", { class: "r" }, p.imported ? "imported" : signed(p.score) + " ± " + p.score_std.toFixed(3)), h("td", {}, p.trial || "—"), h("td", {}, when(p.created)),
+        h("td", {}, h("a", { href: "/api/presets/" + enc(p.name) + "/export", download: p.name + ".json" }, "export JSON")))))) :
+      h("p", { class: "muted" }, "No presets yet: a session saves its best configuration as one when it succeeds."),
+    h("p", { class: "muted" }, d.score_note + "."));
+  }
+
+  async function presetPage() {
+    const d = await getJSON("/api/presets/" + enc(pageName));
+    const p = d.preset;
+    main.replaceChildren(h("h1", {}, "Preset " + p.name),
+      h("p", {}, p.task + " · " + (p.imported ? "imported" : p.trial + " of session " + p.session_id.slice(0, 8) + " · score " + signed(p.score) + " ± " + p.score_std.toFixed(3)) + " · " + when(p.created)),
+      h("p", {}, h("a", { href: "/api/presets/" + enc(p.name) + "/export", download: p.name + ".json", id: "export" }, "export JSON"), " · ",
+        h("a", { href: "/api/presets/" + enc(p.name) + "/policy", download: p.name + "-policy.onnx", id: "policy" }, "download policy.onnx")),
+      d.diff.length ? diffTable("differs from the defaults", d.diff) : h("p", {}, "same as the defaults"),
+      h("h2", {}, "Full configuration"), h("pre", {}, JSON.stringify(d.config, null, 2)));
+  }
+
+  const pages = { sessions: sessionsPage, session: sessionPage, curves: curvesPage, presets: presetsPage, preset: presetPage };
+  if (pages[page]) {
+    loadMe().then((me) => pages[page](me)).catch(fail);
+  }
+})();

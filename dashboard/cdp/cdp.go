@@ -1,0 +1,261 @@
+// Package cdp drives a headless Chromium over the DevTools protocol, just enough to test
+// and time the monitoring page as a person's browser shows it: navigate, evaluate,
+// wait for a condition, take a screenshot. Debian's chromium package is the browser.
+package cdp
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// Find returns a Chromium (or Chrome) on PATH, "" when there is none.
+func Find() string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// Browser is one headless Chromium with one page, attached as a flat session.
+type Browser struct {
+	cmd     *exec.Cmd
+	cancel  context.CancelFunc
+	ws      *websocket.Conn
+	session string
+
+	mu      sync.Mutex
+	nextID  int
+	waiting map[int]chan reply
+}
+
+type reply struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// callTimeout bounds one protocol call.
+const callTimeout = 60 * time.Second
+
+// Start runs bin headless with its profile in dataDir and opens a page of width × height.
+func Start(bin, dataDir string, width, height int) (*Browser, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--no-first-run", "--no-default-browser-check", "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
+		"--user-data-dir="+dataDir, fmt.Sprintf("--window-size=%d,%d", width, height), "about:blank")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, fmt.Errorf("starting chromium: %w", err)
+	}
+	b := &Browser{cmd: cmd, cancel: cancel, waiting: map[int]chan reply{}}
+	wsURL := make(chan string, 1)
+	go func() {
+		re := regexp.MustCompile(`DevTools listening on (ws://\S+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				wsURL <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+	}()
+	var u string
+	select {
+	case u = <-wsURL:
+	case <-time.After(callTimeout):
+		b.Close()
+		return nil, fmt.Errorf("chromium did not open its DevTools endpoint")
+	}
+	if b.ws, _, err = websocket.DefaultDialer.Dial(u, nil); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("connecting to chromium: %w", err)
+	}
+	go b.read()
+	var target struct {
+		TargetID string `json:"targetId"`
+	}
+	var att struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.session = att.SessionID
+	for method, params := range map[string]any{"Page.enable": nil,
+		"Emulation.setDeviceMetricsOverride": map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}} {
+		if err := b.call(b.session, method, params, nil); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// Close ends the browser and waits for it.
+func (b *Browser) Close() {
+	if b.ws != nil {
+		b.ws.Close()
+	}
+	b.cancel()
+	_ = b.cmd.Wait()
+}
+
+func (b *Browser) read() {
+	for {
+		var msg struct {
+			ID int `json:"id"`
+			reply
+		}
+		if err := b.ws.ReadJSON(&msg); err != nil {
+			return
+		}
+		if msg.ID == 0 {
+			continue // an event
+		}
+		b.mu.Lock()
+		ch := b.waiting[msg.ID]
+		delete(b.waiting, msg.ID)
+		b.mu.Unlock()
+		if ch != nil {
+			ch <- msg.reply
+		}
+	}
+}
+
+func (b *Browser) call(session, method string, params, out any) error {
+	b.mu.Lock()
+	b.nextID++
+	id := b.nextID
+	ch := make(chan reply, 1)
+	b.waiting[id] = ch
+	msg := map[string]any{"id": id, "method": method}
+	if params != nil {
+		msg["params"] = params
+	}
+	if session != "" {
+		msg["sessionId"] = session
+	}
+	err := b.ws.WriteJSON(msg)
+	b.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("%s: %w", method, err)
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return fmt.Errorf("%s: %s", method, r.Error.Message)
+		}
+		if out != nil {
+			if err := json.Unmarshal(r.Result, out); err != nil {
+				return fmt.Errorf("%s: %w", method, err)
+			}
+		}
+		return nil
+	case <-time.After(callTimeout):
+		return fmt.Errorf("%s: no answer from chromium", method)
+	}
+}
+
+type evalResult struct {
+	Result struct {
+		Value json.RawMessage `json:"value"`
+	} `json:"result"`
+	Exception *struct {
+		Text      string `json:"text"`
+		Exception *struct {
+			Description string `json:"description"`
+		} `json:"exception"`
+	} `json:"exceptionDetails"`
+}
+
+// Eval runs a JavaScript expression in the page (promises awaited) and returns its value
+// as JSON.
+func (b *Browser) Eval(expr string) (json.RawMessage, error) {
+	var r evalResult
+	if err := b.call(b.session, "Runtime.evaluate", map[string]any{"expression": expr, "returnByValue": true, "awaitPromise": true}, &r); err != nil {
+		return nil, err
+	}
+	if r.Exception != nil {
+		msg := r.Exception.Text
+		if r.Exception.Exception != nil {
+			msg += " " + r.Exception.Exception.Description
+		}
+		return nil, fmt.Errorf("%s: %s", expr, msg)
+	}
+	return r.Result.Value, nil
+}
+
+// String evaluates expr and returns its value as a string ("" for a non-string).
+func (b *Browser) String(expr string) (string, error) {
+	raw, err := b.Eval(expr)
+	if err != nil {
+		return "", err
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s)
+	return s, nil
+}
+
+// Navigate opens u and waits until the document has loaded.
+func (b *Browser) Navigate(u string, timeout time.Duration) error {
+	if err := b.call(b.session, "Page.navigate", map[string]any{"url": u}, nil); err != nil {
+		return err
+	}
+	return b.Wait("the page to load", `document.readyState === "complete"`, timeout)
+}
+
+// Wait polls cond (a JavaScript expression) until it is true; on timeout the error says
+// what the page shows. A page navigating meanwhile is waited through.
+func (b *Browser) Wait(what, cond string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		raw, err := b.Eval("!!(" + cond + ")")
+		if err == nil && string(raw) == "true" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			text, _ := b.String(`document.body ? document.body.innerText.slice(0, 2000) : ""`)
+			return fmt.Errorf("timed out waiting for %s; the page shows:\n%s", what, text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Screenshot writes the whole page as a PNG to path.
+func (b *Browser) Screenshot(path string) error {
+	var r struct {
+		Data string `json:"data"`
+	}
+	if err := b.call(b.session, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &r); err != nil {
+		return err
+	}
+	png, err := base64.StdEncoding.DecodeString(r.Data)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, png, 0o644)
+}

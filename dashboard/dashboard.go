@@ -1,0 +1,309 @@
+// Package dashboard is tunebot's monitoring page (docs/design.md §6): the sessions, a
+// session's leaderboard, halving ladder, proposals and audit, TensorBoard-style curves and
+// the presets, served by `tunebot run` on the service listener. Assets are embedded; the
+// page reads JSON with its sign-in cookie, and every action goes through the chat handler,
+// so the allow-list, audit and idempotency are chat's.
+package dashboard
+
+import (
+	"context"
+	"crypto/subtle"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"tunebot/bot"
+	"tunebot/session"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// Actions is how the page acts: the chat handler, so that a click here and one in chat take
+// the same path (allow-list, audit, engine call, one decision). *bot.Handler implements it.
+type Actions interface {
+	Do(ctx context.Context, in bot.Interaction) bot.Reply
+}
+
+var _ Actions = (*bot.Handler)(nil)
+
+// Options wires a Server.
+type Options struct {
+	Store   session.Store
+	Actions Actions
+	Allow   bot.AllowList // what the page offers a person; the handler checks again
+	Space   *session.Space
+	Key     []byte // LoadKey's signing key
+	// PublicURL is where people reach the page (service.public_url), used for links and
+	// as an accepted Origin; "" means the listener's own address (BaseURL).
+	PublicURL string
+	// BaseURL is the listener's address as a URL (http://127.0.0.1:9464), for links when
+	// PublicURL is empty.
+	BaseURL string
+	Logger  *slog.Logger
+	Now     func() time.Time // nil: time.Now
+}
+
+// Server serves the monitoring page.
+type Server struct {
+	opt  Options
+	auth *auth
+	log  *slog.Logger
+	mux  *http.ServeMux
+	page *template.Template
+}
+
+// New returns the page's server.
+func New(opt Options) (*Server, error) {
+	if opt.Store == nil || opt.Actions == nil || len(opt.Key) < keySize {
+		return nil, fmt.Errorf("dashboard: store, actions and a %d-byte key are required", keySize)
+	}
+	if opt.Space == nil {
+		opt.Space = session.DefaultSpace()
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	opt.PublicURL = strings.TrimRight(opt.PublicURL, "/")
+	opt.BaseURL = strings.TrimRight(opt.BaseURL, "/")
+	page, err := template.ParseFS(assets, "assets/page.html")
+	if err != nil {
+		return nil, fmt.Errorf("dashboard: %w", err)
+	}
+	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page}
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	static, _ := fs.Sub(assets, "assets")
+	files := http.FileServerFS(static)
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", cacheFor(time.Hour, files)))
+
+	for path, kind := range map[string]string{
+		"GET /{$}": "sessions", "GET /sessions/{id}": "session", "GET /sessions/{id}/curves": "curves",
+		"GET /presets": "presets", "GET /presets/{name}": "preset",
+	} {
+		s.mux.HandleFunc(path, s.shell(kind))
+	}
+	s.mux.HandleFunc("GET /signin", s.signinPage)
+	s.mux.HandleFunc("POST /signin", s.signin)
+	s.mux.HandleFunc("POST /signout", s.signout)
+	s.mux.HandleFunc("POST /api/link", s.operatorLink)
+
+	// Reading needs a valid cookie.
+	s.mux.HandleFunc("GET /api/me", s.read(s.me))
+	s.mux.HandleFunc("GET /api/sessions", s.read(s.sessions))
+	s.mux.HandleFunc("GET /api/sessions/{id}", s.read(s.sessionView))
+	s.mux.HandleFunc("GET /api/sessions/{id}/tags", s.read(s.tags))
+	s.mux.HandleFunc("GET /api/sessions/{id}/curves", s.read(s.curves))
+	s.mux.HandleFunc("GET /api/presets", s.read(s.presets))
+	s.mux.HandleFunc("GET /api/presets/{name}", s.read(s.presetView))
+	s.mux.HandleFunc("GET /api/presets/{name}/export", s.download(s.exportPreset))
+	s.mux.HandleFunc("GET /api/presets/{name}/policy", s.download(s.policy))
+
+	// Acting needs the cookie, the Origin and the allow-list (checked by the handler).
+	s.mux.HandleFunc("POST /api/sessions/{id}/proposals/{pid}/{verb}", s.act(s.decide))
+	s.mux.HandleFunc("POST /api/sessions/{id}/{verb}", s.act(s.control))
+	s.mux.HandleFunc("POST /api/start", s.act(s.start))
+	s.mux.HandleFunc("POST /api/agent", s.act(s.agent))
+}
+
+// ServeHTTP adds the headers every answer carries: no framing, no inline script, nothing
+// from another origin.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "same-origin") // "no-referrer" would make Chromium send Origin: null
+	h.Set("X-Frame-Options", "DENY")
+	s.mux.ServeHTTP(w, r)
+}
+
+func cacheFor(d time.Duration, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", fmt.Sprintf("private, max-age=%d", int(d.Seconds())))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Link returns a one-time sign-in link for who (for /tune dashboard).
+func (s *Server) Link(who Identity) (string, time.Time, error) {
+	token, exp, err := s.auth.issue(who)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return s.URL("/signin") + "?token=" + url.QueryEscape(token), exp, nil
+}
+
+// URL is the address of path on the page, as people reach it.
+func (s *Server) URL(path string) string {
+	base := s.opt.PublicURL
+	if base == "" {
+		base = s.opt.BaseURL
+	}
+	return base + path
+}
+
+// TrialPath is the page of a session with one trial picked out, for chat's trial reports.
+func TrialPath(sessionID string, number, rung int) string {
+	return fmt.Sprintf("/sessions/%s?trial=%d@%d", url.PathEscape(sessionID), number, rung)
+}
+
+type shellData struct {
+	Kind  string
+	Title string
+	ID    string
+	Name  string
+}
+
+// shell serves a page's HTML: no data in it, so it is the same signed in or not; the
+// script fetches the data with the cookie and shows the sign-in hint when there is none.
+// So a link followed from chat (a cross-site navigation, which carries no SameSite=Strict
+// cookie) still shows the page: the script's own requests are same-site.
+func (s *Server) shell(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		d := shellData{Kind: kind, Title: "tunebot", ID: r.PathValue("id"), Name: r.PathValue("name")}
+		s.render(w, http.StatusOK, d)
+	}
+}
+
+func (s *Server) render(w http.ResponseWriter, status int, d shellData) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if err := s.page.Execute(w, d); err != nil {
+		s.log.Warn("rendering the page", "err", err)
+	}
+}
+
+// signinPage shows a button that redeems the link's token by POST: link previews (chat
+// unfurls) only GET, so they cannot use up a person's link.
+func (s *Server) signinPage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, http.StatusOK, shellData{Kind: "signin", Title: "tunebot: sign in", Name: r.URL.Query().Get("token")})
+}
+
+func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
+	if !s.sameOrigin(r) {
+		http.Error(w, "sign-in must come from the page itself", http.StatusForbidden)
+		return
+	}
+	who, ok := s.auth.redeem(r.PostFormValue("token"))
+	if !ok {
+		s.render(w, http.StatusUnauthorized, shellData{Kind: "expired", Title: "tunebot: link expired"})
+		return
+	}
+	http.SetCookie(w, s.auth.cookie(who, s.secure(r)))
+	s.log.Info("signed in to the monitoring page", "platform", who.Platform, "user", who.ID)
+	// A clean address: the token never stays in the bar or the history.
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) signout(w http.ResponseWriter, r *http.Request) {
+	if !s.sameOrigin(r) {
+		http.Error(w, "sign-out must come from the page itself", http.StatusForbidden)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secure(r), SameSite: http.SameSiteStrictMode})
+	http.Redirect(w, r, "/", http.StatusSeeOther)
+}
+
+func (s *Server) secure(r *http.Request) bool {
+	return r.TLS != nil || strings.HasPrefix(s.opt.PublicURL, "https://")
+}
+
+// operatorLink is `tunebot dashboard link`: a sign-in link for whoever proves they read the
+// key file.
+func (s *Server) operatorLink(w http.ResponseWriter, r *http.Request) {
+	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if subtle.ConstantTimeCompare([]byte(got), []byte(OperatorToken(s.opt.Key))) != 1 {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not the operator: the token must come from the data directory's dashboard.key"})
+		return
+	}
+	u, exp, err := s.Link(Operator)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"url": u, "expires": exp.UTC()})
+}
+
+// sameOrigin accepts a state-changing request only from the page: its Origin must be the
+// public URL's, or the address the browser used (an SSH tunnel's localhost:PORT).
+func (s *Server) sameOrigin(r *http.Request) bool {
+	origin := r.Header.Get("Origin")
+	if origin == "" || origin == "null" {
+		return false
+	}
+	if s.opt.PublicURL != "" {
+		if u, err := url.Parse(s.opt.PublicURL); err == nil && strings.EqualFold(origin, u.Scheme+"://"+u.Host) {
+			return true
+		}
+	}
+	return strings.EqualFold(origin, "http://"+r.Host) || strings.EqualFold(origin, "https://"+r.Host)
+}
+
+type readFunc func(ctx context.Context, who Identity, r *http.Request) (any, error)
+
+// read serves JSON to a signed-in person; without a valid cookie, 401 and no data.
+func (s *Server) read(f readFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		who, ok := s.auth.identity(r)
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, signInHint)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+		defer cancel()
+		v, err := f(ctx, who, r)
+		if err != nil {
+			s.fail(w, err)
+			return
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, v)
+	}
+}
+
+var signInHint = map[string]string{"error": "not signed in", "hint": "ask tunebot for a link: /tune dashboard in chat, or tunebot dashboard link --config FILE on the machine"}
+
+// problem is an error with the HTTP status and message a person sees.
+type problem struct {
+	status int
+	msg    string
+}
+
+func (p *problem) Error() string { return p.msg }
+
+func notFound(format string, args ...any) error {
+	return &problem{http.StatusNotFound, fmt.Sprintf(format, args...)}
+}
+
+func badRequest(format string, args ...any) error {
+	return &problem{http.StatusBadRequest, fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) fail(w http.ResponseWriter, err error) {
+	if p, ok := err.(*problem); ok {
+		writeJSON(w, p.status, map[string]string{"error": p.msg})
+		return
+	}
+	s.log.Error("monitoring page", "err", err)
+	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "that failed inside tunebot; the details are in its log"})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}

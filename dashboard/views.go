@@ -1,0 +1,540 @@
+package dashboard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"tunebot/bot"
+	"tunebot/session"
+)
+
+// sessionRow is one line of the sessions page.
+type sessionRow struct {
+	ID            string   `json:"id"`
+	Short         string   `json:"short"`
+	RunName       string   `json:"run_name"`
+	State         string   `json:"state"`
+	Mode          string   `json:"mode"`
+	TrialsDone    int      `json:"trials_done"`
+	TrialsPlanned int      `json:"trials_planned"`
+	BestScore     *float64 `json:"best_score"`
+	BestTrial     int      `json:"best_trial"`
+	BestRung      int      `json:"best_rung"`
+	Owner         string   `json:"owner"`
+	Message       string   `json:"message,omitempty"`
+	Reason        string   `json:"reason,omitempty"`
+	Preset        string   `json:"preset,omitempty"`
+	Started       string   `json:"started"`
+	Ended         string   `json:"ended,omitempty"`
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func row(s session.Session, trials []session.Trial) sessionRow {
+	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
+		TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt)}
+	for _, t := range trials {
+		if t.Rung == 0 && t.State.Terminal() {
+			r.TrialsDone++
+		}
+	}
+	if s.BestTrial >= 0 {
+		v := s.BestScore
+		r.BestScore = &v
+	}
+	return r
+}
+
+// permissions is what the page offers who; the handler checks again on every action.
+func (s *Server) permissions(who Identity) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range []bot.Permission{bot.PermStart, bot.PermDecide, bot.PermPause, bot.PermResume, bot.PermCancel} {
+		out[string(p)] = s.opt.Allow.Allows(who.Platform, who.ID, who.Roles, p)
+	}
+	return out
+}
+
+func (s *Server) me(_ context.Context, who Identity, _ *http.Request) (any, error) {
+	return map[string]any{"name": nameOf(who), "platform": who.Platform, "may": s.permissions(who)}, nil
+}
+
+func nameOf(who Identity) string {
+	if who.Name != "" {
+		return who.Name
+	}
+	return who.ID
+}
+
+func (s *Server) sessions(ctx context.Context, _ Identity, _ *http.Request) (any, error) {
+	all, err := s.opt.Store.Sessions(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing sessions: %w", err)
+	}
+	rows := make([]sessionRow, 0, len(all))
+	for _, ss := range all {
+		trials, err := s.opt.Store.Trials(ctx, ss.ID)
+		if err != nil {
+			return nil, fmt.Errorf("listing trials: %w", err)
+		}
+		rows = append(rows, row(ss, trials))
+	}
+	return map[string]any{"sessions": rows}, nil
+}
+
+func (s *Server) lookup(ctx context.Context, id string) (session.Session, error) {
+	ss, err := s.opt.Store.Session(ctx, id)
+	if errors.Is(err, session.ErrNotFound) {
+		return ss, notFound("session %s does not exist", clip(id, 40))
+	}
+	if err != nil {
+		return ss, fmt.Errorf("reading session: %w", err)
+	}
+	return ss, nil
+}
+
+// withTrials is session id and its trials.
+func (s *Server) withTrials(ctx context.Context, id string) (session.Session, []session.Trial, error) {
+	ss, err := s.lookup(ctx, id)
+	if err != nil {
+		return ss, nil, err
+	}
+	trials, err := s.opt.Store.Trials(ctx, ss.ID)
+	if err != nil {
+		return ss, nil, fmt.Errorf("listing trials: %w", err)
+	}
+	return ss, trials, nil
+}
+
+// trialView is one line of the leaderboard.
+type trialView struct {
+	Number     int                `json:"number"`
+	Rung       int                `json:"rung"`
+	State      string             `json:"state"`
+	Source     string             `json:"source"`
+	Score      *float64           `json:"score"`
+	Final      *float64           `json:"final,omitempty"`
+	FinalStd   float64            `json:"final_std,omitempty"`
+	Rank       float64            `json:"rank_score"`
+	Eligible   bool               `json:"eligible"`
+	Why        string             `json:"why,omitempty"` // not eligible because, or why it failed
+	Best       bool               `json:"best"`
+	Iterations int                `json:"iterations"`
+	Progress   int                `json:"progress"`
+	Objectives map[string]float64 `json:"objectives,omitempty"`
+	Metrics    session.Metrics    `json:"metrics,omitempty"`
+	Proposal   int                `json:"proposal,omitempty"` // the proposal's seq it came from
+	GPUSeconds float64            `json:"gpu_seconds"`
+	Started    string             `json:"started,omitempty"`
+	Ended      string             `json:"ended,omitempty"`
+}
+
+type change struct {
+	Kind   string  `json:"kind"`
+	Name   string  `json:"name"`
+	Old    float64 `json:"old"`
+	New    float64 `json:"new"`
+	Factor string  `json:"factor"`
+}
+
+type proposalView struct {
+	ID         string            `json:"id"`
+	Seq        int               `json:"seq"`
+	Number     int               `json:"number"`
+	BaseTrial  int               `json:"base_trial"`
+	State      string            `json:"state"`
+	Source     string            `json:"source"`
+	Model      string            `json:"model,omitempty"`
+	Confidence float64           `json:"confidence"`
+	Rationale  string            `json:"rationale"`
+	Impact     map[string]string `json:"expected_impact,omitempty"`
+	Diff       []change          `json:"diff"`
+	Edited     []change          `json:"edited,omitempty"`
+	EditText   string            `json:"edit_text"` // the patch as the edit form's lines
+	Decision   *decisionView     `json:"decision,omitempty"`
+	Created    string            `json:"created"`
+}
+
+type decisionView struct {
+	Action   string `json:"action"`
+	Word     string `json:"word"`
+	By       string `json:"by"`
+	Platform string `json:"platform"`
+	Where    string `json:"where,omitempty"`
+	At       string `json:"at"`
+	Feedback string `json:"feedback,omitempty"`
+}
+
+type rungView struct {
+	Rung       int         `json:"rung"`
+	Iterations int         `json:"iterations"`
+	Slots      int         `json:"slots"` // how many trials this rung takes
+	Trials     []trialView `json:"trials"`
+}
+
+type comparisonView struct {
+	Rung     int             `json:"rung"`
+	Best     *trialView      `json:"best,omitempty"`
+	Baseline *trialView      `json:"baseline,omitempty"`
+	Matched  bool            `json:"matched"` // the baseline was trained to this rung too (control)
+	Metrics  []metricCompare `json:"metrics,omitempty"`
+}
+
+type metricCompare struct {
+	Name     string  `json:"name"`
+	Best     float64 `json:"best"`
+	Baseline float64 `json:"baseline"`
+}
+
+type auditView struct {
+	Seq    uint64         `json:"seq"`
+	Time   string         `json:"time"`
+	Kind   string         `json:"kind"`
+	Actor  string         `json:"actor"`
+	Detail map[string]any `json:"detail,omitempty"`
+}
+
+// maxAudit caps the audit timeline sent to the page (the newest entries).
+const maxAudit = 500
+
+func (s *Server) sessionView(ctx context.Context, who Identity, r *http.Request) (any, error) {
+	ss, trials, err := s.withTrials(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	props, err := s.opt.Store.Proposals(ctx, ss.ID)
+	if err != nil {
+		return nil, fmt.Errorf("listing proposals: %w", err)
+	}
+	audit, err := s.opt.Store.Audit(ctx, ss.ID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the audit log: %w", err)
+	}
+	seqOf := map[string]int{}
+	for _, p := range props {
+		seqOf[p.ID] = p.Seq
+	}
+	tv := make([]trialView, 0, len(trials))
+	for _, t := range trials {
+		tv = append(tv, trialOf(t, ss, seqOf))
+	}
+	out := map[string]any{
+		"session":    row(ss, trials),
+		"settings":   ss.Settings,
+		"trials":     tv,
+		"ladder":     ladder(ss, tv),
+		"comparison": s.comparison(ss, trials, seqOf),
+		"proposals":  s.proposalViews(props),
+		"audit":      auditViews(audit),
+		"score_note": bot.ScoreNote,
+		"may":        s.permissions(who),
+		"objectives": session.ObjectiveNames,
+	}
+	return out, nil
+}
+
+func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialView {
+	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source, Rank: t.RankScore(),
+		Eligible: t.Eligible(), Best: t.Number == ss.BestTrial && t.Rung == ss.BestRung, Iterations: t.Iterations,
+		Progress: t.Progress, Metrics: t.Metrics, Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
+		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt)}
+	if t.Score != nil {
+		sc := t.Score.Total
+		v.Score, v.Objectives = &sc, t.Score.Objectives
+		if !t.Score.Eligible {
+			v.Why = strings.Join(t.Score.Reasons, "; ")
+		}
+	}
+	if t.Final != nil {
+		f := t.Final.Score.Total
+		v.Final, v.FinalStd = &f, t.Final.ScoreStd
+	}
+	switch {
+	case t.State == session.TrialFailed:
+		v.Why = "failed: " + t.Reason
+	case !t.State.Terminal():
+		v.Why = "not finished (" + string(t.State) + ")"
+	}
+	return v
+}
+
+// ladder is the successive-halving ladder: each rung's slots and the trials that reached it.
+func ladder(ss session.Session, tv []trialView) []rungView {
+	out := make([]rungView, len(ss.Settings.Rungs))
+	for i, it := range ss.Settings.Rungs {
+		out[i] = rungView{Rung: i, Iterations: it, Trials: []trialView{}}
+		if i < len(ss.Settings.Promote) {
+			out[i].Slots = ss.Settings.Promote[i]
+		}
+	}
+	for _, t := range tv {
+		if t.Rung >= 0 && t.Rung < len(out) {
+			out[t.Rung].Trials = append(out[t.Rung].Trials, t)
+		}
+	}
+	for _, r := range out {
+		sort.SliceStable(r.Trials, func(i, j int) bool { return r.Trials[i].Rank > r.Trials[j].Rank })
+	}
+	return out
+}
+
+// comparison puts each rung's best eligible trial beside the baseline: at the same rung when
+// the session trained the baseline along (control), else its rung-0 evaluation, said so.
+func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf map[string]int) []comparisonView {
+	var out []comparisonView
+	var base0 *session.Trial
+	for i := range trials {
+		if trials[i].Number == 0 && trials[i].Rung == 0 {
+			base0 = &trials[i]
+		}
+	}
+	for r := range ss.Settings.Rungs {
+		c := comparisonView{Rung: r}
+		var best, base *session.Trial
+		for i := range trials {
+			t := &trials[i]
+			if t.Rung != r {
+				continue
+			}
+			if t.Number == 0 {
+				base = t
+			}
+			if t.Eligible() && (best == nil || t.RankScore() > best.RankScore()) {
+				best = t
+			}
+		}
+		c.Matched = base != nil
+		if base == nil {
+			base = base0
+		}
+		if best == nil && base == nil {
+			continue
+		}
+		if best != nil {
+			v := trialOf(*best, ss, seqOf)
+			c.Best = &v
+		}
+		if base != nil {
+			v := trialOf(*base, ss, seqOf)
+			c.Baseline = &v
+		}
+		if best != nil && base != nil {
+			for _, name := range session.MetricNames {
+				bv, ok1 := best.Metrics[name]
+				av, ok2 := base.Metrics[name]
+				if ok1 && ok2 {
+					c.Metrics = append(c.Metrics, metricCompare{Name: name, Best: bv, Baseline: av})
+				}
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func changes(cs []session.Change) []change {
+	out := make([]change, 0, len(cs))
+	for _, c := range cs {
+		out = append(out, change{Kind: c.Kind, Name: c.Name, Old: c.Old, New: c.New, Factor: bot.Factor(c)})
+	}
+	return out
+}
+
+func (s *Server) proposalViews(props []session.Proposal) []proposalView {
+	out := make([]proposalView, 0, len(props))
+	for i := len(props) - 1; i >= 0; i-- { // newest first
+		p := props[i]
+		v := proposalView{ID: p.ID, Seq: p.Seq, Number: p.Number, BaseTrial: p.BaseTrial, State: string(p.State), Source: p.Source,
+			Model: p.Model, Confidence: math.Max(0, math.Min(1, p.Confidence)), Rationale: p.Rationale, Impact: p.ExpectedImpact,
+			Diff:     changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, p.Patch))),
+			EditText: bot.PatchText(p.Effective(), s.opt.Space), Created: stamp(p.CreatedAt)}
+		if p.Decision != nil {
+			if p.Decision.Edited != nil {
+				v.Edited = changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, *p.Decision.Edited)))
+			}
+			v.Decision = &decisionView{Action: p.Decision.Action, Word: bot.DecidedWord(p), By: p.Decision.By.String(), Platform: p.Decision.By.Platform,
+				Where: p.Decision.By.Where, At: stamp(p.Decision.At), Feedback: p.Decision.Feedback}
+		} else if p.State == session.ProposalVoid {
+			v.Decision = &decisionView{Action: "void", Word: bot.DecidedWord(p), By: "tunebot", Platform: "tunebot", At: stamp(p.CreatedAt)}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+func auditViews(es []session.AuditEntry) []auditView {
+	if len(es) > maxAudit {
+		es = es[len(es)-maxAudit:]
+	}
+	out := make([]auditView, 0, len(es))
+	for i := len(es) - 1; i >= 0; i-- { // newest first
+		e := es[i]
+		out = append(out, auditView{Seq: e.Seq, Time: stamp(e.Time), Kind: e.Kind, Actor: e.Actor.String() + " (" + e.Actor.Platform + ")", Detail: e.Detail})
+	}
+	return out
+}
+
+// tags lists the curve tags of a session's trials.
+func (s *Server) tags(ctx context.Context, _ Identity, r *http.Request) (any, error) {
+	ss, trials, err := s.withTrials(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	type trialTags struct {
+		Number int      `json:"number"`
+		Rung   int      `json:"rung"`
+		State  string   `json:"state"`
+		Score  *float64 `json:"score"`
+		Tags   []string `json:"tags"`
+	}
+	per := []trialTags{}
+	for _, t := range trials {
+		tags, err := s.opt.Store.SeriesTags(ctx, ss.ID, t.Ref())
+		if err != nil {
+			return nil, fmt.Errorf("listing tags: %w", err)
+		}
+		for _, tag := range tags {
+			seen[tag] = true
+		}
+		tt := trialTags{Number: t.Number, Rung: t.Rung, State: string(t.State), Tags: tags}
+		if t.Score != nil {
+			sc := t.Score.Total
+			tt.Score = &sc
+		}
+		per = append(per, tt)
+	}
+	all := make([]string, 0, len(seen))
+	for tag := range seen {
+		all = append(all, tag)
+	}
+	sort.Strings(all)
+	metrics := map[string]session.Metrics{}
+	for _, t := range trials {
+		if len(t.Metrics) > 0 {
+			metrics[fmt.Sprintf("%d@%d", t.Number, t.Rung)] = t.Metrics
+		}
+	}
+	return map[string]any{"tags": all, "trials": per, "metrics": metrics, "metric_names": session.MetricNames}, nil
+}
+
+const (
+	// DefaultPoints is how many points per curve the page gets unless it asks otherwise:
+	// enough for a chart as wide as a screen.
+	DefaultPoints = 500
+	maxPoints     = 5000
+	maxCurves     = 1000 // trials × tags in one request
+)
+
+type curve struct {
+	Trial string    `json:"trial"` // "N@R"
+	Tag   string    `json:"tag"`
+	Steps []int64   `json:"steps"`
+	Vals  []float32 `json:"values"` // 7 digits, as simple_value holds them: half the JSON of float64
+	Total int       `json:"total"`  // points before down-sampling
+}
+
+// curves returns the chosen trials' chosen tags, down-sampled on the server (LTTB) so a
+// session of twenty long trials stays quick to draw.
+func (s *Server) curves(ctx context.Context, _ Identity, r *http.Request) (any, error) {
+	ss, err := s.lookup(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	q := r.URL.Query()
+	points := DefaultPoints
+	if v := q.Get("points"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 10 || n > maxPoints {
+			return nil, badRequest("points must be a number from 10 to %d, not %q", maxPoints, clip(v, 20))
+		}
+		points = n
+	}
+	refs, err := parseRefs(q.Get("trials"))
+	if err != nil {
+		return nil, err
+	}
+	tags := splitList(q.Get("tags"))
+	if len(refs) == 0 || len(tags) == 0 {
+		return nil, badRequest("choose at least one trial (trials=0@0,1@0) and one tag (tags=Train/mean_reward)")
+	}
+	if len(refs)*len(tags) > maxCurves {
+		return nil, badRequest("%d trials × %d tags is more than %d curves at once; choose fewer", len(refs), len(tags), maxCurves)
+	}
+	for _, tag := range tags {
+		if len(tag) > 200 {
+			return nil, badRequest("tag %q is too long", clip(tag, 40))
+		}
+	}
+	out := make([]curve, 0, len(refs)*len(tags))
+	for _, ref := range refs {
+		for _, tag := range tags {
+			pts, err := s.opt.Store.Series(ctx, session.SeriesKey{SessionID: ss.ID, Number: ref.Number, Rung: ref.Rung, Tag: tag})
+			if errors.Is(err, session.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading a series: %w", err)
+			}
+			d := session.Downsample(pts, points)
+			c := curve{Trial: fmt.Sprintf("%d@%d", ref.Number, ref.Rung), Tag: tag, Steps: make([]int64, len(d)), Vals: make([]float32, len(d)), Total: len(pts)}
+			for i, p := range d {
+				c.Steps[i] = p.Step
+				c.Vals[i] = float32(p.Value)
+				if math.IsNaN(p.Value) || math.IsInf(float64(c.Vals[i]), 0) {
+					c.Vals[i] = 0 // JSON has no NaN; LTTB keeps finite points in practice
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	return map[string]any{"curves": out, "points": points}, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// parseRefs reads "0@0,3@1" (a bare number means rung 0).
+func parseRefs(s string) ([]session.TrialRef, error) {
+	var out []session.TrialRef
+	for _, p := range splitList(s) {
+		num, rung, _ := strings.Cut(p, "@")
+		n, err1 := strconv.Atoi(num)
+		r := 0
+		var err2 error
+		if rung != "" {
+			r, err2 = strconv.Atoi(rung)
+		}
+		if err1 != nil || err2 != nil || n < 0 || r < 0 || n > 9999 || r > 99 {
+			return nil, badRequest("%q is not a trial (write NUMBER@RUNG, e.g. 3@1)", clip(p, 20))
+		}
+		out = append(out, session.TrialRef{Number: n, Rung: r})
+	}
+	return out, nil
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
