@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestLogsRedactSecrets: whatever a log line carries (a trainer's or a test's output, an
@@ -108,6 +109,18 @@ func TestDaemonEnvironIsUnreadableToSameUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { other.Process.Kill(); other.Wait() }()
+	// Until setpriv has exec'd sleep, the process is setpriv after its change of user, which
+	// the kernel makes non-dumpable: read the control only once it is sleep.
+	for i := 0; ; i++ {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", other.Process.Pid))
+		if err == nil && strings.TrimSpace(string(comm)) == "sleep" {
+			break
+		}
+		if i == 500 {
+			t.Fatalf("the control process never became sleep (%v)", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	// (Failures name what was read, never print it: it is an environment.)
 	if out, err := readEnviron(other.Process.Pid); err != nil || !strings.Contains(out, planted) {
 		t.Fatalf("control: the user cannot read its own unprotected process's environ (%v; %d bytes read); this machine cannot show the protection", err, len(out))
