@@ -22,6 +22,7 @@ import (
 	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer"
 )
 
 func TestParseOps(t *testing.T) {
@@ -121,7 +122,10 @@ func TestConfirmIDs(t *testing.T) {
 
 // recordingTrainer hands every training job to the test and fails it, so a started
 // session shows what it was seeded with and then ends.
-type recordingTrainer struct{ jobs chan session.TrainJob }
+type recordingTrainer struct {
+	trainer.Layout
+	jobs chan session.TrainJob
+}
 
 func (r recordingTrainer) Train(_ context.Context, job session.TrainJob, _ session.JobHooks) (session.TrainResult, error) {
 	select {
@@ -167,7 +171,7 @@ func newOps(t *testing.T, o opsOptions) *opsFixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &opsFixture{db: openStore(t), sp: session.DefaultSpace(), sessionsDir: t.TempDir(), jobs: make(chan session.TrainJob, 4)}
-	eng, err := session.NewEngine(session.EngineConfig{Store: f.db, Trainer: recordingTrainer{f.jobs}, Sampler: bottest.NoAdvisor{}, Space: f.sp, SessionsDir: f.sessionsDir})
+	eng, err := session.NewEngine(session.EngineConfig{Store: f.db, Trainer: recordingTrainer{jobs: f.jobs}, Sampler: bottest.NoAdvisor{}, Space: f.sp, SessionsDir: f.sessionsDir})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -519,15 +519,13 @@ func (e *Engine) setState(ctx context.Context, id string, st State, msg string, 
 	})
 }
 
-func runDirName(num, rung int) string { return fmt.Sprintf("trial-%03d-rung-%d", num, rung) }
-
 // runTrial trains (unless a finished training run is already there) and evaluates t,
 // then scores it. A failed job fails the trial, not the session.
 func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Logger) error {
 	s := n.s
 	log = log.With("trial", t.Number, "rung", t.Rung)
 	sdir := e.SessionDir(s.ID)
-	t.RunDir = runDirName(t.Number, t.Rung)
+	t.RunDir = e.cfg.Trainer.RunDir(t.Ref())
 	runDir := filepath.Join(sdir, t.RunDir)
 	if t.Trained && t.Checkpoint != "" {
 		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
@@ -539,7 +537,7 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Lo
 		if err := os.RemoveAll(runDir); err != nil {
 			return fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
 		}
-		t.Progress, t.Checkpoint, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", nil, nil, "", ""
+		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
 	}
 	if _, err := e.setState(ctx, s.ID, StateRunning, fmt.Sprintf("trial %d @ rung %d running", t.Number, t.Rung), func(x *Session) { x.Reason = "" }); err != nil {
 		return err
@@ -552,7 +550,7 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Lo
 			return nil // step pauses; the evaluation runs on resume
 		}
 	}
-	ev, err := e.evaluate(ctx, s, &t, runDir, "evaluation.json", s.Settings.EvalSeeds, log)
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(false), s.Settings.EvalSeeds, log)
 	if err != nil {
 		return e.trialDone(ctx, s, t, err, log)
 	}
@@ -639,6 +637,14 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 		return fmt.Errorf("checkpoint %s is outside the session directory", res.Checkpoint)
 	}
 	t.Checkpoint, t.Trained, t.Progress = rel, true, res.Iteration
+	t.Policy = ""
+	if res.Policy != "" {
+		prel, perr := filepath.Rel(sdir, res.Policy)
+		if perr != nil || !filepath.IsLocal(prel) {
+			return fmt.Errorf("policy %s is outside the session directory", res.Policy)
+		}
+		t.Policy = prel
+	}
 	if len(res.Series) > 0 {
 		if err := e.putSeries(ctx, s.ID, t.Ref(), res.Series); err != nil {
 			log.Error("saving series", "err", err)
@@ -817,7 +823,7 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, t Trial, log *slog.L
 	s := n.s
 	log = log.With("trial", t.Number, "rung", t.Rung)
 	runDir := filepath.Join(e.SessionDir(s.ID), t.RunDir)
-	ev, err := e.evaluate(ctx, s, &t, runDir, "evaluation-final.json", s.Settings.FinalEvalSeeds, log)
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(true), s.Settings.FinalEvalSeeds, log)
 	t.State = TrialCompleted
 	if err != nil {
 		if ctx.Err() != nil {

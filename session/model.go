@@ -133,6 +133,7 @@ type Trial struct {
 	RewardConfig RewardConfig  `json:"reward_config"`
 	RunDir       string        `json:"run_dir"`              // relative to the session directory
 	Checkpoint   string        `json:"checkpoint,omitempty"` // relative to the session directory
+	Policy       string        `json:"policy,omitempty"`     // the exported policy.onnx, relative to the session directory
 	Trained      bool          `json:"trained,omitempty"`    // training finished with a checkpoint and policy
 	Progress     int           `json:"progress,omitempty"`   // newest iteration seen while training
 	Metrics      Metrics       `json:"metrics,omitempty"`
