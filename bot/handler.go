@@ -458,12 +458,7 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 		// A thread reply names no proposal: it means the pending one, or else the newest, so
 		// that a late "approve" hears who decided it first.
 		if ps, err := h.cfg.Store.Proposals(ctx, s.ID); err == nil && len(ps) > 0 {
-			req.ProposalID = ps[len(ps)-1].ID
-			for _, p := range ps {
-				if p.State == session.ProposalPending {
-					req.ProposalID = p.ID
-				}
-			}
+			req.ProposalID = session.BareDecisionTarget(ps).ID
 			pid = req.ProposalID
 		}
 	}
@@ -485,12 +480,7 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 			if err != nil {
 				return h.engineError(err, log)
 			}
-			var tried []session.Tried
-			for _, t := range trials {
-				if t.Rung == 0 {
-					tried = append(tried, session.Tried{Label: fmt.Sprintf("trial %d", t.Number), Config: t.RewardConfig})
-				}
-			}
+			tried := session.TriedConfigs(trials)
 			// Validated here first so a bad edit is refused with every problem before the
 			// engine is asked; the engine checks again in its own transaction.
 			if _, err := h.cfg.Space.Validate(p.Base, patch, tried); err != nil {
@@ -503,7 +493,7 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 	if err != nil {
 		return h.engineError(err, log)
 	}
-	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(p), by)
+	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, session.DecidedWord(p), by)
 	if p.State == session.ProposalApproved {
 		// Recorded, but a paused session runs nothing until someone resumes it.
 		if now, err := h.cfg.Store.Session(ctx, s.ID); err == nil && now.State == session.StatePaused {
@@ -527,10 +517,8 @@ func (h *Handler) session(ctx context.Context, id string, newestOK bool) (sessio
 	if err != nil {
 		return session.Session{}, fmt.Errorf("listing sessions: %w", err)
 	}
-	for _, s := range all {
-		if s.State.Active() {
-			return s, nil
-		}
+	if s, ok := session.FindActive(all); ok {
+		return s, nil
 	}
 	if newestOK && len(all) > 0 {
 		return all[0], nil

@@ -286,10 +286,8 @@ func (h *Handler) busy(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("listing sessions: %w", err)
 	}
-	for _, s := range all {
-		if s.State.Active() {
-			return fmt.Sprintf("session %s is %s and uses the trainer checkout; apply or roll back after it ends (or cancel it)", session.Short(s.ID), s.State), nil
-		}
+	if s, ok := session.FindActive(all); ok {
+		return fmt.Sprintf("session %s is %s and uses the trainer checkout; apply or roll back after it ends (or cancel it)", session.Short(s.ID), s.State), nil
 	}
 	return "", nil
 }

@@ -364,10 +364,10 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 			if p.Decision.Edited != nil {
 				v.Edited = changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, *p.Decision.Edited)))
 			}
-			v.Decision = &decisionView{Action: p.Decision.Action, Word: bot.DecidedWord(p), By: p.Decision.By.String(), Platform: p.Decision.By.Platform,
+			v.Decision = &decisionView{Action: p.Decision.Action, Word: session.DecidedWord(p), By: p.Decision.By.String(), Platform: p.Decision.By.Platform,
 				Where: p.Decision.By.Where, At: stamp(p.Decision.At), Feedback: p.Decision.Feedback}
 		} else if p.State == session.ProposalVoid {
-			v.Decision = &decisionView{Action: "void", Word: bot.DecidedWord(p), By: "tunebot", Platform: "tunebot", At: stamp(p.CreatedAt)}
+			v.Decision = &decisionView{Action: "void", Word: session.DecidedWord(p), By: "tunebot", Platform: "tunebot", At: stamp(p.CreatedAt)}
 		}
 		out = append(out, v)
 	}

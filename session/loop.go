@@ -328,7 +328,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	baseTrial := n.trial(bestNum, 0)
 	req := ProposalRequest{
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
-		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(triedConfigs(n.trials), rejectedConfigs(n.proposals)...),
+		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...),
 		Seed: s.Settings.Seed,
 	}
 	for _, t := range r0 {
@@ -482,7 +482,7 @@ func (e *Engine) runProposal(ctx context.Context, n snapshot, p Proposal, next i
 	if p.Decision == nil || p.Decision.Edited == nil {
 		space = e.spaceFor(n.s.Settings, p.Source)
 	}
-	merged, err := space.Validate(p.Base, p.Effective(), triedConfigs(n.trials))
+	merged, err := space.Validate(p.Base, p.Effective(), TriedConfigs(n.trials))
 	if err != nil {
 		// A configuration can become a duplicate only through a race with another trial;
 		// refuse it and ask again rather than spend GPU time on it.

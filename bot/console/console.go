@@ -191,12 +191,8 @@ func (c *Console) active(ctx context.Context) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	for _, s := range all {
-		if s.State.Active() {
-			return s.ID, true
-		}
-	}
-	return "", false
+	s, ok := session.FindActive(all)
+	return s.ID, ok
 }
 
 func (c *Console) reply(r bot.Reply) {
