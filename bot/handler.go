@@ -598,10 +598,8 @@ func rungSuffix(r int) string {
 // engineError turns an error into a reply: user errors verbatim, anything else a generic
 // line (the detail goes to the log, not to chat).
 func (h *Handler) engineError(err error, log *slog.Logger) Reply {
-	var ue *session.UserError
-	var ie *session.InvalidError
-	if errors.As(err, &ue) || errors.As(err, &ie) {
-		return errorReply(err)
+	if msg, ok := session.UserMessage(err); ok {
+		return Reply{Private: true, Text: msg}
 	}
 	log.Error("handling interaction", "err", err)
 	return Reply{Private: true, Text: "that failed inside tunebot; the details are in its log"}
@@ -611,17 +609,10 @@ func errorReply(err error) Reply {
 	return Reply{Private: true, Text: userText(err)}
 }
 
-// userText is the message a person sees for err: an InvalidError lists every problem.
+// userText is the message a person sees for err (session.UserMessage).
 func userText(err error) string {
-	var ie *session.InvalidError
-	if errors.As(err, &ie) {
-		return ie.What + ":\n• " + strings.Join(ie.Problems, "\n• ")
-	}
-	var ue *session.UserError
-	if errors.As(err, &ue) {
-		return ue.Msg
-	}
-	return err.Error()
+	msg, _ := session.UserMessage(err)
+	return msg
 }
 
 // FieldErrors spreads a refusal of a form (the handler's reply text: a head line and one

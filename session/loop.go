@@ -365,12 +365,13 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		if ctx.Err() != nil {
 			return Proposal{}, ctx.Err()
 		}
+		why, _ := UserMessage(advisorErr)
 		if !s.Settings.Fallback || e.cfg.Sampler == nil {
-			return Proposal{}, &UserError{Msg: "the advisor could not propose: " + userMessage(advisorErr) + "; resume to ask again", Err: advisorErr}
+			return Proposal{}, &UserError{Msg: "the advisor could not propose: " + why + "; resume to ask again", Err: advisorErr}
 		}
 		if e.cfg.Advisor != nil {
 			log.Warn("advisor failed; the sampler proposes instead", "err", advisorErr)
-			e.audit(ctx, s.ID, "advisor_fallback", System, map[string]any{"error": userMessage(advisorErr)})
+			e.audit(ctx, s.ID, "advisor_fallback", System, map[string]any{"error": why})
 		}
 		sreq := req
 		sreq.Space = e.spaceFor(s.Settings, SourceSampler)
@@ -379,7 +380,8 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 			if ctx.Err() != nil {
 				return Proposal{}, ctx.Err()
 			}
-			return Proposal{}, &UserError{Msg: "the numeric sampler could not propose: " + userMessage(err) + "; resume to ask again", Err: err}
+			why, _ := UserMessage(err)
+			return Proposal{}, &UserError{Msg: "the numeric sampler could not propose: " + why + "; resume to ask again", Err: err}
 		}
 		if sug.Source == "" {
 			sug.Source = SourceSampler
@@ -421,7 +423,8 @@ func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Sugge
 		return Suggestion{}, err
 	}
 	if _, err := req.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
-		return Suggestion{}, fmt.Errorf("its patch breaks the rules: %w", err)
+		// One line, with the rule it breaks: it becomes part of the session's pause reason.
+		return Suggestion{}, &UserError{Msg: "its patch breaks the rules: " + err.Error(), Err: err}
 	}
 	return sug, nil
 }
@@ -436,14 +439,6 @@ func (e *Engine) spaceFor(st Settings, source string) *Space {
 	sp := *e.cfg.Space
 	sp.MaxChanges = st.SamplerMaxChanges
 	return &sp
-}
-
-func userMessage(err error) string {
-	var ue *UserError
-	if errors.As(err, &ue) {
-		return ue.Msg
-	}
-	return err.Error()
 }
 
 // summary is what proposers see of a trial, with curves (when asked for) cut to 64 points
