@@ -67,6 +67,9 @@ type Reply struct {
 	Text    string
 	Card    *Card
 	Form    *Form // the platform opens this form (modal) instead of posting
+	// Working marks the acknowledgement Handle returns when the work outlasts AckWithin:
+	// the answer follows; an adapter must not read it as the answer (e.g. a form's verdict).
+	Working bool
 }
 
 // Empty reports whether there is nothing to send.
@@ -203,7 +206,7 @@ func (h *Handler) Handle(ctx context.Context, in Interaction, followUp func(Repl
 		return r
 	default:
 		acked = true
-		return Reply{Private: true, Text: "working on it…"}
+		return Reply{Private: true, Text: "working on it…", Working: true}
 	}
 }
 
@@ -509,7 +512,7 @@ func (h *Handler) session(ctx context.Context, id string, newestOK bool) (sessio
 	if id != "" {
 		s, err := h.cfg.Store.Session(ctx, id)
 		if errors.Is(err, session.ErrNotFound) {
-			return s, session.Userf(err, "session %s does not exist", truncate(id, 20))
+			return s, session.Userf(err, "session %s does not exist", Truncate(id, 20))
 		}
 		return s, err
 	}
@@ -540,7 +543,7 @@ func (h *Handler) proposal(ctx context.Context, sid, pid string) (session.Propos
 	}
 	if found == nil {
 		if pid != "" {
-			return session.Proposal{}, session.Userf(session.ErrNotFound, "proposal %s does not exist", truncate(pid, 30))
+			return session.Proposal{}, session.Userf(session.ErrNotFound, "proposal %s does not exist", Truncate(pid, 30))
 		}
 		return session.Proposal{}, session.Userf(session.ErrNotFound, "session %s has no proposal waiting for a decision", session.Short(sid))
 	}

@@ -77,15 +77,15 @@ func ConfirmID(verb, target, nonce string) string {
 func ParseConfirmID(id string) (verb, target, nonce string, err error) {
 	parts := strings.Split(id, ":")
 	if len(parts) != 4 || parts[0] != actionPrefix {
-		return "", "", "", fmt.Errorf("unknown action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("unknown action %q", Truncate(id, 80))
 	}
 	switch parts[1] {
 	case ButtonApplyConfirm, ButtonRollbackConfirm, ButtonDismiss:
 	default:
-		return "", "", "", fmt.Errorf("unknown action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("unknown action %q", Truncate(id, 80))
 	}
 	if !idRE.MatchString(parts[2]) || !nonceRE.MatchString(parts[3]) {
-		return "", "", "", fmt.Errorf("malformed action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("malformed action %q", Truncate(id, 80))
 	}
 	return parts[1], parts[2], parts[3], nil
 }
