@@ -74,7 +74,7 @@ type Table struct {
 type Attachment struct {
 	Name  string `json:"name"` // file name, e.g. "trial-003-curves.png"
 	Title string `json:"title"`
-	PNG   []byte `json:"-"` // the file's bytes, carried beside the JSON in an outbox body, see EncodeMessage
+	Data  []byte `json:"-"` // the file's bytes (a PNG chart, JSON, ONNX), carried beside the JSON in an outbox body, see EncodeMessage
 	Size  int    `json:"size"`
 	// ContentType is the MIME type of the bytes; "" means image/png. Anything else is a
 	// file to upload as it is, never an image to embed.

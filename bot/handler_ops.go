@@ -204,7 +204,7 @@ func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Rep
 	// Public: Slack uploads files into the channel either way, and presets are for
 	// everyone in it to read.
 	return Reply{Card: &Card{Kind: "notice", Title: "preset " + p.Name, Blocks: []Block{Text(line), {Kind: BlockAttachments, Attachments: []Attachment{{
-		Name: p.Name + ".json", Title: "reward configuration of preset " + p.Name, PNG: data, Size: len(data), ContentType: ContentJSON}}}}}}
+		Name: p.Name + ".json", Title: "reward configuration of preset " + p.Name, Data: data, Size: len(data), ContentType: ContentJSON}}}}}}
 }
 
 func (h *Handler) importPreset(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
@@ -259,7 +259,7 @@ func (h *Handler) policy(ctx context.Context, cmd Command, log *slog.Logger) Rep
 	name := p.Name + "-policy.onnx"
 	return Reply{Card: &Card{Kind: "notice", Title: "policy of preset " + p.Name, Blocks: []Block{
 		Text(fmt.Sprintf("policy.onnx of preset %s (%s of session %s, %d bytes)", p.Name, p.Trial, session.Short(p.SessionID), len(data))),
-		{Kind: BlockAttachments, Attachments: []Attachment{{Name: name, Title: "policy of preset " + p.Name, PNG: data, Size: len(data), ContentType: ContentBinary}}}}}}
+		{Kind: BlockAttachments, Attachments: []Attachment{{Name: name, Title: "policy of preset " + p.Name, Data: data, Size: len(data), ContentType: ContentBinary}}}}}}
 }
 
 // readAtMost reads a file that was checked to be at most limit bytes, and refuses it if

@@ -233,7 +233,7 @@ func (s *Server) download(f downloadFunc) http.HandlerFunc {
 					w.Header().Set("Content-Type", a.ContentType)
 					w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
 					w.Header().Set("Cache-Control", "no-store")
-					_, _ = w.Write(a.PNG)
+					_, _ = w.Write(a.Data)
 					return
 				}
 			}

@@ -210,7 +210,7 @@ func files(atts []bot.Attachment) []*discordgo.File {
 		if ct == "" {
 			ct = "image/png" // a chart
 		}
-		out = append(out, &discordgo.File{Name: a.Name, ContentType: ct, Reader: bytes.NewReader(a.PNG)})
+		out = append(out, &discordgo.File{Name: a.Name, ContentType: ct, Reader: bytes.NewReader(a.Data)})
 	}
 	return out
 }

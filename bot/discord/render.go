@@ -114,10 +114,10 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 					what = "file"
 				}
 				switch {
-				case len(a.PNG) == 0:
+				case len(a.Data) == 0:
 					notes = append(notes, fmt.Sprintf("%s %s is missing its content", what, a.Name))
-				case len(a.PNG) > opt.MaxUpload:
-					notes = append(notes, fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.PNG))/(1<<20), float64(opt.MaxUpload)/(1<<20)))
+				case len(a.Data) > opt.MaxUpload:
+					notes = append(notes, fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.Data))/(1<<20), float64(opt.MaxUpload)/(1<<20)))
 				case a.ContentType != "":
 					// A file (a preset's JSON, a policy) is attached as it is, under its own
 					// name: never shown as an image.
@@ -174,7 +174,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		n := embedSize(e)
 		full := len(p.Embeds) == MaxEmbeds || size+n > MaxEmbedTotal && len(p.Embeds) > 0
 		if file != nil {
-			full = full || len(p.Files) == MaxFiles || bytes+len(file.PNG) > opt.MaxUpload && len(p.Files) > 0
+			full = full || len(p.Files) == MaxFiles || bytes+len(file.Data) > opt.MaxUpload && len(p.Files) > 0
 		}
 		if full {
 			parts = append(parts, Part{})
@@ -184,7 +184,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		size += n
 		if file != nil {
 			p.Files = append(p.Files, *file)
-			bytes += len(file.PNG)
+			bytes += len(file.Data)
 		}
 	}
 	for _, e := range embeds {
@@ -200,7 +200,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 	for _, d := range docs {
 		placed := false
 		for i := range parts {
-			if len(parts[i].Files) < MaxFiles && partBytes(parts[i])+len(d.PNG) <= opt.MaxUpload {
+			if len(parts[i].Files) < MaxFiles && partBytes(parts[i])+len(d.Data) <= opt.MaxUpload {
 				parts[i].Files = append(parts[i].Files, d)
 				placed = true
 				break
@@ -407,7 +407,7 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 func partBytes(p Part) int {
 	n := 0
 	for _, f := range p.Files {
-		n += len(f.PNG)
+		n += len(f.Data)
 	}
 	return n
 }

@@ -120,7 +120,7 @@ func Render(c bot.Card) ([]slack.Block, string) {
 				if a.ContentType == "" {
 					charts = append(charts, escape(a.Title))
 				} else {
-					files = append(files, fmt.Sprintf("%s (%s)", escape(fileName(a)), size(len(a.PNG))))
+					files = append(files, fmt.Sprintf("%s (%s)", escape(fileName(a)), size(len(a.Data))))
 				}
 			}
 			if len(charts) > 0 {

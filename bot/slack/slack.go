@@ -263,7 +263,7 @@ func attachments(c bot.Card) []bot.Attachment {
 	var out []bot.Attachment
 	for _, b := range c.Blocks {
 		for _, at := range b.Attachments {
-			if len(at.PNG) > 0 {
+			if len(at.Data) > 0 {
 				out = append(out, at)
 			}
 		}
@@ -281,7 +281,7 @@ func (a *Adapter) uploadFile(ctx context.Context, channel, thread string, at bot
 		what = "file"
 	}
 	f, err := a.api.UploadFileContext(ctx, slack.UploadFileParameters{
-		Reader: bytes.NewReader(at.PNG), FileSize: len(at.PNG), Filename: fileName(at), Title: at.Title,
+		Reader: bytes.NewReader(at.Data), FileSize: len(at.Data), Filename: fileName(at), Title: at.Title,
 		Channel: channel, ThreadTimestamp: thread, AltTxt: at.Title,
 	})
 	if err != nil {
