@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"tunebot/bot"
 	"tunebot/bot/bottest"
@@ -378,6 +379,13 @@ func TestReadViews(t *testing.T) {
 	}
 	if resp := c.get("/api/sessions/nope"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown session: %d", resp.StatusCode)
+	}
+	// A long id is cut on a character boundary: the error stays valid UTF-8.
+	long := strings.Repeat("日", 60)
+	if resp := c.get("/api/sessions/" + url.PathEscape(long)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown long session: %d", resp.StatusCode)
+	} else if body := readAll(t, resp); !utf8.ValidString(body) || !strings.Contains(body, strings.Repeat("日", 39)+"…") {
+		t.Errorf("unknown long session: %q", body)
 	}
 
 	tags := decode(t, c.get("/api/sessions/"+sid+"/tags"))
