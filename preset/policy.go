@@ -43,7 +43,12 @@ func BestPolicy(sessionsDir string, p session.Preset, trial session.Trial, limit
 		return "", 0, fmt.Errorf("resolving sessions directory: %w", err)
 	}
 	if trial.Policy == "" || !filepath.IsLocal(trial.Policy) {
-		return "", 0, session.Userf(session.ErrNotFound, "%s of preset %s has no recorded policy", p.Trial, p.Name)
+		where := ""
+		if trial.RunDir != "" && filepath.IsLocal(trial.RunDir) {
+			// Trials trained before tunebot recorded the trainer's policy path have none.
+			where = fmt.Sprintf("; look for it in run directory %s of session %s", trial.RunDir, session.Short(p.SessionID))
+		}
+		return "", 0, session.Userf(session.ErrNotFound, "%s of preset %s has no recorded policy%s", p.Trial, p.Name, where)
 	}
 	found := filepath.Join(root, p.SessionID, trial.Policy)
 	if _, err := os.Lstat(found); errors.Is(err, fs.ErrNotExist) {

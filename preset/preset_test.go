@@ -250,7 +250,7 @@ func TestBestPolicy(t *testing.T) {
 	below := trial
 	below.Policy = "trial-004-rung-2/exported/policy.onnx"
 	unrecorded := trial
-	unrecorded.Policy = ""
+	unrecorded.Policy, unrecorded.RunDir = "", "trial-004-rung-2"
 	escaping := trial
 	escaping.Policy = "../policy.onnx"
 	outside := filepath.Join(t.TempDir(), "policy.onnx")
@@ -271,7 +271,7 @@ func TestBestPolicy(t *testing.T) {
 		{"too big", writePolicy("policy.onnx", 2048), p, trial, 1024, "", "is 2.0 KiB, above the 1.0 KiB upload limit"},
 		{"missing", func(t *testing.T, d string) { mkdir(t, d) }, p, trial, 0, "", "no longer on disk"},
 		{"no run dir", func(t *testing.T, d string) {}, p, trial, 0, "", "no longer on disk"},
-		{"no recorded policy", writePolicy("policy.onnx", 100), p, unrecorded, 0, "", "has no recorded policy"},
+		{"no recorded policy", writePolicy("policy.onnx", 100), p, unrecorded, 0, "", "has no recorded policy; look for it in run directory trial-004-rung-2 of session 01234567"},
 		{"recorded path escapes", writePolicy("policy.onnx", 100), p, escaping, 0, "", "has no recorded policy"},
 		{"imported", writePolicy("policy.onnx", 1), session.Preset{Name: "f"}, trial, 0, "", "imported from a file"},
 		{"other trial", writePolicy("policy.onnx", 1), p, session.Trial{SessionID: sid, Number: 4, Rung: 1}, 0, "", "names trial 4 @ rung 2"},
