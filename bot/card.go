@@ -74,7 +74,7 @@ type Table struct {
 type Attachment struct {
 	Name  string `json:"name"` // file name, e.g. "trial-003-curves.png"
 	Title string `json:"title"`
-	PNG   []byte `json:"-"` // the file's bytes, carried beside the JSON in an outbox body, see EncodeMessage
+	Data  []byte `json:"-"` // the file's bytes (a PNG chart, JSON, ONNX), carried beside the JSON in an outbox body, see EncodeMessage
 	Size  int    `json:"size"`
 	// ContentType is the MIME type of the bytes; "" means image/png. Anything else is a
 	// file to upload as it is, never an image to embed.
@@ -145,9 +145,7 @@ func Neutralise(s string, max int) string {
 	s = angleToken.ReplaceAllString(s, "<\u200b$1")
 	s = strings.ReplaceAll(s, "```", "'''")
 	if max > 0 {
-		if r := []rune(s); len(r) > max {
-			s = string(r[:max-1]) + "…"
-		}
+		s = Truncate(s, max)
 	}
 	return strings.TrimSpace(s)
 }
@@ -173,24 +171,17 @@ func ActionID(verb, sessionID, proposalID string) string {
 func ParseActionID(id string) (verb, sessionID, proposalID string, err error) {
 	parts := strings.Split(id, ":")
 	if len(parts) != 4 || parts[0] != actionPrefix {
-		return "", "", "", fmt.Errorf("unknown action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("unknown action %q", Truncate(id, 80))
 	}
 	switch parts[1] {
 	case ButtonApprove, ButtonReject, ButtonEdit, ButtonPause:
 	default:
-		return "", "", "", fmt.Errorf("unknown action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("unknown action %q", Truncate(id, 80))
 	}
 	if !idRE.MatchString(parts[2]) || (parts[3] != "" && !idRE.MatchString(parts[3])) {
-		return "", "", "", fmt.Errorf("malformed action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("malformed action %q", Truncate(id, 80))
 	}
 	return parts[1], parts[2], parts[3], nil
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-func truncate(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
-}

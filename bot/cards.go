@@ -339,9 +339,9 @@ func ProposalCard(p session.Proposal, space *session.Space, mentions []string) C
 		}})
 		c.Blocks = append(c.Blocks, Text("reply in this thread: approve · reject <feedback> · edit term=value … · pause"))
 	case p.Decision != nil:
-		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: p.Decision.By.String(), Action: decidedWord(p), At: p.Decision.At, Feedback: Neutralise(p.Decision.Feedback, 500)}})
+		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: p.Decision.By.String(), Action: session.DecidedWord(p), At: p.Decision.At, Feedback: Neutralise(p.Decision.Feedback, 500)}})
 	default:
-		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: "tunebot", Action: decidedWord(p), At: p.CreatedAt}})
+		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: "tunebot", Action: session.DecidedWord(p), At: p.CreatedAt}})
 	}
 	return c
 }
@@ -353,23 +353,6 @@ func objRank(k string) int {
 		}
 	}
 	return len(session.ObjectiveNames)
-}
-
-// DecidedWord says how a proposal was decided ("approved", "edited and approved", …).
-func DecidedWord(p session.Proposal) string { return decidedWord(p) }
-
-func decidedWord(p session.Proposal) string {
-	switch {
-	case p.State == session.ProposalVoid:
-		return "voided (the session moved on before it was decided)"
-	case p.Decision != nil && p.Decision.Action == session.ActionEdit:
-		return "edited and approved"
-	case p.Decision != nil && p.Decision.Action == session.ActionReject:
-		return "rejected"
-	case p.Decision != nil:
-		return "approved"
-	}
-	return string(p.State)
 }
 
 // SummaryInput is what a finished session's summary shows.

@@ -200,7 +200,7 @@ func TestSummaryRedrawsTheScoreAndProgressCharts(t *testing.T) {
 			drawn = append(drawn, tr.Ref())
 			var out []bot.Attachment
 			for _, n := range []string{"objectives", "reward", "scores", "progress"} {
-				out = append(out, bot.Attachment{Name: "t002-r0-" + n + ".png", Title: n, PNG: []byte(n)})
+				out = append(out, bot.Attachment{Name: "t002-r0-" + n + ".png", Title: n, Data: []byte(n)})
 			}
 			return out, nil
 		}}
@@ -209,7 +209,7 @@ func TestSummaryRedrawsTheScoreAndProgressCharts(t *testing.T) {
 	for _, c := range out.Thread {
 		for _, b := range c.Blocks {
 			for _, a := range b.Attachments {
-				names = append(names, a.Name+"="+string(a.PNG))
+				names = append(names, a.Name+"="+string(a.Data))
 			}
 		}
 	}

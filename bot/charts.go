@@ -79,7 +79,7 @@ func StoreCharts(st SeriesReader) ChartFunc {
 					return nil, fmt.Errorf("rendering %s: %w", tag, err)
 				}
 				name := charts.ImagePrefix(t.Ref()) + strings.NewReplacer("/", "-", ".", "-").Replace(tag) + ".png"
-				out = append(out, Attachment{Name: name, Title: tag, PNG: png})
+				out = append(out, Attachment{Name: name, Title: tag, Data: png})
 			}
 			return out, nil
 		}
@@ -100,7 +100,7 @@ func StoreCharts(st SeriesReader) ChartFunc {
 		}
 		out := make([]Attachment, len(imgs))
 		for i, im := range imgs {
-			out[i] = Attachment{Name: im.Name, Title: im.Title, PNG: im.PNG}
+			out[i] = Attachment{Name: im.Name, Title: im.Title, Data: im.PNG}
 		}
 		return out, nil
 	}

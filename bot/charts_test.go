@@ -44,7 +44,7 @@ func TestStoreCharts(t *testing.T) {
 		t.Fatalf("%d charts in a trial report", len(atts))
 	}
 	for _, a := range atts {
-		img, err := png.Decode(bytes.NewReader(a.PNG))
+		img, err := png.Decode(bytes.NewReader(a.Data))
 		if err != nil || img.Bounds().Dx() < 400 || !strings.HasPrefix(a.Name, "t002-r0-") || a.Title == "" {
 			t.Errorf("chart %s %q: %v", a.Name, a.Title, err)
 		}

@@ -107,7 +107,7 @@ func ParseCommand(text string, space *session.Space) (Command, error) {
 	}
 	v := Verb(strings.ToLower(words[0]))
 	if !hasVerb(slashVerbs, v) {
-		return Command{}, session.Userf(nil, "unknown command %q%s; try /tune help", truncate(words[0], 40), didYouMean(string(v), slashVerbs))
+		return Command{}, session.Userf(nil, "unknown command %q%s; try /tune help", Truncate(words[0], 40), didYouMean(string(v), slashVerbs))
 	}
 	return parseVerb(v, words[1:], text, space)
 }
@@ -131,7 +131,7 @@ func ParseReply(text string, space *session.Space) (Command, error) {
 		// A short message whose first word is one typo away from a verb is a command gone
 		// wrong; anything else is people talking.
 		if hint := didYouMean(first, replyVerbs); hint != "" && (len(words) == 1 || strings.Contains(words[1], "=") || utf8.RuneCountInString(first) >= 5 && session.EditDistance(first, string(closest(first, replyVerbs))) == 1) {
-			return Command{}, session.Userf(nil, "unknown reply %q%s (replies: approve, reject <feedback>, edit term=value …, pause, resume, cancel, status)", truncate(words[0], 40), hint)
+			return Command{}, session.Userf(nil, "unknown reply %q%s (replies: approve, reject <feedback>, edit term=value …, pause, resume, cancel, status)", Truncate(words[0], 40), hint)
 		}
 		return Command{Verb: VerbComment, Text: text}, nil
 	}
@@ -145,7 +145,7 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 	c := Command{Verb: v, Rung: -1}
 	noArgs := func() error {
 		if len(args) > 0 {
-			return session.Userf(nil, "%s takes no arguments (got %q)", v, truncate(strings.Join(args, " "), 60))
+			return session.Userf(nil, "%s takes no arguments (got %q)", v, Truncate(strings.Join(args, " "), 60))
 		}
 		return nil
 	}
@@ -175,7 +175,7 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 			return Command{}, session.Userf(nil, "usage: export PRESET (one preset name)")
 		}
 		if !session.ValidName(args[0]) {
-			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", truncate(args[0], 40))
+			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", Truncate(args[0], 40))
 		}
 		c.Preset = args[0]
 		return c, nil
@@ -196,13 +196,13 @@ func parseChart(c Command, args []string) (Command, error) {
 	num, rung, hasRung := strings.Cut(args[0], "@")
 	n, err := strconv.Atoi(num)
 	if err != nil || n < 0 || n > 999 {
-		return Command{}, session.Userf(nil, "chart: %q is not a trial number", truncate(args[0], 40))
+		return Command{}, session.Userf(nil, "chart: %q is not a trial number", Truncate(args[0], 40))
 	}
 	c.Trial = n
 	if hasRung {
 		r, err := strconv.Atoi(rung)
 		if err != nil || r < 0 || r > 9 {
-			return Command{}, session.Userf(nil, "chart: %q is not a rung", truncate(rung, 20))
+			return Command{}, session.Userf(nil, "chart: %q is not a rung", Truncate(rung, 20))
 		}
 		c.Rung = r
 	}
@@ -212,7 +212,7 @@ func parseChart(c Command, args []string) (Command, error) {
 	var bad []string
 	for _, tag := range args[1:] {
 		if !tagRE.MatchString(tag) {
-			bad = append(bad, truncate(tag, 40))
+			bad = append(bad, Truncate(tag, 40))
 			continue
 		}
 		c.Tags = append(c.Tags, tag)
@@ -230,11 +230,11 @@ var numberRE = regexp.MustCompile(`^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d{1,3})?$
 // ParseNumber parses a finite decimal number strictly.
 func ParseNumber(s string) (float64, error) {
 	if !numberRE.MatchString(s) {
-		return 0, fmt.Errorf("%q is not a decimal number", truncate(s, 30))
+		return 0, fmt.Errorf("%q is not a decimal number", Truncate(s, 30))
 	}
 	v, err := strconv.ParseFloat(s, 64)
 	if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
-		return 0, fmt.Errorf("%q is not a finite number", truncate(s, 30))
+		return 0, fmt.Errorf("%q is not a finite number", Truncate(s, 30))
 	}
 	return v, nil
 }
@@ -255,7 +255,7 @@ func ParseAssignments(text string, space *session.Space, allowRemove bool) ([]As
 	}) {
 		name, raw, ok := strings.Cut(tok, "=")
 		if !ok {
-			probs = append(probs, fmt.Sprintf("%q: expected term=value", truncate(tok, 40)))
+			probs = append(probs, fmt.Sprintf("%q: expected term=value", Truncate(tok, 40)))
 			continue
 		}
 		name = strings.ToLower(name)
@@ -265,7 +265,7 @@ func ParseAssignments(text string, space *session.Space, allowRemove bool) ([]As
 		} else if _, ok := space.Param(a.Name); ok && !strings.HasPrefix(name, "weights.") {
 			a.Kind = "param"
 		} else {
-			probs = append(probs, fmt.Sprintf("%q: unknown term%s", truncate(name, 40), suggestName(a.Name, space)))
+			probs = append(probs, fmt.Sprintf("%q: unknown term%s", Truncate(name, 40), suggestName(a.Name, space)))
 			continue
 		}
 		if seen[a.Name] {
@@ -362,7 +362,7 @@ func parseStart(c Command, args []string) (Command, error) {
 		field, known := startKeys[k]
 		switch {
 		case !ok:
-			probs = append(probs, fmt.Sprintf("%q: expected key=value", truncate(a, 40)))
+			probs = append(probs, fmt.Sprintf("%q: expected key=value", Truncate(a, 40)))
 			continue
 		case !known:
 			keys := make([]string, 0, len(startKeys))
@@ -370,7 +370,7 @@ func parseStart(c Command, args []string) (Command, error) {
 				keys = append(keys, key)
 			}
 			sort.Strings(keys)
-			probs = append(probs, fmt.Sprintf("%s: unknown setting%s", truncate(k, 40), didYouMeanStr(k, keys)))
+			probs = append(probs, fmt.Sprintf("%s: unknown setting%s", Truncate(k, 40), didYouMeanStr(k, keys)))
 			continue
 		case seen[field]:
 			probs = append(probs, fmt.Sprintf("%s: given twice", field))
@@ -400,7 +400,7 @@ func startOverride(field, raw string) (Override, error) {
 	var o Override
 	atoi := func() (int, error) {
 		if !wholeRE.MatchString(raw) {
-			return 0, fmt.Errorf("%q is not a whole number", truncate(raw, 30))
+			return 0, fmt.Errorf("%q is not a whole number", Truncate(raw, 30))
 		}
 		return strconv.Atoi(raw)
 	}
@@ -408,7 +408,7 @@ func startOverride(field, raw string) (Override, error) {
 		var out []int
 		for _, p := range strings.Split(raw, ",") {
 			if !listItemRE.MatchString(p) {
-				return nil, fmt.Errorf("%q is not a comma-separated list of whole numbers", truncate(raw, 40))
+				return nil, fmt.Errorf("%q is not a comma-separated list of whole numbers", Truncate(raw, 40))
 			}
 			n, _ := strconv.Atoi(p)
 			out = append(out, n)
@@ -421,7 +421,7 @@ func startOverride(field, raw string) (Override, error) {
 		o.apply = func(s *session.Settings) { s.Mode = m }
 	case "task", "run_name", "preset":
 		if !session.ValidName(raw) {
-			return o, fmt.Errorf("%q must match %s (a name starts with a letter or digit)", truncate(raw, 40), session.NamePattern)
+			return o, fmt.Errorf("%q must match %s (a name starts with a letter or digit)", Truncate(raw, 40), session.NamePattern)
 		}
 		o.apply = map[string]func(*session.Settings){
 			"task":     func(s *session.Settings) { s.Task = raw },
@@ -431,7 +431,7 @@ func startOverride(field, raw string) (Override, error) {
 	case "fallback", "control":
 		b, err := strconv.ParseBool(strings.ToLower(raw))
 		if err != nil {
-			return o, fmt.Errorf("%q is not true or false", truncate(raw, 30))
+			return o, fmt.Errorf("%q is not true or false", Truncate(raw, 30))
 		}
 		if field == "fallback" {
 			o.apply = func(s *session.Settings) { s.Fallback = b }

@@ -27,7 +27,7 @@ func parseOps(c Command, args []string, text string, space *session.Space) (Comm
 			return "", session.Userf(nil, "usage: %s", usage)
 		}
 		if !session.ValidName(args[0]) {
-			return "", session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", truncate(args[0], 40))
+			return "", session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", Truncate(args[0], 40))
 		}
 		return args[0], nil
 	}
@@ -45,7 +45,7 @@ func parseOps(c Command, args []string, text string, space *session.Space) (Comm
 			return Command{}, session.Userf(nil, "usage: import NAME followed by the preset's JSON (the file /tune export gives), e.g. in a ``` code block")
 		}
 		if !session.ValidName(args[0]) {
-			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", truncate(args[0], 40))
+			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", Truncate(args[0], 40))
 		}
 		c.Preset = args[0]
 		c.Data = unfence(afterWords(text, 2))
@@ -80,7 +80,7 @@ func parsePreset(c Command, args []string, text string, space *session.Space) (C
 			return Command{}, session.Userf(nil, "usage: preset show NAME")
 		}
 		if !session.ValidName(args[1]) {
-			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", truncate(args[1], 40))
+			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", Truncate(args[1], 40))
 		}
 		c.Sub, c.Preset = string(sub), args[1]
 		return c, nil
@@ -88,7 +88,7 @@ func parsePreset(c Command, args []string, text string, space *session.Space) (C
 		// "preset export X" reads as naturally as "export X": the same command.
 		return parseVerb(Verb(sub), args[1:], afterWords(text, 1), space)
 	}
-	return Command{}, session.Userf(nil, "unknown preset subcommand %q%s; %s", truncate(args[0], 40), didYouMean(string(sub), presetSubs), usage)
+	return Command{}, session.Userf(nil, "unknown preset subcommand %q%s; %s", Truncate(args[0], 40), didYouMean(string(sub), presetSubs), usage)
 }
 
 func parseSchedule(c Command, args []string, text string) (Command, error) {
@@ -109,14 +109,14 @@ func parseSchedule(c Command, args []string, text string) (Command, error) {
 			return Command{}, session.Userf(nil, "usage: schedule remove ID (schedule list shows the ids)")
 		}
 		if !idRE.MatchString(args[1]) {
-			return Command{}, session.Userf(nil, "%q is not a schedule id (schedule list shows them)", truncate(args[1], 40))
+			return Command{}, session.Userf(nil, "%q is not a schedule id (schedule list shows them)", Truncate(args[1], 40))
 		}
 		c.ID = args[1]
 		return c, nil
 	case "add":
 		return parseScheduleAdd(c, afterWords(text, 2))
 	}
-	return Command{}, session.Userf(nil, "unknown schedule subcommand %q%s; %s", truncate(args[0], 40), didYouMean(string(sub), scheduleSubs), usage)
+	return Command{}, session.Userf(nil, "unknown schedule subcommand %q%s; %s", Truncate(args[0], 40), didYouMean(string(sub), scheduleSubs), usage)
 }
 
 // closingQuote maps an opening quote to the ones that may close it. Chat clients turn
@@ -178,7 +178,7 @@ func parseScheduleAdd(c Command, rest string) (Command, error) {
 			}
 			c.IfBusy = strings.ToLower(v)
 			if c.IfBusy != schedule.Skip && c.IfBusy != schedule.Wait {
-				return Command{}, session.Userf(nil, "if_busy=%s: must be %s or %s (what a scheduled start does when another session holds the GPU)", truncate(v, 20), schedule.Skip, schedule.Wait)
+				return Command{}, session.Userf(nil, "if_busy=%s: must be %s or %s (what a scheduled start does when another session holds the GPU)", Truncate(v, 20), schedule.Skip, schedule.Wait)
 			}
 			continue
 		}

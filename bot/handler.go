@@ -67,6 +67,9 @@ type Reply struct {
 	Text    string
 	Card    *Card
 	Form    *Form // the platform opens this form (modal) instead of posting
+	// Working marks the acknowledgement Handle returns when the work outlasts AckWithin:
+	// the answer follows; an adapter must not read it as the answer (e.g. a form's verdict).
+	Working bool
 }
 
 // Empty reports whether there is nothing to send.
@@ -203,7 +206,7 @@ func (h *Handler) Handle(ctx context.Context, in Interaction, followUp func(Repl
 		return r
 	default:
 		acked = true
-		return Reply{Private: true, Text: "working on it…"}
+		return Reply{Private: true, Text: "working on it…", Working: true}
 	}
 }
 
@@ -458,12 +461,7 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 		// A thread reply names no proposal: it means the pending one, or else the newest, so
 		// that a late "approve" hears who decided it first.
 		if ps, err := h.cfg.Store.Proposals(ctx, s.ID); err == nil && len(ps) > 0 {
-			req.ProposalID = ps[len(ps)-1].ID
-			for _, p := range ps {
-				if p.State == session.ProposalPending {
-					req.ProposalID = p.ID
-				}
-			}
+			req.ProposalID = session.BareDecisionTarget(ps).ID
 			pid = req.ProposalID
 		}
 	}
@@ -485,12 +483,7 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 			if err != nil {
 				return h.engineError(err, log)
 			}
-			var tried []session.Tried
-			for _, t := range trials {
-				if t.Rung == 0 {
-					tried = append(tried, session.Tried{Label: fmt.Sprintf("trial %d", t.Number), Config: t.RewardConfig})
-				}
-			}
+			tried := session.TriedConfigs(trials)
 			// Validated here first so a bad edit is refused with every problem before the
 			// engine is asked; the engine checks again in its own transaction.
 			if _, err := h.cfg.Space.Validate(p.Base, patch, tried); err != nil {
@@ -503,7 +496,7 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 	if err != nil {
 		return h.engineError(err, log)
 	}
-	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(p), by)
+	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, session.DecidedWord(p), by)
 	if p.State == session.ProposalApproved {
 		// Recorded, but a paused session runs nothing until someone resumes it.
 		if now, err := h.cfg.Store.Session(ctx, s.ID); err == nil && now.State == session.StatePaused {
@@ -519,7 +512,7 @@ func (h *Handler) session(ctx context.Context, id string, newestOK bool) (sessio
 	if id != "" {
 		s, err := h.cfg.Store.Session(ctx, id)
 		if errors.Is(err, session.ErrNotFound) {
-			return s, session.Userf(err, "session %s does not exist", truncate(id, 20))
+			return s, session.Userf(err, "session %s does not exist", Truncate(id, 20))
 		}
 		return s, err
 	}
@@ -527,10 +520,8 @@ func (h *Handler) session(ctx context.Context, id string, newestOK bool) (sessio
 	if err != nil {
 		return session.Session{}, fmt.Errorf("listing sessions: %w", err)
 	}
-	for _, s := range all {
-		if s.State.Active() {
-			return s, nil
-		}
+	if s, ok := session.FindActive(all); ok {
+		return s, nil
 	}
 	if newestOK && len(all) > 0 {
 		return all[0], nil
@@ -552,7 +543,7 @@ func (h *Handler) proposal(ctx context.Context, sid, pid string) (session.Propos
 	}
 	if found == nil {
 		if pid != "" {
-			return session.Proposal{}, session.Userf(session.ErrNotFound, "proposal %s does not exist", truncate(pid, 30))
+			return session.Proposal{}, session.Userf(session.ErrNotFound, "proposal %s does not exist", Truncate(pid, 30))
 		}
 		return session.Proposal{}, session.Userf(session.ErrNotFound, "session %s has no proposal waiting for a decision", session.Short(sid))
 	}
@@ -610,10 +601,8 @@ func rungSuffix(r int) string {
 // engineError turns an error into a reply: user errors verbatim, anything else a generic
 // line (the detail goes to the log, not to chat).
 func (h *Handler) engineError(err error, log *slog.Logger) Reply {
-	var ue *session.UserError
-	var ie *session.InvalidError
-	if errors.As(err, &ue) || errors.As(err, &ie) {
-		return errorReply(err)
+	if msg, ok := session.UserMessage(err); ok {
+		return Reply{Private: true, Text: msg}
 	}
 	log.Error("handling interaction", "err", err)
 	return Reply{Private: true, Text: "that failed inside tunebot; the details are in its log"}
@@ -623,17 +612,10 @@ func errorReply(err error) Reply {
 	return Reply{Private: true, Text: userText(err)}
 }
 
-// userText is the message a person sees for err: an InvalidError lists every problem.
+// userText is the message a person sees for err (session.UserMessage).
 func userText(err error) string {
-	var ie *session.InvalidError
-	if errors.As(err, &ie) {
-		return ie.What + ":\n• " + strings.Join(ie.Problems, "\n• ")
-	}
-	var ue *session.UserError
-	if errors.As(err, &ue) {
-		return ue.Msg
-	}
-	return err.Error()
+	msg, _ := session.UserMessage(err)
+	return msg
 }
 
 // FieldErrors spreads a refusal of a form (the handler's reply text: a head line and one

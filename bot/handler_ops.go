@@ -77,15 +77,15 @@ func ConfirmID(verb, target, nonce string) string {
 func ParseConfirmID(id string) (verb, target, nonce string, err error) {
 	parts := strings.Split(id, ":")
 	if len(parts) != 4 || parts[0] != actionPrefix {
-		return "", "", "", fmt.Errorf("unknown action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("unknown action %q", Truncate(id, 80))
 	}
 	switch parts[1] {
 	case ButtonApplyConfirm, ButtonRollbackConfirm, ButtonDismiss:
 	default:
-		return "", "", "", fmt.Errorf("unknown action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("unknown action %q", Truncate(id, 80))
 	}
 	if !idRE.MatchString(parts[2]) || !nonceRE.MatchString(parts[3]) {
-		return "", "", "", fmt.Errorf("malformed action %q", truncate(id, 80))
+		return "", "", "", fmt.Errorf("malformed action %q", Truncate(id, 80))
 	}
 	return parts[1], parts[2], parts[3], nil
 }
@@ -204,7 +204,7 @@ func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Rep
 	// Public: Slack uploads files into the channel either way, and presets are for
 	// everyone in it to read.
 	return Reply{Card: &Card{Kind: "notice", Title: "preset " + p.Name, Blocks: []Block{Text(line), {Kind: BlockAttachments, Attachments: []Attachment{{
-		Name: p.Name + ".json", Title: "reward configuration of preset " + p.Name, PNG: data, Size: len(data), ContentType: ContentJSON}}}}}}
+		Name: p.Name + ".json", Title: "reward configuration of preset " + p.Name, Data: data, Size: len(data), ContentType: ContentJSON}}}}}}
 }
 
 func (h *Handler) importPreset(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
@@ -259,7 +259,7 @@ func (h *Handler) policy(ctx context.Context, cmd Command, log *slog.Logger) Rep
 	name := p.Name + "-policy.onnx"
 	return Reply{Card: &Card{Kind: "notice", Title: "policy of preset " + p.Name, Blocks: []Block{
 		Text(fmt.Sprintf("policy.onnx of preset %s (%s of session %s, %d bytes)", p.Name, p.Trial, session.Short(p.SessionID), len(data))),
-		{Kind: BlockAttachments, Attachments: []Attachment{{Name: name, Title: "policy of preset " + p.Name, PNG: data, Size: len(data), ContentType: ContentBinary}}}}}}
+		{Kind: BlockAttachments, Attachments: []Attachment{{Name: name, Title: "policy of preset " + p.Name, Data: data, Size: len(data), ContentType: ContentBinary}}}}}}
 }
 
 // readAtMost reads a file that was checked to be at most limit bytes, and refuses it if
@@ -286,10 +286,8 @@ func (h *Handler) busy(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("listing sessions: %w", err)
 	}
-	for _, s := range all {
-		if s.State.Active() {
-			return fmt.Sprintf("session %s is %s and uses the trainer checkout; apply or roll back after it ends (or cancel it)", session.Short(s.ID), s.State), nil
-		}
+	if s, ok := session.FindActive(all); ok {
+		return fmt.Sprintf("session %s is %s and uses the trainer checkout; apply or roll back after it ends (or cancel it)", session.Short(s.ID), s.State), nil
 	}
 	return "", nil
 }

@@ -308,7 +308,7 @@ func TestHandleAcknowledgesBeforeSlowWork(t *testing.T) {
 		got := make(chan bot.Reply, 1)
 		ack := f.h.Handle(context.Background(), bot.Interaction{Platform: "slack", User: eve, Kind: bot.KindCommand, Text: "chart 2", SessionID: f.sid},
 			func(r bot.Reply) { got <- r })
-		if ack.Text != "working on it…" {
+		if ack.Text != "working on it…" || !ack.Working {
 			t.Fatalf("ack %+v", ack)
 		}
 		close(release)
@@ -318,7 +318,7 @@ func TestHandleAcknowledgesBeforeSlowWork(t *testing.T) {
 		}
 		f.h.Wait()
 		// Fast work is answered in the acknowledgement itself.
-		if r := f.h.Handle(context.Background(), bot.Interaction{Platform: "slack", User: eve, Kind: bot.KindReply, Text: "status", SessionID: f.sid}, nil); r.Card == nil {
+		if r := f.h.Handle(context.Background(), bot.Interaction{Platform: "slack", User: eve, Kind: bot.KindReply, Text: "status", SessionID: f.sid}, nil); r.Card == nil || r.Working {
 			t.Fatalf("fast ack %+v", r)
 		}
 	})

@@ -22,6 +22,7 @@ import (
 	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer"
 )
 
 func TestParseOps(t *testing.T) {
@@ -121,7 +122,10 @@ func TestConfirmIDs(t *testing.T) {
 
 // recordingTrainer hands every training job to the test and fails it, so a started
 // session shows what it was seeded with and then ends.
-type recordingTrainer struct{ jobs chan session.TrainJob }
+type recordingTrainer struct {
+	trainer.Layout
+	jobs chan session.TrainJob
+}
 
 func (r recordingTrainer) Train(_ context.Context, job session.TrainJob, _ session.JobHooks) (session.TrainResult, error) {
 	select {
@@ -167,7 +171,7 @@ func newOps(t *testing.T, o opsOptions) *opsFixture {
 	t.Helper()
 	ctx := context.Background()
 	f := &opsFixture{db: openStore(t), sp: session.DefaultSpace(), sessionsDir: t.TempDir(), jobs: make(chan session.TrainJob, 4)}
-	eng, err := session.NewEngine(session.EngineConfig{Store: f.db, Trainer: recordingTrainer{f.jobs}, Sampler: bottest.NoAdvisor{}, Space: f.sp, SessionsDir: f.sessionsDir})
+	eng, err := session.NewEngine(session.EngineConfig{Store: f.db, Trainer: recordingTrainer{jobs: f.jobs}, Sampler: bottest.NoAdvisor{}, Space: f.sp, SessionsDir: f.sessionsDir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -492,13 +496,13 @@ func TestPresetRoundTrip(t *testing.T) {
 	// export: the exact file --reward-config takes, attached.
 	r := f.cmd(eve, "export "+f.p1.Name) // reading needs no permission
 	att := attachment(t, r)
-	if att.Name != f.p1.Name+".json" || att.ContentType != "application/json" || att.Size != len(att.PNG) {
-		t.Errorf("attachment %q type %q size %d of %d bytes", att.Name, att.ContentType, att.Size, len(att.PNG))
+	if att.Name != f.p1.Name+".json" || att.ContentType != "application/json" || att.Size != len(att.Data) {
+		t.Errorf("attachment %q type %q size %d of %d bytes", att.Name, att.ContentType, att.Size, len(att.Data))
 	}
-	if string(att.PNG) != string(preset.Export(f.p1)) {
-		t.Errorf("export attached:\n%s\nwant:\n%s", att.PNG, preset.Export(f.p1))
+	if string(att.Data) != string(preset.Export(f.p1)) {
+		t.Errorf("export attached:\n%s\nwant:\n%s", att.Data, preset.Export(f.p1))
 	}
-	cfg, err := session.DecodeConfig(att.PNG)
+	cfg, err := session.DecodeConfig(att.Data)
 	if err != nil {
 		t.Fatalf("DecodeConfig refuses the export: %v", err)
 	}
@@ -510,21 +514,21 @@ func TestPresetRoundTrip(t *testing.T) {
 	}
 
 	// import, as pasted in a code block, then export again: the same bytes.
-	r = f.cmd(alice, "import copy ```json\n"+string(att.PNG)+"```")
+	r = f.cmd(alice, "import copy ```json\n"+string(att.Data)+"```")
 	if !strings.Contains(r.Text, "preset copy imported by alice") || !strings.Contains(r.Text, "preset=copy") {
 		t.Fatalf("import: %+v", r)
 	}
 	again := attachment(t, f.cmd(alice, "export copy"))
-	if string(again.PNG) != string(att.PNG) {
-		t.Errorf("re-export differs:\n%s\nwant:\n%s", again.PNG, att.PNG)
+	if string(again.Data) != string(att.Data) {
+		t.Errorf("re-export differs:\n%s\nwant:\n%s", again.Data, att.Data)
 	}
-	if r := f.cmd(alice, "import copy "+string(att.PNG)); !strings.Contains(r.Text, "already exists") {
+	if r := f.cmd(alice, "import copy "+string(att.Data)); !strings.Contains(r.Text, "already exists") {
 		t.Errorf("import over an existing preset: %+v", r)
 	}
-	if r := f.cmd(eve, "import mine "+string(att.PNG)); !strings.Contains(r.Text, "not allowed") {
+	if r := f.cmd(eve, "import mine "+string(att.Data)); !strings.Contains(r.Text, "not allowed") {
 		t.Errorf("import by eve: %+v", r)
 	}
-	bad := strings.Replace(strings.Replace(string(att.PNG), `"foot_slip": -0.5`, `"foot_slip": 3`, 1), `"pose": 1`, `"pose": -9`, 1)
+	bad := strings.Replace(strings.Replace(string(att.Data), `"foot_slip": -0.5`, `"foot_slip": 3`, 1), `"pose": 1`, `"pose": -9`, 1)
 	r = f.cmd(alice, "import bad "+bad)
 	if !strings.Contains(r.Text, "foot_slip") || !strings.Contains(r.Text, "pose") {
 		t.Errorf("a bad import names every problem: %+v", r)
@@ -559,8 +563,8 @@ func TestPolicyDownload(t *testing.T) {
 	onnx := []byte("\x08\x07onnx-bytes")
 	path := bottest.PolicyTrial(t, f.db, f.sessionsDir, f.p1, onnx)
 	att := attachment(t, f.cmd(eve, "policy "+f.p1.Name))
-	if string(att.PNG) != string(onnx) || att.ContentType != "application/octet-stream" || att.Name != f.p1.Name+"-policy.onnx" {
-		t.Errorf("policy attachment %q %q %q", att.Name, att.ContentType, att.PNG)
+	if string(att.Data) != string(onnx) || att.ContentType != "application/octet-stream" || att.Name != f.p1.Name+"-policy.onnx" {
+		t.Errorf("policy attachment %q %q %q", att.Name, att.ContentType, att.Data)
 	}
 
 	big := make([]byte, 2048)
@@ -630,7 +634,7 @@ func TestSchedules(t *testing.T) {
 
 func TestAttachmentContentTypeSurvivesTheOutbox(t *testing.T) {
 	in := bot.Message{Session: "s1", Card: bot.Card{Ref: "r", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{
-		{Name: "a.png", PNG: []byte("png")}, {Name: "p.json", PNG: []byte("{}\n"), ContentType: "application/json"}}}}}}
+		{Name: "a.png", Data: []byte("png")}, {Name: "p.json", Data: []byte("{}\n"), ContentType: "application/json"}}}}}}
 	body, err := bot.EncodeMessage(in)
 	if err != nil {
 		t.Fatal(err)

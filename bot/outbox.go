@@ -32,8 +32,8 @@ func EncodeMessage(m Message) ([]byte, error) {
 	for i := range m.Card.Blocks {
 		for j := range m.Card.Blocks[i].Attachments {
 			a := &m.Card.Blocks[i].Attachments[j]
-			a.Size = len(a.PNG)
-			pngs = append(pngs, a.PNG)
+			a.Size = len(a.Data)
+			pngs = append(pngs, a.Data)
 		}
 	}
 	js, err := json.Marshal(m)
@@ -65,7 +65,7 @@ func DecodeMessage(body []byte) (Message, error) {
 			if a.Size < 0 || a.Size > len(rest) {
 				return m, errors.New("decoding chat message: attachment sizes do not match the body")
 			}
-			a.PNG, rest = rest[:a.Size:a.Size], rest[a.Size:]
+			a.Data, rest = rest[:a.Size:a.Size], rest[a.Size:]
 		}
 	}
 	return m, nil

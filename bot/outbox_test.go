@@ -201,7 +201,7 @@ func TestCardUpdatesCoalesce(t *testing.T) {
 func TestMessageRoundTrip(t *testing.T) {
 	m := bot.Message{Event: session.EventTrialFinished, Session: "s1", Text: "done", Card: bot.Card{Title: "t", Blocks: []bot.Block{
 		bot.Text("x"),
-		{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "a.png", PNG: []byte("\x89PNG-a")}, {Name: "b.png", PNG: bytes.Repeat([]byte{7}, 10000)}}},
+		{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "a.png", Data: []byte("\x89PNG-a")}, {Name: "b.png", Data: bytes.Repeat([]byte{7}, 10000)}}},
 	}}}
 	body, err := bot.EncodeMessage(m)
 	if err != nil {
@@ -246,7 +246,7 @@ func TestNotifierEnqueuesCardsPerPlatformAndNeverBlocks(t *testing.T) {
 	r := &bot.Renderer{Records: db, Space: session.DefaultSpace(), Mentions: map[string][]string{"slack": {"U7"}, "ntfy": {"phone"}},
 		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
 			chartCalls++
-			return []bot.Attachment{{Name: "t002-r0-reward.png", Title: "reward", PNG: []byte("png")}}, nil
+			return []bot.Attachment{{Name: "t002-r0-reward.png", Title: "reward", Data: []byte("png")}}, nil
 		}}
 	n := bot.NewNotifier(bot.NotifierConfig{Queue: db, Renderer: r, Platforms: []string{"slack", "discord"}, Push: []string{"ntfy"}, Buffer: 4})
 	p := fixtureProposal()
@@ -373,8 +373,8 @@ func TestNotifierSummaryCarriesTheRedrawnCharts(t *testing.T) {
 	r := &bot.Renderer{Records: db, Space: session.DefaultSpace(),
 		Charts: func(_ context.Context, _ session.Session, tr session.Trial, _ []string) ([]bot.Attachment, error) {
 			drawn = append(drawn, tr.Ref())
-			return []bot.Attachment{{Name: "t002-r0-reward.png", PNG: []byte("r")}, {Name: "t002-r0-scores.png", PNG: []byte("s")},
-				{Name: "t002-r0-progress.png", PNG: []byte("p")}}, nil
+			return []bot.Attachment{{Name: "t002-r0-reward.png", Data: []byte("r")}, {Name: "t002-r0-scores.png", Data: []byte("s")},
+				{Name: "t002-r0-progress.png", Data: []byte("p")}}, nil
 		}}
 	n := bot.NewNotifier(bot.NotifierConfig{Queue: db, Renderer: r, Platforms: []string{"slack", "discord"}})
 	n.Notify(ctx, session.Event{Kind: session.EventSessionFinished, Session: s, Text: "done"})

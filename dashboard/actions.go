@@ -34,7 +34,7 @@ const maxActionBody = 16 << 10
 func (s *Server) act(f actFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.sameOrigin(r) {
-			writeJSON(w, http.StatusForbidden, map[string]string{"error": "refused: the request did not come from the monitoring page (Origin " + clip(r.Header.Get("Origin"), 80) + ")"})
+			writeJSON(w, http.StatusForbidden, map[string]string{"error": "refused: the request did not come from the monitoring page (Origin " + bot.Truncate(r.Header.Get("Origin"), 80) + ")"})
 			return
 		}
 		who, ok := s.auth.identity(r)
@@ -120,7 +120,7 @@ func (s *Server) decide(ctx context.Context, in bot.Interaction, body map[string
 		}
 		return out, nil
 	default:
-		return outcome{}, notFound("unknown decision %q (approve, reject or edit)", clip(verb, 20))
+		return outcome{}, notFound("unknown decision %q (approve, reject or edit)", bot.Truncate(verb, 20))
 	}
 }
 
@@ -130,7 +130,7 @@ func (s *Server) control(ctx context.Context, in bot.Interaction, _ map[string]s
 	switch verb {
 	case string(bot.VerbPause), string(bot.VerbResume), string(bot.VerbCancel):
 	default:
-		return outcome{}, notFound("unknown action %q (pause, resume or cancel)", clip(verb, 20))
+		return outcome{}, notFound("unknown action %q (pause, resume or cancel)", bot.Truncate(verb, 20))
 	}
 	if _, err := s.lookup(ctx, r.PathValue("id")); err != nil {
 		return outcome{}, err
@@ -196,7 +196,7 @@ func (s *Server) presetView(ctx context.Context, _ Identity, r *http.Request) (a
 	}
 	p, err := s.opt.Store.Preset(ctx, name)
 	if errors.Is(err, session.ErrNotFound) {
-		return nil, notFound("no preset named %q", clip(name, 40))
+		return nil, notFound("no preset named %q", bot.Truncate(name, 40))
 	}
 	if err != nil {
 		return nil, fmt.Errorf("reading preset: %w", err)
@@ -233,7 +233,7 @@ func (s *Server) download(f downloadFunc) http.HandlerFunc {
 					w.Header().Set("Content-Type", a.ContentType)
 					w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": a.Name}))
 					w.Header().Set("Cache-Control", "no-store")
-					_, _ = w.Write(a.PNG)
+					_, _ = w.Write(a.Data)
 					return
 				}
 			}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"tunebot/bot"
 	"tunebot/bot/bottest"
@@ -88,7 +89,7 @@ func newFixture(t *testing.T) *fixture {
 	for _, tr := range []session.Trial{
 		{Number: 0, Rung: 0, Iterations: 300, State: session.TrialCompleted, Source: "baseline", RewardConfig: base, Score: scored(0, true), Metrics: session.Metrics{"fall_rate": 0.01}},
 		{Number: 1, Rung: 0, Iterations: 300, State: session.TrialCompleted, Source: "advisor", RewardConfig: c1, Score: scored(0.05, false, "fall rate 0.050 exceeds the baseline's 0.010 + 0.02")},
-		{Number: 2, Rung: 0, Iterations: 300, State: session.TrialCompleted, Source: "edit", RewardConfig: c2, Score: scored(0.12, true), Metrics: session.Metrics{"fall_rate": 0.005}},
+		{Number: 2, Rung: 0, Iterations: 300, State: session.TrialCompleted, Source: "edit", RunDir: "trial-002-rung-0", Policy: "trial-002-rung-0/policy.onnx", RewardConfig: c2, Score: scored(0.12, true), Metrics: session.Metrics{"fall_rate": 0.005}},
 	} {
 		tr.SessionID = sid
 		if err := db.PutTrial(ctx, tr); err != nil {
@@ -378,6 +379,13 @@ func TestReadViews(t *testing.T) {
 	}
 	if resp := c.get("/api/sessions/nope"); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown session: %d", resp.StatusCode)
+	}
+	// A long id is cut on a character boundary: the error stays valid UTF-8.
+	long := strings.Repeat("日", 60)
+	if resp := c.get("/api/sessions/" + url.PathEscape(long)); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown long session: %d", resp.StatusCode)
+	} else if body := readAll(t, resp); !utf8.ValidString(body) || !strings.Contains(body, strings.Repeat("日", 39)+"…") {
+		t.Errorf("unknown long session: %q", body)
 	}
 
 	tags := decode(t, c.get("/api/sessions/"+sid+"/tags"))

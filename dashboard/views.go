@@ -97,7 +97,7 @@ func (s *Server) sessions(ctx context.Context, _ Identity, _ *http.Request) (any
 func (s *Server) lookup(ctx context.Context, id string) (session.Session, error) {
 	ss, err := s.opt.Store.Session(ctx, id)
 	if errors.Is(err, session.ErrNotFound) {
-		return ss, notFound("session %s does not exist", clip(id, 40))
+		return ss, notFound("session %s does not exist", bot.Truncate(id, 40))
 	}
 	if err != nil {
 		return ss, fmt.Errorf("reading session: %w", err)
@@ -364,10 +364,10 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 			if p.Decision.Edited != nil {
 				v.Edited = changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, *p.Decision.Edited)))
 			}
-			v.Decision = &decisionView{Action: p.Decision.Action, Word: bot.DecidedWord(p), By: p.Decision.By.String(), Platform: p.Decision.By.Platform,
+			v.Decision = &decisionView{Action: p.Decision.Action, Word: session.DecidedWord(p), By: p.Decision.By.String(), Platform: p.Decision.By.Platform,
 				Where: p.Decision.By.Where, At: stamp(p.Decision.At), Feedback: p.Decision.Feedback}
 		} else if p.State == session.ProposalVoid {
-			v.Decision = &decisionView{Action: "void", Word: bot.DecidedWord(p), By: "tunebot", Platform: "tunebot", At: stamp(p.CreatedAt)}
+			v.Decision = &decisionView{Action: "void", Word: session.DecidedWord(p), By: "tunebot", Platform: "tunebot", At: stamp(p.CreatedAt)}
 		}
 		out = append(out, v)
 	}
@@ -458,7 +458,7 @@ func (s *Server) curves(ctx context.Context, _ Identity, r *http.Request) (any, 
 	if v := q.Get("points"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 10 || n > maxPoints {
-			return nil, badRequest("points must be a number from 10 to %d, not %q", maxPoints, clip(v, 20))
+			return nil, badRequest("points must be a number from 10 to %d, not %q", maxPoints, bot.Truncate(v, 20))
 		}
 		points = n
 	}
@@ -475,7 +475,7 @@ func (s *Server) curves(ctx context.Context, _ Identity, r *http.Request) (any, 
 	}
 	for _, tag := range tags {
 		if len(tag) > 200 {
-			return nil, badRequest("tag %q is too long", clip(tag, 40))
+			return nil, badRequest("tag %q is too long", bot.Truncate(tag, 40))
 		}
 	}
 	out := make([]curve, 0, len(refs)*len(tags))
@@ -525,16 +525,9 @@ func parseRefs(s string) ([]session.TrialRef, error) {
 			r, err2 = strconv.Atoi(rung)
 		}
 		if err1 != nil || err2 != nil || n < 0 || r < 0 || n > 9999 || r > 99 {
-			return nil, badRequest("%q is not a trial (write NUMBER@RUNG, e.g. 3@1)", clip(p, 20))
+			return nil, badRequest("%q is not a trial (write NUMBER@RUNG, e.g. 3@1)", bot.Truncate(p, 20))
 		}
 		out = append(out, session.TrialRef{Number: n, Rung: r})
 	}
 	return out, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

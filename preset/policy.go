@@ -12,16 +12,14 @@ import (
 	"tunebot/session"
 )
 
-// PolicyFile is the exported policy a training job leaves in its run directory.
-const PolicyFile = "policy.onnx"
-
 // Session ids are hex (session.newID); anything else is not an id and never becomes a path.
 var sessionIDRE = regexp.MustCompile(`^[0-9a-f]{1,64}$`)
 
-// BestPolicy locates the policy.onnx of the preset's trial under sessionsDir, for upload to
-// chat. The path is built only from the session id and trial number and rung, never from
-// what a person typed; the file must be a regular file that resolves inside sessionsDir and
-// is at most limit bytes (limit <= 0: no limit). trial is the preset's trial as stored.
+// BestPolicy locates the policy of the preset's trial under sessionsDir, for upload to
+// chat. The path is the one the trainer reported and the engine stored on the trial
+// (docs/design.md §4), joined to the session id, never what a person typed; the file must be
+// a regular file that resolves inside sessionsDir and is at most limit bytes (limit <= 0:
+// no limit). trial is the preset's trial as stored.
 func BestPolicy(sessionsDir string, p session.Preset, trial session.Trial, limit int64) (path string, size int64, err error) {
 	if Imported(p) {
 		return "", 0, session.Userf(session.ErrNotFound, "preset %s was imported from a file, so it has no trained policy", p.Name)
@@ -44,13 +42,16 @@ func BestPolicy(sessionsDir string, p session.Preset, trial session.Trial, limit
 	if err != nil {
 		return "", 0, fmt.Errorf("resolving sessions directory: %w", err)
 	}
-	// The engine names run directories trial-NNN-rung-R (docs/design.md §4).
-	runDir := filepath.Join(root, p.SessionID, fmt.Sprintf("trial-%03d-rung-%d", p.Trial.Number, p.Trial.Rung))
-	found, err := findPolicy(runDir)
-	if err != nil {
-		return "", 0, err
+	if trial.Policy == "" || !filepath.IsLocal(trial.Policy) {
+		where := ""
+		if trial.RunDir != "" && filepath.IsLocal(trial.RunDir) {
+			// Trials trained before tunebot recorded the trainer's policy path have none.
+			where = fmt.Sprintf("; look for it in run directory %s of session %s", trial.RunDir, session.Short(p.SessionID))
+		}
+		return "", 0, session.Userf(session.ErrNotFound, "%s of preset %s has no recorded policy%s", p.Trial, p.Name, where)
 	}
-	if found == "" {
+	found := filepath.Join(root, p.SessionID, trial.Policy)
+	if _, err := os.Lstat(found); errors.Is(err, fs.ErrNotExist) {
 		return "", 0, session.Userf(session.ErrNotFound, "the policy of preset %s (%s) is no longer on disk", p.Name, p.Trial)
 	}
 	real, err := filepath.EvalSymlinks(found)
@@ -71,37 +72,6 @@ func BestPolicy(sessionsDir string, p session.Preset, trial session.Trial, limit
 		return real, st.Size(), session.Userf(nil, "the policy of preset %s is %s, above the %s upload limit", p.Name, human(st.Size()), human(limit))
 	}
 	return real, st.Size(), nil
-}
-
-// findPolicy looks for policy.onnx at the top of dir, then below it (exporters differ on
-// where they put it). WalkDir never follows a symlinked directory, and only regular files
-// count, so a link cannot lead the search elsewhere.
-func findPolicy(dir string) (string, error) {
-	top := filepath.Join(dir, PolicyFile)
-	if st, err := os.Lstat(top); err == nil && st.Mode().IsRegular() {
-		return top, nil
-	}
-	var found string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if p == dir {
-				return err
-			}
-			return nil
-		}
-		if !d.IsDir() && d.Name() == PolicyFile && d.Type().IsRegular() {
-			found = p
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	}
-	if err != nil {
-		return "", fmt.Errorf("looking for %s in %s: %w", PolicyFile, dir, err)
-	}
-	return found, nil
 }
 
 func within(root, p string) bool {

@@ -14,6 +14,7 @@ import (
 	"tunebot/preset"
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer"
 )
 
 var alice = session.Actor{Platform: "slack", ID: "U1", Name: "alice"}
@@ -121,7 +122,7 @@ func TestRoundTripExportImportStart(t *testing.T) {
 
 func bytesEqual(a, b []byte) bool { return string(a) == string(b) }
 
-type blockingTrainer struct{}
+type blockingTrainer struct{ trainer.Layout }
 
 func (blockingTrainer) Train(ctx context.Context, _ session.TrainJob, _ session.JobHooks) (session.TrainResult, error) {
 	<-ctx.Done()
@@ -244,7 +245,14 @@ func TestFormat(t *testing.T) {
 func TestBestPolicy(t *testing.T) {
 	const sid = "0123456789abcdef"
 	p := session.Preset{Name: "best", SessionID: sid, Trial: session.TrialRef{Number: 4, Rung: 2}}
-	trial := session.Trial{SessionID: sid, Number: 4, Rung: 2}
+	// The engine stores the path the trainer reported, relative to the session directory.
+	trial := session.Trial{SessionID: sid, Number: 4, Rung: 2, Policy: "trial-004-rung-2/policy.onnx"}
+	below := trial
+	below.Policy = "trial-004-rung-2/exported/policy.onnx"
+	unrecorded := trial
+	unrecorded.Policy, unrecorded.RunDir = "", "trial-004-rung-2"
+	escaping := trial
+	escaping.Policy = "../policy.onnx"
 	outside := filepath.Join(t.TempDir(), "policy.onnx")
 	if err := os.WriteFile(outside, make([]byte, 10), 0o600); err != nil {
 		t.Fatal(err)
@@ -259,10 +267,12 @@ func TestBestPolicy(t *testing.T) {
 		want    string // error text
 	}{
 		{"top", writePolicy("policy.onnx", 100), p, trial, 1000, "policy.onnx", ""},
-		{"below", writePolicy("exported/policy.onnx", 100), p, trial, 0, "exported/policy.onnx", ""},
+		{"below", writePolicy("exported/policy.onnx", 100), p, below, 0, "exported/policy.onnx", ""},
 		{"too big", writePolicy("policy.onnx", 2048), p, trial, 1024, "", "is 2.0 KiB, above the 1.0 KiB upload limit"},
 		{"missing", func(t *testing.T, d string) { mkdir(t, d) }, p, trial, 0, "", "no longer on disk"},
 		{"no run dir", func(t *testing.T, d string) {}, p, trial, 0, "", "no longer on disk"},
+		{"no recorded policy", writePolicy("policy.onnx", 100), p, unrecorded, 0, "", "has no recorded policy; look for it in run directory trial-004-rung-2 of session 01234567"},
+		{"recorded path escapes", writePolicy("policy.onnx", 100), p, escaping, 0, "", "has no recorded policy"},
 		{"imported", writePolicy("policy.onnx", 1), session.Preset{Name: "f"}, trial, 0, "", "imported from a file"},
 		{"other trial", writePolicy("policy.onnx", 1), p, session.Trial{SessionID: sid, Number: 4, Rung: 1}, 0, "", "names trial 4 @ rung 2"},
 		{"not an id", writePolicy("policy.onnx", 1), session.Preset{Name: "x", SessionID: "../x", Trial: p.Trial},
@@ -272,7 +282,7 @@ func TestBestPolicy(t *testing.T) {
 			if err := os.Symlink(outside, filepath.Join(d, "policy.onnx")); err != nil {
 				t.Fatal(err)
 			}
-		}, p, trial, 0, "", "no longer on disk"},
+		}, p, trial, 0, "", "outside the sessions directory"},
 		{"run dir links out", func(t *testing.T, d string) {
 			mkdir(t, filepath.Dir(d))
 			if err := os.Symlink(filepath.Dir(outside), d); err != nil {

@@ -179,12 +179,18 @@ func (e *Engine) Active(ctx context.Context) (Session, bool, error) {
 	if err != nil {
 		return Session{}, false, err
 	}
+	s, ok := FindActive(all)
+	return s, ok, nil
+}
+
+// FindActive returns the active session among all: at most one is active at a time.
+func FindActive(all []Session) (Session, bool) {
 	for _, s := range all {
 		if s.State.Active() {
-			return s, true, nil
+			return s, true
 		}
 	}
-	return Session{}, false, nil
+	return Session{}, false
 }
 
 // Start validates settings, creates a session and starts its baseline.
@@ -402,14 +408,7 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		if len(ps) == 0 {
 			return Proposal{}, Userf(ErrNotFound, "session %s has no proposal waiting for a decision", short(s.ID))
 		}
-		// With none pending, the newest one answers: whoever decided it a moment ago
-		// (two people clicking at once) is named instead of "nothing waiting".
-		id = ps[len(ps)-1].ID
-		for _, p := range ps {
-			if p.State == ProposalPending {
-				id = p.ID
-			}
-		}
+		id = BareDecisionTarget(ps).ID
 	}
 	var tried []Tried
 	if d.Action == ActionEdit {
@@ -417,7 +416,7 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		if err != nil {
 			return Proposal{}, fmt.Errorf("listing trials: %w", err)
 		}
-		tried = triedConfigs(trials)
+		tried = TriedConfigs(trials)
 	}
 	now := time.Now().UTC()
 	p, err := e.cfg.Store.UpdateProposal(ctx, s.ID, id, func(p *Proposal) error {
@@ -426,7 +425,7 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 			if p.Decision != nil {
 				who = fmt.Sprintf(" by %s at %s", p.Decision.By, p.Decision.At.Format("15:04:05 UTC"))
 			}
-			return Userf(ErrConflict, "proposal %d was already %s%s", p.Seq, decidedWord(p), who)
+			return Userf(ErrConflict, "proposal %d was already %s%s", p.Seq, DecidedWord(*p), who)
 		}
 		dec := &Decision{Action: d.Action, By: d.By, At: now, Feedback: d.Feedback}
 		switch d.Action {
@@ -457,7 +456,7 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 	if now, err := e.cfg.Store.Session(ctx, s.ID); err == nil {
 		s = now // a pause may have come in since the first read
 	}
-	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, decidedWord(&p), d.By)
+	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, DecidedWord(p), d.By)
 	if s.State == StatePaused && p.State == ProposalApproved {
 		text += "; " + PausedApprovalNote
 	}
@@ -469,16 +468,34 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 	return p, nil
 }
 
-func decidedWord(p *Proposal) string {
+// BareDecisionTarget is the proposal a decision that names none ("approve" in a thread)
+// is about: the pending one, or with none pending the newest, so that whoever decided it a
+// moment ago (two people clicking at once) is named instead of "nothing waiting". ps is a
+// session's proposals, oldest first, and not empty.
+func BareDecisionTarget(ps []Proposal) Proposal {
+	target := ps[len(ps)-1]
+	for _, p := range ps {
+		if p.State == ProposalPending {
+			target = p
+		}
+	}
+	return target
+}
+
+// DecidedWord says how a proposal was decided, in the words every surface uses
+// ("approved", "edited and approved", "rejected", "voided (…)").
+func DecidedWord(p Proposal) string {
 	switch {
+	case p.State == ProposalVoid && p.Decision != nil:
+		return "voided (approved, but the session moved on before it ran)"
+	case p.State == ProposalVoid:
+		return "voided (the session moved on before it was decided)"
 	case p.Decision != nil && p.Decision.Action == ActionEdit:
 		return "edited and approved"
-	case p.State == ProposalApproved, p.State == ProposalUsed:
-		return "approved"
-	case p.State == ProposalRejected:
+	case p.Decision != nil && p.Decision.Action == ActionReject, p.State == ProposalRejected:
 		return "rejected"
-	case p.State == ProposalVoid:
-		return "voided"
+	case p.Decision != nil, p.State == ProposalApproved, p.State == ProposalUsed:
+		return "approved"
 	}
 	return string(p.State)
 }
@@ -806,7 +823,9 @@ func short(id string) string {
 // Short is the 8-character form of a session id used in names and messages.
 func Short(id string) string { return short(id) }
 
-func triedConfigs(trials []Trial) []Tried {
+// TriedConfigs lists the configurations a session has trained (its rung-0 trials): a
+// proposal or an edit that merges to one of them is a duplicate (docs/design.md §5).
+func TriedConfigs(trials []Trial) []Tried {
 	var out []Tried
 	for _, t := range trials {
 		if t.Rung == 0 {

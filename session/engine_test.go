@@ -14,11 +14,13 @@ import (
 
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer"
 )
 
 // fakeTrainer runs jobs in-process: it writes a checkpoint file, returns metrics from a
 // simple response surface, and can block, fail or count jobs on demand.
 type fakeTrainer struct {
+	trainer.Layout
 	mu        sync.Mutex
 	trains    map[session.TrialRef]int
 	evals     map[session.TrialRef]int
@@ -332,6 +334,11 @@ func TestAutomaticSessionRunsTheWholeLadder(t *testing.T) {
 		count[tr.Rung]++
 		if tr.State != session.TrialCompleted {
 			t.Errorf("trial %d@%d is %s: %s", tr.Number, tr.Rung, tr.State, tr.Reason)
+		}
+		// The trainer names the run dir and reports the policy; the trial keeps both,
+		// relative to the session directory, for /tune policy to read.
+		if want := (trainer.Layout{}).RunDir(tr.Ref()); tr.RunDir != want || tr.Policy != filepath.Join(want, "policy.onnx") {
+			t.Errorf("trial %d@%d run dir %q, policy %q; want %q and its policy.onnx", tr.Number, tr.Rung, tr.RunDir, tr.Policy, want)
 		}
 		if tr.Rung > 0 {
 			want := filepath.Join(h.eng.SessionDir(s.ID), fmt.Sprintf("trial-%03d-rung-%d", tr.Number, tr.Rung-1), fmt.Sprintf("model_%d.pt", s.Settings.Rungs[tr.Rung-1]))

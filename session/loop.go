@@ -328,7 +328,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	baseTrial := n.trial(bestNum, 0)
 	req := ProposalRequest{
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
-		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(triedConfigs(n.trials), rejectedConfigs(n.proposals)...),
+		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...),
 		Seed: s.Settings.Seed,
 	}
 	for _, t := range r0 {
@@ -365,12 +365,13 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		if ctx.Err() != nil {
 			return Proposal{}, ctx.Err()
 		}
+		why, _ := UserMessage(advisorErr)
 		if !s.Settings.Fallback || e.cfg.Sampler == nil {
-			return Proposal{}, &UserError{Msg: "the advisor could not propose: " + userMessage(advisorErr) + "; resume to ask again", Err: advisorErr}
+			return Proposal{}, &UserError{Msg: "the advisor could not propose: " + why + "; resume to ask again", Err: advisorErr}
 		}
 		if e.cfg.Advisor != nil {
 			log.Warn("advisor failed; the sampler proposes instead", "err", advisorErr)
-			e.audit(ctx, s.ID, "advisor_fallback", System, map[string]any{"error": userMessage(advisorErr)})
+			e.audit(ctx, s.ID, "advisor_fallback", System, map[string]any{"error": why})
 		}
 		sreq := req
 		sreq.Space = e.spaceFor(s.Settings, SourceSampler)
@@ -379,7 +380,8 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 			if ctx.Err() != nil {
 				return Proposal{}, ctx.Err()
 			}
-			return Proposal{}, &UserError{Msg: "the numeric sampler could not propose: " + userMessage(err) + "; resume to ask again", Err: err}
+			why, _ := UserMessage(err)
+			return Proposal{}, &UserError{Msg: "the numeric sampler could not propose: " + why + "; resume to ask again", Err: err}
 		}
 		if sug.Source == "" {
 			sug.Source = SourceSampler
@@ -421,7 +423,8 @@ func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Sugge
 		return Suggestion{}, err
 	}
 	if _, err := req.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
-		return Suggestion{}, fmt.Errorf("its patch breaks the rules: %w", err)
+		// One line, with the rule it breaks: it becomes part of the session's pause reason.
+		return Suggestion{}, &UserError{Msg: "its patch breaks the rules: " + err.Error(), Err: err}
 	}
 	return sug, nil
 }
@@ -436,14 +439,6 @@ func (e *Engine) spaceFor(st Settings, source string) *Space {
 	sp := *e.cfg.Space
 	sp.MaxChanges = st.SamplerMaxChanges
 	return &sp
-}
-
-func userMessage(err error) string {
-	var ue *UserError
-	if errors.As(err, &ue) {
-		return ue.Msg
-	}
-	return err.Error()
 }
 
 // summary is what proposers see of a trial, with curves (when asked for) cut to 64 points
@@ -482,7 +477,7 @@ func (e *Engine) runProposal(ctx context.Context, n snapshot, p Proposal, next i
 	if p.Decision == nil || p.Decision.Edited == nil {
 		space = e.spaceFor(n.s.Settings, p.Source)
 	}
-	merged, err := space.Validate(p.Base, p.Effective(), triedConfigs(n.trials))
+	merged, err := space.Validate(p.Base, p.Effective(), TriedConfigs(n.trials))
 	if err != nil {
 		// A configuration can become a duplicate only through a race with another trial;
 		// refuse it and ask again rather than spend GPU time on it.
@@ -519,15 +514,13 @@ func (e *Engine) setState(ctx context.Context, id string, st State, msg string, 
 	})
 }
 
-func runDirName(num, rung int) string { return fmt.Sprintf("trial-%03d-rung-%d", num, rung) }
-
 // runTrial trains (unless a finished training run is already there) and evaluates t,
 // then scores it. A failed job fails the trial, not the session.
 func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Logger) error {
 	s := n.s
 	log = log.With("trial", t.Number, "rung", t.Rung)
 	sdir := e.SessionDir(s.ID)
-	t.RunDir = runDirName(t.Number, t.Rung)
+	t.RunDir = e.cfg.Trainer.RunDir(t.Ref())
 	runDir := filepath.Join(sdir, t.RunDir)
 	if t.Trained && t.Checkpoint != "" {
 		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
@@ -539,7 +532,7 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Lo
 		if err := os.RemoveAll(runDir); err != nil {
 			return fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
 		}
-		t.Progress, t.Checkpoint, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", nil, nil, "", ""
+		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
 	}
 	if _, err := e.setState(ctx, s.ID, StateRunning, fmt.Sprintf("trial %d @ rung %d running", t.Number, t.Rung), func(x *Session) { x.Reason = "" }); err != nil {
 		return err
@@ -552,7 +545,7 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Lo
 			return nil // step pauses; the evaluation runs on resume
 		}
 	}
-	ev, err := e.evaluate(ctx, s, &t, runDir, "evaluation.json", s.Settings.EvalSeeds, log)
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(false), s.Settings.EvalSeeds, log)
 	if err != nil {
 		return e.trialDone(ctx, s, t, err, log)
 	}
@@ -639,6 +632,14 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 		return fmt.Errorf("checkpoint %s is outside the session directory", res.Checkpoint)
 	}
 	t.Checkpoint, t.Trained, t.Progress = rel, true, res.Iteration
+	t.Policy = ""
+	if res.Policy != "" {
+		prel, perr := filepath.Rel(sdir, res.Policy)
+		if perr != nil || !filepath.IsLocal(prel) {
+			return fmt.Errorf("policy %s is outside the session directory", res.Policy)
+		}
+		t.Policy = prel
+	}
 	if len(res.Series) > 0 {
 		if err := e.putSeries(ctx, s.ID, t.Ref(), res.Series); err != nil {
 			log.Error("saving series", "err", err)
@@ -817,7 +818,7 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, t Trial, log *slog.L
 	s := n.s
 	log = log.With("trial", t.Number, "rung", t.Rung)
 	runDir := filepath.Join(e.SessionDir(s.ID), t.RunDir)
-	ev, err := e.evaluate(ctx, s, &t, runDir, "evaluation-final.json", s.Settings.FinalEvalSeeds, log)
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(true), s.Settings.FinalEvalSeeds, log)
 	t.State = TrialCompleted
 	if err != nil {
 		if ctx.Err() != nil {

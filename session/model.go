@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -133,6 +134,7 @@ type Trial struct {
 	RewardConfig RewardConfig  `json:"reward_config"`
 	RunDir       string        `json:"run_dir"`              // relative to the session directory
 	Checkpoint   string        `json:"checkpoint,omitempty"` // relative to the session directory
+	Policy       string        `json:"policy,omitempty"`     // the exported policy.onnx, relative to the session directory
 	Trained      bool          `json:"trained,omitempty"`    // training finished with a checkpoint and policy
 	Progress     int           `json:"progress,omitempty"`   // newest iteration seen while training
 	Metrics      Metrics       `json:"metrics,omitempty"`
@@ -282,6 +284,37 @@ type UserError struct {
 
 func (e *UserError) Error() string { return e.Msg }
 func (e *UserError) Unwrap() error { return e.Err }
+
+// UserMessage is the text a person sees for err, and whether err was meant for a person:
+// the outermost UserError's message or InvalidError's problems (each on its own "• " line)
+// in err's chain; otherwise err.Error() and false, which a chat surface replaces by a
+// generic line and logs (STYLE.md rule 4). Every surface that shows an error calls this.
+func UserMessage(err error) (string, bool) {
+	if msg, ok := userFacing(err); ok {
+		return msg, true
+	}
+	return err.Error(), false
+}
+
+func userFacing(err error) (string, bool) {
+	switch e := err.(type) {
+	case nil:
+		return "", false
+	case *UserError:
+		return e.Msg, true
+	case *InvalidError:
+		return e.What + ":\n• " + strings.Join(e.Problems, "\n• "), true
+	case interface{ Unwrap() error }:
+		return userFacing(e.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			if msg, ok := userFacing(inner); ok {
+				return msg, true
+			}
+		}
+	}
+	return "", false
+}
 
 // Userf returns a UserError with a formatted message wrapping sentinel (which may be nil).
 func Userf(sentinel error, format string, args ...any) error {

@@ -137,6 +137,12 @@ type JobHooks struct {
 type Trainer interface {
 	Train(ctx context.Context, job TrainJob, hooks JobHooks) (TrainResult, error)
 	Evaluate(ctx context.Context, job EvalJob, hooks JobHooks) (Evaluation, error)
+	// RunDir names trial ref's run directory, relative to the session directory: the
+	// layout of run directories belongs to the trainer, the core only joins paths.
+	RunDir(ref TrialRef) string
+	// EvaluationFile names the file an evaluation job writes in the run directory: the
+	// rung's evaluation, or (final) the one on the final seeds.
+	EvaluationFile(final bool) string
 	// EndOrphan ends the process group p if it is still the same process (same start
 	// time) left by a crashed tunebot, and waits until it is gone.
 	EndOrphan(ctx context.Context, p Proc) error

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tunebot/session"
 )
 
 func TestParseStat(t *testing.T) {
@@ -78,5 +80,72 @@ func TestNewestCheckpointIsNumeric(t *testing.T) {
 	p, n, ok := newestCheckpoint(dir)
 	if !ok || n != 1000 || filepath.Base(p) != "model_1000.pt" {
 		t.Errorf("newestCheckpoint = %s, %d, %v; want model_1000.pt", p, n, ok)
+	}
+}
+
+func TestFindPolicy(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), PolicyFile)
+	if err := os.WriteFile(outside, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(t *testing.T, p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(t *testing.T, target, p string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name   string
+		layout func(t *testing.T, dir string)
+		want   string // relative to dir, "" for none
+	}{
+		{"top", func(t *testing.T, d string) { write(t, filepath.Join(d, PolicyFile)) }, PolicyFile},
+		{"below", func(t *testing.T, d string) { write(t, filepath.Join(d, "exported", PolicyFile)) }, "exported/" + PolicyFile},
+		{"none", func(t *testing.T, d string) {}, ""},
+		// A symlinked policy.onnx is not followed, at the top or below: the policy the
+		// daemon uploads must be the one the job wrote in its run dir.
+		{"symlink at top", func(t *testing.T, d string) { link(t, outside, filepath.Join(d, PolicyFile)) }, ""},
+		{"symlink below", func(t *testing.T, d string) { link(t, outside, filepath.Join(d, "exported", PolicyFile)) }, ""},
+		{"symlink at top, file below", func(t *testing.T, d string) {
+			link(t, outside, filepath.Join(d, PolicyFile))
+			write(t, filepath.Join(d, "exported", PolicyFile))
+		}, "exported/" + PolicyFile},
+		{"symlinked directory", func(t *testing.T, d string) { link(t, filepath.Dir(outside), filepath.Join(d, "exported")) }, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			tc.layout(t, dir)
+			got, ok := findPolicy(dir)
+			want := ""
+			if tc.want != "" {
+				want = filepath.Join(dir, tc.want)
+			}
+			if got != want || ok != (want != "") {
+				t.Errorf("findPolicy = %q, %v; want %q", got, ok, want)
+			}
+		})
+	}
+}
+
+func TestLayout(t *testing.T) {
+	var l Layout
+	if got := l.RunDir(session.TrialRef{Number: 7, Rung: 2}); got != "trial-007-rung-2" {
+		t.Errorf("RunDir = %q", got)
+	}
+	if l.EvaluationFile(false) != "evaluation.json" || l.EvaluationFile(true) != "evaluation-final.json" {
+		t.Errorf("EvaluationFile = %q, %q", l.EvaluationFile(false), l.EvaluationFile(true))
 	}
 }

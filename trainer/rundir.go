@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"fmt"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -121,11 +122,31 @@ func newestCheckpoint(dir string) (path string, n int, found bool) {
 	return path, n, found
 }
 
+// RunDir names the run directory of a trial inside its session directory
+// (docs/design.md §4): trial-NNN-rung-R.
+func (Layout) RunDir(ref session.TrialRef) string {
+	return fmt.Sprintf("trial-%03d-rung-%d", ref.Number, ref.Rung)
+}
+
+// EvaluationFile names the file an evaluation job writes in the run directory: the
+// rung's evaluation, or the final one on fresh seeds (docs/design.md §3, §4).
+func (Layout) EvaluationFile(final bool) string {
+	if final {
+		return FinalEvaluationFile
+	}
+	return EvaluationFile
+}
+
+// Layout is the run-directory layout of docs/design.md §4. Runner embeds it, and so may any
+// session.Trainer that writes run directories the way tunebot's jobs do.
+type Layout struct{}
+
 // findPolicy finds policy.onnx in dir, or else the first one below it (exporters differ on
-// where they put it, e.g. exported/policy.onnx).
+// where they put it, e.g. exported/policy.onnx). Only regular files count: a symlink, at
+// the top or below, is never followed, so a link cannot lead the policy elsewhere.
 func findPolicy(dir string) (string, bool) {
 	top := filepath.Join(dir, PolicyFile)
-	if st, err := os.Stat(top); err == nil && st.Mode().IsRegular() {
+	if st, err := os.Lstat(top); err == nil && st.Mode().IsRegular() {
 		return top, true
 	}
 	var found string

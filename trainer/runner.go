@@ -29,6 +29,7 @@ var _ session.Trainer = (*Runner)(nil)
 // Runner runs trainer jobs from its templates. It is safe for concurrent use; jobs that
 // want the same GPU wait for each other through the shared Lease.
 type Runner struct {
+	Layout
 	t      Templates
 	lease  *Lease
 	logger *slog.Logger
@@ -91,11 +92,13 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 
 // Run-dir file names of the contract.
 const (
-	RewardConfigFile = "reward_config.json"
-	PolicyFile       = "policy.onnx"
-	TrainLog         = "train.log"
-	EvaluateLog      = "evaluate.log"
-	EvalEventsDir    = "evaluation-events"
+	RewardConfigFile    = "reward_config.json"
+	PolicyFile          = "policy.onnx"
+	EvaluationFile      = "evaluation.json"
+	FinalEvaluationFile = "evaluation-final.json"
+	TrainLog            = "train.log"
+	EvaluateLog         = "evaluate.log"
+	EvalEventsDir       = "evaluation-events"
 )
 
 // RunName is the {run_name} of a trial: <run_name>-t<NNN>-r<R>.

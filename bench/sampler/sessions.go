@@ -16,6 +16,7 @@ import (
 	"tunebot/advisor"
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer"
 	"tunebot/trainer/sim"
 )
 
@@ -30,6 +31,7 @@ const heldOut = 1000
 // Evaluation seeds are offset by rep*1000: each repetition of a session is another
 // realisation of the noise, as another training run would be.
 type memTrainer struct {
+	trainer.Layout
 	surf *sim.Surface
 	rep  int
 }

@@ -5,17 +5,17 @@ package bottest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"tunebot/session"
+	"tunebot/trainer"
 )
 
 // NoTrainer is a trainer the tests never reach: the sessions they build are paused or
 // finished, so nothing starts a job.
-type NoTrainer struct{}
+type NoTrainer struct{ trainer.Layout }
 
 // Train implements session.Trainer.
 func (NoTrainer) Train(context.Context, session.TrainJob, session.JobHooks) (session.TrainResult, error) {
@@ -54,15 +54,17 @@ func PolicyTrial(t testing.TB, st Records, sessionsDir string, p session.Preset,
 	if err := st.CreateSession(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	tr := session.Trial{SessionID: p.SessionID, Number: p.Trial.Number, Rung: p.Trial.Rung, State: session.TrialCompleted}
+	runDir := trainer.Layout{}.RunDir(p.Trial)
+	tr := session.Trial{SessionID: p.SessionID, Number: p.Trial.Number, Rung: p.Trial.Rung, State: session.TrialCompleted,
+		RunDir: runDir, Policy: filepath.Join(runDir, trainer.PolicyFile)}
 	if err := st.PutTrial(ctx, tr); err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(sessionsDir, p.SessionID, fmt.Sprintf("trial-%03d-rung-%d", p.Trial.Number, p.Trial.Rung))
+	dir := filepath.Join(sessionsDir, p.SessionID, runDir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "policy.onnx")
+	path := filepath.Join(sessionsDir, p.SessionID, tr.Policy)
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -191,12 +191,8 @@ func (c *Console) active(ctx context.Context) (string, bool) {
 	if err != nil {
 		return "", false
 	}
-	for _, s := range all {
-		if s.State.Active() {
-			return s.ID, true
-		}
-	}
-	return "", false
+	s, ok := session.FindActive(all)
+	return s.ID, ok
 }
 
 func (c *Console) reply(r bot.Reply) {
@@ -277,7 +273,7 @@ func (c *Console) save(card bot.Card) map[string]string {
 	paths := map[string]string{}
 	for _, b := range card.Blocks {
 		for _, a := range b.Attachments {
-			if len(a.PNG) == 0 || c.dir == "" {
+			if len(a.Data) == 0 || c.dir == "" {
 				continue
 			}
 			sub := "charts"
@@ -294,7 +290,7 @@ func (c *Console) save(card bot.Card) map[string]string {
 				continue
 			}
 			path := filepath.Join(dir, name)
-			if err := os.WriteFile(path, a.PNG, 0o644); err != nil {
+			if err := os.WriteFile(path, a.Data, 0o644); err != nil {
 				c.log.Error("saving a chart", "path", path, "err", err)
 				continue
 			}

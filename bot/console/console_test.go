@@ -71,7 +71,7 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	c := console.New(out, nil, dir, nil, db, session.DefaultSpace(), nil)
 	c.Attach(eng)
 	c.SetCharts(func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
-		return []bot.Attachment{{Name: "../../t000-r0-reward.png", Title: "Mean episode reward", PNG: []byte("\x89PNG fake")}}, nil
+		return []bot.Attachment{{Name: "../../t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
 	})
 	half := tr
 	half.State, half.Progress = session.TrialTraining, 150

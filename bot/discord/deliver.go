@@ -34,23 +34,11 @@ func parseLoc(v string) (string, []string, bool) {
 	return ch, strings.Split(ids, ","), true
 }
 
-func (a *Adapter) ref(ctx context.Context, key string) (string, bool, error) {
-	return bot.Refs{Store: a.cfg.Store, Platform: Platform}.Get(ctx, key)
-}
-
-func (a *Adapter) put(ctx context.Context, key, v string) error {
-	return bot.Refs{Store: a.cfg.Store, Platform: Platform}.Put(ctx, key, v)
-}
-
 // Deliver posts or edits one outbox item: a session's root card in the configured channel
 // (edited in place afterwards, with the session's thread started from it), every other
 // card in that thread, a proposal card edited in place when its decision arrives.
 func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
-	c := d.Message.Card
-	sid := d.Thread
-	if sid == "" {
-		sid = c.Session
-	}
+	c, sid := d.Message.Card, d.Session()
 	parts := Render(c, RenderOptions{MaxUpload: a.cfg.MaxUpload})
 	if c.Kind == "root" {
 		return a.deliverRoot(ctx, sid, c, parts)
@@ -60,7 +48,7 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 		return err
 	}
 	if d.Key != "" {
-		if v, ok, err := a.ref(ctx, cardKey(d.Key)); err != nil {
+		if v, ok, err := a.refs.Get(ctx, cardKey(d.Key)); err != nil {
 			return err
 		} else if ok {
 			if ch, ids, ok := parseLoc(v); ok {
@@ -70,7 +58,7 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 	}
 	start := 0
 	if len(parts) > 1 {
-		if v, ok, err := a.ref(ctx, sentKey(d.ID)); err != nil {
+		if v, ok, err := a.refs.Get(ctx, sentKey(d.ID)); err != nil {
 			return err
 		} else if ok {
 			start, _ = strconv.Atoi(v)
@@ -84,24 +72,24 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 		}
 		ids = append(ids, m.ID)
 		if d.Key != "" && i == 0 {
-			if err := a.put(ctx, cardKey(d.Key), loc(thread, ids)); err != nil {
+			if err := a.refs.Put(ctx, cardKey(d.Key), loc(thread, ids)); err != nil {
 				return err
 			}
 		}
 		if len(parts) > 1 {
-			if err := a.put(ctx, sentKey(d.ID), strconv.Itoa(i+1)); err != nil {
+			if err := a.refs.Put(ctx, sentKey(d.ID), strconv.Itoa(i+1)); err != nil {
 				return err
 			}
 		}
 	}
 	if d.Key != "" && len(ids) > 1 && start == 0 {
-		return a.put(ctx, cardKey(d.Key), loc(thread, ids))
+		return a.refs.Put(ctx, cardKey(d.Key), loc(thread, ids))
 	}
 	return nil
 }
 
 func (a *Adapter) deliverRoot(ctx context.Context, sid string, c bot.Card, parts []Part) error {
-	if v, ok, err := a.ref(ctx, rootKey(sid)); err != nil {
+	if v, ok, err := a.refs.Get(ctx, rootKey(sid)); err != nil {
 		return err
 	} else if ok {
 		if ch, ids, ok := parseLoc(v); ok {
@@ -122,11 +110,11 @@ func (a *Adapter) deliverRoot(ctx context.Context, sid string, c bot.Card, parts
 func (a *Adapter) ensureThread(ctx context.Context, sid string, root *bot.Card) (string, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if tid, ok, err := a.ref(ctx, sthreadKey(sid)); err != nil || ok {
+	if tid, ok, err := a.refs.Get(ctx, sthreadKey(sid)); err != nil || ok {
 		return tid, err
 	}
 	ch, msg := "", ""
-	if v, ok, err := a.ref(ctx, rootKey(sid)); err != nil {
+	if v, ok, err := a.refs.Get(ctx, rootKey(sid)); err != nil {
 		return "", err
 	} else if c, ids, ok2 := parseLoc(v); ok && ok2 {
 		ch, msg = c, ids[0]
@@ -142,11 +130,11 @@ func (a *Adapter) ensureThread(ctx context.Context, sid string, root *bot.Card) 
 			return "", err
 		}
 		ch, msg = a.cfg.ChannelID, m.ID
-		if err := a.put(ctx, rootKey(sid), loc(ch, []string{msg})); err != nil {
+		if err := a.refs.Put(ctx, rootKey(sid), loc(ch, []string{msg})); err != nil {
 			return "", err
 		}
 	}
-	name := cut("tunebot session "+session.Short(sid), 100)
+	name := bot.Truncate("tunebot session "+session.Short(sid), 100)
 	th, p, err := call(ctx, func(o ...discordgo.RequestOption) (*discordgo.Channel, error) {
 		return a.dg.MessageThreadStartComplex(ch, msg, &discordgo.ThreadStart{Name: name, AutoArchiveDuration: 10080}, o...)
 	})
@@ -159,10 +147,10 @@ func (a *Adapter) ensureThread(ctx context.Context, sid string, root *bot.Card) 
 	default:
 		return "", a.classify(err, p, "starting the session thread")
 	}
-	if err := a.put(ctx, threadKey(tid), sid); err != nil {
+	if err := a.refs.Put(ctx, threadKey(tid), sid); err != nil {
 		return "", err
 	}
-	if err := a.put(ctx, sthreadKey(sid), tid); err != nil {
+	if err := a.refs.Put(ctx, sthreadKey(sid), tid); err != nil {
 		return "", err
 	}
 	a.log.Info("session thread started", "session", sid, "thread", tid)
@@ -205,7 +193,7 @@ func (a *Adapter) editParts(ctx context.Context, key, ch string, ids []string, p
 		}
 	}
 	if changed {
-		return a.put(ctx, key, loc(ch, ids))
+		return a.refs.Put(ctx, key, loc(ch, ids))
 	}
 	return nil
 }
@@ -222,7 +210,7 @@ func files(atts []bot.Attachment) []*discordgo.File {
 		if ct == "" {
 			ct = "image/png" // a chart
 		}
-		out = append(out, &discordgo.File{Name: a.Name, ContentType: ct, Reader: bytes.NewReader(a.PNG)})
+		out = append(out, &discordgo.File{Name: a.Name, ContentType: ct, Reader: bytes.NewReader(a.Data)})
 	}
 	return out
 }

@@ -66,10 +66,11 @@ type Config struct {
 
 // Adapter is the Discord chat adapter: a bot.Sink for the outbox and the gateway client.
 type Adapter struct {
-	cfg Config
-	api *url.URL // cfg.APIURL parsed
-	dg  *discordgo.Session
-	log *slog.Logger
+	cfg  Config
+	api  *url.URL // cfg.APIURL parsed
+	dg   *discordgo.Session
+	log  *slog.Logger
+	refs bot.Refs
 
 	mu      sync.Mutex // serialises thread creation per process
 	flight  sync.WaitGroup
@@ -141,7 +142,7 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Dialer != nil {
 		dg.Dialer = cfg.Dialer
 	}
-	a := &Adapter{cfg: cfg, api: to, dg: dg, log: cfg.Logger.With("platform", Platform)}
+	a := &Adapter{cfg: cfg, api: to, dg: dg, log: cfg.Logger.With("platform", Platform), refs: bot.Refs{Store: cfg.Store, Platform: Platform}}
 	sdkLogger.Store(a.log)
 	sdkLoggerOnce.Do(func() {
 		discordgo.Logger = func(level, _ int, format string, args ...any) {

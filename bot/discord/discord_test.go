@@ -39,7 +39,7 @@ func TestRenderKeepsEveryPartWithinDiscordLimits(t *testing.T) {
 	png := func(n int) []byte { return make([]byte, n) }
 	var many []bot.Attachment
 	for i := range 23 {
-		many = append(many, bot.Attachment{Name: "chart " + string(rune('a'+i)) + ".png", Title: "chart", PNG: png(1 << 20)})
+		many = append(many, bot.Attachment{Name: "chart " + string(rune('a'+i)) + ".png", Title: "chart", Data: png(1 << 20)})
 	}
 	var fields []string
 	for range 40 {
@@ -65,7 +65,7 @@ func TestRenderKeepsEveryPartWithinDiscordLimits(t *testing.T) {
 		{"many long fields", bot.Card{Title: "t", Blocks: []bot.Block{bot.Fields(fields...)}}, 0, "…"},
 		{"big table", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &bot.Table{Caption: "c", Columns: []string{"a", "b", "c", "d"}, Rows: rows}}}}, 0, "```"},
 		{"23 one-MiB charts", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: many}}}, 0, ""},
-		{"oversized chart", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "x.png", PNG: png(11 << 20)}}}}}, 1, "over Discord's 10 MiB upload limit"},
+		{"oversized chart", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "x.png", Data: png(11 << 20)}}}}}, 1, "over Discord's 10 MiB upload limit"},
 		{"30 buttons", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockActions, Actions: actions}}}, 1, "5 buttons left out"},
 	}
 	for _, tc := range cases {
@@ -84,7 +84,7 @@ func TestRenderKeepsEveryPartWithinDiscordLimits(t *testing.T) {
 				}
 				bytes := 0
 				for _, f := range p.Files {
-					bytes += len(f.PNG)
+					bytes += len(f.Data)
 				}
 				if bytes > discord.DefaultMaxUpload {
 					t.Errorf("part %d uploads %d bytes", i, bytes)
@@ -388,9 +388,9 @@ func TestCommandsFitDiscord(t *testing.T) {
 func TestRenderAttachesFilesAsFiles(t *testing.T) {
 	data := []byte(`{"weights": {}}`)
 	c := bot.Card{Title: "preset p1", Blocks: []bot.Block{bot.Text("p1.json is the file"), {Kind: bot.BlockAttachments, Attachments: []bot.Attachment{
-		{Name: "p1.json", Title: "preset p1", PNG: data, Size: len(data), ContentType: bot.ContentJSON},
-		{Name: "big-policy.onnx", Title: "policy", PNG: make([]byte, 11<<20), ContentType: bot.ContentBinary},
-		{Name: "curves.png", Title: "curves", PNG: []byte("png")},
+		{Name: "p1.json", Title: "preset p1", Data: data, Size: len(data), ContentType: bot.ContentJSON},
+		{Name: "big-policy.onnx", Title: "policy", Data: make([]byte, 11<<20), ContentType: bot.ContentBinary},
+		{Name: "curves.png", Title: "curves", Data: []byte("png")},
 	}}}}
 	parts := discord.Render(c, discord.RenderOptions{})
 	if len(parts) != 1 {

@@ -162,7 +162,7 @@ func CommandText(d discordgo.ApplicationCommandInteractionData) (string, error) 
 	case "schedule add":
 		spec := opt("cron")
 		if strings.ContainsAny(spec, quotes) {
-			return "", session.Userf(nil, "cron: %q must not contain quotes", cut(spec, 40))
+			return "", session.Userf(nil, "cron: %q must not contain quotes", bot.Truncate(spec, 40))
 		}
 		words = append(words, `"`+spec+`"`)
 		if v := opt("if_busy"); v != "" {
@@ -184,7 +184,7 @@ func CommandText(d discordgo.ApplicationCommandInteractionData) (string, error) 
 				v = fmt.Sprint(x)
 			}
 			if strings.IndexFunc(v, unicode.IsSpace) >= 0 || v == "" {
-				return "", session.Userf(nil, "%s: %q must be one word without spaces", o.Name, cut(v, 40))
+				return "", session.Userf(nil, "%s: %q must be one word without spaces", o.Name, bot.Truncate(v, 40))
 			}
 			words = append(words, o.Name+"="+v)
 		}
@@ -217,16 +217,15 @@ func (a *Adapter) Run(ctx context.Context, h Handler) error {
 			a.onMessage(rctx, h, m.Message)
 		})
 	}
-	for wait := time.Second; ; wait = min(2*wait, 5*time.Minute) {
+	for attempt := 0; ; attempt++ {
 		err := a.connect(ctx)
 		if err == nil {
 			break
 		}
+		wait := bot.Backoff(attempt, 5*time.Minute)
 		a.log.Error("connecting to Discord; retrying", "err", err, "in", wait)
-		select {
-		case <-ctx.Done():
+		if !bot.Sleep(ctx, wait) {
 			return nil
-		case <-time.After(wait):
 		}
 	}
 	<-ctx.Done()
@@ -234,11 +233,7 @@ func (a *Adapter) Run(ctx context.Context, h Handler) error {
 	if err := a.dg.Close(); err != nil {
 		a.log.Warn("closing the Discord gateway", "err", err)
 	}
-	done := make(chan struct{})
-	go func() { a.flight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
+	if !bot.Drain(&a.flight) {
 		a.log.Warn("Discord answers still in flight at shutdown")
 	}
 	return nil
@@ -298,7 +293,7 @@ func (a *Adapter) base(ctx context.Context, channel, guild string, m *discordgo.
 	if m != nil {
 		in.Roles = m.Roles
 	}
-	if sid, ok, err := a.ref(ctx, threadKey(channel)); err != nil {
+	if sid, ok, err := a.refs.Get(ctx, threadKey(channel)); err != nil {
 		a.log.Error("looking up a thread's session", "err", err)
 	} else if ok {
 		in.Channel, in.Thread, in.SessionID = a.cfg.ChannelID, channel, sid
@@ -365,7 +360,7 @@ func (a *Adapter) onInteraction(ctx context.Context, h Handler, i *discordgo.Int
 
 func ephemeral(text string) *discordgo.InteractionResponse {
 	return &discordgo.InteractionResponse{Type: discordgo.InteractionResponseChannelMessageWithSource,
-		Data: &discordgo.InteractionResponseData{Content: cut(text, MaxContent), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: allowed(nil)}}
+		Data: &discordgo.InteractionResponseData{Content: bot.Truncate(text, MaxContent), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: allowed(nil)}}
 }
 
 // respond sends the first answer; when Discord no longer knows the interaction (too late,
@@ -541,11 +536,11 @@ func (a *Adapter) send(ctx context.Context, f *inflow, p Part, private bool) {
 			names = append(names, a.Name)
 		}
 		p.Files = nil
-		p.Content = cut(strings.TrimSpace(p.Content+" ⚠ not attached here, since this answer was for you only and Discord's interaction expired: "+
+		p.Content = bot.Truncate(strings.TrimSpace(p.Content+" ⚠ not attached here, since this answer was for you only and Discord's interaction expired: "+
 			strings.Join(names, ", ")+"; ask again"), MaxContent-30)
 	}
 	if private && f.user != "" && snowflake.MatchString(f.user) {
-		p.Content = cut("<@"+f.user+"> "+p.Content, MaxContent)
+		p.Content = bot.Truncate("<@"+f.user+"> "+p.Content, MaxContent)
 		p.Mentions = append(p.Mentions, f.user)
 	}
 	if _, err := a.post(ctx, f.channel, p, f.ref); err != nil {
@@ -556,7 +551,7 @@ func (a *Adapter) send(ctx context.Context, f *inflow, p Part, private bool) {
 // modal renders a form. Discord allows five text inputs: a patch form becomes one short
 // input per term=value line (at most four), so each value is edited on its own.
 func modal(form bot.Form) *discordgo.InteractionResponseData {
-	d := &discordgo.InteractionResponseData{CustomID: form.ActionID, Title: cut(form.Title, 45)}
+	d := &discordgo.InteractionResponseData{CustomID: form.ActionID, Title: bot.Truncate(form.Title, 45)}
 	var rows []discordgo.MessageComponent
 	for _, in := range form.Inputs {
 		lines := strings.Split(strings.TrimSpace(in.Value), "\n")
@@ -571,8 +566,8 @@ func modal(form bot.Form) *discordgo.InteractionResponseData {
 					label = "change 1: term=value (0 switches it off)"
 				}
 				rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.TextInput{
-					CustomID: fmt.Sprintf("%s.%d", bot.FieldPatch, k+1), Label: cut(label, 45), Style: discordgo.TextInputShort,
-					Value: v, Placeholder: cut(in.Hint, 100), Required: k == 0, MaxLength: 100}}})
+					CustomID: fmt.Sprintf("%s.%d", bot.FieldPatch, k+1), Label: bot.Truncate(label, 45), Style: discordgo.TextInputShort,
+					Value: v, Placeholder: bot.Truncate(in.Hint, 100), Required: k == 0, MaxLength: 100}}})
 			}
 			continue
 		}
@@ -584,7 +579,7 @@ func modal(form bot.Form) *discordgo.InteractionResponseData {
 			style = discordgo.TextInputParagraph
 		}
 		rows = append(rows, discordgo.ActionsRow{Components: []discordgo.MessageComponent{discordgo.TextInput{
-			CustomID: in.ID, Label: cut(in.Label, 45), Style: style, Value: cut(in.Value, 4000), Placeholder: cut(in.Hint, 100),
+			CustomID: in.ID, Label: bot.Truncate(in.Label, 45), Style: style, Value: bot.Truncate(in.Value, 4000), Placeholder: bot.Truncate(in.Hint, 100),
 			Required: true, MaxLength: 4000}}})
 	}
 	d.Components = rows
@@ -647,7 +642,7 @@ func (a *Adapter) autocomplete(ctx context.Context, i *discordgo.Interaction) {
 			break
 		}
 		if strings.Contains(strings.ToLower(p.Name), typed) {
-			choices = append(choices, &discordgo.ApplicationCommandOptionChoice{Name: cut(p.Name, 100), Value: p.Name})
+			choices = append(choices, &discordgo.ApplicationCommandOptionChoice{Name: bot.Truncate(p.Name, 100), Value: p.Name})
 		}
 	}
 	err = a.dg.InteractionRespond(i, &discordgo.InteractionResponse{Type: discordgo.InteractionApplicationCommandAutocompleteResult,
@@ -662,7 +657,7 @@ func (a *Adapter) onMessage(ctx context.Context, h Handler, m *discordgo.Message
 	if m.Author == nil || m.Author.Bot || m.WebhookID != "" || m.GuildID != a.cfg.GuildID {
 		return
 	}
-	if _, ok, err := a.ref(ctx, threadKey(m.ChannelID)); err != nil || !ok {
+	if _, ok, err := a.refs.Get(ctx, threadKey(m.ChannelID)); err != nil || !ok {
 		return // not a session thread
 	}
 	in := a.base(ctx, m.ChannelID, m.GuildID, m.Member, m.Author)

@@ -60,7 +60,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		opt.MaxUpload = DefaultMaxUpload
 	}
 	color := colorOf(c)
-	main := &discordgo.MessageEmbed{Title: cut(c.Title, MaxEmbedTitle), Color: color}
+	main := &discordgo.MessageEmbed{Title: bot.Truncate(c.Title, MaxEmbedTitle), Color: color}
 	var sections []string
 	var components []discordgo.MessageComponent
 	var charts, docs []bot.Attachment
@@ -70,7 +70,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		switch b.Kind {
 		case bot.BlockHeader:
 			if !titled && b.Text != "" {
-				main.Title, titled = cut(b.Text, MaxEmbedTitle), true
+				main.Title, titled = bot.Truncate(b.Text, MaxEmbedTitle), true
 			} else {
 				sections = append(sections, "**"+escape(b.Text)+"**")
 			}
@@ -91,7 +91,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 					continue
 				}
 				main.Fields = append(main.Fields, &discordgo.MessageEmbedField{
-					Name: cut(orDash(f.Label), MaxFieldName), Value: cut(orDash(f.Value), MaxFieldValue),
+					Name: bot.Truncate(orDash(f.Label), MaxFieldName), Value: bot.Truncate(orDash(f.Value), MaxFieldValue),
 					Inline: utf8.RuneCountInString(f.Value) <= 40})
 			}
 		case bot.BlockTable:
@@ -102,7 +102,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 			caption := t.Caption
 			t.Caption = ""
 			text := bot.RenderText(bot.Card{Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &t}}}, nil)
-			s := codeBlock(dedent(text, "    "))
+			s := codeBlock(bot.Dedent(text))
 			if caption != "" {
 				s = "**" + escape(caption) + "**\n" + s
 			}
@@ -114,10 +114,10 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 					what = "file"
 				}
 				switch {
-				case len(a.PNG) == 0:
+				case len(a.Data) == 0:
 					notes = append(notes, fmt.Sprintf("%s %s is missing its content", what, a.Name))
-				case len(a.PNG) > opt.MaxUpload:
-					notes = append(notes, fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.PNG))/(1<<20), float64(opt.MaxUpload)/(1<<20)))
+				case len(a.Data) > opt.MaxUpload:
+					notes = append(notes, fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.Data))/(1<<20), float64(opt.MaxUpload)/(1<<20)))
 				case a.ContentType != "":
 					// A file (a preset's JSON, a policy) is attached as it is, under its own
 					// name: never shown as an image.
@@ -174,7 +174,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		n := embedSize(e)
 		full := len(p.Embeds) == MaxEmbeds || size+n > MaxEmbedTotal && len(p.Embeds) > 0
 		if file != nil {
-			full = full || len(p.Files) == MaxFiles || bytes+len(file.PNG) > opt.MaxUpload && len(p.Files) > 0
+			full = full || len(p.Files) == MaxFiles || bytes+len(file.Data) > opt.MaxUpload && len(p.Files) > 0
 		}
 		if full {
 			parts = append(parts, Part{})
@@ -184,7 +184,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		size += n
 		if file != nil {
 			p.Files = append(p.Files, *file)
-			bytes += len(file.PNG)
+			bytes += len(file.Data)
 		}
 	}
 	for _, e := range embeds {
@@ -192,7 +192,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 	}
 	for i := range charts {
 		a := charts[i]
-		add(&discordgo.MessageEmbed{Title: cut(a.Title, MaxEmbedTitle), Color: color,
+		add(&discordgo.MessageEmbed{Title: bot.Truncate(a.Title, MaxEmbedTitle), Color: color,
 			Image: &discordgo.MessageEmbedImage{URL: "attachment://" + a.Name}}, &a)
 	}
 	// Files ride on the first message with room for them; one that fits nowhere gets a
@@ -200,7 +200,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 	for _, d := range docs {
 		placed := false
 		for i := range parts {
-			if len(parts[i].Files) < MaxFiles && partBytes(parts[i])+len(d.PNG) <= opt.MaxUpload {
+			if len(parts[i].Files) < MaxFiles && partBytes(parts[i])+len(d.Data) <= opt.MaxUpload {
 				parts[i].Files = append(parts[i].Files, d)
 				placed = true
 				break
@@ -211,7 +211,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 			if title == "" {
 				title = d.Name
 			}
-			parts = append(parts, Part{Embeds: []*discordgo.MessageEmbed{{Title: cut(title, MaxEmbedTitle), Color: color}}, Files: []bot.Attachment{d}})
+			parts = append(parts, Part{Embeds: []*discordgo.MessageEmbed{{Title: bot.Truncate(title, MaxEmbedTitle), Color: color}}, Files: []bot.Attachment{d}})
 		}
 	}
 	parts[0].Components = components
@@ -281,7 +281,7 @@ func buttons(actions []bot.Action, disabled bool, notes *[]string) []discordgo.M
 		case "danger":
 			style = discordgo.DangerButton
 		}
-		row = append(row, discordgo.Button{Label: cut(a.Label, 80), Style: style, CustomID: a.ID, Disabled: disabled})
+		row = append(row, discordgo.Button{Label: bot.Truncate(a.Label, 80), Style: style, CustomID: a.ID, Disabled: disabled})
 		if len(row) == MaxButtons {
 			rows = append(rows, discordgo.ActionsRow{Components: row})
 			row = nil
@@ -395,25 +395,9 @@ func codeBlock(s string) string {
 	return "```\n" + strings.ReplaceAll(strings.TrimRight(s, "\n"), "```", "'''") + "\n```"
 }
 
-func dedent(s, prefix string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimPrefix(l, prefix)
-	}
-	return strings.Join(lines, "\n")
-}
-
 func orDash(s string) string {
 	if strings.TrimSpace(s) == "" {
 		return "—"
-	}
-	return s
-}
-
-// cut shortens s to n runes, marking the cut.
-func cut(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
 	}
 	return s
 }
@@ -423,7 +407,7 @@ var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 func partBytes(p Part) int {
 	n := 0
 	for _, f := range p.Files {
-		n += len(f.PNG)
+		n += len(f.Data)
 	}
 	return n
 }
@@ -435,7 +419,7 @@ func docName(name string, taken []bot.Attachment) string {
 	if n == "" {
 		n = "file"
 	}
-	n = cut(n, 100)
+	n = bot.Truncate(n, 100)
 	for i, unique := 1, n; ; i++ {
 		clash := false
 		for _, t := range taken {
@@ -458,5 +442,5 @@ func fileName(name string, i int) string {
 	if !strings.HasSuffix(strings.ToLower(n), ".png") {
 		n += ".png"
 	}
-	return fmt.Sprintf("%02d-%s", i+1, cut(n, 80))
+	return fmt.Sprintf("%02d-%s", i+1, bot.Truncate(n, 80))
 }

@@ -50,7 +50,7 @@ func CommandFile(d discordgo.ApplicationCommandInteractionData) (*discordgo.Mess
 		att = d.Resolved.Attachments[id]
 	}
 	if att == nil {
-		return nil, session.Userf(nil, "the uploaded file (attachment %s) did not come with the command; attach it again", cut(id, 30))
+		return nil, session.Userf(nil, "the uploaded file (attachment %s) did not come with the command; attach it again", bot.Truncate(id, 30))
 	}
 	return att, nil
 }
@@ -106,7 +106,7 @@ func (a *Adapter) fileAllowed(u *url.URL) bool {
 // to the API only. Size is bounded twice (the declared size, then the body read through a
 // limit), time by fileTimeout. Every refusal is a user error naming the problem.
 func (a *Adapter) download(ctx context.Context, att *discordgo.MessageAttachment) ([]byte, error) {
-	name := cut(att.Filename, 60)
+	name := bot.Truncate(att.Filename, 60)
 	if name == "" {
 		name = "(no name)"
 	}
@@ -122,7 +122,7 @@ func (a *Adapter) download(ctx context.Context, att *discordgo.MessageAttachment
 	if err != nil || !a.fileAllowed(u) {
 		where := "no URL"
 		if err == nil && raw != "" {
-			where = cut(u.Scheme+"://"+u.Host, 60)
+			where = bot.Truncate(u.Scheme+"://"+u.Host, 60)
 		}
 		return nil, session.Userf(nil, "file %s is not on Discord's CDN (%s): tunebot downloads uploads only over https from cdn.discordapp.com or media.discordapp.net, or from its api_url", name, where)
 	}

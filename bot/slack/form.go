@@ -31,13 +31,13 @@ func patchBlock(i int) string { return bot.FieldPatch + "_" + strconv.Itoa(i) }
 // rather than a text area, and an error can point at its line. The form's ActionID is the
 // view's callback_id; meta (where the answer goes) rides in private_metadata.
 func Modal(f bot.Form, meta string) slack.ModalViewRequest {
-	v := slack.ModalViewRequest{Type: slack.VTModal, Title: plain(cut(f.Title, maxTitle)),
-		Submit: plain("Submit"), Close: plain("Cancel"), CallbackID: f.ActionID, PrivateMetadata: cut(meta, maxMeta)}
+	v := slack.ModalViewRequest{Type: slack.VTModal, Title: plain(bot.Truncate(f.Title, maxTitle)),
+		Submit: plain("Submit"), Close: plain("Cancel"), CallbackID: f.ActionID, PrivateMetadata: bot.Truncate(meta, maxMeta)}
 	var blocks []slack.Block
 	for _, in := range f.Inputs {
 		var hint *slack.TextBlockObject
 		if in.Hint != "" {
-			hint = plain(cut(in.Hint, maxHint))
+			hint = plain(bot.Truncate(in.Hint, maxHint))
 		}
 		if in.ID == bot.FieldPatch {
 			var lines []string
@@ -50,11 +50,11 @@ func Modal(f bot.Form, meta string) slack.ModalViewRequest {
 			for i := range n {
 				el := slack.NewPlainTextInputBlockElement(plain("term=value"), valueActions)
 				if i < len(lines) {
-					el = el.WithInitialValue(cut(lines[i], maxInitial))
+					el = el.WithInitialValue(bot.Truncate(lines[i], maxInitial))
 				}
 				label := fmt.Sprintf("change %d", i+1)
 				if i == 0 {
-					label = cut(in.Label, maxLabel)
+					label = bot.Truncate(in.Label, maxLabel)
 				}
 				b := slack.NewInputBlock(patchBlock(i), plain(label), nil, el).WithOptional(i > 0)
 				if i == n-1 {
@@ -66,9 +66,9 @@ func Modal(f bot.Form, meta string) slack.ModalViewRequest {
 		}
 		el := slack.NewPlainTextInputBlockElement(nil, valueActions).WithMultiline(in.Multiline)
 		if in.Value != "" {
-			el = el.WithInitialValue(cut(in.Value, maxInitial))
+			el = el.WithInitialValue(bot.Truncate(in.Value, maxInitial))
 		}
-		blocks = append(blocks, slack.NewInputBlock(in.ID, plain(cut(in.Label, maxLabel)), hint, el))
+		blocks = append(blocks, slack.NewInputBlock(in.ID, plain(bot.Truncate(in.Label, maxLabel)), hint, el))
 	}
 	v.Blocks = slack.Blocks{BlockSet: blocks}
 	return v
@@ -151,7 +151,7 @@ func FieldErrors(v slack.View, text string) map[string]string {
 	}
 	out := map[string]string{}
 	for i, msg := range bot.FieldErrors(text, values) {
-		out[ids[i]] = cut(msg, 1000)
+		out[ids[i]] = bot.Truncate(msg, 1000)
 	}
 	return out
 }

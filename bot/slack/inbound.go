@@ -24,9 +24,6 @@ import (
 // maxBody bounds an HTTP-mode request; Slack's payloads are far smaller.
 const maxBody = 1 << 20
 
-// working is the handler's reply when its work outlasts the acknowledgement.
-const working = "working on it…"
-
 // target is where the answer to an interaction goes.
 type target struct {
 	Channel     string `json:"c,omitempty"`
@@ -49,11 +46,7 @@ func (a *Adapter) Run(ctx context.Context, h *bot.Handler) error {
 }
 
 func (a *Adapter) drain() {
-	done := make(chan struct{})
-	go func() { a.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
+	if !bot.Drain(&a.wg) {
 		a.log.Warn("some Slack follow-ups were still running at shutdown")
 	}
 }
@@ -74,10 +67,8 @@ func (a *Adapter) whoAmI(ctx context.Context) error {
 			return fmt.Errorf("checking SLACK_BOT_TOKEN with auth.test: %w", err)
 		}
 		a.log.Warn("Slack is not reachable; retrying", "err", err)
-		select {
-		case <-ctx.Done():
+		if !bot.Sleep(ctx, bot.Backoff(attempt, time.Minute)) {
 			return nil
-		case <-time.After(min(time.Duration(1<<min(attempt, 6))*time.Second, time.Minute)):
 		}
 	}
 }
@@ -112,12 +103,10 @@ func (a *Adapter) runSocket(ctx context.Context, h *bot.Handler) error {
 		if isSlackError(err, "invalid_auth") || isSlackError(err, "not_authed") || err != nil && strings.Contains(err.Error(), "invalid_auth") {
 			return fmt.Errorf("opening the Socket Mode connection: %w (SLACK_APP_TOKEN must be an app-level token xapp-… with connections:write)", err)
 		}
-		d := min(time.Duration(1<<min(attempt, 6))*time.Second, time.Minute)
+		d := bot.Backoff(attempt, time.Minute)
 		a.log.Warn("Socket Mode connection ended; reconnecting", "err", err, "in", d)
-		select {
-		case <-ctx.Done():
+		if !bot.Sleep(ctx, d) {
 			return nil
-		case <-time.After(d):
 		}
 	}
 }
@@ -240,7 +229,7 @@ func (a *Adapter) event(ctx context.Context, h *bot.Handler, e slackevents.Event
 		return
 	}
 	a.goWork(func() {
-		sid, ok, err := a.ref(ctx, threadKey(m.Channel, m.ThreadTimeStamp))
+		sid, ok, err := a.refs.Get(ctx, threadKey(m.Channel, m.ThreadTimeStamp))
 		if err != nil {
 			a.log.Error("looking up a thread's session", "err", err)
 			return
@@ -379,7 +368,7 @@ func (a *Adapter) respond(ctx context.Context, to target, r bot.Reply, trigger s
 		}
 		blocks, text = Render(c)
 	} else {
-		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(cut(text, maxText)), nil, nil)}
+		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(bot.Truncate(text, maxText)), nil, nil)}
 	}
 	a.send(ctx, to, r.Private, blocks, text, log)
 	// The files follow the answer that names them.
@@ -396,10 +385,10 @@ func (a *Adapter) respond(ctx context.Context, to target, r bot.Reply, trigger s
 // (chat.postEphemeral for a private one, chat.postMessage in the thread otherwise).
 func (a *Adapter) send(ctx context.Context, to target, private bool, blocks []slack.Block, text string, log *slog.Logger) {
 	if blocks == nil {
-		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(cut(text, maxText)), nil, nil)}
+		blocks = []slack.Block{slack.NewSectionBlock(mrkdwn(bot.Truncate(text, maxText)), nil, nil)}
 	}
 	if to.ResponseURL != "" && a.mayPost(to.ResponseURL) {
-		msg := &slack.WebhookMessage{Text: cut(text, maxFallback), Blocks: &slack.Blocks{BlockSet: blocks}, ResponseType: slack.ResponseTypeEphemeral}
+		msg := &slack.WebhookMessage{Text: bot.Truncate(text, maxFallback), Blocks: &slack.Blocks{BlockSet: blocks}, ResponseType: slack.ResponseTypeEphemeral}
 		if !private {
 			msg.ResponseType = slack.ResponseTypeInChannel
 		}
@@ -409,7 +398,7 @@ func (a *Adapter) send(ctx context.Context, to target, private bool, blocks []sl
 		}
 		log.Warn("answering through the response_url failed; using the Web API", "err", err)
 	}
-	opts := []slack.MsgOption{slack.MsgOptionText(cut(text, maxFallback), false), slack.MsgOptionBlocks(blocks...)}
+	opts := []slack.MsgOption{slack.MsgOptionText(bot.Truncate(text, maxFallback), false), slack.MsgOptionBlocks(blocks...)}
 	if to.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(to.Thread))
 	}
@@ -481,7 +470,7 @@ func (a *Adapter) submit(ctx context.Context, h *bot.Handler, cb slack.Interacti
 	r := h.Handle(ctx, in, func(r bot.Reply) {
 		a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })
 	})
-	if r.Private && r.Text != "" && r.Text != working && r.Card == nil && r.Form == nil {
+	if r.Private && r.Text != "" && !r.Working && r.Card == nil && r.Form == nil {
 		return slack.NewErrorsViewSubmissionResponse(FieldErrors(cb.View, r.Text))
 	}
 	a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })

@@ -42,15 +42,6 @@ func escape(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
 
-// cut caps s at n runes (UTF-8 aware), marking the cut.
-func cut(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
-}
-
 func mrkdwn(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 }
@@ -64,7 +55,7 @@ func codeBlock(s string) string {
 	s = strings.ReplaceAll(escape(s), "```", "'''")
 	const fence, note = "```\n" + "\n```", "\n(truncated: Slack allows 3000 characters)"
 	if utf8.RuneCountInString(s)+len(fence) > maxText {
-		s = cut(s, maxText-len(fence)-utf8.RuneCountInString(note)) + note
+		s = bot.Truncate(s, maxText-len(fence)-utf8.RuneCountInString(note)) + note
 	}
 	return "```\n" + s + "\n```"
 }
@@ -92,13 +83,13 @@ func Render(c bot.Card) ([]slack.Block, string) {
 	for i, b := range c.Blocks {
 		switch b.Kind {
 		case bot.BlockHeader:
-			add(slack.NewHeaderBlock(plain(cut(b.Text, maxHeader))))
+			add(slack.NewHeaderBlock(plain(bot.Truncate(b.Text, maxHeader))))
 		case bot.BlockText:
 			if b.Untrusted {
 				// plain_text: no markup at all is interpreted in text from outside.
-				add(slack.NewSectionBlock(plain(cut(b.Text, maxText)), nil, nil))
+				add(slack.NewSectionBlock(plain(bot.Truncate(b.Text, maxText)), nil, nil))
 			} else {
-				add(slack.NewSectionBlock(mrkdwn(cut(escape(b.Text), maxText)), nil, nil))
+				add(slack.NewSectionBlock(mrkdwn(bot.Truncate(escape(b.Text), maxText)), nil, nil))
 			}
 		case bot.BlockCode:
 			add(slack.NewSectionBlock(mrkdwn(codeBlock(b.Text)), nil, nil))
@@ -106,7 +97,7 @@ func Render(c bot.Card) ([]slack.Block, string) {
 			for start := 0; start < len(b.Fields); start += maxFields {
 				var fs []*slack.TextBlockObject
 				for _, f := range b.Fields[start:min(start+maxFields, len(b.Fields))] {
-					fs = append(fs, mrkdwn(cut("*"+escape(f.Label)+"*\n"+escape(f.Value), maxField)))
+					fs = append(fs, mrkdwn(bot.Truncate("*"+escape(f.Label)+"*\n"+escape(f.Value), maxField)))
 				}
 				add(slack.NewSectionBlock(nil, fs, nil))
 			}
@@ -122,26 +113,26 @@ func Render(c bot.Card) ([]slack.Block, string) {
 			if caption != "" {
 				head = "*" + escape(caption) + "*\n"
 			}
-			add(slack.NewSectionBlock(mrkdwn(head+codeBlock(dedent(text))), nil, nil))
+			add(slack.NewSectionBlock(mrkdwn(head+codeBlock(bot.Dedent(text))), nil, nil))
 		case bot.BlockAttachments:
 			var charts, files []string
 			for _, a := range b.Attachments {
 				if a.ContentType == "" {
 					charts = append(charts, escape(a.Title))
 				} else {
-					files = append(files, fmt.Sprintf("%s (%s)", escape(fileName(a)), size(len(a.PNG))))
+					files = append(files, fmt.Sprintf("%s (%s)", escape(fileName(a)), size(len(a.Data))))
 				}
 			}
 			if len(charts) > 0 {
-				add(slack.NewContextBlock("", mrkdwn(cut(":bar_chart: charts below in this thread: "+strings.Join(charts, " · "), maxText))))
+				add(slack.NewContextBlock("", mrkdwn(bot.Truncate(":bar_chart: charts below in this thread: "+strings.Join(charts, " · "), maxText))))
 			}
 			if len(files) > 0 {
-				add(slack.NewContextBlock("", mrkdwn(cut(":page_facing_up: file below: "+strings.Join(files, " · "), maxText))))
+				add(slack.NewContextBlock("", mrkdwn(bot.Truncate(":page_facing_up: file below: "+strings.Join(files, " · "), maxText))))
 			}
 		case bot.BlockActions:
 			var els []slack.BlockElement
 			for _, a := range b.Actions {
-				btn := slack.NewButtonBlockElement(a.ID, a.ID, plain(cut(a.Label, maxButtonLabel)))
+				btn := slack.NewButtonBlockElement(a.ID, a.ID, plain(bot.Truncate(a.Label, maxButtonLabel)))
 				switch a.Style {
 				case "primary":
 					btn = btn.WithStyle(slack.StylePrimary)
@@ -155,7 +146,7 @@ func Render(c bot.Card) ([]slack.Block, string) {
 			}
 		case bot.BlockStamp:
 			if b.Stamp != nil {
-				add(slack.NewSectionBlock(mrkdwn(cut(":white_check_mark: "+escape(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(bot.StampLine(*b.Stamp)), "✔"))), maxText)), nil, nil))
+				add(slack.NewSectionBlock(mrkdwn(bot.Truncate(":white_check_mark: "+escape(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(bot.StampLine(*b.Stamp)), "✔"))), maxText)), nil, nil))
 			}
 		}
 	}
@@ -170,7 +161,7 @@ func Render(c bot.Card) ([]slack.Block, string) {
 	if m := Mentions(c.Mentions); m != "" {
 		text += " " + m
 	}
-	return blocks, cut(escapeKeepMentions(text), maxFallback)
+	return blocks, bot.Truncate(escapeKeepMentions(text), maxFallback)
 }
 
 // escapeKeepMentions escapes the title but keeps the mention tokens Mentions built.
@@ -180,27 +171,6 @@ func escapeKeepMentions(s string) string {
 }
 
 var mentionEsc = regexp.MustCompile(`&lt;@([UW][A-Z0-9]{2,20})&gt;`)
-
-// dedent removes the common leading indentation RenderText gives a table.
-func dedent(s string) string {
-	lines := strings.Split(s, "\n")
-	pre := -1
-	for _, l := range lines {
-		if strings.TrimSpace(l) == "" {
-			continue
-		}
-		n := len(l) - len(strings.TrimLeft(l, " "))
-		if pre < 0 || n < pre {
-			pre = n
-		}
-	}
-	for i, l := range lines {
-		if len(l) >= pre && pre > 0 {
-			lines[i] = l[pre:]
-		}
-	}
-	return strings.Join(lines, "\n")
-}
 
 // FallbackBlocks is the card as one preformatted section: what is sent when Slack refuses
 // the rich blocks (invalid_blocks), so a card is never lost to a rendering problem.

@@ -36,7 +36,7 @@ func newTestAdapter(t *testing.T) (*Adapter, *slacktest.Server) {
 
 func fileReply(private bool, data []byte) bot.Reply {
 	return bot.Reply{Private: private, Card: &bot.Card{Kind: "notice", Title: "preset p1", Blocks: []bot.Block{bot.Text("p1.json is the file"),
-		{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "p1", Title: "preset p1", PNG: data, Size: len(data), ContentType: bot.ContentJSON}}}}}}
+		{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "p1", Title: "preset p1", Data: data, Size: len(data), ContentType: bot.ContentJSON}}}}}}
 }
 
 func TestRespondFiles(t *testing.T) {

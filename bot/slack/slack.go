@@ -69,6 +69,7 @@ type Adapter struct {
 	api  *slack.Client
 	http *http.Client
 	log  *slog.Logger
+	refs bot.Refs
 
 	wg sync.WaitGroup // follow-up work started by inbound interactions
 
@@ -132,7 +133,7 @@ func New(cfg Config) (*Adapter, error) {
 		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
 	}
 	return &Adapter{cfg: cfg, api: slack.New(cfg.BotToken, opts...), http: cfg.HTTPClient,
-		log: cfg.Logger.With("platform", Platform)}, nil
+		log: cfg.Logger.With("platform", Platform), refs: bot.Refs{Store: cfg.Refs, Platform: Platform}}, nil
 }
 
 // Platform returns "slack".
@@ -165,24 +166,12 @@ func splitWhere(v string) (channel, ts string, ok bool) {
 	return strings.Cut(v, "/")
 }
 
-func (a *Adapter) ref(ctx context.Context, key string) (string, bool, error) {
-	return bot.Refs{Store: a.cfg.Refs, Platform: Platform}.Get(ctx, key)
-}
-
-func (a *Adapter) putRef(ctx context.Context, key, value string) error {
-	return bot.Refs{Store: a.cfg.Refs, Platform: Platform}.Put(ctx, key, value)
-}
-
 // Deliver posts or edits one card. The root card of a session goes to the channel and is
 // edited in place afterwards; every other card goes in the root's thread, and a card seen
 // before (a proposal receiving its stamp) edits its message. Each step is recorded before
 // the next, so a retried delivery neither posts twice nor uploads a chart twice.
 func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
-	c := d.Message.Card
-	sid := d.Thread
-	if sid == "" {
-		sid = c.Session
-	}
+	c, sid := d.Message.Card, d.Session()
 	ref := c.Ref
 	if ref == "" {
 		ref = d.Key
@@ -194,7 +183,7 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 	log := a.log.With("session", sid, "card", c.Kind, "outbox_id", d.ID)
 
 	if c.Kind == "root" {
-		if v, ok, err := a.ref(ctx, rootKey(sid)); err != nil {
+		if v, ok, err := a.refs.Get(ctx, rootKey(sid)); err != nil {
 			return err
 		} else if ok {
 			ch, ts, _ := splitWhere(v)
@@ -208,13 +197,13 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 		if err != nil {
 			return a.classify(err, log)
 		}
-		if err := a.putRef(ctx, rootKey(sid), where(ch, ts)); err != nil {
+		if err := a.refs.Put(ctx, rootKey(sid), where(ch, ts)); err != nil {
 			return err
 		}
-		return a.putRef(ctx, threadKey(ch, ts), sid)
+		return a.refs.Put(ctx, threadKey(ch, ts), sid)
 	}
 
-	root, ok, err := a.ref(ctx, rootKey(sid))
+	root, ok, err := a.refs.Get(ctx, rootKey(sid))
 	if err != nil {
 		return err
 	}
@@ -225,7 +214,7 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 	}
 	ch, thread, _ := splitWhere(root)
 	var ts string
-	if v, ok, err := a.ref(ctx, cardKey(ref)); err != nil {
+	if v, ok, err := a.refs.Get(ctx, cardKey(ref)); err != nil {
 		return err
 	} else if ok {
 		_, ts, _ = splitWhere(v)
@@ -242,7 +231,7 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 		if err != nil {
 			return a.classify(err, log)
 		}
-		if err := a.putRef(ctx, cardKey(ref), where(ch, ts)); err != nil {
+		if err := a.refs.Put(ctx, cardKey(ref), where(ch, ts)); err != nil {
 			return err
 		}
 	}
@@ -253,7 +242,7 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 // files.completeUploadExternal), each once: charts, and files such as a preset's JSON.
 func (a *Adapter) upload(ctx context.Context, channel, thread, ref string, c bot.Card, log *slog.Logger) error {
 	for _, at := range attachments(c) {
-		if _, ok, err := a.ref(ctx, fileKey(ref, at.Name)); err != nil {
+		if _, ok, err := a.refs.Get(ctx, fileKey(ref, at.Name)); err != nil {
 			return err
 		} else if ok {
 			continue
@@ -262,7 +251,7 @@ func (a *Adapter) upload(ctx context.Context, channel, thread, ref string, c bot
 		if err != nil {
 			return a.classify(err, log)
 		}
-		if err := a.putRef(ctx, fileKey(ref, at.Name), id); err != nil {
+		if err := a.refs.Put(ctx, fileKey(ref, at.Name), id); err != nil {
 			return err
 		}
 	}
@@ -274,7 +263,7 @@ func attachments(c bot.Card) []bot.Attachment {
 	var out []bot.Attachment
 	for _, b := range c.Blocks {
 		for _, at := range b.Attachments {
-			if len(at.PNG) > 0 {
+			if len(at.Data) > 0 {
 				out = append(out, at)
 			}
 		}
@@ -292,7 +281,7 @@ func (a *Adapter) uploadFile(ctx context.Context, channel, thread string, at bot
 		what = "file"
 	}
 	f, err := a.api.UploadFileContext(ctx, slack.UploadFileParameters{
-		Reader: bytes.NewReader(at.PNG), FileSize: len(at.PNG), Filename: fileName(at), Title: at.Title,
+		Reader: bytes.NewReader(at.Data), FileSize: len(at.Data), Filename: fileName(at), Title: at.Title,
 		Channel: channel, ThreadTimestamp: thread, AltTxt: at.Title,
 	})
 	if err != nil {

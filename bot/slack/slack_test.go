@@ -143,7 +143,7 @@ func trialCard(sid string, n int, png []byte) bot.Card {
 	c := bot.Card{Ref: fmt.Sprintf("s/%s/trial/%d/0", sid, n), Kind: "trial", Session: sid, Title: fmt.Sprintf("trial %d @ rung 0", n),
 		Mentions: []string{"UALICE"}, Blocks: []bot.Block{bot.Text(fmt.Sprintf("trial %d", n))}}
 	if png != nil {
-		c.Blocks = append(c.Blocks, bot.Block{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: fmt.Sprintf("trial-%d.png", n), Title: "curves", PNG: png}}})
+		c.Blocks = append(c.Blocks, bot.Block{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: fmt.Sprintf("trial-%d.png", n), Title: "curves", Data: png}}})
 	}
 	return c
 }
