@@ -401,7 +401,7 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 	space := d.cfg.space()
 	sch, err := schedule.New(schedule.Options{
 		Config:  d.cfg.Schedule,
-		Store:   d.app.db,
+		Store:   scheduleStore{d.app.db},
 		Starter: scheduledStarter{d},
 		Notify:  d.announce,
 		CheckArgs: func(args string) error {
