@@ -37,6 +37,7 @@ type Console struct {
 	mu       sync.Mutex // guards everything below, and out
 	eng      bot.Engine
 	charts   bot.ChartFunc
+	final    bot.FinalChartFunc
 	handler  *bot.Handler
 	shared   *bot.Handler   // the daemon's handler, when the console serves one
 	current  string         // the session of the newest event
@@ -48,13 +49,13 @@ var _ session.Notifier = (*Console)(nil)
 
 // New returns a console writing to out, reading commands from in and saving charts under
 // dir. eng may be nil when the engine needs the console as its notifier first: call
-// Attach before Run. Charts default to bot.StoreCharts(st).
+// Attach before Run. It draws no charts until SetCharts.
 func New(out io.Writer, in io.Reader, dir string, eng bot.Engine, st session.Store, space *session.Space, logger *slog.Logger) *Console {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{out: out, in: in, dir: dir, store: st, space: space, log: logger,
-		events: make(chan session.Event, 1024), charts: bot.StoreCharts(st), progress: map[string]int{}}
+		events: make(chan session.Event, 1024), progress: map[string]int{}}
 	c.Attach(eng)
 	return c
 }
@@ -67,11 +68,12 @@ func (c *Console) Attach(eng bot.Engine) {
 	c.rebuild()
 }
 
-// SetCharts replaces the chart renderer (nil: no charts).
-func (c *Console) SetCharts(f bot.ChartFunc) {
+// SetCharts replaces the chart renderers: f for trial reports and chart answers, final for
+// a finished session's summary (nil: no charts).
+func (c *Console) SetCharts(f bot.ChartFunc, final bot.FinalChartFunc) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.charts = f
+	c.charts, c.final = f, final
 	c.rebuild()
 }
 
@@ -218,13 +220,13 @@ func (c *Console) reply(r bot.Reply) {
 func (c *Console) show(ctx context.Context, e session.Event) {
 	c.mu.Lock()
 	c.current = e.Session.ID
-	charts := c.charts
+	charts, final := c.charts, c.final
 	c.mu.Unlock()
 	stamp := e.Time.Local().Format("15:04:05")
 	if e.Time.IsZero() {
 		stamp = time.Now().Format("15:04:05")
 	}
-	r := &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Logger: c.log}
+	r := &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Final: final, Logger: c.log}
 	switch e.Kind {
 	case session.EventTrialProgress:
 		if t := e.Trial; t != nil && t.Iterations > 0 {

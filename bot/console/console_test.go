@@ -72,7 +72,7 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	c.Attach(eng)
 	c.SetCharts(func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
 		return []bot.Attachment{{Name: "../../t000-r0-reward.png", Title: "Mean episode reward", PNG: []byte("\x89PNG fake")}}, nil
-	})
+	}, nil)
 	half := tr
 	half.State, half.Progress = session.TrialTraining, 150
 	for _, e := range []session.Event{
@@ -110,7 +110,7 @@ func TestConsoleCommandsFromInput(t *testing.T) {
 	out := &syncBuffer{}
 	in := strings.NewReader("hello there\nedit pose=NaN\napprove\n")
 	c := console.New(out, in, t.TempDir(), eng, db, session.DefaultSpace(), nil)
-	c.SetCharts(nil)
+	c.SetCharts(nil, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()

@@ -97,7 +97,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		if eng != nil {
 			eng.WaitForTrainer(ctx, 5*time.Second)
 		}
-		return bot.StoreCharts(d.app.db)(ctx, s, t, tags)
+		return storeCharts(d.app.db)(ctx, s, t, tags)
 	}
 	a, err := openApp(ctx, d.cfg, d.e, d.log, func(db *store.DB) session.Notifier {
 		n, err := d.buildChat(db, charts)
@@ -156,7 +156,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	}
 	if d.con != nil {
 		d.con.Attach(eng)
-		d.con.SetCharts(charts)
+		d.con.SetCharts(charts, finalCharts(charts))
 		d.con.UseHandler(d.handler)
 		d.notifyWG.Add(1)
 		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
@@ -253,7 +253,7 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier
 	}
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
 		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log, Redact: secret.Process(),
-		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
+		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {
 				disp.Wake()

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/session"
 	"tunebot/store"
@@ -123,7 +122,8 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	}
 	defer a.close()
 	con.Attach(a.engine)
-	con.SetCharts(chartsWhileTraining(a.engine, bot.StoreCharts(a.db)))
+	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
+	con.SetCharts(draw, finalCharts(draw))
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone := make(chan struct{})
 	go func() {
