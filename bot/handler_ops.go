@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"tunebot/preset"
-	"tunebot/schedule"
 	"tunebot/session"
 )
 
@@ -108,14 +107,38 @@ type Applier interface {
 	Rollback(ctx context.Context, rec ApplyRecord, by session.Actor) (RollbackResult, error)
 }
 
-// Scheduler keeps scheduled starts; *schedule.Scheduler implements it.
-type Scheduler interface {
-	Add(ctx context.Context, spec, args, ifBusy string, by session.Actor) (schedule.Entry, error)
-	List(ctx context.Context) ([]schedule.Entry, error)
-	Remove(ctx context.Context, id string) error
+// ScheduleEntry is one scheduled start, as the Scheduler port exchanges it; schedule.Scheduler
+// keeps and fires them.
+type ScheduleEntry struct {
+	ID   string `json:"id"`
+	Spec string `json:"spec"`
+	// Args are the /tune start arguments, kept as text and parsed when the entry fires, so
+	// a config change between now and then applies.
+	Args       string        `json:"args"`
+	IfBusy     string        `json:"if_busy"` // ScheduleSkip or ScheduleWait
+	CreatedBy  session.Actor `json:"created_by"`
+	CreatedAt  time.Time     `json:"created_at"`
+	LastRun    time.Time     `json:"last_run,omitzero"`
+	LastResult string        `json:"last_result,omitempty"`
+	// Next is the next firing time, filled in by List; never stored.
+	Next time.Time `json:"-"`
 }
 
-var _ Scheduler = (*schedule.Scheduler)(nil)
+// What a scheduled start does when another session holds the GPU.
+const (
+	ScheduleSkip = "skip"
+	ScheduleWait = "wait"
+)
+
+// MaxScheduleArgs bounds a schedule's stored start arguments.
+const MaxScheduleArgs = 1000
+
+// Scheduler keeps scheduled starts; *schedule.Scheduler implements it.
+type Scheduler interface {
+	Add(ctx context.Context, spec, args, ifBusy string, by session.Actor) (ScheduleEntry, error)
+	List(ctx context.Context) ([]ScheduleEntry, error)
+	Remove(ctx context.Context, id string) error
+}
 
 // ConfirmID builds the action ID of a confirmation's button.
 func ConfirmID(verb, target, nonce string) string {
@@ -558,7 +581,7 @@ func (h *Handler) schedule(ctx context.Context, in Interaction, cmd Command, log
 		if err != nil {
 			return h.engineError(err, log)
 		}
-		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "schedules", Blocks: []Block{{Kind: BlockCode, Text: schedule.FormatList(es)}}}}
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "schedules", Blocks: []Block{{Kind: BlockCode, Text: FormatList(es)}}}}
 	case "add":
 		// The arguments are checked against the defaults now, so a bad range is refused
 		// here rather than at 3 a.m.

@@ -421,7 +421,7 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 		if err := sch.Every(d.cfg.Schedule.Digest, func(ctx context.Context) {
 			all, err := d.app.db.Sessions(ctx)
 			if err == nil {
-				if text := schedule.Digest(time.Now(), all); text != "" {
+				if text := bot.Digest(time.Now(), all); text != "" {
 					d.announce(text)
 				}
 			}
@@ -454,8 +454,8 @@ func (d *daemon) remind(ctx context.Context, reminded map[string]time.Time) {
 			pending = append(pending, p)
 		}
 	}
-	for _, p := range schedule.Reminders(time.Now(), pending, d.cfg.Schedule.RemindAfter, reminded) {
-		d.notifySession(s, schedule.ReminderText(p))
+	for _, p := range bot.Reminders(time.Now(), pending, d.cfg.Schedule.RemindAfter, reminded) {
+		d.notifySession(s, bot.ReminderText(p))
 	}
 }
 
@@ -488,7 +488,7 @@ func (d *daemon) notifySession(s session.Session, text string) {
 // scheduledStarter starts a session from a schedule entry's /tune start arguments.
 type scheduledStarter struct{ d *daemon }
 
-func (s scheduledStarter) StartScheduled(ctx context.Context, e schedule.Entry) (string, error) {
+func (s scheduledStarter) StartScheduled(ctx context.Context, e bot.ScheduleEntry) (string, error) {
 	st, err := startSettings(e.Args, s.d.cfg.Session, s.d.cfg.space())
 	if err != nil {
 		return "", err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 
+	"tunebot/bot"
 	"tunebot/schedule"
 	"tunebot/store"
 )
@@ -13,7 +14,7 @@ type scheduleStore struct{ db *store.DB }
 
 var _ schedule.Store = scheduleStore{}
 
-func (s scheduleStore) PutSchedule(ctx context.Context, e schedule.Entry) error {
+func (s scheduleStore) PutSchedule(ctx context.Context, e bot.ScheduleEntry) error {
 	return s.db.PutSchedule(ctx, store.Schedule{
 		ID: e.ID, Spec: e.Spec, Args: e.Args, IfBusy: e.IfBusy,
 		CreatedBy: e.CreatedBy, CreatedAt: e.CreatedAt,
@@ -21,14 +22,14 @@ func (s scheduleStore) PutSchedule(ctx context.Context, e schedule.Entry) error 
 	})
 }
 
-func (s scheduleStore) Schedules(ctx context.Context) ([]schedule.Entry, error) {
+func (s scheduleStore) Schedules(ctx context.Context) ([]bot.ScheduleEntry, error) {
 	recs, err := s.db.Schedules(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]schedule.Entry, 0, len(recs))
+	out := make([]bot.ScheduleEntry, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, schedule.Entry{
+		out = append(out, bot.ScheduleEntry{
 			ID: r.ID, Spec: r.Spec, Args: r.Args, IfBusy: r.IfBusy,
 			CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt,
 			LastRun: r.LastRun, LastResult: r.LastResult,

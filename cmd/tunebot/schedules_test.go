@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"tunebot/bot"
 	"tunebot/schedule"
 	"tunebot/session"
 	"tunebot/store"
@@ -16,7 +17,7 @@ import (
 
 type noStarter struct{}
 
-func (noStarter) StartScheduled(context.Context, schedule.Entry) (string, error) {
+func (noStarter) StartScheduled(context.Context, bot.ScheduleEntry) (string, error) {
 	return "", errors.New("not in this test")
 }
 
@@ -63,7 +64,7 @@ func TestSchedulerEntriesPersistInTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	a.Next, c.Next = time.Time{}, time.Time{} // filled in by List, never stored
-	if diff := cmp.Diff([]schedule.Entry{a, c}, got); diff != "" {
+	if diff := cmp.Diff([]bot.ScheduleEntry{a, c}, got); diff != "" {
 		t.Fatalf("entries after reopening (-want +got):\n%s", diff)
 	}
 	e := got[0]
