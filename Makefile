@@ -6,6 +6,10 @@ BIN     := bin/tunebot
 PKGS    := ./...
 # The core must stay free of SDKs, bbolt, go-chart and os/exec (docs/design.md §9).
 FORBIDDEN_IN_SESSION := slack-go|discordgo|go-openai|bbolt|go-chart|os/exec
+# Chat owns its ports' types; storage, charts, cron and git are wired in cmd/tunebot.
+FORBIDDEN_IN_BOT := go.etcd.io/bbolt|go-chart|robfig/cron|^tunebot/(apply|store|charts|schedule)$$
+# The store keeps its own schedule record: no scheduler, no cron.
+FORBIDDEN_IN_STORE := robfig/cron|^tunebot/schedule$$
 
 .PHONY: build demo test test-mjlab lint bench deps-check clean
 
@@ -18,6 +22,12 @@ demo: build
 deps-check:
 	@leak=$$($(GO) list -deps ./session | grep -E '$(FORBIDDEN_IN_SESSION)' || true); \
 	if [ -n "$$leak" ]; then echo "session/ must not depend on: $$leak"; exit 1; fi
+	@fail=0; for p in $$($(GO) list ./bot/...); do \
+		leak=$$($(GO) list -deps $$p | grep -E '$(FORBIDDEN_IN_BOT)' | tr '\n' ' '); \
+		if [ -n "$$leak" ]; then echo "$$p must not depend on: $$leak(bot owns its ports' types; wire implementations in cmd/tunebot)"; fail=1; fi; \
+	done; exit $$fail
+	@leak=$$($(GO) list -deps ./store | grep -E '$(FORBIDDEN_IN_STORE)' | tr '\n' ' '); \
+	if [ -n "$$leak" ]; then echo "store/ must not depend on: $$leak(it keeps its own Schedule record)"; exit 1; fi
 
 lint: deps-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

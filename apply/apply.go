@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"tunebot/bot"
 	"tunebot/preset"
 	"tunebot/secret"
 	"tunebot/session"
@@ -36,6 +37,9 @@ type Applier struct {
 	redact *secret.Redactor
 }
 
+// The handler applies and rolls back through this (docs/design.md §8).
+var _ bot.Applier = (*Applier)(nil)
+
 // New checks cfg against space and returns an Applier that records to audit.
 func New(cfg Config, space *session.Space, audit session.AuditLog, logger *slog.Logger) (*Applier, error) {
 	if err := cfg.Check(space); err != nil {
@@ -53,32 +57,9 @@ func New(cfg Config, space *session.Space, audit session.AuditLog, logger *slog.
 		git: newGit(cfg.Repo, cfg.AuthorName, cfg.AuthorEmail, redact), now: func() time.Time { return time.Now().UTC() }}, nil
 }
 
-// Change is one edit as it would be or was written: the text the pattern's value group
-// held and the text that replaces it.
-type Change struct {
-	File string `json:"file"`
-	Line int    `json:"line"`
-	Name string `json:"name"`
-	Old  string `json:"old"`
-	New  string `json:"new"`
-}
-
-// Result is what an apply did. When the apply did not land, Reverted is true, Reason says
-// why, and the checkout is as it was before.
-type Result struct {
-	Preset         string
-	Branch         string
-	Base           string
-	Commit         string // the commit on Branch; "" when none was kept
-	Changes        []Change
-	TestOutputTail string
-	Reverted       bool
-	Reason         string
-}
-
 // Diff previews what applying p would change, file by file, against the base branch (or
 // the current commit when no base is configured), without touching the checkout.
-func (a *Applier) Diff(ctx context.Context, p session.Preset) ([]Change, error) {
+func (a *Applier) Diff(ctx context.Context, p session.Preset) ([]bot.ApplyChange, error) {
 	if err := a.checkPreset(p); err != nil {
 		return nil, err
 	}
@@ -106,16 +87,6 @@ func (a *Applier) baseName() string {
 	return "branch " + a.cfg.Base
 }
 
-// FormatChanges renders a diff for a confirm step: one line per edit, file:line, name,
-// old text → new text.
-func FormatChanges(changes []Change) string {
-	var b strings.Builder
-	for _, c := range changes {
-		fmt.Fprintf(&b, "%s:%d  %s: %s → %s\n", c.File, c.Line, c.Name, c.Old, c.New)
-	}
-	return b.String()
-}
-
 func (a *Applier) checkPreset(p session.Preset) error {
 	if err := preset.CheckName(p.Name); err != nil {
 		return err
@@ -128,9 +99,9 @@ func (a *Applier) checkPreset(p session.Preset) error {
 
 // plan computes every file's new content from read's contents. Each edit's pattern must
 // match exactly once in the content as the edits before it left it.
-func (a *Applier) plan(p session.Preset, read func(rel string) ([]byte, error)) (map[string][]byte, []Change, error) {
+func (a *Applier) plan(p session.Preset, read func(rel string) ([]byte, error)) (map[string][]byte, []bot.ApplyChange, error) {
 	next := map[string][]byte{}
-	var changes []Change
+	var changes []bot.ApplyChange
 	for i, e := range a.cfg.Edits {
 		rel := filepath.Clean(e.File)
 		cur, ok := next[rel]
@@ -159,7 +130,7 @@ func (a *Applier) plan(p session.Preset, read func(rel string) ([]byte, error)) 
 			return nil, nil, session.Userf(nil, "edit %d (%s) in %s: the pattern matched but its value group did not", i, e.Name, rel)
 		}
 		repl := strings.NewReplacer("{value}", formatValue(v), "{name}", e.Name).Replace(e.Replace)
-		changes = append(changes, Change{File: rel, Line: 1 + bytes.Count(cur[:lo], []byte("\n")), Name: e.Name, Old: string(cur[lo:hi]), New: repl})
+		changes = append(changes, bot.ApplyChange{File: rel, Line: 1 + bytes.Count(cur[:lo], []byte("\n")), Name: e.Name, Old: string(cur[lo:hi]), New: repl})
 		out := make([]byte, 0, len(cur)-(hi-lo)+len(repl))
 		out = append(append(append(out, cur[:lo]...), repl...), cur[hi:]...)
 		next[rel] = out
@@ -183,10 +154,10 @@ func formatValue(v float64) string {
 // does not match exactly once, a path outside the checkout, the tests) the checkout is
 // left exactly as it was: touched files restored, the branch deleted, HEAD on the branch
 // it was on, no commit anywhere. The error is nil only when the apply landed.
-func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor) (Result, error) {
+func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor) (bot.ApplyResult, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	res := Result{Preset: p.Name}
+	res := bot.ApplyResult{Preset: p.Name}
 	if err := a.checkPreset(p); err != nil {
 		return res, err
 	}
@@ -236,7 +207,7 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	}
 
 	u := &undo{a: a, orig: orig, branch: branch, base: base, baseSHA: baseSHA, before: before, files: files}
-	fail := func(reason string, cause error) (Result, error) {
+	fail := func(reason string, cause error) (bot.ApplyResult, error) {
 		res.Commit, res.Reverted, res.Reason = "", true, reason
 		problems := u.run(ctx)
 		a.record(ctx, "apply", p, by, res, problems)
@@ -309,7 +280,7 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	return res, nil
 }
 
-func (a *Applier) message(p session.Preset, by session.Actor, changes []Change) string {
+func (a *Applier) message(p session.Preset, by session.Actor, changes []bot.ApplyChange) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tunebot: apply preset %s\n\n", p.Name)
 	if preset.Imported(p) {
@@ -325,7 +296,7 @@ func (a *Applier) message(p session.Preset, by session.Actor, changes []Change) 
 	return b.String()
 }
 
-func (a *Applier) record(ctx context.Context, kind string, p session.Preset, by session.Actor, res Result, problems []string) {
+func (a *Applier) record(ctx context.Context, kind string, p session.Preset, by session.Actor, res bot.ApplyResult, problems []string) {
 	detail := map[string]any{
 		"preset": p.Name, "branch": res.Branch, "base": res.Base, "commit": res.Commit,
 		"reverted": res.Reverted, "reason": res.Reason,

@@ -13,6 +13,7 @@ import (
 
 	"tunebot/apply"
 	"tunebot/apply/applytest"
+	"tunebot/bot"
 	"tunebot/session"
 	"tunebot/session/sessiontest"
 )
@@ -334,7 +335,7 @@ func TestDiffPreviewsWithoutTouching(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []apply.Change{
+	want := []bot.ApplyChange{
 		{File: "tasks/velocity_env_cfg.py", Line: 5, Name: "foot_slip", Old: "-0.25", New: "-0.5"},
 		{File: "tasks/velocity_env_cfg.py", Line: 6, Name: "is_terminated", Old: "-200.0", New: "-250.0"},
 		{File: "tasks/velocity_env_cfg.py", Line: 8, Name: "foot_gait.period", Old: "0.6", New: "0.55"},
@@ -343,7 +344,7 @@ func TestDiffPreviewsWithoutTouching(t *testing.T) {
 	if diff := cmp.Diff(want, changes); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
 	}
-	text := apply.FormatChanges(changes)
+	text := bot.FormatChanges(changes)
 	if !strings.Contains(text, "tasks/velocity_env_cfg.py:5  foot_slip: -0.25 → -0.5\n") {
 		t.Errorf("FormatChanges:\n%s", text)
 	}

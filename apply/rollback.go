@@ -6,38 +6,19 @@ import (
 	"sync"
 	"time"
 
+	"tunebot/bot"
 	"tunebot/session"
 )
-
-// Record is an apply as the audit log holds it, enough to roll it back.
-type Record struct {
-	Seq       uint64
-	At        time.Time
-	By        session.Actor
-	Preset    string
-	SessionID string
-	Branch    string
-	Base      string
-	Commit    string
-}
-
-// RollbackResult is what a rollback did.
-type RollbackResult struct {
-	Preset string
-	Branch string
-	Commit string // the commit that was reverted
-	Revert string // the new revert commit
-}
 
 // LastApply returns the newest apply that landed and has not been rolled back, from the
 // audit log, so /tune rollback needs no argument and survives a restart. The log is read
 // from where the last call ended: a daemon's log grows for months.
-func (a *Applier) LastApply(ctx context.Context) (Record, error) {
+func (a *Applier) LastApply(ctx context.Context) (bot.ApplyRecord, error) {
 	a.hist.mu.Lock()
 	defer a.hist.mu.Unlock()
 	entries, err := session.AuditAfter(ctx, a.audit, a.hist.seq)
 	if err != nil {
-		return Record{}, fmt.Errorf("reading the audit log: %w", err)
+		return bot.ApplyRecord{}, fmt.Errorf("reading the audit log: %w", err)
 	}
 	h := &a.hist
 	if h.rolledBack == nil {
@@ -54,7 +35,7 @@ func (a *Applier) LastApply(ctx context.Context) (Record, error) {
 				continue
 			}
 			str := func(k string) string { s, _ := e.Detail[k].(string); return s }
-			h.applies = append(h.applies, Record{Seq: e.Seq, At: e.Time, By: e.Actor, Preset: str("preset"), SessionID: e.SessionID,
+			h.applies = append(h.applies, bot.ApplyRecord{Seq: e.Seq, At: e.Time, By: e.Actor, Preset: str("preset"), SessionID: e.SessionID,
 				Branch: str("branch"), Base: str("base"), Commit: commit})
 		}
 	}
@@ -63,24 +44,24 @@ func (a *Applier) LastApply(ctx context.Context) (Record, error) {
 			return h.applies[i], nil
 		}
 	}
-	return Record{}, session.Userf(session.ErrNotFound, "there is no applied preset to roll back")
+	return bot.ApplyRecord{}, session.Userf(session.ErrNotFound, "there is no applied preset to roll back")
 }
 
 // history is the applies and rollbacks of the audit log up to seq, folded.
 type history struct {
 	mu         sync.Mutex
 	seq        uint64
-	applies    []Record
+	applies    []bot.ApplyRecord
 	rolledBack map[string]bool
 }
 
 // Rollback undoes rec with `git revert --no-edit` on rec's branch: a new commit, never a
 // reset or a force push, so the history keeps both. HEAD returns to the branch it was on.
 // The tree must be clean, as for Apply.
-func (a *Applier) Rollback(ctx context.Context, rec Record, by session.Actor) (RollbackResult, error) {
+func (a *Applier) Rollback(ctx context.Context, rec bot.ApplyRecord, by session.Actor) (bot.RollbackResult, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	res := RollbackResult{Preset: rec.Preset, Branch: rec.Branch, Commit: rec.Commit}
+	res := bot.RollbackResult{Preset: rec.Preset, Branch: rec.Branch, Commit: rec.Commit}
 	if _, err := a.toplevel(ctx); err != nil {
 		return res, err
 	}

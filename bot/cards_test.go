@@ -189,18 +189,22 @@ type trialsOnly []session.Trial
 
 func (r trialsOnly) Trials(context.Context, string) ([]session.Trial, error) { return r, nil }
 
-// The summary of a finished session carries the score and progress charts drawn again after
-// the final re-evaluation, under their own names, so they agree with the summary.
+// The summary of a finished session carries the charts drawn again for its best trial
+// after the final re-evaluation (the wiring picks them: cmd/tunebot's finalCharts).
 func TestSummaryRedrawsTheScoreAndProgressCharts(t *testing.T) {
 	s := fixtureSession()
 	s.State, s.Preset, s.BestTrial, s.BestRung = session.StateSucceeded, "auto-tune-1a2b3c4d", 2, 0
 	var drawn []session.TrialRef
 	r := &bot.Renderer{Records: trialsOnly(fixtureTrials()[:3]), Space: session.DefaultSpace(),
-		Charts: func(_ context.Context, _ session.Session, tr session.Trial, _ []string) ([]bot.Attachment, error) {
+		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+			t.Error("the summary drew a trial report")
+			return nil, nil
+		},
+		Final: func(_ context.Context, _ session.Session, tr session.Trial) ([]bot.Attachment, error) {
 			drawn = append(drawn, tr.Ref())
 			var out []bot.Attachment
-			for _, n := range []string{"objectives", "reward", "scores", "progress"} {
-				out = append(out, bot.Attachment{Name: "t002-r0-" + n + ".png", Title: n, Data: []byte(n)})
+			for _, n := range []string{"scores", "progress"} {
+				out = append(out, bot.Attachment{Name: "final-" + n + ".png", Title: n, Data: []byte(n)})
 			}
 			return out, nil
 		}}

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unicode"
 
-	"tunebot/schedule"
 	"tunebot/session"
 )
 
@@ -162,9 +161,6 @@ func parseScheduleAdd(c Command, rest string) (Command, error) {
 	if n := len([]rune(c.Spec)); n > MaxSpec {
 		return Command{}, session.Userf(nil, "the cron spec is %d characters; at most %d", n, MaxSpec)
 	}
-	if _, err := schedule.Parse(c.Spec); err != nil {
-		return Command{}, err
-	}
 	words := strings.Fields(spacedEquals.ReplaceAllString(rest, "="))
 	if len(words) > 0 && strings.EqualFold(words[0], string(VerbStart)) {
 		words = words[1:] // "schedule add "…" start trials=8" says what it means
@@ -177,8 +173,8 @@ func parseScheduleAdd(c Command, rest string) (Command, error) {
 				return Command{}, session.Userf(nil, "if_busy given twice")
 			}
 			c.IfBusy = strings.ToLower(v)
-			if c.IfBusy != schedule.Skip && c.IfBusy != schedule.Wait {
-				return Command{}, session.Userf(nil, "if_busy=%s: must be %s or %s (what a scheduled start does when another session holds the GPU)", Truncate(v, 20), schedule.Skip, schedule.Wait)
+			if c.IfBusy != ScheduleSkip && c.IfBusy != ScheduleWait {
+				return Command{}, session.Userf(nil, "if_busy=%s: must be %s or %s (what a scheduled start does when another session holds the GPU)", Truncate(v, 20), ScheduleSkip, ScheduleWait)
 			}
 			continue
 		}
@@ -193,8 +189,8 @@ func parseScheduleAdd(c Command, rest string) (Command, error) {
 		return Command{}, err
 	}
 	c.Start, c.Args = parsed.Start, strings.Join(startArgs, " ")
-	if len(c.Args) > schedule.MaxArgs {
-		return Command{}, session.Userf(nil, "start arguments are %d characters; at most %d", len(c.Args), schedule.MaxArgs)
+	if len(c.Args) > MaxScheduleArgs {
+		return Command{}, session.Userf(nil, "start arguments are %d characters; at most %d", len(c.Args), MaxScheduleArgs)
 	}
 	return c, nil
 }

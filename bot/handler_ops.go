@@ -14,9 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"tunebot/apply"
 	"tunebot/preset"
-	"tunebot/schedule"
 	"tunebot/session"
 )
 
@@ -48,24 +46,99 @@ const (
 	ButtonDismiss         = "dismiss"
 )
 
-// Applier applies presets to the trainer checkout; *apply.Applier implements it.
-type Applier interface {
-	Diff(ctx context.Context, p session.Preset) ([]apply.Change, error)
-	Apply(ctx context.Context, p session.Preset, by session.Actor) (apply.Result, error)
-	LastApply(ctx context.Context) (apply.Record, error)
-	Rollback(ctx context.Context, rec apply.Record, by session.Actor) (apply.RollbackResult, error)
+// ApplyChange is one edit as it would be or was written: the text the pattern's value group
+// held and the text that replaces it.
+type ApplyChange struct {
+	File string `json:"file"`
+	Line int    `json:"line"`
+	Name string `json:"name"`
+	Old  string `json:"old"`
+	New  string `json:"new"`
 }
 
-var _ Applier = (*apply.Applier)(nil)
+// ApplyResult is what an apply did. When the apply did not land, Reverted is true, Reason says
+// why, and the checkout is as it was before.
+type ApplyResult struct {
+	Preset         string
+	Branch         string
+	Base           string
+	Commit         string // the commit on Branch; "" when none was kept
+	Changes        []ApplyChange
+	TestOutputTail string
+	Reverted       bool
+	Reason         string
+}
+
+// ApplyRecord is an apply as the audit log holds it, enough to roll it back.
+type ApplyRecord struct {
+	Seq       uint64
+	At        time.Time
+	By        session.Actor
+	Preset    string
+	SessionID string
+	Branch    string
+	Base      string
+	Commit    string
+}
+
+// RollbackResult is what a rollback did.
+type RollbackResult struct {
+	Preset string
+	Branch string
+	Commit string // the commit that was reverted
+	Revert string // the new revert commit
+}
+
+// FormatChanges renders a diff for a confirm step: one line per edit, file:line, name,
+// old text → new text.
+func FormatChanges(changes []ApplyChange) string {
+	var b strings.Builder
+	for _, c := range changes {
+		fmt.Fprintf(&b, "%s:%d  %s: %s → %s\n", c.File, c.Line, c.Name, c.Old, c.New)
+	}
+	return b.String()
+}
+
+// Applier applies presets to the trainer checkout; *apply.Applier implements it.
+type Applier interface {
+	Diff(ctx context.Context, p session.Preset) ([]ApplyChange, error)
+	Apply(ctx context.Context, p session.Preset, by session.Actor) (ApplyResult, error)
+	LastApply(ctx context.Context) (ApplyRecord, error)
+	Rollback(ctx context.Context, rec ApplyRecord, by session.Actor) (RollbackResult, error)
+}
+
+// ScheduleEntry is one scheduled start, as the Scheduler port exchanges it; schedule.Scheduler
+// keeps and fires them.
+type ScheduleEntry struct {
+	ID   string `json:"id"`
+	Spec string `json:"spec"`
+	// Args are the /tune start arguments, kept as text and parsed when the entry fires, so
+	// a config change between now and then applies.
+	Args       string        `json:"args"`
+	IfBusy     string        `json:"if_busy"` // ScheduleSkip or ScheduleWait
+	CreatedBy  session.Actor `json:"created_by"`
+	CreatedAt  time.Time     `json:"created_at"`
+	LastRun    time.Time     `json:"last_run,omitzero"`
+	LastResult string        `json:"last_result,omitempty"`
+	// Next is the next firing time, filled in by List; never stored.
+	Next time.Time `json:"-"`
+}
+
+// What a scheduled start does when another session holds the GPU.
+const (
+	ScheduleSkip = "skip"
+	ScheduleWait = "wait"
+)
+
+// MaxScheduleArgs bounds a schedule's stored start arguments.
+const MaxScheduleArgs = 1000
 
 // Scheduler keeps scheduled starts; *schedule.Scheduler implements it.
 type Scheduler interface {
-	Add(ctx context.Context, spec, args, ifBusy string, by session.Actor) (schedule.Entry, error)
-	List(ctx context.Context) ([]schedule.Entry, error)
+	Add(ctx context.Context, spec, args, ifBusy string, by session.Actor) (ScheduleEntry, error)
+	List(ctx context.Context) ([]ScheduleEntry, error)
 	Remove(ctx context.Context, id string) error
 }
-
-var _ Scheduler = (*schedule.Scheduler)(nil)
 
 // ConfirmID builds the action ID of a confirmation's button.
 func ConfirmID(verb, target, nonce string) string {
@@ -324,7 +397,7 @@ func (h *Handler) applyPreview(ctx context.Context, in Interaction, cmd Command,
 	return Reply{Private: true, Card: &Card{Kind: "notice", Title: "apply preset " + p.Name + "?", Blocks: []Block{
 		Text(fmt.Sprintf("Applying preset %s commits these %d edits on a new branch named for it, then runs the trainer's tests; if they fail, everything is put back. Confirm within %d minutes.",
 			p.Name, len(changes), int(ConfirmTTL/time.Minute))),
-		{Kind: BlockCode, Text: apply.FormatChanges(changes)},
+		{Kind: BlockCode, Text: FormatChanges(changes)},
 		{Kind: BlockActions, Actions: []Action{
 			{ID: ConfirmID(ButtonApplyConfirm, p.Name, nonce), Label: "Confirm apply", Style: "primary"},
 			{ID: ConfirmID(ButtonDismiss, p.Name, nonce), Label: "Cancel"},
@@ -473,7 +546,7 @@ func (h *Handler) apply(ctx context.Context, in Interaction, op pendingOp, log *
 	}
 	blocks := []Block{
 		Text(fmt.Sprintf("preset %s applied by %s: commit %s on branch %s (from %s); the tests passed. /tune rollback reverts it.", p.Name, in.User, shortSHA(res.Commit), res.Branch, res.Base)),
-		{Kind: BlockCode, Text: apply.FormatChanges(res.Changes)},
+		{Kind: BlockCode, Text: FormatChanges(res.Changes)},
 	}
 	if res.TestOutputTail != "" {
 		blocks = append(blocks, Block{Kind: BlockCode, Text: Neutralise(res.TestOutputTail, 1500), Untrusted: true})
@@ -506,7 +579,7 @@ func (h *Handler) schedule(ctx context.Context, in Interaction, cmd Command, log
 		if err != nil {
 			return h.engineError(err, log)
 		}
-		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "schedules", Blocks: []Block{{Kind: BlockCode, Text: schedule.FormatList(es)}}}}
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "schedules", Blocks: []Block{{Kind: BlockCode, Text: FormatList(es)}}}}
 	case "add":
 		// The arguments are checked against the defaults now, so a bad range is refused
 		// here rather than at 3 a.m.
@@ -540,7 +613,7 @@ func orDefaults(args string) string {
 	return args
 }
 
-func digestChanges(cs []apply.Change) string {
+func digestChanges(cs []ApplyChange) string {
 	h := sha256.New()
 	for _, c := range cs {
 		fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%s\x00", c.File, c.Line, c.Name, c.Old, c.New)
@@ -548,7 +621,7 @@ func digestChanges(cs []apply.Change) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-func digestRecord(r apply.Record) string {
+func digestRecord(r ApplyRecord) string {
 	return fmt.Sprintf("%d/%s/%s", r.Seq, r.Branch, r.Commit)
 }
 

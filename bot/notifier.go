@@ -5,14 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"tunebot/charts"
 	"tunebot/secret"
 	"tunebot/session"
-	"tunebot/store"
 )
 
 // Records is what rendering reads of the store; session.Store (and *store.DB) implement it.
@@ -26,6 +23,8 @@ type Renderer struct {
 	Records Records
 	Space   *session.Space
 	Charts  ChartFunc // nil: trial reports carry no charts
+	// Final draws the charts a finished session's summary carries again (nil: none).
+	Final FinalChartFunc
 	// Mentions lists, per platform, the user IDs to mention besides the session's owner
 	// when a trial finishes, a decision waits or the session ends.
 	Mentions map[string][]string
@@ -98,26 +97,21 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 	return out
 }
 
-// finalCharts redraws the score and progress charts once the session has ended: the
-// finalists' re-evaluations came after their trial reports, and the summary's charts must
-// agree with the summary. They are drawn for the best trial and named final-*.png, beside
-// the trial reports.
+// FinalChartFunc draws, for a finished session's best trial t, the charts its summary
+// carries: the score and progress charts drawn again after the finalists' re-evaluations
+// came in, so they agree with the summary (docs/design.md §6). The wiring (cmd/tunebot)
+// implements it, as it knows the charts' names.
+type FinalChartFunc func(ctx context.Context, s session.Session, t session.Trial) ([]Attachment, error)
+
+// finalCharts draws the summary's charts for the best trial, none when it has none.
 func (r *Renderer) finalCharts(ctx context.Context, s session.Session, trials []session.Trial) []Attachment {
 	t := bestTrial(s, trials)
-	if t == nil {
+	if t == nil || r.Final == nil {
 		return nil
 	}
-	var out []Attachment
-	prefix := charts.ImagePrefix(t.Ref())
-	for _, a := range r.charts(ctx, s, *t) {
-		switch a.Name {
-		case prefix + "scores.png", prefix + "progress.png":
-			a.Name = "final-" + strings.TrimPrefix(a.Name, prefix)
-			a.Title += " (after the final re-evaluation)"
-			out = append(out, a)
-		}
-	}
-	return out
+	return r.draw(ctx, s, *t, func(ctx context.Context, s session.Session, t session.Trial, _ []string) ([]Attachment, error) {
+		return r.Final(ctx, s, t)
+	})
 }
 
 // bestTrial is the session's best trial among trials, nil when it has none.
@@ -131,8 +125,14 @@ func bestTrial(s session.Session, trials []session.Trial) *session.Trial {
 	return nil
 }
 
-func (r *Renderer) charts(ctx context.Context, s session.Session, t session.Trial) (atts []Attachment) {
-	if r.Charts == nil {
+func (r *Renderer) charts(ctx context.Context, s session.Session, t session.Trial) []Attachment {
+	return r.draw(ctx, s, t, r.Charts)
+}
+
+// draw runs the chart function f for trial t; a failure or a panic is logged and draws
+// nothing, as a chart must never hold back a card.
+func (r *Renderer) draw(ctx context.Context, s session.Session, t session.Trial, f ChartFunc) (atts []Attachment) {
+	if f == nil {
 		return nil
 	}
 	defer func() {
@@ -141,7 +141,7 @@ func (r *Renderer) charts(ctx context.Context, s session.Session, t session.Tria
 			atts = nil
 		}
 	}()
-	atts, err := r.Charts(ctx, s, t, nil)
+	atts, err := f(ctx, s, t, nil)
 	if err != nil {
 		r.logger().Error("rendering charts", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", err)
 		return nil
@@ -264,21 +264,20 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 	now := time.Now()
 	// Charts are rendered once per event, whatever the number of platforms.
 	rr := *n.cfg.Renderer
-	rr.Charts = nil
-	var drawn *session.Trial // the trial whose report charts this event carries
+	rr.Charts, rr.Final = nil, nil
 	switch {
 	case e.Kind == session.EventTrialFinished && e.Trial != nil:
-		drawn = e.Trial
-	case e.Kind == session.EventSessionFinished && n.cfg.Renderer.Charts != nil:
-		// the summary's score and progress charts, drawn again after the final re-evaluation
-		if trials, err := n.cfg.Renderer.Records.Trials(ctx, e.Session.ID); err == nil {
-			drawn = bestTrial(e.Session, trials)
-		}
-	}
-	if drawn != nil {
-		atts := n.cfg.Renderer.charts(ctx, e.Session, *drawn)
+		atts := n.cfg.Renderer.charts(ctx, e.Session, *e.Trial)
 		rr.Charts = func(context.Context, session.Session, session.Trial, []string) ([]Attachment, error) {
 			return atts, nil
+		}
+	case e.Kind == session.EventSessionFinished && n.cfg.Renderer.Final != nil:
+		// the summary's charts, drawn again after the final re-evaluation
+		if trials, err := n.cfg.Renderer.Records.Trials(ctx, e.Session.ID); err == nil {
+			atts := n.cfg.Renderer.finalCharts(ctx, e.Session, trials)
+			rr.Final = func(context.Context, session.Session, session.Trial) ([]Attachment, error) {
+				return atts, nil
+			}
 		}
 	}
 	render := func(platform string) Rendered { return rr.Render(ctx, e, platform) }
@@ -337,7 +336,7 @@ func (n *Notifier) enqueue(ctx context.Context, platform string, e session.Event
 		n.log.Error("encoding a chat message", "err", err)
 		return
 	}
-	_, err = n.cfg.Queue.Enqueue(ctx, store.OutboxItem{Platform: platform, Thread: e.Session.ID, Key: key, Kind: c.Kind,
+	_, err = n.cfg.Queue.Enqueue(ctx, OutboxItem{Platform: platform, Thread: e.Session.ID, Key: key, Kind: c.Kind,
 		Body: body, Expires: now.Add(n.cfg.Expire), CreatedAt: now.UTC()})
 	if err != nil {
 		n.dropped.Add(1)

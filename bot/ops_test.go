@@ -77,8 +77,6 @@ func TestParseOps(t *testing.T) {
 			Args: "trials=8", Start: start("trial_count", "8"), Rung: -1}, ""},
 		{"schedule add spec without quotes", "schedule add 0 2 * * trials=8", bot.Command{}, "put the cron spec in quotes"},
 		{"schedule add open quote", `schedule add "0 2 * * * trials=8`, bot.Command{}, "closing quote is missing"},
-		{"schedule add bad hour", `schedule add "0 25 * * *" trials=8`, bot.Command{}, `the hour field "25" is invalid`},
-		{"schedule add time zone", `schedule add "CRON_TZ=UTC 0 2 * * *"`, bot.Command{}, "may not set its own time zone"},
 		{"schedule add bad start key", `schedule add "@daily" sede=4 trials=x`, bot.Command{}, `schedule refused: its start arguments:`},
 		{"schedule add start key typo named", `schedule add "@daily" sede=4`, bot.Command{}, "did you mean seed?"},
 		{"schedule add bad if_busy", `schedule add "@daily" if_busy=maybe`, bot.Command{}, "if_busy=maybe: must be skip or wait"},
@@ -142,7 +140,7 @@ func (recordingTrainer) EndOrphan(context.Context, session.Proc) error { return 
 // fakeStarter is a schedule.Starter for schedules that never fire in these tests.
 type fakeStarter struct{}
 
-func (fakeStarter) StartScheduled(context.Context, schedule.Entry) (string, error) {
+func (fakeStarter) StartScheduled(context.Context, bot.ScheduleEntry) (string, error) {
 	return "", errors.New("not in this test")
 }
 
@@ -601,6 +599,15 @@ func TestSchedules(t *testing.T) {
 	}
 	if r := f.cmd(alice, `schedule add "0 2 * * *" trials=99`); !strings.Contains(r.Text, "trial_count") {
 		t.Errorf("out-of-range start arguments: %+v", r)
+	}
+	// The scheduler refuses a bad cron spec, naming what is wrong (bot parses no cron).
+	for _, tc := range []struct{ text, want string }{
+		{`schedule add "0 25 * * *" trials=8`, `the hour field "25" is invalid`},
+		{`schedule add "CRON_TZ=UTC 0 2 * * *"`, "may not set its own time zone"},
+	} {
+		if r := f.cmd(alice, tc.text); !strings.Contains(r.Text, tc.want) {
+			t.Errorf("%s: %+v, want %q", tc.text, r, tc.want)
+		}
 	}
 	for _, text := range []string{`schedule add "@daily"`, "schedule remove " + id} {
 		before := len(f.refusals(t))

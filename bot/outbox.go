@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"tunebot/session"
-	"tunebot/store"
 )
 
 // Message is what one outbox item carries: a card for one session thread, with the event
@@ -111,23 +110,35 @@ func (e *PermanentError) Unwrap() error { return e.Err }
 // Permanent wraps err to say retrying is pointless.
 func Permanent(err error) error { return &PermanentError{Err: err} }
 
+// OutboxItem is one chat delivery waiting to be made: a message, a card update or an upload.
+// The store (store.DB) keeps it until it is delivered or expires, so a chat outage or a
+// crash loses nothing.
+type OutboxItem struct {
+	ID        uint64    // assigned by Enqueue; delivery order within a thread
+	Platform  string    // "slack", "discord", "console", ...
+	Thread    string    // items of one thread are delivered in ID order
+	Key       string    // when set, a later item with the same Platform and Key replaces this one
+	Kind      string    // what Body is, for the sender (message, update, upload, ...)
+	Body      []byte    // opaque to the store
+	Attempts  int       // failed deliveries so far
+	NotBefore time.Time // not offered by Due before this time
+	Expires   time.Time // removed by Expire from this time on; zero never expires
+	CreatedAt time.Time
+	LastError string
+}
+
 // Outbox is the persisted queue the dispatcher drains; *store.DB implements it.
 type Outbox interface {
-	Due(ctx context.Context, platform string, now time.Time, limit int) ([]store.OutboxItem, error)
+	Due(ctx context.Context, platform string, now time.Time, limit int) ([]OutboxItem, error)
 	Delivered(ctx context.Context, id uint64) error
 	Retry(ctx context.Context, id uint64, notBefore time.Time, lastErr string) error
-	Expire(ctx context.Context, now time.Time) ([]store.OutboxItem, error)
+	Expire(ctx context.Context, now time.Time) ([]OutboxItem, error)
 }
 
 // Queue is where deliveries are enqueued; *store.DB implements it.
 type Queue interface {
-	Enqueue(ctx context.Context, item store.OutboxItem) (store.OutboxItem, error)
+	Enqueue(ctx context.Context, item OutboxItem) (OutboxItem, error)
 }
-
-var (
-	_ Outbox = (*store.DB)(nil)
-	_ Queue  = (*store.DB)(nil)
-)
 
 // DispatcherOptions tune a Dispatcher; the zero value is usable.
 type DispatcherOptions struct {
@@ -236,7 +247,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 }
 
-func (d *Dispatcher) deliver(ctx context.Context, it store.OutboxItem) {
+func (d *Dispatcher) deliver(ctx context.Context, it OutboxItem) {
 	log := d.log.With("id", it.ID, "thread", it.Thread, "attempt", it.Attempts+1)
 	// A context that outlives ctx: a delivery in flight at shutdown settles its item.
 	settle := context.WithoutCancel(ctx)

@@ -52,7 +52,7 @@ func enqueueCard(t *testing.T, q bot.Queue, platform, thread, key, title string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := q.Enqueue(context.Background(), store.OutboxItem{Platform: platform, Thread: thread, Key: key, Kind: "card", Body: body,
+	if _, err := q.Enqueue(context.Background(), bot.OutboxItem{Platform: platform, Thread: thread, Key: key, Kind: "card", Body: body,
 		Expires: time.Now().Add(24 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestDispatcherBackoffIsCappedAndExpiresOldItems(t *testing.T) {
 		db := openStore(t)
 		start := time.Now()
 		body, _ := bot.EncodeMessage(bot.Message{Card: bot.Card{Title: "doomed"}})
-		if _, err := db.Enqueue(context.Background(), store.OutboxItem{Platform: "slack", Thread: "s1", Kind: "card", Body: body, Expires: start.Add(time.Hour)}); err != nil {
+		if _, err := db.Enqueue(context.Background(), bot.OutboxItem{Platform: "slack", Thread: "s1", Kind: "card", Body: body, Expires: start.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		sink := &flakySink{failures: 1 << 30}
@@ -371,10 +371,9 @@ func TestNotifierSummaryCarriesTheRedrawnCharts(t *testing.T) {
 	s.State, s.Preset, s.BestTrial, s.BestRung = session.StateSucceeded, "auto-tune-1a2b3c4d", 2, 0
 	var drawn []session.TrialRef
 	r := &bot.Renderer{Records: db, Space: session.DefaultSpace(),
-		Charts: func(_ context.Context, _ session.Session, tr session.Trial, _ []string) ([]bot.Attachment, error) {
+		Final: func(_ context.Context, _ session.Session, tr session.Trial) ([]bot.Attachment, error) {
 			drawn = append(drawn, tr.Ref())
-			return []bot.Attachment{{Name: "t002-r0-reward.png", Data: []byte("r")}, {Name: "t002-r0-scores.png", Data: []byte("s")},
-				{Name: "t002-r0-progress.png", Data: []byte("p")}}, nil
+			return []bot.Attachment{{Name: "final-scores.png", Data: []byte("s")}, {Name: "final-progress.png", Data: []byte("p")}}, nil
 		}}
 	n := bot.NewNotifier(bot.NotifierConfig{Queue: db, Renderer: r, Platforms: []string{"slack", "discord"}})
 	n.Notify(ctx, session.Event{Kind: session.EventSessionFinished, Session: s, Text: "done"})

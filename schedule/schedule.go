@@ -1,5 +1,5 @@
-// Package schedule starts tuning sessions on cron schedules, and builds the reminder and
-// daily digest texts the daemon posts. A scheduled start that finds the GPU busy skips or
+// Package schedule starts tuning sessions on cron schedules (the reminder and daily digest
+// texts the daemon posts are bot's). A scheduled start that finds the GPU busy skips or
 // waits, as its entry says, and says so.
 package schedule
 
@@ -15,29 +15,14 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"tunebot/bot"
 	"tunebot/session"
 )
-
-// Entry is one scheduled start.
-type Entry struct {
-	ID   string `json:"id"`
-	Spec string `json:"spec"`
-	// Args are the /tune start arguments, kept as text and parsed when the entry fires, so
-	// a config change between now and then applies.
-	Args       string        `json:"args"`
-	IfBusy     string        `json:"if_busy"` // Skip or Wait
-	CreatedBy  session.Actor `json:"created_by"`
-	CreatedAt  time.Time     `json:"created_at"`
-	LastRun    time.Time     `json:"last_run,omitzero"`
-	LastResult string        `json:"last_result,omitempty"`
-	// Next is the next firing time, filled in by List; never stored.
-	Next time.Time `json:"-"`
-}
 
 // Starter starts a session from a scheduled entry. It fails with an error wrapping
 // session.ErrBusy when another session holds the GPU.
 type Starter interface {
-	StartScheduled(ctx context.Context, e Entry) (sessionID string, err error)
+	StartScheduled(ctx context.Context, e bot.ScheduleEntry) (sessionID string, err error)
 }
 
 // Config is the schedule section of tunebot's configuration.
@@ -112,8 +97,8 @@ type Options struct {
 	Logger    *slog.Logger
 }
 
-// MaxArgs bounds the stored start arguments.
-const MaxArgs = 1000
+// MaxArgs bounds the stored start arguments (the command grammar's bound).
+const MaxArgs = bot.MaxScheduleArgs
 
 // Scheduler fires entries on their cron specs.
 type Scheduler struct {
@@ -130,6 +115,9 @@ type Scheduler struct {
 	waiting map[string]context.CancelFunc
 	started bool
 }
+
+// The chat handler adds, lists and removes schedules through this.
+var _ bot.Scheduler = (*Scheduler)(nil)
 
 // New checks the configuration and returns a Scheduler; Start loads the stored entries.
 func New(opts Options) (*Scheduler, error) {
@@ -218,37 +206,37 @@ func (s *Scheduler) Stop(ctx context.Context) {
 
 // Add validates and stores a new entry and schedules it. ifBusy "" takes the configured
 // default. Refusals are *session.UserError naming the problem.
-func (s *Scheduler) Add(ctx context.Context, spec, args, ifBusy string, by session.Actor) (Entry, error) {
+func (s *Scheduler) Add(ctx context.Context, spec, args, ifBusy string, by session.Actor) (bot.ScheduleEntry, error) {
 	sched, err := Parse(spec)
 	if err != nil {
-		return Entry{}, err
+		return bot.ScheduleEntry{}, err
 	}
 	if ifBusy == "" {
 		ifBusy = s.cfg.IfBusy
 	}
 	if err := checkIfBusy(ifBusy); err != nil {
-		return Entry{}, err
+		return bot.ScheduleEntry{}, err
 	}
 	if len(args) > MaxArgs {
-		return Entry{}, session.Userf(nil, "start arguments are %d characters; at most %d", len(args), MaxArgs)
+		return bot.ScheduleEntry{}, session.Userf(nil, "start arguments are %d characters; at most %d", len(args), MaxArgs)
 	}
 	if s.opts.CheckArgs != nil {
 		if err := s.opts.CheckArgs(args); err != nil {
-			return Entry{}, err
+			return bot.ScheduleEntry{}, err
 		}
 	}
 	existing, err := s.opts.Store.Schedules(ctx)
 	if err != nil {
-		return Entry{}, fmt.Errorf("listing schedules: %w", err)
+		return bot.ScheduleEntry{}, fmt.Errorf("listing schedules: %w", err)
 	}
 	if len(existing) >= s.cfg.MaxEntries {
-		return Entry{}, session.Userf(session.ErrConflict, "there are already %d schedules, the most allowed; remove one first", len(existing))
+		return bot.ScheduleEntry{}, session.Userf(session.ErrConflict, "there are already %d schedules, the most allowed; remove one first", len(existing))
 	}
-	e := Entry{ID: newID(), Spec: spec, Args: args, IfBusy: ifBusy, CreatedBy: by, CreatedAt: time.Now().UTC()}
+	e := bot.ScheduleEntry{ID: newID(), Spec: spec, Args: args, IfBusy: ifBusy, CreatedBy: by, CreatedAt: time.Now().UTC()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.opts.Store.PutSchedule(ctx, e); err != nil {
-		return Entry{}, fmt.Errorf("storing schedule: %w", err)
+		return bot.ScheduleEntry{}, fmt.Errorf("storing schedule: %w", err)
 	}
 	if s.started {
 		s.ids[e.ID] = s.cron.Schedule(sched, s.job(e.ID))
@@ -261,7 +249,7 @@ func (s *Scheduler) Add(ctx context.Context, spec, args, ifBusy string, by sessi
 }
 
 // List returns every entry with its next firing time, oldest first.
-func (s *Scheduler) List(ctx context.Context) ([]Entry, error) {
+func (s *Scheduler) List(ctx context.Context) ([]bot.ScheduleEntry, error) {
 	entries, err := s.opts.Store.Schedules(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing schedules: %w", err)
@@ -379,18 +367,18 @@ func busyWhy(err error) string {
 	return "another session is using the GPU"
 }
 
-func (s *Scheduler) entry(ctx context.Context, id string) (Entry, bool) {
+func (s *Scheduler) entry(ctx context.Context, id string) (bot.ScheduleEntry, bool) {
 	entries, err := s.opts.Store.Schedules(ctx)
 	if err != nil {
 		s.log.Error("loading a schedule to fire", "schedule", id, "error", err)
-		return Entry{}, false
+		return bot.ScheduleEntry{}, false
 	}
 	for _, e := range entries {
 		if e.ID == id {
 			return e, true
 		}
 	}
-	return Entry{}, false
+	return bot.ScheduleEntry{}, false
 }
 
 // finish records a firing's result on the entry (unless it was removed meanwhile) and

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"tunebot/bot"
 	"tunebot/schedule"
 	"tunebot/session"
 )
@@ -28,7 +29,7 @@ type starter struct {
 	err   error
 }
 
-func (s *starter) StartScheduled(_ context.Context, e schedule.Entry) (string, error) {
+func (s *starter) StartScheduled(_ context.Context, e bot.ScheduleEntry) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls = append(s.calls, time.Now())
@@ -318,7 +319,7 @@ func TestFormatList(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text := schedule.FormatList(list); !strings.Contains(text, a.ID+`  "0 2 * * *"  start trials=8  if busy: wait  next `) || !strings.Contains(text, "by bob") {
+	if text := bot.FormatList(list); !strings.Contains(text, a.ID+`  "0 2 * * *"  start trials=8  if busy: wait  next `) || !strings.Contains(text, "by bob") {
 		t.Errorf("FormatList:\n%s", text)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"tunebot/bot"
 	"tunebot/session"
 )
 
@@ -48,8 +49,8 @@ func Parse(spec string) (cron.Schedule, error) {
 
 // IfBusy policies: what a scheduled start does when a session already holds the GPU.
 const (
-	Skip = "skip"
-	Wait = "wait"
+	Skip = bot.ScheduleSkip
+	Wait = bot.ScheduleWait
 )
 
 func checkIfBusy(v string) error {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"tunebot/bot"
 	"tunebot/session"
 )
 
@@ -13,9 +14,9 @@ import (
 // schedules live in the data file with everything else.
 type Store interface {
 	// PutSchedule creates or replaces the entry with e.ID.
-	PutSchedule(ctx context.Context, e Entry) error
+	PutSchedule(ctx context.Context, e bot.ScheduleEntry) error
 	// Schedules lists every entry, oldest first.
-	Schedules(ctx context.Context) ([]Entry, error)
+	Schedules(ctx context.Context) ([]bot.ScheduleEntry, error)
 	// DeleteSchedule removes an entry; a missing one is session.ErrNotFound.
 	DeleteSchedule(ctx context.Context, id string) error
 }
@@ -23,16 +24,16 @@ type Store interface {
 // MemStore keeps entries in memory, for tests and for a daemon that wants none kept.
 type MemStore struct {
 	mu      sync.Mutex
-	entries map[string]Entry
+	entries map[string]bot.ScheduleEntry
 }
 
 var _ Store = (*MemStore)(nil)
 
 // NewMemStore returns an empty MemStore.
-func NewMemStore() *MemStore { return &MemStore{entries: map[string]Entry{}} }
+func NewMemStore() *MemStore { return &MemStore{entries: map[string]bot.ScheduleEntry{}} }
 
 // PutSchedule implements Store.
-func (m *MemStore) PutSchedule(_ context.Context, e Entry) error {
+func (m *MemStore) PutSchedule(_ context.Context, e bot.ScheduleEntry) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.entries[e.ID] = e
@@ -40,10 +41,10 @@ func (m *MemStore) PutSchedule(_ context.Context, e Entry) error {
 }
 
 // Schedules implements Store.
-func (m *MemStore) Schedules(context.Context) ([]Entry, error) {
+func (m *MemStore) Schedules(context.Context) ([]bot.ScheduleEntry, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]Entry, 0, len(m.entries))
+	out := make([]bot.ScheduleEntry, 0, len(m.entries))
 	for _, e := range m.entries {
 		out = append(out, e)
 	}
@@ -62,7 +63,7 @@ func (m *MemStore) DeleteSchedule(_ context.Context, id string) error {
 	return nil
 }
 
-func sortEntries(es []Entry) {
+func sortEntries(es []bot.ScheduleEntry) {
 	sort.Slice(es, func(i, j int) bool {
 		if !es[i].CreatedAt.Equal(es[j].CreatedAt) {
 			return es[i].CreatedAt.Before(es[j].CreatedAt)

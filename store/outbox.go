@@ -9,25 +9,15 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"tunebot/bot"
 	"tunebot/session"
 )
 
-// OutboxItem is one chat delivery waiting to be made: a message, a card update or an upload.
-// The store keeps it until it is delivered or expires, so a chat outage or a crash loses
-// nothing.
-type OutboxItem struct {
-	ID        uint64    // assigned by Enqueue; delivery order within a thread
-	Platform  string    // "slack", "discord", "console", ...
-	Thread    string    // items of one thread are delivered in ID order
-	Key       string    // when set, a later item with the same Platform and Key replaces this one
-	Kind      string    // what Body is, for the sender (message, update, upload, ...)
-	Body      []byte    // opaque to the store
-	Attempts  int       // failed deliveries so far
-	NotBefore time.Time // not offered by Due before this time
-	Expires   time.Time // removed by Expire from this time on; zero never expires
-	CreatedAt time.Time
-	LastError string
-}
+// The outbox is bot's queue; the store keeps it.
+var (
+	_ bot.Outbox = (*DB)(nil)
+	_ bot.Queue  = (*DB)(nil)
+)
 
 // outboxHeader is the stored form of an item without its body, which follows it raw so an
 // uploaded PNG is not inflated by base64.
@@ -43,7 +33,7 @@ type outboxHeader struct {
 	LastError string    `json:"last_error,omitempty"`
 }
 
-func encodeOutbox(it OutboxItem) ([]byte, error) {
+func encodeOutbox(it bot.OutboxItem) ([]byte, error) {
 	h, err := json.Marshal(outboxHeader{
 		Platform: it.Platform, Thread: it.Thread, Key: it.Key, Kind: it.Kind, Attempts: it.Attempts,
 		NotBefore: it.NotBefore, Expires: it.Expires, CreatedAt: it.CreatedAt, LastError: it.LastError,
@@ -58,16 +48,16 @@ func encodeOutbox(it OutboxItem) ([]byte, error) {
 }
 
 // decodeOutbox decodes a stored item; the body is copied out only when withBody is set.
-func decodeOutbox(key, buf []byte, withBody bool) (OutboxItem, error) {
+func decodeOutbox(key, buf []byte, withBody bool) (bot.OutboxItem, error) {
 	n, w := binary.Uvarint(buf)
 	if w <= 0 || n > uint64(len(buf)-w) {
-		return OutboxItem{}, fmt.Errorf("decoding stored outbox item %x: corrupt record", key)
+		return bot.OutboxItem{}, fmt.Errorf("decoding stored outbox item %x: corrupt record", key)
 	}
 	var h outboxHeader
 	if err := jsonUnmarshal(buf[w:w+int(n)], &h, "outbox item", key); err != nil {
-		return OutboxItem{}, err
+		return bot.OutboxItem{}, err
 	}
-	it := OutboxItem{
+	it := bot.OutboxItem{
 		ID: binary.BigEndian.Uint64(key), Platform: h.Platform, Thread: h.Thread, Key: h.Key, Kind: h.Kind,
 		Attempts: h.Attempts, NotBefore: h.NotBefore, Expires: h.Expires, CreatedAt: h.CreatedAt, LastError: h.LastError,
 	}
@@ -77,7 +67,7 @@ func decodeOutbox(key, buf []byte, withBody bool) (OutboxItem, error) {
 	return it, nil
 }
 
-func (it OutboxItem) expired(now time.Time) bool {
+func expired(it bot.OutboxItem, now time.Time) bool {
 	return !it.Expires.IsZero() && !now.Before(it.Expires)
 }
 
@@ -106,9 +96,9 @@ func addOutboxCount(tx *bolt.Tx, delta int) error {
 //
 // When MaxOutbox items wait, a new item is refused with an error wrapping session.ErrBusy;
 // the caller logs it and carries on.
-func (d *DB) Enqueue(ctx context.Context, item OutboxItem) (OutboxItem, error) {
+func (d *DB) Enqueue(ctx context.Context, item bot.OutboxItem) (bot.OutboxItem, error) {
 	if item.Platform == "" {
-		return OutboxItem{}, fmt.Errorf("queueing a chat delivery: empty platform")
+		return bot.OutboxItem{}, fmt.Errorf("queueing a chat delivery: empty platform")
 	}
 	if item.CreatedAt.IsZero() {
 		item.CreatedAt = time.Now().UTC()
@@ -164,7 +154,7 @@ func (d *DB) Enqueue(ctx context.Context, item OutboxItem) (OutboxItem, error) {
 		return addOutboxCount(tx, 1)
 	})
 	if err != nil {
-		return OutboxItem{}, err
+		return bot.OutboxItem{}, err
 	}
 	return item, nil
 }
@@ -174,10 +164,10 @@ func (d *DB) Enqueue(ctx context.Context, item OutboxItem) (OutboxItem, error) {
 // while its head waits for a retry; expired items are skipped. An item returned is claimed by
 // the caller for OutboxLease: Due does not offer it again meanwhile, and it keeps blocking its
 // thread until Delivered or Retry settles it.
-func (d *DB) Due(ctx context.Context, platform string, now time.Time, limit int) ([]OutboxItem, error) {
+func (d *DB) Due(ctx context.Context, platform string, now time.Time, limit int) ([]bot.OutboxItem, error) {
 	d.outMu.Lock()
 	defer d.outMu.Unlock()
-	var out []OutboxItem
+	var out []bot.OutboxItem
 	err := d.view(ctx, func(tx *bolt.Tx) error {
 		seen := map[string]bool{}
 		c := tx.Bucket(bucketOutbox).Cursor()
@@ -186,7 +176,7 @@ func (d *DB) Due(ctx context.Context, platform string, now time.Time, limit int)
 			if err != nil {
 				return err
 			}
-			if it.Platform != platform || it.expired(now) || seen[it.Thread] {
+			if it.Platform != platform || expired(it, now) || seen[it.Thread] {
 				continue
 			}
 			seen[it.Thread] = true
@@ -251,10 +241,10 @@ func (d *DB) Retry(ctx context.Context, id uint64, notBefore time.Time, lastErr 
 }
 
 // Expire removes and returns the items whose Expires time has come, oldest first.
-func (d *DB) Expire(ctx context.Context, now time.Time) ([]OutboxItem, error) {
+func (d *DB) Expire(ctx context.Context, now time.Time) ([]bot.OutboxItem, error) {
 	d.outMu.Lock()
 	defer d.outMu.Unlock()
-	var out []OutboxItem
+	var out []bot.OutboxItem
 	err := d.update(ctx, func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -262,7 +252,7 @@ func (d *DB) Expire(ctx context.Context, now time.Time) ([]OutboxItem, error) {
 			if err != nil {
 				return err
 			}
-			if it.expired(now) {
+			if expired(it, now) {
 				out = append(out, it)
 			}
 		}
@@ -293,18 +283,18 @@ func (d *DB) OutboxDepth(ctx context.Context) (int, error) {
 	return n, err
 }
 
-func getOutbox(tx *bolt.Tx, id uint64) (OutboxItem, error) {
+func getOutbox(tx *bolt.Tx, id uint64) (bot.OutboxItem, error) {
 	key := u64Key(id)
 	v := tx.Bucket(bucketOutbox).Get(key)
 	if v == nil {
-		return OutboxItem{}, session.ErrNotFound
+		return bot.OutboxItem{}, session.ErrNotFound
 	}
 	return decodeOutbox(key, v, true)
 }
 
 // removeOutbox deletes it and its key index entry, unless that entry already names a newer
 // item with the same key.
-func removeOutbox(tx *bolt.Tx, it OutboxItem) error {
+func removeOutbox(tx *bolt.Tx, it bot.OutboxItem) error {
 	key := u64Key(it.ID)
 	if err := tx.Bucket(bucketOutbox).Delete(key); err != nil {
 		return fmt.Errorf("removing outbox item %d: %w", it.ID, err)

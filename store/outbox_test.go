@@ -11,11 +11,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"tunebot/bot"
 	"tunebot/session"
 	"tunebot/store"
 )
 
-func enqueue(t *testing.T, db *store.DB, it store.OutboxItem) store.OutboxItem {
+func enqueue(t *testing.T, db *store.DB, it bot.OutboxItem) bot.OutboxItem {
 	t.Helper()
 	if it.Platform == "" {
 		it.Platform = "slack"
@@ -28,7 +29,7 @@ func enqueue(t *testing.T, db *store.DB, it store.OutboxItem) store.OutboxItem {
 }
 
 // bodies returns the bodies of items, which the tests use as names.
-func bodies(items []store.OutboxItem) []string {
+func bodies(items []bot.OutboxItem) []string {
 	var out []string
 	for _, it := range items {
 		out = append(out, string(it.Body))
@@ -36,7 +37,7 @@ func bodies(items []store.OutboxItem) []string {
 	return out
 }
 
-func due(t *testing.T, db *store.DB, now time.Time) []store.OutboxItem {
+func due(t *testing.T, db *store.DB, now time.Time) []bot.OutboxItem {
 	t.Helper()
 	items, err := db.Due(context.Background(), "slack", now, 0)
 	if err != nil {
@@ -48,11 +49,11 @@ func due(t *testing.T, db *store.DB, now time.Time) []store.OutboxItem {
 func TestOutboxOrderPerThread(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openDB(t)
-	a1 := enqueue(t, db, store.OutboxItem{Thread: "A", Body: []byte("a1"), CreatedAt: t0})
-	enqueue(t, db, store.OutboxItem{Thread: "A", Body: []byte("a2")})
-	b1 := enqueue(t, db, store.OutboxItem{Thread: "B", Body: []byte("b1")})
-	enqueue(t, db, store.OutboxItem{Platform: "discord", Thread: "A", Body: []byte("d1")})
-	enqueue(t, db, store.OutboxItem{Thread: "C", Body: []byte("c1"), NotBefore: t0.Add(time.Hour)})
+	a1 := enqueue(t, db, bot.OutboxItem{Thread: "A", Body: []byte("a1"), CreatedAt: t0})
+	enqueue(t, db, bot.OutboxItem{Thread: "A", Body: []byte("a2")})
+	b1 := enqueue(t, db, bot.OutboxItem{Thread: "B", Body: []byte("b1")})
+	enqueue(t, db, bot.OutboxItem{Platform: "discord", Thread: "A", Body: []byte("d1")})
+	enqueue(t, db, bot.OutboxItem{Thread: "C", Body: []byte("c1"), NotBefore: t0.Add(time.Hour)})
 	if a1.ID == 0 || b1.ID <= a1.ID || !a1.CreatedAt.Equal(t0) {
 		t.Fatalf("assigned ids %d, %d, created %v", a1.ID, b1.ID, a1.CreatedAt)
 	}
@@ -114,7 +115,7 @@ func TestOutboxOrderPerThread(t *testing.T) {
 func TestOutboxRetryKeepsAttemptsAndError(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openDB(t)
-	it := enqueue(t, db, store.OutboxItem{Thread: "A", Kind: "upload", Body: []byte("png")})
+	it := enqueue(t, db, bot.OutboxItem{Thread: "A", Kind: "upload", Body: []byte("png")})
 	for i := range 3 {
 		if err := db.Retry(ctx, it.ID, t0.Add(time.Duration(i)*time.Second), fmt.Sprint("failure ", i)); err != nil {
 			t.Fatal(err)
@@ -137,14 +138,14 @@ func TestOutboxRetryKeepsAttemptsAndError(t *testing.T) {
 func TestOutboxCoalescesByKey(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openDB(t)
-	card := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "root", Kind: "update", Body: []byte("v1"), CreatedAt: t0})
-	enqueue(t, db, store.OutboxItem{Thread: "A", Body: []byte("msg")})
-	other := enqueue(t, db, store.OutboxItem{Platform: "discord", Thread: "A", Key: "root", Body: []byte("discord v1")})
+	card := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "root", Kind: "update", Body: []byte("v1"), CreatedAt: t0})
+	enqueue(t, db, bot.OutboxItem{Thread: "A", Body: []byte("msg")})
+	other := enqueue(t, db, bot.OutboxItem{Platform: "discord", Thread: "A", Key: "root", Body: []byte("discord v1")})
 	if err := db.Retry(ctx, card.ID, t0.Add(time.Minute), "rate limited"); err != nil {
 		t.Fatal(err)
 	}
 
-	v2 := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "root", Kind: "update", Body: []byte("v2"), CreatedAt: t0.Add(time.Hour)})
+	v2 := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "root", Kind: "update", Body: []byte("v2"), CreatedAt: t0.Add(time.Hour)})
 	if v2.ID != card.ID || !v2.CreatedAt.Equal(t0) || v2.Attempts != 1 || v2.LastError != "rate limited" || !v2.NotBefore.Equal(t0.Add(time.Minute)) {
 		t.Errorf("replacement: %+v; want id %d, created %v, 1 attempt, backoff kept", v2, card.ID, t0)
 	}
@@ -156,11 +157,11 @@ func TestOutboxCoalescesByKey(t *testing.T) {
 	}
 
 	// v2 is now being sent; an update must queue behind it, not vanish into it.
-	v3 := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "root", Body: []byte("v3")})
+	v3 := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "root", Body: []byte("v3")})
 	if v3.ID == card.ID {
 		t.Fatal("an update replaced the item being delivered")
 	}
-	v4 := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "root", Body: []byte("v4")})
+	v4 := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "root", Body: []byte("v4")})
 	if v4.ID != v3.ID {
 		t.Errorf("v4 got id %d, want to replace v3 (%d)", v4.ID, v3.ID)
 	}
@@ -168,7 +169,7 @@ func TestOutboxCoalescesByKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Delivering the old item must leave the key pointing at the new one.
-	v5 := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "root", Body: []byte("v5")})
+	v5 := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "root", Body: []byte("v5")})
 	if v5.ID != v3.ID {
 		t.Errorf("v5 got id %d, want to replace v3 (%d)", v5.ID, v3.ID)
 	}
@@ -191,9 +192,9 @@ func TestOutboxCoalescesByKey(t *testing.T) {
 func TestOutboxExpire(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openDB(t)
-	old := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "progress", Body: []byte("old"), Expires: t0.Add(time.Minute)})
-	enqueue(t, db, store.OutboxItem{Thread: "A", Body: []byte("next"), Expires: t0.Add(time.Hour)})
-	enqueue(t, db, store.OutboxItem{Thread: "B", Body: []byte("forever")})
+	old := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "progress", Body: []byte("old"), Expires: t0.Add(time.Minute)})
+	enqueue(t, db, bot.OutboxItem{Thread: "A", Body: []byte("next"), Expires: t0.Add(time.Hour)})
+	enqueue(t, db, bot.OutboxItem{Thread: "B", Body: []byte("forever")})
 	if err := db.Retry(ctx, old.ID, t0.Add(time.Hour), "down"); err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +213,7 @@ func TestOutboxExpire(t *testing.T) {
 		t.Errorf("OutboxDepth after expiry: %d, want 2", n)
 	}
 	// The key of an expired item is free again.
-	again := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "progress", Body: []byte("new")})
+	again := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "progress", Body: []byte("new")})
 	if again.ID == old.ID {
 		t.Error("an expired item was replaced instead of a new one queued")
 	}
@@ -231,21 +232,21 @@ func TestOutboxFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	first := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "root", Body: []byte("1")})
-	enqueue(t, db, store.OutboxItem{Thread: "A", Body: []byte("2")})
-	enqueue(t, db, store.OutboxItem{Thread: "B", Body: []byte("3")})
-	_, err = db.Enqueue(ctx, store.OutboxItem{Platform: "slack", Thread: "C", Kind: "message", Body: []byte("4")})
+	first := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "root", Body: []byte("1")})
+	enqueue(t, db, bot.OutboxItem{Thread: "A", Body: []byte("2")})
+	enqueue(t, db, bot.OutboxItem{Thread: "B", Body: []byte("3")})
+	_, err = db.Enqueue(ctx, bot.OutboxItem{Platform: "slack", Thread: "C", Kind: "message", Body: []byte("4")})
 	if !errors.Is(err, session.ErrBusy) || !strings.Contains(err.Error(), "outbox is full") {
 		t.Errorf("Enqueue into a full outbox: %v, want ErrBusy saying it is full", err)
 	}
 	// Coalescing adds nothing, so it still works when full.
-	if got := enqueue(t, db, store.OutboxItem{Thread: "A", Key: "root", Body: []byte("1b")}); got.ID != first.ID {
+	if got := enqueue(t, db, bot.OutboxItem{Thread: "A", Key: "root", Body: []byte("1b")}); got.ID != first.ID {
 		t.Errorf("coalescing into a full outbox made a new item %d", got.ID)
 	}
 	if err := db.Delivered(ctx, first.ID); err != nil {
 		t.Fatal(err)
 	}
-	enqueue(t, db, store.OutboxItem{Thread: "C", Body: []byte("4")})
+	enqueue(t, db, bot.OutboxItem{Thread: "C", Body: []byte("4")})
 	if n, _ := db.OutboxDepth(ctx); n != 3 {
 		t.Errorf("OutboxDepth: %d, want 3", n)
 	}
@@ -260,7 +261,7 @@ func TestOutboxFlakySink(t *testing.T) {
 	for i := range 30 {
 		thread := fmt.Sprint("T", i%3)
 		body := fmt.Sprint(thread, "-", i)
-		enqueue(t, db, store.OutboxItem{Thread: thread, Body: []byte(body)})
+		enqueue(t, db, bot.OutboxItem{Thread: thread, Body: []byte(body)})
 		want[thread] = append(want[thread], body)
 	}
 	got := map[string][]string{}
@@ -300,7 +301,7 @@ func BenchmarkDueFullOutbox(b *testing.B) {
 	ctx := context.Background()
 	db, _ := openDB(b)
 	for i := range 10000 {
-		it := store.OutboxItem{Platform: "slack", Thread: fmt.Sprint("T", i%100), Kind: "message", Body: make([]byte, 300)}
+		it := bot.OutboxItem{Platform: "slack", Thread: fmt.Sprint("T", i%100), Kind: "message", Body: make([]byte, 300)}
 		if _, err := db.Enqueue(ctx, it); err != nil {
 			b.Fatal(err)
 		}

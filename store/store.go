@@ -75,7 +75,7 @@ var (
 	bucketOutbox     = []byte("outbox")      // id → item
 	bucketOutboxKeys = []byte("outbox_keys") // platform \x00 key → id
 	bucketChatRefs   = []byte("chat_refs")   // platform \x00 key → value
-	bucketSchedules  = []byte("schedules")   // id → schedule.Entry
+	bucketSchedules  = []byte("schedules")   // id → Schedule
 
 	keySchema      = []byte("schema")
 	keyOutboxCount = []byte("outbox_count")

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	bolt "go.etcd.io/bbolt"
 
+	"tunebot/bot"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -66,7 +67,7 @@ func TestOpenCreatesDirectoryAndReopenKeepsEverything(t *testing.T) {
 		db.Append(ctx, session.AuditEntry{Time: t0, SessionID: "s1", Kind: "start", Actor: session.System}),
 		db.PutSeries(ctx, key, pts),
 	}
-	item, err := db.Enqueue(ctx, store.OutboxItem{Platform: "slack", Thread: "T", Kind: "message", Body: []byte("hi"), CreatedAt: t0})
+	item, err := db.Enqueue(ctx, bot.OutboxItem{Platform: "slack", Thread: "T", Kind: "message", Body: []byte("hi"), CreatedAt: t0})
 	steps = append(steps, err)
 	if err := errors.Join(steps...); err != nil {
 		t.Fatalf("writing: %v", err)
@@ -105,7 +106,7 @@ func TestOpenCreatesDirectoryAndReopenKeepsEverything(t *testing.T) {
 		t.Errorf("series after reopen: %v, diff:\n%s", err, diff)
 	}
 	due, err := db.Due(ctx, "slack", t0, 0)
-	if diff := cmp.Diff([]store.OutboxItem{item}, due); err != nil || diff != "" {
+	if diff := cmp.Diff([]bot.OutboxItem{item}, due); err != nil || diff != "" {
 		t.Errorf("outbox after reopen: %v, diff:\n%s", err, diff)
 	}
 }

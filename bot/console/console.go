@@ -32,13 +32,12 @@ type Console struct {
 	space *session.Space
 	log   *slog.Logger
 
-	events chan session.Event
+	events  chan session.Event
+	charts  bot.ChartFunc
+	final   bot.FinalChartFunc
+	handler *bot.Handler
 
-	mu       sync.Mutex // guards everything below, and out
-	eng      bot.Engine
-	charts   bot.ChartFunc
-	handler  *bot.Handler
-	shared   *bot.Handler   // the daemon's handler, when the console serves one
+	mu       sync.Mutex     // guards everything below, and out
 	current  string         // the session of the newest event
 	progress map[string]int // trial ref → last printed tenth
 	dropped  int
@@ -46,55 +45,39 @@ type Console struct {
 
 var _ session.Notifier = (*Console)(nil)
 
-// New returns a console writing to out, reading commands from in and saving charts under
-// dir. eng may be nil when the engine needs the console as its notifier first: call
-// Attach before Run. Charts default to bot.StoreCharts(st).
-func New(out io.Writer, in io.Reader, dir string, eng bot.Engine, st session.Store, space *session.Space, logger *slog.Logger) *Console {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+// Config is what a console is built from. The engine exists before the console, which
+// then needs no setter (docs/design.md §6): cmd/tunebot hands the engine's events over.
+type Config struct {
+	Out io.Writer
+	In  io.Reader // nil: no commands are read
+	Dir string    // where charts are saved
+	// Engine is what the console's own handler acts on; nil with no Handler: the console
+	// only prints.
+	Engine bot.Engine
+	// Handler runs the commands instead of a handler of the console's own: the daemon's,
+	// with its applier, scheduler and allow-list.
+	Handler *bot.Handler
+	Store   session.Store
+	Space   *session.Space
+	Charts  bot.ChartFunc      // trial reports and chart answers (nil: no charts)
+	Final   bot.FinalChartFunc // a finished session's summary charts (nil: none)
+	Logger  *slog.Logger
+}
+
+// New returns a console printing to cfg.Out, reading commands from cfg.In and saving
+// charts under cfg.Dir.
+func New(cfg Config) *Console {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{out: out, in: in, dir: dir, store: st, space: space, log: logger,
-		events: make(chan session.Event, 1024), charts: bot.StoreCharts(st), progress: map[string]int{}}
-	c.Attach(eng)
+	c := &Console{out: cfg.Out, in: cfg.In, dir: cfg.Dir, store: cfg.Store, space: cfg.Space, log: cfg.Logger,
+		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, progress: map[string]int{}}
+	c.handler = cfg.Handler
+	if c.handler == nil && cfg.Engine != nil {
+		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, Charts: c.charts, Logger: c.log,
+			Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}})
+	}
 	return c
-}
-
-// Attach sets the engine commands act on.
-func (c *Console) Attach(eng bot.Engine) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.eng = eng
-	c.rebuild()
-}
-
-// SetCharts replaces the chart renderer (nil: no charts).
-func (c *Console) SetCharts(f bot.ChartFunc) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.charts = f
-	c.rebuild()
-}
-
-// UseHandler makes the console run commands through h (the daemon's handler, with its
-// applier, scheduler and allow-list) instead of a handler of its own.
-func (c *Console) UseHandler(h *bot.Handler) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.shared = h
-	c.rebuild()
-}
-
-func (c *Console) rebuild() {
-	if c.shared != nil {
-		c.handler = c.shared
-		return
-	}
-	if c.eng == nil {
-		c.handler = nil
-		return
-	}
-	c.handler = bot.NewHandler(bot.HandlerConfig{Engine: c.eng, Store: c.store, Space: c.space, Charts: c.charts, Logger: c.log,
-		Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}})
 }
 
 // Notify queues e for printing; it never blocks the engine.
@@ -214,13 +197,13 @@ func (c *Console) reply(r bot.Reply) {
 func (c *Console) show(ctx context.Context, e session.Event) {
 	c.mu.Lock()
 	c.current = e.Session.ID
-	charts := c.charts
+	charts, final := c.charts, c.final
 	c.mu.Unlock()
 	stamp := e.Time.Local().Format("15:04:05")
 	if e.Time.IsZero() {
 		stamp = time.Now().Format("15:04:05")
 	}
-	r := &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Logger: c.log}
+	r := &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Final: final, Logger: c.log}
 	switch e.Kind {
 	case session.EventTrialProgress:
 		if t := e.Trial; t != nil && t.Iterations > 0 {

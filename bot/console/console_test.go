@@ -68,11 +68,10 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	db, eng, s, p, tr := setup(t)
 	out := &syncBuffer{}
 	dir := t.TempDir()
-	c := console.New(out, nil, dir, nil, db, session.DefaultSpace(), nil)
-	c.Attach(eng)
-	c.SetCharts(func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
-		return []bot.Attachment{{Name: "../../t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
-	})
+	c := console.New(console.Config{Out: out, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
+		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+			return []bot.Attachment{{Name: "../../t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
+		}})
 	half := tr
 	half.State, half.Progress = session.TrialTraining, 150
 	for _, e := range []session.Event{
@@ -109,8 +108,7 @@ func TestConsoleCommandsFromInput(t *testing.T) {
 	db, eng, s, _, _ := setup(t)
 	out := &syncBuffer{}
 	in := strings.NewReader("hello there\nedit pose=NaN\napprove\n")
-	c := console.New(out, in, t.TempDir(), eng, db, session.DefaultSpace(), nil)
-	c.SetCharts(nil)
+	c := console.New(console.Config{Out: out, In: in, Dir: t.TempDir(), Engine: eng, Store: db, Space: session.DefaultSpace()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- c.Run(ctx) }()

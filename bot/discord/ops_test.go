@@ -94,7 +94,7 @@ func newOpsRig(t *testing.T) *opsRig {
 
 type noStarter struct{}
 
-func (noStarter) StartScheduled(context.Context, schedule.Entry) (string, error) {
+func (noStarter) StartScheduled(context.Context, bot.ScheduleEntry) (string, error) {
 	return "", nil
 }
 

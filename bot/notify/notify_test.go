@@ -113,7 +113,7 @@ func TestWebhookThroughTheOutbox(t *testing.T) {
 	}
 	d := delivery()
 	body, _ := bot.EncodeMessage(d.Message)
-	if _, err := db.Enqueue(context.Background(), store.OutboxItem{Platform: notify.PlatformWebhook, Thread: "s1", Kind: "proposal", Body: body}); err != nil {
+	if _, err := db.Enqueue(context.Background(), bot.OutboxItem{Platform: notify.PlatformWebhook, Thread: "s1", Kind: "proposal", Body: body}); err != nil {
 		t.Fatal(err)
 	}
 	disp := bot.NewDispatcher(db, notify.PlatformWebhook, w, bot.DispatcherOptions{Poll: time.Millisecond, BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond, MaxRetryAt: time.Millisecond}, nil)

@@ -23,7 +23,7 @@ import (
 
 type noStarter struct{}
 
-func (noStarter) StartScheduled(context.Context, schedule.Entry) (string, error) { return "", nil }
+func (noStarter) StartScheduled(context.Context, bot.ScheduleEntry) (string, error) { return "", nil }
 
 // opsRig is the adapter over Socket Mode to the fake Slack, with a handler on a real store,
 // a real Applier on a temporary trainer checkout and a real Scheduler. UALICE may do

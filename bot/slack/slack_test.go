@@ -270,7 +270,7 @@ func TestSlackDownForTwoMinutes(t *testing.T) {
 		done := make(chan struct{})
 		go func() { defer close(done); _ = disp.Run(ctx) }()
 		enqueue := func(c bot.Card, key string) {
-			if _, err := db.Enqueue(ctx, store.OutboxItem{Platform: "slack", Thread: "s1", Key: key, Kind: c.Kind, Body: encode(t, c), Expires: time.Now().Add(24 * time.Hour)}); err != nil {
+			if _, err := db.Enqueue(ctx, bot.OutboxItem{Platform: "slack", Thread: "s1", Key: key, Kind: c.Kind, Body: encode(t, c), Expires: time.Now().Add(24 * time.Hour)}); err != nil {
 				t.Fatal(err)
 			}
 			disp.Wake()

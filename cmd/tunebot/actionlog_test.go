@@ -101,7 +101,7 @@ func TestEngineActionsAreLogged(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	events := make(eventChan, 1000)
 	ctx := context.Background()
-	a, err := openApp(ctx, cfg, &env{getenv: func(string) string { return "" }}, logger, func(*store.DB) session.Notifier { return events })
+	a, err := openApp(ctx, cfg, &env{getenv: func(string) string { return "" }}, logger, events)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,9 +83,9 @@ func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger,
 }
 
 // openApp opens the store, builds the trainer, proposers and engine, and recovers what a
-// previous run left. notifier builds the engine's notifier from the store (nil: none). The
-// caller closes the app.
-func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notifier func(*store.DB) session.Notifier) (*app, error) {
+// previous run left. note is the engine's notifier (nil: none): what needs the engine to be
+// built is fed through a relay (relay.go). The caller closes the app.
+func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note session.Notifier) (*app, error) {
 	// Run directories are handed to trainers that run in another working directory, so
 	// every path derived from the data dir must be absolute.
 	abs, err := filepath.Abs(cfg.DataDir)
@@ -121,10 +121,6 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, notif
 	if err != nil {
 		db.Close()
 		return nil, err
-	}
-	var note session.Notifier
-	if notifier != nil {
-		note = notifier(db)
 	}
 	actions := actionLog{DB: db, log: logger}
 	eng, err := session.NewEngine(session.EngineConfig{

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"tunebot/apply"
+	"tunebot/bot"
 	"tunebot/preset"
 )
 
@@ -88,7 +89,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintln(e.stderr, "apply:", err)
 		return 1
 	}
-	fmt.Fprint(e.stdout, apply.FormatChanges(changes))
+	fmt.Fprint(e.stdout, bot.FormatChanges(changes))
 	if operands[0] == "diff" || !*yes {
 		if operands[0] != "diff" {
 			fmt.Fprintln(e.stdout, "add --yes to commit these changes")

@@ -87,39 +87,31 @@ type daemon struct {
 	dash      *dashboard.Server // the monitoring page; nil when the service is off
 
 	notifyCancel, dispatchCancel, adapterCancel, serviceCancel context.CancelFunc
+	stopRelay                                                  func() // hands the engine's last events over
 	notifyWG, dispatchWG, adapterWG, serviceWG                 sync.WaitGroup
 }
 
 func (d *daemon) start(ctx context.Context, resume bool) error {
-	var buildErr error
-	var eng *session.Engine // set once openApp returns; charts wait on it
-	charts := func(ctx context.Context, s session.Session, t session.Trial, tags []string) ([]bot.Attachment, error) {
-		if eng != nil {
-			eng.WaitForTrainer(ctx, 5*time.Second)
-		}
-		return bot.StoreCharts(d.app.db)(ctx, s, t, tags)
-	}
-	a, err := openApp(ctx, d.cfg, d.e, d.log, func(db *store.DB) session.Notifier {
-		n, err := d.buildChat(db, charts)
-		if err != nil {
-			buildErr = err
-			return nil
-		}
-		return n
-	})
+	// The engine's events wait in a relay until what needs the engine (the chat notifier's
+	// charts, the console) exists: construction runs in one order.
+	events := newRelay(d.log)
+	a, err := openApp(ctx, d.cfg, d.e, d.log, events)
 	if err != nil {
 		return err
 	}
-	d.app, eng = a, a.engine
-	if buildErr != nil {
-		return buildErr
+	d.app = a
+	eng := a.engine
+	charts := chartsWhileTraining(eng, storeCharts(a.db))
+	wantConsole, err := d.buildChat(a.db, charts)
+	if err != nil {
+		return err
 	}
 
 	allow := bot.AllowList{}
 	for _, ad := range d.adapters {
 		allow = append(allow, ad.Grants()...)
 	}
-	if d.con != nil {
+	if wantConsole {
 		allow = append(allow, bot.Grant{Platform: console.User.Platform, Users: []string{console.User.ID}})
 	}
 	if !d.cfg.Service.Off() {
@@ -150,16 +142,25 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 
 	nctx, ncancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.notifyCancel = ncancel
+	var to []session.Notifier // the console first, as it prints at once
+	if wantConsole {
+		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
+			Handler: d.handler, Store: a.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Logger: d.log})
+		to = append(to, d.con)
+		d.notifyWG.Add(1)
+		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
+	}
 	if d.notifier != nil {
+		to = append(to, d.notifier)
 		d.notifyWG.Add(1)
 		go func() { defer d.notifyWG.Done(); _ = d.notifier.Run(nctx) }()
 	}
-	if d.con != nil {
-		d.con.Attach(eng)
-		d.con.SetCharts(charts)
-		d.con.UseHandler(d.handler)
-		d.notifyWG.Add(1)
-		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
+	rctx, rcancel := context.WithCancel(context.WithoutCancel(ctx))
+	relayDone := make(chan struct{})
+	go func() { defer close(relayDone); events.Run(rctx, to...) }()
+	d.stopRelay = func() {
+		rcancel()
+		waitBounded(func() { <-relayDone }, drainTimeout)
 	}
 	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.dispatchCancel = dcancel
@@ -198,8 +199,9 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 }
 
 // buildChat builds the enabled adapters, their dispatchers and the notifier that feeds
-// them; with no chat platform enabled, the console is the front end.
-func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier, error) {
+// them (none without a platform or a push); with no chat platform enabled, the console is
+// the front end (wantConsole), built once the handler exists.
+func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (wantConsole bool, err error) {
 	deps := chatDeps{cfg: d.cfg, env: d.e, log: d.log, db: db}
 	names := make([]string, 0, len(chatFactories))
 	for n := range chatFactories {
@@ -212,7 +214,7 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier
 	for _, n := range names {
 		ad, err := chatFactories[n](deps)
 		if err != nil {
-			return nil, fmt.Errorf("chat %s: %w", n, err)
+			return false, fmt.Errorf("chat %s: %w", n, err)
 		}
 		if ad == nil {
 			continue
@@ -226,18 +228,18 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier
 	if c := d.cfg.Chat.Ntfy; c.Server != "" {
 		n, err := notify.NewNtfy(c.Server, c.Topic, d.e.getenv, nil)
 		if err != nil {
-			return nil, err
+			return false, err
 		}
 		push, sinks["ntfy"] = append(push, "ntfy"), n
 	}
 	if d.cfg.Chat.Webhook.Enabled {
 		u := d.e.getenv("TUNEBOT_WEBHOOK_URL")
 		if u == "" {
-			return nil, fmt.Errorf("chat.webhook is enabled but TUNEBOT_WEBHOOK_URL is not set")
+			return false, fmt.Errorf("chat.webhook is enabled but TUNEBOT_WEBHOOK_URL is not set")
 		}
 		w, err := notify.NewWebhook(u, nil)
 		if err != nil {
-			return nil, fmt.Errorf("TUNEBOT_WEBHOOK_URL is not an http(s) URL")
+			return false, fmt.Errorf("TUNEBOT_WEBHOOK_URL is not an http(s) URL")
 		}
 		push, sinks["webhook"] = append(push, "webhook"), w
 	}
@@ -245,34 +247,19 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (session.Notifier
 	for p, sink := range sinks {
 		d.dispatchers[p] = bot.NewDispatcher(deps.db, p, sink, bot.DispatcherOptions{}, d.log.With("platform", p))
 	}
-	if len(platforms) == 0 {
-		d.con = console.New(d.e.stdout, d.e.stdin, filepath.Join(d.cfg.DataDir, "reports"), nil, db, d.cfg.space(), d.log)
-		if len(push) == 0 {
-			return d.con, nil
-		}
+	if len(platforms) == 0 && len(push) == 0 {
+		return true, nil
 	}
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
 		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log, Redact: secret.Process(),
-		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
+		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {
 				disp.Wake()
 			}
 		},
 	})
-	if d.con != nil {
-		return teeNotifier{d.con, d.notifier}, nil
-	}
-	return d.notifier, nil
-}
-
-// teeNotifier hands each event to several notifiers (the console and phone pushes).
-type teeNotifier []session.Notifier
-
-func (t teeNotifier) Notify(ctx context.Context, e session.Event) {
-	for _, n := range t {
-		n.Notify(ctx, e)
-	}
+	return len(platforms) == 0, nil
 }
 
 func (d *daemon) platformNames() []string {
@@ -328,6 +315,9 @@ func (d *daemon) stop() {
 	d.app.engine.Shutdown(ctx)
 	if d.handler != nil {
 		waitBounded(d.handler.Wait, drainTimeout)
+	}
+	if d.stopRelay != nil {
+		d.stopRelay()
 	}
 	if d.notifyCancel != nil {
 		d.notifyCancel()
@@ -401,7 +391,7 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 	space := d.cfg.space()
 	sch, err := schedule.New(schedule.Options{
 		Config:  d.cfg.Schedule,
-		Store:   d.app.db,
+		Store:   scheduleStore{d.app.db},
 		Starter: scheduledStarter{d},
 		Notify:  d.announce,
 		CheckArgs: func(args string) error {
@@ -421,7 +411,7 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 		if err := sch.Every(d.cfg.Schedule.Digest, func(ctx context.Context) {
 			all, err := d.app.db.Sessions(ctx)
 			if err == nil {
-				if text := schedule.Digest(time.Now(), all); text != "" {
+				if text := bot.Digest(time.Now(), all); text != "" {
 					d.announce(text)
 				}
 			}
@@ -454,8 +444,8 @@ func (d *daemon) remind(ctx context.Context, reminded map[string]time.Time) {
 			pending = append(pending, p)
 		}
 	}
-	for _, p := range schedule.Reminders(time.Now(), pending, d.cfg.Schedule.RemindAfter, reminded) {
-		d.notifySession(s, schedule.ReminderText(p))
+	for _, p := range bot.Reminders(time.Now(), pending, d.cfg.Schedule.RemindAfter, reminded) {
+		d.notifySession(s, bot.ReminderText(p))
 	}
 }
 
@@ -488,7 +478,7 @@ func (d *daemon) notifySession(s session.Session, text string) {
 // scheduledStarter starts a session from a schedule entry's /tune start arguments.
 type scheduledStarter struct{ d *daemon }
 
-func (s scheduledStarter) StartScheduled(ctx context.Context, e schedule.Entry) (string, error) {
+func (s scheduledStarter) StartScheduled(ctx context.Context, e bot.ScheduleEntry) (string, error) {
 	st, err := startSettings(e.Args, s.d.cfg.Session, s.d.cfg.space())
 	if err != nil {
 		return "", err

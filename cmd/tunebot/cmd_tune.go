@@ -10,10 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/session"
-	"tunebot/store"
 )
 
 func init() {
@@ -110,29 +108,33 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	if o.json {
 		human = e.stderr
 	}
-	// The console needs the store before the engine exists, and the engine needs the
-	// console as its notifier: openApp hands the store over through the hook.
-	var con *console.Console
-	a, err := openApp(ctx, cfg, e, logger, func(db *store.DB) session.Notifier {
-		con = console.New(human, stdin, filepath.Join(cfg.DataDir, "reports"), nil, db, cfg.space(), logger)
-		return con
-	})
+	// The engine's events wait in a relay until the console, which needs the engine, exists.
+	events := newRelay(logger)
+	a, err := openApp(ctx, cfg, e, logger, events)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "tunebot:", err)
 		return 1
 	}
 	defer a.close()
-	con.Attach(a.engine)
-	con.SetCharts(chartsWhileTraining(a.engine, bot.StoreCharts(a.db)))
+	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
+	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
+		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Logger: logger})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
-	uiDone := make(chan struct{})
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	uiDone, relayDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(uiDone)
 		_ = con.Run(uiCtx)
 	}()
+	go func() {
+		defer close(relayDone)
+		events.Run(relayCtx, con)
+	}()
 	// stopConsole prints what the engine still had to say, then stops the console.
 	stopConsole := func() {
 		a.engine.Shutdown(context.Background())
+		stopRelay()
+		<-relayDone
 		stopUI()
 		<-uiDone
 	}

@@ -1,4 +1,4 @@
-package schedule
+package bot
 
 import (
 	"fmt"
@@ -107,7 +107,7 @@ func Digest(now time.Time, sessions []session.Session) string {
 }
 
 // FormatList renders schedule entries for chat, one per line.
-func FormatList(entries []Entry) string {
+func FormatList(entries []ScheduleEntry) string {
 	if len(entries) == 0 {
 		return "no schedules: `schedule add \"0 2 * * *\" mode=approval trials=12` adds one\n"
 	}

@@ -1,26 +1,27 @@
-package bot
+package main
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
+	"tunebot/bot"
 	"tunebot/charts"
 	"tunebot/session"
 )
 
-// SeriesReader is what chart rendering reads of the store; session.Store implements it.
-type SeriesReader interface {
+// seriesReader is what chart rendering reads of the store; session.Store implements it.
+type seriesReader interface {
 	Trials(ctx context.Context, sessionID string) ([]session.Trial, error)
 	Series(ctx context.Context, key session.SeriesKey) ([]session.Point, error)
 	SeriesTags(ctx context.Context, sessionID string, ref session.TrialRef) ([]string, error)
 }
 
-// StoreCharts returns the ChartFunc that draws a trial's report (charts.TrialReport) or,
+// storeCharts returns the bot.ChartFunc that draws a trial's report (charts.TrialReport) or,
 // given tags, one training curve per tag against the baseline and the current best, from
 // the series the store holds.
-func StoreCharts(st SeriesReader) ChartFunc {
-	return func(ctx context.Context, s session.Session, t session.Trial, tags []string) ([]Attachment, error) {
+func storeCharts(st seriesReader) bot.ChartFunc {
+	return func(ctx context.Context, s session.Session, t session.Trial, tags []string) ([]bot.Attachment, error) {
 		trials, err := st.Trials(ctx, s.ID)
 		if err != nil {
 			return nil, fmt.Errorf("reading trials for charts: %w", err)
@@ -56,7 +57,7 @@ func StoreCharts(st SeriesReader) ChartFunc {
 		}
 		meta := charts.Meta{SessionID: s.ID, Trial: t.Ref(), RunName: s.Settings.RunName}
 		if len(tags) > 0 {
-			var out []Attachment
+			var out []bot.Attachment
 			other := func(tr *session.Trial, label, tag string) charts.Curve {
 				if tr == nil || tr.Ref() == t.Ref() {
 					return charts.Curve{}
@@ -79,7 +80,7 @@ func StoreCharts(st SeriesReader) ChartFunc {
 					return nil, fmt.Errorf("rendering %s: %w", tag, err)
 				}
 				name := charts.ImagePrefix(t.Ref()) + strings.NewReplacer("/", "-", ".", "-").Replace(tag) + ".png"
-				out = append(out, Attachment{Name: name, Title: tag, Data: png})
+				out = append(out, bot.Attachment{Name: name, Title: tag, Data: png})
 			}
 			return out, nil
 		}
@@ -98,9 +99,32 @@ func StoreCharts(st SeriesReader) ChartFunc {
 		if err != nil {
 			return nil, err
 		}
-		out := make([]Attachment, len(imgs))
+		out := make([]bot.Attachment, len(imgs))
 		for i, im := range imgs {
-			out[i] = Attachment{Name: im.Name, Title: im.Title, Data: im.PNG}
+			out[i] = bot.Attachment{Name: im.Name, Title: im.Title, Data: im.PNG}
+		}
+		return out, nil
+	}
+}
+
+// finalCharts is the summary's chart port (bot.FinalChartFunc): of the best trial's report
+// drawn by draw, the score and progress charts, named final-*.png beside the trial reports
+// (docs/design.md §6).
+func finalCharts(draw bot.ChartFunc) bot.FinalChartFunc {
+	return func(ctx context.Context, s session.Session, t session.Trial) ([]bot.Attachment, error) {
+		atts, err := draw(ctx, s, t, nil)
+		if err != nil {
+			return nil, err
+		}
+		var out []bot.Attachment
+		prefix := charts.ImagePrefix(t.Ref())
+		for _, a := range atts {
+			switch a.Name {
+			case prefix + "scores.png", prefix + "progress.png":
+				a.Name = "final-" + strings.TrimPrefix(a.Name, prefix)
+				a.Title += " (after the final re-evaluation)"
+				out = append(out, a)
+			}
 		}
 		return out, nil
 	}
@@ -110,7 +134,7 @@ func StoreCharts(st SeriesReader) ChartFunc {
 // checkpoint of the rung below, so its curve is the segments of rungs 0..r of its number,
 // one after the other: a rung-2 report shows how the trial got there, not only its last
 // stretch. It fails when ref's own rung has no such curve.
-func lineage(ctx context.Context, st SeriesReader, sessionID string, ref session.TrialRef, tag string) ([]session.Point, error) {
+func lineage(ctx context.Context, st seriesReader, sessionID string, ref session.TrialRef, tag string) ([]session.Point, error) {
 	var out []session.Point
 	for r := 0; r <= ref.Rung; r++ {
 		pts, err := st.Series(ctx, session.SeriesKey{SessionID: sessionID, Number: ref.Number, Rung: r, Tag: tag})

@@ -1,11 +1,11 @@
-package schedule_test
+package bot_test
 
 import (
 	"strings"
 	"testing"
 	"time"
 
-	"tunebot/schedule"
+	"tunebot/bot"
 	"tunebot/session"
 )
 
@@ -23,7 +23,7 @@ func TestReminders(t *testing.T) {
 		p("reminded-long-ago", 7*time.Hour, session.ProposalPending),
 	}
 	reminded := map[string]time.Time{"reminded": now.Add(-time.Hour), "reminded-long-ago": now.Add(-3 * time.Hour)}
-	got := schedule.Reminders(now, props, 2*time.Hour, reminded)
+	got := bot.Reminders(now, props, 2*time.Hour, reminded)
 	var ids []string
 	for _, o := range got {
 		ids = append(ids, o.Proposal.ID)
@@ -31,10 +31,10 @@ func TestReminders(t *testing.T) {
 	if strings.Join(ids, ",") != "older,reminded-long-ago,old" {
 		t.Errorf("overdue = %v, want older,reminded-long-ago,old", ids)
 	}
-	if text := schedule.ReminderText(got[0]); !strings.Contains(text, "proposal 1 for trial 3 has waited 26 hours") {
+	if text := bot.ReminderText(got[0]); !strings.Contains(text, "proposal 1 for trial 3 has waited 26 hours") {
 		t.Errorf("ReminderText = %q", text)
 	}
-	if got := schedule.Reminders(now, props, 0, nil); got != nil {
+	if got := bot.Reminders(now, props, 0, nil); got != nil {
 		t.Errorf("threshold 0 reminds: %v", got)
 	}
 }
@@ -53,7 +53,7 @@ func TestDigest(t *testing.T) {
 			Result: &session.Comparison{Best: session.Standing{Trial: 3, Rung: 1, Iterations: 900, Score: 0.2, Seeds: []int{0}},
 				Control: &session.Standing{Trial: 0, Rung: 1, Iterations: 900, Score: 0.25, Seeds: []int{0}}, BaselineIterations: 300}},
 	}
-	d := schedule.Digest(now, sessions)
+	d := bot.Digest(now, sessions)
 	for _, w := range []string{"digest, Thu 1 May 2025", "active:\n• aaaaaaaa night (awaiting_approval): proposal 2 waits; best trial 1 @ rung 0, score +0.050; 2.0 GPU h",
 		"ended in the last 24 h:\n• bbbbbbbb auto-tune (succeeded): done; best trial 4 @ rung 2, score +0.210; preset auto-tune-bbbbbbbb", "baseline at rung 0",
 		"• dddddddd cut (cancelled): cancelled by ana; trial 3 @ rung 1 scores +0.200, the baseline +0.250 at the same 900 iterations on the same seeds 0: the baseline is ahead by 0.050\n"} {
@@ -64,7 +64,7 @@ func TestDigest(t *testing.T) {
 	if strings.Contains(d, "cccccccc") {
 		t.Errorf("digest names a session that ended two days ago:\n%s", d)
 	}
-	if got := schedule.Digest(now, sessions[2:3]); got != "" {
+	if got := bot.Digest(now, sessions[2:3]); got != "" {
 		t.Errorf("a quiet day's digest = %q, want empty", got)
 	}
 }
