@@ -60,7 +60,7 @@ func TestCheckoutGate(t *testing.T) {
 	// The chat handler shares the gate and answers privately, naming the reason.
 	h := bot.NewHandler(bot.HandlerConfig{Engine: eng, Store: openStore(t), Space: session.DefaultSpace(), Gate: &g,
 		Allow: bot.AllowList{{Platform: "test", Users: []string{alice.ID}}}})
-	if r := h.Handle(ctx, bot.Interaction{Platform: "test", User: alice, Kind: bot.KindCommand, Text: "start"}, nil); !r.Private || !strings.Contains(r.Text, "being applied") {
+	if r, _ := h.Handle(ctx, bot.Interaction{Platform: "test", User: alice, Kind: bot.KindCommand, Text: "start"}, nil); !r.Private || !strings.Contains(r.Text, "being applied") {
 		t.Errorf("chat start during an apply answered %+v", r)
 	}
 	if n := eng.count(); n != 0 {

@@ -171,10 +171,16 @@ func NewHandler(cfg HandlerConfig) *Handler {
 }
 
 // Handle acknowledges within AckWithin: the reply returned is the result when the work
-// finished in time, else a short "working on it"; then followUp receives the result
-// (from another goroutine). Wait drains such work on shutdown.
-func (h *Handler) Handle(ctx context.Context, in Interaction, followUp func(Reply)) Reply {
+// finished in time, else a short "working on it" (Reply.Working); then followUp receives the
+// result, from another goroutine. The caller calls sent once the first reply has gone out
+// (or failed to): the follow-up waits for it, so on every platform a follow-up never
+// overtakes the acknowledgement it follows. (A caller that never calls sent only delays the
+// follow-up, by at most followUpHold.) Wait drains such work on shutdown.
+func (h *Handler) Handle(ctx context.Context, in Interaction, followUp func(Reply)) (first Reply, sent func()) {
 	done := make(chan Reply, 1)
+	firstOut := make(chan struct{})
+	var once sync.Once
+	sent = func() { once.Do(func() { close(firstOut) }) }
 	var mu sync.Mutex
 	acked := false
 	h.wg.Add(1)
@@ -185,6 +191,13 @@ func (h *Handler) Handle(ctx context.Context, in Interaction, followUp func(Repl
 		if acked {
 			mu.Unlock()
 			if followUp != nil && !r.Empty() {
+				hold := time.NewTimer(followUpHold)
+				defer hold.Stop()
+				select {
+				case <-firstOut:
+				case <-hold.C:
+					h.log.Warn("sending a follow-up whose acknowledgement was never reported sent", "platform", in.Platform, "kind", in.Kind)
+				}
 				followUp(r)
 			}
 			return
@@ -196,19 +209,22 @@ func (h *Handler) Handle(ctx context.Context, in Interaction, followUp func(Repl
 	defer t.Stop()
 	select {
 	case r := <-done:
-		return r
+		return r, sent
 	case <-t.C:
 	}
 	mu.Lock()
 	defer mu.Unlock()
 	select {
 	case r := <-done:
-		return r
+		return r, sent
 	default:
 		acked = true
-		return Reply{Private: true, Text: "working on it…", Working: true}
+		return Reply{Private: true, Text: "working on it…", Working: true}, sent
 	}
 }
+
+// followUpHold bounds how long a follow-up waits for its acknowledgement to be reported sent.
+const followUpHold = time.Minute
 
 // Wait blocks until every interaction Handle started has finished.
 func (h *Handler) Wait() { h.wg.Wait() }

@@ -306,19 +306,27 @@ func TestHandleAcknowledgesBeforeSlowWork(t *testing.T) {
 			return []bot.Attachment{{Name: "x.png", Title: "x"}}, nil
 		})
 		got := make(chan bot.Reply, 1)
-		ack := f.h.Handle(context.Background(), bot.Interaction{Platform: "slack", User: eve, Kind: bot.KindCommand, Text: "chart 2", SessionID: f.sid},
+		ack, sent := f.h.Handle(context.Background(), bot.Interaction{Platform: "slack", User: eve, Kind: bot.KindCommand, Text: "chart 2", SessionID: f.sid},
 			func(r bot.Reply) { got <- r })
 		if ack.Text != "working on it…" || !ack.Working {
 			t.Fatalf("ack %+v", ack)
 		}
 		close(release)
+		// The work is done, but the acknowledgement has not gone out yet: the follow-up waits.
+		synctest.Wait()
+		select {
+		case r := <-got:
+			t.Fatalf("the follow-up %+v overtook its acknowledgement", r)
+		default:
+		}
+		sent()
 		r := <-got
 		if r.Card == nil || r.Card.Blocks[0].Attachments[0].Name != "x.png" {
 			t.Fatalf("follow-up %+v", r)
 		}
 		f.h.Wait()
 		// Fast work is answered in the acknowledgement itself.
-		if r := f.h.Handle(context.Background(), bot.Interaction{Platform: "slack", User: eve, Kind: bot.KindReply, Text: "status", SessionID: f.sid}, nil); r.Card == nil || r.Working {
+		if r, _ := f.h.Handle(context.Background(), bot.Interaction{Platform: "slack", User: eve, Kind: bot.KindReply, Text: "status", SessionID: f.sid}, nil); r.Card == nil || r.Working {
 			t.Fatalf("fast ack %+v", r)
 		}
 	})

@@ -40,7 +40,7 @@ type Store interface {
 
 // Handler answers interactions; *bot.Handler implements it.
 type Handler interface {
-	Handle(ctx context.Context, in bot.Interaction, followUp func(bot.Reply)) bot.Reply
+	Handle(ctx context.Context, in bot.Interaction, followUp func(bot.Reply)) (first bot.Reply, sent func())
 }
 
 var _ Handler = (*bot.Handler)(nil)

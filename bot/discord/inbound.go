@@ -6,7 +6,6 @@ import (
 	"math"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -382,33 +381,16 @@ func (a *Adapter) respond(ctx context.Context, f *inflow, r *discordgo.Interacti
 // handle runs the handler and delivers its reply, then its follow-up when the work took
 // longer than the acknowledgement, in that order.
 func (a *Adapter) handle(ctx context.Context, h Handler, f *inflow, in bot.Interaction) {
-	var mu sync.Mutex
-	first := make(chan struct{})
-	say := func(r bot.Reply) {
-		mu.Lock()
-		defer mu.Unlock()
-		a.answer(ctx, f, r)
-	}
-	r := h.Handle(ctx, in, func(r bot.Reply) {
-		<-first
-		say(r)
-	})
-	say(r)
-	close(first)
+	// The handler holds the follow-up until sent: f is used by one of the two at a time.
+	r, sent := h.Handle(ctx, in, func(r bot.Reply) { a.answer(ctx, f, r) })
+	defer sent()
+	a.answer(ctx, f, r)
 }
 
 // handleFirst is handle for a click whose answer may be a modal.
 func (a *Adapter) handleFirst(ctx context.Context, h Handler, f *inflow, in bot.Interaction) {
-	var mu sync.Mutex
-	first := make(chan struct{})
-	r := h.Handle(ctx, in, func(r bot.Reply) {
-		<-first
-		mu.Lock()
-		defer mu.Unlock()
-		a.answer(ctx, f, r)
-	})
-	mu.Lock()
-	defer func() { mu.Unlock(); close(first) }()
+	r, sent := h.Handle(ctx, in, func(r bot.Reply) { a.answer(ctx, f, r) })
+	defer sent()
 	if r.Form != nil {
 		if a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: modal(*r.Form)}) {
 			return

@@ -282,9 +282,10 @@ func (a *Adapter) interactionBase(ctx context.Context, user, name, channel, thre
 // handle runs in through the handler and sends the answer (and any later follow-up).
 func (a *Adapter) handle(ctx context.Context, h *bot.Handler, in bot.Interaction, to target, trigger string) {
 	a.log.Debug("Slack interaction", "kind", in.Kind, "user", in.User.ID, "channel", in.Channel)
-	r := h.Handle(ctx, in, func(r bot.Reply) {
+	r, sent := h.Handle(ctx, in, func(r bot.Reply) {
 		a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })
 	})
+	defer sent()
 	a.respond(ctx, to, r, trigger)
 }
 
@@ -467,13 +468,14 @@ func (a *Adapter) submit(ctx context.Context, h *bot.Handler, cb slack.Interacti
 	values := FormValues(cb.View)
 	in := a.interactionBase(ctx, cb.User.ID, cb.User.Name, to.Channel, to.Thread)
 	in.Kind, in.ActionID, in.Values = bot.KindSubmit, cb.View.CallbackID, values
-	r := h.Handle(ctx, in, func(r bot.Reply) {
+	r, sent := h.Handle(ctx, in, func(r bot.Reply) {
 		a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })
 	})
 	if r.Private && r.Text != "" && !r.Working && r.Card == nil && r.Form == nil {
+		sent() // the errors are the answer; there is no follow-up
 		return slack.NewErrorsViewSubmissionResponse(FieldErrors(cb.View, r.Text))
 	}
-	a.goWork(func() { a.respond(context.WithoutCancel(ctx), to, r, "") })
+	a.goWork(func() { defer sent(); a.respond(context.WithoutCancel(ctx), to, r, "") })
 	return nil
 }
 
