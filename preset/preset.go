@@ -3,6 +3,13 @@
 //
 // Everything here returns results and errors a chat or CLI front end prints as they are:
 // *session.UserError and *session.InvalidError carry the message a person sees.
+//
+// Why a package of its own: three front ends share it (the chat handler, the `tunebot
+// preset` command and the applier of apply/, docs/design.md §8), so it cannot live in one
+// of them without the others importing that front end (the CLI and apply would depend on
+// the chat package); and it reads run directories and formats text for people, which the
+// core in session/ leaves to the packages around it. It needs only session and the
+// standard library.
 package preset
 
 import (
