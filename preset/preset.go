@@ -5,11 +5,10 @@
 // *session.UserError and *session.InvalidError carry the message a person sees.
 //
 // Why a package of its own: three front ends share it (the chat handler, the `tunebot
-// preset` command and the applier of apply/, docs/design.md §8), so it cannot live in one
-// of them without the others importing that front end (the CLI and apply would depend on
-// the chat package); and what it does (write and read preset files, list and show presets
-// as text, find a trial's policy file) is what people ask for between sessions, not a step
-// of the tuning loop session/ runs. It needs only session and the standard library.
+// preset` command and the applier of apply/, docs/design.md §8), so it belongs to none of
+// them; and what it does (write and read preset files, list and show presets as text, find
+// a trial's policy file) is what people ask for between sessions, not a step of the tuning
+// loop session/ runs. It needs only session and the standard library.
 package preset
 
 import (
