@@ -172,38 +172,14 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	if err := a.clean(ctx); err != nil {
 		return res, err
 	}
-	base := a.cfg.Base
-	if base == "" {
-		base = orig
-	}
-	baseSHA, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+base+"^{commit}")
+	branch, base, baseSHA, err := a.newBranch(ctx, p, orig)
 	if err != nil {
-		return res, session.Userf(session.ErrNotFound, "base branch %s does not exist in %s", base, a.cfg.Repo)
-	}
-	branch := a.cfg.BranchPrefix + p.Name
-	if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
-		return res, session.Userf(nil, "%s is not a valid git branch name", branch)
-	}
-	if _, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
-		return res, session.Userf(session.ErrExists, "branch %s already exists: preset %s was applied before (roll it back or delete the branch)", branch, p.Name)
+		return res, err
 	}
 	res.Branch, res.Base = branch, base
-
-	// Resolve every file before anything changes, and keep its bytes as HEAD has them now:
-	// that is what an undo must put back.
-	files := map[string]string{} // rel → absolute path inside top
-	before := map[string]fileCopy{}
-	for _, rel := range a.cfg.editedFiles() {
-		abs, err := resolveInside(top, rel)
-		if err != nil {
-			return res, err
-		}
-		files[rel] = abs
-		if c, err := readCopy(abs); err == nil {
-			before[rel] = c
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return res, fmt.Errorf("reading %s: %w", rel, err)
-		}
+	files, before, err := a.snapshot(top)
+	if err != nil {
+		return res, err
 	}
 
 	u := &undo{a: a, orig: orig, branch: branch, base: base, baseSHA: baseSHA, before: before, files: files}
@@ -245,29 +221,9 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 		return fail(err.Error(), err)
 	}
 	res.Changes = changes
-	var rels []string
-	for _, rel := range a.cfg.editedFiles() {
-		st, err := os.Stat(files[rel])
-		if err != nil {
-			return fail("could not read "+rel, err)
-		}
-		if err := os.WriteFile(files[rel], next[rel], st.Mode().Perm()); err != nil {
-			return fail("could not write "+rel, err)
-		}
-		rels = append(rels, rel)
-	}
-	if _, err := a.git.run(ctx, append([]string{"add", "--"}, rels...)...); err != nil {
-		return fail("git add failed", err)
-	}
-	if _, err := a.git.run(ctx, "diff", "--cached", "--quiet"); err == nil {
-		return fail("the preset's values are already in the checkout: there is nothing to commit", nil)
-	}
-	if _, err := a.git.run(ctx, "commit", "-q", "-m", a.message(p, by, changes)); err != nil {
-		return fail("git commit failed: "+lastLines(err.Error(), 1), err)
-	}
-	commit, err := a.git.run(ctx, "rev-parse", "HEAD")
-	if err != nil {
-		return fail("could not read the new commit", err)
+	commit, reason, err := a.commitEdits(ctx, files, next, a.message(p, by, changes))
+	if reason != "" {
+		return fail(reason, err)
 	}
 	res.Commit = commit
 	tail, err := runTest(ctx, top, a.cfg.Test, a.cfg.TestTimeout, a.redact)
@@ -278,6 +234,79 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	a.log.Info("preset applied", "preset", p.Name, "branch", branch, "commit", commit)
 	a.record(ctx, "apply", p, by, res, nil)
 	return res, nil
+}
+
+// newBranch names the branch a preset is applied on and the base it starts from (the
+// configured base, or the branch checked out now), and refuses a base that does not exist,
+// a name git would not take, and a branch that exists already.
+func (a *Applier) newBranch(ctx context.Context, p session.Preset, orig string) (branch, base, baseSHA string, err error) {
+	base = a.cfg.Base
+	if base == "" {
+		base = orig
+	}
+	baseSHA, err = a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+base+"^{commit}")
+	if err != nil {
+		return "", "", "", session.Userf(session.ErrNotFound, "base branch %s does not exist in %s", base, a.cfg.Repo)
+	}
+	branch = a.cfg.BranchPrefix + p.Name
+	if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
+		return "", "", "", session.Userf(nil, "%s is not a valid git branch name", branch)
+	}
+	if _, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
+		return "", "", "", session.Userf(session.ErrExists, "branch %s already exists: preset %s was applied before (roll it back or delete the branch)", branch, p.Name)
+	}
+	return branch, base, baseSHA, nil
+}
+
+// snapshot resolves every edited file inside top before anything changes, and keeps its
+// bytes as HEAD has them now: that is what an undo must put back.
+func (a *Applier) snapshot(top string) (files map[string]string, before map[string]fileCopy, err error) {
+	files = map[string]string{} // rel → absolute path inside top
+	before = map[string]fileCopy{}
+	for _, rel := range a.cfg.editedFiles() {
+		abs, err := resolveInside(top, rel)
+		if err != nil {
+			return nil, nil, err
+		}
+		files[rel] = abs
+		if c, err := readCopy(abs); err == nil {
+			before[rel] = c
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("reading %s: %w", rel, err)
+		}
+	}
+	return files, before, nil
+}
+
+// commitEdits writes the planned contents, keeping each file's mode, and commits them
+// with msg. A non-empty reason says why it failed, for the person in chat; err is the
+// cause, nil when the edits change nothing.
+func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next map[string][]byte, msg string) (commit, reason string, err error) {
+	var rels []string
+	for _, rel := range a.cfg.editedFiles() {
+		st, err := os.Stat(files[rel])
+		if err != nil {
+			return "", "could not read " + rel, err
+		}
+		if err := os.WriteFile(files[rel], next[rel], st.Mode().Perm()); err != nil {
+			return "", "could not write " + rel, err
+		}
+		rels = append(rels, rel)
+	}
+	if _, err := a.git.run(ctx, append([]string{"add", "--"}, rels...)...); err != nil {
+		return "", "git add failed", err
+	}
+	if _, err := a.git.run(ctx, "diff", "--cached", "--quiet"); err == nil {
+		return "", "the preset's values are already in the checkout: there is nothing to commit", nil
+	}
+	if _, err := a.git.run(ctx, "commit", "-q", "-m", msg); err != nil {
+		return "", "git commit failed: " + lastLines(err.Error(), 1), err
+	}
+	commit, err = a.git.run(ctx, "rev-parse", "HEAD")
+	if err != nil {
+		return "", "could not read the new commit", err
+	}
+	return commit, "", nil
 }
 
 func (a *Applier) message(p session.Preset, by session.Actor, changes []bot.ApplyChange) string {

@@ -44,8 +44,32 @@ func Objectives(meta Meta, score session.Score, metrics, baseline session.Metric
 		sub = meta.subtitle() + " · baseline at rung 0, trained less"
 	}
 	y := c.header("Evaluation vs baseline @ rung 0", sub)
+	y = verdictBanner(c, y, score)
 
-	// the verdict, readable at a glance: colour says eligible or not, the text says why
+	rowH := (c.h - margin/2 - y - 2*barHeadH - barScaleH - 16) / (len(session.ObjectiveNames) + len(session.MetricNames))
+	rowH = min(rowH, 48)
+	b := &barRows{c: c, y: y, rowH: rowH, barH: rowH * 6 / 10}
+
+	b.section("Objectives: improvement vs baseline", session.ObjectiveNames,
+		func(n string) (float64, bool) { v, ok := score.Objectives[n]; return v, ok },
+		func(n string) string { return objectiveLabels[n] },
+		objectiveNote(score), true)
+	// the tracking gate, drawn over the tracking row
+	if rowH > 0 {
+		trackRow := b.y - 8 - barScaleH - rowH*len(session.ObjectiveNames)
+		c.line(b.px(gateTracking), trackRow+2, b.px(gateTracking), trackRow+rowH-2, colBad, 4, nil)
+	}
+
+	b.section("Metrics (lower is better): trial vs baseline", session.MetricNames,
+		func(n string) (float64, bool) { v, ok := score.Improvements[n]; return v, ok },
+		func(n string) string { return metricLabels[n] },
+		metricNote(metrics, baseline), false)
+	return c.png()
+}
+
+// verdictBanner draws the verdict from y down, readable at a glance: the colour says
+// eligible or not, the text says why; it returns the y below it.
+func verdictBanner(c *canvas, y int, score session.Score) int {
 	verdict := []string{"score " + scoreText(score.Total) + " · eligible"}
 	vcol := colGood
 	if !score.Eligible {
@@ -63,113 +87,123 @@ func Objectives(meta Meta, score session.Score, metrics, baseline session.Metric
 	for i, l := range verdict {
 		c.text(c.fit(l, sizeLabel, c.w-2*margin-28), margin+14, y+(i+1)*lineH, sizeLabel, colBackground, alignLeft)
 	}
-	y += lineH*len(verdict) + 12 + 6
+	return y + lineH*len(verdict) + 12 + 6
+}
 
-	const labelRight, barLeft, barRight = 250, 268, 800
-	zero := (barLeft + barRight) / 2
-	px := func(v float64) int { return zero + int(math.Round(clip(v)*float64(barRight-zero))) }
-	const headH, scaleH = 40, 28
-	rowH := (c.h - margin/2 - y - 2*headH - scaleH - 16) / (len(session.ObjectiveNames) + len(session.MetricNames))
-	rowH = min(rowH, 48)
-	barH := rowH * 6 / 10
+// The bar panel's columns: labels end at barLabelRight, bars span barLeft..barRight around
+// their zero, notes follow on the right.
+const (
+	barLabelRight, barLeft, barRight = 250, 268, 800
+	barZero                          = (barLeft + barRight) / 2
+	barHeadH, barScaleH              = 40, 28
+)
 
-	section := func(title string, names []string, value func(string) (float64, bool), label func(string) string, note func(string) (string, drawing.Color), scaleBelow bool) {
-		c.text(title, margin, y+headH-10, sizeLabel, colText, alignLeft)
-		y += headH
-		top := y
-		for _, t := range []float64{-1, -0.5, 0.5, 1} {
-			c.line(px(t), top, px(t), top+rowH*len(names), colGrid, 1.5, nil)
-		}
-		for _, name := range names {
-			mid := y + rowH/2
-			c.text(c.fit(label(name), sizeLabel-2, labelRight-margin), labelRight, mid+(sizeLabel-2)/3, sizeLabel-2, colText, alignRight)
-			v, ok := value(name)
-			if ok {
-				col := colGood
-				if v < 0 {
-					col = colBad
-				}
-				x0, x1 := zero, px(v)
-				if x1 < x0 {
-					x0, x1 = x1, x0
-				}
-				if x1-x0 < 3 { // a zero improvement still shows a sliver
-					x0, x1 = zero-2, zero+2
-					col = colMuted
-				}
-				c.rect(x0, mid-barH/2, x1, mid+barH/2, col)
-			}
-			if n, col := note(name); n != "" {
-				c.text(c.fit(n, sizeLabel-4, c.w-margin-barRight-16), barRight+16, mid+(sizeLabel-4)/3, sizeLabel-4, col, alignLeft)
-			}
-			y += rowH
-		}
-		c.line(zero, top-4, zero, y+4, colAxis, 3, nil)
-		if scaleBelow {
-			for _, t := range []float64{-1, -0.5, 0, 0.5, 1} {
-				l := "0"
-				if t != 0 {
-					l = fmt.Sprintf("%s%.0f%%", signOf(t), math.Abs(100*t))
-				}
-				c.text(l, px(t), y+scaleH-2, sizeTick-4, colMuted, alignCentre)
-			}
-			y += scaleH
-		}
-		y += 8
+// barRows draws sections of improvement bars down the canvas; y is where the next one starts.
+type barRows struct {
+	c             *canvas
+	y, rowH, barH int
+}
+
+// px is the x of an improvement v, clipped to ±100 %.
+func (b *barRows) px(v float64) int {
+	return barZero + int(math.Round(clip(v)*float64(barRight-barZero)))
+}
+
+// section draws a titled row per name: its label, its bar (green better, red worse), and
+// its note; scaleBelow adds the percent scale under the rows.
+func (b *barRows) section(title string, names []string, value func(string) (float64, bool), label func(string) string, note func(string) (string, drawing.Color), scaleBelow bool) {
+	c, rowH, barH, px := b.c, b.rowH, b.barH, b.px
+	c.text(title, margin, b.y+barHeadH-10, sizeLabel, colText, alignLeft)
+	b.y += barHeadH
+	top := b.y
+	for _, t := range []float64{-1, -0.5, 0.5, 1} {
+		c.line(px(t), top, px(t), top+rowH*len(names), colGrid, 1.5, nil)
 	}
-
-	section("Objectives: improvement vs baseline", session.ObjectiveNames,
-		func(n string) (float64, bool) { v, ok := score.Objectives[n]; return v, ok },
-		func(n string) string { return objectiveLabels[n] },
-		func(n string) (string, drawing.Color) {
-			v, ok := score.Objectives[n]
-			if !ok {
-				return "no value", colMuted
+	for _, name := range names {
+		mid := b.y + rowH/2
+		c.text(c.fit(label(name), sizeLabel-2, barLabelRight-margin), barLabelRight, mid+(sizeLabel-2)/3, sizeLabel-2, colText, alignRight)
+		v, ok := value(name)
+		if ok {
+			col := colGood
+			if v < 0 {
+				col = colBad
 			}
-			s := percent(v)
-			if n == session.ObjTracking {
-				if v < gateTracking {
-					return s + "  below gate −5%", colBad
-				}
-				return s + "  (gate −5%)", colText
+			x0, x1 := barZero, px(v)
+			if x1 < x0 {
+				x0, x1 = x1, x0
 			}
-			return s, colText
-		}, true)
-	// the tracking gate, drawn over the tracking row
-	if rowH > 0 {
-		trackRow := y - 8 - scaleH - rowH*len(session.ObjectiveNames)
-		c.line(px(gateTracking), trackRow+2, px(gateTracking), trackRow+rowH-2, colBad, 4, nil)
+			if x1-x0 < 3 { // a zero improvement still shows a sliver
+				x0, x1 = barZero-2, barZero+2
+				col = colMuted
+			}
+			c.rect(x0, mid-barH/2, x1, mid+barH/2, col)
+		}
+		if n, col := note(name); n != "" {
+			c.text(c.fit(n, sizeLabel-4, c.w-margin-barRight-16), barRight+16, mid+(sizeLabel-4)/3, sizeLabel-4, col, alignLeft)
+		}
+		b.y += rowH
 	}
+	c.line(barZero, top-4, barZero, b.y+4, colAxis, 3, nil)
+	if scaleBelow {
+		for _, t := range []float64{-1, -0.5, 0, 0.5, 1} {
+			l := "0"
+			if t != 0 {
+				l = fmt.Sprintf("%s%.0f%%", signOf(t), math.Abs(100*t))
+			}
+			c.text(l, px(t), b.y+barScaleH-2, sizeTick-4, colMuted, alignCentre)
+		}
+		b.y += barScaleH
+	}
+	b.y += 8
+}
 
-	section("Metrics (lower is better): trial vs baseline", session.MetricNames,
-		func(n string) (float64, bool) { v, ok := score.Improvements[n]; return v, ok },
-		func(n string) string { return metricLabels[n] },
-		func(n string) (string, drawing.Color) {
-			m, ok := metrics[n]
-			if !ok {
-				return "", colText
+// objectiveNote is the note beside an objective's bar: its improvement, and for tracking
+// where it stands against the gate.
+func objectiveNote(score session.Score) func(string) (string, drawing.Color) {
+	return func(n string) (string, drawing.Color) {
+		v, ok := score.Objectives[n]
+		if !ok {
+			return "no value", colMuted
+		}
+		s := percent(v)
+		if n == session.ObjTracking {
+			if v < gateTracking {
+				return s + "  below gate −5%", colBad
 			}
-			unit := session.MetricUnits[n]
-			if unit != "" {
-				unit = " " + unit
+			return s + "  (gate −5%)", colText
+		}
+		return s, colText
+	}
+}
+
+// metricNote is the note beside a metric's bar: the trial's value against the baseline's,
+// and for the fall rate its limit.
+func metricNote(metrics, baseline session.Metrics) func(string) (string, drawing.Color) {
+	return func(n string) (string, drawing.Color) {
+		m, ok := metrics[n]
+		if !ok {
+			return "", colText
+		}
+		unit := session.MetricUnits[n]
+		if unit != "" {
+			unit = " " + unit
+		}
+		b, bok := baseline[n]
+		if !bok {
+			return formatNumber(m) + unit, colText
+		}
+		if n == session.MetricFallRate {
+			// A share of episodes reads best as a percentage, and stays short enough
+			// for the column with its gate beside it.
+			limit := b + gateFalls
+			s := fallPercent(m) + " vs " + fallPercent(b)
+			if m > limit {
+				return s + ", over max " + fallPercent(limit), colBad
 			}
-			b, bok := baseline[n]
-			if !bok {
-				return formatNumber(m) + unit, colText
-			}
-			if n == session.MetricFallRate {
-				// A share of episodes reads best as a percentage, and stays short enough
-				// for the column with its gate beside it.
-				limit := b + gateFalls
-				s := fallPercent(m) + " vs " + fallPercent(b)
-				if m > limit {
-					return s + ", over max " + fallPercent(limit), colBad
-				}
-				return s + ", max " + fallPercent(limit), colText
-			}
-			return formatNumber(m) + " vs " + formatNumber(b) + unit, colText
-		}, false)
-	return c.png()
+			return s + ", max " + fallPercent(limit), colText
+		}
+		return formatNumber(m) + " vs " + formatNumber(b) + unit, colText
+	}
 }
 
 func clip(v float64) float64 { return math.Max(-1, math.Min(1, clampValue(v))) }

@@ -56,6 +56,33 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 			lo, hi = math.Min(lo, clampValue(t.RankScore())), math.Max(hi, clampValue(t.RankScore()))
 		}
 	}
+	y = c.legend(scoreLegend(trials, maxRung), margin, y, c.w-2*margin)
+	area := image.Rect(margin, y+8, c.w-margin, c.h-margin/2)
+	if len(trials) == 0 {
+		c.message(area.Min.X, area.Min.Y, area.Max.X, area.Max.Y, "no trials yet", "scores appear as trials finish")
+		return c.png()
+	}
+
+	ys := niceScale(lo, hi, 5)
+	labelW := 0
+	for _, t := range ys.ticks {
+		w, _ := c.measure(formatValue(t, ys.step), sizeTick)
+		labelW = max(labelW, w)
+	}
+	p := scorePlot{c: c, left: area.Min.X + labelW + 14, right: area.Max.X - 10,
+		top: area.Min.Y + sizeAxisName + 20, bottom: area.Max.Y - sizeTick - 14 - sizeAxisName - 12}
+	ys.lo, ys.hi = p.bottom, p.top
+	p.ys = ys
+	p.xs = scale{min: float64(minN) - 0.6, max: float64(maxN) + 0.6, lo: p.left, hi: p.right}
+	c.text("score", area.Min.X, area.Min.Y+sizeAxisName, sizeAxisName, colMuted, alignLeft)
+	p.axes(meta.Trial.Number, minN, maxN, area.Max.Y)
+	p.points(trials, maxRung, best)
+	return c.png()
+}
+
+// scoreLegend names a colour per rung (the last one noting the final seeds, if any) and
+// the marks of a trial not eligible and of a failed one.
+func scoreLegend(trials []session.Trial, maxRung int) []legendItem {
 	finalSeeds := 0
 	for _, t := range trials {
 		if t.Final != nil {
@@ -69,30 +96,23 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 	if finalSeeds > 0 {
 		items[len(items)-1].label += fmt.Sprintf(" (final: mean of %d seeds)", finalSeeds)
 	}
-	items = append(items,
+	return append(items,
 		legendItem{label: "not eligible", col: colFailed, marker: "ring"},
 		legendItem{label: "failed", col: colFailed, marker: "cross"})
-	y = c.legend(items, margin, y, c.w-2*margin)
-	area := image.Rect(margin, y+8, c.w-margin, c.h-margin/2)
-	if len(trials) == 0 {
-		c.message(area.Min.X, area.Min.Y, area.Max.X, area.Max.Y, "no trials yet", "scores appear as trials finish")
-		return c.png()
-	}
+}
 
-	ys := niceScale(lo, hi, 5)
-	labelW := 0
-	for _, t := range ys.ticks {
-		w, _ := c.measure(formatValue(t, ys.step), sizeTick)
-		labelW = max(labelW, w)
-	}
-	left, right := area.Min.X+labelW+14, area.Max.X-10
-	top, bottom := area.Min.Y+sizeAxisName+20, area.Max.Y-sizeTick-14-sizeAxisName-12
-	ys.lo, ys.hi = bottom, top
-	xs := scale{min: float64(minN) - 0.6, max: float64(maxN) + 0.6, lo: left, hi: right}
-	c.text("score", area.Min.X, area.Min.Y+sizeAxisName, sizeAxisName, colMuted, alignLeft)
+// scorePlot is the score chart's plot area: trial numbers across, scores up.
+type scorePlot struct {
+	c                        *canvas
+	xs, ys                   scale
+	left, right, top, bottom int
+}
 
-	// shade the trial this report is about
-	sx := xs.px(float64(meta.Trial.Number))
+// axes shades the trial the report is about, draws the score grid with the baseline's 0
+// marked, and numbers the trials (every one, or every 2^k-th past 20).
+func (p scorePlot) axes(trial, minN, maxN, areaBottom int) {
+	c, xs, ys, left, right, top, bottom := p.c, p.xs, p.ys, p.left, p.right, p.top, p.bottom
+	sx := xs.px(float64(trial))
 	half := max(12, (xs.px(1)-xs.px(0))*4/10)
 	c.rect(sx-half, top, sx+half, bottom, colPanel)
 	for _, t := range ys.ticks {
@@ -116,8 +136,13 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 	}
 	c.line(left, bottom, right, bottom, colAxis, 2.5, nil)
 	c.line(left, top, left, bottom, colAxis, 2.5, nil)
-	c.text("trial number", (left+right)/2, area.Max.Y-6, sizeAxisName, colMuted, alignCentre)
+	c.text("trial number", (left+right)/2, areaBottom-6, sizeAxisName, colMuted, alignCentre)
+}
 
+// points marks each trial at its rank score (a ring when not eligible, a cross on the
+// axis when failed) and rings and labels the best.
+func (p scorePlot) points(trials []session.Trial, maxRung int, best *session.TrialRef) {
+	c, xs, ys, right, bottom := p.c, p.xs, p.ys, p.right, p.bottom
 	// rungs of one trial number sit side by side instead of on top of each other
 	rungsOf := map[int]int{}
 	for _, t := range trials {
@@ -156,7 +181,6 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 			c.text(label, lx, py+sizeLabel/3, sizeLabel, colText, a)
 		}
 	}
-	return c.png()
 }
 
 // py is px for a vertical scale; kept separate so call sites read as x or y.

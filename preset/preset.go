@@ -3,6 +3,12 @@
 //
 // Everything here returns results and errors a chat or CLI front end prints as they are:
 // *session.UserError and *session.InvalidError carry the message a person sees.
+//
+// Why a package of its own: three front ends share it (the chat handler, the `tunebot
+// preset` command and the applier of apply/, docs/design.md §8), so it belongs to none of
+// them; and what it does (write and read preset files, list and show presets as text, find
+// a trial's policy file) is what people ask for between sessions, not a step of the tuning
+// loop session/ runs. It needs only session and the standard library.
 package preset
 
 import (

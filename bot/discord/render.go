@@ -60,10 +60,35 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		opt.MaxUpload = DefaultMaxUpload
 	}
 	color := colorOf(c)
-	main := &discordgo.MessageEmbed{Title: bot.Truncate(c.Title, MaxEmbedTitle), Color: color}
-	var sections []string
-	var components []discordgo.MessageComponent
-	var charts, docs []bot.Attachment
+	b := readBlocks(c, opt.MaxUpload, color)
+	parts := packParts(describe(b.main, b.sections, color), b.charts, b.docs, color, opt.MaxUpload)
+	parts[0].Components = b.components
+	mention(&parts[0], c.Mentions)
+	if len(parts) > 1 {
+		for i := range parts {
+			if e := parts[i].Embeds; len(e) > 0 {
+				e[len(e)-1].Footer = &discordgo.MessageEmbedFooter{Text: fmt.Sprintf("part %d of %d", i+1, len(parts))}
+			}
+		}
+	}
+	return parts
+}
+
+// body is a card read block by block: the main embed (title and fields), the text sections
+// for the embeds' descriptions, the buttons, the charts and other files to attach.
+type body struct {
+	main       *discordgo.MessageEmbed
+	sections   []string
+	components []discordgo.MessageComponent
+	charts     []bot.Attachment
+	docs       []bot.Attachment
+}
+
+// readBlocks sorts a card's blocks into a body; what cannot be shown (an empty or too large
+// file, buttons past Discord's rows) ends the sections as a "⚠" note.
+func readBlocks(c bot.Card, maxUpload, color int) body {
+	out := body{main: &discordgo.MessageEmbed{Title: bot.Truncate(c.Title, MaxEmbedTitle), Color: color}}
+	main := out.main
 	var notes []string
 	titled := false
 	for _, b := range c.Blocks {
@@ -72,22 +97,22 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 			if !titled && b.Text != "" {
 				main.Title, titled = bot.Truncate(b.Text, MaxEmbedTitle), true
 			} else {
-				sections = append(sections, "**"+escape(b.Text)+"**")
+				out.sections = append(out.sections, "**"+escape(b.Text)+"**")
 			}
 		case bot.BlockText:
 			if b.Untrusted {
-				sections = append(sections, quote(escape(b.Text)))
+				out.sections = append(out.sections, quote(escape(b.Text)))
 			} else {
-				sections = append(sections, b.Text)
+				out.sections = append(out.sections, b.Text)
 			}
 		case bot.BlockCode:
-			sections = append(sections, codeBlock(b.Text))
+			out.sections = append(out.sections, codeBlock(b.Text))
 		case bot.BlockFields:
 			for _, f := range b.Fields {
 				// Fields count towards the 6000 of the message: past a share of it they
 				// become lines of the text, which can go on in further embeds.
 				if len(main.Fields) == MaxEmbedFields || embedSize(main)+utf8.RuneCountInString(f.Label)+min(utf8.RuneCountInString(f.Value), MaxFieldValue) > maxFieldShare {
-					sections = append(sections, "**"+escape(f.Label)+"**: "+f.Value)
+					out.sections = append(out.sections, "**"+escape(f.Label)+"**: "+f.Value)
 					continue
 				}
 				main.Fields = append(main.Fields, &discordgo.MessageEmbedField{
@@ -95,18 +120,9 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 					Inline: utf8.RuneCountInString(f.Value) <= 40})
 			}
 		case bot.BlockTable:
-			if b.Table == nil {
-				continue
+			if b.Table != nil {
+				out.sections = append(out.sections, tableSection(*b.Table))
 			}
-			t := *b.Table
-			caption := t.Caption
-			t.Caption = ""
-			text := bot.RenderText(bot.Card{Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &t}}}, nil)
-			s := codeBlock(bot.Dedent(text))
-			if caption != "" {
-				s = "**" + escape(caption) + "**\n" + s
-			}
-			sections = append(sections, s)
 		case bot.BlockAttachments:
 			for _, a := range b.Attachments {
 				what := "chart"
@@ -116,38 +132,55 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 				switch {
 				case len(a.Data) == 0:
 					notes = append(notes, fmt.Sprintf("%s %s is missing its content", what, a.Name))
-				case len(a.Data) > opt.MaxUpload:
-					notes = append(notes, fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.Data))/(1<<20), float64(opt.MaxUpload)/(1<<20)))
+				case len(a.Data) > maxUpload:
+					notes = append(notes, fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.Data))/(1<<20), float64(maxUpload)/(1<<20)))
 				case a.ContentType != "":
 					// A file (a preset's JSON, a policy) is attached as it is, under its own
 					// name: never shown as an image.
-					a.Name = docName(a.Name, docs)
-					docs = append(docs, a)
+					a.Name = docName(a.Name, out.docs)
+					out.docs = append(out.docs, a)
 				default:
-					a.Name = fileName(a.Name, len(charts))
-					charts = append(charts, a)
+					a.Name = fileName(a.Name, len(out.charts))
+					out.charts = append(out.charts, a)
 				}
 			}
 		case bot.BlockActions:
-			components = append(components, buttons(b.Actions, false, &notes)...)
+			out.components = append(out.components, buttons(b.Actions, false, &notes)...)
 		case bot.BlockStamp:
 			if b.Stamp != nil {
 				line := strings.TrimSpace(bot.StampLine(bot.Stamp{By: b.Stamp.By, Action: b.Stamp.Action, At: b.Stamp.At}))
 				if b.Stamp.Feedback != "" {
 					line += "\n" + quote(escape(b.Stamp.Feedback))
 				}
-				sections = append(sections, "**"+strings.TrimPrefix(line, "✔ ")+"**")
-				components = append(components, decidedButtons(c.Ref)...)
+				out.sections = append(out.sections, "**"+strings.TrimPrefix(line, "✔ ")+"**")
+				out.components = append(out.components, decidedButtons(c.Ref)...)
 			}
 		}
 	}
 	for _, n := range notes {
-		sections = append(sections, "⚠ "+n)
+		out.sections = append(out.sections, "⚠ "+n)
 	}
-	if main.Title == "" && c.Title == "" && len(sections) == 0 && len(main.Fields) == 0 {
+	if main.Title == "" && c.Title == "" && len(out.sections) == 0 && len(main.Fields) == 0 {
 		main.Title = "(empty message)"
 	}
+	return out
+}
 
+// tableSection is a table as a monospace block under its caption in bold.
+func tableSection(t bot.Table) string {
+	caption := t.Caption
+	t.Caption = ""
+	text := bot.RenderText(bot.Card{Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &t}}}, nil)
+	s := codeBlock(bot.Dedent(text))
+	if caption != "" {
+		s = "**" + escape(caption) + "**\n" + s
+	}
+	return s
+}
+
+// describe writes the sections into the main embed's description and, once it is full,
+// into further embeds of the same colour.
+func describe(main *discordgo.MessageEmbed, sections []string, color int) []*discordgo.MessageEmbed {
 	embeds := []*discordgo.MessageEmbed{main}
 	for _, s := range splitSections(sections, MaxEmbedDescription) {
 		last := embeds[len(embeds)-1]
@@ -165,7 +198,12 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		embeds = append(embeds, &discordgo.MessageEmbed{Description: s, Color: color})
 	}
 	shrinkEmbed(main)
+	return embeds
+}
 
+// packParts fills messages in order with the embeds, then each chart as an embed showing
+// its file, starting a new message when one is full; other files follow.
+func packParts(embeds []*discordgo.MessageEmbed, charts, docs []bot.Attachment, color, maxUpload int) []Part {
 	parts := []Part{{}}
 	size := 0
 	bytes := 0
@@ -174,7 +212,7 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		n := embedSize(e)
 		full := len(p.Embeds) == MaxEmbeds || size+n > MaxEmbedTotal && len(p.Embeds) > 0
 		if file != nil {
-			full = full || len(p.Files) == MaxFiles || bytes+len(file.Data) > opt.MaxUpload && len(p.Files) > 0
+			full = full || len(p.Files) == MaxFiles || bytes+len(file.Data) > maxUpload && len(p.Files) > 0
 		}
 		if full {
 			parts = append(parts, Part{})
@@ -195,12 +233,16 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 		add(&discordgo.MessageEmbed{Title: bot.Truncate(a.Title, MaxEmbedTitle), Color: color,
 			Image: &discordgo.MessageEmbedImage{URL: "attachment://" + a.Name}}, &a)
 	}
-	// Files ride on the first message with room for them; one that fits nowhere gets a
-	// message of its own, titled by the file.
+	return attachDocs(parts, docs, color, maxUpload)
+}
+
+// attachDocs puts files on the first message with room for them; one that fits nowhere
+// gets a message of its own, titled by the file.
+func attachDocs(parts []Part, docs []bot.Attachment, color, maxUpload int) []Part {
 	for _, d := range docs {
 		placed := false
 		for i := range parts {
-			if len(parts[i].Files) < MaxFiles && partBytes(parts[i])+len(d.Data) <= opt.MaxUpload {
+			if len(parts[i].Files) < MaxFiles && partBytes(parts[i])+len(d.Data) <= maxUpload {
 				parts[i].Files = append(parts[i].Files, d)
 				placed = true
 				break
@@ -214,33 +256,31 @@ func Render(c bot.Card, opt RenderOptions) []Part {
 			parts = append(parts, Part{Embeds: []*discordgo.MessageEmbed{{Title: bot.Truncate(title, MaxEmbedTitle), Color: color}}, Files: []bot.Attachment{d}})
 		}
 	}
-	parts[0].Components = components
-	if len(c.Mentions) > 0 {
-		var b strings.Builder
-		for _, m := range c.Mentions {
-			if !snowflake.MatchString(m) {
-				continue // a mention is <@digits>; anything else would be text, not a ping
-			}
-			tok := "<@" + m + ">"
-			if b.Len()+len(tok)+1 > MaxContent {
-				break
-			}
-			if b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteString(tok)
-			parts[0].Mentions = append(parts[0].Mentions, m)
-		}
-		parts[0].Content = b.String()
-	}
-	if len(parts) > 1 {
-		for i := range parts {
-			if e := parts[i].Embeds; len(e) > 0 {
-				e[len(e)-1].Footer = &discordgo.MessageEmbedFooter{Text: fmt.Sprintf("part %d of %d", i+1, len(parts))}
-			}
-		}
-	}
 	return parts
+}
+
+// mention puts the card's mentions in the part's content as <@id> pings, as many as fit;
+// an ID that is not a snowflake is left out.
+func mention(p *Part, mentions []string) {
+	if len(mentions) == 0 {
+		return
+	}
+	var b strings.Builder
+	for _, m := range mentions {
+		if !snowflake.MatchString(m) {
+			continue // a mention is <@digits>; anything else would be text, not a ping
+		}
+		tok := "<@" + m + ">"
+		if b.Len()+len(tok)+1 > MaxContent {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(tok)
+		p.Mentions = append(p.Mentions, m)
+	}
+	p.Content = b.String()
 }
 
 var snowflake = regexp.MustCompile(`^[0-9]{1,20}$`)

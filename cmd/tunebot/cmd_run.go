@@ -107,23 +107,10 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		return err
 	}
 
-	allow := bot.AllowList{}
-	for _, ad := range d.adapters {
-		allow = append(allow, ad.Grants()...)
-	}
-	if wantConsole {
-		allow = append(allow, bot.Grant{Platform: console.User.Platform, Users: []string{console.User.ID}})
-	}
-	if !d.cfg.Service.Off() {
-		allow = append(allow, operatorGrant)
-	}
-	var applier bot.Applier // stays nil (not a nil *apply.Applier) when apply is off
-	if d.cfg.Apply.Repo != "" {
-		ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.actions, d.log)
-		if err != nil {
-			return fmt.Errorf("apply: %w", err)
-		}
-		applier = ap
+	allow := d.allowList(wantConsole)
+	applier, err := d.newApplier()
+	if err != nil {
+		return err
 	}
 	// The scheduler starts before the handler, which answers /tune schedule with it.
 	if err := d.startScheduler(ctx); err != nil {
@@ -140,12 +127,54 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		Dashboard: d.dashboardLink,
 	})
 
+	d.startNotifiers(ctx, events, wantConsole, charts)
+	d.startChat(ctx)
+	if err := d.startService(allow); err != nil {
+		return err
+	}
+	if resume {
+		return d.resumeInterrupted(ctx)
+	}
+	return nil
+}
+
+// allowList is who may command the daemon: the grants of each chat adapter, the console's
+// user when it runs, the operator of the local service when it listens.
+func (d *daemon) allowList(wantConsole bool) bot.AllowList {
+	allow := bot.AllowList{}
+	for _, ad := range d.adapters {
+		allow = append(allow, ad.Grants()...)
+	}
+	if wantConsole {
+		allow = append(allow, bot.Grant{Platform: console.User.Platform, Users: []string{console.User.ID}})
+	}
+	if !d.cfg.Service.Off() {
+		allow = append(allow, operatorGrant)
+	}
+	return allow
+}
+
+// newApplier is the preset applier, or nil (not a nil *apply.Applier) when apply is off.
+func (d *daemon) newApplier() (bot.Applier, error) {
+	if d.cfg.Apply.Repo == "" {
+		return nil, nil
+	}
+	ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.actions, d.log)
+	if err != nil {
+		return nil, fmt.Errorf("apply: %w", err)
+	}
+	return ap, nil
+}
+
+// startNotifiers builds the console (when wanted), runs it and the chat notifier, and
+// lets the relay hand them the engine's events it has kept so far and those to come.
+func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole bool, charts bot.ChartFunc) {
 	nctx, ncancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.notifyCancel = ncancel
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: a.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Logger: d.log})
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Logger: d.log})
 		to = append(to, d.con)
 		d.notifyWG.Add(1)
 		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
@@ -162,6 +191,11 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		rcancel()
 		waitBounded(func() { <-relayDone }, drainTimeout)
 	}
+}
+
+// startChat runs the outbox dispatchers and the chat adapters, each group with its own
+// cancel so shutdown can stop them in order.
+func (d *daemon) startChat(ctx context.Context) {
 	dctx, dcancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.dispatchCancel = dcancel
 	for _, disp := range d.dispatchers {
@@ -179,19 +213,19 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 			}
 		}()
 	}
-	if err := d.startService(allow); err != nil {
-		return err
+}
+
+// resumeInterrupted resumes every session a previous run left interrupted; one that will
+// not resume is logged and the rest go on.
+func (d *daemon) resumeInterrupted(ctx context.Context) error {
+	all, err := d.app.db.Sessions(ctx)
+	if err != nil {
+		return fmt.Errorf("listing sessions: %w", err)
 	}
-	if resume {
-		all, err := a.db.Sessions(ctx)
-		if err != nil {
-			return fmt.Errorf("listing sessions: %w", err)
-		}
-		for _, s := range all {
-			if s.State == session.StateInterrupted {
-				if _, err := eng.Resume(ctx, s.ID, session.System); err != nil {
-					d.log.Error("resuming session", "session", s.ID, "err", err)
-				}
+	for _, s := range all {
+		if s.State == session.StateInterrupted {
+			if _, err := d.app.engine.Resume(ctx, s.ID, session.System); err != nil {
+				d.log.Error("resuming session", "session", s.ID, "err", err)
 			}
 		}
 	}

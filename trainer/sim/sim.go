@@ -144,59 +144,16 @@ func Train(ctx context.Context, o TrainOptions) error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
-	var probs []string
-	if o.Task == "" {
-		probs = append(probs, "--task is required")
-	}
-	if o.RunDir == "" {
-		probs = append(probs, "--run-dir is required")
-	}
-	if o.Iterations < 1 {
-		probs = append(probs, fmt.Sprintf("--iterations %d must be at least 1", o.Iterations))
-	}
-	if o.Start < 0 {
-		probs = append(probs, fmt.Sprintf("--start-iteration %d must not be negative", o.Start))
-	}
-	if o.Start+o.Iterations != o.Target {
-		probs = append(probs, fmt.Sprintf("--start-iteration %d + --iterations %d is not --target-iterations %d", o.Start, o.Iterations, o.Target))
-	}
-	if o.NumEnvs < 1 {
-		probs = append(probs, fmt.Sprintf("--num-envs %d must be at least 1", o.NumEnvs))
-	}
-	surf, err := NewSurface(o.SurfaceSeed)
+	surf, err := o.check()
 	if err != nil {
-		probs = append(probs, "--surface-seed: "+err.Error())
+		return err
 	}
-	if len(probs) > 0 {
-		return errors.New(strings.Join(probs, "; "))
-	}
-	data, err := os.ReadFile(o.RewardConfig)
+	cfg, err := readConfig(o.RewardConfig)
 	if err != nil {
-		return fmt.Errorf("reading reward config: %w", err)
+		return err
 	}
-	cfg, err := session.DecodeConfig(data)
-	if err == nil {
-		err = space.CheckConfig(cfg)
-	}
-	if err != nil {
-		return fmt.Errorf("reward config %s: %w", filepath.Base(o.RewardConfig), err)
-	}
-	if o.Resume != "" {
-		ck, err := ReadCheckpoint(o.Resume)
-		if err != nil {
-			return err
-		}
-		if ck.Iteration != o.Start {
-			return fmt.Errorf("checkpoint %s is at iteration %d, but --start-iteration is %d", filepath.Base(o.Resume), ck.Iteration, o.Start)
-		}
-		if ck.Task != o.Task {
-			return fmt.Errorf("checkpoint %s was trained on %s, not %s", filepath.Base(o.Resume), ck.Task, o.Task)
-		}
-		if ck.SurfaceSeed != o.SurfaceSeed {
-			return fmt.Errorf("checkpoint %s was trained on surface seed %d, not %d", filepath.Base(o.Resume), ck.SurfaceSeed, o.SurfaceSeed)
-		}
-	} else if o.Start != 0 {
-		return fmt.Errorf("--start-iteration %d without --resume-checkpoint", o.Start)
+	if err := o.checkResume(); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
 		return fmt.Errorf("creating run dir: %w", err)
@@ -260,6 +217,80 @@ func Train(ctx context.Context, o TrainOptions) error {
 		}
 	}
 	fmt.Fprintf(o.Log, "sim-train: done, model_%d.pt\n", o.Target)
+	return nil
+}
+
+// check names every flag that is missing or out of range at once, and builds the surface
+// the options train on.
+func (o TrainOptions) check() (*Surface, error) {
+	var probs []string
+	if o.Task == "" {
+		probs = append(probs, "--task is required")
+	}
+	if o.RunDir == "" {
+		probs = append(probs, "--run-dir is required")
+	}
+	if o.Iterations < 1 {
+		probs = append(probs, fmt.Sprintf("--iterations %d must be at least 1", o.Iterations))
+	}
+	if o.Start < 0 {
+		probs = append(probs, fmt.Sprintf("--start-iteration %d must not be negative", o.Start))
+	}
+	if o.Start+o.Iterations != o.Target {
+		probs = append(probs, fmt.Sprintf("--start-iteration %d + --iterations %d is not --target-iterations %d", o.Start, o.Iterations, o.Target))
+	}
+	if o.NumEnvs < 1 {
+		probs = append(probs, fmt.Sprintf("--num-envs %d must be at least 1", o.NumEnvs))
+	}
+	surf, err := NewSurface(o.SurfaceSeed)
+	if err != nil {
+		probs = append(probs, "--surface-seed: "+err.Error())
+	}
+	if len(probs) > 0 {
+		return nil, errors.New(strings.Join(probs, "; "))
+	}
+	return surf, nil
+}
+
+// readConfig reads the reward configuration a trial trains with and checks it against
+// the reward space.
+func readConfig(path string) (session.RewardConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return session.RewardConfig{}, fmt.Errorf("reading reward config: %w", err)
+	}
+	cfg, err := session.DecodeConfig(data)
+	if err == nil {
+		err = space.CheckConfig(cfg)
+	}
+	if err != nil {
+		return session.RewardConfig{}, fmt.Errorf("reward config %s: %w", filepath.Base(path), err)
+	}
+	return cfg, nil
+}
+
+// checkResume refuses a checkpoint that does not continue this run: another iteration,
+// task or surface; and a start past 0 without one.
+func (o TrainOptions) checkResume() error {
+	if o.Resume == "" {
+		if o.Start != 0 {
+			return fmt.Errorf("--start-iteration %d without --resume-checkpoint", o.Start)
+		}
+		return nil
+	}
+	ck, err := ReadCheckpoint(o.Resume)
+	if err != nil {
+		return err
+	}
+	if ck.Iteration != o.Start {
+		return fmt.Errorf("checkpoint %s is at iteration %d, but --start-iteration is %d", filepath.Base(o.Resume), ck.Iteration, o.Start)
+	}
+	if ck.Task != o.Task {
+		return fmt.Errorf("checkpoint %s was trained on %s, not %s", filepath.Base(o.Resume), ck.Task, o.Task)
+	}
+	if ck.SurfaceSeed != o.SurfaceSeed {
+		return fmt.Errorf("checkpoint %s was trained on surface seed %d, not %d", filepath.Base(o.Resume), ck.SurfaceSeed, o.SurfaceSeed)
+	}
 	return nil
 }
 
