@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"tunebot/service"
+	"tunebot/httpd"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -102,7 +102,7 @@ func backup(ctx context.Context, cfg Config, dst string) (int64, error) {
 		return 0, fmt.Errorf("a running tunebot holds %s but has left no backup token (%w): stop it to take a backup", src, terr)
 	}
 	n, err := store.WriteBackup(dst, func(w io.Writer) error {
-		return service.FetchBackup(ctx, cfg.Service, strings.TrimSpace(string(token)), w)
+		return httpd.FetchBackup(ctx, cfg.Service, strings.TrimSpace(string(token)), w)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("a running tunebot holds %s, and %w", src, err)

@@ -15,7 +15,7 @@ import (
 
 	"tunebot/bot"
 	"tunebot/dashboard"
-	"tunebot/service"
+	"tunebot/httpd"
 	"tunebot/session"
 )
 
@@ -31,7 +31,7 @@ const dashboardKeyFile = "dashboard.key"
 var operatorGrant = bot.Grant{Platform: dashboard.Operator.Platform, Users: []string{dashboard.Operator.ID}}
 
 // mountDashboard serves the monitoring page on the service listener (docs/design.md §6).
-func (d *daemon) mountDashboard(srv *service.Server, allow bot.AllowList) error {
+func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
 	key, err := dashboard.LoadKey(filepath.Join(d.app.cfg.DataDir, dashboardKeyFile))
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 	"tunebot/dashboard"
 	"tunebot/schedule"
 	"tunebot/secret"
-	"tunebot/service"
+	"tunebot/httpd"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -83,7 +83,7 @@ type daemon struct {
 	dispatchers map[string]*bot.Dispatcher
 
 	scheduler *schedule.Scheduler
-	service   *service.Server
+	service   *httpd.Server
 	dash      *dashboard.Server // the monitoring page; nil when the service is off
 
 	notifyCancel, dispatchCancel, adapterCancel, serviceCancel context.CancelFunc
@@ -392,7 +392,7 @@ func (d *daemon) startService(allow bot.AllowList) error {
 	if d.cfg.Service.Off() {
 		return nil
 	}
-	srv, err := service.New(d.cfg.Service, service.NewStoreSource(d.app.db, d.app.db, 0), versionString(), d.log)
+	srv, err := httpd.New(d.cfg.Service, httpd.NewStoreSource(d.app.db, d.app.db, 0), versionString(), d.log)
 	if err != nil {
 		return err
 	}
@@ -400,7 +400,7 @@ func (d *daemon) startService(allow bot.AllowList) error {
 	if err != nil {
 		return err
 	}
-	srv.Handle("GET "+service.BackupPath, service.BackupHandler(d.app.db, token, d.log))
+	srv.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(d.app.db, token, d.log))
 	if err := d.mountDashboard(srv, allow); err != nil {
 		return err
 	}

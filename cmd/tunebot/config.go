@@ -21,7 +21,7 @@ import (
 	"tunebot/apply"
 	"tunebot/bot"
 	"tunebot/schedule"
-	"tunebot/service"
+	"tunebot/httpd"
 	"tunebot/session"
 	"tunebot/trainer"
 )
@@ -41,7 +41,7 @@ type Config struct {
 	// Schedule starts sessions on cron specs and sends reminders and a daily digest.
 	Schedule schedule.Config `yaml:"schedule"`
 	// Service serves /healthz and /metrics on a local address.
-	Service service.Config `yaml:"service"`
+	Service httpd.Config `yaml:"service"`
 
 	// warnings are what the file sets that tunebot will not use (a chat section that is
 	// not enabled): said by config check and logged when the daemon starts.

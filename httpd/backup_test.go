@@ -1,4 +1,4 @@
-package service_test
+package httpd_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"tunebot/service"
+	"tunebot/httpd"
 )
 
 type fakeBackuper struct {
@@ -27,13 +27,13 @@ func (f fakeBackuper) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-func serveBackup(t *testing.T, b fakeBackuper, token string) service.Config {
+func serveBackup(t *testing.T, b fakeBackuper, token string) httpd.Config {
 	t.Helper()
 	mux := http.NewServeMux()
-	mux.Handle("GET "+service.BackupPath, service.BackupHandler(b, token, nil))
+	mux.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(b, token, nil))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return service.Config{Addr: strings.TrimPrefix(srv.URL, "http://")}
+	return httpd.Config{Addr: strings.TrimPrefix(srv.URL, "http://")}
 }
 
 // The copy goes only to a request with the daemon's token; a copy cut short is an error,
@@ -43,25 +43,25 @@ func TestBackupEndpoint(t *testing.T) {
 	ctx := context.Background()
 	cfg := serveBackup(t, fakeBackuper{data: data}, "s3cret")
 	var got bytes.Buffer
-	if err := service.FetchBackup(ctx, cfg, "s3cret", &got); err != nil || !bytes.Equal(got.Bytes(), data) {
+	if err := httpd.FetchBackup(ctx, cfg, "s3cret", &got); err != nil || !bytes.Equal(got.Bytes(), data) {
 		t.Fatalf("with the token: %v, %d bytes of %d", err, got.Len(), len(data))
 	}
 	for _, token := range []string{"", "wrong"} {
 		got.Reset()
-		err := service.FetchBackup(ctx, cfg, token, &got)
+		err := httpd.FetchBackup(ctx, cfg, token, &got)
 		if err == nil || !strings.Contains(err.Error(), "401") || got.Len() != 0 {
 			t.Errorf("token %q: %v, %d bytes", token, err, got.Len())
 		}
 	}
 	// A daemon that has no token serves nobody.
-	if err := service.FetchBackup(ctx, serveBackup(t, fakeBackuper{data: data}, ""), "", &got); err == nil {
+	if err := httpd.FetchBackup(ctx, serveBackup(t, fakeBackuper{data: data}, ""), "", &got); err == nil {
 		t.Error("an empty token was accepted")
 	}
 	got.Reset()
-	if err := service.FetchBackup(ctx, serveBackup(t, fakeBackuper{data: data, fail: true}, "s3cret"), "s3cret", &got); err == nil {
+	if err := httpd.FetchBackup(ctx, serveBackup(t, fakeBackuper{data: data, fail: true}, "s3cret"), "s3cret", &got); err == nil {
 		t.Errorf("a copy cut short after %d bytes was taken as complete", got.Len())
 	}
-	if err := service.FetchBackup(ctx, service.Config{Addr: "off"}, "s3cret", &got); err == nil || !strings.Contains(err.Error(), "service is off") {
+	if err := httpd.FetchBackup(ctx, httpd.Config{Addr: "off"}, "s3cret", &got); err == nil || !strings.Contains(err.Error(), "service is off") {
 		t.Errorf("service off: %v", err)
 	}
 }

@@ -1,11 +1,11 @@
-// Package service is the daemon's local HTTP listener: it serves tunebot's /healthz and
+// Package httpd is the daemon's local HTTP listener: it serves tunebot's /healthz and
 // /metrics (Prometheus text exposition format, written by hand) on a local address, so a
 // GPU machine's monitoring sees the daemon's state without a client library or an open
 // port, and the daemon mounts on it the store backup download (BackupHandler) and the
 // monitoring page of dashboard/ (Mount).
 //
 // It is not the systemd unit that runs tunebot as a service: that lives in deploy/.
-package service
+package httpd
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package service_test
+package httpd_test
 
 import (
 	"bufio"
@@ -17,23 +17,23 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"tunebot/service"
+	"tunebot/httpd"
 	"tunebot/session"
 	"tunebot/store"
 )
 
 type fakeSource struct {
-	snap service.Snapshot
+	snap httpd.Snapshot
 	err  error
 }
 
-func (f fakeSource) Snapshot(context.Context) (service.Snapshot, error) { return f.snap, f.err }
+func (f fakeSource) Snapshot(context.Context) (httpd.Snapshot, error) { return f.snap, f.err }
 
-func sample() service.Snapshot {
-	return service.Snapshot{
+func sample() httpd.Snapshot {
+	return httpd.Snapshot{
 		Sessions:       map[session.State]int{session.StateRunning: 1, session.StateSucceeded: 4, session.StateFailed: 2},
 		Trials:         map[session.TrialState]int{session.TrialCompleted: 30, session.TrialTraining: 1},
-		TrialDurations: map[int]service.Summary{0: {Count: 20, Sum: 7200.5}, 2: {Count: 2, Sum: 9000}},
+		TrialDurations: map[int]httpd.Summary{0: {Count: 20, Sum: 7200.5}, 2: {Count: 2, Sum: 9000}},
 		OutboxDepth:    3,
 		AdvisorCalls:   map[string]int{"ok": 12, "error": 2},
 		AdvisorTokens:  map[string]int64{"prompt": 120000, "completion": 8000, "prompt_cache_hit": 90000},
@@ -110,7 +110,7 @@ func get(t *testing.T, h http.Handler, path string) (*http.Response, string) {
 }
 
 func TestMetricsText(t *testing.T) {
-	h := service.Handler(fakeSource{snap: sample()}, "v1.2.3 \"rc\"\nx\\y", nil)
+	h := httpd.Handler(fakeSource{snap: sample()}, "v1.2.3 \"rc\"\nx\\y", nil)
 	res, body := get(t, h, "/metrics")
 	if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/plain; version=0.0.4") {
 		t.Fatalf("status %d, content type %q", res.StatusCode, res.Header.Get("Content-Type"))
@@ -182,7 +182,7 @@ func TestHealth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			h := service.Handler(tc.src, "v9", nil)
+			h := httpd.Handler(tc.src, "v9", nil)
 			res, body := get(t, h, "/healthz")
 			if res.StatusCode != tc.status {
 				t.Errorf("status %d, want %d", res.StatusCode, tc.status)
@@ -201,7 +201,7 @@ func TestHealth(t *testing.T) {
 			}
 		})
 	}
-	if res, _ := get(t, service.Handler(fakeSource{}, "", nil), "/other"); res.StatusCode != 404 {
+	if res, _ := get(t, httpd.Handler(fakeSource{}, "", nil), "/other"); res.StatusCode != 404 {
 		t.Errorf("unknown path: %d", res.StatusCode)
 	}
 }
@@ -224,12 +224,12 @@ func TestCheckAddr(t *testing.T) {
 		{"127.0.0.1", false, "must be host:port"},
 	}
 	for _, tc := range tests {
-		err := service.CheckAddr(tc.addr, tc.remote)
+		err := httpd.CheckAddr(tc.addr, tc.remote)
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("CheckAddr(%q, %v) = %v, want %q", tc.addr, tc.remote, err, tc.want)
 		}
 	}
-	if _, err := service.New(service.Config{Addr: "0.0.0.0:9464"}, fakeSource{}, "", nil); err == nil {
+	if _, err := httpd.New(httpd.Config{Addr: "0.0.0.0:9464"}, fakeSource{}, "", nil); err == nil {
 		t.Errorf("New accepted a non-loopback address")
 	}
 	for _, tc := range []struct {
@@ -244,23 +244,23 @@ func TestCheckAddr(t *testing.T) {
 		{"https://user:pw@tune.example.com", "credentials"},
 		{"tune.example.com", "must be an http(s) address"},
 	} {
-		err := service.Config{PublicURL: tc.url}.Check()
+		err := httpd.Config{PublicURL: tc.url}.Check()
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("public_url %q: %v, want %q", tc.url, err, tc.want)
 		}
 	}
 	for addr, want := range map[string]string{"": "http://127.0.0.1:9464", "0.0.0.0:8000": "http://127.0.0.1:8000", "[::1]:9": "http://[::1]:9", "localhost:7": "http://localhost:7"} {
-		if got := (service.Config{Addr: addr}).BaseURL(); got != want {
+		if got := (httpd.Config{Addr: addr}).BaseURL(); got != want {
 			t.Errorf("BaseURL of %q = %q, want %q", addr, got, want)
 		}
 	}
-	if (service.Config{Addr: "off"}).Enabled() || !(service.Config{}).Enabled() {
+	if (httpd.Config{Addr: "off"}).Enabled() || !(httpd.Config{}).Enabled() {
 		t.Errorf("Enabled: off must disable, empty must enable the default")
 	}
 }
 
 func TestServeAndShutdown(t *testing.T) {
-	srv, err := service.New(service.Config{Addr: "127.0.0.1:0"}, fakeSource{snap: sample()}, "v1", nil)
+	srv, err := httpd.New(httpd.Config{Addr: "127.0.0.1:0"}, fakeSource{snap: sample()}, "v1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,15 +336,15 @@ func TestStoreSource(t *testing.T) {
 	if err := db.Append(ctx, session.AuditEntry{Kind: "decision", Actor: session.System}); err != nil {
 		t.Fatal(err)
 	}
-	src := service.NewStoreSource(db, db, time.Minute)
+	src := httpd.NewStoreSource(db, db, time.Minute)
 	snap, err := src.Snapshot(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := service.Snapshot{
+	want := httpd.Snapshot{
 		Sessions:       map[session.State]int{session.StateSucceeded: 1, session.StateRunning: 1},
 		Trials:         map[session.TrialState]int{session.TrialCompleted: 2, session.TrialFailed: 1, session.TrialTraining: 1},
-		TrialDurations: map[int]service.Summary{0: {Count: 2, Sum: 900}, 1: {Count: 1, Sum: 3600}},
+		TrialDurations: map[int]httpd.Summary{0: {Count: 2, Sum: 900}, 1: {Count: 1, Sum: 3600}},
 		AdvisorCalls:   map[string]int{"ok": 2, "invalid": 1, "error": 1, "cancelled": 1},
 		AdvisorTokens:  map[string]int64{"prompt": 5000, "completion": 1000, "prompt_cache_hit": 3500, "prompt_cache_miss": 1500},
 		GPUSeconds:     150.5,
@@ -359,7 +359,7 @@ func TestStoreSource(t *testing.T) {
 	if again, _ := src.Snapshot(ctx); again.Trials[session.TrialQueued] != 0 {
 		t.Errorf("a scrape within the TTL read the store again")
 	}
-	if fresh, _ := service.NewStoreSource(db, db, time.Minute).Snapshot(ctx); fresh.Trials[session.TrialQueued] != 1 {
+	if fresh, _ := httpd.NewStoreSource(db, db, time.Minute).Snapshot(ctx); fresh.Trials[session.TrialQueued] != 1 {
 		t.Errorf("a new source did not see the new trial")
 	}
 }
@@ -409,7 +409,7 @@ func TestStoreSourceReadsOnlyWhatCanChange(t *testing.T) {
 	call(100)
 	call(200)
 	rec := &countingRecords{DB: db, trialReads: map[string]int{}}
-	src := service.NewStoreSource(rec, nil, time.Nanosecond)
+	src := httpd.NewStoreSource(rec, nil, time.Nanosecond)
 	if _, err := src.Snapshot(ctx); err != nil {
 		t.Fatal(err)
 	}
