@@ -18,9 +18,9 @@ import (
 	"tunebot/bot/console"
 	"tunebot/bot/notify"
 	"tunebot/dashboard"
+	"tunebot/httpd"
 	"tunebot/schedule"
 	"tunebot/secret"
-	"tunebot/httpd"
 	"tunebot/session"
 	"tunebot/store"
 )

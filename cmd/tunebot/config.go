@@ -20,8 +20,8 @@ import (
 
 	"tunebot/apply"
 	"tunebot/bot"
-	"tunebot/schedule"
 	"tunebot/httpd"
+	"tunebot/schedule"
 	"tunebot/session"
 	"tunebot/trainer"
 )
