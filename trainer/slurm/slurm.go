@@ -68,13 +68,14 @@ type Status struct {
 	ExitCode int    // the command's exit code once finished (from the exit file or sacct); -1 unknown
 }
 
+// unfinished are the job states (squeue's long names) from which a job can still run or
+// change; every other state, including ones a later Slurm adds, is an end.
+var unfinished = []string{Pending, Running, Completing, "CONFIGURING", "SUSPENDED", "STOPPED",
+	"REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "RESIZING", "SIGNALING", "STAGE_OUT"}
+
 // Finished reports whether the job will not change any more.
 func (s Status) Finished() bool {
-	switch s.State {
-	case Pending, Running, Completing, "CONFIGURING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING", "STAGE_OUT":
-		return false
-	}
-	return true
+	return !slices.Contains(unfinished, s.State)
 }
 
 // Client runs the Slurm commands. Env, when set, is the environment of those commands (for

@@ -226,9 +226,13 @@ func TestSlurmCancelAndForgottenJobs(t *testing.T) {
 	if err := c.Cancel(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	st, err := c.Wait(ctx, id, slurm.ExitPath(j), 200*time.Millisecond, nil)
+	var seen []string
+	st, err := c.Wait(ctx, id, slurm.ExitPath(j), 200*time.Millisecond, func(s slurm.Status) { seen = append(seen, s.State) })
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(seen) == 0 || seen[len(seen)-1] != slurm.Cancelled {
+		t.Errorf("states seen while waiting: %v, want them to end with %s", seen, slurm.Cancelled)
 	}
 	if st.State != slurm.Cancelled {
 		t.Errorf("cancelled job: %+v, want %s", st, slurm.Cancelled)
@@ -251,6 +255,18 @@ func TestSlurmCancelAndForgottenJobs(t *testing.T) {
 	}
 	if st := all["987654321"]; st.State != slurm.Unknown || !st.Finished() {
 		t.Errorf("a job Slurm never had: %+v, want %s", st, slurm.Unknown)
+	}
+}
+
+func TestFinishedStates(t *testing.T) {
+	for state, want := range map[string]bool{
+		slurm.Pending: false, slurm.Running: false, "STOPPED": false, "REQUEUE_HOLD": false, "SUSPENDED": false,
+		slurm.Completed: true, slurm.Failed: true, slurm.Cancelled: true, slurm.Timeout: true, slurm.Unknown: true,
+		"PREEMPTED": true, "BOOT_FAIL": true,
+	} {
+		if got := (slurm.Status{State: state}).Finished(); got != want {
+			t.Errorf("%s: Finished() = %v, want %v", state, got, want)
+		}
 	}
 }
 
