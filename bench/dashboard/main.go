@@ -164,12 +164,7 @@ func inBrowser(dash *dashboard.Server, base, sid string, runs int) error {
 		fmt.Println("chromium is not installed: the in-browser load time is not measured (apt-get install -y chromium)")
 		return nil
 	}
-	dir, err := os.MkdirTemp("", "tunebot-bench-chromium")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	b, err := cdp.Start(bin, dir, 1400, 1000)
+	b, err := cdp.Start(bin, 1400, 1000)
 	if err != nil {
 		return err
 	}

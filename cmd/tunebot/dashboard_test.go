@@ -202,7 +202,7 @@ type page struct {
 
 func startBrowser(t *testing.T, bin string) *page {
 	t.Helper()
-	b, err := cdp.Start(bin, t.TempDir(), 1400, 1000)
+	b, err := cdp.Start(bin, 1400, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"regexp"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -33,6 +34,7 @@ func Find() string {
 type Browser struct {
 	cmd     *exec.Cmd
 	cancel  context.CancelFunc
+	dataDir string // the profile, owned by the browser and removed by Close
 	ws      *websocket.Conn
 	session string
 
@@ -51,22 +53,32 @@ type reply struct {
 // callTimeout bounds one protocol call.
 const callTimeout = 60 * time.Second
 
-// Start runs bin headless with its profile in dataDir and opens a page of width × height.
-func Start(bin, dataDir string, width, height int) (*Browser, error) {
+// Start runs bin headless with a fresh profile of its own and opens a page of width × height.
+// Close ends every process of the browser (Chromium forks helpers that outlive its main
+// process when only that one is killed) and then removes the profile.
+func Start(bin string, width, height int) (*Browser, error) {
+	dataDir, err := os.MkdirTemp("", "tunebot-chromium-")
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
 		"--no-first-run", "--no-default-browser-check", "--remote-debugging-port=0", "--remote-debugging-address=127.0.0.1",
 		"--user-data-dir="+dataDir, fmt.Sprintf("--window-size=%d,%d", width, height), "about:blank")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		cancel()
+		os.RemoveAll(dataDir)
 		return nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		cancel()
+		os.RemoveAll(dataDir)
 		return nil, fmt.Errorf("starting chromium: %w", err)
 	}
-	b := &Browser{cmd: cmd, cancel: cancel, waiting: map[int]chan reply{}}
+	b := &Browser{cmd: cmd, cancel: cancel, dataDir: dataDir, waiting: map[int]chan reply{}}
 	wsURL := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`DevTools listening on (ws://\S+)`)
@@ -115,13 +127,33 @@ func Start(bin, dataDir string, width, height int) (*Browser, error) {
 	return b, nil
 }
 
-// Close ends the browser and waits for it.
+// Close asks the browser to quit, gives it a few seconds, then kills its whole process
+// group, waits for it and removes the profile (retrying while late writers finish).
 func (b *Browser) Close() {
 	if b.ws != nil {
+		done := make(chan struct{})
+		go func() { _ = b.call("", "Browser.close", nil, nil); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+		}
 		b.ws.Close()
 	}
+	exited := make(chan struct{})
+	go func() { _ = b.cmd.Wait(); close(exited) }()
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+	}
 	b.cancel()
-	_ = b.cmd.Wait()
+	_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL) // helpers left in the group
+	<-exited
+	for i := 0; i < 50; i++ {
+		if err := os.RemoveAll(b.dataDir); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func (b *Browser) read() {
