@@ -32,6 +32,16 @@ type EngineConfig struct {
 	Logger      *slog.Logger
 	// NotifyTimeout bounds one Notify call (default 5 s).
 	NotifyTimeout time.Duration
+
+	// Parallel is how many trial jobs of a session may run at once (docs/design.md §4,
+	// the executor); 0 means as many as the session's GPUs allow (len(gpus)/GPUsPerTrial)
+	// when LeaseGPUs, else 1.
+	Parallel int
+	// GPUsPerTrial is how many GPUs each trial job holds (default 1).
+	GPUsPerTrial int
+	// LeaseGPUs: the engine hands each job its own GPUs from the session's list, never
+	// shared (local backend). Off for a cluster scheduler, which assigns GPUs itself.
+	LeaseGPUs bool
 }
 
 // Engine runs tuning sessions: one worker goroutine per session that needs the GPU, which

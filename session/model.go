@@ -109,7 +109,18 @@ type Proc struct {
 	StartTick uint64    `json:"start_tick"` // process start time in clock ticks since boot (/proc/PID/stat)
 	GPUs      []int     `json:"gpus"`
 	Started   time.Time `json:"started"`
+	Job       string    `json:"job,omitempty"` // "train" or "evaluate"
+
+	// A job on a Slurm cluster (executor backend slurm) has no local process: it is known
+	// by its job id, outlives tunebot, and is re-attached on start instead of ended.
+	SlurmJob    string `json:"slurm_job,omitempty"`
+	SlurmState  string `json:"slurm_state,omitempty"`  // PENDING, RUNNING, ... as squeue says
+	SlurmReason string `json:"slurm_reason,omitempty"` // why a pending job waits: Resources, Priority, ...
+	Node        string `json:"node,omitempty"`         // where it runs
 }
+
+// Remote reports whether p is a job of a cluster scheduler, which survives tunebot.
+func (p Proc) Remote() bool { return p.SlurmJob != "" }
 
 // Final is a finalist's re-evaluation on the final evaluation seeds.
 type Final struct {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -106,6 +107,9 @@ type TrainJob struct {
 	Target     int    // total iterations it must reach
 	StartIter  int    // iterations already in Checkpoint
 	Checkpoint string // absolute path of the checkpoint to resume, "" for a fresh run
+	// Attach, when set, is a remote job (Proc.Remote) an earlier tunebot started for this
+	// very job: the trainer awaits and collects it instead of starting another.
+	Attach *Proc
 }
 
 // TrainResult is what a finished training job left in its run directory.
@@ -125,13 +129,23 @@ type EvalJob struct {
 	Seeds      []int
 	Output     string // absolute path of the evaluation.json to write
 	Settings   Settings
+	Attach     *Proc // as TrainJob.Attach
 }
 
 // JobHooks lets the engine follow a job while it runs. Either may be nil.
 type JobHooks struct {
 	Started  func(Proc)          // the process group is running: persist it for crash recovery
 	Progress func(iteration int) // the newest training step seen
+	// Status reports a remote job's change of state (pending with its reason, running on
+	// a node); the engine records it on the trial for status displays.
+	Status func(Proc)
 }
+
+// ErrJobCancelled is the cause (context.Cause) of a job context cancelled because a person
+// cancelled the session: a trainer cancels remote jobs (scancel) only for this cause. Any
+// other end of the context (tunebot shutting down) leaves remote jobs running, to be
+// re-attached on the next start.
+var ErrJobCancelled = errors.New("the session was cancelled")
 
 // Trainer runs training and evaluation jobs under the contract of docs/design.md §4.
 type Trainer interface {
