@@ -183,23 +183,6 @@ func (e *Engine) checkBudget(ctx context.Context, s Session) (bool, error) {
 	return true, nil
 }
 
-// noImprovement counts the rung-0 trials since the last one that beat the best score by
-// more than 0.01, and returns the best rung-0 trial number.
-func noImprovement(r0 []Trial) (count, best int) {
-	bestScore := 0.0
-	for _, t := range r0 {
-		if t.Number == 0 || !t.State.Terminal() {
-			continue
-		}
-		if t.Eligible() && t.Score.Total > bestScore+0.01 {
-			bestScore, best, count = t.Score.Total, t.Number, 0
-		} else {
-			count++
-		}
-	}
-	return count, best
-}
-
 // bestOf returns the best eligible completed trial of ts, if any.
 func bestOf(ts []Trial) (Trial, bool) {
 	var el []Trial
