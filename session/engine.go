@@ -66,7 +66,7 @@ type Engine struct {
 }
 
 type worker struct {
-	cancel context.CancelFunc
+	cancel context.CancelCauseFunc
 	done   chan struct{}
 	// stopState is the state a cancelled worker leaves behind: cancelled, or interrupted
 	// when tunebot itself is shutting down.
@@ -76,6 +76,8 @@ type worker struct {
 	// e.mu before it unregisters, so a wake-up that came after its last snapshot makes it
 	// step again instead of being lost.
 	again bool
+	// wake tells a worker that waits for its running jobs to plan again now (buffered 1).
+	wake chan struct{}
 }
 
 // NewEngine checks cfg and starts the notification dispatcher.
@@ -207,6 +209,9 @@ func FindActive(all []Session) (Session, bool) {
 func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, error) {
 	st.Normalize()
 	if err := st.Validate(); err != nil {
+		return Session{}, err
+	}
+	if err := e.checkGPUs(st); err != nil {
 		return Session{}, err
 	}
 	if e.cfg.Advisor == nil && !st.Fallback {
@@ -355,6 +360,7 @@ func (e *Engine) Cancel(ctx context.Context, id string, by Actor) (Session, erro
 		return s, e.lookupErr(id, err)
 	}
 	e.stopWorker(id, StateCancelled)
+	e.endRemote(ctx, id)
 	e.voidPending(ctx, id)
 	e.markUnfinished(ctx, id, "cancelled by "+by.String())
 	e.audit(ctx, id, "cancel", by, nil)
@@ -526,6 +532,12 @@ func (e *Engine) Recover(ctx context.Context) error {
 			return fmt.Errorf("listing trials of %s: %w", s.ID, err)
 		}
 		for _, t := range trials {
+			if t.Proc != nil && t.Proc.Remote() && !t.State.Terminal() {
+				// A cluster job outlives tunebot: it is re-attached on resume, never
+				// started again and never cancelled here.
+				e.log.Info("a remote job of an interrupted trial will be re-attached on resume", "session", s.ID, "trial", t.Number, "rung", t.Rung, "slurm_job", t.Proc.SlurmJob)
+				continue
+			}
 			if t.Proc != nil && !t.State.Terminal() {
 				if err := e.cfg.Trainer.EndOrphan(ctx, *t.Proc); err != nil {
 					return fmt.Errorf("ending the trainer left running by trial %d @ rung %d (pid %d): %w", t.Number, t.Rung, t.Proc.PID, err)
@@ -599,12 +611,16 @@ func (e *Engine) ensureWorker(id string) {
 	if w, ok := e.workers[id]; ok || e.closed {
 		if ok {
 			w.again = true
+			select {
+			case w.wake <- struct{}{}:
+			default:
+			}
 		}
 		e.mu.Unlock()
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	w := &worker{cancel: cancel, done: make(chan struct{}), stopState: StateCancelled}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	w := &worker{cancel: cancel, done: make(chan struct{}), stopState: StateCancelled, wake: make(chan struct{}, 1)}
 	e.workers[id] = w
 	e.mu.Unlock()
 	e.bump()
@@ -641,25 +657,49 @@ func (e *Engine) stopWorker(id string, state State) {
 	if !ok {
 		return
 	}
-	w.cancel()
+	cause := errShutdown
+	if state == StateCancelled {
+		cause = ErrJobCancelled // remote jobs are cancelled too (scancel)
+	}
+	w.cancel(cause)
 	<-w.done
 }
 
-// work runs steps until the session needs nobody's GPU: finished or waiting for a person.
+// work runs steps until the session needs nobody's GPU: finished or waiting for a person,
+// with none of its trial jobs running. Between steps it waits for a job to end or for a
+// wake-up (a decision, a resume, a pause).
 func (e *Engine) work(ctx context.Context, id string, w *worker) {
 	log := e.log.With("session", id)
+	var j *jobs
 	defer func() {
 		if r := recover(); r != nil {
 			log.Error("session worker panicked", "panic", r, "stack", string(debug.Stack()))
+			if j != nil {
+				w.cancel(ErrJobCancelled)
+				e.settle(j, log)
+			}
 			e.fail(context.Background(), id, fmt.Sprintf("internal error: %v", r))
 		}
 	}()
+	s, err := e.cfg.Store.Session(ctx, id)
+	if err != nil {
+		log.Error("loading session", "err", err)
+		return
+	}
+	j = newJobs(e, s)
+	// jobCtx ends the jobs when the session fails, without ending the worker's context.
+	jobCtx, stopJobs := context.WithCancelCause(ctx)
+	defer stopJobs(nil)
 	for {
 		e.mu.Lock()
 		w.again = false
 		e.mu.Unlock()
-		more, err := e.step(ctx, id, log)
+		more, err := e.step(jobCtx, id, j, log)
+		if err == nil {
+			err = e.jobErr(j)
+		}
 		if ctx.Err() != nil {
+			e.settle(j, log)
 			e.mu.Lock()
 			state := w.stopState
 			e.mu.Unlock()
@@ -670,11 +710,21 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		}
 		if err != nil {
 			log.Error("session step failed", "err", err)
-			e.fail(ctx, id, err.Error())
+			stopJobs(ErrJobCancelled)
+			e.settle(j, log)
+			e.fail(context.Background(), id, err.Error())
 			return
 		}
-		if !more {
+		if more {
+			continue
+		}
+		if len(e.runningRefs(j)) == 0 {
 			return
+		}
+		select {
+		case <-j.ended:
+		case <-w.wake:
+		case <-ctx.Done():
 		}
 	}
 }
@@ -727,10 +777,36 @@ func (e *Engine) markUnfinished(ctx context.Context, id, why string) {
 	}
 	for _, t := range trials {
 		if t.State == TrialTraining || t.State == TrialEvaluating || t.State == TrialQueued {
-			t.State, t.Reason, t.Proc = TrialInterrupted, why, nil
+			t.State, t.Reason = TrialInterrupted, why
+			if t.Proc == nil || !t.Proc.Remote() {
+				t.Proc = nil // a remote job's record stays: it is re-attached on resume
+			}
 			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
 				e.log.Error("saving trial", "session", id, "trial", t.Number, "err", err)
 			}
+		}
+	}
+}
+
+// endRemote ends the remote jobs (scancel) of a cancelled session that no worker awaited,
+// as left by an earlier tunebot, and forgets them.
+func (e *Engine) endRemote(ctx context.Context, id string) {
+	trials, err := e.cfg.Store.Trials(ctx, id)
+	if err != nil {
+		e.log.Error("listing trials", "session", id, "err", err)
+		return
+	}
+	for _, t := range trials {
+		if t.Proc == nil || !t.Proc.Remote() {
+			continue
+		}
+		if err := e.cfg.Trainer.EndOrphan(ctx, *t.Proc); err != nil {
+			e.log.Error("cancelling the remote job of a cancelled session", "session", id, "trial", t.Number, "slurm_job", t.Proc.SlurmJob, "err", err)
+			continue
+		}
+		t.Proc = nil
+		if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+			e.log.Error("saving trial", "session", id, "trial", t.Number, "err", err)
 		}
 	}
 }

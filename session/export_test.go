@@ -4,3 +4,6 @@ package session
 // about to unregister, so a test can land a decision in exactly that window. Set it before
 // the engine starts any session.
 func SetBeforeWorkerExit(e *Engine, f func(id string)) { e.beforeWorkerExit = f }
+
+// NoImprovement exposes the early-stop count to the tests.
+var NoImprovement = noImprovement

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -55,10 +57,12 @@ func (e *Engine) load(ctx context.Context, id string) (snapshot, error) {
 	return snapshot{s, trials, ps}, nil
 }
 
-// step does the next piece of work of the session and reports whether there is more for
-// the worker to do now. Everything it decides derives from the store, so a crash between
-// two steps loses at most the job that was running.
-func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, error) {
+// step plans the next piece of work of the session from the store: it starts trial jobs in
+// free slots (each in a goroutine of its own, j) and reports whether it should plan again
+// at once. With nothing more to start it returns false; the worker then waits for a job
+// to end or a wake-up, or leaves when nothing runs. Everything it decides derives from
+// the store, so a crash between two steps loses at most the jobs that were running.
+func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger) (bool, error) {
 	n, err := e.load(ctx, id)
 	if err != nil {
 		return false, err
@@ -70,8 +74,16 @@ func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, e
 	case StatePaused:
 		return false, nil
 	}
+	running := e.runningRefs(j)
 	if s.PauseAsked {
-		s, err = e.setState(ctx, id, StatePaused, "paused; resume to continue", func(x *Session) { x.PauseAsked = false })
+		if len(running) > 0 {
+			return false, nil // no new job; paused once the running ones end
+		}
+		msg := "paused; resume to continue"
+		if s.Reason != "" {
+			msg = "paused: " + s.Reason
+		}
+		s, err = e.setState(ctx, id, StatePaused, msg, func(x *Session) { x.PauseAsked = false })
 		if err != nil {
 			return false, err
 		}
@@ -80,16 +92,18 @@ func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, e
 		return false, nil
 	}
 
-	if paused, err := e.checkBudget(ctx, s); paused || err != nil {
+	if paused, err := e.checkBudget(ctx, s, len(running)); paused || err != nil {
 		return false, err
 	}
 
-	// 1. A trial left unfinished (pause between jobs, crash, cancel) is finished first.
+	// 1. Trials left unfinished (pause between jobs, crash, cancel) are finished first; a
+	// remote job an earlier tunebot started is awaited, not started again.
 	for _, t := range n.trials {
-		if t.State.Terminal() {
+		if t.State.Terminal() || running[t.Ref()] {
 			continue
 		}
-		if t.Score != nil {
+		remote := t.Proc != nil && t.Proc.Remote()
+		if t.Score != nil && !remote {
 			// Only its final re-evaluation was cut short: its rung result stands, and step 5
 			// runs the re-evaluation again.
 			t.State, t.Reason = TrialCompleted, ""
@@ -98,10 +112,10 @@ func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, e
 			}
 			return true, nil
 		}
-		return true, e.runTrial(ctx, n, t, log)
+		e.start(ctx, n, j, t, log)
 	}
 
-	// 2. The baseline.
+	// 2. The baseline, alone: every other trial is scored against it.
 	base := n.trial(0, 0)
 	if base == nil {
 		t := Trial{SessionID: id, Number: 0, Rung: 0, Iterations: s.Settings.Rungs[0], Source: SourceBaseline,
@@ -109,24 +123,35 @@ func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, e
 		if s.Settings.Preset != "" {
 			t.Source = SourcePreset
 		}
-		return true, e.runTrial(ctx, n, t, log)
+		e.start(ctx, n, j, t, log)
+		return false, nil
 	}
 	if base.State == TrialFailed {
 		return false, fmt.Errorf("the baseline trial failed, so nothing can be scored: %s", base.Reason)
 	}
+	if !base.State.Terminal() {
+		return false, nil
+	}
 
-	// 3. The search at rung 0.
+	// 3. The search at rung 0, with up to parallel trials (and proposals) in flight.
 	r0 := n.rung(0)
 	noImprove, _ := noImprovement(r0)
 	if len(r0) < s.Settings.TrialCount && noImprove < s.Settings.Patience {
-		return e.searchStep(ctx, n, log)
+		return e.searchStep(ctx, n, j, log)
 	}
 	if len(r0) < s.Settings.TrialCount {
 		e.voidPending(ctx, id)
 	}
+	if !allTerminal(r0) {
+		return false, nil // the rung-0 trials still running finish before any promotion
+	}
 
-	// 4. Successive halving: each promoted trial resumes its own parent's checkpoint.
+	// 4. Successive halving: each promoted trial resumes its own parent's checkpoint, all
+	// of a rung at once; a rung is ranked only when every trial below it has ended.
 	for rung := 1; rung < len(s.Settings.Rungs); rung++ {
+		if !allTerminal(n.rung(rung - 1)) {
+			return false, nil
+		}
 		for _, parent := range promoted(n, rung) {
 			if n.trial(parent.Number, rung) != nil {
 				continue
@@ -134,26 +159,62 @@ func (e *Engine) step(ctx context.Context, id string, log *slog.Logger) (bool, e
 			t := Trial{SessionID: id, Number: parent.Number, Rung: rung, Iterations: s.Settings.Rungs[rung],
 				StartIter: parent.Iterations, Source: parent.Source, ProposalID: parent.ProposalID,
 				Parent: &TrialRef{parent.Number, parent.Rung}, RewardConfig: parent.RewardConfig.Clone(), State: TrialQueued}
-			return true, e.runTrial(ctx, n, t, log)
+			if !e.start(ctx, n, j, t, log) {
+				return false, nil
+			}
+			n.trials = append(n.trials, t)
 		}
 	}
+	if len(running) > 0 || len(e.runningRefs(j)) > 0 {
+		return false, nil
+	}
 
-	// 5. Finalists are re-evaluated on the final evaluation seeds.
+	// 5. Finalists are re-evaluated on the final evaluation seeds, all at once.
+	waiting := false
 	for _, t := range finalists(n) {
 		if t.Final == nil {
-			return true, e.finalEval(ctx, n, t, log)
+			waiting = true
+			e.startFinal(ctx, n, j, t, log)
 		}
+	}
+	if waiting {
+		return false, nil
 	}
 
 	// 6. The best eligible trial of the highest rung becomes a preset.
 	return false, e.finish(ctx, n)
 }
 
+// allTerminal reports whether every trial of ts has ended.
+func allTerminal(ts []Trial) bool {
+	for _, t := range ts {
+		if !t.State.Terminal() {
+			return false
+		}
+	}
+	return true
+}
+
+// start runs trial t (training unless done, then evaluation and scoring) in a free slot,
+// and reports whether it started.
+func (e *Engine) start(ctx context.Context, n snapshot, j *jobs, t Trial, log *slog.Logger) bool {
+	return e.launch(ctx, n.s, j, t.Ref(), "starting", func(ctx context.Context, sl *slot) error {
+		return e.runTrial(ctx, n, j, sl, t, log)
+	})
+}
+
+// startFinal runs finalist t's re-evaluation in a free slot.
+func (e *Engine) startFinal(ctx context.Context, n snapshot, j *jobs, t Trial, log *slog.Logger) bool {
+	return e.launch(ctx, n.s, j, t.Ref(), "final evaluation", func(ctx context.Context, sl *slot) error {
+		return e.finalEval(ctx, n, j, sl, t, log)
+	})
+}
+
 const budgetReason = "budget reached:"
 
 // checkBudget pauses the session when it has used its GPU-hour or advisor-token cap, unless
 // a person already chose to go on past it.
-func (e *Engine) checkBudget(ctx context.Context, s Session) (bool, error) {
+func (e *Engine) checkBudget(ctx context.Context, s Session, running int) (bool, error) {
 	st := s.Settings
 	if s.BudgetWaived || (st.BudgetGPUHours == 0 && st.BudgetTokens == 0) {
 		return false, nil
@@ -173,6 +234,9 @@ func (e *Engine) checkBudget(ctx context.Context, s Session) (bool, error) {
 	}
 	if why == "" {
 		return false, nil
+	}
+	if running > 0 {
+		return true, nil // nothing new starts; paused once the running jobs end
 	}
 	s2, err := e.setState(ctx, s.ID, StatePaused, "paused: "+why+"; resume to go on past the budget, or cancel", func(x *Session) { x.Reason = why })
 	if err != nil {
@@ -245,17 +309,37 @@ func finalists(n snapshot) []Trial {
 	return out
 }
 
-// searchStep asks for, waits for, or runs the next rung-0 proposal.
-func (e *Engine) searchStep(ctx context.Context, n snapshot, log *slog.Logger) (bool, error) {
+// searchStep keeps the rung-0 search going: approved proposals start in free slots, an
+// automatic session approves what it proposes, and new proposals are asked for while a
+// slot would be free for them, each seeing the trials still running (docs/design.md §1).
+// In approval mode up to parallel proposals wait at once, each with its own card.
+func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) (bool, error) {
 	s := n.s
 	next := 0
 	for _, t := range n.trials {
 		next = max(next, t.Number+1)
 	}
+	var pending []Proposal
+	for _, p := range n.proposals {
+		if p.State == ProposalPending || p.State == ProposalApproved {
+			next = max(next, p.Number+1)
+		}
+	}
+	r0 := len(n.rung(0))
 	for _, p := range n.proposals {
 		switch p.State {
 		case ProposalApproved:
-			return true, e.runProposal(ctx, n, p, next, log)
+			if r0 >= s.Settings.TrialCount || e.freeSlots(s, j) == 0 {
+				continue
+			}
+			started, err := e.runProposal(ctx, &n, j, p, next, log)
+			if err != nil {
+				return false, err
+			}
+			if started {
+				r0++
+				next = max(next, p.Number+1)
+			}
 		case ProposalPending:
 			if s.Settings.Mode == ModeAutomatic {
 				if _, err := e.Decide(ctx, DecideRequest{SessionID: s.ID, ProposalID: p.ID, Action: ActionApprove, By: System}); err != nil && !errors.Is(err, ErrConflict) {
@@ -263,42 +347,100 @@ func (e *Engine) searchStep(ctx context.Context, n snapshot, log *slog.Logger) (
 				}
 				return true, nil
 			}
-			if s.State != StateAwaitingApproval {
-				s2, err := e.setState(ctx, s.ID, StateAwaitingApproval, fmt.Sprintf("proposal %d waits for a decision", p.Seq), nil)
-				if err != nil {
-					return false, err
-				}
-				e.notify(Event{Kind: EventProposalReady, Session: s2, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
-			}
-			return false, nil
+			pending = append(pending, p)
 		}
 	}
-	p, err := e.propose(ctx, n, next, log)
-	if err != nil {
-		var ue *UserError
-		if errors.As(err, &ue) && ctx.Err() == nil {
-			s2, serr := e.setState(ctx, s.ID, StatePaused, "paused: "+ue.Msg, func(x *Session) { x.Reason = ue.Msg })
-			if serr != nil {
-				return false, serr
-			}
-			e.audit(ctx, s.ID, "paused", System, map[string]any{"reason": ue.Msg})
-			e.notify(Event{Kind: EventSessionUpdated, Session: s2, Text: fmt.Sprintf("session %s paused: %s", short(s.ID), ue.Msg)})
-			return false, nil
+	// Ask for more while a slot would be free for them and the trial count allows.
+	for e.freeSlots(s, j) > len(pending) && r0+len(pending) < s.Settings.TrialCount {
+		for _, t := range n.trials {
+			next = max(next, t.Number+1)
 		}
-		return false, err
-	}
-	if s.Settings.Mode == ModeAutomatic {
-		if _, err := e.Decide(ctx, DecideRequest{SessionID: s.ID, ProposalID: p.ID, Action: ActionApprove, By: System}); err != nil {
+		p, err := e.propose(ctx, n, next, log)
+		if err != nil {
+			var ue *UserError
+			if errors.As(err, &ue) && ctx.Err() == nil {
+				return false, e.pauseFor(ctx, s.ID, ue.Msg, len(e.runningRefs(j)) > 0)
+			}
 			return false, err
 		}
-		return true, nil
+		n.proposals = append(n.proposals, p)
+		next = p.Number + 1
+		if s.Settings.Mode == ModeAutomatic {
+			p, err = e.Decide(ctx, DecideRequest{SessionID: s.ID, ProposalID: p.ID, Action: ActionApprove, By: System})
+			if err != nil {
+				return false, err
+			}
+			started, err := e.runProposal(ctx, &n, j, p, next, log)
+			if err != nil {
+				return false, err
+			}
+			if started {
+				r0++
+			}
+			if !started && e.freeSlots(s, j) > 0 {
+				return true, nil // voided as a duplicate: plan again
+			}
+			continue
+		}
+		pending = append(pending, p)
+		cur := s
+		if len(e.runningRefs(j)) == 0 {
+			if cur, err = e.setState(ctx, s.ID, StateAwaitingApproval, waitingText(pending), nil); err != nil {
+				return false, err
+			}
+			s.State = cur.State
+		}
+		e.notify(Event{Kind: EventProposalReady, Session: cur, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
 	}
-	s2, err := e.setState(ctx, s.ID, StateAwaitingApproval, fmt.Sprintf("proposal %d waits for a decision", p.Seq), nil)
-	if err != nil {
-		return false, err
+	if len(pending) > 0 && len(e.runningRefs(j)) == 0 && s.State != StateAwaitingApproval {
+		// Nothing runs: the session waits for people. A restart re-posts what waits.
+		s2, err := e.setState(ctx, s.ID, StateAwaitingApproval, waitingText(pending), nil)
+		if err != nil {
+			return false, err
+		}
+		for _, p := range pending {
+			p := p
+			e.notify(Event{Kind: EventProposalReady, Session: s2, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
+		}
 	}
-	e.notify(Event{Kind: EventProposalReady, Session: s2, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
 	return false, nil
+}
+
+// waitingText is the session message while proposals wait for a decision.
+func waitingText(pending []Proposal) string {
+	if len(pending) == 1 {
+		return fmt.Sprintf("proposal %d waits for a decision", pending[0].Seq)
+	}
+	seqs := make([]string, len(pending))
+	for i, p := range pending {
+		seqs[i] = fmt.Sprint(p.Seq)
+	}
+	return fmt.Sprintf("proposals %s wait for a decision", strings.Join(seqs, ", "))
+}
+
+// pauseFor pauses the session with reason: at once when nothing runs, else once its
+// running jobs have ended (no new job starts meanwhile).
+func (e *Engine) pauseFor(ctx context.Context, id, reason string, running bool) error {
+	if running {
+		s, err := e.cfg.Store.UpdateSession(ctx, id, func(x *Session) error {
+			x.PauseAsked, x.Reason = true, reason
+			x.Message = "pausing once the running trials end: " + reason
+			x.UpdatedAt = time.Now().UTC()
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s will pause once its running trials end: %s", short(id), reason)})
+		return nil
+	}
+	s2, err := e.setState(ctx, id, StatePaused, "paused: "+reason, func(x *Session) { x.Reason = reason })
+	if err != nil {
+		return err
+	}
+	e.audit(ctx, id, "paused", System, map[string]any{"reason": reason})
+	e.notify(Event{Kind: EventSessionUpdated, Session: s2, Text: fmt.Sprintf("session %s paused: %s", short(id), reason)})
+	return nil
 }
 
 // propose asks the advisor (or, when the session allows, the sampler) for a patch of the
@@ -311,7 +453,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	baseTrial := n.trial(bestNum, 0)
 	req := ProposalRequest{
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
-		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...),
+		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...), waitingConfigs(n.proposals)...),
 		Seed: s.Settings.Seed,
 	}
 	for _, t := range r0 {
@@ -399,6 +541,18 @@ func rejectedConfigs(ps []Proposal) []Tried {
 	return out
 }
 
+// waitingConfigs lists the merged configurations of proposals that wait for a decision or
+// to start: with several in flight, a new proposal must not repeat one of them.
+func waitingConfigs(ps []Proposal) []Tried {
+	var out []Tried
+	for _, p := range ps {
+		if p.State == ProposalPending || p.State == ProposalApproved {
+			out = append(out, Tried{Label: fmt.Sprintf("proposal %d (waiting)", p.Seq), Config: Merge(p.Base, p.Effective())})
+		}
+	}
+	return out
+}
+
 // ask runs one proposer and re-validates its answer under the session's rules.
 func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Suggestion, error) {
 	sug, err := a.Propose(ctx, req)
@@ -450,11 +604,12 @@ func (e *Engine) summary(ctx context.Context, t Trial, curves bool) TrialSummary
 	return ts
 }
 
-// runProposal creates the rung-0 trial of an approved proposal and runs it.
-func (e *Engine) runProposal(ctx context.Context, n snapshot, p Proposal, next int, log *slog.Logger) error {
+// runProposal creates the rung-0 trial of an approved proposal and starts it in a free
+// slot; it reports whether a trial started (a proposal that became a duplicate is voided).
+func (e *Engine) runProposal(ctx context.Context, n *snapshot, j *jobs, p Proposal, next int, log *slog.Logger) (bool, error) {
 	base := n.trial(p.BaseTrial, 0)
 	if base == nil {
-		return fmt.Errorf("proposal %d names base trial %d, which does not exist", p.Seq, p.BaseTrial)
+		return false, fmt.Errorf("proposal %d names base trial %d, which does not exist", p.Seq, p.BaseTrial)
 	}
 	space := e.cfg.Space
 	if p.Decision == nil || p.Decision.Edited == nil {
@@ -466,22 +621,33 @@ func (e *Engine) runProposal(ctx context.Context, n snapshot, p Proposal, next i
 		// refuse it and ask again rather than spend GPU time on it.
 		_, _ = e.cfg.Store.UpdateProposal(ctx, n.s.ID, p.ID, func(x *Proposal) error { x.State = ProposalVoid; return nil })
 		e.audit(ctx, n.s.ID, "proposal_void", System, map[string]any{"proposal": p.ID, "error": err.Error()})
-		return nil
+		return false, nil
 	}
 	source := p.Source
 	if p.Decision != nil && p.Decision.Edited != nil {
 		source = SourceEdit
 	}
-	t := Trial{SessionID: n.s.ID, Number: next, Rung: 0, Iterations: n.s.Settings.Rungs[0], Source: source,
+	num := p.Number
+	if num <= 0 || n.trial(num, 0) != nil {
+		num = next
+	}
+	t := Trial{SessionID: n.s.ID, Number: num, Rung: 0, Iterations: n.s.Settings.Rungs[0], Source: source,
 		ProposalID: p.ID, Parent: &TrialRef{p.BaseTrial, 0}, RewardConfig: merged, State: TrialQueued}
 	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
-		return fmt.Errorf("saving trial: %w", err)
+		return false, fmt.Errorf("saving trial: %w", err)
 	}
 	if _, err := e.cfg.Store.UpdateProposal(ctx, n.s.ID, p.ID, func(x *Proposal) error { x.State = ProposalUsed; return nil }); err != nil {
-		return fmt.Errorf("marking proposal used: %w", err)
+		return false, fmt.Errorf("marking proposal used: %w", err)
 	}
 	n.trials = append(n.trials, t)
-	return e.runTrial(ctx, n, t, log)
+	for i := range n.proposals {
+		if n.proposals[i].ID == p.ID {
+			n.proposals[i].State = ProposalUsed
+		}
+	}
+	// A stored queued trial that finds no slot now starts at the next step (step 1).
+	e.start(ctx, *n, j, t, log)
+	return true, nil
 }
 
 func (e *Engine) setState(ctx context.Context, id string, st State, msg string, also func(*Session)) (Session, error) {
@@ -497,38 +663,57 @@ func (e *Engine) setState(ctx context.Context, id string, st State, msg string, 
 	})
 }
 
-// runTrial trains (unless a finished training run is already there) and evaluates t,
-// then scores it. A failed job fails the trial, not the session.
-func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Logger) error {
+// runTrial trains (unless a finished training run is already there) and evaluates t in
+// slot sl, then scores it. A failed job fails the trial, not the session. A remote job an
+// earlier tunebot started for t (t.Proc) is re-attached instead of started again.
+func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t Trial, log *slog.Logger) error {
 	s := n.s
+	if sl.gpus != nil {
+		s.Settings.GPUs = sl.gpus // this job's own GPUs, never another's
+	}
 	log = log.With("trial", t.Number, "rung", t.Rung)
 	sdir := e.SessionDir(s.ID)
 	t.RunDir = e.cfg.Trainer.RunDir(t.Ref())
 	runDir := filepath.Join(sdir, t.RunDir)
-	if t.Trained && t.Checkpoint != "" {
+	var attach *Proc
+	if t.Proc != nil && t.Proc.Remote() {
+		attach = t.Proc
+	}
+	t.Proc = nil
+	if t.Trained && t.Checkpoint != "" && (attach == nil || attach.Job != "train") {
 		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
 			t.Trained = false
 		}
 	}
-	if !t.Trained {
+	if attach != nil && attach.Job == "train" {
+		t.Trained = false
+	}
+	if !t.Trained && attach == nil {
 		// Whatever a half-done run left is discarded: the trial starts clean.
 		if err := os.RemoveAll(runDir); err != nil {
 			return fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
 		}
 		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
 	}
-	if _, err := e.setState(ctx, s.ID, StateRunning, fmt.Sprintf("trial %d @ rung %d running", t.Number, t.Rung), func(x *Session) { x.Reason = "" }); err != nil {
-		return err
-	}
 	if !t.Trained {
-		if err := e.train(ctx, s, &t, runDir, log); err != nil {
+		if err := e.setPhase(ctx, s.ID, j, sl, "training"); err != nil {
+			return err
+		}
+		var trainAttach *Proc
+		if attach != nil && attach.Job == "train" {
+			trainAttach, attach = attach, nil
+		}
+		if err := e.train(ctx, s, &t, runDir, trainAttach, log); err != nil {
 			return e.trialDone(ctx, s, t, err, log)
 		}
 		if cur, err := e.cfg.Store.Session(ctx, s.ID); err == nil && cur.PauseAsked {
 			return nil // step pauses; the evaluation runs on resume
 		}
 	}
-	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(false), s.Settings.EvalSeeds, log)
+	if err := e.setPhase(ctx, s.ID, j, sl, "evaluating"); err != nil {
+		return err
+	}
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(false), s.Settings.EvalSeeds, attach, log)
 	if err != nil {
 		return e.trialDone(ctx, s, t, err, log)
 	}
@@ -549,10 +734,10 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, t Trial, log *slog.Lo
 	return e.trialDone(ctx, s, t, nil, log)
 }
 
-func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, log *slog.Logger) error {
+func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, attach *Proc, log *slog.Logger) error {
 	sdir := e.SessionDir(s.ID)
 	job := TrainJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Config: t.RewardConfig, Settings: s.Settings,
-		Iterations: t.Iterations - t.StartIter, Target: t.Iterations, StartIter: t.StartIter}
+		Iterations: t.Iterations - t.StartIter, Target: t.Iterations, StartIter: t.StartIter, Attach: attach}
 	if t.Rung > 0 {
 		parent := t.Parent
 		if parent == nil {
@@ -571,13 +756,17 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 			return &JobError{Job: "train", Reason: fmt.Sprintf("the parent %s has no checkpoint", parent)}
 		}
 	}
-	t.State, t.StartedAt, t.EndedAt = TrialTraining, time.Now().UTC(), time.Time{}
+	t.State, t.EndedAt = TrialTraining, time.Time{}
+	if attach == nil || t.StartedAt.IsZero() {
+		t.StartedAt = time.Now().UTC()
+	}
+	t.Proc = attach // recorded until the job is seen again, so a crash now cannot lose it
 	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
 		return fmt.Errorf("saving trial: %w", err)
 	}
 	started := *t
 	e.notify(Event{Kind: EventTrialStarted, Session: s, Trial: &started, Text: fmt.Sprintf("trial %d @ rung %d started (%d iterations)", t.Number, t.Rung, t.Iterations)})
-	log.Info("training", "iterations", job.Iterations, "target", job.Target, "resume", job.Checkpoint != "")
+	log.Info("training", "iterations", job.Iterations, "target", job.Target, "resume", job.Checkpoint != "", "gpus", s.Settings.GPUs, "attach", attach != nil)
 	lastNote := time.Time{}
 	running := false
 	defer func() {
@@ -589,11 +778,13 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 		Started: func(p Proc) {
 			running = true
 			e.jobStarted()
+			p.Job = "train"
 			t.Proc = &p
 			if err := e.cfg.Store.PutTrial(context.WithoutCancel(ctx), *t); err != nil {
 				log.Error("recording the trainer process", "err", err)
 			}
 		},
+		Status: e.statusHook(ctx, s, t, "train", log),
 		Progress: func(it int) {
 			t.Progress = it
 			if time.Since(lastNote) >= 2*time.Second || it >= t.Iterations {
@@ -605,7 +796,7 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 	}
 	start := time.Now()
 	res, err := e.cfg.Trainer.Train(ctx, job, hooks)
-	t.GPUSeconds += time.Since(start).Seconds() * float64(len(s.Settings.GPUs))
+	t.GPUSeconds += time.Since(start).Seconds() * float64(e.jobGPUs(s))
 	t.Proc = nil
 	if err != nil {
 		return err
@@ -633,6 +824,64 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 		return fmt.Errorf("saving trial: %w", err)
 	}
 	return nil
+}
+
+// jobGPUs is how many GPUs one job of s holds, for GPU-hour accounting.
+func (e *Engine) jobGPUs(s Session) int {
+	if e.cfg.LeaseGPUs && len(s.Settings.GPUs) > 0 {
+		return len(s.Settings.GPUs) // the job's own lease
+	}
+	return e.gpusPerTrial(s)
+}
+
+// statusHook records a remote job's state (pending and why, running where) on the trial
+// and tells the session's thread when it changes.
+func (e *Engine) statusHook(ctx context.Context, s Session, t *Trial, job string, log *slog.Logger) func(Proc) {
+	var mu sync.Mutex
+	return func(p Proc) {
+		mu.Lock()
+		defer mu.Unlock()
+		p.Job = job
+		changed := t.Proc == nil || t.Proc.SlurmState != p.SlurmState || t.Proc.SlurmReason != p.SlurmReason || t.Proc.Node != p.Node
+		t.Proc = &p
+		if !changed {
+			return
+		}
+		if err := e.cfg.Store.PutTrial(context.WithoutCancel(ctx), *t); err != nil {
+			log.Error("recording the job's state", "err", err)
+		}
+		cur := *t
+		e.notify(Event{Kind: EventTrialProgress, Session: s, Trial: &cur, Text: fmt.Sprintf("trial %d @ rung %d: %s", t.Number, t.Rung, ProcText(p))})
+	}
+}
+
+// ProcText says where a trial's job runs: its GPUs, or its Slurm job, state and node, or
+// why Slurm has not started it yet.
+func ProcText(p Proc) string {
+	if !p.Remote() {
+		switch len(p.GPUs) {
+		case 0:
+			return "running"
+		case 1:
+			return fmt.Sprintf("GPU %d", p.GPUs[0])
+		}
+		ids := make([]string, len(p.GPUs))
+		for i, g := range p.GPUs {
+			ids[i] = fmt.Sprint(g)
+		}
+		return "GPUs " + strings.Join(ids, ",")
+	}
+	out := "Slurm job " + p.SlurmJob
+	if p.SlurmState != "" {
+		out += " " + p.SlurmState
+	}
+	if p.SlurmReason != "" && p.SlurmReason != "None" {
+		out += " (" + p.SlurmReason + ")"
+	}
+	if p.Node != "" && p.SlurmState != "PENDING" {
+		out += " on " + p.Node
+	}
+	return out
 }
 
 // trialAuditor is implemented by stores that can write a trial and its audit line in one
@@ -684,17 +933,17 @@ func (e *Engine) putSeries(ctx context.Context, id string, ref TrialRef, series 
 	return nil
 }
 
-func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, output string, seeds []int, log *slog.Logger) (Evaluation, error) {
+func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, output string, seeds []int, attach *Proc, log *slog.Logger) (Evaluation, error) {
 	t.State = TrialEvaluating
+	t.Proc = attach
 	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
 		return Evaluation{}, fmt.Errorf("saving trial: %w", err)
 	}
-	if _, err := e.setState(ctx, s.ID, StateEvaluating, fmt.Sprintf("trial %d @ rung %d evaluating", t.Number, t.Rung), nil); err != nil {
-		return Evaluation{}, err
-	}
 	job := EvalJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Checkpoint: filepath.Join(e.SessionDir(s.ID), t.Checkpoint),
-		Seeds: seeds, Output: filepath.Join(runDir, output), Settings: s.Settings}
-	_ = os.Remove(job.Output) // a stale file from an interrupted evaluation must not count
+		Seeds: seeds, Output: filepath.Join(runDir, output), Settings: s.Settings, Attach: attach}
+	if attach == nil {
+		_ = os.Remove(job.Output) // a stale file from an interrupted evaluation must not count
+	}
 	log.Info("evaluating", "seeds", seeds)
 	start := time.Now()
 	running := false
@@ -706,12 +955,13 @@ func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, outp
 	ev, err := e.cfg.Trainer.Evaluate(ctx, job, JobHooks{Started: func(p Proc) {
 		running = true
 		e.jobStarted()
+		p.Job = "evaluate"
 		t.Proc = &p
 		if err := e.cfg.Store.PutTrial(context.WithoutCancel(ctx), *t); err != nil {
 			log.Error("recording the evaluator process", "err", err)
 		}
-	}})
-	t.GPUSeconds += time.Since(start).Seconds() * float64(len(s.Settings.GPUs))
+	}, Status: e.statusHook(ctx, s, t, "evaluate", log)})
+	t.GPUSeconds += time.Since(start).Seconds() * float64(e.jobGPUs(s))
 	t.Proc = nil
 	return ev, err
 }
@@ -797,11 +1047,21 @@ func trialLine(t Trial) string {
 
 // finalEval re-evaluates a finalist on the final seeds; its score is the mean over seeds
 // and its spread the standard deviation of the per-seed scores.
-func (e *Engine) finalEval(ctx context.Context, n snapshot, t Trial, log *slog.Logger) error {
+func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t Trial, log *slog.Logger) error {
 	s := n.s
+	if sl.gpus != nil {
+		s.Settings.GPUs = sl.gpus
+	}
 	log = log.With("trial", t.Number, "rung", t.Rung)
 	runDir := filepath.Join(e.SessionDir(s.ID), t.RunDir)
-	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(true), s.Settings.FinalEvalSeeds, log)
+	var attach *Proc
+	if t.Proc != nil && t.Proc.Remote() && t.Proc.Job == "evaluate" {
+		attach = t.Proc
+	}
+	if err := e.setPhase(ctx, s.ID, j, sl, "final evaluation"); err != nil {
+		return err
+	}
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(true), s.Settings.FinalEvalSeeds, attach, log)
 	t.State = TrialCompleted
 	if err != nil {
 		if ctx.Err() != nil {

@@ -1,0 +1,213 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// A session's worker schedules; its trial jobs run in goroutines of their own, up to the
+// engine's parallelism (docs/design.md §1, §4). Everything the scheduler decides is still
+// planned from the store: the in-memory part below only says which trials this worker is
+// running right now and which GPUs they hold.
+
+// errShutdown is the cause of a worker context ended because tunebot is stopping: remote
+// jobs are left to run and re-attached on the next start.
+var errShutdown = errors.New("tunebot is shutting down")
+
+// slot is one trial job running in its own goroutine.
+type slot struct {
+	ref   TrialRef
+	gpus  []int  // leased from the session's GPUs (LeaseGPUs); nil otherwise
+	phase string // "training", "evaluating", "final evaluation"
+}
+
+// jobs is a worker's running trials, guarded by Engine.mu.
+type jobs struct {
+	running map[TrialRef]*slot
+	free    []int // GPUs of the session not leased to a running job
+	leasing bool
+	wg      sync.WaitGroup
+	ended   chan struct{} // a job ended (buffered 1: the scheduler re-reads everything)
+	err     error         // the first error a job returned that is not its trial's failure
+}
+
+func newJobs(e *Engine, s Session) *jobs {
+	j := &jobs{running: map[TrialRef]*slot{}, ended: make(chan struct{}, 1), leasing: e.cfg.LeaseGPUs}
+	if j.leasing {
+		j.free = slices.Clone(s.Settings.GPUs)
+	}
+	return j
+}
+
+// parallel is how many trial jobs session s may run at once.
+func (e *Engine) parallel(s Session) int {
+	per := max(e.cfg.GPUsPerTrial, 1)
+	p := e.cfg.Parallel
+	if e.cfg.LeaseGPUs {
+		fit := len(s.Settings.GPUs) / per
+		if p <= 0 || p > fit {
+			p = fit
+		}
+	}
+	return max(p, 1)
+}
+
+// gpusPerTrial is how many GPUs one trial job of s holds (for GPU-hour accounting too).
+func (e *Engine) gpusPerTrial(s Session) int {
+	if e.cfg.LeaseGPUs || e.cfg.Parallel > 1 || e.cfg.GPUsPerTrial > 0 {
+		return max(e.cfg.GPUsPerTrial, 1)
+	}
+	return max(len(s.Settings.GPUs), 1) // one job at a time holds all the session's GPUs
+}
+
+// checkGPUs refuses a session whose GPUs cannot hold one trial job.
+func (e *Engine) checkGPUs(st Settings) error {
+	if per := max(e.cfg.GPUsPerTrial, 1); e.cfg.LeaseGPUs && len(st.GPUs) < per {
+		return Userf(ErrConflict, "the session has %d GPU(s) but every trial needs %d (executor.gpus_per_trial): list more in gpus", len(st.GPUs), per)
+	}
+	return nil
+}
+
+// running returns the refs this worker runs now.
+func (e *Engine) runningRefs(j *jobs) map[TrialRef]bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[TrialRef]bool, len(j.running))
+	for r := range j.running {
+		out[r] = true
+	}
+	return out
+}
+
+// freeSlots is how many more jobs may start now.
+func (e *Engine) freeSlots(s Session, j *jobs) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.parallel(s) - len(j.running)
+	if j.leasing {
+		n = min(n, len(j.free)/max(e.cfg.GPUsPerTrial, 1))
+	}
+	return max(n, 0)
+}
+
+// launch starts run for trial ref in a goroutine of its own, with its GPUs leased. It
+// returns false when no slot or GPU is free (the caller plans again after a job ends).
+func (e *Engine) launch(ctx context.Context, s Session, j *jobs, ref TrialRef, phase string, run func(ctx context.Context, sl *slot) error) bool {
+	e.mu.Lock()
+	if _, dup := j.running[ref]; dup {
+		e.mu.Unlock()
+		return false
+	}
+	per := max(e.cfg.GPUsPerTrial, 1)
+	if len(j.running) >= e.parallel(s) || (j.leasing && len(j.free) < per) {
+		e.mu.Unlock()
+		return false
+	}
+	sl := &slot{ref: ref, phase: phase}
+	if j.leasing {
+		sl.gpus, j.free = slices.Clone(j.free[:per]), j.free[per:]
+	}
+	j.running[ref] = sl
+	j.wg.Add(1)
+	e.mu.Unlock()
+	go func() {
+		defer j.wg.Done()
+		err := run(ctx, sl)
+		e.mu.Lock()
+		delete(j.running, ref)
+		if j.leasing {
+			j.free = append(j.free, sl.gpus...)
+			slices.Sort(j.free)
+		}
+		if err != nil && ctx.Err() == nil && j.err == nil {
+			j.err = fmt.Errorf("trial %d @ rung %d: %w", ref.Number, ref.Rung, err)
+		}
+		e.mu.Unlock()
+		select {
+		case j.ended <- struct{}{}:
+		default:
+		}
+		e.bump()
+	}()
+	return true
+}
+
+// setPhase records what a running job does now and updates the session's live state.
+func (e *Engine) setPhase(ctx context.Context, id string, j *jobs, sl *slot, phase string) error {
+	e.mu.Lock()
+	sl.phase = phase
+	e.mu.Unlock()
+	return e.live(ctx, id, j)
+}
+
+// live sets the session running (or evaluating, when every job evaluates) with a message
+// naming its running trials.
+func (e *Engine) live(ctx context.Context, id string, j *jobs) error {
+	e.mu.Lock()
+	slots := make([]slot, 0, len(j.running))
+	for _, sl := range j.running {
+		slots = append(slots, *sl)
+	}
+	e.mu.Unlock()
+	if len(slots) == 0 {
+		return nil
+	}
+	slices.SortFunc(slots, func(a, b slot) int {
+		if a.ref.Rung != b.ref.Rung {
+			return a.ref.Rung - b.ref.Rung
+		}
+		return a.ref.Number - b.ref.Number
+	})
+	state := StateEvaluating
+	var parts []string
+	for i, sl := range slots {
+		if sl.phase == "training" {
+			state = StateRunning
+		}
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("%d more", len(slots)-4))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("trial %d @ rung %d %s", sl.ref.Number, sl.ref.Rung, sl.phase))
+	}
+	msg := strings.Join(parts, ", ")
+	if len(slots) == 1 && slots[0].phase == "training" {
+		msg = fmt.Sprintf("trial %d @ rung %d running", slots[0].ref.Number, slots[0].ref.Rung)
+	}
+	_, err := e.cfg.Store.UpdateSession(ctx, id, func(x *Session) error {
+		if !x.State.Active() {
+			return Userf(ErrConflict, "session %s is %s", short(id), x.State)
+		}
+		if x.State == state && x.Message == msg && x.Reason == "" {
+			return nil
+		}
+		x.State, x.Message, x.Reason, x.UpdatedAt = state, msg, "", time.Now().UTC()
+		return nil
+	})
+	return err
+}
+
+// settle waits for every job of j to return (after its context ended).
+func (e *Engine) settle(j *jobs, log *slog.Logger) {
+	done := make(chan struct{})
+	go func() { j.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		log.Warn("trial jobs are slow to stop; still waiting")
+		<-done
+	}
+}
+
+// jobErr returns the first error a job of j hit that is not a failure of its trial.
+func (e *Engine) jobErr(j *jobs) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return j.err
+}
