@@ -231,7 +231,6 @@ func TestTooFewGPUsForATrialIsRefused(t *testing.T) {
 	}
 }
 
-
 // In approval mode with 2 GPUs, two proposals wait at once, each announced; approving one
 // starts it while the other still waits.
 func TestParallelApprovalModeHasTwoProposalsWaiting(t *testing.T) {
