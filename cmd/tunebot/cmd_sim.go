@@ -50,6 +50,12 @@ func runSimTrain(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	o.Faults, o.Log = faults, e.stdout
+	release, err := holdGPUs(e, "sim-train "+o.RunDir)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tunebot sim-train: %v\n", err)
+		return 4
+	}
+	defer release()
 	return simExit(e, "sim-train", sim.Train(ctx, o))
 }
 
@@ -87,7 +93,22 @@ func runSimEval(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	o.Faults, o.Log = faults, e.stdout
+	release, err := holdGPUs(e, "sim-eval "+o.Output)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "tunebot sim-eval: %v\n", err)
+		return 4
+	}
+	defer release()
 	return simExit(e, "sim-eval", sim.Eval(ctx, o))
+}
+
+// holdGPUs holds the job's GPUs in the sim's GPU directory when one is set (sim.GPUDirEnv).
+func holdGPUs(e *env, job string) (func(), error) {
+	dir := e.getenv(sim.GPUDirEnv)
+	if dir == "" {
+		return func() {}, nil
+	}
+	return sim.HoldGPUs(dir, e.getenv("CUDA_VISIBLE_DEVICES"), job)
 }
 
 func stepDelay(e *env) (time.Duration, bool) {
