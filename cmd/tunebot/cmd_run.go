@@ -132,10 +132,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	if err := d.startService(allow); err != nil {
 		return err
 	}
-	if resume {
-		return d.resumeInterrupted(ctx)
-	}
-	return nil
+	return d.resumeInterrupted(ctx, resume)
 }
 
 // allowList is who may command the daemon: the grants of each chat adapter, the console's
@@ -215,21 +212,49 @@ func (d *daemon) startChat(ctx context.Context) {
 	}
 }
 
-// resumeInterrupted resumes every session a previous run left interrupted; one that will
-// not resume is logged and the rest go on.
-func (d *daemon) resumeInterrupted(ctx context.Context) error {
-	all, err := d.app.db.Sessions(ctx)
+// resumeInterrupted resumes every session a previous run left interrupted (all, with
+// --resume), or else only those with cluster jobs still recorded: a Slurm job outlives
+// tunebot, and re-attaching it costs no GPU time (docs/design.md §4). One that will not
+// resume is logged and the rest go on.
+func (d *daemon) resumeInterrupted(ctx context.Context, all bool) error {
+	sessions, err := d.app.db.Sessions(ctx)
 	if err != nil {
 		return fmt.Errorf("listing sessions: %w", err)
 	}
-	for _, s := range all {
-		if s.State == session.StateInterrupted {
-			if _, err := d.app.engine.Resume(ctx, s.ID, session.System); err != nil {
-				d.log.Error("resuming session", "session", s.ID, "err", err)
-			}
+	for _, s := range sessions {
+		if s.State != session.StateInterrupted {
+			continue
+		}
+		remote, err := remoteJobs(ctx, d.app.db, s.ID)
+		if err != nil {
+			return err
+		}
+		if !all && remote == 0 {
+			continue
+		}
+		if remote > 0 {
+			d.log.Info("re-attaching the session's cluster jobs", "session", s.ID, "jobs", remote)
+		}
+		if _, err := d.app.engine.Resume(ctx, s.ID, session.System); err != nil {
+			d.log.Error("resuming session", "session", s.ID, "err", err)
 		}
 	}
 	return nil
+}
+
+// remoteJobs counts the unfinished trials of session id whose job runs on a cluster.
+func remoteJobs(ctx context.Context, db *store.DB, id string) (int, error) {
+	trials, err := db.Trials(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("listing trials of %s: %w", id, err)
+	}
+	n := 0
+	for _, t := range trials {
+		if t.Proc != nil && t.Proc.Remote() && !t.State.Terminal() {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // buildChat builds the enabled adapters, their dispatchers and the notifier that feeds
@@ -337,8 +362,11 @@ func (d *daemon) stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
 	defer cancel()
 	if s, ok, err := d.app.engine.Active(ctx); err == nil && ok && d.app.engine.Running(s.ID) {
-		note := session.Event{Kind: session.EventSessionUpdated, Session: s, Time: time.Now().UTC(),
-			Text: "tunebot is shutting down: the running job is stopped and this session is interrupted; it continues from its last complete result with /tune resume once tunebot is back"}
+		text := "tunebot is shutting down: the running jobs are stopped and this session is interrupted; it continues from its last complete result with /tune resume once tunebot is back"
+		if n, err := remoteJobs(ctx, d.app.db, s.ID); err == nil && n > 0 {
+			text = fmt.Sprintf("tunebot is shutting down: the session's %d Slurm job(s) keep running and are re-attached when tunebot is back; nothing new starts meanwhile", n)
+		}
+		note := session.Event{Kind: session.EventSessionUpdated, Session: s, Time: time.Now().UTC(), Text: text}
 		if d.notifier != nil {
 			d.notifier.Notify(ctx, note)
 		}
