@@ -532,7 +532,8 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 // replyTarget is the proposal a thread reply decides. "approve 4" names proposal 4 of the
 // session. A bare "approve" means the one pending proposal, or with none pending the
 // newest, so that a late "approve" hears who decided it first; while several wait (parallel
-// trials, issue 14) it is not guessed: the answer lists them with the reply for each.
+// trials, issue 14) it is not guessed: the answer lists them with the reply for each
+// (docs/design.md §6).
 func (h *Handler) replyTarget(ctx context.Context, s session.Session, cmd Command, log *slog.Logger) (string, Reply, bool) {
 	ps, err := h.cfg.Store.Proposals(ctx, s.ID)
 	if err != nil {

@@ -16,7 +16,7 @@ import (
 const MaxRunningLines = 12
 
 // RunningTrials are the trials of a session that run now (training or evaluating, several
-// at once with parallel trials: docs/design.md §1, issue 14), ordered by number and rung.
+// at once with parallel trials, issue 14), ordered by number and rung.
 // cur, when set, replaces its stored copy: it carries the newest progress.
 func RunningTrials(trials []session.Trial, cur *session.Trial) []session.Trial {
 	var out []session.Trial
@@ -42,7 +42,8 @@ func RunningTrials(trials []session.Trial, cur *session.Trial) []session.Trial {
 }
 
 // RunningLine is one running trial on one short line, the same on every surface (chat,
-// terminal, monitoring page): what it is, which job runs, how far it is, and where:
+// terminal, monitoring page; docs/design.md §6): what it is, which job runs, how far it is,
+// and where:
 //
 //	trial 3 @ rung 0 · training 150/300 (50%) · GPU 2
 //	trial 4 @ rung 1 · evaluating · GPUs 0,1
