@@ -302,8 +302,8 @@ func TestRunningLinesOrderCurrentAndCap(t *testing.T) {
 		trials = append(trials, session.Trial{Number: n, Iterations: 100, State: session.TrialTraining, Proc: &session.Proc{GPUs: []int{n % 8}}})
 	}
 	trials = append(trials, session.Trial{Number: 30, State: session.TrialCompleted}, session.Trial{Number: 31, State: session.TrialInterrupted})
-	cur := trials[len(trials)-3] // trial 1, with newer progress than stored
-	cur.Progress = 50
+	cur := trials[len(trials)-3] // trial 1, with newer progress than stored and no job of its own
+	cur.Progress, cur.Proc = 50, nil
 	lines := bot.RunningLines(trials, &cur)
 	if len(lines) != bot.MaxRunningLines+1 || lines[bot.MaxRunningLines] != "… and 8 more" {
 		t.Fatalf("lines %q", lines)

@@ -17,13 +17,18 @@ const MaxRunningLines = 12
 
 // RunningTrials are the trials of a session that run now (training or evaluating, several
 // at once with parallel trials, issue 14), ordered by number and rung.
-// cur, when set, replaces its stored copy: it carries the newest progress.
+// cur, when set, replaces its stored copy: it carries the newest progress (and the stored
+// job's whereabouts when it has none of its own).
 func RunningTrials(trials []session.Trial, cur *session.Trial) []session.Trial {
 	var out []session.Trial
 	seen := false
 	for _, t := range trials {
 		if cur != nil && t.Ref() == cur.Ref() {
+			proc := t.Proc
 			t, seen = *cur, true
+			if t.Proc == nil {
+				t.Proc = proc
+			}
 		}
 		if t.State == session.TrialTraining || t.State == session.TrialEvaluating {
 			out = append(out, t)
