@@ -24,11 +24,16 @@ func summaryRef(id string) string         { return "s/" + id + "/summary" }
 type RootInput struct {
 	Session session.Session
 	Trials  []session.Trial // every trial of the session, as stored
-	Current *session.Trial  // the trial running now, with its newest progress (nil: none)
+	Current *session.Trial  // a trial with its newest progress, newer than its stored copy (nil: none)
+	// Proposals is the session's proposals; every pending one is listed with the reply
+	// that decides it (nil: not known, none listed).
+	Proposals []session.Proposal
 }
 
-// RootCard is the session's live status message, edited in place: state, trial k/n, rung,
-// iterations with a progress bar, best score and an ETA.
+// RootCard is the session's live status message, edited in place: state, trials done,
+// each running trial on its own line (RunningLine: several run at once with parallel
+// trials, issue 14), every proposal waiting for a decision, best score and an ETA. /tune
+// status, the terminal and the monitoring page show the same lines.
 func RootCard(in RootInput) Card {
 	s := in.Session
 	st := s.Settings
@@ -46,26 +51,24 @@ func RootCard(in RootInput) Card {
 		"mode", st.Mode,
 		"trials (rung 0)", fmt.Sprintf("%d/%d done", done0, st.TrialCount),
 	)
-	cur := in.Current
-	if cur == nil {
-		for i := range in.Trials {
-			if t := &in.Trials[i]; !t.State.Terminal() && t.State != session.TrialInterrupted {
-				cur = t
-			}
-		}
-	}
-	if cur != nil && s.State.Active() {
-		f.Fields = append(f.Fields,
-			Field{"trial", fmt.Sprintf("%d (%s)", cur.Number, cur.State)},
-			Field{"rung", fmt.Sprintf("%d of %d (%d iterations)", cur.Rung, len(st.Rungs)-1, cur.Iterations)},
-			Field{"iterations", fmt.Sprintf("%d/%d %s", cur.Progress, cur.Iterations, ProgressBar(cur.Progress, cur.Iterations, 20))})
+	var running []session.Trial
+	if s.State.Active() {
+		running = RunningTrials(in.Trials, in.Current)
 	}
 	f.Fields = append(f.Fields, Field{"best", bestLine(s)})
-	if eta, ok := ETA(s, in.Trials, cur); ok && s.State.Active() {
+	if eta, ok := ETA(s, in.Trials, running...); ok && s.State.Active() {
 		f.Fields = append(f.Fields, Field{"ETA", eta})
 	}
 	f.Fields = append(f.Fields, Field{"GPU time", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	c.Blocks = append(c.Blocks, f)
+	if len(running) > 0 {
+		c.Blocks = append(c.Blocks, Text(bulleted(fmt.Sprintf("running now (%d):", len(running)), RunningLines(running, nil))))
+	}
+	if s.State.Active() {
+		if pend := PendingLines(in.Proposals); len(pend) > 0 {
+			c.Blocks = append(c.Blocks, Text(bulleted(fmt.Sprintf("waiting for a decision (%d):", len(Pending(in.Proposals))), pend)))
+		}
+	}
 	if s.Message != "" {
 		c.Blocks = append(c.Blocks, Text(s.Message))
 	}
@@ -101,8 +104,8 @@ func ProgressBar(k, n, width int) string {
 
 // ETA estimates the time left from the GPU time each finished iteration took so far: the
 // iterations still planned (the remaining rung-0 trials and the promotions) times that
-// rate, divided by the GPUs used at once.
-func ETA(s session.Session, trials []session.Trial, cur *session.Trial) (string, bool) {
+// rate, divided by the GPUs used at once; what the running trials already did is not left.
+func ETA(s session.Session, trials []session.Trial, running ...session.Trial) (string, bool) {
 	st := s.Settings
 	var secs float64
 	iters := 0
@@ -132,8 +135,8 @@ func ETA(s session.Session, trials []session.Trial, cur *session.Trial) (string,
 		}
 		left += max(0, want-done[r]) * add
 	}
-	if cur != nil {
-		left -= max(0, cur.Progress-cur.StartIter)
+	for _, t := range running {
+		left -= max(0, t.Progress-t.StartIter)
 	}
 	if left <= 0 {
 		return "", false
@@ -337,7 +340,8 @@ func ProposalCard(p session.Proposal, space *session.Space, mentions []string) C
 			{ID: ActionID(ButtonEdit, p.SessionID, p.ID), Label: "Edit"},
 			{ID: ActionID(ButtonPause, p.SessionID, p.ID), Label: "Pause"},
 		}})
-		c.Blocks = append(c.Blocks, Text("reply in this thread: approve · reject <feedback> · edit term=value … · pause"))
+		// numbered, as several proposals may wait at once (issue 14)
+		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("reply in this thread: approve %d · reject %d <feedback> · edit %d term=value … · pause", p.Seq, p.Seq, p.Seq)))
 	case p.Decision != nil:
 		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: p.Decision.By.String(), Action: session.DecidedWord(p), At: p.Decision.At, Feedback: Neutralise(p.Decision.Feedback, 500)}})
 	default:

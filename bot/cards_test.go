@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,7 @@ func TestCardsGolden(t *testing.T) {
 		card bot.Card
 	}{
 		{"root", bot.RootCard(bot.RootInput{Session: s, Trials: trials})},
+		{"root_parallel", bot.RootCard(parallelRoot())},
 		{"root_waiting", bot.RootCard(bot.RootInput{Session: func() session.Session { x := s; x.State = session.StateAwaitingApproval; x.BestTrial = -1; return x }(), Trials: trials[:1]})},
 		{"trial", bot.TrialCard(bot.TrialInput{Session: s, Trial: trials[2], Parent: &trials[1], Space: sp, Mentions: []string{"U1"},
 			Attachments: []bot.Attachment{{Name: "curves.png", Title: "training curves"}, {Name: "metrics.png", Title: "evaluation vs baseline"}}})},
@@ -124,6 +126,38 @@ func TestCardsGolden(t *testing.T) {
 			golden(t, "card_"+tc.name, bot.RenderText(tc.card, map[string]string{"curves.png": "out/1a2b3c4d/curves.png"}))
 		})
 	}
+}
+
+// parallelRoot is a session running 8 trials at once (issue 14): local ones on one or two
+// GPUs, Slurm jobs pending and running, training and evaluating; and 3 proposals waiting.
+func parallelRoot() bot.RootInput {
+	s := fixtureSession()
+	s.Message = "8 trials running, 3 proposals wait"
+	trials := fixtureTrials()[:3]
+	run := func(n, rung, iters, progress int, st session.TrialState, p *session.Proc) session.Trial {
+		return session.Trial{Number: n, Rung: rung, Iterations: iters, Progress: progress, State: st, Source: "advisor", Proc: p}
+	}
+	trials = append(trials,
+		run(3, 0, 300, 150, session.TrialTraining, &session.Proc{Job: "train", GPUs: []int{2}}),
+		run(4, 0, 300, 0, session.TrialTraining, &session.Proc{Job: "train", GPUs: []int{0, 1}}),
+		run(5, 0, 300, 300, session.TrialEvaluating, &session.Proc{Job: "evaluate", GPUs: []int{3}}),
+		run(6, 0, 300, 0, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1234", SlurmState: "PENDING", SlurmReason: "Resources"}),
+		run(7, 0, 300, 0, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1235", SlurmState: "PENDING", SlurmReason: "Priority"}),
+		run(8, 0, 300, 42, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1236", SlurmState: "RUNNING", Node: "node1"}),
+		run(9, 0, 300, 300, session.TrialEvaluating, &session.Proc{Job: "evaluate", SlurmJob: "1237", SlurmState: "RUNNING", Node: "gpu-node-17"}),
+		run(10, 0, 300, 0, session.TrialTraining, nil), // its job is being started
+		session.Trial{Number: 11, Rung: 0, Iterations: 300, State: session.TrialQueued},
+	)
+	var props []session.Proposal
+	for i, seq := range []int{9, 10, 11, 8} {
+		p := fixtureProposal()
+		p.ID, p.Seq, p.Number = fmt.Sprintf("1a2b3c4d-p%02d", seq), seq, 12+i
+		if seq == 8 {
+			p.State = session.ProposalUsed
+		}
+		props = append(props, p)
+	}
+	return bot.RootInput{Session: s, Trials: trials, Proposals: props}
 }
 
 func TestProposalCardActionsCarryIDs(t *testing.T) {

@@ -58,8 +58,11 @@ const MaxCommand = 4000
 // up or executed, and no text is ever passed to a shell.
 type Command struct {
 	Verb     Verb
-	Start    []Override   // start: the settings given
-	Feedback string       // reject: why, verbatim
+	Start    []Override // start: the settings given
+	Feedback string     // reject: why, verbatim
+	// Proposal is the number (Seq) of the proposal a decision names ("approve 4"); 0 when it
+	// names none, which is only clear while one proposal waits (issue 14).
+	Proposal int
 	Edits    []Assignment // edit: term=value assignments over the proposal's patch
 	Preset   string       // export, preset show, import, policy, apply
 	Trial    int          // chart
@@ -150,14 +153,28 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		return nil
 	}
 	switch v {
-	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbApprove, VerbRollback, VerbDashboard:
+	case VerbApprove, VerbReject, VerbEdit:
+		if len(args) > 0 {
+			if n, ok := proposalNumber(args[0]); ok {
+				c.Proposal, args = n, args[1:]
+				text = afterFirstWord(text)
+			}
+		}
+	}
+	switch v {
+	case VerbApprove:
+		if len(args) > 0 {
+			return Command{}, session.Userf(nil, "approve takes at most a proposal number, as in approve 4 (got %q)", Truncate(strings.Join(args, " "), 60))
+		}
+		return c, nil
+	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbRollback, VerbDashboard:
 		return c, noArgs()
 	case VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbSchedule:
 		return parseOps(c, args, text, space)
 	case VerbReject:
 		c.Feedback = strings.TrimSpace(afterFirstWord(text))
 		if c.Feedback == "" {
-			return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback> (it goes to the advisor's next prompt)")
+			return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback>, or reject N <feedback> for proposal N (it goes to the advisor's next prompt)")
 		}
 		if n := utf8.RuneCountInString(c.Feedback); n > session.MaxFeedback {
 			return Command{}, session.Userf(nil, "feedback is %d characters; at most %d", n, session.MaxFeedback)
@@ -506,6 +523,16 @@ func afterFirstWord(text string) string {
 	return t[i:]
 }
 
+// proposalNumber reads a decision's proposal number: "4" or "#4". A reject's feedback that
+// starts with a bare number is read as naming a proposal (the answer then says which wait).
+func proposalNumber(w string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(w, "#"))
+	if err != nil || n < 1 || n > 9999 || strings.HasPrefix(w, "+") {
+		return 0, false
+	}
+	return n, true
+}
+
 func hasVerb(vs []Verb, v Verb) bool {
 	for _, x := range vs {
 		if x == v {
@@ -551,4 +578,5 @@ const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback
 /tune preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)
 /tune apply PRESET (shows the diff, then asks to confirm; needs apply) · rollback (reverts the last apply after a confirm; needs apply)
 /tune schedule add "<cron>" [if_busy=skip|wait] <start args> (needs start) · schedule list · schedule remove ID (needs start)
-in a session thread: approve · reject <feedback> · edit term=value … (term=- drops it from the patch, term=0 switches it off) · pause · resume · cancel · status`
+in a session thread: approve · reject <feedback> · edit term=value … (term=- drops it from the patch, term=0 switches it off) · pause · resume · cancel · status
+when several proposals wait, name one by its number: approve 4 · reject 4 <feedback> · edit 4 term=value …`

@@ -295,6 +295,10 @@ func (h *Handler) action(ctx context.Context, in Interaction, verb, sid, pid str
 		if err != nil {
 			return errorReply(err)
 		}
+		if cmd.Proposal > 0 {
+			// the button names the proposal: a number the feedback starts with is feedback
+			cmd.Proposal, cmd.Feedback = 0, strings.TrimSpace(in.Values[FieldFeedback])
+		}
 		return h.run(ctx, in, cmd, sid, pid, log)
 	case verb == ButtonEdit && in.Kind == KindAction:
 		if r, ok := h.refuse(ctx, in, VerbEdit, sid); !ok {
@@ -438,7 +442,11 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		if err != nil {
 			return h.engineError(err, log)
 		}
-		c := RootCard(RootInput{Session: s, Trials: trials})
+		props, err := h.cfg.Store.Proposals(ctx, s.ID)
+		if err != nil {
+			return h.engineError(err, log)
+		}
+		c := RootCard(RootInput{Session: s, Trials: trials, Proposals: props})
 		c.Ref = "" // a fresh message, not the root one
 		return Reply{Private: true, Card: &c}
 	case VerbBest:
@@ -474,12 +482,11 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd Command, by session.Actor, complete bool, log *slog.Logger) Reply {
 	req := session.DecideRequest{SessionID: s.ID, ProposalID: pid, Action: string(cmd.Verb), Feedback: cmd.Feedback, By: by}
 	if pid == "" {
-		// A thread reply names no proposal: it means the pending one, or else the newest, so
-		// that a late "approve" hears who decided it first.
-		if ps, err := h.cfg.Store.Proposals(ctx, s.ID); err == nil && len(ps) > 0 {
-			req.ProposalID = session.BareDecisionTarget(ps).ID
-			pid = req.ProposalID
+		target, r, ok := h.replyTarget(ctx, s, cmd, log)
+		if !ok {
+			return r
 		}
+		req.ProposalID, pid = target, target
 	}
 	if cmd.Verb == VerbEdit {
 		p, err := h.proposal(ctx, s.ID, pid)
@@ -520,6 +527,43 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 		}
 	}
 	return Reply{Text: text}
+}
+
+// replyTarget is the proposal a thread reply decides. "approve 4" names proposal 4 of the
+// session. A bare "approve" means the one pending proposal, or with none pending the
+// newest, so that a late "approve" hears who decided it first; while several wait (parallel
+// trials, issue 14) it is not guessed: the answer lists them with the reply for each
+// (docs/design.md §6).
+func (h *Handler) replyTarget(ctx context.Context, s session.Session, cmd Command, log *slog.Logger) (string, Reply, bool) {
+	ps, err := h.cfg.Store.Proposals(ctx, s.ID)
+	if err != nil {
+		return "", h.engineError(fmt.Errorf("listing proposals: %w", err), log), false
+	}
+	pending := Pending(ps)
+	if cmd.Proposal > 0 {
+		for _, p := range ps {
+			if p.Seq == cmd.Proposal {
+				return p.ID, Reply{}, true
+			}
+		}
+		text := fmt.Sprintf("session %s has no proposal %d", session.Short(s.ID), cmd.Proposal)
+		switch len(pending) {
+		case 0:
+			text += "; none waits for a decision"
+		case 1:
+			text += fmt.Sprintf("; proposal %d waits: %s", pending[0].Seq, DecisionReply(cmd.Verb, pending[0].Seq))
+		default:
+			text += "; " + WhichProposal(cmd.Verb, pending)
+		}
+		return "", Reply{Private: true, Text: text}, false
+	}
+	switch {
+	case len(pending) > 1:
+		return "", Reply{Private: true, Text: WhichProposal(cmd.Verb, pending)}, false
+	case len(ps) == 0:
+		return "", Reply{}, true // the engine says that nothing waits
+	}
+	return session.BareDecisionTarget(ps).ID, Reply{}, true
 }
 
 // session finds the session an interaction is about: the thread's, else the active one,

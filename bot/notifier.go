@@ -17,6 +17,12 @@ type Records interface {
 	Trials(ctx context.Context, sessionID string) ([]session.Trial, error)
 }
 
+// proposalRecords is what Records may also offer (session.Store does): the session's
+// proposals, so the root card lists every one that waits for a decision.
+type proposalRecords interface {
+	Proposals(ctx context.Context, sessionID string) ([]session.Proposal, error)
+}
+
 // Renderer turns engine events into cards. It reads the store and renders charts, so it
 // runs on a notifier's own goroutine, never on the engine's path.
 type Renderer struct {
@@ -52,7 +58,13 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 	if e.Trial != nil && (e.Kind == session.EventTrialProgress || e.Kind == session.EventTrialStarted) {
 		cur = e.Trial
 	}
-	out := Rendered{Root: RootCard(RootInput{Session: s, Trials: trials, Current: cur})}
+	var props []session.Proposal
+	if pr, ok := r.Records.(proposalRecords); ok {
+		if props, err = pr.Proposals(ctx, s.ID); err != nil {
+			r.logger().Error("reading proposals for a card", "session", s.ID, "err", err)
+		}
+	}
+	out := Rendered{Root: RootCard(RootInput{Session: s, Trials: trials, Current: cur, Proposals: props})}
 	mentions := r.mentions(s, platform)
 	switch e.Kind {
 	case session.EventTrialFinished:

@@ -42,8 +42,9 @@ func Reminders(now time.Time, pending []session.Proposal, threshold time.Duratio
 
 // ReminderText is the line posted in a session's thread for an overdue decision.
 func ReminderText(o Overdue) string {
-	return fmt.Sprintf("reminder: proposal %d for trial %d has waited %s for a decision (approve, reject <feedback> or edit); the session waits until then",
-		o.Proposal.Seq, o.Proposal.Number, roughly(o.Waited))
+	n := o.Proposal.Seq
+	return fmt.Sprintf("reminder: proposal %d for trial %d has waited %s for a decision (approve %d, reject %d <feedback> or edit %d); the session waits until then",
+		n, o.Proposal.Number, roughly(o.Waited), n, n, n)
 }
 
 // Digest renders the daily digest: active sessions, and those that ended or changed in

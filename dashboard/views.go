@@ -230,8 +230,15 @@ func (s *Server) sessionView(ctx context.Context, who Identity, r *http.Request)
 	for _, t := range trials {
 		tv = append(tv, trialOf(t, ss, seqOf))
 	}
+	// the live status: each running trial on its own line (its GPUs or Slurm job), the
+	// same lines the chat's root card and /tune status show (bot.RunningLine, issue 14)
+	running := []string{}
+	if ss.State.Active() {
+		running = append(running, bot.RunningLines(trials, nil)...)
+	}
 	out := map[string]any{
 		"session":    row(ss, trials),
+		"running":    running,
 		"settings":   ss.Settings,
 		"trials":     tv,
 		"ladder":     ladder(ss, tv),

@@ -239,8 +239,9 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 		card.Mentions = nil
 		c.printCard(card, stamp)
 	}
-	if e.Kind == session.EventProposalReady {
-		c.printf("type: approve · reject <feedback> · edit term=value … (term=- drops it) · pause · cancel · status\n")
+	if p := e.Proposal; e.Kind == session.EventProposalReady && p != nil {
+		// numbered: several proposals may wait at once (issue 14)
+		c.printf("type: approve %d · reject %d <feedback> · edit %d term=value … (term=- drops it) · pause · cancel · status\n", p.Seq, p.Seq, p.Seq)
 	}
 }
 

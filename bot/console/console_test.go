@@ -3,6 +3,7 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -127,6 +128,63 @@ func TestConsoleCommandsFromInput(t *testing.T) {
 	for _, want := range []string{"» not a command", `» edit refused:`, `pose: "NaN" is not a decimal number`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+}
+
+// TestConsoleParallelTrialsAndSeveralProposals: with parallel trials (issue 14) the
+// terminal's status shows each running trial with its GPUs or Slurm job and every waiting
+// proposal; a bare approve with several waiting lists them; approve N decides proposal N.
+func TestConsoleParallelTrialsAndSeveralProposals(t *testing.T) {
+	db, eng, s, p, _ := setup(t)
+	ctx := context.Background()
+	for _, tr := range []session.Trial{
+		{SessionID: s.ID, Number: 1, Iterations: 300, Progress: 90, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", GPUs: []int{3}}},
+		{SessionID: s.ID, Number: 2, Iterations: 300, Progress: 300, State: session.TrialEvaluating, Source: "advisor", Proc: &session.Proc{Job: "evaluate", SlurmJob: "4242", SlurmState: "RUNNING", Node: "gpu7"}},
+	} {
+		if err := db.PutTrial(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	more := []session.Proposal{p, p}
+	for i := range more {
+		more[i].ID, more[i].Seq, more[i].Number = fmt.Sprintf("feedc0de-p%02d", i+2), i+2, i+3
+		if err := db.PutProposal(ctx, more[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := &syncBuffer{}
+	in := strings.NewReader("status\napprove\napprove 2\n")
+	c := console.New(console.Config{Out: out, In: in, Dir: t.TempDir(), Engine: eng, Store: db, Space: session.DefaultSpace()})
+	c.Notify(ctx, session.Event{Kind: session.EventProposalReady, Session: s, Proposal: &more[1]})
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- c.Run(rctx) }()
+	for !strings.Contains(out.String(), "proposal 2 approved by you") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{
+		"running now (2):\n• trial 1 @ rung 0 · training 90/300 (30%) · GPU 3\n• trial 2 @ rung 0 · evaluating · Slurm job 4242 RUNNING on gpu7\n",
+		"waiting for a decision (3):\n• proposal 1 for trial 1: approve 1 · reject 1 <feedback>\n• proposal 2 for trial 3: approve 2 · reject 2 <feedback>\n• proposal 3 for trial 4: approve 3 · reject 3 <feedback>\n",
+		"» 3 proposals wait: approve 1, approve 2 or approve 3\n",
+		"type: approve 3 · reject 3 <feedback> · edit 3 term=value …",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	ps, err := db.Proposals(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range ps {
+		if (x.State == session.ProposalApproved) != (x.Seq == 2) {
+			t.Errorf("proposal %d is %s", x.Seq, x.State)
 		}
 	}
 }

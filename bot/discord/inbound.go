@@ -395,7 +395,7 @@ func (a *Adapter) handleFirst(ctx context.Context, h Handler, f *inflow, in bot.
 		if a.respond(ctx, f, &discordgo.InteractionResponse{Type: discordgo.InteractionResponseModal, Data: modal(*r.Form)}) {
 			return
 		}
-		a.answer(ctx, f, bot.Reply{Private: true, Text: "the form could not open because Discord's interaction expired; click the button again, or reply in this thread: reject <feedback> · edit term=value …"})
+		a.answer(ctx, f, bot.Reply{Private: true, Text: "the form could not open because Discord's interaction expired; click the button again, or reply in this thread: reject N <feedback> · edit N term=value … (N: the proposal's number)"})
 		return
 	}
 	parts := a.replyParts(r, f)
@@ -427,7 +427,7 @@ func (a *Adapter) replyParts(r bot.Reply, f *inflow) []Part {
 	var parts []Part
 	text := r.Text
 	if r.Form != nil && text == "" {
-		text = "that needs a form: use the proposal's Reject or Edit button, or reply in its thread: reject <feedback> · edit term=value …"
+		text = "that needs a form: use the proposal's Reject or Edit button, or reply in its thread: reject N <feedback> · edit N term=value … (N: the proposal's number)"
 	}
 	if text != "" {
 		if len([]rune(text)) <= MaxContent {

@@ -332,12 +332,12 @@ func (a *Adapter) respond(ctx context.Context, to target, r bot.Reply, trigger s
 	log := a.log.With("user", to.User, "channel", to.Channel)
 	if r.Form != nil {
 		if trigger == "" {
-			r = bot.Reply{Private: true, Text: "this needs a form; reply in the session's thread instead: reject <feedback> or edit term=value …"}
+			r = bot.Reply{Private: true, Text: "this needs a form; reply in the session's thread instead: reject N <feedback> or edit N term=value … (N: the proposal's number)"}
 		} else {
 			meta, _ := json.Marshal(target{Channel: to.Channel, Thread: to.Thread})
 			if _, err := a.api.OpenViewContext(ctx, trigger, Modal(*r.Form, string(meta))); err != nil {
 				log.Error("opening a Slack modal", "err", err)
-				r = bot.Reply{Private: true, Text: "could not open the form (" + err.Error() + "); reply in the session's thread instead: reject <feedback> or edit term=value …"}
+				r = bot.Reply{Private: true, Text: "could not open the form (" + err.Error() + "); reply in the session's thread instead: reject N <feedback> or edit N term=value … (N: the proposal's number)"}
 			} else {
 				return
 			}

@@ -155,6 +155,9 @@
         " · best " + (s.best_score === null ? "none yet" : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
+      // each running trial on its own line: its GPUs or its Slurm job (issue 14)
+      d.running.length ? h("div", { id: "running" }, h("p", {}, "running now (" + d.running.length + "):"),
+        h("ul", {}, d.running.map((l) => h("li", {}, l)))) : null,
       s.reason ? h("p", { class: "error" }, s.reason) : null,
       h("p", {}, h("a", { href: "/sessions/" + enc(s.id) + "/curves", id: "curves-link" }, "curves →"), " ", ...buttons),
       old || msg].filter(Boolean)); // replaceChildren would print a null
@@ -167,32 +170,48 @@
         h("td", { class: "r del" }, num(c.old)), h("td", { class: "r add" }, num(c.new)), h("td", { class: "r" }, c.factor)))));
   }
 
+  // Every proposal that waits gets its own card and buttons: with parallel trials several
+  // may wait at once (issue 14). A card is kept across polls while its proposal waits, so
+  // what a person types survives; element ids carry the proposal's number when several wait
+  // ("approve-4"), and stay "approve", "reject", "edit" with one.
+  const decideCards = new Map();
   function renderDecide(el, d) {
-    const p = d.proposals.find((x) => x.state === "pending");
-    const key = p ? p.id : "";
+    const pending = d.proposals.filter((x) => x.state === "pending").sort((a, b) => a.seq - b.seq);
+    const multi = pending.length > 1;
+    const key = pending.map((p) => p.id).join(",") + (multi ? "+" : "");
     if (key === lastDecisionKey) return; // keep what a person is typing across polls
     lastDecisionKey = key;
-    if (!p) { el.replaceChildren(); return; }
-    const msg = h("div", { id: "decide-msg" });
+    const cards = pending.map((p) => {
+      const k = p.id + (multi ? "+" : "");
+      if (!decideCards.has(k)) decideCards.set(k, decideCard(d, p, multi ? "-" + p.seq : ""));
+      return decideCards.get(k);
+    });
+    for (const k of [...decideCards.keys()]) if (!cards.includes(decideCards.get(k))) decideCards.delete(k);
+    if (multi) cards.unshift(h("h2", { id: "decide-count" }, pending.length + " proposals wait for a decision"));
+    el.replaceChildren(...cards);
+  }
+
+  function decideCard(d, p, sfx) {
+    const msg = h("div", { id: "decide-msg" + sfx });
     const base = "/api/sessions/" + enc(d.session.id) + "/proposals/" + enc(p.id) + "/";
     const parts = [h("h2", {}, "Waiting for a decision: proposal " + p.seq + " for trial " + p.number),
       diffTable("proposed change (patch of trial " + p.base_trial + ")", p.diff),
       h("p", { class: "rationale" }, p.rationale), msg];
     if (d.may.decide) {
-      const feedback = h("textarea", { id: "feedback", rows: 2, cols: 60, placeholder: "what should the advisor do differently?" });
+      const feedback = h("textarea", { id: "feedback" + sfx, rows: 2, cols: 60, placeholder: "what should the advisor do differently?" });
       const lines = p.edit_text.split("\n").filter((l) => l.trim() !== "");
       while (lines.length < 4) lines.push("");
-      const inputs = lines.map((l, i) => h("input", { class: "edit-line", id: "edit-" + i, value: l, size: 40 }));
+      const inputs = lines.map((l, i) => h("input", { class: "edit-line", id: "edit" + sfx + "-" + i, value: l, size: 40 }));
       const errs = inputs.map(() => h("span", { class: "field-error" }));
       parts.push(
         h("div", { class: "buttons" },
-          h("button", { class: "primary", id: "approve", onclick: async () => flash(msg, await postJSON(base + "approve")) }, "Approve")),
+          h("button", { class: "primary", id: "approve" + sfx, onclick: async () => flash(msg, await postJSON(base + "approve")) }, "Approve")),
         h("details", {}, h("summary", {}, "Reject with feedback"), feedback, " ",
-          h("button", { class: "danger", id: "reject", onclick: async () => flash(msg, await postJSON(base + "reject", { feedback: feedback.value })) }, "Reject")),
+          h("button", { class: "danger", id: "reject" + sfx, onclick: async () => flash(msg, await postJSON(base + "reject", { feedback: feedback.value })) }, "Reject")),
         h("details", {}, h("summary", {}, "Edit, then approve"),
           h("p", { class: "muted" }, "one term=value per line; term=0 switches a term off; at most 4 changes"),
           inputs.map((inp, i) => h("div", {}, inp, " ", errs[i])),
-          h("button", { id: "edit", onclick: async () => {
+          h("button", { id: "edit" + sfx, onclick: async () => {
             errs.forEach((e) => e.replaceChildren());
             const res = await postJSON(base + "edit", { patch: inputs.map((x) => x.value).filter((v) => v.trim() !== "").join("\n") });
             flash(msg, res);
@@ -206,7 +225,7 @@
     } else {
       parts.push(h("p", { class: "muted" }, "You may read this session; deciding needs the decide permission in tunebot's allow-list."));
     }
-    el.replaceChildren(h("div", { class: "card pending" }, ...parts));
+    return h("div", { class: "card pending", "data-proposal": String(p.seq) }, ...parts);
   }
 
   function renderBoard(el, d, picked) {
