@@ -2,9 +2,7 @@ package bot
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	"tunebot/session"
@@ -82,46 +80,12 @@ func jobWord(t session.Trial) string {
 	return s
 }
 
-// where names a job's GPUs (local) or its Slurm job, state, node and, while it waits, the
-// reason Slurm gives. "" before the job has started.
+// where names a job's GPUs or its Slurm job (session.ProcText); "" before it started.
 func where(p *session.Proc) string {
-	if p == nil {
+	if p == nil || (!p.Remote() && len(p.GPUs) == 0) {
 		return ""
 	}
-	if p.Remote() {
-		s := "Slurm job " + slurmWord(p.SlurmJob)
-		if st := slurmWord(p.SlurmState); st != "" {
-			s += " " + st
-		}
-		switch {
-		case p.SlurmState == "PENDING" || p.SlurmState == "":
-			if r := slurmWord(p.SlurmReason); r != "" && r != "None" {
-				s += " (" + r + ")"
-			}
-		case p.Node != "":
-			s += " on " + slurmWord(p.Node)
-		}
-		return s
-	}
-	switch len(p.GPUs) {
-	case 0:
-		return ""
-	case 1:
-		return "GPU " + strconv.Itoa(p.GPUs[0])
-	}
-	ids := make([]string, len(p.GPUs))
-	for i, g := range p.GPUs {
-		ids[i] = strconv.Itoa(g)
-	}
-	return "GPUs " + strings.Join(ids, ",")
-}
-
-var slurmUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.,:+\[\]-]+`)
-
-// slurmWord is a word squeue printed (a job id, state, reason or node list): outside text,
-// so reduced to the characters those words use and capped, never markup on any platform.
-func slurmWord(s string) string {
-	return Truncate(slurmUnsafe.ReplaceAllString(strings.TrimSpace(s), "_"), 40)
+	return session.ProcText(*p)
 }
 
 // RunningLines is every running trial of trials as RunningLine, at most MaxRunningLines

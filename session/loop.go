@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -855,33 +856,47 @@ func (e *Engine) statusHook(ctx context.Context, s Session, t *Trial, job string
 	}
 }
 
-// ProcText says where a trial's job runs: its GPUs, or its Slurm job, state and node, or
-// why Slurm has not started it yet.
+// ProcText says where a trial's job runs, the same on every surface (chat, terminal,
+// monitoring page): its GPUs, or its Slurm job with state and node, or while it waits the
+// reason Slurm gives. Slurm's words are outside text: they are reduced to the characters
+// such words use and capped, so they are never markup on any platform.
 func ProcText(p Proc) string {
-	if !p.Remote() {
-		switch len(p.GPUs) {
-		case 0:
-			return "running"
-		case 1:
-			return fmt.Sprintf("GPU %d", p.GPUs[0])
+	if p.Remote() {
+		s := "Slurm job " + slurmWord(p.SlurmJob)
+		if st := slurmWord(p.SlurmState); st != "" {
+			s += " " + st
 		}
-		ids := make([]string, len(p.GPUs))
-		for i, g := range p.GPUs {
-			ids[i] = fmt.Sprint(g)
+		switch {
+		case p.SlurmState == "PENDING" || p.SlurmState == "":
+			if r := slurmWord(p.SlurmReason); r != "" && r != "None" {
+				s += " (" + r + ")"
+			}
+		case p.Node != "":
+			s += " on " + slurmWord(p.Node)
 		}
-		return "GPUs " + strings.Join(ids, ",")
+		return s
 	}
-	out := "Slurm job " + p.SlurmJob
-	if p.SlurmState != "" {
-		out += " " + p.SlurmState
+	switch len(p.GPUs) {
+	case 0:
+		return "running"
+	case 1:
+		return fmt.Sprintf("GPU %d", p.GPUs[0])
 	}
-	if p.SlurmReason != "" && p.SlurmReason != "None" {
-		out += " (" + p.SlurmReason + ")"
+	ids := make([]string, len(p.GPUs))
+	for i, g := range p.GPUs {
+		ids[i] = fmt.Sprint(g)
 	}
-	if p.Node != "" && p.SlurmState != "PENDING" {
-		out += " on " + p.Node
+	return "GPUs " + strings.Join(ids, ",")
+}
+
+var slurmUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.,:+\[\]-]+`)
+
+func slurmWord(s string) string {
+	s = slurmUnsafe.ReplaceAllString(strings.TrimSpace(s), "_")
+	if r := []rune(s); len(r) > 40 {
+		s = string(r[:39]) + "…"
 	}
-	return out
+	return s
 }
 
 // trialAuditor is implemented by stores that can write a trial and its audit line in one
