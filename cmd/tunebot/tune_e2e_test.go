@@ -36,6 +36,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if slurmDown != nil {
+		slurmDown()
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"tunebot/session"
+	"tunebot/store"
+	"tunebot/trainer/sim"
+)
+
+// TestParallelLocalSessionOnFourSimGPUs runs a 12-trial session with the local executor
+// on four GPUs, the sim trainer taking real time per iteration and holding its GPU
+// exclusively (a GPU given to two jobs fails the job, naming the holder): every trial
+// completes, four jobs ran at once, and the session is what a serial one is in kind.
+func TestParallelLocalSessionOnFourSimGPUs(t *testing.T) {
+	dir := t.TempDir()
+	gpus := filepath.Join(dir, "gpus")
+	if err := os.Mkdir(gpus, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, dir, `
+data_dir: data
+session:
+  trial_count: 12
+  rungs: [30, 60, 90]
+  early_stop_patience: 12
+  gpus: [0, 1, 2, 3]
+executor:
+  backend: local
+  parallel: 4
+  gpus_per_trial: 1
+`)
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback", "--json")
+	cmd.Env = append(os.Environ(), sim.StepDelayEnv+"=5ms", sim.GPUDirEnv+"="+gpus)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tune: %v\n%s", err, stderr.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	if sum.State != "succeeded" {
+		t.Fatalf("session %s\n%s", sum.State, stderr.String())
+	}
+	perRung := map[int]int{}
+	for _, tr := range sum.Trials {
+		perRung[tr.Rung]++
+		if tr.State != "completed" {
+			t.Errorf("trial %d @ rung %d %s: %s", tr.Number, tr.Rung, tr.State, tr.Reason)
+		}
+	}
+	if perRung[0] != 12 || perRung[1] == 0 || perRung[2] == 0 {
+		t.Errorf("trials per rung %v: want 12 at rung 0 and a halving ladder above", perRung)
+	}
+	peak, err := sim.PeakHolders(gpus)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak != 4 {
+		t.Errorf("at most %d jobs held GPUs at once, want 4", peak)
+	}
+	if left, _ := filepath.Glob(filepath.Join(gpus, "gpu-*")); len(left) > 0 {
+		t.Errorf("GPUs still held after the session: %v", left)
+	}
+}
+
+// A real one-node Slurm with 2 (fake) GPUs, brought up once for this package by
+// scripts/slurm.sh and stopped by TestMain.
+var (
+	slurmOnce sync.Once
+	slurmEnv  []string
+	slurmSkip string
+	slurmDown func()
+)
+
+func needSlurm(t *testing.T) []string {
+	t.Helper()
+	slurmOnce.Do(func() {
+		if conf := os.Getenv("SLURM_CONF"); conf != "" {
+			slurmEnv = []string{"SLURM_CONF=" + conf}
+			return
+		}
+		if _, err := exec.LookPath("slurmctld"); err != nil {
+			slurmSkip = "Slurm is not installed here: `bash scripts/slurm.sh install` (root) installs Debian's slurmctld, slurmd, slurm-client and munge"
+			return
+		}
+		dir, err := os.MkdirTemp("", "tunebot-slurm-e2e-")
+		if err != nil {
+			slurmSkip = err.Error()
+			return
+		}
+		script, _ := filepath.Abs("../../scripts/slurm.sh")
+		up := exec.Command("bash", script, "up", dir, "2")
+		up.Stderr = os.Stderr
+		out, err := up.Output()
+		slurmDown = func() {
+			_ = exec.Command("bash", script, "down", dir).Run()
+			os.RemoveAll(dir)
+		}
+		if err != nil {
+			slurmSkip = fmt.Sprintf("bringing up Slurm failed: %v", err)
+			return
+		}
+		slurmEnv = []string{strings.TrimSpace(string(out))}
+	})
+	if slurmSkip != "" {
+		if slurmEnv == nil && strings.HasPrefix(slurmSkip, "bringing up") {
+			t.Fatal(slurmSkip)
+		}
+		t.Skip(slurmSkip)
+	}
+	return slurmEnv
+}
+
+// squeueJobs lists the cluster's jobs as id → state (squeue -t all keeps finished ones
+// for MinJobAge).
+func squeueJobs(t *testing.T, env []string) map[string]string {
+	t.Helper()
+	cmd := exec.Command("squeue", "-h", "-t", "all", "-o", "%i %T")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("squeue: %v", err)
+	}
+	jobs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			jobs[f[0]] = f[1]
+		}
+	}
+	return jobs
+}
+
+func runningOf(jobs map[string]string, except map[string]bool) []string {
+	var out []string
+	for id, st := range jobs {
+		if st == "RUNNING" && !except[id] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+const slurmConfig = `
+data_dir: data
+service: {addr: "off"}
+executor:
+  backend: slurm
+  parallel: 2
+  gpus_per_trial: 1
+  slurm:
+    time_limit: 10m
+`
+
+// TestSlurmSessionSurvivesKillNine runs a session through the real Slurm with 2 GPUs,
+// kills tunebot with SIGKILL while two jobs run, and starts it again: both jobs are still
+// there (never cancelled), are re-attached and finish, nothing is submitted twice, and
+// the session succeeds with every trial completed once.
+func TestSlurmSessionSurvivesKillNine(t *testing.T) {
+	env := needSlurm(t)
+	before := map[string]bool{}
+	for id := range squeueJobs(t, env) {
+		before[id] = true
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, slurmConfig)
+	env = append(env, sim.StepDelayEnv+"=40ms")
+	cmd, stdinW, out := startDaemon(t, cfg, env...)
+	stdinW.WriteString("/tune start trials=4 rungs=40,80,120 fallback=true\n")
+	var two []string
+	waitFor(t, "two Slurm jobs running at once", 90*time.Second, func() bool {
+		two = runningOf(squeueJobs(t, env), before)
+		return len(two) == 2
+	})
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	jobs := squeueJobs(t, env)
+	for _, id := range two {
+		if st := jobs[id]; st != "RUNNING" && st != "COMPLETING" && st != "COMPLETED" {
+			t.Fatalf("Slurm job %s is %s after tunebot was killed: it must keep running\n%s", id, st, out.String())
+		}
+	}
+	// Started again without --resume: a session with Slurm jobs recorded is re-attached.
+	cmd2, stdinW2, out2 := startDaemon(t, cfg, env...)
+	waitFor(t, "the session to succeed after the restart", 120*time.Second, func() bool { return strings.Contains(out2.String(), "succeeded") })
+	stdinW2.Close()
+	_ = cmd2.Process.Signal(syscall.SIGTERM)
+	_ = cmd2.Wait()
+
+	db, err := store.Open(filepath.Join(dir, "data", "tunebot.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	all, _ := db.Sessions(ctx)
+	if len(all) != 1 || all[0].State != session.StateSucceeded {
+		t.Fatalf("sessions: %+v\n%s", all, out2.String())
+	}
+	audit, _ := db.Audit(ctx, all[0].ID)
+	completed := map[string]int{}
+	for _, a := range audit {
+		if a.Kind == "trial_finished" && a.Detail["state"] == "completed" {
+			completed[fmt.Sprint(a.Detail["trial"], "@", a.Detail["rung"])]++
+		}
+	}
+	trials, _ := db.Trials(ctx, all[0].ID)
+	for _, tr := range trials {
+		if tr.State != session.TrialCompleted {
+			t.Errorf("%s is %s: %s", tr.Ref(), tr.State, tr.Reason)
+		}
+		if n := completed[fmt.Sprint(tr.Number, "@", tr.Rung)]; n != 1 {
+			t.Errorf("%s completed %d times", tr.Ref(), n)
+		}
+	}
+	// Every job of the session is one batch script; none was submitted twice: each
+	// script's job ran once, and the two jobs running at the kill finished COMPLETED.
+	jobs = squeueJobs(t, env)
+	for _, id := range two {
+		if jobs[id] != "COMPLETED" {
+			t.Errorf("Slurm job %s that ran through the kill ended %s", id, jobs[id])
+		}
+	}
+	submitted := 0
+	for id := range jobs {
+		if !before[id] {
+			submitted++
+		}
+	}
+	scripts, _ := filepath.Glob(filepath.Join(dir, "data", "sessions", "*", "*", "*.sbatch"))
+	if submitted != len(scripts) {
+		t.Errorf("%d Slurm jobs submitted for %d batch scripts: a job was submitted twice", submitted, len(scripts))
+	}
+	if len(scripts) == 0 {
+		t.Errorf("no batch script found under %s", filepath.Join(dir, "data", "sessions"))
+	}
+}
+
+// TestSlurmCancelEndsEveryJob cancels a session while two of its Slurm jobs run: both are
+// cancelled in Slurm (scancel), and the session is cancelled.
+func TestSlurmCancelEndsEveryJob(t *testing.T) {
+	env := needSlurm(t)
+	before := map[string]bool{}
+	for id := range squeueJobs(t, env) {
+		before[id] = true
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, slurmConfig)
+	env = append(env, sim.StepDelayEnv+"=200ms")
+	_, stdinW, out := startDaemon(t, cfg, env...)
+	stdinW.WriteString("/tune start trials=4 rungs=40,80,120 fallback=true\n")
+	var two []string
+	waitFor(t, "two Slurm jobs running at once", 90*time.Second, func() bool {
+		two = runningOf(squeueJobs(t, env), before)
+		return len(two) == 2
+	})
+	stdinW.WriteString("/tune cancel\n")
+	waitFor(t, "both jobs to be cancelled in Slurm", 30*time.Second, func() bool {
+		jobs := squeueJobs(t, env)
+		for _, id := range two {
+			if jobs[id] != "CANCELLED" {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor(t, "the session to say it was cancelled", 10*time.Second, func() bool { return strings.Contains(out.String(), "cancelled") })
+}
