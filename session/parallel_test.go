@@ -472,3 +472,57 @@ func TestRemoteJobsAreReattachedNeverResubmitted(t *testing.T) {
 		})
 	}
 }
+
+// Pause with three jobs running starts nothing new: the session pauses once they end, and
+// resume goes on from there to the end.
+func TestPauseWithParallelJobsStartsNothingNew(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	g := newGPUTrainer(time.Millisecond)
+	defer drain(g.fakeTrainer)()
+	eng := h.parallelEngine(g, 0, true)
+	gates := map[int]chan struct{}{}
+	g.fakeTrainer.mu.Lock()
+	for n := 1; n <= 3; n++ {
+		gates[n] = make(chan struct{})
+		g.fakeTrainer.trainGate[session.TrialRef{Number: n}] = gates[n]
+	}
+	g.fakeTrainer.mu.Unlock()
+	st := settings(session.ModeAutomatic)
+	st.GPUs = []int{0, 1, 2}
+	s, err := eng.Start(context.Background(), st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		n := 0
+		for _, tr := range h.trials(s.ID) {
+			if tr.State == session.TrialTraining && tr.Proc != nil {
+				n++
+			}
+		}
+		if n == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d trials training, want 3", n)
+		}
+	}
+	if _, err := eng.Pause(context.Background(), s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	for _, gate := range gates {
+		close(gate)
+	}
+	if s = h.wait(s.ID); s.State != session.StatePaused {
+		t.Fatalf("state %s (%s), want paused", s.State, s.Message)
+	}
+	if n := len(h.trials(s.ID)); n != 4 {
+		t.Fatalf("%d trials after the pause, want the baseline and the 3 that ran", n)
+	}
+	if _, err := eng.Resume(context.Background(), s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	if s = h.wait(s.ID); s.State != session.StateSucceeded {
+		t.Fatalf("state %s (%s)", s.State, s.Reason)
+	}
+}

@@ -184,6 +184,11 @@ func (e *Engine) live(ctx context.Context, id string, j *jobs) error {
 		if !x.State.Active() {
 			return Userf(ErrConflict, "session %s is %s", short(id), x.State)
 		}
+		if x.PauseAsked {
+			// The message says the session is pausing, and why: it stays until paused.
+			x.State = state
+			return nil
+		}
 		if x.State == state && x.Message == msg && x.Reason == "" {
 			return nil
 		}
