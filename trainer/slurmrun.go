@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -244,11 +245,46 @@ func (r *Runner) runSlurm(ctx context.Context, s jobSpec) (jobOutcome, error) {
 		}
 	}
 
+	st = r.awaitExitFile(ctx, st, exitFile, s.logger)
 	elapsed := time.Since(started).Round(time.Millisecond)
 	failed := slurmFailure(id, st)
 	fmt.Fprintf(logf, "=== tunebot: %s job ended after %s: Slurm job %s %s%s\n", s.kind, elapsed, id, st.State, exitNote(st.ExitCode))
 	s.logger.Info("Slurm job ended", "slurm_job", id, "state", st.State, "exit", st.ExitCode, "elapsed", elapsed)
 	return jobOutcome{failed: failed}, nil
+}
+
+// exitFileWait bounds the wait for the exit file of a job Slurm says ran to its end: on a
+// shared filesystem (NFS) a file the node wrote can take a while to show on this machine,
+// and with it the job's checkpoints.
+const exitFileWait = 30 * time.Second
+
+// awaitExitFile gives a finished job's exit file, and so its run dir, time to appear here
+// when Slurm says the command ran to its end (COMPLETED or FAILED) but the file is not
+// seen yet; the status is returned with the file's exit code when it came.
+func (r *Runner) awaitExitFile(ctx context.Context, st slurm.Status, exitFile string, logger *slog.Logger) slurm.Status {
+	if st.State != slurm.Completed && st.State != slurm.Failed {
+		return st
+	}
+	if _, err := os.Stat(exitFile); err == nil {
+		return st
+	}
+	logger.Info("waiting for the job's exit file to show on this machine", "file", exitFile, "limit", exitFileWait)
+	deadline := time.Now().Add(exitFileWait)
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return st
+		case <-time.After(time.Second):
+		}
+		if b, err := os.ReadFile(exitFile); err == nil {
+			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				st.ExitCode = n
+			}
+			return st
+		}
+	}
+	logger.Warn("no exit file from the job; judging it by Slurm's state alone", "file", exitFile, "state", st.State)
+	return st
 }
 
 // leaveSlurm handles the end of the job's context: scancel when a person cancelled the
