@@ -385,7 +385,7 @@ func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	}
 	s.logger.Info("job started", "pid", pid, "gpus", s.gpus)
 	if s.hooks.Started != nil {
-		s.hooks.Started(session.Proc{PID: pid, PGID: pid, StartTick: st.startTick, GPUs: slices.Clone(s.gpus), Started: started})
+		s.hooks.Started(session.Proc{PID: pid, PGID: pid, StartTick: st.startTick, GPUs: slices.Clone(s.gpus), Started: started, Job: s.kind})
 	}
 
 	done := make(chan error, 1)
