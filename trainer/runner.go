@@ -22,6 +22,7 @@ import (
 
 	"tunebot/secret"
 	"tunebot/session"
+	"tunebot/trainer/slurm"
 )
 
 var _ session.Trainer = (*Runner)(nil)
@@ -66,6 +67,9 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 			probs = append(probs, fmt.Sprintf("env: %q is not KEY=VALUE", kv))
 		}
 	}
+	if t.Slurm != nil {
+		probs = append(probs, t.Slurm.check()...)
+	}
 	if len(probs) > 0 {
 		return nil, &session.InvalidError{What: "trainer templates", Problems: probs}
 	}
@@ -81,6 +85,11 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 	}
 	t.Train, t.ResumeArgs, t.Evaluate = slices.Clone(t.Train), slices.Clone(t.ResumeArgs), slices.Clone(t.Evaluate)
 	t.Env = slices.Clone(t.Env)
+	if t.Slurm != nil {
+		sl := *t.Slurm
+		sl.Extra = slices.Clone(sl.Extra)
+		t.Slurm = &sl
+	}
 	if lease == nil {
 		lease = &Lease{}
 	}
@@ -110,6 +119,10 @@ func (r *Runner) values(s session.Settings, runDir string, ref session.TrialRef)
 	gpus, _ := json.Marshal(s.GPUs) // []int always marshals
 	if s.GPUs == nil {
 		gpus = []byte("[]")
+	}
+	if r.t.Slurm != nil {
+		// The GPUs Slurm gives the job, filled in by its batch script on the node.
+		gpus = []byte(slurm.GPUIDsMarker)
 	}
 	return map[string]string{
 		"python":        r.t.Python,
@@ -144,12 +157,15 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
 		return res, fmt.Errorf("creating run dir: %w", err)
 	}
-	cfg, err := json.MarshalIndent(job.Config, "", "  ")
-	if err != nil {
-		return res, fmt.Errorf("encoding reward config: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
-		return res, fmt.Errorf("writing reward config: %w", err)
+	// A job being re-attached already reads its reward config: it is left as it is.
+	if job.Attach == nil {
+		cfg, err := json.MarshalIndent(job.Config, "", "  ")
+		if err != nil {
+			return res, fmt.Errorf("encoding reward config: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
+			return res, fmt.Errorf("writing reward config: %w", err)
+		}
 	}
 
 	vals := r.values(job.Settings, job.RunDir, job.Trial)
@@ -177,6 +193,7 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	out, err := r.run(ctx, jobSpec{
 		kind: "train", argv: argv, dir: job.RunDir, log: TrainLog, gpus: job.Settings.GPUs,
 		timeout: r.t.JobTimeout, hooks: hooks, poll: poll, logger: logger,
+		name: slurmJobName(job.SessionID, job.Trial, "train"), attach: job.Attach,
 	})
 	if err != nil {
 		return res, err
@@ -213,9 +230,12 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
 		return ev, fmt.Errorf("creating run dir: %w", err)
 	}
-	// A file left by an earlier evaluation would hide a job that wrote nothing.
-	if err := os.Remove(job.Output); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return ev, fmt.Errorf("removing old evaluation output: %w", err)
+	// A file left by an earlier evaluation would hide a job that wrote nothing. (A job
+	// being re-attached may have written its own already.)
+	if job.Attach == nil {
+		if err := os.Remove(job.Output); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return ev, fmt.Errorf("removing old evaluation output: %w", err)
+		}
 	}
 	vals := r.values(job.Settings, job.RunDir, job.Trial)
 	vals["checkpoint"] = job.Checkpoint
@@ -230,6 +250,8 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	out, err := r.run(ctx, jobSpec{
 		kind: "evaluate", argv: expand(r.t.Evaluate, vals), dir: job.RunDir, log: EvaluateLog,
 		gpus: job.Settings.GPUs, timeout: r.t.EvalTimeout, hooks: hooks, logger: logger,
+		name:   slurmJobName(job.SessionID, job.Trial, strings.TrimSuffix(filepath.Base(job.Output), ".json")),
+		attach: job.Attach,
 	})
 	if err != nil {
 		return ev, err
@@ -265,8 +287,11 @@ func sameSeeds(a, b []int) bool {
 // EndOrphan ends process group p.PGID if p.PID is still the process recorded (same start
 // tick), and waits until the group has no live member. A PID that is gone, or that now
 // belongs to another process, is left alone: tunebot never signals what it did not start.
+//
+// A Slurm job (p.Remote) is never an orphan: it outlives tunebot by design and is
+// re-attached, so EndOrphan leaves it alone.
 func (r *Runner) EndOrphan(ctx context.Context, p session.Proc) error {
-	if p.PID <= 1 || p.PGID <= 1 {
+	if p.Remote() || p.PID <= 1 || p.PGID <= 1 {
 		return nil
 	}
 	st, err := readStat(p.PID)
@@ -307,6 +332,8 @@ type jobSpec struct {
 	hooks   session.JobHooks
 	poll    func() // called every pollEvery while the job runs; may be nil
 	logger  *slog.Logger
+	name    string        // the Slurm job name, the same for this job on every start
+	attach  *session.Proc // a remote job to await instead of starting one
 }
 
 // jobOutcome says how a job that started ended; failed is "" when it exited 0.
@@ -319,6 +346,9 @@ type jobOutcome struct {
 // start, and otherwise the outcome (a failure reason for a non-zero exit or a timeout).
 // When it returns, no process of the job's group is left alive.
 func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
+	if r.t.Slurm != nil || s.attach != nil {
+		return r.runSlurm(ctx, s)
+	}
 	if err := ctx.Err(); err != nil {
 		return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, err)
 	}
@@ -355,7 +385,7 @@ func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	}
 	s.logger.Info("job started", "pid", pid, "gpus", s.gpus)
 	if s.hooks.Started != nil {
-		s.hooks.Started(session.Proc{PID: pid, PGID: pid, StartTick: st.startTick, GPUs: slices.Clone(s.gpus), Started: started})
+		s.hooks.Started(session.Proc{PID: pid, PGID: pid, StartTick: st.startTick, GPUs: slices.Clone(s.gpus), Started: started, Job: s.kind})
 	}
 
 	done := make(chan error, 1)

@@ -39,6 +39,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	slurmDown()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -273,7 +274,7 @@ func TestTimeoutEndsWholeGroup(t *testing.T) {
 	if je.Reason != "timed out after 300ms" {
 		t.Errorf("reason %q, want timed out after 300ms", je.Reason)
 	}
-	if proc.PID == 0 || proc.PGID != proc.PID || proc.StartTick == 0 {
+	if proc.PID == 0 || proc.PGID != proc.PID || proc.StartTick == 0 || proc.Job != "train" || proc.Remote() {
 		t.Fatalf("Started hook got %+v", proc)
 	}
 	if left := liveMembers(t, proc.PGID); len(left) > 0 {

@@ -30,6 +30,9 @@ type Templates struct {
 	// Env adds KEY=VALUE entries to every job's environment (after the parent's, so they
 	// win), for what a trainer needs that tunebot's own environment lacks.
 	Env []string
+	// Slurm, when set, runs every job on a Slurm cluster instead of this machine
+	// (executor backend slurm); nil runs them here as subprocesses.
+	Slurm *Slurm
 }
 
 // DefaultGrace is the SIGINT-to-SIGKILL delay when Templates.Grace is 0.

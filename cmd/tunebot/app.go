@@ -111,6 +111,7 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: train,
 		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: evaluate,
 		JobTimeout: cfg.Trainer.JobTimeout, EvalTimeout: cfg.Trainer.EvalTimeout, Grace: cfg.Trainer.Grace,
+		Slurm: cfg.Executor.slurm(),
 	}, lease, logger)
 	if err != nil {
 		db.Close()
@@ -126,6 +127,9 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 	eng, err := session.NewEngine(session.EngineConfig{
 		Store: actions, Trainer: runner, Advisor: primary, Sampler: sampler,
 		Notifier: note, Space: cfg.space(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
+		// Parallel 0 lets the engine take each session's own GPUs into account (local).
+		Parallel: cfg.Executor.Parallel, GPUsPerTrial: cfg.Executor.GPUsPerTrial,
+		LeaseGPUs: cfg.Executor.Backend == BackendLocal,
 	})
 	if err != nil {
 		db.Close()

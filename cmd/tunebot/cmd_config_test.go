@@ -5,8 +5,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigCheckAcceptsGoodFiles(t *testing.T) {
@@ -42,6 +44,96 @@ func TestConfigGoodFixtureIsRead(t *testing.T) {
 	if cfg.Log.Level != "debug" || cfg.Log.Format != "json" || cfg.Advisor.Hybrid != "stall" || cfg.Chat.Ntfy.Topic != "go2-tuning" || cfg.Chat.Expire.Hours() != 12 ||
 		cfg.Trainer.EvalTimeout.Minutes() != 30 || cfg.Trainer.ResumeArgs[1] != "{checkpoint}" {
 		t.Errorf("config = %+v", cfg)
+	}
+}
+
+// TestExecutorConfig: the executor section's defaults, what it hands the trainer and the
+// engine, and a clear message for each bad field.
+func TestExecutorConfig(t *testing.T) {
+	cfg, err := loadConfig(filepath.Join("testdata", "config_good.yaml"), func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := cfg.Executor
+	sl := x.slurm()
+	if x.Backend != "slurm" || x.Parallel != 6 || x.GPUsPerTrial != 2 || sl == nil || sl.Partition != "gpu" || sl.Account != "robotics-lab" ||
+		sl.QOS != "normal" || sl.TimeLimit != 8*time.Hour || sl.CPUs != 16 || sl.Mem != "64G" || sl.GPUs != 2 ||
+		!slices.Equal(sl.Extra, []string{"--constraint=a100", "--exclusive"}) {
+		t.Errorf("executor %+v, slurm backend %+v", x, sl)
+	}
+
+	def := defaultConfig()
+	if def.Executor.Backend != "local" || def.Executor.GPUsPerTrial != 1 || def.Executor.slurm() != nil {
+		t.Errorf("default executor %+v", def.Executor)
+	}
+	for _, tc := range []struct {
+		x    ExecutorConfig
+		gpus []int
+		want int
+	}{
+		{ExecutorConfig{Backend: "local", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 4},
+		{ExecutorConfig{Backend: "local", GPUsPerTrial: 2}, []int{0, 1, 2, 3, 4}, 2},
+		{ExecutorConfig{Backend: "local", GPUsPerTrial: 1, Parallel: 2}, []int{0, 1, 2, 3}, 2},
+		{ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 1},
+		{ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1, Parallel: 8}, []int{0}, 8},
+	} {
+		if got := tc.x.parallel(tc.gpus); got != tc.want {
+			t.Errorf("%+v on %v: parallel %d, want %d", tc.x, tc.gpus, got, tc.want)
+		}
+	}
+
+	bad := writeFile(t, "executor.yaml", `
+session: {gpus: [0, 1]}
+executor:
+  backend: kubernetes
+  parallel: -1
+  gpus_per_trial: -2
+  slurm:
+    partition: "gpu queue"
+    account: "a;b"
+    time_limit: 30s
+    cpus_per_trial: -4
+    mem: lots
+    sbatch_args: ["-p", "--output=/tmp/x", "--mail-user a@b"]
+`)
+	code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", bad)
+	if code != 1 {
+		t.Fatalf("exit %d, stderr %s", code, stderr)
+	}
+	wantLines(t, stderr[strings.Index(stderr, "\n")+1:], "  - ",
+		`executor.backend: "kubernetes" is not local or slurm`,
+		"executor.parallel: -1 must not be negative (0 means the default: local, len(session.gpus)/gpus_per_trial; slurm, 1)",
+		"executor.gpus_per_trial: -2 must not be negative",
+		"executor.slurm.time_limit: 30s is below Slurm's smallest time limit, one minute",
+		"executor.slurm.cpus_per_trial: -4 must not be negative",
+		`executor.slurm.mem: "lots" is not a size like 32G, 16000M or 64000 (megabytes)`,
+		`executor.slurm.partition: "gpu queue" may hold letters, digits and _.,:- only`,
+		`executor.slurm.account: "a;b" may hold letters, digits and _.,:- only`,
+		`executor.slurm.sbatch_args[0]: "-p" is not an option: want one word like --constraint=a100`,
+		"executor.slurm.sbatch_args[1]: --output is set by tunebot for every job and cannot be changed",
+		`executor.slurm.sbatch_args[2]: "--mail-user a@b" holds whitespace: give each option as its own word, --name=value`,
+	)
+
+	for _, tc := range []struct{ yaml, want string }{
+		{"session: {gpus: [0, 1]}\nexecutor: {gpus_per_trial: 3}\n", "executor.gpus_per_trial: 3 is more than session.gpus holds (2: [0 1])"},
+		{"session: {gpus: [0, 1]}\nexecutor: {parallel: 3}\n", "executor.parallel: 3 trials of 1 GPU(s) need 3 GPUs, but session.gpus holds 2 ([0 1]); GPUs are never shared: lower parallel or add GPUs"},
+		{"executor: {gpus_per_trial: 0}\n", "executor.gpus_per_trial: 0 with backend local: each local job holds at least one of session.gpus"},
+	} {
+		code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", writeFile(t, "x.yaml", tc.yaml))
+		if code != 1 || !strings.Contains(stderr, "  - "+tc.want+"\n") {
+			t.Errorf("%q: exit %d, stderr %q, want %q", tc.yaml, code, stderr, tc.want)
+		}
+	}
+	// Slurm assigns GPUs itself: neither limit of session.gpus applies, and 0 GPUs is a CPU job.
+	ok := writeFile(t, "ok.yaml", "data_dir: "+filepath.Join(t.TempDir(), "d")+"\nsession: {gpus: [0]}\nexecutor: {backend: slurm, parallel: 8, gpus_per_trial: 0}\n")
+	if code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", ok); code != 0 {
+		t.Errorf("slurm with 8 parallel CPU jobs: exit %d, %s", code, stderr)
+	}
+	// A slurm section that is not used is said.
+	unused := writeFile(t, "unused.yaml", "data_dir: "+filepath.Join(t.TempDir(), "d")+"\nexecutor:\n  slurm: {partition: gpu}\n")
+	code, _, stderr = runTunebot(t, "", nil, "config", "check", "--config", unused)
+	if code != 0 || !strings.Contains(stderr, "warning: executor.slurm is configured (line 3) but executor.backend is local") {
+		t.Errorf("unused slurm section: exit %d, stderr %q", code, stderr)
 	}
 }
 

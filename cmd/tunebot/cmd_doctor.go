@@ -17,10 +17,11 @@ import (
 
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer/slurm"
 )
 
 func init() {
-	register("doctor", "doctor --config FILE: check that python, the trainer, the task, GPUs and the data dir are ready", runDoctor)
+	register("doctor", "doctor --config FILE: check that python, the trainer, the task, GPUs (or Slurm) and the data dir are ready", runDoctor)
 }
 
 // doctorTimeout bounds each Python probe: importing mjlab and torch the first time on a
@@ -74,6 +75,9 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 	} else {
 		doctorTrainer(ctx, r, cfg)
 	}
+	if cfg.Executor.Backend == BackendSlurm {
+		doctorSlurm(ctx, r, cfg, e.getenv)
+	}
 	doctorDataDir(r, cfg.DataDir)
 	doctorStore(r, dataFile(cfg))
 	if r.failed {
@@ -105,7 +109,7 @@ func doctorTrainer(ctx context.Context, r *doctorReport, cfg Config) {
 	r.line("ok", "python", fmt.Sprintf("%s (%s)", py, strings.TrimSpace(out)))
 	if !usesAdapter(cfg.Trainer) {
 		r.line("warn", "trainer", "the templates do not run "+adapterModule+": packages, task and defaults are not checked")
-		doctorGPUs(ctx, r, nil, cfg.Session.GPUs)
+		doctorLocalGPUs(ctx, r, cfg, nil)
 		return
 	}
 
@@ -129,7 +133,7 @@ func doctorTrainer(ctx context.Context, r *doctorReport, cfg Config) {
 	} else {
 		r.line("ok", "task", task+" is registered")
 	}
-	doctorGPUs(ctx, r, ck.GPUs, cfg.Session.GPUs)
+	doctorLocalGPUs(ctx, r, cfg, ck.GPUs)
 	if ck.Registered {
 		doctorDefaults(ctx, r, cfg, py)
 	}
@@ -194,6 +198,84 @@ func versions(pkgs map[string]string) string {
 		parts[i] = n + " " + pkgs[n]
 	}
 	return strings.Join(parts, ", ")
+}
+
+// doctorLocalGPUs checks this machine's GPUs when the jobs run here; on Slurm the nodes'
+// GPUs are what matters, and doctorSlurm checks the partition offers them.
+func doctorLocalGPUs(ctx context.Context, r *doctorReport, cfg Config, torchGPUs []string) {
+	if cfg.Executor.Backend == BackendSlurm {
+		r.line("ok", "gpus", "jobs run on Slurm, which assigns the GPUs: this machine's are not used")
+		return
+	}
+	doctorGPUs(ctx, r, torchGPUs, cfg.Session.GPUs)
+}
+
+// slurmCommands are the Slurm client commands the slurm backend and doctor run.
+var slurmCommands = []string{"sbatch", "squeue", "sacct", "scancel", "sinfo"}
+
+// doctorSlurm checks what the slurm backend needs: the client commands on PATH, a
+// reachable controller, the partition up, its GPU gres when jobs ask for GPUs, and a
+// data_dir the nodes can plausibly see.
+func doctorSlurm(ctx context.Context, r *doctorReport, cfg Config, getenv func(string) string) {
+	var missing []string
+	for _, c := range slurmCommands {
+		if _, err := exec.LookPath(c); err != nil {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) > 0 {
+		r.line("fail", "slurm", fmt.Sprintf("%s not on PATH: install Slurm's client commands where tunebot runs (Debian: apt install slurm-client; on a cluster, run tunebot on a login node), or add their directory to PATH", strings.Join(missing, ", ")))
+		return
+	}
+	r.line("ok", "slurm", strings.Join(slurmCommands, ", ")+" are on PATH")
+	client := &slurm.Client{}
+	if conf := getenv("SLURM_CONF"); conf != "" {
+		client.Env = append(os.Environ(), "SLURM_CONF="+conf)
+	}
+	pctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	parts, err := client.Partitions(pctx)
+	if err != nil {
+		r.line("fail", "partition", fmt.Sprintf("cannot list the partitions: %v; check that slurmctld is reachable from here (SLURM_CONF, munge running, `sinfo` works)", err))
+		return
+	}
+	want := cfg.Executor.Slurm.Partition
+	var names []string
+	var p *slurm.Partition
+	for i := range parts {
+		names = append(names, parts[i].Name)
+		if parts[i].Name == want || want == "" && parts[i].Default {
+			p = &parts[i]
+		}
+	}
+	switch {
+	case p == nil && want == "":
+		r.line("fail", "partition", fmt.Sprintf("executor.slurm.partition is empty and the cluster has no default partition: set it to one of %s", strings.Join(names, ", ")))
+		return
+	case p == nil:
+		r.line("fail", "partition", fmt.Sprintf("executor.slurm.partition %q does not exist; sinfo lists: %s", want, strings.Join(names, ", ")))
+		return
+	case !p.Up:
+		r.line("fail", "partition", fmt.Sprintf("partition %s is not up: jobs would wait in the queue until an administrator brings it up (scontrol update partition=%s state=up), or pick another: %s", p.Name, p.Name, strings.Join(names, ", ")))
+	default:
+		which := p.Name
+		if want == "" {
+			which += " (the cluster's default)"
+		}
+		r.line("ok", "partition", which+" is up")
+	}
+	gpus := cfg.Executor.GPUsPerTrial
+	switch {
+	case gpus > 0 && !slurm.HasGPUs(p.Gres):
+		r.line("fail", "gres", fmt.Sprintf("partition %s offers no GPU gres (sinfo %%G: %s), but every job asks --gres=gpu:%d and would never start: pick a GPU partition, or set executor.gpus_per_trial: 0 for CPU jobs", p.Name, p.Gres, gpus))
+	case gpus > 0:
+		r.line("ok", "gres", fmt.Sprintf("partition %s offers %s; each job asks --gres=gpu:%d", p.Name, p.Gres, gpus))
+	default:
+		r.line("ok", "gres", "executor.gpus_per_trial is 0: jobs ask for no GPU")
+	}
+	if abs, err := filepath.Abs(cfg.DataDir); err == nil && (abs == "/tmp" || strings.HasPrefix(abs, "/tmp/")) {
+		r.line("warn", "data dir", abs+" is under /tmp, which compute nodes seldom share: jobs write their run dirs there, so data_dir must be on a filesystem the nodes mount at the same path")
+	}
 }
 
 // doctorGPUs reports the GPUs torch sees (or nvidia-smi, when the adapter was not asked).

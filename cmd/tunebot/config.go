@@ -29,13 +29,16 @@ import (
 // Config is tunebot's YAML configuration. Secrets are never fields here: they come from the
 // environment only (DEEPSEEK_API_KEY, SLACK_*, DISCORD_BOT_TOKEN, NTFY_TOKEN).
 type Config struct {
-	DataDir string           `yaml:"data_dir"`
-	Log     LogConfig        `yaml:"log"`
-	Trainer TrainerConfig    `yaml:"trainer"`
-	Session session.Settings `yaml:"session"`
-	Space   *session.Space   `yaml:"reward_space"`
-	Advisor AdvisorConfig    `yaml:"advisor"`
-	Chat    ChatConfig       `yaml:"chat"`
+	DataDir string        `yaml:"data_dir"`
+	Log     LogConfig     `yaml:"log"`
+	Trainer TrainerConfig `yaml:"trainer"`
+	// Executor says where trial jobs run (this machine or a Slurm cluster) and how many
+	// at once.
+	Executor ExecutorConfig   `yaml:"executor"`
+	Session  session.Settings `yaml:"session"`
+	Space    *session.Space   `yaml:"reward_space"`
+	Advisor  AdvisorConfig    `yaml:"advisor"`
+	Chat     ChatConfig       `yaml:"chat"`
 	// Apply writes a preset into the trainer checkout as one reversible git commit.
 	Apply apply.Config `yaml:"apply"`
 	// Schedule starts sessions on cron specs and sends reminders and a daily digest.
@@ -80,6 +83,110 @@ func (t TrainerConfig) templates() (train, evaluate []string) {
 		evaluate = append(slices.Clone(evaluate), seed...)
 	}
 	return train, evaluate
+}
+
+// ExecutorConfig runs trial jobs here or on a Slurm cluster, up to Parallel at once
+// (docs/design.md §4, the executor).
+type ExecutorConfig struct {
+	Backend string `yaml:"backend"` // local | slurm
+	// Parallel is the most trial jobs at once; 0 means the default: local, as many as
+	// session.gpus hold (len(gpus)/gpus_per_trial); slurm, 1.
+	Parallel int `yaml:"parallel"`
+	// GPUsPerTrial is each job's GPUs: local, its own from session.gpus, never shared;
+	// slurm, --gres=gpu:N (0 asks for none).
+	GPUsPerTrial int         `yaml:"gpus_per_trial"`
+	Slurm        SlurmConfig `yaml:"slurm"`
+}
+
+// SlurmConfig is what every sbatch of the slurm backend asks for.
+type SlurmConfig struct {
+	Partition    string        `yaml:"partition"` // "": the cluster's default partition
+	Account      string        `yaml:"account"`
+	QOS          string        `yaml:"qos"`
+	TimeLimit    time.Duration `yaml:"time_limit"`     // --time of each job; 0: the partition's default
+	CPUsPerTrial int           `yaml:"cpus_per_trial"` // --cpus-per-task; 0: Slurm's default
+	Mem          string        `yaml:"mem"`            // --mem, e.g. 32G; "": Slurm's default
+	SbatchArgs   []string      `yaml:"sbatch_args"`    // more options, each one word: --constraint=a100
+}
+
+// Executor backends.
+const (
+	BackendLocal = "local"
+	BackendSlurm = "slurm"
+)
+
+// slurm returns the trainer's Slurm backend, nil for the local one.
+func (x ExecutorConfig) slurm() *trainer.Slurm {
+	if x.Backend != BackendSlurm {
+		return nil
+	}
+	s := x.Slurm
+	return &trainer.Slurm{Partition: s.Partition, Account: s.Account, QOS: s.QOS, TimeLimit: s.TimeLimit,
+		CPUs: s.CPUsPerTrial, Mem: s.Mem, GPUs: x.GPUsPerTrial, Extra: slices.Clone(s.SbatchArgs)}
+}
+
+// parallel is the number of trial jobs at once that the config asks for, defaults applied.
+func (x ExecutorConfig) parallel(gpus []int) int {
+	switch {
+	case x.Parallel > 0:
+		return x.Parallel
+	case x.Backend == BackendLocal && x.GPUsPerTrial > 0:
+		return max(1, len(gpus)/x.GPUsPerTrial)
+	}
+	return 1
+}
+
+var (
+	memRE      = regexp.MustCompile(`^[0-9]+[KMGT]?$`)
+	slurmOptRE = regexp.MustCompile(`^[A-Za-z0-9_.,:-]+$`)
+)
+
+// problems names every bad executor setting; gpus is session.gpus.
+func (x ExecutorConfig) problems(gpus []int) []string {
+	var probs []string
+	switch x.Backend {
+	case BackendLocal, BackendSlurm:
+	default:
+		probs = append(probs, fmt.Sprintf("executor.backend: %q is not local or slurm", x.Backend))
+	}
+	if x.Parallel < 0 {
+		probs = append(probs, fmt.Sprintf("executor.parallel: %d must not be negative (0 means the default: local, len(session.gpus)/gpus_per_trial; slurm, 1)", x.Parallel))
+	}
+	if x.GPUsPerTrial < 0 {
+		probs = append(probs, fmt.Sprintf("executor.gpus_per_trial: %d must not be negative", x.GPUsPerTrial))
+	}
+	if x.Backend == BackendLocal && x.GPUsPerTrial >= 0 {
+		switch {
+		case x.GPUsPerTrial == 0:
+			probs = append(probs, "executor.gpus_per_trial: 0 with backend local: each local job holds at least one of session.gpus")
+		case x.GPUsPerTrial > len(gpus):
+			probs = append(probs, fmt.Sprintf("executor.gpus_per_trial: %d is more than session.gpus holds (%d: %v)", x.GPUsPerTrial, len(gpus), gpus))
+		case x.Parallel*x.GPUsPerTrial > len(gpus):
+			probs = append(probs, fmt.Sprintf("executor.parallel: %d trials of %d GPU(s) need %d GPUs, but session.gpus holds %d (%v); GPUs are never shared: lower parallel or add GPUs",
+				x.Parallel, x.GPUsPerTrial, x.Parallel*x.GPUsPerTrial, len(gpus), gpus))
+		}
+	}
+	s := x.Slurm
+	if s.TimeLimit < 0 {
+		probs = append(probs, "executor.slurm.time_limit: must not be negative")
+	} else if s.TimeLimit > 0 && s.TimeLimit < time.Minute {
+		probs = append(probs, fmt.Sprintf("executor.slurm.time_limit: %s is below Slurm's smallest time limit, one minute", s.TimeLimit))
+	}
+	if s.CPUsPerTrial < 0 {
+		probs = append(probs, fmt.Sprintf("executor.slurm.cpus_per_trial: %d must not be negative", s.CPUsPerTrial))
+	}
+	if s.Mem != "" && !memRE.MatchString(s.Mem) {
+		probs = append(probs, fmt.Sprintf("executor.slurm.mem: %q is not a size like 32G, 16000M or 64000 (megabytes)", s.Mem))
+	}
+	for _, f := range []struct{ name, v string }{{"partition", s.Partition}, {"account", s.Account}, {"qos", s.QOS}} {
+		if f.v != "" && !slurmOptRE.MatchString(f.v) {
+			probs = append(probs, fmt.Sprintf("executor.slurm.%s: %q may hold letters, digits and _.,:- only", f.name, f.v))
+		}
+	}
+	for _, p := range trainer.CheckSbatchArgs(s.SbatchArgs) {
+		probs = append(probs, "executor.slurm."+p)
+	}
+	return probs
 }
 
 // AdvisorConfig configures the DeepSeek advisor; the key is DEEPSEEK_API_KEY, never here.
@@ -145,7 +252,8 @@ func defaultConfig() Config {
 			EvalTimeout: time.Hour,
 			Grace:       10 * time.Second,
 		},
-		Session: session.DefaultSettings(),
+		Session:  session.DefaultSettings(),
+		Executor: ExecutorConfig{Backend: BackendLocal, GPUsPerTrial: 1},
 		Advisor: AdvisorConfig{
 			BaseURL: "https://api.deepseek.com", Model: "deepseek-v4-flash",
 			Timeout: 3 * time.Minute, Temperature: 0.2, Hybrid: "off", StallAfter: 3,
@@ -227,6 +335,9 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 	}
 	cfg.warnings = unenabledChats(&root, cfg.Chat)
+	if sec := mappingAt(&root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
+		cfg.warnings = append(cfg.warnings, fmt.Sprintf("executor.slurm is configured (line %d) but executor.backend is %s: set executor.backend: slurm to use it, or remove the section", sec.Line, cfg.Executor.Backend))
+	}
 	if c := cfg.Chat.Webhook; c.Enabled && !c.AllowInsecureHTTP {
 		// The URL carries its secret in the path, so only its host is named.
 		if host, bad := clearHost(getenv("TUNEBOT_WEBHOOK_URL")); bad {
@@ -602,6 +713,7 @@ func (c *Config) validate() error {
 	if err := c.Session.Validate(); err != nil {
 		probs = append(probs, problems("session", err)...)
 	}
+	probs = append(probs, c.Executor.problems(c.Session.GPUs)...)
 	if c.Space != nil {
 		if err := c.Space.Check(); err != nil {
 			probs = append(probs, problems("reward_space", err)...)

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -73,52 +72,11 @@ executor:
 	}
 }
 
-// A real one-node Slurm with 2 (fake) GPUs, brought up once for this package by
-// scripts/slurm.sh and stopped by TestMain.
-var (
-	slurmOnce sync.Once
-	slurmEnv  []string
-	slurmSkip string
-	slurmDown func()
-)
-
-func needSlurm(t *testing.T) []string {
+// slurmEnv is the environment that points the Slurm commands at the test cluster
+// (doctor_slurm_test.go brings it up once for the package), or skips.
+func slurmEnv(t *testing.T) []string {
 	t.Helper()
-	slurmOnce.Do(func() {
-		if conf := os.Getenv("SLURM_CONF"); conf != "" {
-			slurmEnv = []string{"SLURM_CONF=" + conf}
-			return
-		}
-		if _, err := exec.LookPath("slurmctld"); err != nil {
-			slurmSkip = "Slurm is not installed here: `bash scripts/slurm.sh install` (root) installs Debian's slurmctld, slurmd, slurm-client and munge"
-			return
-		}
-		dir, err := os.MkdirTemp("", "tunebot-slurm-e2e-")
-		if err != nil {
-			slurmSkip = err.Error()
-			return
-		}
-		script, _ := filepath.Abs("../../scripts/slurm.sh")
-		up := exec.Command("bash", script, "up", dir, "2")
-		up.Stderr = os.Stderr
-		out, err := up.Output()
-		slurmDown = func() {
-			_ = exec.Command("bash", script, "down", dir).Run()
-			os.RemoveAll(dir)
-		}
-		if err != nil {
-			slurmSkip = fmt.Sprintf("bringing up Slurm failed: %v", err)
-			return
-		}
-		slurmEnv = []string{strings.TrimSpace(string(out))}
-	})
-	if slurmSkip != "" {
-		if slurmEnv == nil && strings.HasPrefix(slurmSkip, "bringing up") {
-			t.Fatal(slurmSkip)
-		}
-		t.Skip(slurmSkip)
-	}
-	return slurmEnv
+	return []string{"SLURM_CONF=" + needSlurm(t)}
 }
 
 // squeueJobs lists the cluster's jobs as id → state (squeue -t all keeps finished ones
@@ -166,7 +124,7 @@ executor:
 // there (never cancelled), are re-attached and finish, nothing is submitted twice, and
 // the session succeeds with every trial completed once.
 func TestSlurmSessionSurvivesKillNine(t *testing.T) {
-	env := needSlurm(t)
+	env := slurmEnv(t)
 	before := map[string]bool{}
 	for id := range squeueJobs(t, env) {
 		before[id] = true
@@ -250,7 +208,7 @@ func TestSlurmSessionSurvivesKillNine(t *testing.T) {
 // TestSlurmCancelEndsEveryJob cancels a session while two of its Slurm jobs run: both are
 // cancelled in Slurm (scancel), and the session is cancelled.
 func TestSlurmCancelEndsEveryJob(t *testing.T) {
-	env := needSlurm(t)
+	env := slurmEnv(t)
 	before := map[string]bool{}
 	for id := range squeueJobs(t, env) {
 		before[id] = true

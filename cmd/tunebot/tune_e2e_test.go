@@ -36,9 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	if slurmDown != nil {
-		slurmDown()
-	}
+	slurmDown()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

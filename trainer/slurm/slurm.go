@@ -13,6 +13,7 @@ package slurm
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,10 +33,16 @@ const GPUIDsMarker = "@@TUNEBOT_GPU_IDS@@"
 
 // Job is what one sbatch submission runs.
 type Job struct {
-	Name string   // the job name Slurm shows; letters, digits, '-', '_', '.'
-	Dir  string   // where the batch script, its output and the exit-code file go
-	Argv []string // the command, already expanded; GPUIDsMarker may appear inside words
-	Env  []string // KEY=VALUE exported before the command
+	Name string // the job name Slurm shows; letters, digits, '-', '_', '.'
+	Dir  string // where the batch script, its output and the exit-code file go
+	// Workdir is the command's working directory (--chdir); "" means Dir.
+	Workdir string
+	// Output, when set, is the file the job's stdout and stderr are appended to (the
+	// trainer's own train.log, so a log tail reads the same file locally and on Slurm);
+	// "" means <Name>.out in Dir.
+	Output string
+	Argv   []string // the command, already expanded; GPUIDsMarker may appear inside words
+	Env    []string // KEY=VALUE exported before the command
 
 	Partition, Account, QOS string
 	TimeLimit               time.Duration // 0: the partition's default
@@ -90,7 +97,12 @@ var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 func ScriptPath(j Job) string { return filepath.Join(j.Dir, j.Name+".sbatch") }
 
 // OutputPath is the job's stdout and stderr.
-func OutputPath(j Job) string { return filepath.Join(j.Dir, j.Name+".out") }
+func OutputPath(j Job) string {
+	if j.Output != "" {
+		return j.Output
+	}
+	return filepath.Join(j.Dir, j.Name+".out")
+}
 
 // ExitPath holds the command's exit code once it ended.
 func ExitPath(j Job) string { return filepath.Join(j.Dir, j.Name+".exit") }
@@ -103,6 +115,15 @@ func Script(j Job) (string, error) {
 	}
 	if !filepath.IsAbs(j.Dir) {
 		probs = append(probs, fmt.Sprintf("job dir %q is not absolute", j.Dir))
+	}
+	for _, p := range []struct{ name, v string }{{"workdir", j.Workdir}, {"output", j.Output}} {
+		if p.v != "" && !filepath.IsAbs(p.v) {
+			probs = append(probs, fmt.Sprintf("job %s %q is not absolute", p.name, p.v))
+		}
+		// An sbatch directive ends at the line, and %-patterns are Slurm's own.
+		if strings.ContainsAny(p.v, "\n\r%") {
+			probs = append(probs, fmt.Sprintf("job %s %q: no newline or %% allowed", p.name, p.v))
+		}
 	}
 	if len(j.Argv) == 0 {
 		probs = append(probs, "empty argv")
@@ -131,7 +152,10 @@ func Script(j Job) (string, error) {
 	directive := func(opt string) { fmt.Fprintf(&b, "#SBATCH %s\n", opt) }
 	directive("--job-name=" + j.Name)
 	directive("--output=" + OutputPath(j))
-	directive("--chdir=" + j.Dir)
+	if j.Output != "" {
+		directive("--open-mode=append")
+	}
+	directive("--chdir=" + cmp.Or(j.Workdir, j.Dir))
 	directive("--ntasks=1")
 	if j.Partition != "" {
 		directive("--partition=" + j.Partition)

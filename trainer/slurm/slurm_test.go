@@ -127,6 +127,9 @@ func TestScriptRefusesBadJobs(t *testing.T) {
 		{"bad env", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Env: []string{"A B=1"}}, `env "A B=1"`},
 		{"extra not an option", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Extra: []string{"rm -rf"}}, `sbatch argument "rm -rf"`},
 		{"partition with newline", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Partition: "gpu\n#SBATCH --x"}, "partition"},
+		{"relative output", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Output: "train.log"}, `job output "train.log" is not absolute`},
+		{"output with a Slurm pattern", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Output: dir + "/%j.log"}, "no newline or % allowed"},
+		{"relative workdir", slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Workdir: "src"}, `job workdir "src" is not absolute`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,6 +138,24 @@ func TestScriptRefusesBadJobs(t *testing.T) {
 				t.Fatalf("Script: %v, want an error naming %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestScriptOutputAndWorkdir: a job can append to a log of its own choosing and start in
+// another directory than its script's.
+func TestScriptOutputAndWorkdir(t *testing.T) {
+	dir := t.TempDir()
+	script, err := slurm.Script(slurm.Job{Name: "a", Dir: dir, Argv: []string{"true"}, Output: "/runs/t1/train.log", Workdir: "/src/trainer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"#SBATCH --output=/runs/t1/train.log\n", "#SBATCH --open-mode=append\n", "#SBATCH --chdir=/src/trainer\n"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
+	}
+	if got := slurm.OutputPath(slurm.Job{Name: "a", Dir: dir, Output: "/runs/t1/train.log"}); got != "/runs/t1/train.log" {
+		t.Errorf("OutputPath = %s", got)
 	}
 }
 
