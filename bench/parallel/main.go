@@ -22,6 +22,12 @@ func main() {
 	bin := flag.String("bin", "bin/tunebot", "tunebot binary")
 	delay := flag.Duration("step-delay", 2*time.Millisecond, "sim trainer time per iteration")
 	flag.Parse()
+	abs, err := filepath.Abs(*bin) // each session runs in a directory of its own
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench/parallel:", err)
+		os.Exit(1)
+	}
+	*bin = abs
 	var base time.Duration
 	fmt.Printf("parallel trials: 12-trial sim session (halving 12→4→2 with the baseline carried, final re-evaluation), 4 GPUs, %s per iteration\n", *delay)
 	for _, p := range []int{1, 2, 4} {

@@ -92,6 +92,7 @@ executor:
     partition: "gpu queue"
     account: "a;b"
     time_limit: 30s
+    poll_interval: 10ms
     cpus_per_trial: -4
     mem: lots
     sbatch_args: ["-p", "--output=/tmp/x", "--mail-user a@b"]
@@ -105,6 +106,7 @@ executor:
 		"executor.parallel: -1 must not be negative (0 means the default: local, len(session.gpus)/gpus_per_trial; slurm, 1)",
 		"executor.gpus_per_trial: -2 must not be negative",
 		"executor.slurm.time_limit: 30s is below Slurm's smallest time limit, one minute",
+		"executor.slurm.poll_interval: 10ms is outside 100ms–10m",
 		"executor.slurm.cpus_per_trial: -4 must not be negative",
 		`executor.slurm.mem: "lots" is not a size like 32G, 16000M or 64000 (megabytes)`,
 		`executor.slurm.partition: "gpu queue" may hold letters, digits and _.,:- only`,

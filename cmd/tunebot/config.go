@@ -107,6 +107,9 @@ type SlurmConfig struct {
 	CPUsPerTrial int           `yaml:"cpus_per_trial"` // --cpus-per-task; 0: Slurm's default
 	Mem          string        `yaml:"mem"`            // --mem, e.g. 32G; "": Slurm's default
 	SbatchArgs   []string      `yaml:"sbatch_args"`    // more options, each one word: --constraint=a100
+	// PollInterval is how often squeue is asked about each running job (0: 5 s). A big
+	// cluster's controller may prefer 30s; tests use less than a second.
+	PollInterval time.Duration `yaml:"poll_interval"`
 }
 
 // Executor backends.
@@ -122,7 +125,7 @@ func (x ExecutorConfig) slurm() *trainer.Slurm {
 	}
 	s := x.Slurm
 	return &trainer.Slurm{Partition: s.Partition, Account: s.Account, QOS: s.QOS, TimeLimit: s.TimeLimit,
-		CPUs: s.CPUsPerTrial, Mem: s.Mem, GPUs: x.GPUsPerTrial, Extra: slices.Clone(s.SbatchArgs)}
+		CPUs: s.CPUsPerTrial, Mem: s.Mem, GPUs: x.GPUsPerTrial, Extra: slices.Clone(s.SbatchArgs), Poll: s.PollInterval}
 }
 
 // parallel is the number of trial jobs at once that the config asks for, defaults applied.
@@ -171,6 +174,9 @@ func (x ExecutorConfig) problems(gpus []int) []string {
 		probs = append(probs, "executor.slurm.time_limit: must not be negative")
 	} else if s.TimeLimit > 0 && s.TimeLimit < time.Minute {
 		probs = append(probs, fmt.Sprintf("executor.slurm.time_limit: %s is below Slurm's smallest time limit, one minute", s.TimeLimit))
+	}
+	if s.PollInterval != 0 && (s.PollInterval < 100*time.Millisecond || s.PollInterval > 10*time.Minute) {
+		probs = append(probs, fmt.Sprintf("executor.slurm.poll_interval: %s is outside 100ms–10m", s.PollInterval))
 	}
 	if s.CPUsPerTrial < 0 {
 		probs = append(probs, fmt.Sprintf("executor.slurm.cpus_per_trial: %d must not be negative", s.CPUsPerTrial))

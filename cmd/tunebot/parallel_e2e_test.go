@@ -117,6 +117,7 @@ executor:
   gpus_per_trial: 1
   slurm:
     time_limit: 10m
+    poll_interval: 300ms
 `
 
 // TestSlurmSessionSurvivesKillNine runs a session through the real Slurm with 2 GPUs,
