@@ -43,6 +43,8 @@ Sampler evidence. "sampler_evidence" in the context, when present, is what tuneb
 
 Training curves. "Episode_Reward/<term>" is the mean per-episode reward of one term (weight included) over training iterations; the other curves are training statistics. Use them to see which terms dominate, which ones the policy learns to satisfy and which it ignores.
 
+Running trials. Several trials may run at once: a trial whose state is queued, training or evaluating has no score yet. Its configuration is on the tried list all the same; propose something that teaches what the running ones will not.
+
 Rules for a patch. Every rule is checked; a patch that breaks any is refused and nothing runs.
 `)
 	rules := []string{
