@@ -43,7 +43,7 @@ func Reminders(now time.Time, pending []session.Proposal, threshold time.Duratio
 // ReminderText is the line posted in a session's thread for an overdue decision.
 func ReminderText(o Overdue) string {
 	n := o.Proposal.Seq
-	return fmt.Sprintf("reminder: proposal %d for trial %d has waited %s for a decision (approve %d, reject %d <feedback> or edit %d); the session waits until then",
+	return fmt.Sprintf("reminder: proposal %d for trial %d has waited %s for a decision (approve %d, reject %d <feedback> or edit %d); its GPU slot stays free until then",
 		n, o.Proposal.Number, roughly(o.Waited), n, n, n)
 }
 
