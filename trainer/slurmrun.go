@@ -176,6 +176,7 @@ func (r *Runner) runSlurm(ctx context.Context, s jobSpec) (jobOutcome, error) {
 		// sbatch is not cut short by the job's context: killed mid-way, it might leave a job
 		// Slurm accepted that no record names. A cancel that came meanwhile is seen below.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitTimeout)
+		r.endStale(sctx, s, client, j, poll, logf)
 		id, err = client.Submit(sctx, j)
 		cancel()
 		if err != nil {
@@ -251,6 +252,29 @@ func (r *Runner) runSlurm(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	fmt.Fprintf(logf, "=== tunebot: %s job ended after %s: Slurm job %s %s%s\n", s.kind, elapsed, id, st.State, exitNote(st.ExitCode))
 	s.logger.Info("Slurm job ended", "slurm_job", id, "state", st.State, "exit", st.ExitCode, "elapsed", elapsed)
 	return jobOutcome{failed: failed}, nil
+}
+
+// endStale ends jobs of j's very batch script that are still queued or running although no
+// record names them: a tunebot killed between sbatch and recording the id left them. The
+// engine has discarded their run directory, so their results cannot be trusted, and two
+// jobs of one trial must never run at once; the new job replaces them.
+func (r *Runner) endStale(ctx context.Context, s jobSpec, client *slurm.Client, j slurm.Job, poll time.Duration, logf *os.File) {
+	stale, err := client.Active(ctx, j)
+	if err != nil {
+		s.logger.Warn("looking for an unrecorded Slurm job of this name", "name", j.Name, "err", err)
+		return
+	}
+	for _, id := range stale {
+		fmt.Fprintf(logf, "=== tunebot: Slurm job %s runs this job's script but no record names it (an earlier tunebot stopped right after submitting it): cancelled, a new job replaces it\n", id)
+		s.logger.Warn("cancelling an unrecorded Slurm job of this trial", "slurm_job", id, "name", j.Name)
+		if err := client.Cancel(ctx, id); err != nil {
+			s.logger.Error("scancel", "slurm_job", id, "err", err)
+			continue
+		}
+		if _, err := client.Wait(ctx, id, "", min(poll, time.Second), nil); err != nil {
+			s.logger.Error("waiting for the unrecorded Slurm job to end", "slurm_job", id, "err", err)
+		}
+	}
 }
 
 // exitFileWait bounds the wait for the exit file of a job Slurm says ran to its end: on a

@@ -413,3 +413,41 @@ func TestSlurmSettingsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestSlurmUnrecordedJobIsReplaced: a tunebot killed between sbatch and recording the job
+// id leaves a job no record names. The next start runs the trial afresh: the stale job of
+// the same script is cancelled first, so two jobs of one trial never run at once.
+func TestSlurmUnrecordedJobIsReplaced(t *testing.T) {
+	c := needSlurm(t)
+	r := slurmRunner(t, c, sim.StepDelayEnv+"=100ms")
+	dir := t.TempDir()
+	ctx, stop := context.WithCancel(context.Background())
+	h := newSlurmHooks()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.Train(ctx, trainJob(dir, 40), h.hooks())
+		errc <- err
+	}()
+	h.waitRunning(t, errc)
+	stop() // tunebot dies; say its record of the job was lost with it
+	<-errc
+	stale := h.proc(t).SlurmJob
+
+	res, err := r.Train(context.Background(), trainJob(dir, 20), newSlurmHooks().hooks())
+	if err != nil {
+		t.Fatalf("train after the lost record: %v\n%s", err, readFile(t, filepath.Join(dir, trainer.TrainLog)))
+	}
+	if res.Iteration != 20 {
+		t.Errorf("result at iteration %d, want 20 (the new job's)", res.Iteration)
+	}
+	all, err := c.Status(context.Background(), []string{stale}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := all[stale]; st.State != slurm.Cancelled {
+		t.Errorf("the unrecorded job %s is %s, want CANCELLED", stale, st.State)
+	}
+	if log := readFile(t, filepath.Join(dir, trainer.TrainLog)); !strings.Contains(log, "no record names it") {
+		t.Errorf("train.log does not say the stale job was replaced:\n%s", log)
+	}
+}

@@ -319,6 +319,24 @@ func readExit(path string) (int, bool) {
 	return n, err == nil
 }
 
+// Active lists the ids of this user's jobs that have not ended and run j's batch script
+// (same name, same script path): what a tunebot killed between sbatch and recording the
+// job id leaves behind.
+func (c *Client) Active(ctx context.Context, j Job) ([]string, error) {
+	out, err := c.run(ctx, "squeue", "-h", "--me", "-n", j.Name, "-o", "%i|%T|%o")
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, f := range fields(out, 3) {
+		st := Status{State: f[1]}
+		if f[2] == ScriptPath(j) && !st.Finished() {
+			ids = append(ids, f[0])
+		}
+	}
+	return ids, nil
+}
+
 // Cancel ends the jobs (pending or running). Jobs that already ended are not an error.
 func (c *Client) Cancel(ctx context.Context, ids ...string) error {
 	if len(ids) == 0 {
