@@ -39,7 +39,7 @@ func dsSystemPrompt(s *session.Space) string {
 
 Scoring. Per metric, imp = clip((baseline - current) / max(|baseline|, floor), -1, 1). Objectives: tracking = 0.8*imp(velocity_error_linear) + 0.2*imp(velocity_error_angular); smoothness = imp(action_acceleration); stability = imp(orientation_error); falls = imp(fall_rate); slip = imp(foot_slip); energy = imp(mechanical_power). The score is the mean of the objectives weighted by the session's objective weights; the baseline scores 0. A trial is not eligible (never best) when fall_rate > baseline fall_rate + 0.02 or tracking < -0.05. Scores compare within a rung; the trials you see are rung 0 (short training).
 
-Sampler evidence. "sampler_evidence" in the context, when present, is what tunebot's numeric sampler learned from every rung-0 trial so far (a regression of the score on each scalar's position): per scalar that trials moved, its effect on the score per step up (a weight's magnitude ×2, or a param raised by a fifth of its range) ± one standard deviation; the scalars whose effect is within that noise (did not matter so far); and the scalars no trial moved yet. Weigh it with the metrics and curves; a large effect with a small deviation is solid evidence, one trial is not.
+Sampler evidence. "sampler_evidence" in the context, when present, is what tunebot's numeric sampler learned from every rung-0 trial so far (a regression of the score on each scalar's position): per scalar that trials moved, its effect on the score per step up (a weight's magnitude ×2, or a param raised by a fifth of its range) ± one standard deviation, and its curvature (the score's change per squared step away from the base configuration of trial 0; clearly negative means moving it costs whichever way, so the opposite of a move that cost is no sure gain); the scalars whose effect is within that noise (did not matter so far); and the scalars no trial moved yet. Weigh it with the metrics and curves; a large effect with a small deviation is solid evidence, one trial is not.
 
 Training curves. "Episode_Reward/<term>" is the mean per-episode reward of one term (weight included) over training iterations; the other curves are training statistics. Use them to see which terms dominate, which ones the policy learns to satisfy and which it ignores.
 
@@ -193,6 +193,8 @@ type dsEffect struct {
 	Name    string `json:"name"`
 	PerStep dsNum4 `json:"effect"`
 	SD      dsNum4 `json:"sd"`
+	Curv    dsNum4 `json:"curvature"`
+	CurvSD  dsNum4 `json:"curvature_sd"`
 	Trials  int    `json:"trials_moved"`
 }
 
@@ -211,7 +213,7 @@ func dsEvidenceOf(req session.ProposalRequest) *dsEvidence {
 		case math.Abs(e.PerStep) < e.SD:
 			ev.NoEffect = append(ev.NoEffect, e.Name)
 		default:
-			ev.Effects = append(ev.Effects, dsEffect{Name: e.Name, PerStep: dsNum4(e.PerStep), SD: dsNum4(e.SD), Trials: e.Moved})
+			ev.Effects = append(ev.Effects, dsEffect{Name: e.Name, PerStep: dsNum4(e.PerStep), SD: dsNum4(e.SD), Curv: dsNum4(e.Curv), CurvSD: dsNum4(e.CurvSD), Trials: e.Moved})
 		}
 	}
 	return ev

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -106,6 +107,16 @@ func TestPromptHoldsTheContextAndNothingElse(t *testing.T) {
 			Label   string             `json:"label"`
 			Changes map[string]float64 `json:"changes_from_base"`
 		} `json:"tried_configs"`
+		Evidence *struct {
+			Effects []struct {
+				Name   string  `json:"name"`
+				Effect float64 `json:"effect"`
+				SD     float64 `json:"sd"`
+				Trials int     `json:"trials_moved"`
+				CurvSD float64 `json:"curvature_sd"`
+			} `json:"effects_per_step_up"`
+			NotYetMoved []string `json:"not_yet_moved"`
+		} `json:"sampler_evidence"`
 	}
 	if !ok || json.Unmarshal([]byte(js), &doc) != nil {
 		t.Fatalf("user message is not a line and a JSON document: %.200s", user)
@@ -137,6 +148,17 @@ func TestPromptHoldsTheContextAndNothingElse(t *testing.T) {
 	}
 	if n := len(user); n > 48<<10+200 {
 		t.Errorf("user message is %d bytes, over the 48 KiB budget", n)
+	}
+	// The sampler's evidence survives the budget's summarising, and it is fitted to every
+	// trial of the history (14 moved foot_slip), not only the 12 the context shows: a
+	// stronger slip penalty went with a higher score.
+	ev := doc.Evidence
+	if ev == nil || len(ev.Effects) == 0 || ev.Effects[0].Name != "foot_slip" || ev.Effects[0].Trials != 14 ||
+		ev.Effects[0].Effect <= 0 || !(ev.Effects[0].SD > 0) || !(ev.Effects[0].CurvSD > 0) {
+		t.Errorf("sampler evidence %+v, want foot_slip first, moved by 14 trials, with a positive effect, its deviation and its curvature's", ev)
+	}
+	if ev != nil && !slices.Contains(ev.NotYetMoved, "pose") {
+		t.Errorf("not yet moved %v lacks pose", ev.NotYetMoved)
 	}
 	for _, tr := range doc.Trials {
 		if _, ok := tr.Curves["Episode_Reward/term_00"]; !ok && tr.Number == 14 {

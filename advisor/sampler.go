@@ -33,6 +33,11 @@ type SamplerOptions struct {
 	ExploitAfter int
 	// MaxTries bounds the draws when a proposal is refused (duplicates; default 200).
 	MaxTries int
+	// CurvMean and CurvSD are the prior of each scalar's curvature: the score's change per
+	// squared unit step away from the baseline, with mean -CurvMean (default 0.002: a step
+	// costs a little on its own) and spread CurvSD (default 0.003; negative: no curvature
+	// terms, the purely linear model).
+	CurvMean, CurvSD float64
 }
 
 // Sampler is tunebot's numeric proposer (docs/design.md §5). It models every finished
@@ -48,8 +53,15 @@ type SamplerOptions struct {
 // from the default is reached. Regression credits a trial's change to the scalars that
 // explain it across all trials, where sharing it equally (the old sampler) could not.
 //
+// Each scalar also has a curvature term (the score's change per squared step from the
+// baseline, with a prior that leans a little negative): a move that cost does not prove
+// that the opposite move gains, since near its optimum a scalar costs whichever way it
+// moves (on the benchmark's surfaces, proposing the opposite of a move that cost shipped
+// far less than not doing so). A scalar is moved up or down by the step whose drawn linear
+// effect plus curvature change promises more, and not at all when neither promises a gain.
+//
 // It never proposes a rejected direction again: after a person rejects a patch, a proposal
-// that moves the same scalars the same way is drawn again (docs/design.md §1).
+// that moves the same scalars the same way is never drawn again (docs/design.md §1).
 //
 // It is stateless and deterministic: every call rebuilds the model from the request and
 // seeds its generator from the session seed and the history length.
@@ -79,6 +91,12 @@ func NewSampler(opts SamplerOptions) *Sampler {
 	if opts.MaxTries <= 0 {
 		opts.MaxTries = 200
 	}
+	if opts.CurvSD == 0 {
+		opts.CurvSD = 0.003
+		if opts.CurvMean == 0 {
+			opts.CurvMean = 0.002
+		}
+	}
 	return &Sampler{opts: opts}
 }
 
@@ -93,7 +111,10 @@ type Effect struct {
 	Weight  bool
 	PerStep float64
 	SD      float64
-	Moved   int
+	// Curv is the estimated change of the score per squared step away from the baseline
+	// (negative: moving it costs whichever way), CurvSD its deviation.
+	Curv, CurvSD float64
+	Moved        int
 }
 
 // Effects fits the sampler's model to the request's history and returns every scalar's
@@ -103,7 +124,8 @@ func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
 	m := s.fit(req)
 	out := make([]Effect, len(m.dims))
 	for i, d := range m.dims {
-		out[i] = Effect{Name: d.name, Weight: d.weight, PerStep: m.mean[i+1], SD: math.Sqrt(m.cov[i+1][i+1]), Moved: m.moved[i]}
+		c, csd := m.curv(i)
+		out[i] = Effect{Name: d.name, Weight: d.weight, PerStep: m.mean[i+1], SD: math.Sqrt(m.cov[i+1][i+1]), Curv: c, CurvSD: csd, Moved: m.moved[i]}
 	}
 	return out
 }
@@ -111,6 +133,7 @@ func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
 // samplerModel is the fitted posterior: coefficient 0 is the intercept, i+1 is dims[i].
 type samplerModel struct {
 	dims  []tpeDim
+	xb    []float64 // the base's position per dim, in unit steps from the baseline
 	units []float64 // model-space length of one unit step per dim
 	mean  []float64
 	cov   [][]float64
@@ -137,7 +160,12 @@ func (s *Sampler) fit(req session.ProposalRequest) samplerModel {
 		m.units[i] = s.unit(d)
 	}
 	hist := tpeFinished(req.History)
-	p := len(dims) + 1
+	D := len(dims)
+	curv := s.opts.CurvSD > 0 // the model has a curvature term per dim
+	p := D + 1
+	if curv {
+		p += D
+	}
 	// Features: each scalar's position relative to the first trial (the baseline), in unit
 	// steps. Targets: the score; a trial that broke a gate counts at most
 	// samplerIneligibleDrop below the baseline's score.
@@ -147,6 +175,12 @@ func (s *Sampler) fit(req session.ProposalRequest) samplerModel {
 	if len(hist) > 0 && hist[0].good {
 		base = hist[0].score
 	}
+	m.xb = make([]float64, D)
+	if len(hist) > 0 {
+		for i, d := range dims {
+			m.xb[i] = (d.encode(d.value(req.Base, req.Space)) - d.encode(d.value(hist[0].config, req.Space))) / m.units[i]
+		}
+	}
 	for _, tr := range hist {
 		x := make([]float64, p)
 		x[0] = 1
@@ -154,6 +188,9 @@ func (s *Sampler) fit(req session.ProposalRequest) samplerModel {
 			x[i+1] = (d.encode(d.value(tr.config, req.Space)) - d.encode(d.value(hist[0].config, req.Space))) / m.units[i]
 			if x[i+1] != 0 {
 				m.moved[i]++
+			}
+			if curv {
+				x[D+1+i] = x[i+1] * x[i+1]
 			}
 		}
 		y := tr.score
@@ -165,15 +202,19 @@ func (s *Sampler) fit(req session.ProposalRequest) samplerModel {
 	// Posterior precision A = XᵀX/σ² + prior precision; mean = A⁻¹ Xᵀy/σ².
 	noise2 := s.opts.NoiseSD * s.opts.NoiseSD
 	a := make([][]float64, p)
+	b := make([]float64, p)
 	for i := range a {
 		a[i] = make([]float64, p)
 		prior := s.opts.PriorSD
 		if i == 0 {
 			prior = 1 // the intercept is barely constrained
 		}
+		if i > D {
+			prior = s.opts.CurvSD
+			b[i] = -s.opts.CurvMean / (prior * prior) // the prior's mean
+		}
 		a[i][i] = 1 / (prior * prior)
 	}
-	b := make([]float64, p)
 	for k, x := range xs {
 		for i := 0; i < p; i++ {
 			if x[i] == 0 {
@@ -194,6 +235,18 @@ func (s *Sampler) fit(req session.ProposalRequest) samplerModel {
 	}
 	m.chol = cholesky(m.cov)
 	return m
+}
+
+// curved says whether the model has a curvature term per dim.
+func (m samplerModel) curved() bool { return len(m.mean) > len(m.dims)+1 }
+
+// curv returns dim i's curvature estimate and its deviation (0, 0 without curvature terms).
+func (m samplerModel) curv(i int) (float64, float64) {
+	if !m.curved() {
+		return 0, 0
+	}
+	k := len(m.dims) + 1 + i
+	return m.mean[k], math.Sqrt(m.cov[k][k])
 }
 
 // draw is one Thompson sample of the coefficients.
@@ -258,6 +311,37 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 			}
 			dir := math.Copysign(1, beta[i+1])
 			zb := d.encode(mv.base)
+			if m.curved() {
+				// The better of a step up and a step down, each worth its linear effect
+				// plus the curvature's change between the base's position and the new one;
+				// a term that is off can only be switched on, to the middle of its range.
+				xb := m.xb[i]
+				g := beta[len(m.dims)+1+i]
+				bestGain, bestTo := math.Inf(-1), 0.0
+				for _, dd := range []float64{1, -1} {
+					to := math.Min(math.Max(zb+dd*m.units[i], mv.zlo), mv.zhi)
+					if d.weight && mv.base == 0 {
+						if dd < 0 {
+							continue
+						}
+						to = mv.zlo + 0.5*(mv.zhi-mv.zlo)
+					}
+					delta := (to - zb) / m.units[i]
+					if math.Abs(delta) < 0.25 {
+						continue
+					}
+					gain := beta[i+1]*delta + g*((xb+delta)*(xb+delta)-xb*xb)
+					if gain > bestGain {
+						bestGain, bestTo = gain, to
+					}
+				}
+				if math.IsInf(bestGain, -1) {
+					continue
+				}
+				delta := (bestTo - zb) / m.units[i]
+				picks = append(picks, pick{i: i, dir: math.Copysign(1, delta), gain: bestGain, to: bestTo, mv: mv, delta: delta})
+				continue
+			}
 			var to float64
 			if d.weight && mv.base == 0 {
 				if dir < 0 {

@@ -162,3 +162,64 @@ func TestPromptCarriesSamplerEvidence(t *testing.T) {
 		t.Error("evidence sent with only the baseline")
 	}
 }
+
+// A scalar that cost whichever way it moved is learned as curved, not as "the other way
+// gains": the proposal leaves it alone and follows the scalar that helped. The linear
+// model (CurvSD < 0) has no such term.
+func TestSamplerLearnsThatAMoveCostsBothWays(t *testing.T) {
+	space := session.DefaultSpace()
+	def := space.Defaults()
+	var hist []session.TrialSummary
+	var tried []session.Tried
+	add := func(c session.RewardConfig, score float64) {
+		s := score
+		hist = append(hist, session.TrialSummary{Number: len(hist), State: session.TrialCompleted, Score: &s, Eligible: true, Config: c.Clone()})
+		tried = append(tried, session.Tried{Label: fmt.Sprintf("trial %d", len(tried)), Config: c.Clone()})
+	}
+	add(def, 0)
+	for i := range 6 {
+		c := def.Clone()
+		switch i % 3 {
+		case 0: // foot_slip costs 0.04 whichever way it moves
+			c.Weights["foot_slip"] = def.Weights["foot_slip"] * 2
+		case 1:
+			c.Weights["foot_slip"] = def.Weights["foot_slip"] * 0.5
+		case 2: // a stronger action_rate_l2 gains 0.03
+			c.Weights["action_rate_l2"] = def.Weights["action_rate_l2"] * 2
+		}
+		score := -0.04
+		if i%3 == 2 {
+			score = 0.03
+		}
+		add(c, score)
+	}
+	// The base is the best trial, action_rate_l2 ×2.
+	req := session.ProposalRequest{SessionID: "s", Space: space, Base: hist[3].Config, BaseTrial: 3, History: hist, Tried: tried, Seed: 7}
+	effect := func(s *advisor.Sampler, name string) advisor.Effect {
+		for _, e := range s.Effects(req) {
+			if e.Name == name {
+				return e
+			}
+		}
+		t.Fatalf("no effect for %s", name)
+		return advisor.Effect{}
+	}
+	s := advisor.NewSampler(advisor.SamplerOptions{ExploitAfter: 1})
+	// The prior says -0.002 ± 0.003 per squared step; four trials pull it well below.
+	if e := effect(s, "foot_slip"); e.Curv > -0.004 || e.CurvSD <= 0 || math.Abs(e.PerStep) > 0.001 {
+		t.Errorf("foot_slip %+v, want a negative curvature learned from the trials and no linear effect", e)
+	}
+	if e := effect(advisor.NewSampler(advisor.SamplerOptions{CurvSD: -1}), "foot_slip"); e.Curv != 0 || e.CurvSD != 0 {
+		t.Errorf("linear model: foot_slip %+v has a curvature", e)
+	}
+	sug, err := s.Propose(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, moved := sug.Patch.Weights["foot_slip"]; moved {
+		t.Errorf("patch %v moves foot_slip, which cost both ways", sug.Patch)
+	}
+	if v, ok := sug.Patch.Weights["action_rate_l2"]; !ok || math.Abs(v) <= math.Abs(hist[3].Config.Weights["action_rate_l2"]) {
+		t.Errorf("patch %v does not make action_rate_l2 stronger, which helped", sug.Patch)
+	}
+}

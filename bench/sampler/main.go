@@ -5,6 +5,7 @@
 //
 //	sampler sessions -method tunebot|old|random [-first 1000] [-surfaces 50] [-reps 3]   JSON lines, one per session
 //	sampler optuna-session -surface S -rep R     one session proposed by optuna_sessions.py
+//	sampler box [-first 1] [-surfaces 40]            what the whole-box searches' box holds, noise-free
 //	sampler summary FILE...                      quartiles, trials used and the targets
 package main
 
@@ -18,7 +19,7 @@ func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: sampler sessions|optuna-session|summary ...")
+		fmt.Fprintln(stderr, "usage: sampler sessions|optuna-session|box|summary ...")
 		return 2
 	}
 	var err error
@@ -27,10 +28,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdSessions(args[1:], stdout)
 	case "optuna-session":
 		err = cmdOptunaSession(args[1:], stdin, stdout)
+	case "box":
+		err = cmdBox(args[1:], stdout)
 	case "summary":
 		err = cmdSummary(args[1:], stdout)
 	default:
-		err = fmt.Errorf("unknown command %q (sessions, optuna-session or summary)", args[0])
+		err = fmt.Errorf("unknown command %q (sessions, optuna-session, box or summary)", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sampler:", err)

@@ -19,20 +19,24 @@ from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
 
-def run_session(binary: str, surface: int, rep: int, extra: list) -> dict:
+def run_session(binary: str, surface: int, rep: int, extra: list, startup: int, label: str) -> dict:
     proc = subprocess.Popen([binary, "optuna-session", "-surface", str(surface), "-rep", str(rep), *extra],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         hello = json.loads(proc.stdout.readline())
+        kw = {"n_startup_trials": startup} if startup > 0 else {}
         dists = {d["name"]: FloatDistribution(d["low"], d["high"], log=d["log"]) for d in hello["dims"]}
         study = optuna.create_study(direction="maximize",
-                                    sampler=optuna.samplers.TPESampler(seed=surface * 10 + rep))
+                                    sampler=optuna.samplers.TPESampler(seed=surface * 10 + rep, **kw))
         asked = []  # Optuna trials asked, in proposal order (session trial 1, 2, ...)
         told = 0    # session trials told so far (trial 0, the baseline, is added)
         while True:
             msg = json.loads(proc.stdout.readline())
             if "result" in msg:
-                return msg["result"]
+                res = msg["result"]
+                if label:
+                    res["method"] = label
+                return res
             trials = msg["trials"]
             while told < len(trials):
                 t = trials[told]
@@ -64,12 +68,15 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--tmp", default="")
+    ap.add_argument("--startup", type=int, default=0,
+                    help="TPESampler's n_startup_trials (0: Optuna's default, 10)")
+    ap.add_argument("--label", default="", help="the method's name in the results (default: optuna)")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     extra = ["-tmp", args.tmp] if args.tmp else []
     jobs = [(s, r) for s in range(args.first, args.first + args.surfaces) for r in range(args.reps)]
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        for res in pool.map(lambda j: run_session(args.binary, j[0], j[1], extra), jobs):
+        for res in pool.map(lambda j: run_session(args.binary, j[0], j[1], extra, args.startup, args.label), jobs):
             print(json.dumps(res), flush=True)
     return 0
 

@@ -34,6 +34,9 @@ type memTrainer struct {
 	trainer.Layout
 	surf *sim.Surface
 	rep  int
+	// noiseFree evaluates the noise-free surface (a diagnostic: how much of the gap is the
+	// noise's, never part of the reported table).
+	noiseFree bool
 }
 
 type memCheckpoint struct {
@@ -70,6 +73,12 @@ func (m memTrainer) Evaluate(_ context.Context, job session.EvalJob, _ session.J
 		seeds[i] = s + 1000*m.rep
 	}
 	ev := m.surf.Evaluation(ck.Config, ck.Iteration, seeds)
+	if m.noiseFree {
+		ev.Metrics = m.surf.Expected(ck.Config, ck.Iteration)
+		for i := range ev.PerSeed {
+			ev.PerSeed[i].Metrics = ev.Metrics
+		}
+	}
 	ev.Task, ev.Checkpoint = job.Settings.Task, filepath.Base(job.Checkpoint)
 	return ev, nil
 }
@@ -91,6 +100,8 @@ type sessionResult struct {
 	Scores []*float64 `json:"scores"`
 	// Truth is each rung-0 configuration's noise-free gain at the top rung, in the same order.
 	Truth []float64 `json:"truth"`
+	// Eligible0 says whether each rung-0 trial passed the gates (as measured, with its noise).
+	Eligible0 []bool `json:"eligible0"`
 	// Shipped is the trial number of the configuration the session shipped.
 	Shipped int `json:"shipped"`
 }
@@ -189,7 +200,7 @@ func (boxRandom) Propose(ctx context.Context, req session.ProposalRequest) (sess
 
 // runSession runs one whole session with the real engine (proposals, rung 0, successive
 // halving, final re-evaluation, the preset) on surf and scores what it ships.
-func runSession(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, settings session.Settings, attainable float64) (sessionResult, error) {
+func runSession(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, settings session.Settings, attainable float64, noiseFree bool) (sessionResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return sessionResult{}, err
 	}
@@ -199,7 +210,7 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 		return sessionResult{}, err
 	}
 	defer db.Close()
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memTrainer{surf: surf, rep: rep}, Sampler: adv,
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memTrainer{surf: surf, rep: rep, noiseFree: noiseFree}, Sampler: adv,
 		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
 	if err != nil {
 		return sessionResult{}, err
@@ -230,6 +241,7 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 			}
 			g, _ := surf.Gain(t.RewardConfig, settings.Rungs[len(settings.Rungs)-1], settings.Objective, settings.Floors)
 			r.Scores, r.Truth = append(r.Scores, sc), append(r.Truth, g)
+			r.Eligible0 = append(r.Eligible0, t.Eligible())
 		}
 	}
 	if s.State != session.StateSucceeded {
@@ -276,8 +288,13 @@ func benchSettings(fs *flag.FlagSet) func() (session.Settings, error) {
 	patience := fs.Int("patience", 0, "early-stop patience (0: the session default)")
 	evalSeeds := fs.Int("eval-seeds", 0, "rung-0 evaluation seeds (0: the session default)")
 	changes := fs.Int("sampler-max-changes", -1, "the session's sampler_max_changes (-1: the session default; 0: the space's 4)")
+	rung0 := fs.Int("rung0", 0, "diagnostic: rung 0's iterations (0: the session default)")
 	return func() (session.Settings, error) {
 		st := session.DefaultSettings()
+		if *rung0 > 0 {
+			st.Rungs[0] = *rung0
+			st.Rungs[1], st.Rungs[2] = max(st.Rungs[1], *rung0), max(st.Rungs[2], *rung0)
+		}
 		if *changes >= 0 {
 			st.SamplerMaxChanges = *changes
 		}
@@ -306,6 +323,7 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	workers := fs.Int("workers", 2, "sessions run at once")
 	tmp := fs.String("tmp", "", "directory for the sessions' stores (default: the system's)")
 	label := fs.String("label", "", "the method's name in the results (default: -method)")
+	noiseFree := fs.Bool("noise-free", false, "diagnostic: evaluate the noise-free surface (how much of the gap is the noise's; never in the reported table)")
 	settings := benchSettings(fs)
 	var opts advisor.SamplerOptions
 	fs.Float64Var(&opts.PriorSD, "prior-sd", 0, "tunebot: SamplerOptions.PriorSD (0: its default), for tuning on surfaces below 1000")
@@ -314,6 +332,8 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
 	fs.IntVar(&opts.ExploitAfter, "exploit-after", 0, "tunebot: SamplerOptions.ExploitAfter")
 	fs.IntVar(&opts.MaxChanges, "max-changes", 0, "tunebot: SamplerOptions.MaxChanges (0: the space's)")
+	fs.Float64Var(&opts.CurvMean, "curv-mean", 0, "tunebot: SamplerOptions.CurvMean")
+	fs.Float64Var(&opts.CurvSD, "curv-sd", 0, "tunebot: SamplerOptions.CurvSD")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -355,7 +375,7 @@ func cmdSessions(args []string, stdout io.Writer) error {
 			defer wg.Done()
 			for j := range jobs {
 				dir := filepath.Join(root, fmt.Sprintf("s%d-r%d", j.surf.Seed(), j.rep))
-				r, err := runSession(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st))
+				r, err := runSession(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
@@ -474,7 +494,7 @@ func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	defer os.RemoveAll(root)
 	var cache oracleCache
-	r, err := runSession(context.Background(), root, method{name: "optuna", space: sp}, b, surf, *rep, st, cache.get(surf, st))
+	r, err := runSession(context.Background(), root, method{name: "optuna", space: sp}, b, surf, *rep, st, cache.get(surf, st), false)
 	if err != nil {
 		return err
 	}

@@ -39,15 +39,16 @@ func cmdSummary(files []string, stdout io.Writer) error {
 		}
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "method\tsessions\tsurfaces\tq1\tmedian\tq3\tmean trials\tstopped early\t")
+	fmt.Fprintln(tw, "method\tsessions\tsurfaces\tq1\tmedian\tq3\tmean\tmean trials\tstopped early\t")
 	med := map[string]float64{}
 	for _, n := range names {
 		rs := by[n]
 		var fr []float64
-		trials, early := 0, 0
+		trials, early, sum := 0, 0, 0.0
 		surf := map[int64]bool{}
 		for _, r := range rs {
 			fr = append(fr, r.Fraction)
+			sum += r.Fraction
 			trials += r.Trials
 			if r.Trials < 12 {
 				early++
@@ -56,8 +57,8 @@ func cmdSummary(files []string, stdout io.Writer) error {
 		}
 		sort.Float64s(fr)
 		med[n] = quantile(fr, 0.5)
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f\t%d%%\t\n", n, len(rs), len(surf),
-			100*quantile(fr, 0.25), 100*med[n], 100*quantile(fr, 0.75), float64(trials)/float64(len(rs)), 100*early/len(rs))
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f\t%d%%\t\n", n, len(rs), len(surf),
+			100*quantile(fr, 0.25), 100*med[n], 100*quantile(fr, 0.75), 100*sum/float64(len(rs)), float64(trials)/float64(len(rs)), 100*early/len(rs))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
