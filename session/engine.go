@@ -719,7 +719,15 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 			continue
 		}
 		if len(e.runningRefs(j)) == 0 {
-			return
+			select {
+			case <-j.ended:
+				// A job ended after this step's snapshot (a fast one can end before the
+				// step returns): its result is stored, so plan again rather than leave
+				// the session with nobody to take it further.
+				continue
+			default:
+				return
+			}
 		}
 		select {
 		case <-j.ended:

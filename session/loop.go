@@ -64,6 +64,10 @@ func (e *Engine) load(ctx context.Context, id string) (snapshot, error) {
 // to end or a wake-up, or leaves when nothing runs. Everything it decides derives from
 // the store, so a crash between two steps loses at most the jobs that were running.
 func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger) (bool, error) {
+	// Which jobs run is read before the snapshot: a job that ends in between has stored
+	// its trial's end by the time the snapshot is read, so it is never taken for a trial
+	// left unfinished and started again.
+	running := e.runningRefs(j)
 	n, err := e.load(ctx, id)
 	if err != nil {
 		return false, err
@@ -75,7 +79,6 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	case StatePaused:
 		return false, nil
 	}
-	running := e.runningRefs(j)
 	if s.PauseAsked {
 		if len(running) > 0 {
 			return false, nil // no new job; paused once the running ones end

@@ -187,6 +187,13 @@ func TestParallelSessionKeepsFourGPUsBusyAndNeverShares(t *testing.T) {
 	if s.Preset == "" {
 		t.Error("no preset saved")
 	}
+	g.fakeTrainer.mu.Lock()
+	defer g.fakeTrainer.mu.Unlock()
+	for ref, n := range g.fakeTrainer.trains {
+		if n != 1 {
+			t.Errorf("trial %s trained %d times", ref, n)
+		}
+	}
 }
 
 // The same session with one job at a time never overlaps: parallel 1 is today's serial
@@ -524,5 +531,34 @@ func TestPauseWithParallelJobsStartsNothingNew(t *testing.T) {
 	}
 	if s = h.wait(s.ID); s.State != session.StateSucceeded {
 		t.Fatalf("state %s (%s)", s.State, s.Reason)
+	}
+}
+
+// Jobs that end at once race the scheduler's next step: a trial whose job just ended must
+// never be taken for one left unfinished and run again, and none may be left unplanned.
+func TestFastJobsNeverRunTwice(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	defer drain(h.tr)()
+	eng := h.parallelEngine(h.tr, 0, true)
+	st := settings(session.ModeAutomatic)
+	st.TrialCount, st.Patience, st.GPUs = 20, 20, []int{0, 1, 2, 3}
+	st.Promote = nil
+	st.Normalize()
+	for round := 0; round < 3; round++ {
+		s, err := eng.Start(context.Background(), st, console)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s = h.wait(s.ID); s.State != session.StateSucceeded {
+			t.Fatalf("round %d: state %s (%s)", round, s.State, s.Reason)
+		}
+		h.tr.mu.Lock()
+		for ref, n := range h.tr.trains {
+			if n != 1 {
+				t.Errorf("round %d: trial %s trained %d times", round, ref, n)
+			}
+		}
+		clear(h.tr.trains)
+		h.tr.mu.Unlock()
 	}
 }

@@ -3,8 +3,6 @@ package trainer_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,60 +15,16 @@ import (
 	"tunebot/trainer"
 	"tunebot/trainer/sim"
 	"tunebot/trainer/slurm"
+	"tunebot/trainer/slurm/slurmtest"
 )
 
-// A real one-node Slurm with 2 fake GPUs (scripts/slurm.sh), brought up by the first test
-// that needs it and taken down by TestMain; SLURM_CONF, when set, names a running one.
-var (
-	slurmOnce    sync.Once
-	slurmEnvList []string
-	slurmSkip    string
-	slurmDir     string
-	slurmScript  string
-)
-
-func slurmUp() {
-	if conf := os.Getenv("SLURM_CONF"); conf != "" {
-		slurmEnvList = os.Environ()
-		return
-	}
-	if _, err := exec.LookPath("slurmctld"); err != nil {
-		slurmSkip = "Slurm is not installed here: `bash scripts/slurm.sh install` (root) installs Debian's slurmctld, slurmd, slurm-client and munge"
-		return
-	}
-	dir, err := os.MkdirTemp("", "tunebot-slurm-")
-	if err != nil {
-		slurmSkip = "no temp dir for Slurm: " + err.Error()
-		return
-	}
-	slurmDir = dir
-	slurmScript, _ = filepath.Abs("../scripts/slurm.sh")
-	up := exec.Command("bash", slurmScript, "up", dir, "2")
-	up.Stderr = os.Stderr
-	out, err := up.Output()
-	if err != nil {
-		slurmSkip = fmt.Sprintf("bringing up Slurm failed (%v): logs in %s", err, dir)
-		return
-	}
-	slurmEnvList = append(os.Environ(), strings.TrimSpace(string(out)))
-}
-
-func slurmDown() {
-	if slurmDir == "" {
-		return
-	}
-	exec.Command("bash", slurmScript, "down", slurmDir).Run()
-	os.RemoveAll(slurmDir)
-}
+// cluster is the test binary's real Slurm (slurmtest), taken down by TestMain.
+var cluster slurmtest.Cluster
 
 // needSlurm returns a client of the test cluster, or skips saying why there is none.
 func needSlurm(t *testing.T) *slurm.Client {
 	t.Helper()
-	slurmOnce.Do(slurmUp)
-	if slurmSkip != "" {
-		t.Skip(slurmSkip)
-	}
-	return &slurm.Client{Env: slurmEnvList}
+	return &slurm.Client{Env: cluster.Env(t)}
 }
 
 // slurmRunner is a Runner of the sim templates whose jobs go to the test cluster.
@@ -131,7 +85,7 @@ func (h *slurmHooks) proc(t *testing.T) session.Proc {
 func jobsNamed(t *testing.T, dir, name string) []string {
 	t.Helper()
 	cmd := exec.Command("squeue", "-t", "all", "-h", "-n", name, "-o", "%i|%o")
-	cmd.Env = slurmEnvList
+	cmd.Env = cluster.Env(t)
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("squeue -n %s: %v", name, err)

@@ -1,67 +1,20 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
+
+	"tunebot/trainer/slurm/slurmtest"
 )
 
-// A real one-node Slurm with 2 fake GPUs (scripts/slurm.sh), brought up by the first test
-// that needs it and taken down by TestMain; SLURM_CONF, when set, names a running one.
-var (
-	slurmOnce   sync.Once
-	slurmConf   string
-	slurmSkip   string
-	slurmDir    string
-	slurmScript string
-)
-
-func slurmUp() {
-	if conf := os.Getenv("SLURM_CONF"); conf != "" {
-		slurmConf = conf
-		return
-	}
-	if _, err := exec.LookPath("slurmctld"); err != nil {
-		slurmSkip = "Slurm is not installed here: `bash scripts/slurm.sh install` (root) installs Debian's slurmctld, slurmd, slurm-client and munge"
-		return
-	}
-	dir, err := os.MkdirTemp("", "tunebot-slurm-")
-	if err != nil {
-		slurmSkip = "no temp dir for Slurm: " + err.Error()
-		return
-	}
-	slurmDir = dir
-	slurmScript, _ = filepath.Abs("../../scripts/slurm.sh")
-	up := exec.Command("bash", slurmScript, "up", dir, "2")
-	up.Stderr = os.Stderr
-	out, err := up.Output()
-	if err != nil {
-		slurmSkip = fmt.Sprintf("bringing up Slurm failed (%v): logs in %s", err, dir)
-		return
-	}
-	slurmConf = strings.TrimPrefix(strings.TrimSpace(string(out)), "SLURM_CONF=")
-}
-
-func slurmDown() {
-	if slurmDir == "" {
-		return
-	}
-	exec.Command("bash", slurmScript, "down", slurmDir).Run()
-	os.RemoveAll(slurmDir)
-}
+// cluster is the test binary's real Slurm (slurmtest), taken down by TestMain.
+var cluster slurmtest.Cluster
 
 // needSlurm returns SLURM_CONF of the test cluster, or skips saying why there is none.
 func needSlurm(t *testing.T) string {
 	t.Helper()
-	slurmOnce.Do(slurmUp)
-	if slurmSkip != "" {
-		t.Skip(slurmSkip)
-	}
-	return slurmConf
+	return cluster.Need(t)
 }
 
 func slurmDoctorConfig(t *testing.T, executor string) string {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"tunebot/session"
-	"tunebot/store"
 	"tunebot/trainer/sim"
 )
 
@@ -72,11 +68,10 @@ executor:
 	}
 }
 
-// slurmEnv is the environment that points the Slurm commands at the test cluster
-// (doctor_slurm_test.go brings it up once for the package), or skips.
+// slurmEnv is the environment that points the Slurm commands at the test cluster.
 func slurmEnv(t *testing.T) []string {
 	t.Helper()
-	return []string{"SLURM_CONF=" + needSlurm(t)}
+	return []string{"SLURM_CONF=" + cluster.Need(t)}
 }
 
 // squeueJobs lists the cluster's jobs as id → state (squeue -t all keeps finished ones
@@ -108,6 +103,24 @@ func runningOf(jobs map[string]string, except map[string]bool) []string {
 	return out
 }
 
+// startSlurmSession starts the daemon on cfg and a 4-trial session in it, and returns once
+// two of its Slurm jobs run at once, with the jobs the cluster had before and those two.
+func startSlurmSession(t *testing.T, cfg string, env []string) (*exec.Cmd, *os.File, *syncBuffer, map[string]bool, []string) {
+	t.Helper()
+	before := map[string]bool{}
+	for id := range squeueJobs(t, env) {
+		before[id] = true
+	}
+	cmd, stdinW, out := startDaemon(t, cfg, env...)
+	stdinW.WriteString("/tune start trials=4 rungs=40,80,120 fallback=true\n")
+	var two []string
+	waitFor(t, "two Slurm jobs running at once", 90*time.Second, func() bool {
+		two = runningOf(squeueJobs(t, env), before)
+		return len(two) == 2
+	})
+	return cmd, stdinW, out, before, two
+}
+
 const slurmConfig = `
 data_dir: data
 service: {addr: "off"}
@@ -126,20 +139,10 @@ executor:
 // the session succeeds with every trial completed once.
 func TestSlurmSessionSurvivesKillNine(t *testing.T) {
 	env := slurmEnv(t)
-	before := map[string]bool{}
-	for id := range squeueJobs(t, env) {
-		before[id] = true
-	}
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, slurmConfig)
 	env = append(env, sim.StepDelayEnv+"=40ms")
-	cmd, stdinW, out := startDaemon(t, cfg, env...)
-	stdinW.WriteString("/tune start trials=4 rungs=40,80,120 fallback=true\n")
-	var two []string
-	waitFor(t, "two Slurm jobs running at once", 90*time.Second, func() bool {
-		two = runningOf(squeueJobs(t, env), before)
-		return len(two) == 2
-	})
+	cmd, _, out, before, two := startSlurmSession(t, cfg, env)
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -157,32 +160,7 @@ func TestSlurmSessionSurvivesKillNine(t *testing.T) {
 	_ = cmd2.Process.Signal(syscall.SIGTERM)
 	_ = cmd2.Wait()
 
-	db, err := store.Open(filepath.Join(dir, "data", "tunebot.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	ctx := context.Background()
-	all, _ := db.Sessions(ctx)
-	if len(all) != 1 || all[0].State != session.StateSucceeded {
-		t.Fatalf("sessions: %+v\n%s", all, out2.String())
-	}
-	audit, _ := db.Audit(ctx, all[0].ID)
-	completed := map[string]int{}
-	for _, a := range audit {
-		if a.Kind == "trial_finished" && a.Detail["state"] == "completed" {
-			completed[fmt.Sprint(a.Detail["trial"], "@", a.Detail["rung"])]++
-		}
-	}
-	trials, _ := db.Trials(ctx, all[0].ID)
-	for _, tr := range trials {
-		if tr.State != session.TrialCompleted {
-			t.Errorf("%s is %s: %s", tr.Ref(), tr.State, tr.Reason)
-		}
-		if n := completed[fmt.Sprint(tr.Number, "@", tr.Rung)]; n != 1 {
-			t.Errorf("%s completed %d times", tr.Ref(), n)
-		}
-	}
+	completedOnce(t, dir, out2.String())
 	// Every job of the session is one batch script; none was submitted twice: each
 	// script's job ran once, and the two jobs running at the kill finished COMPLETED.
 	jobs = squeueJobs(t, env)
@@ -210,20 +188,10 @@ func TestSlurmSessionSurvivesKillNine(t *testing.T) {
 // cancelled in Slurm (scancel), and the session is cancelled.
 func TestSlurmCancelEndsEveryJob(t *testing.T) {
 	env := slurmEnv(t)
-	before := map[string]bool{}
-	for id := range squeueJobs(t, env) {
-		before[id] = true
-	}
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, slurmConfig)
 	env = append(env, sim.StepDelayEnv+"=200ms")
-	_, stdinW, out := startDaemon(t, cfg, env...)
-	stdinW.WriteString("/tune start trials=4 rungs=40,80,120 fallback=true\n")
-	var two []string
-	waitFor(t, "two Slurm jobs running at once", 90*time.Second, func() bool {
-		two = runningOf(squeueJobs(t, env), before)
-		return len(two) == 2
-	})
+	_, stdinW, out, _, two := startSlurmSession(t, cfg, env)
 	stdinW.WriteString("/tune cancel\n")
 	waitFor(t, "both jobs to be cancelled in Slurm", 30*time.Second, func() bool {
 		jobs := squeueJobs(t, env)

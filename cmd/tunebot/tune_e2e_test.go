@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	slurmDown()
+	cluster.Down()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
@@ -208,6 +208,16 @@ session:
 			t.Fatalf("final resume: %v\n%s", err, out)
 		}
 	}
+	completedOnce(t, dir, "")
+	// no sim trainer of this data dir may be left running
+	time.Sleep(100 * time.Millisecond)
+	noTrainerLeft(t, dir)
+}
+
+// completedOnce checks the data dir's only session: it succeeded, every trial completed,
+// and each completed exactly once (a trial resumed after a crash never ran twice).
+func completedOnce(t *testing.T, dir, logs string) {
+	t.Helper()
 	db, err := store.Open(filepath.Join(dir, "data", "tunebot.db"), store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +226,7 @@ session:
 	ctx := context.Background()
 	all, _ := db.Sessions(ctx)
 	if len(all) != 1 || all[0].State != session.StateSucceeded {
-		t.Fatalf("sessions: %+v", all)
+		t.Fatalf("sessions: %+v\n%s", all, logs)
 	}
 	audit, _ := db.Audit(ctx, all[0].ID)
 	finishedRuns := map[string]int{}
@@ -228,15 +238,12 @@ session:
 	trials, _ := db.Trials(ctx, all[0].ID)
 	for _, tr := range trials {
 		if tr.State != session.TrialCompleted {
-			t.Errorf("%s is %s", tr.Ref(), tr.State)
+			t.Errorf("%s is %s: %s", tr.Ref(), tr.State, tr.Reason)
 		}
 		if n := finishedRuns[fmt.Sprint(tr.Number, "@", tr.Rung)]; n != 1 {
 			t.Errorf("%s completed %d times", tr.Ref(), n)
 		}
 	}
-	// no sim trainer of this data dir may be left running
-	time.Sleep(100 * time.Millisecond)
-	noTrainerLeft(t, dir)
 }
 
 // sessionSucceeded reports whether the data file's only session has succeeded.

@@ -13,54 +13,23 @@ import (
 	"time"
 
 	"tunebot/trainer/slurm"
+	"tunebot/trainer/slurm/slurmtest"
 )
 
-// slurmEnv is the environment of the Slurm commands in the tests that need a real Slurm:
-// SLURM_CONF of the cluster TestMain brought up (or the caller gave), or nil for none.
-var slurmEnv []string
+// cluster is the test binary's real Slurm (slurmtest): a one-node Slurm with 2 fake GPUs,
+// brought up by the first test that needs it, or the one SLURM_CONF names. Where Slurm is
+// not installed (and cannot be: not root), the tests that need it skip and say so.
+var cluster slurmtest.Cluster
 
-// slurmSkip says why the real-Slurm tests skip, when they do.
-var slurmSkip string
-
-// TestMain brings up a one-node Slurm with 2 fake GPUs through scripts/slurm.sh, unless
-// SLURM_CONF already names a running one. Where Slurm is not installed (and cannot be: not
-// root), the tests that need it skip and say so.
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		if conf := os.Getenv("SLURM_CONF"); conf != "" {
-			slurmEnv = os.Environ()
-			return m.Run()
-		}
-		if _, err := exec.LookPath("slurmctld"); err != nil {
-			slurmSkip = "Slurm is not installed here: `bash scripts/slurm.sh install` (root) installs Debian's slurmctld, slurmd, slurm-client and munge"
-			return m.Run()
-		}
-		dir, err := os.MkdirTemp("", "tunebot-slurm-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer os.RemoveAll(dir)
-		script, _ := filepath.Abs("../../scripts/slurm.sh")
-		up := exec.Command("bash", script, "up", dir, "2")
-		up.Stderr = os.Stderr
-		out, err := up.Output()
-		defer exec.Command("bash", script, "down", dir).Run()
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "bringing up Slurm: %v\n", err)
-			return 1
-		}
-		slurmEnv = append(os.Environ(), strings.TrimSpace(string(out)))
-		return m.Run()
-	}())
+	code := m.Run()
+	cluster.Down()
+	os.Exit(code)
 }
 
 func needSlurm(t *testing.T) *slurm.Client {
 	t.Helper()
-	if slurmSkip != "" {
-		t.Skip(slurmSkip)
-	}
-	return &slurm.Client{Env: slurmEnv}
+	return &slurm.Client{Env: cluster.Env(t)}
 }
 
 // argvDump is a command that writes its argv as JSON to the file named by its first word.
