@@ -38,16 +38,6 @@ type SamplerOptions struct {
 	// costs a little on its own) and spread CurvSD (default 0.003; negative: no curvature
 	// terms, the purely linear model).
 	CurvMean, CurvSD float64
-	// Screen is the number of first proposals that follow a balanced screening design
-	// around the base instead of the model (0: none).
-	Screen int
-	// ScreenChanges caps the scalars one screening row moves (0: the proposal's cap).
-	ScreenChanges int
-	// Revert lets a scalar the base has moved go back to the baseline's value.
-	Revert bool
-	// ExploitZ: when following the mean, a scalar moves only if its estimated effect is at
-	// least ExploitZ deviations from 0 (0: any promised gain).
-	ExploitZ float64
 }
 
 // Sampler is tunebot's numeric proposer (docs/design.md §5). It models every finished
@@ -296,23 +286,13 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 	rng := rand.New(rand.NewPCG(uint64(req.Seed), uint64(len(req.History))^samplerStream))
 	rejected := rejectedDirections(req)
 	n := len(tpeFinished(req.History))
-	if j := n - 1; s.opts.Screen > 0 && j >= 0 && j < s.opts.Screen {
-		sc := maxChanges
-		if s.opts.ScreenChanges > 0 {
-			sc = min(sc, s.opts.ScreenChanges)
-		}
-		if patch, changes, ok := s.screen(req, byName, m, j, sc, rejected); ok {
-			return session.Suggestion{Patch: patch, Rationale: screenRationale(j, s.opts.Screen, changes), Confidence: 0.2, Source: session.SourceSampler}, nil
-		}
-	}
 	var lastErr error
 	for try := 0; try < s.opts.MaxTries; try++ {
 		if err := ctx.Err(); err != nil {
 			return session.Suggestion{}, err
 		}
 		beta := m.draw(rng)
-		exploit := s.opts.ExploitAfter > 0 && n >= s.opts.ExploitAfter && try == 0
-		if exploit {
+		if s.opts.ExploitAfter > 0 && n >= s.opts.ExploitAfter && try == 0 {
 			beta = m.mean
 		}
 		type pick struct {
@@ -329,9 +309,6 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 			if !ok || beta[i+1] == 0 {
 				continue
 			}
-			if exploit && s.opts.ExploitZ > 0 && math.Abs(beta[i+1]) < s.opts.ExploitZ*math.Sqrt(m.cov[i+1][i+1]) {
-				continue
-			}
 			dir := math.Copysign(1, beta[i+1])
 			zb := d.encode(mv.base)
 			if m.curved() {
@@ -341,13 +318,7 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 				xb := m.xb[i]
 				g := beta[len(m.dims)+1+i]
 				bestGain, bestTo := math.Inf(-1), 0.0
-				steps := []float64{1, -1}
-				if s.opts.Revert && math.Abs(xb) > 0.25 && !(d.weight && mv.base == 0) {
-					if z := zb - xb*m.units[i]; z >= mv.zlo && z <= mv.zhi {
-						steps = append(steps, -xb)
-					}
-				}
-				for _, dd := range steps {
+				for _, dd := range []float64{1, -1} {
 					to := math.Min(math.Max(zb+dd*m.units[i], mv.zlo), mv.zhi)
 					if d.weight && mv.base == 0 {
 						if dd < 0 {

@@ -334,10 +334,6 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	fs.IntVar(&opts.MaxChanges, "max-changes", 0, "tunebot: SamplerOptions.MaxChanges (0: the space's)")
 	fs.Float64Var(&opts.CurvMean, "curv-mean", 0, "tunebot: SamplerOptions.CurvMean")
 	fs.Float64Var(&opts.CurvSD, "curv-sd", 0, "tunebot: SamplerOptions.CurvSD")
-	fs.IntVar(&opts.Screen, "screen", 0, "tunebot: SamplerOptions.Screen")
-	fs.BoolVar(&opts.Revert, "revert", false, "tunebot: SamplerOptions.Revert")
-	fs.IntVar(&opts.ScreenChanges, "screen-changes", 0, "tunebot: SamplerOptions.ScreenChanges")
-	fs.Float64Var(&opts.ExploitZ, "exploit-z", 0, "tunebot: SamplerOptions.ExploitZ")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
