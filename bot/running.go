@@ -91,14 +91,18 @@ func where(p *session.Proc) string {
 // RunningLines is every running trial of trials as RunningLine, at most MaxRunningLines
 // of them and then how many more.
 func RunningLines(trials []session.Trial, cur *session.Trial) []string {
-	run := RunningTrials(trials, cur)
+	return capLines(RunningTrials(trials, cur), RunningLine)
+}
+
+// capLines renders xs a line each, at most MaxRunningLines of them and then how many more.
+func capLines[T any](xs []T, line func(T) string) []string {
 	var out []string
-	for i, t := range run {
+	for i, x := range xs {
 		if i == MaxRunningLines {
-			out = append(out, fmt.Sprintf("… and %d more", len(run)-i))
+			out = append(out, fmt.Sprintf("… and %d more", len(xs)-i))
 			break
 		}
-		out = append(out, RunningLine(t))
+		out = append(out, line(x))
 	}
 	return out
 }
@@ -124,16 +128,7 @@ func PendingLine(p session.Proposal) string {
 
 // PendingLines is every pending proposal of ps as PendingLine, capped like RunningLines.
 func PendingLines(ps []session.Proposal) []string {
-	pend := Pending(ps)
-	var out []string
-	for i, p := range pend {
-		if i == MaxRunningLines {
-			out = append(out, fmt.Sprintf("… and %d more", len(pend)-i))
-			break
-		}
-		out = append(out, PendingLine(p))
-	}
-	return out
+	return capLines(Pending(ps), PendingLine)
 }
 
 // WhichProposal answers a decision that names no proposal while several wait: it lists

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -169,8 +168,8 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 			n.trials = append(n.trials, t)
 		}
 	}
-	if len(running) > 0 || len(e.runningRefs(j)) > 0 {
-		return false, nil
+	if len(e.runningRefs(j)) > 0 {
+		return false, nil // the finalists are known once nothing runs
 	}
 
 	// 5. Finalists are re-evaluated on the final evaluation seeds, all at once.
@@ -830,21 +829,11 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 	return nil
 }
 
-// jobGPUs is how many GPUs one job of s holds, for GPU-hour accounting.
-func (e *Engine) jobGPUs(s Session) int {
-	if e.cfg.LeaseGPUs && len(s.Settings.GPUs) > 0 {
-		return len(s.Settings.GPUs) // the job's own lease
-	}
-	return e.gpusPerTrial(s)
-}
-
 // statusHook records a remote job's state (pending and why, running where) on the trial
 // and tells the session's thread when it changes.
 func (e *Engine) statusHook(ctx context.Context, s Session, t *Trial, job string, log *slog.Logger) func(Proc) {
-	var mu sync.Mutex
+	// The trainer calls it from the goroutine that follows the job, as it does Started.
 	return func(p Proc) {
-		mu.Lock()
-		defer mu.Unlock()
 		p.Job = job
 		changed := t.Proc == nil || t.Proc.SlurmState != p.SlurmState || t.Proc.SlurmReason != p.SlurmReason || t.Proc.Node != p.Node
 		t.Proc = &p

@@ -30,27 +30,28 @@ type slot struct {
 // jobs is a worker's running trials, guarded by Engine.mu.
 type jobs struct {
 	running map[TrialRef]*slot
-	free    []int // GPUs of the session not leased to a running job
-	leasing bool
+	free    []int // GPUs of the session not leased to a running job (LeaseGPUs)
 	wg      sync.WaitGroup
 	ended   chan struct{} // a job ended (buffered 1: the scheduler re-reads everything)
 	err     error         // the first error a job returned that is not its trial's failure
 }
 
 func newJobs(e *Engine, s Session) *jobs {
-	j := &jobs{running: map[TrialRef]*slot{}, ended: make(chan struct{}, 1), leasing: e.cfg.LeaseGPUs}
-	if j.leasing {
+	j := &jobs{running: map[TrialRef]*slot{}, ended: make(chan struct{}, 1)}
+	if e.cfg.LeaseGPUs {
 		j.free = slices.Clone(s.Settings.GPUs)
 	}
 	return j
 }
 
+// perTrial is how many GPUs each trial job holds.
+func (e *Engine) perTrial() int { return max(e.cfg.GPUsPerTrial, 1) }
+
 // parallel is how many trial jobs session s may run at once.
 func (e *Engine) parallel(s Session) int {
-	per := max(e.cfg.GPUsPerTrial, 1)
 	p := e.cfg.Parallel
 	if e.cfg.LeaseGPUs {
-		fit := len(s.Settings.GPUs) / per
+		fit := len(s.Settings.GPUs) / e.perTrial()
 		if p <= 0 || p > fit {
 			p = fit
 		}
@@ -58,23 +59,28 @@ func (e *Engine) parallel(s Session) int {
 	return max(p, 1)
 }
 
-// gpusPerTrial is how many GPUs one trial job of s holds (for GPU-hour accounting too).
-func (e *Engine) gpusPerTrial(s Session) int {
-	if e.cfg.LeaseGPUs || e.cfg.Parallel > 1 || e.cfg.GPUsPerTrial > 0 {
-		return max(e.cfg.GPUsPerTrial, 1)
+// jobGPUs is how many GPUs one job of s holds, for GPU-hour accounting: its own lease
+// (s carries it), or what a cluster gives each job, or with one job at a time and nothing
+// leased all of the session's GPUs.
+func (e *Engine) jobGPUs(s Session) int {
+	switch {
+	case e.cfg.LeaseGPUs && len(s.Settings.GPUs) > 0:
+		return len(s.Settings.GPUs)
+	case e.cfg.LeaseGPUs || e.cfg.Parallel > 1 || e.cfg.GPUsPerTrial > 0:
+		return e.perTrial()
 	}
-	return max(len(s.Settings.GPUs), 1) // one job at a time holds all the session's GPUs
+	return max(len(s.Settings.GPUs), 1)
 }
 
 // checkGPUs refuses a session whose GPUs cannot hold one trial job.
 func (e *Engine) checkGPUs(st Settings) error {
-	if per := max(e.cfg.GPUsPerTrial, 1); e.cfg.LeaseGPUs && len(st.GPUs) < per {
+	if per := e.perTrial(); e.cfg.LeaseGPUs && len(st.GPUs) < per {
 		return Userf(ErrConflict, "the session has %d GPU(s) but every trial needs %d (executor.gpus_per_trial): list more in gpus", len(st.GPUs), per)
 	}
 	return nil
 }
 
-// running returns the refs this worker runs now.
+// runningRefs returns the refs this worker runs now.
 func (e *Engine) runningRefs(j *jobs) map[TrialRef]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -89,9 +95,15 @@ func (e *Engine) runningRefs(j *jobs) map[TrialRef]bool {
 func (e *Engine) freeSlots(s Session, j *jobs) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return e.freeLocked(s, j)
+}
+
+// freeLocked is freeSlots with e.mu held: the slots parallel leaves, and with leased GPUs
+// no more than the free GPUs can hold.
+func (e *Engine) freeLocked(s Session, j *jobs) int {
 	n := e.parallel(s) - len(j.running)
-	if j.leasing {
-		n = min(n, len(j.free)/max(e.cfg.GPUsPerTrial, 1))
+	if e.cfg.LeaseGPUs {
+		n = min(n, len(j.free)/e.perTrial())
 	}
 	return max(n, 0)
 }
@@ -100,17 +112,13 @@ func (e *Engine) freeSlots(s Session, j *jobs) int {
 // returns false when no slot or GPU is free (the caller plans again after a job ends).
 func (e *Engine) launch(ctx context.Context, s Session, j *jobs, ref TrialRef, phase string, run func(ctx context.Context, sl *slot) error) bool {
 	e.mu.Lock()
-	if _, dup := j.running[ref]; dup {
-		e.mu.Unlock()
-		return false
-	}
-	per := max(e.cfg.GPUsPerTrial, 1)
-	if len(j.running) >= e.parallel(s) || (j.leasing && len(j.free) < per) {
+	if _, dup := j.running[ref]; dup || e.freeLocked(s, j) == 0 {
 		e.mu.Unlock()
 		return false
 	}
 	sl := &slot{ref: ref, phase: phase}
-	if j.leasing {
+	if e.cfg.LeaseGPUs {
+		per := e.perTrial()
 		sl.gpus, j.free = slices.Clone(j.free[:per]), j.free[per:]
 	}
 	j.running[ref] = sl
@@ -121,7 +129,7 @@ func (e *Engine) launch(ctx context.Context, s Session, j *jobs, ref TrialRef, p
 		err := run(ctx, sl)
 		e.mu.Lock()
 		delete(j.running, ref)
-		if j.leasing {
+		if e.cfg.LeaseGPUs {
 			j.free = append(j.free, sl.gpus...)
 			slices.Sort(j.free)
 		}
