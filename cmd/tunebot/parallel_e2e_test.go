@@ -103,22 +103,34 @@ func runningOf(jobs map[string]string, except map[string]bool) []string {
 	return out
 }
 
-// startSlurmSession starts the daemon on cfg and a 4-trial session in it, and returns once
-// two of its Slurm jobs run at once, with the jobs the cluster had before and those two.
-func startSlurmSession(t *testing.T, cfg string, env []string) (*exec.Cmd, *os.File, *syncBuffer, map[string]bool, []string) {
+// slurmRun is a daemon running a session whose jobs go to the test cluster.
+type slurmRun struct {
+	dir, cfg string
+	env      []string // the cluster's SLURM_CONF and the sim's step delay
+	cmd      *exec.Cmd
+	stdin    *os.File
+	out      *syncBuffer
+	before   map[string]bool // the cluster's jobs before the session
+	two      []string        // two of the session's jobs, seen running at once
+}
+
+// startSlurmSession starts the daemon with the Slurm executor and a 4-trial session in it,
+// the sim taking stepDelay per iteration, and returns once two of its jobs run at once.
+func startSlurmSession(t *testing.T, stepDelay string) *slurmRun {
 	t.Helper()
-	before := map[string]bool{}
-	for id := range squeueJobs(t, env) {
-		before[id] = true
+	r := &slurmRun{dir: t.TempDir(), env: slurmEnv(t), before: map[string]bool{}}
+	r.cfg = writeConfig(t, r.dir, slurmConfig)
+	r.env = append(r.env, sim.StepDelayEnv+"="+stepDelay)
+	for id := range squeueJobs(t, r.env) {
+		r.before[id] = true
 	}
-	cmd, stdinW, out := startDaemon(t, cfg, env...)
-	stdinW.WriteString("/tune start trials=4 rungs=40,80,120 fallback=true\n")
-	var two []string
+	r.cmd, r.stdin, r.out = startDaemon(t, r.cfg, r.env...)
+	r.stdin.WriteString("/tune start trials=4 rungs=40,80,120 fallback=true\n")
 	waitFor(t, "two Slurm jobs running at once", 90*time.Second, func() bool {
-		two = runningOf(squeueJobs(t, env), before)
-		return len(two) == 2
+		r.two = runningOf(squeueJobs(t, r.env), r.before)
+		return len(r.two) == 2
 	})
-	return cmd, stdinW, out, before, two
+	return r
 }
 
 const slurmConfig = `
@@ -138,23 +150,20 @@ executor:
 // there (never cancelled), are re-attached and finish, nothing is submitted twice, and
 // the session succeeds with every trial completed once.
 func TestSlurmSessionSurvivesKillNine(t *testing.T) {
-	env := slurmEnv(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, slurmConfig)
-	env = append(env, sim.StepDelayEnv+"=40ms")
-	cmd, _, out, before, two := startSlurmSession(t, cfg, env)
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	r := startSlurmSession(t, "40ms")
+	dir, env, two := r.dir, r.env, r.two
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = r.cmd.Wait()
 	jobs := squeueJobs(t, env)
 	for _, id := range two {
 		if st := jobs[id]; st != "RUNNING" && st != "COMPLETING" && st != "COMPLETED" {
-			t.Fatalf("Slurm job %s is %s after tunebot was killed: it must keep running\n%s", id, st, out.String())
+			t.Fatalf("Slurm job %s is %s after tunebot was killed: it must keep running\n%s", id, st, r.out.String())
 		}
 	}
 	// Started again without --resume: a session with Slurm jobs recorded is re-attached.
-	cmd2, stdinW2, out2 := startDaemon(t, cfg, env...)
+	cmd2, stdinW2, out2 := startDaemon(t, r.cfg, env...)
 	waitFor(t, "the session to succeed after the restart", 120*time.Second, func() bool { return strings.Contains(out2.String(), "succeeded") })
 	stdinW2.Close()
 	_ = cmd2.Process.Signal(syscall.SIGTERM)
@@ -171,7 +180,7 @@ func TestSlurmSessionSurvivesKillNine(t *testing.T) {
 	}
 	submitted := 0
 	for id := range jobs {
-		if !before[id] {
+		if !r.before[id] {
 			submitted++
 		}
 	}
@@ -187,12 +196,9 @@ func TestSlurmSessionSurvivesKillNine(t *testing.T) {
 // TestSlurmCancelEndsEveryJob cancels a session while two of its Slurm jobs run: both are
 // cancelled in Slurm (scancel), and the session is cancelled.
 func TestSlurmCancelEndsEveryJob(t *testing.T) {
-	env := slurmEnv(t)
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, slurmConfig)
-	env = append(env, sim.StepDelayEnv+"=200ms")
-	_, stdinW, out, _, two := startSlurmSession(t, cfg, env)
-	stdinW.WriteString("/tune cancel\n")
+	r := startSlurmSession(t, "200ms")
+	env, out, two := r.env, r.out, r.two
+	r.stdin.WriteString("/tune cancel\n")
 	waitFor(t, "both jobs to be cancelled in Slurm", 30*time.Second, func() bool {
 		jobs := squeueJobs(t, env)
 		for _, id := range two {
