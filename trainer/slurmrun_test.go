@@ -257,15 +257,13 @@ func TestSlurmTimeLimit(t *testing.T) {
 	}
 }
 
-// TestSlurmJobOutlivesTunebot: a job whose context ends for any reason but a cancelled
-// session keeps running; attaching to it awaits and collects it, and nothing is submitted
-// twice.
-func TestSlurmJobOutlivesTunebot(t *testing.T) {
-	c := needSlurm(t)
-	r := slurmRunner(t, c, sim.StepDelayEnv+"=100ms")
-	dir := t.TempDir()
+// trainUntilRunning starts a 40-iteration train job in dir and returns once Slurm runs it,
+// with the job's hooks and shutdown, which ends the job's context as a stopping tunebot
+// does (not as a cancelled session) and returns what Train returned.
+func trainUntilRunning(t *testing.T, r *trainer.Runner, dir string) (*slurmHooks, func() error) {
+	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
+	t.Cleanup(stop)
 	h := newSlurmHooks()
 	errc := make(chan error, 1)
 	go func() {
@@ -273,8 +271,21 @@ func TestSlurmJobOutlivesTunebot(t *testing.T) {
 		errc <- err
 	}()
 	h.waitRunning(t, errc)
-	stop() // tunebot shuts down
-	err := <-errc
+	return h, func() error {
+		stop()
+		return <-errc
+	}
+}
+
+// TestSlurmJobOutlivesTunebot: a job whose context ends for any reason but a cancelled
+// session keeps running; attaching to it awaits and collects it, and nothing is submitted
+// twice.
+func TestSlurmJobOutlivesTunebot(t *testing.T) {
+	c := needSlurm(t)
+	r := slurmRunner(t, c, sim.StepDelayEnv+"=100ms")
+	dir := t.TempDir()
+	h, shutdown := trainUntilRunning(t, r, dir)
+	err := shutdown()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("train after its context ended: %v, want context.Canceled", err)
 	}
@@ -375,16 +386,8 @@ func TestSlurmUnrecordedJobIsReplaced(t *testing.T) {
 	c := needSlurm(t)
 	r := slurmRunner(t, c, sim.StepDelayEnv+"=100ms")
 	dir := t.TempDir()
-	ctx, stop := context.WithCancel(context.Background())
-	h := newSlurmHooks()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := r.Train(ctx, trainJob(dir, 40), h.hooks())
-		errc <- err
-	}()
-	h.waitRunning(t, errc)
-	stop() // tunebot dies; say its record of the job was lost with it
-	<-errc
+	h, shutdown := trainUntilRunning(t, r, dir)
+	_ = shutdown() // tunebot dies; say its record of the job was lost with it
 	stale := h.proc(t).SlurmJob
 
 	res, err := r.Train(context.Background(), trainJob(dir, 20), newSlurmHooks().hooks())
