@@ -532,7 +532,7 @@ func (e *Engine) Recover(ctx context.Context) error {
 			return fmt.Errorf("listing trials of %s: %w", s.ID, err)
 		}
 		for _, t := range trials {
-			if t.Proc != nil && t.Proc.Remote() && !t.State.Terminal() {
+			if t.RemoteJob() != nil && !t.State.Terminal() {
 				// A cluster job outlives tunebot: it is re-attached on resume, never
 				// started again and never cancelled here.
 				e.log.Info("a remote job of an interrupted trial will be re-attached on resume", "session", s.ID, "trial", t.Number, "rung", t.Rung, "slurm_job", t.Proc.SlurmJob)
@@ -786,7 +786,7 @@ func (e *Engine) markUnfinished(ctx context.Context, id, why string) {
 	for _, t := range trials {
 		if t.State == TrialTraining || t.State == TrialEvaluating || t.State == TrialQueued {
 			t.State, t.Reason = TrialInterrupted, why
-			if t.Proc == nil || !t.Proc.Remote() {
+			if t.RemoteJob() == nil {
 				t.Proc = nil // a remote job's record stays: it is re-attached on resume
 			}
 			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
@@ -805,7 +805,7 @@ func (e *Engine) endRemote(ctx context.Context, id string) {
 		return
 	}
 	for _, t := range trials {
-		if t.Proc == nil || !t.Proc.Remote() {
+		if t.RemoteJob() == nil {
 			continue
 		}
 		if err := e.cfg.Trainer.EndOrphan(ctx, *t.Proc); err != nil {

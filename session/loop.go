@@ -105,7 +105,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 		if t.State.Terminal() || running[t.Ref()] {
 			continue
 		}
-		remote := t.Proc != nil && t.Proc.Remote()
+		remote := t.RemoteJob() != nil
 		if t.Score != nil && !remote {
 			// Only its final re-evaluation was cut short: its rung result stands, and step 5
 			// runs the re-evaluation again.
@@ -678,10 +678,7 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 	sdir := e.SessionDir(s.ID)
 	t.RunDir = e.cfg.Trainer.RunDir(t.Ref())
 	runDir := filepath.Join(sdir, t.RunDir)
-	var attach *Proc
-	if t.Proc != nil && t.Proc.Remote() {
-		attach = t.Proc
-	}
+	attach := t.RemoteJob()
 	t.Proc = nil
 	if t.Trained && t.Checkpoint != "" && (attach == nil || attach.Job != "train") {
 		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
@@ -1062,8 +1059,8 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	log = log.With("trial", t.Number, "rung", t.Rung)
 	runDir := filepath.Join(e.SessionDir(s.ID), t.RunDir)
 	var attach *Proc
-	if t.Proc != nil && t.Proc.Remote() && t.Proc.Job == "evaluate" {
-		attach = t.Proc
+	if p := t.RemoteJob(); p != nil && p.Job == "evaluate" {
+		attach = p
 	}
 	if err := e.setPhase(ctx, s.ID, j, sl, "final evaluation"); err != nil {
 		return err

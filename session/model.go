@@ -122,6 +122,15 @@ type Proc struct {
 // Remote reports whether p is a job of a cluster scheduler, which survives tunebot.
 func (p Proc) Remote() bool { return p.SlurmJob != "" }
 
+// RemoteJob returns the cluster job recorded on t (its Proc, when Remote), or nil: a job
+// that outlives tunebot, awaited again on resume instead of started again.
+func (t Trial) RemoteJob() *Proc {
+	if t.Proc != nil && t.Proc.Remote() {
+		return t.Proc
+	}
+	return nil
+}
+
 // Final is a finalist's re-evaluation on the final evaluation seeds.
 type Final struct {
 	Seeds    []int         `json:"seeds"`

@@ -250,7 +250,7 @@ func remoteJobs(ctx context.Context, db *store.DB, id string) (int, error) {
 	}
 	n := 0
 	for _, t := range trials {
-		if t.Proc != nil && t.Proc.Remote() && !t.State.Terminal() {
+		if t.RemoteJob() != nil && !t.State.Terminal() {
 			n++
 		}
 	}
