@@ -78,6 +78,13 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	case StatePaused:
 		return false, nil
 	}
+	if err := e.checkGPUs(s.Settings); err != nil && len(running) == 0 {
+		// Started under another executor (more GPUs per trial now): no job could ever
+		// start, so say why rather than wait for nothing.
+		var ue *UserError
+		errors.As(err, &ue)
+		return false, e.pauseFor(ctx, id, ue.Msg, false)
+	}
 	if s.PauseAsked {
 		if len(running) > 0 {
 			return false, nil // no new job; paused once the running ones end

@@ -562,3 +562,33 @@ func TestFastJobsNeverRunTwice(t *testing.T) {
 		h.tr.mu.Unlock()
 	}
 }
+
+// A session started with 1 GPU per trial and resumed under an executor that wants 2 can
+// start no job: it pauses and says why instead of waiting for nothing.
+func TestTooFewGPUsAfterRestartPausesWithTheReason(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	defer drain(h.tr)()
+	eng := h.parallelEngine(h.tr, 0, true)
+	st := settings(session.ModeApproval)
+	st.GPUs = []int{0}
+	s, err := eng.Start(context.Background(), st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s = h.wait(s.ID); s.State != session.StateAwaitingApproval {
+		t.Fatalf("state %s (%s)", s.State, s.Reason)
+	}
+	h.eng.Shutdown(context.Background())
+	eng, err = session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: h.tr, Advisor: h.adv, Sampler: h.sampler,
+		Space: session.DefaultSpace(), SessionsDir: filepath.Join(h.dir, "sessions"), GPUsPerTrial: 2, LeaseGPUs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	if _, err := eng.Decide(context.Background(), session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: console}); err != nil {
+		t.Fatal(err)
+	}
+	if s = h.wait(s.ID); s.State != session.StatePaused || !strings.Contains(s.Reason, "gpus_per_trial") {
+		t.Fatalf("state %s, reason %q: want paused naming gpus_per_trial", s.State, s.Reason)
+	}
+}
