@@ -273,28 +273,24 @@ func bestOf(ts []Trial) (Trial, bool) {
 }
 
 // promoted lists the parents promoted to rung: the top promote[rung] eligible trials of
-// the rung below (and the baseline too when the session keeps a control).
+// the rung below. With a control the baseline is carried in addition to them, never in
+// place of a tuned trial, so a rung always gets its promote[rung] tuned finalists
+// (docs/design.md §1); without one it competes for those places like any trial.
 func promoted(n snapshot, rung int) []Trial {
+	control := n.s.Settings.Control
 	var el []Trial
 	for _, t := range n.rung(rung - 1) {
-		if t.Eligible() {
+		if t.Eligible() && !(control && t.Number == 0) {
 			el = append(el, t)
 		}
 	}
 	sortByScore(el)
-	k := n.s.Settings.Promote[rung]
-	if len(el) > k {
+	if k := n.s.Settings.Promote[rung]; len(el) > k {
 		el = el[:k]
 	}
-	if n.s.Settings.Control {
+	if control {
 		if b := n.trial(0, rung-1); b != nil && b.State == TrialCompleted {
-			found := false
-			for _, t := range el {
-				found = found || t.Number == 0
-			}
-			if !found {
-				el = append(el, *b)
-			}
+			el = append(el, *b)
 		}
 	}
 	return el

@@ -27,6 +27,9 @@ type fakeDeepSeek struct {
 	calls  int
 	bodies []string
 	auth   []string
+	// script, when set, is the answer's content call by call (the last one repeats)
+	// instead of the answers above.
+	script []string
 }
 
 const testKey = "sk-test-SECRET-0123456789"
@@ -44,7 +47,9 @@ func (f *fakeDeepSeek) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var content string
-	if n == 1 {
+	if len(f.script) > 0 {
+		content = f.script[min(n, len(f.script))-1]
+	} else if n == 1 {
 		content = `{"patch": {"weights": {"pose": 1.1, "foot_slip": -0.3, "foot_gait": 0.6, "stand_still": -1.2, "body_ang_vel": -0.06}}, "rationale": "five at once", "expected_impact": {"tracking": "+"}, "confidence": 0.5}`
 	} else {
 		period := 0.42 + 0.03*float64(n)
