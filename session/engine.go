@@ -453,7 +453,7 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 			if _, err := e.cfg.Space.Validate(p.Base, *d.Edit, tried); err != nil {
 				return err
 			}
-			edited := d.Edit.Clone()
+			edited := e.cfg.Space.Round(p.Base, *d.Edit)
 			dec.Edited = &edited
 			p.State = ProposalApproved
 		}

@@ -565,6 +565,7 @@ func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Sugge
 	if err != nil {
 		return Suggestion{}, err
 	}
+	sug.Patch = req.Space.Round(req.Base, sug.Patch) // the proposal is stored as it will run
 	if _, err := req.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
 		// One line, with the rule it breaks: it becomes part of the session's pause reason.
 		return Suggestion{}, &UserError{Msg: "its patch breaks the rules: " + err.Error(), Err: err}

@@ -208,7 +208,8 @@ func TestValidateDuplicates(t *testing.T) {
 		{"same as trial 3 up to 1e-12", defaults, w("pose", 1.5*(1+1e-12)), []string{"duplicate: the merged configuration equals trial 3"}},
 		{"back to the baseline", trial3, w("pose", 1), []string{"equals trial 1"}},
 		{"same as a rejected proposal", defaults, w("foot_slip", -0.5), []string{"duplicate: the merged configuration equals proposal 2, rejected earlier in this session"}},
-		{"1e-6 away is new", defaults, w("pose", 1.5*(1+1e-6)), nil},
+		{"rounded onto trial 3", defaults, w("pose", 1.5*(1+1e-6)), []string{"duplicate: the merged configuration equals trial 3"}},
+		{"1e-3 away is new", defaults, w("pose", 1.5*(1+1e-3)), nil},
 		{"new", defaults, w("pose", 2), nil},
 		// A patch with another problem is refused for it; the duplicate check would only add noise.
 		{"duplicate and bad", defaults, w("pose", 1.5, "banana", 1), []string{"weights.banana: unknown term"}},

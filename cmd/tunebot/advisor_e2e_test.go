@@ -160,3 +160,42 @@ advisor:
 		t.Error("the API key was printed")
 	}
 }
+
+// TestAdvisorValuesAreRounded runs a session whose DeepSeek answer carries float noise
+// (-200 × 1.9999999997): the proposal, the trial that ran it and the preset hold -400.
+func TestAdvisorValuesAreRounded(t *testing.T) {
+	fake := &fakeDeepSeek{script: []string{
+		`{"patch": {"weights": {"is_terminated": -399.99999944548205}}, "rationale": "double it", "expected_impact": {}, "confidence": 0.5}`,
+		`{"patch": {"params": {"foot_gait.period": 0.45}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
+		`{"patch": {"params": {"foot_gait.period": 0.5}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
+	}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+data_dir: data
+session:
+  trial_count: 4
+  rungs: [10, 20, 30]
+advisor:
+  base_url: %s
+`, srv.URL))
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--json")
+	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tune: %v\n%s", err, stderr.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	if len(sum.Proposals) == 0 || sum.Proposals[0].Patch.Weights["is_terminated"] != -400 {
+		t.Fatalf("proposal 1 is %+v, want is_terminated -400", sum.Proposals)
+	}
+	for _, tr := range sum.Trials {
+		if tr.Number == 1 && tr.RewardConfig.Weights["is_terminated"] != -400 {
+			t.Errorf("trial 1 @ rung %d ran is_terminated %v, want -400", tr.Rung, tr.RewardConfig.Weights["is_terminated"])
+		}
+	}
+	checkRounded(t, sum)
+}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -112,6 +113,7 @@ session:
 		t.Errorf("trials per rung %v with %v eligible tuned trials per rung, want 4/%d/%d", perRung, tuned, min(4, tuned[0])+1, min(2, tuned[1])+1)
 	}
 	checkSummaryExtras(t, sum)
+	checkRounded(t, sum)
 	if _, err := os.Stat(filepath.Join(dir, "data", "sessions", sum.Session, "trial-000-rung-0", "policy.onnx")); err != nil {
 		t.Errorf("run dir: %v", err)
 	}
@@ -278,6 +280,7 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 		t.Fatalf("demo: state %s, trials per rung %v with %v eligible tuned per rung (want 12/4/2 tuned, plus the baseline carried along)", sum.State, perRung, tuned)
 	}
 	checkSummaryExtras(t, sum)
+	checkRounded(t, sum)
 	if !strings.Contains(stderr.String(), "trials:") || !strings.Contains(stderr.String(), "session "+sum.Session[:8]) {
 		t.Errorf("the trials table and progress belong on stderr:\n%s", stderr.String())
 	}
@@ -287,6 +290,31 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 	pngs, _ := filepath.Glob(filepath.Join(dir, "data", "reports", sum.Session[:8], "*.png"))
 	if len(pngs) < 18 {
 		t.Errorf("%d chart PNGs in the reports directory, want every trial's report", len(pngs))
+	}
+}
+
+// checkRounded checks that every reward value of the summary (each trial's configuration,
+// each proposal's patch and edit) has at most session.SignificantDigits significant
+// digits: the sampler's arithmetic must not reach a preset as -399.99999944548205.
+func checkRounded(t *testing.T, sum summaryJSON) {
+	t.Helper()
+	check := func(where string, c session.RewardConfig) {
+		for _, m := range []map[string]float64{c.Weights, c.Params} {
+			for k, v := range m {
+				if short, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', session.SignificantDigits, 64), 64); short != v {
+					t.Errorf("%s: %s is %v, not rounded to %d significant digits", where, k, v, session.SignificantDigits)
+				}
+			}
+		}
+	}
+	for _, tr := range sum.Trials {
+		check(fmt.Sprintf("trial %d @ rung %d", tr.Number, tr.Rung), tr.RewardConfig)
+	}
+	for _, p := range sum.Proposals {
+		check(fmt.Sprintf("proposal %d", p.Seq), p.Patch)
+		if p.Edited != nil {
+			check(fmt.Sprintf("proposal %d as edited", p.Seq), *p.Edited)
+		}
 	}
 }
 
