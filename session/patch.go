@@ -414,7 +414,10 @@ func (s *Space) CheckConfig(c RewardConfig) error {
 		}
 	}
 	for _, o := range s.Orders {
-		if lo, hi := c.Params[o.Lower], c.Params[o.Upper]; !(lo < hi) {
+		lo, okLo := c.Params[o.Lower]
+		hi, okHi := c.Params[o.Upper]
+		// A missing or non-finite one is named above; its order would only repeat it.
+		if okLo && okHi && finite(lo, hi) && !(lo < hi) {
 			probs = append(probs, fmt.Sprintf("params.%s (%g) must stay below params.%s (%g)", o.Lower, lo, o.Upper, hi))
 		}
 	}

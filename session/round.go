@@ -22,6 +22,15 @@ func (s *Space) Round(base RewardConfig, patch Patch) Patch {
 	return s.round(base, patch, true)
 }
 
+// Complete returns the full configuration a partial one names: the space's defaults with
+// partial's values over them, rounded as Round does (the step rule aside: a configuration
+// is not a step), and checked with CheckConfig. An imported preset or a --base file may
+// name only the few scalars it changes.
+func (s *Space) Complete(partial RewardConfig) (RewardConfig, error) {
+	full := Merge(s.Defaults(), s.round(s.Defaults(), partial, false))
+	return full, s.CheckConfig(full)
+}
+
 // round rounds every value of patch a known name holds; steps says whether the step rule
 // from base applies.
 func (s *Space) round(base RewardConfig, patch Patch, steps bool) Patch {

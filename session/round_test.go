@@ -86,6 +86,34 @@ func sameBits(a, b session.Patch) bool {
 	return true
 }
 
+func TestCompleteMergesOverTheDefaults(t *testing.T) {
+	sp := session.DefaultSpace()
+	got, err := sp.Complete(w("is_terminated", noisy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := session.Merge(sp.Defaults(), w("is_terminated", -400))
+	if !sameBits(got, want) {
+		t.Fatalf("Complete = %v, want the defaults with is_terminated -400", got)
+	}
+	// One real problem is one line: no "missing" for what the defaults fill in, no order
+	// broken by a missing threshold.
+	_, err = sp.Complete(w("is_termnated", -100))
+	if err == nil || strings.Count(err.Error(), ";") != 0 || !strings.Contains(err.Error(), "weights.is_termnated: unknown term (did you mean is_terminated?)") {
+		t.Fatalf("Complete = %v, want the one unknown term named alone", err)
+	}
+}
+
+func TestCheckConfigNamesAMissingThresholdOnce(t *testing.T) {
+	sp := session.DefaultSpace()
+	c := sp.Defaults()
+	delete(c.Params, "pose.running_threshold")
+	err := sp.CheckConfig(c)
+	if err == nil || !strings.Contains(err.Error(), "params.pose.running_threshold: missing") || strings.Contains(err.Error(), "must stay below") {
+		t.Fatalf("CheckConfig = %v, want the missing threshold named, and no order it would only repeat", err)
+	}
+}
+
 // Every patch the engine stores or runs is rounded, whoever wrote it: the sampler's and
 // the advisor's answers (one path, ask) and a person's edit.
 func TestEngineRoundsEveryPatch(t *testing.T) {
