@@ -511,3 +511,21 @@ func TestApplyNotConfigured(t *testing.T) {
 		}
 	}
 }
+
+// An empty file, or one of comments only, is all defaults: the example config says tune
+// works with no file at all.
+func TestConfigEmptyFileIsTheDefaults(t *testing.T) {
+	for name, body := range map[string]string{"empty": "", "comments only": "# tunebot.yaml\n# nothing set yet\n", "blank lines": "\n\n"} {
+		t.Run(name, func(t *testing.T) {
+			path := writeFile(t, "tunebot.yaml", body)
+			if code, stdout, stderr := runTunebot(t, "", nil, "config", "check", "--config", path); code != 0 || stdout != path+": ok\n" {
+				t.Fatalf("config check: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+			// A command that reads it (and opens a store under the data_dir it defaults to,
+			// relative to the file) works as with no file.
+			if code, stdout, stderr := runTunebot(t, "", nil, "preset", "list", "--config", path); code != 0 || !strings.Contains(stdout, "no presets yet") {
+				t.Errorf("preset list: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+		})
+	}
+}

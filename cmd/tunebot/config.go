@@ -454,8 +454,8 @@ func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return // an empty value leaves the default
+	if n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an empty value (or file: comments only) leaves the default
 	}
 	if w.unset[n] {
 		w.badPaths = append(w.badPaths, path)
@@ -565,7 +565,11 @@ func (w *treeWalk) wrongType(n *yaml.Node, path, want string) {
 	default:
 		got = strconv.Quote(n.Value)
 	}
-	w.probs = append(w.probs, fmt.Sprintf("line %d: %s: %s is not %s", n.Line, path, got, want))
+	what := path
+	if what == "" {
+		what = "the file"
+	}
+	w.probs = append(w.probs, fmt.Sprintf("line %d: %s: %s is not %s", n.Line, what, got, want))
 	w.badPaths = append(w.badPaths, path)
 	w.badLines[n.Line] = true
 }
