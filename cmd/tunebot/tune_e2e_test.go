@@ -443,3 +443,79 @@ func noTrainerLeft(t *testing.T, dir string) {
 		}
 	}
 }
+
+// tuneBinary runs tunebot with stdin and returns its exit code and the --json summary; a
+// run that does not end within a minute (it waited for input that will never come) fails.
+func tuneBinary(t *testing.T, stdin string, env []string, args ...string) (int, summaryJSON, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tunebotBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Fatalf("tune %v still waited a minute after its input ended:\n%s", args, stderr.String())
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	return code, sum, stderr.String()
+}
+
+// TestApprovalModeAtEndOfInput: in approval mode, once input ends (</dev/null, Ctrl-D)
+// nobody can decide; the session is paused instead of waiting forever, the command exits
+// non-zero saying how to go on, and nothing is lost: --resume shows the proposal again and
+// a decision typed then (an edit with float noise, rounded) runs.
+func TestApprovalModeAtEndOfInput(t *testing.T) {
+	fake := &fakeDeepSeek{script: []string{
+		`{"patch": {"params": {"foot_gait.period": 0.45}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
+		`{"patch": {"params": {"foot_gait.period": 0.5}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
+	}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, fmt.Sprintf(`
+data_dir: data
+session:
+  trial_count: 4
+  rungs: [10, 20, 30]
+advisor:
+  base_url: %s
+`, srv.URL))
+	env := []string{"DEEPSEEK_API_KEY=" + testKey}
+	code, sum, stderr := tuneBinary(t, "", env, "tune", "--config", cfg, "--mode", "approval", "--json")
+	if code == 0 || !strings.Contains(stderr, "continue it with: tunebot tune --resume --config "+cfg) {
+		t.Fatalf("exit %d, want non-zero with the --resume hint:\n%s", code, stderr)
+	}
+	if sum.State != session.StatePaused || len(sum.Proposals) != 1 || sum.Proposals[0].State != session.ProposalPending ||
+		len(sum.Trials) != 1 || sum.Trials[0].State != session.TrialCompleted {
+		t.Fatalf("after the input ended: state %s, proposals %+v, trials %d; want paused with the baseline done and proposal 1 waiting", sum.State, sum.Proposals, len(sum.Trials))
+	}
+
+	code, sum, stderr = tuneBinary(t, "edit 1 foot_gait.period=0.45 is_terminated=-399.99999944548205\n", env, "tune", "--config", cfg, "--resume", "--json")
+	if code == 0 || sum.State != session.StatePaused {
+		t.Fatalf("resumed: exit %d, state %s, want paused again at proposal 2:\n%s", code, sum.State, stderr)
+	}
+	p := sum.Proposals[0]
+	if p.State != session.ProposalUsed || p.Edited == nil || p.Edited.Weights["is_terminated"] != -400 {
+		t.Fatalf("proposal 1 %+v, want edited to is_terminated -400 and run", p)
+	}
+	ran := false
+	for _, tr := range sum.Trials {
+		if tr.Number == 1 {
+			ran = tr.State == session.TrialCompleted && tr.RewardConfig.Weights["is_terminated"] == -400 && tr.RewardConfig.Params["foot_gait.period"] == 0.45
+		}
+	}
+	if !ran || len(sum.Proposals) != 2 || sum.Proposals[1].State != session.ProposalPending {
+		t.Fatalf("trials %+v, proposals %+v: want trial 1 run as edited and proposal 2 waiting", sum.Trials, sum.Proposals)
+	}
+	checkRounded(t, sum)
+}
