@@ -711,7 +711,13 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 			return e.trialDone(ctx, s, t, err, log)
 		}
 		if cur, err := e.cfg.Store.Session(ctx, s.ID); err == nil && cur.PauseAsked {
-			return nil // step pauses; the evaluation runs on resume
+			// Step pauses; the evaluation runs on resume. Nothing runs meanwhile, so the
+			// trial must not look as if it still evaluated (status, the root message).
+			t.State, t.Reason = TrialInterrupted, "paused after its training: it is evaluated on resume"
+			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+				return fmt.Errorf("saving trial: %w", err)
+			}
+			return nil
 		}
 	}
 	if err := e.setPhase(ctx, s.ID, j, sl, "evaluating"); err != nil {

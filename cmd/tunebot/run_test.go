@@ -133,3 +133,44 @@ service: {addr: "off"}
 	}
 	noTrainerLeft(t, dir)
 }
+
+// TestStatusOfAPausedSessionAfterARestart pauses a session while its baseline trains: the
+// pause lands between training and evaluation, so no job of it runs, and /tune status
+// must not say one does, before a restart of the daemon or after it. Resumed, the
+// baseline is evaluated (not trained again) and the session goes on.
+func TestStatusOfAPausedSessionAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+data_dir: data
+service: {addr: "off"}
+`)
+	cmd, stdinW, out := startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=10ms")
+	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
+	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	stdinW.WriteString("/tune pause\n")
+	waitFor(t, "the session to pause", 30*time.Second, func() bool { return strings.Contains(out.String(), "paused after its current job") })
+	status := func(out *syncBuffer) string {
+		n := len(out.String())
+		stdinW.WriteString("/tune status\n")
+		// The card is written whole, so once one of its lines is there all are.
+		waitFor(t, "the status", 10*time.Second, func() bool { return strings.Contains(out.String()[n:], "GPU time") })
+		return out.String()[n:]
+	}
+	if s := status(out); strings.Contains(s, "running now") || !strings.Contains(s, "paused") {
+		t.Fatalf("status of the paused session:\n%s", s)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, out.String())
+	}
+
+	_, stdinW, out = startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=0s")
+	if s := status(out); strings.Contains(s, "running now") || !strings.Contains(s, "paused") {
+		t.Fatalf("status after the restart:\n%s", s)
+	}
+	stdinW.WriteString("/tune resume\n")
+	waitFor(t, "the session to succeed", 60*time.Second, func() bool { return strings.Contains(out.String(), "succeeded") })
+	if strings.Contains(out.String(), "trial 0 @ rung 0 started") {
+		t.Errorf("the baseline trained again after the resume:\n%s", out.String())
+	}
+}
