@@ -95,6 +95,11 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		printProblems(e, err)
 		return 1
 	}
+	// A resumed session keeps its own settings; a new one needs a proposer (doctor says the same).
+	if msg := noProposer(e.getenv, st.Fallback); msg != "" && !o.resume {
+		fmt.Fprintln(e.stderr, "tunebot:", msg)
+		return 1
+	}
 	logger, closeLog, err := consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "tunebot:", err)
