@@ -144,9 +144,9 @@ func TestValidateRules(t *testing.T) {
 	}
 }
 
-// With the default bounds the thresholds cannot cross (walking ≤ 0.5 < 1.0 ≤ running), so a
-// space with overlapping bounds is needed to see the order rule work.
-func TestValidateOrderedThresholds(t *testing.T) {
+// overlappingThresholds is the default space with the pose thresholds' bounds overlapping
+// (walking up to 2, running from 0.5), so that their order can break.
+func overlappingThresholds() *session.Space {
 	s := session.DefaultSpace()
 	for i := range s.Params {
 		switch s.Params[i].Name {
@@ -156,6 +156,13 @@ func TestValidateOrderedThresholds(t *testing.T) {
 			s.Params[i].Min = 0.5
 		}
 	}
+	return s
+}
+
+// With the default bounds the thresholds cannot cross (walking ≤ 0.5 < 1.0 ≤ running), so a
+// space with overlapping bounds is needed to see the order rule work.
+func TestValidateOrderedThresholds(t *testing.T) {
+	s := overlappingThresholds()
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}

@@ -166,20 +166,7 @@ func TestCrashAtEachStateThenResume(t *testing.T) {
 func TestRecoverPausedSessionHasNothingRunning(t *testing.T) {
 	a := newHarness(t, t.TempDir())
 	ctx := context.Background()
-	gate := make(chan struct{})
-	a.tr.trainGate[session.TrialRef{0, 0}] = gate
-	s, err := a.eng.Start(ctx, settings(session.ModeAutomatic), console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.expect("train 0/0")
-	if _, err := a.eng.Pause(ctx, s.ID, console); err != nil {
-		t.Fatal(err)
-	}
-	close(gate)
-	if s = a.wait(s.ID); s.State != session.StatePaused {
-		t.Fatalf("state %s, want paused", s.State)
-	}
+	s := pauseDuringBaselineTraining(a)
 	base := a.trials(s.ID)[0]
 	if base.State != session.TrialInterrupted || !base.Trained {
 		t.Fatalf("the baseline paused before its evaluation is %s (trained %v), want interrupted and trained", base.State, base.Trained)

@@ -21,15 +21,7 @@ func TestRoundKeepsTheRules(t *testing.T) {
 			narrow.Params[i].Max = 0.123456
 		}
 	}
-	overlap := session.DefaultSpace() // ordered params whose ranges meet
-	for i := range overlap.Params {
-		switch overlap.Params[i].Name {
-		case "pose.walking_threshold":
-			overlap.Params[i].Max = 2
-		case "pose.running_threshold":
-			overlap.Params[i].Min = 0.05
-		}
-	}
+	overlap := overlappingThresholds()
 	tests := []struct {
 		name  string
 		space *session.Space

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -64,34 +63,25 @@ func (f *fakeDeepSeek) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
+// advisorConfig starts a fake DeepSeek, answering script call by call when one is given,
+// and writes a config whose advisor it is, with extra (YAML: the session's settings).
+func advisorConfig(t *testing.T, extra string, script ...string) (*fakeDeepSeek, string) {
+	t.Helper()
+	fake := &fakeDeepSeek{script: script}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return fake, writeConfig(t, t.TempDir(), "data_dir: data\nadvisor:\n  base_url: "+srv.URL+"\n"+extra)
+}
+
 // TestSessionWithTheAdvisor runs a whole session whose proposals come from the DeepSeek
 // advisor (against a local fake of the API): a refused answer is repaired, no invalid patch
 // reaches the trainer, every call is audited, and the key appears nowhere on disk.
 func TestSessionWithTheAdvisor(t *testing.T) {
-	fake := &fakeDeepSeek{}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`
-data_dir: data
-log: {level: debug}
-session:
-  trial_count: 4
-  rungs: [10, 20, 30]
-advisor:
-  base_url: %s
-`, srv.URL))
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--json")
-	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tune: %v\n%s\n%s", err, stderr.String(), stdout.String())
-	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
-	if sum.State != session.StateSucceeded {
-		t.Fatalf("state %s: %s", sum.State, sum.Reason)
+	fake, cfg := advisorConfig(t, "log: {level: debug}\nsession:\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	dir := filepath.Dir(cfg)
+	code, sum, out := tuneBinary(t, "", []string{"DEEPSEEK_API_KEY=" + testKey}, "tune", "--config", cfg, "--json")
+	if code != 0 || sum.State != session.StateSucceeded {
+		t.Fatalf("exit %d, state %s: %s\n%s", code, sum.State, sum.Reason, out)
 	}
 	for _, tr := range sum.Trials {
 		if tr.Number > 0 && tr.Source != session.SourceAdvisor {
@@ -156,7 +146,7 @@ advisor:
 		}
 		return nil
 	})
-	if strings.Contains(stdout.String()+stderr.String(), testKey) {
+	if printed, _ := json.Marshal(sum); strings.Contains(out+string(printed), testKey) {
 		t.Error("the API key was printed")
 	}
 }
@@ -164,31 +154,14 @@ advisor:
 // TestAdvisorValuesAreRounded runs a session whose DeepSeek answer carries float noise
 // (-200 × 1.9999999997): the proposal, the trial that ran it and the preset hold -400.
 func TestAdvisorValuesAreRounded(t *testing.T) {
-	fake := &fakeDeepSeek{script: []string{
+	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [10, 20, 30]\n",
 		`{"patch": {"weights": {"is_terminated": -399.99999944548205}}, "rationale": "double it", "expected_impact": {}, "confidence": 0.5}`,
 		`{"patch": {"params": {"foot_gait.period": 0.45}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
-		`{"patch": {"params": {"foot_gait.period": 0.5}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
-	}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`
-data_dir: data
-session:
-  trial_count: 4
-  rungs: [10, 20, 30]
-advisor:
-  base_url: %s
-`, srv.URL))
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--json")
-	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tune: %v\n%s", err, stderr.String())
+		`{"patch": {"params": {"foot_gait.period": 0.5}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`)
+	code, sum, stderr := tuneBinary(t, "", []string{"DEEPSEEK_API_KEY=" + testKey}, "tune", "--config", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
 	if len(sum.Proposals) == 0 || sum.Proposals[0].Patch.Weights["is_terminated"] != -400 {
 		t.Fatalf("proposal 1 is %+v, want is_terminated -400", sum.Proposals)
 	}

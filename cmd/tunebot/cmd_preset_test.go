@@ -90,19 +90,9 @@ func TestPresetCommands(t *testing.T) {
 // patch"): the rest are the defaults, its values are rounded as every patch's are, and one
 // real problem is one line, not a cascade of "missing" lines and a threshold order.
 func TestPresetImportOfAPatch(t *testing.T) {
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "tunebot.yaml")
-	if err := os.WriteFile(cfgPath, []byte("data_dir: ./data\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	patch := filepath.Join(dir, "patch.json")
-	if err := os.WriteFile(patch, []byte(`{"weights": {"is_terminated": -399.99999944548205, "foot_slip": -0.4}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	typo := filepath.Join(dir, "typo.json")
-	if err := os.WriteFile(typo, []byte(`{"weights": {"foot_slipp": -0.4}}`), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := writeConfig(t, t.TempDir(), "data_dir: ./data\n")
+	patch := writeFile(t, "patch.json", `{"weights": {"is_terminated": -399.99999944548205, "foot_slip": -0.4}}`)
+	typo := writeFile(t, "typo.json", `{"weights": {"foot_slipp": -0.4}}`)
 	if code, out, errOut := runPresetCmd(t, "", "import", "patched", patch, "--config", cfgPath); code != 0 || !strings.Contains(out, "preset patched imported") {
 		t.Fatalf("import of a patch: exit %d\n%s%s", code, out, errOut)
 	}

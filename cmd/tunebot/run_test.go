@@ -102,17 +102,22 @@ service: {addr: "127.0.0.1:0"}
 	}
 }
 
+// daemonTraining starts the daemon (no service) and a 4-trial session from its console,
+// and returns once the baseline trains; delay is the sim trainer's pause per step.
+func daemonTraining(t *testing.T, delay string) (cfg string, cmd *exec.Cmd, stdinW *os.File, out *syncBuffer) {
+	t.Helper()
+	cfg = writeConfig(t, t.TempDir(), "data_dir: data\nservice: {addr: \"off\"}\n")
+	cmd, stdinW, out = startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY="+delay)
+	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
+	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	return cfg, cmd, stdinW, out
+}
+
 // TestRunDrainsOnSIGTERM stops the daemon while a trainer job runs: the job's process
 // group ends, the session becomes interrupted (resumable), and the store closes cleanly.
 func TestRunDrainsOnSIGTERM(t *testing.T) {
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, `
-data_dir: data
-service: {addr: "off"}
-`)
-	cmd, stdinW, out := startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=50ms")
-	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
-	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	cfg, cmd, _, out := daemonTraining(t, "50ms")
+	dir := filepath.Dir(cfg)
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -139,14 +144,7 @@ service: {addr: "off"}
 // must not say one does, before a restart of the daemon or after it. Resumed, the
 // baseline is evaluated (not trained again) and the session goes on.
 func TestStatusOfAPausedSessionAfterARestart(t *testing.T) {
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, `
-data_dir: data
-service: {addr: "off"}
-`)
-	cmd, stdinW, out := startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=10ms")
-	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
-	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	cfg, cmd, stdinW, out := daemonTraining(t, "10ms")
 	stdinW.WriteString("/tune pause\n")
 	waitFor(t, "the session to pause", 30*time.Second, func() bool { return strings.Contains(out.String(), "paused after its current job") })
 	status := func(out *syncBuffer) string {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -335,32 +334,14 @@ func eligibleTuned(sum summaryJSON) map[int]int {
 // baseline is carried to every rung in addition to the promote[r] best tuned trials, never
 // in place of one, so rung 2 still gets its two tuned finalists.
 func TestBaselineIsCarriedInAddition(t *testing.T) {
-	fake := &fakeDeepSeek{script: []string{
+	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [20, 40, 60]\n  promote: [4, 3, 2]\n",
 		`{"patch": {"weights": {"action_rate_l2": -0.035}}, "rationale": "smoother", "expected_impact": {}, "confidence": 0.5}`,
 		`{"patch": {"weights": {"body_orientation_l2": -0.5}}, "rationale": "looser", "expected_impact": {}, "confidence": 0.5}`,
-		`{"patch": {"weights": {"track_linear_velocity": 2}}, "rationale": "track", "expected_impact": {}, "confidence": 0.5}`,
-	}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`
-data_dir: data
-session:
-  trial_count: 4
-  rungs: [20, 40, 60]
-  promote: [4, 3, 2]
-advisor:
-  base_url: %s
-`, srv.URL))
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--json")
-	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tune: %v\n%s", err, stderr.String())
+		`{"patch": {"weights": {"track_linear_velocity": 2}}, "rationale": "track", "expected_impact": {}, "confidence": 0.5}`)
+	code, sum, stderr := tuneBinary(t, "", []string{"DEEPSEEK_API_KEY=" + testKey}, "tune", "--config", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
 	rungs := map[int][]trialJSON{}
 	for _, tr := range sum.Trials {
 		rungs[tr.Rung] = append(rungs[tr.Rung], tr)
@@ -476,21 +457,9 @@ func tuneBinary(t *testing.T, stdin string, env []string, args ...string) (int, 
 // non-zero saying how to go on, and nothing is lost: --resume shows the proposal again and
 // a decision typed then (an edit with float noise, rounded) runs.
 func TestApprovalModeAtEndOfInput(t *testing.T) {
-	fake := &fakeDeepSeek{script: []string{
+	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [10, 20, 30]\n",
 		`{"patch": {"params": {"foot_gait.period": 0.45}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
-		`{"patch": {"params": {"foot_gait.period": 0.5}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
-	}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`
-data_dir: data
-session:
-  trial_count: 4
-  rungs: [10, 20, 30]
-advisor:
-  base_url: %s
-`, srv.URL))
+		`{"patch": {"params": {"foot_gait.period": 0.5}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`)
 	env := []string{"DEEPSEEK_API_KEY=" + testKey}
 	code, sum, stderr := tuneBinary(t, "", env, "tune", "--config", cfg, "--mode", "approval", "--json")
 	if code == 0 || !strings.Contains(stderr, "continue it with: tunebot tune --resume --config "+cfg) {
