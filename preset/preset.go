@@ -59,9 +59,10 @@ func Export(p session.Preset) []byte {
 	return buf.Bytes()
 }
 
-// Import validates data as a full reward configuration of space and saves it as preset
-// name, recorded as imported (no session) and approved by by. Every problem with the file
-// is named at once. A taken name is refused: presets are immutable.
+// Import validates data as a reward configuration of space and saves it as preset name,
+// recorded as imported (no session) and approved by by. The file may be an export (every
+// scalar) or name only a few: the rest are the space's defaults (Space.Complete). Every
+// problem with the file is named at once. A taken name is refused: presets are immutable.
 func Import(ctx context.Context, st Store, space *session.Space, name string, data []byte, by session.Actor) (session.Preset, error) {
 	if err := CheckName(name); err != nil {
 		return session.Preset{}, err
@@ -69,11 +70,12 @@ func Import(ctx context.Context, st Store, space *session.Space, name string, da
 	if len(data) > MaxImportBytes {
 		return session.Preset{}, session.Userf(nil, "preset file is %d bytes; a reward configuration is at most %d", len(data), MaxImportBytes)
 	}
-	cfg, err := session.DecodeConfig(data)
+	partial, err := session.DecodeConfig(data)
 	if err != nil {
 		return session.Preset{}, err
 	}
-	if err := space.CheckConfig(cfg); err != nil {
+	cfg, err := space.Complete(partial)
+	if err != nil {
 		return session.Preset{}, err
 	}
 	p := session.Preset{

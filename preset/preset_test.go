@@ -148,7 +148,7 @@ func TestImportRefusals(t *testing.T) {
 	bad.Weights["foot_slip"] = 0.5         // sign and bounds
 	bad.Weights["is_terminated"] = 0       // may not be 0
 	bad.Weights["foot_slipp"] = -0.1       // unknown, misspelt
-	delete(bad.Params, "foot_gait.period") // missing
+	delete(bad.Params, "foot_gait.period") // missing: the default stands in
 	tests := []struct {
 		name, preset string
 		data         []byte
@@ -164,7 +164,7 @@ func TestImportRefusals(t *testing.T) {
 			[]string{`unknown field "extra"`, "must be a number, got the string"}},
 		{"every problem named", "p1", preset.Export(session.Preset{Config: bad}), false, []string{
 			"weights.foot_slip: 0.5 is outside its bounds", "weights.is_terminated: this term may not be 0",
-			"weights.foot_slipp: unknown term (did you mean foot_slip?)", "params.foot_gait.period: missing"}},
+			"weights.foot_slipp: unknown term (did you mean foot_slip?)"}},
 		{"too big", "p1", []byte(strings.Repeat(" ", preset.MaxImportBytes+1)), true, []string{"bytes"}},
 		{"taken", "taken", good, true, []string{"preset taken already exists; presets are immutable, pick another name"}},
 	}

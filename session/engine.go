@@ -453,7 +453,7 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 			if _, err := e.cfg.Space.Validate(p.Base, *d.Edit, tried); err != nil {
 				return err
 			}
-			edited := d.Edit.Clone()
+			edited := e.cfg.Space.Round(p.Base, *d.Edit)
 			dec.Edited = &edited
 			p.State = ProposalApproved
 		}
@@ -564,6 +564,11 @@ func (e *Engine) Recover(ctx context.Context) error {
 			e.markUnfinished(ctx, s.ID, "tunebot stopped")
 			e.audit(ctx, s.ID, "interrupted", System, map[string]any{"was": string(s.State)})
 			e.notify(Event{Kind: EventSessionUpdated, Session: s2, Text: s2.Message})
+		default:
+			// Paused or waiting for a decision: nothing of it runs after a start, so a trial
+			// an earlier tunebot left marked training or evaluating is unfinished, not
+			// running (status would say it runs).
+			e.markUnfinished(ctx, s.ID, "tunebot stopped")
 		}
 	}
 	return nil

@@ -663,24 +663,32 @@ func TestRejectedPatchIsNeverProposedAgain(t *testing.T) {
 	}
 }
 
-func TestPauseDuringTrainingStopsBeforeEvaluation(t *testing.T) {
-	h := newHarness(t, t.TempDir())
+// pauseDuringBaselineTraining starts an automatic session, pauses it while its baseline
+// trains and returns it paused, once that training has ended.
+func pauseDuringBaselineTraining(h *harness) session.Session {
+	h.t.Helper()
 	ctx := context.Background()
 	gate := make(chan struct{})
 	h.tr.trainGate[session.TrialRef{0, 0}] = gate
 	s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	h.expect("train 0/0")
 	if _, err := h.eng.Pause(ctx, s.ID, console); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
 	close(gate)
-	s = h.wait(s.ID)
-	if s.State != session.StatePaused {
-		t.Fatalf("state %s, want paused", s.State)
+	if s = h.wait(s.ID); s.State != session.StatePaused {
+		h.t.Fatalf("state %s, want paused", s.State)
 	}
+	return s
+}
+
+func TestPauseDuringTrainingStopsBeforeEvaluation(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	s := pauseDuringBaselineTraining(h)
 	if h.tr.evals[session.TrialRef{0, 0}] != 0 {
 		t.Fatal("evaluation ran after pause")
 	}

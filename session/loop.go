@@ -273,28 +273,24 @@ func bestOf(ts []Trial) (Trial, bool) {
 }
 
 // promoted lists the parents promoted to rung: the top promote[rung] eligible trials of
-// the rung below (and the baseline too when the session keeps a control).
+// the rung below. With a control the baseline is carried in addition to them, never in
+// place of a tuned trial, so a rung always gets its promote[rung] tuned finalists
+// (docs/design.md §1); without one it competes for those places like any trial.
 func promoted(n snapshot, rung int) []Trial {
+	control := n.s.Settings.Control
 	var el []Trial
 	for _, t := range n.rung(rung - 1) {
-		if t.Eligible() {
+		if t.Eligible() && !(control && t.Number == 0) {
 			el = append(el, t)
 		}
 	}
 	sortByScore(el)
-	k := n.s.Settings.Promote[rung]
-	if len(el) > k {
+	if k := n.s.Settings.Promote[rung]; len(el) > k {
 		el = el[:k]
 	}
-	if n.s.Settings.Control {
+	if control {
 		if b := n.trial(0, rung-1); b != nil && b.State == TrialCompleted {
-			found := false
-			for _, t := range el {
-				found = found || t.Number == 0
-			}
-			if !found {
-				el = append(el, *b)
-			}
+			el = append(el, *b)
 		}
 	}
 	return el
@@ -569,6 +565,7 @@ func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Sugge
 	if err != nil {
 		return Suggestion{}, err
 	}
+	sug.Patch = req.Space.Round(req.Base, sug.Patch) // the proposal is stored as it will run
 	if _, err := req.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
 		// One line, with the rule it breaks: it becomes part of the session's pause reason.
 		return Suggestion{}, &UserError{Msg: "its patch breaks the rules: " + err.Error(), Err: err}
@@ -714,7 +711,13 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 			return e.trialDone(ctx, s, t, err, log)
 		}
 		if cur, err := e.cfg.Store.Session(ctx, s.ID); err == nil && cur.PauseAsked {
-			return nil // step pauses; the evaluation runs on resume
+			// Step pauses; the evaluation runs on resume. Nothing runs meanwhile, so the
+			// trial must not look as if it still evaluated (status, the root message).
+			t.State, t.Reason = TrialInterrupted, "paused after its training: it is evaluated on resume"
+			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+				return fmt.Errorf("saving trial: %w", err)
+			}
+			return nil
 		}
 	}
 	if err := e.setPhase(ctx, s.ID, j, sl, "evaluating"); err != nil {

@@ -271,9 +271,12 @@ func Merge(base RewardConfig, patch Patch) RewardConfig {
 }
 
 // Validate checks patch against base under the proposal rules of docs/design.md §2 and returns
-// the merged configuration, or an *InvalidError naming every broken rule. tried holds the
-// configurations already run in the session; a merged result equal to one is a duplicate.
+// the merged configuration, its values rounded (Round), or an *InvalidError naming every
+// broken rule. tried holds the configurations already run in the session; a merged result
+// equal to one is a duplicate.
 func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardConfig, error) {
+	// What is checked, merged and compared with the tried list is what will be stored.
+	patch = s.Round(base, patch)
 	var probs []string
 	n := patch.Len()
 	if n > s.MaxChanges {
@@ -411,7 +414,10 @@ func (s *Space) CheckConfig(c RewardConfig) error {
 		}
 	}
 	for _, o := range s.Orders {
-		if lo, hi := c.Params[o.Lower], c.Params[o.Upper]; !(lo < hi) {
+		lo, okLo := c.Params[o.Lower]
+		hi, okHi := c.Params[o.Upper]
+		// A missing or non-finite one is named above; its order would only repeat it.
+		if okLo && okHi && finite(lo, hi) && !(lo < hi) {
 			probs = append(probs, fmt.Sprintf("params.%s (%g) must stay below params.%s (%g)", o.Lower, lo, o.Upper, hi))
 		}
 	}

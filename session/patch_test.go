@@ -144,9 +144,9 @@ func TestValidateRules(t *testing.T) {
 	}
 }
 
-// With the default bounds the thresholds cannot cross (walking ≤ 0.5 < 1.0 ≤ running), so a
-// space with overlapping bounds is needed to see the order rule work.
-func TestValidateOrderedThresholds(t *testing.T) {
+// overlappingThresholds is the default space with the pose thresholds' bounds overlapping
+// (walking up to 2, running from 0.5), so that their order can break.
+func overlappingThresholds() *session.Space {
 	s := session.DefaultSpace()
 	for i := range s.Params {
 		switch s.Params[i].Name {
@@ -156,6 +156,13 @@ func TestValidateOrderedThresholds(t *testing.T) {
 			s.Params[i].Min = 0.5
 		}
 	}
+	return s
+}
+
+// With the default bounds the thresholds cannot cross (walking ≤ 0.5 < 1.0 ≤ running), so a
+// space with overlapping bounds is needed to see the order rule work.
+func TestValidateOrderedThresholds(t *testing.T) {
+	s := overlappingThresholds()
 	if err := s.Check(); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +215,8 @@ func TestValidateDuplicates(t *testing.T) {
 		{"same as trial 3 up to 1e-12", defaults, w("pose", 1.5*(1+1e-12)), []string{"duplicate: the merged configuration equals trial 3"}},
 		{"back to the baseline", trial3, w("pose", 1), []string{"equals trial 1"}},
 		{"same as a rejected proposal", defaults, w("foot_slip", -0.5), []string{"duplicate: the merged configuration equals proposal 2, rejected earlier in this session"}},
-		{"1e-6 away is new", defaults, w("pose", 1.5*(1+1e-6)), nil},
+		{"rounded onto trial 3", defaults, w("pose", 1.5*(1+1e-6)), []string{"duplicate: the merged configuration equals trial 3"}},
+		{"1e-3 away is new", defaults, w("pose", 1.5*(1+1e-3)), nil},
 		{"new", defaults, w("pose", 2), nil},
 		// A patch with another problem is refused for it; the duplicate check would only add noise.
 		{"duplicate and bad", defaults, w("pose", 1.5, "banana", 1), []string{"weights.banana: unknown term"}},

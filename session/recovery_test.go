@@ -159,3 +159,40 @@ func TestCrashAtEachStateThenResume(t *testing.T) {
 		})
 	}
 }
+
+// A paused session runs nothing after a restart: a trial an earlier tunebot left marked as
+// evaluating (it paused between the trial's training and evaluation) is unfinished, not
+// running, once the engine recovers; resumed, it is evaluated and not trained again.
+func TestRecoverPausedSessionHasNothingRunning(t *testing.T) {
+	a := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	s := pauseDuringBaselineTraining(a)
+	base := a.trials(s.ID)[0]
+	if base.State != session.TrialInterrupted || !base.Trained {
+		t.Fatalf("the baseline paused before its evaluation is %s (trained %v), want interrupted and trained", base.State, base.Trained)
+	}
+	base.State, base.Reason = session.TrialEvaluating, "" // as an older tunebot left it
+	if err := a.db.PutTrial(ctx, base); err != nil {
+		t.Fatal(err)
+	}
+	a.eng.Shutdown(ctx)
+	bdir := t.TempDir()
+	copyTree(t, a.dir, bdir)
+
+	b := newHarness(t, bdir)
+	if err := b.eng.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.trials(s.ID)[0]; got.State != session.TrialInterrupted {
+		t.Fatalf("after recovery the baseline is %s, want interrupted: nothing runs", got.State)
+	}
+	if _, err := b.eng.Resume(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.wait(s.ID); got.State != session.StateSucceeded {
+		t.Fatalf("after resume: %s (%s)", got.State, got.Reason)
+	}
+	if b.tr.trains[session.TrialRef{0, 0}] != 0 || b.tr.evals[session.TrialRef{0, 0}] != 1 {
+		t.Errorf("the baseline trained %d times and was evaluated %d times after the resume, want 0 and 1", b.tr.trains[session.TrialRef{0, 0}], b.tr.evals[session.TrialRef{0, 0}])
+	}
+}

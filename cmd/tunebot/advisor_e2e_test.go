@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -27,6 +26,9 @@ type fakeDeepSeek struct {
 	calls  int
 	bodies []string
 	auth   []string
+	// script, when set, is the answer's content call by call (the last one repeats)
+	// instead of the answers above.
+	script []string
 }
 
 const testKey = "sk-test-SECRET-0123456789"
@@ -44,7 +46,9 @@ func (f *fakeDeepSeek) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var content string
-	if n == 1 {
+	if len(f.script) > 0 {
+		content = f.script[min(n, len(f.script))-1]
+	} else if n == 1 {
 		content = `{"patch": {"weights": {"pose": 1.1, "foot_slip": -0.3, "foot_gait": 0.6, "stand_still": -1.2, "body_ang_vel": -0.06}}, "rationale": "five at once", "expected_impact": {"tracking": "+"}, "confidence": 0.5}`
 	} else {
 		period := 0.42 + 0.03*float64(n)
@@ -59,34 +63,25 @@ func (f *fakeDeepSeek) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(resp)
 }
 
+// advisorConfig starts a fake DeepSeek, answering script call by call when one is given,
+// and writes a config whose advisor it is, with extra (YAML: the session's settings).
+func advisorConfig(t *testing.T, extra string, script ...string) (*fakeDeepSeek, string) {
+	t.Helper()
+	fake := &fakeDeepSeek{script: script}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return fake, writeConfig(t, t.TempDir(), "data_dir: data\nadvisor:\n  base_url: "+srv.URL+"\n"+extra)
+}
+
 // TestSessionWithTheAdvisor runs a whole session whose proposals come from the DeepSeek
 // advisor (against a local fake of the API): a refused answer is repaired, no invalid patch
 // reaches the trainer, every call is audited, and the key appears nowhere on disk.
 func TestSessionWithTheAdvisor(t *testing.T) {
-	fake := &fakeDeepSeek{}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, fmt.Sprintf(`
-data_dir: data
-log: {level: debug}
-session:
-  trial_count: 4
-  rungs: [10, 20, 30]
-advisor:
-  base_url: %s
-`, srv.URL))
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--json")
-	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tune: %v\n%s\n%s", err, stderr.String(), stdout.String())
-	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
-	if sum.State != session.StateSucceeded {
-		t.Fatalf("state %s: %s", sum.State, sum.Reason)
+	fake, cfg := advisorConfig(t, "log: {level: debug}\nsession:\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	dir := filepath.Dir(cfg)
+	code, sum, out := tuneBinary(t, "", []string{"DEEPSEEK_API_KEY=" + testKey}, "tune", "--config", cfg, "--json")
+	if code != 0 || sum.State != session.StateSucceeded {
+		t.Fatalf("exit %d, state %s: %s\n%s", code, sum.State, sum.Reason, out)
 	}
 	for _, tr := range sum.Trials {
 		if tr.Number > 0 && tr.Source != session.SourceAdvisor {
@@ -151,7 +146,29 @@ advisor:
 		}
 		return nil
 	})
-	if strings.Contains(stdout.String()+stderr.String(), testKey) {
+	if printed, _ := json.Marshal(sum); strings.Contains(out+string(printed), testKey) {
 		t.Error("the API key was printed")
 	}
+}
+
+// TestAdvisorValuesAreRounded runs a session whose DeepSeek answer carries float noise
+// (-200 × 1.9999999997): the proposal, the trial that ran it and the preset hold -400.
+func TestAdvisorValuesAreRounded(t *testing.T) {
+	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [10, 20, 30]\n",
+		`{"patch": {"weights": {"is_terminated": -399.99999944548205}}, "rationale": "double it", "expected_impact": {}, "confidence": 0.5}`,
+		`{"patch": {"params": {"foot_gait.period": 0.45}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`,
+		`{"patch": {"params": {"foot_gait.period": 0.5}}, "rationale": "quicker", "expected_impact": {}, "confidence": 0.5}`)
+	code, sum, stderr := tuneBinary(t, "", []string{"DEEPSEEK_API_KEY=" + testKey}, "tune", "--config", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if len(sum.Proposals) == 0 || sum.Proposals[0].Patch.Weights["is_terminated"] != -400 {
+		t.Fatalf("proposal 1 is %+v, want is_terminated -400", sum.Proposals)
+	}
+	for _, tr := range sum.Trials {
+		if tr.Number == 1 && tr.RewardConfig.Weights["is_terminated"] != -400 {
+			t.Errorf("trial 1 @ rung %d ran is_terminated %v, want -400", tr.Rung, tr.RewardConfig.Weights["is_terminated"])
+		}
+	}
+	checkRounded(t, sum)
 }

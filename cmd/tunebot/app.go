@@ -143,6 +143,17 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 	return &app{cfg: cfg, log: logger, db: db, engine: eng, actions: actions}, nil
 }
 
+// noProposer says why no session could start with these settings: no advisor (without
+// DEEPSEEK_API_KEY there is none) and no fallback to the numeric sampler. "" when one can
+// propose. tune refuses with it before anything starts, and doctor fails with it.
+func noProposer(getenv func(string) string, fallback bool) string {
+	if fallback || getenv("DEEPSEEK_API_KEY") != "" {
+		return ""
+	}
+	return "no advisor and no fallback: DEEPSEEK_API_KEY is not set, so the DeepSeek advisor (the config's advisor: section) cannot propose, " +
+		"and fallback is off; set DEEPSEEK_API_KEY, or let the numeric sampler propose with --fallback or session.fallback: true"
+}
+
 // buildAdvisor returns the DeepSeek advisor when DEEPSEEK_API_KEY is set (wrapped in the
 // configured hybrid with the sampler), else nil: sessions then need fallback.
 func buildAdvisor(cfg Config, e *env, db *store.DB, sampler session.Advisor, logger *slog.Logger) (session.Advisor, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -117,9 +118,9 @@ executor:
 	)
 
 	for _, tc := range []struct{ yaml, want string }{
-		{"session: {gpus: [0, 1]}\nexecutor: {gpus_per_trial: 3}\n", "executor.gpus_per_trial: 3 is more than session.gpus holds (2: [0 1])"},
-		{"session: {gpus: [0, 1]}\nexecutor: {parallel: 3}\n", "executor.parallel: 3 trials of 1 GPU(s) need 3 GPUs, but session.gpus holds 2 ([0 1]); GPUs are never shared: lower parallel or add GPUs"},
-		{"executor: {gpus_per_trial: 0}\n", "executor.gpus_per_trial: 0 with backend local: each local job holds at least one of session.gpus"},
+		{"session: {gpus: [0, 1]}\nexecutor: {gpus_per_trial: 3}\n", "line 2: executor.gpus_per_trial: 3 is more than session.gpus holds (2: [0 1])"},
+		{"session: {gpus: [0, 1]}\nexecutor: {parallel: 3}\n", "line 2: executor.parallel: 3 trials of 1 GPU(s) need 3 GPUs, but session.gpus holds 2 ([0 1]); GPUs are never shared: lower parallel or add GPUs"},
+		{"executor: {gpus_per_trial: 0}\n", "line 1: executor.gpus_per_trial: 0 with backend local: each local job holds at least one of session.gpus"},
 	} {
 		code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", writeFile(t, "x.yaml", tc.yaml))
 		if code != 1 || !strings.Contains(stderr, "  - "+tc.want+"\n") {
@@ -207,7 +208,7 @@ func TestConfigCheckRefusals(t *testing.T) {
 		{"unknown keys and bad values together", []string{"--config", writeFile(t, "both.yaml", "session:\n  modee: approval\n  trial_count: 40\nchat:\n  slack:\n    chanel: C1\n")}, 1,
 			[]string{"  - line 2: session.modee is not a setting (did you mean session.mode?)\n",
 				"  - line 6: chat.slack.chanel is not a setting (did you mean chat.slack.channel?)\n",
-				"  - session.trial_count: 40 is outside 4–20\n"}},
+				"  - line 3: session.trial_count: 40 is outside 4–20\n"}},
 		{"missing file", []string{"--config", missing}, 1, []string{"config file " + missing + " does not exist"}},
 		{"not YAML", []string{"--config", writeFile(t, "bad.yaml", "session: [unclosed\n")}, 1, []string{"bad.yaml: "}},
 		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "\nsession:\n\n  trial_count: many\n")}, 1, []string{`line 4: session.trial_count: "many" is not a whole number`}},
@@ -242,13 +243,13 @@ func TestConfigCheckExpandsEnvironment(t *testing.T) {
 		{"set", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}, 0, []string{path + ": ok"}},
 		// A plain ${N} that becomes a number is a number.
 		{"a number for an int field", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/d", "TRIALS": "30"}, 1,
-			[]string{"config " + path + ":", "  - session.trial_count: 30 is outside 4–20"}},
+			[]string{"config " + path + ":", "  - line 5: session.trial_count: 30 is outside 4–20"}},
 		// The value reaches the field: a bad one is refused by the field's own rule.
 		{"set to a bad value", map[string]string{"RUN_NAME": "bad name", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}, 1,
-			[]string{"config " + path + ":", `  - session.run_name: "bad name" must match`}},
+			[]string{"config " + path + ":", `  - line 4: session.run_name: "bad name" must match`}},
 		// A value is a value: YAML inside it is not parsed as more config.
 		{"YAML in a value stays a value", map[string]string{"RUN_NAME": "x\nlog: {level: nope}", "DATA_DIR": "/d", "TRIALS": "8"}, 1,
-			[]string{"config " + path + ":", `  - session.run_name: "x\nlog: {level: nope}" must match`}},
+			[]string{"config " + path + ":", `  - line 4: session.run_name: "x\nlog: {level: nope}" must match`}},
 		{"one unset", map[string]string{"RUN_NAME": "go2-run", "TRIALS": "8"}, 1, []string{"config " + path + ":", "  - environment variable(s) DATA_DIR not set"}},
 		{"both unset", nil, 1, []string{"config " + path + ":", "  - environment variable(s) DATA_DIR, RUN_NAME, TRIALS not set"}},
 	}
@@ -508,6 +509,104 @@ func TestApplyNotConfigured(t *testing.T) {
 		code, stdout, stderr := runTunebot(t, "", nil, append(append([]string{"apply"}, args...), "--config", path)...)
 		if code != 1 || stdout != "" || stderr != "apply is not configured: "+path+" has no apply: section; set apply.repo (and its edits and test command), see config.example.yaml\n" {
 			t.Errorf("apply %v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+}
+
+// An empty file, or one of comments only, is all defaults: the example config says tune
+// works with no file at all.
+func TestConfigEmptyFileIsTheDefaults(t *testing.T) {
+	for name, body := range map[string]string{"empty": "", "comments only": "# tunebot.yaml\n# nothing set yet\n", "blank lines": "\n\n"} {
+		t.Run(name, func(t *testing.T) {
+			path := writeFile(t, "tunebot.yaml", body)
+			if code, stdout, stderr := runTunebot(t, "", nil, "config", "check", "--config", path); code != 0 || stdout != path+": ok\n" {
+				t.Fatalf("config check: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+			// A command that reads it (and opens a store under the data_dir it defaults to,
+			// relative to the file) works as with no file.
+			if code, stdout, stderr := runTunebot(t, "", nil, "preset", "list", "--config", path); code != 0 || !strings.Contains(stdout, "no presets yet") {
+				t.Errorf("preset list: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+			}
+		})
+	}
+}
+
+// A config check names every problem, in the order of the file: a tab that indents a line
+// hides nothing else and is named at its own line only; a file that is not text is said to
+// be one in a line.
+func TestConfigCheckInFileOrder(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string // the "  - " lines, in this order
+	}{
+		{"a tab and every other problem", "session:\n\ttrial_count: 40\nbogus: 1\nlog:\n  level: loud\n", []string{
+			"line 2: a tab indents this line; YAML indents with spaces only",
+			"line 2: session.trial_count: 40 is outside 4–20",
+			"line 3: bogus is not a setting",
+			`line 5: log.level: "loud" is not debug, info, warn or error`,
+		}},
+		// YAML's own message put this tab on line 3.
+		{"a tab below a key", "data_dir: x\nsession:\n  trial_count: 5\n\tgpus: [0]\n", []string{
+			"line 4: a tab indents this line; YAML indents with spaces only",
+		}},
+		{"validate's problems among the others", "log:\n  level: loud\nsession:\n  modee: approval\n  trial_count: 2\nbogus: 1\n", []string{
+			`line 2: log.level: "loud" is not debug, info, warn or error`,
+			"line 4: session.modee is not a setting (did you mean session.mode?)",
+			"line 5: session.trial_count: 2 is outside 4–20",
+			"line 6: bogus is not a setting",
+		}},
+		{"what the file does not set comes last", "session:\n  gpus: [0, 1]\nexecutor:\n  parallel: 3\ndata_dir: ${NOPE}\n", []string{
+			"line 4: executor.parallel: 3 trials of 1 GPU(s) need 3 GPUs",
+			"environment variable(s) NOPE not set",
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, "tunebot.yaml", tt.yaml)
+			code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", path)
+			lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+			if code != 1 || len(lines) != len(tt.want)+1 {
+				t.Fatalf("exit %d, stderr:\n%s\nwant %d problems", code, stderr, len(tt.want))
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(lines[i+1], "  - "+w) {
+					t.Errorf("problem %d is %q, want %q", i+1, lines[i+1], w)
+				}
+			}
+		})
+	}
+	binary := filepath.Join(t.TempDir(), "tunebot")
+	if err := os.WriteFile(binary, append([]byte("\x7fELF\x02\x01\x01\x00\x00\n\tx:"), bytes.Repeat([]byte("\n\t\x00\x01"), 500)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", binary)
+	if code != 1 || stderr != "config "+binary+" is not a YAML file: it holds binary data\n" {
+		t.Errorf("a binary file: exit %d, stderr (%d lines) %q", code, strings.Count(stderr, "\n"), stderr)
+	}
+}
+
+// executor.slurm.time_limit takes what sbatch --time takes, as well as Go durations.
+func TestSlurmTimeLimitForms(t *testing.T) {
+	for value, want := range map[string]time.Duration{
+		"12h": 12 * time.Hour, "90m": 90 * time.Minute, "90": 90 * time.Minute, `"30:00"`: 30 * time.Minute,
+		`"00:30:00"`: 30 * time.Minute, `"1:00:00"`: time.Hour, `"1-0"`: 24 * time.Hour, `"1-12"`: 36 * time.Hour,
+		`"1-12:30"`: 36*time.Hour + 30*time.Minute, `"1-00:00:00"`: 24 * time.Hour, `"2-03:04:05"`: 51*time.Hour + 4*time.Minute + 5*time.Second,
+	} {
+		path := writeFile(t, "slurm.yaml", "data_dir: "+t.TempDir()+"\nexecutor:\n  backend: slurm\n  slurm:\n    time_limit: "+value+"\n")
+		cfg, err := loadConfig(path, func(string) string { return "" })
+		if err != nil {
+			t.Errorf("time_limit: %s: %v", value, err)
+			continue
+		}
+		if got := cfg.Executor.slurm().TimeLimit; got != want {
+			t.Errorf("time_limit: %s is %s, want %s", value, got, want)
+		}
+	}
+	for _, value := range []string{"soon", `"1:2:3:4"`, `"-5"`, `"1-"`, `"x-1"`, `"1-2:3:4:5"`, "1.5"} {
+		path := writeFile(t, "slurm.yaml", "executor:\n  backend: slurm\n  slurm:\n    time_limit: "+value+"\n")
+		code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", path)
+		if code != 1 || !strings.Contains(stderr, "line 4: executor.slurm.time_limit: ") || !strings.Contains(stderr, "is not a time limit as sbatch --time takes it") || strings.Count(stderr, "\n") != 2 {
+			t.Errorf("time_limit: %s: exit %d, stderr %q", value, code, stderr)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -70,6 +71,9 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 	}
 	r := &doctorReport{w: e.stdout}
 	r.line("ok", "config", fmt.Sprintf("valid (task %s)", cfg.Session.Task))
+	// What tune and run check before they start, so doctor never passes what they refuse.
+	doctorAdvisor(r, cfg, e.getenv)
+	doctorChat(r, cfg, e)
 	if isSimTrainer(cfg.Trainer) {
 		r.line("ok", "trainer", "built-in sim trainer: nothing to check")
 	} else {
@@ -85,6 +89,45 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// doctorAdvisor checks that sessions have a proposer: the DeepSeek advisor, or the numeric
+// sampler as the fallback (tune refuses a session with neither).
+func doctorAdvisor(r *doctorReport, cfg Config, getenv func(string) string) {
+	switch {
+	case noProposer(getenv, cfg.Session.Fallback) != "":
+		r.line("fail", "advisor", noProposer(getenv, cfg.Session.Fallback))
+	case getenv("DEEPSEEK_API_KEY") != "":
+		r.line("ok", "advisor", fmt.Sprintf("DeepSeek %s at %s (DEEPSEEK_API_KEY is set; `tunebot agent test` makes a call)", cfg.Advisor.Model, cfg.Advisor.BaseURL))
+	default:
+		r.line("ok", "advisor", "none (DEEPSEEK_API_KEY is not set): the numeric sampler proposes, as session.fallback is true")
+	}
+}
+
+// doctorChat builds the chat adapters and pushes run would start, as run builds them
+// (building connects nowhere), so a token missing from the environment shows here.
+func doctorChat(r *doctorReport, cfg Config, e *env) {
+	// Building needs no store: the adapters use it only once they run.
+	adapters, err := newAdapters(chatDeps{cfg: cfg, env: e, log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		r.line("fail", "chat", err.Error()+": run would not start")
+		return
+	}
+	push, _, err := newPushes(cfg, e.getenv)
+	if err != nil {
+		r.line("fail", "chat", err.Error()+": run would not start")
+		return
+	}
+	var names []string
+	for _, ad := range adapters {
+		names = append(names, ad.Platform())
+	}
+	names = append(names, push...)
+	if len(names) == 0 {
+		r.line("ok", "chat", "no chat platform enabled: run takes commands on the console")
+		return
+	}
+	r.line("ok", "chat", strings.Join(names, ", ")+": configured, tokens set")
 }
 
 func isSimTrainer(t TrainerConfig) bool {

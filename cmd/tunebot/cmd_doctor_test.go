@@ -55,6 +55,7 @@ const (
 func adapterConfig(python, dataDir string) string {
 	return `
 data_dir: ` + dataDir + `
+session: {fallback: true}
 trainer:
   python: ` + python + `
   train: ["{python}", "-m", "tunebot_mjlab", "train", "--task", "{task}", "--run-dir", "{run_dir}", "--reward-config", "{reward_config}", "--iterations", "{iterations}"]
@@ -72,11 +73,31 @@ func TestDoctor(t *testing.T) {
 		notWant  []string
 	}{
 		{
-			name:     "built-in sim trainer",
-			config:   func(dir string) string { return "data_dir: " + filepath.Join(dir, "data") + "\n" },
+			name: "built-in sim trainer",
+			config: func(dir string) string {
+				return "data_dir: " + filepath.Join(dir, "data") + "\nsession: {fallback: true}\n"
+			},
 			wantCode: 0,
-			want:     []string{"ok    config", "ok    trainer    built-in sim trainer: nothing to check", "ok    data dir"},
-			notWant:  []string{"python"},
+			want: []string{"ok    config", "ok    advisor    none (DEEPSEEK_API_KEY is not set): the numeric sampler proposes",
+				"ok    chat       no chat platform enabled", "ok    trainer    built-in sim trainer: nothing to check", "ok    data dir"},
+			notWant: []string{"python"},
+		},
+		{
+			// tune refuses this config: doctor must not pass it (issue 20).
+			name:     "no advisor and no fallback",
+			config:   func(dir string) string { return "data_dir: " + filepath.Join(dir, "data") + "\n" },
+			wantCode: 1,
+			want: []string{"fail  advisor    no advisor and no fallback: DEEPSEEK_API_KEY is not set",
+				"set DEEPSEEK_API_KEY, or let the numeric sampler propose with --fallback or session.fallback: true", "some checks failed"},
+		},
+		{
+			// run would not start without the platform's tokens.
+			name: "a chat platform without its tokens",
+			config: func(dir string) string {
+				return "data_dir: " + filepath.Join(dir, "data") + "\nsession: {fallback: true}\nchat:\n  slack: {enabled: true, channel: C0123, allow_users: [U0123]}\n"
+			},
+			wantCode: 1,
+			want:     []string{"fail  chat       chat slack: slack: SLACK_APP_TOKEN is not set", "SLACK_BOT_TOKEN is not set: run would not start"},
 		},
 		{
 			name: "adapter ready on a GPU machine",

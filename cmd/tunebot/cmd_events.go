@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"tunebot/session"
 	"tunebot/trainer/tfevents"
 )
 
@@ -95,8 +96,7 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 	tags := make(map[string]tagSummary, len(points))
 	names := make([]string, 0, len(points))
 	for tag, pts := range points {
-		last := pts[len(pts)-1]
-		tags[tag] = tagSummary{Count: len(pts), FirstStep: pts[0].Step, LastStep: last.Step, LastValue: jsonFloat(last.Value)}
+		tags[tag] = summarise(pts)
 		names = append(names, tag)
 	}
 	if asJSON {
@@ -121,6 +121,22 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 	}
 	printTable(e.stdout, rows)
 	return 0
+}
+
+// summarise is one tag's line. Points come file by file in the order the paths were
+// given (several runs, a resumed run's files), so first and last are by step, and the
+// last value is the value at the largest step (of those at that step, the one read last).
+func summarise(pts []session.Point) tagSummary {
+	first, last := pts[0], pts[0]
+	for _, p := range pts[1:] {
+		if p.Step < first.Step {
+			first = p
+		}
+		if p.Step >= last.Step {
+			last = p
+		}
+	}
+	return tagSummary{Count: len(pts), FirstStep: first.Step, LastStep: last.Step, LastValue: jsonFloat(last.Value)}
 }
 
 // printTable writes rows as aligned columns: the first (a name) left-aligned, the rest

@@ -168,3 +168,47 @@ func TestEventsNonFinite(t *testing.T) {
 		t.Errorf("NaN last value = %+v, want count 1 and last_value null", v)
 	}
 }
+
+// TestEventsOverSeveralRuns gives two runs' event files, the later run first: first and
+// last step are by step, not by the order of the arguments, and the last value is the
+// value at the largest step.
+func TestEventsOverSeveralRuns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, from, to int64, value float64) string {
+		path := filepath.Join(dir, name, "events.out.tfevents.1.host.0")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		w, err := tfevents.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for step := from; step <= to; step += 100 {
+			if err := w.Scalar("Train/mean_reward", step, value+float64(step), time.Unix(step, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	early := write("rung0", 0, 200, 0)     // steps 0..200
+	later := write("rung1", 300, 900, 0.5) // steps 300..900, last value 900.5
+	code, stdout, stderr := runEventsCmd(t, "--json", later, early)
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	var s eventsSummary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	r := s.Tags["Train/mean_reward"]
+	if r.Count != 10 || r.FirstStep != 0 || r.LastStep != 900 || r.LastValue == nil || *r.LastValue != 900.5 {
+		t.Errorf("Train/mean_reward = count %d, steps %d..%d, last %v; want 10, 0..900, 900.5", r.Count, r.FirstStep, r.LastStep, r.LastValue)
+	}
+	_, table, _ := runEventsCmd(t, later, early)
+	if f := strings.Fields(strings.Split(strings.TrimSpace(table), "\n")[3]); len(f) != 5 || f[2] != "0" || f[3] != "900" || f[4] != "900.5" {
+		t.Errorf("table row %v, want FIRST STEP 0, LAST STEP 900, LAST VALUE 900.5:\n%s", f, table)
+	}
+}

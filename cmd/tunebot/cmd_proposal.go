@@ -23,7 +23,7 @@ func runProposal(ctx context.Context, e *env, args []string) int {
 	}
 	fs := flag.NewFlagSet("proposal check", flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
-	basePath := fs.String("base", "", "full reward configuration the patch applies to (default: the defaults)")
+	basePath := fs.String("base", "", "reward configuration the patch applies to, full or partial (merged over the defaults; default: the defaults)")
 	cfgPath := fs.String("config", "", "config file whose reward_space to use (default: the built-in space)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
@@ -45,11 +45,11 @@ func runProposal(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintln(e.stderr, err)
 			return 1
 		}
-		if base, err = session.DecodeConfig(raw); err != nil {
-			printProblemLines(e, "--base "+*basePath, err)
-			return 1
+		partial, err := session.DecodeConfig(raw)
+		if err == nil {
+			base, err = space.Complete(partial) // a partial base is merged over the defaults
 		}
-		if err := space.CheckConfig(base); err != nil {
+		if err != nil {
 			printProblemLines(e, "--base "+*basePath, err)
 			return 1
 		}

@@ -6,9 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -262,46 +263,24 @@ func remoteJobs(ctx context.Context, db *store.DB, id string) (int, error) {
 // the front end (wantConsole), built once the handler exists.
 func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (wantConsole bool, err error) {
 	deps := chatDeps{cfg: d.cfg, env: d.e, log: d.log, db: db}
-	names := make([]string, 0, len(chatFactories))
-	for n := range chatFactories {
-		names = append(names, n)
+	adapters, err := newAdapters(deps)
+	if err != nil {
+		return false, err
 	}
-	sort.Strings(names)
 	mentions := map[string][]string{}
 	var platforms []string
 	sinks := map[string]bot.Sink{}
-	for _, n := range names {
-		ad, err := chatFactories[n](deps)
-		if err != nil {
-			return false, fmt.Errorf("chat %s: %w", n, err)
-		}
-		if ad == nil {
-			continue
-		}
+	for _, ad := range adapters {
 		d.adapters = append(d.adapters, ad)
 		platforms = append(platforms, ad.Platform())
 		sinks[ad.Platform()] = ad
 		mentions[ad.Platform()] = ad.NotifyUsers()
 	}
-	var push []string
-	if c := d.cfg.Chat.Ntfy; c.Server != "" {
-		n, err := notify.NewNtfy(c.Server, c.Topic, d.e.getenv, nil)
-		if err != nil {
-			return false, err
-		}
-		push, sinks["ntfy"] = append(push, "ntfy"), n
+	push, pushSinks, err := newPushes(d.cfg, d.e.getenv)
+	if err != nil {
+		return false, err
 	}
-	if d.cfg.Chat.Webhook.Enabled {
-		u := d.e.getenv("TUNEBOT_WEBHOOK_URL")
-		if u == "" {
-			return false, fmt.Errorf("chat.webhook is enabled but TUNEBOT_WEBHOOK_URL is not set")
-		}
-		w, err := notify.NewWebhook(u, nil)
-		if err != nil {
-			return false, fmt.Errorf("TUNEBOT_WEBHOOK_URL is not an http(s) URL")
-		}
-		push, sinks["webhook"] = append(push, "webhook"), w
-	}
+	maps.Copy(sinks, pushSinks)
 	d.dispatchers = map[string]*bot.Dispatcher{}
 	for p, sink := range sinks {
 		d.dispatchers[p] = bot.NewDispatcher(deps.db, p, sink, bot.DispatcherOptions{}, d.log.With("platform", p))
@@ -319,6 +298,50 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (wantConsole bool
 		},
 	})
 	return len(platforms) == 0, nil
+}
+
+// newAdapters builds the adapter of every chat platform the config enables, in name
+// order; one that cannot be built (a token missing from the environment) is the error.
+// Building one connects nowhere, so doctor builds them too.
+func newAdapters(deps chatDeps) ([]chatAdapter, error) {
+	names := slices.Sorted(maps.Keys(chatFactories))
+	var out []chatAdapter
+	for _, n := range names {
+		ad, err := chatFactories[n](deps)
+		if err != nil {
+			return nil, fmt.Errorf("chat %s: %w", n, err)
+		}
+		if ad != nil {
+			out = append(out, ad)
+		}
+	}
+	return out, nil
+}
+
+// newPushes builds the phone pushes the config enables (ntfy, the webhook) and returns
+// their names, in the order the notifier uses them, and sinks.
+func newPushes(cfg Config, getenv func(string) string) ([]string, map[string]bot.Sink, error) {
+	var names []string
+	sinks := map[string]bot.Sink{}
+	if c := cfg.Chat.Ntfy; c.Server != "" {
+		n, err := notify.NewNtfy(c.Server, c.Topic, getenv, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		names, sinks["ntfy"] = append(names, "ntfy"), n
+	}
+	if cfg.Chat.Webhook.Enabled {
+		u := getenv("TUNEBOT_WEBHOOK_URL")
+		if u == "" {
+			return nil, nil, fmt.Errorf("chat.webhook is enabled but TUNEBOT_WEBHOOK_URL is not set")
+		}
+		w, err := notify.NewWebhook(u, nil)
+		if err != nil {
+			return nil, nil, fmt.Errorf("TUNEBOT_WEBHOOK_URL is not an http(s) URL")
+		}
+		names, sinks["webhook"] = append(names, "webhook"), w
+	}
+	return names, sinks, nil
 }
 
 func (d *daemon) platformNames() []string {

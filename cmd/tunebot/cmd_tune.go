@@ -95,6 +95,11 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		printProblems(e, err)
 		return 1
 	}
+	// A resumed session keeps its own settings; a new one needs a proposer (doctor says the same).
+	if msg := noProposer(e.getenv, st.Fallback); msg != "" && !o.resume {
+		fmt.Fprintln(e.stderr, "tunebot:", msg)
+		return 1
+	}
 	logger, closeLog, err := consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "tunebot:", err)
@@ -192,9 +197,14 @@ func resumeNewest(ctx context.Context, eng *session.Engine, by session.Actor) (s
 	return s, eng.Announce(ctx, s.ID)
 }
 
-// follow waits until the session ends. A session that waits for a person while nobody can
-// answer (stdin closed) is left waiting, and follow returns 3; a signal interrupts it (130).
+// follow waits until the session ends. Once input has ended nobody can decide: a session
+// that waits for a decision is paused, as a typed pause would, and follow returns 3 as soon
+// as no job of the session runs any more (paused, or waiting for a person for another
+// reason); whatever runs meanwhile (a trial, the halving ladder, which need nobody)
+// finishes first. Nothing is lost: --resume shows the waiting proposals again. A signal
+// interrupts it (130).
 func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDone <-chan struct{}) (session.Session, int) {
+	inputEnded := false
 	for {
 		ch := eng.Changed()
 		s, err := eng.Store().Session(context.WithoutCancel(ctx), id)
@@ -205,7 +215,20 @@ func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDo
 		if !s.State.Active() {
 			return s, 0
 		}
-		waiting := !eng.Running(id)
+		if inputEnded && s.State == session.StateAwaitingApproval {
+			if p, err := eng.Pause(ctx, id, console.User); err == nil {
+				s = p
+				fmt.Fprintf(e.stderr, "input has ended and nobody is left to decide: session %s is paused; its proposals wait for --resume\n", session.Short(id))
+			} else if !errors.Is(err, session.ErrConflict) {
+				fmt.Fprintln(e.stderr, "tunebot:", err)
+			}
+		}
+		if inputEnded && !eng.Running(id) {
+			if s.State != session.StatePaused {
+				fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), s.State)
+			}
+			return s, 3
+		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
@@ -213,11 +236,7 @@ func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDo
 			s, _ = eng.Store().Session(context.Background(), id)
 			return s, 130
 		case <-stdinDone:
-			if waiting {
-				fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), s.State)
-				return s, 3
-			}
-			stdinDone = nil
+			stdinDone, inputEnded = nil, true
 		}
 	}
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -15,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 
@@ -100,16 +103,77 @@ type ExecutorConfig struct {
 
 // SlurmConfig is what every sbatch of the slurm backend asks for.
 type SlurmConfig struct {
-	Partition    string        `yaml:"partition"` // "": the cluster's default partition
-	Account      string        `yaml:"account"`
-	QOS          string        `yaml:"qos"`
-	TimeLimit    time.Duration `yaml:"time_limit"`     // --time of each job; 0: the partition's default
-	CPUsPerTrial int           `yaml:"cpus_per_trial"` // --cpus-per-task; 0: Slurm's default
-	Mem          string        `yaml:"mem"`            // --mem, e.g. 32G; "": Slurm's default
-	SbatchArgs   []string      `yaml:"sbatch_args"`    // more options, each one word: --constraint=a100
+	Partition    string    `yaml:"partition"` // "": the cluster's default partition
+	Account      string    `yaml:"account"`
+	QOS          string    `yaml:"qos"`
+	TimeLimit    SlurmTime `yaml:"time_limit"`     // --time of each job; 0: the partition's default
+	CPUsPerTrial int       `yaml:"cpus_per_trial"` // --cpus-per-task; 0: Slurm's default
+	Mem          string    `yaml:"mem"`            // --mem, e.g. 32G; "": Slurm's default
+	SbatchArgs   []string  `yaml:"sbatch_args"`    // more options, each one word: --constraint=a100
 	// PollInterval is how often squeue is asked about each running job (0: 5 s). A big
 	// cluster's controller may prefer 30s; tests use less than a second.
 	PollInterval time.Duration `yaml:"poll_interval"`
+}
+
+// SlurmTime is executor.slurm.time_limit: what `sbatch --time` accepts ("30" minutes,
+// "30:00" minutes:seconds, "1:00:00", "1-12" days-hours, "1-12:30", "1-00:00:00"), or a
+// Go duration ("12h", "90m"), since people copy it from their batch scripts.
+type SlurmTime time.Duration
+
+// UnmarshalYAML reads either form; a value that is neither is a type error, named with
+// the others.
+func (t *SlurmTime) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	d, err := parseSlurmTime(s)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not %s", n.Line, s, slurmTimeWord)}}
+	}
+	*t = SlurmTime(d)
+	return nil
+}
+
+const slurmTimeWord = "a time limit as sbatch --time takes it (90 for minutes, 30:00, 12:00:00, 1-00:00:00) or a duration like 12h"
+
+// parseSlurmTime parses a Go duration or one of sbatch --time's forms.
+func parseSlurmTime(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if d, err := time.ParseDuration(s); err == nil {
+		return d, nil
+	}
+	bad := fmt.Errorf("%q is not a time limit", s)
+	days, rest, dayForm := strings.Cut(s, "-")
+	if !dayForm {
+		days, rest = "0", s
+	}
+	var n []int
+	for _, f := range append([]string{days}, strings.Split(rest, ":")...) {
+		v, err := strconv.Atoi(f)
+		if err != nil || v < 0 || f == "" || f[0] == '+' {
+			return 0, bad
+		}
+		n = append(n, v)
+	}
+	d := time.Duration(n[0]) * 24 * time.Hour
+	var units []time.Duration // what each field after the days counts
+	switch {
+	case dayForm && len(n) <= 4:
+		units = []time.Duration{time.Hour, time.Minute, time.Second}
+	case !dayForm && len(n) == 2:
+		units = []time.Duration{time.Minute}
+	case !dayForm && len(n) == 3:
+		units = []time.Duration{time.Minute, time.Second}
+	case !dayForm && len(n) == 4:
+		units = []time.Duration{time.Hour, time.Minute, time.Second}
+	default:
+		return 0, bad
+	}
+	for i, v := range n[1:] {
+		d += time.Duration(v) * units[i]
+	}
+	return d, nil
 }
 
 // Executor backends.
@@ -124,7 +188,7 @@ func (x ExecutorConfig) slurm() *trainer.Slurm {
 		return nil
 	}
 	s := x.Slurm
-	return &trainer.Slurm{Partition: s.Partition, Account: s.Account, QOS: s.QOS, TimeLimit: s.TimeLimit,
+	return &trainer.Slurm{Partition: s.Partition, Account: s.Account, QOS: s.QOS, TimeLimit: time.Duration(s.TimeLimit),
 		CPUs: s.CPUsPerTrial, Mem: s.Mem, GPUs: x.GPUsPerTrial, Extra: slices.Clone(s.SbatchArgs), Poll: s.PollInterval}
 }
 
@@ -170,10 +234,10 @@ func (x ExecutorConfig) problems(gpus []int) []string {
 		}
 	}
 	s := x.Slurm
-	if s.TimeLimit < 0 {
+	if limit := time.Duration(s.TimeLimit); limit < 0 {
 		probs = append(probs, "executor.slurm.time_limit: must not be negative")
-	} else if s.TimeLimit > 0 && s.TimeLimit < time.Minute {
-		probs = append(probs, fmt.Sprintf("executor.slurm.time_limit: %s is below Slurm's smallest time limit, one minute", s.TimeLimit))
+	} else if limit > 0 && limit < time.Minute {
+		probs = append(probs, fmt.Sprintf("executor.slurm.time_limit: %s is below Slurm's smallest time limit, one minute", limit))
 	}
 	if s.PollInterval != 0 && (s.PollInterval < 100*time.Millisecond || s.PollInterval > 10*time.Minute) {
 		probs = append(probs, fmt.Sprintf("executor.slurm.poll_interval: %s is outside 100ms–10m", s.PollInterval))
@@ -285,20 +349,24 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 		return cfg, fmt.Errorf("reading config %s: %w", path, err)
 	}
+	if bytes.IndexByte(raw, 0) >= 0 || !utf8.Valid(raw) {
+		return cfg, fmt.Errorf("config %s is not a YAML file: it holds binary data", path)
+	}
 	// Unknown keys are looked for in the file as written, so their line numbers are right;
 	// the values are then decoded from the parsed tree after ${NAME} expansion, which keeps
 	// the tree's line numbers too, never expands a comment or a key, and never lets a
-	// variable's value change the structure of the file.
-	var root yaml.Node
-	if err := yaml.Unmarshal(raw, &root); err != nil {
-		if tabs := tabIndents(raw, err); len(tabs) > 0 {
-			return cfg, &session.InvalidError{What: "config " + path, Problems: tabs}
-		}
-		return cfg, fmt.Errorf("config %s: %s", path, yamlMessage(err))
+	// variable's value change the structure of the file. A tab that indents a line is
+	// named, and the file is read as if it were spaces, so it hides no other problem.
+	root, probs, err := parseYAML(raw)
+	switch {
+	case err != nil && len(probs) > 0:
+		return cfg, &session.InvalidError{What: "config " + path, Problems: append(probs, err.Error())}
+	case err != nil:
+		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
-	// Every problem is named at once: unknown keys, unset variables, values of the wrong
-	// type and values out of range.
-	probs := unknownKeys(&root)
+	// Every problem is named at once, in the order of the file: tabs, unknown keys, unset
+	// variables, values of the wrong type and values out of range.
+	probs = append(probs, unknownKeys(root)...)
 	invalid := func(err error) error {
 		var ie *session.InvalidError
 		switch {
@@ -310,17 +378,17 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		if len(probs) == 0 {
 			return nil
 		}
-		return &session.InvalidError{What: "config " + path, Problems: probs}
+		return &session.InvalidError{What: "config " + path, Problems: inFileOrder(root, probs)}
 	}
 	var missing []string
 	unset := map[*yaml.Node]bool{}
-	expandNode(&root, getenv, &missing, unset)
+	expandNode(root, getenv, &missing, unset)
 	if len(missing) > 0 {
 		probs = append(probs, fmt.Sprintf("environment variable(s) %s not set", strings.Join(missing, ", ")))
 	}
 	// The tree is checked after expansion, so a ${N} that became "12 hours" is named too;
 	// a value whose variable is unset is left to the line above.
-	typeProbs, badPaths, badLines := checkTypes(&root, unset)
+	typeProbs, badPaths, badLines := checkTypes(root, unset)
 	probs = append(probs, typeProbs...)
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
@@ -340,8 +408,8 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 			}
 		}
 	}
-	cfg.warnings = unenabledChats(&root, cfg.Chat)
-	if sec := mappingAt(&root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
+	cfg.warnings = unenabledChats(root, cfg.Chat)
+	if sec := mappingAt(root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
 		cfg.warnings = append(cfg.warnings, fmt.Sprintf("executor.slurm is configured (line %d) but executor.backend is %s: set executor.backend: slurm to use it, or remove the section", sec.Line, cfg.Executor.Backend))
 	}
 	if c := cfg.Chat.Webhook; c.Enabled && !c.AllowInsecureHTTP {
@@ -389,28 +457,158 @@ func aboutBadValue(p string, bad []string) bool {
 	return false
 }
 
-// tabIndents names every line that a tab indents, the commonest reason a hand-edited YAML
-// file does not parse (YAML indents with spaces only), and keeps the parser's own message
-// when it is about another line.
-func tabIndents(raw []byte, perr error) []string {
-	var probs []string
-	lines := map[int]bool{}
-	for i, l := range strings.Split(string(raw), "\n") {
+// tabWidths are the widths a tab that indents a line is tried at, as editors set them.
+var tabWidths = []int{2, 4, 8}
+
+// parseYAML parses a config file. A tab that indents a line (YAML indents with spaces
+// only: the commonest reason a hand-edited file does not parse) is named as a problem, and
+// the file is read with its tabs as spaces, at the width that reads it with the fewest
+// unknown keys, so the tab hides no other problem and every line number is the file's.
+func parseYAML(raw []byte) (*yaml.Node, []string, error) {
+	lines := strings.Split(string(raw), "\n")
+	var tabs []string
+	for i, l := range lines {
 		indent := l[:len(l)-len(strings.TrimLeft(l, " \t"))]
 		if strings.Contains(indent, "\t") && strings.TrimSpace(l) != "" {
-			probs = append(probs, fmt.Sprintf("line %d: a tab indents this line; YAML indents with spaces only", i+1))
-			lines[i+1] = true
+			tabs = append(tabs, fmt.Sprintf("line %d: a tab indents this line; YAML indents with spaces only", i+1))
 		}
 	}
-	if len(probs) == 0 {
-		return nil
+	if len(tabs) == 0 {
+		var root yaml.Node
+		if err := yaml.Unmarshal(raw, &root); err != nil {
+			return nil, nil, parseError(err)
+		}
+		return &root, nil, nil
 	}
-	msg := yamlMessage(perr)
-	var line int
-	if _, err := fmt.Sscanf(strings.TrimPrefix(msg, "yaml: "), "line %d:", &line); err != nil || !lines[line] {
-		probs = append(probs, msg)
+	var best *yaml.Node
+	var firstErr error
+	fewest := -1
+	for _, width := range tabWidths {
+		var root yaml.Node
+		if err := yaml.Unmarshal([]byte(expandIndentTabs(lines, width)), &root); err != nil {
+			firstErr = cmp.Or(firstErr, parseError(err))
+			continue
+		}
+		if n := len(unknownKeys(&root)); fewest < 0 || n < fewest {
+			best, fewest = &root, n
+		}
 	}
-	return probs
+	if best == nil {
+		return nil, tabs, firstErr
+	}
+	return best, tabs, nil
+}
+
+// parseError says why a file does not parse as YAML, in the words the other problems use.
+func parseError(err error) error {
+	msg := strings.TrimPrefix(yamlMessage(err), "yaml: ")
+	if strings.Contains(msg, "control characters are not allowed") {
+		return errors.New("not a YAML file: it holds control characters")
+	}
+	return errors.New(msg)
+}
+
+// expandIndentTabs returns lines joined with each tab of their indentation replaced by
+// spaces up to the next multiple of width.
+func expandIndentTabs(lines []string, width int) string {
+	var b strings.Builder
+	for i, l := range lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		rest := strings.TrimLeft(l, " \t")
+		col := 0
+		for _, c := range l[:len(l)-len(rest)] {
+			if c == '\t' {
+				col = (col/width + 1) * width
+			} else {
+				col++
+			}
+		}
+		b.WriteString(strings.Repeat(" ", col) + rest)
+	}
+	return b.String()
+}
+
+var problemLine = regexp.MustCompile(`^line (\d+): `)
+
+// inFileOrder sorts problems by the line they are about, so a person reads them as the
+// file goes. A problem named by key path (what validate says) gets its key's line when
+// the file sets that key, and goes where its nearest written section is otherwise; one
+// about nothing written (an unset variable, a default) comes last.
+func inFileOrder(root *yaml.Node, probs []string) []string {
+	type located struct {
+		line int
+		text string
+	}
+	out := make([]located, len(probs))
+	for i, p := range probs {
+		out[i] = located{math.MaxInt, p}
+		if m := problemLine.FindStringSubmatch(p); m != nil {
+			out[i].line, _ = strconv.Atoi(m[1])
+			continue
+		}
+		key, _, _ := strings.Cut(p, ": ")
+		key, _, _ = strings.Cut(key, " ")
+		if line, exact := keyLine(root, key); exact {
+			out[i] = located{line, fmt.Sprintf("line %d: %s", line, p)}
+		} else if line > 0 {
+			out[i].line = line
+		}
+	}
+	slices.SortStableFunc(out, func(a, b located) int { return cmp.Compare(a.line, b.line) })
+	sorted := make([]string, len(out))
+	for i, l := range out {
+		sorted[i] = l.text
+	}
+	return sorted
+}
+
+var (
+	pathStep  = regexp.MustCompile(`^([^.\[\]]+)((?:\[\d+\])*)$`) // a key and its [i] indices
+	pathIndex = regexp.MustCompile(`\d+`)
+)
+
+// keyLine returns the line of the key at a dotted path ("session.gpus[1]") in the file,
+// and whether the file sets that key; when it does not, the line of the nearest section
+// on the path that it does set (0: none).
+func keyLine(root *yaml.Node, path string) (int, bool) {
+	n := root
+	if n.Kind == yaml.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := 0
+	for _, step := range strings.Split(path, ".") {
+		m := pathStep.FindStringSubmatch(step)
+		if m == nil {
+			return line, false
+		}
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			return line, false
+		}
+		var next *yaml.Node
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == m[1] {
+				line, next = n.Content[i].Line, n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return line, false
+		}
+		n = next
+		for _, idx := range pathIndex.FindAllString(m[2], -1) {
+			j, _ := strconv.Atoi(idx)
+			if n.Kind != yaml.SequenceNode || j >= len(n.Content) {
+				return line, false
+			}
+			n = n.Content[j]
+			line = n.Line
+		}
+	}
+	return line, true
 }
 
 // unknownKeys reports every key of the parsed file that Config does not have, each with
@@ -454,8 +652,8 @@ func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
-		return // an empty value leaves the default
+	if n.Kind == 0 || n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // an empty value (or file: comments only) leaves the default
 	}
 	if w.unset[n] {
 		w.badPaths = append(w.badPaths, path)
@@ -565,15 +763,22 @@ func (w *treeWalk) wrongType(n *yaml.Node, path, want string) {
 	default:
 		got = strconv.Quote(n.Value)
 	}
-	w.probs = append(w.probs, fmt.Sprintf("line %d: %s: %s is not %s", n.Line, path, got, want))
+	what := path
+	if what == "" {
+		what = "the file"
+	}
+	w.probs = append(w.probs, fmt.Sprintf("line %d: %s: %s is not %s", n.Line, what, got, want))
 	w.badPaths = append(w.badPaths, path)
 	w.badLines[n.Line] = true
 }
 
 // typeWord says in words what a value of type t looks like in YAML.
 func typeWord(t reflect.Type) string {
-	if t == reflect.TypeFor[time.Duration]() {
+	switch t {
+	case reflect.TypeFor[time.Duration]():
 		return "a duration (like 90s, 45m or 12h)"
+	case reflect.TypeFor[SlurmTime]():
+		return slurmTimeWord
 	}
 	switch t.Kind() {
 	case reflect.Bool:

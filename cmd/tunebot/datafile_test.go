@@ -45,7 +45,7 @@ func TestDamagedDataFileIsOneLine(t *testing.T) {
 				storeWithSessions(t, data, 30)
 				path := filepath.Join(data, "tunebot.db")
 				damage(t, path)
-				cfg := writeConfig(t, dir, "data_dir: "+data+"\nservice: {addr: \"off\"}\n")
+				cfg := writeConfig(t, dir, "data_dir: "+data+"\nservice: {addr: \"off\"}\nsession: {fallback: true}\n")
 				argv := append([]string{}, args...)
 				for i, a := range argv {
 					if a == "COPY" {
@@ -82,7 +82,7 @@ func TestDamagedDataFileIsOneLine(t *testing.T) {
 func TestDoctorChecksTheDataFile(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	cfg := writeConfig(t, dir, "data_dir: "+data+"\nservice: {addr: \"off\"}\n")
+	cfg := writeConfig(t, dir, "data_dir: "+data+"\nservice: {addr: \"off\"}\nsession: {fallback: true}\n")
 	path := filepath.Join(data, "tunebot.db")
 	if code, stdout, _ := runCmd("doctor", "--config", cfg); code != 0 || !strings.Contains(stdout, "ok    data file  "+path+" does not exist yet") {
 		t.Fatalf("no data file: exit %d\n%s", code, stdout)

@@ -19,7 +19,7 @@ func needSlurm(t *testing.T) string {
 
 func slurmDoctorConfig(t *testing.T, executor string) string {
 	t.Helper()
-	return writeFile(t, "tunebot.yaml", "data_dir: "+filepath.Join(t.TempDir(), "data")+"\nexecutor:\n"+executor)
+	return writeFile(t, "tunebot.yaml", "data_dir: "+filepath.Join(t.TempDir(), "data")+"\nsession: {fallback: true}\nexecutor:\n"+executor)
 }
 
 // TestDoctorSlurm runs doctor against the real Slurm: a good partition with GPUs passes,

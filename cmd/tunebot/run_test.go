@@ -102,17 +102,22 @@ service: {addr: "127.0.0.1:0"}
 	}
 }
 
+// daemonTraining starts the daemon (no service) and a 4-trial session from its console,
+// and returns once the baseline trains; delay is the sim trainer's pause per step.
+func daemonTraining(t *testing.T, delay string) (cfg string, cmd *exec.Cmd, stdinW *os.File, out *syncBuffer) {
+	t.Helper()
+	cfg = writeConfig(t, t.TempDir(), "data_dir: data\nservice: {addr: \"off\"}\n")
+	cmd, stdinW, out = startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY="+delay)
+	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
+	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	return cfg, cmd, stdinW, out
+}
+
 // TestRunDrainsOnSIGTERM stops the daemon while a trainer job runs: the job's process
 // group ends, the session becomes interrupted (resumable), and the store closes cleanly.
 func TestRunDrainsOnSIGTERM(t *testing.T) {
-	dir := t.TempDir()
-	cfg := writeConfig(t, dir, `
-data_dir: data
-service: {addr: "off"}
-`)
-	cmd, stdinW, out := startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=50ms")
-	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
-	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	cfg, cmd, _, out := daemonTraining(t, "50ms")
+	dir := filepath.Dir(cfg)
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
@@ -132,4 +137,38 @@ service: {addr: "off"}
 		t.Fatalf("sessions after SIGTERM: %+v", all)
 	}
 	noTrainerLeft(t, dir)
+}
+
+// TestStatusOfAPausedSessionAfterARestart pauses a session while its baseline trains: the
+// pause lands between training and evaluation, so no job of it runs, and /tune status
+// must not say one does, before a restart of the daemon or after it. Resumed, the
+// baseline is evaluated (not trained again) and the session goes on.
+func TestStatusOfAPausedSessionAfterARestart(t *testing.T) {
+	cfg, cmd, stdinW, out := daemonTraining(t, "10ms")
+	stdinW.WriteString("/tune pause\n")
+	waitFor(t, "the session to pause", 30*time.Second, func() bool { return strings.Contains(out.String(), "paused after its current job") })
+	status := func(out *syncBuffer) string {
+		n := len(out.String())
+		stdinW.WriteString("/tune status\n")
+		// The card is written whole, so once one of its lines is there all are.
+		waitFor(t, "the status", 10*time.Second, func() bool { return strings.Contains(out.String()[n:], "GPU time") })
+		return out.String()[n:]
+	}
+	if s := status(out); strings.Contains(s, "running now") || !strings.Contains(s, "paused") {
+		t.Fatalf("status of the paused session:\n%s", s)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, out.String())
+	}
+
+	_, stdinW, out = startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=0s")
+	if s := status(out); strings.Contains(s, "running now") || !strings.Contains(s, "paused") {
+		t.Fatalf("status after the restart:\n%s", s)
+	}
+	stdinW.WriteString("/tune resume\n")
+	waitFor(t, "the session to succeed", 60*time.Second, func() bool { return strings.Contains(out.String(), "succeeded") })
+	if strings.Contains(out.String(), "trial 0 @ rung 0 started") {
+		t.Errorf("the baseline trained again after the resume:\n%s", out.String())
+	}
 }
