@@ -508,7 +508,7 @@ func (a *Adapter) HTTPHandler(ctx context.Context, h *bot.Handler) http.Handler 
 		// replay (Slack's own retries are signed anew), acknowledged and dropped like a
 		// retried event.
 		ts, _ := strconv.ParseInt(r.Header.Get("X-Slack-Request-Timestamp"), 10, 64)
-		switch ok, full := a.sigs.admit(r.Header.Get("X-Slack-Signature"), time.Unix(ts, 0), time.Now()); {
+		switch ok, full := a.sigs.admit(signatureKey(r.Header.Get("X-Slack-Signature")), time.Unix(ts, 0), time.Now()); {
 		case full:
 			a.log.Warn("refused a Slack request: too many signed requests in the last 5 minutes to check it is not a replay", "remote", r.RemoteAddr)
 			http.Error(w, "too many requests", http.StatusServiceUnavailable)
