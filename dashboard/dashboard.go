@@ -10,10 +10,12 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
@@ -193,12 +195,31 @@ func (s *Server) signinPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, shellData{Kind: "signin", Title: "tunebot: sign in", Name: r.URL.Query().Get("token")})
 }
 
+// maxSigninBody caps the sign-in form: "token=" and a 32-character token. The route answers
+// anyone, before any token is checked, so nothing larger is read.
+const maxSigninBody = 1 << 10
+
 func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 	if !s.sameOrigin(r) {
 		http.Error(w, "sign-in must come from the page itself", http.StatusForbidden)
 		return
 	}
-	who, ok := s.auth.redeem(r.PostFormValue("token"))
+	// Only the page's own form, and only its size: PostFormValue would otherwise parse a
+	// multipart body of any size and write its files to $TMPDIR for anyone who asks.
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		http.Error(w, "sign-in takes the page's form (Content-Type: application/x-www-form-urlencoded)", http.StatusUnsupportedMediaType)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxSigninBody)
+	if err := r.ParseForm(); err != nil {
+		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+			http.Error(w, fmt.Sprintf("the sign-in form is larger than %d bytes", maxSigninBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "the sign-in form is malformed", http.StatusBadRequest)
+		return
+	}
+	who, ok := s.auth.redeem(r.PostForm.Get("token"))
 	if !ok {
 		s.render(w, http.StatusUnauthorized, shellData{Kind: "expired", Title: "tunebot: link expired"})
 		return

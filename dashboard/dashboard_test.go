@@ -274,6 +274,18 @@ func TestSignIn(t *testing.T) {
 	if resp := c.post("/signin", "application/x-www-form-urlencoded", "token="+token); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("sign-in from another origin: %d", resp.StatusCode)
 	}
+	// The form is the page's own, small and url-encoded: a multipart body (whose files
+	// would be written to $TMPDIR before the token is checked) or a large one is refused
+	// unread, and the link stays unused.
+	c.origin = f.srv.URL
+	multi := "--b\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n" + token + "\r\n" +
+		"--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"x\"\r\n\r\n" + strings.Repeat("x", 4096) + "\r\n--b--\r\n"
+	if resp := c.post("/signin", "multipart/form-data; boundary=b", multi); resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("multipart sign-in: %d, want 415", resp.StatusCode)
+	}
+	if resp := c.post("/signin", "application/x-www-form-urlencoded", "token="+token+"&pad="+strings.Repeat("x", 2048)); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 2 KiB sign-in form: %d, want 413", resp.StatusCode)
+	}
 	c = f.signIn(t, alice) // a fresh link; the first is still unused
 	ck := c.cookie
 	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" || ck.MaxAge <= 0 {

@@ -489,17 +489,21 @@ func (a *Adapter) HTTPHandler(ctx context.Context, h *bot.Handler) http.Handler 
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
+		// The headers are checked before the body is read: a request without a fresh
+		// signature is refused unread.
+		sv, err := slack.NewSecretsVerifier(r.Header, a.cfg.SigningSecret)
+		if err != nil {
+			a.log.Warn("refused an unsigned, stale or forged Slack request", "remote", r.RemoteAddr, "err", err)
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {
 			http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		sv, err := slack.NewSecretsVerifier(r.Header, a.cfg.SigningSecret)
-		if err == nil {
-			_, _ = sv.Write(body)
-			err = sv.Ensure()
-		}
-		if err != nil {
+		_, _ = sv.Write(body)
+		if err := sv.Ensure(); err != nil {
 			a.log.Warn("refused an unsigned, stale or forged Slack request", "remote", r.RemoteAddr, "err", err)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return
