@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"tunebot/bot"
+	"tunebot/httpd"
 	"tunebot/session"
 )
 
@@ -101,7 +102,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /signin", s.signinPage)
 	s.mux.HandleFunc("POST /signin", s.signin)
 	s.mux.HandleFunc("POST /signout", s.signout)
-	s.mux.HandleFunc("POST /api/link", s.operatorLink)
+	// The operator's routes answer the CLI on this machine only, never through a proxy.
+	s.mux.Handle("POST /api/link", httpd.LocalOnly(http.HandlerFunc(s.operatorLink)))
 
 	// Reading needs a valid cookie.
 	s.mux.HandleFunc("GET /api/me", s.read(s.me))
