@@ -64,9 +64,14 @@ type Interaction struct {
 // An empty reply (no Text, Card or Form) means: say nothing (a comment in a thread).
 type Reply struct {
 	Private bool
-	Text    string
-	Card    *Card
-	Form    *Form // the platform opens this form (modal) instead of posting
+	// Sensitive marks a private reply that carries a credential (a sign-in link): it reaches
+	// the person alone or nobody. An adapter that can no longer answer privately (an expired
+	// interaction) sends it by direct message, or says to ask again without it; never in a
+	// channel, where a private answer may otherwise fall back with a mention.
+	Sensitive bool
+	Text      string
+	Card      *Card
+	Form      *Form // the platform opens this form (modal) instead of posting
 	// Working marks the acknowledgement Handle returns when the work outlasts AckWithin:
 	// the answer follows; an adapter must not read it as the answer (e.g. a form's verdict).
 	Working bool
@@ -420,7 +425,7 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 			return h.engineError(err, log)
 		}
 		log.Info("monitoring page link issued")
-		return Reply{Private: true, Text: fmt.Sprintf("your sign-in link to tunebot's monitoring page (works once, until %s UTC; it signs in as you, so do not share it): %s",
+		return Reply{Private: true, Sensitive: true, Text: fmt.Sprintf("your sign-in link to tunebot's monitoring page (works once, until %s UTC; it signs in as you, so do not share it): %s",
 			exp.UTC().Format("15:04"), link)}
 	case VerbAgent:
 		if h.cfg.Agent == nil {
