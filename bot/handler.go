@@ -132,9 +132,10 @@ type HandlerConfig struct {
 	// ReadLimit bounds each person's read commands and agent calls (default
 	// DefaultRateLimit).
 	ReadLimit RateLimit
-	// Dashboard issues a one-time sign-in link to the monitoring page for a person (the
-	// roles they hold now go with it) for /tune dashboard; nil answers that the page is off.
-	Dashboard func(who session.Actor, roles []string) (link string, expires time.Time, err error)
+	// Dashboard issues a one-time sign-in link to the monitoring page for a person for /tune
+	// dashboard (the page looks up their roles at each request); nil answers that the page
+	// is off.
+	Dashboard func(who session.Actor) (link string, expires time.Time, err error)
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -144,7 +145,7 @@ type Handler struct {
 	log *slog.Logger
 	wg  sync.WaitGroup
 
-	limit *limiter // each person's read commands
+	limit *Limiter // each person's read commands
 
 	// ops holds the apply and rollback confirmations shown and not yet answered (see
 	// handler_ops.go).
@@ -169,10 +170,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	if cfg.Gate == nil {
 		cfg.Gate = &CheckoutGate{}
 	}
-	if cfg.ReadLimit == (RateLimit{}) || cfg.ReadLimit.Check() != nil {
-		cfg.ReadLimit = DefaultRateLimit
-	}
-	return &Handler{cfg: cfg, log: cfg.Logger, pending: map[string]pendingOp{}, limit: &limiter{l: cfg.ReadLimit}}
+	return &Handler{cfg: cfg, log: cfg.Logger, pending: map[string]pendingOp{}, limit: NewLimiter(cfg.ReadLimit)}
 }
 
 // Handle acknowledges within AckWithin: the reply returned is the result when the work
@@ -360,9 +358,9 @@ func (h *Handler) throttle(in Interaction, cmd Command, log *slog.Logger) (Reply
 	if !limited(cmd) {
 		return Reply{}, true
 	}
-	if wait := h.limit.take(in.Platform+"/"+in.User.ID, time.Now()); wait > 0 {
+	if wait := h.limit.Take(in.Platform+"/"+in.User.ID, time.Now()); wait > 0 {
 		log.Info("read command over the rate limit", "command", string(cmd.Verb), "retry_in", wait)
-		return h.limit.slowDown(wait), false
+		return Reply{Private: true, Text: h.limit.SlowDown("commands", wait)}, false
 	}
 	return Reply{}, true
 }
@@ -373,6 +371,9 @@ func verbPhrase(v Verb) string {
 		return "decide proposals in sessions"
 	case VerbAgent:
 		return "test the advisor (a paid DeepSeek call)"
+	}
+	if permissionOf(v) == PermRead {
+		return "read tunebot's sessions, presets or monitoring page"
 	}
 	return string(v) + " sessions"
 }
@@ -420,7 +421,7 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		if h.cfg.Dashboard == nil {
 			return Reply{Private: true, Text: "the monitoring page is off in this tunebot (service.addr: off)"}
 		}
-		link, exp, err := h.cfg.Dashboard(by, in.Roles)
+		link, exp, err := h.cfg.Dashboard(by)
 		if err != nil {
 			return h.engineError(err, log)
 		}

@@ -59,8 +59,9 @@ func scored(total float64, eligible bool, reasons ...string) *session.Score {
 }
 
 // newFixture stores a paused approval session with trials 0–2 (two rungs), a pending
-// proposal, curves and a preset, and serves the page over the real handler and engine.
-func newFixture(t *testing.T) *fixture {
+// proposal, curves and a preset, and serves the page over the real handler and engine; mods
+// change the page's options (the handler gets the same allow-list).
+func newFixture(t *testing.T, mods ...func(*dashboard.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{Timeout: 100 * time.Millisecond})
@@ -118,14 +119,18 @@ func newFixture(t *testing.T) *fixture {
 	if err := db.SavePreset(ctx, session.Preset{Name: "auto-tune-1a2b3c4d", SessionID: sid, Trial: session.TrialRef{Number: 2}, Config: c2, Score: 0.12, Task: st.Task, CreatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	allow := bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}
-	h := bot.NewHandler(bot.HandlerConfig{Engine: eng, Store: db, Space: sp, Allow: allow, SessionsDir: sessionsDir})
 	key := make([]byte, 32)
 	for i := range key {
 		key[i] = byte(i)
 	}
 	clk := &clock{t: time.Now()}
-	dash, err := dashboard.New(dashboard.Options{Store: db, Actions: h, Allow: allow, Space: sp, Key: key, Now: clk.now})
+	opt := dashboard.Options{Store: db, Allow: bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}, Space: sp, Key: key, Now: clk.now}
+	for _, m := range mods {
+		m(&opt)
+	}
+	h := bot.NewHandler(bot.HandlerConfig{Engine: eng, Store: db, Space: sp, Allow: opt.Allow, SessionsDir: sessionsDir})
+	opt.Actions = h
+	dash, err := dashboard.New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}

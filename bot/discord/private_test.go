@@ -35,7 +35,7 @@ func newLinkRig(t *testing.T, hold bool) *linkRig {
 	}
 	t.Cleanup(func() { db.Close() })
 	h := bot.NewHandler(bot.HandlerConfig{Store: db, Space: session.DefaultSpace(),
-		Dashboard: func(session.Actor, []string) (string, time.Time, error) {
+		Dashboard: func(session.Actor) (string, time.Time, error) {
 			if r.release != nil {
 				<-r.release
 			}
@@ -131,4 +131,46 @@ func TestSignInLinkNeverReachesTheChannel(t *testing.T) {
 			t.Errorf("a plain private answer opened a direct message %s", dm)
 		}
 	})
+}
+
+// TestRolesAreReadFromDiscord: the roles the monitoring page checks are the member's roles
+// in the guild now, read from Discord: a role taken away is gone at the next read once the
+// cache's time has passed, and a non-member holds none. Within RolesTTL the roles are reused
+// rather than read at every page refresh.
+func TestRolesAreReadFromDiscord(t *testing.T) {
+	fake := discordtest.New(t, opsGuild, opsApp)
+	db, err := store.Open(filepath.Join(t.TempDir(), "t.db"), store.Options{Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	adapter := func(ttl time.Duration) *discord.Adapter {
+		a, err := discord.New(discord.Config{Token: "test-token", ApplicationID: opsApp, GuildID: opsGuild, ChannelID: opsChannel, APIURL: fake.APIURL, Store: db, RolesTTL: ttl})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	ctx := context.Background()
+	fresh := adapter(time.Nanosecond)
+	if got := fresh.Roles(ctx, opsBob.ID); len(got) != 0 {
+		t.Errorf("a non-member holds %v", got)
+	}
+	fake.SetRoles(opsBob.ID, "300000000000000001")
+	if got := fresh.Roles(ctx, opsBob.ID); len(got) != 1 || got[0] != "300000000000000001" {
+		t.Errorf("bob's roles %v, want the one he holds", got)
+	}
+	fake.SetRoles(opsBob.ID)
+	if got := fresh.Roles(ctx, opsBob.ID); len(got) != 0 {
+		t.Errorf("bob lost his role, yet holds %v", got)
+	}
+
+	cached := adapter(time.Hour)
+	before := fake.MemberReads()
+	for range 5 {
+		cached.Roles(ctx, opsBob.ID)
+	}
+	if n := fake.MemberReads() - before; n != 1 {
+		t.Errorf("5 reads within the TTL asked Discord %d times, want once", n)
+	}
 }

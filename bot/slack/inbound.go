@@ -276,7 +276,7 @@ func (a *Adapter) firstDelivery(id string) bool {
 }
 
 func (a *Adapter) interactionBase(ctx context.Context, user, name, channel, thread string) bot.Interaction {
-	return bot.Interaction{Platform: Platform, User: actor(user, name), Roles: a.roles(ctx, user), Channel: channel, Thread: thread}
+	return bot.Interaction{Platform: Platform, User: actor(user, name), Roles: a.Roles(ctx, user), Channel: channel, Thread: thread}
 }
 
 // handle runs in through the handler and sends the answer (and any later follow-up).
@@ -289,11 +289,11 @@ func (a *Adapter) handle(ctx context.Context, h *bot.Handler, in bot.Interaction
 	a.respond(ctx, to, r, trigger)
 }
 
-// roles returns the user groups of user when allow-listing by group is configured. The
-// membership of every group is read with usergroups.list (include_users) and cached; a
-// failure means no roles (allow_users still works), logged.
-func (a *Adapter) roles(ctx context.Context, user string) []string {
-	if len(a.cfg.AllowGroups) == 0 || user == "" {
+// Roles returns the user groups of user when allow-listing by group is configured. The
+// membership of every group is read with usergroups.list (include_users) and cached for
+// GroupsTTL; a failure means no roles (allow_users still works), logged.
+func (a *Adapter) Roles(ctx context.Context, user string) []string {
+	if len(a.cfg.AllowGroups) == 0 && len(a.cfg.ReadGroups) == 0 || user == "" {
 		return nil
 	}
 	a.mu.Lock()

@@ -112,6 +112,8 @@ type Fake struct {
 	downloads  []Download
 	dms        map[string]string // user → their direct message channel with the bot
 	closedDMs  map[string]bool   // users who accept no direct message from the guild's members
+	members    map[string]User   // the guild's members seen in events, with their roles now
+	memberGets int
 }
 
 type frame struct {
@@ -126,7 +128,7 @@ type frame struct {
 func New(t testing.TB, guild, app string) *Fake {
 	f := &Fake{Guild: guild, App: app, t: t, changed: make(chan struct{}), next: 1000, messages: map[string]*Message{},
 		threads: map[string]string{}, callbacks: map[string][]Callback{}, stale: map[string]bool{}, forbid: map[string]bool{},
-		files: map[string]Attachment{}, sessionID: "fake-session", dms: map[string]string{}, closedDMs: map[string]bool{}}
+		files: map[string]Attachment{}, sessionID: "fake-session", dms: map[string]string{}, closedDMs: map[string]bool{}, members: map[string]User{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	f.APIURL = f.srv.URL + "/api/v9"
@@ -314,6 +316,14 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.commands = body
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
+	case r.Method == "GET" && len(p) == 4 && p[0] == "guilds" && p[2] == "members":
+		u, ok := f.members[p[3]]
+		if p[1] != f.Guild || !ok {
+			apiError(w, 404, 10007, "Unknown Member")
+			return
+		}
+		f.memberGets++
+		writeJSON(w, 200, f.member(u))
 	case r.Method == "POST" && len(p) == 3 && p[0] == "users" && p[1] == "@me" && p[2] == "channels":
 		var d struct {
 			Recipient string `json:"recipient_id"`
@@ -449,6 +459,24 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.t.Logf("discordtest: unhandled %s %s", r.Method, r.URL.Path)
 		apiError(w, 404, 0, "404: Not Found")
 	}
+}
+
+// SetRoles gives user these roles in the guild from now on (an admin's change), as
+// GET /guilds/{guild}/members/{user} reports them; later events from a User with other
+// Roles set them again.
+func (f *Fake) SetRoles(user string, roles ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u := f.members[user]
+	u.ID, u.Roles = user, roles
+	f.members[user] = u
+}
+
+// MemberReads is how many times the bot read a member (their roles) from the REST API.
+func (f *Fake) MemberReads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.memberGets
 }
 
 // DM returns the direct message channel between the bot and user, "" when the bot opened none.
