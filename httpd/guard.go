@@ -106,13 +106,32 @@ func (h *hosts) guard(next http.Handler) http.Handler {
 	})
 }
 
+// isLocal reports whether ip is loopback or one of this machine's own addresses: a TCP peer
+// with such an address is a program on this machine.
+func isLocal(ip net.IP) bool {
+	if ip.IsLoopback() {
+		return true
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return false
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
 // forwardHeaders name a request relayed by a proxy on this machine for someone elsewhere.
 var forwardHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"}
 
-// LocalOnly serves h only to a program on this machine: a loopback peer whose request no
-// proxy relayed. The routes of the local CLI (tunebot backup, tunebot dashboard link) carry
-// a token read from the data directory; with service.allow_remote, or behind a proxy, that
-// token would otherwise be the only guard.
+// LocalOnly serves h only to a program on this machine: a peer on loopback (or on one of
+// this machine's own addresses, where the CLI connects when the listener is bound to one)
+// whose request no proxy relayed. The routes of the local CLI (tunebot backup, tunebot
+// dashboard link and rotate) carry a token read from the data directory; with
+// service.allow_remote, or behind a proxy, that token would otherwise be the only guard.
 func LocalOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
@@ -124,7 +143,7 @@ func LocalOnly(h http.Handler) http.Handler {
 				break
 			}
 		}
-		if err != nil || ip == nil || !ip.IsLoopback() || relayed != "" {
+		if err != nil || ip == nil || !isLocal(ip) || relayed != "" {
 			why := "it came from " + host
 			if relayed != "" {
 				why = "a proxy relayed it (" + relayed + ")"
