@@ -64,7 +64,7 @@ type Options struct {
 
 // PageReadLimit bounds one person's reads of the page's data: 60 at once, then two a second.
 // A page refreshes every 3 s (a third of a read a second), so several open tabs stay well
-// inside it; a large curves answer costs more (curveCost).
+// inside it; a large curves answer costs more (pointsPerRead).
 var PageReadLimit = bot.RateLimit{Burst: 60, Every: 500 * time.Millisecond}
 
 // Server serves the monitoring page.
@@ -326,8 +326,8 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 // hold now).
 type readFunc func(ctx context.Context, in bot.Interaction, r *http.Request) (any, error)
 
-// person is the signed-in person of r as the chat handler knows people: their platform and
-// id, and the roles they hold now (not when they signed in).
+// person is who as the chat handler knows people: their platform and id, and the roles
+// they hold now (not when they signed in).
 func (s *Server) person(ctx context.Context, who Identity) bot.Interaction {
 	in := bot.Interaction{Platform: who.Platform, User: session.Actor{ID: who.ID, Name: nameOf(who), Where: "dashboard"}, Channel: "dashboard"}
 	if s.opt.Roles != nil {

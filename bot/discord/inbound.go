@@ -542,7 +542,7 @@ func (a *Adapter) send(ctx context.Context, f *inflow, p Part, r bot.Reply) {
 // from the server's members), the channel hears only that it could not be given and to ask
 // again. The part itself never reaches the channel.
 func (a *Adapter) sendDirect(ctx context.Context, f *inflow, p Part) {
-	note := "your answer was for you only, and Discord's interaction expired before tunebot could show it to you privately"
+	note := "your answer was for you only, and Discord no longer took it as a private answer (the interaction had expired or failed)"
 	if f.user == "" || !snowflake.MatchString(f.user) {
 		a.log.Warn("a private answer with a credential was dropped: the interaction expired and its user is unknown")
 		return
