@@ -64,9 +64,14 @@ type Interaction struct {
 // An empty reply (no Text, Card or Form) means: say nothing (a comment in a thread).
 type Reply struct {
 	Private bool
-	Text    string
-	Card    *Card
-	Form    *Form // the platform opens this form (modal) instead of posting
+	// Sensitive marks a private reply that carries a credential (a sign-in link): it reaches
+	// the person alone or nobody. An adapter that can no longer answer privately (an expired
+	// interaction) sends it by direct message, or says to ask again without it; never in a
+	// channel, where a private answer may otherwise fall back with a mention.
+	Sensitive bool
+	Text      string
+	Card      *Card
+	Form      *Form // the platform opens this form (modal) instead of posting
 	// Working marks the acknowledgement Handle returns when the work outlasts AckWithin:
 	// the answer follows; an adapter must not read it as the answer (e.g. a form's verdict).
 	Working bool
@@ -127,9 +132,10 @@ type HandlerConfig struct {
 	// ReadLimit bounds each person's read commands and agent calls (default
 	// DefaultRateLimit).
 	ReadLimit RateLimit
-	// Dashboard issues a one-time sign-in link to the monitoring page for a person (the
-	// roles they hold now go with it) for /tune dashboard; nil answers that the page is off.
-	Dashboard func(who session.Actor, roles []string) (link string, expires time.Time, err error)
+	// Dashboard issues a one-time sign-in link to the monitoring page for a person for /tune
+	// dashboard (the page looks up their roles at each request); nil answers that the page
+	// is off.
+	Dashboard func(who session.Actor) (link string, expires time.Time, err error)
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -139,7 +145,7 @@ type Handler struct {
 	log *slog.Logger
 	wg  sync.WaitGroup
 
-	limit *limiter // each person's read commands
+	limit *Limiter // each person's read commands
 
 	// ops holds the apply and rollback confirmations shown and not yet answered (see
 	// handler_ops.go).
@@ -164,10 +170,7 @@ func NewHandler(cfg HandlerConfig) *Handler {
 	if cfg.Gate == nil {
 		cfg.Gate = &CheckoutGate{}
 	}
-	if cfg.ReadLimit == (RateLimit{}) || cfg.ReadLimit.Check() != nil {
-		cfg.ReadLimit = DefaultRateLimit
-	}
-	return &Handler{cfg: cfg, log: cfg.Logger, pending: map[string]pendingOp{}, limit: &limiter{l: cfg.ReadLimit}}
+	return &Handler{cfg: cfg, log: cfg.Logger, pending: map[string]pendingOp{}, limit: NewLimiter(cfg.ReadLimit)}
 }
 
 // Handle acknowledges within AckWithin: the reply returned is the result when the work
@@ -355,9 +358,9 @@ func (h *Handler) throttle(in Interaction, cmd Command, log *slog.Logger) (Reply
 	if !limited(cmd) {
 		return Reply{}, true
 	}
-	if wait := h.limit.take(in.Platform+"/"+in.User.ID, time.Now()); wait > 0 {
+	if wait := h.limit.Take(in.Platform+"/"+in.User.ID, time.Now()); wait > 0 {
 		log.Info("read command over the rate limit", "command", string(cmd.Verb), "retry_in", wait)
-		return h.limit.slowDown(wait), false
+		return Reply{Private: true, Text: h.limit.SlowDown("commands", wait)}, false
 	}
 	return Reply{}, true
 }
@@ -368,6 +371,9 @@ func verbPhrase(v Verb) string {
 		return "decide proposals in sessions"
 	case VerbAgent:
 		return "test the advisor (a paid DeepSeek call)"
+	}
+	if permissionOf(v) == PermRead {
+		return "read tunebot's sessions, presets or monitoring page"
 	}
 	return string(v) + " sessions"
 }
@@ -415,12 +421,12 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		if h.cfg.Dashboard == nil {
 			return Reply{Private: true, Text: "the monitoring page is off in this tunebot (service.addr: off)"}
 		}
-		link, exp, err := h.cfg.Dashboard(by, in.Roles)
+		link, exp, err := h.cfg.Dashboard(by)
 		if err != nil {
 			return h.engineError(err, log)
 		}
 		log.Info("monitoring page link issued")
-		return Reply{Private: true, Text: fmt.Sprintf("your sign-in link to tunebot's monitoring page (works once, until %s UTC; it signs in as you, so do not share it): %s",
+		return Reply{Private: true, Sensitive: true, Text: fmt.Sprintf("your sign-in link to tunebot's monitoring page (works once, until %s UTC; it signs in as you, so do not share it): %s",
 			exp.UTC().Format("15:04"), link)}
 	case VerbAgent:
 		if h.cfg.Agent == nil {

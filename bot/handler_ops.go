@@ -188,6 +188,7 @@ func permissionOfCommand(cmd Command) Permission {
 		if cmd.Sub == "add" || cmd.Sub == "remove" {
 			return PermStart // a schedule starts sessions
 		}
+		return PermRead
 	}
 	return permissionOf(cmd.Verb)
 }

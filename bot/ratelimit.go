@@ -31,10 +31,11 @@ func (l RateLimit) Check() error {
 	return nil
 }
 
-// limited reports whether cmd counts against the RateLimit: the read commands and agent.
+// limited reports whether cmd counts against the RateLimit: the read commands, the sign-in
+// link and agent.
 func limited(cmd Command) bool {
 	switch cmd.Verb {
-	case VerbStatus, VerbBest, VerbPresets, VerbExport, VerbChart, VerbPolicy, VerbAgent, VerbPreset:
+	case VerbStatus, VerbBest, VerbPresets, VerbExport, VerbChart, VerbPolicy, VerbAgent, VerbPreset, VerbDashboard:
 		return true
 	case VerbSchedule:
 		return cmd.Sub == "list"
@@ -42,11 +43,20 @@ func limited(cmd Command) bool {
 	return false
 }
 
-// limiter is a token bucket per person.
-type limiter struct {
+// Limiter is a token bucket per key (a person): the chat's read commands and the monitoring
+// page's reads each keep one. Safe for concurrent use.
+type Limiter struct {
 	l     RateLimit
 	mu    sync.Mutex
 	users map[string]bucket
+}
+
+// NewLimiter returns a limiter of l (DefaultRateLimit when l is zero or invalid).
+func NewLimiter(l RateLimit) *Limiter {
+	if l == (RateLimit{}) || l.Check() != nil {
+		l = DefaultRateLimit
+	}
+	return &Limiter{l: l}
 }
 
 type bucket struct {
@@ -58,11 +68,36 @@ type bucket struct {
 // forgotten (they are as if new).
 const maxBuckets = 4096
 
-// take spends one of key's tokens at now; when there is none it returns how long until
+// Take spends one of key's tokens at now; when there is none it returns how long until
 // there is one.
-func (r *limiter) take(key string, now time.Time) time.Duration {
+func (r *Limiter) Take(key string, now time.Time) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	b := r.bucket(key, now)
+	if b.tokens < 1 {
+		r.users[key] = b
+		return time.Duration(math.Ceil((1 - b.tokens) * float64(r.l.Every)))
+	}
+	b.tokens--
+	r.users[key] = b
+	return 0
+}
+
+// Charge spends cost more of key's tokens for work whose size showed only once it was done
+// (a large answer); the bucket may go below zero, and key then waits longer for its next.
+func (r *Limiter) Charge(key string, now time.Time, cost float64) {
+	if cost <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.bucket(key, now)
+	b.tokens -= cost
+	r.users[key] = b
+}
+
+// bucket is key's bucket refilled to now; callers hold mu.
+func (r *Limiter) bucket(key string, now time.Time) bucket {
 	if r.users == nil {
 		r.users = map[string]bucket{}
 	}
@@ -77,17 +112,10 @@ func (r *limiter) take(key string, now time.Time) time.Duration {
 	if !ok {
 		b = bucket{tokens: float64(r.l.Burst), at: now}
 	}
-	b = r.refill(b, now)
-	if b.tokens < 1 {
-		r.users[key] = b
-		return time.Duration(math.Ceil((1 - b.tokens) * float64(r.l.Every)))
-	}
-	b.tokens--
-	r.users[key] = b
-	return 0
+	return r.refill(b, now)
 }
 
-func (r *limiter) refill(b bucket, now time.Time) bucket {
+func (r *Limiter) refill(b bucket, now time.Time) bucket {
 	if d := now.Sub(b.at); d > 0 {
 		b.tokens = min(float64(r.l.Burst), b.tokens+float64(d)/float64(r.l.Every))
 		b.at = now
@@ -95,9 +123,9 @@ func (r *limiter) refill(b bucket, now time.Time) bucket {
 	return b
 }
 
-// slowDown is the answer to a person over the limit: what the limit is and when to try
-// again, rounded up to a whole second.
-func (r *limiter) slowDown(wait time.Duration) Reply {
-	return Reply{Private: true, Text: fmt.Sprintf("slow down: you may send %d of these commands at once, then one every %s; try again in %s",
-		r.l.Burst, r.l.Every, (wait + time.Second - 1).Truncate(time.Second))}
+// SlowDown says to a person over the limit what the limit is and when to try again, rounded
+// up to a whole second; what names the things limited ("commands", "page reads").
+func (r *Limiter) SlowDown(what string, wait time.Duration) string {
+	return fmt.Sprintf("slow down: you may send %d of these %s at once, then one every %s; try again in %s",
+		r.l.Burst, what, r.l.Every, (wait + time.Second - 1).Truncate(time.Second))
 }

@@ -58,8 +58,7 @@ func (s *Server) act(f actFunc) http.HandlerFunc {
 				return
 			}
 		}
-		in := bot.Interaction{Platform: who.Platform, User: session.Actor{ID: who.ID, Name: nameOf(who), Where: "dashboard"},
-			Roles: who.Roles, Channel: "dashboard"}
+		in := s.person(r.Context(), who)
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 		defer cancel()
 		out, err := f(ctx, in, body, r)
@@ -177,7 +176,7 @@ func presetOf(p session.Preset) presetView {
 	return v
 }
 
-func (s *Server) presets(ctx context.Context, _ Identity, _ *http.Request) (any, error) {
+func (s *Server) presets(ctx context.Context, _ bot.Interaction, _ *http.Request) (any, error) {
 	ps, err := s.opt.Store.Presets(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing presets: %w", err)
@@ -189,7 +188,7 @@ func (s *Server) presets(ctx context.Context, _ Identity, _ *http.Request) (any,
 	return map[string]any{"presets": out, "score_note": bot.ScoreNote + "; presets from different sessions have different baselines"}, nil
 }
 
-func (s *Server) presetView(ctx context.Context, _ Identity, r *http.Request) (any, error) {
+func (s *Server) presetView(ctx context.Context, _ bot.Interaction, r *http.Request) (any, error) {
 	name := r.PathValue("name")
 	if err := preset.CheckName(name); err != nil {
 		return nil, badRequest("%s", err.Error())
@@ -208,12 +207,12 @@ func (s *Server) presetView(ctx context.Context, _ Identity, r *http.Request) (a
 type downloadFunc func(ctx context.Context, in bot.Interaction, r *http.Request) (bot.Reply, error)
 
 // download serves the file a chat command would attach (export, policy), to a signed-in
-// person: the same code finds and checks it.
+// person allowed to read: the same code finds and checks it (and counts it against the
+// person's chat read limit, as the command would).
 func (s *Server) download(f downloadFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		who, ok := s.auth.identity(r)
+		in, ok := s.reader(w, r)
 		if !ok {
-			writeJSON(w, http.StatusUnauthorized, signInHint)
 			return
 		}
 		name := r.PathValue("name")
@@ -221,7 +220,6 @@ func (s *Server) download(f downloadFunc) http.HandlerFunc {
 			writeJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 			return
 		}
-		in := bot.Interaction{Platform: who.Platform, User: session.Actor{ID: who.ID, Name: nameOf(who), Where: "dashboard"}, Roles: who.Roles, Channel: "dashboard"}
 		rep, err := f(r.Context(), in, r)
 		if err != nil {
 			s.fail(w, err)

@@ -13,18 +13,20 @@ import (
 	"io/fs"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 )
 
-// Identity is who a sign-in link or cookie belongs to: a chat user (platform and user id,
-// with the roles they held when they asked for the link), or the operator at the machine.
+// Identity is who a sign-in link or cookie belongs to: a chat user (platform and user id),
+// or the operator at the machine. It holds no roles: what a person may do is looked up at
+// each request (Options.Roles and the allow-list), so a role taken away, or a name removed
+// from the allow-list, counts on the page as soon as it does in chat.
 type Identity struct {
-	Platform string   `json:"p"`
-	ID       string   `json:"u"`
-	Name     string   `json:"n,omitempty"`
-	Roles    []string `json:"r,omitempty"`
+	Platform string `json:"p"`
+	ID       string `json:"u"`
+	Name     string `json:"n,omitempty"`
 }
 
 // Operator is the identity of `tunebot dashboard link`: whoever can read the data
@@ -41,8 +43,9 @@ const (
 )
 
 // LoadKey reads the dashboard's signing key from path, creating it (0600) on first use. The
-// key signs cookies, so a restart keeps people signed in; whoever reads it can sign in as
-// the operator, like whoever reads the store.
+// key signs cookies, so a restart keeps people signed in. Whoever reads it can sign a cookie
+// for any identity (the operator, or any chat user, with what the allow-list grants them),
+// like whoever reads the store; RotateKey replaces it, signing everyone out.
 func LoadKey(path string) ([]byte, error) {
 	key, err := ReadKey(path)
 	if err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -82,6 +85,32 @@ func ReadKey(path string) ([]byte, error) {
 	return key, nil
 }
 
+// RotateKey replaces the key at path with a fresh one (written beside it and renamed over
+// it, 0600, so a reader never sees half a key) and returns it: every cookie and link signed
+// with the old key stops working.
+func RotateKey(path string) ([]byte, error) {
+	key := make([]byte, keySize)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("making dashboard key: %w", err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".dashboard-key-*")
+	if err != nil {
+		return nil, fmt.Errorf("writing dashboard key: %w", err)
+	}
+	_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(f.Name(), path)
+	}
+	if werr != nil {
+		_ = os.Remove(f.Name())
+		return nil, fmt.Errorf("writing dashboard key: %w", werr)
+	}
+	return key, nil
+}
+
 // OperatorToken is what `tunebot dashboard link` shows the daemon to prove it read the key
 // file: a MAC of a fixed label, so the key itself never travels.
 func OperatorToken(key []byte) string {
@@ -92,10 +121,10 @@ func OperatorToken(key []byte) string {
 
 // auth issues one-time sign-in links and signs and checks cookies.
 type auth struct {
-	key []byte
 	now func() time.Time
 
 	mu    sync.Mutex
+	key   []byte          // replaced by rekey
 	links map[string]link // by sha256 of the token: the token itself is not kept
 }
 
@@ -154,8 +183,26 @@ type cookieBody struct {
 	Exp int64 `json:"e"`
 }
 
+// rekey signs with key from now on and forgets the links not yet used: everyone signed in
+// and every link issued so far stop working.
+func (a *auth) rekey(key []byte) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.key, a.links = key, map[string]link{}
+}
+
+// operatorToken is OperatorToken of the key in use.
+func (a *auth) operatorToken() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return OperatorToken(a.key)
+}
+
 func (a *auth) mac(payload string) string {
-	m := hmac.New(sha256.New, a.key)
+	a.mu.Lock()
+	key := a.key
+	a.mu.Unlock()
+	m := hmac.New(sha256.New, key)
 	m.Write([]byte("cookie\x00" + payload))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

@@ -10,16 +10,19 @@ import (
 	"crypto/subtle"
 	"embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"tunebot/bot"
+	"tunebot/httpd"
 	"tunebot/session"
 )
 
@@ -38,9 +41,17 @@ var _ Actions = (*bot.Handler)(nil)
 type Options struct {
 	Store   session.Store
 	Actions Actions
-	Allow   bot.AllowList // what the page offers a person; the handler checks again
+	Allow   bot.AllowList // who may read the page, and what it offers a person; the handler checks again
 	Space   *session.Space
 	Key     []byte // LoadKey's signing key
+	// KeyPath is the key's file, which POST /api/rotate (tunebot dashboard rotate) replaces;
+	// "" leaves rotation off.
+	KeyPath string
+	// Roles returns the roles (Slack user groups, Discord roles) user holds on platform now;
+	// the allow-list is checked with them at every request. nil: nobody holds any.
+	Roles func(ctx context.Context, platform, user string) []string
+	// ReadLimit bounds each person's reads of the page (default PageReadLimit).
+	ReadLimit bot.RateLimit
 	// PublicURL is where people reach the page (service.public_url), used for links and
 	// as an accepted Origin; "" means the listener's own address (BaseURL).
 	PublicURL string
@@ -51,13 +62,19 @@ type Options struct {
 	Now     func() time.Time // nil: time.Now
 }
 
+// PageReadLimit bounds one person's reads of the page's data: 60 at once, then two a second.
+// A page refreshes every 3 s (a third of a read a second), so several open tabs stay well
+// inside it; a large curves answer costs more (pointsPerRead).
+var PageReadLimit = bot.RateLimit{Burst: 60, Every: 500 * time.Millisecond}
+
 // Server serves the monitoring page.
 type Server struct {
-	opt  Options
-	auth *auth
-	log  *slog.Logger
-	mux  *http.ServeMux
-	page *template.Template
+	opt   Options
+	auth  *auth
+	log   *slog.Logger
+	mux   *http.ServeMux
+	page  *template.Template
+	limit *bot.Limiter // each person's page reads
 }
 
 // New returns the page's server.
@@ -74,13 +91,16 @@ func New(opt Options) (*Server, error) {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
+	if opt.ReadLimit == (bot.RateLimit{}) {
+		opt.ReadLimit = PageReadLimit
+	}
 	opt.PublicURL = strings.TrimRight(opt.PublicURL, "/")
 	opt.BaseURL = strings.TrimRight(opt.BaseURL, "/")
 	page, err := template.ParseFS(assets, "assets/page.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page}
+	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page, limit: bot.NewLimiter(opt.ReadLimit)}
 	s.routes()
 	return s, nil
 }
@@ -99,7 +119,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /signin", s.signinPage)
 	s.mux.HandleFunc("POST /signin", s.signin)
 	s.mux.HandleFunc("POST /signout", s.signout)
-	s.mux.HandleFunc("POST /api/link", s.operatorLink)
+	// The operator's routes answer the CLI on this machine only, never through a proxy.
+	s.mux.Handle("POST /api/link", httpd.LocalOnly(http.HandlerFunc(s.operatorLink)))
+	s.mux.Handle("POST /api/rotate", httpd.LocalOnly(http.HandlerFunc(s.rotate)))
 
 	// Reading needs a valid cookie.
 	s.mux.HandleFunc("GET /api/me", s.read(s.me))
@@ -193,12 +215,31 @@ func (s *Server) signinPage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, http.StatusOK, shellData{Kind: "signin", Title: "tunebot: sign in", Name: r.URL.Query().Get("token")})
 }
 
+// maxSigninBody caps the sign-in form: "token=" and a 32-character token. The route answers
+// anyone, before any token is checked, so nothing larger is read.
+const maxSigninBody = 1 << 10
+
 func (s *Server) signin(w http.ResponseWriter, r *http.Request) {
 	if !s.sameOrigin(r) {
 		http.Error(w, "sign-in must come from the page itself", http.StatusForbidden)
 		return
 	}
-	who, ok := s.auth.redeem(r.PostFormValue("token"))
+	// Only the page's own form, and only its size: PostFormValue would otherwise parse a
+	// multipart body of any size and write its files to $TMPDIR for anyone who asks.
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		http.Error(w, "sign-in takes the page's form (Content-Type: application/x-www-form-urlencoded)", http.StatusUnsupportedMediaType)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxSigninBody)
+	if err := r.ParseForm(); err != nil {
+		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+			http.Error(w, fmt.Sprintf("the sign-in form is larger than %d bytes", maxSigninBody), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "the sign-in form is malformed", http.StatusBadRequest)
+		return
+	}
+	who, ok := s.auth.redeem(r.PostForm.Get("token"))
 	if !ok {
 		s.render(w, http.StatusUnauthorized, shellData{Kind: "expired", Title: "tunebot: link expired"})
 		return
@@ -222,12 +263,20 @@ func (s *Server) secure(r *http.Request) bool {
 	return r.TLS != nil || strings.HasPrefix(s.opt.PublicURL, "https://")
 }
 
+// operator reports whether r proves its sender read the key file; if not, it answers 401.
+func (s *Server) operator(w http.ResponseWriter, r *http.Request) bool {
+	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if subtle.ConstantTimeCompare([]byte(got), []byte(s.auth.operatorToken())) != 1 {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not the operator: the token must come from the data directory's dashboard.key"})
+		return false
+	}
+	return true
+}
+
 // operatorLink is `tunebot dashboard link`: a sign-in link for whoever proves they read the
 // key file.
 func (s *Server) operatorLink(w http.ResponseWriter, r *http.Request) {
-	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if subtle.ConstantTimeCompare([]byte(got), []byte(OperatorToken(s.opt.Key))) != 1 {
-		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "not the operator: the token must come from the data directory's dashboard.key"})
+	if !s.operator(w, r) {
 		return
 	}
 	u, exp, err := s.Link(Operator)
@@ -236,6 +285,26 @@ func (s *Server) operatorLink(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"url": u, "expires": exp.UTC()})
+}
+
+// rotate is `tunebot dashboard rotate`: a new key in the key file and in use at once, so
+// every cookie and unused link stops working; everyone signs in again.
+func (s *Server) rotate(w http.ResponseWriter, r *http.Request) {
+	if !s.operator(w, r) {
+		return
+	}
+	if s.opt.KeyPath == "" {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "this monitoring page has no key file to rotate"})
+		return
+	}
+	key, err := RotateKey(s.opt.KeyPath)
+	if err != nil {
+		s.fail(w, err)
+		return
+	}
+	s.auth.rekey(key)
+	s.log.Warn("the monitoring page's key was rotated: everyone is signed out")
+	writeJSON(w, http.StatusOK, map[string]any{"ok": true})
 }
 
 // sameOrigin accepts a state-changing request only from the page: its Origin must be the
@@ -253,19 +322,53 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 	return strings.EqualFold(origin, "http://"+r.Host) || strings.EqualFold(origin, "https://"+r.Host)
 }
 
-type readFunc func(ctx context.Context, who Identity, r *http.Request) (any, error)
+// readFunc answers a read of the page for the person in (their identity and the roles they
+// hold now).
+type readFunc func(ctx context.Context, in bot.Interaction, r *http.Request) (any, error)
 
-// read serves JSON to a signed-in person; without a valid cookie, 401 and no data.
+// person is who as the chat handler knows people: their platform and id, and the roles
+// they hold now (not when they signed in).
+func (s *Server) person(ctx context.Context, who Identity) bot.Interaction {
+	in := bot.Interaction{Platform: who.Platform, User: session.Actor{ID: who.ID, Name: nameOf(who), Where: "dashboard"}, Channel: "dashboard"}
+	if s.opt.Roles != nil {
+		in.Roles = s.opt.Roles(ctx, who.Platform, who.ID)
+	}
+	return in
+}
+
+// reader checks a read of the page: a valid cookie (else 401), the read permission as the
+// allow-list grants it now (else 403), and the person's read limit (else 429). It answers
+// the refusal itself and reports ok false.
+func (s *Server) reader(w http.ResponseWriter, r *http.Request) (bot.Interaction, bool) {
+	who, ok := s.auth.identity(r)
+	if !ok {
+		writeJSON(w, http.StatusUnauthorized, signInHint)
+		return bot.Interaction{}, false
+	}
+	in := s.person(r.Context(), who)
+	if !s.opt.Allow.Allows(in.Platform, in.User.ID, in.Roles, bot.PermRead) {
+		writeJSON(w, http.StatusForbidden, map[string]string{"error": fmt.Sprintf("you are not allowed to read tunebot's monitoring page (it needs the %q permission on %s); ask a tunebot operator", bot.PermRead, in.Platform)})
+		return in, false
+	}
+	if wait := s.limit.Take(in.Platform+"/"+in.User.ID, s.opt.Now()); wait > 0 {
+		w.Header().Set("Retry-After", fmt.Sprint(int((wait+time.Second-1)/time.Second)))
+		writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": s.limit.SlowDown("page reads", wait)})
+		return in, false
+	}
+	return in, true
+}
+
+// read serves JSON to a signed-in person allowed to read; without a valid cookie, 401 and
+// no data.
 func (s *Server) read(f readFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		who, ok := s.auth.identity(r)
+		in, ok := s.reader(w, r)
 		if !ok {
-			writeJSON(w, http.StatusUnauthorized, signInHint)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
-		v, err := f(ctx, who, r)
+		v, err := f(ctx, in, r)
 		if err != nil {
 			s.fail(w, err)
 			return

@@ -59,8 +59,9 @@ func scored(total float64, eligible bool, reasons ...string) *session.Score {
 }
 
 // newFixture stores a paused approval session with trials 0–2 (two rungs), a pending
-// proposal, curves and a preset, and serves the page over the real handler and engine.
-func newFixture(t *testing.T) *fixture {
+// proposal, curves and a preset, and serves the page over the real handler and engine; mods
+// change the page's options (the handler gets the same allow-list).
+func newFixture(t *testing.T, mods ...func(*dashboard.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{Timeout: 100 * time.Millisecond})
@@ -118,14 +119,18 @@ func newFixture(t *testing.T) *fixture {
 	if err := db.SavePreset(ctx, session.Preset{Name: "auto-tune-1a2b3c4d", SessionID: sid, Trial: session.TrialRef{Number: 2}, Config: c2, Score: 0.12, Task: st.Task, CreatedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	allow := bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}
-	h := bot.NewHandler(bot.HandlerConfig{Engine: eng, Store: db, Space: sp, Allow: allow, SessionsDir: sessionsDir})
 	key := make([]byte, 32)
 	for i := range key {
 		key[i] = byte(i)
 	}
 	clk := &clock{t: time.Now()}
-	dash, err := dashboard.New(dashboard.Options{Store: db, Actions: h, Allow: allow, Space: sp, Key: key, Now: clk.now})
+	opt := dashboard.Options{Store: db, Allow: bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}, Space: sp, Key: key, Now: clk.now}
+	for _, m := range mods {
+		m(&opt)
+	}
+	h := bot.NewHandler(bot.HandlerConfig{Engine: eng, Store: db, Space: sp, Allow: opt.Allow, SessionsDir: sessionsDir})
+	opt.Actions = h
+	dash, err := dashboard.New(opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,6 +279,18 @@ func TestSignIn(t *testing.T) {
 	if resp := c.post("/signin", "application/x-www-form-urlencoded", "token="+token); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("sign-in from another origin: %d", resp.StatusCode)
 	}
+	// The form is the page's own, small and url-encoded: a multipart body (whose files
+	// would be written to $TMPDIR before the token is checked) or a large one is refused
+	// unread, and the link stays unused.
+	c.origin = f.srv.URL
+	multi := "--b\r\nContent-Disposition: form-data; name=\"token\"\r\n\r\n" + token + "\r\n" +
+		"--b\r\nContent-Disposition: form-data; name=\"f\"; filename=\"x\"\r\n\r\n" + strings.Repeat("x", 4096) + "\r\n--b--\r\n"
+	if resp := c.post("/signin", "multipart/form-data; boundary=b", multi); resp.StatusCode != http.StatusUnsupportedMediaType {
+		t.Errorf("multipart sign-in: %d, want 415", resp.StatusCode)
+	}
+	if resp := c.post("/signin", "application/x-www-form-urlencoded", "token="+token+"&pad="+strings.Repeat("x", 2048)); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 2 KiB sign-in form: %d, want 413", resp.StatusCode)
+	}
 	c = f.signIn(t, alice) // a fresh link; the first is still unused
 	ck := c.cookie
 	if !ck.HttpOnly || ck.SameSite != http.SameSiteStrictMode || ck.Path != "/" || ck.MaxAge <= 0 {
@@ -319,17 +336,29 @@ func TestOperatorLink(t *testing.T) {
 		key[i] = byte(i)
 	}
 	for _, tc := range []struct {
-		name, auth string
-		want       int
+		name, auth, relayed string
+		want                int
 	}{
-		{"no token", "", http.StatusUnauthorized},
-		{"wrong token", "Bearer " + dashboard.OperatorToken(make([]byte, 32)), http.StatusUnauthorized},
-		{"the key file's token", "Bearer " + dashboard.OperatorToken(key), http.StatusOK},
+		{"no token", "", "", http.StatusUnauthorized},
+		{"wrong token", "Bearer " + dashboard.OperatorToken(make([]byte, 32)), "", http.StatusUnauthorized},
+		{"the key file's token", "Bearer " + dashboard.OperatorToken(key), "", http.StatusOK},
+		// A proxy on this machine relays requests from elsewhere: the token alone is no
+		// proof of being the operator at the machine.
+		{"relayed by a proxy", "Bearer " + dashboard.OperatorToken(key), "203.0.113.9", http.StatusForbidden},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, f.srv.URL+"/api/link", nil)
 			req.Header.Set("Authorization", tc.auth)
+			if tc.relayed != "" {
+				req.Header.Set("X-Forwarded-For", tc.relayed)
+			}
 			resp := f.anon(t).do(req)
+			if tc.want == http.StatusForbidden {
+				if body := readAll(t, resp); resp.StatusCode != tc.want || strings.Contains(body, "signin") {
+					t.Fatalf("%d %s", resp.StatusCode, body)
+				}
+				return
+			}
 			v := decode(t, resp)
 			if resp.StatusCode != tc.want {
 				t.Fatalf("%d %v", resp.StatusCode, v)

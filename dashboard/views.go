@@ -58,17 +58,18 @@ func row(s session.Session, trials []session.Trial) sessionRow {
 	return r
 }
 
-// permissions is what the page offers who; the handler checks again on every action.
-func (s *Server) permissions(who Identity) map[string]bool {
+// permissions is what the page offers the person in, with the roles they hold now; the
+// handler checks again on every action.
+func (s *Server) permissions(in bot.Interaction) map[string]bool {
 	out := map[string]bool{}
 	for _, p := range []bot.Permission{bot.PermStart, bot.PermDecide, bot.PermPause, bot.PermResume, bot.PermCancel} {
-		out[string(p)] = s.opt.Allow.Allows(who.Platform, who.ID, who.Roles, p)
+		out[string(p)] = s.opt.Allow.Allows(in.Platform, in.User.ID, in.Roles, p)
 	}
 	return out
 }
 
-func (s *Server) me(_ context.Context, who Identity, _ *http.Request) (any, error) {
-	return map[string]any{"name": nameOf(who), "platform": who.Platform, "may": s.permissions(who)}, nil
+func (s *Server) me(_ context.Context, in bot.Interaction, _ *http.Request) (any, error) {
+	return map[string]any{"name": in.User.Name, "platform": in.Platform, "may": s.permissions(in)}, nil
 }
 
 func nameOf(who Identity) string {
@@ -78,7 +79,7 @@ func nameOf(who Identity) string {
 	return who.ID
 }
 
-func (s *Server) sessions(ctx context.Context, _ Identity, _ *http.Request) (any, error) {
+func (s *Server) sessions(ctx context.Context, _ bot.Interaction, _ *http.Request) (any, error) {
 	all, err := s.opt.Store.Sessions(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
@@ -209,7 +210,7 @@ type auditView struct {
 // maxAudit caps the audit timeline sent to the page (the newest entries).
 const maxAudit = 500
 
-func (s *Server) sessionView(ctx context.Context, who Identity, r *http.Request) (any, error) {
+func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Request) (any, error) {
 	ss, trials, err := s.withTrials(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
@@ -246,7 +247,7 @@ func (s *Server) sessionView(ctx context.Context, who Identity, r *http.Request)
 		"proposals":  s.proposalViews(props),
 		"audit":      auditViews(audit),
 		"score_note": bot.ScoreNote,
-		"may":        s.permissions(who),
+		"may":        s.permissions(in),
 		"objectives": session.ObjectiveNames,
 	}
 	return out, nil
@@ -394,7 +395,7 @@ func auditViews(es []session.AuditEntry) []auditView {
 }
 
 // tags lists the curve tags of a session's trials.
-func (s *Server) tags(ctx context.Context, _ Identity, r *http.Request) (any, error) {
+func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (any, error) {
 	ss, trials, err := s.withTrials(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
@@ -443,6 +444,13 @@ const (
 	DefaultPoints = 500
 	maxPoints     = 5000
 	maxCurves     = 1000 // trials × tags in one request
+	// MaxServedPoints bounds the points of one curves answer (about 9 MB of JSON): a request
+	// for more curves than fit at the points asked gets fewer points per curve, at least
+	// MaxServedPoints/maxCurves.
+	MaxServedPoints = 500_000
+	// pointsPerRead is how many points served cost one more of the person's page reads, so
+	// that large answers use the read limit up faster than small ones.
+	pointsPerRead = 25_000
 )
 
 type curve struct {
@@ -455,7 +463,7 @@ type curve struct {
 
 // curves returns the chosen trials' chosen tags, down-sampled on the server (LTTB) so a
 // session of twenty long trials stays quick to draw.
-func (s *Server) curves(ctx context.Context, _ Identity, r *http.Request) (any, error) {
+func (s *Server) curves(ctx context.Context, in bot.Interaction, r *http.Request) (any, error) {
 	ss, err := s.lookup(ctx, r.PathValue("id"))
 	if err != nil {
 		return nil, err
@@ -485,6 +493,13 @@ func (s *Server) curves(ctx context.Context, _ Identity, r *http.Request) (any, 
 			return nil, badRequest("tag %q is too long", bot.Truncate(tag, 40))
 		}
 	}
+	if n := len(refs) * len(tags); points*n > MaxServedPoints {
+		points = MaxServedPoints / n
+	}
+	served := 0
+	defer func() {
+		s.limit.Charge(in.Platform+"/"+in.User.ID, s.opt.Now(), float64(served)/pointsPerRead)
+	}()
 	out := make([]curve, 0, len(refs)*len(tags))
 	for _, ref := range refs {
 		for _, tag := range tags {
@@ -496,6 +511,7 @@ func (s *Server) curves(ctx context.Context, _ Identity, r *http.Request) (any, 
 				return nil, fmt.Errorf("reading a series: %w", err)
 			}
 			d := session.Downsample(pts, points)
+			served += len(d)
 			c := curve{Trial: fmt.Sprintf("%d@%d", ref.Number, ref.Rung), Tag: tag, Steps: make([]int64, len(d)), Vals: make([]float32, len(d)), Total: len(pts)}
 			for i, p := range d {
 				c.Steps[i] = p.Step

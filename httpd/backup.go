@@ -24,15 +24,16 @@ type Backuper interface {
 	Backup(ctx context.Context, w io.Writer) (int64, error)
 }
 
-// BackupHandler serves src's copy to a request that carries token as its bearer token. The
-// token lives in a file only the daemon's user can read, so the copy (audit log and chat
-// references included) goes to nobody who could not read the data file itself.
+// BackupHandler serves src's copy to a request that carries token as its bearer token,
+// from this machine only (LocalOnly). The token lives in a file only the daemon's user can
+// read, so the copy (audit log and chat references included) goes to nobody who could not
+// read the data file itself.
 func BackupHandler(src Backuper, token string, logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			http.Error(w, "a backup needs the token of this daemon's data dir", http.StatusUnauthorized)
 			return
@@ -46,7 +47,7 @@ func BackupHandler(src Backuper, token string, logger *slog.Logger) http.Handler
 			panic(http.ErrAbortHandler)
 		}
 		logger.Info("served a backup", "bytes", n)
-	})
+	}))
 }
 
 // FetchBackup downloads the running daemon's copy of its data file, as configured by cfg,

@@ -208,6 +208,7 @@ type Server struct {
 	srv  *http.Server
 	log  *slog.Logger
 	page http.Handler // Mount's: every path but /healthz and /metrics
+	host *hosts       // the Host headers it answers to
 }
 
 // Handle adds a route, such as BackupPath, before Serve.
@@ -226,7 +227,7 @@ func New(cfg Config, src Source, version string, logger *slog.Logger) (*Server, 
 	if err := CheckAddr(addr, cfg.AllowRemote); err != nil {
 		return nil, err
 	}
-	s := &Server{addr: addr, log: logger}
+	s := &Server{addr: addr, log: logger, host: newHosts(cfg)}
 	mux := newMux(src, version, logger)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		if s.page == nil {
@@ -237,7 +238,7 @@ func New(cfg Config, src Source, version string, logger *slog.Logger) (*Server, 
 	})
 	s.mux = mux
 	// Two minutes: a backup or a policy download is larger than a scrape.
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 2 * time.Minute}
+	s.srv = &http.Server{Handler: s.host.guard(mux), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 2 * time.Minute}
 	return s, nil
 }
 
@@ -252,6 +253,7 @@ func (s *Server) Listen() (net.Listener, error) {
 
 // Serve serves on ln until ctx ends, then shuts down within a few seconds.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.host.bound(ln.Addr().String())
 	errc := make(chan error, 1)
 	go func() { errc <- s.srv.Serve(ln) }()
 	s.log.Info("service listening", "addr", ln.Addr().String())

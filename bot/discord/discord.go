@@ -56,8 +56,10 @@ type Config struct {
 	// privileged Message Content intent, so it is off unless asked for.
 	ThreadReplies bool
 	MaxUpload     int // bytes per file and per message (default DefaultMaxUpload)
-	Store         Store
-	Logger        *slog.Logger
+	// RolesTTL is how long Roles reuses a member's roles (default DefaultRolesTTL).
+	RolesTTL time.Duration
+	Store    Store
+	Logger   *slog.Logger
 	// Transport carries the REST requests after their rewrite to APIURL (default
 	// http.DefaultTransport); Dialer opens the gateway (default websocket.DefaultDialer).
 	Transport http.RoundTripper
@@ -75,6 +77,9 @@ type Adapter struct {
 	mu      sync.Mutex // serialises thread creation per process
 	flight  sync.WaitGroup
 	running atomic.Bool
+
+	membersMu sync.Mutex
+	members   map[string]memberRoles // user → their roles as last read (Roles)
 }
 
 var _ bot.Sink = (*Adapter)(nil)
@@ -115,6 +120,9 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	if cfg.MaxUpload <= 0 {
 		cfg.MaxUpload = DefaultMaxUpload
+	}
+	if cfg.RolesTTL <= 0 {
+		cfg.RolesTTL = DefaultRolesTTL
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)

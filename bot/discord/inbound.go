@@ -407,7 +407,7 @@ func (a *Adapter) handleFirst(ctx context.Context, h Handler, f *inflow, in bot.
 		Data: &discordgo.InteractionResponseData{Content: p.Content, Embeds: p.Embeds, Files: files(p.Files),
 			Flags: flagsFor(r.Private), AllowedMentions: allowed(p.Mentions)}}) {
 		for _, p := range parts[1:] {
-			a.send(ctx, f, p, r.Private)
+			a.send(ctx, f, p, r)
 		}
 		return
 	}
@@ -461,7 +461,7 @@ func (a *Adapter) answer(ctx context.Context, f *inflow, r bot.Reply) {
 			Files: files(p.Files), AllowedMentions: allowed(p.Mentions)}, discordgo.WithContext(ctx))
 		if err == nil {
 			for _, p := range parts[1:] {
-				a.send(ctx, f, p, true)
+				a.send(ctx, f, p, r)
 			}
 			return
 		}
@@ -486,7 +486,7 @@ func (a *Adapter) answer(ctx context.Context, f *inflow, r bot.Reply) {
 		f.mode = viaFollowUp
 	}
 	for _, p := range parts {
-		a.send(ctx, f, p, r.Private)
+		a.send(ctx, f, p, r)
 	}
 }
 
@@ -499,9 +499,11 @@ func (a *Adapter) staleOrLog(f *inflow, err error) {
 	f.mode = viaChannel
 }
 
-// send delivers one part: privately as an ephemeral follow-up, publicly as a message in
-// the channel, or (no usable token) as a message in the channel that mentions the person.
-func (a *Adapter) send(ctx context.Context, f *inflow, p Part, private bool) {
+// send delivers one part of r: privately as an ephemeral follow-up, publicly as a message
+// in the channel, or (no usable token) as a message in the channel that mentions the person;
+// a sensitive one then goes by direct message instead (sendDirect).
+func (a *Adapter) send(ctx context.Context, f *inflow, p Part, r bot.Reply) {
+	private := r.Private || r.Sensitive
 	if f.mode != viaChannel && private && f.i != nil {
 		_, err := a.dg.FollowupMessageCreate(f.i, true, &discordgo.WebhookParams{Content: p.Content, Embeds: p.Embeds, Components: p.Components,
 			Files: files(p.Files), Flags: discordgo.MessageFlagsEphemeral, AllowedMentions: allowed(p.Mentions)}, discordgo.WithContext(ctx))
@@ -509,6 +511,10 @@ func (a *Adapter) send(ctx context.Context, f *inflow, p Part, private bool) {
 			return
 		}
 		a.staleOrLog(f, err)
+	}
+	if r.Sensitive {
+		a.sendDirect(ctx, f, p)
+		return
 	}
 	if private && len(p.Files) > 0 {
 		// Without the interaction nothing is private any more: a file meant for one person
@@ -528,6 +534,44 @@ func (a *Adapter) send(ctx context.Context, f *inflow, p Part, private bool) {
 	if _, err := a.post(ctx, f.channel, p, f.ref); err != nil {
 		a.log.Error("answering in the channel", "channel", f.channel, "err", err)
 	}
+}
+
+// sendDirect delivers a sensitive part (a sign-in link) when the interaction can no longer
+// show it to the person alone: in their direct messages with tunebot, with a pointer in the
+// channel that says where it went; when Discord refuses the direct message (they accept none
+// from the server's members), the channel hears only that it could not be given and to ask
+// again. The part itself never reaches the channel.
+func (a *Adapter) sendDirect(ctx context.Context, f *inflow, p Part) {
+	note := "your answer was for you only, and Discord no longer took it as a private answer (the interaction had expired or failed)"
+	if f.user == "" || !snowflake.MatchString(f.user) {
+		a.log.Warn("a private answer with a credential was dropped: the interaction expired and its user is unknown")
+		return
+	}
+	dm, err := a.openDM(ctx, f.user)
+	if err == nil {
+		p.Mentions = nil
+		_, err = a.post(ctx, dm, p, nil)
+	}
+	if err != nil {
+		a.log.Warn("sending a private answer by direct message", "err", err)
+		note += "; a direct message to you failed too (Discord refuses them when you accept none from this server's members), so nothing was sent: ask again"
+	} else {
+		note += ", so it is in your direct messages with tunebot"
+	}
+	if _, err := a.post(ctx, f.channel, Part{Content: bot.Truncate("<@"+f.user+"> "+note, MaxContent), Mentions: []string{f.user}}, f.ref); err != nil {
+		a.log.Error("answering in the channel", "channel", f.channel, "err", err)
+	}
+}
+
+// openDM returns the direct message channel between tunebot and user.
+func (a *Adapter) openDM(ctx context.Context, user string) (string, error) {
+	ch, p, err := call(ctx, func(o ...discordgo.RequestOption) (*discordgo.Channel, error) {
+		return a.dg.UserChannelCreate(user, o...)
+	})
+	if err != nil {
+		return "", a.classify(err, p, "opening a direct message")
+	}
+	return ch.ID, nil
 }
 
 // modal renders a form. Discord allows five text inputs: a patch form becomes one short

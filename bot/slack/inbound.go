@@ -276,7 +276,7 @@ func (a *Adapter) firstDelivery(id string) bool {
 }
 
 func (a *Adapter) interactionBase(ctx context.Context, user, name, channel, thread string) bot.Interaction {
-	return bot.Interaction{Platform: Platform, User: actor(user, name), Roles: a.roles(ctx, user), Channel: channel, Thread: thread}
+	return bot.Interaction{Platform: Platform, User: actor(user, name), Roles: a.Roles(ctx, user), Channel: channel, Thread: thread}
 }
 
 // handle runs in through the handler and sends the answer (and any later follow-up).
@@ -289,11 +289,11 @@ func (a *Adapter) handle(ctx context.Context, h *bot.Handler, in bot.Interaction
 	a.respond(ctx, to, r, trigger)
 }
 
-// roles returns the user groups of user when allow-listing by group is configured. The
-// membership of every group is read with usergroups.list (include_users) and cached; a
-// failure means no roles (allow_users still works), logged.
-func (a *Adapter) roles(ctx context.Context, user string) []string {
-	if len(a.cfg.AllowGroups) == 0 || user == "" {
+// Roles returns the user groups of user when allow-listing by group is configured. The
+// membership of every group is read with usergroups.list (include_users) and cached for
+// GroupsTTL; a failure means no roles (allow_users still works), logged.
+func (a *Adapter) Roles(ctx context.Context, user string) []string {
+	if len(a.cfg.AllowGroups) == 0 && len(a.cfg.ReadGroups) == 0 || user == "" {
 		return nil
 	}
 	a.mu.Lock()
@@ -489,17 +489,21 @@ func (a *Adapter) HTTPHandler(ctx context.Context, h *bot.Handler) http.Handler 
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
+		// The headers are checked before the body is read: a request without a fresh
+		// signature is refused unread.
+		sv, err := slack.NewSecretsVerifier(r.Header, a.cfg.SigningSecret)
+		if err != nil {
+			a.log.Warn("refused an unsigned, stale or forged Slack request", "remote", r.RemoteAddr, "err", err)
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 		if err != nil {
 			http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
 			return
 		}
-		sv, err := slack.NewSecretsVerifier(r.Header, a.cfg.SigningSecret)
-		if err == nil {
-			_, _ = sv.Write(body)
-			err = sv.Ensure()
-		}
-		if err != nil {
+		_, _ = sv.Write(body)
+		if err := sv.Ensure(); err != nil {
 			a.log.Warn("refused an unsigned, stale or forged Slack request", "remote", r.RemoteAddr, "err", err)
 			http.Error(w, "invalid signature", http.StatusUnauthorized)
 			return
@@ -508,7 +512,7 @@ func (a *Adapter) HTTPHandler(ctx context.Context, h *bot.Handler) http.Handler 
 		// replay (Slack's own retries are signed anew), acknowledged and dropped like a
 		// retried event.
 		ts, _ := strconv.ParseInt(r.Header.Get("X-Slack-Request-Timestamp"), 10, 64)
-		switch ok, full := a.sigs.admit(r.Header.Get("X-Slack-Signature"), time.Unix(ts, 0), time.Now()); {
+		switch ok, full := a.sigs.admit(signatureKey(r.Header.Get("X-Slack-Signature")), time.Unix(ts, 0), time.Now()); {
 		case full:
 			a.log.Warn("refused a Slack request: too many signed requests in the last 5 minutes to check it is not a replay", "remote", r.RemoteAddr)
 			http.Error(w, "too many requests", http.StatusServiceUnavailable)

@@ -1,6 +1,8 @@
 package slack
 
 import (
+	"encoding/hex"
+	"strings"
 	"sync"
 	"time"
 )
@@ -14,6 +16,18 @@ const replayWindow = 5 * time.Minute
 // minutes than a chat channel sends in a month. When it is full of signatures still in
 // their window, new requests are refused rather than a replay let through.
 const maxSignatures = 1 << 16
+
+// signatureKey is what a verified request's signature is remembered by: its bytes, not the
+// header's text. The header is hex, which decodes the same in upper or lower case (and
+// slack-go verifies either), so keyed on the text a captured request with its hex
+// upper-cased would verify, miss the memory and run again.
+func signatureKey(header string) string {
+	b, err := hex.DecodeString(strings.TrimPrefix(header, "v0="))
+	if err != nil {
+		return header // not reached: only a verified signature is remembered
+	}
+	return string(b)
+}
 
 // signatures remembers the signatures of the verified requests of the replay window, so
 // that a signed request captured on the way (a proxy log, a TLS-terminating middlebox) and

@@ -46,6 +46,10 @@ type Config struct {
 	Channel     string // channel ID where session root messages go
 	AllowUsers  []string
 	AllowGroups []string // user group IDs (S…); membership read with usergroups:read
+	// ReadUsers and ReadGroups may read (and nothing else); when both are empty, everyone
+	// in the workspace may read.
+	ReadUsers   []string
+	ReadGroups  []string
 	NotifyUsers []string
 	HTTPListen  string // HTTP mode: address to listen on
 
@@ -140,12 +144,10 @@ func New(cfg Config) (*Adapter, error) {
 func (a *Adapter) Platform() string { return Platform }
 
 // Grants allows the configured users and members of the configured user groups
-// everything; with neither, nobody may start or decide from Slack.
+// everything (with neither, nobody may start or decide from Slack), and the read users and
+// groups reading; with no read grant, everyone may read.
 func (a *Adapter) Grants() bot.AllowList {
-	if len(a.cfg.AllowUsers) == 0 && len(a.cfg.AllowGroups) == 0 {
-		return nil
-	}
-	return bot.AllowList{{Platform: Platform, Users: a.cfg.AllowUsers, Roles: a.cfg.AllowGroups}}
+	return bot.Grants(Platform, a.cfg.AllowUsers, a.cfg.AllowGroups, a.cfg.ReadUsers, a.cfg.ReadGroups)
 }
 
 // NotifyUsers are mentioned besides a session's owner.

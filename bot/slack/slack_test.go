@@ -364,8 +364,9 @@ func TestHTTPModeVerifiesSignatures(t *testing.T) {
 }
 
 // TestHTTPModeDropsReplays: the same signed request sent twice within its 5-minute window
-// (captured on the way and replayed) is acknowledged but run once; the same command signed
-// anew is a new request.
+// (captured on the way and replayed) is acknowledged but run once, also when the replay
+// spells the signature's hex in upper case (which verifies just the same); the same
+// command signed anew is a new request.
 func TestHTTPModeDropsReplays(t *testing.T) {
 	r := newRig(t, slackbot.ModeHTTP)
 	srv := httptest.NewServer(r.ad.HTTPHandler(r.ctx, r.h))
@@ -373,7 +374,9 @@ func TestHTTPModeDropsReplays(t *testing.T) {
 	slash := url.Values{"command": {"/tune"}, "text": {"help"}, "user_id": {"UANY"}, "channel_id": {"CTUNE"}, "response_url": {r.fake.ResponseURL()}}.Encode()
 	now := time.Now()
 	signed := slacktest.Sign("s3cret", []byte(slash), now)
-	for i, h := range []http.Header{signed, signed, slacktest.Sign("s3cret", []byte(slash), now.Add(-time.Second))} {
+	upper := signed.Clone()
+	upper.Set("X-Slack-Signature", "v0="+strings.ToUpper(strings.TrimPrefix(signed.Get("X-Slack-Signature"), "v0=")))
+	for i, h := range []http.Header{signed, signed, upper, slacktest.Sign("s3cret", []byte(slash), now.Add(-time.Second))} {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/slack", strings.NewReader(slash))
 		req.Header = h.Clone()
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -65,6 +65,20 @@ func loadWithStore(e *env, cfgPath, what string) (Config, *store.DB, bool) {
 	return cfg, db, true
 }
 
+// dataDirAccess is a warning when data_dir exists with access for group or others: it holds
+// the store (every session and the audit log), the dashboard key that signs sign-ins, the
+// backup token, the logs and every trial's run directory. tunebot makes it 0700, but an
+// existing directory is left as it is (on a shared filesystem that may be deliberate), so
+// run and doctor say so; "" when it is private or does not exist yet.
+func dataDirAccess(dir string) string {
+	info, err := os.Stat(dir)
+	if err != nil || !info.IsDir() || info.Mode().Perm()&0o077 == 0 {
+		return ""
+	}
+	return fmt.Sprintf("data_dir %s is open to group or others (mode %04o): it holds the store, the dashboard key, the backup token, the logs and every trial's run directory; chmod 700 %s unless others must read it",
+		dir, info.Mode().Perm(), dir)
+}
+
 // consoleLogger is the logger of the foreground commands (tune, demo): everything at the
 // configured level goes to <data_dir>/tunebot.log, and only warnings and errors reach the
 // terminal, where the cards are. The returned func closes the file.

@@ -19,6 +19,9 @@ type chatAdapter interface {
 	// NotifyUsers are mentioned, besides a session's owner, when a trial finishes, a
 	// decision waits or a session ends.
 	NotifyUsers() []string
+	// Roles are the roles (user groups) user holds now, read from the platform (cached
+	// briefly), for the monitoring page's allow-list checks; none when they cannot be read.
+	Roles(ctx context.Context, user string) []string
 	// Run connects and serves interactions until ctx ends.
 	Run(ctx context.Context, h *bot.Handler) error
 }

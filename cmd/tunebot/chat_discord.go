@@ -19,8 +19,12 @@ type DiscordConfig struct {
 	ChannelID     string   `yaml:"channel_id"`
 	AllowUsers    []string `yaml:"allow_users"`
 	AllowRoles    []string `yaml:"allow_roles"`
-	NotifyUsers   []string `yaml:"notify_users"`
-	APIURL        string   `yaml:"api_url"` // default https://discord.com/api/v9
+	// ReadUsers and ReadRoles may read only; set either and nobody else in the guild may
+	// read (the read commands, /tune dashboard and the monitoring page).
+	ReadUsers   []string `yaml:"read_users"`
+	ReadRoles   []string `yaml:"read_roles"`
+	NotifyUsers []string `yaml:"notify_users"`
+	APIURL      string   `yaml:"api_url"` // default https://discord.com/api/v9
 	// ThreadReplies enables approve/reject/edit typed in a session thread, which needs the
 	// privileged message-content intent.
 	ThreadReplies bool `yaml:"thread_replies"`
@@ -49,7 +53,7 @@ func (c DiscordConfig) problems() []string {
 	for _, l := range []struct {
 		key string
 		ids []string
-	}{{"allow_users", c.AllowUsers}, {"allow_roles", c.AllowRoles}, {"notify_users", c.NotifyUsers}} {
+	}{{"allow_users", c.AllowUsers}, {"allow_roles", c.AllowRoles}, {"read_users", c.ReadUsers}, {"read_roles", c.ReadRoles}, {"notify_users", c.NotifyUsers}} {
 		for _, id := range l.ids {
 			if !discordID.MatchString(id) {
 				probs = append(probs, fmt.Sprintf("chat.discord.%s: %q is not a Discord ID (15–20 digits)", l.key, id))
@@ -100,7 +104,7 @@ func newDiscordChat(d chatDeps) (chatAdapter, error) {
 func (c *discordChat) Platform() string { return discord.Platform }
 
 func (c *discordChat) Grants() bot.AllowList {
-	return bot.AllowList{{Platform: discord.Platform, Users: c.cfg.AllowUsers, Roles: c.cfg.AllowRoles}}
+	return bot.Grants(discord.Platform, c.cfg.AllowUsers, c.cfg.AllowRoles, c.cfg.ReadUsers, c.cfg.ReadRoles)
 }
 
 func (c *discordChat) NotifyUsers() []string { return c.cfg.NotifyUsers }

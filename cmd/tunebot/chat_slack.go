@@ -18,6 +18,10 @@ type SlackConfig struct {
 	Channel     string   `yaml:"channel"`
 	AllowUsers  []string `yaml:"allow_users"`
 	AllowGroups []string `yaml:"allow_groups"`
+	// ReadUsers and ReadGroups may read only; set either and nobody else in the workspace
+	// may read (the read commands, /tune dashboard and the monitoring page).
+	ReadUsers   []string `yaml:"read_users"`
+	ReadGroups  []string `yaml:"read_groups"`
 	NotifyUsers []string `yaml:"notify_users"`
 	HTTPListen  string   `yaml:"http_listen"` // HTTP mode
 	// AllowInsecureHTTP lets api_url be plain http:// to a host that is not this machine.
@@ -58,7 +62,8 @@ func (c SlackConfig) problems() []string {
 		ids []string
 		re  *regexp.Regexp
 		eg  string
-	}{{"allow_users", c.AllowUsers, slackUserID, "U…"}, {"notify_users", c.NotifyUsers, slackUserID, "U…"}, {"allow_groups", c.AllowGroups, slackGroupID, "S…"}} {
+	}{{"allow_users", c.AllowUsers, slackUserID, "U…"}, {"notify_users", c.NotifyUsers, slackUserID, "U…"}, {"allow_groups", c.AllowGroups, slackGroupID, "S…"},
+		{"read_users", c.ReadUsers, slackUserID, "U…"}, {"read_groups", c.ReadGroups, slackGroupID, "S…"}} {
 		for i, id := range list.ids {
 			if !list.re.MatchString(id) {
 				probs = append(probs, fmt.Sprintf("chat.slack.%s[%d]: %q is not a Slack ID (%s)", list.key, i, id, list.eg))
@@ -81,7 +86,8 @@ func init() {
 		}
 		ad, err := slackbot.New(slackbot.Config{
 			Mode: c.Mode, APIURL: c.APIURL, Channel: c.Channel,
-			AllowUsers: c.AllowUsers, AllowGroups: c.AllowGroups, NotifyUsers: c.NotifyUsers, HTTPListen: c.HTTPListen,
+			AllowUsers: c.AllowUsers, AllowGroups: c.AllowGroups, ReadUsers: c.ReadUsers, ReadGroups: c.ReadGroups,
+			NotifyUsers: c.NotifyUsers, HTTPListen: c.HTTPListen,
 			BotToken:      d.env.getenv("SLACK_BOT_TOKEN"),
 			AppToken:      d.env.getenv("SLACK_APP_TOKEN"),
 			SigningSecret: d.env.getenv("SLACK_SIGNING_SECRET"),

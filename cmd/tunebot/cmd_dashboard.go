@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ import (
 )
 
 func init() {
-	register("dashboard", "dashboard link --config FILE: a one-time sign-in link to the running daemon's monitoring page", runDashboard)
+	register("dashboard", "dashboard link|rotate --config FILE: a one-time sign-in link to the running daemon's monitoring page, or sign everyone out of it", runDashboard)
 }
 
 // dashboardKeyFile is the monitoring page's signing key in the data directory.
@@ -36,7 +37,8 @@ func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
 	if err != nil {
 		return err
 	}
-	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.space(), Key: key,
+	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.space(),
+		Key: key, KeyPath: filepath.Join(d.app.cfg.DataDir, dashboardKeyFile), Roles: d.roles,
 		PublicURL: d.cfg.Service.PublicURL, BaseURL: d.cfg.Service.BaseURL(), Logger: d.log.With("component", "dashboard")})
 	if err != nil {
 		return err
@@ -47,11 +49,22 @@ func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
 }
 
 // dashboardLink is /tune dashboard: a link for the person who asked.
-func (d *daemon) dashboardLink(who session.Actor, roles []string) (string, time.Time, error) {
+func (d *daemon) dashboardLink(who session.Actor) (string, time.Time, error) {
 	if d.dash == nil {
 		return "", time.Time{}, session.Userf(nil, "the monitoring page is not running (service.addr: off, or tunebot is still starting)")
 	}
-	return d.dash.Link(dashboard.Identity{Platform: who.Platform, ID: who.ID, Name: who.Name, Roles: roles})
+	return d.dash.Link(dashboard.Identity{Platform: who.Platform, ID: who.ID, Name: who.Name})
+}
+
+// roles is what the page checks the allow-list with at each request: the roles user holds
+// on platform now, as its chat adapter reads them (the operator and the console hold none).
+func (d *daemon) roles(ctx context.Context, platform, user string) []string {
+	for _, ad := range d.adapters {
+		if ad.Platform() == platform {
+			return ad.Roles(ctx, user)
+		}
+	}
+	return nil
 }
 
 // trialURL links trial reports to the page when it has a public address.
@@ -64,11 +77,11 @@ func (d *daemon) trialURL() func(string, int, int) string {
 }
 
 func runDashboard(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] != "link" {
-		fmt.Fprintln(e.stderr, "usage: tunebot dashboard link --config FILE")
+	if len(args) == 0 || args[0] != "link" && args[0] != "rotate" {
+		fmt.Fprintln(e.stderr, "usage: tunebot dashboard link|rotate --config FILE")
 		return 2
 	}
-	fs := flag.NewFlagSet("dashboard link", flag.ContinueOnError)
+	fs := flag.NewFlagSet("dashboard "+args[0], flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
 	cfgPath := fs.String("config", "", "the config file tunebot run uses")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -78,6 +91,15 @@ func runDashboard(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		printProblems(e, err)
 		return 1
+	}
+	if args[0] == "rotate" {
+		msg, err := rotateDashboardKey(ctx, cfg, nil)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "dashboard rotate:", err)
+			return 1
+		}
+		fmt.Fprintln(e.stdout, msg)
+		return 0
 	}
 	link, err := operatorLink(ctx, cfg, nil)
 	if err != nil {
@@ -89,43 +111,92 @@ func runDashboard(ctx context.Context, e *env, args []string) int {
 	return 0
 }
 
+// errNoDaemon is askDaemon's error when nothing listens on the service address.
+var errNoDaemon = errors.New("no tunebot run answers")
+
+// askDaemon posts to path on the running daemon's loopback listener as the operator (proof
+// of reading the data directory's key) and decodes its JSON answer into out.
+func askDaemon(ctx context.Context, cfg Config, client *http.Client, path string, out any) error {
+	key, err := dashboard.ReadKey(filepath.Join(cfg.DataDir, dashboardKeyFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("no %s in %s: tunebot run makes it when it starts with this config; is it running?", dashboardKeyFile, cfg.DataDir)
+	}
+	if err != nil {
+		return err
+	}
+	if client == nil {
+		client = &http.Client{Timeout: 10 * time.Second}
+	}
+	base := cfg.Service.BaseURL()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+dashboard.OperatorToken(key))
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w on %s (service.addr): %w", errNoDaemon, base, err)
+	}
+	defer resp.Body.Close()
+	var refusal struct {
+		Error string `json:"error"`
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	_ = json.Unmarshal(raw, &refusal)
+	if resp.StatusCode != http.StatusOK {
+		if refusal.Error == "" {
+			refusal.Error = resp.Status + " " + strings.TrimSpace(string(raw))
+		}
+		return fmt.Errorf("the daemon on %s refused: %s", base, refusal.Error)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("the daemon on %s answered %q: %w", base, bot.Truncate(string(raw), 200), err)
+	}
+	return nil
+}
+
 // operatorLink asks the running daemon, on its loopback listener, for a link: the daemon
 // holds the store, and proof of reading the data directory's key stands for the operator.
 func operatorLink(ctx context.Context, cfg Config, client *http.Client) (string, error) {
 	if cfg.Service.Off() {
 		return "", fmt.Errorf("the monitoring page is off (service.addr: off in the config)")
 	}
-	key, err := dashboard.ReadKey(filepath.Join(cfg.DataDir, dashboardKeyFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("no %s in %s: tunebot run makes it when it starts with this config; is it running?", dashboardKeyFile, cfg.DataDir)
-	}
-	if err != nil {
-		return "", err
-	}
-	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
-	}
-	base := cfg.Service.BaseURL()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/link", nil)
-	if err != nil {
-		return "", err
-	}
-	req.Header.Set("Authorization", "Bearer "+dashboard.OperatorToken(key))
-	resp, err := client.Do(req)
-	if err != nil {
-		return "", fmt.Errorf("no tunebot run answers on %s (service.addr): %w", base, err)
-	}
-	defer resp.Body.Close()
 	var out struct {
-		URL   string `json:"url"`
-		Error string `json:"error"`
+		URL string `json:"url"`
 	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err := json.Unmarshal(raw, &out); err != nil || resp.StatusCode != http.StatusOK || out.URL == "" {
-		if out.Error == "" {
-			out.Error = resp.Status
-		}
-		return "", fmt.Errorf("the daemon on %s refused: %s", base, out.Error)
+	if err := askDaemon(ctx, cfg, client, "/api/link", &out); err != nil {
+		return "", err
+	}
+	if out.URL == "" {
+		return "", fmt.Errorf("the daemon on %s gave no link", cfg.Service.BaseURL())
 	}
 	return out.URL, nil
+}
+
+// rotateDashboardKey signs everyone out of the monitoring page: the running daemon makes a
+// new key and uses it at once; with no daemon answering, the key file is replaced, which
+// the next start reads.
+func rotateDashboardKey(ctx context.Context, cfg Config, client *http.Client) (string, error) {
+	path := filepath.Join(cfg.DataDir, dashboardKeyFile)
+	done := "signed everyone out of the monitoring page: " + path + " holds a new key, so every cookie and every unused sign-in link stopped working"
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "no " + path + ": the monitoring page never ran with this data_dir, so nobody is signed in", nil
+	}
+	if !cfg.Service.Off() {
+		var out struct {
+			OK bool `json:"ok"`
+		}
+		err := askDaemon(ctx, cfg, client, "/api/rotate", &out)
+		if err == nil {
+			return done, nil
+		}
+		if !errors.Is(err, errNoDaemon) {
+			return "", err
+		}
+	}
+	// No daemon serves the page, so no process holds the old key: replacing the file is all.
+	if _, err := dashboard.RotateKey(path); err != nil {
+		return "", err
+	}
+	return done + " (no daemon was running; the next tunebot run uses it)", nil
 }

@@ -422,7 +422,7 @@ func abs(x float64) float64 {
 }
 
 func doctorDataDir(r *doctorReport, dir string) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		r.line("fail", "data dir", fmt.Sprintf("%s cannot be created: %v; set data_dir to a writable directory", dir, err))
 		return
 	}
@@ -434,6 +434,10 @@ func doctorDataDir(r *doctorReport, dir string) {
 	name := f.Name()
 	f.Close()
 	os.Remove(name)
+	if w := dataDirAccess(dir); w != "" {
+		r.line("warn", "data dir", w)
+		return
+	}
 	r.line("ok", "data dir", dir+" is writable")
 }
 

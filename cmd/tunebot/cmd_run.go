@@ -51,6 +51,9 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	for _, w := range cfg.warnings {
 		logger.Warn(w)
 	}
+	if w := dataDirAccess(cfg.DataDir); w != "" {
+		logger.Warn(w)
+	}
 	d := &daemon{cfg: cfg, e: e, log: logger}
 	if err := d.start(ctx, *resume); err != nil {
 		// A damaged data file is said once, plainly: the person must restore or move it.

@@ -1,8 +1,8 @@
 // Package discordtest is a local stand-in for Discord in tests: an httptest REST server
-// (commands, messages with multipart files, threads, interaction callbacks, webhooks for
-// follow-ups, /gateway, and the files uploaded with slash commands, served as the CDN
-// serves them) and a websocket gateway (hello, identify, ready, heartbeats, resume,
-// dispatches). It never touches the network beyond 127.0.0.1.
+// (commands, messages with multipart files, threads, direct message channels, interaction
+// callbacks, webhooks for follow-ups, /gateway, and the files uploaded with slash commands,
+// served as the CDN serves them) and a websocket gateway (hello, identify, ready,
+// heartbeats, resume, dispatches). It never touches the network beyond 127.0.0.1.
 package discordtest
 
 import (
@@ -110,6 +110,10 @@ type Fake struct {
 	forbid     map[string]bool
 	files      map[string]Attachment // URL path → uploaded attachment
 	downloads  []Download
+	dms        map[string]string // user → their direct message channel with the bot
+	closedDMs  map[string]bool   // users who accept no direct message from the guild's members
+	members    map[string]User   // the guild's members seen in events, with their roles now
+	memberGets int
 }
 
 type frame struct {
@@ -124,7 +128,7 @@ type frame struct {
 func New(t testing.TB, guild, app string) *Fake {
 	f := &Fake{Guild: guild, App: app, t: t, changed: make(chan struct{}), next: 1000, messages: map[string]*Message{},
 		threads: map[string]string{}, callbacks: map[string][]Callback{}, stale: map[string]bool{}, forbid: map[string]bool{},
-		files: map[string]Attachment{}, sessionID: "fake-session"}
+		files: map[string]Attachment{}, sessionID: "fake-session", dms: map[string]string{}, closedDMs: map[string]bool{}, members: map[string]User{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.Close)
 	f.APIURL = f.srv.URL + "/api/v9"
@@ -312,9 +316,35 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.commands = body
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
+	case r.Method == "GET" && len(p) == 4 && p[0] == "guilds" && p[2] == "members":
+		u, ok := f.members[p[3]]
+		if p[1] != f.Guild || !ok {
+			apiError(w, 404, 10007, "Unknown Member")
+			return
+		}
+		f.memberGets++
+		writeJSON(w, 200, f.member(u))
+	case r.Method == "POST" && len(p) == 3 && p[0] == "users" && p[1] == "@me" && p[2] == "channels":
+		var d struct {
+			Recipient string `json:"recipient_id"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&d); err != nil || d.Recipient == "" {
+			apiError(w, 400, 50035, "Invalid Form Body")
+			return
+		}
+		ch, ok := f.dms[d.Recipient]
+		if !ok {
+			ch = f.id()
+			f.dms[d.Recipient] = ch
+		}
+		writeJSON(w, 200, map[string]any{"id": ch, "type": 1, "recipients": []any{map[string]any{"id": d.Recipient}}})
 	case r.Method == "POST" && len(p) == 3 && p[0] == "channels" && p[2] == "messages":
 		if f.forbid[p[1]] {
 			apiError(w, 403, 50013, "Missing Permissions")
+			return
+		}
+		if f.dmClosedLocked(p[1]) {
+			apiError(w, 403, 50007, "Cannot send messages to this user")
 			return
 		}
 		if f.limitNext > 0 {
@@ -429,6 +459,48 @@ func (f *Fake) serve(w http.ResponseWriter, r *http.Request) {
 		f.t.Logf("discordtest: unhandled %s %s", r.Method, r.URL.Path)
 		apiError(w, 404, 0, "404: Not Found")
 	}
+}
+
+// SetRoles gives user these roles in the guild from now on (an admin's change), as
+// GET /guilds/{guild}/members/{user} reports them; later events from a User with other
+// Roles set them again.
+func (f *Fake) SetRoles(user string, roles ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	u := f.members[user]
+	u.ID, u.Roles = user, roles
+	f.members[user] = u
+}
+
+// MemberReads is how many times the bot read a member (their roles) from the REST API.
+func (f *Fake) MemberReads() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.memberGets
+}
+
+// DM returns the direct message channel between the bot and user, "" when the bot opened none.
+func (f *Fake) DM(user string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.dms[user]
+}
+
+// CloseDMs makes user accept no direct message (Discord's privacy setting for a server's
+// members): the bot may open the channel, but a message posted there answers 403 (50007).
+func (f *Fake) CloseDMs(user string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closedDMs[user] = true
+}
+
+func (f *Fake) dmClosedLocked(ch string) bool {
+	for u, dm := range f.dms {
+		if dm == ch && f.closedDMs[u] {
+			return true
+		}
+	}
+	return false
 }
 
 // channelKnown: any channel that is not forbidden exists, except ids starting with 9.

@@ -156,6 +156,7 @@ func (f *Fake) member(u User) map[string]any {
 // interaction dispatches an INTERACTION_CREATE and returns its token.
 func (f *Fake) interaction(typ int, u User, channel string, data any, message any) string {
 	f.mu.Lock()
+	f.members[u.ID] = u
 	id := f.id()
 	tok := "tok-" + id
 	if f.expireNext {
@@ -315,6 +316,7 @@ func (f *Fake) Submit(u User, channel, customID string, values map[string]string
 // Say posts content in channel as u (a MESSAGE_CREATE); it returns the message id.
 func (f *Fake) Say(u User, channel, content string, bot bool) string {
 	f.mu.Lock()
+	f.members[u.ID] = u
 	id := f.id()
 	f.mu.Unlock()
 	m := f.member(u)

@@ -1,0 +1,233 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tunebot/bot"
+	"tunebot/dashboard"
+	"tunebot/session"
+)
+
+// roleBook is the roles people hold on the platform now, changed by the test as an admin
+// would change a Slack user group or a Discord role.
+type roleBook struct {
+	mu    sync.Mutex
+	roles map[string][]string
+}
+
+func (b *roleBook) set(user string, roles ...string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.roles[user] = roles
+}
+
+func (b *roleBook) lookup(_ context.Context, platform, user string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if platform != "slack" {
+		return nil
+	}
+	return b.roles[user]
+}
+
+// TestRolesCountAtEachRequest: what the page allows someone is decided with the roles they
+// hold at that request, not those of when they signed in: a role taken away stops their
+// next action and is no longer offered.
+func TestRolesCountAtEachRequest(t *testing.T) {
+	book := &roleBook{roles: map[string][]string{"U2": {"SOPS"}}}
+	f := newFixture(t, func(o *dashboard.Options) {
+		o.Allow = bot.AllowList{{Platform: "slack", Roles: []string{"SOPS"}}}
+		o.Roles = book.lookup
+	})
+	bob := f.signIn(t, dashboard.Identity{Platform: "slack", ID: "U2", Name: "bob"})
+	if may := decode(t, bob.get("/api/me"))["may"].(map[string]any); may["decide"] != true {
+		t.Fatalf("bob holds SOPS, yet the page offers him %v", may)
+	}
+	book.set("U2") // removed from the group while signed in
+	if may := decode(t, bob.get("/api/me"))["may"].(map[string]any); may["decide"] != false || may["start"] != false {
+		t.Errorf("bob lost SOPS, yet the page offers him %v", may)
+	}
+	code, v := bob.act("/api/sessions/"+sid+"/proposals/"+f.prop.ID+"/approve", "{}")
+	if code != http.StatusForbidden || !strings.Contains(fmt.Sprint(v["text"]), "not allowed") {
+		t.Errorf("bob approves after losing the role: %d %v", code, v)
+	}
+	if p := f.proposal(t); p.State != session.ProposalPending {
+		t.Fatalf("the proposal is %s", p.State)
+	}
+	book.set("U2", "SOPS") // and given it back
+	if code, v := bob.act("/api/sessions/"+sid+"/proposals/"+f.prop.ID+"/approve", "{}"); code != http.StatusOK {
+		t.Errorf("bob approves holding the role again: %d %v", code, v)
+	}
+}
+
+// TestReadGrant: once the allow-list has a read grant on a platform, only the people it (or
+// a full grant) names may read the page there: anyone else who holds a cookie gets 403 and
+// no data; the operator still reads.
+func TestReadGrant(t *testing.T) {
+	f := newFixture(t, func(o *dashboard.Options) {
+		o.Allow = bot.AllowList{
+			{Platform: "slack", Users: []string{"U1"}},
+			{Platform: "slack", Users: []string{"U3"}, Permissions: []bot.Permission{bot.PermRead}},
+			{Platform: dashboard.Operator.Platform, Users: []string{dashboard.Operator.ID}},
+		}
+	})
+	reads := []string{"/api/me", "/api/sessions", "/api/sessions/" + sid, "/api/sessions/" + sid + "/tags",
+		"/api/sessions/" + sid + "/curves?trials=0&tags=Train/mean_reward", "/api/presets", "/api/presets/auto-tune-1a2b3c4d",
+		"/api/presets/auto-tune-1a2b3c4d/export"}
+	e := f.signIn(t, eve)
+	for _, path := range reads {
+		resp := e.get(path)
+		if body := readAll(t, resp); resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `\"read\" permission`) || strings.Contains(body, "raise pose") {
+			t.Errorf("eve reads %s: %d %s", path, resp.StatusCode, body)
+		}
+	}
+	for _, who := range []dashboard.Identity{{Platform: "slack", ID: "U3", Name: "carol"}, alice, dashboard.Operator} {
+		c := f.signIn(t, who)
+		for _, path := range reads {
+			if resp := c.get(path); resp.StatusCode != http.StatusOK {
+				t.Errorf("%s reads %s: %d", who.Name, path, resp.StatusCode)
+			}
+		}
+	}
+	carol := f.signIn(t, dashboard.Identity{Platform: "slack", ID: "U3", Name: "carol"})
+	if code, _ := carol.act("/api/start", "{}"); code != http.StatusForbidden {
+		t.Errorf("a reader starts a session: %d", code)
+	}
+}
+
+// TestPageReadsAreLimited: each person's reads of the page are rate limited; past the limit
+// the answer is 429 with when to try again, and other people read on. A large curves answer
+// uses up more of the limit than a small read.
+func TestPageReadsAreLimited(t *testing.T) {
+	f := newFixture(t, func(o *dashboard.Options) { o.ReadLimit = bot.RateLimit{Burst: 3, Every: time.Minute} })
+	e := f.signIn(t, eve)
+	for i := range 3 {
+		if resp := e.get("/api/sessions"); resp.StatusCode != http.StatusOK {
+			t.Fatalf("read %d within the burst: %d", i+1, resp.StatusCode)
+		}
+	}
+	resp := e.get("/api/sessions/" + sid)
+	if v := decode(t, resp); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" || !strings.Contains(fmt.Sprint(v["error"]), "slow down") {
+		t.Errorf("the fourth read: %d Retry-After %q %v", resp.StatusCode, resp.Header.Get("Retry-After"), v)
+	}
+	if resp := f.signIn(t, alice).get("/api/sessions"); resp.StatusCode != http.StatusOK {
+		t.Errorf("another person is held back: %d", resp.StatusCode)
+	}
+	f.clock.add(time.Minute)
+	if resp := e.get("/api/sessions"); resp.StatusCode != http.StatusOK {
+		t.Errorf("a minute later: %d", resp.StatusCode)
+	}
+
+	// 20 series of 3000 points at points=5000: 60,000 points served cost 2.4 reads more.
+	g := newFixture(t, func(o *dashboard.Options) { o.ReadLimit = bot.RateLimit{Burst: 5, Every: time.Hour} })
+	var tags []string
+	pts := make([]session.Point, 3000)
+	for i := range pts {
+		pts[i] = session.Point{Step: int64(i), Value: float64(i % 7)}
+	}
+	for k := range 10 {
+		tag := fmt.Sprintf("Loss/part_%d", k)
+		tags = append(tags, tag)
+		for _, n := range []int{0, 2} {
+			if err := g.db.PutSeries(context.Background(), session.SeriesKey{SessionID: sid, Number: n, Rung: 0, Tag: tag}, pts); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c := g.signIn(t, eve)
+	if resp := c.get("/api/sessions/" + sid + "/curves?points=5000&trials=0@0,2@0&tags=" + url.QueryEscape(strings.Join(tags, ","))); resp.StatusCode != http.StatusOK {
+		t.Fatalf("curves: %d %s", resp.StatusCode, readAll(t, resp))
+	}
+	left := 0
+	for c.get("/api/presets").StatusCode == http.StatusOK {
+		left++
+	}
+	if left != 1 {
+		t.Errorf("after 60,000 points of curves, %d reads were left of a burst of 5; want 1 (1 for the request, 2.4 for its points)", left)
+	}
+}
+
+// TestCurvesAreBounded: however many curves and points are asked for, one answer holds at
+// most MaxServedPoints points: asking for more curves than fit gets fewer points per curve.
+func TestCurvesAreBounded(t *testing.T) {
+	f := newFixture(t)
+	c := f.signIn(t, eve)
+	refs := []string{"0@0", "2@0"}
+	for n := 3; len(refs) < 200; n++ {
+		refs = append(refs, fmt.Sprintf("%d@0", n)) // trials without curves still count as asked for
+	}
+	v := decode(t, c.get("/api/sessions/"+sid+"/curves?points=5000&tags=Train/mean_reward&trials="+strings.Join(refs, ",")))
+	want := dashboard.MaxServedPoints / 200
+	if v["points"] != float64(want) {
+		t.Errorf("points per curve %v, want %d for 200 curves", v["points"], want)
+	}
+	for _, cv := range v["curves"].([]any) {
+		if n := len(cv.(map[string]any)["steps"].([]any)); n != want {
+			t.Errorf("a curve of %d points, want %d", n, want)
+		}
+	}
+	// Few curves keep the points asked for.
+	v = decode(t, c.get("/api/sessions/"+sid+"/curves?points=5000&tags=Train/mean_reward&trials=0@0"))
+	if n := len(v["curves"].([]any)[0].(map[string]any)["steps"].([]any)); n != 3000 {
+		t.Errorf("one curve of 3000 points came down to %d", n)
+	}
+}
+
+// TestRotateSignsEveryoneOut: the operator's rotate (tunebot dashboard rotate) replaces the
+// key file and the key in use: every cookie and unused link stops working, the old key no
+// longer proves the operator, and the new one does.
+func TestRotateSignsEveryoneOut(t *testing.T) {
+	keyPath := filepath.Join(t.TempDir(), "dashboard.key")
+	old, err := dashboard.LoadKey(keyPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(o *dashboard.Options) { o.Key, o.KeyPath = old, keyPath })
+	c := f.signIn(t, alice)
+	unused, _, err := f.dash.Link(eve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	operator := func(path string, key []byte) *http.Response {
+		req, _ := http.NewRequest(http.MethodPost, f.srv.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+dashboard.OperatorToken(key))
+		return f.anon(t).do(req)
+	}
+	if resp := operator("/api/rotate", make([]byte, 32)); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("rotate without the key: %d", resp.StatusCode)
+	}
+	if resp := c.get("/api/sessions"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("signed in before the rotation: %d", resp.StatusCode)
+	}
+	if resp := operator("/api/rotate", old); resp.StatusCode != http.StatusOK {
+		t.Fatalf("rotate: %d %s", resp.StatusCode, readAll(t, resp))
+	}
+	if resp := c.get("/api/sessions"); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a cookie from before the rotation: %d", resp.StatusCode)
+	}
+	u, _ := url.Parse(unused)
+	if resp := f.anon(t).post("/signin", "application/x-www-form-urlencoded", "token="+u.Query().Get("token")); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("a link from before the rotation: %d", resp.StatusCode)
+	}
+	fresh, err := dashboard.ReadKey(keyPath)
+	if err != nil || string(fresh) == string(old) {
+		t.Fatalf("the key file after the rotation: %v (unchanged: %v)", err, string(fresh) == string(old))
+	}
+	if resp := operator("/api/link", old); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the old key still proves the operator: %d", resp.StatusCode)
+	}
+	if resp := operator("/api/link", fresh); resp.StatusCode != http.StatusOK {
+		t.Errorf("the new key does not prove the operator: %d", resp.StatusCode)
+	}
+	if resp := f.signIn(t, alice).get("/api/sessions"); resp.StatusCode != http.StatusOK {
+		t.Errorf("signing in again: %d", resp.StatusCode)
+	}
+}
