@@ -380,7 +380,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		}
 		return &session.InvalidError{What: "config " + path, Problems: inFileOrder(root, probs)}
 	}
-	probs = append(probs, secretsInArgv(&root)...) // before expansion, which would hide them
+	probs = append(probs, secretsInArgv(root)...) // before expansion, which would hide them
 	var missing []string
 	unset := map[*yaml.Node]bool{}
 	expandNode(root, getenv, &missing, unset)

@@ -47,8 +47,8 @@ func secretRefs(n *yaml.Node, path string) []string {
 	case yaml.ScalarNode:
 		for _, m := range envRef.FindAllStringSubmatch(n.Value, -1) {
 			if secret.IsEnv(m[1]) {
-				probs = append(probs, fmt.Sprintf("%s (line %d): ${%s} would put the secret %s on the command line, where any user of the machine sees it (ps) and the trial's log keeps it; tunebot's secrets never reach the trainer: remove it, and give the trainer what it needs another way",
-					path, n.Line, m[1], m[1]))
+				probs = append(probs, fmt.Sprintf("line %d: %s: ${%s} would put the secret %s on the command line, where any user of the machine sees it (ps) and the trial's log keeps it; tunebot's secrets never reach the trainer: remove it, and give the trainer what it needs another way",
+					n.Line, path, m[1], m[1]))
 			}
 		}
 	case yaml.SequenceNode:

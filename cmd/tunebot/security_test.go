@@ -20,10 +20,10 @@ func TestSecretInTrainerArgvIsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, yaml, want string
 	}{
-		{"train", "trainer:\n  train: [python, train.py, \"--wandb-key=${DEEPSEEK_API_KEY}\"]\n", "trainer.train[2] (line 3): ${DEEPSEEK_API_KEY}"},
-		{"python", "trainer:\n  python: \"${SLACK_BOT_TOKEN}\"\n", "trainer.python (line 3): ${SLACK_BOT_TOKEN}"},
+		{"train", "trainer:\n  train: [python, train.py, \"--wandb-key=${DEEPSEEK_API_KEY}\"]\n", "line 3: trainer.train[2]: ${DEEPSEEK_API_KEY}"},
+		{"python", "trainer:\n  python: \"${SLACK_BOT_TOKEN}\"\n", "line 3: trainer.python: ${SLACK_BOT_TOKEN}"},
 		{"resume", "trainer:\n  resume_args: [--resume, \"{checkpoint}\", \"${DEEPSEEK_API_KEY}\"]\n", "trainer.resume_args[2]"},
-		{"sbatch", "executor:\n  slurm:\n    sbatch_args: [\"--comment=${DEEPSEEK_API_KEY}\"]\n", "executor.slurm.sbatch_args[0] (line 4): ${DEEPSEEK_API_KEY}"},
+		{"sbatch", "executor:\n  slurm:\n    sbatch_args: [\"--comment=${DEEPSEEK_API_KEY}\"]\n", "line 4: executor.slurm.sbatch_args[0]: ${DEEPSEEK_API_KEY}"},
 		{"apply test", "apply:\n  test: [pytest, \"--token=${SLACK_BOT_TOKEN}\"]\n", "apply.test[1]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
