@@ -270,7 +270,7 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 	if err := tpeCheckRequest(req); err != nil {
 		return session.Suggestion{}, err
 	}
-	moves := tpeMovable(req.Space, tpeDims(req.Space), req.Base)
+	moves := constrainMoves(req, tpeMovable(req.Space, tpeDims(req.Space), req.Base))
 	if len(moves) == 0 {
 		return session.Suggestion{}, fmt.Errorf("sampler: %w: no scalar can move from the base configuration", ErrNoValidPatch)
 	}
@@ -381,7 +381,7 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 			lastErr = fmt.Errorf("moves the scalars of rejected proposal %d the same way", r)
 			continue
 		}
-		if _, err := req.Space.Validate(req.Base, patch, req.Tried); err != nil {
+		if _, err := req.Check(patch); err != nil {
 			lastErr = err
 			continue
 		}

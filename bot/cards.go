@@ -344,6 +344,9 @@ func ProposalCard(p session.Proposal, space *session.Space, mentions []string) C
 		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("reply in this thread: approve %d · reject %d <feedback> · edit %d term=value … · pause", p.Seq, p.Seq, p.Seq)))
 	case p.Decision != nil:
 		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: p.Decision.By.String(), Action: session.DecidedWord(p), At: p.Decision.At, Feedback: Neutralise(p.Decision.Feedback, 500)}})
+		if p.Decision.Note != "" {
+			c.Blocks = append(c.Blocks, Text(p.Decision.Note)) // the constraints read, or overridden
+		}
 	default:
 		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: "tunebot", Action: session.DecidedWord(p), At: p.CreatedAt}})
 	}

@@ -86,6 +86,12 @@ func TestCardsGolden(t *testing.T) {
 	rejected := fixtureProposal()
 	rejected.State = session.ProposalRejected
 	rejected.Decision = &session.Decision{Action: session.ActionReject, By: session.Actor{ID: "U2", Name: "bob"}, At: t0.Add(time.Hour), Feedback: "too timid; @here try foot_slip"}
+	// a reject whose feedback named terms: the card says what was read
+	constrained := rejected
+	constrained.Decision = &session.Decision{Action: session.ActionReject, By: session.Actor{ID: "U2", Name: "bob"}, At: t0.Add(time.Hour),
+		Feedback: "do not touch is_terminated, lower foot_slip"}
+	constrained.Decision.Read = session.ReadConstraints(constrained.Decision.Feedback, sp, 3)
+	constrained.Decision.Note = session.FeedbackNote(constrained.Decision.Read, true)
 	failed := trials[3]
 	failed.State, failed.Reason, failed.LogTail = session.TrialFailed, "train job failed: exit status 1", "Traceback (most recent call last):\n  File \"train.py\"\nRuntimeError: CUDA out of memory"
 	done := s
@@ -115,6 +121,7 @@ func TestCardsGolden(t *testing.T) {
 		{"proposal", bot.ProposalCard(fixtureProposal(), sp, []string{"U1"})},
 		{"proposal_edited", bot.ProposalCard(decided, sp, nil)},
 		{"proposal_rejected", bot.ProposalCard(rejected, sp, nil)},
+		{"proposal_rejected_constraints", bot.ProposalCard(constrained, sp, nil)},
 		{"summary", bot.SummaryCard(bot.SummaryInput{Session: done, Trials: trials[:3], Mentions: []string{"U1"}})},
 		// cancelled at rung 1, where the baseline trained as long beats the tuned trial: the
 		// headline says so instead of trial 2's gain at rung 0

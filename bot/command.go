@@ -174,7 +174,7 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 	case VerbReject:
 		c.Feedback = strings.TrimSpace(afterFirstWord(text))
 		if c.Feedback == "" {
-			return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback>, or reject N <feedback> for proposal N (it goes to the advisor's next prompt)")
+			return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback>, or reject N <feedback> for proposal N (%s)", RejectHint)
 		}
 		if n := utf8.RuneCountInString(c.Feedback); n > session.MaxFeedback {
 			return Command{}, session.Userf(nil, "feedback is %d characters; at most %d", n, session.MaxFeedback)
@@ -572,6 +572,10 @@ func didYouMeanStr(w string, names []string) string {
 	return " (did you mean " + best + "?)"
 }
 
+// RejectHint says, wherever feedback is asked for, what tunebot does with it
+// (session.ReadConstraints, session.FeedbackNote).
+const RejectHint = "name a term or param with keep, lower or higher to bind every proposer for the rest of the session, e.g. “keep is_terminated, lower foot_slip”; the rest reaches only DeepSeek's next prompt"
+
 // HelpText lists the commands.
 const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false]
 /tune status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · dashboard (a private sign-in link to the monitoring page) · help
@@ -579,4 +583,5 @@ const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback
 /tune apply PRESET (shows the diff, then asks to confirm; needs apply) · rollback (reverts the last apply after a confirm; needs apply)
 /tune schedule add "<cron>" [if_busy=skip|wait] <start args> (needs start) · schedule list · schedule remove ID (needs start)
 in a session thread: approve · reject <feedback> · edit term=value … (term=- drops it from the patch, term=0 switches it off) · pause · resume · cancel · status
+a reject's feedback that names a term or param binds every proposer for the rest of the session: reject keep is_terminated, lower foot_slip
 when several proposals wait, name one by its number: approve 4 · reject 4 <feedback> · edit 4 term=value …`

@@ -289,7 +289,7 @@ func (h *Handler) action(ctx context.Context, in Interaction, verb, sid, pid str
 			return r
 		}
 		return Reply{Form: &Form{ActionID: in.ActionID, Title: "Reject proposal", Inputs: []Input{{ID: FieldFeedback, Label: "What should the advisor do differently?", Multiline: true,
-			Hint: "this goes verbatim into the advisor's next prompt"}}}}
+			Hint: RejectHint}}}}
 	case verb == ButtonReject:
 		cmd, err := ParseReply("reject "+in.Values[FieldFeedback], h.cfg.Space)
 		if err != nil {
@@ -520,6 +520,9 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 		return h.engineError(err, log)
 	}
 	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, session.DecidedWord(p), by)
+	if p.Decision != nil && p.Decision.Note != "" && p.Decision.By == by {
+		text += "\n" + p.Decision.Note // what became of the feedback, or what an edit overrode
+	}
 	if p.State == session.ProposalApproved {
 		// Recorded, but a paused session runs nothing until someone resumes it.
 		if now, err := h.cfg.Store.Session(ctx, s.ID); err == nil && now.State == session.StatePaused {

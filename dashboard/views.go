@@ -175,6 +175,7 @@ type decisionView struct {
 	Where    string `json:"where,omitempty"`
 	At       string `json:"at"`
 	Feedback string `json:"feedback,omitempty"`
+	Note     string `json:"note,omitempty"` // what became of the feedback: the constraints read
 }
 
 type rungView struct {
@@ -372,7 +373,7 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 				v.Edited = changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, *p.Decision.Edited)))
 			}
 			v.Decision = &decisionView{Action: p.Decision.Action, Word: session.DecidedWord(p), By: p.Decision.By.String(), Platform: p.Decision.By.Platform,
-				Where: p.Decision.By.Where, At: stamp(p.Decision.At), Feedback: p.Decision.Feedback}
+				Where: p.Decision.By.Where, At: stamp(p.Decision.At), Feedback: p.Decision.Feedback, Note: p.Decision.Note}
 		} else if p.State == session.ProposalVoid {
 			v.Decision = &decisionView{Action: "void", Word: session.DecidedWord(p), By: "tunebot", Platform: "tunebot", At: stamp(p.CreatedAt)}
 		}

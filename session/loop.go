@@ -464,7 +464,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	req := ProposalRequest{
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
 		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...), waitingConfigs(n.proposals)...),
-		Seed: s.Settings.Seed,
+		Constraints: SessionConstraints(n.proposals), Seed: s.Settings.Seed,
 	}
 	for _, t := range r0 {
 		// Only the advisor reads curves (reward reflection); the sampler needs scores.
@@ -569,7 +569,7 @@ func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Sugge
 	if err != nil {
 		return Suggestion{}, err
 	}
-	if _, err := req.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
+	if _, err := req.Check(sug.Patch); err != nil {
 		// One line, with the rule it breaks: it becomes part of the session's pause reason.
 		return Suggestion{}, &UserError{Msg: "its patch breaks the rules: " + err.Error(), Err: err}
 	}

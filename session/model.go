@@ -215,6 +215,12 @@ type Decision struct {
 	At       time.Time `json:"at"`
 	Feedback string    `json:"feedback,omitempty"`
 	Edited   *Patch    `json:"edited,omitempty"`
+	// Read is what the engine read from a rejection's feedback: constraints that hold for
+	// the rest of the session (SessionConstraints), stored here so they survive a restart.
+	Read []Constraint `json:"read,omitempty"`
+	// Note says in words what became of the feedback (FeedbackNote) or which constraints
+	// an edit overrode (OverrideNote), as every surface shows it.
+	Note string `json:"note,omitempty"`
 }
 
 // Proposal is a patch offered for the next rung-0 trial.

@@ -198,7 +198,8 @@
       diffTable("proposed change (patch of trial " + p.base_trial + ")", p.diff),
       h("p", { class: "rationale" }, p.rationale), msg];
     if (d.may.decide) {
-      const feedback = h("textarea", { id: "feedback" + sfx, rows: 2, cols: 60, placeholder: "what should the advisor do differently?" });
+      const feedback = h("textarea", { id: "feedback" + sfx, rows: 2, cols: 60,
+        placeholder: "what should change? “keep is_terminated, lower foot_slip” binds every proposer; the rest reaches only DeepSeek's next prompt" });
       const lines = p.edit_text.split("\n").filter((l) => l.trim() !== "");
       while (lines.length < 4) lines.push("");
       const inputs = lines.map((l, i) => h("input", { class: "edit-line", id: "edit" + sfx + "-" + i, value: l, size: 40 }));
@@ -278,7 +279,8 @@
       p.rationale ? h("p", { class: "rationale" }, p.rationale) : null,
       p.expected_impact ? h("p", { class: "muted" }, "expected impact: " + Object.entries(p.expected_impact).map(([k, v]) => k + " " + v).join(", ")) : null,
       p.decision ? h("p", { class: "decision" }, p.decision.word + " by " + p.decision.by + " (" + p.decision.platform +
-        (p.decision.where ? ", " + p.decision.where : "") + ") at " + when(p.decision.at) + (p.decision.feedback ? ": “" + p.decision.feedback + "”" : "")) : null)));
+        (p.decision.where ? ", " + p.decision.where : "") + ") at " + when(p.decision.at) + (p.decision.feedback ? ": “" + p.decision.feedback + "”" : "")) : null,
+      p.decision && p.decision.note ? h("p", { class: "muted note" }, p.decision.note) : null)));
   }
 
   function auditLine(e) {
