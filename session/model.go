@@ -233,6 +233,8 @@ type Proposal struct {
 	Base           RewardConfig      `json:"base"`
 	Patch          Patch             `json:"patch"`
 	Rationale      string            `json:"rationale"`
+	Summary        string            `json:"summary,omitempty"`  // Suggestion.Summary
+	Evidence       []string          `json:"evidence,omitempty"` // Suggestion.Evidence, strongest first
 	ExpectedImpact map[string]string `json:"expected_impact,omitempty"`
 	Confidence     float64           `json:"confidence"`
 	Source         string            `json:"source"`

@@ -246,8 +246,14 @@ type Rejected struct {
 
 // Suggestion is a proposer's answer. Its patch is validated again by the engine.
 type Suggestion struct {
-	Patch          Patch
-	Rationale      string
+	Patch Patch
+	// Rationale is why, in the proposer's words: DeepSeek's free text (untrusted).
+	Rationale string
+	// Summary and Evidence are a numeric proposer's why: one sentence saying in words what
+	// moves and why, and its evidence, one line per piece, strongest first. Cards and the
+	// page lead with the sentence and the three strongest; the rest is shown on request.
+	Summary        string
+	Evidence       []string
 	ExpectedImpact map[string]string
 	Confidence     float64
 	Source         string // SourceAdvisor or SourceSampler

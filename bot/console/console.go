@@ -21,7 +21,11 @@ import (
 
 // User is the console's person: allowed everything, as whoever runs tunebot in a
 // terminal owns the machine anyway.
-var User = session.Actor{Platform: "console", ID: "console", Name: "you"}
+var User = session.Actor{Platform: bot.PlatformConsole, ID: "console", Name: "you"}
+
+// Intro is the console's first line when it reads commands: a terminal has no /tune and no
+// buttons, so it says what to type.
+const Intro = "tunebot reads commands here: type help for the list (approve, reject <feedback>, status, pause, …)"
 
 // Console is a session.Notifier that prints to out and a command reader from in.
 type Console struct {
@@ -104,6 +108,7 @@ func (c *Console) Run(ctx context.Context) error {
 		inflight.Unlock()
 	}()
 	if c.in != nil {
+		c.printf("%s\n", Intro)
 		// Commands run in order on the reading goroutine, beside the printing: a cancel
 		// waits for the trainer to stop, and the events that produces must still print.
 		go func() {
@@ -140,8 +145,9 @@ func (c *Console) Run(ctx context.Context) error {
 	}
 }
 
-// Command executes one line as the console user: a thread reply (approve, reject …, edit
-// …, pause, resume, cancel, status) for the current session, or "/tune …".
+// Command executes one line as the console user: a decision or control (approve, reject
+// …, edit …, pause, resume, cancel, status, why) for the current session, or a command
+// (help, start …, best …), with or without "/tune" before it.
 func (c *Console) Command(ctx context.Context, line string) {
 	line = strings.TrimSpace(line)
 	if line == "" {
@@ -157,6 +163,8 @@ func (c *Console) Command(ctx context.Context, line string) {
 	in := bot.Interaction{Platform: User.Platform, User: User, Channel: "terminal", SessionID: sid, Kind: bot.KindReply, Text: line}
 	if rest, ok := strings.CutPrefix(line, "/tune"); ok {
 		in.Kind, in.Text = bot.KindCommand, rest
+	} else if bot.IsCommandLine(line) {
+		in.Kind = bot.KindCommand
 	} else if sid == "" {
 		if s, ok := c.active(ctx); ok {
 			in.SessionID = s
@@ -164,7 +172,7 @@ func (c *Console) Command(ctx context.Context, line string) {
 	}
 	r := h.Do(ctx, in)
 	if r.Empty() && in.Kind == bot.KindReply {
-		r.Text = "not a command (approve · reject <feedback> · edit term=value … · pause · resume · cancel · status · /tune help)"
+		r.Text = "not a command: type help for the list (approve · reject <feedback> · edit term=value … · pause · resume · cancel · status · why)"
 	}
 	c.reply(r)
 }
@@ -186,10 +194,10 @@ func (c *Console) reply(r bot.Reply) {
 		}
 	}
 	if r.Card != nil {
-		b.WriteString(bot.RenderText(*r.Card, c.save(*r.Card)))
+		b.WriteString(bot.RenderText(forTerminal(*r.Card), c.save(*r.Card)))
 	}
 	if r.Form != nil {
-		b.WriteString("» this needs a form; in the terminal reply with reject <feedback> or edit term=value …\n")
+		b.WriteString("» this needs a form; in the terminal type reject <feedback> or edit term=value …\n")
 	}
 	c.printf("%s", b.String())
 }
@@ -241,12 +249,25 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 	}
 	if p := e.Proposal; e.Kind == session.EventProposalReady && p != nil {
 		// numbered: several proposals may wait at once (issue 14)
-		c.printf("type: approve %d · reject %d <feedback> · edit %d term=value … (term=- drops it) · pause · cancel · status\n", p.Seq, p.Seq, p.Seq)
+		c.printf("type: %s · cancel · status\n", bot.DecisionReplies(*p))
 	}
 }
 
 func (c *Console) printCard(card bot.Card, stamp string) {
-	c.printf("\n[%s]\n%s", stamp, bot.RenderText(card, c.save(card)))
+	c.printf("\n[%s]\n%s", stamp, bot.RenderText(forTerminal(card), c.save(card)))
+}
+
+// forTerminal drops what only chat can use: buttons and the line saying what to reply in
+// a thread (the console prints what to type instead).
+func forTerminal(card bot.Card) bot.Card {
+	blocks := make([]bot.Block, 0, len(card.Blocks))
+	for _, b := range card.Blocks {
+		if b.Kind != bot.BlockActions && !b.ThreadHint {
+			blocks = append(blocks, b)
+		}
+	}
+	card.Blocks = blocks
+	return card
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)

@@ -92,9 +92,16 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	text := out.String()
 	path := filepath.Join(dir, "feedc0de", "t000-r0-reward.png")
 	for _, want := range []string{"== tunebot session feedc0de · paused ==", "[██████████░░░░░░░░░░] 50% (150/300)", "== trial 0 @ rung 0: +0.000 vs baseline @ rung 0 ==",
-		"[chart] Mean episode reward: " + path, "== proposal 1 for trial 1", "<\u200b!channel>", "[Approve] · [Reject] · [Edit] · [Pause]", "type: approve"} {
+		"[chart] Mean episode reward: " + path, "== proposal 1 for trial 1", "<\u200b!channel>",
+		"type: approve 1 · reject 1 <feedback> · edit 1 term=value … (approves it as edited) · pause · cancel · status"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	// A terminal has neither buttons nor a thread.
+	for _, chat := range []string{"[Approve]", "reply in this thread", "/tune"} {
+		if strings.Contains(text, chat) {
+			t.Errorf("the terminal prints chat wording %q:\n%s", chat, text)
 		}
 	}
 	if strings.Count(text, "50% (150/300)") != 1 {
@@ -108,7 +115,7 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 func TestConsoleCommandsFromInput(t *testing.T) {
 	db, eng, s, _, _ := setup(t)
 	out := &syncBuffer{}
-	in := strings.NewReader("hello there\nedit pose=NaN\napprove\n")
+	in := strings.NewReader("hello there\nedit pose=NaN\nhelp\napprove\n")
 	c := console.New(console.Config{Out: out, In: in, Dir: t.TempDir(), Engine: eng, Store: db, Space: session.DefaultSpace()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -125,9 +132,16 @@ func TestConsoleCommandsFromInput(t *testing.T) {
 		t.Fatalf("proposal %+v %v", ps, err)
 	}
 	text := out.String()
-	for _, want := range []string{"» not a command", `» edit refused:`, `pose: "NaN" is not a decimal number`} {
+	for _, want := range []string{console.Intro + "\n", "» not a command: type help", `» edit refused:`, `pose: "NaN" is not a decimal number`,
+		"\n    start [mode=approval]", "to decide a proposal: approve"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	// help is typed as it is, and answered in the terminal's words.
+	for _, chat := range []string{"is a /tune command, not a thread reply", "/tune start", "in a session thread"} {
+		if strings.Contains(text, chat) {
+			t.Errorf("the terminal answers help with chat wording %q:\n%s", chat, text)
 		}
 	}
 }

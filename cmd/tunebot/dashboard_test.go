@@ -151,6 +151,15 @@ func TestDashboardInChromium(t *testing.T) {
 	b.navigate(base + href)
 	b.waitJS("the pending proposal", `!!document.querySelector("#approve") && document.body.dataset.state === "awaiting_approval"`)
 	trials := b.evalString(`document.body.dataset.trials`)
+	// The sampler's why: one sentence, its three strongest pieces of evidence, the rest
+	// folded away until asked for.
+	if got := b.evalString(`document.querySelector("#decide .summary").textContent`); !strings.HasPrefix(got, "Strengthens") && !strings.HasPrefix(got, "Weakens") &&
+		!strings.HasPrefix(got, "Raises") && !strings.HasPrefix(got, "Lowers") && !strings.HasPrefix(got, "Switches") {
+		t.Errorf("the proposal's summary %q does not say in words what moves", got)
+	}
+	if got := b.evalString(`[document.querySelectorAll("#decide ul.evidence li").length, document.querySelectorAll("#decide details.all-evidence li").length, document.querySelector("#decide details.all-evidence").open].join(" ")`); got != "3 4 false" {
+		t.Errorf("evidence shown, folded, open: %q; want the 3 strongest shown and all 4 in a closed block", got)
+	}
 	// A bad edit is refused with the problem beside its line, as in the chat form.
 	b.eval(`document.querySelectorAll("#decide details")[1].open = true; document.querySelector("#edit-0").value = "pose=99"; document.querySelector("#edit").click()`)
 	b.waitJS("the edit's per-field error", `[...document.querySelectorAll(".field-error")].some((e) => e.textContent.includes("pose"))`)

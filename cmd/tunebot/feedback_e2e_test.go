@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func proposedNames(t *testing.T, text string, seq int) []string {
 // A person at the terminal rejects the sampler's first proposal with "do not touch" and the
 // names it moved: the reply says what it read, and no later proposal of the session moves
 // any of them (the sampler, asked the same question again, would otherwise repeat most of
-// its first patch).
+// its first patch). The terminal speaks as a terminal: no buttons, no thread.
 func TestRejectFeedbackBindsTheSamplerInTheTerminal(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir, `
@@ -73,6 +74,10 @@ session:
 	waitFor(t, "the reply to the reject", 20*time.Second, func() bool { return strings.Contains(human.String(), read) })
 	for seq := 2; seq <= 4; seq++ {
 		waitFor(t, fmt.Sprintf("proposal %d", seq), 60*time.Second, func() bool { return strings.Contains(human.String(), fmt.Sprintf("type: approve %d ", seq)) })
+		if seq == 2 {
+			typed("why 2")
+			waitFor(t, "the why answer", 20*time.Second, func() bool { return strings.Contains(human.String(), "== why proposal 2 for trial") })
+		}
 		typed(fmt.Sprintf("approve %d", seq))
 	}
 	done := make(chan error, 1)
@@ -97,6 +102,15 @@ session:
 			if w || pm {
 				t.Errorf("proposal %d %v moves %s, which the person asked to keep", p.Seq, p.Patch, name)
 			}
+		}
+	}
+	text := human.String()
+	if !strings.HasPrefix(text, "tunebot reads commands here: type help") {
+		t.Errorf("the terminal does not start by saying what to type:\n%.300s", text)
+	}
+	for _, chat := range []*regexp.Regexp{regexp.MustCompile(`\[Approve\]`), regexp.MustCompile(`reply in this thread`), regexp.MustCompile(`/tune help`)} {
+		if chat.MatchString(text) {
+			t.Errorf("the terminal prints chat wording %q", chat)
 		}
 	}
 }
