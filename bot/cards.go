@@ -436,8 +436,10 @@ func SummaryCard(in SummaryInput) Card {
 	}
 	// the headline is best vs baseline at equal training, from the trials as they stand, so a
 	// cancelled or failed session never claims a gain the baseline trained as long beats
+	headline := false
 	if c, ok := session.Compare(s, in.Trials); ok {
 		f.Fields = append(f.Fields, Field{"result", c.Headline()})
+		headline = true
 	}
 	f.Fields = append(f.Fields, Field{"GPU time used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	if !s.EndedAt.IsZero() && !s.CreatedAt.IsZero() {
@@ -446,7 +448,8 @@ func SummaryCard(in SummaryInput) Card {
 	c.Blocks = append(c.Blocks, f)
 	if s.State == session.StateFailed || s.State == session.StateCancelled {
 		c.Blocks = append(c.Blocks, UntrustedText(s.Reason, 500))
-	} else if s.Message != "" {
+	} else if s.Message != "" && !(headline && s.State == session.StateSucceeded) {
+		// a succeeded session's message is its headline and preset again
 		c.Blocks = append(c.Blocks, Text(s.Message))
 	}
 	if len(in.Trials) > 0 {

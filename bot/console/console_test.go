@@ -69,7 +69,7 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	db, eng, s, p, tr := setup(t)
 	out := &syncBuffer{}
 	dir := t.TempDir()
-	c := console.New(console.Config{Out: out, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
+	c := console.New(console.Config{Out: out, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(), Verbose: true,
 		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
 			return []bot.Attachment{{Name: "../../t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
 		}})
@@ -109,6 +109,49 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	}
 	if b, err := os.ReadFile(path); err != nil || string(b) != "\x89PNG fake" {
 		t.Errorf("chart file: %q %v", b, err)
+	}
+}
+
+// Without Verbose the terminal is a page: a finished trial is one line (its charts still
+// saved), an automatic approval says nothing, and a proposal that waits for a person is
+// shown whole.
+func TestConsoleIsAPageByDefault(t *testing.T) {
+	db, eng, s, p, tr := setup(t)
+	out := &syncBuffer{}
+	dir := t.TempDir()
+	c := console.New(console.Config{Out: out, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
+		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+			return []bot.Attachment{{Name: "t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
+		}})
+	auto := p
+	auto.State, auto.Decision = session.ProposalApproved, &session.Decision{Action: session.ActionApprove, By: session.System, At: time.Now()}
+	for _, e := range []session.Event{
+		{Kind: session.EventSessionStarted, Session: s, Text: "session feedc0de started by you"},
+		{Kind: session.EventTrialStarted, Session: s, Trial: &tr, Text: "trial 0 @ rung 0 started (300 iterations)"},
+		{Kind: session.EventTrialFinished, Session: s, Trial: &tr, Text: "trial 0 @ rung 0: score +0.000 vs baseline @ rung 0"},
+		{Kind: session.EventDecision, Session: s, Proposal: &auto},
+		{Kind: session.EventProposalReady, Session: s, Proposal: &p},
+	} {
+		c.Notify(context.Background(), e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"] trial 0 @ rung 0: score +0.000 vs baseline @ rung 0\n", "== proposal 1 for trial 1", "type: approve 1"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	for _, noise := range []string{"[chart]", "objectives (improvement", "started (300", "approved by tunebot", "== tunebot session"} {
+		if strings.Contains(text, noise) {
+			t.Errorf("the page prints %q:\n%s", noise, text)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "feedc0de", "t000-r0-reward.png")); err != nil {
+		t.Errorf("the trial's chart was not saved: %v", err)
 	}
 }
 

@@ -38,6 +38,7 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	fs.SetOutput(e.stderr)
 	cfgPath := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
 	resume := fs.Bool("resume", false, "resume sessions a previous run left interrupted")
+	verbose := fs.Bool("verbose", false, verboseHelp+" (the console, when no chat is enabled)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,7 +51,7 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	for _, w := range cfg.warnings {
 		logger.Warn(w)
 	}
-	d := &daemon{cfg: cfg, e: e, log: logger}
+	d := &daemon{cfg: cfg, e: e, log: logger, verbose: *verbose}
 	if err := d.start(ctx, *resume); err != nil {
 		// A damaged data file is said once, plainly: the person must restore or move it.
 		if !errors.Is(err, session.ErrDamaged) {
@@ -70,9 +71,10 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 // daemon is tunebot run: the engine, the chat adapters, their outbox dispatchers and the
 // notifier, with their goroutines owned here and ended in order by stop.
 type daemon struct {
-	cfg Config
-	e   *env
-	log *slog.Logger
+	cfg     Config
+	e       *env
+	log     *slog.Logger
+	verbose bool // the console prints every card whole
 
 	app         *app
 	notifier    *bot.Notifier
@@ -171,7 +173,7 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Logger: d.log})
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Logger: d.log, Verbose: d.verbose})
 		to = append(to, d.con)
 		d.notifyWG.Add(1)
 		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()

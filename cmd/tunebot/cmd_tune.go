@@ -19,6 +19,9 @@ func init() {
 	register("demo", "tune on the built-in config: sim trainer, fallback sampler, automatic mode", runDemo)
 }
 
+// verboseHelp is the --verbose flag of every command with a terminal console.
+const verboseHelp = "print every card whole (each trial's objectives, diff and chart files), as chat shows them; by default one line per trial"
+
 // tuneOptions are the flags of tune; demo fills them itself.
 type tuneOptions struct {
 	configPath string
@@ -29,6 +32,7 @@ type tuneOptions struct {
 	resume     bool
 	dataDir    string
 	demo       bool
+	verbose    bool
 }
 
 func runTune(ctx context.Context, e *env, args []string) int {
@@ -42,6 +46,7 @@ func runTune(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	fs.BoolVar(&o.resume, "resume", false, "continue the newest interrupted session instead of starting one")
 	fs.StringVar(&o.dataDir, "data-dir", "", "data directory (default: the config's data_dir)")
+	fs.BoolVar(&o.verbose, "verbose", false, verboseHelp)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -58,6 +63,7 @@ func runDemo(ctx context.Context, e *env, args []string) int {
 	o := tuneOptions{demo: true, fallback: true, mode: session.ModeAutomatic}
 	fs.StringVar(&o.dataDir, "data-dir", "./data", "where the demo keeps its store and outputs")
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
+	fs.BoolVar(&o.verbose, "verbose", false, verboseHelp)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -118,7 +124,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	defer a.close()
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Logger: logger})
+		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Logger: logger, Verbose: o.verbose})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})
@@ -353,20 +359,15 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 	return nil
 }
 
-// writeSummaryText ends a terminal session with where things are; the console has
-// already printed the summary card with the trials table.
+// writeSummaryText ends a terminal session with where things are. The console has already
+// printed the summary card (the trials table, the headline, the preset) of a session that
+// ended; one that still waits says why here.
 func writeSummaryText(w io.Writer, s summaryJSON) {
 	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, s.State)
-	if s.Reason != "" {
+	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
 	}
-	if s.Best != nil {
-		fmt.Fprintf(w, "  best: trial %d @ rung %d; saved as preset %s\n", s.Best.Trial, s.Best.Rung, s.Preset)
-	}
-	if s.Headline != "" {
-		fmt.Fprintf(w, "  result: %s\n", s.Headline)
-	}
-	for _, k := range []string{"session_dir", "reports", "store", "log"} {
-		fmt.Fprintf(w, "  %-12s %s\n", k+":", s.Outputs[k])
+	for _, k := range []struct{ key, label string }{{"session_dir", "session_dir"}, {"reports", "charts"}, {"store", "store"}, {"log", "log"}} {
+		fmt.Fprintf(w, "  %-12s %s\n", k.label+":", s.Outputs[k.key])
 	}
 }

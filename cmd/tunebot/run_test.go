@@ -112,7 +112,7 @@ service: {addr: "off"}
 `)
 	cmd, stdinW, out := startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=50ms")
 	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
-	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 [") })
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
