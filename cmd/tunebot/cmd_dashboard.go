@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -64,15 +63,19 @@ func (d *daemon) trialURL() func(string, int, int) string {
 }
 
 func runDashboard(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] != "link" {
-		fmt.Fprintln(e.stderr, "usage: tunebot dashboard link --config FILE")
-		return 2
+	const usage = `usage: tunebot dashboard link --config FILE
+
+Asks the running daemon for a one-time sign-in link to its monitoring page, as the operator.`
+	if _, code, ok := subcommand(e, "dashboard", usage, []string{"link"}, args); !ok {
+		return code
 	}
-	fs := flag.NewFlagSet("dashboard link", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "dashboard link", usage)
 	cfgPath := fs.String("config", "", "the config file tunebot run uses")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args[1:]); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*cfgPath, e.getenv)
 	if err != nil {

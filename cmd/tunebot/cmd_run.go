@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -34,13 +33,18 @@ func init() {
 const drainTimeout = 15 * time.Second
 
 func runDaemon(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "run", `usage: tunebot run --config FILE [--resume] [--verbose]
+
+The daemon: the chat adapters the config enables (the console on this terminal when none is),
+the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 	cfgPath := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
 	resume := fs.Bool("resume", false, "resume sessions a previous run left interrupted")
 	verbose := fs.Bool("verbose", false, verboseHelp+" (the console, when no chat is enabled)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*cfgPath, e.getenv)
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -36,8 +35,10 @@ type tuneOptions struct {
 }
 
 func runTune(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
+
+Runs one tuning session in the foreground to its end, operated from this terminal (type help
+while it runs). --resume continues the newest unfinished session instead.`)
 	var o tuneOptions
 	fs.StringVar(&o.configPath, "config", "", "config file (YAML); the embedded defaults when empty")
 	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
@@ -47,25 +48,29 @@ func runTune(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&o.resume, "resume", false, "continue the newest interrupted session instead of starting one")
 	fs.StringVar(&o.dataDir, "data-dir", "", "data directory (default: the config's data_dir)")
 	fs.BoolVar(&o.verbose, "verbose", false, verboseHelp)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "tune: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	return tune(ctx, e, o)
 }
 
 func runDemo(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "demo", `usage: tunebot demo [--data-dir DIR] [--json] [--verbose]
+
+Runs a whole 12-trial session on the built-in sim trainer, the numeric sampler proposing, in
+automatic mode; everything goes under --data-dir.`)
 	o := tuneOptions{demo: true, fallback: true, mode: session.ModeAutomatic}
 	fs.StringVar(&o.dataDir, "data-dir", "./data", "where the demo keeps its store and outputs")
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	fs.BoolVar(&o.verbose, "verbose", false, verboseHelp)
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	return tune(ctx, e, o)
 }
