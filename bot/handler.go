@@ -313,7 +313,7 @@ func (h *Handler) action(ctx context.Context, in Interaction, verb, sid, pid str
 			return errorReply(err)
 		}
 		return Reply{Form: &Form{ActionID: in.ActionID, Title: fmt.Sprintf("Edit proposal %d", p.Seq), Inputs: []Input{{ID: FieldPatch, Label: "Changed values, one term=value per line", Multiline: true,
-			Value: PatchText(p.Patch, h.cfg.Space), Hint: fmt.Sprintf("add or remove lines; at most %d; term=0 switches a term off", h.cfg.Space.MaxChanges)}}}}
+			Value: PatchText(p.Patch, h.cfg.Space), Hint: fmt.Sprintf("saving approves it at once; at most %d lines; term=0 switches a term off", h.cfg.Space.MaxChanges)}}}}
 	case verb == ButtonEdit:
 		edits, err := ParseAssignments(in.Values[FieldPatch], h.cfg.Space, false)
 		if err != nil {
