@@ -114,3 +114,29 @@ func TestPresetCommandsTakeDataDir(t *testing.T) {
 		t.Errorf("preset show nope: exit %d, %q; want the shell's words", code, stderr)
 	}
 }
+
+// Config problems name their key once and say what a good value looks like (issue 20, item
+// 15): "U1" starts like a Slack member ID, so "(U…)" explained nothing, and the service's
+// address was "service: service address …".
+func TestConfigCheckSaysWhatAGoodValueIs(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+data_dir: data
+service: {addr: "0.0.0.0:9464"}
+chat:
+  slack: {enabled: true, channel: C0123ABC, allow_users: [U1], allow_groups: [ops]}
+`)
+	code, _, stderr := runBin(t, dir, "config", "check", "--config", cfg)
+	for _, want := range []string{
+		`chat.slack.allow_users[0]: "U1" is not a Slack member ID, like U0123ABCDE: U or W, then capital letters and digits, not a name (in Slack: the person's profile → ⋮ → Copy member ID)`,
+		`chat.slack.allow_groups[0]: "ops" is not a Slack user group ID, like S0123ABCDE`,
+		`  - service.addr: "0.0.0.0:9464" listens on 0.0.0.0, not loopback`,
+	} {
+		if code != 1 || !strings.Contains(stderr, want) {
+			t.Errorf("config check: exit %d, stderr lacks %q:\n%s", code, want, stderr)
+		}
+	}
+	if strings.Contains(stderr, "service: service") || strings.Contains(stderr, "(U…)") {
+		t.Errorf("config check still says it twice or not at all:\n%s", stderr)
+	}
+}
