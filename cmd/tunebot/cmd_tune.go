@@ -254,14 +254,16 @@ func (r *eofReader) Read(p []byte) (int, error) {
 
 // summaryJSON is the --json summary: the session, its best trial, every trial, every
 // proposal (rejected ones included) and the baseline carried to the top rung (control).
+// Every field is always there (null or "" when it has no value), as the README's outline
+// of it says.
 type summaryJSON struct {
 	Session   string            `json:"session"`
 	State     session.State     `json:"state"`
 	Preset    string            `json:"preset"`
-	Reason    string            `json:"reason,omitempty"`
+	Reason    string            `json:"reason"`
 	Best      *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
 	Control   *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
-	Headline  string            `json:"headline,omitempty"`
+	Headline  string            `json:"headline"`
 	Trials    []trialJSON       `json:"trials"`
 	Proposals []proposalJSON    `json:"proposals"`
 	Outputs   map[string]any    `json:"outputs"`
@@ -294,7 +296,7 @@ type proposalJSON struct {
 	State    session.ProposalState `json:"state"`
 	Source   string                `json:"source"`
 	Patch    session.Patch         `json:"patch"`
-	Edited   *session.Patch        `json:"edited,omitempty"` // what ran instead, when a person edited it
+	Edited   *session.Patch        `json:"edited"` // what ran instead, when a person edited it; null when not
 	Feedback string                `json:"feedback"`
 }
 

@@ -92,6 +92,7 @@ session:
 	}
 	var sum summaryJSON
 	lastJSON(t, stdout.String(), &sum)
+	checkReadmeOutline(t, stdout.String()) // a rejected proposal, and approved ones: edited null
 	if len(sum.Proposals) != 4 || sum.Proposals[0].State != "rejected" {
 		t.Fatalf("proposals %+v, want the rejected one and three more", sum.Proposals)
 	}

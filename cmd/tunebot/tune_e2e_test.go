@@ -84,6 +84,7 @@ session:
 	}
 	var sum summaryJSON
 	lastJSON(t, stdout.String(), &sum)
+	checkReadmeOutline(t, stdout.String())
 	// --verbose prints every card whole, as chat shows them, chart files included.
 	for _, want := range []string{"objectives (improvement over the baseline):", "[chart] Score by trial and rung:", "trial 1 @ rung 0 started (20 iterations)"} {
 		if !strings.Contains(stderr.String(), want) {
