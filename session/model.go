@@ -59,7 +59,7 @@ const (
 
 // Actor is who did something: a person on a platform, or tunebot itself.
 type Actor struct {
-	Platform string `json:"platform"` // "console", "slack", "discord", "cli", "tunebot"
+	Platform string `json:"platform"` // "console", "slack", "discord", "dashboard" (the page's operator), "cli", "tunebot"
 	ID       string `json:"id"`
 	Name     string `json:"name,omitempty"`
 	Where    string `json:"where,omitempty"` // channel or thread, for the audit

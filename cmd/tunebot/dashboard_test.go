@@ -53,7 +53,7 @@ func TestDashboardLinkCommand(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "is it running?") {
 		t.Fatalf("without a daemon: %v %s", err, out)
 	}
-	startDaemon(t, cfg)
+	_, _, log := startDaemon(t, cfg)
 	link := dashboardLink(t, cfg)
 	u, _ := url.Parse(link)
 	if u.Host != addr {
@@ -87,8 +87,27 @@ func TestDashboardLinkCommand(t *testing.T) {
 	}
 	_ = json.NewDecoder(me.Body).Decode(&v)
 	me.Body.Close()
-	if v.Platform != "cli" || !v.May["decide"] || !v.May["start"] {
-		t.Errorf("the operator is %+v; want every permission", v)
+	if v.Platform != "dashboard" || !v.May["decide"] || !v.May["start"] {
+		t.Errorf("the operator is %+v; want every permission, on the page's platform", v)
+	}
+	// A session the operator starts from the page is logged as the page's, not the shell's
+	// (issue 20, item 15).
+	start, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/start", strings.NewReader(`{"args": "trials=4 rungs=20,40,60 fallback=true"}`))
+	start.Header.Set("Content-Type", "application/json")
+	start.Header.Set("Origin", "http://"+addr)
+	start.AddCookie(resp.Cookies()[0])
+	started, err := http.DefaultClient.Do(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started.Body.Close()
+	if started.StatusCode != http.StatusOK {
+		t.Fatalf("start from the page: %d", started.StatusCode)
+	}
+	waitFor(t, "the start in the log", 10*time.Second, func() bool { return strings.Contains(log.String(), `msg="session started"`) })
+	line := grepLines(log.String(), `msg="session started"`)
+	if !strings.Contains(line, "user=operator") || !strings.Contains(line, "platform=dashboard") || strings.Contains(line, "platform=cli") {
+		t.Errorf("the page's start is logged as %q; want user=operator platform=dashboard", line)
 	}
 	if again := signin(); again.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a link used twice: %d", again.StatusCode)
