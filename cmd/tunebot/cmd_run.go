@@ -221,13 +221,19 @@ func (d *daemon) startChat(ctx context.Context) {
 // resumeInterrupted resumes every session a previous run left interrupted (all, with
 // --resume), or else only those with cluster jobs still recorded: a Slurm job outlives
 // tunebot, and re-attaching it costs no GPU time (docs/design.md §4). One that will not
-// resume is logged and the rest go on.
+// resume is logged and the rest go on. A session a person paused, or that waits for a
+// decision, stays so; it is said where the person looks (with --resume, which does not
+// resume it, and always in the console, which has seen nothing of it).
 func (d *daemon) resumeInterrupted(ctx context.Context, all bool) error {
 	sessions, err := d.app.db.Sessions(ctx)
 	if err != nil {
 		return fmt.Errorf("listing sessions: %w", err)
 	}
 	for _, s := range sessions {
+		if (s.State == session.StatePaused || s.State == session.StateAwaitingApproval) && (all || d.con != nil) {
+			d.sayWaiting(ctx, s, all)
+			continue
+		}
 		if s.State != session.StateInterrupted {
 			continue
 		}
@@ -246,6 +252,27 @@ func (d *daemon) resumeInterrupted(ctx context.Context, all bool) error {
 		}
 	}
 	return nil
+}
+
+// sayWaiting says that s waits for a person: paused (resume continues it), or waiting for a
+// decision (its proposals are shown again). Chat has shown both already; its operator, who
+// gave --resume, reads it in the log.
+func (d *daemon) sayWaiting(ctx context.Context, s session.Session, resume bool) {
+	if d.con == nil {
+		d.log.Info("a session waits for a person; --resume continues only sessions tunebot interrupted", "session", s.ID, "state", s.State)
+		return
+	}
+	if s.State == session.StateAwaitingApproval {
+		if err := d.app.engine.Announce(ctx, s.ID); err != nil {
+			d.log.Error("announcing a waiting session", "session", s.ID, "err", err)
+		}
+		return
+	}
+	text := fmt.Sprintf("session %s is paused (%s): resume continues it", session.Short(s.ID), s.Message)
+	if resume {
+		text += "; --resume continues only sessions tunebot itself interrupted"
+	}
+	d.notifySession(s, text)
 }
 
 // remoteJobs counts the unfinished trials of session id whose job runs on a cluster.
