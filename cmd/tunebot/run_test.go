@@ -153,7 +153,9 @@ service: {addr: "off"}
 	stdinW.WriteString("start mode=approval trials=4 rungs=20,40,60 fallback=true\n")
 	waitFor(t, "the first proposal", 30*time.Second, func() bool { return strings.Contains(out.String(), "type: approve 1 ") })
 	stdinW.WriteString("pause\n")
-	waitFor(t, "the pause", 10*time.Second, func() bool { return strings.Contains(out.String(), "» session ") && strings.Contains(out.String(), ": paused by you") })
+	waitFor(t, "the pause", 10*time.Second, func() bool {
+		return strings.Contains(out.String(), "» session ") && strings.Contains(out.String(), ": paused by you")
+	})
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("daemon exit: %v\n%s", err, out.String())
