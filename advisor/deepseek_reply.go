@@ -92,7 +92,7 @@ func dsDecodeReply(content string, req session.ProposalRequest) (session.Suggest
 	}
 
 	if patchOK {
-		if _, err := req.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
+		if _, err := req.Check(sug.Patch); err != nil {
 			probs = append(probs, dsProblems("", err)...)
 		}
 	}

@@ -86,9 +86,9 @@ func (h *Hybrid) choose(hist []session.TrialSummary) (string, string) {
 	case HybridAlternate:
 		// The first proposal after the baseline (one trial in the history) is the advisor's.
 		if len(hist)%2 == 1 {
-			return session.SourceAdvisor, fmt.Sprintf("alternate: %d trials so far, advisor's turn", len(hist))
+			return session.SourceAdvisor, fmt.Sprintf("alternate: %s so far, advisor's turn", plural(len(hist), "trial"))
 		}
-		return session.SourceSampler, fmt.Sprintf("alternate: %d trials so far, sampler's turn", len(hist))
+		return session.SourceSampler, fmt.Sprintf("alternate: %s so far, sampler's turn", plural(len(hist), "trial"))
 	case HybridStall:
 		if n, stalled := hybridStalled(hist, h.stallAfter); stalled {
 			return session.SourceSampler, fmt.Sprintf("stall: the advisor's last %d proposals did not improve the best score", n)

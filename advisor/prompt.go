@@ -58,6 +58,7 @@ Rules for a patch. Every rule is checked; a patch that breaks any is refused and
 		rules = append(rules, fmt.Sprintf("params.%s stays strictly below params.%s.", o.Lower, o.Upper))
 	}
 	rules = append(rules,
+		"Honour every entry of constraints in the session context, which people set when rejecting earlier proposals: \"keep X\" leaves X out of the patch; \"X no stronger\" never raises the magnitude of weight X, \"X no weaker\" never lowers it; \"X no higher\" and \"X no lower\" do the same for the value of param X.",
 		"The patched configuration differs from every configuration already tried (listed in tried_configs).",
 		"Patch the base_config given in the session context (the best configuration so far).")
 	for i, r := range rules {
@@ -176,6 +177,7 @@ type dsContextDoc struct {
 	EarlierTrials int               `json:"earlier_trials_not_shown,omitempty"`
 	Trials        []json.RawMessage `json:"trials"`
 	Feedback      []string          `json:"rejection_feedback"`
+	Constraints   []string          `json:"constraints,omitempty"`
 	Tried         []dsTried         `json:"tried_configs"`
 	Evidence      *dsEvidence       `json:"sampler_evidence,omitempty"`
 }
@@ -245,6 +247,9 @@ func dsContextPrompt(req session.ProposalRequest, apiKey string) string {
 	}
 	for _, f := range fb {
 		doc.Feedback = append(doc.Feedback, dsScrub(f, apiKey, dsFeedbackCap))
+	}
+	for _, c := range req.Constraints {
+		doc.Constraints = append(doc.Constraints, c.String())
 	}
 	tried := req.Tried
 	if len(tried) > dsMaxTried {

@@ -26,7 +26,7 @@ func (r *Random) Propose(ctx context.Context, req session.ProposalRequest) (sess
 	if err := tpeCheckRequest(req); err != nil {
 		return session.Suggestion{}, err
 	}
-	moves := tpeMovable(req.Space, tpeDims(req.Space), req.Base)
+	moves := constrainMoves(req, tpeMovable(req.Space, tpeDims(req.Space), req.Base))
 	if len(moves) == 0 {
 		return session.Suggestion{}, fmt.Errorf("random: %w: no scalar can move from the base configuration", ErrNoValidPatch)
 	}
@@ -45,7 +45,7 @@ func tpeRandomSuggestion(ctx context.Context, rng *rand.Rand, req session.Propos
 		}
 		changes := tpeRandomPatch(rng, req.Space, moves)
 		patch := tpePatch(changes)
-		if _, err := req.Space.Validate(req.Base, patch, req.Tried); err != nil {
+		if _, err := req.Check(patch); err != nil {
 			lastErr = err
 			continue
 		}

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
-	"strings"
 
 	"tunebot/session"
 )
@@ -270,7 +269,7 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 	if err := tpeCheckRequest(req); err != nil {
 		return session.Suggestion{}, err
 	}
-	moves := tpeMovable(req.Space, tpeDims(req.Space), req.Base)
+	moves := constrainMoves(req, tpeMovable(req.Space, tpeDims(req.Space), req.Base))
 	if len(moves) == 0 {
 		return session.Suggestion{}, fmt.Errorf("sampler: %w: no scalar can move from the base configuration", ErrNoValidPatch)
 	}
@@ -381,13 +380,15 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 			lastErr = fmt.Errorf("moves the scalars of rejected proposal %d the same way", r)
 			continue
 		}
-		if _, err := req.Space.Validate(req.Base, patch, req.Tried); err != nil {
+		if _, err := req.Check(patch); err != nil {
 			lastErr = err
 			continue
 		}
+		summary, evidence := explainMoves(n, m.evidence(changes))
 		return session.Suggestion{
 			Patch:      patch,
-			Rationale:  fmt.Sprintf("sampler (model of %d trials): %s", n, describeWithEffects(changes, m)),
+			Summary:    summary,
+			Evidence:   evidence,
 			Confidence: 0.3,
 			Source:     session.SourceSampler,
 		}, nil
@@ -395,18 +396,25 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 	return session.Suggestion{}, fmt.Errorf("sampler: %w after %d tries: %v", ErrNoValidPatch, s.opts.MaxTries, lastErr)
 }
 
-// describeWithEffects names each change with the model's estimate behind it.
-func describeWithEffects(changes []tpeChange, m samplerModel) string {
+// evidence is what the fitted model (its mean, not the draw that chose) expects of each
+// change: its linear effect over the step plus the curvature's change, and how many trials
+// moved the scalar.
+func (m samplerModel) evidence(changes []tpeChange) []moveEvidence {
 	idx := map[string]int{}
 	for i, d := range m.dims {
 		idx[d.name] = i
 	}
-	parts := make([]string, len(changes))
+	out := make([]moveEvidence, len(changes))
 	for k, c := range changes {
 		i := idx[c.dim.name]
-		parts[k] = fmt.Sprintf("%s (effect %+.3f ± %.3f per step up)", c, m.mean[i+1], math.Sqrt(m.cov[i+1][i+1]))
+		delta := (c.dim.encode(c.new) - c.dim.encode(c.old)) / m.units[i]
+		curv, _ := m.curv(i)
+		xb := m.xb[i]
+		out[k] = moveEvidence{change: c, moved: m.moved[i],
+			expected: m.mean[i+1]*delta + curv*((xb+delta)*(xb+delta)-xb*xb),
+			sd:       math.Sqrt(m.cov[i+1][i+1]) * math.Abs(delta)}
 	}
-	return strings.Join(parts, ", ")
+	return out
 }
 
 // direction is one scalar moved one way.

@@ -68,8 +68,12 @@ func TestSamplerModelsEveryTrial(t *testing.T) {
 	if v, ok := sug.Patch.Weights["foot_slip"]; !ok || v >= req.Base.Weights["foot_slip"] {
 		t.Errorf("proposal %v (%s) does not make foot_slip stronger", sug.Patch, sug.Rationale)
 	}
-	if !strings.Contains(sug.Rationale, "foot_slip") || !strings.Contains(sug.Rationale, "per step") {
-		t.Errorf("rationale %q does not give the evidence", sug.Rationale)
+	// The summary says in words what moves and why; the evidence leads with foot_slip's.
+	if !strings.HasPrefix(sug.Summary, "Strengthens foot_slip") || !strings.Contains(sug.Summary, "where the model of 7 trials expects the most gain") {
+		t.Errorf("summary %q does not say what moves and why", sug.Summary)
+	}
+	if len(sug.Evidence) == 0 || !strings.HasPrefix(sug.Evidence[0], "foot_slip -0.25 → -0.5 (×2.00, stronger): the model expects +0.0") || !strings.Contains(sug.Evidence[0], "; 6 of 7 trials moved it") {
+		t.Errorf("evidence %q does not lead with foot_slip's", sug.Evidence)
 	}
 }
 

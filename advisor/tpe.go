@@ -138,7 +138,7 @@ func (t *TPE) Propose(ctx context.Context, req session.ProposalRequest) (session
 		return session.Suggestion{}, err
 	}
 	rng := tpeRNG(req, tpeStreamTPE)
-	moves := tpeMovable(req.Space, tpeDims(req.Space), req.Base)
+	moves := constrainMoves(req, tpeMovable(req.Space, tpeDims(req.Space), req.Base))
 	if len(moves) == 0 {
 		return session.Suggestion{}, fmt.Errorf("tpe: %w: no scalar can move from the base configuration", ErrNoValidPatch)
 	}
@@ -181,7 +181,7 @@ func (t *TPE) Propose(ctx context.Context, req session.ProposalRequest) (session
 		}
 		exploit, explore := t.draw(rng, req.Space, moves, cands, fresh, try >= t.opts.MaxTries/2)
 		patch := tpePatch(append(append([]tpeChange(nil), exploit...), explore...))
-		if _, err := req.Space.Validate(req.Base, patch, req.Tried); err != nil {
+		if _, err := req.Check(patch); err != nil {
 			lastErr = err
 			continue
 		}

@@ -132,7 +132,7 @@ func TestProposalsObeyPatchRules(t *testing.T) {
 			if _, err := space.Validate(req.Base, s.Patch, req.Tried); err != nil {
 				t.Fatalf("%s, history %d: proposal %v refused: %v", name, i, s.Patch, err)
 			}
-			if s.Source != session.SourceSampler || s.Rationale == "" || s.Patch.Len() < 1 || s.Patch.Len() > space.MaxChanges {
+			if s.Source != session.SourceSampler || s.Rationale == "" && s.Summary == "" || s.Patch.Len() < 1 || s.Patch.Len() > space.MaxChanges {
 				t.Fatalf("%s, history %d: bad suggestion %+v", name, i, s)
 			}
 		}

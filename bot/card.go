@@ -53,6 +53,9 @@ type Block struct {
 	Attachments []Attachment `json:"attachments,omitempty"`
 	Actions     []Action     `json:"actions,omitempty"`
 	Stamp       *Stamp       `json:"stamp,omitempty"`
+	// ThreadHint marks a text block that says what to reply in a chat thread: a terminal,
+	// which has no thread and no buttons, prints its own line instead.
+	ThreadHint bool `json:"thread_hint,omitempty"`
 }
 
 // Field is a label and its value.
@@ -152,6 +155,9 @@ func Neutralise(s string, max int) string {
 
 // Action IDs: "tune:<verb>:<session id>:<proposal id>".
 const actionPrefix = "tune"
+
+// PlatformConsole is the terminal's platform name (console.User's).
+const PlatformConsole = "console"
 
 // Button verbs.
 const (

@@ -311,9 +311,7 @@ func ProposalCard(p session.Proposal, space *session.Space, mentions []string) C
 	c.Blocks = append(c.Blocks, Fields("source", src, "confidence", fmt.Sprintf("%.0f%%", 100*math.Max(0, math.Min(1, p.Confidence)))))
 	ch := space.Diff(p.Base, session.Merge(p.Base, p.Patch))
 	c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: DiffTable("proposed change", ch)})
-	if p.Rationale != "" {
-		c.Blocks = append(c.Blocks, UntrustedText(p.Rationale, MaxUntrusted))
-	}
+	c.Blocks = append(c.Blocks, whyBlocks(p, CardEvidence)...)
 	if len(p.ExpectedImpact) > 0 {
 		keys := make([]string, 0, len(p.ExpectedImpact))
 		for k := range p.ExpectedImpact {
@@ -340,14 +338,71 @@ func ProposalCard(p session.Proposal, space *session.Space, mentions []string) C
 			{ID: ActionID(ButtonEdit, p.SessionID, p.ID), Label: "Edit"},
 			{ID: ActionID(ButtonPause, p.SessionID, p.ID), Label: "Pause"},
 		}})
-		// numbered, as several proposals may wait at once (issue 14)
-		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("reply in this thread: approve %d · reject %d <feedback> · edit %d term=value … · pause", p.Seq, p.Seq, p.Seq)))
+		// numbered, as several proposals may wait at once (issue 14); the terminal says its own
+		hint := Text("reply in this thread: " + DecisionReplies(p))
+		hint.ThreadHint = true
+		c.Blocks = append(c.Blocks, hint)
 	case p.Decision != nil:
 		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: p.Decision.By.String(), Action: session.DecidedWord(p), At: p.Decision.At, Feedback: Neutralise(p.Decision.Feedback, 500)}})
+		if p.Decision.Note != "" {
+			c.Blocks = append(c.Blocks, Text(p.Decision.Note)) // the constraints read, or overridden
+		}
 	default:
 		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: "tunebot", Action: session.DecidedWord(p), At: p.CreatedAt}})
 	}
 	return c
+}
+
+// CardEvidence is how many pieces of a proposal's evidence its card shows, strongest first;
+// why N answers with all of them.
+const CardEvidence = 3
+
+// whyBlocks say why a proposal was made: a numeric proposer's one-sentence summary and its
+// strongest max pieces of evidence (all of them when max < 0), or the advisor's rationale,
+// which is untrusted text.
+func whyBlocks(p session.Proposal, max int) []Block {
+	if p.Summary == "" {
+		if p.Rationale == "" {
+			return nil
+		}
+		return []Block{UntrustedText(p.Rationale, MaxUntrusted)}
+	}
+	out := []Block{Text(p.Summary)}
+	ev := p.Evidence
+	if max >= 0 && len(ev) > max {
+		ev = ev[:max]
+	}
+	if len(ev) > 0 {
+		head := "evidence, strongest first:"
+		if more := len(p.Evidence) - len(ev); more > 0 {
+			head = fmt.Sprintf("evidence, the %d strongest of %d (why %d gives all):", len(ev), len(p.Evidence), p.Seq)
+		}
+		out = append(out, Text(bulleted(head, ev)))
+	}
+	return out
+}
+
+// WhyCard answers why N: the proposal's diff and its whole evidence.
+func WhyCard(p session.Proposal) Card {
+	c := Card{Kind: "notice", Session: p.SessionID, Title: fmt.Sprintf("why proposal %d for trial %d (%s)", p.Seq, p.Number, p.Source)}
+	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
+	why := whyBlocks(p, -1)
+	if len(why) == 0 {
+		why = []Block{Text("its proposer gave no reason")}
+	}
+	c.Blocks = append(c.Blocks, why...)
+	return c
+}
+
+// DecisionReplies are the typed replies that decide pending proposal p, numbered as several
+// may wait at once: "approve 3 · reject 3 <feedback> · edit 3 term=value … (approves it as
+// edited) · pause", with "why 3" when its card shows only part of its evidence.
+func DecisionReplies(p session.Proposal) string {
+	out := fmt.Sprintf("approve %d · reject %d <feedback> · edit %d term=value … (approves it as edited)", p.Seq, p.Seq, p.Seq)
+	if len(p.Evidence) > CardEvidence {
+		out += fmt.Sprintf(" · why %d", p.Seq)
+	}
+	return out + " · pause"
 }
 
 func objRank(k string) int {
@@ -381,8 +436,10 @@ func SummaryCard(in SummaryInput) Card {
 	}
 	// the headline is best vs baseline at equal training, from the trials as they stand, so a
 	// cancelled or failed session never claims a gain the baseline trained as long beats
+	headline := false
 	if c, ok := session.Compare(s, in.Trials); ok {
 		f.Fields = append(f.Fields, Field{"result", c.Headline()})
+		headline = true
 	}
 	f.Fields = append(f.Fields, Field{"GPU time used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	if !s.EndedAt.IsZero() && !s.CreatedAt.IsZero() {
@@ -391,7 +448,8 @@ func SummaryCard(in SummaryInput) Card {
 	c.Blocks = append(c.Blocks, f)
 	if s.State == session.StateFailed || s.State == session.StateCancelled {
 		c.Blocks = append(c.Blocks, UntrustedText(s.Reason, 500))
-	} else if s.Message != "" {
+	} else if s.Message != "" && !(headline && s.State == session.StateSucceeded) {
+		// a succeeded session's message is its headline and preset again
 		c.Blocks = append(c.Blocks, Text(s.Message))
 	}
 	if len(in.Trials) > 0 {

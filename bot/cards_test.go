@@ -86,6 +86,20 @@ func TestCardsGolden(t *testing.T) {
 	rejected := fixtureProposal()
 	rejected.State = session.ProposalRejected
 	rejected.Decision = &session.Decision{Action: session.ActionReject, By: session.Actor{ID: "U2", Name: "bob"}, At: t0.Add(time.Hour), Feedback: "too timid; @here try foot_slip"}
+	// a numeric proposer's why: one sentence, then the three strongest of its evidence
+	sampled := fixtureProposal()
+	sampled.Source, sampled.Model, sampled.Rationale, sampled.ExpectedImpact, sampled.Confidence = session.SourceSampler, "", "", nil, 0.3
+	sampled.Summary = "Strengthens pose and electrical_power, raises foot_clearance.target_height, where the model of 9 trials expects the most gain (+0.031 in all)."
+	sampled.Evidence = []string{"pose 1 → 1.25 (×1.25, stronger): the model expects +0.020 ± 0.006 on the score; 5 of 9 trials moved it",
+		"foot_clearance.target_height 0.1 → 0.12 (higher): the model expects +0.008 ± 0.007 on the score; 3 of 9 trials moved it",
+		"electrical_power 0 → -0.001 (switched on): the model expects +0.003 ± 0.009 on the score; 1 of 9 trials moved it",
+		"foot_slip -0.25 → -0.3 (×1.20, stronger): the model expects +0.001 ± 0.009 on the score; 2 of 9 trials moved it"}
+	// a reject whose feedback named terms: the card says what was read
+	constrained := rejected
+	constrained.Decision = &session.Decision{Action: session.ActionReject, By: session.Actor{ID: "U2", Name: "bob"}, At: t0.Add(time.Hour),
+		Feedback: "do not touch is_terminated, lower foot_slip"}
+	constrained.Decision.Read = session.ReadConstraints(constrained.Decision.Feedback, sp, 3)
+	constrained.Decision.Note = session.FeedbackNote(constrained.Decision.Read, true)
 	failed := trials[3]
 	failed.State, failed.Reason, failed.LogTail = session.TrialFailed, "train job failed: exit status 1", "Traceback (most recent call last):\n  File \"train.py\"\nRuntimeError: CUDA out of memory"
 	done := s
@@ -115,6 +129,9 @@ func TestCardsGolden(t *testing.T) {
 		{"proposal", bot.ProposalCard(fixtureProposal(), sp, []string{"U1"})},
 		{"proposal_edited", bot.ProposalCard(decided, sp, nil)},
 		{"proposal_rejected", bot.ProposalCard(rejected, sp, nil)},
+		{"proposal_sampler", bot.ProposalCard(sampled, sp, nil)},
+		{"proposal_rejected_constraints", bot.ProposalCard(constrained, sp, nil)},
+		{"why", bot.WhyCard(sampled)},
 		{"summary", bot.SummaryCard(bot.SummaryInput{Session: done, Trials: trials[:3], Mentions: []string{"U1"}})},
 		// cancelled at rung 1, where the baseline trained as long beats the tuned trial: the
 		// headline says so instead of trial 2's gain at rung 0

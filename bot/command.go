@@ -41,14 +41,17 @@ const (
 	VerbSchedule Verb = "schedule" // schedule add "<cron>" <start args> | list | remove ID
 	// VerbDashboard asks for a one-time sign-in link to the monitoring page (issue 15).
 	VerbDashboard Verb = "dashboard"
+	// VerbWhy answers with a proposal's whole evidence, of which its card shows the three
+	// strongest pieces: "why 4" (a bare "why": the newest proposal).
+	VerbWhy Verb = "why"
 	// VerbComment is a thread reply that is no command: ignored politely.
 	VerbComment Verb = "comment"
 )
 
 var (
 	slashVerbs = []Verb{VerbStart, VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbExport, VerbChart, VerbAgent, VerbHelp,
-		VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbRollback, VerbSchedule, VerbDashboard}
-	replyVerbs = []Verb{VerbApprove, VerbReject, VerbEdit, VerbPause, VerbResume, VerbCancel, VerbStatus}
+		VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbRollback, VerbSchedule, VerbDashboard, VerbWhy}
+	replyVerbs = []Verb{VerbApprove, VerbReject, VerbEdit, VerbPause, VerbResume, VerbCancel, VerbStatus, VerbWhy}
 )
 
 // MaxCommand caps a command's length; longer text is refused before it is read further.
@@ -60,8 +63,8 @@ type Command struct {
 	Verb     Verb
 	Start    []Override // start: the settings given
 	Feedback string     // reject: why, verbatim
-	// Proposal is the number (Seq) of the proposal a decision names ("approve 4"); 0 when it
-	// names none, which is only clear while one proposal waits (issue 14).
+	// Proposal is the number (Seq) of the proposal a decision or why names ("approve 4"); 0
+	// when it names none, which is only clear while one proposal waits (issue 14).
 	Proposal int
 	Edits    []Assignment // edit: term=value assignments over the proposal's patch
 	Preset   string       // export, preset show, import, policy, apply
@@ -115,6 +118,18 @@ func ParseCommand(text string, space *session.Space) (Command, error) {
 	return parseVerb(v, words[1:], text, space)
 }
 
+// IsCommandLine reports whether text starts with a /tune verb that is no thread reply
+// ("help", "start trials=8", "best"): the terminal, which has no /tune, runs such a line as
+// a command and every other line as a reply.
+func IsCommandLine(text string) bool {
+	words := strings.Fields(text)
+	if len(words) == 0 {
+		return false
+	}
+	v := Verb(strings.ToLower(words[0]))
+	return hasVerb(slashVerbs, v) && !hasVerb(replyVerbs, v)
+}
+
 // ParseReply parses a reply in a session's thread. A reply that is no command is a
 // Comment; one that looks like a misspelt command gets a "did you mean".
 func ParseReply(text string, space *session.Space) (Command, error) {
@@ -153,7 +168,7 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		return nil
 	}
 	switch v {
-	case VerbApprove, VerbReject, VerbEdit:
+	case VerbApprove, VerbReject, VerbEdit, VerbWhy:
 		if len(args) > 0 {
 			if n, ok := proposalNumber(args[0]); ok {
 				c.Proposal, args = n, args[1:]
@@ -169,12 +184,17 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		return c, nil
 	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbRollback, VerbDashboard:
 		return c, noArgs()
+	case VerbWhy:
+		if len(args) > 0 {
+			return Command{}, session.Userf(nil, "why takes at most a proposal number, as in why 4 (got %q)", Truncate(strings.Join(args, " "), 60))
+		}
+		return c, nil
 	case VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbSchedule:
 		return parseOps(c, args, text, space)
 	case VerbReject:
 		c.Feedback = strings.TrimSpace(afterFirstWord(text))
 		if c.Feedback == "" {
-			return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback>, or reject N <feedback> for proposal N (it goes to the advisor's next prompt)")
+			return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback>, or reject N <feedback> for proposal N (%s)", RejectHint)
 		}
 		if n := utf8.RuneCountInString(c.Feedback); n > session.MaxFeedback {
 			return Command{}, session.Userf(nil, "feedback is %d characters; at most %d", n, session.MaxFeedback)
@@ -572,11 +592,27 @@ func didYouMeanStr(w string, names []string) string {
 	return " (did you mean " + best + "?)"
 }
 
-// HelpText lists the commands.
-const HelpText = `/tune start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false]
-/tune status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · dashboard (a private sign-in link to the monitoring page) · help
-/tune preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)
-/tune apply PRESET (shows the diff, then asks to confirm; needs apply) · rollback (reverts the last apply after a confirm; needs apply)
-/tune schedule add "<cron>" [if_busy=skip|wait] <start args> (needs start) · schedule list · schedule remove ID (needs start)
-in a session thread: approve · reject <feedback> · edit term=value … (term=- drops it from the patch, term=0 switches it off) · pause · resume · cancel · status
-when several proposals wait, name one by its number: approve 4 · reject 4 <feedback> · edit 4 term=value …`
+// RejectHint says, wherever feedback is asked for, what tunebot does with it
+// (session.ReadConstraints, session.FeedbackNote).
+const RejectHint = "name a term or param with keep, lower or higher to bind every proposer for the rest of the session, e.g. “keep is_terminated, lower foot_slip”; the rest reaches only DeepSeek's next prompt"
+
+// Help lists the commands. In chat each starts with /tune and decisions are replies in a
+// session's thread; in the terminal (the console) every command is typed as it is.
+func Help(terminal bool) string {
+	cmd, decide := "/tune ", "in a session thread"
+	apply := "/tune apply PRESET (shows the diff, then asks to confirm; needs apply) · rollback (reverts the last apply after a confirm; needs apply)"
+	if terminal {
+		cmd, decide = "", "to decide a proposal"
+		apply = "apply and rollback need a confirm button: in a shell, tunebot apply diff PRESET, then tunebot apply PRESET --yes"
+	}
+	return strings.Join([]string{
+		cmd + "start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false]",
+		cmd + "status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · dashboard (a private sign-in link to the monitoring page) · help",
+		cmd + "preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)",
+		apply,
+		cmd + `schedule add "<cron>" [if_busy=skip|wait] <start args> (needs start) · schedule list · schedule remove ID (needs start)`,
+		decide + ": approve · reject <feedback> · edit term=value … (approves the edited patch at once; term=- drops it from the patch, term=0 switches it off) · why (the proposal's whole evidence) · pause · resume · cancel · status",
+		"a reject's feedback that names a term or param binds every proposer for the rest of the session: reject keep is_terminated, lower foot_slip",
+		"when several proposals wait, name one by its number: approve 4 · reject 4 <feedback> · edit 4 term=value … · why 4",
+	}, "\n")
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -265,6 +266,9 @@ func (h *Handler) Do(ctx context.Context, in Interaction) (r Reply) {
 			return Reply{}
 		}
 		if in.SessionID == "" {
+			if in.Platform == PlatformConsole {
+				return Reply{Private: true, Text: "no session is active: start one with start [mode=approval] [trials=N] …, or type help"}
+			}
 			return Reply{Private: true, Text: "reply in a session's thread, or use /tune"}
 		}
 		return h.run(ctx, in, cmd, in.SessionID, "", log)
@@ -292,7 +296,7 @@ func (h *Handler) action(ctx context.Context, in Interaction, verb, sid, pid str
 			return r
 		}
 		return Reply{Form: &Form{ActionID: in.ActionID, Title: "Reject proposal", Inputs: []Input{{ID: FieldFeedback, Label: "What should the advisor do differently?", Multiline: true,
-			Hint: "this goes verbatim into the advisor's next prompt"}}}}
+			Hint: RejectHint}}}}
 	case verb == ButtonReject:
 		cmd, err := ParseReply("reject "+in.Values[FieldFeedback], h.cfg.Space)
 		if err != nil {
@@ -312,7 +316,7 @@ func (h *Handler) action(ctx context.Context, in Interaction, verb, sid, pid str
 			return errorReply(err)
 		}
 		return Reply{Form: &Form{ActionID: in.ActionID, Title: fmt.Sprintf("Edit proposal %d", p.Seq), Inputs: []Input{{ID: FieldPatch, Label: "Changed values, one term=value per line", Multiline: true,
-			Value: PatchText(p.Patch, h.cfg.Space), Hint: fmt.Sprintf("add or remove lines; at most %d; term=0 switches a term off", h.cfg.Space.MaxChanges)}}}}
+			Value: PatchText(p.Patch, h.cfg.Space), Hint: fmt.Sprintf("saving approves it at once; at most %d lines; term=0 switches a term off", h.cfg.Space.MaxChanges)}}}}
 	case verb == ButtonEdit:
 		edits, err := ParseAssignments(in.Values[FieldPatch], h.cfg.Space, false)
 		if err != nil {
@@ -400,7 +404,7 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 	by := in.User
 	switch cmd.Verb {
 	case VerbHelp:
-		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "tunebot commands", Blocks: []Block{{Kind: BlockCode, Text: HelpText}}}}
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "tunebot commands", Blocks: []Block{{Kind: BlockCode, Text: Help(in.Platform == PlatformConsole)}}}}
 	case VerbStart:
 		st, err := cmd.Settings(h.cfg.Defaults)
 		if err != nil {
@@ -438,7 +442,7 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		}
 		return Reply{Private: true, Text: "advisor connection works: " + msg}
 	}
-	s, err := h.session(ctx, sid, cmd.Verb == VerbStatus || cmd.Verb == VerbBest || cmd.Verb == VerbChart)
+	s, err := h.session(ctx, sid, cmd.Verb == VerbStatus || cmd.Verb == VerbBest || cmd.Verb == VerbChart || cmd.Verb == VerbWhy)
 	if err != nil {
 		return errorReply(err)
 	}
@@ -466,6 +470,8 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		return Reply{Private: true, Text: line}
 	case VerbChart:
 		return h.chart(ctx, s, cmd, log)
+	case VerbWhy:
+		return h.why(ctx, s, cmd, log)
 	case VerbPause:
 		s, err = h.cfg.Engine.Pause(ctx, s.ID, by)
 	case VerbResume:
@@ -526,6 +532,9 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 		return h.engineError(err, log)
 	}
 	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, session.DecidedWord(p), by)
+	if p.Decision != nil && p.Decision.Note != "" && p.Decision.By == by {
+		text += "\n" + p.Decision.Note // what became of the feedback, or what an edit overrode
+	}
 	if p.State == session.ProposalApproved {
 		// Recorded, but a paused session runs nothing until someone resumes it.
 		if now, err := h.cfg.Store.Session(ctx, s.ID); err == nil && now.State == session.StatePaused {
@@ -655,6 +664,28 @@ func (h *Handler) chart(ctx context.Context, s session.Session, cmd Command, log
 	c := Card{Kind: "notice", Session: s.ID, Title: fmt.Sprintf("charts of trial %d @ rung %d", t.Number, t.Rung),
 		Blocks: []Block{{Kind: BlockAttachments, Attachments: atts}}}
 	return Reply{Private: true, Card: &c}
+}
+
+// why answers with a proposal's whole evidence (its card shows the three strongest pieces),
+// in the thread: proposal cmd.Proposal, or with none named the newest.
+func (h *Handler) why(ctx context.Context, s session.Session, cmd Command, log *slog.Logger) Reply {
+	ps, err := h.cfg.Store.Proposals(ctx, s.ID)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	if len(ps) == 0 {
+		return Reply{Private: true, Text: fmt.Sprintf("session %s has no proposal yet", session.Short(s.ID))}
+	}
+	p := ps[len(ps)-1]
+	if cmd.Proposal > 0 {
+		i := slices.IndexFunc(ps, func(p session.Proposal) bool { return p.Seq == cmd.Proposal })
+		if i < 0 {
+			return Reply{Private: true, Text: fmt.Sprintf("session %s has no proposal %d (it has 1 to %d)", session.Short(s.ID), cmd.Proposal, len(ps))}
+		}
+		p = ps[i]
+	}
+	c := WhyCard(p)
+	return Reply{Card: &c}
 }
 
 func rungSuffix(r int) string {

@@ -241,7 +241,7 @@ func (h *Handler) ops(ctx context.Context, in Interaction, cmd Command, log *slo
 	case VerbExport:
 		return h.export(ctx, cmd, log)
 	case VerbPreset:
-		p, err := preset.Get(ctx, h.cfg.Store, cmd.Preset)
+		p, err := h.getPreset(ctx, cmd.Preset)
 		if err != nil {
 			return h.engineError(err, log)
 		}
@@ -299,7 +299,7 @@ func (h *Handler) policy(ctx context.Context, cmd Command, log *slog.Logger) Rep
 	if h.cfg.SessionsDir == "" {
 		return Reply{Private: true, Text: "policy download is not available in this tunebot"}
 	}
-	p, err := preset.Get(ctx, h.cfg.Store, cmd.Preset)
+	p, err := h.getPreset(ctx, cmd.Preset)
 	if err != nil {
 		return h.engineError(err, log)
 	}
@@ -377,7 +377,7 @@ func (h *Handler) applyPreview(ctx context.Context, in Interaction, cmd Command,
 	if why, err := h.busy(ctx); err != nil || why != "" {
 		return h.busyReply(why, err, log)
 	}
-	p, err := preset.Get(ctx, h.cfg.Store, cmd.Preset)
+	p, err := h.getPreset(ctx, cmd.Preset)
 	if err != nil {
 		return h.engineError(err, log)
 	}
@@ -426,6 +426,12 @@ func (h *Handler) rollbackPreview(ctx context.Context, in Interaction, log *slog
 			{ID: ConfirmID(ButtonDismiss, rec.Commit, nonce), Label: "Cancel"},
 		}},
 	}}}
+}
+
+// getPreset is preset.Get, a missing preset answered with where chat lists them.
+func (h *Handler) getPreset(ctx context.Context, name string) (session.Preset, error) {
+	p, err := preset.Get(ctx, h.cfg.Store, name)
+	return p, preset.WithListHint(err, "/tune presets")
 }
 
 func (h *Handler) busyReply(why string, err error, log *slog.Logger) Reply {
@@ -516,7 +522,7 @@ func (h *Handler) confirm(ctx context.Context, in Interaction, verb, target, non
 }
 
 func (h *Handler) apply(ctx context.Context, in Interaction, op pendingOp, log *slog.Logger) Reply {
-	p, err := preset.Get(ctx, h.cfg.Store, op.target)
+	p, err := h.getPreset(ctx, op.target)
 	if err != nil {
 		return h.engineError(err, log)
 	}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/wcharczuk/go-chart/v2/drawing"
+
 	"tunebot/session"
 )
 
@@ -36,9 +38,19 @@ func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 // rung (control) is labelled, since the best is judged against it. best may be nil to let
 // BestOf choose.
 func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, error) {
-	c, err := newCanvas(Width, Height)
+	c, _, err := drawScores(meta, trials, best)
 	if err != nil {
 		return nil, err
+	}
+	return c.png()
+}
+
+// drawScores draws the score chart and returns it with its plot, which knows where its
+// marks and labels went.
+func drawScores(meta Meta, trials []session.Trial, best *session.TrialRef) (*canvas, *scorePlot, error) {
+	c, err := newCanvas(Width, Height)
+	if err != nil {
+		return nil, nil, err
 	}
 	y := c.header("Score by trial (vs baseline @ rung 0)", meta.subtitle()+" · higher is better, 0 = baseline")
 	if best == nil {
@@ -60,7 +72,7 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 	area := image.Rect(margin, y+8, c.w-margin, c.h-margin/2)
 	if len(trials) == 0 {
 		c.message(area.Min.X, area.Min.Y, area.Max.X, area.Max.Y, "no trials yet", "scores appear as trials finish")
-		return c.png()
+		return c, nil, nil
 	}
 
 	ys := niceScale(lo, hi, 5)
@@ -69,15 +81,16 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 		w, _ := c.measure(formatValue(t, ys.step), sizeTick)
 		labelW = max(labelW, w)
 	}
-	p := scorePlot{c: c, left: area.Min.X + labelW + 14, right: area.Max.X - 10,
+	p := &scorePlot{c: c, left: area.Min.X + labelW + 14, right: area.Max.X - 10,
 		top: area.Min.Y + sizeAxisName + 20, bottom: area.Max.Y - sizeTick - 14 - sizeAxisName - 12}
 	ys.lo, ys.hi = p.bottom, p.top
 	p.ys = ys
 	p.xs = scale{min: float64(minN) - 0.6, max: float64(maxN) + 0.6, lo: p.left, hi: p.right}
+	p.labels = placer{c: c, area: image.Rect(p.left+4, p.top-sizeLabel, p.right, p.bottom-4)}
 	c.text("score", area.Min.X, area.Min.Y+sizeAxisName, sizeAxisName, colMuted, alignLeft)
 	p.axes(meta.Trial.Number, minN, maxN, area.Max.Y)
 	p.points(trials, maxRung, best)
-	return c.png()
+	return c, p, nil
 }
 
 // scoreLegend names a colour per rung (the last one noting the final seeds, if any) and
@@ -106,6 +119,7 @@ type scorePlot struct {
 	c                        *canvas
 	xs, ys                   scale
 	left, right, top, bottom int
+	labels                   placer // the marks drawn, and labels placed clear of them
 }
 
 // axes shades the trial the report is about, draws the score grid with the baseline's 0
@@ -124,7 +138,6 @@ func (p scorePlot) axes(trial, minN, maxN, areaBottom int) {
 		c.line(left, py, right, py, col, w, nil)
 		c.text(formatValue(t, ys.step), left-10, py+sizeTick/3, sizeTick, colText, alignRight)
 	}
-	c.text("baseline", right-6, ys.py(0)-10, sizeTick-4, colMuted, alignRight)
 	every := 1
 	for (maxN-minN)/every > 20 {
 		every *= 2
@@ -140,30 +153,46 @@ func (p scorePlot) axes(trial, minN, maxN, areaBottom int) {
 }
 
 // points marks each trial at its rank score (a ring when not eligible, a cross on the
-// axis when failed) and rings and labels the best.
-func (p scorePlot) points(trials []session.Trial, maxRung int, best *session.TrialRef) {
-	c, xs, ys, right, bottom := p.c, p.xs, p.ys, p.right, p.bottom
+// axis when failed), rings the best, then labels the best, the baseline carried to the top
+// rung and the baseline's 0 line where the label covers no mark (issue 20: "best:" sat on
+// the best's own rung-1 point and "baseline" on the last trial's).
+func (p *scorePlot) points(trials []session.Trial, maxRung int, best *session.TrialRef) {
+	c, xs, ys, left, right, bottom := p.c, p.xs, p.ys, p.left, p.right, p.bottom
 	// rungs of one trial number sit side by side instead of on top of each other
 	rungsOf := map[int]int{}
 	for _, t := range trials {
 		rungsOf[t.Number] = max(rungsOf[t.Number], t.Rung)
 	}
 	offset := func(t session.Trial) int { return (t.Rung*2 - rungsOf[t.Number]) * 10 }
-	for _, t := range trials {
+	var control *session.Trial
+	for i, t := range trials {
 		x := xs.px(float64(t.Number)) + offset(t)
 		switch {
 		case t.Score == nil:
 			if t.State == session.TrialFailed {
 				c.cross(x, bottom-14, 10, colFailed)
+				p.labels.mark(x, bottom-14, 12)
 			}
 		case !t.Score.Eligible || (t.Final != nil && !t.Final.Score.Eligible):
 			c.dot(x, ys.py(clampValue(t.RankScore())), 12, colFailed, true)
+			p.labels.mark(x, ys.py(clampValue(t.RankScore())), 14)
 		default:
 			c.dot(x, ys.py(clampValue(t.RankScore())), 13, rungColour(t.Rung), false)
+			p.labels.mark(x, ys.py(clampValue(t.RankScore())), 15)
 		}
 		if t.Number == 0 && t.Rung > 0 && t.Rung == maxRung && t.Score != nil && (best == nil || t.Ref() != *best) {
-			c.text(fmt.Sprintf("baseline @ rung %d", t.Rung), x+22, ys.py(clampValue(t.RankScore()))+sizeTick/3, sizeTick-4, colMuted, alignLeft)
+			control = &trials[i]
 		}
+	}
+	// beside is where a label of trial t may go: right of its number's marks, left of
+	// them, above or below its own.
+	beside := func(t session.Trial, gap, size int) []spot {
+		x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.RankScore()))
+		xr := xs.px(float64(t.Number)) + rungsOf[t.Number]*10 + gap
+		xl := xs.px(float64(t.Number)) - rungsOf[t.Number]*10 - gap
+		mid := py + size/3
+		return []spot{{xr, mid, alignLeft}, {xl, mid, alignRight}, {x, py - gap, alignCentre}, {x, py + gap + size, alignCentre},
+			{xr, py - gap, alignLeft}, {xl, py - gap, alignRight}, {xr, py + gap + size, alignLeft}, {xl, py + gap + size, alignRight}}
 	}
 	if best != nil {
 		for _, t := range trials {
@@ -172,15 +201,75 @@ func (p scorePlot) points(trials []session.Trial, maxRung int, best *session.Tri
 			}
 			x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.RankScore()))
 			c.dot(x, py, 22, colText, true)
-			label := fmt.Sprintf("best: trial %d @ rung %d", t.Number, t.Rung)
-			w, _ := c.measure(label, sizeLabel)
-			lx, a := x+30, alignLeft
-			if lx+w > right {
-				lx, a = x-30, alignRight
-			}
-			c.text(label, lx, py+sizeLabel/3, sizeLabel, colText, a)
+			p.labels.mark(x, py, 24)
+			p.labels.place(fmt.Sprintf("best: trial %d @ rung %d", t.Number, t.Rung), sizeLabel, colText, beside(t, 30, sizeLabel)...)
 		}
 	}
+	if control != nil {
+		p.labels.place(fmt.Sprintf("baseline @ rung %d", control.Rung), sizeTick-4, colMuted, beside(*control, 22, sizeTick-4)...)
+	}
+	// "baseline" on its 0 line: at the right end, else the first place along it that is free
+	var along []spot
+	py0 := ys.py(0)
+	for _, dy := range []int{-10, sizeTick + 2} {
+		for x := right - 6; x > left+100; x -= 40 {
+			along = append(along, spot{x, py0 + dy, alignRight})
+		}
+	}
+	p.labels.place("baseline", sizeTick-4, colMuted, along...)
+}
+
+// placer puts labels where they cover none of a chart's marks nor each other.
+type placer struct {
+	c      *canvas
+	area   image.Rectangle   // where a label may go
+	marks  []image.Rectangle // the marks drawn
+	placed []image.Rectangle // the labels placed
+}
+
+// spot is a label's place: x as its alignment says, y its baseline.
+type spot struct {
+	x, y int
+	a    align
+}
+
+// mark notes a mark of radius r at x, y.
+func (l *placer) mark(x, y, r int) { l.marks = append(l.marks, image.Rect(x-r, y-r, x+r, y+r)) }
+
+// box is the rectangle text s of size takes at sp.
+func (l *placer) box(s string, size int, sp spot) image.Rectangle {
+	w, _ := l.c.measure(s, float64(size))
+	x0 := sp.x
+	switch sp.a {
+	case alignCentre:
+		x0 -= w / 2
+	case alignRight:
+		x0 -= w
+	}
+	return image.Rect(x0, sp.y-size*4/5, x0+w, sp.y+size/4)
+}
+
+// place draws s at the first spot where it stays in the area and covers no mark and no
+// label; when none is free, at the first spot.
+func (l *placer) place(s string, size int, col drawing.Color, spots ...spot) {
+	at := spots[0]
+	for _, sp := range spots {
+		if b := l.box(s, size, sp); b.In(l.area) && !overlapsAny(b, l.marks) && !overlapsAny(b, l.placed) {
+			at = sp
+			break
+		}
+	}
+	l.placed = append(l.placed, l.box(s, size, at))
+	l.c.text(s, at.x, at.y, float64(size), col, at.a)
+}
+
+func overlapsAny(b image.Rectangle, rs []image.Rectangle) bool {
+	for _, r := range rs {
+		if b.Overlaps(r) {
+			return true
+		}
+	}
+	return false
 }
 
 // py is px for a vertical scale; kept separate so call sites read as x or y.

@@ -105,7 +105,7 @@ func (s *Server) decide(ctx context.Context, in bot.Interaction, body map[string
 		return done(s.opt.Actions.Do(ctx, in)), nil
 	case bot.ButtonReject:
 		if strings.TrimSpace(body["feedback"]) == "" {
-			return outcome{Text: "reject needs a reason: what should the advisor do differently? (it goes into the advisor's next prompt)", Fields: map[int]string{0: "say what should change"}}, nil
+			return outcome{Text: "reject needs a reason: what should change? (" + bot.RejectHint + ")", Fields: map[int]string{0: "say what should change"}}, nil
 		}
 		in.Kind, in.ActionID, in.Values = bot.KindSubmit, bot.ActionID(bot.ButtonReject, sid, pid), map[string]string{bot.FieldFeedback: body["feedback"]}
 		return done(s.opt.Actions.Do(ctx, in)), nil

@@ -30,8 +30,9 @@ type Identity struct {
 }
 
 // Operator is the identity of `tunebot dashboard link`: whoever can read the data
-// directory's key file. cmd/tunebot grants it every permission, as it does the console.
-var Operator = Identity{Platform: "cli", ID: "operator", Name: "operator"}
+// directory's key file. cmd/tunebot grants it every permission, as it does the console. Its
+// platform is the page, where it acts (the audit and the log say platform=dashboard).
+var Operator = Identity{Platform: "dashboard", ID: "operator", Name: "operator"}
 
 const (
 	cookieName = "tunebot_dashboard"

@@ -160,6 +160,8 @@ type proposalView struct {
 	Model      string            `json:"model,omitempty"`
 	Confidence float64           `json:"confidence"`
 	Rationale  string            `json:"rationale"`
+	Summary    string            `json:"summary,omitempty"`  // a numeric proposer's one sentence
+	Evidence   []string          `json:"evidence,omitempty"` // strongest first; the page shows 3, the rest folded
 	Impact     map[string]string `json:"expected_impact,omitempty"`
 	Diff       []change          `json:"diff"`
 	Edited     []change          `json:"edited,omitempty"`
@@ -176,6 +178,7 @@ type decisionView struct {
 	Where    string `json:"where,omitempty"`
 	At       string `json:"at"`
 	Feedback string `json:"feedback,omitempty"`
+	Note     string `json:"note,omitempty"` // what became of the feedback: the constraints read
 }
 
 type rungView struct {
@@ -365,7 +368,7 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 	for i := len(props) - 1; i >= 0; i-- { // newest first
 		p := props[i]
 		v := proposalView{ID: p.ID, Seq: p.Seq, Number: p.Number, BaseTrial: p.BaseTrial, State: string(p.State), Source: p.Source,
-			Model: p.Model, Confidence: math.Max(0, math.Min(1, p.Confidence)), Rationale: p.Rationale, Impact: p.ExpectedImpact,
+			Model: p.Model, Confidence: math.Max(0, math.Min(1, p.Confidence)), Rationale: p.Rationale, Summary: p.Summary, Evidence: p.Evidence, Impact: p.ExpectedImpact,
 			Diff:     changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, p.Patch))),
 			EditText: bot.PatchText(p.Effective(), s.opt.Space), Created: stamp(p.CreatedAt)}
 		if p.Decision != nil {
@@ -373,7 +376,7 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 				v.Edited = changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, *p.Decision.Edited)))
 			}
 			v.Decision = &decisionView{Action: p.Decision.Action, Word: session.DecidedWord(p), By: p.Decision.By.String(), Platform: p.Decision.By.Platform,
-				Where: p.Decision.By.Where, At: stamp(p.Decision.At), Feedback: p.Decision.Feedback}
+				Where: p.Decision.By.Where, At: stamp(p.Decision.At), Feedback: p.Decision.Feedback, Note: p.Decision.Note}
 		} else if p.State == session.ProposalVoid {
 			v.Decision = &decisionView{Action: "void", Word: session.DecidedWord(p), By: "tunebot", Platform: "tunebot", At: stamp(p.CreatedAt)}
 		}

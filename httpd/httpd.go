@@ -84,7 +84,7 @@ func (c Config) Check() error {
 func CheckAddr(addr string, allowRemote bool) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil || port == "" {
-		return fmt.Errorf("service address %q must be host:port, e.g. %s", addr, DefaultAddr)
+		return fmt.Errorf("service.addr: %q must be host:port, e.g. %s", addr, DefaultAddr)
 	}
 	if allowRemote {
 		return nil
@@ -99,7 +99,7 @@ func CheckAddr(addr string, allowRemote bool) error {
 	if host == "" {
 		shown = "every interface"
 	}
-	return fmt.Errorf("service address %q listens on %s, not loopback: /healthz and /metrics have no authentication and show session activity; "+
+	return fmt.Errorf("service.addr: %q listens on %s, not loopback: /healthz and /metrics have no authentication and show session activity; "+
 		"use 127.0.0.1 (scrape through a local agent or a proxy) or set service.allow_remote: true behind a firewall", addr, shown)
 }
 

@@ -107,12 +107,24 @@ func Get(ctx context.Context, st session.PresetStore, name string) (session.Pres
 	}
 	p, err := st.Preset(ctx, name)
 	if errors.Is(err, session.ErrNotFound) {
-		return p, session.Userf(session.ErrNotFound, "preset %s does not exist (`presets` lists them)", name)
+		// Each surface says where the list is, in its own words (PresetsHint).
+		return p, session.Userf(session.ErrNotFound, "preset %s does not exist", name)
 	}
 	if err != nil {
 		return p, fmt.Errorf("loading preset %s: %w", name, err)
 	}
 	return p, nil
+}
+
+// WithListHint adds to Get's "does not exist" where the presets are listed (hint: the
+// surface's words, "/tune presets" in chat, "tunebot preset list" at the shell); any other
+// error is returned as it is.
+func WithListHint(err error, hint string) error {
+	if !errors.Is(err, session.ErrNotFound) {
+		return err
+	}
+	msg, _ := session.UserMessage(err)
+	return session.Userf(err, "%s; %s lists them", msg, hint)
 }
 
 // Imported reports whether p came from a file rather than a session.

@@ -374,7 +374,7 @@ type DecideRequest struct {
 	SessionID  string
 	ProposalID string // "" means the session's pending proposal
 	Action     string // approve, reject or edit
-	Feedback   string // reject: why; it reaches the advisor's next prompt
+	Feedback   string // reject: why; names in it become constraints (ReadConstraints), and it reaches the advisor's next prompt
 	Edit       *Patch // edit: the complete patch that will run instead
 	By         Actor
 }
@@ -427,12 +427,18 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		id = BareDecisionTarget(ps).ID
 	}
 	var tried []Tried
+	var constraints []Constraint
 	if d.Action == ActionEdit {
 		trials, err := e.cfg.Store.Trials(ctx, s.ID)
 		if err != nil {
 			return Proposal{}, fmt.Errorf("listing trials: %w", err)
 		}
 		tried = TriedConfigs(trials)
+		ps, err := e.cfg.Store.Proposals(ctx, s.ID)
+		if err != nil {
+			return Proposal{}, fmt.Errorf("listing proposals: %w", err)
+		}
+		constraints = SessionConstraints(ps)
 	}
 	now := time.Now().UTC()
 	p, err := e.cfg.Store.UpdateProposal(ctx, s.ID, id, func(p *Proposal) error {
@@ -449,12 +455,17 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 			p.State = ProposalApproved
 		case ActionReject:
 			p.State = ProposalRejected
+			dec.Read = ReadConstraints(d.Feedback, e.cfg.Space, p.Seq)
+			dec.Note = FeedbackNote(dec.Read, e.cfg.Advisor != nil)
 		case ActionEdit:
 			if _, err := e.cfg.Space.Validate(p.Base, *d.Edit, tried); err != nil {
 				return err
 			}
 			edited := e.cfg.Space.Round(p.Base, *d.Edit)
 			dec.Edited = &edited
+			// A person's edit may break what earlier feedback asked: it is theirs to write,
+			// and the note says so; proposers keep to the constraints still.
+			dec.Note = OverrideNote(BrokenConstraints(constraints, p.Base, edited))
 			p.State = ProposalApproved
 		}
 		p.Decision = dec
@@ -468,7 +479,11 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		}
 		return p, e.lookupErr(id, err)
 	}
-	e.audit(ctx, s.ID, "decision", d.By, map[string]any{"proposal": p.ID, "seq": p.Seq, "action": d.Action, "feedback": d.Feedback, "edited": p.Decision.Edited})
+	detail := map[string]any{"proposal": p.ID, "seq": p.Seq, "action": d.Action, "feedback": d.Feedback, "edited": p.Decision.Edited}
+	if len(p.Decision.Read) > 0 {
+		detail["constraints"] = ConstraintList(p.Decision.Read)
+	}
+	e.audit(ctx, s.ID, "decision", d.By, detail)
 	if now, err := e.cfg.Store.Session(ctx, s.ID); err == nil {
 		s = now // a pause may have come in since the first read
 	}

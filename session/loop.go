@@ -460,7 +460,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	req := ProposalRequest{
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
 		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...), waitingConfigs(n.proposals)...),
-		Seed: s.Settings.Seed,
+		Constraints: SessionConstraints(n.proposals), Seed: s.Settings.Seed,
 	}
 	for _, t := range r0 {
 		// Only the advisor reads curves (reward reflection); the sampler needs scores.
@@ -524,7 +524,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	seq := len(n.proposals) + 1
 	p := Proposal{
 		ID: fmt.Sprintf("%s-p%02d", short(s.ID), seq), SessionID: s.ID, Seq: seq, Number: next, BaseTrial: bestNum,
-		Base: req.Base, Patch: sug.Patch.Clone(), Rationale: sug.Rationale, ExpectedImpact: sug.ExpectedImpact,
+		Base: req.Base, Patch: sug.Patch.Clone(), Rationale: sug.Rationale, Summary: sug.Summary, Evidence: sug.Evidence, ExpectedImpact: sug.ExpectedImpact,
 		Confidence: sug.Confidence, Source: sug.Source, Model: sug.Model, State: ProposalPending, CreatedAt: time.Now().UTC(),
 	}
 	if err := e.cfg.Store.PutProposal(ctx, p); err != nil {
@@ -566,7 +566,7 @@ func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Sugge
 		return Suggestion{}, err
 	}
 	sug.Patch = req.Space.Round(req.Base, sug.Patch) // the proposal is stored as it will run
-	if _, err := req.Space.Validate(req.Base, sug.Patch, req.Tried); err != nil {
+	if _, err := req.Check(sug.Patch); err != nil {
 		// One line, with the rule it breaks: it becomes part of the session's pause reason.
 		return Suggestion{}, &UserError{Msg: "its patch breaks the rules: " + err.Error(), Err: err}
 	}

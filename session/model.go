@@ -59,7 +59,7 @@ const (
 
 // Actor is who did something: a person on a platform, or tunebot itself.
 type Actor struct {
-	Platform string `json:"platform"` // "console", "slack", "discord", "cli", "tunebot"
+	Platform string `json:"platform"` // "console", "slack", "discord", "dashboard" (the page's operator), "cli", "tunebot"
 	ID       string `json:"id"`
 	Name     string `json:"name,omitempty"`
 	Where    string `json:"where,omitempty"` // channel or thread, for the audit
@@ -215,6 +215,12 @@ type Decision struct {
 	At       time.Time `json:"at"`
 	Feedback string    `json:"feedback,omitempty"`
 	Edited   *Patch    `json:"edited,omitempty"`
+	// Read is what the engine read from a rejection's feedback: constraints that hold for
+	// the rest of the session (SessionConstraints), stored here so they survive a restart.
+	Read []Constraint `json:"read,omitempty"`
+	// Note says in words what became of the feedback (FeedbackNote) or which constraints
+	// an edit overrode (OverrideNote), as every surface shows it.
+	Note string `json:"note,omitempty"`
 }
 
 // Proposal is a patch offered for the next rung-0 trial.
@@ -227,6 +233,8 @@ type Proposal struct {
 	Base           RewardConfig      `json:"base"`
 	Patch          Patch             `json:"patch"`
 	Rationale      string            `json:"rationale"`
+	Summary        string            `json:"summary,omitempty"`  // Suggestion.Summary
+	Evidence       []string          `json:"evidence,omitempty"` // Suggestion.Evidence, strongest first
 	ExpectedImpact map[string]string `json:"expected_impact,omitempty"`
 	Confidence     float64           `json:"confidence"`
 	Source         string            `json:"source"`

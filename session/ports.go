@@ -203,7 +203,36 @@ type ProposalRequest struct {
 	Feedback  []string       // the last ≤4 rejection feedbacks, oldest first
 	Rejected  []Rejected     // every rejected proposal of the session, oldest first
 	Tried     []Tried
-	Seed      int64
+	// Constraints are what people's rejections asked of single scalars (keep, no higher,
+	// no lower): every proposal honours them, and the engine refuses one that does not.
+	Constraints []Constraint
+	Seed        int64
+}
+
+// MayMove says whether the request's constraints let scalar name move up (a weight's
+// magnitude, a param's value) or down: a numeric proposer asks it before it draws a move.
+func (r ProposalRequest) MayMove(name string, up bool) bool {
+	return AllowsMove(r.Constraints, name, up)
+}
+
+// Check validates a proposer's patch as the engine does: the rules of the space
+// (Space.Validate against Base and Tried) and the session's constraints. The error is an
+// *InvalidError naming every problem, which the advisor sends back to the model.
+func (r ProposalRequest) Check(p Patch) (RewardConfig, error) {
+	merged, err := r.Space.Validate(r.Base, p, r.Tried)
+	broken := BrokenConstraints(r.Constraints, r.Base, p)
+	if len(broken) == 0 {
+		return merged, err
+	}
+	var probs []string
+	var ie *InvalidError
+	if errors.As(err, &ie) {
+		probs = ie.Problems
+	}
+	for _, c := range broken {
+		probs = append(probs, c.problem())
+	}
+	return RewardConfig{}, &InvalidError{What: "patch refused", Problems: probs}
 }
 
 // Rejected is a proposal a person rejected: what it patched and how, so that a proposer
@@ -217,8 +246,14 @@ type Rejected struct {
 
 // Suggestion is a proposer's answer. Its patch is validated again by the engine.
 type Suggestion struct {
-	Patch          Patch
-	Rationale      string
+	Patch Patch
+	// Rationale is why, in the proposer's words: DeepSeek's free text (untrusted).
+	Rationale string
+	// Summary and Evidence are a numeric proposer's why: one sentence saying in words what
+	// moves and why, and its evidence, one line per piece, strongest first. Cards and the
+	// page lead with the sentence and the three strongest; the rest is shown on request.
+	Summary        string
+	Evidence       []string
 	ExpectedImpact map[string]string
 	Confidence     float64
 	Source         string // SourceAdvisor or SourceSampler

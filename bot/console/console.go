@@ -21,7 +21,11 @@ import (
 
 // User is the console's person: allowed everything, as whoever runs tunebot in a
 // terminal owns the machine anyway.
-var User = session.Actor{Platform: "console", ID: "console", Name: "you"}
+var User = session.Actor{Platform: bot.PlatformConsole, ID: "console", Name: "you"}
+
+// Intro is the console's first line when it reads commands: a terminal has no /tune and no
+// buttons, so it says what to type.
+const Intro = "tunebot reads commands here: type help for the list (approve, reject <feedback>, status, pause, …)"
 
 // Console is a session.Notifier that prints to out and a command reader from in.
 type Console struct {
@@ -36,6 +40,8 @@ type Console struct {
 	charts  bot.ChartFunc
 	final   bot.FinalChartFunc
 	handler *bot.Handler
+
+	verbose bool // every card whole; else a page: a line per trial, the cards that need a person
 
 	mu       sync.Mutex     // guards everything below, and out
 	current  string         // the session of the newest event
@@ -62,6 +68,10 @@ type Config struct {
 	Charts  bot.ChartFunc      // trial reports and chart answers (nil: no charts)
 	Final   bot.FinalChartFunc // a finished session's summary charts (nil: none)
 	Logger  *slog.Logger
+	// Verbose prints every card whole, as chat shows them. Without it the terminal is a
+	// page: progress, one line per finished trial, the proposals and decisions a person
+	// makes, and the summary's table and headline; charts are saved either way.
+	Verbose bool
 }
 
 // New returns a console printing to cfg.Out, reading commands from cfg.In and saving
@@ -71,7 +81,7 @@ func New(cfg Config) *Console {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{out: cfg.Out, in: cfg.In, dir: cfg.Dir, store: cfg.Store, space: cfg.Space, log: cfg.Logger,
-		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, progress: map[string]int{}}
+		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, progress: map[string]int{}, verbose: cfg.Verbose}
 	c.handler = cfg.Handler
 	if c.handler == nil && cfg.Engine != nil {
 		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, Charts: c.charts, Logger: c.log,
@@ -104,6 +114,7 @@ func (c *Console) Run(ctx context.Context) error {
 		inflight.Unlock()
 	}()
 	if c.in != nil {
+		c.printf("%s\n", Intro)
 		// Commands run in order on the reading goroutine, beside the printing: a cancel
 		// waits for the trainer to stop, and the events that produces must still print.
 		go func() {
@@ -140,8 +151,9 @@ func (c *Console) Run(ctx context.Context) error {
 	}
 }
 
-// Command executes one line as the console user: a thread reply (approve, reject …, edit
-// …, pause, resume, cancel, status) for the current session, or "/tune …".
+// Command executes one line as the console user: a decision or control (approve, reject
+// …, edit …, pause, resume, cancel, status, why) for the current session, or a command
+// (help, start …, best …), with or without "/tune" before it.
 func (c *Console) Command(ctx context.Context, line string) {
 	line = strings.TrimSpace(line)
 	if line == "" {
@@ -157,6 +169,8 @@ func (c *Console) Command(ctx context.Context, line string) {
 	in := bot.Interaction{Platform: User.Platform, User: User, Channel: "terminal", SessionID: sid, Kind: bot.KindReply, Text: line}
 	if rest, ok := strings.CutPrefix(line, "/tune"); ok {
 		in.Kind, in.Text = bot.KindCommand, rest
+	} else if bot.IsCommandLine(line) {
+		in.Kind = bot.KindCommand
 	} else if sid == "" {
 		if s, ok := c.active(ctx); ok {
 			in.SessionID = s
@@ -164,7 +178,7 @@ func (c *Console) Command(ctx context.Context, line string) {
 	}
 	r := h.Do(ctx, in)
 	if r.Empty() && in.Kind == bot.KindReply {
-		r.Text = "not a command (approve · reject <feedback> · edit term=value … · pause · resume · cancel · status · /tune help)"
+		r.Text = "not a command: type help for the list (approve · reject <feedback> · edit term=value … · pause · resume · cancel · status · why)"
 	}
 	c.reply(r)
 }
@@ -186,10 +200,10 @@ func (c *Console) reply(r bot.Reply) {
 		}
 	}
 	if r.Card != nil {
-		b.WriteString(bot.RenderText(*r.Card, c.save(*r.Card)))
+		b.WriteString(bot.RenderText(forTerminal(*r.Card), c.save(*r.Card)))
 	}
 	if r.Form != nil {
-		b.WriteString("» this needs a form; in the terminal reply with reject <feedback> or edit term=value …\n")
+		b.WriteString("» this needs a form; in the terminal type reject <feedback> or edit term=value …\n")
 	}
 	c.printf("%s", b.String())
 }
@@ -208,24 +222,38 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 	case session.EventTrialProgress:
 		if t := e.Trial; t != nil && t.Iterations > 0 {
 			key := fmt.Sprintf("%s/%d/%d", e.Session.ID, t.Number, t.Rung)
-			tenth := 10 * t.Progress / t.Iterations
+			step := c.progressStep()
+			mark := step * t.Progress / t.Iterations
 			c.mu.Lock()
 			last, seen := c.progress[key]
-			c.progress[key] = tenth
+			c.progress[key] = mark
 			c.mu.Unlock()
-			if !seen || tenth > last {
+			// A page skips 100%: the trial's result line follows.
+			if (!seen || mark > last) && (c.verbose || mark < step) {
 				c.printf("[%s] trial %d @ rung %d %s (%d/%d)\n", stamp, t.Number, t.Rung, bot.ProgressBar(t.Progress, t.Iterations, 20), t.Progress, t.Iterations)
 			}
 		}
 		return
-	case session.EventSessionUpdated, session.EventTrialStarted:
+	case session.EventSessionUpdated:
 		c.printf("[%s] %s\n", stamp, e.Text)
 		return
+	case session.EventTrialStarted:
+		if c.verbose {
+			c.printf("[%s] %s\n", stamp, e.Text)
+		}
+		return
 	case session.EventSessionStarted:
+		if !c.verbose {
+			// A session started here was announced by the command that started it.
+			if e.Session.Owner != User {
+				c.printf("[%s] %s\n", stamp, e.Text)
+			}
+			return
+		}
 		c.printCard(r.Render(ctx, e, User.Platform).Root, stamp)
 		return
 	case session.EventDecision:
-		if p := e.Proposal; p != nil && p.Decision != nil {
+		if p := e.Proposal; p != nil && p.Decision != nil && (c.verbose || p.Decision.By != session.System) {
 			card := bot.ProposalCard(*p, c.space, nil)
 			for _, b := range card.Blocks {
 				if b.Kind == bot.BlockStamp {
@@ -234,19 +262,67 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 			}
 		}
 		return
+	case session.EventTrialFinished:
+		if !c.verbose {
+			line := e.Text
+			for _, card := range r.Render(ctx, e, User.Platform).Thread {
+				c.save(card) // the charts are kept, the card is one line
+				if line == "" {
+					line = card.Title
+				}
+			}
+			c.printf("[%s] %s\n", stamp, line)
+			return
+		}
 	}
 	for _, card := range r.Render(ctx, e, User.Platform).Thread {
 		card.Mentions = nil
+		if !c.verbose && card.Kind == "summary" {
+			c.save(card)
+			card = withoutAttachments(card) // saved under the reports directory, said at the end
+		}
 		c.printCard(card, stamp)
 	}
 	if p := e.Proposal; e.Kind == session.EventProposalReady && p != nil {
 		// numbered: several proposals may wait at once (issue 14)
-		c.printf("type: approve %d · reject %d <feedback> · edit %d term=value … (term=- drops it) · pause · cancel · status\n", p.Seq, p.Seq, p.Seq)
+		c.printf("type: %s · cancel · status\n", bot.DecisionReplies(*p))
 	}
 }
 
 func (c *Console) printCard(card bot.Card, stamp string) {
-	c.printf("\n[%s]\n%s", stamp, bot.RenderText(card, c.save(card)))
+	c.printf("\n[%s]\n%s", stamp, bot.RenderText(forTerminal(card), c.save(card)))
+}
+
+// progressStep is how finely progress is printed: tenths, or quarters on a page.
+func (c *Console) progressStep() int {
+	if c.verbose {
+		return 10
+	}
+	return 4
+}
+
+func withoutAttachments(card bot.Card) bot.Card {
+	blocks := make([]bot.Block, 0, len(card.Blocks))
+	for _, b := range card.Blocks {
+		if b.Kind != bot.BlockAttachments {
+			blocks = append(blocks, b)
+		}
+	}
+	card.Blocks = blocks
+	return card
+}
+
+// forTerminal drops what only chat can use: buttons and the line saying what to reply in
+// a thread (the console prints what to type instead).
+func forTerminal(card bot.Card) bot.Card {
+	blocks := make([]bot.Block, 0, len(card.Blocks))
+	for _, b := range card.Blocks {
+		if b.Kind != bot.BlockActions && !b.ThreadHint {
+			blocks = append(blocks, b)
+		}
+	}
+	card.Blocks = blocks
+	return card
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)

@@ -69,7 +69,7 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	db, eng, s, p, tr := setup(t)
 	out := &syncBuffer{}
 	dir := t.TempDir()
-	c := console.New(console.Config{Out: out, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
+	c := console.New(console.Config{Out: out, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(), Verbose: true,
 		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
 			return []bot.Attachment{{Name: "../../t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
 		}})
@@ -92,9 +92,16 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	text := out.String()
 	path := filepath.Join(dir, "feedc0de", "t000-r0-reward.png")
 	for _, want := range []string{"== tunebot session feedc0de · paused ==", "[██████████░░░░░░░░░░] 50% (150/300)", "== trial 0 @ rung 0: +0.000 vs baseline @ rung 0 ==",
-		"[chart] Mean episode reward: " + path, "== proposal 1 for trial 1", "<\u200b!channel>", "[Approve] · [Reject] · [Edit] · [Pause]", "type: approve"} {
+		"[chart] Mean episode reward: " + path, "== proposal 1 for trial 1", "<\u200b!channel>",
+		"type: approve 1 · reject 1 <feedback> · edit 1 term=value … (approves it as edited) · pause · cancel · status"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	// A terminal has neither buttons nor a thread.
+	for _, chat := range []string{"[Approve]", "reply in this thread", "/tune"} {
+		if strings.Contains(text, chat) {
+			t.Errorf("the terminal prints chat wording %q:\n%s", chat, text)
 		}
 	}
 	if strings.Count(text, "50% (150/300)") != 1 {
@@ -105,10 +112,53 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	}
 }
 
+// Without Verbose the terminal is a page: a finished trial is one line (its charts still
+// saved), an automatic approval says nothing, and a proposal that waits for a person is
+// shown whole.
+func TestConsoleIsAPageByDefault(t *testing.T) {
+	db, eng, s, p, tr := setup(t)
+	out := &syncBuffer{}
+	dir := t.TempDir()
+	c := console.New(console.Config{Out: out, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
+		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+			return []bot.Attachment{{Name: "t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
+		}})
+	auto := p
+	auto.State, auto.Decision = session.ProposalApproved, &session.Decision{Action: session.ActionApprove, By: session.System, At: time.Now()}
+	for _, e := range []session.Event{
+		{Kind: session.EventSessionStarted, Session: s, Text: "session feedc0de started by you"},
+		{Kind: session.EventTrialStarted, Session: s, Trial: &tr, Text: "trial 0 @ rung 0 started (300 iterations)"},
+		{Kind: session.EventTrialFinished, Session: s, Trial: &tr, Text: "trial 0 @ rung 0: score +0.000 vs baseline @ rung 0"},
+		{Kind: session.EventDecision, Session: s, Proposal: &auto},
+		{Kind: session.EventProposalReady, Session: s, Proposal: &p},
+	} {
+		c.Notify(context.Background(), e)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"] trial 0 @ rung 0: score +0.000 vs baseline @ rung 0\n", "== proposal 1 for trial 1", "type: approve 1"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	for _, noise := range []string{"[chart]", "objectives (improvement", "started (300", "approved by tunebot", "== tunebot session"} {
+		if strings.Contains(text, noise) {
+			t.Errorf("the page prints %q:\n%s", noise, text)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "feedc0de", "t000-r0-reward.png")); err != nil {
+		t.Errorf("the trial's chart was not saved: %v", err)
+	}
+}
+
 func TestConsoleCommandsFromInput(t *testing.T) {
 	db, eng, s, _, _ := setup(t)
 	out := &syncBuffer{}
-	in := strings.NewReader("hello there\nedit pose=NaN\napprove\n")
+	in := strings.NewReader("hello there\nedit pose=NaN\nhelp\napprove\n")
 	c := console.New(console.Config{Out: out, In: in, Dir: t.TempDir(), Engine: eng, Store: db, Space: session.DefaultSpace()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -125,9 +175,16 @@ func TestConsoleCommandsFromInput(t *testing.T) {
 		t.Fatalf("proposal %+v %v", ps, err)
 	}
 	text := out.String()
-	for _, want := range []string{"» not a command", `» edit refused:`, `pose: "NaN" is not a decimal number`} {
+	for _, want := range []string{console.Intro + "\n", "» not a command: type help", `» edit refused:`, `pose: "NaN" is not a decimal number`,
+		"\n    start [mode=approval]", "to decide a proposal: approve"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
+		}
+	}
+	// help is typed as it is, and answered in the terminal's words.
+	for _, chat := range []string{"is a /tune command, not a thread reply", "/tune start", "in a session thread"} {
+		if strings.Contains(text, chat) {
+			t.Errorf("the terminal answers help with chat wording %q:\n%s", chat, text)
 		}
 	}
 }

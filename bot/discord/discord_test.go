@@ -171,6 +171,8 @@ func TestCommandText(t *testing.T) {
 		{sub("export", opt("preset", "auto-tune-1234")), "export auto-tune-1234", "", ""},
 		{sub("chart", opt("trial", "3@1"), opt("tags", "Train/a  Train/b")), "chart 3@1 Train/a Train/b", "", ""},
 		{sub("status"), "status", "", ""},
+		{sub("why", opt("proposal", 3.0)), "why 3", "", ""},
+		{sub("why"), "why", "", ""},
 		{sub("start", opt("name", "two words")), "", "must be one word", ""},
 		{sub("policy", opt("preset", "p1")), "policy p1", "", ""},
 		{sub("apply", opt("preset", "p1")), "apply p1", "", ""},

@@ -50,12 +50,16 @@ func openStore(cfg Config) (*store.DB, error) {
 func dataFile(cfg Config) string { return filepath.Join(cfg.DataDir, "tunebot.db") }
 
 // loadWithStore is the start of the commands that read or change the store (preset, apply):
-// the config, then the store, each failure printed for the person; ok false means exit 1.
-func loadWithStore(e *env, cfgPath, what string) (Config, *store.DB, bool) {
+// the config (its data_dir replaced by dataDir, --data-dir, when given), then the store,
+// each failure printed for the person; ok false means exit 1.
+func loadWithStore(e *env, cfgPath, dataDir, what string) (Config, *store.DB, bool) {
 	cfg, err := loadConfig(cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return cfg, nil, false
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir // --data-dir, as tune takes it
 	}
 	db, err := openStore(cfg)
 	if err != nil {

@@ -36,6 +36,11 @@ var (
 	slackChannelID = regexp.MustCompile(`^[CGD][A-Z0-9]{2,20}$`)
 	slackUserID    = regexp.MustCompile(`^[UW][A-Z0-9]{2,20}$`)
 	slackGroupID   = regexp.MustCompile(`^S[A-Z0-9]{2,20}$`)
+	// slackUserIDHint says what a user ID looks like and where to copy one: "U1" starts
+	// like one, so "(U…)" alone explains nothing.
+	slackUserIDHint = "a Slack member ID, like U0123ABCDE: U or W, then capital letters and digits, not a name (in Slack: the person's profile → ⋮ → Copy member ID)"
+	// slackGroupIDHint is slackUserIDHint for a user group (allow_groups, read_groups).
+	slackGroupIDHint = "a Slack user group ID, like S0123ABCDE: S, then capital letters and digits (in Slack: the group's ⋮ menu → Copy group ID)"
 )
 
 // problems validates the section, naming each bad field; an disabled section is still
@@ -62,11 +67,12 @@ func (c SlackConfig) problems() []string {
 		ids []string
 		re  *regexp.Regexp
 		eg  string
-	}{{"allow_users", c.AllowUsers, slackUserID, "U…"}, {"notify_users", c.NotifyUsers, slackUserID, "U…"}, {"allow_groups", c.AllowGroups, slackGroupID, "S…"},
-		{"read_users", c.ReadUsers, slackUserID, "U…"}, {"read_groups", c.ReadGroups, slackGroupID, "S…"}} {
+	}{{"allow_users", c.AllowUsers, slackUserID, slackUserIDHint}, {"notify_users", c.NotifyUsers, slackUserID, slackUserIDHint},
+		{"allow_groups", c.AllowGroups, slackGroupID, slackGroupIDHint},
+		{"read_users", c.ReadUsers, slackUserID, slackUserIDHint}, {"read_groups", c.ReadGroups, slackGroupID, slackGroupIDHint}} {
 		for i, id := range list.ids {
 			if !list.re.MatchString(id) {
-				probs = append(probs, fmt.Sprintf("chat.slack.%s[%d]: %q is not a Slack ID (%s)", list.key, i, id, list.eg))
+				probs = append(probs, fmt.Sprintf("chat.slack.%s[%d]: %q is not %s", list.key, i, id, list.eg))
 			}
 		}
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -17,15 +16,19 @@ func init() {
 // runAgent reports whether the advisor is configured and makes one live round trip. The key
 // is read from the environment only and never printed, even when a server echoes it.
 func runAgent(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] != "test" {
-		fmt.Fprintln(e.stderr, "usage: tunebot agent test [--config FILE]")
-		return 2
+	const usage = `usage: tunebot agent test [--config FILE]
+
+Says whether the DeepSeek advisor is configured (DEEPSEEK_API_KEY) and makes one live call.`
+	if _, code, ok := subcommand(e, "agent", usage, []string{"test"}, args); !ok {
+		return code
 	}
-	fs := flag.NewFlagSet("agent test", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "agent test", usage)
 	path := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args[1:]); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*path, e.getenv)
 	if err != nil {

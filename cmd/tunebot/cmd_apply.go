@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 
 	"tunebot/apply"
 	"tunebot/bot"
-	"tunebot/preset"
 )
 
 func init() {
@@ -20,27 +18,17 @@ const applyUsage = `usage: tunebot apply diff PRESET [--config FILE]     show wh
        tunebot apply rollback --yes [--config FILE]   revert the last apply with a revert commit`
 
 func runApply(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "apply", applyUsage)
 	cfgPath := fs.String("config", "", "config file with an apply: section")
 	yes := fs.Bool("yes", false, "really change the checkout (without it, apply only shows the diff)")
-	var operands []string
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fs.Arg(0))
-		rest = fs.Args()[1:]
+	operands, code, ok := parseInterleaved(e, fs, args)
+	if !ok {
+		return code
 	}
 	if len(operands) == 0 || len(operands) > 2 || (operands[0] == "diff") != (len(operands) == 2) {
-		fmt.Fprintln(e.stderr, applyUsage)
-		return 2
+		return usageError(e, fs, "give diff PRESET, PRESET or rollback")
 	}
-	cfg, db, ok := loadWithStore(e, *cfgPath, "apply")
+	cfg, db, ok := loadWithStore(e, *cfgPath, "", "apply")
 	if !ok {
 		return 1
 	}
@@ -79,7 +67,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		return 0
 	}
 	name := operands[len(operands)-1]
-	p, err := preset.Get(ctx, db, name)
+	p, err := getPreset(ctx, db, name)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "apply:", err)
 		return 1

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -44,23 +43,15 @@ func writeBackupToken(dataDir string) (string, error) {
 }
 
 func runBackup(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("backup", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "backup", backupUsage)
 	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
 	// The flag may come before or after the path.
-	var operands []string
-	for rest := args; ; rest = fs.Args()[1:] {
-		if err := fs.Parse(rest); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fs.Arg(0))
+	operands, code, ok := parseInterleaved(e, fs, args)
+	if !ok {
+		return code
 	}
 	if len(operands) != 1 {
-		fmt.Fprintln(e.stderr, backupUsage)
-		return 2
+		return usageError(e, fs, "give one PATH to write the copy to")
 	}
 	cfg, err := loadConfig(*cfgPath, e.getenv)
 	if err != nil {

@@ -73,7 +73,7 @@ func TestBackupWhileTheDaemonRuns(t *testing.T) {
 	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: %s\nservice: {addr: %q}\n", data, freeAddr(t)))
 	cmd, stdinW, out := startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=20ms")
 	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
-	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 [") })
 	if code, _, stderr := runCmd("preset", "list", "--config", cfg); code != 1 || !strings.Contains(stderr, "in use by another tunebot process") {
 		t.Fatalf("the daemon does not hold the data file: preset list exit %d, %q", code, stderr)
 	}

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 
 	"tunebot/session"
@@ -13,20 +12,24 @@ func init() {
 	register("config", "config check --config FILE: validate a config and name every bad field", runConfig)
 }
 
+const configUsage = `usage: tunebot config check --config FILE
+
+Checks a config file and names every bad field, with its line or key path.`
+
 func runConfig(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(e.stderr, "usage: tunebot config check --config FILE")
-		return 2
+	if _, code, ok := subcommand(e, "config", configUsage, []string{"check"}, args); !ok {
+		return code
 	}
-	fs := flag.NewFlagSet("config check", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "config check", configUsage)
 	path := fs.String("config", "", "config file (YAML)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args[1:]); !ok {
+		return code
 	}
 	if *path == "" {
-		fmt.Fprintln(e.stderr, "config check: --config FILE is required")
-		return 2
+		return usageError(e, fs, "--config FILE is required")
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*path, e.getenv)
 	if err != nil {

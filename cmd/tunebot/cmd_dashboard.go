@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -77,22 +76,29 @@ func (d *daemon) trialURL() func(string, int, int) string {
 }
 
 func runDashboard(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] != "link" && args[0] != "rotate" {
-		fmt.Fprintln(e.stderr, "usage: tunebot dashboard link|rotate --config FILE")
-		return 2
+	const usage = `usage: tunebot dashboard link|rotate --config FILE
+
+link asks the running daemon for a one-time sign-in link to its monitoring page, as the
+operator. rotate signs everyone out of the page: a new dashboard.key, so every cookie and
+every unused sign-in link stops working (the running daemon uses it at once).`
+	sub, code, ok := subcommand(e, "dashboard", usage, []string{"link", "rotate"}, args)
+	if !ok {
+		return code
 	}
-	fs := flag.NewFlagSet("dashboard "+args[0], flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "dashboard "+sub, usage)
 	cfgPath := fs.String("config", "", "the config file tunebot run uses")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args[1:]); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return 1
 	}
-	if args[0] == "rotate" {
+	if sub == "rotate" {
 		msg, err := rotateDashboardKey(ctx, cfg, nil)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "dashboard rotate:", err)

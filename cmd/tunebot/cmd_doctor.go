@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -58,11 +57,16 @@ type adapterCheck struct {
 // runDoctor checks what a real session needs before it starts one, so a missing package or
 // an unregistered task shows up here and not as trial 0's failure an hour later.
 func runDoctor(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "doctor", `usage: tunebot doctor --config FILE
+
+Checks line by line that this machine is ready for real training: python, the trainer and its
+task, the GPUs (or Slurm), the data dir and the data file.`)
 	path := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*path, e.getenv)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 
@@ -15,10 +14,10 @@ func init() {
 	register("preset", "preset list | show NAME | export NAME [-o FILE] | import NAME FILE: the saved configurations", runPreset)
 }
 
-const presetUsage = `usage: tunebot preset list [--config FILE]
-       tunebot preset show NAME [--config FILE]
-       tunebot preset export NAME [-o FILE] [--config FILE]   (the file --reward-config takes)
-       tunebot preset import NAME FILE [--config FILE]        ('-' reads stdin)`
+const presetUsage = `usage: tunebot preset list [--config FILE] [--data-dir DIR]
+       tunebot preset show NAME [--config FILE] [--data-dir DIR]
+       tunebot preset export NAME [-o FILE] [--config FILE] [--data-dir DIR]   (the file --reward-config takes)
+       tunebot preset import NAME FILE [--config FILE] [--data-dir DIR]        ('-' reads stdin)`
 
 // cliActor is the person at the terminal, for the audit.
 func cliActor(e *env) session.Actor {
@@ -30,39 +29,26 @@ func cliActor(e *env) session.Actor {
 }
 
 func runPreset(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 {
-		fmt.Fprintln(e.stderr, presetUsage)
-		return 2
-	}
-	sub := args[0]
-	fs := flag.NewFlagSet("preset "+sub, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
-	out := fs.String("o", "", "export: write to FILE instead of stdout")
-	// Flags may come before or after the operands.
-	var operands []string
-	rest := args[1:]
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return 2
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		operands = append(operands, fs.Arg(0))
-		rest = fs.Args()[1:]
-	}
 	want := map[string]int{"list": 0, "show": 1, "export": 1, "import": 2}
-	n, ok := want[sub]
-	if !ok || len(operands) != n {
-		fmt.Fprintln(e.stderr, presetUsage)
-		return 2
+	sub, code, ok := subcommand(e, "preset", presetUsage, []string{"list", "show", "export", "import"}, args)
+	if !ok {
+		return code
+	}
+	fs := flagSet(e, "preset "+sub, presetUsage)
+	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
+	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
+	out := fs.String("o", "", "export: write to FILE instead of stdout")
+	operands, code, ok := parseInterleaved(e, fs, args[1:])
+	if !ok {
+		return code
+	}
+	if n := want[sub]; len(operands) != n {
+		return usageError(e, fs, "%s takes %d operand(s), got %d", sub, n, len(operands))
 	}
 	if *out != "" && sub != "export" {
-		fmt.Fprintln(e.stderr, "preset: -o applies to export only")
-		return 2
+		return usageError(e, fs, "-o applies to export only")
 	}
-	cfg, db, ok := loadWithStore(e, *cfgPath, "preset")
+	cfg, db, ok := loadWithStore(e, *cfgPath, *dataDir, "preset")
 	if !ok {
 		return 1
 	}
@@ -78,13 +64,13 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 		}
 		fmt.Fprint(e.stdout, preset.FormatList(ps))
 	case "show":
-		p, err := preset.Get(ctx, db, operands[0])
+		p, err := getPreset(ctx, db, operands[0])
 		if err != nil {
 			return presetFail(e, err)
 		}
 		fmt.Fprint(e.stdout, preset.FormatShow(p, space))
 	case "export":
-		p, err := preset.Get(ctx, db, operands[0])
+		p, err := getPreset(ctx, db, operands[0])
 		if err != nil {
 			return presetFail(e, err)
 		}
@@ -116,6 +102,12 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "preset %s imported; start a session from it with preset=%s\n", p.Name, p.Name)
 	}
 	return 0
+}
+
+// getPreset is preset.Get, a missing preset answered with where the shell lists them.
+func getPreset(ctx context.Context, db session.PresetStore, name string) (session.Preset, error) {
+	p, err := preset.Get(ctx, db, name)
+	return p, preset.WithListHint(err, "tunebot preset list")
 }
 
 func presetFail(e *env, err error) int {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -17,20 +16,20 @@ func init() {
 }
 
 func runProposal(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] != "check" {
-		fmt.Fprintln(e.stderr, "usage: tunebot proposal check [--base CONFIG.json] [--config FILE] PATCH.json ('-' reads stdin)")
-		return 2
+	const usage = `usage: tunebot proposal check [--base CONFIG.json] [--config FILE] PATCH.json   ('-' reads stdin)
+
+Checks a patch under the proposal rules: exit 0 and the merged configuration, or each problem.`
+	if _, code, ok := subcommand(e, "proposal", usage, []string{"check"}, args); !ok {
+		return code
 	}
-	fs := flag.NewFlagSet("proposal check", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "proposal check", usage)
 	basePath := fs.String("base", "", "reward configuration the patch applies to, full or partial (merged over the defaults; default: the defaults)")
 	cfgPath := fs.String("config", "", "config file whose reward_space to use (default: the built-in space)")
-	if err := fs.Parse(args[1:]); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args[1:]); !ok {
+		return code
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(e.stderr, "proposal check: exactly one PATCH.json is needed")
-		return 2
+		return usageError(e, fs, "exactly one PATCH.json is needed")
 	}
 	cfg, err := loadConfig(*cfgPath, e.getenv)
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -35,12 +34,18 @@ func init() {
 const drainTimeout = 15 * time.Second
 
 func runDaemon(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "run", `usage: tunebot run --config FILE [--resume] [--verbose]
+
+The daemon: the chat adapters the config enables (the console on this terminal when none is),
+the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 	cfgPath := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
 	resume := fs.Bool("resume", false, "resume sessions a previous run left interrupted")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	verbose := fs.Bool("verbose", false, verboseHelp+" (the console, when no chat is enabled)")
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*cfgPath, e.getenv)
 	if err != nil {
@@ -54,7 +59,7 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 	if w := dataDirAccess(cfg.DataDir); w != "" {
 		logger.Warn(w)
 	}
-	d := &daemon{cfg: cfg, e: e, log: logger}
+	d := &daemon{cfg: cfg, e: e, log: logger, verbose: *verbose}
 	if err := d.start(ctx, *resume); err != nil {
 		// A damaged data file is said once, plainly: the person must restore or move it.
 		if !errors.Is(err, session.ErrDamaged) {
@@ -74,9 +79,10 @@ func runDaemon(ctx context.Context, e *env, args []string) int {
 // daemon is tunebot run: the engine, the chat adapters, their outbox dispatchers and the
 // notifier, with their goroutines owned here and ended in order by stop.
 type daemon struct {
-	cfg Config
-	e   *env
-	log *slog.Logger
+	cfg     Config
+	e       *env
+	log     *slog.Logger
+	verbose bool // the console prints every card whole
 
 	app         *app
 	notifier    *bot.Notifier
@@ -175,7 +181,7 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Logger: d.log})
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Logger: d.log, Verbose: d.verbose})
 		to = append(to, d.con)
 		d.notifyWG.Add(1)
 		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
@@ -219,13 +225,19 @@ func (d *daemon) startChat(ctx context.Context) {
 // resumeInterrupted resumes every session a previous run left interrupted (all, with
 // --resume), or else only those with cluster jobs still recorded: a Slurm job outlives
 // tunebot, and re-attaching it costs no GPU time (docs/design.md §4). One that will not
-// resume is logged and the rest go on.
+// resume is logged and the rest go on. A session a person paused, or that waits for a
+// decision, stays so; it is said where the person looks (with --resume, which does not
+// resume it, and always in the console, which has seen nothing of it).
 func (d *daemon) resumeInterrupted(ctx context.Context, all bool) error {
 	sessions, err := d.app.db.Sessions(ctx)
 	if err != nil {
 		return fmt.Errorf("listing sessions: %w", err)
 	}
 	for _, s := range sessions {
+		if (s.State == session.StatePaused || s.State == session.StateAwaitingApproval) && (all || d.con != nil) {
+			d.sayWaiting(ctx, s, all)
+			continue
+		}
 		if s.State != session.StateInterrupted {
 			continue
 		}
@@ -244,6 +256,27 @@ func (d *daemon) resumeInterrupted(ctx context.Context, all bool) error {
 		}
 	}
 	return nil
+}
+
+// sayWaiting says that s waits for a person: paused (resume continues it), or waiting for a
+// decision (its proposals are shown again). Chat has shown both already; its operator, who
+// gave --resume, reads it in the log.
+func (d *daemon) sayWaiting(ctx context.Context, s session.Session, resume bool) {
+	if d.con == nil {
+		d.log.Info("a session waits for a person; --resume continues only sessions tunebot interrupted", "session", s.ID, "state", s.State)
+		return
+	}
+	if s.State == session.StateAwaitingApproval {
+		if err := d.app.engine.Announce(ctx, s.ID); err != nil {
+			d.log.Error("announcing a waiting session", "session", s.ID, "err", err)
+		}
+		return
+	}
+	text := fmt.Sprintf("session %s is paused (%s): resume continues it", session.Short(s.ID), s.Message)
+	if resume {
+		text += "; --resume continues only sessions tunebot itself interrupted"
+	}
+	d.notifySession(s, text)
 }
 
 // remoteJobs counts the unfinished trials of session id whose job runs on a cluster.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,8 +17,7 @@ func init() {
 }
 
 func runSimTrain(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("sim-train", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "sim-train", "usage: tunebot sim-train --run-dir DIR --reward-config FILE --iterations N [flags]\n\nThe built-in sim trainer's train job (the demo's and the tests' trainer).")
 	var o sim.TrainOptions
 	fs.StringVar(&o.Task, "task", "", "task id")
 	fs.StringVar(&o.RunDir, "run-dir", "", "run directory to write events, checkpoints and policy.onnx into")
@@ -37,8 +35,8 @@ func runSimTrain(ctx context.Context, e *env, args []string) int {
 		return 2
 	}
 	fs.DurationVar(&o.StepDelay, "step-delay", delay, "sleep per iteration (default from "+sim.StepDelayEnv+")")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(e.stderr, "tunebot sim-train: unexpected arguments %q\n", fs.Args())
@@ -60,8 +58,7 @@ func runSimTrain(ctx context.Context, e *env, args []string) int {
 }
 
 func runSimEval(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("sim-eval", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "sim-eval", "usage: tunebot sim-eval --checkpoint FILE --output FILE [flags]\n\nThe built-in sim trainer's evaluate job.")
 	var o sim.EvalOptions
 	var seeds string
 	fs.StringVar(&o.Task, "task", "", "task id")
@@ -72,8 +69,8 @@ func runSimEval(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&o.Steps, "steps", 1000, "evaluation steps")
 	fs.StringVar(&o.RunDir, "run-dir", "", "run directory (evaluation events go to its evaluation-events/)")
 	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface the checkpoint was trained on (see sim-train)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(e.stderr, "tunebot sim-eval: unexpected arguments %q\n", fs.Args())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -19,6 +18,9 @@ func init() {
 	register("demo", "tune on the built-in config: sim trainer, fallback sampler, automatic mode", runDemo)
 }
 
+// verboseHelp is the --verbose flag of every command with a terminal console.
+const verboseHelp = "print every card whole (each trial's objectives, diff and chart files), as chat shows them; by default one line per trial"
+
 // tuneOptions are the flags of tune; demo fills them itself.
 type tuneOptions struct {
 	configPath string
@@ -29,11 +31,14 @@ type tuneOptions struct {
 	resume     bool
 	dataDir    string
 	demo       bool
+	verbose    bool
 }
 
 func runTune(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("tune", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
+
+Runs one tuning session in the foreground to its end, operated from this terminal (type help
+while it runs). --resume continues the newest unfinished session instead.`)
 	var o tuneOptions
 	fs.StringVar(&o.configPath, "config", "", "config file (YAML); the embedded defaults when empty")
 	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
@@ -42,24 +47,30 @@ func runTune(ctx context.Context, e *env, args []string) int {
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	fs.BoolVar(&o.resume, "resume", false, "continue the newest interrupted session instead of starting one")
 	fs.StringVar(&o.dataDir, "data-dir", "", "data directory (default: the config's data_dir)")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs.BoolVar(&o.verbose, "verbose", false, verboseHelp)
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "tune: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	return tune(ctx, e, o)
 }
 
 func runDemo(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "demo", `usage: tunebot demo [--data-dir DIR] [--json] [--verbose]
+
+Runs a whole 12-trial session on the built-in sim trainer, the numeric sampler proposing, in
+automatic mode; everything goes under --data-dir.`)
 	o := tuneOptions{demo: true, fallback: true, mode: session.ModeAutomatic}
 	fs.StringVar(&o.dataDir, "data-dir", "./data", "where the demo keeps its store and outputs")
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	fs.BoolVar(&o.verbose, "verbose", false, verboseHelp)
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	return tune(ctx, e, o)
 }
@@ -123,7 +134,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	defer a.close()
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Logger: logger})
+		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Logger: logger, Verbose: o.verbose})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})
@@ -262,14 +273,16 @@ func (r *eofReader) Read(p []byte) (int, error) {
 
 // summaryJSON is the --json summary: the session, its best trial, every trial, every
 // proposal (rejected ones included) and the baseline carried to the top rung (control).
+// Every field is always there (null or "" when it has no value), as the README's outline
+// of it says.
 type summaryJSON struct {
 	Session   string            `json:"session"`
 	State     session.State     `json:"state"`
 	Preset    string            `json:"preset"`
-	Reason    string            `json:"reason,omitempty"`
+	Reason    string            `json:"reason"`
 	Best      *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
 	Control   *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
-	Headline  string            `json:"headline,omitempty"`
+	Headline  string            `json:"headline"`
 	Trials    []trialJSON       `json:"trials"`
 	Proposals []proposalJSON    `json:"proposals"`
 	Outputs   map[string]any    `json:"outputs"`
@@ -302,7 +315,7 @@ type proposalJSON struct {
 	State    session.ProposalState `json:"state"`
 	Source   string                `json:"source"`
 	Patch    session.Patch         `json:"patch"`
-	Edited   *session.Patch        `json:"edited,omitempty"` // what ran instead, when a person edited it
+	Edited   *session.Patch        `json:"edited"` // what ran instead, when a person edited it; null when not
 	Feedback string                `json:"feedback"`
 }
 
@@ -372,20 +385,15 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 	return nil
 }
 
-// writeSummaryText ends a terminal session with where things are; the console has
-// already printed the summary card with the trials table.
+// writeSummaryText ends a terminal session with where things are. The console has already
+// printed the summary card (the trials table, the headline, the preset) of a session that
+// ended; one that still waits says why here.
 func writeSummaryText(w io.Writer, s summaryJSON) {
 	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, s.State)
-	if s.Reason != "" {
+	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
 	}
-	if s.Best != nil {
-		fmt.Fprintf(w, "  best: trial %d @ rung %d; saved as preset %s\n", s.Best.Trial, s.Best.Rung, s.Preset)
-	}
-	if s.Headline != "" {
-		fmt.Fprintf(w, "  result: %s\n", s.Headline)
-	}
-	for _, k := range []string{"session_dir", "reports", "store", "log"} {
-		fmt.Fprintf(w, "  %-12s %s\n", k+":", s.Outputs[k])
+	for _, k := range []struct{ key, label string }{{"session_dir", "session_dir"}, {"reports", "charts"}, {"store", "store"}, {"log", "log"}} {
+		fmt.Fprintf(w, "  %-12s %s\n", k.label+":", s.Outputs[k.key])
 	}
 }

@@ -16,9 +16,12 @@ func init() {
 }
 
 func runVersion(_ context.Context, e *env, args []string) int {
-	if len(args) > 0 {
-		fmt.Fprintln(e.stderr, "usage: tunebot version")
-		return 2
+	fs := flagSet(e, "version", "usage: tunebot version\n\nPrints tunebot's version and the Go version it was built with.")
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
+	}
+	if fs.NArg() > 0 {
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	fmt.Fprintf(e.stdout, "tunebot %s\n%s %s/%s\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 	return 0

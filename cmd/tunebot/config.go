@@ -969,7 +969,7 @@ func (c *Config) validate() error {
 		probs = append(probs, problems("schedule", err)...)
 	}
 	if err := c.Service.Check(); err != nil {
-		probs = append(probs, "service: "+err.Error())
+		probs = append(probs, err.Error()) // it names its key: service.addr, service.public_url
 	}
 	if c.Advisor.StallAfter < 1 {
 		probs = append(probs, "advisor.stall_after: must be at least 1")

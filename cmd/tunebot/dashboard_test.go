@@ -53,7 +53,7 @@ func TestDashboardLinkCommand(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "is it running?") {
 		t.Fatalf("without a daemon: %v %s", err, out)
 	}
-	startDaemon(t, cfg)
+	_, _, log := startDaemon(t, cfg)
 	link := dashboardLink(t, cfg)
 	u, _ := url.Parse(link)
 	if u.Host != addr {
@@ -87,8 +87,27 @@ func TestDashboardLinkCommand(t *testing.T) {
 	}
 	_ = json.NewDecoder(me.Body).Decode(&v)
 	me.Body.Close()
-	if v.Platform != "cli" || !v.May["decide"] || !v.May["start"] {
-		t.Errorf("the operator is %+v; want every permission", v)
+	if v.Platform != "dashboard" || !v.May["decide"] || !v.May["start"] {
+		t.Errorf("the operator is %+v; want every permission, on the page's platform", v)
+	}
+	// A session the operator starts from the page is logged as the page's, not the shell's
+	// (issue 20, item 15).
+	start, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/api/start", strings.NewReader(`{"args": "trials=4 rungs=20,40,60 fallback=true"}`))
+	start.Header.Set("Content-Type", "application/json")
+	start.Header.Set("Origin", "http://"+addr)
+	start.AddCookie(resp.Cookies()[0])
+	started, err := http.DefaultClient.Do(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started.Body.Close()
+	if started.StatusCode != http.StatusOK {
+		t.Fatalf("start from the page: %d", started.StatusCode)
+	}
+	waitFor(t, "the start in the log", 10*time.Second, func() bool { return strings.Contains(log.String(), `msg="session started"`) })
+	line := grepLines(log.String(), `msg="session started"`)
+	if !strings.Contains(line, "user=operator") || !strings.Contains(line, "platform=dashboard") || strings.Contains(line, "platform=cli") {
+		t.Errorf("the page's start is logged as %q; want user=operator platform=dashboard", line)
 	}
 	if again := signin(); again.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a link used twice: %d", again.StatusCode)
@@ -151,6 +170,15 @@ func TestDashboardInChromium(t *testing.T) {
 	b.navigate(base + href)
 	b.waitJS("the pending proposal", `!!document.querySelector("#approve") && document.body.dataset.state === "awaiting_approval"`)
 	trials := b.evalString(`document.body.dataset.trials`)
+	// The sampler's why: one sentence, its three strongest pieces of evidence, the rest
+	// folded away until asked for.
+	if got := b.evalString(`document.querySelector("#decide .summary").textContent`); !strings.HasPrefix(got, "Strengthens") && !strings.HasPrefix(got, "Weakens") &&
+		!strings.HasPrefix(got, "Raises") && !strings.HasPrefix(got, "Lowers") && !strings.HasPrefix(got, "Switches") {
+		t.Errorf("the proposal's summary %q does not say in words what moves", got)
+	}
+	if got := b.evalString(`[document.querySelectorAll("#decide ul.evidence li").length, document.querySelectorAll("#decide details.all-evidence li").length, document.querySelector("#decide details.all-evidence").open].join(" ")`); got != "3 4 false" {
+		t.Errorf("evidence shown, folded, open: %q; want the 3 strongest shown and all 4 in a closed block", got)
+	}
 	// A bad edit is refused with the problem beside its line, as in the chat form.
 	b.eval(`document.querySelectorAll("#decide details")[1].open = true; document.querySelector("#edit-0").value = "pose=99"; document.querySelector("#edit").click()`)
 	b.waitJS("the edit's per-field error", `[...document.querySelectorAll(".field-error")].some((e) => e.textContent.includes("pose"))`)

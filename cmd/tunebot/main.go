@@ -54,28 +54,44 @@ func run() int {
 	return dispatch(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: getenv}, os.Args[1:])
 }
 
+// dispatch runs the subcommand args name. Bare tunebot is a usage error (exit 2, the usage
+// on stderr); help, -h and --help print it on stdout and exit 0, and "help COMMAND" is
+// COMMAND --help.
 func dispatch(ctx context.Context, e *env, args []string) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return 2
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			if _, ok := commands[args[1]]; ok {
+				return dispatch(ctx, e, []string{args[1], "--help"})
+			}
+		}
 		usage(e.stdout)
 		return 0
 	}
 	c, ok := commands[args[0]]
 	if !ok {
-		fmt.Fprintf(e.stderr, "tunebot: unknown command %q\n\n", args[0])
-		usage(e.stderr)
+		fmt.Fprintf(e.stderr, "tunebot: unknown command %q%s; tunebot help lists the commands\n", args[0], didYouMean(args[0], commandNames()))
 		return 2
 	}
 	return c.run(ctx, e, args[1:])
 }
 
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: tunebot <command> [flags]\n\ncommands:")
+func commandNames() []string {
 	names := make([]string, 0, len(commands))
 	for n := range commands {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
+	return names
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "usage: tunebot <command> [flags]   (tunebot <command> --help: its flags)\n\ncommands:")
+	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
 }

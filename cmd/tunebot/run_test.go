@@ -49,7 +49,13 @@ func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 // test writes commands to, and waits until it serves. The process is killed at cleanup.
 func startDaemon(t *testing.T, cfg string, env ...string) (*exec.Cmd, *os.File, *syncBuffer) {
 	t.Helper()
-	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
+	return startDaemonArgs(t, []string{"run", "--config", cfg}, env...)
+}
+
+// startDaemonArgs is startDaemon with the command line args (run --config FILE …).
+func startDaemonArgs(t *testing.T, args []string, env ...string) (*exec.Cmd, *os.File, *syncBuffer) {
+	t.Helper()
+	cmd := exec.Command(tunebotBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -171,4 +177,30 @@ func TestStatusOfAPausedSessionAfterARestart(t *testing.T) {
 	if strings.Contains(out.String(), "trial 0 @ rung 0 started") {
 		t.Errorf("the baseline trained again after the resume:\n%s", out.String())
 	}
+}
+
+// A session a person paused stays paused across a restart; run --resume, which continues
+// only sessions tunebot interrupted, says so in the console instead of saying nothing
+// (issue 20, item 15).
+func TestRunResumeSaysAPausedSessionIsPaused(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+data_dir: data
+service: {addr: "off"}
+`)
+	cmd, stdinW, out := startDaemon(t, cfg)
+	stdinW.WriteString("start mode=approval trials=4 rungs=20,40,60 fallback=true\n")
+	waitFor(t, "the first proposal", 30*time.Second, func() bool { return strings.Contains(out.String(), "type: approve 1 ") })
+	stdinW.WriteString("pause\n")
+	waitFor(t, "the pause", 10*time.Second, func() bool {
+		return strings.Contains(out.String(), "» session ") && strings.Contains(out.String(), ": paused by you")
+	})
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("daemon exit: %v\n%s", err, out.String())
+	}
+	_, _, out2 := startDaemonArgs(t, []string{"run", "--config", cfg, "--resume"})
+	waitFor(t, "the paused session to be named", 10*time.Second, func() bool {
+		return strings.Contains(out2.String(), "is paused (paused by you): resume continues it; --resume continues only sessions tunebot itself interrupted")
+	})
 }

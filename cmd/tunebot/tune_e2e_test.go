@@ -77,7 +77,7 @@ session:
   rungs: [20, 40, 60]
   early_stop_patience: 4
 `)
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback", "--json")
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback", "--json", "--verbose")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -85,6 +85,13 @@ session:
 	}
 	var sum summaryJSON
 	lastJSON(t, stdout.String(), &sum)
+	checkReadmeOutline(t, stdout.String())
+	// --verbose prints every card whole, as chat shows them, chart files included.
+	for _, want := range []string{"objectives (improvement over the baseline):", "[chart] Score by trial and rung:", "trial 1 @ rung 0 started (20 iterations)"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("--verbose output lacks %q", want)
+		}
+	}
 	if sum.State != session.StateSucceeded || sum.Preset != "auto-tune-"+sum.Session[:8] || sum.Best == nil {
 		t.Fatalf("summary: %+v", sum)
 	}
@@ -284,6 +291,7 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 	if !strings.Contains(stderr.String(), "trials:") || !strings.Contains(stderr.String(), "session "+sum.Session[:8]) {
 		t.Errorf("the trials table and progress belong on stderr:\n%s", stderr.String())
 	}
+	checkPage(t, stderr.String(), sum)
 	if want := filepath.Join(dir, "data", "sessions", sum.Session); sum.Outputs["session_dir"] != want {
 		t.Errorf("outputs at %v, want %s", sum.Outputs["session_dir"], want)
 	}
@@ -314,6 +322,27 @@ func checkRounded(t *testing.T, sum summaryJSON) {
 		check(fmt.Sprintf("proposal %d", p.Seq), p.Patch)
 		if p.Edited != nil {
 			check(fmt.Sprintf("proposal %d as edited", p.Seq), *p.Edited)
+		}
+	}
+}
+
+// checkPage checks that a terminal session without --verbose reads as one page (issue 20,
+// item 13: the demo printed 801 lines, 142 of them chart paths, and its headline three
+// times): a line per trial, the trials table and the headline once, no chart paths.
+func checkPage(t *testing.T, text string, sum summaryJSON) {
+	t.Helper()
+	lines := strings.Count(text, "\n")
+	if lines > 2*len(sum.Trials)+len(sum.Trials)+20 {
+		t.Errorf("the terminal printed %d lines for %d trials; want about a line per trial and the table:\n%s", lines, len(sum.Trials), text)
+	}
+	for what, n := range map[string]int{sum.Headline: 1, "trials:\n": 1, "[chart]": 0, "objectives (improvement": 0, "started (": 0} {
+		if got := strings.Count(text, what); got != n {
+			t.Errorf("%q printed %d times, want %d", what, got, n)
+		}
+	}
+	for _, tr := range sum.Trials {
+		if !strings.Contains(text, fmt.Sprintf("] trial %d @ rung %d: score", tr.Number, tr.Rung)) {
+			t.Errorf("no line for trial %d @ rung %d", tr.Number, tr.Rung)
 		}
 	}
 }

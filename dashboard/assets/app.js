@@ -196,9 +196,10 @@
     const base = "/api/sessions/" + enc(d.session.id) + "/proposals/" + enc(p.id) + "/";
     const parts = [h("h2", {}, "Waiting for a decision: proposal " + p.seq + " for trial " + p.number),
       diffTable("proposed change (patch of trial " + p.base_trial + ")", p.diff),
-      h("p", { class: "rationale" }, p.rationale), msg];
+      why(p), msg];
     if (d.may.decide) {
-      const feedback = h("textarea", { id: "feedback" + sfx, rows: 2, cols: 60, placeholder: "what should the advisor do differently?" });
+      const feedback = h("textarea", { id: "feedback" + sfx, rows: 2, cols: 60,
+        placeholder: "what should change? “keep is_terminated, lower foot_slip” binds every proposer; the rest reaches only DeepSeek's next prompt" });
       const lines = p.edit_text.split("\n").filter((l) => l.trim() !== "");
       while (lines.length < 4) lines.push("");
       const inputs = lines.map((l, i) => h("input", { class: "edit-line", id: "edit" + sfx + "-" + i, value: l, size: 40 }));
@@ -275,10 +276,22 @@
         " · confidence " + Math.round(p.confidence * 100) + "% · " + p.state),
       diffTable("patch against trial " + p.base_trial, p.diff),
       p.edited ? diffTable("edited to (this is what ran)", p.edited) : null,
-      p.rationale ? h("p", { class: "rationale" }, p.rationale) : null,
+      why(p),
       p.expected_impact ? h("p", { class: "muted" }, "expected impact: " + Object.entries(p.expected_impact).map(([k, v]) => k + " " + v).join(", ")) : null,
       p.decision ? h("p", { class: "decision" }, p.decision.word + " by " + p.decision.by + " (" + p.decision.platform +
-        (p.decision.where ? ", " + p.decision.where : "") + ") at " + when(p.decision.at) + (p.decision.feedback ? ": “" + p.decision.feedback + "”" : "")) : null)));
+        (p.decision.where ? ", " + p.decision.where : "") + ") at " + when(p.decision.at) + (p.decision.feedback ? ": “" + p.decision.feedback + "”" : "")) : null,
+      p.decision && p.decision.note ? h("p", { class: "muted note" }, p.decision.note) : null)));
+  }
+
+  // why a proposal was made: a numeric proposer's sentence and its three strongest pieces
+  // of evidence, the rest folded away; or the advisor's rationale.
+  function why(p) {
+    if (!p.summary) return p.rationale ? h("p", { class: "rationale" }, p.rationale) : null;
+    const ev = p.evidence || [];
+    return h("div", { class: "rationale" }, h("p", { class: "summary" }, p.summary),
+      ev.length ? h("ul", { class: "evidence" }, ev.slice(0, 3).map((e) => h("li", {}, e))) : null,
+      ev.length > 3 ? h("details", { class: "all-evidence" }, h("summary", {}, "all " + ev.length + " pieces of evidence"),
+        h("ul", {}, ev.map((e) => h("li", {}, e)))) : null);
   }
 
   function auditLine(e) {

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// proposedNames reads the names a proposal card's "proposed change" table lists, from the
+// terminal's text after offset from.
+func proposedNames(t *testing.T, text string, seq int) []string {
+	t.Helper()
+	_, card, ok := strings.Cut(text, fmt.Sprintf("== proposal %d for trial", seq))
+	if !ok {
+		t.Fatalf("no card of proposal %d:\n%s", seq, text)
+	}
+	_, table, _ := strings.Cut(card, "proposed change:\n")
+	var names []string
+	for i, line := range strings.Split(table, "\n") {
+		if !strings.HasPrefix(line, "    ") {
+			break
+		}
+		f := strings.Fields(line)
+		if i < 2 { // the header and its rule
+			continue
+		}
+		if f[0] == "param" {
+			f = f[1:]
+		}
+		names = append(names, f[0])
+	}
+	if len(names) == 0 {
+		t.Fatalf("proposal %d's card lists no change:\n%s", seq, card)
+	}
+	return names
+}
+
+// A person at the terminal rejects the sampler's first proposal with "do not touch" and the
+// names it moved: the reply says what it read, and no later proposal of the session moves
+// any of them (the sampler, asked the same question again, would otherwise repeat most of
+// its first patch). The terminal speaks as a terminal: no buttons, no thread.
+func TestRejectFeedbackBindsTheSamplerInTheTerminal(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, `
+data_dir: data
+session:
+  trial_count: 4
+  rungs: [20, 40, 60]
+`)
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--mode", "approval", "--fallback", "--json")
+	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY=")
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	human := &syncBuffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, &stdout, human
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	typed := func(line string) { stdinW.WriteString(line + "\n") }
+
+	waitFor(t, "proposal 1", 60*time.Second, func() bool { return strings.Contains(human.String(), "type: approve 1 ") })
+	frozen := proposedNames(t, human.String(), 1)
+	typed("reject that moved too much: do not touch " + strings.Join(frozen, ", "))
+	read := "» read: keep " + strings.Join(frozen, "; keep ") + ". Every proposer keeps to this for the rest of the session."
+	waitFor(t, "the reply to the reject", 20*time.Second, func() bool { return strings.Contains(human.String(), read) })
+	for seq := 2; seq <= 4; seq++ {
+		waitFor(t, fmt.Sprintf("proposal %d", seq), 60*time.Second, func() bool { return strings.Contains(human.String(), fmt.Sprintf("type: approve %d ", seq)) })
+		if seq == 2 {
+			typed("why 2")
+			waitFor(t, "the why answer", 20*time.Second, func() bool { return strings.Contains(human.String(), "== why proposal 2 for trial") })
+		}
+		typed(fmt.Sprintf("approve %d", seq))
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("tune: %v\n%s", err, human.String())
+		}
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the session did not end:\n%s", human.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	checkReadmeOutline(t, stdout.String()) // a rejected proposal, and approved ones: edited null
+	if len(sum.Proposals) != 4 || sum.Proposals[0].State != "rejected" {
+		t.Fatalf("proposals %+v, want the rejected one and three more", sum.Proposals)
+	}
+	for _, p := range sum.Proposals[1:] {
+		for _, name := range frozen {
+			_, w := p.Patch.Weights[name]
+			_, pm := p.Patch.Params[name]
+			if w || pm {
+				t.Errorf("proposal %d %v moves %s, which the person asked to keep", p.Seq, p.Patch, name)
+			}
+		}
+	}
+	text := human.String()
+	if !strings.HasPrefix(text, "tunebot reads commands here: type help") {
+		t.Errorf("the terminal does not start by saying what to type:\n%.300s", text)
+	}
+	for _, chat := range []*regexp.Regexp{regexp.MustCompile(`\[Approve\]`), regexp.MustCompile(`reply in this thread`), regexp.MustCompile(`/tune help`)} {
+		if chat.MatchString(text) {
+			t.Errorf("the terminal prints chat wording %q", chat)
+		}
+	}
+}

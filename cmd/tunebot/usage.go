@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"tunebot/session"
+)
+
+// The command-line conventions every subcommand keeps: -h or --help prints its usage with
+// its flags on stdout and exits 0; a bad flag, a missing or unknown subcommand or operand
+// prints the problem and the usage on stderr and exits 2.
+
+// flagSet returns a subcommand's flag set; usage is its synopsis ("usage: tunebot tune
+// [flags]" and what it does), which the usage prints above the flags.
+func flagSet(e *env, name, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() { printUsage(fs.Output(), usage, fs) }
+	return fs
+}
+
+func printUsage(w io.Writer, usage string, fs *flag.FlagSet) {
+	fmt.Fprintln(w, usage)
+	has := false
+	fs.VisitAll(func(*flag.Flag) { has = true })
+	if !has {
+		return
+	}
+	fmt.Fprintln(w, "\nflags:")
+	out := fs.Output()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+}
+
+// parseFlags parses args into fs. With ok false the command ends with code: 0 after -h or
+// --help (the usage went to stdout), 2 after a bad flag (the error and the usage went to
+// stderr).
+func parseFlags(e *env, fs *flag.FlagSet, args []string) (code int, ok bool) {
+	var msg bytes.Buffer
+	fs.SetOutput(&msg)
+	err := fs.Parse(args)
+	fs.SetOutput(e.stderr)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(e.stdout)
+		fs.Usage()
+		fs.SetOutput(e.stderr)
+		return 0, false
+	}
+	_, _ = e.stderr.Write(msg.Bytes())
+	return 2, false
+}
+
+// parseInterleaved parses args whose flags may come before or after the operands
+// ("preset show NAME --config FILE") and returns the operands, as parseFlags.
+func parseInterleaved(e *env, fs *flag.FlagSet, args []string) (operands []string, code int, ok bool) {
+	for rest := args; ; rest = fs.Args()[1:] {
+		if code, ok := parseFlags(e, fs, rest); !ok {
+			return nil, code, false
+		}
+		if fs.NArg() == 0 {
+			return operands, 0, true
+		}
+		operands = append(operands, fs.Arg(0))
+	}
+}
+
+// usageError says what is wrong with a command line, then the usage, on stderr: exit 2.
+func usageError(e *env, fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "tunebot %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return 2
+}
+
+// subcommand reads the subcommand of a command that has them (config check, preset show):
+// ok with its name, or the command ends with code: 0 after help (the usage on stdout), 2
+// when it is missing or unknown (named, with the one meant, and the usage on stderr).
+func subcommand(e *env, cmd, usage string, subs []string, args []string) (sub string, code int, ok bool) {
+	if len(args) == 0 {
+		fmt.Fprintf(e.stderr, "tunebot %s: which one? %s\n\n%s\n", cmd, strings.Join(subs, ", "), usage)
+		return "", 2, false
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(e.stdout, usage)
+		return "", 0, false
+	}
+	if slices.Contains(subs, args[0]) {
+		return args[0], 0, true
+	}
+	fmt.Fprintf(e.stderr, "tunebot %s: unknown subcommand %q%s\n\n%s\n", cmd, args[0], didYouMean(args[0], subs), usage)
+	return "", 2, false
+}
+
+// didYouMean is " (did you mean X?)" for the name closest to word, "" for none close.
+func didYouMean(word string, names []string) string {
+	if n, ok := session.Closest(word, names); ok {
+		return " (did you mean " + n + "?)"
+	}
+	return ""
+}

@@ -1,0 +1,60 @@
+package session_test
+
+import (
+	"testing"
+
+	"tunebot/session"
+)
+
+func TestReadConstraints(t *testing.T) {
+	sp := session.DefaultSpace()
+	for _, tc := range []struct {
+		feedback string
+		want     string // session.ConstraintList of what is read
+	}{
+		{"do not touch is_terminated", "keep is_terminated"},
+		{"Don’t touch is_terminated!", "keep is_terminated"},
+		{"keep is_terminated, lower foot_slip", "keep is_terminated; foot_slip no stronger"},
+		{"leave is_terminated alone and raise the action_rate_l2 penalty", "keep is_terminated; action_rate_l2 no weaker"},
+		{"is_terminated should stay as it is", "keep is_terminated"},
+		{"foot_slip is too strong", "foot_slip no stronger"},
+		{"foot_slip too weak; freeze pose", "foot_slip no weaker; keep pose"},
+		{"don't lower foot_gait.period.", "foot_gait.period no lower"},
+		{"increase params.foot_gait.period", "foot_gait.period no lower"},
+		{"never increase is_terminated", "is_terminated no stronger"},
+		{"lower foot_slip and is_terminated", "foot_slip no stronger; is_terminated no stronger"},
+		{"keep is_terminated. Later: raise is_terminated", "is_terminated no weaker"}, // the later word wins
+		// nothing bound: a word that is no link ends the binding
+		{"more falls since is_terminated doubled", ""},
+		{"the gait looks jumpy", ""},
+		{"keep it", ""},
+		{"lower foot_slipp", ""}, // names are exact; the reply says nothing was read
+	} {
+		got := session.ConstraintList(session.ReadConstraints(tc.feedback, sp, 3))
+		if got != tc.want {
+			t.Errorf("%q: read %q, want %q", tc.feedback, got, tc.want)
+		}
+	}
+}
+
+func TestBrokenConstraintsReadMagnitudes(t *testing.T) {
+	sp := session.DefaultSpace()
+	base := sp.Defaults()
+	cs := session.ReadConstraints("lower foot_slip, keep is_terminated, higher foot_gait.period", sp, 2)
+	for _, tc := range []struct {
+		patch  session.Patch
+		broken string
+	}{
+		// foot_slip −0.25 → −0.5 is stronger (×2), which "lower" forbids; → −0.125 is fine
+		{session.Patch{Weights: map[string]float64{"foot_slip": -0.5}}, "foot_slip no stronger"},
+		{session.Patch{Weights: map[string]float64{"foot_slip": -0.125}}, ""},
+		{session.Patch{Weights: map[string]float64{"is_terminated": -100}}, "keep is_terminated"},
+		{session.Patch{Weights: map[string]float64{"is_terminated": -200}}, ""}, // unchanged
+		{session.Patch{Params: map[string]float64{"foot_gait.period": 0.5}}, "foot_gait.period no lower"},
+		{session.Patch{Params: map[string]float64{"foot_gait.period": 0.7}}, ""},
+	} {
+		if got := session.ConstraintList(session.BrokenConstraints(cs, base, tc.patch)); got != tc.broken {
+			t.Errorf("%v: broken %q, want %q", tc.patch, got, tc.broken)
+		}
+	}
+}
