@@ -115,7 +115,7 @@ func daemonTraining(t *testing.T, delay string) (cfg string, cmd *exec.Cmd, stdi
 	cfg = writeConfig(t, t.TempDir(), "data_dir: data\nservice: {addr: \"off\"}\n")
 	cmd, stdinW, out = startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY="+delay)
 	stdinW.WriteString("/tune start trials=4 rungs=200,400,600 fallback=true\n")
-	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 started") })
+	waitFor(t, "training to start", 20*time.Second, func() bool { return strings.Contains(out.String(), "trial 0 @ rung 0 [") })
 	return cfg, cmd, stdinW, out
 }
 
@@ -168,7 +168,8 @@ func TestStatusOfAPausedSessionAfterARestart(t *testing.T) {
 		t.Fatalf("daemon exit: %v\n%s", err, out.String())
 	}
 
-	_, stdinW, out = startDaemon(t, cfg, "TUNEBOT_SIM_STEP_DELAY=0s")
+	// --verbose: the console then says when a trial starts, which is what is looked for below.
+	_, stdinW, out = startDaemonArgs(t, []string{"run", "--config", cfg, "--verbose"}, "TUNEBOT_SIM_STEP_DELAY=0s")
 	if s := status(out); strings.Contains(s, "running now") || !strings.Contains(s, "paused") {
 		t.Fatalf("status after the restart:\n%s", s)
 	}
