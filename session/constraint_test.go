@@ -58,3 +58,19 @@ func TestBrokenConstraintsReadMagnitudes(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckJudgesTheRoundedPatch: a proposer's value is rounded before it runs (Space.Round),
+// so ProposalRequest.Check judges the constraints on the rounded patch, as the engine's ask
+// does: -200.00001 for a term feedback said to keep is -200 once rounded, which keeps it.
+func TestCheckJudgesTheRoundedPatch(t *testing.T) {
+	sp := session.DefaultSpace()
+	req := session.ProposalRequest{Space: sp, Base: sp.Defaults(), Constraints: session.ReadConstraints("keep is_terminated", sp, 2)}
+	patch := session.Patch{Weights: map[string]float64{"foot_slip": -0.125, "is_terminated": -200.00001}}
+	if _, err := req.Check(patch); err != nil {
+		t.Errorf("a patch that keeps is_terminated once rounded was refused: %v", err)
+	}
+	patch.Weights["is_terminated"] = -210
+	if _, err := req.Check(patch); err == nil {
+		t.Error("a patch that moves is_terminated passed")
+	}
+}

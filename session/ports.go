@@ -219,6 +219,8 @@ func (r ProposalRequest) MayMove(name string, up bool) bool {
 // (Space.Validate against Base and Tried) and the session's constraints. The error is an
 // *InvalidError naming every problem, which the advisor sends back to the model.
 func (r ProposalRequest) Check(p Patch) (RewardConfig, error) {
+	// The constraints judge the patch as it will run, rounded, as Validate judges the rules.
+	p = r.Space.Round(r.Base, p)
 	merged, err := r.Space.Validate(r.Base, p, r.Tried)
 	broken := BrokenConstraints(r.Constraints, r.Base, p)
 	if len(broken) == 0 {
