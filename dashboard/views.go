@@ -78,20 +78,31 @@ func nameOf(who Identity) string {
 	return who.ID
 }
 
-func (s *Server) sessions(ctx context.Context, _ Identity, _ *http.Request) (any, error) {
-	all, err := s.opt.Store.Sessions(ctx)
+// SessionsPerPage is how many sessions the sessions page lists at once, newest first; an
+// "older sessions" link pages on. A lab that runs sessions daily has thousands within a
+// year, and the page polls every few seconds, so it reads one page from the store's
+// index, never every session (docs/design.md §7).
+const SessionsPerPage = 50
+
+func (s *Server) sessions(ctx context.Context, _ Identity, r *http.Request) (any, error) {
+	cursor := r.URL.Query().Get("cursor")
+	page, next, err := s.opt.Store.RecentSessions(ctx, cursor, SessionsPerPage)
+	var ue *session.UserError
+	if errors.As(err, &ue) {
+		return nil, badRequest("%s", ue.Msg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
-	rows := make([]sessionRow, 0, len(all))
-	for _, ss := range all {
+	rows := make([]sessionRow, 0, len(page))
+	for _, ss := range page {
 		trials, err := s.opt.Store.Trials(ctx, ss.ID)
 		if err != nil {
 			return nil, fmt.Errorf("listing trials: %w", err)
 		}
 		rows = append(rows, row(ss, trials))
 	}
-	return map[string]any{"sessions": rows}, nil
+	return map[string]any{"sessions": rows, "next": next}, nil
 }
 
 func (s *Server) lookup(ctx context.Context, id string) (session.Session, error) {

@@ -13,8 +13,14 @@ type SessionStore interface {
 	// still active (checked in the same transaction) and ErrExists when the id is taken.
 	CreateSession(ctx context.Context, s Session) error
 	Session(ctx context.Context, id string) (Session, error)
-	// Sessions lists every session, newest first.
-	Sessions(ctx context.Context) ([]Session, error)
+	// RecentSessions returns one page of at most limit sessions, newest first (by
+	// CreatedAt, ties by id), starting after the page that ended at cursor ("" for the
+	// newest). next is the cursor of the following page, "" after the last one. A list
+	// view reads a page from an index, never every session (docs/design.md §7).
+	RecentSessions(ctx context.Context, cursor string, limit int) (page []Session, next string, err error)
+	// ActiveSessions lists the sessions that are not finished (State.Active), newest
+	// first, from an index of their own: at most one, as CreateSession keeps it.
+	ActiveSessions(ctx context.Context) ([]Session, error)
 	// UpdateSession runs fn on the stored session inside one write transaction; an error
 	// from fn aborts it. It returns the session as written.
 	UpdateSession(ctx context.Context, id string, fn func(*Session) error) (Session, error)

@@ -217,9 +217,9 @@ func (d *daemon) startChat(ctx context.Context) {
 // tunebot, and re-attaching it costs no GPU time (docs/design.md §4). One that will not
 // resume is logged and the rest go on.
 func (d *daemon) resumeInterrupted(ctx context.Context, all bool) error {
-	sessions, err := d.app.db.Sessions(ctx)
+	sessions, err := d.app.db.ActiveSessions(ctx)
 	if err != nil {
-		return fmt.Errorf("listing sessions: %w", err)
+		return fmt.Errorf("listing active sessions: %w", err)
 	}
 	for _, s := range sessions {
 		if s.State != session.StateInterrupted {
@@ -471,6 +471,8 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 	d.scheduler = sch
 	if d.cfg.Schedule.Digest != "" {
 		if err := sch.Every(d.cfg.Schedule.Digest, func(ctx context.Context) {
+			// Once a day, so it may read every session: one that ended today may have
+			// started long ago.
 			all, err := d.app.db.Sessions(ctx)
 			if err == nil {
 				if text := bot.Digest(time.Now(), all); text != "" {
@@ -517,12 +519,12 @@ func (d *daemon) announce(text string) {
 	ctx := context.Background()
 	s, ok, err := d.app.engine.Active(ctx)
 	if err != nil || !ok {
-		all, _ := d.app.db.Sessions(ctx)
-		if len(all) == 0 {
+		newest, _, _ := d.app.db.RecentSessions(ctx, "", 1)
+		if len(newest) == 0 {
 			d.log.Info(text)
 			return
 		}
-		s = all[0]
+		s = newest[0]
 	}
 	d.notifySession(s, text)
 }

@@ -1,0 +1,143 @@
+package dashboard_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"tunebot/bot"
+	"tunebot/dashboard"
+	"tunebot/session"
+	"tunebot/store"
+)
+
+// countingStore counts the sessions and trial lists a reader takes from the store.
+type countingStore struct {
+	*store.DB
+	mu       sync.Mutex
+	sessions int
+	trials   int
+}
+
+func (c *countingStore) count(sessions, trials int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sessions += sessions
+	c.trials += trials
+}
+
+func (c *countingStore) reads() (sessions, trials int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sessions, trials = c.sessions, c.trials
+	c.sessions, c.trials = 0, 0
+	return sessions, trials
+}
+
+func (c *countingStore) Session(ctx context.Context, id string) (session.Session, error) {
+	c.count(1, 0)
+	return c.DB.Session(ctx, id)
+}
+
+func (c *countingStore) Sessions(ctx context.Context) ([]session.Session, error) {
+	all, err := c.DB.Sessions(ctx)
+	c.count(len(all), 0)
+	return all, err
+}
+
+func (c *countingStore) RecentSessions(ctx context.Context, cursor string, limit int) ([]session.Session, string, error) {
+	page, next, err := c.DB.RecentSessions(ctx, cursor, limit)
+	c.count(len(page), 0)
+	return page, next, err
+}
+
+func (c *countingStore) ActiveSessions(ctx context.Context) ([]session.Session, error) {
+	active, err := c.DB.ActiveSessions(ctx)
+	c.count(len(active), 0)
+	return active, err
+}
+
+func (c *countingStore) Trials(ctx context.Context, id string) ([]session.Trial, error) {
+	c.count(0, 1)
+	return c.DB.Trials(ctx, id)
+}
+
+// readOnly answers every action: these tests only read.
+type readOnly struct{}
+
+func (readOnly) Do(context.Context, bot.Interaction) bot.Reply {
+	return bot.Reply{Private: true, Text: "read-only"}
+}
+
+// A lab that runs sessions daily has thousands within a year: the sessions page reads one
+// page of the newest from the store's index, and pages on to the oldest.
+func TestSessionsPageReadsOnePage(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	const n = 2*dashboard.SessionsPerPage + 20
+	var newestFirst []string
+	for i := range n {
+		s := session.Session{ID: fmt.Sprintf("%016x", i+1), State: session.StateSucceeded, Settings: session.DefaultSettings(),
+			BestTrial: -1, CreatedAt: t0.Add(time.Duration(i) * 24 * time.Hour)}
+		if err := db.CreateSession(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.PutTrial(ctx, session.Trial{SessionID: s.ID, State: session.TrialCompleted}); err != nil {
+			t.Fatal(err)
+		}
+		newestFirst = append([]string{s.ID}, newestFirst...)
+	}
+	counted := &countingStore{DB: db}
+	dash, err := dashboard.New(dashboard.Options{Store: counted, Actions: readOnly{}, Key: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(dash)
+	t.Cleanup(srv.Close)
+	c := (&fixture{db: db, dash: dash, srv: srv}).signIn(t, alice)
+
+	var got []string
+	cursor := ""
+	for page := 0; ; page++ {
+		path := "/api/sessions"
+		if cursor != "" {
+			path += "?cursor=" + url.QueryEscape(cursor)
+		}
+		counted.reads()
+		resp := c.get(path)
+		v := decode(t, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", path, resp.StatusCode, v)
+		}
+		rows := v["sessions"].([]any)
+		sessions, trials := counted.reads()
+		if len(rows) > dashboard.SessionsPerPage || sessions > len(rows) || trials > len(rows) {
+			t.Errorf("page %d: %d rows read %d sessions and %d trial lists of %d stored; want one page", page, len(rows), sessions, trials, n)
+		}
+		for _, r := range rows {
+			got = append(got, r.(map[string]any)["id"].(string))
+		}
+		cursor, _ = v["next"].(string)
+		if cursor == "" {
+			break
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(newestFirst, " ") {
+		t.Errorf("the pages listed %d sessions:\n%v\nwant every one once, newest first:\n%v", len(got), got, newestFirst)
+	}
+	resp := c.get("/api/sessions?cursor=zz")
+	if v := decode(t, resp); resp.StatusCode != http.StatusBadRequest || !strings.Contains(fmt.Sprint(v["error"]), "not a page of the session list") {
+		t.Errorf("a bad cursor: %d %v", resp.StatusCode, v)
+	}
+}
