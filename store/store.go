@@ -193,8 +193,10 @@ func (d *DB) init() error {
 	return nil
 }
 
-// Close closes the data file, releasing its lock.
+// Close closes the data file, releasing its lock; it waits for a compaction to end.
 func (d *DB) Close() error {
+	d.writers.Lock()
+	defer d.writers.Unlock()
 	d.swap.Lock()
 	defer d.swap.Unlock()
 	if err := d.bolt.Close(); err != nil {
