@@ -909,6 +909,19 @@ func short(id string) string {
 // Short is the 8-character form of a session id used in names and messages.
 func Short(id string) string { return short(id) }
 
+// Bytes says a size in a person's units: 512 bytes, 3.4 KiB, 247.0 MiB, 1.2 GiB.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
 // TriedConfigs lists the configurations a session has trained (its rung-0 trials): a
 // proposal or an edit that merges to one of them is a duplicate (docs/design.md §5).
 func TriedConfigs(trials []Trial) []Tried {

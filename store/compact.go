@@ -27,6 +27,20 @@ func (d *DB) Size() (int64, error) {
 	return info.Size(), nil
 }
 
+// Free returns the bytes of the data file's pages that hold no record: those freed by
+// deletes and thinned curves, which bbolt reuses but never gives back; Compact does. (bbolt
+// also grows the file ahead of need, to a power of two up to 16 MiB and by 16 MiB past it, so
+// a compacted file is never smaller than that rounding.)
+func (d *DB) Free(ctx context.Context) (int64, error) {
+	var free int64
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		st := tx.DB().Stats()
+		free = int64(st.FreePageN+st.PendingPageN) * int64(tx.DB().Info().PageSize)
+		return nil
+	})
+	return free, err
+}
+
 // Compact rewrites the data file without the pages that deleted or thinned records left
 // free (bbolt reuses them but never gives them back): a compacted copy is written beside
 // the file, synced, passes the consistency check `backup` and `doctor` use, is opened, and
@@ -115,8 +129,15 @@ func (d *DB) copyCompacted(path string) error {
 		dst.Close()
 		return fmt.Errorf("compacting: writing the copy: %w", err)
 	}
+	var used int64
+	_ = dst.View(func(tx *bolt.Tx) error { used = tx.Size(); return nil })
 	if err := dst.Close(); err != nil {
 		return fmt.Errorf("compacting: writing the copy: %w", err)
+	}
+	// bbolt grows a file ahead of need (by 16 MiB past 16 MiB); the copy needs no room
+	// to grow until it is written to, and bbolt grows it again then.
+	if err := os.Truncate(path, used); err != nil {
+		return fmt.Errorf("compacting: trimming the copy: %w", err)
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"tunebot/bot/notify"
 	"tunebot/dashboard"
 	"tunebot/httpd"
+	"tunebot/retention"
 	"tunebot/schedule"
 	"tunebot/secret"
 	"tunebot/session"
@@ -83,6 +84,7 @@ type daemon struct {
 	dispatchers map[string]*bot.Dispatcher
 
 	scheduler *schedule.Scheduler
+	pruner    *retention.Pruner // one at a time: the schedule's and those tunebot prune asks for
 	service   *httpd.Server
 	dash      *dashboard.Server // the monitoring page; nil when the service is off
 
@@ -100,6 +102,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		return err
 	}
 	d.app = a
+	d.pruner = pruner(a.cfg, a.actions)
 	eng := a.engine
 	charts := chartsWhileTraining(eng, storeCharts(a.db))
 	wantConsole, err := d.buildChat(a.db, charts)
@@ -429,6 +432,7 @@ func (d *daemon) startService(allow bot.AllowList) error {
 		return err
 	}
 	srv.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(d.app.db, token, d.log))
+	srv.Handle("POST "+prunePath, httpd.WithToken(token, "a prune", pruneHandler(d.pruner, d.log)))
 	if err := d.mountDashboard(srv, allow); err != nil {
 		return err
 	}
@@ -481,6 +485,15 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 			}
 		}); err != nil {
 			return fmt.Errorf("schedule.digest: %w", err)
+		}
+	}
+	if r := d.cfg.Retention; r.Enabled {
+		if err := sch.Every(r.At, func(ctx context.Context) {
+			if _, err := d.pruner.Run(ctx, r.Options(), session.System); err != nil {
+				d.log.Error("pruning old sessions (retention)", "err", err)
+			}
+		}); err != nil {
+			return fmt.Errorf("retention.at: %w", err)
 		}
 	}
 	if d.cfg.Schedule.RemindAfter > 0 {
