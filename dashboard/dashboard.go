@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"tunebot/bot"
@@ -58,6 +59,9 @@ type Server struct {
 	log  *slog.Logger
 	mux  *http.ServeMux
 	page *template.Template
+
+	doneMu sync.Mutex
+	done   map[string]int // finished sessions' rung-0 trials with a result, for their rows
 }
 
 // New returns the page's server.
@@ -80,7 +84,7 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page}
+	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page, done: map[string]int{}}
 	s.routes()
 	return s, nil
 }

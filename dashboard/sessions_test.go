@@ -69,6 +69,11 @@ func (c *countingStore) Trials(ctx context.Context, id string) ([]session.Trial,
 	return c.DB.Trials(ctx, id)
 }
 
+func (c *countingStore) TrialsDone(ctx context.Context, id string) (int, error) {
+	c.count(0, 1)
+	return c.DB.TrialsDone(ctx, id)
+}
+
 // readOnly answers every action: these tests only read.
 type readOnly struct{}
 
@@ -126,12 +131,22 @@ func TestSessionsPageReadsOnePage(t *testing.T) {
 			t.Errorf("page %d: %d rows read %d sessions and %d trial lists of %d stored; want one page", page, len(rows), sessions, trials, n)
 		}
 		for _, r := range rows {
-			got = append(got, r.(map[string]any)["id"].(string))
+			row := r.(map[string]any)
+			got = append(got, row["id"].(string))
+			if row["trials_done"] != 1.0 {
+				t.Errorf("session %s: %v trials done, want 1", row["id"], row["trials_done"])
+			}
 		}
 		cursor, _ = v["next"].(string)
 		if cursor == "" {
 			break
 		}
+	}
+	// The page polls: finished sessions' rows are not read again.
+	counted.reads()
+	c.get("/api/sessions")
+	if sessions, trials := counted.reads(); sessions > dashboard.SessionsPerPage || trials > 0 {
+		t.Errorf("polling the first page again read %d sessions and %d trial lists; finished sessions' trials do not change", sessions, trials)
 	}
 	if strings.Join(got, " ") != strings.Join(newestFirst, " ") {
 		t.Errorf("the pages listed %d sessions:\n%v\nwant every one once, newest first:\n%v", len(got), got, newestFirst)

@@ -43,14 +43,24 @@ func stamp(t time.Time) string {
 }
 
 func row(s session.Session, trials []session.Trial) sessionRow {
-	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
-		TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
-		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt)}
+	return rowDone(s, trialsDone(trials))
+}
+
+// trialsDone counts the rung-0 trials that have a result.
+func trialsDone(trials []session.Trial) int {
+	n := 0
 	for _, t := range trials {
 		if t.Rung == 0 && t.State.Terminal() {
-			r.TrialsDone++
+			n++
 		}
 	}
+	return n
+}
+
+func rowDone(s session.Session, done int) sessionRow {
+	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
+		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
 		r.BestScore = &v
@@ -96,13 +106,49 @@ func (s *Server) sessions(ctx context.Context, _ Identity, r *http.Request) (any
 	}
 	rows := make([]sessionRow, 0, len(page))
 	for _, ss := range page {
-		trials, err := s.opt.Store.Trials(ctx, ss.ID)
+		done, err := s.trialsDone(ctx, ss)
 		if err != nil {
-			return nil, fmt.Errorf("listing trials: %w", err)
+			return nil, err
 		}
-		rows = append(rows, row(ss, trials))
+		rows = append(rows, rowDone(ss, done))
 	}
 	return map[string]any{"sessions": rows, "next": next}, nil
+}
+
+// trialCounter is what a store may offer to count a session's finished rung-0 trials
+// without reading them whole (store.DB does).
+type trialCounter interface {
+	TrialsDone(ctx context.Context, sessionID string) (int, error)
+}
+
+// trialsDone counts a session's finished rung-0 trials for its row. A finished session's
+// trials no longer change, so its count is kept: the page polls every few seconds, and
+// reading a session's trials costs more than the rest of its row.
+func (s *Server) trialsDone(ctx context.Context, ss session.Session) (int, error) {
+	s.doneMu.Lock()
+	n, ok := s.done[ss.ID]
+	s.doneMu.Unlock()
+	if ok {
+		return n, nil
+	}
+	if c, ok := s.opt.Store.(trialCounter); ok {
+		var err error
+		if n, err = c.TrialsDone(ctx, ss.ID); err != nil {
+			return 0, fmt.Errorf("counting trials: %w", err)
+		}
+	} else {
+		trials, err := s.opt.Store.Trials(ctx, ss.ID)
+		if err != nil {
+			return 0, fmt.Errorf("listing trials: %w", err)
+		}
+		n = trialsDone(trials)
+	}
+	if !ss.State.Active() {
+		s.doneMu.Lock()
+		s.done[ss.ID] = n
+		s.doneMu.Unlock()
+	}
+	return n, nil
 }
 
 func (s *Server) lookup(ctx context.Context, id string) (session.Session, error) {

@@ -80,7 +80,7 @@ func indexSessions(tx *bolt.Tx) error {
 // the first time it is opened for writing.
 var errNoIndex = errors.New("the data file predates the session index: open it once with this tunebot, not read-only, to add it")
 
-// recentSessions reads up to limit sessions (0: all) newest first, starting below the
+// recentSessions reads up to limit sessions newest first, starting below the
 // index key from (nil: from the newest). next is the key of the last one returned when
 // more follow, else nil.
 func recentSessions(tx *bolt.Tx, from []byte, limit int) (out []session.Session, next []byte, err error) {
@@ -103,7 +103,7 @@ func recentSessions(tx *bolt.Tx, from []byte, limit int) (out []session.Session,
 		}
 	}
 	for ; k != nil; k, _ = c.Prev() {
-		if limit > 0 && len(out) == limit {
+		if len(out) == limit {
 			return out, timeKey(out[len(out)-1]), nil // another page follows
 		}
 		var s session.Session
@@ -142,13 +142,16 @@ func activeSessions(tx *bolt.Tx) ([]session.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b session.Session) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	})
+	slices.SortFunc(out, newestFirst)
 	return out, nil
+}
+
+// newestFirst is the index's order: by creation time, then id, both descending.
+func newestFirst(a, b session.Session) int {
+	if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+		return c
+	}
+	return cmp.Compare(b.ID, a.ID)
 }
 
 // A cursor is the index key of the last session of a page, in hex: opaque to its users,

@@ -265,3 +265,25 @@ func TestVersion1FileIsIndexedWhenOpened(t *testing.T) {
 		return nil
 	})
 }
+
+func TestTrialsDoneCountsRungZeroResults(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	if err := db.CreateSession(ctx, newSession("s1", session.StateRunning, t0)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []session.Trial{
+		{Number: 0, State: session.TrialCompleted}, {Number: 1, State: session.TrialFailed}, {Number: 2, State: session.TrialTraining},
+		{Number: 3, State: session.TrialInterrupted}, {Number: 0, Rung: 1, State: session.TrialCompleted},
+	} {
+		tr.SessionID = "s1"
+		if err := db.PutTrial(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id, want := range map[string]int{"s1": 2, "none": 0} {
+		if n, err := db.TrialsDone(ctx, id); err != nil || n != want {
+			t.Errorf("TrialsDone(%s) = %d, %v; want %d", id, n, err, want)
+		}
+	}
+}
