@@ -103,6 +103,14 @@ func TestSessionsPageReadsOnePage(t *testing.T) {
 		}
 		newestFirst = append([]string{s.ID}, newestFirst...)
 	}
+	pruned := newestFirst[len(newestFirst)-1]
+	_, err = db.UpdateSession(ctx, pruned, func(s *session.Session) error {
+		s.Pruned = &session.Pruned{At: t0, Curves: session.CurvesDownsample, Points: 200, RunDirs: true}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	counted := &countingStore{DB: db}
 	dash, err := dashboard.New(dashboard.Options{Store: counted, Actions: readOnly{}, Key: make([]byte, 32)})
 	if err != nil {
@@ -135,6 +143,9 @@ func TestSessionsPageReadsOnePage(t *testing.T) {
 			got = append(got, row["id"].(string))
 			if row["trials_done"] != 1.0 {
 				t.Errorf("session %s: %v trials done, want 1", row["id"], row["trials_done"])
+			}
+			if want := "pruned on 2026-03-01: curves thinned to 200 points, run directories deleted (its preset's policy and checkpoint kept)"; row["id"] == pruned && row["pruned"] != want {
+				t.Errorf("the pruned session's row says %q, want %q", row["pruned"], want)
 			}
 		}
 		cursor, _ = v["next"].(string)

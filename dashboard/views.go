@@ -33,6 +33,7 @@ type sessionRow struct {
 	Preset        string   `json:"preset,omitempty"`
 	Started       string   `json:"started"`
 	Ended         string   `json:"ended,omitempty"`
+	Pruned        string   `json:"pruned,omitempty"` // what retention removed, in words
 }
 
 func stamp(t time.Time) string {
@@ -60,12 +61,34 @@ func trialsDone(trials []session.Trial) int {
 func rowDone(s session.Session, done int) sessionRow {
 	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
 		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
-		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt)}
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
 		r.BestScore = &v
 	}
 	return r
+}
+
+// prunedNote says what retention removed of a session, so an empty or coarse curve is
+// explained; "" when nothing was.
+func prunedNote(p *session.Pruned) string {
+	if p == nil {
+		return ""
+	}
+	var what []string
+	switch p.Curves {
+	case session.CurvesDownsample:
+		what = append(what, fmt.Sprintf("curves thinned to %d points", p.Points))
+	case session.CurvesDrop:
+		what = append(what, "curves dropped")
+	}
+	if p.RunDirs {
+		what = append(what, "run directories deleted (its preset's policy and checkpoint kept)")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("pruned on %s: %s", p.At.UTC().Format("2006-01-02"), strings.Join(what, ", "))
 }
 
 // permissions is what the page offers who; the handler checks again on every action.

@@ -161,6 +161,7 @@
         " · best " + (s.best_score === null ? "none yet" : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
+      s.pruned ? h("p", { class: "muted", id: "pruned" }, s.pruned) : null,
       // each running trial on its own line: its GPUs or its Slurm job (issue 14)
       d.running.length ? h("div", { id: "running" }, h("p", {}, "running now (" + d.running.length + "):"),
         h("ul", {}, d.running.map((l) => h("li", {}, l)))) : null,
