@@ -69,9 +69,9 @@ func (c *countingStore) Trials(ctx context.Context, id string) ([]session.Trial,
 	return c.DB.Trials(ctx, id)
 }
 
-func (c *countingStore) TrialsDone(ctx context.Context, id string) (int, error) {
+func (c *countingStore) TrialOutlines(ctx context.Context, id string) ([]session.TrialOutline, error) {
 	c.count(0, 1)
-	return c.DB.TrialsDone(ctx, id)
+	return c.DB.TrialOutlines(ctx, id)
 }
 
 // readOnly answers every action: these tests only read.

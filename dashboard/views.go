@@ -44,11 +44,15 @@ func stamp(t time.Time) string {
 }
 
 func row(s session.Session, trials []session.Trial) sessionRow {
-	return rowDone(s, trialsDone(trials))
+	outlines := make([]session.TrialOutline, len(trials))
+	for i, t := range trials {
+		outlines[i] = t.Outline()
+	}
+	return rowDone(s, trialsDone(outlines))
 }
 
 // trialsDone counts the rung-0 trials that have a result.
-func trialsDone(trials []session.Trial) int {
+func trialsDone(trials []session.TrialOutline) int {
 	n := 0
 	for _, t := range trials {
 		if t.Rung == 0 && t.State.Terminal() {
@@ -138,15 +142,9 @@ func (s *Server) sessions(ctx context.Context, _ Identity, r *http.Request) (any
 	return map[string]any{"sessions": rows, "next": next}, nil
 }
 
-// trialCounter is what a store may offer to count a session's finished rung-0 trials
-// without reading them whole (store.DB does).
-type trialCounter interface {
-	TrialsDone(ctx context.Context, sessionID string) (int, error)
-}
-
-// trialsDone counts a session's finished rung-0 trials for its row. A finished session's
-// trials no longer change, so its count is kept: the page polls every few seconds, and
-// reading a session's trials costs more than the rest of its row.
+// trialsDone counts a session's finished rung-0 trials for its row, from their outlines. A
+// finished session's trials no longer change, so its count is kept: the page polls every few
+// seconds, and a session's trials cost more to read than the rest of its row.
 func (s *Server) trialsDone(ctx context.Context, ss session.Session) (int, error) {
 	s.doneMu.Lock()
 	n, ok := s.done[ss.ID]
@@ -154,18 +152,11 @@ func (s *Server) trialsDone(ctx context.Context, ss session.Session) (int, error
 	if ok {
 		return n, nil
 	}
-	if c, ok := s.opt.Store.(trialCounter); ok {
-		var err error
-		if n, err = c.TrialsDone(ctx, ss.ID); err != nil {
-			return 0, fmt.Errorf("counting trials: %w", err)
-		}
-	} else {
-		trials, err := s.opt.Store.Trials(ctx, ss.ID)
-		if err != nil {
-			return 0, fmt.Errorf("listing trials: %w", err)
-		}
-		n = trialsDone(trials)
+	outlines, err := session.Outlines(ctx, s.opt.Store, ss.ID)
+	if err != nil {
+		return 0, fmt.Errorf("listing trials: %w", err)
 	}
+	n = trialsDone(outlines)
 	if !ss.State.Active() {
 		s.doneMu.Lock()
 		s.done[ss.ID] = n

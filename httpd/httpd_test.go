@@ -395,6 +395,11 @@ func (c *countingRecords) Trials(ctx context.Context, id string) ([]session.Tria
 	return c.DB.Trials(ctx, id)
 }
 
+func (c *countingRecords) TrialOutlines(ctx context.Context, id string) ([]session.TrialOutline, error) {
+	c.trialReads[id]++
+	return c.DB.TrialOutlines(ctx, id)
+}
+
 func (c *countingRecords) AuditSince(ctx context.Context, after uint64) ([]session.AuditEntry, error) {
 	es, err := c.DB.AuditSince(ctx, after)
 	c.auditRead += len(es)

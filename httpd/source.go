@@ -41,11 +41,12 @@ type StoreSource struct {
 	at   time.Time
 	last Snapshot
 
-	auditSeq      uint64                 // the audit log has been folded up to this entry
-	advisorCalls  map[string]int         // folded from the audit log so far
-	advisorTokens map[string]int64       // folded from the audit log so far
-	ended         map[string]sessionFold // sessions that can no longer change
-	open          map[string]bool        // the sessions active at the last read
+	auditSeq      uint64           // the audit log has been folded up to this entry
+	advisorCalls  map[string]int   // folded from the audit log so far
+	advisorTokens map[string]int64 // folded from the audit log so far
+	ended         map[string]bool  // sessions that can no longer change, folded into endedSum
+	endedSum      Snapshot         // their sessions and trials, added up
+	open          map[string]bool  // the sessions active at the last read
 }
 
 // maxSessionPage bounds a page of sessions a read asks for while it looks for new ones.
@@ -56,6 +57,29 @@ type sessionFold struct {
 	state  session.State
 	gpu    float64
 	trials trialFold
+}
+
+// addTo adds f to the totals of snap.
+func (f sessionFold) addTo(snap *Snapshot) {
+	snap.Sessions[f.state]++
+	snap.GPUSeconds += f.gpu
+	for st, n := range f.trials.states {
+		snap.Trials[st] += n
+	}
+	for rung, d := range f.trials.durations {
+		sum := snap.TrialDurations[rung]
+		sum.Count += d.Count
+		sum.Sum += d.Sum
+		snap.TrialDurations[rung] = sum
+	}
+}
+
+// addEnded folds a session that can no longer change into the totals, once.
+func (s *StoreSource) addEnded(id string, f sessionFold) {
+	if !s.ended[id] {
+		s.ended[id] = true
+		f.addTo(&s.endedSum)
+	}
 }
 
 // trialFold is what the metrics take from one session's trials.
@@ -93,31 +117,20 @@ func (s *StoreSource) read(ctx context.Context) (Snapshot, error) {
 		AdvisorCalls: map[string]int{}, AdvisorTokens: map[string]int64{},
 	}
 	if s.ended == nil {
-		s.ended, s.open = map[string]sessionFold{}, map[string]bool{}
+		s.ended, s.open = map[string]bool{}, map[string]bool{}
+		s.endedSum = Snapshot{Sessions: map[session.State]int{}, Trials: map[session.TrialState]int{}, TrialDurations: map[int]Summary{}}
 		s.advisorCalls, s.advisorTokens = map[string]int{}, map[string]int64{}
 	}
 	active, err := s.sessions(ctx)
 	if err != nil {
 		return snap, err
 	}
-	add := func(f sessionFold) {
-		snap.Sessions[f.state]++
-		snap.GPUSeconds += f.gpu
-		for st, n := range f.trials.states {
-			snap.Trials[st] += n
-		}
-		for rung, d := range f.trials.durations {
-			sum := snap.TrialDurations[rung]
-			sum.Count += d.Count
-			sum.Sum += d.Sum
-			snap.TrialDurations[rung] = sum
-		}
-	}
-	for _, f := range s.ended {
-		add(f)
-	}
+	maps.Copy(snap.Sessions, s.endedSum.Sessions)
+	maps.Copy(snap.Trials, s.endedSum.Trials)
+	maps.Copy(snap.TrialDurations, s.endedSum.TrialDurations)
+	snap.GPUSeconds = s.endedSum.GPUSeconds
 	for _, f := range active {
-		add(f)
+		f.addTo(&snap)
 	}
 	entries, err := session.AuditAfter(ctx, s.rec, s.auditSeq)
 	if err != nil {
@@ -153,7 +166,7 @@ func (s *StoreSource) read(ctx context.Context) (Snapshot, error) {
 // but the active session.
 func (s *StoreSource) sessions(ctx context.Context) (map[string]sessionFold, error) {
 	fold := func(se session.Session) (sessionFold, error) {
-		trials, err := s.rec.Trials(ctx, se.ID)
+		trials, err := session.Outlines(ctx, s.rec, se.ID)
 		if err != nil {
 			return sessionFold{}, fmt.Errorf("listing trials of %s: %w", se.ID, err)
 		}
@@ -177,9 +190,11 @@ func (s *StoreSource) sessions(ctx context.Context) (map[string]sessionFold, err
 		if err != nil {
 			return nil, fmt.Errorf("reading session %s: %w", id, err)
 		}
-		if s.ended[id], err = fold(se); err != nil {
+		f, err := fold(se)
+		if err != nil {
 			return nil, err
 		}
+		s.addEnded(id, f)
 	}
 	total, err := s.rec.SessionCount(ctx)
 	if err != nil {
@@ -192,15 +207,14 @@ func (s *StoreSource) sessions(ctx context.Context) (map[string]sessionFold, err
 			return nil, fmt.Errorf("listing sessions: %w", err)
 		}
 		for _, se := range page {
-			if _, ok := s.ended[se.ID]; ok {
-				continue
+			if _, ok := active[se.ID]; s.ended[se.ID] || ok || se.State.Active() {
+				continue // known, counted as active above, or it will be next time
 			}
-			if _, ok := active[se.ID]; ok || se.State.Active() {
-				continue // counted as active above, or it will be next time
-			}
-			if s.ended[se.ID], err = fold(se); err != nil {
+			f, err := fold(se)
+			if err != nil {
 				return nil, err
 			}
+			s.addEnded(se.ID, f)
 		}
 		if next == "" {
 			break
@@ -214,7 +228,7 @@ func (s *StoreSource) sessions(ctx context.Context) (map[string]sessionFold, err
 	return active, nil
 }
 
-func foldTrials(trials []session.Trial) trialFold {
+func foldTrials(trials []session.TrialOutline) trialFold {
 	f := trialFold{states: map[session.TrialState]int{}, durations: map[int]Summary{}}
 	for _, t := range trials {
 		f.states[t.State]++

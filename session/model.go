@@ -189,6 +189,21 @@ type Trial struct {
 	GPUSeconds   float64       `json:"gpu_seconds"`
 }
 
+// TrialOutline is what a summary needs of a trial, where it stands and when it ran: a list
+// row counts, the metrics fold. A store can read it without decoding the rest of the record.
+type TrialOutline struct {
+	Number    int        `json:"number"`
+	Rung      int        `json:"rung"`
+	State     TrialState `json:"state"`
+	StartedAt time.Time  `json:"started_at,omitzero"`
+	EndedAt   time.Time  `json:"ended_at,omitzero"`
+}
+
+// Outline returns the trial's outline.
+func (t Trial) Outline() TrialOutline {
+	return TrialOutline{Number: t.Number, Rung: t.Rung, State: t.State, StartedAt: t.StartedAt, EndedAt: t.EndedAt}
+}
+
 // TrialRef names a trial of a session.
 type TrialRef struct {
 	Number int `json:"number"`

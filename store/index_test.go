@@ -266,24 +266,29 @@ func TestVersion1FileIsIndexedWhenOpened(t *testing.T) {
 	})
 }
 
-func TestTrialsDoneCountsRungZeroResults(t *testing.T) {
+func TestTrialOutlines(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openDB(t)
 	if err := db.CreateSession(ctx, newSession("s1", session.StateRunning, t0)); err != nil {
 		t.Fatal(err)
 	}
+	var want []session.TrialOutline
 	for _, tr := range []session.Trial{
-		{Number: 0, State: session.TrialCompleted}, {Number: 1, State: session.TrialFailed}, {Number: 2, State: session.TrialTraining},
-		{Number: 3, State: session.TrialInterrupted}, {Number: 0, Rung: 1, State: session.TrialCompleted},
+		{Number: 0, State: session.TrialCompleted, StartedAt: t0, EndedAt: t0.Add(time.Minute), Metrics: session.Metrics{"fall_rate": 0.1}},
+		{Number: 0, Rung: 1, State: session.TrialFailed, StartedAt: t0, Reason: "exit status 1"},
+		{Number: 2, State: session.TrialTraining, RewardConfig: session.RewardConfig{Weights: map[string]float64{"pose": 1}}},
 	} {
 		tr.SessionID = "s1"
 		if err := db.PutTrial(ctx, tr); err != nil {
 			t.Fatal(err)
 		}
+		want = append(want, tr.Outline())
 	}
-	for id, want := range map[string]int{"s1": 2, "none": 0} {
-		if n, err := db.TrialsDone(ctx, id); err != nil || n != want {
-			t.Errorf("TrialsDone(%s) = %d, %v; want %d", id, n, err, want)
-		}
+	got, err := db.TrialOutlines(ctx, "s1")
+	if diff := gocmp.Diff(want, got); diff != "" || err != nil {
+		t.Errorf("TrialOutlines (-want +got), %v:\n%s", err, diff)
+	}
+	if none, err := db.TrialOutlines(ctx, "none"); err != nil || len(none) != 0 {
+		t.Errorf("TrialOutlines of no session: %v, %v", none, err)
 	}
 }

@@ -204,31 +204,15 @@ func (d *DB) Trials(ctx context.Context, sessionID string) ([]session.Trial, err
 	return out, err
 }
 
-// TrialsDone counts a session's rung-0 trials that have a result (completed or failed), for
-// the sessions page's rows: it decodes each trial's rung and state only, a third of the cost
-// of reading the trials whole.
-func (d *DB) TrialsDone(ctx context.Context, sessionID string) (int, error) {
-	n := 0
-	err := d.view(ctx, func(tx *bolt.Tx) error {
-		b := sub(tx, bucketTrials, sessionID)
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error {
-			var t struct {
-				Rung  int                `json:"rung"`
-				State session.TrialState `json:"state"`
-			}
-			if err := jsonUnmarshal(v, &t, "trial", k); err != nil {
-				return err
-			}
-			if t.Rung == 0 && t.State.Terminal() {
-				n++
-			}
-			return nil
-		})
+// TrialOutlines lists the outlines of a session's trials by number, then rung, decoding
+// only their rung, state and times (session.TrialOutliner).
+func (d *DB) TrialOutlines(ctx context.Context, sessionID string) ([]session.TrialOutline, error) {
+	var out []session.TrialOutline
+	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = listJSON[session.TrialOutline](sub(tx, bucketTrials, sessionID), "trial")
+		return err
 	})
-	return n, err
+	return out, err
 }
 
 // DeleteTrial removes a trial and its metric series.
