@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"tunebot/dashboard/cdp"
 	"tunebot/preset"
 	"tunebot/session"
 	"tunebot/store"
@@ -372,5 +373,34 @@ retention:
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("config check: exit %d, want 1 and %q in:\n%s", code, want, stderr)
 		}
+	}
+}
+
+// The sessions page lists the newest 50 and pages on to the rest with its links, in a real
+// browser against the daemon.
+func TestSessionsPagePagesInChromium(t *testing.T) {
+	chromium := cdp.Find()
+	if chromium == "" {
+		t.Skip("chromium is not installed (apt-get install -y chromium): the browser test of the session list's pages is skipped")
+	}
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	ids := storeWithSessions(t, data, 60)
+	addr := freeAddr(t)
+	cfg := writeConfig(t, dir, "data_dir: "+data+"\nservice: {addr: \""+addr+"\"}\n")
+	startDaemon(t, cfg)
+	link := dashboardLink(t, cfg)
+	b := startBrowser(t, chromium)
+	b.navigate(link)
+	b.waitJS("the sign-in button", `!!document.querySelector("#signin")`)
+	b.eval(`setTimeout(() => document.querySelector("#signin").click(), 0)`)
+	b.waitJS("the first page", `location.pathname === "/" && document.querySelectorAll("#sessions tbody tr").length === 50 && !!document.querySelector("#older-sessions")`)
+	if first := b.evalString(`document.querySelector("#sessions tbody a").textContent`); first != session.Short(ids[59]) {
+		t.Errorf("the first row is %s, want the newest session %s", first, session.Short(ids[59]))
+	}
+	b.eval(`document.querySelector("#older-sessions").click()`)
+	b.waitJS("the older page", `location.search.startsWith("?cursor=") && document.querySelectorAll("#sessions tbody tr").length === 10 && !!document.querySelector("#newest-sessions") && !document.querySelector("#older-sessions")`)
+	if last := b.evalString(`[...document.querySelectorAll("#sessions tbody a")].pop().textContent`); last != session.Short(ids[0]) {
+		t.Errorf("the last row of the older page is %s, want the oldest session %s", last, session.Short(ids[0]))
 	}
 }
