@@ -28,7 +28,7 @@ func init() {
 const pruneUsage = `usage: tunebot prune [--config FILE] [--older-than AGE] [--keep-last N] [--curves downsample|drop|keep]
                     [--points N] [--run-dirs=false] [--compact=false] [--dry-run] [--json]`
 
-// PrunePath is where the running daemon prunes for `tunebot prune`: it holds the data file.
+// prunePath is where the running daemon prunes for `tunebot prune`: it holds the data file.
 const prunePath = "/prune"
 
 // pruneTimeout bounds a prune the daemon runs for the command: compacting a large file
