@@ -591,15 +591,19 @@ func (h *Handler) session(ctx context.Context, id string, newestOK bool) (sessio
 		}
 		return s, err
 	}
-	all, err := h.cfg.Store.Sessions(ctx)
-	if err != nil {
-		return session.Session{}, fmt.Errorf("listing sessions: %w", err)
+	// The indexes answer both: nothing here reads every session (docs/design.md §7).
+	s, ok, err := session.ActiveSession(ctx, h.cfg.Store)
+	if err != nil || ok {
+		return s, err
 	}
-	if s, ok := session.FindActive(all); ok {
-		return s, nil
-	}
-	if newestOK && len(all) > 0 {
-		return all[0], nil
+	if newestOK {
+		newest, _, err := h.cfg.Store.RecentSessions(ctx, "", 1)
+		if err != nil {
+			return session.Session{}, fmt.Errorf("reading the newest session: %w", err)
+		}
+		if len(newest) > 0 {
+			return newest[0], nil
+		}
 	}
 	return session.Session{}, session.Userf(session.ErrNotFound, "no session is active; /tune start begins one")
 }

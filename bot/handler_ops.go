@@ -356,11 +356,11 @@ func readAtMost(path string, limit int64) ([]byte, error) {
 
 // busy says why the trainer checkout may not change now, or "" when it may.
 func (h *Handler) busy(ctx context.Context) (string, error) {
-	all, err := h.cfg.Store.Sessions(ctx)
+	s, ok, err := session.ActiveSession(ctx, h.cfg.Store)
 	if err != nil {
-		return "", fmt.Errorf("listing sessions: %w", err)
+		return "", fmt.Errorf("reading the active session: %w", err)
 	}
-	if s, ok := session.FindActive(all); ok {
+	if ok {
 		return fmt.Sprintf("session %s is %s and uses the trainer checkout; apply or roll back after it ends (or cancel it)", session.Short(s.ID), s.State), nil
 	}
 	return "", nil

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"tunebot/bot"
@@ -75,6 +76,9 @@ type Server struct {
 	mux   *http.ServeMux
 	page  *template.Template
 	limit *bot.Limiter // each person's page reads
+
+	doneMu sync.Mutex
+	done   map[string]int // finished sessions' rung-0 trials with a result, for their rows
 }
 
 // New returns the page's server.
@@ -100,7 +104,7 @@ func New(opt Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page, limit: bot.NewLimiter(opt.ReadLimit)}
+	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page, limit: bot.NewLimiter(opt.ReadLimit), done: map[string]int{}}
 	s.routes()
 	return s, nil
 }

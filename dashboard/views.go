@@ -33,6 +33,7 @@ type sessionRow struct {
 	Preset        string   `json:"preset,omitempty"`
 	Started       string   `json:"started"`
 	Ended         string   `json:"ended,omitempty"`
+	Pruned        string   `json:"pruned,omitempty"` // what retention removed, in words
 }
 
 func stamp(t time.Time) string {
@@ -43,19 +44,55 @@ func stamp(t time.Time) string {
 }
 
 func row(s session.Session, trials []session.Trial) sessionRow {
-	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
-		TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
-		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt)}
+	outlines := make([]session.TrialOutline, len(trials))
+	for i, t := range trials {
+		outlines[i] = t.Outline()
+	}
+	return rowDone(s, trialsDone(outlines))
+}
+
+// trialsDone counts the rung-0 trials that have a result.
+func trialsDone(trials []session.TrialOutline) int {
+	n := 0
 	for _, t := range trials {
 		if t.Rung == 0 && t.State.Terminal() {
-			r.TrialsDone++
+			n++
 		}
 	}
+	return n
+}
+
+func rowDone(s session.Session, done int) sessionRow {
+	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
+		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
 		r.BestScore = &v
 	}
 	return r
+}
+
+// prunedNote says what retention removed of a session, so an empty or coarse curve is
+// explained; "" when nothing was.
+func prunedNote(p *session.Pruned) string {
+	if p == nil {
+		return ""
+	}
+	var what []string
+	switch p.Curves {
+	case session.CurvesDownsample:
+		what = append(what, fmt.Sprintf("curves thinned to %d points", p.Points))
+	case session.CurvesDrop:
+		what = append(what, "curves dropped")
+	}
+	if p.RunDirs {
+		what = append(what, "run directories deleted (its preset's policy and checkpoint kept)")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("pruned on %s: %s", p.At.UTC().Format("2006-01-02"), strings.Join(what, ", "))
 }
 
 // permissions is what the page offers the person in, with the roles they hold now; the
@@ -79,20 +116,54 @@ func nameOf(who Identity) string {
 	return who.ID
 }
 
-func (s *Server) sessions(ctx context.Context, _ bot.Interaction, _ *http.Request) (any, error) {
-	all, err := s.opt.Store.Sessions(ctx)
+// SessionsPerPage is how many sessions the sessions page lists at once, newest first; an
+// "older sessions" link pages on. A lab that runs sessions daily has thousands within a
+// year, and the page polls every few seconds, so it reads one page from the store's
+// index, never every session (docs/design.md §7).
+const SessionsPerPage = 50
+
+func (s *Server) sessions(ctx context.Context, _ bot.Interaction, r *http.Request) (any, error) {
+	cursor := r.URL.Query().Get("cursor")
+	page, next, err := s.opt.Store.RecentSessions(ctx, cursor, SessionsPerPage)
+	var ue *session.UserError
+	if errors.As(err, &ue) {
+		return nil, badRequest("%s", ue.Msg)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("listing sessions: %w", err)
 	}
-	rows := make([]sessionRow, 0, len(all))
-	for _, ss := range all {
-		trials, err := s.opt.Store.Trials(ctx, ss.ID)
+	rows := make([]sessionRow, 0, len(page))
+	for _, ss := range page {
+		done, err := s.trialsDone(ctx, ss)
 		if err != nil {
-			return nil, fmt.Errorf("listing trials: %w", err)
+			return nil, err
 		}
-		rows = append(rows, row(ss, trials))
+		rows = append(rows, rowDone(ss, done))
 	}
-	return map[string]any{"sessions": rows}, nil
+	return map[string]any{"sessions": rows, "next": next}, nil
+}
+
+// trialsDone counts a session's finished rung-0 trials for its row, from their outlines. A
+// finished session's trials no longer change, so its count is kept: the page polls every few
+// seconds, and a session's trials cost more to read than the rest of its row.
+func (s *Server) trialsDone(ctx context.Context, ss session.Session) (int, error) {
+	s.doneMu.Lock()
+	n, ok := s.done[ss.ID]
+	s.doneMu.Unlock()
+	if ok {
+		return n, nil
+	}
+	outlines, err := session.Outlines(ctx, s.opt.Store, ss.ID)
+	if err != nil {
+		return 0, fmt.Errorf("listing trials: %w", err)
+	}
+	n = trialsDone(outlines)
+	if !ss.State.Active() {
+		s.doneMu.Lock()
+		s.done[ss.ID] = n
+		s.doneMu.Unlock()
+	}
+	return n, nil
 }
 
 func (s *Server) lookup(ctx context.Context, id string) (session.Session, error) {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -367,13 +368,36 @@ func TestStoreSource(t *testing.T) {
 // countingRecords counts what a StoreSource reads of the store.
 type countingRecords struct {
 	*store.DB
-	trialReads map[string]int
-	auditRead  int
+	trialReads   map[string]int
+	auditRead    int
+	sessionReads int
+}
+
+func (c *countingRecords) Session(ctx context.Context, id string) (session.Session, error) {
+	c.sessionReads++
+	return c.DB.Session(ctx, id)
+}
+
+func (c *countingRecords) RecentSessions(ctx context.Context, cursor string, limit int) ([]session.Session, string, error) {
+	page, next, err := c.DB.RecentSessions(ctx, cursor, limit)
+	c.sessionReads += len(page)
+	return page, next, err
+}
+
+func (c *countingRecords) ActiveSessions(ctx context.Context) ([]session.Session, error) {
+	active, err := c.DB.ActiveSessions(ctx)
+	c.sessionReads += len(active)
+	return active, err
 }
 
 func (c *countingRecords) Trials(ctx context.Context, id string) ([]session.Trial, error) {
 	c.trialReads[id]++
 	return c.DB.Trials(ctx, id)
+}
+
+func (c *countingRecords) TrialOutlines(ctx context.Context, id string) ([]session.TrialOutline, error) {
+	c.trialReads[id]++
+	return c.DB.TrialOutlines(ctx, id)
 }
 
 func (c *countingRecords) AuditSince(ctx context.Context, after uint64) ([]session.AuditEntry, error) {
@@ -434,4 +458,59 @@ func TestStoreSourceReadsOnlyWhatCanChange(t *testing.T) {
 	if rec.trialReads["old"] != 1 || rec.trialReads["live"] != 2 {
 		t.Errorf("trial reads %v: an ended session's trials are read once, an active one's every scrape", rec.trialReads)
 	}
+}
+
+// A year of sessions: after the first scrape, each one reads the active session, the one
+// that ended since, and the one started since, not every session again, and counts right.
+func TestStoreSourceReadsOnlyNewAndActiveSessions(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	create := func(id string, st session.State, day int) {
+		t.Helper()
+		if err := db.CreateSession(ctx, session.Session{ID: id, State: st, GPUSeconds: 10, CreatedAt: t0.AddDate(0, 0, day)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const ended = 200
+	for i := range ended {
+		create(fmt.Sprintf("old%03d", i), session.StateSucceeded, i)
+	}
+	create("live", session.StateRunning, ended)
+	rec := &countingRecords{DB: db, trialReads: map[string]int{}}
+	src := httpd.NewStoreSource(rec, nil, time.Nanosecond)
+	scrape := func(step string, maxReads int, want map[session.State]int) {
+		t.Helper()
+		rec.sessionReads = 0
+		time.Sleep(time.Millisecond)
+		snap, err := src.Snapshot(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec.sessionReads > maxReads {
+			t.Errorf("%s: the scrape read %d sessions, want at most %d", step, rec.sessionReads, maxReads)
+		}
+		if diff := cmp.Diff(want, snap.Sessions); diff != "" {
+			t.Errorf("%s: sessions by state (-want +got):\n%s", step, diff)
+		}
+		total := 0
+		for _, n := range want {
+			total += n
+		}
+		if snap.GPUSeconds != float64(10*total) {
+			t.Errorf("%s: GPU seconds %v, want %d", step, snap.GPUSeconds, 10*total)
+		}
+	}
+	scrape("first", ended+2, map[session.State]int{session.StateSucceeded: ended, session.StateRunning: 1})
+	scrape("unchanged", 1, map[session.State]int{session.StateSucceeded: ended, session.StateRunning: 1})
+	if _, err := db.UpdateSession(ctx, "live", func(s *session.Session) error { s.State = session.StateFailed; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	create("next", session.StateCancelled, ended+1)
+	scrape("one ended, one new", 2, map[session.State]int{session.StateSucceeded: ended, session.StateFailed: 1, session.StateCancelled: 1})
+	scrape("quiet", 0, map[session.State]int{session.StateSucceeded: ended, session.StateFailed: 1, session.StateCancelled: 1})
 }

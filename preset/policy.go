@@ -69,7 +69,7 @@ func BestPolicy(sessionsDir string, p session.Preset, trial session.Trial, limit
 		return "", 0, fmt.Errorf("policy of preset %s is not a regular file", p.Name)
 	}
 	if limit > 0 && st.Size() > limit {
-		return real, st.Size(), session.Userf(nil, "the policy of preset %s is %s, above the %s upload limit", p.Name, human(st.Size()), human(limit))
+		return real, st.Size(), session.Userf(nil, "the policy of preset %s is %s, above the %s upload limit", p.Name, session.Bytes(st.Size()), session.Bytes(limit))
 	}
 	return real, st.Size(), nil
 }
@@ -77,14 +77,4 @@ func BestPolicy(sessionsDir string, p session.Preset, trial session.Trial, limit
 func within(root, p string) bool {
 	rel, err := filepath.Rel(root, p)
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

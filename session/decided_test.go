@@ -54,16 +54,6 @@ func TestBareDecisionTarget(t *testing.T) {
 	}
 }
 
-func TestFindActive(t *testing.T) {
-	all := []session.Session{{ID: "new", State: session.StateSucceeded}, {ID: "run", State: session.StatePaused}, {ID: "old", State: session.StateFailed}}
-	if s, ok := session.FindActive(all); !ok || s.ID != "run" {
-		t.Errorf("FindActive = %q, %v; want run", s.ID, ok)
-	}
-	if s, ok := session.FindActive(all[:1]); ok {
-		t.Errorf("FindActive of finished sessions = %q", s.ID)
-	}
-}
-
 func TestTriedConfigsAreRungZero(t *testing.T) {
 	cfg := func(v float64) session.RewardConfig {
 		return session.RewardConfig{Weights: map[string]float64{"x": v}}

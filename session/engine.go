@@ -187,22 +187,17 @@ func (e *Engine) Wait(ctx context.Context, id string) (Session, error) {
 
 // Active returns the one active session, if any.
 func (e *Engine) Active(ctx context.Context) (Session, bool, error) {
-	all, err := e.cfg.Store.Sessions(ctx)
-	if err != nil {
-		return Session{}, false, err
-	}
-	s, ok := FindActive(all)
-	return s, ok, nil
+	return ActiveSession(ctx, e.cfg.Store)
 }
 
-// FindActive returns the active session among all: at most one is active at a time.
-func FindActive(all []Session) (Session, bool) {
-	for _, s := range all {
-		if s.State.Active() {
-			return s, true
-		}
+// ActiveSession returns the active session of st, if any: at most one is active at a time,
+// and it is read from the store's index of active sessions, not found among all.
+func ActiveSession(ctx context.Context, st SessionStore) (Session, bool, error) {
+	active, err := st.ActiveSessions(ctx)
+	if err != nil || len(active) == 0 {
+		return Session{}, false, err
 	}
-	return Session{}, false
+	return active[0], true, nil
 }
 
 // Start validates settings, creates a session and starts its baseline.
@@ -534,14 +529,11 @@ func DecidedWord(p Proposal) string {
 // Recover runs once at start-up: sessions left running become interrupted, and trainer
 // process groups a crashed tunebot left behind are ended before their GPU is used again.
 func (e *Engine) Recover(ctx context.Context) error {
-	all, err := e.cfg.Store.Sessions(ctx)
+	active, err := e.cfg.Store.ActiveSessions(ctx)
 	if err != nil {
-		return fmt.Errorf("listing sessions: %w", err)
+		return fmt.Errorf("listing active sessions: %w", err)
 	}
-	for _, s := range all {
-		if !s.State.Active() {
-			continue
-		}
+	for _, s := range active {
 		trials, err := e.cfg.Store.Trials(ctx, s.ID)
 		if err != nil {
 			return fmt.Errorf("listing trials of %s: %w", s.ID, err)
@@ -936,6 +928,19 @@ func short(id string) string {
 
 // Short is the 8-character form of a session id used in names and messages.
 func Short(id string) string { return short(id) }
+
+// Bytes says a size in a person's units: 512 bytes, 3.4 KiB, 247.0 MiB, 1.2 GiB.
+func Bytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
 
 // TriedConfigs lists the configurations a session has trained (its rung-0 trials): a
 // proposal or an edit that merges to one of them is a duplicate (docs/design.md §5).

@@ -99,7 +99,27 @@ type Session struct {
 	CreatedAt    time.Time `json:"created_at"`
 	UpdatedAt    time.Time `json:"updated_at"`
 	EndedAt      time.Time `json:"ended_at,omitzero"`
+	// Pruned is what retention (tunebot prune) removed of this finished session; nil
+	// when nothing was.
+	Pruned *Pruned `json:"pruned,omitempty"`
 }
+
+// Pruned records what retention removed of a finished session: its curves thinned or
+// dropped, its run directories deleted. Its trials, scores, proposals, presets and audit
+// are never removed, nor the policy and checkpoint of a preset's trial.
+type Pruned struct {
+	At      time.Time `json:"at"`
+	Curves  string    `json:"curves,omitempty"` // CurvesDownsample or CurvesDrop; "" when kept
+	Points  int       `json:"points,omitempty"` // the most points a curve kept, after downsample
+	RunDirs bool      `json:"run_dirs,omitempty"`
+}
+
+// What retention does with the curves of an old session.
+const (
+	CurvesKeep       = "keep"
+	CurvesDownsample = "downsample"
+	CurvesDrop       = "drop"
+)
 
 // Proc identifies a trainer process group, recorded at launch so that one left running by a
 // crashed tunebot can be ended before its GPU is used again.
@@ -167,6 +187,21 @@ type Trial struct {
 	StartedAt    time.Time     `json:"started_at,omitzero"`
 	EndedAt      time.Time     `json:"ended_at,omitzero"`
 	GPUSeconds   float64       `json:"gpu_seconds"`
+}
+
+// TrialOutline is what a summary needs of a trial, where it stands and when it ran: a list
+// row counts, the metrics fold. A store can read it without decoding the rest of the record.
+type TrialOutline struct {
+	Number    int        `json:"number"`
+	Rung      int        `json:"rung"`
+	State     TrialState `json:"state"`
+	StartedAt time.Time  `json:"started_at,omitzero"`
+	EndedAt   time.Time  `json:"ended_at,omitzero"`
+}
+
+// Outline returns the trial's outline.
+func (t Trial) Outline() TrialOutline {
+	return TrialOutline{Number: t.Number, Rung: t.Rung, State: t.State, StartedAt: t.StartedAt, EndedAt: t.EndedAt}
 }
 
 // TrialRef names a trial of a session.

@@ -13,8 +13,14 @@ type SessionStore interface {
 	// still active (checked in the same transaction) and ErrExists when the id is taken.
 	CreateSession(ctx context.Context, s Session) error
 	Session(ctx context.Context, id string) (Session, error)
-	// Sessions lists every session, newest first.
-	Sessions(ctx context.Context) ([]Session, error)
+	// RecentSessions returns one page of at most limit sessions, newest first (by
+	// CreatedAt, ties by id), starting after the page that ended at cursor ("" for the
+	// newest). next is the cursor of the following page, "" after the last one. A list
+	// view reads a page from an index, never every session (docs/design.md §7).
+	RecentSessions(ctx context.Context, cursor string, limit int) (page []Session, next string, err error)
+	// ActiveSessions lists the sessions that are not finished (State.Active), newest
+	// first, from an index of their own: at most one, as CreateSession keeps it.
+	ActiveSessions(ctx context.Context) ([]Session, error)
 	// UpdateSession runs fn on the stored session inside one write transaction; an error
 	// from fn aborts it. It returns the session as written.
 	UpdateSession(ctx context.Context, id string, fn func(*Session) error) (Session, error)
@@ -26,6 +32,29 @@ type TrialStore interface {
 	// Trials lists a session's trials ordered by number, then rung.
 	Trials(ctx context.Context, sessionID string) ([]Trial, error)
 	DeleteTrial(ctx context.Context, sessionID string, ref TrialRef) error
+}
+
+// TrialOutliner is what a TrialStore may also offer: the outlines of a session's trials, by
+// number then rung, at a third of the cost of reading them whole (a list of thousands of
+// sessions needs no more of them).
+type TrialOutliner interface {
+	TrialOutlines(ctx context.Context, sessionID string) ([]TrialOutline, error)
+}
+
+// Outlines returns the outlines of a session's trials, through TrialOutliner when st has it.
+func Outlines(ctx context.Context, st TrialStore, sessionID string) ([]TrialOutline, error) {
+	if o, ok := st.(TrialOutliner); ok {
+		return o.TrialOutlines(ctx, sessionID)
+	}
+	trials, err := st.Trials(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]TrialOutline, len(trials))
+	for i, t := range trials {
+		out[i] = t.Outline()
+	}
+	return out, nil
 }
 
 // ProposalStore persists proposals.

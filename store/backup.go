@@ -61,10 +61,6 @@ func WriteBackup(path string, fill func(io.Writer) error) (int64, error) {
 		return 0, fmt.Errorf("moving the backup into place: %w", err)
 	}
 	done = true
-	// The rename is durable once the directory is synced.
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
+	syncDir(dir)
 	return info.Size(), nil
 }

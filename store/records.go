@@ -2,7 +2,6 @@ package store
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -25,18 +24,19 @@ func (d *DB) CreateSession(ctx context.Context, s session.Session) error {
 		if b.Get([]byte(s.ID)) != nil {
 			return fmt.Errorf("creating session %s: %w", s.ID, session.ErrExists)
 		}
-		c := b.Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			var other session.Session
-			if err := jsonUnmarshal(v, &other, "session", k); err != nil {
-				return err
-			}
-			if other.State.Active() {
-				return fmt.Errorf("creating session %s: session %s is still %s: %w",
-					s.ID, other.ID, other.State, session.ErrBusy)
-			}
+		active, err := activeSessions(tx)
+		if err != nil {
+			return err
 		}
-		return putJSON(b, []byte(s.ID), s)
+		if len(active) > 0 {
+			other := active[0]
+			return fmt.Errorf("creating session %s: session %s is still %s: %w",
+				s.ID, other.ID, other.State, session.ErrBusy)
+		}
+		if err := putJSON(b, []byte(s.ID), s); err != nil {
+			return err
+		}
+		return indexSession(tx, nil, s)
 	})
 }
 
@@ -53,7 +53,9 @@ func (d *DB) Session(ctx context.Context, id string) (session.Session, error) {
 	return s, err
 }
 
-// Sessions lists every session, newest first by CreatedAt (ties by id, descending).
+// Sessions lists every session, newest first by CreatedAt (ties by id, descending). It reads
+// them all, without the indexes (so also from a file an older tunebot wrote), for the daily
+// digest, tools and tests; what people look at reads RecentSessions.
 func (d *DB) Sessions(ctx context.Context) ([]session.Session, error) {
 	var out []session.Session
 	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
@@ -63,13 +65,65 @@ func (d *DB) Sessions(ctx context.Context) ([]session.Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(out, func(a, b session.Session) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(b.ID, a.ID)
-	})
+	slices.SortFunc(out, newestFirst)
 	return out, nil
+}
+
+// RecentSessions returns at most limit sessions, newest first, after the page that ended at
+// cursor ("" for the newest), and the cursor of the next page ("" after the last). It reads
+// the index of sessions by creation time, so a page costs the same with ten sessions stored
+// or ten thousand.
+func (d *DB) RecentSessions(ctx context.Context, cursor string, limit int) ([]session.Session, string, error) {
+	if limit <= 0 {
+		return nil, "", fmt.Errorf("listing sessions: a page of %d sessions", limit)
+	}
+	var from []byte
+	if cursor != "" {
+		var err error
+		if from, err = parseCursor(cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	var (
+		out  []session.Session
+		next []byte
+	)
+	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
+		out, next, err = recentSessions(tx, from, limit)
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, formatCursor(next), nil
+}
+
+// ActiveSessions lists the sessions that have not finished, newest first, from their index.
+func (d *DB) ActiveSessions(ctx context.Context) ([]session.Session, error) {
+	var out []session.Session
+	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = activeSessions(tx)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SessionCount returns how many sessions are stored, counted on their index's pages
+// without reading a session.
+func (d *DB) SessionCount(ctx context.Context) (int, error) {
+	var n int
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		idx := tx.Bucket(bucketByTime)
+		if idx == nil {
+			return errNoIndex
+		}
+		n = idx.Stats().KeyN
+		return nil
+	})
+	return n, err
 }
 
 // UpdateSession runs fn on the stored session inside one write transaction and returns the
@@ -85,13 +139,17 @@ func (d *DB) UpdateSession(ctx context.Context, id string, fn func(*session.Sess
 		if !found {
 			return fmt.Errorf("updating session %s: %w", id, session.ErrNotFound)
 		}
+		was := s
 		if err := fn(&s); err != nil {
 			return err
 		}
 		if s.ID != id {
 			return fmt.Errorf("updating session %s: id changed to %q: %w", id, s.ID, session.ErrConflict)
 		}
-		return putJSON(b, []byte(id), s)
+		if err := putJSON(b, []byte(id), s); err != nil {
+			return err
+		}
+		return indexSession(tx, &was, s)
 	})
 	if err != nil {
 		return session.Session{}, err
@@ -141,6 +199,17 @@ func (d *DB) Trials(ctx context.Context, sessionID string) ([]session.Trial, err
 	var out []session.Trial
 	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
 		out, err = listJSON[session.Trial](sub(tx, bucketTrials, sessionID), "trial")
+		return err
+	})
+	return out, err
+}
+
+// TrialOutlines lists the outlines of a session's trials by number, then rung, decoding
+// only their rung, state and times (session.TrialOutliner).
+func (d *DB) TrialOutlines(ctx context.Context, sessionID string) ([]session.TrialOutline, error) {
+	var out []session.TrialOutline
+	err := d.view(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = listJSON[session.TrialOutline](sub(tx, bucketTrials, sessionID), "trial")
 		return err
 	})
 	return out, err

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -152,4 +153,74 @@ func (d *DB) SeriesTags(ctx context.Context, sessionID string, ref session.Trial
 		return nil, err
 	}
 	return out, nil
+}
+
+// PruneSeries thins every curve of session sessionID to at most points points with LTTB
+// (session.Downsample), or drops them all when points is 0, in one transaction; with
+// dryRun it only measures. It returns the bytes the curves took before and take after
+// (retention, docs/design.md §7). The file keeps its size until it is compacted.
+func (d *DB) PruneSeries(ctx context.Context, sessionID string, points int, dryRun bool) (before, after int64, err error) {
+	if points < 0 {
+		return 0, 0, fmt.Errorf("pruning the curves of session %s: %d points", sessionID, points)
+	}
+	fn := func(tx *bolt.Tx) error {
+		s := sub(tx, bucketSeries, sessionID)
+		if s == nil {
+			return nil
+		}
+		type put struct {
+			b        *bolt.Bucket
+			tag, buf []byte
+		}
+		var puts []put
+		err := s.ForEach(func(trial, _ []byte) error {
+			b := s.Bucket(trial)
+			if b == nil {
+				return nil
+			}
+			return b.ForEach(func(tag, v []byte) error {
+				before += int64(len(v))
+				if points == 0 {
+					return nil
+				}
+				pts, err := decodeSeries(v)
+				if err != nil {
+					return fmt.Errorf("reading series %s of session %s: %w", tag, sessionID, err)
+				}
+				if len(pts) <= points {
+					after += int64(len(v))
+					return nil
+				}
+				buf := encodeSeries(session.Downsample(pts, points))
+				after += int64(len(buf))
+				// bbolt forbids writes while a cursor walks the bucket.
+				puts = append(puts, put{b, bytes.Clone(tag), buf})
+				return nil
+			})
+		})
+		if err != nil || dryRun {
+			return err
+		}
+		if points == 0 {
+			if err := tx.Bucket(bucketSeries).DeleteBucket([]byte(sessionID)); err != nil {
+				return fmt.Errorf("dropping the curves of session %s: %w", sessionID, err)
+			}
+			return nil
+		}
+		for _, p := range puts {
+			if err := p.b.Put(p.tag, p.buf); err != nil {
+				return fmt.Errorf("thinning series %s of session %s: %w", p.tag, sessionID, err)
+			}
+		}
+		return nil
+	}
+	if dryRun {
+		err = d.view(ctx, fn)
+	} else {
+		err = d.update(ctx, fn)
+	}
+	if err != nil {
+		return 0, 0, err
+	}
+	return before, after, nil
 }

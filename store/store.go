@@ -26,7 +26,10 @@ import (
 
 // SchemaVersion is the layout of the data file this code reads and writes. A file with a
 // higher version was written by a newer tunebot and is refused rather than misread.
-const SchemaVersion = 1
+//
+// Version 2 added the session indexes (sessions by creation time, active sessions); a
+// version 1 file gets them when it is first opened for writing.
+const SchemaVersion = 2
 
 // Options tunes Open. The zero value is usable.
 type Options struct {
@@ -50,8 +53,14 @@ type Options struct {
 type DB struct {
 	bolt      *bolt.DB
 	path      string
+	opts      Options // as opened, for the file Compact puts in place
 	maxOutbox int
 	lease     time.Duration
+
+	// writers orders write transactions with Compact, which must see no write between
+	// its copy and the swap; swap guards bolt itself, which Compact replaces.
+	writers sync.Mutex
+	swap    sync.RWMutex
 
 	// outMu orders outbox calls so that a claim taken by Due and a coalescing Enqueue never
 	// interleave: an update must not replace an item a sender is delivering right now.
@@ -65,6 +74,8 @@ var _ session.Store = (*DB)(nil)
 var (
 	bucketMeta       = []byte("meta")
 	bucketSessions   = []byte("sessions")
+	bucketByTime     = []byte("sessions_by_time") // created-at + id → nothing: the list views' index
+	bucketActive     = []byte("sessions_active")  // id → its key in sessions_by_time
 	bucketTrials     = []byte("trials")           // session id → trial key → Trial
 	bucketProposals  = []byte("proposals")        // session id → seq+id → Proposal
 	bucketProposalID = []byte("proposal_ids")     // session id → proposal id → key in proposals
@@ -82,7 +93,7 @@ var (
 )
 
 var topBuckets = [][]byte{
-	bucketMeta, bucketSessions, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
+	bucketMeta, bucketSessions, bucketByTime, bucketActive, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
 	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys, bucketChatRefs,
 	bucketSchedules,
 }
@@ -123,7 +134,7 @@ func Open(path string, opts Options) (*DB, error) {
 		bdb.Close()
 		return nil, err
 	}
-	d := &DB{bolt: bdb, path: path, maxOutbox: opts.MaxOutbox, lease: opts.OutboxLease, leased: map[uint64]time.Time{}}
+	d := &DB{bolt: bdb, path: path, opts: opts, maxOutbox: opts.MaxOutbox, lease: opts.OutboxLease, leased: map[uint64]time.Time{}}
 	if opts.ReadOnly {
 		err = d.bolt.View(d.checkSchema)
 	} else {
@@ -136,33 +147,44 @@ func Open(path string, opts Options) (*DB, error) {
 	return d, nil
 }
 
-// checkSchema refuses a file written by a newer tunebot.
-func (d *DB) checkSchema(tx *bolt.Tx) error {
-	var have uint64
+// schema returns the file's schema version, 0 for a new file.
+func schema(tx *bolt.Tx) uint64 {
 	if meta := tx.Bucket(bucketMeta); meta != nil {
 		if v := meta.Get(keySchema); len(v) == 8 {
-			have = binary.BigEndian.Uint64(v)
+			return binary.BigEndian.Uint64(v)
 		}
 	}
-	if have > SchemaVersion {
+	return 0
+}
+
+// checkSchema refuses a file written by a newer tunebot.
+func (d *DB) checkSchema(tx *bolt.Tx) error {
+	if have := schema(tx); have > SchemaVersion {
 		return fmt.Errorf("data file %s has schema version %d but this tunebot knows only up to version %d: use a newer tunebot or another data_dir",
 			d.path, have, SchemaVersion)
 	}
 	return nil
 }
 
-// init creates the buckets of a new file and checks the schema of an existing one.
+// init creates the buckets of a new file and checks the schema of an existing one,
+// migrating an older one in the same transaction.
 func (d *DB) init() error {
 	err := d.bolt.Update(func(tx *bolt.Tx) error {
 		if err := d.checkSchema(tx); err != nil {
 			return err
 		}
+		have := schema(tx)
 		for _, name := range topBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("creating bucket %s: %w", name, err)
 			}
 		}
-		// Later versions migrate here, one step at a time, inside this transaction.
+		// Migrations, one step at a time.
+		if have < 2 {
+			if err := indexSessions(tx); err != nil {
+				return fmt.Errorf("migrating to schema version 2: %w", err)
+			}
+		}
 		return tx.Bucket(bucketMeta).Put(keySchema, u64Key(SchemaVersion))
 	})
 	if err != nil {
@@ -171,8 +193,12 @@ func (d *DB) init() error {
 	return nil
 }
 
-// Close closes the data file, releasing its lock.
+// Close closes the data file, releasing its lock; it waits for a compaction to end.
 func (d *DB) Close() error {
+	d.writers.Lock()
+	defer d.writers.Unlock()
+	d.swap.Lock()
+	defer d.swap.Unlock()
 	if err := d.bolt.Close(); err != nil {
 		return fmt.Errorf("closing data file %s: %w", d.path, err)
 	}
@@ -183,11 +209,13 @@ func (d *DB) Close() error {
 func (d *DB) Path() string { return d.path }
 
 // view and update refuse work for a cancelled context; bbolt itself cannot be interrupted,
-// but every transaction here is short.
+// but every transaction here is short. fn must not call back into d.
 func (d *DB) view(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	d.swap.RLock()
+	defer d.swap.RUnlock()
 	return d.bolt.View(fn)
 }
 
@@ -195,6 +223,10 @@ func (d *DB) update(ctx context.Context, fn func(*bolt.Tx) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	d.writers.Lock()
+	defer d.writers.Unlock()
+	d.swap.RLock()
+	defer d.swap.RUnlock()
 	return d.bolt.Update(fn)
 }
 

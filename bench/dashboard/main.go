@@ -10,7 +10,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"tunebot/bench/internal/web"
 	"tunebot/bot"
 	"tunebot/dashboard"
 	"tunebot/dashboard/cdp"
@@ -108,7 +108,7 @@ func run(nTrials, nTags, nPoints, runs int) error {
 	go srv.Serve(ln)
 	defer srv.Close()
 
-	cookie, err := signIn(dash, base)
+	cookie, err := web.SignIn(dash, base)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func run(nTrials, nTags, nPoints, runs int) error {
 			start := time.Now()
 			size = 0
 			for _, u := range p.urls {
-				n, err := get(client, base+u, cookie)
+				n, err := web.Get(client, base+u, cookie)
 				if err != nil {
 					return err
 				}
@@ -210,40 +210,4 @@ func inBrowser(dash *dashboard.Server, base, sid string, runs int) error {
 		fmt.Printf("%-50s %8.1f ms  (%.2f of the 1 s budget; navigation to drawn, median of %d)\n", p.name, med, med/1000, runs)
 	}
 	return nil
-}
-
-func signIn(dash *dashboard.Server, base string) (*http.Cookie, error) {
-	link, _, err := dash.Link(dashboard.Identity{Platform: "cli", ID: "bench"})
-	if err != nil {
-		return nil, err
-	}
-	u, _ := url.Parse(link)
-	req, _ := http.NewRequest(http.MethodPost, base+"/signin", strings.NewReader("token="+url.QueryEscape(u.Query().Get("token"))))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", base)
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body.Close()
-	if len(resp.Cookies()) == 0 {
-		return nil, fmt.Errorf("sign-in failed: %s", resp.Status)
-	}
-	return resp.Cookies()[0], nil
-}
-
-func get(c *http.Client, u string, cookie *http.Cookie) (int64, error) {
-	req, _ := http.NewRequest(http.MethodGet, u, nil)
-	req.AddCookie(cookie)
-	resp, err := c.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	n, err := io.Copy(io.Discard, resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return n, fmt.Errorf("%s: %s", u, resp.Status)
-	}
-	return n, err
 }

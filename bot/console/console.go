@@ -184,12 +184,8 @@ func (c *Console) Command(ctx context.Context, line string) {
 }
 
 func (c *Console) active(ctx context.Context) (string, bool) {
-	all, err := c.store.Sessions(ctx)
-	if err != nil {
-		return "", false
-	}
-	s, ok := session.FindActive(all)
-	return s.ID, ok
+	s, ok, err := session.ActiveSession(ctx, c.store)
+	return s.ID, ok && err == nil
 }
 
 func (c *Console) reply(r bot.Reply) {

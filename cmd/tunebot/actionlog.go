@@ -40,12 +40,13 @@ var actionMessages = map[string]string{
 	"refused":          "action refused",
 	"schedule_added":   "schedule added",
 	"schedule_removed": "schedule removed",
+	"prune":            "old sessions pruned",
 }
 
 // actionDetails are the detail fields worth a log line; the rest (full settings, a
 // reject's feedback text, patches) stays in the audit log.
 var actionDetails = []string{"action", "seq", "mode", "from", "reason", "preset", "branch", "commit",
-	"revert_commit", "reverted", "command", "permission", "schedule", "spec"}
+	"revert_commit", "reverted", "command", "permission", "schedule", "spec", "sessions", "file_before", "file_after", "compacted"}
 
 func logAction(ctx context.Context, log *slog.Logger, e session.AuditEntry) {
 	msg, ok := actionMessages[e.Kind]

@@ -19,6 +19,7 @@ import (
 	"tunebot/bot/notify"
 	"tunebot/dashboard"
 	"tunebot/httpd"
+	"tunebot/retention"
 	"tunebot/schedule"
 	"tunebot/secret"
 	"tunebot/session"
@@ -93,6 +94,7 @@ type daemon struct {
 	dispatchers map[string]*bot.Dispatcher
 
 	scheduler *schedule.Scheduler
+	pruner    *retention.Pruner // one at a time: the schedule's and those tunebot prune asks for
 	service   *httpd.Server
 	dash      *dashboard.Server // the monitoring page; nil when the service is off
 
@@ -110,6 +112,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		return err
 	}
 	d.app = a
+	d.pruner = pruner(a.cfg, a.actions)
 	eng := a.engine
 	charts := chartsWhileTraining(eng, storeCharts(a.db))
 	wantConsole, err := d.buildChat(a.db, charts)
@@ -229,9 +232,9 @@ func (d *daemon) startChat(ctx context.Context) {
 // decision, stays so; it is said where the person looks (with --resume, which does not
 // resume it, and always in the console, which has seen nothing of it).
 func (d *daemon) resumeInterrupted(ctx context.Context, all bool) error {
-	sessions, err := d.app.db.Sessions(ctx)
+	sessions, err := d.app.db.ActiveSessions(ctx)
 	if err != nil {
-		return fmt.Errorf("listing sessions: %w", err)
+		return fmt.Errorf("listing active sessions: %w", err)
 	}
 	for _, s := range sessions {
 		if (s.State == session.StatePaused || s.State == session.StateAwaitingApproval) && (all || d.con != nil) {
@@ -488,6 +491,7 @@ func (d *daemon) startService(allow bot.AllowList) error {
 		return err
 	}
 	srv.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(d.app.db, token, d.log))
+	srv.Handle("POST "+prunePath, httpd.WithToken(token, "a prune", pruneHandler(d.pruner, d.log)))
 	if err := d.mountDashboard(srv, allow); err != nil {
 		return err
 	}
@@ -530,6 +534,8 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 	d.scheduler = sch
 	if d.cfg.Schedule.Digest != "" {
 		if err := sch.Every(d.cfg.Schedule.Digest, func(ctx context.Context) {
+			// Once a day, so it may read every session: one that ended today may have
+			// started long ago.
 			all, err := d.app.db.Sessions(ctx)
 			if err == nil {
 				if text := bot.Digest(time.Now(), all); text != "" {
@@ -538,6 +544,15 @@ func (d *daemon) startScheduler(ctx context.Context) error {
 			}
 		}); err != nil {
 			return fmt.Errorf("schedule.digest: %w", err)
+		}
+	}
+	if r := d.cfg.Retention; r.Enabled {
+		if err := sch.Every(r.At, func(ctx context.Context) {
+			if _, err := d.pruner.Run(ctx, r.Options(), session.System); err != nil {
+				d.log.Error("pruning old sessions (retention)", "err", err)
+			}
+		}); err != nil {
+			return fmt.Errorf("retention.at: %w", err)
 		}
 	}
 	if d.cfg.Schedule.RemindAfter > 0 {
@@ -576,12 +591,12 @@ func (d *daemon) announce(text string) {
 	ctx := context.Background()
 	s, ok, err := d.app.engine.Active(ctx)
 	if err != nil || !ok {
-		all, _ := d.app.db.Sessions(ctx)
-		if len(all) == 0 {
+		newest, _, _ := d.app.db.RecentSessions(ctx, "", 1)
+		if len(newest) == 0 {
 			d.log.Info(text)
 			return
 		}
-		s = all[0]
+		s = newest[0]
 	}
 	d.notifySession(s, text)
 }

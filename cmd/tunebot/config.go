@@ -24,6 +24,7 @@ import (
 	"tunebot/apply"
 	"tunebot/bot"
 	"tunebot/httpd"
+	"tunebot/retention"
 	"tunebot/schedule"
 	"tunebot/session"
 	"tunebot/trainer"
@@ -48,6 +49,9 @@ type Config struct {
 	Schedule schedule.Config `yaml:"schedule"`
 	// Service serves /healthz and /metrics on a local address.
 	Service httpd.Config `yaml:"service"`
+	// Retention prunes the curves and run directories of old sessions (tunebot prune, and
+	// the daemon on a schedule when enabled).
+	Retention retention.Config `yaml:"retention"`
 
 	// warnings are what the file sets that tunebot will not use (a chat section that is
 	// not enabled): said by config check and logged when the daemon starts.
@@ -328,7 +332,8 @@ func defaultConfig() Config {
 			BaseURL: "https://api.deepseek.com", Model: "deepseek-v4-flash",
 			Timeout: 3 * time.Minute, Temperature: 0.2, Hybrid: "off", StallAfter: 3,
 		},
-		Chat: ChatConfig{Slack: defaultSlackConfig(), Discord: defaultDiscordConfig(), Expire: 24 * time.Hour},
+		Chat:      ChatConfig{Slack: defaultSlackConfig(), Discord: defaultDiscordConfig(), Expire: 24 * time.Hour},
+		Retention: retention.Defaults(),
 	}
 }
 
@@ -781,6 +786,9 @@ func typeWord(t reflect.Type) string {
 	case reflect.TypeFor[SlurmTime]():
 		return slurmTimeWord
 	}
+	if t == reflect.TypeFor[retention.Age]() {
+		return "an age (like 90d, 12w or 36h)"
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		return "true or false"
@@ -970,6 +978,12 @@ func (c *Config) validate() error {
 	}
 	if err := c.Service.Check(); err != nil {
 		probs = append(probs, err.Error()) // it names its key: service.addr, service.public_url
+	}
+	probs = append(probs, c.Retention.Problems()...)
+	if c.Retention.Enabled && strings.TrimSpace(c.Retention.At) != "" {
+		if _, err := schedule.Parse(c.Retention.At); err != nil {
+			probs = append(probs, "retention.at: "+err.Error())
+		}
 	}
 	if c.Advisor.StallAfter < 1 {
 		probs = append(probs, "advisor.stall_after: must be at least 1")

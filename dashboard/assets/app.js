@@ -86,8 +86,10 @@
   // ---- sessions -------------------------------------------------------------------------
   async function sessionsPage(me) {
     const list = h("div", { id: "session-list" });
+    // One page of sessions at a time, newest first; ?cursor= names an older page.
+    const cursor = new URLSearchParams(location.search).get("cursor") || "";
     const refresh = async () => {
-      const data = await getJSON("/api/sessions");
+      const data = await getJSON("/api/sessions" + (cursor ? "?cursor=" + enc(cursor) : ""));
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
         h("td", {}, h("span", { class: "badge " + s.state }, s.state)), h("td", {}, s.mode),
@@ -96,6 +98,10 @@
         h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
       list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run", "state", "mode", "trials done/planned", "best score", "owner", "started", "ended"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
         : h("p", { class: "muted" }, "No sessions yet."));
+      const nav = [];
+      if (cursor) nav.push(h("a", { href: "/", id: "newest-sessions" }, "← newest sessions"));
+      if (data.next) nav.push(h("a", { href: "/?cursor=" + enc(data.next), id: "older-sessions" }, "older sessions →"));
+      if (nav.length) list.append(h("p", { class: "pager" }, ...nav.flatMap((a, i) => (i ? [" · ", a] : [a]))));
     };
     await refresh();
     const out = [h("h1", {}, "Sessions"), list];
@@ -155,6 +161,7 @@
         " · best " + (s.best_score === null ? "none yet" : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
+      s.pruned ? h("p", { class: "muted", id: "pruned" }, s.pruned) : null,
       // each running trial on its own line: its GPUs or its Slurm job (issue 14)
       d.running.length ? h("div", { id: "running" }, h("p", {}, "running now (" + d.running.length + "):"),
         h("ul", {}, d.running.map((l) => h("li", {}, l)))) : null,
