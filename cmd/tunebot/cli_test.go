@@ -38,7 +38,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	// a flag each usage must name, besides the usage line
 	flags := map[string]string{"tune": "-trials", "demo": "-data-dir", "run": "-resume", "config": "--config", "preset": "--data-dir",
 		"apply": "-yes", "backup": "-config", "dashboard": "--config", "doctor": "-config", "events": "--json", "proposal": "--base",
-		"agent": "--config", "sim-train": "-run-dir", "sim-eval": "-checkpoint", "version": ""}
+		"agent": "--config", "sim-train": "-run-dir", "sim-eval": "-checkpoint", "version": "", "prune": "-older-than"}
 	for _, name := range commandNames() {
 		want, ok := flags[name]
 		if !ok {
@@ -52,7 +52,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		}
 	}
 	// A subcommand's own --help shows its flags.
-	for _, args := range [][]string{{"config", "check", "--help"}, {"preset", "show", "--help"}, {"agent", "test", "-h"}, {"proposal", "check", "--help"}, {"dashboard", "link", "--help"}} {
+	for _, args := range [][]string{{"config", "check", "--help"}, {"preset", "show", "--help"}, {"agent", "test", "-h"}, {"proposal", "check", "--help"}, {"dashboard", "link", "--help"}, {"dashboard", "rotate", "--help"}} {
 		code, stdout, _ := runBin(t, dir, args...)
 		if code != 0 || !strings.Contains(stdout, "flags:\n") || !strings.Contains(stdout, "-config") {
 			t.Errorf("tunebot %s: exit %d, stdout %q; want exit 0 and its flags", strings.Join(args, " "), code, stdout)
@@ -77,6 +77,8 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"tune", "--trails", "5"}, 2, "flag provided but not defined: -trails", true},
 		{[]string{"tune", "now"}, 2, `tunebot tune: unexpected argument "now"`, true},
 		{[]string{"version", "--json"}, 2, "flag provided but not defined: -json", true},
+		{[]string{"prune", "--dry-rn"}, 2, "flag provided but not defined: -dry-rn", true},
+		{[]string{"dashboard", "rotat"}, 2, `tunebot dashboard: unknown subcommand "rotat" (did you mean rotate?)`, true},
 	} {
 		code, stdout, stderr := runBin(t, dir, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) || tc.emptyStdin && stdout != "" {

@@ -26,7 +26,10 @@ func init() {
 }
 
 const pruneUsage = `usage: tunebot prune [--config FILE] [--older-than AGE] [--keep-last N] [--curves downsample|drop|keep]
-                    [--points N] [--run-dirs=false] [--compact=false] [--dry-run] [--json]`
+                    [--points N] [--run-dirs=false] [--compact=false] [--dry-run] [--json]
+
+Thins old sessions' curves and deletes their run directories (never their records, nor a
+preset's policy), then compacts the data file; the running daemon does it when it holds the file.`
 
 // prunePath is where the running daemon prunes for `tunebot prune`: it holds the data file.
 const prunePath = "/prune"
@@ -42,8 +45,7 @@ type pruneRequest struct {
 }
 
 func runPrune(ctx context.Context, e *env, args []string) int {
-	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs := flagSet(e, "prune", pruneUsage)
 	cfgPath := fs.String("config", "", "config file (default: the built-in defaults); its retention section gives the defaults of the flags below")
 	def := retention.Defaults()
 	olderThan := def.OlderThan
@@ -55,12 +57,11 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 	compact := fs.Bool("compact", def.Compact, "compact the data file afterwards, through a checked copy")
 	dryRun := fs.Bool("dry-run", false, "say what would go, change nothing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	if code, ok := parseFlags(e, fs, args); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintln(e.stderr, pruneUsage)
-		return 2
+		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := loadConfig(*cfgPath, e.getenv)
 	if err != nil {
