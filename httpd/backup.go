@@ -22,14 +22,13 @@ type Backuper interface {
 	Backup(ctx context.Context, w io.Writer) (int64, error)
 }
 
-// BackupHandler serves src's copy to a request that carries token as its bearer token,
-// from this machine only (LocalOnly); the copy holds the audit log and chat references (see
-// WithToken).
+// BackupHandler serves src's copy to the tunebot command on this machine with token as its
+// bearer token (WithToken); the copy holds the audit log and chat references.
 func BackupHandler(src Backuper, token string, logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return LocalOnly(WithToken(token, "a backup", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return WithToken(token, "a backup", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(backupTimeout))
 		w.Header().Set("Content-Type", "application/octet-stream")
 		n, err := src.Backup(r.Context(), w)
@@ -39,7 +38,7 @@ func BackupHandler(src Backuper, token string, logger *slog.Logger) http.Handler
 			panic(http.ErrAbortHandler)
 		}
 		logger.Info("served a backup", "bytes", n)
-	})))
+	}))
 }
 
 // FetchBackup downloads the running daemon's copy of its data file, as configured by cfg,

@@ -129,8 +129,8 @@ var forwardHeaders = []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host"
 
 // LocalOnly serves h only to a program on this machine: a peer on loopback (or on one of
 // this machine's own addresses, where the CLI connects when the listener is bound to one)
-// whose request no proxy relayed. The routes of the local CLI (tunebot backup, tunebot
-// dashboard link and rotate) carry a token read from the data directory; with
+// whose request no proxy relayed. The routes of the local CLI (tunebot backup and prune,
+// tunebot dashboard link and rotate) carry a token read from the data directory; with
 // service.allow_remote, or behind a proxy, that token would otherwise be the only guard.
 func LocalOnly(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -167,3 +167,32 @@ func TestBackupAnswersThisMachineOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenRoutesAnswerThisMachineOnly: every route WithToken guards (tunebot prune's, not
+// only the backup) is refused, token and all, to a peer on another machine and to a request
+// a local proxy relayed; the tunebot command on this machine is served.
+func TestTokenRoutesAnswerThisMachineOnly(t *testing.T) {
+	h := httpd.WithToken("s3cret", "a prune", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "pruned")
+	}))
+	for _, tc := range []struct {
+		peer, header string
+		want         int
+	}{
+		{"127.0.0.1:40000", "", http.StatusOK},
+		{"203.0.113.9:40000", "", http.StatusForbidden},
+		{"127.0.0.1:40000", "X-Forwarded-For", http.StatusForbidden},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "/prune", nil)
+		req.Header.Set("Authorization", "Bearer s3cret")
+		if tc.header != "" {
+			req.Header.Set(tc.header, "203.0.113.9")
+		}
+		req.RemoteAddr = tc.peer
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.want || (tc.want != http.StatusOK) == strings.Contains(rec.Body.String(), "pruned") {
+			t.Errorf("from %s %s: %d %q, want %d", tc.peer, tc.header, rec.Code, rec.Body.String(), tc.want)
+		}
+	}
+}

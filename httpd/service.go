@@ -10,19 +10,20 @@ import (
 	"net/http"
 )
 
-// WithToken serves h only to a request that carries token as its bearer token; others are
-// told that what needs the token of this daemon's data dir. The daemon keeps the token in
-// a file only its user can read, so what it guards (a copy of the data file, a prune) is
-// for nobody who could not read the data file itself.
+// WithToken serves h only to the tunebot command on this machine (LocalOnly) with token as
+// its bearer token; others are told that what needs the token of this daemon's data dir.
+// The daemon keeps the token in a file only its user can read, so what it guards (a copy
+// of the data file, a prune) is for nobody who could not read the data file itself; with
+// service.allow_remote, or behind a proxy, the token alone would be the only guard.
 func WithToken(token, what string, h http.Handler) http.Handler {
 	want := []byte("Bearer " + token)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return LocalOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if token == "" || subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			http.Error(w, what+" needs the token of this daemon's data dir", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)
-	})
+	}))
 }
 
 // Call makes a request with token to the running daemon's service at path, as configured by
