@@ -74,7 +74,8 @@ func TestDataDirOpenToOthersIsWarned(t *testing.T) {
 	if err := os.Chmod(data, 0o755); err != nil { // whatever the umask
 		t.Fatal(err)
 	}
-	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: %s\nservice: {addr: \"off\"}\n", data))
+	// fallback: doctor fails a config with no proposer, and this test is about data_dir.
+	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: %s\nservice: {addr: \"off\"}\nsession: {fallback: true}\n", data))
 	code, stdout, stderr := runTunebot(t, "", nil, "doctor", "--config", cfg)
 	if code != 0 || !strings.Contains(stdout, "warn  data dir") || !strings.Contains(stdout, "mode 0755") || !strings.Contains(stdout, "chmod 700 "+data) {
 		t.Errorf("doctor on a 0755 data_dir: exit %d\n%s%s", code, stdout, stderr)
@@ -96,7 +97,7 @@ func TestDataDirOpenToOthersIsWarned(t *testing.T) {
 func TestDoctorMakesAPrivateDataDir(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: %s\n", data))
+	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: %s\nsession: {fallback: true}\n", data))
 	if code, stdout, _ := runTunebot(t, "", nil, "doctor", "--config", cfg); code != 0 || strings.Contains(stdout, "open to group") {
 		t.Errorf("doctor: exit %d\n%s", code, stdout)
 	}
