@@ -132,7 +132,7 @@ chat:
 	for _, want := range []string{
 		`chat.slack.allow_users[0]: "U1" is not a Slack member ID, like U0123ABCDE: U or W, then capital letters and digits, not a name (in Slack: the person's profile → ⋮ → Copy member ID)`,
 		`chat.slack.allow_groups[0]: "ops" is not a Slack user group ID, like S0123ABCDE`,
-		`  - service.addr: "0.0.0.0:9464" listens on 0.0.0.0, not loopback`,
+		`  - line 3: service.addr: "0.0.0.0:9464" listens on 0.0.0.0, not loopback`,
 	} {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("config check: exit %d, stderr lacks %q:\n%s", code, want, stderr)
