@@ -24,16 +24,9 @@ Says whether the DeepSeek advisor is configured (DEEPSEEK_API_KEY) and makes one
 	}
 	fs := flagSet(e, "agent test", usage)
 	path := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
-	if code, ok := parseFlags(e, fs, args[1:]); !ok {
+	cfg, code, ok := parseConfigFlags(e, fs, args[1:], path)
+	if !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := loadConfig(*path, e.getenv)
-	if err != nil {
-		printProblems(e, err)
-		return 1
 	}
 	key := e.getenv("DEEPSEEK_API_KEY")
 	redact := func(s string) string {

@@ -87,16 +87,9 @@ every unused sign-in link stops working (the running daemon uses it at once).`
 	}
 	fs := flagSet(e, "dashboard "+sub, usage)
 	cfgPath := fs.String("config", "", "the config file tunebot run uses")
-	if code, ok := parseFlags(e, fs, args[1:]); !ok {
+	cfg, code, ok := parseConfigFlags(e, fs, args[1:], cfgPath)
+	if !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := loadConfig(*cfgPath, e.getenv)
-	if err != nil {
-		printProblems(e, err)
-		return 1
 	}
 	if sub == "rotate" {
 		msg, err := rotateDashboardKey(ctx, cfg, nil)

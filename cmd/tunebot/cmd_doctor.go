@@ -62,16 +62,9 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 Checks line by line that this machine is ready for real training: python, the trainer and its
 task, the GPUs (or Slurm), the data dir and the data file.`)
 	path := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
-	if code, ok := parseFlags(e, fs, args); !ok {
+	cfg, code, ok := parseConfigFlags(e, fs, args, path)
+	if !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := loadConfig(*path, e.getenv)
-	if err != nil {
-		printProblems(e, err)
-		return 1
 	}
 	r := &doctorReport{w: e.stdout}
 	r.line("ok", "config", fmt.Sprintf("valid (task %s)", cfg.Session.Task))

@@ -57,16 +57,9 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 	compact := fs.Bool("compact", def.Compact, "compact the data file afterwards, through a checked copy")
 	dryRun := fs.Bool("dry-run", false, "say what would go, change nothing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if code, ok := parseFlags(e, fs, args); !ok {
+	cfg, code, ok := parseConfigFlags(e, fs, args, cfgPath)
+	if !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := loadConfig(*cfgPath, e.getenv)
-	if err != nil {
-		printProblems(e, err)
-		return 1
 	}
 	// The config's retention section is the default; a flag given on the command line wins.
 	o := cfg.Retention.Options()

@@ -42,16 +42,9 @@ the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 	cfgPath := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
 	resume := fs.Bool("resume", false, "resume sessions a previous run left interrupted")
 	verbose := fs.Bool("verbose", false, verboseHelp+" (the console, when no chat is enabled)")
-	if code, ok := parseFlags(e, fs, args); !ok {
+	cfg, code, ok := parseConfigFlags(e, fs, args, cfgPath)
+	if !ok {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
-	}
-	cfg, err := loadConfig(*cfgPath, e.getenv)
-	if err != nil {
-		printProblems(e, err)
-		return 1
 	}
 	logger := newLogger(cfg.Log, e.stderr)
 	for _, w := range cfg.warnings {
