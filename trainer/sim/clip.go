@@ -189,7 +189,7 @@ func clipFrames(m session.Metrics) []*image.Paletted {
 				if stance && !l.down { // touchdown ahead of the hip
 					l.x, l.down = robotX+l.hip+0.25*vx*gaitT, true
 				}
-				if stance && vx > 0 && t < fallAt { // a sliding foot
+				if stance && vx > 0 && t < fallAt && slip > 0 { // a sliding foot
 					from := l.x
 					l.x -= slip * dt
 					if !l.far {
@@ -218,7 +218,7 @@ func clipFrames(m session.Metrics) []*image.Paletted {
 		height := hipHeight - stumble*math.Exp(-sq((until-stumbleAt)/0.15))
 		fallen := math.Min(1, math.Max(0, (until-fallAt)/0.4))
 		height -= fallen * (hipHeight - bodyThick/2)
-		pitch += fallen * 0.35
+		pitch += fallen * 0.2
 		for _, l := range legs {
 			if l.far {
 				d.leg(robotX, height, pitch, l, gaitClock, vx, fallen, jitter*hash01(f, l.hip, 1), cFar)
