@@ -34,7 +34,7 @@ func (l RateLimit) Check() error {
 // limited reports whether cmd counts against the RateLimit: the read commands and agent.
 func limited(cmd Command) bool {
 	switch cmd.Verb {
-	case VerbStatus, VerbBest, VerbPresets, VerbExport, VerbChart, VerbPolicy, VerbAgent, VerbPreset:
+	case VerbStatus, VerbBest, VerbPresets, VerbExport, VerbChart, VerbClip, VerbPolicy, VerbAgent, VerbPreset:
 		return true
 	case VerbSchedule:
 		return cmd.Sub == "list"

@@ -132,37 +132,37 @@ func readCapped(path string, limit int64, what string) ([]byte, error) {
 }
 
 // ReadClip returns the bytes of the clip recorded on t (poster: its poster frame) from its
-// run directory under sessionsDir, with the checks of a policy download (OpenRunFile), and
-// only while the file is still the one recorded (same size and SHA-256): what chat and the
-// page show is what was checked.
-func ReadClip(sessionsDir string, t session.Trial, poster bool) ([]byte, error) {
+// run directory under sessionsDir, and its path there, with the checks of a policy
+// download (OpenRunFile), and only while the file is still the one recorded (same size and
+// SHA-256): what chat and the page show is what was checked.
+func ReadClip(sessionsDir string, t session.Trial, poster bool) ([]byte, string, error) {
 	what := fmt.Sprintf("the clip of %s", t.Ref())
 	if t.Clip == nil {
-		return nil, session.Userf(session.ErrNotFound, "%s has no clip%s", t.Ref(), noteSuffix(t.ClipNote))
+		return nil, "", session.Userf(session.ErrNotFound, "%s has no clip%s", t.Ref(), noteSuffix(t.ClipNote))
 	}
 	f := t.Clip.File
 	if poster {
 		what = fmt.Sprintf("the poster frame of %s", t.Ref())
 		if t.Clip.Poster == nil {
-			return nil, session.Userf(session.ErrNotFound, "the clip of %s has no poster frame", t.Ref())
+			return nil, "", session.Userf(session.ErrNotFound, "the clip of %s has no poster frame", t.Ref())
 		}
 		f = *t.Clip.Poster
 	}
 	path, size, err := OpenRunFile(sessionsDir, t.SessionID, f.Path, what)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if size != f.Size {
-		return nil, session.Userf(nil, "%s changed on disk since it was checked (%d bytes, recorded %d)", what, size, f.Size)
+		return nil, "", session.Userf(nil, "%s changed on disk since it was checked (%d bytes, recorded %d)", what, size, f.Size)
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", what, err)
+		return nil, "", fmt.Errorf("reading %s: %w", what, err)
 	}
 	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != f.SHA256 {
-		return nil, session.Userf(nil, "%s changed on disk since it was checked", what)
+		return nil, "", session.Userf(nil, "%s changed on disk since it was checked", what)
 	}
-	return data, nil
+	return data, path, nil
 }
 
 func noteSuffix(note string) string {

@@ -223,28 +223,28 @@ func TestReadClipChecksWhatWasRecorded(t *testing.T) {
 	}
 	c.Path = "trial-002-rung-0/clip"
 	tr := session.Trial{SessionID: sid, Number: 2, Clip: &c}
-	got, err := trainer.ReadClip(root, tr, false)
-	if err != nil || len(got) != len(gifData) {
-		t.Fatalf("ReadClip = %d bytes, %v", len(got), err)
+	got, path, err := trainer.ReadClip(root, tr, false)
+	if err != nil || len(got) != len(gifData) || path != filepath.Join(run, "clip") {
+		t.Fatalf("ReadClip = %d bytes at %s, %v", len(got), path, err)
 	}
-	if _, err := trainer.ReadClip(root, tr, true); err == nil || !strings.Contains(err.Error(), "has no poster frame") {
+	if _, _, err := trainer.ReadClip(root, tr, true); err == nil || !strings.Contains(err.Error(), "has no poster frame") {
 		t.Errorf("no poster: %v", err)
 	}
 	// changed since it was checked
 	if err := os.WriteFile(filepath.Join(run, "clip"), append(gifData[:len(gifData)-1], 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := trainer.ReadClip(root, tr, false); err == nil || !strings.Contains(err.Error(), "changed on disk since it was checked") {
+	if _, _, err := trainer.ReadClip(root, tr, false); err == nil || !strings.Contains(err.Error(), "changed on disk since it was checked") {
 		t.Errorf("changed clip: %v", err)
 	}
 	escaping := tr
 	ec := c
 	ec.Path = "../../clip"
 	escaping.Clip = &ec
-	if _, err := trainer.ReadClip(root, escaping, false); err == nil || !strings.Contains(err.Error(), "not inside the session directory") {
+	if _, _, err := trainer.ReadClip(root, escaping, false); err == nil || !strings.Contains(err.Error(), "not inside the session directory") {
 		t.Errorf("escaping path: %v", err)
 	}
-	if _, err := trainer.ReadClip(root, session.Trial{SessionID: sid, Number: 4, ClipNote: "no clip: the trainer wrote none"}, false); !errors.Is(err, session.ErrNotFound) ||
+	if _, _, err := trainer.ReadClip(root, session.Trial{SessionID: sid, Number: 4, ClipNote: "no clip: the trainer wrote none"}, false); !errors.Is(err, session.ErrNotFound) ||
 		!strings.Contains(err.Error(), "trial 4 @ rung 0 has no clip (no clip: the trainer wrote none)") {
 		t.Errorf("no clip: %v", err)
 	}
