@@ -31,8 +31,8 @@ import (
 const (
 	ClipWidth   = 320
 	ClipHeight  = 180
-	ClipDelay   = 8 // hundredths of a second per frame: 12.5 frames a second
-	ClipFrames  = 62
+	ClipDelay   = 10 // hundredths of a second per frame: 10 frames a second
+	ClipFrames  = 50
 	clipSeconds = ClipFrames * ClipDelay / 100.0
 )
 
@@ -79,7 +79,7 @@ func phaseAt(t float64) (string, float64, float64) {
 
 // Body geometry in metres, and the drawing scale.
 const (
-	pxPerM    = 150.0
+	pxPerM    = 115.0
 	bodyLen   = 0.38
 	bodyThick = 0.07
 	hipHeight = 0.27
@@ -87,13 +87,17 @@ const (
 	shankLen  = 0.2
 	gaitT     = 0.6 // trot period, s
 	groundY   = 150 // pixel row of the ground
-	markerX   = 215 // pixel column of the target marker
+	startX    = 45  // pixel column where robot and target start
 )
 
 // Clip draws the clip of an evaluation with metrics m: an animated GIF and its first frame
 // as a PNG.
 func Clip(m session.Metrics) (gifData, posterData []byte, err error) {
-	frames := clipFrames(m)
+	return EncodeClip(DrawClip(m))
+}
+
+// EncodeClip encodes frames drawn by DrawClip as a GIF and its first frame as a PNG.
+func EncodeClip(frames []*image.Paletted) (gifData, posterData []byte, err error) {
 	g := &gif.GIF{LoopCount: 0}
 	// After the first frame, each frame holds only the rectangle that changed, and in it
 	// the pixels that did not change are transparent: long runs of one index, which LZW
@@ -108,22 +112,28 @@ func Clip(m session.Metrics) (gifData, posterData []byte, err error) {
 			continue
 		}
 		prev := frames[i-1]
-		box := image.Rectangle{}
+		x0, y0, x1, y1 := ClipWidth, ClipHeight, 0, 0
 		for y := 0; y < ClipHeight; y++ {
-			for x := 0; x < ClipWidth; x++ {
-				if f.ColorIndexAt(x, y) != prev.ColorIndexAt(x, y) {
-					box = box.Union(image.Rect(x, y, x+1, y+1))
+			a, b := f.Pix[y*f.Stride:y*f.Stride+ClipWidth], prev.Pix[y*prev.Stride:y*prev.Stride+ClipWidth]
+			if bytes.Equal(a, b) {
+				continue
+			}
+			for x := range a {
+				if a[x] != b[x] {
+					x0, x1 = min(x0, x), max(x1, x+1)
 				}
 			}
+			y0, y1 = min(y0, y), y+1
 		}
+		box := image.Rect(x0, y0, x1, y1)
 		if box.Empty() {
 			box = image.Rect(0, 0, 1, 1)
 		}
 		sub := image.NewPaletted(box, pal)
 		for y := box.Min.Y; y < box.Max.Y; y++ {
 			for x := box.Min.X; x < box.Max.X; x++ {
-				c := f.ColorIndexAt(x, y)
-				if c == prev.ColorIndexAt(x, y) {
+				c := f.Pix[y*f.Stride+x]
+				if c == prev.Pix[y*prev.Stride+x] {
 					c = trans
 				}
 				sub.SetColorIndex(x, y, c)
@@ -150,7 +160,8 @@ type leg struct {
 	down  bool
 }
 
-func clipFrames(m session.Metrics) []*image.Paletted {
+// DrawClip draws the clip's frames for metrics m.
+func DrawClip(m session.Metrics) []*image.Paletted {
 	vErr, wErr := m[session.MetricVelLinear], m[session.MetricVelAngular]
 	wobble := 3 * m[session.MetricOrientation] // rad of pitch, exaggerated
 	slip := 6 * m[session.MetricFootSlip]      // m/s of sliding while on the ground, exaggerated
@@ -167,9 +178,11 @@ func clipFrames(m session.Metrics) []*image.Paletted {
 	for _, l := range legs {
 		l.x, l.down = l.hip, true
 	}
-	var skids [][2]float64 // world x ranges a foot slid over
 	const dt = 0.01
 	robotX, targetX, gaitClock := 0.0, 0.0, 0.0
+	// what stays: the ground, and the skid marks as feet slide (drawn once, where they are)
+	bg := drawer{img: image.NewPaletted(image.Rect(0, 0, ClipWidth, ClipHeight), clipPalette), camX: -startX / pxPerM}
+	bg.background()
 	var out []*image.Paletted
 	for f := 0; f < ClipFrames; f++ {
 		until := float64(f) * ClipDelay / 100
@@ -193,7 +206,7 @@ func clipFrames(m session.Metrics) []*image.Paletted {
 					from := l.x
 					l.x -= slip * dt
 					if !l.far {
-						skids = append(skids, [2]float64{l.x, from})
+						bg.skid(l.x, from)
 					}
 				}
 				if !stance {
@@ -203,11 +216,10 @@ func clipFrames(m session.Metrics) []*image.Paletted {
 		}
 		name, vx, _ := phaseAt(until)
 		img := image.NewPaletted(image.Rect(0, 0, ClipWidth, ClipHeight), clipPalette)
-		// the camera keeps the target marker in place while the robot is in the frame
-		camX := targetX - markerX/pxPerM
-		camX = math.Min(camX, robotX-(bodyLen/2+0.12)-10/pxPerM)
-		d := drawer{img: img, camX: camX}
-		d.background(skids)
+		// A still camera: only the robot and the target change from frame to frame, which
+		// keeps the GIF small and quick to encode; the whole walk fits in the frame.
+		d := drawer{img: img, camX: -startX / pxPerM}
+		copy(img.Pix, bg.img.Pix)
 		d.marker(targetX)
 
 		// the body: pitch wobbles with the gait, a stumble dips it, a fall lays it down
@@ -265,15 +277,10 @@ func (d drawer) px(x, y float64) (float64, float64) {
 	return (x - d.camX) * pxPerM, groundY - y*pxPerM
 }
 
-func (d drawer) background(skids [][2]float64) {
-	for y := 0; y < ClipHeight; y++ {
-		c := uint8(cSky)
-		if y >= groundY {
-			c = cGround
-		}
-		for x := 0; x < ClipWidth; x++ {
-			d.img.SetColorIndex(x, y, c)
-		}
+func (d drawer) background() {
+	// the palette's indices: sky (0) is the zero value, the ground's rows are filled
+	for i := groundY * d.img.Stride; i < len(d.img.Pix); i++ {
+		d.img.Pix[i] = cGround
 	}
 	d.line(0, groundY, ClipWidth, groundY, 1, cLine)
 	// ticks every 0.25 m, so the ground is seen to pass
@@ -281,11 +288,13 @@ func (d drawer) background(skids [][2]float64) {
 		x, _ := d.px(k*0.25, 0)
 		d.line(x, groundY, x-6, groundY+8, 1, cLine)
 	}
-	for _, s := range skids {
-		a, _ := d.px(s[0], 0)
-		b, _ := d.px(s[1], 0)
-		d.line(a, groundY+2, b, groundY+2, 1.2, cSlip)
-	}
+}
+
+// skid marks the ground where a foot slid from world x to x+dx.
+func (d drawer) skid(x, to float64) {
+	a, _ := d.px(x, 0)
+	b, _ := d.px(to, 0)
+	d.line(a, groundY+2, b, groundY+2, 1.2, cSlip)
 }
 
 func (d drawer) marker(x float64) {
@@ -354,16 +363,18 @@ func (d drawer) line(x0, y0, x1, y1, w float64, c uint8) {
 	minX, maxX := int(math.Floor(math.Min(x0, x1)-w)), int(math.Ceil(math.Max(x0, x1)+w))
 	minY, maxY := int(math.Floor(math.Min(y0, y1)-w)), int(math.Ceil(math.Max(y0, y1)+w))
 	dx, dy := x1-x0, y1-y0
-	l2 := dx*dx + dy*dy
+	l2, w2 := dx*dx+dy*dy, w*w
 	for y := max(minY, 0); y <= min(maxY, ClipHeight-1); y++ {
+		row := d.img.Pix[y*d.img.Stride:]
 		for x := max(minX, 0); x <= min(maxX, ClipWidth-1); x++ {
 			px, py := float64(x)+0.5, float64(y)+0.5
 			t := 0.0
 			if l2 > 0 {
-				t = math.Max(0, math.Min(1, ((px-x0)*dx+(py-y0)*dy)/l2))
+				t = ((px-x0)*dx + (py-y0)*dy) / l2
+				t = max(0, min(1, t))
 			}
-			if math.Hypot(px-(x0+t*dx), py-(y0+t*dy)) <= w {
-				d.img.SetColorIndex(x, y, c)
+			if ex, ey := px-(x0+t*dx), py-(y0+t*dy); ex*ex+ey*ey <= w2 {
+				row[x] = c
 			}
 		}
 	}

@@ -141,7 +141,7 @@ func TestSimClipFollowsTheMetrics(t *testing.T) {
 	fell := frames(t, clipWith(session.MetricFallRate, 0.2))
 	body, _ := extent(fell[sim.ClipFrames-1], bodyColor, scene)
 	stand, _ := extent(last, bodyColor, scene)
-	if !(body.Min.Y > stand.Min.Y+15) {
+	if !(body.Min.Y > stand.Min.Y+10) {
 		t.Errorf("a 20 %% fall rate does not fall: body top at %d, standing at %d", body.Min.Y, stand.Min.Y)
 	}
 	if _, n := extent(fell[sim.ClipFrames-1], textColor, image.Rect(sim.ClipWidth-60, 0, sim.ClipWidth, 20)); n == 0 {
