@@ -25,7 +25,7 @@ func withClip(t session.Trial) session.Trial {
 // clip, and records what it read.
 type fakeClips struct{ read []string }
 
-func (f *fakeClips) read_(t session.Trial, poster bool) ([]byte, string, error) {
+func (f *fakeClips) get(t session.Trial, poster bool) ([]byte, string, error) {
 	if t.Clip == nil {
 		return nil, "", errors.New("no clip")
 	}
@@ -43,7 +43,7 @@ func TestTrialReportCarriesItsClipBesideTheCharts(t *testing.T) {
 	trials[2] = withClip(trials[2])
 	trials[1].ClipNote = "clip refused: truncated GIF: it ends after 3 frames without its trailer"
 	clips := &fakeClips{}
-	r := &bot.Renderer{Records: trialsOnly(trials), Space: session.DefaultSpace(), Clips: clips.read_,
+	r := &bot.Renderer{Records: trialsOnly(trials), Space: session.DefaultSpace(), Clips: clips.get,
 		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
 			return []bot.Attachment{{Name: "curves.png", Title: "curves", Data: []byte("png")}}, nil
 		}}
@@ -83,7 +83,7 @@ func TestSummaryLeadsWithTheBestClipBesideTheBaselines(t *testing.T) {
 	base1, best1 = withClip(base1), withClip(best1)
 	trials = append(trials, base1, best1)
 	clips := &fakeClips{}
-	r := &bot.Renderer{Records: trialsOnly(trials), Space: session.DefaultSpace(), Clips: clips.read_,
+	r := &bot.Renderer{Records: trialsOnly(trials), Space: session.DefaultSpace(), Clips: clips.get,
 		TrialURL: func(id string, n, r int) string { return fmt.Sprintf("https://tune.example/%s/%d@%d", id, n, r) }}
 	out := r.Render(context.Background(), session.Event{Kind: session.EventSessionFinished, Session: s}, "discord")
 	if len(out.Thread) != 2 || out.Thread[0].Kind != "clips" || out.Thread[1].Kind != "summary" {
@@ -177,7 +177,7 @@ func TestClipCommandPostsTheClip(t *testing.T) {
 		}
 	}
 	clips := &fakeClips{}
-	h := bot.NewHandler(bot.HandlerConfig{Engine: f.eng, Store: f.db, Space: session.DefaultSpace(), Clips: clips.read_,
+	h := bot.NewHandler(bot.HandlerConfig{Engine: f.eng, Store: f.db, Space: session.DefaultSpace(), Clips: clips.get,
 		Allow: bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}})
 	do := func(text string) bot.Reply {
 		return h.Do(ctx, bot.Interaction{Platform: "slack", User: bob, Channel: "C1", Kind: bot.KindCommand, Text: text})

@@ -40,17 +40,7 @@ func BestPolicy(sessionsDir string, p session.Preset, trial session.Trial, limit
 		return "", 0, err
 	}
 	if limit > 0 && size > limit {
-		return real, size, session.Userf(nil, "the policy of preset %s is %s, above the %s upload limit", p.Name, human(size), human(limit))
+		return real, size, session.Userf(nil, "the policy of preset %s is %s, above the %s upload limit", p.Name, trainer.HumanBytes(size), trainer.HumanBytes(limit))
 	}
 	return real, size, nil
-}
-
-func human(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 
 	"tunebot/session"
 )
@@ -114,7 +115,7 @@ func readCapped(path string, limit int64, what string) ([]byte, error) {
 		return nil, refuse("the %s is not a regular file", what)
 	}
 	if st.Size() > limit {
-		return nil, refuse("the %s is %s, over the %s a %s may be", what, human(st.Size()), human(limit), what)
+		return nil, refuse("the %s is %s, over the %s a %s may be", what, HumanBytes(st.Size()), HumanBytes(limit), what)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -126,7 +127,7 @@ func readCapped(path string, limit int64, what string) ([]byte, error) {
 		return nil, fmt.Errorf("reading the %s: %w", what, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, refuse("the %s grew past %s while it was read", what, human(limit))
+		return nil, refuse("the %s grew past %s while it was read", what, HumanBytes(limit))
 	}
 	return data, nil
 }
@@ -179,7 +180,7 @@ func collectClip(runDir string, asked bool, logPath string, logger *slog.Logger)
 	if !asked {
 		return nil, "no clip: the evaluate template does not pass {clip_output}"
 	}
-	path := runDir + string(os.PathSeparator) + ClipFile
+	path := filepath.Join(runDir, ClipFile)
 	c, err := CheckClip(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, "no clip: the trainer wrote none"
@@ -200,7 +201,7 @@ func collectClip(runDir string, asked bool, logPath string, logger *slog.Logger)
 	}
 	c.Path = final
 	note := ""
-	if p, err := CheckPoster(runDir + string(os.PathSeparator) + ClipPosterFile); err == nil {
+	if p, err := CheckPoster(filepath.Join(runDir, ClipPosterFile)); err == nil {
 		c.Poster = &p
 	} else if !errors.Is(err, os.ErrNotExist) {
 		appendLog(logPath, "=== tunebot: poster frame refused: "+err.Error())
@@ -214,7 +215,7 @@ func collectClip(runDir string, asked bool, logPath string, logger *slog.Logger)
 // a job that writes no clip is not credited with an old one.
 func removeClip(runDir string) error {
 	for _, name := range []string{ClipFile, ClipFile + "." + session.ClipMP4, ClipFile + "." + session.ClipGIF, ClipPosterFile} {
-		if err := os.Remove(runDir + string(os.PathSeparator) + name); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(filepath.Join(runDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("removing an old clip: %w", err)
 		}
 	}
@@ -241,7 +242,8 @@ func printable(b []byte) string {
 	return string(out)
 }
 
-func human(n int64) string {
+// HumanBytes says a size for people: 812 bytes, 3.4 KiB, 16.0 MiB.
+func HumanBytes(n int64) string {
 	switch {
 	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
