@@ -29,8 +29,8 @@ import (
 //
 // It is labelled SIM in the frame: it is a picture of the numbers, not a simulation.
 const (
-	ClipWidth   = 320
-	ClipHeight  = 180
+	ClipWidth   = 288
+	ClipHeight  = 162
 	ClipDelay   = 10 // hundredths of a second per frame: 10 frames a second
 	ClipFrames  = 50
 	clipSeconds = ClipFrames * ClipDelay / 100.0
@@ -79,15 +79,15 @@ func phaseAt(t float64) (string, float64, float64) {
 
 // Body geometry in metres, and the drawing scale.
 const (
-	pxPerM    = 115.0
+	pxPerM    = 104.0
 	bodyLen   = 0.38
 	bodyThick = 0.07
 	hipHeight = 0.27
 	thighLen  = 0.2
 	shankLen  = 0.2
 	gaitT     = 0.6 // trot period, s
-	groundY   = 150 // pixel row of the ground
-	startX    = 45  // pixel column where robot and target start
+	groundY   = 135 // pixel row of the ground
+	startX    = 40  // pixel column where robot and target start
 )
 
 // Clip draws the clip of an evaluation with metrics m: an animated GIF and its first frame
@@ -118,12 +118,14 @@ func EncodeClip(frames []*image.Paletted) (gifData, posterData []byte, err error
 			if bytes.Equal(a, b) {
 				continue
 			}
-			for x := range a {
-				if a[x] != b[x] {
-					x0, x1 = min(x0, x), max(x1, x+1)
-				}
+			l, r := 0, len(a)
+			for a[l] == b[l] {
+				l++
 			}
-			y0, y1 = min(y0, y), y+1
+			for a[r-1] == b[r-1] {
+				r--
+			}
+			x0, x1, y0, y1 = min(x0, l), max(x1, r), min(y0, y), y+1
 		}
 		box := image.Rect(x0, y0, x1, y1)
 		if box.Empty() {
@@ -131,12 +133,14 @@ func EncodeClip(frames []*image.Paletted) (gifData, posterData []byte, err error
 		}
 		sub := image.NewPaletted(box, pal)
 		for y := box.Min.Y; y < box.Max.Y; y++ {
-			for x := box.Min.X; x < box.Max.X; x++ {
-				c := f.Pix[y*f.Stride+x]
-				if c == prev.Pix[y*prev.Stride+x] {
+			src := f.Pix[y*f.Stride+box.Min.X : y*f.Stride+box.Max.X]
+			old := prev.Pix[y*prev.Stride+box.Min.X : y*prev.Stride+box.Max.X]
+			dst := sub.Pix[(y-box.Min.Y)*sub.Stride:][:len(src)]
+			for i, c := range src {
+				if c == old[i] {
 					c = trans
 				}
-				sub.SetColorIndex(x, y, c)
+				dst[i] = c
 			}
 		}
 		g.Image = append(g.Image, sub)
@@ -297,11 +301,14 @@ func (d drawer) skid(x, to float64) {
 	d.line(a, groundY+2, b, groundY+2, 1.2, cSlip)
 }
 
+// marker is the target: a pennant a little taller than the robot (no taller, as every row
+// it spans is in each frame's changed rectangle).
 func (d drawer) marker(x float64) {
+	const top = groundY - 47
 	px, _ := d.px(x, 0)
-	d.line(px, groundY, px, groundY-70, 1.2, cTarget)
-	for i := 0; i < 10; i++ { // a pennant
-		d.line(px, float64(groundY-70+i), px+14-1.4*float64(i), float64(groundY-70+i), 0.6, cTarget)
+	d.line(px, groundY, px, top, 1.2, cTarget)
+	for i := 0; i < 10; i++ {
+		d.line(px, float64(top+i), px+14-1.4*float64(i), float64(top+i), 0.6, cTarget)
 	}
 }
 
