@@ -39,12 +39,13 @@ test: lint
 	$(MAKE) --no-print-directory test-mjlab
 
 # The mjlab adapter for real: builds (or reuses, keyed by its requirements' hash) the venv in
-# .venv/mjlab, runs its pytest suite (Go1 training, resume and evaluation on CPU) and a whole
-# `tunebot tune` session against it (trainer/mjlab/e2e_test.go, skipped by plain go test).
+# .venv/mjlab, runs its pytest suite (Go1 training, resume, evaluation and its clip on CPU)
+# and a whole `tunebot tune` session against it (trainer/mjlab/e2e_test.go, skipped by plain
+# go test). The adapter renders clips with OSMesa here (no GPU), so MUJOCO_GL is left to it.
 test-mjlab:
 	@venv=$$(bash scripts/mjlab-venv.sh) && \
-	(cd trainer/mjlab && CUDA_VISIBLE_DEVICES= MUJOCO_GL=disable WANDB_MODE=disabled $$venv/bin/python -m pytest -q -p no:cacheprovider tests) && \
-	TUNEBOT_MJLAB_VENV=$$venv MUJOCO_GL=disable $(GO) test -count=1 -timeout 60m -v -run TestTuneSessionWithRealMjlab ./trainer/mjlab/
+	(cd trainer/mjlab && env -u MUJOCO_GL CUDA_VISIBLE_DEVICES= WANDB_MODE=disabled $$venv/bin/python -m pytest -q -p no:cacheprovider tests) && \
+	env -u MUJOCO_GL TUNEBOT_MJLAB_VENV=$$venv $(GO) test -count=1 -timeout 60m -v -run TestTuneSessionWithRealMjlab ./trainer/mjlab/
 
 bench: build
 	bash bench/run.sh

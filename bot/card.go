@@ -41,6 +41,9 @@ type Card struct {
 	// Urgent marks a card a person must act on or should see now (a decision waits, a
 	// session failed): push notifications raise their priority.
 	Urgent bool `json:"urgent,omitempty"`
+	// Link is the card's subject on the monitoring page (a trial, a session), when the page
+	// has a public address: a push notification opens it when tapped.
+	Link string `json:"link,omitempty"`
 }
 
 // Block is one part of a card; which fields are set depends on Kind.
@@ -82,6 +85,12 @@ type Attachment struct {
 	// ContentType is the MIME type of the bytes; "" means image/png. Anything else is a
 	// file to upload as it is, never an image to embed.
 	ContentType string `json:"content_type,omitempty"`
+	// Path is where the bytes are on this machine (a clip in its run directory): the
+	// console names it instead of saving a copy. "" for bytes made for the card.
+	Path string `json:"path,omitempty"`
+	// Link is where to see the file when a platform cannot carry it (over its upload
+	// limit): the trial on the monitoring page. "" for none.
+	Link string `json:"link,omitempty"`
 }
 
 // Action is a button. Its ID carries everything the handler needs (see ActionID), so a

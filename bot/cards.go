@@ -261,8 +261,12 @@ func TrialCard(in TrialInput) Card {
 	} else if t.Rung > 0 && t.Parent != nil {
 		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("same configuration as %s, trained on from its checkpoint", t.Parent)))
 	}
+	if n := clipNote(t); n != "" {
+		c.Blocks = append(c.Blocks, UntrustedText(n, 300)) // it quotes the trainer's file
+	}
 	if in.Link != "" {
 		c.Blocks = append(c.Blocks, Text("compare it with the other trials on the monitoring page: "+in.Link))
+		c.Link = in.Link
 	}
 	if len(in.Attachments) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})

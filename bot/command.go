@@ -26,6 +26,7 @@ const (
 	VerbPresets Verb = "presets"
 	VerbExport  Verb = "export"
 	VerbChart   Verb = "chart"
+	VerbClip    Verb = "clip" // clip TRIAL[@RUNG] (or TRIAL RUNG): a trial's clip, posted
 	VerbAgent   Verb = "agent"
 	VerbHelp    Verb = "help"
 	VerbApprove Verb = "approve"
@@ -49,7 +50,7 @@ const (
 )
 
 var (
-	slashVerbs = []Verb{VerbStart, VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbExport, VerbChart, VerbAgent, VerbHelp,
+	slashVerbs = []Verb{VerbStart, VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbExport, VerbChart, VerbClip, VerbAgent, VerbHelp,
 		VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbRollback, VerbSchedule, VerbDashboard, VerbWhy}
 	replyVerbs = []Verb{VerbApprove, VerbReject, VerbEdit, VerbPause, VerbResume, VerbCancel, VerbStatus, VerbWhy}
 )
@@ -68,8 +69,8 @@ type Command struct {
 	Proposal int
 	Edits    []Assignment // edit: term=value assignments over the proposal's patch
 	Preset   string       // export, preset show, import, policy, apply
-	Trial    int          // chart
-	Rung     int          // chart: -1 means the trial's highest rung
+	Trial    int          // chart, clip
+	Rung     int          // chart, clip: -1 means the trial's highest rung
 	Tags     []string     // chart: the tags to draw, none for the standard report
 	Text     string       // comment: the text
 
@@ -218,6 +219,8 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		return c, nil
 	case VerbChart:
 		return parseChart(c, args)
+	case VerbClip:
+		return parseClip(c, args)
 	case VerbStart:
 		return parseStart(c, args)
 	}
@@ -256,6 +259,31 @@ func parseChart(c Command, args []string) (Command, error) {
 	}
 	if len(bad) > 0 {
 		return Command{}, session.Userf(nil, "chart: not a tag name: %q (letters, digits, _ . / - only)", bad)
+	}
+	return c, nil
+}
+
+// parseClip reads clip TRIAL[@RUNG] or clip TRIAL RUNG.
+func parseClip(c Command, args []string) (Command, error) {
+	usage := "usage: clip TRIAL [RUNG], e.g. clip 3 or clip 3 1 (also 3@1)"
+	if len(args) == 0 || len(args) > 2 || len(args) == 2 && strings.Contains(args[0], "@") {
+		return Command{}, session.Userf(nil, "%s", usage)
+	}
+	num, rung, hasRung := strings.Cut(args[0], "@")
+	if len(args) == 2 {
+		rung, hasRung = args[1], true
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || n > 999 {
+		return Command{}, session.Userf(nil, "clip: %q is not a trial number; %s", Truncate(num, 40), usage)
+	}
+	c.Trial = n
+	if hasRung {
+		r, err := strconv.Atoi(rung)
+		if err != nil || r < 0 || r > 9 {
+			return Command{}, session.Userf(nil, "clip: %q is not a rung; %s", Truncate(rung, 20), usage)
+		}
+		c.Rung = r
 	}
 	return c, nil
 }
@@ -607,7 +635,7 @@ func Help(terminal bool) string {
 	}
 	return strings.Join([]string{
 		cmd + "start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false]",
-		cmd + "status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · agent · dashboard (a private sign-in link to the monitoring page) · help",
+		cmd + "status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · clip TRIAL [RUNG] (its policy walking) · agent · dashboard (a private sign-in link to the monitoring page) · help",
 		cmd + "preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)",
 		apply,
 		cmd + `schedule add "<cron>" [if_busy=skip|wait] <start args> (needs start) · schedule list · schedule remove ID (needs start)`,

@@ -106,6 +106,7 @@ type HandlerConfig struct {
 	Allow    AllowList
 	Defaults session.Settings // what /tune start begins from
 	Charts   ChartFunc        // nil: chart answers that charts are not available
+	Clips    ClipFunc         // nil: clip answers that clips are not available
 	// Agent tests the advisor's connection for /tune agent; nil means none is configured.
 	Agent func(ctx context.Context) (string, error)
 	// AckWithin bounds how long Handle waits before acknowledging (default 2 s, under the
@@ -442,7 +443,7 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		}
 		return Reply{Private: true, Text: "advisor connection works: " + msg}
 	}
-	s, err := h.session(ctx, sid, cmd.Verb == VerbStatus || cmd.Verb == VerbBest || cmd.Verb == VerbChart || cmd.Verb == VerbWhy)
+	s, err := h.session(ctx, sid, cmd.Verb == VerbStatus || cmd.Verb == VerbBest || cmd.Verb == VerbChart || cmd.Verb == VerbClip || cmd.Verb == VerbWhy)
 	if err != nil {
 		return errorReply(err)
 	}
@@ -470,6 +471,8 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		return Reply{Private: true, Text: line}
 	case VerbChart:
 		return h.chart(ctx, s, cmd, log)
+	case VerbClip:
+		return h.clip(ctx, s, cmd, log)
 	case VerbWhy:
 		return h.why(ctx, s, cmd, log)
 	case VerbPause:
@@ -652,14 +655,9 @@ func (h *Handler) chart(ctx context.Context, s session.Session, cmd Command, log
 	if err != nil {
 		return h.engineError(err, log)
 	}
-	var t *session.Trial
-	for i := range trials {
-		if trials[i].Number == cmd.Trial && (cmd.Rung < 0 || trials[i].Rung == cmd.Rung) {
-			t = &trials[i] // ordered by number then rung: the last match is the highest rung
-		}
-	}
+	t := findTrial(trials, cmd)
 	if t == nil {
-		return Reply{Private: true, Text: fmt.Sprintf("session %s has no trial %d%s", session.Short(s.ID), cmd.Trial, rungSuffix(cmd.Rung))}
+		return noTrial(s, cmd)
 	}
 	atts, err := h.cfg.Charts(ctx, s, *t, cmd.Tags)
 	if err != nil {
@@ -690,6 +688,22 @@ func (h *Handler) why(ctx context.Context, s session.Session, cmd Command, log *
 	}
 	c := WhyCard(p)
 	return Reply{Card: &c}
+}
+
+// findTrial is the trial a chart or clip command names: its rung, or without one its
+// highest.
+func findTrial(trials []session.Trial, cmd Command) *session.Trial {
+	var t *session.Trial
+	for i := range trials {
+		if trials[i].Number == cmd.Trial && (cmd.Rung < 0 || trials[i].Rung == cmd.Rung) {
+			t = &trials[i] // ordered by number then rung: the last match is the highest rung
+		}
+	}
+	return t
+}
+
+func noTrial(s session.Session, cmd Command) Reply {
+	return Reply{Private: true, Text: fmt.Sprintf("session %s has no trial %d%s", session.Short(s.ID), cmd.Trial, rungSuffix(cmd.Rung))}
 }
 
 func rungSuffix(r int) string {

@@ -29,6 +29,8 @@ type Renderer struct {
 	Records Records
 	Space   *session.Space
 	Charts  ChartFunc // nil: trial reports carry no charts
+	// Clips reads a trial's clip for its report and the session's summary (nil: none).
+	Clips ClipFunc
 	// Final draws the charts a finished session's summary carries again (nil: none).
 	Final FinalChartFunc
 	// Mentions lists, per platform, the user IDs to mention besides the session's owner
@@ -88,7 +90,7 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 				in.Control = b
 			}
 		}
-		in.Attachments = r.charts(ctx, s, t)
+		in.Attachments = append(r.trialClip(ctx, s, t), r.charts(ctx, s, t)...)
 		out.Thread = append(out.Thread, TrialCard(in))
 	case session.EventProposalReady, session.EventDecision:
 		if e.Proposal != nil {
@@ -99,6 +101,10 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 			out.Thread = append(out.Thread, ProposalCard(*e.Proposal, r.Space, m))
 		}
 	case session.EventSessionFinished:
+		// the summary leads with the best trial's clip beside the baseline's (issue 21)
+		if c, ok := BestClipsCard(s, trials, r.Clips, r.trialLink(s)); ok {
+			out.Thread = append(out.Thread, c)
+		}
 		out.Thread = append(out.Thread, SummaryCard(SummaryInput{Session: s, Trials: trials, Mentions: mentions,
 			Attachments: r.finalCharts(ctx, s, trials)}))
 	case session.EventSessionUpdated:
@@ -274,9 +280,10 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 		}
 	}()
 	now := time.Now()
-	// Charts are rendered once per event, whatever the number of platforms.
+	// Charts are rendered, and clips read, once per event, whatever the number of platforms.
 	rr := *n.cfg.Renderer
 	rr.Charts, rr.Final = nil, nil
+	rr.Clips = onceClips(n.cfg.Renderer.Clips)
 	switch {
 	case e.Kind == session.EventTrialFinished && e.Trial != nil:
 		atts := n.cfg.Renderer.charts(ctx, e.Session, *e.Trial)
@@ -305,16 +312,52 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 		}
 		n.wake(p)
 	}
-	if !pushWorthy(e.Kind) {
+	if !pushWorthy(e.Kind) || len(n.cfg.Push) == 0 {
+		return
+	}
+	c, ok := rr.pushCard(ctx, e)
+	if !ok {
 		return
 	}
 	for _, p := range n.cfg.Push {
-		for _, c := range render(p).Thread {
-			c.Blocks = withoutAttachments(c.Blocks) // a phone notification carries text
-			n.enqueue(ctx, p, e, c, "", now)
-		}
+		c.Mentions = rr.mentions(e.Session, p)
+		n.enqueue(ctx, p, e, c, "", now)
 		n.wake(p)
 	}
+}
+
+// pushCard is e as a phone notification: its line, the poster frame of the clip it is
+// about, and its trial's page.
+func (r *Renderer) pushCard(ctx context.Context, e session.Event) (Card, bool) {
+	s := e.Session
+	trials, err := r.Records.Trials(ctx, s.ID)
+	if err != nil {
+		r.logger().Error("reading trials for a notification", "session", s.ID, "err", err)
+	}
+	var about *session.Trial
+	switch {
+	case e.Kind == session.EventTrialFinished:
+		about = e.Trial
+	case e.Kind == session.EventSessionFinished:
+		about = bestTrial(s, trials)
+	}
+	in := PushInput{Event: e, Trials: trials}
+	if about != nil {
+		if r.TrialURL != nil {
+			in.Link = r.TrialURL(s.ID, about.Number, about.Rung)
+		}
+		if about.Clip != nil && about.Clip.Poster != nil && r.Clips != nil {
+			if data, _, err := r.Clips(*about, true); err == nil {
+				in.Poster = &Attachment{Name: fmt.Sprintf("trial-%03d-rung-%d.png", about.Number, about.Rung),
+					Title: ClipTitle(*about) + " (first frame)", Data: data, Size: len(data), ContentType: ContentPNG}
+			} else {
+				r.logger().Warn("reading a clip's poster frame", "session", s.ID, "trial", about.Number, "err", err)
+			}
+		}
+	} else if e.Proposal != nil && r.TrialURL != nil {
+		in.Link = r.TrialURL(s.ID, e.Proposal.BaseTrial, 0)
+	}
+	return PushCard(in)
 }
 
 // platformsFor routes a session's cards: a session started from a chat platform posts

@@ -35,7 +35,7 @@ func (l RateLimit) Check() error {
 // link and agent.
 func limited(cmd Command) bool {
 	switch cmd.Verb {
-	case VerbStatus, VerbBest, VerbPresets, VerbExport, VerbChart, VerbPolicy, VerbAgent, VerbPreset, VerbDashboard, VerbWhy:
+	case VerbStatus, VerbBest, VerbPresets, VerbExport, VerbChart, VerbClip, VerbPolicy, VerbAgent, VerbPreset, VerbDashboard, VerbWhy:
 		return true
 	case VerbSchedule:
 		return cmd.Sub == "list"

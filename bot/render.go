@@ -8,7 +8,7 @@ import (
 
 // RenderText renders a card as plain text for a terminal or a push notification.
 // Attachment lines show paths[i] when given (the console saves charts as files), else the
-// attachment's name. Mentions are shown as @id.
+// file the attachment came from (a clip), else its name. Mentions are shown as @id.
 func RenderText(c Card, paths map[string]string) string {
 	var b strings.Builder
 	for _, bl := range c.Blocks {
@@ -40,14 +40,13 @@ func RenderText(c Card, paths map[string]string) string {
 		case BlockAttachments:
 			for _, a := range bl.Attachments {
 				where := a.Name
+				if a.Path != "" {
+					where = a.Path
+				}
 				if p, ok := paths[a.Name]; ok {
 					where = p
 				}
-				kind := "chart"
-				if a.ContentType != "" {
-					kind = "file"
-				}
-				fmt.Fprintf(&b, "  [%s] %s: %s\n", kind, a.Title, where)
+				fmt.Fprintf(&b, "  [%s] %s: %s\n", a.Kind(), a.Title, where)
 			}
 		case BlockActions:
 			labels := make([]string, len(bl.Actions))

@@ -61,6 +61,8 @@ type Options struct {
 	BaseURL string
 	Logger  *slog.Logger
 	Now     func() time.Time // nil: time.Now
+	// Clips reads a trial's clip for the page (nil: the page shows none).
+	Clips bot.ClipFunc
 }
 
 // PageReadLimit bounds one person's reads of the page's data: 60 at once, then two a second.
@@ -137,6 +139,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/presets/{name}", s.read(s.presetView))
 	s.mux.HandleFunc("GET /api/presets/{name}/export", s.download(s.exportPreset))
 	s.mux.HandleFunc("GET /api/presets/{name}/policy", s.download(s.policy))
+	s.mux.HandleFunc("GET /api/sessions/{id}/trials/{number}/{rung}/clip", s.clip(false))
+	s.mux.HandleFunc("GET /api/sessions/{id}/trials/{number}/{rung}/poster", s.clip(true))
 
 	// Acting needs the cookie, the Origin and the allow-list (checked by the handler).
 	s.mux.HandleFunc("POST /api/sessions/{id}/proposals/{pid}/{verb}", s.act(s.decide))

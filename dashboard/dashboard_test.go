@@ -20,6 +20,8 @@ import (
 	"tunebot/dashboard"
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer"
+	"tunebot/trainer/sim"
 )
 
 var t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -124,7 +126,10 @@ func newFixture(t *testing.T, mods ...func(*dashboard.Options)) *fixture {
 		key[i] = byte(i)
 	}
 	clk := &clock{t: time.Now()}
-	opt := dashboard.Options{Store: db, Allow: bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}, Space: sp, Key: key, Now: clk.now}
+	clips := func(t session.Trial, poster bool) ([]byte, string, error) {
+		return trainer.ReadClip(sessionsDir, t, poster)
+	}
+	opt := dashboard.Options{Store: db, Allow: bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}, Space: sp, Key: key, Now: clk.now, Clips: clips}
 	for _, m := range mods {
 		m(&opt)
 	}
@@ -689,4 +694,95 @@ func TestDecisions(t *testing.T) {
 			t.Errorf("bad start: %d %v", code, v)
 		}
 	})
+}
+
+// TestClipsAreServedToTheSignedIn: a trial's clip and its poster frame come with the
+// sign-in and the path checks of the policy download, as the bytes that were checked, and a
+// player may seek (Range); the session view names them (issue 21).
+func TestClipsAreServedToTheSignedIn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	run := filepath.Join(f.dir, sid, "trial-002-rung-0")
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gifData, posterData, err := sim.Clip(session.Metrics{session.MetricVelLinear: 0.2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{"clip": gifData, "clip-poster.png": posterData} {
+		if err := os.WriteFile(filepath.Join(run, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := trainer.CheckClip(filepath.Join(run, "clip"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := trainer.CheckPoster(filepath.Join(run, "clip-poster.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Path, p.Path = "trial-002-rung-0/clip", "trial-002-rung-0/clip-poster.png"
+	c.Poster = &p
+	trials, _ := f.db.Trials(ctx, sid)
+	tr := trials[2]
+	tr.Clip = &c
+	if err := f.db.PutTrial(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	base := "/api/sessions/" + sid + "/trials/2/0/"
+
+	anon := f.anon(t)
+	for _, path := range []string{base + "clip", base + "poster"} {
+		if resp := anon.get(path); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s without a sign-in: %d", path, resp.StatusCode)
+		}
+	}
+	user := f.signIn(t, dashboard.Identity{Platform: "slack", ID: "U2", Name: "bob"})
+	v := decode(t, user.get("/api/sessions/"+sid))
+	clip := v["trials"].([]any)[2].(map[string]any)["clip"].(map[string]any)
+	if clip["format"] != "gif" || !strings.HasPrefix(clip["url"].(string), base+"clip?v=") || !strings.HasPrefix(clip["poster"].(string), base+"poster?v=") {
+		t.Errorf("session view's clip %v", clip)
+	}
+	resp := user.get(clip["url"].(string))
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/gif" || body != string(gifData) {
+		t.Errorf("clip: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+	resp = user.get(clip["poster"].(string))
+	if body := readAll(t, resp); resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/png" || body != string(posterData) {
+		t.Errorf("poster: %d %s, %d bytes", resp.StatusCode, resp.Header.Get("Content-Type"), len(body))
+	}
+	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+base+"clip", nil)
+	req.Header.Set("Range", "bytes=0-5")
+	resp = user.do(req)
+	if body := readAll(t, resp); resp.StatusCode != http.StatusPartialContent || body != "GIF89a" {
+		t.Errorf("a range of the clip: %d %q", resp.StatusCode, body)
+	}
+	for path, want := range map[string]int{
+		"/api/sessions/" + sid + "/trials/1/0/clip": http.StatusNotFound,   // no clip
+		"/api/sessions/" + sid + "/trials/7/0/clip": http.StatusNotFound,   // no such trial
+		"/api/sessions/" + sid + "/trials/x/0/clip": http.StatusBadRequest, // not a trial
+	} {
+		if resp := user.get(path); resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	// a file changed since it was checked is not served
+	if err := os.WriteFile(filepath.Join(run, "clip"), append([]byte("GIF89a"), make([]byte, len(gifData)-6)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if resp := user.get(base + "clip"); resp.StatusCode != http.StatusConflict || !strings.Contains(readAll(t, resp), "changed on disk") {
+		t.Errorf("a changed clip: %d", resp.StatusCode)
+	}
+	// a recorded path that leaves the sessions directory is refused
+	escaping := *tr.Clip
+	escaping.Path = "../../etc/passwd"
+	tr.Clip = &escaping
+	if err := f.db.PutTrial(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	if resp := user.get(base + "clip"); resp.StatusCode != http.StatusInternalServerError || strings.Contains(readAll(t, resp), "passwd") {
+		t.Errorf("an escaping path: %d", resp.StatusCode)
+	}
 }

@@ -211,6 +211,8 @@ type trialView struct {
 	GPUSeconds float64            `json:"gpu_seconds"`
 	Started    string             `json:"started,omitempty"`
 	Ended      string             `json:"ended,omitempty"`
+	Clip       *clipView          `json:"clip,omitempty"`
+	ClipNote   string             `json:"clip_note,omitempty"` // why there is no clip
 }
 
 type change struct {
@@ -331,7 +333,7 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source, Rank: t.RankScore(),
 		Eligible: t.Eligible(), Best: t.Number == ss.BestTrial && t.Rung == ss.BestRung, Iterations: t.Iterations,
 		Progress: t.Progress, Metrics: t.Metrics, Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
-		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt)}
+		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt), Clip: clipOf(t), ClipNote: t.ClipNote}
 	if t.Score != nil {
 		sc := t.Score.Total
 		v.Score, v.Objectives = &sc, t.Score.Objectives

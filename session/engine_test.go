@@ -33,6 +33,7 @@ type fakeTrainer struct {
 	entered   chan string // "train 3/0", "eval 3/0" as jobs start
 	failTrain map[session.TrialRef]string
 	broken    error // every training job fails with it, as a trainer that cannot start
+	clips     int   // evaluations that asked for a clip
 }
 
 func newFakeTrainer() *fakeTrainer {
@@ -108,7 +109,15 @@ func (f *fakeTrainer) Evaluate(ctx context.Context, job session.EvalJob, hooks s
 			mean[k] += v / float64(len(job.Seeds))
 		}
 	}
-	return session.Evaluation{Task: job.Settings.Task, Iteration: iterOf(job.Checkpoint), Seeds: job.Seeds, Metrics: mean, PerSeed: per}, nil
+	ev := session.Evaluation{Task: job.Settings.Task, Iteration: iterOf(job.Checkpoint), Seeds: job.Seeds, Metrics: mean, PerSeed: per}
+	if job.Clip {
+		f.mu.Lock()
+		f.clips++
+		f.mu.Unlock()
+		ev.Clip = &session.Clip{File: session.File{Path: filepath.Join(job.RunDir, "clip.gif"), Size: 10, SHA256: "ab"}, Format: session.ClipGIF,
+			Poster: &session.File{Path: filepath.Join(job.RunDir, "clip-poster.png")}}
+	}
+	return ev, nil
 }
 
 func (f *fakeTrainer) EndOrphan(ctx context.Context, p session.Proc) error {
@@ -340,6 +349,11 @@ func TestAutomaticSessionRunsTheWholeLadder(t *testing.T) {
 		if want := (trainer.Layout{}).RunDir(tr.Ref()); tr.RunDir != want || tr.Policy != filepath.Join(want, "policy.onnx") {
 			t.Errorf("trial %d@%d run dir %q, policy %q; want %q and its policy.onnx", tr.Number, tr.Rung, tr.RunDir, tr.Policy, want)
 		}
+		// and the clip its rung's evaluation wrote, relative too
+		if want := (trainer.Layout{}).RunDir(tr.Ref()); tr.Clip == nil || tr.Clip.Path != filepath.Join(want, "clip.gif") ||
+			tr.Clip.Poster == nil || tr.Clip.Poster.Path != filepath.Join(want, "clip-poster.png") {
+			t.Errorf("trial %d@%d clip %+v, want %s/clip.gif and its poster", tr.Number, tr.Rung, tr.Clip, want)
+		}
 		if tr.Rung > 0 {
 			want := filepath.Join(h.eng.SessionDir(s.ID), fmt.Sprintf("trial-%03d-rung-%d", tr.Number, tr.Rung-1), fmt.Sprintf("model_%d.pt", s.Settings.Rungs[tr.Rung-1]))
 			if got := h.tr.resumed[tr.Ref()]; got != want {
@@ -380,6 +394,9 @@ func TestAutomaticSessionRunsTheWholeLadder(t *testing.T) {
 	}
 	if finals != 2 {
 		t.Errorf("%d finalists re-evaluated, want 2", finals)
+	}
+	if h.tr.clips != 12 {
+		t.Errorf("%d evaluations asked for a clip, want the 12 rung evaluations (not the finalists' re-evaluations)", h.tr.clips)
 	}
 	h.eng.Shutdown(ctx) // delivers the events still queued for the notifier
 	if h.note.count(session.EventTrialFinished) != 12 || h.note.count(session.EventSessionFinished) != 1 {

@@ -698,6 +698,7 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 			return fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
 		}
 		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
+		t.Clip, t.ClipNote = nil, ""
 	}
 	if !t.Trained {
 		if err := e.setPhase(ctx, s.ID, j, sl, "training"); err != nil {
@@ -723,11 +724,12 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 	if err := e.setPhase(ctx, s.ID, j, sl, "evaluating"); err != nil {
 		return err
 	}
-	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(false), s.Settings.EvalSeeds, attach, log)
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(false), s.Settings.EvalSeeds, true, attach, log)
 	if err != nil {
 		return e.trialDone(ctx, s, t, err, log)
 	}
 	t.Metrics, t.PerSeed = ev.Metrics, ev.PerSeed
+	t.Clip, t.ClipNote = e.clipOf(s.ID, ev, log)
 	baseline := t.Metrics
 	if !(t.Number == 0 && t.Rung == 0) {
 		b := n.trial(0, 0)
@@ -947,14 +949,14 @@ func (e *Engine) putSeries(ctx context.Context, id string, ref TrialRef, series 
 	return nil
 }
 
-func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, output string, seeds []int, attach *Proc, log *slog.Logger) (Evaluation, error) {
+func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, output string, seeds []int, clip bool, attach *Proc, log *slog.Logger) (Evaluation, error) {
 	t.State = TrialEvaluating
 	t.Proc = attach
 	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
 		return Evaluation{}, fmt.Errorf("saving trial: %w", err)
 	}
 	job := EvalJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Checkpoint: filepath.Join(e.SessionDir(s.ID), t.Checkpoint),
-		Seeds: seeds, Output: filepath.Join(runDir, output), Settings: s.Settings, Attach: attach}
+		Seeds: seeds, Output: filepath.Join(runDir, output), Settings: s.Settings, Attach: attach, Clip: clip}
 	if attach == nil {
 		_ = os.Remove(job.Output) // a stale file from an interrupted evaluation must not count
 	}
@@ -978,6 +980,36 @@ func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, outp
 	t.GPUSeconds += time.Since(start).Seconds() * float64(e.jobGPUs(s))
 	t.Proc = nil
 	return ev, err
+}
+
+// clipOf is the clip an evaluation reported, with its paths made relative to the session
+// directory as every path on a trial is; a clip outside it is dropped with a note.
+func (e *Engine) clipOf(sessionID string, ev Evaluation, log *slog.Logger) (*Clip, string) {
+	if ev.Clip == nil {
+		return nil, ev.ClipNote
+	}
+	c := *ev.Clip
+	sdir := e.SessionDir(sessionID)
+	rel := func(f *File) bool {
+		r, err := filepath.Rel(sdir, f.Path)
+		if err != nil || !filepath.IsLocal(r) {
+			return false
+		}
+		f.Path = r
+		return true
+	}
+	if !rel(&c.File) {
+		log.Warn("the clip is outside the session directory; not recorded", "path", ev.Clip.Path)
+		return nil, "clip refused: it is outside the session directory"
+	}
+	if c.Poster != nil {
+		p := *c.Poster
+		c.Poster = &p
+		if !rel(c.Poster) {
+			c.Poster = nil
+		}
+	}
+	return &c, ev.ClipNote
 }
 
 // trialDone records a trial's end. A cancelled context leaves the trial to the caller's
@@ -1075,7 +1107,7 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	if err := e.setPhase(ctx, s.ID, j, sl, "final evaluation"); err != nil {
 		return err
 	}
-	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(true), s.Settings.FinalEvalSeeds, attach, log)
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(true), s.Settings.FinalEvalSeeds, false, attach, log)
 	t.State = TrialCompleted
 	if err != nil {
 		if ctx.Err() != nil {

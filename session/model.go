@@ -187,6 +187,11 @@ type Trial struct {
 	StartedAt    time.Time     `json:"started_at,omitzero"`
 	EndedAt      time.Time     `json:"ended_at,omitzero"`
 	GPUSeconds   float64       `json:"gpu_seconds"`
+
+	// Clip is the short video of the policy its rung's evaluation wrote (nil: none); ClipNote
+	// says why there is none, or why the one written was refused.
+	Clip     *Clip  `json:"clip,omitempty"`
+	ClipNote string `json:"clip_note,omitempty"`
 }
 
 // TrialOutline is what a summary needs of a trial, where it stands and when it ran: a list

@@ -159,6 +159,9 @@ type EvalJob struct {
 	Output     string // absolute path of the evaluation.json to write
 	Settings   Settings
 	Attach     *Proc // as TrainJob.Attach
+	// Clip asks the job for a clip of the policy ({clip_output}): a rung's evaluation does,
+	// a final re-evaluation (the same policy on more seeds) does not.
+	Clip bool
 }
 
 // JobHooks lets the engine follow a job while it runs. Either may be nil.

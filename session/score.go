@@ -128,6 +128,10 @@ type Evaluation struct {
 	Seeds      []int         `json:"seeds"`
 	Metrics    Metrics       `json:"metrics"`
 	PerSeed    []SeedMetrics `json:"perSeed"`
+	// Clip is the checked clip the job wrote beside evaluation.json (its Path absolute), nil
+	// when there is none; ClipNote says why not. Neither is part of the file.
+	Clip     *Clip  `json:"-"`
+	ClipNote string `json:"-"`
 }
 
 // DecodeEvaluation parses evaluation.json strictly: unknown fields, a missing or non-finite

@@ -236,6 +236,11 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 		if err := os.Remove(job.Output); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return ev, fmt.Errorf("removing old evaluation output: %w", err)
 		}
+		if job.Clip {
+			if err := removeClip(job.RunDir); err != nil {
+				return ev, err
+			}
+		}
 	}
 	vals := r.values(job.Settings, job.RunDir, job.Trial)
 	vals["checkpoint"] = job.Checkpoint
@@ -245,6 +250,12 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 		seeds[i] = strconv.Itoa(s)
 	}
 	vals["eval_seeds"] = strings.Join(seeds, ",")
+	// A final re-evaluation asks for no clip: its placeholders are empty, which a trainer
+	// reads as "write none" (the trial keeps its rung's clip).
+	vals["clip_output"], vals["clip_poster"] = "", ""
+	if job.Clip {
+		vals["clip_output"], vals["clip_poster"] = filepath.Join(job.RunDir, ClipFile), filepath.Join(job.RunDir, ClipPosterFile)
+	}
 
 	logger := r.logger.With("session", job.SessionID, "trial", job.Trial.Number, "rung", job.Trial.Rung, "job", "evaluate")
 	out, err := r.run(ctx, jobSpec{
@@ -273,6 +284,9 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	if !sameSeeds(ev.Seeds, job.Seeds) {
 		return ev, &session.JobError{Job: "evaluate", LogTail: logTail(logPath),
 			Reason: fmt.Sprintf("%s has seeds %v, asked for %v", filepath.Base(job.Output), ev.Seeds, job.Seeds)}
+	}
+	if job.Clip {
+		ev.Clip, ev.ClipNote = collectClip(job.RunDir, Uses(r.t.Evaluate, "clip_output"), logPath, logger)
 	}
 	return ev, nil
 }

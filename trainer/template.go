@@ -48,7 +48,8 @@ var (
 	SimResume   = []string{"--resume-checkpoint", "{checkpoint}"}
 	SimEvaluate = []string{"{tunebot}", "sim-eval", "--task", "{task}", "--checkpoint", "{checkpoint}",
 		"--output", "{eval_output}", "--seeds", "{eval_seeds}", "--num-envs", "{eval_num_envs}",
-		"--steps", "{eval_steps}", "--run-dir", "{run_dir}"}
+		"--steps", "{eval_steps}", "--run-dir", "{run_dir}", "--clip-output", "{clip_output}",
+		"--clip-poster", "{clip_poster}"}
 )
 
 // Placeholder names. Which ones a template may use depends on its kind: a value that a
@@ -58,8 +59,8 @@ var (
 		"num_envs", "gpu_ids", "run_name", "eval_num_envs", "eval_steps"}
 	trainNames  = append(slices.Clone(commonNames), "iterations", "target_iterations", "start_iteration")
 	resumeNames = append(slices.Clone(trainNames), "checkpoint")
-	evalNames   = append(slices.Clone(commonNames), "checkpoint", "eval_output", "eval_seeds")
-	allNames    = append(slices.Clone(resumeNames), "eval_output", "eval_seeds")
+	evalNames   = append(slices.Clone(commonNames), "checkpoint", "eval_output", "eval_seeds", "clip_output", "clip_poster")
+	allNames    = append(slices.Clone(resumeNames), "eval_output", "eval_seeds", "clip_output", "clip_poster")
 )
 
 // placeholderRE matches {name}; braces around anything else (a JSON argument) are literal.

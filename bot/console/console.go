@@ -39,6 +39,7 @@ type Console struct {
 	events  chan session.Event
 	charts  bot.ChartFunc
 	final   bot.FinalChartFunc
+	clips   bot.ClipFunc
 	handler *bot.Handler
 
 	verbose bool // every card whole; else a page: a line per trial, the cards that need a person
@@ -67,6 +68,7 @@ type Config struct {
 	Space   *session.Space
 	Charts  bot.ChartFunc      // trial reports and chart answers (nil: no charts)
 	Final   bot.FinalChartFunc // a finished session's summary charts (nil: none)
+	Clips   bot.ClipFunc       // trial reports' clips and the summary's (nil: none)
 	Logger  *slog.Logger
 	// Verbose prints every card whole, as chat shows them. Without it the terminal is a
 	// page: progress, one line per finished trial, the proposals and decisions a person
@@ -81,7 +83,7 @@ func New(cfg Config) *Console {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{out: cfg.Out, in: cfg.In, dir: cfg.Dir, store: cfg.Store, space: cfg.Space, log: cfg.Logger,
-		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, progress: map[string]int{}, verbose: cfg.Verbose}
+		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, progress: map[string]int{}, verbose: cfg.Verbose}
 	c.handler = cfg.Handler
 	if c.handler == nil && cfg.Engine != nil {
 		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, Charts: c.charts, Logger: c.log,
@@ -207,13 +209,13 @@ func (c *Console) reply(r bot.Reply) {
 func (c *Console) show(ctx context.Context, e session.Event) {
 	c.mu.Lock()
 	c.current = e.Session.ID
-	charts, final := c.charts, c.final
+	charts, final, clips := c.charts, c.final, c.clips
 	c.mu.Unlock()
 	stamp := e.Time.Local().Format("15:04:05")
 	if e.Time.IsZero() {
 		stamp = time.Now().Format("15:04:05")
 	}
-	r := &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Final: final, Logger: c.log}
+	r := &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Final: final, Clips: clips, Logger: c.log}
 	switch e.Kind {
 	case session.EventTrialProgress:
 		if t := e.Trial; t != nil && t.Iterations > 0 {
@@ -329,6 +331,9 @@ func (c *Console) save(card bot.Card) map[string]string {
 	paths := map[string]string{}
 	for _, b := range card.Blocks {
 		for _, a := range b.Attachments {
+			if a.Path != "" { // a file already on this machine (a clip): named, not copied
+				continue
+			}
 			if len(a.Data) == 0 || c.dir == "" {
 				continue
 			}

@@ -66,6 +66,9 @@ func TestRenderKeepsEveryPartWithinDiscordLimits(t *testing.T) {
 		{"big table", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &bot.Table{Caption: "c", Columns: []string{"a", "b", "c", "d"}, Rows: rows}}}}, 0, "```"},
 		{"23 one-MiB charts", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: many}}}, 0, ""},
 		{"oversized chart", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "x.png", Data: png(11 << 20)}}}}}, 1, "over Discord's 10 MiB upload limit"},
+		{"oversized clip", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "trial-001-rung-0.mp4",
+			ContentType: "video/mp4", Data: png(11 << 20), Link: "https://tune.example.com/sessions/s?trial=1@0"}}}}}, 1,
+			"clip trial-001-rung-0.mp4 left out: 11.0 MiB is over Discord's 10 MiB upload limit; see it on the monitoring page: https://tune.example.com/sessions/s?trial=1@0"},
 		{"30 buttons", bot.Card{Title: "t", Blocks: []bot.Block{{Kind: bot.BlockActions, Actions: actions}}}, 1, "5 buttons left out"},
 	}
 	for _, tc := range cases {
@@ -170,6 +173,7 @@ func TestCommandText(t *testing.T) {
 		{sub("start", opt("mode", "approval"), opt("trials", 4.0), opt("fallback", true)), "start mode=approval trials=4 fallback=true", "", ""},
 		{sub("export", opt("preset", "auto-tune-1234")), "export auto-tune-1234", "", ""},
 		{sub("chart", opt("trial", "3@1"), opt("tags", "Train/a  Train/b")), "chart 3@1 Train/a Train/b", "", ""},
+		{sub("clip", opt("trial", "3@1")), "clip 3@1", "", ""},
 		{sub("status"), "status", "", ""},
 		{sub("why", opt("proposal", 3.0)), "why 3", "", ""},
 		{sub("why"), "why", "", ""},

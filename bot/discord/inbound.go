@@ -92,6 +92,7 @@ func Commands() []*discordgo.ApplicationCommand {
 				sub("list", "the scheduled starts"),
 				sub("remove", "remove a scheduled start (needs start)", required(str("id", "the id schedule list shows")))),
 			sub("chart", "charts of a trial", required(str("trial", "trial number, optionally @rung: 3 or 3@1")), str("tags", "training-curve tags, space separated")),
+			sub("clip", "a trial's clip: its policy walking", required(str("trial", "trial number, optionally @rung: 3 or 3@1"))),
 			sub("why", "a proposal's whole evidence (its card shows the three strongest pieces)", integer("proposal", "the proposal's number (default: the newest)", &minOne, 9999)),
 			sub("agent", "test the advisor's connection"),
 			sub("dashboard", "a private one-time sign-in link to the monitoring page"),
@@ -172,6 +173,8 @@ func CommandText(d discordgo.ApplicationCommandInteractionData) (string, error) 
 	case "chart":
 		words = append(words, opt("trial"))
 		words = append(words, strings.Fields(opt("tags"))...)
+	case "clip":
+		words = append(words, opt("trial"))
 	case "why":
 		words = append(words, opt("proposal"))
 	default:

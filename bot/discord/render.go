@@ -125,18 +125,19 @@ func readBlocks(c bot.Card, maxUpload, color int) body {
 			}
 		case bot.BlockAttachments:
 			for _, a := range b.Attachments {
-				what := "chart"
-				if a.ContentType != "" {
-					what = "file"
-				}
+				what := a.Kind()
 				switch {
 				case len(a.Data) == 0:
 					notes = append(notes, fmt.Sprintf("%s %s is missing its content", what, a.Name))
 				case len(a.Data) > maxUpload:
-					notes = append(notes, fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.Data))/(1<<20), float64(maxUpload)/(1<<20)))
+					note := fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.Data))/(1<<20), float64(maxUpload)/(1<<20))
+					if a.Link != "" {
+						note += "; see it on the monitoring page: " + a.Link
+					}
+					notes = append(notes, note)
 				case a.ContentType != "":
-					// A file (a preset's JSON, a policy) is attached as it is, under its own
-					// name: never shown as an image.
+					// A file (a preset's JSON, a policy, a clip) is attached as it is, under
+					// its own name: Discord plays a video and animates a GIF inline.
 					a.Name = docName(a.Name, out.docs)
 					out.docs = append(out.docs, a)
 				default:

@@ -55,25 +55,68 @@ func NewNtfy(server, topic string, getenv func(string) string, client *http.Clie
 	return &Ntfy{endpoint: strings.TrimRight(server, "/") + "/" + url.PathEscape(topic), token: getenv("NTFY_TOKEN"), client: client}, nil
 }
 
-// Deliver posts the card as text with Title, Priority and Tags headers.
+// Deliver posts the card's text with Title, Priority and Tags headers, and Click (the
+// trial's page) when the card has a link. A card with an image (a clip's first frame) is
+// sent as an ntfy attachment: the image is the body (PUT, Filename) and the text goes in the
+// Message header. A server that takes no attachments gets the text alone.
 func (n *Ntfy) Deliver(ctx context.Context, d bot.Delivery) error {
 	c := d.Message.Card
-	body := bot.RenderText(c, nil)
-	if len(body) > MaxBody {
-		body = body[:MaxBody]
+	text := bot.PushText(c)
+	if len(text) > MaxBody {
+		text = text[:MaxBody]
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.endpoint, strings.NewReader(body))
+	if img, ok := image(c); ok {
+		err := n.post(ctx, d.Message, http.MethodPut, bytes.NewReader(img.Data), func(h http.Header) {
+			h.Set("Filename", img.Name)
+			h.Set("Message", mime.QEncoding.Encode("utf-8", strings.TrimSpace(text)))
+		})
+		if !refusedAttachment(err) {
+			return err
+		}
+	}
+	return n.post(ctx, d.Message, http.MethodPost, strings.NewReader(text), nil)
+}
+
+func (n *Ntfy) post(ctx context.Context, m bot.Message, method string, body io.Reader, more func(http.Header)) error {
+	c := m.Card
+	req, err := http.NewRequestWithContext(ctx, method, n.endpoint, body)
 	if err != nil {
 		return bot.Permanent(fmt.Errorf("building ntfy request: %w", err))
 	}
 	// Header values must be Latin-1; RFC 2047 keeps a UTF-8 title intact (ntfy decodes it).
 	req.Header.Set("Title", mime.QEncoding.Encode("utf-8", "tunebot: "+c.Title))
 	req.Header.Set("Priority", priority(c))
-	req.Header.Set("Tags", tags(d.Message))
+	req.Header.Set("Tags", tags(m))
+	if c.Link != "" {
+		req.Header.Set("Click", c.Link)
+	}
+	if more != nil {
+		more(req.Header)
+	}
 	if n.token != "" {
 		req.Header.Set("Authorization", "Bearer "+n.token)
 	}
 	return send(n.client, req, "ntfy")
+}
+
+// image is the card's first PNG, the one a notification shows.
+func image(c bot.Card) (bot.Attachment, bool) {
+	for _, b := range c.Blocks {
+		for _, a := range b.Attachments {
+			if a.ContentType == bot.ContentPNG && len(a.Data) > 0 {
+				return a, true
+			}
+		}
+	}
+	return bot.Attachment{}, false
+}
+
+// refusedAttachment reports whether ntfy refused the notification for its attachment
+// (attachments off, too large, over the quota): a 4xx other than 429, which the text
+// alone may pass.
+func refusedAttachment(err error) bool {
+	var pe *bot.PermanentError
+	return errors.As(err, &pe)
 }
 
 func priority(c bot.Card) string {
@@ -130,7 +173,7 @@ type Payload struct {
 // Deliver posts the payload.
 func (w *Webhook) Deliver(ctx context.Context, d bot.Delivery) error {
 	m := d.Message
-	text := bot.RenderText(m.Card, nil)
+	text := bot.PushText(m.Card)
 	if len(text) > MaxBody {
 		text = text[:MaxBody]
 	}

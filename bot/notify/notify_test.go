@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -33,7 +34,9 @@ func server(t *testing.T, statuses ...int) (*httptest.Server, func() []request) 
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		defer mu.Unlock()
-		got = append(got, request{r.URL.Path, r.Header.Clone(), string(b)})
+		h := r.Header.Clone()
+		h.Set("X-Method", r.Method)
+		got = append(got, request{r.URL.Path, h, string(b)})
 		if len(statuses) > 0 {
 			st := statuses[0]
 			statuses = statuses[1:]
@@ -138,5 +141,51 @@ func TestWebhookThroughTheOutbox(t *testing.T) {
 	}
 	if n, _ := db.OutboxDepth(context.Background()); n != 0 {
 		t.Errorf("%d items left", n)
+	}
+}
+
+// TestNtfyAttachesThePosterAndFallsBackToText: a card with a clip's first frame goes as an
+// ntfy attachment (PUT, Filename, the line in Message) with Click; a server that takes no
+// attachments (4xx) gets the same line as plain text instead of nothing.
+func TestNtfyAttachesThePosterAndFallsBackToText(t *testing.T) {
+	d := bot.Delivery{ID: 2, Thread: "s1", Message: bot.Message{Event: session.EventTrialFinished, Session: "s1", Card: bot.Card{
+		Title: "session s1", Link: "https://tune.example.com/sessions/s1?trial=8@0",
+		Blocks: []bot.Block{bot.Text("trial 8 @ rung 0: +0.041 vs baseline · eligible · 5/12 done"),
+			{Kind: bot.BlockAttachments, Attachments: []bot.Attachment{{Name: "trial-008-rung-0.png", Data: []byte("\x89PNG fake"), ContentType: bot.ContentPNG}}}}}}}
+	for _, tc := range []struct {
+		name     string
+		statuses []int
+		methods  string
+	}{
+		{"attachments on", nil, "PUT"},
+		{"attachments off", []int{http.StatusBadRequest}, "PUT POST"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, got := server(t, tc.statuses...)
+			n, err := notify.NewNtfy(srv.URL, "robots", func(string) string { return "" }, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := n.Deliver(context.Background(), d); err != nil {
+				t.Fatal(err)
+			}
+			reqs := got()
+			var methods []string
+			for _, r := range reqs {
+				methods = append(methods, r.header.Get("X-Method"))
+			}
+			first, last := reqs[0], reqs[len(reqs)-1]
+			msg, _ := new(mime.WordDecoder).DecodeHeader(first.header.Get("Message"))
+			if first.header.Get("Filename") != "trial-008-rung-0.png" || first.body != "\x89PNG fake" || msg != "trial 8 @ rung 0: +0.041 vs baseline · eligible · 5/12 done" {
+				t.Errorf("the attachment request: filename %q, message %q, body %q", first.header.Get("Filename"), msg, first.body)
+			}
+			if strings.Join(methods, " ") != tc.methods {
+				t.Errorf("methods %v, want %s", methods, tc.methods)
+			}
+			if last.header.Get("Click") != "https://tune.example.com/sessions/s1?trial=8@0" ||
+				tc.statuses != nil && strings.TrimSpace(last.body) != "trial 8 @ rung 0: +0.041 vs baseline · eligible · 5/12 done" {
+				t.Errorf("the delivered request: click %q, body %q", last.header.Get("Click"), last.body)
+			}
+		})
 	}
 }

@@ -115,13 +115,19 @@ func Render(c bot.Card) ([]slack.Block, string) {
 			}
 			add(slack.NewSectionBlock(mrkdwn(head+codeBlock(bot.Dedent(text))), nil, nil))
 		case bot.BlockAttachments:
-			var charts, files []string
+			var charts, files, clips []string
 			for _, a := range b.Attachments {
-				if a.ContentType == "" {
+				switch {
+				case a.ContentType == "":
 					charts = append(charts, escape(a.Title))
-				} else {
+				case bot.IsClip(a):
+					clips = append(clips, escape(a.Title))
+				default:
 					files = append(files, fmt.Sprintf("%s (%s)", escape(fileName(a)), size(len(a.Data))))
 				}
+			}
+			if len(clips) > 0 {
+				add(slack.NewContextBlock("", mrkdwn(bot.Truncate(":film_frames: clip below in this thread: "+strings.Join(clips, " · "), maxText))))
 			}
 			if len(charts) > 0 {
 				add(slack.NewContextBlock("", mrkdwn(bot.Truncate(":bar_chart: charts below in this thread: "+strings.Join(charts, " · "), maxText))))

@@ -278,10 +278,7 @@ func attachments(c bot.Card) []bot.Attachment {
 // of its content type: a preset's JSON is shown as JSON, a chart as an image, a policy as
 // a binary file to download.
 func (a *Adapter) uploadFile(ctx context.Context, channel, thread string, at bot.Attachment) (string, error) {
-	what := "chart"
-	if at.ContentType != "" {
-		what = "file"
-	}
+	what := at.Kind()
 	f, err := a.api.UploadFileContext(ctx, slack.UploadFileParameters{
 		Reader: bytes.NewReader(at.Data), FileSize: len(at.Data), Filename: fileName(at), Title: at.Title,
 		Channel: channel, ThreadTimestamp: thread, AltTxt: at.Title,
@@ -293,7 +290,8 @@ func (a *Adapter) uploadFile(ctx context.Context, channel, thread string, at bot
 }
 
 // extensions are the file name endings Slack reads each content type from.
-var extensions = map[string]string{"": ".png", "image/png": ".png", bot.ContentJSON: ".json", bot.ContentBinary: ""}
+var extensions = map[string]string{"": ".png", "image/png": ".png", bot.ContentJSON: ".json", bot.ContentBinary: "",
+	"video/mp4": ".mp4", "image/gif": ".gif"}
 
 func fileName(at bot.Attachment) string {
 	name := at.Name

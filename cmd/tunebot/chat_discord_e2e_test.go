@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -360,6 +363,43 @@ chat:
 	s := all[0]
 	if s.Owner.Platform != "discord" || s.Owner.ID != alice.ID || s.State != session.StateCancelled {
 		t.Errorf("session owner %+v state %s", s.Owner, s.State)
+	}
+	// Each trial report in the thread carries the trial's clip as an attachment, the file
+	// its evaluation wrote, byte for byte (issue 21).
+	trials, err := db.Trials(bg, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reported := 0
+	for _, tr := range trials {
+		if tr.State != session.TrialCompleted {
+			continue
+		}
+		if tr.Clip == nil {
+			t.Errorf("trial %d has no clip: %s", tr.Number, tr.ClipNote)
+			continue
+		}
+		onDisk, err := os.ReadFile(filepath.Join(dir, "data", "sessions", s.ID, tr.Clip.Path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("trial-%03d-rung-%d.gif", tr.Number, tr.Rung)
+		found := false
+		for _, m := range fake.Messages(thread) {
+			if !strings.HasPrefix(title(m), fmt.Sprintf("trial %d @ rung %d", tr.Number, tr.Rung)) {
+				continue
+			}
+			for _, f := range m.Files {
+				found = found || f.Name == name && f.ContentType == "image/gif" && bytes.Equal(f.Data, onDisk)
+			}
+		}
+		if !found {
+			t.Errorf("trial %d's report in the thread does not carry its clip %s", tr.Number, name)
+		}
+		reported++
+	}
+	if reported < 3 {
+		t.Errorf("%d completed trials with reports, want at least 3", reported)
 	}
 	ps, err := db.Proposals(bg, s.ID)
 	if err != nil || len(ps) < 4 {

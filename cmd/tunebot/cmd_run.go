@@ -124,7 +124,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	}
 	d.handler = bot.NewHandler(bot.HandlerConfig{
 		Engine: eng, Store: a.actions, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
-		Charts: charts, Agent: d.agentTest, Logger: d.log,
+		Charts: charts, Clips: a.clips(), Agent: d.agentTest, Logger: d.log,
 		Applier: applier, Scheduler: d.scheduler, Gate: &d.gate, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
 		Redact: secret.Process(), ReadLimit: d.cfg.Chat.ReadLimit,
 		// Platforms allow 3 s; a modal must be the first answer to a click, so leave the
@@ -177,7 +177,7 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Logger: d.log, Verbose: d.verbose})
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose})
 		to = append(to, d.con)
 		d.notifyWG.Add(1)
 		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
@@ -322,7 +322,8 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (wantConsole bool
 	}
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
 		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log, Redact: secret.Process(),
-		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
+		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(),
+			Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {
 				disp.Wake()

@@ -69,6 +69,8 @@ func runSimEval(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&o.Steps, "steps", 1000, "evaluation steps")
 	fs.StringVar(&o.RunDir, "run-dir", "", "run directory (evaluation events go to its evaluation-events/)")
 	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface the checkpoint was trained on (see sim-train)")
+	fs.StringVar(&o.ClipOutput, "clip-output", "", "write the clip (a GIF) here; empty: none")
+	fs.StringVar(&o.ClipPoster, "clip-poster", "", "write the clip's first frame (a PNG) here; empty: none")
 	if code, ok := parseFlags(e, fs, args); !ok {
 		return code
 	}

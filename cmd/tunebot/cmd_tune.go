@@ -134,7 +134,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	defer a.close()
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Logger: logger, Verbose: o.verbose})
+		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: o.verbose})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})
@@ -300,6 +300,8 @@ type trialJSON struct {
 	Metrics      session.Metrics      `json:"metrics"`
 	Reason       string               `json:"reason"`
 	Final        *finalJSON           `json:"final"` // finalists only
+	Clip         *string              `json:"clip"`  // the clip of the policy (absolute path), null when none
+	ClipNote     string               `json:"clip_note,omitempty"`
 }
 
 // finalJSON is a finalist's re-evaluation on the final seeds.
@@ -351,6 +353,11 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		if t.Final != nil {
 			tj.Final = &finalJSON{Score: t.Final.Score.Total, Std: t.Final.ScoreStd, Seeds: append([]int{}, t.Final.Seeds...)}
 		}
+		if t.Clip != nil {
+			p := filepath.Join(a.engine.SessionDir(s.ID), t.Clip.Path)
+			tj.Clip = &p
+		}
+		tj.ClipNote = t.ClipNote
 		st := session.StandingOf(t, s.Settings.EvalSeeds)
 		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
 			out.Best = &st

@@ -198,6 +198,28 @@ func TestDashboardInChromium(t *testing.T) {
 	if again := b.evalString(`document.querySelector("#leaderboard tbody tr").dataset.trial`); first == again || again != "0@0" {
 		t.Errorf("sorting by trial: first row %s, then %s; want the order reversed, trial 0 first", first, again)
 	}
+	// Every finished trial's row shows its clip's first frame; a click plays the clip, which
+	// keeps playing through the page's refreshes (issue 21).
+	b.waitJS("the clips' poster frames", `(() => { const ps = [...document.querySelectorAll("#leaderboard img.clip-poster")];
+		return ps.length >= 2 && ps.every((p) => p.complete && p.naturalWidth > 0) })()`)
+	b.eval(`document.querySelector('#leaderboard tr[data-trial="0@0"] img.clip-poster').click()`)
+	b.waitJS("the baseline's clip playing", `(() => { const p = document.querySelector('#leaderboard tr[data-trial="0@0"] .clip-player');
+		return !!p && p.complete && p.naturalWidth > 0 })()`)
+	time.Sleep(3500 * time.Millisecond) // a refresh of the page's data
+	if n := b.evalString(`String(document.querySelectorAll('#leaderboard tr[data-trial="0@0"] .clip-player').length)`); n != "1" {
+		t.Errorf("the playing clip is gone after a refresh (%s players)", n)
+	}
+	// The compare view: the best trial beside the baseline, played together, metrics beside.
+	b.waitJS("two clips side by side", `(() => { const ps = [...document.querySelectorAll("#clips .clip-side .clip-player")];
+		return ps.length === 2 && ps.every((p) => p.complete && p.naturalWidth > 0) })()`)
+	sides := b.evalString(`[...document.querySelectorAll("#clips .clip-side")].map((s) => s.dataset.trial + ":" + s.querySelectorAll(".clip-metrics tr").length).join(" ")`)
+	best := b.evalString(`document.querySelector("#leaderboard tr.best").dataset.trial`)
+	if want := best + ":7 0@0:7"; sides != want {
+		t.Errorf("compare view %q, want the best trial and the baseline with their 7 metrics (%q)", sides, want)
+	}
+	b.eval(`document.querySelector("#play-both").click()`)
+	b.waitJS("both clips restarted", `document.querySelector("#clips").dataset.played === "1" && [...document.querySelectorAll("#clips .clip-player")].every((p) => p.complete && p.naturalWidth > 0)`)
+	b.screenshot(filepath.Join(shots, "4b-clips.png"))
 
 	b.navigate(base + href + "/curves")
 	b.waitJS("the curves", `Number(document.body.dataset.charts || 0) > 0`)

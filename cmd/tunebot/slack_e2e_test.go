@@ -288,6 +288,22 @@ chat:
 	r.wait("root no longer paused", func(m *slacktest.Message) bool { return m.TS == root.TS && !strings.Contains(m.Text, "paused") })
 	r.send("events_api", fake.Reply(slackAlice, slackChannel, root.TS, "cancel"))
 	r.wait("the summary", func(m *slacktest.Message) bool { return inThread(m) && strings.Contains(m.Text, "cancelled") })
+	// /tune clip posts a trial's clip where it was asked, for everyone there.
+	r.send("slash_commands", fake.Slash(slackBob, slackChannel, "clip 1"))
+	if res := r.response("trial 1 @ rung 0"); res.ResponseType != "in_channel" {
+		t.Errorf("/tune clip answered %s, want in_channel", res.ResponseType)
+	}
+	asked := func() bool {
+		for _, u := range fake.Snapshot().Uploads {
+			if u.ThreadTS == "" && u.Name == "trial-001-rung-0.gif" {
+				return true
+			}
+		}
+		return false
+	}
+	for !asked() && ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -318,14 +334,26 @@ chat:
 			t.Error("a comment was answered")
 		}
 	}
+	clips := map[string][]byte{} // name → bytes, of the clips in the thread
+	askedClip := false
 	for _, u := range st.Uploads {
+		if u.ThreadTS == "" && u.Channel == slackChannel && u.Name == "trial-001-rung-0.gif" {
+			askedClip = true // /tune clip 1, in the channel it was asked in
+			continue
+		}
 		if u.ThreadTS != root.TS || u.Channel != slackChannel {
 			t.Errorf("chart %s uploaded to %s/%s, want the session thread", u.Name, u.Channel, u.ThreadTS)
+		}
+		if strings.HasSuffix(u.Name, ".gif") {
+			clips[u.Name] = u.Data
 		}
 		uploads++
 	}
 	if reports < 3 || uploads < 3 {
 		t.Errorf("%d trial reports and %d charts in the thread; want the reports of trials 0–2 with their charts", reports, uploads)
+	}
+	if !askedClip {
+		t.Error("/tune clip 1 uploaded no clip to the channel")
 	}
 	for _, e := range st.Ephemerals {
 		if strings.Contains(e.Text, "nice curves") {
@@ -351,6 +379,22 @@ chat:
 		t.Errorf("proposal 2's decision does not carry the feedback: %+v", ps)
 	}
 	trials, _ := db.Trials(context.Background(), s.ID)
+	// Each trial report carries its clip in the thread: the file the trial's evaluation
+	// wrote, byte for byte (issue 21).
+	for _, tr := range trials {
+		if tr.State != session.TrialCompleted {
+			continue
+		}
+		name := fmt.Sprintf("trial-%03d-rung-%d.gif", tr.Number, tr.Rung)
+		if tr.Clip == nil {
+			t.Errorf("trial %d has no clip: %s", tr.Number, tr.ClipNote)
+			continue
+		}
+		onDisk, err := os.ReadFile(filepath.Join(dir, "data", "sessions", s.ID, tr.Clip.Path))
+		if err != nil || !bytes.HasPrefix(clips[name], []byte("GIF89a")) || !bytes.Equal(clips[name], onDisk) {
+			t.Errorf("trial %d's clip %s: %d bytes in the thread, %d on disk (%v)", tr.Number, name, len(clips[name]), len(onDisk), err)
+		}
+	}
 	for _, tr := range trials {
 		if tr.Number == 1 && tr.Rung == 0 {
 			if got := tr.RewardConfig.Params["foot_gait.period"]; got != 0.45 {

@@ -299,6 +299,21 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 	if len(pngs) < 18 {
 		t.Errorf("%d chart PNGs in the reports directory, want every trial's report", len(pngs))
 	}
+	// Every trial has a clip of its policy: in --json, on disk, and named on the terminal
+	// (issue 21).
+	for _, tr := range sum.Trials {
+		if tr.Clip == nil {
+			t.Errorf("trial %d@%d has no clip in --json: %s", tr.Number, tr.Rung, tr.ClipNote)
+			continue
+		}
+		data, err := os.ReadFile(*tr.Clip)
+		if err != nil || !bytes.HasPrefix(data, []byte("GIF89a")) {
+			t.Errorf("trial %d@%d's clip %s: %v", tr.Number, tr.Rung, *tr.Clip, err)
+		}
+		if !strings.Contains(stderr.String(), fmt.Sprintf("[clip] trial %d @ rung %d", tr.Number, tr.Rung)) || !strings.Contains(stderr.String(), *tr.Clip) {
+			t.Errorf("the terminal does not name trial %d@%d's clip %s", tr.Number, tr.Rung, *tr.Clip)
+		}
+	}
 }
 
 // checkRounded checks that every reward value of the summary (each trial's configuration,

@@ -125,6 +125,7 @@
   async function sessionPage() {
     const sec = {
       head: h("section", { id: "head" }), decide: h("section", { id: "decide" }), board: h("section", { id: "board" }),
+      clips: h("section", { id: "clips" }),
       ladder: h("section", { id: "ladder" }), compare: h("section", { id: "compare" }),
       proposals: h("section", { id: "proposals" }), audit: h("section", { id: "audit" }),
     };
@@ -135,6 +136,7 @@
       renderHead(sec.head, d);
       renderDecide(sec.decide, d);
       renderBoard(sec.board, d, picked);
+      renderClips(sec.clips, d);
       renderLadder(sec.ladder, d);
       renderCompare(sec.compare, d);
       renderProposals(sec.proposals, d);
@@ -247,6 +249,7 @@
     const head = cols.map(([k, label]) => h("th", { class: "sortable", "data-key": k, onclick: () => {
       sortState.dir = sortState.key === k ? -sortState.dir : -1; sortState.key = k; renderBoard(el, d, picked);
     } }, label + (sortState.key === k ? (sortState.dir > 0 ? " ▲" : " ▼") : "")));
+    head.push(h("th", {}, "clip"));
     el.replaceChildren(h("h2", {}, "Leaderboard"),
       h("table", { id: "leaderboard" }, h("thead", {}, h("tr", {}, head)), h("tbody", {}, rows.map((t) => h("tr", {
         class: (t.best ? "best " : "") + (picked === t.number + "@" + t.rung ? "picked" : ""), "data-trial": t.number + "@" + t.rung },
@@ -254,8 +257,84 @@
         h("td", {}, t.state), h("td", {}, t.source),
         h("td", { class: "r" }, t.final !== undefined && t.final !== null ? signed(t.final) + " ± " + t.final_std.toFixed(3) : signed(t.score)),
         h("td", {}, t.score === null ? "—" : t.eligible ? "yes" : "no: " + t.why, t.score === null && t.why ? h("span", { class: "muted" }, " " + t.why) : null),
-        h("td", { class: "r" }, t.state === "training" ? t.progress + " / " + t.iterations : t.iterations))))),
+        h("td", { class: "r" }, t.state === "training" ? t.progress + " / " + t.iterations : t.iterations),
+        h("td", { class: "clip-cell" }, clipCell(t)))))),
       h("p", { class: "muted" }, d.score_note + "."));
+  }
+
+  // ---- clips (issue 21) -----------------------------------------------------------------
+  // A trial's clip: its poster frame, played on a click. Cells are kept across polls, so a
+  // clip that plays keeps playing when the leaderboard refreshes.
+  const clipCells = new Map();
+  function clipCell(t) {
+    if (!t.clip) return t.clip_note ? h("span", { class: "muted", title: t.clip_note }, "none") : "—";
+    const key = t.number + "@" + t.rung + " " + t.clip.url;
+    if (!clipCells.has(key)) {
+      const cell = h("span", { class: "clip-thumb", "data-trial": t.number + "@" + t.rung });
+      const play = () => cell.replaceChildren(clipPlayer(t.clip, { autoplay: true, width: 240 }));
+      cell.append(t.clip.poster
+        ? h("img", { class: "clip-poster", src: t.clip.poster, width: 120, alt: "trial " + t.number + " walking: play", title: "play the clip", onclick: play })
+        : h("button", { class: "clip-play", onclick: play }, "▶ play"));
+      clipCells.set(key, cell);
+    }
+    return clipCells.get(key);
+  }
+
+  // clipPlayer plays a clip: an MP4 in a video element, a GIF as an image (it animates).
+  function clipPlayer(c, opt) {
+    if (c.format === "gif") return h("img", { class: "clip-player", src: c.url + "&play=" + Date.now(), width: opt.width, alt: "clip" });
+    return h("video", { class: "clip-player", src: c.url, width: opt.width, controls: true, muted: true, loop: true, playsinline: true,
+      autoplay: opt.autoplay, preload: "metadata", poster: c.poster || null });
+  }
+
+  // The compare view: two trials' clips side by side, played in sync, their metrics beside
+  // them; the best trial against the baseline (at its rung when carried along) by default.
+  let clipsKey = "", clipsPick = null;
+  function renderClips(el, d) {
+    const withClip = d.trials.filter((t) => t.clip);
+    const key = withClip.map((t) => t.number + "@" + t.rung + t.clip.url).join(",");
+    if (key === clipsKey) return; // keep the players across polls
+    clipsKey = key;
+    if (withClip.length < 2) {
+      el.replaceChildren(h("h2", {}, "Clips side by side"), h("p", { class: "muted" }, withClip.length ? "one trial has a clip so far" : "no clips yet"));
+      return;
+    }
+    const ref = (t) => t.number + "@" + t.rung;
+    const best = withClip.find((t) => t.best) || withClip.slice().sort((a, b) => b.rank_score - a.rank_score)[0];
+    const base = withClip.find((t) => t.number === 0 && t.rung === best.rung) || withClip.find((t) => t.number === 0 && t.rung === 0) ||
+      withClip.find((t) => t !== best);
+    clipsPick = clipsPick || [ref(best), ref(base === best ? withClip.find((t) => t !== best) : base)];
+    const pick = (i) => h("select", { id: "clip-" + "ab"[i], onchange: (e) => { clipsPick[i] = e.target.value; clipsKey = ""; renderClips(el, d); } },
+      withClip.map((t) => h("option", { value: ref(t), selected: ref(t) === clipsPick[i] }, "trial " + t.number + " @ rung " + t.rung + " · " + signed(t.rank_score) + (t.best ? " ★" : ""))));
+    const players = [];
+    const side = (i) => {
+      const t = withClip.find((x) => ref(x) === clipsPick[i]) || withClip[i];
+      const p = clipPlayer(t.clip, { width: 360 });
+      players.push(p);
+      const rows = Object.entries(t.metrics || {}).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", { class: "r" }, num(v))));
+      return h("div", { class: "clip-side", "data-trial": ref(t) }, pick(i), h("div", {}, p),
+        h("table", { class: "clip-metrics" }, h("caption", {}, "score " + signed(t.rank_score) + (t.eligible ? "" : " · not eligible")), h("tbody", {}, rows)));
+    };
+    const sides = [side(0), side(1)];
+    // One plays, both play: a play, pause or seek of either is done to the other too.
+    const [a, b] = players;
+    if (a.tagName === "VIDEO" && b.tagName === "VIDEO") {
+      for (const [x, y] of [[a, b], [b, a]]) {
+        x.addEventListener("play", () => { if (y.paused) y.play().catch(() => {}); });
+        x.addEventListener("pause", () => { if (!y.paused) y.pause(); });
+        x.addEventListener("seeked", () => { if (Math.abs(y.currentTime - x.currentTime) > 0.05) y.currentTime = x.currentTime; });
+      }
+    }
+    const playBoth = () => {
+      for (const p of players) {
+        if (p.tagName === "VIDEO") { p.currentTime = 0; p.play().catch(() => {}); } else { p.src = p.src.replace(/&play=\d+/, "") + "&play=" + Date.now(); }
+      }
+      el.dataset.played = String(Number(el.dataset.played || 0) + 1);
+    };
+    el.replaceChildren(h("h2", {}, "Clips side by side"),
+      h("p", {}, h("button", { id: "play-both", class: "primary", onclick: playBoth }, "▶ play both in sync"),
+        h("span", { class: "muted" }, " the same commands for every trial: standing, walking, turning")),
+      h("div", { class: "clip-compare" }, sides));
   }
 
   function renderLadder(el, d) {

@@ -6,7 +6,9 @@ package mjlab_test
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,23 +16,12 @@ import (
 	"testing"
 )
 
-// go1Config is a tunebot config for mjlab's Go1 flat task: the adapter's templates and a
-// reward space whose defaults are what `--print-defaults` prints for the installed task
-// (Go1 has no foot_gait or stand_still; is_terminated, joint_acc_l2 and electrical_power
-// are off by default and added from mjlab's functions when a proposal switches them on).
-const go1Config = `
-data_dir: data
-trainer:
-  python: ${TUNEBOT_MJLAB_PYTHON}
-  train: ["{python}", "-m", "tunebot_mjlab", "train", "--task", "{task}", "--run-dir", "{run_dir}",
-          "--reward-config", "{reward_config}", "--iterations", "{iterations}",
-          "--target-iterations", "{target_iterations}", "--start-iteration", "{start_iteration}",
-          "--seed", "{seed}", "--num-envs", "{num_envs}", "--gpu-ids", "{gpu_ids}", "--run-name", "{run_name}"]
-  resume_args: ["--resume-checkpoint", "{checkpoint}"]
-  evaluate: ["{python}", "-m", "tunebot_mjlab", "evaluate", "--task", "{task}", "--checkpoint", "{checkpoint}",
-             "--output", "{eval_output}", "--seeds", "{eval_seeds}", "--num-envs", "{eval_num_envs}",
-             "--steps", "{eval_steps}", "--run-dir", "{run_dir}"]
-  job_timeout: 20m
+// go1Config is a tunebot config for mjlab's Go1 flat task after its trainer section
+// (trainer.yaml, the adapter's templates): job timeouts, the session and a reward space whose
+// defaults are what `--print-defaults` prints for the installed task (Go1 has no foot_gait or
+// stand_still; is_terminated, joint_acc_l2 and electrical_power are off by default and added
+// from mjlab's functions when a proposal switches them on).
+const go1Config = `  job_timeout: 20m
   eval_timeout: 20m
 session:
   task: Mjlab-Velocity-Flat-Unitree-Go1
@@ -93,6 +84,8 @@ type summary struct {
 		Score      *float64           `json:"score"`
 		Metrics    map[string]float64 `json:"metrics"`
 		Reason     string             `json:"reason"`
+		Clip       *string            `json:"clip"`
+		ClipNote   string             `json:"clip_note"`
 	} `json:"trials"`
 }
 
@@ -120,18 +113,23 @@ func buildTunebot(t *testing.T) string {
 }
 
 // TestTuneSessionWithRealMjlab runs `tunebot tune` with 4 trials and rungs of 2, 3 and 4
-// iterations against the adapter: every trial must train, resume, export and evaluate
-// for real, and the session must end with a preset.
+// iterations against the adapter: every trial must train, resume, export, evaluate and
+// render its clip (OSMesa, on CPU) for real, and the session must end with a preset.
 func TestTuneSessionWithRealMjlab(t *testing.T) {
 	py := venvPython(t)
 	bin := buildTunebot(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "tunebot.yaml")
-	if err := os.WriteFile(cfg, []byte(go1Config), 0o644); err != nil {
+	section, err := os.ReadFile("trainer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, []byte("data_dir: data\n"+string(section)+go1Config), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "tune", "--config", cfg, "--fallback", "--json")
-	cmd.Env = append(os.Environ(), "TUNEBOT_MJLAB_PYTHON="+py, "DEEPSEEK_API_KEY=", "MUJOCO_GL=disable")
+	// The adapter picks MuJoCo's OpenGL backend itself: OSMesa here, as there is no GPU.
+	cmd.Env = append(withoutEnv(os.Environ(), "MUJOCO_GL"), "TUNEBOT_MJLAB_PYTHON="+py, "DEEPSEEK_API_KEY=")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -161,6 +159,7 @@ func TestTuneSessionWithRealMjlab(t *testing.T) {
 	if perRung[0] != 4 || perRung[1] < 1 || perRung[1] > 3 || perRung[2] < 1 || perRung[2] > 2 {
 		t.Errorf("trials per rung %v, want 4 at rung 0 and the baseline plus up to 2/1 promoted", perRung)
 	}
+	checkClips(t, py, sum)
 	// The baseline resumed its own checkpoint at each rung and reached that rung's target.
 	sess := filepath.Join(dir, "data", "sessions", sum.Session)
 	for run, files := range map[string][]string{
@@ -173,6 +172,57 @@ func TestTuneSessionWithRealMjlab(t *testing.T) {
 			}
 		}
 	}
+}
+
+// checkClips decodes every trial's clip with the venv's ffmpeg (imageio-ffmpeg's): each
+// is an H.264 MP4 of 5 s at 30 frames a second, 480×360, with its poster frame, and two
+// different policies (the baseline and trial 1, both at rung 0) walk differently.
+func checkClips(t *testing.T, py string, sum summary) {
+	t.Helper()
+	out, err := exec.Command(py, "-c", "import imageio_ffmpeg; print(imageio_ffmpeg.get_ffmpeg_exe())").Output()
+	if err != nil {
+		t.Fatalf("finding the venv's ffmpeg: %v", err)
+	}
+	ffmpeg := strings.TrimSpace(string(out))
+	const w, h, frames = 480, 360, 150
+	decoded := map[string][32]byte{}
+	for _, tr := range sum.Trials {
+		ref := fmt.Sprintf("trial %d@%d", tr.Number, tr.Rung)
+		if tr.Clip == nil {
+			t.Errorf("%s has no clip: %s", ref, tr.ClipNote)
+			continue
+		}
+		if !strings.HasSuffix(*tr.Clip, "clip.mp4") {
+			t.Errorf("%s's clip is %s, want an MP4", ref, *tr.Clip)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(*tr.Clip), "clip-poster.png")); err != nil {
+			t.Errorf("%s has no poster frame: %v", ref, err)
+		}
+		var raw, stderr bytes.Buffer
+		dec := exec.Command(ffmpeg, "-v", "error", "-i", *tr.Clip, "-f", "rawvideo", "-pix_fmt", "rgb24", "-")
+		dec.Stdout, dec.Stderr = &raw, &stderr
+		if err := dec.Run(); err != nil || stderr.Len() > 0 {
+			t.Errorf("%s's clip does not decode: %v %s", ref, err, stderr.String())
+			continue
+		}
+		if raw.Len() != frames*w*h*3 {
+			t.Errorf("%s's clip decodes to %d bytes, want %d frames of %d×%d", ref, raw.Len(), frames, w, h)
+		}
+		decoded[fmt.Sprintf("%d@%d", tr.Number, tr.Rung)] = sha256.Sum256(raw.Bytes())
+	}
+	if a, b := decoded["0@0"], decoded["1@0"]; a == b {
+		t.Error("the baseline's and trial 1's clips are the same video: two policies should walk differently")
+	}
+}
+
+func withoutEnv(env []string, name string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, name+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func tail(s string) string {

@@ -34,6 +34,7 @@ import (
 //	           badeval   write evaluation.json without mechanical_power
 //	           nan       write NaN metrics (not valid JSON)
 //	           evalhang  ignore SIGINT and never finish
+//	           badclip   write a clip cut off halfway (not a whole GIF)
 const FailEnv = "TUNEBOT_SIM_FAIL"
 
 // StepDelayEnv names the environment variable that gives --step-delay its default.
@@ -45,7 +46,7 @@ type Faults []fault
 type fault struct{ mode, match string }
 
 var faultModes = map[string]bool{"exit": true, "nockpt": true, "nopolicy": true, "short": true, "hang": true,
-	"nan": true, "evalexit": true, "noeval": true, "badeval": true, "evalhang": true}
+	"nan": true, "evalexit": true, "noeval": true, "badeval": true, "evalhang": true, "badclip": true}
 
 // ParseFaults parses a FailEnv value; an unknown mode is an error naming it.
 func ParseFaults(spec string) (Faults, error) {
@@ -438,8 +439,12 @@ type EvalOptions struct {
 	RunDir     string // if set, evaluation scalars go to <RunDir>/evaluation-events/
 	// SurfaceSeed is the response surface to evaluate on; it must be the checkpoint's.
 	SurfaceSeed int64
-	Faults      Faults
-	Log         io.Writer
+	// ClipOutput, when set, is where the clip goes (a GIF, see Clip), and ClipPoster its
+	// first frame (a PNG); "" writes none.
+	ClipOutput string
+	ClipPoster string
+	Faults     Faults
+	Log        io.Writer
 }
 
 // Eval evaluates a sim checkpoint on each seed with the response surface and writes
@@ -519,6 +524,32 @@ func Eval(ctx context.Context, o EvalOptions) error {
 		return err
 	}
 	fmt.Fprintf(o.Log, "sim-eval: %s at iteration %d on seeds %v: %s\n", ev.Checkpoint, ev.Iteration, ev.Seeds, formatMetrics(ev.Metrics))
+	if o.ClipOutput != "" {
+		return writeClip(o, ev.Metrics, fail("badclip"))
+	}
+	return nil
+}
+
+// writeClip draws the evaluation's clip (and its poster frame) after evaluation.json.
+func writeClip(o EvalOptions, m session.Metrics, broken bool) error {
+	start := time.Now()
+	clip, poster, err := Clip(m)
+	if err != nil {
+		return err
+	}
+	if broken {
+		clip = clip[:len(clip)/2]
+	}
+	if err := writeAtomic(o.ClipOutput, clip); err != nil {
+		return err
+	}
+	if o.ClipPoster != "" {
+		if err := writeAtomic(o.ClipPoster, poster); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(o.Log, "sim-eval: clip: %d frames (%.1f s) %d×%d GIF, %d bytes, drawn in %s\n",
+		ClipFrames, clipSeconds, ClipWidth, ClipHeight, len(clip), time.Since(start).Round(time.Millisecond))
 	return nil
 }
 

@@ -1,7 +1,9 @@
 """Real mjlab training and evaluation of the Go1 flat task on CPU, through the CLI as
-tunebot runs it: train 2 iterations, resume for 1 more, evaluate twice and compare."""
+tunebot runs it: train 2 iterations, resume for 1 more, evaluate twice (once rendering the
+clip) and compare."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -14,8 +16,10 @@ METRICS = {"velocity_error_linear", "velocity_error_angular", "action_accelerati
 
 
 def _cli(*args, cwd=None):
+  # The adapter picks its OpenGL backend itself (OSMesa here: no GPU), as under tunebot.
+  env = {k: v for k, v in os.environ.items() if k != "MUJOCO_GL"}
   r = subprocess.run([sys.executable, "-m", "tunebot_mjlab", *map(str, args)],
-                     capture_output=True, text=True, timeout=900, cwd=cwd)
+                     capture_output=True, text=True, timeout=900, cwd=cwd, env=env)
   assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
   return r
 
@@ -67,14 +71,23 @@ def test_resume_continues_to_the_target(runs):
   assert torch.load(r1 / "model_2.pt", map_location="cpu", weights_only=False)["iter"] == 2
 
 
-def test_evaluate_is_deterministic(runs):
+@pytest.fixture(scope="module")
+def evaluations(runs):
+  """The same checkpoint evaluated twice, the second time also rendering the clip."""
   tmp, _, r1 = runs
-  outs = []
-  for name in ("a.json", "b.json"):
+  outs, logs = [], []
+  for name, clip in (("a.json", []), ("b.json", ["--clip-output", tmp / "clip", "--clip-poster", tmp / "poster.png"])):
     out = tmp / name
-    _cli("evaluate", "--task", GO1, "--checkpoint", r1 / "model_2.pt", "--output", out, "--seeds", "0,1",
-         "--num-envs", 5, "--steps", 40, "--run-dir", r1)
+    r = _cli("evaluate", "--task", GO1, "--checkpoint", r1 / "model_2.pt", "--output", out, "--seeds", "0,1",
+             "--num-envs", 5, "--steps", 40, "--run-dir", r1, *clip)
     outs.append(out.read_text())
+    logs.append(r.stdout)
+  return tmp, outs, logs
+
+
+def test_evaluate_is_deterministic_and_the_clip_changes_nothing(evaluations):
+  _, outs, _ = evaluations
+  # the second run rendered a clip after its measured rollouts: the numbers are the same
   assert outs[0] == outs[1]
   ev = json.loads(outs[0])
   assert set(ev) == {"task", "checkpoint", "iteration", "seeds", "metrics", "perSeed"}
@@ -89,3 +102,46 @@ def test_evaluate_is_deterministic(runs):
   # The robot is commanded to move in 4 of 5 grid cells, so an untrained policy errs.
   assert ev["metrics"]["velocity_error_linear"] > 0.05
   assert 0 <= ev["metrics"]["fall_rate"] <= 1
+
+
+def test_clip_is_a_real_h264_video(evaluations):
+  import imageio_ffmpeg
+  import numpy as np
+  from PIL import Image
+
+  from tunebot_mjlab import clip
+
+  tmp, _, logs = evaluations
+  assert "rendered with MUJOCO_GL=osmesa" in logs[1], logs[1][-2000:]
+  data = (tmp / "clip").read_bytes()
+  assert data[4:8] == b"ftyp" and b"avc1" in data[:4096]  # MP4, H.264, moov first (+faststart)
+  reader = imageio_ffmpeg.read_frames(str(tmp / "clip"))
+  meta = reader.__next__()
+  assert tuple(meta["size"]) == (clip.WIDTH, clip.HEIGHT) and meta["fps"] == clip.FPS
+  frames = [np.frombuffer(f, np.uint8).reshape(clip.HEIGHT, clip.WIDTH, 3) for f in reader]
+  assert len(frames) == round(clip.SECONDS * clip.FPS)
+  # the robot moves: the walking half differs from the standing start
+  assert np.abs(frames[-1].astype(int) - frames[0].astype(int)).mean() > 1
+  poster = Image.open(tmp / "poster.png")
+  assert poster.size == (clip.WIDTH, clip.HEIGHT)
+  assert not (tmp / "clip.tmp.mp4").exists()
+
+
+def test_clip_schedule_stands_walks_and_turns():
+  from tunebot_mjlab import clip
+
+  assert clip.command_at(0.5) == (0.0, 0.0, 0.0)
+  assert clip.command_at(2.0)[0] > 0 and clip.command_at(2.0)[2] == 0
+  assert clip.command_at(4.0)[2] > 0
+
+
+def test_gl_backend_follows_the_gpu_unless_set(monkeypatch):
+  from tunebot_mjlab import clip
+
+  monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+  monkeypatch.delenv("MUJOCO_GL", raising=False)
+  assert clip.gl_backend() == "osmesa" and os.environ["MUJOCO_GL"] == "osmesa"
+  monkeypatch.setenv("MUJOCO_GL", "EGL")
+  assert clip.gl_backend() == "egl"
+  monkeypatch.setenv("MUJOCO_GL", "disable")
+  assert clip.gl_backend() == "disable"

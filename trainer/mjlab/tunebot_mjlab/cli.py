@@ -41,6 +41,9 @@ def _parser() -> argparse.ArgumentParser:
   e.add_argument("--steps", type=int, default=1000)
   e.add_argument("--run-dir", default="", help="accepted for the contract; evaluation writes no events")
   e.add_argument("--gpu-ids", default="")
+  e.add_argument("--clip-output", default="",
+                 help="write a clip of the policy here (MP4), after the measured rollouts; empty: none")
+  e.add_argument("--clip-poster", default="", help="write the clip's first frame here (PNG); empty: none")
 
   c = sub.add_parser("check", help="report versions, task registration and GPUs as JSON (for tunebot doctor)")
   c.add_argument("--task", required=True)
@@ -52,7 +55,8 @@ def check(task: str) -> dict:
   from importlib import metadata
 
   out: dict = {"packages": {}, "missing": [], "task": task, "registered": False, "error": "", "gpus": []}
-  for pkg in ("mjlab", "mujoco", "mujoco-warp", "warp-lang", "rsl-rl-lib", "torch", "onnx", "tensorboard"):
+  for pkg in ("mjlab", "mujoco", "mujoco-warp", "warp-lang", "rsl-rl-lib", "torch", "onnx", "tensorboard",
+              "imageio-ffmpeg"):
     try:
       out["packages"][pkg] = metadata.version(pkg)
     except metadata.PackageNotFoundError:
@@ -84,8 +88,13 @@ def print_defaults(task: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
   args = _parser().parse_args(argv)
   os.environ.setdefault("WANDB_MODE", "disabled")
-  # The adapter never renders.
-  os.environ.setdefault("MUJOCO_GL", "disable")
+  # Only an evaluation's clip renders; its OpenGL backend is chosen before mujoco loads.
+  if args.cmd == "evaluate" and args.clip_output:
+    from tunebot_mjlab.clip import gl_backend
+
+    gl_backend()
+  else:
+    os.environ["MUJOCO_GL"] = "disable"
   from tunebot_mjlab.evaluate import EvalError
   from tunebot_mjlab.names import RewardConfigError
   from tunebot_mjlab.tasks import TaskNotFound

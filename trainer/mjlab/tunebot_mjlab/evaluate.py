@@ -224,4 +224,26 @@ def run(args) -> int:
     f.write("\n")
   os.replace(tmp, out)
   print(f"[tunebot] wrote {out}", flush=True)
+  if args.clip_output:
+    write_clip(args, seeds[0])
   return 0
+
+
+def write_clip(args, seed: int) -> None:
+  """Renders the clip after evaluation.json is written. A clip that cannot be rendered is
+  said in the log and leaves none: the evaluation stands without it (tunebot reports that
+  the trainer wrote no clip)."""
+  from tunebot_mjlab import clip
+
+  backend = os.environ.get("MUJOCO_GL", "")
+  if backend in clip.OFF:
+    print(f"[tunebot] clip: not rendered, MUJOCO_GL={backend} turns rendering off", flush=True)
+    return
+  try:
+    r = clip.render(args.task, args.checkpoint, args.clip_output, args.clip_poster, seed)
+  except Exception as e:  # the clip is a picture, not the verdict: never fail the evaluation
+    print(f"[tunebot] clip: not rendered ({type(e).__name__}: {e})", flush=True)
+    return
+  print(f"[tunebot] clip: {r['frames']} frames ({r['seconds']:.1f} s) {r['width']}x{r['height']} rendered with "
+        f"MUJOCO_GL={r['backend']} in {r['render_s']:.1f} s, encoded in {r['encode_s']:.1f} s, "
+        f"{r['size'] / 1024:.0f} KiB: {args.clip_output}", flush=True)

@@ -1,0 +1,100 @@
+package bot
+
+import (
+	"fmt"
+	"strings"
+
+	"tunebot/session"
+)
+
+// PushInput is what a phone notification says about an event.
+type PushInput struct {
+	Event  session.Event
+	Trials []session.Trial // the session's trials, as stored
+	// Poster is the first frame of the clip the event is about (a finished trial's, the
+	// best trial's at a session's end), nil for none.
+	Poster *Attachment
+	// Link opens the event's trial (or the session) on the monitoring page when the
+	// notification is tapped; "" when the page has no public address.
+	Link string
+}
+
+// PushCard is a phone notification (ntfy, webhook): one phone-sized line that says what
+// happened ("trial 8 @ rung 0: +0.041 vs baseline · eligible · 5/12 done"), the poster
+// frame of the trial's clip, and the page to open when tapped. ok is false for an event a
+// phone need not hear.
+func PushCard(in PushInput) (Card, bool) {
+	e, s := in.Event, in.Event.Session
+	c := Card{Session: s.ID, Title: "session " + session.Short(s.ID), Link: in.Link}
+	var line string
+	switch {
+	case e.Kind == session.EventTrialFinished && e.Trial != nil:
+		c.Kind = "trial"
+		line = trialPushLine(*e.Trial) + " · " + doneLine(s, in.Trials)
+	case e.Kind == session.EventProposalReady && e.Proposal != nil:
+		c.Kind = "proposal"
+		p := e.Proposal
+		n := len(p.Patch.Weights) + len(p.Patch.Params)
+		line = fmt.Sprintf("proposal %d for trial %d waits for your decision: %d change%s · %.0f%% confident", p.Seq, p.Number, n, plural(n), 100*p.Confidence)
+		c.Urgent = true
+	case e.Kind == session.EventSessionFinished:
+		c.Kind = "summary"
+		line = fmt.Sprintf("session %s %s", session.Short(s.ID), s.State)
+		switch {
+		case s.State == session.StateFailed || s.State == session.StateCancelled:
+			if s.Reason != "" {
+				line += ": " + Neutralise(s.Reason, 120)
+			}
+			c.Urgent = s.State == session.StateFailed
+		default:
+			if r, ok := session.Compare(s, in.Trials); ok {
+				line += ": " + r.Headline()
+			}
+		}
+	default:
+		return Card{}, false
+	}
+	c.Blocks = []Block{Text(line)}
+	if in.Poster != nil {
+		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: []Attachment{*in.Poster}})
+	}
+	return c, true
+}
+
+func trialPushLine(t session.Trial) string {
+	head := fmt.Sprintf("trial %d @ rung %d", t.Number, t.Rung)
+	switch {
+	case t.State == session.TrialFailed:
+		return head + " failed: " + Neutralise(strings.TrimPrefix(t.Reason, "train job failed: "), 80)
+	case t.Score == nil:
+		return head + " " + string(t.State)
+	case !t.Score.Eligible:
+		return head + ": " + Signed(t.Score.Total) + " vs baseline · not eligible"
+	}
+	return head + ": " + Signed(t.Score.Total) + " vs baseline · eligible"
+}
+
+// doneLine counts the session's finished rung-0 trials against its trial count.
+func doneLine(s session.Session, trials []session.Trial) string {
+	done := 0
+	for _, t := range trials {
+		if t.Rung == 0 && t.State.Terminal() {
+			done++
+		}
+	}
+	return fmt.Sprintf("%d/%d done", done, s.Settings.TrialCount)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// PushText is a card's text for a notification body: its text blocks, no files, buttons
+// or mentions (a phone shows who it is for).
+func PushText(c Card) string {
+	c.Blocks, c.Mentions = withoutAttachments(c.Blocks), nil
+	return RenderText(c, nil)
+}

@@ -1,0 +1,18 @@
+package main
+
+import (
+	"path/filepath"
+
+	"tunebot/bot"
+	"tunebot/session"
+	"tunebot/trainer"
+)
+
+// clips reads trials' clips from the run directories for chat, the console and the page
+// (docs/design.md §4, §6), with the path checks of a policy download.
+func (a *app) clips() bot.ClipFunc {
+	dir := filepath.Join(a.cfg.DataDir, "sessions")
+	return func(t session.Trial, poster bool) ([]byte, string, error) {
+		return trainer.ReadClip(dir, t, poster)
+	}
+}
