@@ -43,14 +43,14 @@ func short(sha string) string {
 	return sha
 }
 
-// clip serves a trial's clip (poster: its first frame) to a signed-in person, with the
-// checks of the policy download: the file is the one the engine recorded, found inside the
-// sessions directory, and still the bytes that were checked (Options.Clips). Range
-// requests are answered, so a browser's player can seek.
+// clip serves a trial's clip (poster: its first frame) with the checks of the policy
+// download: a signed-in person whom the allow-list lets read now, within their page read
+// limit (reader); the file is the one the engine recorded, found inside the sessions
+// directory, and still the bytes that were checked (Options.Clips). Range requests are
+// answered, so a browser's player can seek.
 func (s *Server) clip(poster bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := s.auth.identity(r); !ok {
-			writeJSON(w, http.StatusUnauthorized, signInHint)
+		if _, ok := s.reader(w, r); !ok {
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)

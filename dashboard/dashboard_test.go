@@ -696,13 +696,12 @@ func TestDecisions(t *testing.T) {
 	})
 }
 
-// TestClipsAreServedToTheSignedIn: a trial's clip and its poster frame come with the
-// sign-in and the path checks of the policy download, as the bytes that were checked, and a
-// player may seek (Range); the session view names them (issue 21).
-func TestClipsAreServedToTheSignedIn(t *testing.T) {
-	f := newFixture(t)
+// putClip gives trial 2 of the fixture's session a clip and a poster frame, checked as the
+// engine checks them, and returns their bytes, the trial as stored and the run directory.
+func (f *fixture) putClip(t *testing.T) (gifData, posterData []byte, tr session.Trial, run string) {
+	t.Helper()
 	ctx := context.Background()
-	run := filepath.Join(f.dir, sid, "trial-002-rung-0")
+	run = filepath.Join(f.dir, sid, "trial-002-rung-0")
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -726,11 +725,21 @@ func TestClipsAreServedToTheSignedIn(t *testing.T) {
 	c.Path, p.Path = "trial-002-rung-0/clip", "trial-002-rung-0/clip-poster.png"
 	c.Poster = &p
 	trials, _ := f.db.Trials(ctx, sid)
-	tr := trials[2]
+	tr = trials[2]
 	tr.Clip = &c
 	if err := f.db.PutTrial(ctx, tr); err != nil {
 		t.Fatal(err)
 	}
+	return gifData, posterData, tr, run
+}
+
+// TestClipsAreServedToTheSignedIn: a trial's clip and its poster frame come with the
+// sign-in and the path checks of the policy download, as the bytes that were checked, and a
+// player may seek (Range); the session view names them (issue 21).
+func TestClipsAreServedToTheSignedIn(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	gifData, posterData, tr, run := f.putClip(t)
 	base := "/api/sessions/" + sid + "/trials/2/0/"
 
 	anon := f.anon(t)

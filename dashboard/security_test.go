@@ -81,7 +81,8 @@ func TestReadGrant(t *testing.T) {
 	})
 	reads := []string{"/api/me", "/api/sessions", "/api/sessions/" + sid, "/api/sessions/" + sid + "/tags",
 		"/api/sessions/" + sid + "/curves?trials=0&tags=Train/mean_reward", "/api/presets", "/api/presets/auto-tune-1a2b3c4d",
-		"/api/presets/auto-tune-1a2b3c4d/export"}
+		"/api/presets/auto-tune-1a2b3c4d/export", "/api/sessions/" + sid + "/trials/2/0/clip", "/api/sessions/" + sid + "/trials/2/0/poster"}
+	f.putClip(t)
 	e := f.signIn(t, eve)
 	for _, path := range reads {
 		resp := e.get(path)
@@ -117,6 +118,13 @@ func TestPageReadsAreLimited(t *testing.T) {
 	resp := e.get("/api/sessions/" + sid)
 	if v := decode(t, resp); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" || !strings.Contains(fmt.Sprint(v["error"]), "slow down") {
 		t.Errorf("the fourth read: %d Retry-After %q %v", resp.StatusCode, resp.Header.Get("Retry-After"), v)
+	}
+	// A clip and its poster frame are page reads too (issue 21).
+	f.putClip(t)
+	for _, path := range []string{"/api/sessions/" + sid + "/trials/2/0/clip", "/api/sessions/" + sid + "/trials/2/0/poster"} {
+		if resp := e.get(path); resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s past the limit: %d %s", path, resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
 	}
 	if resp := f.signIn(t, alice).get("/api/sessions"); resp.StatusCode != http.StatusOK {
 		t.Errorf("another person is held back: %d", resp.StatusCode)
