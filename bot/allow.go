@@ -97,7 +97,7 @@ func (g Grant) grants(p Permission) bool {
 // permissionOf is what a verb needs; "" means anyone may.
 func permissionOf(v Verb) Permission {
 	switch v {
-	case VerbStatus, VerbBest, VerbPresets, VerbChart, VerbDashboard, VerbExport, VerbPolicy, VerbPreset, VerbWhy:
+	case VerbStatus, VerbBest, VerbPresets, VerbChart, VerbClip, VerbDashboard, VerbExport, VerbPolicy, VerbPreset, VerbWhy:
 		return PermRead
 	case VerbStart, VerbAgent: // agent is a paid DeepSeek call
 		return PermStart

@@ -33,7 +33,7 @@ func TestReadCommandsAreRateLimited(t *testing.T) {
 				t.Fatalf("%s within the burst: %s", cmd, got)
 			}
 		}
-		for _, cmd := range []string{"chart 1", "policy p1", "status", "best", "schedule list", "dashboard"} {
+		for _, cmd := range []string{"chart 1", "clip 1", "policy p1", "status", "best", "schedule list", "dashboard"} {
 			if got := do(bob, cmd); !slow(got) || !strings.Contains(got, "try again in 10s") || !strings.Contains(got, "3 of these commands at once, then one every 10s") {
 				t.Errorf("%s past the burst: %q", cmd, got)
 			}

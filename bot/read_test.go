@@ -23,7 +23,7 @@ func TestReadGrant(t *testing.T) {
 				return "http://127.0.0.1:9464/signin?token=t", time.Now(), nil
 			}})
 	}
-	reads := []string{"status", "best", "presets", "preset list", "export p1", "chart 1", "policy p1", "schedule list", "dashboard", "why 1"}
+	reads := []string{"status", "best", "presets", "preset list", "export p1", "chart 1", "policy p1", "schedule list", "dashboard", "why 1", "clip 1"}
 	do := func(h *bot.Handler, who session.Actor, text string) string {
 		return cardText(h.Do(context.Background(), bot.Interaction{Platform: "slack", User: who, Channel: "C1", Kind: bot.KindCommand, Text: text}))
 	}
