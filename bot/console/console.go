@@ -71,8 +71,9 @@ type Config struct {
 	Clips   bot.ClipFunc       // trial reports' clips and the summary's (nil: none)
 	Logger  *slog.Logger
 	// Verbose prints every card whole, as chat shows them. Without it the terminal is a
-	// page: progress, one line per finished trial, the proposals and decisions a person
-	// makes, and the summary's table and headline; charts are saved either way.
+	// page: progress, one line per finished trial and one naming its clip's file, the
+	// proposals and decisions a person makes, and the summary's table and headline; charts
+	// are saved either way.
 	Verbose bool
 }
 
@@ -262,14 +263,15 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 		return
 	case session.EventTrialFinished:
 		if !c.verbose {
-			line := e.Text
+			line, clips := e.Text, ""
 			for _, card := range r.Render(ctx, e, User.Platform).Thread {
-				c.save(card) // the charts are kept, the card is one line
+				c.save(card) // the charts are kept, the card is one line and its clip's
 				if line == "" {
 					line = card.Title
 				}
+				clips += bot.RenderText(onlyClips(card), nil)
 			}
-			c.printf("[%s] %s\n", stamp, line)
+			c.printf("[%s] %s\n%s", stamp, line, clips)
 			return
 		}
 	}
@@ -307,6 +309,24 @@ func withoutAttachments(card bot.Card) bot.Card {
 		}
 	}
 	card.Blocks = blocks
+	return card
+}
+
+// onlyClips is the card's clips alone: on a page a trial's report is its line and one
+// naming the clip's file ("  [clip] trial 3 @ rung 0 · 5.0 s: PATH").
+func onlyClips(card bot.Card) bot.Card {
+	var clips []bot.Attachment
+	for _, b := range card.Blocks {
+		for _, a := range b.Attachments {
+			if bot.IsClip(a) {
+				clips = append(clips, a)
+			}
+		}
+	}
+	card.Blocks, card.Mentions = nil, nil
+	if len(clips) > 0 {
+		card.Blocks = []bot.Block{{Kind: bot.BlockAttachments, Attachments: clips}}
+	}
 	return card
 }
 

@@ -112,17 +112,20 @@ func TestConsoleRendersEventsAndSavesCharts(t *testing.T) {
 	}
 }
 
-// Without Verbose the terminal is a page: a finished trial is one line (its charts still
-// saved), an automatic approval says nothing, and a proposal that waits for a person is
-// shown whole.
+// Without Verbose the terminal is a page: a finished trial is one line and one naming its
+// clip's file (its charts still saved, the clip left where it is), an automatic approval
+// says nothing, and a proposal that waits for a person is shown whole.
 func TestConsoleIsAPageByDefault(t *testing.T) {
 	db, eng, s, p, tr := setup(t)
+	tr.Clip = &session.Clip{File: session.File{Path: "trial-000-rung-0/clip.gif"}, Format: session.ClipGIF, Seconds: 5}
+	clip := "/data/sessions/" + s.ID + "/trial-000-rung-0/clip.gif"
 	out := &syncBuffer{}
 	dir := t.TempDir()
 	c := console.New(console.Config{Out: out, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
 		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
 			return []bot.Attachment{{Name: "t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
-		}})
+		},
+		Clips: func(session.Trial, bool) ([]byte, string, error) { return []byte("GIF89a"), clip, nil }})
 	auto := p
 	auto.State, auto.Decision = session.ProposalApproved, &session.Decision{Action: session.ActionApprove, By: session.System, At: time.Now()}
 	for _, e := range []session.Event{
@@ -140,7 +143,8 @@ func TestConsoleIsAPageByDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{"] trial 0 @ rung 0: score +0.000 vs baseline @ rung 0\n", "== proposal 1 for trial 1", "type: approve 1"} {
+	for _, want := range []string{"] trial 0 @ rung 0: score +0.000 vs baseline @ rung 0\n  [clip] trial 0 @ rung 0 (baseline) · 5.0 s: " + clip + "\n",
+		"== proposal 1 for trial 1", "type: approve 1"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
@@ -152,6 +156,9 @@ func TestConsoleIsAPageByDefault(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "feedc0de", "t000-r0-reward.png")); err != nil {
 		t.Errorf("the trial's chart was not saved: %v", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "feedc0de", "*.gif")); len(files) != 0 {
+		t.Errorf("the clip was copied to the reports: %v", files)
 	}
 }
 
