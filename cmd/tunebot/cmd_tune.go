@@ -299,9 +299,9 @@ type trialJSON struct {
 	RewardConfig session.RewardConfig `json:"reward_config"`
 	Metrics      session.Metrics      `json:"metrics"`
 	Reason       string               `json:"reason"`
-	Final        *finalJSON           `json:"final"` // finalists only
-	Clip         *string              `json:"clip"`  // the clip of the policy (absolute path), null when none
-	ClipNote     string               `json:"clip_note,omitempty"`
+	Final        *finalJSON           `json:"final"`     // finalists only
+	Clip         *string              `json:"clip"`      // the clip of the policy (absolute path), null when none
+	ClipNote     string               `json:"clip_note"` // why there is none, "" when nothing to say
 }
 
 // finalJSON is a finalist's re-evaluation on the final seeds.
