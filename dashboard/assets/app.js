@@ -288,8 +288,9 @@
   }
 
   // The compare view: two trials' clips side by side, played in sync, their metrics beside
-  // them; the best trial against the baseline (at its rung when carried along) by default.
-  let clipsKey = "", clipsPick = null;
+  // them; the best trial against the baseline (at its rung when carried along) by default,
+  // which follows the best as trials finish until a person picks a pair.
+  let clipsKey = "", clipsPick = null, clipsPicked = false;
   function renderClips(el, d) {
     const withClip = d.trials.filter((t) => t.clip);
     const key = withClip.map((t) => t.number + "@" + t.rung + t.clip.url).join(",");
@@ -303,8 +304,8 @@
     const best = withClip.find((t) => t.best) || withClip.slice().sort((a, b) => b.rank_score - a.rank_score)[0];
     const base = withClip.find((t) => t.number === 0 && t.rung === best.rung) || withClip.find((t) => t.number === 0 && t.rung === 0) ||
       withClip.find((t) => t !== best);
-    clipsPick = clipsPick || [ref(best), ref(base === best ? withClip.find((t) => t !== best) : base)];
-    const pick = (i) => h("select", { id: "clip-" + "ab"[i], onchange: (e) => { clipsPick[i] = e.target.value; clipsKey = ""; renderClips(el, d); } },
+    if (!clipsPicked) clipsPick = [ref(best), ref(base === best ? withClip.find((t) => t !== best) : base)];
+    const pick = (i) => h("select", { id: "clip-" + "ab"[i], onchange: (e) => { clipsPick[i] = e.target.value; clipsPicked = true; clipsKey = ""; renderClips(el, d); } },
       withClip.map((t) => h("option", { value: ref(t), selected: ref(t) === clipsPick[i] }, "trial " + t.number + " @ rung " + t.rung + " · " + signed(t.rank_score) + (t.best ? " ★" : ""))));
     const players = [];
     const side = (i) => {
