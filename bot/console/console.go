@@ -87,7 +87,7 @@ func New(cfg Config) *Console {
 		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, progress: map[string]int{}, verbose: cfg.Verbose}
 	c.handler = cfg.Handler
 	if c.handler == nil && cfg.Engine != nil {
-		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, Charts: c.charts, Logger: c.log,
+		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, Charts: c.charts, Clips: c.clips, Logger: c.log,
 			Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}})
 	}
 	return c

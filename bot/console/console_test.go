@@ -252,3 +252,30 @@ func TestConsoleParallelTrialsAndSeveralProposals(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleClipCommand: `clip N` typed in tune's terminal (the console's own handler)
+// names the trial's clip file, as /tune clip posts it in chat (issue 21).
+func TestConsoleClipCommand(t *testing.T) {
+	db, eng, s, _, tr := setup(t)
+	tr.Clip = &session.Clip{File: session.File{Path: "trial-000-rung-0/clip.gif"}, Format: session.ClipGIF, Seconds: 5}
+	if err := db.PutTrial(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	clip := "/data/sessions/" + s.ID + "/trial-000-rung-0/clip.gif"
+	out := &syncBuffer{}
+	c := console.New(console.Config{Out: out, In: strings.NewReader("clip 0\n"), Dir: t.TempDir(), Engine: eng, Store: db, Space: session.DefaultSpace(),
+		Clips: func(session.Trial, bool) ([]byte, string, error) { return []byte("GIF89a"), clip, nil }})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- c.Run(ctx) }()
+	for !strings.Contains(out.String(), "» ") && !strings.Contains(out.String(), "[clip]") {
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if text := out.String(); !strings.Contains(text, "  [clip] trial 0 @ rung 0 (baseline) · 5.0 s: "+clip+"\n") {
+		t.Errorf("clip 0 in the terminal:\n%s", text)
+	}
+}
