@@ -143,7 +143,7 @@ func demoTrial(bin, dir string) (time.Duration, error) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	all, err := db.Sessions(ctx)
+	all, _, err := db.RecentSessions(ctx, "", 2)
 	if err != nil || len(all) != 1 {
 		return 0, fmt.Errorf("demo sessions: %d, %v", len(all), err)
 	}

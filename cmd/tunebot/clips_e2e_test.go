@@ -66,7 +66,10 @@ chat:
 	}()
 	defer db.Close()
 	ctx := context.Background()
-	all, _ := db.Sessions(ctx)
+	all, _, err := db.RecentSessions(ctx, "", 1)
+	if err != nil || len(all) != 1 {
+		t.Fatalf("sessions: %v %v", all, err)
+	}
 	s := all[0]
 	trials, _ := db.Trials(ctx, s.ID)
 
