@@ -115,7 +115,7 @@ func readCapped(path string, limit int64, what string) ([]byte, error) {
 		return nil, refuse("the %s is not a regular file", what)
 	}
 	if st.Size() > limit {
-		return nil, refuse("the %s is %s, over the %s a %s may be", what, HumanBytes(st.Size()), HumanBytes(limit), what)
+		return nil, refuse("the %s is %s, over the %s a %s may be", what, session.Bytes(st.Size()), session.Bytes(limit), what)
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -127,7 +127,7 @@ func readCapped(path string, limit int64, what string) ([]byte, error) {
 		return nil, fmt.Errorf("reading the %s: %w", what, err)
 	}
 	if int64(len(data)) > limit {
-		return nil, refuse("the %s grew past %s while it was read", what, HumanBytes(limit))
+		return nil, refuse("the %s grew past %s while it was read", what, session.Bytes(limit))
 	}
 	return data, nil
 }
@@ -240,17 +240,6 @@ func printable(b []byte) string {
 		out[i] = c
 	}
 	return string(out)
-}
-
-// HumanBytes says a size for people: 812 bytes, 3.4 KiB, 16.0 MiB.
-func HumanBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // checkGIF reads a GIF's block structure (frames and their delays, up to the trailer) and
