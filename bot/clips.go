@@ -228,15 +228,11 @@ func (h *Handler) clip(ctx context.Context, s session.Session, cmd Command, log 
 	if h.cfg.Clips == nil {
 		return Reply{Private: true, Text: "clips are not available in this tunebot"}
 	}
-	trials, err := h.cfg.Store.Trials(ctx, s.ID)
-	if err != nil {
-		return h.engineError(err, log)
+	t, no, ok := h.namedTrial(ctx, s, cmd, log)
+	if !ok {
+		return no
 	}
-	t := findTrial(trials, cmd)
-	if t == nil {
-		return noTrial(s, cmd)
-	}
-	a, ok, err := ClipAttachment(*t, h.cfg.Clips, "")
+	a, ok, err := ClipAttachment(t, h.cfg.Clips, "")
 	if err != nil {
 		return h.engineError(err, log)
 	}
@@ -250,7 +246,7 @@ func (h *Handler) clip(ctx context.Context, s session.Session, cmd Command, log 
 		}
 		return Reply{Private: true, Text: fmt.Sprintf("trial %d @ rung %d of session %s has no clip to show: %s", t.Number, t.Rung, session.Short(s.ID), why)}
 	}
-	c := Card{Kind: "notice", Session: s.ID, Title: "clip of " + ClipTitle(*t)}
-	c.Blocks = ClipBlocks(ClipSide{Trial: *t, Label: "clip", Clip: &a})
+	c := Card{Kind: "notice", Session: s.ID, Title: "clip of " + ClipTitle(t)}
+	c.Blocks = ClipBlocks(ClipSide{Trial: t, Label: "clip", Clip: &a})
 	return Reply{Card: &c}
 }

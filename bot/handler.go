@@ -651,15 +651,11 @@ func (h *Handler) chart(ctx context.Context, s session.Session, cmd Command, log
 	if h.cfg.Charts == nil {
 		return Reply{Private: true, Text: "charts are not available in this tunebot"}
 	}
-	trials, err := h.cfg.Store.Trials(ctx, s.ID)
-	if err != nil {
-		return h.engineError(err, log)
+	t, no, ok := h.namedTrial(ctx, s, cmd, log)
+	if !ok {
+		return no
 	}
-	t := findTrial(trials, cmd)
-	if t == nil {
-		return noTrial(s, cmd)
-	}
-	atts, err := h.cfg.Charts(ctx, s, *t, cmd.Tags)
+	atts, err := h.cfg.Charts(ctx, s, t, cmd.Tags)
 	if err != nil {
 		return h.engineError(err, log)
 	}
@@ -690,20 +686,23 @@ func (h *Handler) why(ctx context.Context, s session.Session, cmd Command, log *
 	return Reply{Card: &c}
 }
 
-// findTrial is the trial a chart or clip command names: its rung, or without one its
-// highest.
-func findTrial(trials []session.Trial, cmd Command) *session.Trial {
+// namedTrial is the trial a chart or clip command names: its rung, or without one its
+// highest. ok is false when there is none, with the answer that says so.
+func (h *Handler) namedTrial(ctx context.Context, s session.Session, cmd Command, log *slog.Logger) (session.Trial, Reply, bool) {
+	trials, err := h.cfg.Store.Trials(ctx, s.ID)
+	if err != nil {
+		return session.Trial{}, h.engineError(err, log), false
+	}
 	var t *session.Trial
 	for i := range trials {
 		if trials[i].Number == cmd.Trial && (cmd.Rung < 0 || trials[i].Rung == cmd.Rung) {
 			t = &trials[i] // ordered by number then rung: the last match is the highest rung
 		}
 	}
-	return t
-}
-
-func noTrial(s session.Session, cmd Command) Reply {
-	return Reply{Private: true, Text: fmt.Sprintf("session %s has no trial %d%s", session.Short(s.ID), cmd.Trial, rungSuffix(cmd.Rung))}
+	if t == nil {
+		return session.Trial{}, Reply{Private: true, Text: fmt.Sprintf("session %s has no trial %d%s", session.Short(s.ID), cmd.Trial, rungSuffix(cmd.Rung))}, false
+	}
+	return *t, Reply{}, true
 }
 
 func rungSuffix(r int) string {
