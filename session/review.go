@@ -143,7 +143,10 @@ type ReviewRequest struct {
 	SessionID string
 	Action    string // ReviewGo, ReviewPromote, ReviewDrop
 	Trial     int    // promote, drop
-	By        Actor
+	// Rung is the plan a button was on (0: the one that waits): a Go clicked on an older
+	// plan's card must not start the next one.
+	Rung int
+	By   Actor
 }
 
 // Review changes or starts the session's waiting promotion plan. Every change is audited
@@ -166,6 +169,12 @@ func (e *Engine) Review(ctx context.Context, r ReviewRequest) (Review, string, e
 			return Userf(ErrConflict, "session %s is %s: no promotion plan waits", short(x.ID), x.State)
 		}
 		i := slices.IndexFunc(x.Reviews, func(v Review) bool { return !v.Done })
+		if i >= 0 && r.Rung > 0 && x.Reviews[i].Rung != r.Rung {
+			if old := x.review(r.Rung); old != nil {
+				return Userf(ErrConflict, "the promotions to rung %d have started (%s); the plan for rung %d waits now", old.Rung, reviewEnd(*old), x.Reviews[i].Rung)
+			}
+			return Userf(ErrNotFound, "session %s has no promotion plan for rung %d", short(x.ID), r.Rung)
+		}
 		if i < 0 {
 			if len(x.Reviews) > 0 {
 				last := x.Reviews[len(x.Reviews)-1]
