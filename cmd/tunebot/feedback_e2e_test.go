@@ -80,6 +80,13 @@ session:
 		}
 		typed(fmt.Sprintf("approve %d", seq))
 	}
+	// Approval mode: each rung's promotion plan waits for a person's go (issue 23).
+	for rung := 1; rung <= 2; rung++ {
+		waitFor(t, fmt.Sprintf("the promotion plan of rung %d", rung), 60*time.Second, func() bool {
+			return strings.Contains(human.String(), fmt.Sprintf("promotion review for rung %d:", rung))
+		})
+		typed("go")
+	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	select {

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// prefsScript is DeepSeek's answers, one patch of the best configuration each: on the sim
+// surface at 20 iterations trial 1 scores +0.052, trial 2 (from trial 1) +0.071, trial 3
+// (from trial 2) +0.063 and trial 4 (from trial 2) +0.059, every one eligible.
+var prefsScript = []string{
+	`{"patch": {"weights": {"action_rate_l2": -0.075}}, "rationale": "smoother", "expected_impact": {"smoothness": "+"}, "confidence": 0.5}`,
+	`{"patch": {"weights": {"foot_slip": -0.375}}, "rationale": "less slip", "expected_impact": {"slip": "+"}, "confidence": 0.5}`,
+	`{"patch": {"weights": {"stand_still": -1.1}}, "rationale": "stand still", "expected_impact": {"stability": "+"}, "confidence": 0.5}`,
+	`{"patch": {"weights": {"foot_gait": 1.0}}, "rationale": "trot", "expected_impact": {"tracking": "0"}, "confidence": 0.5}`,
+}
+
+// The terminal of tune, approval mode (issue 23): "which walks better?" is asked when trial 1
+// finishes above the baseline; a typed answer records one preference (a second one is
+// refused as already decided) and its note reaches DeepSeek's next request; a preference
+// typed on one's own orders two trials within the noise at the promotion; the plan waits
+// for the person, drop and promote change which trials train at the next rung, go starts
+// it; --json lists the preference and who promoted what.
+func TestPreferencesAndPromotionReviewInTheTerminal(t *testing.T) {
+	ds, cfg := advisorConfig(t, "session:\n  trial_count: 5\n  rungs: [20, 40, 60]\n  promote: [5, 2, 1]\n", prefsScript...)
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--mode", "approval", "--json")
+	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	human := &syncBuffer{}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, &stdout, human
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	typed := func(line string) { stdinW.WriteString(line + "\n") }
+	see := func(what, want string) {
+		t.Helper()
+		waitFor(t, what, 60*time.Second, func() bool { return strings.Contains(human.String(), want) })
+	}
+	calls := func() int { ds.mu.Lock(); defer ds.mu.Unlock(); return ds.calls }
+
+	see("proposal 1", "type: approve 1 ")
+	typed("approve 1")
+	see("the A/B card", "which walks better? A: trial 1 · B: trial 0")
+	const note = "trots evenly, the baseline shuffles"
+	typed("prefer 1 over 0 " + note)
+	see("the answer", "» you: trial 1 walks better than the baseline (trial 0) (“"+note+"”)")
+	asked := calls()
+	typed("prefer 0 over 1")
+	see("the second answer refused", "were already compared by you at")
+	for seq := 2; seq <= 4; seq++ {
+		see(fmt.Sprintf("proposal %d", seq), fmt.Sprintf("type: approve %d ", seq))
+		typed(fmt.Sprintf("approve %d", seq))
+	}
+	ds.mu.Lock()
+	if len(ds.bodies) <= asked || !strings.Contains(ds.bodies[asked], note) {
+		t.Errorf("the note is not in DeepSeek's next request after the answer (%d calls)", len(ds.bodies))
+	}
+	ds.mu.Unlock()
+	// Trials 3 (+0.063) and 2 (+0.071) are within the noise of each other: the person's
+	// preference puts 3 first.
+	see("trial 3's result", "] trial 3 @ rung 0: score")
+	typed("prefer 3 over 2 steadier")
+	see("the plan", "promotion review for rung 1: trials 3, 2 and the baseline go to 40 iterations")
+	typed("drop 3")
+	see("the drop", "» you dropped trial 3; trial 4, next in rank, takes its place: trials 2, 4 and the baseline go to 40 iterations")
+	typed("promote 1")
+	see("the promote", "» you promoted trial 1 over trial 4: trials 2, 1 and the baseline go to 40 iterations")
+	typed("go")
+	see("rung 2's plan", "promotion review for rung 2:")
+	typed("go")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("tune: %v\n%s", err, human.String())
+		}
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the session did not end:\n%s", human.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	checkReadmeOutline(t, stdout.String())
+	var rung1 []int
+	for _, tr := range sum.Trials {
+		if tr.Rung != 1 {
+			continue
+		}
+		rung1 = append(rung1, tr.Number)
+		if tr.Number == 1 && (tr.PromotedBy == nil || tr.PromotedBy.By != "you" || tr.PromotedBy.Action != "promote" || tr.PromotedBy.Over != 4) {
+			t.Errorf("trial 1 @ rung 1 promoted_by %+v, want you over trial 4", tr.PromotedBy)
+		}
+		if tr.Number != 1 && tr.PromotedBy != nil {
+			t.Errorf("trial %d @ rung 1 promoted_by %+v, want null", tr.Number, tr.PromotedBy)
+		}
+	}
+	if !slices.Equal(rung1, []int{0, 1, 2}) {
+		t.Errorf("rung 1 trained trials %v, want the reviewed plan 0, 1, 2", rung1)
+	}
+	if len(sum.Preferences) != 2 || sum.Preferences[0].Winner == nil || *sum.Preferences[0].Winner != 1 || sum.Preferences[0].Note != note ||
+		sum.Preferences[0].By != "you" || sum.Preferences[1].A != 3 || *sum.Preferences[1].Winner != 3 {
+		t.Errorf("preferences %+v", sum.Preferences)
+	}
+}
