@@ -27,7 +27,7 @@ const (
 	slackEve     = "UEVE"   // not allowed anything
 )
 
-var actionRE = regexp.MustCompile(`"action_id":"(tune:[a-z]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]*)"`)
+var actionRE = regexp.MustCompile(`"action_id":"(tune:[a-z-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]*)"`)
 
 // slackRun drives one daemon against the fake Slack.
 type slackRun struct {
