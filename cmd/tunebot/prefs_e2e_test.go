@@ -113,3 +113,62 @@ func TestPreferencesAndPromotionReviewInTheTerminal(t *testing.T) {
 		t.Errorf("preferences %+v", sum.Preferences)
 	}
 }
+
+// A tune killed (kill -9) while its promotion plan waits for a person's go: tune --resume
+// shows the plan again, the review resumes where it was, and go goes on (issue 23).
+func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
+	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [20, 40, 60]\n", prefsScript...)
+	start := func(args ...string) (*exec.Cmd, *syncBuffer, *os.File, *bytes.Buffer) {
+		cmd := exec.Command(tunebotBin, append([]string{"tune", "--config", cfg, "--json"}, args...)...)
+		cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
+		stdinR, stdinW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		human, stdout := &syncBuffer{}, &bytes.Buffer{}
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdout, human
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill() })
+		return cmd, human, stdinW, stdout
+	}
+	cmd, human, stdin, _ := start("--mode", "approval")
+	for seq := 1; seq <= 3; seq++ {
+		waitFor(t, fmt.Sprintf("proposal %d", seq), 60*time.Second, func() bool { return strings.Contains(human.String(), fmt.Sprintf("type: approve %d ", seq)) })
+		stdin.WriteString(fmt.Sprintf("approve %d\n", seq))
+	}
+	const plan = "promotion review for rung 1: trials 2, 3, 1 and the baseline go to 40 iterations"
+	waitFor(t, "the plan", 60*time.Second, func() bool { return strings.Contains(human.String(), plan) })
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL: nothing is cleaned up
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	cmd, human, stdin, stdout := start("--resume")
+	waitFor(t, "the plan shown again", 60*time.Second, func() bool { return strings.Contains(human.String(), plan) })
+	stdin.WriteString("go\n")
+	waitFor(t, "rung 2's plan", 60*time.Second, func() bool { return strings.Contains(human.String(), "promotion review for rung 2:") })
+	stdin.WriteString("go\n")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("tune --resume: %v\n%s", err, human.String())
+		}
+	case <-time.After(120 * time.Second):
+		t.Fatalf("the resumed session did not end:\n%s", human.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	rung1 := 0
+	for _, tr := range sum.Trials {
+		if tr.Rung == 1 {
+			rung1++
+		}
+	}
+	if sum.State != "succeeded" || rung1 != 4 {
+		t.Errorf("after the resumed review: %s with %d trials at rung 1, want succeeded with the plan's 4", sum.State, rung1)
+	}
+}
