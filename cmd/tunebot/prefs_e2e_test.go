@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"tunebot/dashboard/cdp"
 )
 
 // prefsScript is DeepSeek's answers, one patch of the best configuration each: on the sim
@@ -171,4 +175,71 @@ func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
 	if sum.State != "succeeded" || rung1 != 4 {
 		t.Errorf("after the resumed review: %s with %d trials at rung 1, want succeeded with the plan's 4", sum.State, rung1)
 	}
+}
+
+// TestPreferencesOnThePageInChromium drives the monitoring page in Chromium (issue 23): the
+// A/B card with both trials' clips playing side by side, a click with a note that records
+// the preference (a second answer refused as already decided), the answers listed with what
+// they do; the promotion plan with drop, promote and Go, and the halving ladder saying who
+// promoted which trial over which.
+func TestPreferencesOnThePageInChromium(t *testing.T) {
+	chromium := cdp.Find()
+	if chromium == "" {
+		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the monitoring page is skipped")
+	}
+	shots := os.Getenv("TUNEBOT_ARTIFACTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	ds := &fakeDeepSeek{script: prefsScript}
+	dsSrv := httptest.NewServer(ds)
+	defer dsSrv.Close()
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\nadvisor:\n  base_url: %s\n", addr, dsSrv.URL))
+	_, stdin, _ := startDaemon(t, cfg, "DEEPSEEK_API_KEY="+testKey)
+	link := dashboardLink(t, cfg)
+	base := "http://" + addr
+	b := startBrowser(t, chromium)
+	b.navigate(link)
+	b.waitJS("the sign-in button", `!!document.querySelector("#signin")`)
+	b.eval(`setTimeout(() => document.querySelector("#signin").click(), 0)`)
+	b.waitJS("the sessions page", `location.pathname === "/" && !!document.querySelector("#session-list")`)
+	stdin.WriteString("/tune start mode=approval trials=5 rungs=20,40,60 promote=5,1,1\n")
+	b.waitJS("the new session", `!!document.querySelector("#sessions tbody tr")`)
+	b.navigate(base + b.evalString(`document.querySelector("#sessions tbody a").getAttribute("href")`))
+	sid := b.evalString(`location.pathname.split("/")[2]`)
+	approve := func(seq int) {
+		t.Helper()
+		b.waitJS(fmt.Sprintf("proposal %d", seq), fmt.Sprintf(`!!document.querySelector('#decide [data-proposal="%d"] #approve')`, seq))
+		b.eval(`document.querySelector("#approve").click()`)
+		b.waitJS(fmt.Sprintf("proposal %d approved", seq), fmt.Sprintf(`(document.querySelector("#decide-msg")||{}).textContent.includes("proposal %d approved by operator")`, seq))
+	}
+	approve(1)
+	b.waitJS("the A/B card with both clips playing", `(() => { const ps = [...document.querySelectorAll("#prefer-card .clip-side .clip-player")];
+		return ps.length === 2 && ps.every((p) => p.complete && p.naturalWidth > 0) })()`)
+	if got := b.evalString(`[...document.querySelectorAll("#prefer-card .clip-side")].map((s) => s.dataset.trial).join(" ")`); got != "1@0 0@0" {
+		t.Errorf("the card's sides %q, want A trial 1 and B the baseline", got)
+	}
+	b.screenshot(filepath.Join(shots, "prefs-1-card.png"))
+	b.eval(`document.querySelector("#prefer-note").value = "` + noteOfCard + `"; document.querySelector("#prefer-a").click()`)
+	b.waitJS("the answer", `(document.querySelector("#prefer-msg")||{}).textContent.includes("operator: trial 1 walks better than the baseline (trial 0)")`)
+	b.waitJS("the answer listed", `(document.querySelector('#preferences li[data-seq="1"]')||{}).textContent.includes("shuffles its hind feet")`)
+	// A second answer (a page that had not refreshed) is one decision too many.
+	if got := b.evalString(`fetch("/api/sessions/` + sid + `/prefer", {method: "POST", headers: {"Content-Type": "application/json"},
+		body: JSON.stringify({card: "1", answer: "b"})}).then((r) => r.json()).then((d) => d.text)`); !strings.Contains(got, "already compared by operator") {
+		t.Errorf("a second answer from the page: %q", got)
+	}
+	for seq := 2; seq <= 4; seq++ {
+		approve(seq)
+	}
+	b.waitJS("the promotion plan", `(document.querySelector("#review-line")||{}).textContent.includes("promotion review for rung 1: trial 2 and the baseline go to 40 iterations")`)
+	b.screenshot(filepath.Join(shots, "prefs-2-plan.png"))
+	b.eval(`document.querySelector("#review-trial").value = "2"; document.querySelector("#drop").click()`)
+	b.waitJS("the drop", `(document.querySelector("#review-msg")||{}).textContent.includes("operator dropped trial 2; trial 3, next in rank, takes its place")`)
+	b.eval(`document.querySelector("#review-trial").value = "4"; document.querySelector("#promote").click()`)
+	b.waitJS("the promote", `(document.querySelector("#review-msg")||{}).textContent.includes("operator promoted trial 4 over trial 3")`)
+	b.eval(`document.querySelector("#go").click()`)
+	b.waitJS("the ladder naming who promoted trial 4", `[...document.querySelectorAll("#ladder .promoted-by")].some((e) => e.textContent.includes("promoted by operator over trial 3"))`)
+	b.screenshot(filepath.Join(shots, "prefs-3-ladder.png"))
 }
