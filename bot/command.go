@@ -85,8 +85,8 @@ type Command struct {
 	Other   int
 	Neither bool
 	Note    string
-	Tags     []string     // chart: the tags to draw, none for the standard report
-	Text     string       // comment: the text
+	Tags    []string // chart: the tags to draw, none for the standard report
+	Text    string   // comment: the text
 
 	Sub  string // preset: show or list; schedule: add, list or remove
 	Data string // import: the configuration's JSON as given (code fences and curly quotes undone)

@@ -35,7 +35,7 @@ func numbered(id, prefix string) (int, bool) {
 }
 
 func preferenceRef(id string, seq int) string { return fmt.Sprintf("s/%s/preference/%d", id, seq) }
-func reviewRef(id string, rung int) string     { return fmt.Sprintf("s/%s/review/%d", id, rung) }
+func reviewRef(id string, rung int) string    { return fmt.Sprintf("s/%s/review/%d", id, rung) }
 
 // PreferenceInput is what an A/B card shows: the card, and its two trials (nil when a
 // trial cannot be found), each with its clip or, when it has none, its charts.

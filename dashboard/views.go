@@ -352,20 +352,20 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		running = append(running, bot.RunningLines(trials, nil)...)
 	}
 	out := map[string]any{
-		"session":    row(ss, trials),
-		"running":    running,
-		"settings":   ss.Settings,
-		"trials":     tv,
-		"ladder":     ladder(ss, tv),
-		"comparison": s.comparison(ss, trials, seqOf),
-		"proposals":  s.proposalViews(props),
-		"audit":      auditViews(audit),
-		"score_note": bot.ScoreNote,
+		"session":     row(ss, trials),
+		"running":     running,
+		"settings":    ss.Settings,
+		"trials":      tv,
+		"ladder":      ladder(ss, tv),
+		"comparison":  s.comparison(ss, trials, seqOf),
+		"proposals":   s.proposalViews(props),
+		"audit":       auditViews(audit),
+		"score_note":  bot.ScoreNote,
 		"card":        s.openCard(ss, trials, seqOf),
 		"preferences": preferenceViews(ss),
 		"review":      openReview(ss, trials),
-		"may":        s.permissions(in),
-		"objectives": session.ObjectiveNames,
+		"may":         s.permissions(in),
+		"objectives":  session.ObjectiveNames,
 	}
 	return out, nil
 }

@@ -113,7 +113,9 @@ chat:
 	r.send("interactive", click)
 	v := r.view(click["trigger_id"].(string))
 	r.send("interactive", fake.Submit(slackAlice, v, map[string]string{"note": noteOfCard}))
-	r.wait("the note on the card", func(m *slacktest.Message) bool { return m.TS == card.TS && strings.Contains(m.Blocks, "shuffles its hind feet") })
+	r.wait("the note on the card", func(m *slacktest.Message) bool {
+		return m.TS == card.TS && strings.Contains(m.Blocks, "shuffles its hind feet")
+	})
 	ds.mu.Lock()
 	asked := ds.calls
 	ds.mu.Unlock()
