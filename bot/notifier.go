@@ -382,7 +382,7 @@ func (n *Notifier) platformsFor(s session.Session) []string {
 }
 
 func pushWorthy(k session.EventKind) bool {
-	return k == session.EventTrialFinished || k == session.EventProposalReady || k == session.EventSessionFinished
+	return k == session.EventTrialFinished || k == session.EventProposalReady || k == session.EventSessionFinished || k == session.EventReview
 }
 
 func withoutAttachments(bs []Block) []Block {
