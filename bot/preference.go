@@ -126,25 +126,11 @@ func ReviewCard(s session.Session, r session.Review, trials []session.Trial, men
 				score = Signed(tr.Score.Total)
 			}
 		}
-		how := "ranked"
-		switch p := r.PromotedBy(n); {
-		case p != nil:
-			how = p.Text()
-		case n == 0 && s.Settings.Control:
-			how = "the baseline, carried along (control)"
-		}
-		t.Rows = append(t.Rows, []string{strconv.Itoa(n), score, how})
+		t.Rows = append(t.Rows, []string{strconv.Itoa(n), score, r.How(n, s.Settings.Control)})
 	}
 	c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: t})
 	for _, ch := range r.Changes {
-		line := fmt.Sprintf("%s promoted trial %d over trial %d", ch.By, ch.Trial, ch.Other)
-		if ch.Action == session.ReviewDrop {
-			line = fmt.Sprintf("%s dropped trial %d", ch.By, ch.Trial)
-			if ch.Other >= 0 {
-				line += fmt.Sprintf("; trial %d took its place", ch.Other)
-			}
-		}
-		c.Blocks = append(c.Blocks, Text(line+" ("+ch.At.UTC().Format("15:04 UTC")+")"))
+		c.Blocks = append(c.Blocks, Text(ch.Text()+" ("+ch.At.UTC().Format("15:04 UTC")+")"))
 	}
 	if !r.Done {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockActions, Actions: []Action{{ID: ActionID(ButtonGo, s.ID, RungID(r.Rung)), Label: "Go", Style: "primary"}}})

@@ -521,27 +521,17 @@ func openReview(ss session.Session, trials []session.Trial) *reviewView {
 	v := &reviewView{Rung: r.Rung, Iterations: ss.Settings.Rungs[r.Rung], Line: session.ReviewLine(ss, r), Until: stamp(r.Until),
 		Plan: []planRow{}, Changes: []string{}, Replies: session.ReviewReplies}
 	for _, n := range r.Plan {
-		row := planRow{Number: n, How: "ranked"}
+		row := planRow{Number: n, How: r.How(n, ss.Settings.Control)}
 		for _, t := range trials {
 			if t.Number == n && t.Rung == r.Rung-1 && t.Score != nil {
 				sc := t.Score.Total
 				row.Score = &sc
 			}
 		}
-		switch p := r.PromotedBy(n); {
-		case p != nil:
-			row.How = p.Text()
-		case n == 0 && ss.Settings.Control:
-			row.How = "the baseline, carried along (control)"
-		}
 		v.Plan = append(v.Plan, row)
 	}
 	for _, c := range r.Changes {
-		line := fmt.Sprintf("%s promoted trial %d over trial %d", c.By, c.Trial, c.Other)
-		if c.Action == session.ReviewDrop {
-			line = fmt.Sprintf("%s dropped trial %d", c.By, c.Trial)
-		}
-		v.Changes = append(v.Changes, line+" at "+stamp(c.At))
+		v.Changes = append(v.Changes, c.Text()+" at "+stamp(c.At))
 	}
 	return v
 }

@@ -56,6 +56,31 @@ func (p Promotion) Text() string {
 	return fmt.Sprintf("promoted by %s over trial %d", p.By, p.Over)
 }
 
+// Text says the change as every surface shows it: "ann promoted trial 3 over trial 1",
+// "ann dropped trial 2; trial 4 took its place".
+func (c PlanChange) Text() string {
+	if c.Action != ReviewDrop {
+		return fmt.Sprintf("%s promoted trial %d over trial %d", c.By, c.Trial, c.Other)
+	}
+	line := fmt.Sprintf("%s dropped trial %d", c.By, c.Trial)
+	if c.Other >= 0 {
+		line += fmt.Sprintf("; trial %d took its place", c.Other)
+	}
+	return line
+}
+
+// How says how trial n is in the plan: a person's promotion, the baseline carried along
+// as the control, or tunebot's ranking.
+func (r Review) How(n int, control bool) string {
+	switch p := r.PromotedBy(n); {
+	case p != nil:
+		return p.Text()
+	case n == 0 && control:
+		return "the baseline, carried along (control)"
+	}
+	return "ranked"
+}
+
 // Review actions.
 const (
 	ReviewGo      = "go"

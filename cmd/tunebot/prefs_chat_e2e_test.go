@@ -5,11 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -48,25 +45,7 @@ chat:
 `, dsSrv.URL, fake.URL, slackChannel, slackAlice))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
-	cmd.Env = append(os.Environ(), "SLACK_BOT_TOKEN="+slacktest.BotToken, "SLACK_APP_TOKEN="+slacktest.AppToken, "DEEPSEEK_API_KEY="+testKey)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := false
-	defer func() {
-		if !exited {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Logf("daemon log:\n%s", stderr.String())
-		}
-	}()
-	r := &slackRun{t: t, fake: fake, ctx: ctx}
-	if err := fake.WaitConnected(ctx); err != nil {
-		t.Fatalf("the daemon never connected: %v\n%s", err, stderr.String())
-	}
+	r, stop := slackDaemon(ctx, t, fake, cfg, "DEEPSEEK_API_KEY="+testKey)
 	r.send("slash_commands", fake.Slash(slackAlice, slackChannel, "start mode=approval trials=5 rungs=20,40,60"))
 	root := r.wait("the root message", func(m *slacktest.Message) bool { return m.Channel == slackChannel && m.ThreadTS == "" })
 	inThread := func(m *slacktest.Message) bool { return m.ThreadTS == root.TS }
@@ -147,13 +126,7 @@ chat:
 	ds.mu.Unlock()
 	r.send("events_api", fake.Reply(slackAlice, slackChannel, root.TS, "cancel"))
 	r.wait("the summary", func(m *slacktest.Message) bool { return inThread(m) && strings.Contains(m.Text, "cancelled") })
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("daemon exit: %v\n%s", err, stderr.String())
-	}
-	exited = true
+	stop()
 	db, err := store.Open(filepath.Join(dir, "data", "tunebot.db"), store.Options{Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -237,17 +210,7 @@ chat:
 	})
 	threadHas := func(what string, cond func(m discordtest.Message) bool) discordtest.Message {
 		t.Helper()
-		var got discordtest.Message
-		fake.Wait(what, func() bool {
-			for _, m := range fake.MessagesLocked(thread) {
-				if cond(m) {
-					got = m
-					return true
-				}
-			}
-			return false
-		})
-		return got
+		return threadMessage(fake, thread, what, cond)
 	}
 	p1 := threadHas("proposal 1", func(m discordtest.Message) bool { return strings.HasPrefix(title(m), "proposal 1 ") })
 	ids, _ := buttonsOf(p1)

@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"tunebot/dashboard/cdp"
 )
 
 // prefsScript is DeepSeek's answers, one patch of the best configuration each: on the sim
@@ -25,6 +23,60 @@ var prefsScript = []string{
 	`{"patch": {"weights": {"foot_gait": 1.0}}, "rationale": "trot", "expected_impact": {"tracking": "0"}, "confidence": 0.5}`,
 }
 
+// terminal is a tune process driven through its terminal: what it prints for a person
+// (stderr, with --json), its stdout, and its input.
+type terminal struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	human  *syncBuffer
+	stdout *bytes.Buffer
+	stdin  *os.File
+}
+
+// startTune runs tunebot with args (tune …) and env, reading what is typed().
+func startTune(t *testing.T, env []string, args ...string) *terminal {
+	t.Helper()
+	cmd := exec.Command(tunebotBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &terminal{t: t, cmd: cmd, human: &syncBuffer{}, stdout: &bytes.Buffer{}, stdin: stdinW}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, tm.stdout, tm.human
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	return tm
+}
+
+func (tm *terminal) typed(line string) { tm.stdin.WriteString(line + "\n") }
+
+// see waits until the terminal has printed want.
+func (tm *terminal) see(what, want string) {
+	tm.t.Helper()
+	waitFor(tm.t, what, 60*time.Second, func() bool { return strings.Contains(tm.human.String(), want) })
+}
+
+// exit waits for tune to end well and returns its --json summary.
+func (tm *terminal) exit() summaryJSON {
+	tm.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- tm.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			tm.t.Fatalf("tune: %v\n%s", err, tm.human.String())
+		}
+	case <-time.After(120 * time.Second):
+		tm.t.Fatalf("the session did not end:\n%s", tm.human.String())
+	}
+	var sum summaryJSON
+	lastJSON(tm.t, tm.stdout.String(), &sum)
+	return sum
+}
+
 // The terminal of tune, approval mode (issue 23): "which walks better?" is asked when trial 1
 // finishes above the baseline; a typed answer records one preference (a second one is
 // refused as already decided) and its note reaches DeepSeek's next request; a preference
@@ -33,24 +85,8 @@ var prefsScript = []string{
 // it; --json lists the preference and who promoted what.
 func TestPreferencesAndPromotionReviewInTheTerminal(t *testing.T) {
 	ds, cfg := advisorConfig(t, "session:\n  trial_count: 5\n  rungs: [20, 40, 60]\n  promote: [5, 2, 1]\n", prefsScript...)
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--mode", "approval", "--json")
-	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	human := &syncBuffer{}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, &stdout, human
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	typed := func(line string) { stdinW.WriteString(line + "\n") }
-	see := func(what, want string) {
-		t.Helper()
-		waitFor(t, what, 60*time.Second, func() bool { return strings.Contains(human.String(), want) })
-	}
+	tm := startTune(t, []string{"DEEPSEEK_API_KEY=" + testKey}, "tune", "--config", cfg, "--mode", "approval", "--json")
+	typed, see := tm.typed, tm.see
 	calls := func() int { ds.mu.Lock(); defer ds.mu.Unlock(); return ds.calls }
 
 	see("proposal 1", "type: approve 1 ")
@@ -83,19 +119,8 @@ func TestPreferencesAndPromotionReviewInTheTerminal(t *testing.T) {
 	typed("go")
 	see("rung 2's plan", "promotion review for rung 2:")
 	typed("go")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("tune: %v\n%s", err, human.String())
-		}
-	case <-time.After(120 * time.Second):
-		t.Fatalf("the session did not end:\n%s", human.String())
-	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
-	checkReadmeOutline(t, stdout.String())
+	sum := tm.exit()
+	checkReadmeOutline(t, tm.stdout.String())
 	var rung1 []int
 	for _, tr := range sum.Trials {
 		if tr.Rung != 1 {
@@ -122,50 +147,25 @@ func TestPreferencesAndPromotionReviewInTheTerminal(t *testing.T) {
 // shows the plan again, the review resumes where it was, and go goes on (issue 23).
 func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
 	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [20, 40, 60]\n", prefsScript...)
-	start := func(args ...string) (*exec.Cmd, *syncBuffer, *os.File, *bytes.Buffer) {
-		cmd := exec.Command(tunebotBin, append([]string{"tune", "--config", cfg, "--json"}, args...)...)
-		cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+testKey)
-		stdinR, stdinW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		human, stdout := &syncBuffer{}, &bytes.Buffer{}
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdout, human
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cmd.Process.Kill() })
-		return cmd, human, stdinW, stdout
-	}
-	cmd, human, stdin, _ := start("--mode", "approval")
+	env := []string{"DEEPSEEK_API_KEY=" + testKey}
+	tm := startTune(t, env, "tune", "--config", cfg, "--json", "--mode", "approval")
 	for seq := 1; seq <= 3; seq++ {
-		waitFor(t, fmt.Sprintf("proposal %d", seq), 60*time.Second, func() bool { return strings.Contains(human.String(), fmt.Sprintf("type: approve %d ", seq)) })
-		stdin.WriteString(fmt.Sprintf("approve %d\n", seq))
+		tm.see(fmt.Sprintf("proposal %d", seq), fmt.Sprintf("type: approve %d ", seq))
+		tm.typed(fmt.Sprintf("approve %d", seq))
 	}
 	const plan = "promotion review for rung 1: trials 2, 3, 1 and the baseline go to 40 iterations"
-	waitFor(t, "the plan", 60*time.Second, func() bool { return strings.Contains(human.String(), plan) })
-	if err := cmd.Process.Kill(); err != nil { // SIGKILL: nothing is cleaned up
+	tm.see("the plan", plan)
+	if err := tm.cmd.Process.Kill(); err != nil { // SIGKILL: nothing is cleaned up
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	_ = tm.cmd.Wait()
 
-	cmd, human, stdin, stdout := start("--resume")
-	waitFor(t, "the plan shown again", 60*time.Second, func() bool { return strings.Contains(human.String(), plan) })
-	stdin.WriteString("go\n")
-	waitFor(t, "rung 2's plan", 60*time.Second, func() bool { return strings.Contains(human.String(), "promotion review for rung 2:") })
-	stdin.WriteString("go\n")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("tune --resume: %v\n%s", err, human.String())
-		}
-	case <-time.After(120 * time.Second):
-		t.Fatalf("the resumed session did not end:\n%s", human.String())
-	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
+	tm = startTune(t, env, "tune", "--config", cfg, "--json", "--resume")
+	tm.see("the plan shown again", plan)
+	tm.typed("go")
+	tm.see("rung 2's plan", "promotion review for rung 2:")
+	tm.typed("go")
+	sum := tm.exit()
 	rung1 := 0
 	for _, tr := range sum.Trials {
 		if tr.Rung == 1 {
@@ -183,14 +183,7 @@ func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
 // they do; the promotion plan with drop, promote and Go, and the halving ladder saying who
 // promoted which trial over which.
 func TestPreferencesOnThePageInChromium(t *testing.T) {
-	chromium := cdp.Find()
-	if chromium == "" {
-		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the monitoring page is skipped")
-	}
-	shots := os.Getenv("TUNEBOT_ARTIFACTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
+	chromium, shots := needChromium(t)
 	ds := &fakeDeepSeek{script: prefsScript}
 	dsSrv := httptest.NewServer(ds)
 	defer dsSrv.Close()
