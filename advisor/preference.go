@@ -182,13 +182,7 @@ func FollowedPreference(req session.ProposalRequest, patch session.Patch) (sessi
 // preference for trial 8's gait over trial 5's".
 func PreferenceNote(p session.Preference) string {
 	win, lose, _ := p.Winner()
-	name := func(n int) string {
-		if n == 0 {
-			return "the baseline's"
-		}
-		return fmt.Sprintf("trial %d's", n)
-	}
-	return fmt.Sprintf("builds on your preference for %s gait over %s", name(win), name(lose))
+	return fmt.Sprintf("builds on your preference for %s gait over %s", session.Whose(win), session.Whose(lose))
 }
 
 // withValue is cfg with dim d's value set to v.

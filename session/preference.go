@@ -97,6 +97,14 @@ func trialName(n int) string {
 	return fmt.Sprintf("trial %d", n)
 }
 
+// Whose is trial n's possessive in a sentence: "trial 8's", "the baseline's".
+func Whose(n int) string {
+	if n == 0 {
+		return "the baseline's"
+	}
+	return fmt.Sprintf("trial %d's", n)
+}
+
 // PreferenceEffect says in words what an answered preference does, where it is recorded
 // (docs/design.md §1): both proposers learn from it, and halving respects it, never past a
 // gate.
@@ -109,7 +117,7 @@ func PreferenceEffect(p Preference) string {
 	if w == 0 {
 		halving = fmt.Sprintf("trial %d is never promoted ahead of a tuned trial nobody marked worse than the baseline", l)
 	}
-	return fmt.Sprintf("both proposers learn from it: DeepSeek's next prompt lists it with its note, and the numeric sampler leans its next proposals towards %s's configuration; %s; it never overrides a gate", trialName(w), halving)
+	return fmt.Sprintf("both proposers learn from it: DeepSeek's next prompt lists it with its note, and the numeric sampler leans its next proposals towards %s configuration; %s; it never overrides a gate", Whose(w), halving)
 }
 
 // PreferRequest is a person's answer to an A/B card, or a preference typed on their own
