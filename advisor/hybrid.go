@@ -17,8 +17,8 @@ const (
 )
 
 // hybridImprove is the margin a trial must beat the best score before it by to count as an
-// improvement, the same as the session's early-stop rule (docs/design.md §1).
-const hybridImprove = 0.01
+// improvement: the session's early-stop rule (docs/design.md §1).
+const hybridImprove = session.NoiseMargin
 
 // Hybrid shares the proposals of a session between the advisor and the numeric sampler.
 // Both see the same request, so the same history. It implements session.Advisor; failures

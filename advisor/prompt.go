@@ -43,6 +43,8 @@ Sampler evidence. "sampler_evidence" in the context, when present, is what tuneb
 
 Training curves. "Episode_Reward/<term>" is the mean per-episode reward of one term (weight included) over training iterations; the other curves are training statistics. Use them to see which terms dominate, which ones the policy learns to satisfy and which it ignores.
 
+People's preferences. "preferences" in the context, when present, is what people said after watching two trials' clips side by side: which walks better (a natural gait, no hopping or shuffling), or that they cannot tell, with their note. The score cannot see this: a gait people judged worse may still score well. Lean towards the configurations people preferred and away from the ones they judged worse, and take their notes into account.
+
 Running trials. Several trials may run at once: a trial whose state is queued, training or evaluating has no score yet. Its configuration is on the tried list all the same; propose something that teaches what the running ones will not.
 
 Rules for a patch. Every rule is checked; a patch that breaks any is refused and nothing runs.
@@ -180,6 +182,16 @@ type dsContextDoc struct {
 	Constraints   []string          `json:"constraints,omitempty"`
 	Tried         []dsTried         `json:"tried_configs"`
 	Evidence      *dsEvidence       `json:"sampler_evidence,omitempty"`
+	Preferences   []dsPreference    `json:"preferences,omitempty"`
+}
+
+// dsPreference is one person's answer to "which walks better?" (docs/design.md §5): the
+// trial preferred and the other, or both when they could not tell, and the note.
+type dsPreference struct {
+	Better   *int   `json:"walks_better,omitempty"`
+	Worse    *int   `json:"than,omitempty"`
+	CantTell []int  `json:"cannot_tell_apart,omitempty"`
+	Note     string `json:"note,omitempty"`
 }
 
 // dsEvidence is the sampler's model of the session (Sampler.Effects), so the language model
@@ -250,6 +262,15 @@ func dsContextPrompt(req session.ProposalRequest, apiKey string) string {
 	}
 	for _, c := range req.Constraints {
 		doc.Constraints = append(doc.Constraints, c.String())
+	}
+	for _, p := range req.Preferences {
+		dp := dsPreference{Note: dsScrub(p.Note, apiKey, dsFeedbackCap)}
+		if w, l, ok := p.Winner(); ok {
+			dp.Better, dp.Worse = &w, &l
+		} else {
+			dp.CantTell = []int{p.A, p.B}
+		}
+		doc.Preferences = append(doc.Preferences, dp)
 	}
 	tried := req.Tried
 	if len(tried) > dsMaxTried {

@@ -282,6 +282,8 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 		maxChanges = min(maxChanges, s.opts.MaxChanges)
 	}
 	m := s.fit(req)
+	u, liked := PreferenceUtility(req) // people's preferences (advisor/preference.go); 0 without
+	ub := u(req.Base)
 	rng := rand.New(rand.NewPCG(uint64(req.Seed), uint64(len(req.History))^samplerStream))
 	rejected := rejectedDirections(req)
 	n := len(tpeFinished(req.History))
@@ -305,7 +307,7 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 		var picks []pick
 		for i, d := range m.dims {
 			mv, ok := byName[d.name]
-			if !ok || beta[i+1] == 0 {
+			if !ok || beta[i+1] == 0 && !liked { // a person's preference is evidence too
 				continue
 			}
 			dir := math.Copysign(1, beta[i+1])
@@ -330,6 +332,7 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 						continue
 					}
 					gain := beta[i+1]*delta + g*((xb+delta)*(xb+delta)-xb*xb)
+					gain += req.PreferenceWeight * (u(withValue(req.Base, d, d.decode(to, mv.vlo, mv.vhi))) - ub)
 					if gain > bestGain {
 						bestGain, bestTo = gain, to
 					}
@@ -355,7 +358,8 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 			if math.Abs(delta) < 0.25 {
 				continue // at a bound the way its effect points
 			}
-			picks = append(picks, pick{i: i, dir: dir, gain: beta[i+1] * delta, to: to, mv: mv, delta: delta})
+			gain := beta[i+1]*delta + req.PreferenceWeight*(u(withValue(req.Base, d, d.decode(to, mv.vlo, mv.vhi)))-ub)
+			picks = append(picks, pick{i: i, dir: dir, gain: gain, to: to, mv: mv, delta: delta})
 		}
 		sort.Slice(picks, func(a, b int) bool { return picks[a].gain > picks[b].gain })
 		var changes []tpeChange
@@ -385,6 +389,9 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 			continue
 		}
 		summary, evidence := explainMoves(n, m.evidence(changes))
+		if p, ok := FollowedPreference(req, patch); ok {
+			summary += " It " + PreferenceNote(p) + "."
+		}
 		return session.Suggestion{
 			Patch:      patch,
 			Summary:    summary,

@@ -101,7 +101,7 @@ func permissionOf(v Verb) Permission {
 		return PermRead
 	case VerbStart, VerbAgent: // agent is a paid DeepSeek call
 		return PermStart
-	case VerbApprove, VerbReject, VerbEdit:
+	case VerbApprove, VerbReject, VerbEdit, VerbPrefer, VerbGo, VerbPromote, VerbDrop:
 		return PermDecide
 	case VerbPause:
 		return PermPause

@@ -189,7 +189,8 @@ func ParseActionID(id string) (verb, sessionID, proposalID string, err error) {
 		return "", "", "", fmt.Errorf("unknown action %q", Truncate(id, 80))
 	}
 	switch parts[1] {
-	case ButtonApprove, ButtonReject, ButtonEdit, ButtonPause:
+	case ButtonApprove, ButtonReject, ButtonEdit, ButtonPause,
+		ButtonPreferA, ButtonPreferB, ButtonPreferTie, ButtonPreferNote, ButtonGo:
 	default:
 		return "", "", "", fmt.Errorf("unknown action %q", Truncate(id, 80))
 	}

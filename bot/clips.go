@@ -222,6 +222,66 @@ func onceClips(read ClipFunc) ClipFunc {
 	}
 }
 
+// onceCharts draws each trial's standard charts through draw at most once (one event
+// rendered for several platforms).
+func onceCharts(draw ChartFunc) ChartFunc {
+	if draw == nil {
+		return nil
+	}
+	type got struct {
+		atts []Attachment
+		err  error
+	}
+	seen := map[session.TrialRef]got{}
+	return func(ctx context.Context, s session.Session, t session.Trial, tags []string) ([]Attachment, error) {
+		if len(tags) > 0 {
+			return draw(ctx, s, t, tags)
+		}
+		if g, ok := seen[t.Ref()]; ok {
+			return g.atts, g.err
+		}
+		atts, err := draw(ctx, s, t, nil)
+		seen[t.Ref()] = got{atts, err}
+		return atts, err
+	}
+}
+
+// preferenceCard renders A/B card p: each trial's clip, or its charts when it has none.
+func (r *Renderer) preferenceCard(ctx context.Context, s session.Session, p session.Preference, trials []session.Trial) Card {
+	in := PreferenceInput{Session: s, Preference: p}
+	link := r.trialLink(s)
+	for k, n := range []int{p.A, p.B} {
+		var t *session.Trial
+		for i := range trials {
+			if trials[i].Number == n && trials[i].Rung == 0 {
+				t = &trials[i]
+			}
+		}
+		if t == nil {
+			continue
+		}
+		side := &ClipSide{Trial: *t, Label: []string{"A", "B"}[k]}
+		l := ""
+		if link != nil {
+			l = link(*t)
+		}
+		if a, ok, err := ClipAttachment(*t, r.Clips, l); err != nil {
+			side.Note = userText(err)
+		} else if ok {
+			side.Clip = &a
+		}
+		if side.Clip == nil {
+			in.Charts = append(in.Charts, r.charts(ctx, s, *t)...) // no clip: its charts instead
+		}
+		if k == 0 {
+			in.A = side
+		} else {
+			in.B = side
+		}
+	}
+	return PreferenceCard(in)
+}
+
 // clip posts a trial's clip where it was asked for (/tune clip N [rung]): everyone there
 // sees the policy walk. A trial without one gets a private answer saying why.
 func (h *Handler) clip(ctx context.Context, s session.Session, cmd Command, log *slog.Logger) Reply {

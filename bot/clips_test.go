@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -139,6 +140,8 @@ func TestPushCardIsOnePhoneLine(t *testing.T) {
 			"trial 4 @ rung 0 failed: exit status 3 · 3/12 done"},
 		{"proposal", session.Event{Kind: session.EventProposalReady, Session: s, Proposal: func() *session.Proposal { p := fixtureProposal(); return &p }()},
 			"proposal 3 for trial 4 waits for your decision: 3 changes · 62% confident"},
+		{"promotion plan", session.Event{Kind: session.EventReview, Session: s, Review: &session.Review{Rung: 1, Plan: []int{2, 0}, Until: t0.Add(15 * time.Minute)}},
+			"promotions to rung 1 wait for your go (or go ahead at 09:41 UTC): trial 2 and the baseline go to 900 iterations"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,6 +159,12 @@ func TestPushCardIsOnePhoneLine(t *testing.T) {
 	}
 	if _, ok := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventTrialProgress, Session: s}}); ok {
 		t.Error("a progress event buzzes a phone")
+	}
+	// An automatic session's plan goes ahead by itself: nothing waits for anyone.
+	auto := s
+	auto.Settings.Mode = session.ModeAutomatic
+	if _, ok := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventReview, Session: auto, Review: &session.Review{Rung: 1, Plan: []int{2, 0}}}}); ok {
+		t.Error("an automatic session's plan buzzes a phone")
 	}
 }
 

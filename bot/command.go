@@ -45,6 +45,14 @@ const (
 	// VerbWhy answers with a proposal's whole evidence, of which its card shows the three
 	// strongest pieces: "why 4" (a bare "why": the newest proposal).
 	VerbWhy Verb = "why"
+	// VerbPrefer answers "which walks better?": "prefer 8 over 5 [note]", or "prefer
+	// neither [note]" for the card that waits (issue 23).
+	VerbPrefer Verb = "prefer"
+	// VerbGo, VerbPromote and VerbDrop steer a waiting promotion plan: "go", "promote 8"
+	// (replaces the lowest planned trial), "drop 5" (the next in rank takes its place).
+	VerbGo      Verb = "go"
+	VerbPromote Verb = "promote"
+	VerbDrop    Verb = "drop"
 	// VerbComment is a thread reply that is no command: ignored politely.
 	VerbComment Verb = "comment"
 )
@@ -52,7 +60,8 @@ const (
 var (
 	slashVerbs = []Verb{VerbStart, VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbExport, VerbChart, VerbClip, VerbAgent, VerbHelp,
 		VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbRollback, VerbSchedule, VerbDashboard, VerbWhy}
-	replyVerbs = []Verb{VerbApprove, VerbReject, VerbEdit, VerbPause, VerbResume, VerbCancel, VerbStatus, VerbWhy}
+	replyVerbs = []Verb{VerbApprove, VerbReject, VerbEdit, VerbPause, VerbResume, VerbCancel, VerbStatus, VerbWhy,
+		VerbPrefer, VerbGo, VerbPromote, VerbDrop}
 )
 
 // MaxCommand caps a command's length; longer text is refused before it is read further.
@@ -69,10 +78,15 @@ type Command struct {
 	Proposal int
 	Edits    []Assignment // edit: term=value assignments over the proposal's patch
 	Preset   string       // export, preset show, import, policy, apply
-	Trial    int          // chart, clip
+	Trial    int          // chart, clip, promote, drop; prefer: the trial that walks better
 	Rung     int          // chart, clip: -1 means the trial's highest rung
-	Tags     []string     // chart: the tags to draw, none for the standard report
-	Text     string       // comment: the text
+	// Other is the trial prefer says walks worse; Neither marks "prefer neither" (can't
+	// tell, the waiting card), Note the note after either.
+	Other   int
+	Neither bool
+	Note    string
+	Tags    []string // chart: the tags to draw, none for the standard report
+	Text    string   // comment: the text
 
 	Sub  string // preset: show or list; schedule: add, list or remove
 	Data string // import: the configuration's JSON as given (code fences and curly quotes undone)
@@ -143,6 +157,9 @@ func ParseReply(text string, space *session.Space) (Command, error) {
 	}
 	first := strings.ToLower(words[0])
 	v := Verb(first)
+	if talk(v, words[1:]) {
+		return Command{Verb: VerbComment, Text: text}, nil
+	}
 	if !hasVerb(replyVerbs, v) {
 		if hasVerb(slashVerbs, v) && len(words) == 1 {
 			return Command{}, session.Userf(nil, "%s is a /tune command, not a thread reply (replies: approve, reject <feedback>, edit term=value …, pause, resume, cancel, status)", v)
@@ -217,6 +234,14 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		}
 		c.Preset = args[0]
 		return c, nil
+	case VerbPrefer:
+		return parsePrefer(c, args, text)
+	case VerbGo:
+		return c, nil
+	case VerbPromote, VerbDrop:
+		n, _ := trialNumber(args[0])
+		c.Trial = n
+		return c, nil
 	case VerbChart:
 		return parseChart(c, args)
 	case VerbClip:
@@ -225,6 +250,58 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		return parseStart(c, args)
 	}
 	return Command{}, session.Userf(nil, "unknown command %q", v)
+}
+
+// talk reports whether a reply that starts with go, promote or drop is people talking
+// ("go team", "drop it") rather than a change to the promotion plan: those verbs are plain
+// words, so only their exact forms ("go", "promote 8", "drop 5") are commands.
+func talk(v Verb, args []string) bool {
+	switch v {
+	case VerbGo:
+		return len(args) > 0
+	case VerbPromote, VerbDrop:
+		_, ok := trialNumber(strings.Join(args, " "))
+		return !ok
+	}
+	return false
+}
+
+// trialNumber reads a trial's number: "8" or "#8".
+func trialNumber(w string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(w, "#"))
+	if err != nil || n < 0 || n > 999 || strings.HasPrefix(w, "+") {
+		return 0, false
+	}
+	return n, true
+}
+
+// PreferUsage is how to answer "which walks better?" by typing.
+const PreferUsage = "prefer N over M [note] (trial N walks better than trial M), or prefer neither [note] for the card that waits (can't tell)"
+
+// parsePrefer reads "prefer 8 over 5 [note]" and "prefer neither [note]".
+func parsePrefer(c Command, args []string, text string) (Command, error) {
+	rest := strings.TrimSpace(afterFirstWord(text))
+	switch {
+	case len(args) >= 1 && strings.EqualFold(args[0], "neither"):
+		c.Neither, c.Note = true, strings.TrimSpace(afterFirstWord(rest))
+	case len(args) >= 3 && strings.EqualFold(args[1], "over"):
+		a, ok1 := trialNumber(args[0])
+		b, ok2 := trialNumber(args[2])
+		if !ok1 || !ok2 || a == b {
+			return Command{}, session.Userf(nil, "usage: %s", PreferUsage)
+		}
+		c.Trial, c.Other = a, b
+		for range 3 {
+			rest = strings.TrimSpace(afterFirstWord(rest))
+		}
+		c.Note = rest
+	default:
+		return Command{}, session.Userf(nil, "usage: %s", PreferUsage)
+	}
+	if n := utf8.RuneCountInString(c.Note); n > session.MaxFeedback {
+		return Command{}, session.Userf(nil, "the note is %d characters; at most %d", n, session.MaxFeedback)
+	}
+	return c, nil
 }
 
 var tagRE = regexp.MustCompile(`^[A-Za-z0-9_./-]{1,128}$`)
@@ -640,6 +717,8 @@ func Help(terminal bool) string {
 		apply,
 		cmd + `schedule add "<cron>" [if_busy=skip|wait] <start args> (needs start) · schedule list · schedule remove ID (needs start)`,
 		decide + ": approve · reject <feedback> · edit term=value … (approves the edited patch at once; term=- drops it from the patch, term=0 switches it off) · why (the proposal's whole evidence) · pause · resume · cancel · status",
+		"which walks better? " + PreferUsage,
+		"a promotion plan that waits: " + session.ReviewReplies,
 		"a reject's feedback that names a term or param binds every proposer for the rest of the session: reject keep is_terminated, lower foot_slip",
 		"when several proposals wait, name one by its number: approve 4 · reject 4 <feedback> · edit 4 term=value … · why 4",
 	}, "\n")

@@ -22,6 +22,8 @@ type Engine interface {
 	Resume(ctx context.Context, id string, by session.Actor) (session.Session, error)
 	Cancel(ctx context.Context, id string, by session.Actor) (session.Session, error)
 	Decide(ctx context.Context, d session.DecideRequest) (session.Proposal, error)
+	Prefer(ctx context.Context, r session.PreferRequest) (session.Preference, error)
+	Review(ctx context.Context, r session.ReviewRequest) (session.Review, string, error)
 }
 
 var _ Engine = (*session.Engine)(nil)
@@ -288,6 +290,14 @@ func (h *Handler) Do(ctx context.Context, in Interaction) (r Reply) {
 
 func (h *Handler) action(ctx context.Context, in Interaction, verb, sid, pid string, log *slog.Logger) Reply {
 	switch {
+	case verb == ButtonPreferA, verb == ButtonPreferB, verb == ButtonPreferTie, verb == ButtonPreferNote:
+		return h.preferAction(ctx, in, verb, sid, pid, log)
+	case verb == ButtonGo:
+		rung, ok := numbered(pid, "rung")
+		if !ok {
+			return Reply{Private: true, Text: "unknown promotion plan"}
+		}
+		return h.run(ctx, in, Command{Verb: VerbGo, Rung: rung}, sid, "", log)
 	case verb == ButtonApprove:
 		return h.run(ctx, in, Command{Verb: VerbApprove}, sid, pid, log)
 	case verb == ButtonPause:
@@ -374,6 +384,10 @@ func verbPhrase(v Verb) string {
 	switch v {
 	case VerbApprove, VerbReject, VerbEdit:
 		return "decide proposals in sessions"
+	case VerbPrefer:
+		return "answer A/B cards in sessions"
+	case VerbGo, VerbPromote, VerbDrop:
+		return "change or start promotion plans in sessions"
 	case VerbAgent:
 		return "test the advisor (a paid DeepSeek call)"
 	}
@@ -483,6 +497,10 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 		s, err = h.cfg.Engine.Cancel(ctx, s.ID, by)
 	case VerbApprove, VerbReject, VerbEdit:
 		return h.decide(ctx, s, pid, cmd, by, false, log)
+	case VerbPrefer:
+		return h.preferCommand(ctx, s, cmd, by, log)
+	case VerbGo, VerbPromote, VerbDrop:
+		return h.reviewCommand(ctx, s, cmd, by, log)
 	default:
 		return Reply{Private: true, Text: fmt.Sprintf("%s is not available here", cmd.Verb)}
 	}

@@ -100,6 +100,18 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 			}
 			out.Thread = append(out.Thread, ProposalCard(*e.Proposal, r.Space, m))
 		}
+	case session.EventPreferenceAsked, session.EventPreference:
+		if e.Preference != nil {
+			out.Thread = append(out.Thread, r.preferenceCard(ctx, s, *e.Preference, trials))
+		}
+	case session.EventReview:
+		if e.Review != nil {
+			var m []string
+			if !e.Review.Done && s.Settings.Mode == session.ModeApproval {
+				m = mentions // approval mode waits for a person's go
+			}
+			out.Thread = append(out.Thread, ReviewCard(s, *e.Review, trials, m))
+		}
 	case session.EventSessionFinished:
 		// the summary leads with the best trial's clip beside the baseline's (issue 21)
 		if c, ok := BestClipsCard(s, trials, r.Clips, r.trialLink(s)); ok {
@@ -285,11 +297,9 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 	rr.Charts, rr.Final = nil, nil
 	rr.Clips = onceClips(n.cfg.Renderer.Clips)
 	switch {
-	case e.Kind == session.EventTrialFinished && e.Trial != nil:
-		atts := n.cfg.Renderer.charts(ctx, e.Session, *e.Trial)
-		rr.Charts = func(context.Context, session.Session, session.Trial, []string) ([]Attachment, error) {
-			return atts, nil
-		}
+	case e.Kind == session.EventTrialFinished && e.Trial != nil, e.Preference != nil:
+		// a trial's report, or an A/B card whose trial has no clip: its charts instead
+		rr.Charts = onceCharts(n.cfg.Renderer.Charts)
 	case e.Kind == session.EventSessionFinished && n.cfg.Renderer.Final != nil:
 		// the summary's charts, drawn again after the final re-evaluation
 		if trials, err := n.cfg.Renderer.Records.Trials(ctx, e.Session.ID); err == nil {
@@ -305,7 +315,7 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 		n.enqueue(ctx, p, e, r.Root, r.Root.Ref, now)
 		for _, c := range r.Thread {
 			key := ""
-			if c.Kind == "proposal" || c.Kind == "root" {
+			if c.Kind == "proposal" || c.Kind == "root" || c.Kind == "preference" || c.Kind == "review" {
 				key = c.Ref // edited in place: a newer state replaces an undelivered older one
 			}
 			n.enqueue(ctx, p, e, c, key, now)
@@ -372,7 +382,7 @@ func (n *Notifier) platformsFor(s session.Session) []string {
 }
 
 func pushWorthy(k session.EventKind) bool {
-	return k == session.EventTrialFinished || k == session.EventProposalReady || k == session.EventSessionFinished
+	return k == session.EventTrialFinished || k == session.EventProposalReady || k == session.EventSessionFinished || k == session.EventReview
 }
 
 func withoutAttachments(bs []Block) []Block {

@@ -37,6 +37,13 @@ func PushCard(in PushInput) (Card, bool) {
 		n := len(p.Patch.Weights) + len(p.Patch.Params)
 		line = fmt.Sprintf("proposal %d for trial %d waits for your decision: %d change%s · %.0f%% confident", p.Seq, p.Number, n, plural(n), 100*p.Confidence)
 		c.Urgent = true
+	case e.Kind == session.EventReview && e.Review != nil && !e.Review.Done && s.Settings.Mode == session.ModeApproval:
+		// approval mode waits for a person's go: a decision waits
+		c.Kind = "review"
+		r := e.Review
+		line = fmt.Sprintf("promotions to rung %d wait for your go (or go ahead at %s): %s", r.Rung, r.Until.UTC().Format("15:04 UTC"),
+			session.PlanText(r.Plan, s.Settings.Rungs[r.Rung]))
+		c.Urgent = true
 	case e.Kind == session.EventSessionFinished:
 		c.Kind = "summary"
 		line = fmt.Sprintf("session %s %s", session.Short(s.ID), s.State)

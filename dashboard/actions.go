@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,6 +122,64 @@ func (s *Server) decide(ctx context.Context, in bot.Interaction, body map[string
 	default:
 		return outcome{}, notFound("unknown decision %q (approve, reject or edit)", bot.Truncate(verb, 20))
 	}
+}
+
+// prefer answers the A/B card that waits (answer a, b or tie, with an optional note) as the
+// typed reply in the session's thread would: the same handler, allow-list, audit and one
+// decision per pair.
+func (s *Server) prefer(ctx context.Context, in bot.Interaction, body map[string]string, r *http.Request) (outcome, error) {
+	ss, err := s.lookup(ctx, r.PathValue("id"))
+	if err != nil {
+		return outcome{}, err
+	}
+	card, ok := ss.OpenCard()
+	if seq, _ := strconv.Atoi(body["card"]); !ok || seq != card.Seq {
+		// Answered meanwhile (or expired): the engine names who answered first.
+		for _, p := range ss.Preferences {
+			if strconv.Itoa(p.Seq) == body["card"] {
+				card, ok = p, true
+			}
+		}
+		if !ok {
+			return outcome{Text: "that A/B card does not exist"}, nil
+		}
+	}
+	note := strings.TrimSpace(strings.ReplaceAll(body["note"], "\n", " "))
+	var text string
+	switch body["answer"] {
+	case session.AnswerA:
+		text = fmt.Sprintf("prefer %d over %d %s", card.A, card.B, note)
+	case session.AnswerB:
+		text = fmt.Sprintf("prefer %d over %d %s", card.B, card.A, note)
+	case session.AnswerTie:
+		text = "prefer neither " + note
+	default:
+		return outcome{}, badRequest("answer must be a, b or tie")
+	}
+	in.Kind, in.Text, in.SessionID = bot.KindReply, strings.TrimSpace(text), ss.ID
+	return done(s.opt.Actions.Do(ctx, in)), nil
+}
+
+// review is go, promote N or drop N on the promotion plan that waits.
+func (s *Server) review(ctx context.Context, in bot.Interaction, body map[string]string, r *http.Request) (outcome, error) {
+	ss, err := s.lookup(ctx, r.PathValue("id"))
+	if err != nil {
+		return outcome{}, err
+	}
+	text := body["action"]
+	switch text {
+	case session.ReviewGo:
+	case session.ReviewPromote, session.ReviewDrop:
+		n, err := strconv.Atoi(strings.TrimSpace(body["trial"]))
+		if err != nil || n < 0 {
+			return outcome{Text: "give the number of a trial to " + text, Fields: map[int]string{0: "a trial's number"}}, nil
+		}
+		text = fmt.Sprintf("%s %d", text, n)
+	default:
+		return outcome{}, badRequest("action must be go, promote or drop")
+	}
+	in.Kind, in.Text, in.SessionID = bot.KindReply, text, ss.ID
+	return done(s.opt.Actions.Do(ctx, in)), nil
 }
 
 // control is pause, resume and cancel of one session.

@@ -144,6 +144,8 @@ func (s *Server) routes() {
 
 	// Acting needs the cookie, the Origin and the allow-list (checked by the handler).
 	s.mux.HandleFunc("POST /api/sessions/{id}/proposals/{pid}/{verb}", s.act(s.decide))
+	s.mux.HandleFunc("POST /api/sessions/{id}/prefer", s.act(s.prefer))
+	s.mux.HandleFunc("POST /api/sessions/{id}/review", s.act(s.review))
 	s.mux.HandleFunc("POST /api/sessions/{id}/{verb}", s.act(s.control))
 	s.mux.HandleFunc("POST /api/start", s.act(s.start))
 	s.mux.HandleFunc("POST /api/agent", s.act(s.agent))

@@ -213,6 +213,44 @@ type trialView struct {
 	Ended      string             `json:"ended,omitempty"`
 	Clip       *clipView          `json:"clip,omitempty"`
 	ClipNote   string             `json:"clip_note,omitempty"` // why there is no clip
+	// PromotedBy says who put the trial into its rung's plan ("promoted by ann over trial
+	// 5"), "" when the plan was tunebot's.
+	PromotedBy string `json:"promoted_by,omitempty"`
+}
+
+// preferenceView is one answer to "which walks better?", or the card that waits for one
+// (with both trials, for their clips side by side).
+type preferenceView struct {
+	Seq      int         `json:"seq"`
+	A        int         `json:"a"`
+	B        int         `json:"b"`
+	Asked    bool        `json:"asked"`
+	Open     bool        `json:"open"`
+	Expired  bool        `json:"expired"`
+	Verdict  string      `json:"verdict"`
+	Note     string      `json:"note,omitempty"`
+	By       string      `json:"by,omitempty"`
+	Platform string      `json:"platform,omitempty"`
+	At       string      `json:"at,omitempty"`
+	Effect   string      `json:"effect,omitempty"` // what the answer does, in words
+	Trials   []trialView `json:"trials,omitempty"` // A, then B (the card that waits)
+}
+
+// reviewView is the promotion plan that waits for people.
+type reviewView struct {
+	Rung       int       `json:"rung"`
+	Iterations int       `json:"iterations"`
+	Line       string    `json:"line"`
+	Until      string    `json:"until"`
+	Plan       []planRow `json:"plan"`
+	Changes    []string  `json:"changes"`
+	Replies    string    `json:"replies"`
+}
+
+type planRow struct {
+	Number int      `json:"number"`
+	Score  *float64 `json:"score"`
+	How    string   `json:"how"`
 }
 
 type change struct {
@@ -314,17 +352,20 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		running = append(running, bot.RunningLines(trials, nil)...)
 	}
 	out := map[string]any{
-		"session":    row(ss, trials),
-		"running":    running,
-		"settings":   ss.Settings,
-		"trials":     tv,
-		"ladder":     ladder(ss, tv),
-		"comparison": s.comparison(ss, trials, seqOf),
-		"proposals":  s.proposalViews(props),
-		"audit":      auditViews(audit),
-		"score_note": bot.ScoreNote,
-		"may":        s.permissions(in),
-		"objectives": session.ObjectiveNames,
+		"session":     row(ss, trials),
+		"running":     running,
+		"settings":    ss.Settings,
+		"trials":      tv,
+		"ladder":      ladder(ss, tv),
+		"comparison":  s.comparison(ss, trials, seqOf),
+		"proposals":   s.proposalViews(props),
+		"audit":       auditViews(audit),
+		"score_note":  bot.ScoreNote,
+		"card":        s.openCard(ss, trials, seqOf),
+		"preferences": preferenceViews(ss),
+		"review":      openReview(ss, trials),
+		"may":         s.permissions(in),
+		"objectives":  session.ObjectiveNames,
 	}
 	return out, nil
 }
@@ -344,6 +385,9 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 	if t.Final != nil {
 		f := t.Final.Score.Total
 		v.Final, v.FinalStd = &f, t.Final.ScoreStd
+	}
+	if t.PromotedBy != nil {
+		v.PromotedBy = t.PromotedBy.Text()
 	}
 	switch {
 	case t.State == session.TrialFailed:
@@ -426,6 +470,70 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 		out = append(out, c)
 	}
 	return out
+}
+
+func preferenceOf(p session.Preference) preferenceView {
+	v := preferenceView{Seq: p.Seq, A: p.A, B: p.B, Asked: p.Asked, Open: p.Open(), Expired: p.Expired, Verdict: p.Verdict(), Note: p.Note, At: stamp(p.At)}
+	if p.By != nil {
+		v.By, v.Platform = p.By.String(), p.By.Platform
+	}
+	if p.Decided() {
+		v.Effect = session.PreferenceEffect(p)
+	}
+	return v
+}
+
+// preferenceViews lists the session's preferences, newest first; the card that waits is
+// the page's A/B card instead.
+func preferenceViews(ss session.Session) []preferenceView {
+	out := []preferenceView{}
+	for i := len(ss.Preferences) - 1; i >= 0; i-- {
+		if p := ss.Preferences[i]; !p.Open() {
+			out = append(out, preferenceOf(p))
+		}
+	}
+	return out
+}
+
+// openCard is the A/B card that waits, with both trials for their clips; nil when none.
+func (s *Server) openCard(ss session.Session, trials []session.Trial, seqOf map[string]int) *preferenceView {
+	p, ok := ss.OpenCard()
+	if !ok {
+		return nil
+	}
+	v := preferenceOf(p)
+	for _, n := range []int{p.A, p.B} {
+		for _, t := range trials {
+			if t.Number == n && t.Rung == 0 {
+				v.Trials = append(v.Trials, trialOf(t, ss, seqOf))
+			}
+		}
+	}
+	return &v
+}
+
+// openReview is the promotion plan that waits for people; nil when none.
+func openReview(ss session.Session, trials []session.Trial) *reviewView {
+	r, ok := ss.OpenReview()
+	if !ok {
+		return nil
+	}
+	v := &reviewView{Rung: r.Rung, Iterations: ss.Settings.Rungs[r.Rung], Line: session.ReviewLine(ss, r), Until: stamp(r.Until),
+		Plan: []planRow{}, Changes: []string{}, Replies: session.ReviewReplies}
+	for _, n := range r.Plan {
+		row := planRow{Number: n, How: r.How(n, ss.Settings.Control)}
+		for _, t := range trials {
+			if t.Number == n && t.Rung == r.Rung-1 && t.Score != nil {
+				sc := t.Score.Total
+				row.Score = &sc
+			}
+		}
+		v.Plan = append(v.Plan, row)
+	}
+	for _, c := range r.Changes {
+		v.Changes = append(v.Changes, c.Text()+" at "+stamp(c.At))
+	}
+	return v
 }
 
 func changes(cs []session.Change) []change {

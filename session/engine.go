@@ -261,6 +261,14 @@ func (e *Engine) Announce(ctx context.Context, id string) error {
 		return e.lookupErr(id, err)
 	}
 	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s is %s: %s", short(id), s.State, s.Message)})
+	// What waits for people is shown again: the A/B card and the promotion plan (which
+	// never needs the session to wait), and the proposals of a session that does.
+	if p, ok := s.OpenCard(); ok {
+		e.notify(Event{Kind: EventPreferenceAsked, Session: s, Preference: &p, Text: p.Verdict()})
+	}
+	if r, ok := s.OpenReview(); ok {
+		e.notify(Event{Kind: EventReview, Session: s, Review: &r, Text: ReviewLine(s, r)})
+	}
 	if s.State != StateAwaitingApproval {
 		return nil
 	}
@@ -322,6 +330,9 @@ func (e *Engine) Resume(ctx context.Context, id string, by Actor) (Session, erro
 		case s.PauseAsked:
 			s.Message = "pause withdrawn by " + by.String()
 		case s.State == StateAwaitingApproval:
+			if _, ok := s.OpenReview(); ok {
+				return Userf(ErrConflict, "session %s is waiting for its promotion review: %s", short(s.ID), ReviewReplies)
+			}
 			return Userf(ErrConflict, "session %s is waiting for a decision on its proposal: approve, reject or edit it", short(s.ID))
 		default:
 			return Userf(ErrConflict, "session %s is %s and cannot be resumed", short(s.ID), s.State)
@@ -576,6 +587,11 @@ func (e *Engine) Recover(ctx context.Context) error {
 			// an earlier tunebot left marked training or evaluating is unfinished, not
 			// running (status would say it runs).
 			e.markUnfinished(ctx, s.ID, "tunebot stopped")
+			if _, ok := s.OpenReview(); ok && s.State == StateAwaitingApproval {
+				// A promotion review's clock runs on across a restart: it goes ahead when
+				// its wait ends even if nobody comes back to say go.
+				e.ensureWorker(s.ID)
+			}
 		}
 	}
 	return nil
@@ -738,20 +754,40 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 				// the session with nobody to take it further.
 				continue
 			default:
+			}
+			if j.wakeAt.IsZero() {
 				return
 			}
+		}
+		var timer *time.Timer
+		var due <-chan time.Time
+		if !j.wakeAt.IsZero() {
+			// A promotion review waits for people until then, with or without jobs.
+			timer = time.NewTimer(time.Until(j.wakeAt))
+			due = timer.C
 		}
 		select {
 		case <-j.ended:
 		case <-w.wake:
+		case <-due:
 		case <-ctx.Done():
+		}
+		if timer != nil {
+			timer.Stop()
 		}
 	}
 }
 
 func (e *Engine) interrupt(ctx context.Context, id, why string) {
+	waits := false
 	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
 		if !s.State.Active() {
+			return nil
+		}
+		if _, ok := s.OpenReview(); ok && s.State == StateAwaitingApproval {
+			// Its worker only waited for people (a promotion review): the session still
+			// waits for them after a restart, as one waiting for a decision does.
+			waits = true
 			return nil
 		}
 		s.State, s.Reason, s.PauseAsked = StateInterrupted, why, false
@@ -764,6 +800,9 @@ func (e *Engine) interrupt(ctx context.Context, id, why string) {
 		return
 	}
 	e.markUnfinished(ctx, id, why)
+	if waits {
+		return
+	}
 	e.audit(ctx, id, "interrupted", System, map[string]any{"reason": why})
 	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: s.Message})
 }
@@ -850,6 +889,7 @@ func (e *Engine) failUnfinished(ctx context.Context, id, reason string) {
 }
 
 func (e *Engine) voidPending(ctx context.Context, id string) {
+	e.expireCards(ctx, id)
 	ps, err := e.cfg.Store.Proposals(ctx, id)
 	if err != nil {
 		return

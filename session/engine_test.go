@@ -289,6 +289,9 @@ func settings(mode string) session.Settings {
 	// The ladder tests count trials per rung without the baseline carried along;
 	// TestControlComparesAtEqualTraining runs with it (the default).
 	s.Control = false
+	// The promotion review goes ahead at once, as in automatic mode: the tests that
+	// review a plan (review_test.go) set a wait of their own.
+	s.PromotionReview = new(time.Duration)
 	s.Normalize()
 	return s
 }

@@ -7,3 +7,6 @@ func SetBeforeWorkerExit(e *Engine, f func(id string)) { e.beforeWorkerExit = f 
 
 // NoImprovement exposes the early-stop count to the tests.
 var NoImprovement = noImprovement
+
+// RankForPromotion exposes the ranking halving promotes by.
+var RankForPromotion = rankForPromotion

@@ -67,6 +67,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	// its trial's end by the time the snapshot is read, so it is never taken for a trial
 	// left unfinished and started again.
 	running := e.runningRefs(j)
+	j.wakeAt = time.Time{}
 	n, err := e.load(ctx, id)
 	if err != nil {
 		return false, err
@@ -162,13 +163,26 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 		if !allTerminal(n.rung(rung - 1)) {
 			return false, nil
 		}
-		for _, parent := range promoted(n, rung) {
+		// The plan is shown first, and waits for people as the session's promotion review
+		// says (docs/design.md §1).
+		plan, wait, err := e.reviewPlan(ctx, &n, j, rung)
+		if err != nil || wait {
+			return false, err
+		}
+		var by func(int) *Promotion
+		if rv := n.s.review(rung); rv != nil {
+			by = rv.PromotedBy
+		}
+		for _, parent := range plan {
 			if n.trial(parent.Number, rung) != nil {
 				continue
 			}
 			t := Trial{SessionID: id, Number: parent.Number, Rung: rung, Iterations: s.Settings.Rungs[rung],
 				StartIter: parent.Iterations, Source: parent.Source, ProposalID: parent.ProposalID,
 				Parent: &TrialRef{parent.Number, parent.Rung}, RewardConfig: parent.RewardConfig.Clone(), State: TrialQueued}
+			if by != nil {
+				t.PromotedBy = by(parent.Number)
+			}
 			if !e.start(ctx, n, j, t, log) {
 				return false, nil
 			}
@@ -273,18 +287,13 @@ func bestOf(ts []Trial) (Trial, bool) {
 }
 
 // promoted lists the parents promoted to rung: the top promote[rung] eligible trials of
-// the rung below. With a control the baseline is carried in addition to them, never in
-// place of a tuned trial, so a rung always gets its promote[rung] tuned finalists
-// (docs/design.md §1); without one it competes for those places like any trial.
+// the rung below, ranked by score and people's preferences (rankForPromotion). With a
+// control the baseline is carried in addition to them, never in place of a tuned trial, so
+// a rung always gets its promote[rung] tuned finalists (docs/design.md §1); without one it
+// competes for those places like any trial.
 func promoted(n snapshot, rung int) []Trial {
 	control := n.s.Settings.Control
-	var el []Trial
-	for _, t := range n.rung(rung - 1) {
-		if t.Eligible() && !(control && t.Number == 0) {
-			el = append(el, t)
-		}
-	}
-	sortByScore(el)
+	el := promotable(&n.s, n.trials, rung)
 	if k := n.s.Settings.Promote[rung]; len(el) > k {
 		el = el[:k]
 	}
@@ -461,6 +470,12 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
 		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...), waitingConfigs(n.proposals)...),
 		Constraints: SessionConstraints(n.proposals), Seed: s.Settings.Seed,
+		PreferenceWeight: s.Settings.Preferences.Weight,
+	}
+	for _, p := range s.Preferences {
+		if p.Decided() {
+			req.Preferences = append(req.Preferences, p)
+		}
 	}
 	for _, t := range r0 {
 		// Only the advisor reads curves (reward reflection); the sampler needs scores.
@@ -1051,7 +1066,11 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	}
 	ni, _ := noImprovement(r0)
 	best, haveBest := bestOf(r0)
+	var card *Preference
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		// Which walks better? Asked when the trial scores within the noise of the best so
+		// far; it never holds the session up (docs/design.md §1).
+		card = askCard(x, t, r0, time.Now().UTC())
 		x.GPUSeconds += t.GPUSeconds
 		x.UpdatedAt = time.Now().UTC()
 		x.NoImprove = ni
@@ -1069,6 +1088,10 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	}
 	done := t
 	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(t)})
+	if card != nil {
+		e.audit(ctx, s.ID, "preference_asked", System, map[string]any{"seq": card.Seq, "a": card.A, "b": card.B})
+		e.notify(Event{Kind: EventPreferenceAsked, Session: s2, Preference: card, Text: card.Verdict()})
+	}
 	return nil
 }
 

@@ -102,6 +102,12 @@ type Session struct {
 	// Pruned is what retention (tunebot prune) removed of this finished session; nil
 	// when nothing was.
 	Pruned *Pruned `json:"pruned,omitempty"`
+	// Preferences are people's A/B judgements of two trials' gaits, in the order they were
+	// asked or typed (docs/design.md §1, preferences); Reviews the promotion review of each
+	// rung the ladder reached. Both are records of the session: written in its transaction,
+	// so a decision is never lost and two clicks yield one.
+	Preferences []Preference `json:"preferences,omitempty"`
+	Reviews     []Review     `json:"reviews,omitempty"`
 }
 
 // Pruned records what retention removed of a finished session: its curves thinned or
@@ -192,6 +198,9 @@ type Trial struct {
 	// says why there is none, or why the one written was refused.
 	Clip     *Clip  `json:"clip,omitempty"`
 	ClipNote string `json:"clip_note,omitempty"`
+	// PromotedBy is set on a promoted trial that a person put into its rung's plan (promote
+	// N, or drop of another trial that it replaced); nil when the plan was tunebot's.
+	PromotedBy *Promotion `json:"promoted_by,omitempty"`
 }
 
 // TrialOutline is what a summary needs of a trial, where it stands and when it ran: a list

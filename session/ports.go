@@ -238,7 +238,13 @@ type ProposalRequest struct {
 	// Constraints are what people's rejections asked of single scalars (keep, no higher,
 	// no lower): every proposal honours them, and the engine refuses one that does not.
 	Constraints []Constraint
-	Seed        int64
+	// Preferences are people's answers to "which walks better?" (the decided ones, oldest
+	// first), with both trials' configurations: DeepSeek reads them with their notes, and a
+	// numeric proposer adds PreferenceWeight × a "looks right" utility fitted to them to
+	// what it ranks its candidates by (advisor.PreferenceUtility).
+	Preferences      []Preference
+	PreferenceWeight float64
+	Seed             int64
 }
 
 // MayMove says whether the request's constraints let scalar name move up (a weight's
@@ -312,16 +318,25 @@ const (
 	EventProposalReady   EventKind = "proposal_ready"
 	EventDecision        EventKind = "decision"
 	EventSessionFinished EventKind = "session_finished"
+	// EventPreferenceAsked posts an A/B card ("which walks better?"); EventPreference
+	// updates it in place once answered or expired (quietly: no mention, no push).
+	EventPreferenceAsked EventKind = "preference_asked"
+	EventPreference      EventKind = "preference"
+	// EventReview posts a rung's promotion plan, and updates it as people change it and
+	// when the promotions start.
+	EventReview EventKind = "promotion_review"
 )
 
 // Event is one thing that happened in a session, with copies of the records involved.
 type Event struct {
-	Kind     EventKind
-	Time     time.Time
-	Session  Session
-	Trial    *Trial
-	Proposal *Proposal
-	Text     string // one plain-language line
+	Kind       EventKind
+	Time       time.Time
+	Session    Session
+	Trial      *Trial
+	Proposal   *Proposal
+	Preference *Preference
+	Review     *Review
+	Text       string // one plain-language line
 }
 
 // Notifier receives events. Notify must return quickly (enqueue, not deliver): the engine

@@ -3,6 +3,7 @@ package session
 import (
 	"fmt"
 	"regexp"
+	"time"
 )
 
 // Modes of a session.
@@ -45,6 +46,53 @@ type Settings struct {
 	BudgetGPUHours float64  `json:"budget_gpu_hours,omitempty" yaml:"budget_gpu_hours"`
 	BudgetTokens   int      `json:"budget_tokens,omitempty" yaml:"budget_tokens"`
 	Tasks          []string `json:"-" yaml:"tasks"` // tasks this installation accepts
+	// Preferences says whether and how often tunebot asks people which of two trials walks
+	// better, and how much their answers weigh in the numeric sampler (docs/design.md §1).
+	Preferences PreferenceSettings `json:"preferences" yaml:"preferences"`
+	// PromotionReview is how long a rung's promotion plan waits for people (Go, promote N,
+	// drop N) before the promotions start; nil takes the mode's default (ReviewWait).
+	PromotionReview *time.Duration `json:"promotion_review,omitempty" yaml:"promotion_review"`
+}
+
+// PreferenceSettings is session.preferences: the A/B cards.
+type PreferenceSettings struct {
+	Ask    string  `json:"ask" yaml:"ask"`       // auto (cards are asked) or off
+	Max    int     `json:"max" yaml:"max"`       // cards asked per session at most
+	Weight float64 `json:"weight" yaml:"weight"` // score per unit of the fitted "looks right" utility
+}
+
+// When A/B cards are asked.
+const (
+	AskAuto = "auto"
+	AskOff  = "off"
+)
+
+// DefaultPreferenceWeight is what one unit of the "looks right" utility (a logit of the
+// person's preference) is worth in score units to the numeric sampler; chosen on sim
+// surfaces below the held-out seeds (bench/prefs/README.md).
+const DefaultPreferenceWeight = 0.02
+
+// Asks reports whether tunebot asks A/B cards at all (a session stored before preferences
+// existed has neither ask nor max, and asks none).
+func (p PreferenceSettings) Asks() bool { return p.Ask == AskAuto && p.Max > 0 }
+
+// Default promotion review waits: approval mode waits for Go or this long; automatic mode
+// goes ahead at once unless session.promotion_review says otherwise.
+const (
+	DefaultApprovalReview  = 15 * time.Minute
+	DefaultAutomaticReview = 0
+)
+
+// ReviewWait is how long a promotion plan waits before the promotions start: the
+// session's promotion_review, or the mode's default.
+func (s Settings) ReviewWait() time.Duration {
+	switch {
+	case s.PromotionReview != nil:
+		return *s.PromotionReview
+	case s.Mode == ModeApproval:
+		return DefaultApprovalReview
+	}
+	return DefaultAutomaticReview
 }
 
 // DefaultSettings returns the defaults of docs/design.md §1, with three changes measured on
@@ -61,6 +109,7 @@ func DefaultSettings() Settings {
 		EvalSteps: 1000, Seed: 42, Patience: 8, Objective: DefaultObjectiveWeights(),
 		Floors: DefaultFloors(), EvalSeeds: []int{0, 1, 2}, FinalEvalSeeds: []int{0, 1, 2},
 		SamplerMaxChanges: 12, Control: true,
+		Preferences: PreferenceSettings{Ask: AskAuto, Max: 6, Weight: DefaultPreferenceWeight},
 	}
 	return s
 }
@@ -184,6 +233,16 @@ func (s Settings) Validate() error {
 	}
 	if s.BudgetTokens < 0 {
 		bad("budget_tokens", "%d must be 0 (no cap) or a positive number of tokens", s.BudgetTokens)
+	}
+	if p := s.Preferences; p.Ask != AskAuto && p.Ask != AskOff {
+		bad("preferences.ask", "%q is not auto or off", p.Ask)
+	}
+	rangeCheck("preferences.max", s.Preferences.Max, 0, 20)
+	if w := s.Preferences.Weight; !finite(w) || w < 0 || w > 1 {
+		bad("preferences.weight", "%g is outside 0–1 (score per unit of the fitted utility)", w)
+	}
+	if r := s.PromotionReview; r != nil && (*r < 0 || *r > 7*24*time.Hour) {
+		bad("promotion_review", "%s is outside 0–168h", *r)
 	}
 	if s.Preset != "" && !ValidName(s.Preset) {
 		bad("preset", "%q is not a preset name", s.Preset)

@@ -26,6 +26,7 @@ func TestDefaultSettingsAreTheDesignTable(t *testing.T) {
 		TrialCount: 12, Rungs: []int{300, 900, 2000}, Promote: []int{12, 4, 2}, NumEnvs: 4096, EvalNumEnvs: 256,
 		EvalSteps: 1000, Seed: 42, Patience: 8, Objective: session.DefaultObjectiveWeights(), Floors: session.DefaultFloors(),
 		EvalSeeds: []int{0, 1, 2}, FinalEvalSeeds: []int{0, 1, 2}, SamplerMaxChanges: 12, Control: true,
+		Preferences: session.PreferenceSettings{Ask: "auto", Max: 6, Weight: session.DefaultPreferenceWeight},
 	}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("normalized defaults (-want +got):\n%s", diff)

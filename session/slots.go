@@ -34,6 +34,9 @@ type jobs struct {
 	wg      sync.WaitGroup
 	ended   chan struct{} // a job ended (buffered 1: the scheduler re-reads everything)
 	err     error         // the first error a job returned that is not its trial's failure
+	// wakeAt, set by a step, is when the worker plans again though nothing ended: a
+	// promotion review's wait (zero: only a job's end or a wake-up).
+	wakeAt time.Time
 }
 
 func newJobs(e *Engine, s Session) *jobs {

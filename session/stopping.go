@@ -6,7 +6,7 @@ import (
 )
 
 // noImprovement counts the rung-0 trials since the last one that beat the best score by
-// more than 0.01, and returns the best rung-0 trial number. Trials count in the order they
+// more than NoiseMargin (0.01), and returns the best rung-0 trial number. Trials count in the order they
 // finished (several run at once with a parallel executor, docs/design.md §1), the number
 // breaking ties; trials still running do not count.
 func noImprovement(r0 []Trial) (count, best int) {
@@ -24,7 +24,7 @@ func noImprovement(r0 []Trial) (count, best int) {
 	})
 	bestScore := 0.0
 	for _, t := range done {
-		if t.Eligible() && t.Score.Total > bestScore+0.01 {
+		if t.Eligible() && t.Score.Total > bestScore+NoiseMargin {
 			bestScore, best, count = t.Score.Total, t.Number, 0
 		} else {
 			count++

@@ -181,7 +181,7 @@ func (c *Console) Command(ctx context.Context, line string) {
 	}
 	r := h.Do(ctx, in)
 	if r.Empty() && in.Kind == bot.KindReply {
-		r.Text = "not a command: type help for the list (approve · reject <feedback> · edit term=value … · pause · resume · cancel · status · why)"
+		r.Text = "not a command: type help for the list (approve · reject <feedback> · edit term=value … · pause · resume · cancel · status · why · prefer N over M · go · promote N · drop N)"
 	}
 	c.reply(r)
 }
@@ -202,7 +202,7 @@ func (c *Console) reply(r bot.Reply) {
 		b.WriteString(bot.RenderText(forTerminal(*r.Card), c.save(*r.Card)))
 	}
 	if r.Form != nil {
-		b.WriteString("» this needs a form; in the terminal type reject <feedback> or edit term=value …\n")
+		b.WriteString("» this needs a form; in the terminal type reject <feedback>, edit term=value … or prefer N over M <note>\n")
 	}
 	c.printf("%s", b.String())
 }
@@ -261,6 +261,19 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 			}
 		}
 		return
+	case session.EventPreferenceAsked, session.EventPreference, session.EventReview:
+		if !c.verbose {
+			// A page says each in a line; the clips were named with the trials' lines.
+			switch p, rv := e.Preference, e.Review; {
+			case p != nil && p.Open():
+				c.printf("[%s] which walks better? A: trial %d · B: trial %d (their clips are named above); type %s [note]\n", stamp, p.A, p.B, bot.PreferReplies(*p))
+			case p != nil && p.Decided() && (p.By == nil || *p.By != User):
+				c.printf("[%s] %s\n", stamp, e.Text)
+			case rv != nil:
+				c.printf("[%s] %s\n", stamp, session.ReviewLine(e.Session, *rv))
+			}
+			return
+		}
 	case session.EventTrialFinished:
 		if !c.verbose {
 			line, clips := e.Text, ""
@@ -286,6 +299,12 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 	if p := e.Proposal; e.Kind == session.EventProposalReady && p != nil {
 		// numbered: several proposals may wait at once (issue 14)
 		c.printf("type: %s · cancel · status\n", bot.DecisionReplies(*p))
+	}
+	if p := e.Preference; e.Kind == session.EventPreferenceAsked && p != nil {
+		c.printf("type: %s [note]\n", bot.PreferReplies(*p))
+	}
+	if rv := e.Review; e.Kind == session.EventReview && rv != nil && !rv.Done {
+		c.printf("type: %s\n", session.ReviewReplies)
 	}
 }
 

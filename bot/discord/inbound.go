@@ -342,7 +342,7 @@ func (a *Adapter) onInteraction(ctx context.Context, h Handler, i *discordgo.Int
 	case discordgo.InteractionMessageComponent:
 		in.Kind, in.ActionID = bot.KindAction, i.MessageComponentData().CustomID
 		verb, _, _, _ := bot.ParseActionID(in.ActionID)
-		if verb == bot.ButtonReject || verb == bot.ButtonEdit {
+		if verb == bot.ButtonReject || verb == bot.ButtonEdit || verb == bot.ButtonPreferNote {
 			// A modal can only be the first answer, so the handler answers first (it checks
 			// the allow-list and reads the proposal, well within Discord's 3 seconds).
 			f.mode = viaFollowUp

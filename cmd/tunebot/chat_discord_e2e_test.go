@@ -59,6 +59,21 @@ func buttonsOf(m discordtest.Message) (ids map[string]string, disabled map[strin
 	return ids, disabled
 }
 
+// threadMessage waits for the first message of thread that cond accepts.
+func threadMessage(fake *discordtest.Fake, thread, what string, cond func(m discordtest.Message) bool) discordtest.Message {
+	var got discordtest.Message
+	fake.Wait(what, func() bool {
+		for _, m := range fake.MessagesLocked(thread) {
+			if cond(m) {
+				got = m
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
 func title(m discordtest.Message) string {
 	if len(m.Embeds) == 0 {
 		return ""
@@ -212,17 +227,7 @@ chat:
 	}
 	threadSays := func(what string, cond func(m discordtest.Message) bool) discordtest.Message {
 		t.Helper()
-		var got discordtest.Message
-		fake.Wait(what, func() bool {
-			for _, m := range fake.MessagesLocked(thread) {
-				if cond(m) {
-					got = m
-					return true
-				}
-			}
-			return false
-		})
-		return got
+		return threadMessage(fake, thread, what, cond)
 	}
 
 	p1 := proposal(1)

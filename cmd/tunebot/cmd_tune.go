@@ -8,6 +8,7 @@ import (
 	"io"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"tunebot/bot/console"
 	"tunebot/session"
@@ -285,7 +286,26 @@ type summaryJSON struct {
 	Headline  string            `json:"headline"`
 	Trials    []trialJSON       `json:"trials"`
 	Proposals []proposalJSON    `json:"proposals"`
-	Outputs   map[string]any    `json:"outputs"`
+	// Preferences are people's answers to "which walks better?" (winner null: can't tell).
+	Preferences []preferenceJSON `json:"preferences"`
+	Outputs     map[string]any   `json:"outputs"`
+}
+
+type preferenceJSON struct {
+	A      int       `json:"a"`
+	B      int       `json:"b"`
+	Winner *int      `json:"winner"`
+	Note   string    `json:"note"`
+	By     string    `json:"by"`
+	At     time.Time `json:"at"`
+}
+
+// promotionJSON is who put a trial into its rung's plan, and how.
+type promotionJSON struct {
+	By     string    `json:"by"`
+	Action string    `json:"action"` // promote (over: the trial it replaced) or drop (over: the trial dropped)
+	Over   int       `json:"over"`
+	At     time.Time `json:"at"`
 }
 
 type trialJSON struct {
@@ -299,9 +319,10 @@ type trialJSON struct {
 	RewardConfig session.RewardConfig `json:"reward_config"`
 	Metrics      session.Metrics      `json:"metrics"`
 	Reason       string               `json:"reason"`
-	Final        *finalJSON           `json:"final"`     // finalists only
-	Clip         *string              `json:"clip"`      // the clip of the policy (absolute path), null when none
-	ClipNote     string               `json:"clip_note"` // why there is none, "" when nothing to say
+	Final        *finalJSON           `json:"final"`       // finalists only
+	Clip         *string              `json:"clip"`        // the clip of the policy (absolute path), null when none
+	ClipNote     string               `json:"clip_note"`   // why there is none, "" when nothing to say
+	PromotedBy   *promotionJSON       `json:"promoted_by"` // a person's change of the plan put it here; null when tunebot's
 }
 
 // finalJSON is a finalist's re-evaluation on the final seeds.
@@ -330,7 +351,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
@@ -358,6 +379,9 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			tj.Clip = &p
 		}
 		tj.ClipNote = t.ClipNote
+		if p := t.PromotedBy; p != nil {
+			tj.PromotedBy = &promotionJSON{By: p.By.String(), Action: p.Action, Over: p.Over, At: p.At}
+		}
 		st := session.StandingOf(t, s.Settings.EvalSeeds)
 		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
 			out.Best = &st
@@ -374,6 +398,16 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			pj.Edited = p.Decision.Edited
 		}
 		out.Proposals = append(out.Proposals, pj)
+	}
+	for _, p := range s.Preferences {
+		if !p.Decided() || p.By == nil {
+			continue
+		}
+		pj := preferenceJSON{A: p.A, B: p.B, Note: p.Note, By: p.By.String(), At: p.At}
+		if w, _, ok := p.Winner(); ok {
+			pj.Winner = &w
+		}
+		out.Preferences = append(out.Preferences, pj)
 	}
 	return out, nil
 }

@@ -780,6 +780,9 @@ func (w *treeWalk) wrongType(n *yaml.Node, path, want string) {
 
 // typeWord says in words what a value of type t looks like in YAML.
 func typeWord(t reflect.Type) string {
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem() // an optional value (session.promotion_review) reads as its type
+	}
 	switch t {
 	case reflect.TypeFor[time.Duration]():
 		return "a duration (like 90s, 45m or 12h)"

@@ -123,17 +123,7 @@ func TestDashboardLinkCommand(t *testing.T) {
 // session, approve its proposal from the page and see the session go on, overlay two
 // trials' curves. Screenshots go to $TUNEBOT_ARTIFACTS (else the test's temp dir).
 func TestDashboardInChromium(t *testing.T) {
-	chromium := cdp.Find()
-	if chromium == "" {
-		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the monitoring page is skipped")
-	}
-	shots := os.Getenv("TUNEBOT_ARTIFACTS")
-	if shots == "" {
-		shots = t.TempDir()
-	}
-	if err := os.MkdirAll(shots, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	chromium, shots := needChromium(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", addr))
@@ -245,6 +235,24 @@ func TestDashboardInChromium(t *testing.T) {
 	b.waitJS("the presets page", `!!document.querySelector("main h1") && document.querySelector("main h1").textContent === "Presets"`)
 	b.screenshot(filepath.Join(shots, "6-presets.png"))
 	t.Logf("screenshots in %s", shots)
+}
+
+// needChromium returns the Chromium to drive and where screenshots go ($TUNEBOT_ARTIFACTS,
+// else the test's temp dir); without Chromium the test is skipped, saying how to install it.
+func needChromium(t *testing.T) (bin, shots string) {
+	t.Helper()
+	bin = cdp.Find()
+	if bin == "" {
+		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the monitoring page is skipped")
+	}
+	shots = os.Getenv("TUNEBOT_ARTIFACTS")
+	if shots == "" {
+		shots = t.TempDir()
+	}
+	if err := os.MkdirAll(shots, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, shots
 }
 
 // page is a cdp.Browser whose failures fail the test.

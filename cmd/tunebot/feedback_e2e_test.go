@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -52,21 +49,8 @@ session:
   trial_count: 4
   rungs: [20, 40, 60]
 `)
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--mode", "approval", "--fallback", "--json")
-	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY=")
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout bytes.Buffer
-	human := &syncBuffer{}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, &stdout, human
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	typed := func(line string) { stdinW.WriteString(line + "\n") }
-
+	tm := startTune(t, []string{"DEEPSEEK_API_KEY="}, "tune", "--config", cfg, "--mode", "approval", "--fallback", "--json")
+	human, typed := tm.human, tm.typed
 	waitFor(t, "proposal 1", 60*time.Second, func() bool { return strings.Contains(human.String(), "type: approve 1 ") })
 	frozen := proposedNames(t, human.String(), 1)
 	typed("reject that moved too much: do not touch " + strings.Join(frozen, ", "))
@@ -80,19 +64,13 @@ session:
 		}
 		typed(fmt.Sprintf("approve %d", seq))
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("tune: %v\n%s", err, human.String())
-		}
-	case <-time.After(120 * time.Second):
-		t.Fatalf("the session did not end:\n%s", human.String())
+	// Approval mode: each rung's promotion plan waits for a person's go (issue 23).
+	for rung := 1; rung <= 2; rung++ {
+		tm.see(fmt.Sprintf("the promotion plan of rung %d", rung), fmt.Sprintf("promotion review for rung %d:", rung))
+		typed("go")
 	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
-	checkReadmeOutline(t, stdout.String()) // a rejected proposal, and approved ones: edited null
+	sum := tm.exit()
+	checkReadmeOutline(t, tm.stdout.String()) // a rejected proposal, and approved ones: edited null
 	if len(sum.Proposals) != 4 || sum.Proposals[0].State != "rejected" {
 		t.Fatalf("proposals %+v, want the rejected one and three more", sum.Proposals)
 	}

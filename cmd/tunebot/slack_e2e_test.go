@@ -27,7 +27,7 @@ const (
 	slackEve     = "UEVE"   // not allowed anything
 )
 
-var actionRE = regexp.MustCompile(`"action_id":"(tune:[a-z]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]*)"`)
+var actionRE = regexp.MustCompile(`"action_id":"(tune:[a-z-]+:[A-Za-z0-9_.-]+:[A-Za-z0-9_.-]*)"`)
 
 // slackRun drives one daemon against the fake Slack.
 type slackRun struct {
@@ -121,6 +121,42 @@ func (r *slackRun) view(trigger string) slacktest.View {
 	return got
 }
 
+// slackDaemon runs the daemon (tunebot run --config cfg, a subprocess, with the fake's
+// tokens and env) against the fake Slack until it is connected over Socket Mode. stop ends
+// it with SIGTERM and fails the test unless it exits cleanly; a test that fails first gets
+// the daemon killed and its log.
+func slackDaemon(ctx context.Context, t *testing.T, fake *slacktest.Server, cfg string, env ...string) (r *slackRun, stop func()) {
+	t.Helper()
+	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
+	cmd.Env = append(append(os.Environ(), "SLACK_BOT_TOKEN="+slacktest.BotToken, "SLACK_APP_TOKEN="+slacktest.AppToken), env...)
+	var log syncBuffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := false
+	t.Cleanup(func() {
+		if !exited {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+			t.Logf("daemon log:\n%s", log.String())
+		}
+	})
+	if err := fake.WaitConnected(ctx); err != nil {
+		t.Fatalf("the daemon never connected over Socket Mode: %v\n%s", err, log.String())
+	}
+	return &slackRun{t: t, fake: fake, ctx: ctx}, func() {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("daemon exit: %v\n%s", err, log.String())
+		}
+		exited = true
+	}
+}
+
 func actionOf(t *testing.T, m slacktest.Message, verb string) string {
 	t.Helper()
 	for _, a := range actionRE.FindAllStringSubmatch(m.Blocks, -1) {
@@ -163,25 +199,7 @@ chat:
 `, dsSrv.URL, fake.URL, slackChannel, slackAlice, slackBob))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
-	cmd.Env = append(os.Environ(), "SLACK_BOT_TOKEN="+slacktest.BotToken, "SLACK_APP_TOKEN="+slacktest.AppToken, "DEEPSEEK_API_KEY="+testKey)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stderr, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := false
-	defer func() {
-		if !exited {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Logf("daemon log:\n%s", stderr.String())
-		}
-	}()
-	r := &slackRun{t: t, fake: fake, ctx: ctx}
-	if err := fake.WaitConnected(ctx); err != nil {
-		t.Fatalf("the daemon never connected over Socket Mode: %v\n%s", err, stderr.String())
-	}
+	r, stop := slackDaemon(ctx, t, fake, cfg, "DEEPSEEK_API_KEY="+testKey)
 
 	// /tune start: acknowledged with nothing, the start announced in the channel.
 	ack := r.send("slash_commands", fake.Slash(slackAlice, slackChannel, "start mode=approval trials=4 rungs=20,40,60"))
@@ -305,13 +323,7 @@ chat:
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("daemon exit: %v\n%s", err, stderr.String())
-	}
-	exited = true
+	stop()
 
 	st := fake.Snapshot()
 	if len(st.BadTokens) > 0 {

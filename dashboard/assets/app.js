@@ -124,7 +124,8 @@
 
   async function sessionPage() {
     const sec = {
-      head: h("section", { id: "head" }), decide: h("section", { id: "decide" }), board: h("section", { id: "board" }),
+      head: h("section", { id: "head" }), decide: h("section", { id: "decide" }),
+      review: h("section", { id: "review" }), prefer: h("section", { id: "prefer" }), board: h("section", { id: "board" }),
       clips: h("section", { id: "clips" }),
       ladder: h("section", { id: "ladder" }), compare: h("section", { id: "compare" }),
       proposals: h("section", { id: "proposals" }), audit: h("section", { id: "audit" }),
@@ -135,6 +136,8 @@
       const d = await getJSON("/api/sessions/" + enc(pageID));
       renderHead(sec.head, d);
       renderDecide(sec.decide, d);
+      renderReview(sec.review, d);
+      renderPrefer(sec.prefer, d);
       renderBoard(sec.board, d, picked);
       renderClips(sec.clips, d);
       renderLadder(sec.ladder, d);
@@ -236,6 +239,71 @@
       parts.push(h("p", { class: "muted" }, "You may read this session; deciding needs the decide permission in tunebot's allow-list."));
     }
     return h("div", { class: "card pending", "data-proposal": String(p.seq) }, ...parts);
+  }
+
+  // ---- people's judgement (issue 23) -----------------------------------------------------
+  // The A/B card that waits: both trials' clips side by side, A · B · Can't tell and a note;
+  // kept across polls while it waits, so a note being typed survives. Below it, every answer
+  // so far with who gave it and what it does.
+  let preferKey = "", preferCard = null;
+  function renderPrefer(el, d) {
+    const c = d.card;
+    const key = (c ? "card " + c.seq : "") + "|" + d.preferences.map((p) => p.seq + p.verdict + p.note).join(",");
+    if (key === preferKey) return;
+    preferKey = key;
+    if (!c) preferCard = null;
+    else if (!preferCard || preferCard.dataset.card !== String(c.seq)) preferCard = preferenceCard(d, c);
+    const list = d.preferences.length ? h("div", { id: "preferences" }, h("h2", {}, "Preferences"),
+      h("ul", {}, d.preferences.map((p) => h("li", { "data-seq": String(p.seq) }, p.verdict +
+        (p.by ? " (" + p.by + ", " + p.platform + ", " + when(p.at) + ")" : "") + (p.note ? ": “" + p.note + "”" : ""),
+        p.effect ? h("div", { class: "muted" }, p.effect) : null)))) : null;
+    el.replaceChildren(...[preferCard, list].filter(Boolean));
+  }
+
+  function preferenceCard(d, c) {
+    const msg = h("div", { id: "prefer-msg" });
+    const side = (t, label) => h("div", { class: "clip-side", "data-trial": t.number + "@" + t.rung },
+      h("h3", {}, label + ": trial " + t.number + " · " + signed(t.score)),
+      t.clip ? clipPlayer(t.clip, { width: 360, autoplay: true }) : h("p", { class: "muted" }, "no clip: " + (t.clip_note || "the trainer wrote none") + " (see its curves)"));
+    const parts = [h("h2", {}, "Which walks better? A: trial " + c.a + " · B: trial " + c.b),
+      h("p", { class: "muted" }, "A just finished within the noise of the best so far, B. The score cannot see a hopping or shuffling gait; you can."),
+      h("div", { class: "clip-compare" }, c.trials.map((t, i) => side(t, "AB"[i])))];
+    if (d.may.decide) {
+      const note = h("input", { id: "prefer-note", size: 60, placeholder: "why (optional): DeepSeek reads it" });
+      const answer = (a) => async () => flash(msg, await postJSON("/api/sessions/" + enc(d.session.id) + "/prefer", { card: String(c.seq), answer: a, note: note.value }));
+      parts.push(h("div", { class: "buttons" },
+        h("button", { class: "primary", id: "prefer-a", onclick: answer("a") }, "A: trial " + c.a), " ",
+        h("button", { class: "primary", id: "prefer-b", onclick: answer("b") }, "B: trial " + c.b), " ",
+        h("button", { id: "prefer-tie", onclick: answer("tie") }, "Can't tell")), note);
+    } else {
+      parts.push(h("p", { class: "muted" }, "Answering needs the decide permission in tunebot's allow-list."));
+    }
+    parts.push(msg);
+    return h("div", { class: "card pending", id: "prefer-card", "data-card": String(c.seq) }, ...parts);
+  }
+
+  // The promotion plan that waits for people: Go, or promote / drop a trial by number.
+  let reviewKey = "", reviewMsg = h("div", { id: "review-msg" });
+  function renderReview(el, d) {
+    const r = d.review;
+    const key = r ? r.rung + ":" + r.plan.map((p) => p.number).join(",") : "";
+    if (key === reviewKey) return;
+    reviewKey = key;
+    if (!r) { el.replaceChildren(); return; }
+    const parts = [h("h2", {}, "Promotion review: rung " + r.rung + " (" + r.iterations + " iterations)"),
+      h("p", { id: "review-line" }, r.line),
+      h("table", { id: "plan" }, h("thead", {}, h("tr", {}, ["trial", "score", "how"].map((c) => h("th", {}, c)))),
+        h("tbody", {}, r.plan.map((p) => h("tr", { "data-trial": String(p.number) }, h("td", { class: "r" }, p.number), h("td", { class: "r" }, signed(p.score)), h("td", {}, p.how))))),
+      r.changes.length ? h("ul", { class: "muted" }, r.changes.map((c) => h("li", {}, c))) : null];
+    if (d.may.decide) {
+      const trial = h("input", { id: "review-trial", size: 4, placeholder: "N" });
+      const post = (action) => async () => flash(reviewMsg, await postJSON("/api/sessions/" + enc(d.session.id) + "/review", { action: action, trial: trial.value }));
+      parts.push(h("div", { class: "buttons" }, h("button", { class: "primary", id: "go", onclick: post("go") }, "Go"), " trial ", trial, " ",
+        h("button", { id: "promote", onclick: post("promote") }, "promote"), " ", h("button", { id: "drop", onclick: post("drop") }, "drop")),
+      h("p", { class: "muted" }, "promote N replaces the lowest planned trial; drop N lets the next in rank take its place."));
+    }
+    parts.push(reviewMsg);
+    el.replaceChildren(h("div", { class: "card pending" }, ...parts.filter(Boolean)));
   }
 
   function renderBoard(el, d, picked) {
@@ -342,7 +410,8 @@
     el.replaceChildren(h("h2", {}, "Halving ladder"), h("div", { class: "ladder" }, d.ladder.map((r) => h("div", { class: "rung" },
       h("h3", {}, "rung " + r.rung + " · " + r.iterations + " iterations · " + r.trials.length + "/" + r.slots),
       h("ol", {}, r.trials.map((t) => h("li", { class: t.eligible ? "eligible" : "not-eligible" },
-        "trial " + t.number + ": " + (t.score === null ? t.state : signed(t.score)) + (t.best ? " ★" : ""))))))));
+        "trial " + t.number + ": " + (t.score === null ? t.state : signed(t.score)) + (t.best ? " ★" : ""),
+        t.promoted_by ? h("span", { class: "promoted-by muted" }, " · " + t.promoted_by) : null)))))));
   }
 
   function renderCompare(el, d) {
