@@ -20,6 +20,8 @@ type snapshot struct {
 	s         Session
 	trials    []Trial
 	proposals []Proposal
+	// running is the set of jobs that ran when the snapshot was read (read just before it).
+	running map[TrialRef]bool
 }
 
 func (n snapshot) trial(num, rung int) *Trial {
@@ -54,7 +56,7 @@ func (e *Engine) load(ctx context.Context, id string) (snapshot, error) {
 	if err != nil {
 		return snapshot{}, fmt.Errorf("loading proposals: %w", err)
 	}
-	return snapshot{s, trials, ps}, nil
+	return snapshot{s: s, trials: trials, proposals: ps}, nil
 }
 
 // step plans the next piece of work of the session from the store: it starts trial jobs in
@@ -66,11 +68,12 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	// Which jobs run is read before the snapshot: a job that ends in between has stored
 	// its trial's end by the time the snapshot is read, so it is never taken for a trial
 	// left unfinished and started again.
-	running := e.runningRefs(j)
+	running := e.beginStep(j)
 	n, err := e.load(ctx, id)
 	if err != nil {
 		return false, err
 	}
+	n.running = running
 	s := n.s
 	switch s.State {
 	case StateCancelled, StateFailed, StateSucceeded, StateInterrupted:
@@ -175,7 +178,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 			n.trials = append(n.trials, t)
 		}
 	}
-	if len(e.runningRefs(j)) > 0 {
+	if e.busy(n, j) > 0 {
 		return false, nil // the finalists are known once nothing runs
 	}
 
@@ -339,7 +342,7 @@ func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.
 	for _, p := range n.proposals {
 		switch p.State {
 		case ProposalApproved:
-			if r0 >= s.Settings.TrialCount || e.freeSlots(s, j) == 0 {
+			if r0 >= s.Settings.TrialCount || e.freeFor(n, j) == 0 {
 				continue
 			}
 			started, err := e.runProposal(ctx, &n, j, p, next, log)
@@ -361,7 +364,7 @@ func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.
 		}
 	}
 	// Ask for more while a slot would be free for them and the trial count allows.
-	for e.freeSlots(s, j) > len(pending) && r0+len(pending) < s.Settings.TrialCount {
+	for e.freeFor(n, j) > len(pending) && r0+len(pending) < s.Settings.TrialCount {
 		for _, t := range n.trials {
 			next = max(next, t.Number+1)
 		}
@@ -369,7 +372,7 @@ func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.
 		if err != nil {
 			var ue *UserError
 			if errors.As(err, &ue) && ctx.Err() == nil {
-				return false, e.pauseFor(ctx, s.ID, ue.Msg, len(e.runningRefs(j)) > 0)
+				return false, e.pauseFor(ctx, s.ID, ue.Msg, e.busy(n, j) > 0)
 			}
 			return false, err
 		}
@@ -387,14 +390,14 @@ func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.
 			if started {
 				r0++
 			}
-			if !started && e.freeSlots(s, j) > 0 {
+			if !started && e.freeFor(n, j) > 0 {
 				return true, nil // voided as a duplicate: plan again
 			}
 			continue
 		}
 		pending = append(pending, p)
 		cur := s
-		if len(e.runningRefs(j)) == 0 {
+		if e.busy(n, j) == 0 {
 			if cur, err = e.setState(ctx, s.ID, StateAwaitingApproval, waitingText(pending), nil); err != nil {
 				return false, err
 			}
@@ -402,7 +405,7 @@ func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.
 		}
 		e.notify(Event{Kind: EventProposalReady, Session: cur, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
 	}
-	if len(pending) > 0 && len(e.runningRefs(j)) == 0 && s.State != StateAwaitingApproval {
+	if len(pending) > 0 && e.busy(n, j) == 0 && s.State != StateAwaitingApproval {
 		// Nothing runs: the session waits for people. A restart re-posts what waits.
 		s2, err := e.setState(ctx, s.ID, StateAwaitingApproval, waitingText(pending), nil)
 		if err != nil {
@@ -462,7 +465,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	_, bestNum := noImprovement(r0)
 	baseTrial := n.trial(bestNum, 0)
 	req := ProposalRequest{
-		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Space: e.cfg.Space,
+		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Floors: s.Settings.Floors, Space: e.cfg.Space,
 		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...), waitingConfigs(n.proposals)...),
 		Seed: s.Settings.Seed,
 	}
@@ -592,7 +595,7 @@ func (e *Engine) spaceFor(st Settings, source string) *Space {
 // per tag.
 func (e *Engine) summary(ctx context.Context, t Trial, curves bool) TrialSummary {
 	ts := TrialSummary{Number: t.Number, Rung: t.Rung, Source: t.Source, State: t.State, Eligible: t.Eligible(),
-		Config: t.RewardConfig.Clone(), Metrics: t.Metrics, Reason: t.Reason}
+		Config: t.RewardConfig.Clone(), Metrics: t.Metrics, PerSeed: t.PerSeed, Reason: t.Reason}
 	if t.Score != nil {
 		v := t.Score.Total
 		ts.Score = &v

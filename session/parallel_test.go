@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"tunebot/session"
+	"tunebot/store"
 )
 
 // gpuTrainer wraps the fake trainer: every job takes real time and marks the GPUs it was
@@ -540,6 +541,7 @@ func TestFastJobsNeverRunTwice(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	defer drain(h.tr)()
 	eng := h.parallelEngine(h.tr, 0, true)
+	h.adv.fn = spreadImproving
 	st := settings(session.ModeAutomatic)
 	st.TrialCount, st.Patience, st.GPUs = 20, 20, []int{0, 1, 2, 3}
 	st.Promote = nil
@@ -590,5 +592,60 @@ func TestTooFewGPUsAfterRestartPausesWithTheReason(t *testing.T) {
 	}
 	if s = h.wait(s.ID); s.State != session.StatePaused || !strings.Contains(s.Reason, "gpus_per_trial") {
 		t.Fatalf("state %s, reason %q: want paused naming gpus_per_trial", s.State, s.Reason)
+	}
+}
+
+// With one job at a time, every proposal sees every trial that has ended: a job that ends
+// while the scheduler plans frees its slot for the next plan, whose snapshot holds its
+// result, never for the plan under way. Otherwise a fast job's trial was shown to the
+// proposer as still running, and the search depended on which goroutine ran first.
+func TestSerialProposalsSeeEveryEndedTrial(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	defer drain(h.tr)()
+	// Without fsync a fast job ends within microseconds, as the benchmark's in-process
+	// trainer did when this race showed there.
+	db, err := store.Open(filepath.Join(t.TempDir(), "fast.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h.db = db
+	h.eng.Shutdown(context.Background())
+	h.eng = h.engine(h.tr)
+	st := settings(session.ModeAutomatic)
+	st.TrialCount, st.Patience = 8, 8
+	st.Normalize()
+	for round := 0; round < 10; round++ {
+		s, err := h.eng.Start(context.Background(), st, console)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s = h.wait(s.ID); s.State != session.StateSucceeded {
+			t.Fatalf("round %d: state %s (%s)", round, s.State, s.Reason)
+		}
+	}
+	reqs := h.adv.requests()
+	if len(reqs) != 10*7 {
+		t.Fatalf("%d proposals asked for, want 70", len(reqs))
+	}
+	for _, req := range reqs {
+		for _, tr := range req.History {
+			if !tr.State.Terminal() {
+				t.Errorf("proposal %d of its session saw trial %d %s: asked for before its result was read", len(req.History), tr.Number, tr.State)
+			}
+		}
+	}
+}
+
+// spreadImproving improves as improving does, taking turns among the two tracking weights
+// and the action rate, so that 20 proposals on ever better bases stay inside the bounds.
+func spreadImproving(req session.ProposalRequest) (session.Suggestion, error) {
+	terms := []string{"track_linear_velocity", "track_angular_velocity", "action_rate_l2"}
+	name := terms[len(req.History)%len(terms)]
+	for f := 1.1; ; f += 0.01 {
+		p := session.Patch{Weights: map[string]float64{name: req.Base.Weights[name] * f}}
+		if !triedAlready(req, p) {
+			return session.Suggestion{Patch: p, Rationale: "raise " + name, Confidence: 0.6, Model: "fake-model"}, nil
+		}
 	}
 }

@@ -179,16 +179,18 @@ func (e *JobError) Unwrap() error { return e.Err }
 
 // TrialSummary is what a proposer sees of a finished trial.
 type TrialSummary struct {
-	Number   int                `json:"number"`
-	Rung     int                `json:"rung"`
-	Source   string             `json:"source"`
-	State    TrialState         `json:"state"`
-	Score    *float64           `json:"score"`
-	Eligible bool               `json:"eligible"`
-	Config   RewardConfig       `json:"reward_config"`
-	Metrics  Metrics            `json:"metrics,omitempty"`
-	Reason   string             `json:"reason,omitempty"`
-	Curves   map[string][]Point `json:"curves,omitempty"` // at most 64 points per tag
+	Number   int          `json:"number"`
+	Rung     int          `json:"rung"`
+	Source   string       `json:"source"`
+	State    TrialState   `json:"state"`
+	Score    *float64     `json:"score"`
+	Eligible bool         `json:"eligible"`
+	Config   RewardConfig `json:"reward_config"`
+	Metrics  Metrics      `json:"metrics,omitempty"`
+	// PerSeed is each evaluation seed's metrics: their spread is the evaluation's noise.
+	PerSeed []SeedMetrics      `json:"per_seed,omitempty"`
+	Reason  string             `json:"reason,omitempty"`
+	Curves  map[string][]Point `json:"curves,omitempty"` // at most 64 points per tag
 }
 
 // ProposalRequest is everything a proposer may use to suggest the next patch.
@@ -196,6 +198,7 @@ type ProposalRequest struct {
 	SessionID string
 	Task      string
 	Objective ObjectiveWeights
+	Floors    Metrics // the score's floors (docs/design.md §3), so a proposer scores as the session does
 	Space     *Space
 	Base      RewardConfig // the configuration to patch: the best rung-0 one so far
 	BaseTrial int

@@ -33,11 +33,13 @@ type jobs struct {
 	free    []int // GPUs of the session not leased to a running job (LeaseGPUs)
 	wg      sync.WaitGroup
 	ended   chan struct{} // a job ended (buffered 1: the scheduler re-reads everything)
+	// launched is the jobs started since the current step read its snapshot (beginStep).
+	launched map[TrialRef]bool
 	err     error         // the first error a job returned that is not its trial's failure
 }
 
 func newJobs(e *Engine, s Session) *jobs {
-	j := &jobs{running: map[TrialRef]*slot{}, ended: make(chan struct{}, 1)}
+	j := &jobs{running: map[TrialRef]*slot{}, ended: make(chan struct{}, 1), launched: map[TrialRef]bool{}}
 	if e.cfg.LeaseGPUs {
 		j.free = slices.Clone(s.Settings.GPUs)
 	}
@@ -91,14 +93,52 @@ func (e *Engine) runningRefs(j *jobs) map[TrialRef]bool {
 	return out
 }
 
-// freeSlots is how many more jobs may start now.
-func (e *Engine) freeSlots(s Session, j *jobs) int {
+// busy is how many jobs a step planning from snapshot n counts as running: those that ran
+// when n was read, and those the step started since. A job that ended after the snapshot
+// still counts, and its slot is free only for the next step, whose snapshot holds its
+// result (the worker plans again at once when a job ended): a proposal must see every trial
+// that ended before it was asked for, or the search depends on which goroutine ran first.
+func (e *Engine) busy(n snapshot, j *jobs) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.freeLocked(s, j)
+	return e.busyLocked(n, j)
 }
 
-// freeLocked is freeSlots with e.mu held: the slots parallel leaves, and with leased GPUs
+func (e *Engine) busyLocked(n snapshot, j *jobs) int {
+	busy := len(n.running)
+	for r := range j.launched {
+		if !n.running[r] {
+			busy++
+		}
+	}
+	return busy
+}
+
+// beginStep returns the jobs running now, for a step about to read its snapshot, and
+// starts counting the jobs the step launches (busy).
+func (e *Engine) beginStep(j *jobs) map[TrialRef]bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	clear(j.launched)
+	out := make(map[TrialRef]bool, len(j.running))
+	for r := range j.running {
+		out[r] = true
+	}
+	return out
+}
+
+// freeFor is how many more jobs a step planning from snapshot n may start (see busy).
+func (e *Engine) freeFor(n snapshot, j *jobs) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	free := e.parallel(n.s) - e.busyLocked(n, j)
+	if e.cfg.LeaseGPUs {
+		free = min(free, len(j.free)/e.perTrial())
+	}
+	return max(free, 0)
+}
+
+// freeLocked is how many jobs may start now, with e.mu held: the slots parallel leaves, and with leased GPUs
 // no more than the free GPUs can hold.
 func (e *Engine) freeLocked(s Session, j *jobs) int {
 	n := e.parallel(s) - len(j.running)
@@ -122,6 +162,7 @@ func (e *Engine) launch(ctx context.Context, s Session, j *jobs, ref TrialRef, p
 		sl.gpus, j.free = slices.Clone(j.free[:per]), j.free[per:]
 	}
 	j.running[ref] = sl
+	j.launched[ref] = true
 	j.wg.Add(1)
 	e.mu.Unlock()
 	go func() {
