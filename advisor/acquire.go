@@ -34,6 +34,9 @@ type assessment struct {
 	mean, sd float64 // the score, noise-free, over the model's draws
 	pass     float64 // share of draws in which every gate passes, with an evaluation's noise
 	acq      float64 // the acquisition value it is ranked by
+	// measuredSD is the spread of the score as a trial would measure it (the model's doubt
+	// and an evaluation's noise).
+	measuredSD float64
 }
 
 // room is how far each movable dim may go from the base, in steps from the baseline.
@@ -62,12 +65,14 @@ type searcher struct {
 	ucb        float64 // Beta of mean + Beta·sd
 	minPass    float64
 	across     float64 // share of candidates drawn across the step rule's whole region
+	ascents    int     // how many of the best candidates coordinate ascent improves
+	moveCost   float64 // the least gain in the acquisition worth one more moved scalar
 }
 
 // assess predicts the score and the gates at x.
 func (s *searcher) assess(x []float64) assessment {
 	phi := features(x)
-	var sum, sum2 float64
+	var sum, sum2, nsum, nsum2 float64
 	pass := 0
 	var clean, noisy [session.NumMetrics]float64
 	for k := range s.beta {
@@ -75,14 +80,18 @@ func (s *searcher) assess(x []float64) assessment {
 		total, _ := s.m.scorer.Quick(clean)
 		sum += total
 		sum2 += total * total
-		if _, ok := s.m.scorer.Quick(noisy); ok {
+		measured, ok := s.m.scorer.Quick(noisy)
+		if ok {
 			pass++
 		}
+		nsum += measured
+		nsum2 += measured * measured
 	}
 	n := float64(len(s.beta))
 	mean := sum / n
 	sd := math.Sqrt(math.Max(sum2/n-mean*mean, 0))
-	a := assessment{mean: mean, sd: sd, pass: float64(pass) / n}
+	nmean := nsum / n
+	a := assessment{mean: mean, sd: sd, pass: float64(pass) / n, measuredSD: math.Sqrt(math.Max(nsum2/n-nmean*nmean, 0))}
 	a.acq = mean + s.ucb*sd
 	return a
 }
@@ -296,7 +305,87 @@ func (s *searcher) search(rng *rand.Rand, n int) []candidate {
 		}
 		rank()
 	}
+	if s.ascents > 0 {
+		top := min(s.ascents, len(cands))
+		for i := 0; i < top; i++ {
+			add(s.ascend(rng, cands[i]), true)
+		}
+		rank()
+	}
 	return cands
+}
+
+// ascend improves c one scalar at a time (coordinate ascent on the acquisition): each
+// movable scalar in turn tries its base value and a few positions across the trust
+// region, and keeps the best. Moving one more scalar must gain at least moveCost, so a
+// patch moves only the scalars the model finds worth their doubt.
+func (s *searcher) ascend(rng *rand.Rand, c candidate) candidate {
+	best := c
+	fractions := []float64{-1, -2.0 / 3, -1.0 / 3, 1.0 / 3, 2.0 / 3, 1}
+	for pass := 0; pass < 2; pass++ {
+		improved := false
+		for _, ri := range rng.Perm(len(s.rooms)) {
+			r := s.rooms[ri]
+			moved := contains(best.moved, ri)
+			var tries []float64
+			if moved {
+				tries = append(tries, r.base)
+			}
+			if r.off {
+				if r.dirUp {
+					tries = append(tries, r.onLo, (r.onLo+r.hi)/2, r.hi)
+				}
+			} else {
+				for _, f := range fractions {
+					if (f > 0 && !r.dirUp) || (f < 0 && !r.dirDown) {
+						continue
+					}
+					to := math.Min(math.Max(r.base+f*s.radius, r.lo), r.hi)
+					if math.Abs(to-r.base) >= 1e-9 {
+						tries = append(tries, to)
+					}
+				}
+			}
+			for _, to := range tries {
+				if to == best.x[r.dim] {
+					continue
+				}
+				x := s.with(best.x, r, to)
+				ms := best.moved
+				switch {
+				case to == r.base && moved:
+					ms = without(best.moved, ri)
+				case to != r.base && !moved:
+					if len(best.moved) >= s.maxChanges {
+						continue
+					}
+					ms = append(append([]int(nil), best.moved...), ri)
+					sort.Ints(ms)
+				}
+				if len(ms) == 0 {
+					continue
+				}
+				v := candidate{x: x, moved: ms}
+				v.assessment = s.assess(x)
+				cost := 0.0
+				if len(ms) > len(best.moved) {
+					cost = s.moveCost
+				} else if len(ms) < len(best.moved) {
+					cost = -s.moveCost
+				}
+				shifted := v.assessment
+				shifted.acq -= cost
+				if s.better(shifted, best.assessment) {
+					best, improved = v, true
+					moved = contains(best.moved, ri)
+				}
+			}
+		}
+		if !improved {
+			break
+		}
+	}
+	return best
 }
 
 func without(xs []int, x int) []int {
@@ -365,3 +454,67 @@ func trustRadius(hist []session.TrialSummary, start float64, fails int) float64 
 // samplerImprove is the session's early-stop margin (docs/design.md §1): a trial improves
 // on the best when it beats it by more than this.
 const samplerImprove = 0.01
+
+// screen returns screening designs, the one most likely to pass every gate first: k
+// scalars, those the trials moved least first (ties at random), each moved step steps up or
+// down at random from the base (a term that is off is switched on).
+func (s *searcher) screen(rng *rand.Rand, k int, step float64) []candidate {
+	k = min(k, s.maxChanges, len(s.rooms))
+	var cands []candidate
+	for d := 0; d < 64; d++ {
+		order := rng.Perm(len(s.rooms))
+		sort.SliceStable(order, func(a, b int) bool {
+			return s.m.moved[s.rooms[order[a]].dim] < s.m.moved[s.rooms[order[b]].dim]
+		})
+		x := append([]float64(nil), s.base...)
+		var moved []int
+		for _, ri := range order {
+			if len(moved) == k {
+				break
+			}
+			r := s.rooms[ri]
+			to, ok := s.halfway(rng, r, step)
+			if !ok {
+				continue
+			}
+			x[r.dim] = to
+			moved = append(moved, ri)
+		}
+		if len(moved) == 0 {
+			continue
+		}
+		sort.Ints(moved)
+		c := candidate{x: x, moved: moved}
+		c.assessment = s.assess(x)
+		cands = append(cands, c)
+	}
+	sort.SliceStable(cands, func(a, b int) bool {
+		if cands[a].pass != cands[b].pass {
+			return cands[a].pass > cands[b].pass
+		}
+		return cands[a].mean > cands[b].mean
+	})
+	return cands
+}
+
+// halfway moves dim r by step steps up or down at random (the other way when a bound or a
+// constraint leaves no room; a term that is off is switched on).
+func (s *searcher) halfway(rng *rand.Rand, r room, step float64) (float64, bool) {
+	if r.off {
+		return s.target(rng, r, step, 1)
+	}
+	dirs := []float64{1, -1}
+	if rng.IntN(2) == 1 {
+		dirs = []float64{-1, 1}
+	}
+	for _, dir := range dirs {
+		if (dir > 0 && !r.dirUp) || (dir < 0 && !r.dirDown) {
+			continue
+		}
+		to := math.Min(math.Max(r.base+dir*step, r.lo), r.hi)
+		if math.Abs(to-r.base) >= step/2 {
+			return to, true
+		}
+	}
+	return 0, false
+}

@@ -35,6 +35,9 @@ type priorOptions struct {
 	DeclaredCurvMean, DeclaredCurvSD float64
 	// WeakSD and WeakCurvSD are the spreads on metrics a scalar is not declared to act on.
 	WeakSD, WeakCurvSD float64
+	// TrackSD is the spread of any scalar's effect on the velocity errors (every term may
+	// cost tracking), and TrackMean the mean cost per step of a stronger penalty there.
+	TrackSD, TrackMean float64
 	// FallScale multiplies every spread and mean on the fall rate, whose log-odds move more
 	// than the other metrics' logs (a cliff is several log-odds per step).
 	FallScale float64
@@ -42,8 +45,12 @@ type priorOptions struct {
 	// (a single evaluation seed); NoiseFloor is added in quadrature to the measured noise,
 	// for what the model does not capture (interactions, training noise).
 	NoiseSD, NoiseFloor float64
-	// Adapt lets the trials choose how far to trust the declarations (adaptPrior).
-	Adapt bool
+	// Adapt lets the trials choose how far to trust the declarations (adaptPrior), and
+	// NoiseAdapt how much wider than the seeds' spread each metric's noise is (adaptNoise).
+	Adapt, NoiseAdapt bool
+	// MetricAdapt lets each metric's trials choose its own spread of the undeclared
+	// effects and its noise.
+	MetricAdapt bool
 }
 
 func (p priorOptions) withDefaults() priorOptions {
@@ -214,6 +221,22 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 	m.trust, m.spread = trust, spread
 	for _, name := range session.MetricNames {
 		m0, v0 := metricPrior(name, obs, declared[name], floors, prior, trust, spread)
+		if prior.NoiseAdapt {
+			noise[name] = adaptNoise(name, obs, floors, m0, v0, noise[name])
+		}
+		if prior.MetricAdapt && len(obs) >= 4 {
+			// This metric's own spread and noise, the pair under which its trials are most likely.
+			best := math.Inf(-1)
+			measured := noise[name]
+			for _, sp := range []float64{0.5, 1, 2, 4} {
+				for _, k := range []float64{1, 1.5, 2, 3} {
+					a0, b0 := metricPrior(name, obs, declared[name], floors, prior, trust, spread*sp)
+					if ll := marginal(name, obs, floors, a0, b0, k*measured); ll > best {
+						best, m0, v0, noise[name] = ll, a0, b0, k*measured
+					}
+				}
+			}
+		}
 		f := fitMetric(name, obs, declared[name], floors, m0, v0, noise[name])
 		if len(pending) > 0 {
 			// The model's own prediction at every pending position, as an observation.
@@ -255,11 +278,32 @@ func adaptPrior(obs []observation, declared map[string][]declaration, floors ses
 	return bt, bs
 }
 
+// adaptNoise widens a metric's noise where the trials scatter more around the model than
+// the evaluation seeds do (what the model does not capture: interactions, cliffs, a
+// shape that is not quadratic): the multiple of the measured noise, of a small grid,
+// under which the trials are most likely. Predictions then carry that doubt, and so does
+// the chance that a gate passes.
+func adaptNoise(name string, obs []observation, floors session.Metrics, m0, v0 []float64, noise float64) float64 {
+	if len(obs) < 4 {
+		return noise
+	}
+	best, pick := math.Inf(-1), noise
+	for _, k := range []float64{1, 1.5, 2, 3} {
+		if ll := marginal(name, obs, floors, m0, v0, k*noise); ll > best {
+			best, pick = ll, k*noise
+		}
+	}
+	return pick
+}
+
 // declaration is what the space declares of one dim on one metric: whether it acts on it,
 // and the sign of a step up's expected effect (-1: lowers it, 0: not known).
 type declaration struct {
 	acts bool
 	sign float64
+	// penalty: a weight whose bounds are negative; a stronger penalty is expected to cost
+	// tracking (the trade-off every locomotion reward makes).
+	penalty bool
 }
 
 // declarations reads the space's Acts per metric and dim.
@@ -284,9 +328,12 @@ func declarations(sp *session.Space, dims []tpeDim) map[string][]declaration {
 				sign = 1
 			}
 		}
+		for _, name := range session.MetricNames {
+			out[name][i].penalty = d.weight && d.sign < 0
+		}
 		for _, metric := range metrics {
 			if ds, ok := out[metric]; ok {
-				ds[i] = declaration{acts: true, sign: sign}
+				ds[i].acts, ds[i].sign = true, sign
 			}
 		}
 	}
@@ -308,8 +355,15 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 	if len(obs) > 0 {
 		m0[0] = toModel(name, obs[0].metrics[name], floors)
 	}
+	tracking := name == session.MetricVelLinear || name == session.MetricVelAngular
 	for i, d := range decl {
 		lin, curv := prior.WeakSD*scale*spread, prior.WeakCurvSD*scale*spread
+		if tracking && !d.acts {
+			lin = math.Max(lin, prior.TrackSD*spread)
+			if d.penalty {
+				m0[1+i] = prior.TrackMean * math.Min(trust, 1)
+			}
+		}
 		if d.acts {
 			lin, curv = prior.DeclaredSD*scale*trust, prior.DeclaredCurvSD*scale*trust
 			m0[1+i] = d.sign * prior.DeclaredMean * scale * math.Min(trust, 1)

@@ -223,6 +223,11 @@ func plural(n int, one, many string) string {
 // once it is measured (an evaluation's noise included).
 type Prediction struct {
 	Score, SD, Pass float64
+	// MeasuredSD is the spread of the score a trial there would measure (SD and an
+	// evaluation's noise).
+	MeasuredSD float64
+	// Metrics is the model's mean of each metric there.
+	Metrics session.Metrics
 	// Trust and Spread are the multipliers of the declared and the other effects' prior
 	// spreads that the trials chose (1, 1 without SamplerPrior.Adapt).
 	Trust, Spread float64
@@ -238,5 +243,5 @@ func (s *Sampler) Predict(req session.ProposalRequest, c session.RewardConfig) (
 	beta, z := m.draws(tpeRNG(req, samplerStream), s.opts.Draws)
 	sr := &searcher{m: m, beta: beta, z: z}
 	a := sr.assess(m.position(c, req.Space))
-	return Prediction{Score: a.mean, SD: a.sd, Pass: a.pass, Trust: m.trust, Spread: m.spread}, true
+	return Prediction{Metrics: m.meanMetrics(m.position(c, req.Space)), Score: a.mean, SD: a.sd, MeasuredSD: a.measuredSD, Pass: a.pass, Trust: m.trust, Spread: m.spread}, true
 }

@@ -36,6 +36,18 @@ type SamplerOptions struct {
 	// doubled after one that did, up to a full step.
 	RadiusStart float64
 	RadiusFails int
+	// Ascents is how many of the best candidates are improved by coordinate ascent
+	// (default 3; negative: none), MoveCost the least gain in the acquisition worth moving
+	// one more scalar (default 0.002).
+	Ascents  int
+	MoveCost float64
+	// Screen is the number of first proposals that screen (default 0): each moves
+	// ScreenChanges scalars (default 12, at most the space's cap) by ScreenStep steps (default
+	// 0.5) up or down at random, the scalars moved least so far first, choosing among random
+	// designs the one most likely to pass every gate. Such balanced designs teach the model
+	// far more per trial than its own best guesses do.
+	Screen, ScreenChanges int
+	ScreenStep            float64
 	// Across is the share of candidates drawn across the whole region the step rule allows
 	// rather than in the trust region (default 0.5; negative: none).
 	Across float64
@@ -93,6 +105,18 @@ func NewSampler(opts SamplerOptions) *Sampler {
 	if opts.RadiusFails <= 0 {
 		opts.RadiusFails = 2
 	}
+	if opts.ScreenChanges <= 0 {
+		opts.ScreenChanges = 12
+	}
+	if opts.ScreenStep <= 0 {
+		opts.ScreenStep = 0.5
+	}
+	if opts.Ascents == 0 {
+		opts.Ascents = 3
+	}
+	if opts.MoveCost == 0 {
+		opts.MoveCost = 0.002
+	}
 	if opts.Across == 0 {
 		opts.Across = 0.5
 	}
@@ -130,7 +154,13 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 	sr := s.searcher(rng, m, req, moves)
 	rejected := rejectedDirections(req)
 	var lastErr error
-	for _, c := range sr.search(rng, s.opts.Candidates) {
+	var ranked []candidate
+	if m.trials <= s.opts.Screen {
+		ranked = sr.screen(rng, s.opts.ScreenChanges, s.opts.ScreenStep)
+	} else {
+		ranked = sr.search(rng, s.opts.Candidates)
+	}
+	for _, c := range ranked {
 		if err := ctx.Err(); err != nil {
 			return session.Suggestion{}, err
 		}
@@ -162,6 +192,7 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 		maxChanges = min(maxChanges, s.opts.MaxChanges)
 	}
 	sr := &searcher{m: m, base: m.position(req.Base, req.Space), maxChanges: maxChanges, minPass: s.opts.MinPass, across: math.Max(s.opts.Across, 0),
+		ascents: max(s.opts.Ascents, 0), moveCost: math.Max(s.opts.MoveCost, 0),
 		radius: trustRadius(req.History, s.opts.RadiusStart, s.opts.RadiusFails)}
 	index := map[string]int{}
 	for i, d := range m.dims {

@@ -42,6 +42,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdSummary(args[1:], stdout)
 	case "calibrate":
 		err = cmdCalibrate(args[1:], stdout)
+	case "learned":
+		err = cmdLearned(args[1:], stdout)
 	default:
 		err = fmt.Errorf("unknown command %q (sessions, optuna-session, box or summary)", args[0])
 	}

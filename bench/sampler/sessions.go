@@ -290,11 +290,16 @@ func benchSettings(fs *flag.FlagSet) func() (session.Settings, error) {
 	evalSeeds := fs.Int("eval-seeds", 0, "rung-0 evaluation seeds (0: the session default)")
 	changes := fs.Int("sampler-max-changes", -1, "the session's sampler_max_changes (-1: the session default; 0: the space's 4)")
 	rung0 := fs.Int("rung0", 0, "diagnostic: rung 0's iterations (0: the session default)")
+	trials := fs.Int("trials", 0, "diagnostic: the session's trial_count (0: the session default)")
 	return func() (session.Settings, error) {
 		st := session.DefaultSettings()
 		if *rung0 > 0 {
 			st.Rungs[0] = *rung0
 			st.Rungs[1], st.Rungs[2] = max(st.Rungs[1], *rung0), max(st.Rungs[2], *rung0)
+		}
+		if *trials > 0 {
+			st.TrialCount = *trials
+			st.Promote = nil
 		}
 		if *changes >= 0 {
 			st.SamplerMaxChanges = *changes
@@ -328,28 +333,8 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	noiseFree := fs.Bool("noise-free", false, "diagnostic: evaluate the noise-free surface (how much of the gap is the noise's; never in the reported table)")
 	settings := benchSettings(fs)
 	var opts advisor.SamplerOptions
-	// Tuning knobs of the sampler (advisor.SamplerOptions), for surfaces below 1000 only.
-	fs.Float64Var(&opts.ParamStep, "param-step", 0, "tunebot: SamplerOptions.ParamStep (0: its default)")
-	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
-	fs.IntVar(&opts.ExploitAfter, "exploit-after", 0, "tunebot: SamplerOptions.ExploitAfter")
-	fs.IntVar(&opts.MaxChanges, "max-changes", 0, "tunebot: SamplerOptions.MaxChanges (0: the space's)")
-	fs.Float64Var(&opts.Beta, "beta", 0, "tunebot: SamplerOptions.Beta")
-	fs.Float64Var(&opts.MinPass, "min-pass", 0, "tunebot: SamplerOptions.MinPass")
-	fs.IntVar(&opts.Candidates, "candidates", 0, "tunebot: SamplerOptions.Candidates")
-	fs.IntVar(&opts.Draws, "draws", 0, "tunebot: SamplerOptions.Draws")
-	fs.Float64Var(&opts.RadiusStart, "radius", 0, "tunebot: SamplerOptions.RadiusStart")
-	fs.IntVar(&opts.RadiusFails, "radius-fails", 0, "tunebot: SamplerOptions.RadiusFails")
-	fs.Float64Var(&opts.Across, "across", 0, "tunebot: SamplerOptions.Across")
-	fs.BoolVar(&opts.Prior.Adapt, "adapt", false, "tunebot: SamplerPrior.Adapt")
+	samplerFlags(fs, &opts)
 	flat := fs.Bool("no-declarations", false, "diagnostic: tunebot's space without what each scalar acts on (a flat prior)")
-	fs.Float64Var(&opts.Prior.DeclaredSD, "declared-sd", 0, "tunebot: SamplerPrior.DeclaredSD")
-	fs.Float64Var(&opts.Prior.DeclaredMean, "declared-mean", 0, "tunebot: SamplerPrior.DeclaredMean")
-	fs.Float64Var(&opts.Prior.DeclaredCurvMean, "declared-curv-mean", 0, "tunebot: SamplerPrior.DeclaredCurvMean")
-	fs.Float64Var(&opts.Prior.DeclaredCurvSD, "declared-curv-sd", 0, "tunebot: SamplerPrior.DeclaredCurvSD")
-	fs.Float64Var(&opts.Prior.WeakSD, "weak-sd", 0, "tunebot: SamplerPrior.WeakSD")
-	fs.Float64Var(&opts.Prior.WeakCurvSD, "weak-curv-sd", 0, "tunebot: SamplerPrior.WeakCurvSD")
-	fs.Float64Var(&opts.Prior.FallScale, "fall-scale", 0, "tunebot: SamplerPrior.FallScale")
-	fs.Float64Var(&opts.Prior.NoiseFloor, "noise-floor", 0, "tunebot: SamplerPrior.NoiseFloor")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -544,4 +529,38 @@ func undeclared(sp *session.Space) *session.Space {
 		out.Params[i].Acts, out.Params[i].Lowers = nil, ""
 	}
 	return &out
+}
+
+// samplerFlags registers the sampler's tuning knobs (advisor.SamplerOptions), for surfaces
+// below 1000 only: zero values take the sampler's defaults.
+func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
+	fs.Float64Var(&opts.Prior.DeclaredSD, "declared-sd", 0, "tunebot: SamplerPrior.DeclaredSD")
+	fs.Float64Var(&opts.Prior.DeclaredMean, "declared-mean", 0, "tunebot: SamplerPrior.DeclaredMean")
+	fs.Float64Var(&opts.Prior.DeclaredCurvMean, "declared-curv-mean", 0, "tunebot: SamplerPrior.DeclaredCurvMean")
+	fs.Float64Var(&opts.Prior.DeclaredCurvSD, "declared-curv-sd", 0, "tunebot: SamplerPrior.DeclaredCurvSD")
+	fs.Float64Var(&opts.Prior.WeakSD, "weak-sd", 0, "tunebot: SamplerPrior.WeakSD")
+	fs.Float64Var(&opts.Prior.WeakCurvSD, "weak-curv-sd", 0, "tunebot: SamplerPrior.WeakCurvSD")
+	fs.Float64Var(&opts.Prior.TrackSD, "track-sd", 0, "tunebot: SamplerPrior.TrackSD")
+	fs.Float64Var(&opts.Prior.TrackMean, "track-mean", 0, "tunebot: SamplerPrior.TrackMean")
+	fs.Float64Var(&opts.Prior.FallScale, "fall-scale", 0, "tunebot: SamplerPrior.FallScale")
+	fs.Float64Var(&opts.Prior.NoiseFloor, "noise-floor", 0, "tunebot: SamplerPrior.NoiseFloor")
+	fs.Float64Var(&opts.ParamStep, "param-step", 0, "tunebot: SamplerOptions.ParamStep (0: its default)")
+	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
+	fs.IntVar(&opts.ExploitAfter, "exploit-after", 0, "tunebot: SamplerOptions.ExploitAfter")
+	fs.IntVar(&opts.MaxChanges, "max-changes", 0, "tunebot: SamplerOptions.MaxChanges (0: the space's)")
+	fs.Float64Var(&opts.Beta, "beta", 0, "tunebot: SamplerOptions.Beta")
+	fs.Float64Var(&opts.MinPass, "min-pass", 0, "tunebot: SamplerOptions.MinPass")
+	fs.IntVar(&opts.Candidates, "candidates", 0, "tunebot: SamplerOptions.Candidates")
+	fs.IntVar(&opts.Draws, "draws", 0, "tunebot: SamplerOptions.Draws")
+	fs.Float64Var(&opts.RadiusStart, "radius", 0, "tunebot: SamplerOptions.RadiusStart")
+	fs.IntVar(&opts.RadiusFails, "radius-fails", 0, "tunebot: SamplerOptions.RadiusFails")
+	fs.Float64Var(&opts.Across, "across", 0, "tunebot: SamplerOptions.Across")
+	fs.IntVar(&opts.Ascents, "ascents", 0, "tunebot: SamplerOptions.Ascents")
+	fs.IntVar(&opts.Screen, "screen", 0, "tunebot: SamplerOptions.Screen")
+	fs.IntVar(&opts.ScreenChanges, "screen-changes", 0, "tunebot: SamplerOptions.ScreenChanges")
+	fs.Float64Var(&opts.ScreenStep, "screen-step", 0, "tunebot: SamplerOptions.ScreenStep")
+	fs.Float64Var(&opts.MoveCost, "move-cost", 0, "tunebot: SamplerOptions.MoveCost")
+	fs.BoolVar(&opts.Prior.Adapt, "adapt", false, "tunebot: SamplerPrior.Adapt")
+	fs.BoolVar(&opts.Prior.NoiseAdapt, "noise-adapt", false, "tunebot: SamplerPrior.NoiseAdapt")
+	fs.BoolVar(&opts.Prior.MetricAdapt, "metric-adapt", false, "tunebot: SamplerPrior.MetricAdapt")
 }
