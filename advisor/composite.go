@@ -38,6 +38,9 @@ type priorOptions struct {
 	// TrackSD is the spread of any scalar's effect on the velocity errors (every term may
 	// cost tracking), and TrackMean the mean cost per step of a stronger penalty there.
 	TrackSD, TrackMean float64
+	// TrackCurvSD is the spread of any scalar's curvature on the velocity errors: a
+	// penalty often costs tracking only past some strength, a kink a line cannot follow.
+	TrackCurvSD float64
 	// FallScale multiplies every spread and mean on the fall rate, whose log-odds move more
 	// than the other metrics' logs (a cliff is several log-odds per step).
 	FallScale float64
@@ -62,9 +65,10 @@ func (p priorOptions) withDefaults() priorOptions {
 	def(&p.DeclaredSD, 0.08)
 	def(&p.DeclaredMean, 0.03)
 	def(&p.DeclaredCurvMean, 0.02)
-	def(&p.DeclaredCurvSD, 0.04)
+	def(&p.DeclaredCurvSD, 0.15)
 	def(&p.WeakSD, 0.02)
-	def(&p.WeakCurvSD, 0.01)
+	def(&p.WeakCurvSD, 0.03)
+	def(&p.TrackCurvSD, 0.1)
 	def(&p.FallScale, 3)
 	def(&p.NoiseSD, 0.03)
 	def(&p.NoiseFloor, 0.01)
@@ -360,6 +364,7 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 		lin, curv := prior.WeakSD*scale*spread, prior.WeakCurvSD*scale*spread
 		if tracking && !d.acts {
 			lin = math.Max(lin, prior.TrackSD*spread)
+			curv = math.Max(curv, prior.TrackCurvSD*spread)
 			if d.penalty {
 				m0[1+i] = prior.TrackMean * math.Min(trust, 1)
 			}

@@ -132,7 +132,8 @@ func (s *searcher) rationale(c candidate, changes []tpeChange) string {
 			if math.Abs(d) < 0.005 && !f.declared[r.dim] {
 				continue
 			}
-			parts = append(parts, fmt.Sprintf("%s %+.0f%% ± %.0f%%", metricWords[f.name], 100*d, 100*sd))
+			// A change of the log, said as the relative change a person reads.
+			parts = append(parts, fmt.Sprintf("%s %+.0f%% ± %.0f%%", metricWords[f.name], 100*math.Expm1(d), 100*math.Exp(d)*sd))
 		}
 		text := fmt.Sprintf("%s: alone %+.3f on the score", ch, sc.Total-baseScore.Total)
 		if len(parts) > 0 {
