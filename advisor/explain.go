@@ -16,6 +16,9 @@ type moveEvidence struct {
 	expected float64
 	sd       float64
 	moved    int
+	// metrics says how the move alone changes each metric it moves, when the proposer
+	// models the metrics ("foot slip -29% ± 3%").
+	metrics []string
 }
 
 // summaryNames is how many scalars the one-sentence summary names before "and N more".
@@ -26,14 +29,7 @@ const summaryNames = 4
 // move, strongest expected gain first), so a card can lead with the sentence and the three
 // strongest lines and keep the rest for whoever asks.
 func explainMoves(n int, moves []moveEvidence) (string, []string) {
-	ms := append([]moveEvidence(nil), moves...)
-	sort.SliceStable(ms, func(a, b int) bool {
-		// measured moves by expected gain, then the ones not measured yet
-		if (ms[a].moved > 0) != (ms[b].moved > 0) {
-			return ms[a].moved > 0
-		}
-		return ms[a].expected > ms[b].expected
-	})
+	ms := rankMoves(moves)
 	evidence := make([]string, len(ms))
 	gain, gains, measured := 0.0, 0, 0
 	for i, m := range ms {
@@ -59,6 +55,19 @@ func explainMoves(n int, moves []moveEvidence) (string, []string) {
 		why = fmt.Sprintf("to learn more: %s expects no clear gain from any single move", model)
 	}
 	return capitalise(movesSentence(ms)) + ", " + why + ".", evidence
+}
+
+// rankMoves orders moves as a proposal's evidence lists them: the measured ones by expected
+// gain, then the ones not measured yet.
+func rankMoves(moves []moveEvidence) []moveEvidence {
+	ms := append([]moveEvidence(nil), moves...)
+	sort.SliceStable(ms, func(a, b int) bool {
+		if (ms[a].moved > 0) != (ms[b].moved > 0) {
+			return ms[a].moved > 0
+		}
+		return ms[a].expected > ms[b].expected
+	})
+	return ms
 }
 
 // movesSentence says what moves in words, verbs grouped in the order of the moves:
@@ -94,7 +103,11 @@ func (m moveEvidence) line(n int) string {
 	if m.moved == 0 {
 		return head + ": not measured yet, no trial has moved it"
 	}
-	return fmt.Sprintf("%s: the model expects %+.3f ± %.3f on the score; %d of %s moved it", head, m.expected, m.sd, m.moved, plural(n, "trial"))
+	metrics := ""
+	if len(m.metrics) > 0 {
+		metrics = " (" + strings.Join(m.metrics, ", ") + ")"
+	}
+	return fmt.Sprintf("%s: the model expects %+.3f ± %.3f on the score%s; %d of %s moved it", head, m.expected, m.sd, metrics, m.moved, plural(n, "trial"))
 }
 
 // word says which way a change goes, as constraints and cards say it: a weight gets

@@ -195,3 +195,25 @@ func withValue(cfg session.RewardConfig, d tpeDim, v float64) session.RewardConf
 	}
 	return out
 }
+
+// preferenceSlopes is, per dim of tpeDims(req.Space), req.PreferenceWeight × how much the
+// utility gains per unit step of the proposer's own (unit gives a step's length in model
+// space): what a proposer whose positions are steps adds to its ranking. nil without an
+// answered preference or with the weight 0.
+func preferenceSlopes(req session.ProposalRequest, unit func(tpeDim) float64) []float64 {
+	m, ok := fitPreferences(req)
+	if !ok || req.PreferenceWeight <= 0 {
+		return nil
+	}
+	out := make([]float64, len(m.dims))
+	for i, d := range m.dims {
+		per := math.Ln2 // position's unit for a weight: log2 of its magnitude
+		if !d.weight {
+			per = 0.2 * (d.hi - d.lo)
+		}
+		if per > 0 {
+			out[i] = req.PreferenceWeight * m.theta[i] * unit(d) / per
+		}
+	}
+	return out
+}

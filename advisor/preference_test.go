@@ -19,7 +19,8 @@ func flatHistory(space *session.Space) (session.ProposalRequest, session.RewardC
 	var tried []session.Tried
 	add := func(c session.RewardConfig) {
 		zero := 0.0
-		hist = append(hist, session.TrialSummary{Number: len(hist), State: session.TrialCompleted, Score: &zero, Eligible: true, Config: c.Clone()})
+		hist = append(hist, session.TrialSummary{Number: len(hist), State: session.TrialCompleted, Score: &zero, Eligible: true, Config: c.Clone(),
+			Metrics: baseMetrics()})
 		tried = append(tried, session.Tried{Label: fmt.Sprintf("trial %d", len(tried)), Config: c.Clone()})
 	}
 	add(def)
@@ -58,7 +59,10 @@ func TestSamplerFollowsAPreference(t *testing.T) {
 		t.Errorf("summary %q speaks of a preference there is none of", before.Summary)
 	}
 	req.Preferences = []session.Preference{{Seq: 1, A: 8, B: 5, AConfig: win, BConfig: lose, Answer: session.AnswerA, Note: "trots; 5 hops"}}
-	req.PreferenceWeight = session.DefaultPreferenceWeight
+	// The sampler's prior expects a little of every scalar no trial has moved; a weight
+	// well above the default makes the preference outweigh those hopes, so the test is
+	// built so that the proposal must follow it.
+	req.PreferenceWeight = 5 * session.DefaultPreferenceWeight
 	sug, err := s.Propose(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -39,7 +39,7 @@ func dsSystemPrompt(s *session.Space) string {
 
 Scoring. Per metric, imp = clip((baseline - current) / max(|baseline|, floor), -1, 1). Objectives: tracking = 0.8*imp(velocity_error_linear) + 0.2*imp(velocity_error_angular); smoothness = imp(action_acceleration); stability = imp(orientation_error); falls = imp(fall_rate); slip = imp(foot_slip); energy = imp(mechanical_power). The score is the mean of the objectives weighted by the session's objective weights; the baseline scores 0. A trial is not eligible (never best) when fall_rate > baseline fall_rate + 0.02 or tracking < -0.05. Scores compare within a rung; the trials you see are rung 0 (short training).
 
-Sampler evidence. "sampler_evidence" in the context, when present, is what tunebot's numeric sampler learned from every rung-0 trial so far (a regression of the score on each scalar's position): per scalar that trials moved, its effect on the score per step up (a weight's magnitude ×2, or a param raised by a fifth of its range) ± one standard deviation, and its curvature (the score's change per squared step away from the base configuration of trial 0; clearly negative means moving it costs whichever way, so the opposite of a move that cost is no sure gain); the scalars whose effect is within that noise (did not matter so far); and the scalars no trial moved yet. Weigh it with the metrics and curves; a large effect with a small deviation is solid evidence, one trial is not.
+Sampler evidence. "sampler_evidence" in the context, when present, is what tunebot's numeric sampler learned from every rung-0 trial so far. It models each metric on its own (its log; the fall rate's log-odds) from each scalar's position, starting from what the reward space declares each scalar acts on, and predicts the score and the gates from the metrics. Per scalar that trials moved: its predicted effect on the score for one step up from the base configuration (a weight's magnitude ×2, or a param raised by a fifth of its range) ± one standard deviation, and the metrics it moves per step up (the change of the metric's log, about its relative change: -0.05 is about 5 % lower, which is better; "declared" marks the metrics the space says it acts on), each ± one standard deviation; then the scalars whose score effect is within that noise (did not matter so far) and the scalars no trial moved yet. A move that lowers one metric may cost another, and a gate (tracking no more than 5 % worse, falls no more than 0.02 above the baseline) is broken by the metrics, not by the score: weigh the per-metric evidence with the metrics and curves; a large effect with a small deviation is solid evidence, one trial is not.
 
 Training curves. "Episode_Reward/<term>" is the mean per-episode reward of one term (weight included) over training iterations; the other curves are training statistics. Use them to see which terms dominate, which ones the policy learns to satisfy and which it ignores.
 
@@ -204,12 +204,18 @@ type dsEvidence struct {
 }
 
 type dsEffect struct {
-	Name    string `json:"name"`
-	PerStep dsNum4 `json:"effect"`
-	SD      dsNum4 `json:"sd"`
-	Curv    dsNum4 `json:"curvature"`
-	CurvSD  dsNum4 `json:"curvature_sd"`
-	Trials  int    `json:"trials_moved"`
+	Name    string           `json:"name"`
+	PerStep dsNum4           `json:"effect"`
+	SD      dsNum4           `json:"sd"`
+	Trials  int              `json:"trials_moved"`
+	Metrics []dsMetricEffect `json:"metrics"`
+}
+
+type dsMetricEffect struct {
+	Metric   string `json:"metric"`
+	Change   dsNum4 `json:"change"`
+	SD       dsNum4 `json:"sd"`
+	Declared bool   `json:"declared,omitempty"`
 }
 
 // dsEvidenceOf fits the sampler's model to the request: nil before two finished trials.
@@ -219,6 +225,9 @@ func dsEvidenceOf(req session.ProposalRequest) *dsEvidence {
 	}
 	ev := &dsEvidence{Effects: []dsEffect{}, NoEffect: []string{}, NotYetMoved: []string{}}
 	effects := NewSampler(SamplerOptions{}).Effects(req)
+	if effects == nil {
+		return nil
+	}
 	sort.SliceStable(effects, func(a, b int) bool { return math.Abs(effects[a].PerStep) > math.Abs(effects[b].PerStep) })
 	for _, e := range effects {
 		switch {
@@ -227,7 +236,11 @@ func dsEvidenceOf(req session.ProposalRequest) *dsEvidence {
 		case math.Abs(e.PerStep) < e.SD:
 			ev.NoEffect = append(ev.NoEffect, e.Name)
 		default:
-			ev.Effects = append(ev.Effects, dsEffect{Name: e.Name, PerStep: dsNum4(e.PerStep), SD: dsNum4(e.SD), Curv: dsNum4(e.Curv), CurvSD: dsNum4(e.CurvSD), Trials: e.Moved})
+			de := dsEffect{Name: e.Name, PerStep: dsNum4(e.PerStep), SD: dsNum4(e.SD), Trials: e.Moved, Metrics: []dsMetricEffect{}}
+			for _, me := range e.Metrics {
+				de.Metrics = append(de.Metrics, dsMetricEffect{Metric: me.Metric, Change: dsNum4(me.Change), SD: dsNum4(me.SD), Declared: me.Declared})
+			}
+			ev.Effects = append(ev.Effects, de)
 		}
 	}
 	return ev

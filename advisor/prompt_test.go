@@ -3,6 +3,7 @@ package advisor_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -36,9 +37,12 @@ func bigRequest() session.ProposalRequest {
 		if n == 14 {
 			reason = "train job failed: no checkpoint in /home/alice/tunebot/data/sessions/s-1/trial-014-rung-0 (see https://gpu-01.lab.example/logs); token " + testKey
 		}
+		// a stronger slip penalty, less slip
+		m := baseMetrics()
+		m[session.MetricFootSlip] *= math.Pow(0.7, math.Log2(cfg.Weights["foot_slip"]/-0.25))
 		req.History = append(req.History, session.TrialSummary{
-			Number: n, Source: session.SourceAdvisor, State: session.TrialCompleted, Score: ptr(0.01 * float64(n)),
-			Eligible: true, Config: cfg, Metrics: session.Metrics{"fall_rate": 0.01}, Reason: reason, Curves: curves,
+			Number: n, Source: session.SourceAdvisor, State: session.TrialCompleted, Score: ptr(scoreOf(m).Total),
+			Eligible: true, Config: cfg, Metrics: m, Reason: reason, Curves: curves,
 		})
 		req.Tried = append(req.Tried, session.Tried{Label: fmt.Sprintf("trial %d", n), Config: cfg})
 	}
@@ -114,11 +118,14 @@ func TestPromptHoldsTheContextAndNothingElse(t *testing.T) {
 		} `json:"tried_configs"`
 		Evidence *struct {
 			Effects []struct {
-				Name   string  `json:"name"`
-				Effect float64 `json:"effect"`
-				SD     float64 `json:"sd"`
-				Trials int     `json:"trials_moved"`
-				CurvSD float64 `json:"curvature_sd"`
+				Name    string  `json:"name"`
+				Effect  float64 `json:"effect"`
+				SD      float64 `json:"sd"`
+				Trials  int     `json:"trials_moved"`
+				Metrics []struct {
+					Metric string  `json:"metric"`
+					SD     float64 `json:"sd"`
+				} `json:"metrics"`
 			} `json:"effects_per_step_up"`
 			NotYetMoved []string `json:"not_yet_moved"`
 		} `json:"sampler_evidence"`
@@ -173,8 +180,9 @@ func TestPromptHoldsTheContextAndNothingElse(t *testing.T) {
 	// stronger slip penalty went with a higher score.
 	ev := doc.Evidence
 	if ev == nil || len(ev.Effects) == 0 || ev.Effects[0].Name != "foot_slip" || ev.Effects[0].Trials != 14 ||
-		ev.Effects[0].Effect <= 0 || !(ev.Effects[0].SD > 0) || !(ev.Effects[0].CurvSD > 0) {
-		t.Errorf("sampler evidence %+v, want foot_slip first, moved by 14 trials, with a positive effect, its deviation and its curvature's", ev)
+		ev.Effects[0].Effect <= 0 || !(ev.Effects[0].SD > 0) ||
+		len(ev.Effects[0].Metrics) == 0 || ev.Effects[0].Metrics[0].Metric != session.MetricFootSlip || !(ev.Effects[0].Metrics[0].SD > 0) {
+		t.Errorf("sampler evidence %+v, want foot_slip first, moved by 14 trials, with a positive effect, its deviation and the foot slip metric's", ev)
 	}
 	if ev != nil && !slices.Contains(ev.NotYetMoved, "pose") {
 		t.Errorf("not yet moved %v lacks pose", ev.NotYetMoved)

@@ -207,43 +207,78 @@ func (s Scorer) Score(m Metrics) (Score, error) {
 	if probs := append(checkMetrics("baseline", s.Baseline), checkMetrics("metrics", m)...); len(probs) > 0 {
 		return Score{}, &InvalidError{What: "cannot score", Problems: probs}
 	}
-	imp := map[string]float64{}
-	for _, name := range MetricNames {
+	r := s.reckon(values(m))
+	sc := Score{Total: r.total, Objectives: map[string]float64{}, Improvements: map[string]float64{}, Eligible: r.fallOK && r.trackOK}
+	for i, name := range MetricNames {
+		sc.Improvements[name] = r.imp[i]
+	}
+	for i, name := range ObjectiveNames {
+		sc.Objectives[name] = r.obj[i]
+	}
+	if !r.fallOK {
+		sc.Reasons = append(sc.Reasons, fmt.Sprintf("fall rate %.3f exceeds the baseline's %.3f + 0.02", m[MetricFallRate], s.Baseline[MetricFallRate]))
+	}
+	if !r.trackOK {
+		sc.Reasons = append(sc.Reasons, fmt.Sprintf("tracking is %.1f%% worse than the baseline (limit 5%%)", -100*r.obj[0]))
+	}
+	return sc, nil
+}
+
+// Quick is Score's total and eligibility without its checks, maps and reasons, for a
+// proposer that scores thousands of predicted metrics per proposal (the numeric sampler):
+// the same arithmetic, so a prediction is judged exactly as the trial will be. m holds
+// every metric in MetricNames order, finite.
+func (s Scorer) Quick(m [NumMetrics]float64) (total float64, eligible bool) {
+	r := s.reckon(m)
+	return r.total, r.fallOK && r.trackOK
+}
+
+// NumMetrics is the number of metrics, len(MetricNames).
+const NumMetrics = 7
+
+// values lists m's metrics in MetricNames order.
+func values(m Metrics) [NumMetrics]float64 {
+	var v [NumMetrics]float64
+	for i, name := range MetricNames {
+		v[i] = m[name]
+	}
+	return v
+}
+
+// reckoning is the score's arithmetic: improvements in MetricNames order, objectives in
+// ObjectiveNames order, the total and each gate.
+type reckoning struct {
+	imp             [NumMetrics]float64
+	obj             [6]float64
+	total           float64
+	fallOK, trackOK bool
+}
+
+func (s Scorer) reckon(m [NumMetrics]float64) reckoning {
+	var r reckoning
+	for i, name := range MetricNames {
 		b := s.Baseline[name]
 		scale := math.Max(math.Abs(b), s.Floors[name])
 		if !(scale > 0) {
 			scale = 1
 		}
-		imp[name] = clip((b-m[name])/scale, -1, 1)
+		r.imp[i] = clip((b-m[i])/scale, -1, 1)
 	}
-	obj := map[string]float64{
-		ObjTracking:   0.8*imp[MetricVelLinear] + 0.2*imp[MetricVelAngular],
-		ObjSmoothness: imp[MetricActionAcc],
-		ObjStability:  imp[MetricOrientation],
-		ObjFalls:      imp[MetricFallRate],
-		ObjSlip:       imp[MetricFootSlip],
-		ObjEnergy:     imp[MetricPower],
-	}
+	// MetricNames order: linear, angular, action acceleration, orientation, falls (4), slip, power.
+	r.obj = [6]float64{0.8*r.imp[0] + 0.2*r.imp[1], r.imp[2], r.imp[3], r.imp[4], r.imp[5], r.imp[6]}
 	var num, den float64
-	for _, k := range ObjectiveNames {
-		num += s.Weights[k] * obj[k]
+	for i, k := range ObjectiveNames {
+		num += s.Weights[k] * r.obj[i]
 		den += s.Weights[k]
 	}
-	sc := Score{Objectives: obj, Improvements: imp, Eligible: true}
 	if den > 0 {
-		sc.Total = num / den
+		r.total = num / den
 	}
 	// The tolerance keeps a value exactly at a gate eligible despite float rounding
 	// (0.15 + 0.02 is 0.16999999999999998).
-	if m[MetricFallRate] > s.Baseline[MetricFallRate]+GateFallRateMargin+1e-9 {
-		sc.Eligible = false
-		sc.Reasons = append(sc.Reasons, fmt.Sprintf("fall rate %.3f exceeds the baseline's %.3f + 0.02", m[MetricFallRate], s.Baseline[MetricFallRate]))
-	}
-	if obj[ObjTracking] < GateTrackingMin-1e-9 {
-		sc.Eligible = false
-		sc.Reasons = append(sc.Reasons, fmt.Sprintf("tracking is %.1f%% worse than the baseline (limit 5%%)", -100*obj[ObjTracking]))
-	}
-	return sc, nil
+	r.fallOK = m[4] <= s.Baseline[MetricFallRate]+GateFallRateMargin+1e-9
+	r.trackOK = r.obj[0] >= GateTrackingMin-1e-9
+	return r
 }
 
 func clip(x, lo, hi float64) float64 { return math.Max(lo, math.Min(hi, x)) }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 )
 
 // Term is one reward term of the space: its default weight, absolute bounds and whether the
@@ -14,6 +15,11 @@ type Term struct {
 	Min       float64 `json:"min" yaml:"min"`
 	Max       float64 `json:"max" yaml:"max"`
 	MayBeZero bool    `json:"may_be_zero" yaml:"may_be_zero"`
+	// Acts names the metrics the term is meant to act on: what a reward engineer knows
+	// before any trial (docs/design.md §2). A stronger weight (a larger magnitude) is
+	// expected to lower them. The numeric sampler's prior is strong on these metrics, with
+	// that sign as its mean, and weak on the others; the trials may overrule both.
+	Acts []string `json:"acts,omitempty" yaml:"acts"`
 }
 
 // Param is one scalar parameter of a reward term (a kernel width, a threshold).
@@ -22,7 +28,19 @@ type Param struct {
 	Default float64 `json:"default" yaml:"default"`
 	Min     float64 `json:"min" yaml:"min"`
 	Max     float64 `json:"max" yaml:"max"`
+	// Acts names the metrics the param is meant to act on, as Term.Acts.
+	Acts []string `json:"acts,omitempty" yaml:"acts"`
+	// Lowers says which way of moving the param is expected to lower the metrics of Acts:
+	// LowersUp, LowersDown, or "" when nobody knows before a trial (a kernel width, a
+	// threshold).
+	Lowers string `json:"lowers,omitempty" yaml:"lowers"`
 }
+
+// The directions of Param.Lowers.
+const (
+	LowersUp   = "up"
+	LowersDown = "down"
+)
 
 // Order says that param Lower must stay strictly below param Upper.
 type Order struct {
@@ -46,38 +64,38 @@ type Space struct {
 func DefaultSpace() *Space {
 	return &Space{
 		Terms: []Term{
-			{"track_linear_velocity", 1.0, 0.5, 3.0, false},
-			{"track_angular_velocity", 1.0, 0.25, 2.0, false},
-			{"body_orientation_l2", -1.0, -3.0, -0.1, false},
-			{"pose", 1.0, 0, 2.5, true},
-			{"body_ang_vel", -0.05, -0.2, 0, true},
-			{"angular_momentum", -0.025, -0.1, 0, true},
-			{"is_terminated", -200, -400, -50, false},
-			{"joint_acc_l2", -2.5e-7, -2e-6, 0, true},
-			{"joint_pos_limits", -10, -30, -2, false},
-			{"action_rate_l2", -0.05, -0.2, -0.005, false},
-			{"foot_gait", 0.5, 0, 1.5, true},
-			{"foot_clearance", -1.0, -3.0, 0, true},
-			{"foot_slip", -0.25, -1.0, 0, true},
-			{"soft_landing", -1e-3, -5e-3, 0, true},
-			{"stand_still", -1.0, -3.0, 0, true},
-			{"electrical_power", 0, -5e-3, 0, true},
+			{"track_linear_velocity", 1.0, 0.5, 3.0, false, acts(MetricVelLinear)},
+			{"track_angular_velocity", 1.0, 0.25, 2.0, false, acts(MetricVelAngular)},
+			{"body_orientation_l2", -1.0, -3.0, -0.1, false, acts(MetricOrientation, MetricFallRate)},
+			{"pose", 1.0, 0, 2.5, true, acts(MetricOrientation)},
+			{"body_ang_vel", -0.05, -0.2, 0, true, acts(MetricOrientation)},
+			{"angular_momentum", -0.025, -0.1, 0, true, acts(MetricOrientation)},
+			{"is_terminated", -200, -400, -50, false, acts(MetricFallRate)},
+			{"joint_acc_l2", -2.5e-7, -2e-6, 0, true, acts(MetricActionAcc)},
+			{"joint_pos_limits", -10, -30, -2, false, acts(MetricFallRate)},
+			{"action_rate_l2", -0.05, -0.2, -0.005, false, acts(MetricActionAcc)},
+			{"foot_gait", 0.5, 0, 1.5, true, acts(MetricFootSlip)},
+			{"foot_clearance", -1.0, -3.0, 0, true, acts(MetricFootSlip)},
+			{"foot_slip", -0.25, -1.0, 0, true, acts(MetricFootSlip)},
+			{"soft_landing", -1e-3, -5e-3, 0, true, acts(MetricActionAcc, MetricPower)},
+			{"stand_still", -1.0, -3.0, 0, true, acts(MetricPower)},
+			{"electrical_power", 0, -5e-3, 0, true, acts(MetricPower)},
 		},
 		Params: []Param{
-			{"track_linear_velocity.std", 0.5, 0.25, 1.0},
-			{"track_angular_velocity.std", 0.7071, 0.35, 1.2},
-			{"pose.std_standing_scale", 1.0, 0.5, 2.0},
-			{"pose.std_walking_scale", 1.0, 0.5, 2.0},
-			{"pose.std_running_scale", 1.0, 0.5, 2.0},
-			{"pose.walking_threshold", 0.05, 0.05, 0.5},
-			{"pose.running_threshold", 1.5, 1.0, 2.5},
-			{"foot_gait.period", 0.6, 0.4, 0.8},
-			{"foot_gait.threshold", 0.56, 0.45, 0.65},
-			{"foot_clearance.target_height", 0.10, 0.06, 0.16},
-			{"foot_gait.command_threshold", 0.1, 0.02, 0.30},
-			{"foot_clearance.command_threshold", 0.1, 0.02, 0.30},
-			{"foot_slip.command_threshold", 0.1, 0.02, 0.30},
-			{"stand_still.command_threshold", 0.1, 0.02, 0.30},
+			{"track_linear_velocity.std", 0.5, 0.25, 1.0, acts(MetricVelLinear), ""},
+			{"track_angular_velocity.std", 0.7071, 0.35, 1.2, acts(MetricVelAngular), ""},
+			{"pose.std_standing_scale", 1.0, 0.5, 2.0, acts(MetricOrientation), ""},
+			{"pose.std_walking_scale", 1.0, 0.5, 2.0, acts(MetricOrientation), ""},
+			{"pose.std_running_scale", 1.0, 0.5, 2.0, acts(MetricOrientation), ""},
+			{"pose.walking_threshold", 0.05, 0.05, 0.5, acts(MetricOrientation), ""},
+			{"pose.running_threshold", 1.5, 1.0, 2.5, acts(MetricOrientation), ""},
+			{"foot_gait.period", 0.6, 0.4, 0.8, acts(MetricActionAcc, MetricFootSlip), ""},
+			{"foot_gait.threshold", 0.56, 0.45, 0.65, acts(MetricFootSlip), ""},
+			{"foot_clearance.target_height", 0.10, 0.06, 0.16, acts(MetricFootSlip, MetricPower), ""},
+			{"foot_gait.command_threshold", 0.1, 0.02, 0.30, acts(MetricFootSlip), ""},
+			{"foot_clearance.command_threshold", 0.1, 0.02, 0.30, acts(MetricFootSlip), ""},
+			{"foot_slip.command_threshold", 0.1, 0.02, 0.30, acts(MetricFootSlip), ""},
+			{"stand_still.command_threshold", 0.1, 0.02, 0.30, acts(MetricPower), ""},
 		},
 		Orders:     []Order{{Lower: "pose.walking_threshold", Upper: "pose.running_threshold"}},
 		MaxChanges: 4,
@@ -85,6 +103,8 @@ func DefaultSpace() *Space {
 		StepMax:    2.0,
 	}
 }
+
+func acts(metrics ...string) []string { return metrics }
 
 // Term returns the term named name.
 func (s *Space) Term(name string) (Term, bool) {
@@ -151,6 +171,7 @@ func (s *Space) Check() error {
 		if t.Default == 0 && !t.MayBeZero {
 			probs = append(probs, fmt.Sprintf("term %s: default is 0 but the term may not be 0", t.Name))
 		}
+		probs = append(probs, checkActs("term "+t.Name, t.Acts)...)
 	}
 	for _, p := range s.Params {
 		if p.Name == "" || seen[p.Name] {
@@ -161,6 +182,10 @@ func (s *Space) Check() error {
 			probs = append(probs, fmt.Sprintf("param %s: bounds [%g, %g] are not an interval", p.Name, p.Min, p.Max))
 		} else if p.Default < p.Min || p.Default > p.Max {
 			probs = append(probs, fmt.Sprintf("param %s: default %g outside [%g, %g]", p.Name, p.Default, p.Min, p.Max))
+		}
+		probs = append(probs, checkActs("param "+p.Name, p.Acts)...)
+		if p.Lowers != "" && p.Lowers != LowersUp && p.Lowers != LowersDown {
+			probs = append(probs, fmt.Sprintf("param %s: lowers %q must be %s, %s or empty", p.Name, p.Lowers, LowersUp, LowersDown))
 		}
 	}
 	for _, o := range s.Orders {
@@ -181,6 +206,22 @@ func (s *Space) Check() error {
 		return &InvalidError{What: "reward space", Problems: probs}
 	}
 	return nil
+}
+
+// checkActs names the unknown or repeated metrics of a declaration.
+func checkActs(what string, metrics []string) []string {
+	var probs []string
+	seen := map[string]bool{}
+	for _, m := range metrics {
+		switch {
+		case !contains(MetricNames, m):
+			probs = append(probs, fmt.Sprintf("%s: acts on %q, which is not a metric (%s)", what, m, strings.Join(MetricNames, ", ")))
+		case seen[m]:
+			probs = append(probs, fmt.Sprintf("%s: acts on %s twice", what, m))
+		}
+		seen[m] = true
+	}
+	return probs
 }
 
 func finite(xs ...float64) bool {

@@ -3,6 +3,7 @@ package session_test
 import (
 	"errors"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -47,39 +48,39 @@ func wantProblems(t *testing.T, err error, want ...string) {
 
 // The table of docs/design.md §2, written out again so that a typo in DefaultSpace shows up.
 var designTerms = []session.Term{
-	{Name: "track_linear_velocity", Default: 1.0, Min: 0.5, Max: 3.0},
-	{Name: "track_angular_velocity", Default: 1.0, Min: 0.25, Max: 2.0},
-	{Name: "body_orientation_l2", Default: -1.0, Min: -3.0, Max: -0.1},
-	{Name: "pose", Default: 1.0, Min: 0, Max: 2.5, MayBeZero: true},
-	{Name: "body_ang_vel", Default: -0.05, Min: -0.2, Max: 0, MayBeZero: true},
-	{Name: "angular_momentum", Default: -0.025, Min: -0.1, Max: 0, MayBeZero: true},
-	{Name: "is_terminated", Default: -200, Min: -400, Max: -50},
-	{Name: "joint_acc_l2", Default: -2.5e-7, Min: -2e-6, Max: 0, MayBeZero: true},
-	{Name: "joint_pos_limits", Default: -10, Min: -30, Max: -2},
-	{Name: "action_rate_l2", Default: -0.05, Min: -0.2, Max: -0.005},
-	{Name: "foot_gait", Default: 0.5, Min: 0, Max: 1.5, MayBeZero: true},
-	{Name: "foot_clearance", Default: -1.0, Min: -3.0, Max: 0, MayBeZero: true},
-	{Name: "foot_slip", Default: -0.25, Min: -1.0, Max: 0, MayBeZero: true},
-	{Name: "soft_landing", Default: -1e-3, Min: -5e-3, Max: 0, MayBeZero: true},
-	{Name: "stand_still", Default: -1.0, Min: -3.0, Max: 0, MayBeZero: true},
-	{Name: "electrical_power", Default: 0, Min: -5e-3, Max: 0, MayBeZero: true},
+	{Name: "track_linear_velocity", Default: 1.0, Min: 0.5, Max: 3.0, Acts: []string{session.MetricVelLinear}},
+	{Name: "track_angular_velocity", Default: 1.0, Min: 0.25, Max: 2.0, Acts: []string{session.MetricVelAngular}},
+	{Name: "body_orientation_l2", Default: -1.0, Min: -3.0, Max: -0.1, Acts: []string{session.MetricOrientation, session.MetricFallRate}},
+	{Name: "pose", Default: 1.0, Min: 0, Max: 2.5, MayBeZero: true, Acts: []string{session.MetricOrientation}},
+	{Name: "body_ang_vel", Default: -0.05, Min: -0.2, Max: 0, MayBeZero: true, Acts: []string{session.MetricOrientation}},
+	{Name: "angular_momentum", Default: -0.025, Min: -0.1, Max: 0, MayBeZero: true, Acts: []string{session.MetricOrientation}},
+	{Name: "is_terminated", Default: -200, Min: -400, Max: -50, Acts: []string{session.MetricFallRate}},
+	{Name: "joint_acc_l2", Default: -2.5e-7, Min: -2e-6, Max: 0, MayBeZero: true, Acts: []string{session.MetricActionAcc}},
+	{Name: "joint_pos_limits", Default: -10, Min: -30, Max: -2, Acts: []string{session.MetricFallRate}},
+	{Name: "action_rate_l2", Default: -0.05, Min: -0.2, Max: -0.005, Acts: []string{session.MetricActionAcc}},
+	{Name: "foot_gait", Default: 0.5, Min: 0, Max: 1.5, MayBeZero: true, Acts: []string{session.MetricFootSlip}},
+	{Name: "foot_clearance", Default: -1.0, Min: -3.0, Max: 0, MayBeZero: true, Acts: []string{session.MetricFootSlip}},
+	{Name: "foot_slip", Default: -0.25, Min: -1.0, Max: 0, MayBeZero: true, Acts: []string{session.MetricFootSlip}},
+	{Name: "soft_landing", Default: -1e-3, Min: -5e-3, Max: 0, MayBeZero: true, Acts: []string{session.MetricActionAcc, session.MetricPower}},
+	{Name: "stand_still", Default: -1.0, Min: -3.0, Max: 0, MayBeZero: true, Acts: []string{session.MetricPower}},
+	{Name: "electrical_power", Default: 0, Min: -5e-3, Max: 0, MayBeZero: true, Acts: []string{session.MetricPower}},
 }
 
 var designParams = []session.Param{
-	{Name: "track_linear_velocity.std", Default: 0.5, Min: 0.25, Max: 1.0},
-	{Name: "track_angular_velocity.std", Default: 0.7071, Min: 0.35, Max: 1.2},
-	{Name: "pose.std_standing_scale", Default: 1.0, Min: 0.5, Max: 2.0},
-	{Name: "pose.std_walking_scale", Default: 1.0, Min: 0.5, Max: 2.0},
-	{Name: "pose.std_running_scale", Default: 1.0, Min: 0.5, Max: 2.0},
-	{Name: "pose.walking_threshold", Default: 0.05, Min: 0.05, Max: 0.5},
-	{Name: "pose.running_threshold", Default: 1.5, Min: 1.0, Max: 2.5},
-	{Name: "foot_gait.period", Default: 0.6, Min: 0.4, Max: 0.8},
-	{Name: "foot_gait.threshold", Default: 0.56, Min: 0.45, Max: 0.65},
-	{Name: "foot_clearance.target_height", Default: 0.10, Min: 0.06, Max: 0.16},
-	{Name: "foot_gait.command_threshold", Default: 0.1, Min: 0.02, Max: 0.30},
-	{Name: "foot_clearance.command_threshold", Default: 0.1, Min: 0.02, Max: 0.30},
-	{Name: "foot_slip.command_threshold", Default: 0.1, Min: 0.02, Max: 0.30},
-	{Name: "stand_still.command_threshold", Default: 0.1, Min: 0.02, Max: 0.30},
+	{Name: "track_linear_velocity.std", Default: 0.5, Min: 0.25, Max: 1.0, Acts: []string{session.MetricVelLinear}},
+	{Name: "track_angular_velocity.std", Default: 0.7071, Min: 0.35, Max: 1.2, Acts: []string{session.MetricVelAngular}},
+	{Name: "pose.std_standing_scale", Default: 1.0, Min: 0.5, Max: 2.0, Acts: []string{session.MetricOrientation}},
+	{Name: "pose.std_walking_scale", Default: 1.0, Min: 0.5, Max: 2.0, Acts: []string{session.MetricOrientation}},
+	{Name: "pose.std_running_scale", Default: 1.0, Min: 0.5, Max: 2.0, Acts: []string{session.MetricOrientation}},
+	{Name: "pose.walking_threshold", Default: 0.05, Min: 0.05, Max: 0.5, Acts: []string{session.MetricOrientation}},
+	{Name: "pose.running_threshold", Default: 1.5, Min: 1.0, Max: 2.5, Acts: []string{session.MetricOrientation}},
+	{Name: "foot_gait.period", Default: 0.6, Min: 0.4, Max: 0.8, Acts: []string{session.MetricActionAcc, session.MetricFootSlip}},
+	{Name: "foot_gait.threshold", Default: 0.56, Min: 0.45, Max: 0.65, Acts: []string{session.MetricFootSlip}},
+	{Name: "foot_clearance.target_height", Default: 0.10, Min: 0.06, Max: 0.16, Acts: []string{session.MetricFootSlip, session.MetricPower}},
+	{Name: "foot_gait.command_threshold", Default: 0.1, Min: 0.02, Max: 0.30, Acts: []string{session.MetricFootSlip}},
+	{Name: "foot_clearance.command_threshold", Default: 0.1, Min: 0.02, Max: 0.30, Acts: []string{session.MetricFootSlip}},
+	{Name: "foot_slip.command_threshold", Default: 0.1, Min: 0.02, Max: 0.30, Acts: []string{session.MetricFootSlip}},
+	{Name: "stand_still.command_threshold", Default: 0.1, Min: 0.02, Max: 0.30, Acts: []string{session.MetricPower}},
 }
 
 func TestDefaultSpaceIsTheDesignTable(t *testing.T) {
@@ -91,18 +92,18 @@ func TestDefaultSpaceIsTheDesignTable(t *testing.T) {
 		t.Fatalf("%d terms and %d params, want %d and %d", len(s.Terms), len(s.Params), len(designTerms), len(designParams))
 	}
 	for i, want := range designTerms {
-		if got := s.Terms[i]; got != want {
+		if got := s.Terms[i]; !reflect.DeepEqual(got, want) {
 			t.Errorf("term %d = %+v, want %+v", i, got, want)
 		}
-		if got, ok := s.Term(want.Name); !ok || got != want {
+		if got, ok := s.Term(want.Name); !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("Term(%q) = %+v, %v", want.Name, got, ok)
 		}
 	}
 	for i, want := range designParams {
-		if got := s.Params[i]; got != want {
+		if got := s.Params[i]; !reflect.DeepEqual(got, want) {
 			t.Errorf("param %d = %+v, want %+v", i, got, want)
 		}
-		if got, ok := s.Param(want.Name); !ok || got != want {
+		if got, ok := s.Param(want.Name); !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("Param(%q) = %+v, %v", want.Name, got, ok)
 		}
 	}

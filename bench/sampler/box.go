@@ -23,6 +23,7 @@ func cmdBox(args []string, stdout io.Writer) error {
 	first := fs.Int64("first", 1, "first surface seed")
 	surfaces := fs.Int("surfaces", 40, "number of surfaces")
 	points := fs.Int("points", 400, "random box points per surface")
+	family := familyFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,7 +38,7 @@ func cmdBox(args []string, stdout io.Writer) error {
 	reasons := map[string]int{}
 	var eligible, median, best11, ceiling []float64
 	for seed := *first; seed < *first+int64(*surfaces); seed++ {
-		surf, err := sim.NewSurface(seed)
+		surf, err := sim.NewFamilySurface(*family, seed)
 		if err != nil {
 			return err
 		}

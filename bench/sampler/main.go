@@ -7,12 +7,14 @@
 //	sampler optuna-session -surface S -rep R     one session proposed by optuna_sessions.py
 //	sampler box [-first 1] [-surfaces 40]            what the whole-box searches' box holds, noise-free
 //	sampler summary FILE...                      quartiles, trials used and the targets
+//	sampler calibrate [-family F] [-first 1] [-surfaces 10]  the model's predictions against what happened
 package main
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
@@ -21,6 +23,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprintln(stderr, "usage: sampler sessions|optuna-session|box|summary ...")
 		return 2
+	}
+	if prof := os.Getenv("SAMPLER_CPUPROFILE"); prof != "" {
+		f, err := os.Create(prof)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
 	}
 	var err error
 	switch args[0] {
@@ -32,6 +40,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdBox(args[1:], stdout)
 	case "summary":
 		err = cmdSummary(args[1:], stdout)
+	case "calibrate":
+		err = cmdCalibrate(args[1:], stdout)
+	case "learned":
+		err = cmdLearned(args[1:], stdout)
 	default:
 		err = fmt.Errorf("unknown command %q (sessions, optuna-session, box or summary)", args[0])
 	}

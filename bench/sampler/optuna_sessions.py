@@ -71,9 +71,10 @@ def main() -> int:
     ap.add_argument("--startup", type=int, default=0,
                     help="TPESampler's n_startup_trials (0: Optuna's default, 10)")
     ap.add_argument("--label", default="", help="the method's name in the results (default: optuna)")
+    ap.add_argument("--family", default="generic", help="surface family: generic or domain")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    extra = ["-tmp", args.tmp] if args.tmp else []
+    extra = ["-family", args.family] + (["-tmp", args.tmp] if args.tmp else [])
     jobs = [(s, r) for s in range(args.first, args.first + args.surfaces) for r in range(args.reps)]
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
         for res in pool.map(lambda j: run_session(args.binary, j[0], j[1], extra, args.startup, args.label), jobs):

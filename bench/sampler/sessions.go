@@ -88,6 +88,7 @@ func (memTrainer) EndOrphan(context.Context, session.Proc) error { return nil }
 // sessionResult is one whole session, one JSON line.
 type sessionResult struct {
 	Method     string  `json:"method"`
+	Family     string  `json:"family"`
 	Surface    int64   `json:"surface"`
 	Rep        int     `json:"rep"`
 	Gain       float64 `json:"gain"`       // noise-free gain of the shipped configuration at the top rung
@@ -230,7 +231,7 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 	if err != nil {
 		return sessionResult{}, err
 	}
-	r := sessionResult{Method: m.name, Surface: surf.Seed(), Rep: rep, Attainable: attainable, State: string(s.State)}
+	r := sessionResult{Method: m.name, Family: string(surf.Family()), Surface: surf.Seed(), Rep: rep, Attainable: attainable, State: string(s.State)}
 	for _, t := range trials {
 		if t.Rung == 0 {
 			r.Trials++
@@ -265,20 +266,20 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 // oracleCache memoises the oracle per surface within one run.
 type oracleCache struct {
 	mu sync.Mutex
-	m  map[int64]float64
+	m  map[*sim.Surface]float64
 }
 
 func (c *oracleCache) get(surf *sim.Surface, st session.Settings) float64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if g, ok := c.m[surf.Seed()]; ok {
+	if g, ok := c.m[surf]; ok {
 		return g
 	}
 	_, g := surf.Oracle(session.DefaultSpace(), st.Rungs[len(st.Rungs)-1], st.Objective, st.Floors)
 	if c.m == nil {
-		c.m = map[int64]float64{}
+		c.m = map[*sim.Surface]float64{}
 	}
-	c.m[surf.Seed()] = g
+	c.m[surf] = g
 	return g
 }
 
@@ -289,11 +290,16 @@ func benchSettings(fs *flag.FlagSet) func() (session.Settings, error) {
 	evalSeeds := fs.Int("eval-seeds", 0, "rung-0 evaluation seeds (0: the session default)")
 	changes := fs.Int("sampler-max-changes", -1, "the session's sampler_max_changes (-1: the session default; 0: the space's 4)")
 	rung0 := fs.Int("rung0", 0, "diagnostic: rung 0's iterations (0: the session default)")
+	trials := fs.Int("trials", 0, "diagnostic: the session's trial_count (0: the session default)")
 	return func() (session.Settings, error) {
 		st := session.DefaultSettings()
 		if *rung0 > 0 {
 			st.Rungs[0] = *rung0
 			st.Rungs[1], st.Rungs[2] = max(st.Rungs[1], *rung0), max(st.Rungs[2], *rung0)
+		}
+		if *trials > 0 {
+			st.TrialCount = *trials
+			st.Promote = nil
 		}
 		if *changes >= 0 {
 			st.SamplerMaxChanges = *changes
@@ -323,17 +329,12 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	workers := fs.Int("workers", 2, "sessions run at once")
 	tmp := fs.String("tmp", "", "directory for the sessions' stores (default: the system's)")
 	label := fs.String("label", "", "the method's name in the results (default: -method)")
+	family := familyFlag(fs)
 	noiseFree := fs.Bool("noise-free", false, "diagnostic: evaluate the noise-free surface (how much of the gap is the noise's; never in the reported table)")
 	settings := benchSettings(fs)
 	var opts advisor.SamplerOptions
-	fs.Float64Var(&opts.PriorSD, "prior-sd", 0, "tunebot: SamplerOptions.PriorSD (0: its default), for tuning on surfaces below 1000")
-	fs.Float64Var(&opts.NoiseSD, "noise-sd", 0, "tunebot: SamplerOptions.NoiseSD (0: its default)")
-	fs.Float64Var(&opts.ParamStep, "param-step", 0, "tunebot: SamplerOptions.ParamStep (0: its default)")
-	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
-	fs.IntVar(&opts.ExploitAfter, "exploit-after", 0, "tunebot: SamplerOptions.ExploitAfter")
-	fs.IntVar(&opts.MaxChanges, "max-changes", 0, "tunebot: SamplerOptions.MaxChanges (0: the space's)")
-	fs.Float64Var(&opts.CurvMean, "curv-mean", 0, "tunebot: SamplerOptions.CurvMean")
-	fs.Float64Var(&opts.CurvSD, "curv-sd", 0, "tunebot: SamplerOptions.CurvSD")
+	samplerFlags(fs, &opts)
+	flat := fs.Bool("no-declarations", false, "diagnostic: tunebot's space without what each scalar acts on (a flat prior)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -350,6 +351,9 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	}
 	if *label != "" {
 		m.name = *label
+	}
+	if *flat {
+		m.space = undeclared(m.space)
 	}
 	root, err := os.MkdirTemp(*tmp, "tunebot-bench-sessions")
 	if err != nil {
@@ -388,7 +392,7 @@ func cmdSessions(args []string, stdout io.Writer) error {
 		}()
 	}
 	for s := *first; s < *first+int64(*surfaces); s++ {
-		surf, err := sim.NewSurface(s)
+		surf, err := sim.NewFamilySurface(*family, s)
 		if err != nil {
 			close(jobs)
 			wg.Wait()
@@ -468,6 +472,7 @@ func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 	seed := fs.Int64("surface", heldOut, "surface seed")
 	rep := fs.Int("rep", 0, "repetition")
 	tmp := fs.String("tmp", "", "directory for the session's store (default: the system's)")
+	family := familyFlag(fs)
 	settings := benchSettings(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -476,7 +481,7 @@ func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	surf, err := sim.NewSurface(*seed)
+	surf, err := sim.NewFamilySurface(*family, *seed)
 	if err != nil {
 		return err
 	}
@@ -499,4 +504,64 @@ func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	return b.enc.Encode(bridgeMsg{Result: &r})
+}
+
+// familyFlag is the -family flag: the family of sim surfaces a command runs on.
+func familyFlag(fs *flag.FlagSet) *sim.Family {
+	f := sim.FamilyGeneric
+	fs.Func("family", "surface family: generic (default) or domain", func(v string) error {
+		fam, err := sim.ParseFamily(v)
+		f = fam
+		return err
+	})
+	return &f
+}
+
+// undeclared is sp without the declarations of what each scalar acts on.
+func undeclared(sp *session.Space) *session.Space {
+	out := *sp
+	out.Terms = append([]session.Term(nil), sp.Terms...)
+	out.Params = append([]session.Param(nil), sp.Params...)
+	for i := range out.Terms {
+		out.Terms[i].Acts = nil
+	}
+	for i := range out.Params {
+		out.Params[i].Acts, out.Params[i].Lowers = nil, ""
+	}
+	return &out
+}
+
+// samplerFlags registers the sampler's tuning knobs (advisor.SamplerOptions), for surfaces
+// below 1000 only: zero values take the sampler's defaults.
+func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
+	fs.Float64Var(&opts.Prior.DeclaredSD, "declared-sd", 0, "tunebot: SamplerPrior.DeclaredSD")
+	fs.Float64Var(&opts.Prior.DeclaredMean, "declared-mean", 0, "tunebot: SamplerPrior.DeclaredMean")
+	fs.Float64Var(&opts.Prior.DeclaredCurvMean, "declared-curv-mean", 0, "tunebot: SamplerPrior.DeclaredCurvMean")
+	fs.Float64Var(&opts.Prior.DeclaredCurvSD, "declared-curv-sd", 0, "tunebot: SamplerPrior.DeclaredCurvSD")
+	fs.Float64Var(&opts.Prior.WeakSD, "weak-sd", 0, "tunebot: SamplerPrior.WeakSD")
+	fs.Float64Var(&opts.Prior.WeakCurvSD, "weak-curv-sd", 0, "tunebot: SamplerPrior.WeakCurvSD")
+	fs.Float64Var(&opts.Prior.TrackSD, "track-sd", 0, "tunebot: SamplerPrior.TrackSD")
+	fs.Float64Var(&opts.Prior.TrackCurvSD, "track-curv-sd", 0, "tunebot: SamplerPrior.TrackCurvSD")
+	fs.Float64Var(&opts.Prior.TrackMean, "track-mean", 0, "tunebot: SamplerPrior.TrackMean")
+	fs.Float64Var(&opts.Prior.FallScale, "fall-scale", 0, "tunebot: SamplerPrior.FallScale")
+	fs.Float64Var(&opts.Prior.NoiseFloor, "noise-floor", 0, "tunebot: SamplerPrior.NoiseFloor")
+	fs.Float64Var(&opts.ParamStep, "param-step", 0, "tunebot: SamplerOptions.ParamStep (0: its default)")
+	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
+	fs.IntVar(&opts.ExploitAfter, "exploit-after", 0, "tunebot: SamplerOptions.ExploitAfter")
+	fs.IntVar(&opts.MaxChanges, "max-changes", 0, "tunebot: SamplerOptions.MaxChanges (0: the space's)")
+	fs.Float64Var(&opts.Beta, "beta", 0, "tunebot: SamplerOptions.Beta")
+	fs.Float64Var(&opts.MinPass, "min-pass", 0, "tunebot: SamplerOptions.MinPass")
+	fs.IntVar(&opts.Candidates, "candidates", 0, "tunebot: SamplerOptions.Candidates")
+	fs.IntVar(&opts.Draws, "draws", 0, "tunebot: SamplerOptions.Draws")
+	fs.Float64Var(&opts.RadiusStart, "radius", 0, "tunebot: SamplerOptions.RadiusStart")
+	fs.IntVar(&opts.RadiusFails, "radius-fails", 0, "tunebot: SamplerOptions.RadiusFails")
+	fs.Float64Var(&opts.Across, "across", 0, "tunebot: SamplerOptions.Across")
+	fs.IntVar(&opts.Ascents, "ascents", 0, "tunebot: SamplerOptions.Ascents")
+	fs.IntVar(&opts.Screen, "screen", 0, "tunebot: SamplerOptions.Screen")
+	fs.IntVar(&opts.ScreenChanges, "screen-changes", 0, "tunebot: SamplerOptions.ScreenChanges")
+	fs.Float64Var(&opts.ScreenStep, "screen-step", 0, "tunebot: SamplerOptions.ScreenStep")
+	fs.Float64Var(&opts.MoveCost, "move-cost", 0, "tunebot: SamplerOptions.MoveCost")
+	fs.BoolVar(&opts.Prior.Adapt, "adapt", false, "tunebot: SamplerPrior.Adapt")
+	fs.BoolVar(&opts.Prior.NoiseAdapt, "noise-adapt", false, "tunebot: SamplerPrior.NoiseAdapt")
+	fs.BoolVar(&opts.Prior.MetricAdapt, "metric-adapt", false, "tunebot: SamplerPrior.MetricAdapt")
 }

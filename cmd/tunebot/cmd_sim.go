@@ -29,6 +29,7 @@ func runSimTrain(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&o.NumEnvs, "num-envs", 4096, "number of simulated environments")
 	fs.StringVar(&o.Resume, "resume-checkpoint", "", "checkpoint to resume from")
 	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface: 0 is the demo's, others draw one of a family (bench/sampler)")
+	fs.Func("surface-family", "the family --surface-seed draws from: generic (default) or domain", familyFlag(&o.Family))
 	delay, ok := stepDelay(e)
 	if !ok {
 		fmt.Fprintf(e.stderr, "tunebot sim-train: %s=%q is not a duration\n", sim.StepDelayEnv, e.getenv(sim.StepDelayEnv))
@@ -71,6 +72,7 @@ func runSimEval(ctx context.Context, e *env, args []string) int {
 	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface the checkpoint was trained on (see sim-train)")
 	fs.StringVar(&o.ClipOutput, "clip-output", "", "write the clip (a GIF) here; empty: none")
 	fs.StringVar(&o.ClipPoster, "clip-poster", "", "write the clip's first frame (a PNG) here; empty: none")
+	fs.Func("surface-family", "the family of --surface-seed (see sim-train)", familyFlag(&o.Family))
 	if code, ok := parseFlags(e, fs, args); !ok {
 		return code
 	}
@@ -129,4 +131,13 @@ func simExit(e *env, name string, err error) int {
 		return xe.Code
 	}
 	return 1
+}
+
+// familyFlag parses --surface-family into f.
+func familyFlag(f *sim.Family) func(string) error {
+	return func(v string) error {
+		fam, err := sim.ParseFamily(v)
+		*f = fam
+		return err
+	}
 }

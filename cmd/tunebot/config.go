@@ -28,6 +28,7 @@ import (
 	"tunebot/schedule"
 	"tunebot/session"
 	"tunebot/trainer"
+	"tunebot/trainer/sim"
 )
 
 // Config is tunebot's YAML configuration. Secrets are never fields here: they come from the
@@ -78,6 +79,9 @@ type TrainerConfig struct {
 	// other seeds draw one of a family (trainer/sim.Surface), for trying tunebot on a problem
 	// it was not tuned on. It needs the sim trainer's templates.
 	SimSurfaceSeed int64 `yaml:"sim_surface_seed"`
+	// SimSurfaceFamily is the family SimSurfaceSeed draws from: generic (the default) or
+	// domain (each term acting on the metrics its name is about).
+	SimSurfaceFamily string `yaml:"sim_surface_family"`
 }
 
 // templates returns the train and evaluate argv templates, with the sim surface seed
@@ -86,6 +90,9 @@ func (t TrainerConfig) templates() (train, evaluate []string) {
 	train, evaluate = t.Train, t.Evaluate
 	if t.SimSurfaceSeed != 0 {
 		seed := []string{"--surface-seed", strconv.FormatInt(t.SimSurfaceSeed, 10)}
+		if t.SimSurfaceFamily != "" {
+			seed = append(seed, "--surface-family", t.SimSurfaceFamily)
+		}
 		train = append(slices.Clone(train), seed...)
 		evaluate = append(slices.Clone(evaluate), seed...)
 	}
@@ -924,6 +931,11 @@ func (c *Config) validate() error {
 		probs = append(probs, fmt.Sprintf("trainer.sim_surface_seed: %d must not be negative", c.Trainer.SimSurfaceSeed))
 	} else if c.Trainer.SimSurfaceSeed != 0 && !isSimTrainer(c.Trainer) {
 		probs = append(probs, "trainer.sim_surface_seed: only the built-in sim trainer (sim-train) has response surfaces")
+	}
+	if _, err := sim.ParseFamily(c.Trainer.SimSurfaceFamily); err != nil {
+		probs = append(probs, "trainer.sim_surface_family: "+err.Error())
+	} else if c.Trainer.SimSurfaceFamily != "" && c.Trainer.SimSurfaceSeed == 0 {
+		probs = append(probs, "trainer.sim_surface_family: needs trainer.sim_surface_seed (seed 0 is the demo's surface, in no family)")
 	}
 	for _, d := range []struct {
 		name string

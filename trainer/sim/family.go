@@ -24,26 +24,68 @@ import (
 // two cliffs (past a point of one scalar the robot falls, which breaks the fall-rate
 // gate) and a noise level of 1–5 % per metric.
 type Surface struct {
-	seed int64
-	gen  *generated // nil: the hand-made surface of seed 0
+	family Family
+	seed   int64
+	gen    *generated // nil: the hand-made surface of seed 0
+}
+
+// Family names a family of generated surfaces.
+type Family string
+
+// The families. FamilyGeneric draws what each scalar acts on at random (this file);
+// FamilyDomain draws surfaces shaped the way real reward spaces are, each term acting on the
+// metrics its name is about (domain.go). Both are measured in bench/sampler.
+const (
+	FamilyGeneric Family = "generic"
+	FamilyDomain  Family = "domain"
+)
+
+// Families lists the families, for messages and flags.
+var Families = []Family{FamilyGeneric, FamilyDomain}
+
+// ParseFamily reads a family's name ("" is the generic family).
+func ParseFamily(name string) (Family, error) {
+	switch Family(name) {
+	case "", FamilyGeneric:
+		return FamilyGeneric, nil
+	case FamilyDomain:
+		return FamilyDomain, nil
+	}
+	return "", fmt.Errorf("surface family %q is unknown (generic or domain)", name)
 }
 
 // shipped is surface seed 0, behind the package-level Evaluate.
-var shipped = &Surface{}
+var shipped = &Surface{family: FamilyGeneric}
 
-// NewSurface returns the surface of seed (0: the hand-made one). Negative seeds are refused.
+// NewSurface returns the generic family's surface of seed (0: the hand-made one).
+// Negative seeds are refused.
 func NewSurface(seed int64) (*Surface, error) {
+	return NewFamilySurface(FamilyGeneric, seed)
+}
+
+// NewFamilySurface returns the surface of seed in family (seed 0 is the hand-made surface of
+// the demo, whatever the family). Negative seeds and unknown families are refused.
+func NewFamilySurface(family Family, seed int64) (*Surface, error) {
 	if seed < 0 {
 		return nil, fmt.Errorf("surface seed %d must not be negative", seed)
 	}
 	if seed == 0 {
 		return shipped, nil
 	}
-	return &Surface{seed: seed, gen: generate(seed)}, nil
+	switch family {
+	case FamilyGeneric, "":
+		return &Surface{family: FamilyGeneric, seed: seed, gen: generate(seed)}, nil
+	case FamilyDomain:
+		return &Surface{family: FamilyDomain, seed: seed, gen: generateDomain(seed)}, nil
+	}
+	return nil, fmt.Errorf("surface family %q is unknown (generic or domain)", family)
 }
 
 // Seed is the surface's seed.
 func (s *Surface) Seed() int64 { return s.seed }
+
+// Family is the surface's family.
+func (s *Surface) Family() Family { return s.family }
 
 // coord is one scalar's position on a generated surface: 0..1 across its bounds, in log
 // magnitude for weights (down to 1/1000 of the largest magnitude when the bounds reach 0)

@@ -95,6 +95,22 @@ type Checkpoint struct {
 	TrainSeed  int64                `json:"train_seed"`
 	// SurfaceSeed is the response surface trained on (0, the demo's, is left out).
 	SurfaceSeed int64 `json:"surface_seed,omitempty"`
+	// SurfaceFamily is the family of SurfaceSeed ("" is the generic family).
+	SurfaceFamily Family `json:"surface_family,omitempty"`
+}
+
+// sameSurface refuses a job on another surface than the checkpoint's.
+func (c Checkpoint) sameSurface(path string, family Family, seed int64) error {
+	fam := func(f Family, seed int64) string {
+		if seed == 0 || f == "" || f == FamilyGeneric {
+			return ""
+		}
+		return " (" + string(f) + " family)"
+	}
+	if c.SurfaceSeed != seed || fam(c.SurfaceFamily, c.SurfaceSeed) != fam(family, seed) {
+		return fmt.Errorf("checkpoint %s was trained on surface seed %d%s, not %d%s", filepath.Base(path), c.SurfaceSeed, fam(c.SurfaceFamily, c.SurfaceSeed), seed, fam(family, seed))
+	}
+	return nil
 }
 
 // ReadCheckpoint reads and checks a sim checkpoint.
@@ -125,6 +141,7 @@ type TrainOptions struct {
 	NumEnvs      int
 	Resume       string        // checkpoint to resume, "" for a fresh run
 	SurfaceSeed  int64         // the response surface (0: the demo's; see Surface)
+	Family       Family        // the family of SurfaceSeed ("": generic)
 	StepDelay    time.Duration // sleep per iteration, so tests can watch progress
 	Faults       Faults
 	Log          io.Writer // progress lines, like a trainer's stdout
@@ -243,7 +260,7 @@ func (o TrainOptions) check() (*Surface, error) {
 	if o.NumEnvs < 1 {
 		probs = append(probs, fmt.Sprintf("--num-envs %d must be at least 1", o.NumEnvs))
 	}
-	surf, err := NewSurface(o.SurfaceSeed)
+	surf, err := NewFamilySurface(o.Family, o.SurfaceSeed)
 	if err != nil {
 		probs = append(probs, "--surface-seed: "+err.Error())
 	}
@@ -289,8 +306,8 @@ func (o TrainOptions) checkResume() error {
 	if ck.Task != o.Task {
 		return fmt.Errorf("checkpoint %s was trained on %s, not %s", filepath.Base(o.Resume), ck.Task, o.Task)
 	}
-	if ck.SurfaceSeed != o.SurfaceSeed {
-		return fmt.Errorf("checkpoint %s was trained on surface seed %d, not %d", filepath.Base(o.Resume), ck.SurfaceSeed, o.SurfaceSeed)
+	if err := ck.sameSurface(o.Resume, o.Family, o.SurfaceSeed); err != nil {
+		return err
 	}
 	return nil
 }
@@ -409,6 +426,9 @@ func writeIteration(w *tfevents.Writer, surf *Surface, cfg session.RewardConfig,
 func writeCheckpoint(o TrainOptions, cfg session.RewardConfig, it int) error {
 	ck := Checkpoint{Format: CheckpointFormat, Task: o.Task, Iteration: it, ConfigHash: ConfigHash(cfg),
 		Config: cfg, Quality: quality(cfg, it), TrainSeed: o.Seed, SurfaceSeed: o.SurfaceSeed}
+	if o.SurfaceSeed != 0 && o.Family != FamilyGeneric {
+		ck.SurfaceFamily = o.Family
+	}
 	data, err := json.MarshalIndent(ck, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding checkpoint: %w", err)
@@ -443,6 +463,7 @@ type EvalOptions struct {
 	// first frame (a PNG); "" writes none.
 	ClipOutput string
 	ClipPoster string
+	Family     Family // the family of SurfaceSeed ("": generic)
 	Faults     Faults
 	Log        io.Writer
 }
@@ -466,7 +487,7 @@ func Eval(ctx context.Context, o EvalOptions) error {
 	if o.NumEnvs < 1 || o.Steps < 1 {
 		probs = append(probs, "--num-envs and --steps must be at least 1")
 	}
-	surf, err := NewSurface(o.SurfaceSeed)
+	surf, err := NewFamilySurface(o.Family, o.SurfaceSeed)
 	if err != nil {
 		probs = append(probs, "--surface-seed: "+err.Error())
 	}
@@ -480,8 +501,8 @@ func Eval(ctx context.Context, o EvalOptions) error {
 	if ck.Task != o.Task {
 		return fmt.Errorf("checkpoint %s was trained on %s, not %s", filepath.Base(o.Checkpoint), ck.Task, o.Task)
 	}
-	if ck.SurfaceSeed != o.SurfaceSeed {
-		return fmt.Errorf("checkpoint %s was trained on surface seed %d, not %d", filepath.Base(o.Checkpoint), ck.SurfaceSeed, o.SurfaceSeed)
+	if err := ck.sameSurface(o.Checkpoint, o.Family, o.SurfaceSeed); err != nil {
+		return err
 	}
 	fail := func(mode string) bool { return o.Faults.Has(mode, o.Checkpoint) || o.Faults.Has(mode, o.Output) }
 	if fail("evalhang") {

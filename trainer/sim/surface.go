@@ -48,6 +48,9 @@ func (s *Surface) Evaluate(cfg session.RewardConfig, iteration int, seed int) se
 	h := ConfigHash(cfg)
 	if s.gen != nil {
 		h += fmt.Sprintf("@%d", s.seed) // each surface its own noise
+		if s.family != FamilyGeneric {
+			h += "/" + string(s.family)
+		}
 	}
 	for _, name := range session.MetricNames {
 		z := gauss(h, uint64(iteration), uint64(int64(seed)), name)

@@ -1,0 +1,554 @@
+package advisor
+
+import (
+	"encoding/json"
+	"math"
+	"math/rand/v2"
+
+	"tunebot/session"
+)
+
+// The numeric sampler's model is composite (docs/design.md §5; anchor: Astudillo & Frazier,
+// "Bayesian optimization of composite functions", ICML 2019). Every trial reports seven
+// metrics, and the score and the gates are a known function of them (session.Scorer). So
+// the sampler models each metric on its own, from the scalars' positions, and predicts the
+// score and each gate by pushing draws of the predicted metrics through the session's own
+// Scorer. A move that hurt tracking and helped slip is then seen as exactly that, and a gate
+// is predicted rather than discovered by breaking it.
+//
+// Each metric (in log units; the fall rate in log-odds) is a Bayesian regression on every
+// scalar's position, in unit steps from the baseline (×2 of a weight's magnitude, a fifth
+// of a param's range), with a linear and a curvature term per scalar. The prior carries what
+// a reward engineer knows before any trial, from the reward space's declarations
+// (session.Term.Acts, session.Param.Acts): strong on the metrics a scalar is declared to act
+// on, with the expected sign as its mean (a stronger weight lowers them), and weak on every
+// other metric, since most scalars move few metrics. The trials overrule the prior where
+// they say otherwise.
+
+// priorOptions is the composite model's prior, per unit step (log units of a metric).
+type priorOptions struct {
+	// DeclaredSD is the spread of a declared effect per step, DeclaredMean the size of its
+	// expected sign's mean (a stronger weight lowers the metric by this much per step).
+	DeclaredSD, DeclaredMean float64
+	// DeclaredCurvMean and DeclaredCurvSD are a declared metric's curvature per squared step:
+	// positive, since a scalar that acts on a metric has a best value for it.
+	DeclaredCurvMean, DeclaredCurvSD float64
+	// WeakSD and WeakCurvSD are the spreads on metrics a scalar is not declared to act on.
+	WeakSD, WeakCurvSD float64
+	// TrackSD is the spread of any scalar's effect on the velocity errors (every term may
+	// cost tracking), and TrackMean the mean cost per step of a stronger penalty there.
+	TrackSD, TrackMean float64
+	// TrackCurvSD is the spread of any scalar's curvature on the velocity errors: a
+	// penalty often costs tracking only past some strength, a kink a line cannot follow.
+	TrackCurvSD float64
+	// FallScale multiplies every spread and mean on the fall rate, whose log-odds move more
+	// than the other metrics' logs (a cliff is several log-odds per step).
+	FallScale float64
+	// NoiseSD is one evaluation's noise per metric when the trials' seeds do not tell it
+	// (a single evaluation seed); NoiseFloor is added in quadrature to the measured noise,
+	// for what the model does not capture (interactions, training noise).
+	NoiseSD, NoiseFloor float64
+	// Adapt lets the trials choose how far to trust the declarations (adaptPrior), and
+	// NoiseAdapt how much wider than the seeds' spread each metric's noise is (adaptNoise).
+	Adapt, NoiseAdapt bool
+	// MetricAdapt lets each metric's trials choose its own spread of the undeclared
+	// effects and its noise.
+	MetricAdapt bool
+}
+
+func (p priorOptions) withDefaults() priorOptions {
+	def := func(v *float64, d float64) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&p.DeclaredSD, 0.08)
+	def(&p.DeclaredMean, 0.03)
+	def(&p.DeclaredCurvMean, 0.02)
+	def(&p.DeclaredCurvSD, 0.15)
+	def(&p.WeakSD, 0.02)
+	def(&p.WeakCurvSD, 0.03)
+	def(&p.TrackCurvSD, 0.1)
+	def(&p.FallScale, 3)
+	def(&p.NoiseSD, 0.03)
+	def(&p.NoiseFloor, 0.01)
+	return p
+}
+
+// metricFit is one metric's posterior over its coefficients: 0 is the intercept (the
+// metric at the baseline's position), 1..D the linear effect per step of each dim, D+1..2D
+// its curvature per squared step.
+type metricFit struct {
+	name     string
+	mean     []float64
+	cov      [][]float64
+	chol     [][]float64 // lower Cholesky factor of cov
+	noise    float64     // one evaluation's noise (model units)
+	declared []bool      // per dim: the space declares that the dim acts on this metric
+}
+
+// composite is the fitted model of every metric.
+type composite struct {
+	dims   []tpeDim
+	units  []float64 // model-space length of one unit step per dim
+	origin []float64 // the baseline's model-space position per dim
+	fits   []metricFit
+	scorer session.Scorer
+	floors session.Metrics
+	// trials is the number of finished rung-0 trials with metrics; moved counts, per dim,
+	// those whose configuration differs from the baseline's there.
+	trials int
+	moved  []int
+	// trust and spread are the multipliers of the declared and of the other effects' prior
+	// spreads the trials chose (adaptPrior).
+	trust, spread float64
+}
+
+// observation is one trial's metrics at its position.
+type observation struct {
+	x       []float64 // steps from the baseline, per dim
+	metrics session.Metrics
+	perSeed []session.SeedMetrics
+}
+
+// toModel maps a metric's value into model units: its log, the fall rate's log-odds, each
+// clamped away from 0 by a fraction of the score's floor (a fall rate of exactly 0 is common
+// in a short evaluation).
+func toModel(metric string, v float64, floors session.Metrics) float64 {
+	lo := 1e-3 * floors[metric]
+	if metric == session.MetricFallRate {
+		lo = 0.5 * floors[metric]
+		p := math.Min(math.Max(v, lo), 1-lo)
+		return math.Log(p / (1 - p))
+	}
+	return math.Log(math.Max(v, math.Max(lo, 1e-12)))
+}
+
+// fromModel is toModel's inverse.
+func fromModel(metric string, y float64) float64 {
+	if metric == session.MetricFallRate {
+		return 1 / (1 + math.Exp(-y))
+	}
+	return math.Exp(y)
+}
+
+// position returns c's position in steps from the baseline, per dim.
+func (m *composite) position(c session.RewardConfig, sp *session.Space) []float64 {
+	x := make([]float64, len(m.dims))
+	for i, d := range m.dims {
+		x[i] = (d.encode(d.value(c, sp)) - m.origin[i]) / m.units[i]
+	}
+	return x
+}
+
+// features is the regression's row for position x.
+func features(x []float64) []float64 {
+	D := len(x)
+	f := make([]float64, 1+2*D)
+	f[0] = 1
+	for i, v := range x {
+		f[1+i] = v
+		f[1+D+i] = v * v
+	}
+	return f
+}
+
+// fitComposite fits every metric's model to the finished rung-0 trials of req that have
+// metrics (the first is the baseline), and adds the trials still running and the proposals
+// still waiting as observations of what the model itself predicts there ("kriging
+// believer"), so that the next proposal looks elsewhere. It returns nil when the baseline
+// has no metrics yet.
+func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior priorOptions) *composite {
+	var baseline *session.TrialSummary
+	for i := range req.History {
+		if h := req.History[i]; h.Rung == 0 && h.State == session.TrialCompleted && len(h.Metrics) > 0 {
+			baseline = &req.History[i]
+			break
+		}
+	}
+	if baseline == nil {
+		return nil
+	}
+	floors := req.Floors
+	if floors == nil {
+		floors = session.DefaultFloors()
+	}
+	objective := req.Objective
+	if objective == nil {
+		objective = session.DefaultObjectiveWeights()
+	}
+	dims := tpeDims(req.Space)
+	m := &composite{dims: dims, units: make([]float64, len(dims)), origin: make([]float64, len(dims)), moved: make([]int, len(dims)),
+		scorer: session.Scorer{Baseline: baseline.Metrics, Weights: objective, Floors: floors}, floors: floors}
+	for i, d := range dims {
+		m.units[i] = unit(d)
+		m.origin[i] = d.encode(d.value(baseline.Config, req.Space))
+	}
+	var obs []observation
+	finished := map[string]bool{}
+	for _, h := range req.History {
+		if h.Rung != 0 || h.State != session.TrialCompleted || len(h.Metrics) == 0 {
+			continue
+		}
+		o := observation{x: m.position(h.Config, req.Space), metrics: h.Metrics, perSeed: h.PerSeed}
+		for i, v := range o.x {
+			if v != 0 {
+				m.moved[i]++
+			}
+		}
+		obs = append(obs, o)
+		finished[configKey(h.Config)] = true
+	}
+	m.trials = len(obs)
+	var pending [][]float64
+	for _, h := range req.History {
+		if h.Rung == 0 && !h.State.Terminal() && !finished[configKey(h.Config)] {
+			pending = append(pending, m.position(h.Config, req.Space))
+			finished[configKey(h.Config)] = true
+		}
+	}
+	for _, t := range req.Tried {
+		if !t.Rejected && !finished[configKey(t.Config)] {
+			pending = append(pending, m.position(t.Config, req.Space))
+			finished[configKey(t.Config)] = true
+		}
+	}
+	declared := declarations(req.Space, dims)
+	noise := map[string]float64{}
+	for _, name := range session.MetricNames {
+		noise[name] = metricNoise(name, obs, floors, prior)
+	}
+	trust, spread := 1.0, 1.0
+	if prior.Adapt {
+		trust, spread = adaptPrior(obs, declared, floors, prior, noise)
+	}
+	m.trust, m.spread = trust, spread
+	for _, name := range session.MetricNames {
+		m0, v0 := metricPrior(name, obs, declared[name], floors, prior, trust, spread)
+		if prior.NoiseAdapt {
+			noise[name] = adaptNoise(name, obs, floors, m0, v0, noise[name])
+		}
+		if prior.MetricAdapt && len(obs) >= 4 {
+			// This metric's own spread and noise, the pair under which its trials are most likely.
+			best := math.Inf(-1)
+			measured := noise[name]
+			for _, sp := range []float64{0.5, 1, 2, 4} {
+				for _, k := range []float64{1, 1.5, 2, 3} {
+					a0, b0 := metricPrior(name, obs, declared[name], floors, prior, trust, spread*sp)
+					if ll := marginal(name, obs, floors, a0, b0, k*measured); ll > best {
+						best, m0, v0, noise[name] = ll, a0, b0, k*measured
+					}
+				}
+			}
+		}
+		f := fitMetric(name, obs, declared[name], floors, m0, v0, noise[name])
+		if len(pending) > 0 {
+			// The model's own prediction at every pending position, as an observation.
+			more := append([]observation(nil), obs...)
+			for _, x := range pending {
+				y := dot(f.mean, features(x))
+				more = append(more, observation{x: x, metrics: session.Metrics{name: fromModel(name, y)}})
+			}
+			f = fitMetric(name, more, declared[name], floors, m0, v0, noise[name])
+		}
+		m.fits = append(m.fits, f)
+	}
+	return m
+}
+
+// adaptPrior chooses how far to trust the space's declarations and how widely the other
+// effects may spread, from the trials (empirical Bayes: the pair of multipliers, of a small
+// grid, under which the trials are most likely, each metric's regression together, with a
+// mild preference for the prior as declared). On a problem whose scalars act where the
+// declarations say, the trials confirm them; where they act elsewhere, the trials say so and
+// the model stops leaning on the declarations.
+func adaptPrior(obs []observation, declared map[string][]declaration, floors session.Metrics, prior priorOptions, noise map[string]float64) (float64, float64) {
+	if len(obs) < 3 {
+		return 1, 1
+	}
+	best, bt, bs := math.Inf(-1), 1.0, 1.0
+	for _, trust := range []float64{0.25, 0.5, 1, 2} {
+		for _, spread := range []float64{0.5, 1, 2, 4} {
+			ll := -0.5*math.Pow(math.Log2(trust), 2) - 0.5*math.Pow(math.Log2(spread), 2)
+			for _, name := range session.MetricNames {
+				m0, v0 := metricPrior(name, obs, declared[name], floors, prior, trust, spread)
+				ll += marginal(name, obs, floors, m0, v0, noise[name])
+			}
+			if ll > best {
+				best, bt, bs = ll, trust, spread
+			}
+		}
+	}
+	return bt, bs
+}
+
+// adaptNoise widens a metric's noise where the trials scatter more around the model than
+// the evaluation seeds do (what the model does not capture: interactions, cliffs, a
+// shape that is not quadratic): the multiple of the measured noise, of a small grid,
+// under which the trials are most likely. Predictions then carry that doubt, and so does
+// the chance that a gate passes.
+func adaptNoise(name string, obs []observation, floors session.Metrics, m0, v0 []float64, noise float64) float64 {
+	if len(obs) < 4 {
+		return noise
+	}
+	best, pick := math.Inf(-1), noise
+	for _, k := range []float64{1, 1.5, 2, 3} {
+		if ll := marginal(name, obs, floors, m0, v0, k*noise); ll > best {
+			best, pick = ll, k*noise
+		}
+	}
+	return pick
+}
+
+// declaration is what the space declares of one dim on one metric: whether it acts on it,
+// and the sign of a step up's expected effect (-1: lowers it, 0: not known).
+type declaration struct {
+	acts bool
+	sign float64
+	// penalty: a weight whose bounds are negative; a stronger penalty is expected to cost
+	// tracking (the trade-off every locomotion reward makes).
+	penalty bool
+}
+
+// declarations reads the space's Acts per metric and dim.
+func declarations(sp *session.Space, dims []tpeDim) map[string][]declaration {
+	out := map[string][]declaration{}
+	for _, name := range session.MetricNames {
+		out[name] = make([]declaration, len(dims))
+	}
+	for i, d := range dims {
+		var metrics []string
+		sign := 0.0
+		if d.weight {
+			t, _ := sp.Term(d.name)
+			metrics, sign = t.Acts, -1 // a stronger weight (a step up in magnitude) lowers them
+		} else {
+			p, _ := sp.Param(d.name)
+			metrics = p.Acts
+			switch p.Lowers {
+			case session.LowersUp:
+				sign = -1
+			case session.LowersDown:
+				sign = 1
+			}
+		}
+		for _, name := range session.MetricNames {
+			out[name][i].penalty = d.weight && d.sign < 0
+		}
+		for _, metric := range metrics {
+			if ds, ok := out[metric]; ok {
+				ds[i].acts, ds[i].sign = true, sign
+			}
+		}
+	}
+	return out
+}
+
+// metricPrior is one metric's prior over its coefficients (means and variances), with the
+// spreads of the declared effects multiplied by trust and the others by spread.
+func metricPrior(name string, obs []observation, decl []declaration, floors session.Metrics, prior priorOptions, trust, spread float64) (m0, v0 []float64) {
+	D := len(decl)
+	p := 1 + 2*D
+	scale := 1.0
+	if name == session.MetricFallRate {
+		scale = prior.FallScale
+	}
+	m0 = make([]float64, p)
+	v0 = make([]float64, p)
+	v0[0] = 1 // the intercept: the baseline's own value, barely constrained
+	if len(obs) > 0 {
+		m0[0] = toModel(name, obs[0].metrics[name], floors)
+	}
+	tracking := name == session.MetricVelLinear || name == session.MetricVelAngular
+	for i, d := range decl {
+		lin, curv := prior.WeakSD*scale*spread, prior.WeakCurvSD*scale*spread
+		if tracking && !d.acts {
+			lin = math.Max(lin, prior.TrackSD*spread)
+			curv = math.Max(curv, prior.TrackCurvSD*spread)
+			if d.penalty {
+				m0[1+i] = prior.TrackMean * math.Min(trust, 1)
+			}
+		}
+		if d.acts {
+			lin, curv = prior.DeclaredSD*scale*trust, prior.DeclaredCurvSD*scale*trust
+			m0[1+i] = d.sign * prior.DeclaredMean * scale * math.Min(trust, 1)
+			m0[1+D+i] = prior.DeclaredCurvMean * scale * math.Min(trust, 1)
+		}
+		v0[1+i], v0[1+D+i] = lin*lin, curv*curv
+	}
+	return m0, v0
+}
+
+// marginal is the log marginal likelihood of the observations of one metric under a prior:
+// y ~ N(X m₀, X V₀ Xᵀ + σ² I).
+func marginal(name string, obs []observation, floors session.Metrics, m0, v0 []float64, noise float64) float64 {
+	n := len(obs)
+	if n == 0 {
+		return 0
+	}
+	xs := make([][]float64, n)
+	r := make([]float64, n)
+	for k, o := range obs {
+		xs[k] = features(o.x)
+		r[k] = toModel(name, o.metrics[name], floors) - dot(xs[k], m0)
+	}
+	kmat := make([][]float64, n)
+	for a := range kmat {
+		kmat[a] = make([]float64, n)
+		for b := 0; b <= a; b++ {
+			v := 0.0
+			for i := range v0 {
+				v += xs[a][i] * v0[i] * xs[b][i]
+			}
+			kmat[a][b], kmat[b][a] = v, v
+		}
+		kmat[a][a] += noise * noise
+	}
+	l := cholesky(kmat)
+	// Solve L u = r: rᵀK⁻¹r = |u|².
+	u := make([]float64, n)
+	logdet, quad := 0.0, 0.0
+	for a := 0; a < n; a++ {
+		sum := r[a]
+		for b := 0; b < a; b++ {
+			sum -= l[a][b] * u[b]
+		}
+		u[a] = sum / l[a][a]
+		quad += u[a] * u[a]
+		logdet += 2 * math.Log(l[a][a])
+	}
+	return -0.5*quad - 0.5*logdet - 0.5*float64(n)*math.Log(2*math.Pi)
+}
+
+// fitMetric is one metric's Bayesian regression: posterior precision A = V₀⁻¹ + XᵀX/σ², mean
+// A⁻¹(V₀⁻¹m₀ + Xᵀy/σ²).
+func fitMetric(name string, obs []observation, decl []declaration, floors session.Metrics, m0, v0 []float64, noise float64) metricFit {
+	D := len(decl)
+	p := 1 + 2*D
+	f := metricFit{name: name, declared: make([]bool, D), noise: noise}
+	for i, d := range decl {
+		f.declared[i] = d.acts
+	}
+	noise2 := noise * noise
+	a := make([][]float64, p)
+	b := make([]float64, p)
+	for i := range a {
+		a[i] = make([]float64, p)
+		a[i][i] = 1 / v0[i]
+		b[i] = m0[i] / v0[i]
+	}
+	for _, o := range obs {
+		x := features(o.x)
+		y := toModel(name, o.metrics[name], floors)
+		for i := 0; i < p; i++ {
+			if x[i] == 0 {
+				continue
+			}
+			b[i] += x[i] * y / noise2
+			for j := 0; j < p; j++ {
+				a[i][j] += x[i] * x[j] / noise2
+			}
+		}
+	}
+	f.cov = invertSPD(a)
+	f.mean = make([]float64, p)
+	for i := 0; i < p; i++ {
+		for j := 0; j < p; j++ {
+			f.mean[i] += f.cov[i][j] * b[j]
+		}
+	}
+	f.chol = cholesky(f.cov)
+	return f
+}
+
+// metricNoise estimates one evaluation's noise on a metric (model units) from the spread of
+// the trials' evaluation seeds: the pooled within-trial variance over the number of seeds
+// an evaluation averages, plus the floor for what the model does not capture. Without
+// several seeds it is the prior's NoiseSD.
+func metricNoise(name string, obs []observation, floors session.Metrics, prior priorOptions) float64 {
+	var ss float64
+	var dof, seeds int
+	for _, o := range obs {
+		k := len(o.perSeed)
+		if k < 2 {
+			continue
+		}
+		ys := make([]float64, k)
+		mean := 0.0
+		for i, s := range o.perSeed {
+			ys[i] = toModel(name, s.Metrics[name], floors)
+			mean += ys[i]
+		}
+		mean /= float64(k)
+		for _, y := range ys {
+			ss += (y - mean) * (y - mean)
+		}
+		dof += k - 1
+		seeds += k
+	}
+	if dof < 2 {
+		return math.Hypot(prior.NoiseSD, prior.NoiseFloor)
+	}
+	perSeed := ss / float64(dof)
+	k := float64(seeds) / float64(dof+len(obs)) // seeds per evaluation, on average
+	return math.Sqrt(perSeed/math.Max(k, 1) + prior.NoiseFloor*prior.NoiseFloor)
+}
+
+// draws returns n joint draws of every metric's coefficients ([draw][metric][coefficient])
+// and, per draw and metric, a standard normal for an evaluation's noise.
+func (m *composite) draws(rng *rand.Rand, n int) ([][][]float64, [][]float64) {
+	beta := make([][][]float64, n)
+	noise := make([][]float64, n)
+	for s := 0; s < n; s++ {
+		beta[s] = make([][]float64, len(m.fits))
+		noise[s] = make([]float64, len(m.fits))
+		for j, f := range m.fits {
+			beta[s][j] = drawCoefficients(rng, f.mean, f.chol)
+			noise[s][j] = rng.NormFloat64()
+		}
+	}
+	return beta, noise
+}
+
+// drawCoefficients is one draw from N(mean, L Lᵀ).
+func drawCoefficients(rng *rand.Rand, mean []float64, l [][]float64) []float64 {
+	p := len(mean)
+	z := make([]float64, p)
+	for i := range z {
+		z[i] = rng.NormFloat64()
+	}
+	out := append([]float64(nil), mean...)
+	for i := 0; i < p; i++ {
+		for j := 0; j <= i; j++ {
+			out[i] += l[i][j] * z[j]
+		}
+	}
+	return out
+}
+
+// predict writes into clean the metrics (in session.MetricNames order, as m.fits) at
+// features phi under one draw of the coefficients, and into noisy the same with one
+// evaluation's noise added (z: a standard normal per metric).
+func (m *composite) predict(phi []float64, beta [][]float64, z []float64, clean, noisy *[session.NumMetrics]float64) {
+	for j, f := range m.fits {
+		y := dot(beta[j], phi)
+		clean[j] = fromModel(f.name, y)
+		noisy[j] = fromModel(f.name, y+f.noise*z[j])
+	}
+}
+
+// meanMetrics returns the posterior mean's metrics at position x.
+func (m *composite) meanMetrics(x []float64) session.Metrics {
+	phi := features(x)
+	out := session.Metrics{}
+	for _, f := range m.fits {
+		out[f.name] = fromModel(f.name, dot(f.mean, phi))
+	}
+	return out
+}
+
+// configKey identifies a configuration by its values (encoding/json sorts map keys).
+func configKey(c session.RewardConfig) string {
+	b, _ := json.Marshal(c)
+	return string(b)
+}

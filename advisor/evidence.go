@@ -1,0 +1,188 @@
+package advisor
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"tunebot/session"
+)
+
+// What the sampler has learned, said in words: the rationale of its proposals, and the
+// per-metric evidence the DeepSeek prompt carries (docs/design.md §5).
+
+// metricWords names each metric as a person says it.
+var metricWords = map[string]string{
+	session.MetricVelLinear:   "linear velocity error",
+	session.MetricVelAngular:  "angular velocity error",
+	session.MetricActionAcc:   "action acceleration",
+	session.MetricOrientation: "orientation error",
+	session.MetricFallRate:    "fall rate",
+	session.MetricFootSlip:    "foot slip",
+	session.MetricPower:       "power",
+}
+
+// MetricEffect is the model's estimate of how one step up of a scalar from the base moves one
+// metric: the change of its log (about the relative change; for the fall rate, of its
+// log-odds) with its deviation, and whether the space declares that the scalar acts on it.
+type MetricEffect struct {
+	Metric   string
+	Change   float64
+	SD       float64
+	Declared bool
+}
+
+// Effect is what the sampler has learned about one scalar: the predicted change of the score
+// for one step up from the base (a ×2 of a weight's magnitude, a fifth of a param's range)
+// with its deviation, how many trials moved it, and the metrics it is estimated to move,
+// strongest first (those declared, or whose change is larger than its deviation).
+type Effect struct {
+	Name    string
+	Weight  bool
+	PerStep float64
+	SD      float64
+	Moved   int
+	Metrics []MetricEffect
+}
+
+// Effects fits the sampler's model to the request's history and returns every scalar's
+// effect estimate, in the space's order (nil before the baseline has metrics). The
+// advisor's prompt carries them, so that the language model and the sampler reason from
+// the same evidence.
+func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
+	m := fitComposite(req, s.unit, s.opts.Prior)
+	if m == nil {
+		return nil
+	}
+	rng := tpeRNG(req, samplerStream)
+	beta, z := m.draws(rng, s.opts.Draws)
+	sr := &searcher{m: m, base: m.position(req.Base, req.Space), beta: beta, z: z}
+	at := sr.scores(sr.base)
+	out := make([]Effect, len(m.dims))
+	for i, d := range m.dims {
+		up := append([]float64(nil), sr.base...)
+		up[i]++
+		diff := sr.scores(up)
+		for k := range diff {
+			diff[k] -= at[k]
+		}
+		mean, sd := session.MeanStd(diff)
+		e := Effect{Name: d.name, Weight: d.weight, PerStep: mean, SD: sd, Moved: m.moved[i]}
+		for _, f := range m.fits {
+			c, csd := f.change(i, sr.base[i], sr.base[i]+1)
+			if f.declared[i] || math.Abs(c) > csd {
+				e.Metrics = append(e.Metrics, MetricEffect{Metric: f.name, Change: c, SD: csd, Declared: f.declared[i]})
+			}
+		}
+		sort.SliceStable(e.Metrics, func(a, b int) bool { return math.Abs(e.Metrics[a].Change) > math.Abs(e.Metrics[b].Change) })
+		out[i] = e
+	}
+	return out
+}
+
+// scores returns the score at x under each of the model's draws, noise-free.
+func (s *searcher) scores(x []float64) []float64 {
+	phi := features(x)
+	out := make([]float64, len(s.beta))
+	var clean, noisy [session.NumMetrics]float64
+	for k := range s.beta {
+		s.m.predict(phi, s.beta[k], s.z[k], &clean, &noisy)
+		out[k], _ = s.m.scorer.Quick(clean)
+	}
+	return out
+}
+
+// change is the posterior mean and deviation of the metric's change (model units) when dim i
+// alone moves from position a to b.
+func (f metricFit) change(i int, a, b float64) (float64, float64) {
+	D := len(f.declared)
+	li, ci := 1+i, 1+D+i
+	dl, dc := b-a, b*b-a*a
+	mean := f.mean[li]*dl + f.mean[ci]*dc
+	v := dl*dl*f.cov[li][li] + dc*dc*f.cov[ci][ci] + 2*dl*dc*f.cov[li][ci]
+	return mean, math.Sqrt(math.Max(v, 0))
+}
+
+// explain says what candidate c moves and why: the summary, one sentence (what moves, what
+// it is expected to lower and at what cost, and what the model expects of the whole patch),
+// and the evidence, one line per move with what the model expects of it alone, on the
+// score and on each metric it moves (explainMoves' order and form).
+func (s *searcher) explain(c candidate, changes []tpeChange) (string, []string) {
+	at := s.m.meanMetrics(s.base)
+	baseScores := s.scores(s.base)
+	moves := make([]moveEvidence, len(c.moved))
+	for k, ri := range c.moved {
+		r := s.rooms[ri]
+		alone := s.scores(s.with(s.base, r, c.x[r.dim]))
+		for d := range alone {
+			alone[d] -= baseScores[d]
+		}
+		mean, sd := session.MeanStd(alone)
+		mv := moveEvidence{change: changes[k], expected: mean, sd: sd, moved: s.m.moved[r.dim]}
+		for _, f := range s.m.fits {
+			d, dsd := f.change(r.dim, s.base[r.dim], c.x[r.dim])
+			if math.Abs(d) < 0.005 && !f.declared[r.dim] {
+				continue
+			}
+			// A change of the log, said as the relative change a person reads.
+			mv.metrics = append(mv.metrics, fmt.Sprintf("%s %+.0f%% ± %.0f%%", metricWords[f.name], 100*math.Expm1(d), 100*math.Exp(d)*dsd))
+		}
+		moves[k] = mv
+	}
+	ms := rankMoves(moves)
+	evidence := make([]string, len(ms))
+	for i, m := range ms {
+		evidence[i] = m.line(s.m.trials)
+	}
+	// What the whole patch is expected to do to each metric.
+	after := s.m.meanMetrics(c.x)
+	var better, worse []string
+	for _, name := range session.MetricNames {
+		d := math.Log(after[name] / at[name])
+		switch {
+		case d < -0.01:
+			better = append(better, metricWords[name])
+		case d > 0.01:
+			worse = append(worse, metricWords[name])
+		}
+	}
+	why := "where the model expects the most"
+	if len(better) > 0 {
+		why = "to lower " + andList(better)
+		if len(worse) > 0 {
+			why += " at some cost in " + andList(worse)
+		}
+	}
+	baseMean, _ := session.MeanStd(baseScores)
+	summary := fmt.Sprintf("%s %s: the model of %s expects %+.3f ± %.3f over the base, with every gate passing in %.0f%% of its draws.",
+		capitalise(movesSentence(ms)), why, plural(s.m.trials, "trial"), c.mean-baseMean, c.sd, 100*c.pass)
+	return summary, evidence
+}
+
+// Prediction is what the model expects of a configuration: its score without noise, the
+// score's deviation over the model's draws, and the probability that every gate passes
+// once it is measured (an evaluation's noise included).
+type Prediction struct {
+	Score, SD, Pass float64
+	// MeasuredSD is the spread of the score a trial there would measure (SD and an
+	// evaluation's noise).
+	MeasuredSD float64
+	// Metrics is the model's mean of each metric there.
+	Metrics session.Metrics
+	// Trust and Spread are the multipliers of the declared and the other effects' prior
+	// spreads that the trials chose (1, 1 without SamplerPrior.Adapt).
+	Trust, Spread float64
+}
+
+// Predict fits the model to req's history and predicts configuration c; false before the
+// baseline has metrics.
+func (s *Sampler) Predict(req session.ProposalRequest, c session.RewardConfig) (Prediction, bool) {
+	m := fitComposite(req, s.unit, s.opts.Prior)
+	if m == nil {
+		return Prediction{}, false
+	}
+	beta, z := m.draws(tpeRNG(req, samplerStream), s.opts.Draws)
+	sr := &searcher{m: m, beta: beta, z: z}
+	a := sr.assess(m.position(c, req.Space))
+	return Prediction{Metrics: m.meanMetrics(m.position(c, req.Space)), Score: a.mean, SD: a.sd, MeasuredSD: a.measuredSD, Pass: a.pass, Trust: m.trust, Spread: m.spread}, true
+}
