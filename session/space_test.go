@@ -188,6 +188,9 @@ func TestSpaceCheckNamesEachProblem(t *testing.T) {
 		{"step max below 1", func(s *session.Space) { s.StepMax = 0.9 }, []string{"step rule 0.5×–0.9×"}},
 		{"step max infinite", func(s *session.Space) { s.StepMax = math.Inf(1) }, []string{"step rule 0.5×–+Inf×"}},
 		{"step rule 1×–1× is allowed", func(s *session.Space) { s.StepMin, s.StepMax = 1, 1 }, nil},
+		{"acts on a metric that is not one", func(s *session.Space) { s.Terms[0].Acts = []string{"speed"} }, []string{`term up: acts on "speed", which is not a metric`}},
+		{"acts on a metric twice", func(s *session.Space) { s.Params[0].Acts = []string{session.MetricPower, session.MetricPower} }, []string{"param lo: acts on mechanical_power twice"}},
+		{"lowers neither way", func(s *session.Space) { s.Params[0].Lowers = "sideways" }, []string{`param lo: lowers "sideways" must be up, down or empty`}},
 		{"several at once", func(s *session.Space) {
 			s.Terms[0].Default = 5
 			s.Terms[1].Max = 1

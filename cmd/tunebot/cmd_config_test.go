@@ -174,6 +174,8 @@ func TestConfigCheckNamesEveryBadField(t *testing.T) {
 			"reward_space.term pose: default 3 outside [0, 2.5]",
 			`reward_space.term "pose": empty or repeated name`,
 			"reward_space.term drift: bounds [-1, 1] cross zero",
+			`reward_space.term drift: acts on "speed", which is not a metric`,
+			`reward_space.param pose.walking_threshold: lowers "sideways" must be up, down or empty`,
 			"reward_space.order: unknown param pose.running_threshold",
 			"reward_space.max_changes must be at least 1",
 			"reward_space.step rule 0×–2×",
