@@ -38,9 +38,6 @@ type priorOptions struct {
 	// TrackSD is the spread of any scalar's effect on the velocity errors (every term may
 	// cost tracking), and TrackMean the mean cost per step of a stronger penalty there.
 	TrackSD, TrackMean float64
-	// TrackCurvSD is the spread of any scalar's curvature on the velocity errors: a
-	// penalty often costs tracking only past some strength, a kink a line cannot follow.
-	TrackCurvSD float64
 	// FallScale multiplies every spread and mean on the fall rate, whose log-odds move more
 	// than the other metrics' logs (a cliff is several log-odds per step).
 	FallScale float64
@@ -68,7 +65,6 @@ func (p priorOptions) withDefaults() priorOptions {
 	def(&p.DeclaredCurvSD, 0.04)
 	def(&p.WeakSD, 0.02)
 	def(&p.WeakCurvSD, 0.01)
-	def(&p.TrackCurvSD, 0.03)
 	def(&p.TrackSD, 0.04)
 	def(&p.TrackMean, 0.02)
 	def(&p.FallScale, 3)
@@ -366,7 +362,6 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 		lin, curv := prior.WeakSD*scale*spread, prior.WeakCurvSD*scale*spread
 		if tracking && !d.acts {
 			lin = math.Max(lin, prior.TrackSD*spread)
-			curv = math.Max(curv, prior.TrackCurvSD*spread)
 			if d.penalty {
 				m0[1+i] = prior.TrackMean * math.Min(trust, 1)
 			}

@@ -19,10 +19,10 @@ type SamplerOptions struct {
 	ParamStep, WeightStep float64
 	// Prior is the composite model's prior (composite.go).
 	Prior SamplerPrior
-	// Beta weighs the score's spread in the acquisition, mean + Beta·sd (default 1), until
-	// ExploitAfter finished rung-0 trials; from then on a proposal follows the model's mean,
-	// so the last trials of a session, the ones successive halving picks from, build on
-	// what was learned (default 7; negative: never).
+	// Beta weighs the score's spread in the acquisition, mean + Beta·sd, until ExploitAfter
+	// finished rung-0 trials, and the mean alone from then on (default 0: the mean alone
+	// throughout; an upper confidence bound, Beta 0.5 or 1 until the 7th trial, measured no
+	// better on the tuning surfaces of either family, bench/sampler/README.md).
 	Beta         float64
 	ExploitAfter int
 	// MinPass is the least predicted probability that every gate passes for a candidate to
@@ -31,8 +31,8 @@ type SamplerOptions struct {
 	// Candidates is the number of candidate patches drawn per proposal (default 300) and
 	// Draws the number of the model's draws each is assessed on (default 48).
 	Candidates, Draws int
-	// RadiusStart is the trust region's first radius in unit steps (default 0.5), halved
-	// after RadiusFails trials in a row that did not improve on the best (default 2) and
+	// RadiusStart is the trust region's first radius in unit steps (default 0.7), halved
+	// after RadiusFails trials in a row that did not improve on the best (default 3) and
 	// doubled after one that did, up to a full step.
 	RadiusStart float64
 	RadiusFails int
@@ -84,9 +84,7 @@ func NewSampler(opts SamplerOptions) *Sampler {
 		opts.WeightStep = 2
 	}
 	opts.Prior = opts.Prior.withDefaults()
-	if opts.Beta == 0 {
-		opts.Beta = 1
-	}
+	opts.Beta = math.Max(opts.Beta, 0)
 	if opts.ExploitAfter == 0 {
 		opts.ExploitAfter = 7
 	}
@@ -100,10 +98,10 @@ func NewSampler(opts SamplerOptions) *Sampler {
 		opts.Draws = 48
 	}
 	if opts.RadiusStart <= 0 {
-		opts.RadiusStart = 0.5
+		opts.RadiusStart = 0.7
 	}
 	if opts.RadiusFails <= 0 {
-		opts.RadiusFails = 2
+		opts.RadiusFails = 3
 	}
 	if opts.ScreenChanges <= 0 {
 		opts.ScreenChanges = 12

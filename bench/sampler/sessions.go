@@ -541,7 +541,6 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.Float64Var(&opts.Prior.WeakSD, "weak-sd", 0, "tunebot: SamplerPrior.WeakSD")
 	fs.Float64Var(&opts.Prior.WeakCurvSD, "weak-curv-sd", 0, "tunebot: SamplerPrior.WeakCurvSD")
 	fs.Float64Var(&opts.Prior.TrackSD, "track-sd", 0, "tunebot: SamplerPrior.TrackSD")
-	fs.Float64Var(&opts.Prior.TrackCurvSD, "track-curv-sd", 0, "tunebot: SamplerPrior.TrackCurvSD")
 	fs.Float64Var(&opts.Prior.TrackMean, "track-mean", 0, "tunebot: SamplerPrior.TrackMean")
 	fs.Float64Var(&opts.Prior.FallScale, "fall-scale", 0, "tunebot: SamplerPrior.FallScale")
 	fs.Float64Var(&opts.Prior.NoiseFloor, "noise-floor", 0, "tunebot: SamplerPrior.NoiseFloor")
