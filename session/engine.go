@@ -326,6 +326,13 @@ func (e *Engine) Pause(ctx context.Context, id string, by Actor) (Session, error
 	}
 	e.audit(ctx, id, "pause", by, nil)
 	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: s.Message})
+	// A worker that waits on a promotion review's clock takes the pause in now and leaves,
+	// instead of when the clock runs out.
+	e.mu.Lock()
+	if w, ok := e.workers[id]; ok {
+		wakeLocked(w)
+	}
+	e.mu.Unlock()
 	e.bump()
 	return s, nil
 }

@@ -265,7 +265,11 @@ func unattended(ctx context.Context, e *env, eng *session.Engine, id string) (s 
 	if s.State == session.StateAwaitingApproval {
 		if p, err := eng.Pause(ctx, id, console.User); err == nil {
 			s = p
-			fmt.Fprintf(e.stderr, "input has ended and nobody is left to decide: session %s is paused; its proposals wait for --resume\n", session.Short(id))
+			waits := "its proposals wait"
+			if _, review := s.OpenReview(); review {
+				waits = "its promotion plan waits"
+			}
+			fmt.Fprintf(e.stderr, "input has ended and nobody is left to decide: session %s is paused; %s for --resume\n", session.Short(id), waits)
 		} else if !errors.Is(err, session.ErrConflict) {
 			fmt.Fprintln(e.stderr, "tunebot:", err)
 		}
