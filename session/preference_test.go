@@ -286,28 +286,7 @@ func TestPromotionReview(t *testing.T) {
 func TestPromotionReviewSurvivesACrash(t *testing.T) {
 	a := newHarness(t, t.TempDir())
 	ctx := context.Background()
-	st := settings(session.ModeApproval)
-	hour := time.Hour
-	st.PromotionReview = &hour
-	st.TrialCount, st.Promote = 4, nil
-	st.Normalize()
-	s, err := a.eng.Start(ctx, st, console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		s = a.waitFor(s.ID, func(s session.Session) bool {
-			_, review := s.OpenReview()
-			ps, _ := a.db.Proposals(ctx, s.ID)
-			return review || slices.ContainsFunc(ps, func(p session.Proposal) bool { return p.State == session.ProposalPending })
-		})
-		if _, ok := s.OpenReview(); ok {
-			break
-		}
-		if _, err := a.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: console}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := a.reviewWaiting()
 	if s.State != session.StateAwaitingApproval || !strings.Contains(s.Message, "promotion review for rung 1") {
 		t.Fatalf("approval mode waits for the review: %s %q", s.State, s.Message)
 	}
@@ -374,6 +353,36 @@ func TestPlanText(t *testing.T) {
 	}
 }
 
+// reviewWaiting starts an approval-mode session of 4 trials whose promotion review waits an
+// hour, approves each proposal, and returns it once rung 1's plan waits, its worker settled
+// on the review's clock.
+func (h *harness) reviewWaiting() session.Session {
+	h.t.Helper()
+	ctx := context.Background()
+	st := settings(session.ModeApproval)
+	hour := time.Hour
+	st.PromotionReview = &hour
+	st.TrialCount, st.Promote = 4, nil
+	st.Normalize()
+	s, err := h.eng.Start(ctx, st, console)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for {
+		s = h.waitFor(s.ID, func(s session.Session) bool {
+			_, review := s.OpenReview()
+			ps, _ := h.db.Proposals(ctx, s.ID)
+			return review && h.eng.Settled(s.ID) || slices.ContainsFunc(ps, func(p session.Proposal) bool { return p.State == session.ProposalPending })
+		})
+		if _, ok := s.OpenReview(); ok {
+			return s
+		}
+		if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: console}); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
 // A promotion review that waits on its clock (approval mode) is settled: only people or the
 // clock move it on. Go unsettles it at once, before its worker has planned again; a pause
 // makes the worker leave at once instead of at the clock, the session paused.
@@ -382,27 +391,7 @@ func TestPromotionReviewSettledAndPaused(t *testing.T) {
 		t.Run(action, func(t *testing.T) {
 			h := newHarness(t, t.TempDir())
 			ctx := context.Background()
-			st := settings(session.ModeApproval)
-			hour := time.Hour
-			st.PromotionReview = &hour
-			st.TrialCount, st.Promote = 4, nil
-			st.Normalize()
-			s, err := h.eng.Start(ctx, st, console)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for {
-				s = h.waitFor(s.ID, func(s session.Session) bool {
-					_, review := s.OpenReview()
-					return review && h.eng.Settled(s.ID) || s.State == session.StateAwaitingApproval && !h.eng.Running(s.ID)
-				})
-				if _, ok := s.OpenReview(); ok {
-					break
-				}
-				if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: console}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := h.reviewWaiting()
 			if s.State != session.StateAwaitingApproval || !h.eng.Running(s.ID) {
 				t.Fatalf("the review: %s, worker running %v; want its worker waiting on the clock", s.State, h.eng.Running(s.ID))
 			}

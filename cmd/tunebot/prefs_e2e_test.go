@@ -39,18 +39,8 @@ type terminal struct {
 // startTune runs tunebot with args (tune …) and env, reading what is typed().
 func startTune(t *testing.T, env []string, args ...string) *terminal {
 	t.Helper()
-	cmd := exec.Command(tunebotBin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm := &terminal{t: t, cmd: cmd, human: &syncBuffer{}, stdout: &bytes.Buffer{}, stdin: stdinW}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, tm.stdout, tm.human
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
+	tm := &terminal{t: t, human: &syncBuffer{}, stdout: &bytes.Buffer{}}
+	tm.cmd, tm.stdin = startPiped(t, args, env, tm.stdout, tm.human)
 	return tm
 }
 
@@ -161,25 +151,36 @@ func TestPreferencesAndPromotionReviewInTheTerminal(t *testing.T) {
 	}
 }
 
-// A tune killed (kill -9) while its promotion plan waits for a person's go: tune --resume
-// shows the plan again, the review resumes where it was, and go goes on (issue 23).
-func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
-	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [20, 40, 60]\n", prefsScript...)
-	env := []string{"DEEPSEEK_API_KEY=" + testKey}
-	tm := startTune(t, env, "tune", "--config", cfg, "--json", "--mode", "approval")
+// rung1Plan is the plan tuneToReview's session waits on.
+const rung1Plan = "promotion review for rung 1: trials 2, 3, 1 and the baseline go to 40 iterations"
+
+// tuneToReview runs tune in approval mode (4 trials, DeepSeek's prefsScript), approves its
+// proposals and returns once rung 1's plan (rung1Plan) waits for a person's go, with the
+// config and environment to resume it with.
+func tuneToReview(t *testing.T) (tm *terminal, cfg string, env []string) {
+	t.Helper()
+	_, cfg = advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [20, 40, 60]\n", prefsScript...)
+	env = []string{"DEEPSEEK_API_KEY=" + testKey}
+	tm = startTune(t, env, "tune", "--config", cfg, "--json", "--mode", "approval")
 	for seq := 1; seq <= 3; seq++ {
 		tm.see(fmt.Sprintf("proposal %d", seq), fmt.Sprintf("type: approve %d ", seq))
 		tm.typed(fmt.Sprintf("approve %d", seq))
 	}
-	const plan = "promotion review for rung 1: trials 2, 3, 1 and the baseline go to 40 iterations"
-	tm.see("the plan", plan)
+	tm.see("the plan", rung1Plan)
+	return tm, cfg, env
+}
+
+// A tune killed (kill -9) while its promotion plan waits for a person's go: tune --resume
+// shows the plan again, the review resumes where it was, and go goes on (issue 23).
+func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
+	tm, cfg, env := tuneToReview(t)
 	if err := tm.cmd.Process.Kill(); err != nil { // SIGKILL: nothing is cleaned up
 		t.Fatal(err)
 	}
 	_ = tm.cmd.Wait()
 
 	tm = startTune(t, env, "tune", "--config", cfg, "--json", "--resume")
-	tm.see("the plan shown again", plan)
+	tm.see("the plan shown again", rung1Plan)
 	tm.typed("go")
 	tm.see("rung 2's plan", "promotion review for rung 2:")
 	tm.typed("go")
@@ -200,14 +201,7 @@ func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
 // exits 3 with the --resume line, rather than when the plan's 15 minutes run out; tune
 // --resume goes on from the plan.
 func TestEndOfInputDuringPromotionReview(t *testing.T) {
-	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [20, 40, 60]\n", prefsScript...)
-	env := []string{"DEEPSEEK_API_KEY=" + testKey}
-	tm := startTune(t, env, "tune", "--config", cfg, "--json", "--mode", "approval")
-	for seq := 1; seq <= 3; seq++ {
-		tm.see(fmt.Sprintf("proposal %d", seq), fmt.Sprintf("type: approve %d ", seq))
-		tm.typed(fmt.Sprintf("approve %d", seq))
-	}
-	tm.see("the plan", "promotion review for rung 1: trials 2, 3, 1 and the baseline go to 40 iterations")
+	tm, cfg, env := tuneToReview(t)
 	tm.stdin.Close()
 	code, sum := tm.end()
 	if code != 3 || sum.State != session.StatePaused || !strings.Contains(tm.human.String(), "continue it with: tunebot tune --resume --config "+cfg) {
@@ -223,7 +217,7 @@ func TestEndOfInputDuringPromotionReview(t *testing.T) {
 	}
 
 	tm = startTune(t, env, "tune", "--config", cfg, "--json", "--resume")
-	tm.see("the plan shown again", "promotion review for rung 1: trials 2, 3, 1 and the baseline go to 40 iterations")
+	tm.see("the plan shown again", rung1Plan)
 	tm.typed("go")
 	tm.see("rung 2's plan", "promotion review for rung 2:")
 	tm.typed("go")
