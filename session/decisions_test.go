@@ -326,3 +326,54 @@ func TestApprovalWhilePausedRunsOnResume(t *testing.T) {
 		t.Fatalf("decision announcements %q, want [%q]", texts.texts, want)
 	}
 }
+
+// A session's worker is settled only once it has taken in every decision: one that lands
+// as the worker leaves is recorded at once, but the state as stored still says
+// awaiting_approval until the worker has started the trial, and whoever acts on a session
+// that waits for people (tune once its input has ended) must not take that state for the
+// truth. Once the trial ran and the next proposal waits, the worker has left: settled.
+func TestSettledOnlyOnceTheWorkerTookTheDecisionIn(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	gate := make(chan struct{})
+	h.tr.trainGate[session.TrialRef{Number: 1, Rung: 0}] = gate
+	type look struct {
+		state   session.State
+		settled bool
+		err     error
+	}
+	var once sync.Once
+	inWindow := make(chan look, 1)
+	session.SetBeforeWorkerExit(h.eng, func(id string) {
+		if s, err := h.db.Session(ctx, id); err != nil || s.State != session.StateAwaitingApproval {
+			return
+		}
+		once.Do(func() {
+			_, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: id, Action: session.ActionApprove, By: console})
+			s, _ := h.db.Session(ctx, id)
+			inWindow <- look{s.State, h.eng.Settled(id), err}
+		})
+	})
+	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.expect("train 0/0")
+	h.expect("eval 0/0")
+	h.expect("train 1/0") // the approval made in the exit window runs
+	if l := <-inWindow; l.err != nil || l.state != session.StateAwaitingApproval || l.settled {
+		t.Fatalf("right after the decision: %v, stored state %s, settled %v; want awaiting_approval as stored and not settled", l.err, l.state, l.settled)
+	}
+	if h.eng.Settled(s.ID) {
+		t.Fatal("settled while trial 1 trains")
+	}
+	close(gate)
+	s = h.wait(s.ID)
+	ps, err := h.db.Proposals(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.eng.Settled(s.ID) || s.State != session.StateAwaitingApproval || len(ps) != 2 || ps[1].State != session.ProposalPending {
+		t.Fatalf("after trial 1: settled %v, %s, proposals %v; want settled, waiting for proposal 2", h.eng.Settled(s.ID), s.State, proposalStates(ps))
+	}
+}

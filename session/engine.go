@@ -78,6 +78,9 @@ type worker struct {
 	again bool
 	// wake tells a worker that waits for its running jobs to plan again now (buffered 1).
 	wake chan struct{}
+	// idle is set while the worker waits between steps with no job running and no wake-up
+	// since its last step's snapshot: only people or a clock move the session (Settled).
+	idle bool
 }
 
 // NewEngine checks cfg and starts the notification dispatcher.
@@ -167,6 +170,18 @@ func (e *Engine) Running(id string) bool {
 	defer e.mu.Unlock()
 	_, ok := e.workers[id]
 	return ok
+}
+
+// Settled reports whether session id's worker has taken in every decision and wake-up so
+// far and waits for nothing but people or a clock: there is no worker, or it waits with no
+// job running (a promotion review's clock). Until then the stored state may not show a
+// decision yet: it says awaiting_approval while the worker is about to start the proposal
+// just approved. So whoever acts on a session that waits for people reads this first.
+func (e *Engine) Settled(id string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	w, ok := e.workers[id]
+	return !ok || w.idle && !w.again
 }
 
 // Wait blocks until session id has no running worker and returns it as stored: finished,
@@ -311,6 +326,13 @@ func (e *Engine) Pause(ctx context.Context, id string, by Actor) (Session, error
 	}
 	e.audit(ctx, id, "pause", by, nil)
 	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: s.Message})
+	// A worker that waits on a promotion review's clock takes the pause in now and leaves,
+	// instead of when the clock runs out.
+	e.mu.Lock()
+	if w, ok := e.workers[id]; ok {
+		wakeLocked(w)
+	}
+	e.mu.Unlock()
 	e.bump()
 	return s, nil
 }
@@ -638,11 +660,7 @@ func (e *Engine) ensureWorker(id string) {
 	e.mu.Lock()
 	if w, ok := e.workers[id]; ok || e.closed {
 		if ok {
-			w.again = true
-			select {
-			case w.wake <- struct{}{}:
-			default:
-			}
+			wakeLocked(w)
 		}
 		e.mu.Unlock()
 		return
@@ -672,6 +690,16 @@ func (e *Engine) ensureWorker(id string) {
 			return
 		}
 	}()
+}
+
+// wakeLocked tells worker w to step again: at once when it waits, else before it leaves.
+// e.mu is held.
+func wakeLocked(w *worker) {
+	w.again = true
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // stopWorker cancels the worker of id (its trainer job ends) and waits for it.
@@ -766,12 +794,22 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 			timer = time.NewTimer(time.Until(j.wakeAt))
 			due = timer.C
 		}
+		e.mu.Lock()
+		w.idle = len(j.running) == 0 && !w.again
+		idle := w.idle
+		e.mu.Unlock()
+		if idle {
+			e.bump() // Settled now holds
+		}
 		select {
 		case <-j.ended:
 		case <-w.wake:
 		case <-due:
 		case <-ctx.Done():
 		}
+		e.mu.Lock()
+		w.idle = false
+		e.mu.Unlock()
 		if timer != nil {
 			timer.Stop()
 		}

@@ -196,8 +196,10 @@ func improving(req session.ProposalRequest) (session.Suggestion, error) {
 	}
 }
 
+// triedAlready reports whether patch p, as the engine will run it (rounded), repeats a
+// configuration of req.Tried: a value a few digits away from a tried one rounds onto it.
 func triedAlready(req session.ProposalRequest, p session.Patch) bool {
-	merged := session.Merge(req.Base, p)
+	merged := session.Merge(req.Base, req.Space.Round(req.Base, p))
 	for _, t := range req.Tried {
 		if merged.Equal(t.Config) {
 			return true

@@ -137,8 +137,8 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 		if s.Settings.Preset != "" {
 			t.Source = SourcePreset
 		}
-		e.start(ctx, n, j, t, log)
-		return false, nil
+		_, err := e.startNew(ctx, n, j, t, log)
+		return false, err
 	}
 	if base.State == TrialFailed {
 		return false, fmt.Errorf("the baseline trial failed, so nothing can be scored: %s", base.Reason)
@@ -186,8 +186,9 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 			if by != nil {
 				t.PromotedBy = by(parent.Number)
 			}
-			if !e.start(ctx, n, j, t, log) {
-				return false, nil
+			started, err := e.startNew(ctx, n, j, t, log)
+			if err != nil || !started {
+				return false, err
 			}
 			n.trials = append(n.trials, t)
 		}
@@ -228,6 +229,18 @@ func (e *Engine) start(ctx context.Context, n snapshot, j *jobs, t Trial, log *s
 	return e.launch(ctx, n.s, j, t.Ref(), "starting", func(ctx context.Context, sl *slot) error {
 		return e.runTrial(ctx, n, j, sl, t, log)
 	})
+}
+
+// startNew stores trial t, new, as queued and starts it as start does. It is stored first:
+// a later step must find every trial whose job it counts as running in its snapshot, or it
+// would take one whose job ended meanwhile for a trial never started and run it again (a
+// fast job can end between that step's snapshot and its launch, which then finds the slot
+// free). One that finds no slot now starts at the next step (step 1).
+func (e *Engine) startNew(ctx context.Context, n snapshot, j *jobs, t Trial, log *slog.Logger) (bool, error) {
+	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+		return false, fmt.Errorf("saving trial: %w", err)
+	}
+	return e.start(ctx, n, j, t, log), nil
 }
 
 // startFinal runs finalist t's re-evaluation in a free slot.

@@ -649,3 +649,107 @@ func spreadImproving(req session.ProposalRequest) (session.Suggestion, error) {
 		}
 	}
 }
+
+// unseenJobStore forces the interleaving of TestAJobThatEndedUnseenIsNotStartedAgain: the
+// first rung-1 job to record its training ("held") waits; once the other rung-1 job has
+// ended, the next step's snapshot is read, and only then the held job runs to its end and
+// leaves the running set, before that step plans.
+type unseenJobStore struct {
+	configStore
+	eng *session.Engine
+
+	mu      sync.Mutex
+	held    *session.TrialRef
+	arrived chan struct{} // the held job waits
+	release chan struct{} // it goes on
+	armed   bool          // the other rung-1 job has ended: the next snapshot is the one
+	fired   bool
+	gone    chan (<-chan struct{}) // after the held job's end is stored: closed when it has left the running set
+}
+
+func (u *unseenJobStore) PutTrial(ctx context.Context, t session.Trial) error {
+	u.mu.Lock()
+	hold := u.held == nil && t.Rung == 1 && t.State == session.TrialTraining
+	if hold {
+		ref := t.Ref()
+		u.held = &ref
+	}
+	u.mu.Unlock()
+	if hold {
+		close(u.arrived)
+		select {
+		case <-u.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return u.configStore.PutTrial(ctx, t)
+}
+
+func (u *unseenJobStore) PutTrialAudited(ctx context.Context, t session.Trial, e session.AuditEntry) error {
+	err := u.configStore.PutTrialAudited(ctx, t, e)
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case u.held == nil || t.Rung != 1 || !t.State.Terminal():
+	case t.Ref() != *u.held:
+		u.armed = true
+	default:
+		// Nothing else bumps the engine until the held job has left the running set.
+		u.gone <- u.eng.Changed()
+	}
+	return err
+}
+
+func (u *unseenJobStore) Proposals(ctx context.Context, id string) ([]session.Proposal, error) {
+	u.mu.Lock()
+	fire := u.armed && !u.fired
+	u.fired = u.fired || fire
+	u.mu.Unlock()
+	if fire {
+		<-u.arrived
+		close(u.release)
+		<-<-u.gone
+	}
+	return u.configStore.Proposals(ctx, id)
+}
+
+// A step's snapshot may be read while a job it counts as running has not recorded its trial
+// yet, and that job may end before the step plans: the trial must not be taken for one
+// never started and trained again (TestFastJobsNeverRunTwice saw it about once in forty
+// runs, with two promoted trials at once). Every new trial is stored before its job starts.
+func TestAJobThatEndedUnseenIsNotStartedAgain(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	defer drain(h.tr)()
+	h.eng.Shutdown(context.Background())
+	u := &unseenJobStore{configStore: configStore{h.db}, arrived: make(chan struct{}), release: make(chan struct{}), gone: make(chan (<-chan struct{}), 1)}
+	eng, err := session.NewEngine(session.EngineConfig{Store: u, Trainer: h.tr, Advisor: h.adv, Sampler: h.sampler,
+		Space: session.DefaultSpace(), SessionsDir: filepath.Join(h.dir, "sessions"), Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.eng, h.eng = eng, eng
+	st := settings(session.ModeAutomatic)
+	st.TrialCount, st.Patience, st.Promote = 4, 4, []int{4, 2, 1}
+	st.Normalize()
+	s, err := eng.Start(context.Background(), st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s = h.wait(s.ID); s.State != session.StateSucceeded {
+		t.Fatalf("state %s (%s)", s.State, s.Reason)
+	}
+	u.mu.Lock()
+	fired := u.fired
+	u.mu.Unlock()
+	if !fired {
+		t.Fatal("the interleaving was not forced: no snapshot was read with the held job unrecorded")
+	}
+	h.tr.mu.Lock()
+	defer h.tr.mu.Unlock()
+	for ref, n := range h.tr.trains {
+		if n != 1 {
+			t.Errorf("trial %s trained %d times", ref, n)
+		}
+	}
+}

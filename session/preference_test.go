@@ -286,28 +286,7 @@ func TestPromotionReview(t *testing.T) {
 func TestPromotionReviewSurvivesACrash(t *testing.T) {
 	a := newHarness(t, t.TempDir())
 	ctx := context.Background()
-	st := settings(session.ModeApproval)
-	hour := time.Hour
-	st.PromotionReview = &hour
-	st.TrialCount, st.Promote = 4, nil
-	st.Normalize()
-	s, err := a.eng.Start(ctx, st, console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		s = a.waitFor(s.ID, func(s session.Session) bool {
-			_, review := s.OpenReview()
-			ps, _ := a.db.Proposals(ctx, s.ID)
-			return review || slices.ContainsFunc(ps, func(p session.Proposal) bool { return p.State == session.ProposalPending })
-		})
-		if _, ok := s.OpenReview(); ok {
-			break
-		}
-		if _, err := a.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: console}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := a.reviewWaiting()
 	if s.State != session.StateAwaitingApproval || !strings.Contains(s.Message, "promotion review for rung 1") {
 		t.Fatalf("approval mode waits for the review: %s %q", s.State, s.Message)
 	}
@@ -371,5 +350,78 @@ func TestPlanText(t *testing.T) {
 		if got := session.PlanText(tt.plan, 900); got != tt.want {
 			t.Errorf("%v: %q, want %q", tt.plan, got, tt.want)
 		}
+	}
+}
+
+// reviewWaiting starts an approval-mode session of 4 trials whose promotion review waits an
+// hour, approves each proposal, and returns it once rung 1's plan waits, its worker settled
+// on the review's clock.
+func (h *harness) reviewWaiting() session.Session {
+	h.t.Helper()
+	ctx := context.Background()
+	st := settings(session.ModeApproval)
+	hour := time.Hour
+	st.PromotionReview = &hour
+	st.TrialCount, st.Promote = 4, nil
+	st.Normalize()
+	s, err := h.eng.Start(ctx, st, console)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for {
+		s = h.waitFor(s.ID, func(s session.Session) bool {
+			_, review := s.OpenReview()
+			ps, _ := h.db.Proposals(ctx, s.ID)
+			return review && h.eng.Settled(s.ID) || slices.ContainsFunc(ps, func(p session.Proposal) bool { return p.State == session.ProposalPending })
+		})
+		if _, ok := s.OpenReview(); ok {
+			return s
+		}
+		if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: console}); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// A promotion review that waits on its clock (approval mode) is settled: only people or the
+// clock move it on. Go unsettles it at once, before its worker has planned again; a pause
+// makes the worker leave at once instead of at the clock, the session paused.
+func TestPromotionReviewSettledAndPaused(t *testing.T) {
+	for _, action := range []string{"go", "pause"} {
+		t.Run(action, func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			ctx := context.Background()
+			s := h.reviewWaiting()
+			if s.State != session.StateAwaitingApproval || !h.eng.Running(s.ID) {
+				t.Fatalf("the review: %s, worker running %v; want its worker waiting on the clock", s.State, h.eng.Running(s.ID))
+			}
+			switch action {
+			case "go":
+				gate := make(chan struct{})
+				rv, _ := s.OpenReview()
+				for _, n := range rv.Plan {
+					h.tr.trainGate[session.TrialRef{Number: n, Rung: 1}] = gate
+				}
+				if _, _, err := h.eng.Review(ctx, session.ReviewRequest{SessionID: s.ID, Action: session.ReviewGo, By: console}); err != nil {
+					t.Fatal(err)
+				}
+				if h.eng.Settled(s.ID) {
+					t.Fatal("settled right after go: the promotions have yet to start")
+				}
+				close(gate)
+				h.waitFor(s.ID, func(s session.Session) bool { // rung 2's review, on its clock
+					rv, ok := s.OpenReview()
+					return ok && rv.Rung == 2 && h.eng.Settled(s.ID)
+				})
+			case "pause":
+				if _, err := h.eng.Pause(ctx, s.ID, console); err != nil {
+					t.Fatal(err)
+				}
+				// The review waits an hour: the worker leaves on the pause, not at the clock.
+				if s = h.wait(s.ID); s.State != session.StatePaused {
+					t.Fatalf("after the pause: %s, want paused", s.State)
+				}
+			}
+		})
 	}
 }

@@ -346,6 +346,7 @@ func (e *Engine) reviewPlan(ctx context.Context, n *snapshot, j *jobs, rung int)
 		return promoted(*n, rung), false, nil // promoted before reviews existed
 	}
 	now := time.Now().UTC()
+	shown := false // the plan was posted by this step
 	if rv == nil {
 		if rung == 1 {
 			e.expireCards(ctx, s.ID) // rung 0 ended
@@ -377,6 +378,7 @@ func (e *Engine) reviewPlan(ctx context.Context, n *snapshot, j *jobs, rung int)
 		e.audit(ctx, s.ID, "promotion_plan", System, map[string]any{"rung": rung, "plan": rv.Plan, "until": rv.Until})
 		cur := *rv
 		e.notify(Event{Kind: EventReview, Session: s2, Review: &cur, Text: ReviewLine(s2, cur)})
+		shown = true
 	}
 	if !rv.Done && !now.Before(rv.Until) {
 		s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
@@ -403,8 +405,15 @@ func (e *Engine) reviewPlan(ctx context.Context, n *snapshot, j *jobs, rung int)
 			state = StateAwaitingApproval
 		}
 		if s.State != state || s.Message != msg {
-			if _, err := e.setState(ctx, s.ID, state, msg, nil); err != nil {
+			s2, err := e.setState(ctx, s.ID, state, msg, nil)
+			if err != nil {
 				return nil, false, err
+			}
+			if s.State != state && !shown {
+				// Back to waiting on the plan (resumed after a pause): it is shown again,
+				// as a resumed session's waiting proposals are.
+				cur := *rv
+				e.notify(Event{Kind: EventReview, Session: s2, Review: &cur, Text: msg})
 			}
 			e.bump()
 		}

@@ -89,6 +89,11 @@ func (e *Engine) checkGPUs(st Settings) error {
 func (e *Engine) runningRefs(j *jobs) map[TrialRef]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	return runningLocked(j)
+}
+
+// runningLocked is runningRefs with e.mu held.
+func runningLocked(j *jobs) map[TrialRef]bool {
 	out := make(map[TrialRef]bool, len(j.running))
 	for r := range j.running {
 		out[r] = true
@@ -123,11 +128,7 @@ func (e *Engine) beginStep(j *jobs) map[TrialRef]bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	clear(j.launched)
-	out := make(map[TrialRef]bool, len(j.running))
-	for r := range j.running {
-		out[r] = true
-	}
-	return out
+	return runningLocked(j)
 }
 
 // freeFor is how many more jobs a step planning from snapshot n may start (see busy).

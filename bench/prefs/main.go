@@ -25,9 +25,9 @@ import (
 	"sync"
 
 	"tunebot/advisor"
+	"tunebot/bench/internal/memsim"
 	"tunebot/session"
 	"tunebot/store"
-	"tunebot/trainer"
 	"tunebot/trainer/sim"
 )
 
@@ -257,7 +257,7 @@ func runSession(ctx context.Context, dir string, seed int64, rep int, weight flo
 	sp := session.DefaultSpace()
 	p := &person{inner: advisor.NewSampler(advisor.SamplerOptions{}), space: sp,
 		rng: rand.New(rand.NewPCG(uint64(seed), uint64(rep)+0x9e3779b9))}
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memTrainer{surf: surf, rep: rep}, Sampler: p,
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memsim.Trainer{Surf: surf, Rep: rep}, Sampler: p,
 		Space: sp, SessionsDir: filepath.Join(dir, "sessions")})
 	if err != nil {
 		return r, err
@@ -301,56 +301,6 @@ func runSession(ctx context.Context, dir string, seed int64, rep int, weight flo
 	r.Gain, r.Utility = gain, utility(sp, pre.Config)
 	return r, nil
 }
-
-// memTrainer is the sim trainer in-process, as in bench/sampler (sessions.go): the same
-// surface and evaluation as sim-eval, without subprocesses and event files; a checkpoint is
-// a small JSON file the promoted trials resume from. Evaluation seeds are offset by
-// rep*1000, so each repetition is another realisation of the noise.
-type memTrainer struct {
-	trainer.Layout
-	surf *sim.Surface
-	rep  int
-}
-
-type memCheckpoint struct {
-	Config    session.RewardConfig `json:"config"`
-	Iteration int                  `json:"iteration"`
-}
-
-func (m memTrainer) Train(_ context.Context, job session.TrainJob, _ session.JobHooks) (session.TrainResult, error) {
-	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
-		return session.TrainResult{}, err
-	}
-	path := filepath.Join(job.RunDir, fmt.Sprintf("model_%d.pt", job.Target))
-	data, err := json.Marshal(memCheckpoint{Config: job.Config, Iteration: job.Target})
-	if err != nil {
-		return session.TrainResult{}, err
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return session.TrainResult{}, err
-	}
-	return session.TrainResult{Checkpoint: path, Iteration: job.Target, Policy: path}, nil
-}
-
-func (m memTrainer) Evaluate(_ context.Context, job session.EvalJob, _ session.JobHooks) (session.Evaluation, error) {
-	data, err := os.ReadFile(job.Checkpoint)
-	if err != nil {
-		return session.Evaluation{}, err
-	}
-	var ck memCheckpoint
-	if err := json.Unmarshal(data, &ck); err != nil {
-		return session.Evaluation{}, err
-	}
-	seeds := make([]int, len(job.Seeds))
-	for i, s := range job.Seeds {
-		seeds[i] = s + 1000*m.rep
-	}
-	ev := m.surf.Evaluation(ck.Config, ck.Iteration, seeds)
-	ev.Task, ev.Checkpoint = job.Settings.Task, filepath.Base(job.Checkpoint)
-	return ev, nil
-}
-
-func (memTrainer) EndOrphan(context.Context, session.Proc) error { return nil }
 
 // report prints, per weight, the medians of the shipped configuration's score and utility,
 // the cards asked and answered, and against preferences off the paired differences with a

@@ -12,6 +12,7 @@ import (
 	"sort"
 
 	"tunebot/advisor"
+	"tunebot/bench/internal/memsim"
 	"tunebot/session"
 	"tunebot/store"
 	"tunebot/trainer/sim"
@@ -102,7 +103,7 @@ func sessionTrials(ctx context.Context, dir string, m method, adv session.Adviso
 		return nil, err
 	}
 	defer db.Close()
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memTrainer{surf: surf}, Sampler: adv,
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memsim.Trainer{Surf: surf}, Sampler: adv,
 		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
 	if err != nil {
 		return nil, err

@@ -14,76 +14,15 @@ import (
 	"sync"
 
 	"tunebot/advisor"
+	"tunebot/bench/internal/memsim"
 	"tunebot/session"
 	"tunebot/store"
-	"tunebot/trainer"
 	"tunebot/trainer/sim"
 )
 
 // The held-out discipline of README.md: methods and settings are tuned on surface seeds
 // below heldOut only; the reported table uses heldOut and up.
 const heldOut = 1000
-
-// memTrainer is the sim trainer in-process: the same surface and the same evaluation
-// (sim.Surface.Evaluation, which sim-eval writes to evaluation.json), without the
-// subprocesses and event files, so that hundreds of whole sessions run in minutes. A
-// checkpoint is a small JSON file, as the engine resumes promoted trials from it.
-// Evaluation seeds are offset by rep*1000: each repetition of a session is another
-// realisation of the noise, as another training run would be.
-type memTrainer struct {
-	trainer.Layout
-	surf *sim.Surface
-	rep  int
-	// noiseFree evaluates the noise-free surface (a diagnostic: how much of the gap is the
-	// noise's, never part of the reported table).
-	noiseFree bool
-}
-
-type memCheckpoint struct {
-	Config    session.RewardConfig `json:"config"`
-	Iteration int                  `json:"iteration"`
-}
-
-func (m memTrainer) Train(_ context.Context, job session.TrainJob, _ session.JobHooks) (session.TrainResult, error) {
-	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
-		return session.TrainResult{}, err
-	}
-	path := filepath.Join(job.RunDir, fmt.Sprintf("model_%d.pt", job.Target))
-	data, err := json.Marshal(memCheckpoint{Config: job.Config, Iteration: job.Target})
-	if err != nil {
-		return session.TrainResult{}, err
-	}
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		return session.TrainResult{}, err
-	}
-	return session.TrainResult{Checkpoint: path, Iteration: job.Target, Policy: path}, nil
-}
-
-func (m memTrainer) Evaluate(_ context.Context, job session.EvalJob, _ session.JobHooks) (session.Evaluation, error) {
-	data, err := os.ReadFile(job.Checkpoint)
-	if err != nil {
-		return session.Evaluation{}, err
-	}
-	var ck memCheckpoint
-	if err := json.Unmarshal(data, &ck); err != nil {
-		return session.Evaluation{}, err
-	}
-	seeds := make([]int, len(job.Seeds))
-	for i, s := range job.Seeds {
-		seeds[i] = s + 1000*m.rep
-	}
-	ev := m.surf.Evaluation(ck.Config, ck.Iteration, seeds)
-	if m.noiseFree {
-		ev.Metrics = m.surf.Expected(ck.Config, ck.Iteration)
-		for i := range ev.PerSeed {
-			ev.PerSeed[i].Metrics = ev.Metrics
-		}
-	}
-	ev.Task, ev.Checkpoint = job.Settings.Task, filepath.Base(job.Checkpoint)
-	return ev, nil
-}
-
-func (memTrainer) EndOrphan(context.Context, session.Proc) error { return nil }
 
 // sessionResult is one whole session, one JSON line.
 type sessionResult struct {
@@ -211,7 +150,7 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 		return sessionResult{}, err
 	}
 	defer db.Close()
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memTrainer{surf: surf, rep: rep, noiseFree: noiseFree}, Sampler: adv,
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memsim.Trainer{Surf: surf, Rep: rep, NoiseFree: noiseFree}, Sampler: adv,
 		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
 	if err != nil {
 		return sessionResult{}, err

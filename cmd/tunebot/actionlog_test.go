@@ -90,13 +90,7 @@ func (c eventChan) Notify(_ context.Context, e session.Event) { c <- e }
 // The engine that tune and run build logs who started, decided, paused, resumed and
 // cancelled, through the same store it audits with.
 func TestEngineActionsAreLogged(t *testing.T) {
-	cfg := defaultConfig()
-	cfg.DataDir = filepath.Join(t.TempDir(), "data")
-	for _, argv := range [][]string{cfg.Trainer.Train, cfg.Trainer.Evaluate} {
-		for i, a := range argv {
-			argv[i] = strings.ReplaceAll(a, "{tunebot}", tunebotBin)
-		}
-	}
+	cfg := simConfig(t)
 	var buf syncBuffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	events := make(eventChan, 1000)

@@ -123,32 +123,8 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 	if err != nil {
 		return nil, err
 	}
-	lease := &trainer.Lease{}
-	train, evaluate := cfg.Trainer.templates()
-	runner, err := trainer.New(trainer.Templates{
-		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: train,
-		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: evaluate,
-		JobTimeout: cfg.Trainer.JobTimeout, EvalTimeout: cfg.Trainer.EvalTimeout, Grace: cfg.Trainer.Grace,
-		Slurm: cfg.Executor.slurm(),
-	}, lease, logger)
-	if err != nil {
-		db.Close()
-		return nil, fmt.Errorf("trainer: %w", err)
-	}
-	sampler := advisor.NewSampler(advisor.SamplerOptions{})
-	primary, err := buildAdvisor(cfg, e, db, sampler, logger)
-	if err != nil {
-		db.Close()
-		return nil, err
-	}
 	actions := actionLog{DB: db, log: logger}
-	eng, err := session.NewEngine(session.EngineConfig{
-		Store: actions, Trainer: runner, Advisor: primary, Sampler: sampler,
-		Notifier: note, Space: cfg.space(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
-		// Parallel 0 lets the engine take each session's own GPUs into account (local).
-		Parallel: cfg.Executor.Parallel, GPUsPerTrial: cfg.Executor.GPUsPerTrial,
-		LeaseGPUs: cfg.Executor.Backend == BackendLocal,
-	})
+	eng, err := newEngine(cfg, e, db, actions, logger, note)
 	if err != nil {
 		db.Close()
 		return nil, err
@@ -159,6 +135,34 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 		return nil, fmt.Errorf("recovering interrupted sessions: %w", err)
 	}
 	return &app{cfg: cfg, log: logger, db: db, engine: eng, actions: actions}, nil
+}
+
+// newEngine builds the trainer, the proposers and the engine. st is the store as the engine
+// sees it: db with every action audited (actionLog); the advisor keeps its records in db.
+func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.Logger, note session.Notifier) (*session.Engine, error) {
+	lease := &trainer.Lease{}
+	train, evaluate := cfg.Trainer.templates()
+	runner, err := trainer.New(trainer.Templates{
+		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: train,
+		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: evaluate,
+		JobTimeout: cfg.Trainer.JobTimeout, EvalTimeout: cfg.Trainer.EvalTimeout, Grace: cfg.Trainer.Grace,
+		Slurm: cfg.Executor.slurm(),
+	}, lease, logger)
+	if err != nil {
+		return nil, fmt.Errorf("trainer: %w", err)
+	}
+	sampler := advisor.NewSampler(advisor.SamplerOptions{})
+	primary, err := buildAdvisor(cfg, e, db, sampler, logger)
+	if err != nil {
+		return nil, err
+	}
+	return session.NewEngine(session.EngineConfig{
+		Store: st, Trainer: runner, Advisor: primary, Sampler: sampler,
+		Notifier: note, Space: cfg.space(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
+		// Parallel 0 lets the engine take each session's own GPUs into account (local).
+		Parallel: cfg.Executor.Parallel, GPUsPerTrial: cfg.Executor.GPUsPerTrial,
+		LeaseGPUs: cfg.Executor.Backend == BackendLocal,
+	})
 }
 
 // noProposer says why no session could start with these settings: no advisor (without

@@ -219,7 +219,14 @@ func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDo
 	inputEnded := false
 	for {
 		ch := eng.Changed()
-		s, err := eng.Store().Session(context.WithoutCancel(ctx), id)
+		var s session.Session
+		var err error
+		done := false
+		if inputEnded {
+			s, done, err = unattended(ctx, e, eng, id)
+		} else {
+			s, err = eng.Store().Session(context.WithoutCancel(ctx), id)
+		}
 		if err != nil {
 			fmt.Fprintln(e.stderr, "tunebot:", err)
 			return s, 1
@@ -227,18 +234,7 @@ func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDo
 		if !s.State.Active() {
 			return s, 0
 		}
-		if inputEnded && s.State == session.StateAwaitingApproval {
-			if p, err := eng.Pause(ctx, id, console.User); err == nil {
-				s = p
-				fmt.Fprintf(e.stderr, "input has ended and nobody is left to decide: session %s is paused; its proposals wait for --resume\n", session.Short(id))
-			} else if !errors.Is(err, session.ErrConflict) {
-				fmt.Fprintln(e.stderr, "tunebot:", err)
-			}
-		}
-		if inputEnded && !eng.Running(id) {
-			if s.State != session.StatePaused {
-				fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), s.State)
-			}
+		if done {
 			return s, 3
 		}
 		select {
@@ -251,6 +247,40 @@ func follow(ctx context.Context, e *env, eng *session.Engine, id string, stdinDo
 			stdinDone, inputEnded = nil, true
 		}
 	}
+}
+
+// unattended is one look of follow at session id once input has ended. It acts only when
+// the session's worker has settled: a decision typed just before the end has been recorded,
+// but until the worker has acted on it the stored state still says awaiting_approval (or,
+// read a moment too early, still running). A settled session that waits for a decision is
+// paused; done is true once no worker is left, and s is then the session as it stays.
+func unattended(ctx context.Context, e *env, eng *session.Engine, id string) (s session.Session, done bool, err error) {
+	// Read before the session: a worker settled before the read leaves the state read as
+	// it is (input has ended, so only a promotion review's clock can move it on).
+	settled, running := eng.Settled(id), eng.Running(id)
+	s, err = eng.Store().Session(context.WithoutCancel(ctx), id)
+	if err != nil || !settled || !s.State.Active() {
+		return s, false, err
+	}
+	if s.State == session.StateAwaitingApproval {
+		if p, err := eng.Pause(ctx, id, console.User); err == nil {
+			s = p
+			waits := "its proposals wait"
+			if _, review := s.OpenReview(); review {
+				waits = "its promotion plan waits"
+			}
+			fmt.Fprintf(e.stderr, "input has ended and nobody is left to decide: session %s is paused; %s for --resume\n", session.Short(id), waits)
+		} else if !errors.Is(err, session.ErrConflict) {
+			fmt.Fprintln(e.stderr, "tunebot:", err)
+		}
+	}
+	if running {
+		return s, false, nil // its worker waits on a clock, or leaves now that it is paused
+	}
+	if s.State != session.StatePaused {
+		fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), s.State)
+	}
+	return s, true, nil
 }
 
 // eofReader closes done when its reader reaches the end: nobody is left to type.

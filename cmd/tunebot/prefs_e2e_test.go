@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tunebot/session"
 )
 
 // prefsScript is DeepSeek's answers, one patch of the best configuration each: on the sim
@@ -36,18 +39,8 @@ type terminal struct {
 // startTune runs tunebot with args (tune …) and env, reading what is typed().
 func startTune(t *testing.T, env []string, args ...string) *terminal {
 	t.Helper()
-	cmd := exec.Command(tunebotBin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm := &terminal{t: t, cmd: cmd, human: &syncBuffer{}, stdout: &bytes.Buffer{}, stdin: stdinW}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, tm.stdout, tm.human
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
+	tm := &terminal{t: t, human: &syncBuffer{}, stdout: &bytes.Buffer{}}
+	tm.cmd, tm.stdin = startPiped(t, args, env, tm.stdout, tm.human)
 	return tm
 }
 
@@ -59,14 +52,19 @@ func (tm *terminal) see(what, want string) {
 	waitFor(tm.t, what, 60*time.Second, func() bool { return strings.Contains(tm.human.String(), want) })
 }
 
-// exit waits for tune to end well and returns its --json summary.
-func (tm *terminal) exit() summaryJSON {
+// end waits for tune to end and returns its exit status and --json summary.
+func (tm *terminal) end() (int, summaryJSON) {
 	tm.t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- tm.cmd.Wait() }()
+	code := 0
 	select {
 	case err := <-done:
-		if err != nil {
+		var ee *exec.ExitError
+		switch {
+		case errors.As(err, &ee):
+			code = ee.ExitCode()
+		case err != nil:
 			tm.t.Fatalf("tune: %v\n%s", err, tm.human.String())
 		}
 	case <-time.After(120 * time.Second):
@@ -74,6 +72,16 @@ func (tm *terminal) exit() summaryJSON {
 	}
 	var sum summaryJSON
 	lastJSON(tm.t, tm.stdout.String(), &sum)
+	return code, sum
+}
+
+// exit waits for tune to end well and returns its --json summary.
+func (tm *terminal) exit() summaryJSON {
+	tm.t.Helper()
+	code, sum := tm.end()
+	if code != 0 {
+		tm.t.Fatalf("tune exited %d:\n%s", code, tm.human.String())
+	}
 	return sum
 }
 
@@ -143,25 +151,36 @@ func TestPreferencesAndPromotionReviewInTheTerminal(t *testing.T) {
 	}
 }
 
-// A tune killed (kill -9) while its promotion plan waits for a person's go: tune --resume
-// shows the plan again, the review resumes where it was, and go goes on (issue 23).
-func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
-	_, cfg := advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [20, 40, 60]\n", prefsScript...)
-	env := []string{"DEEPSEEK_API_KEY=" + testKey}
-	tm := startTune(t, env, "tune", "--config", cfg, "--json", "--mode", "approval")
+// rung1Plan is the plan tuneToReview's session waits on.
+const rung1Plan = "promotion review for rung 1: trials 2, 3, 1 and the baseline go to 40 iterations"
+
+// tuneToReview runs tune in approval mode (4 trials, DeepSeek's prefsScript), approves its
+// proposals and returns once rung 1's plan (rung1Plan) waits for a person's go, with the
+// config and environment to resume it with.
+func tuneToReview(t *testing.T) (tm *terminal, cfg string, env []string) {
+	t.Helper()
+	_, cfg = advisorConfig(t, "session:\n  trial_count: 4\n  rungs: [20, 40, 60]\n", prefsScript...)
+	env = []string{"DEEPSEEK_API_KEY=" + testKey}
+	tm = startTune(t, env, "tune", "--config", cfg, "--json", "--mode", "approval")
 	for seq := 1; seq <= 3; seq++ {
 		tm.see(fmt.Sprintf("proposal %d", seq), fmt.Sprintf("type: approve %d ", seq))
 		tm.typed(fmt.Sprintf("approve %d", seq))
 	}
-	const plan = "promotion review for rung 1: trials 2, 3, 1 and the baseline go to 40 iterations"
-	tm.see("the plan", plan)
+	tm.see("the plan", rung1Plan)
+	return tm, cfg, env
+}
+
+// A tune killed (kill -9) while its promotion plan waits for a person's go: tune --resume
+// shows the plan again, the review resumes where it was, and go goes on (issue 23).
+func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
+	tm, cfg, env := tuneToReview(t)
 	if err := tm.cmd.Process.Kill(); err != nil { // SIGKILL: nothing is cleaned up
 		t.Fatal(err)
 	}
 	_ = tm.cmd.Wait()
 
 	tm = startTune(t, env, "tune", "--config", cfg, "--json", "--resume")
-	tm.see("the plan shown again", plan)
+	tm.see("the plan shown again", rung1Plan)
 	tm.typed("go")
 	tm.see("rung 2's plan", "promotion review for rung 2:")
 	tm.typed("go")
@@ -174,6 +193,36 @@ func TestKillDuringPromotionReviewResumesIt(t *testing.T) {
 	}
 	if sum.State != "succeeded" || rung1 != 4 {
 		t.Errorf("after the resumed review: %s with %d trials at rung 1, want succeeded with the plan's 4", sum.State, rung1)
+	}
+}
+
+// Input ends while the promotion plan waits for a person's go (approval mode): nobody is
+// left to say go, so tune pauses the session at once, as one waiting for a decision, and
+// exits 3 with the --resume line, rather than when the plan's 15 minutes run out; tune
+// --resume goes on from the plan.
+func TestEndOfInputDuringPromotionReview(t *testing.T) {
+	tm, cfg, env := tuneToReview(t)
+	tm.stdin.Close()
+	code, sum := tm.end()
+	if code != 3 || sum.State != session.StatePaused || !strings.Contains(tm.human.String(), "continue it with: tunebot tune --resume --config "+cfg) {
+		t.Fatalf("exit %d, session %s; want 3, paused, with the --resume line:\n%s", code, sum.State, tm.human.String())
+	}
+	if !strings.Contains(tm.human.String(), "is paused; its promotion plan waits for --resume") {
+		t.Errorf("tune does not say the plan waits:\n%s", tm.human.String())
+	}
+	for _, tr := range sum.Trials {
+		if tr.Rung > 0 {
+			t.Fatalf("trial %d @ rung %d started: the plan went ahead without a go", tr.Number, tr.Rung)
+		}
+	}
+
+	tm = startTune(t, env, "tune", "--config", cfg, "--json", "--resume")
+	tm.see("the plan shown again", rung1Plan)
+	tm.typed("go")
+	tm.see("rung 2's plan", "promotion review for rung 2:")
+	tm.typed("go")
+	if sum = tm.exit(); sum.State != session.StateSucceeded {
+		t.Errorf("after the resumed review: %s, want succeeded", sum.State)
 	}
 }
 

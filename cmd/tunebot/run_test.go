@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -55,20 +56,28 @@ func startDaemon(t *testing.T, cfg string, env ...string) (*exec.Cmd, *os.File, 
 // startDaemonArgs is startDaemon with the command line args (run --config FILE …).
 func startDaemonArgs(t *testing.T, args []string, env ...string) (*exec.Cmd, *os.File, *syncBuffer) {
 	t.Helper()
+	out := &syncBuffer{}
+	cmd, stdinW := startPiped(t, args, env, out, out)
+	waitFor(t, "the daemon to run", 10*time.Second, func() bool { return strings.Contains(out.String(), "tunebot is running") })
+	return cmd, stdinW, out
+}
+
+// startPiped starts tunebot with args and env, its output to stdout and stderr, reading
+// what the test writes to the returned pipe; it is killed when the test ends.
+func startPiped(t *testing.T, args, env []string, stdout, stderr io.Writer) (*exec.Cmd, *os.File) {
+	t.Helper()
 	cmd := exec.Command(tunebotBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, out, out
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdout, stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	waitFor(t, "the daemon to run", 10*time.Second, func() bool { return strings.Contains(out.String(), "tunebot is running") })
-	return cmd, stdinW, out
+	return cmd, stdinW
 }
 
 // TestRunWithConsole runs the daemon with no chat platform: the console takes /tune
