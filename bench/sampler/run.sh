@@ -34,6 +34,10 @@ for fam in $FAMILIES; do
 	# The same sampler held to the reviewable 4 changes per proposal (sampler_max_changes 0).
 	bench/out/sampler sessions -method tunebot -label tunebot-4 -sampler-max-changes 0 "${args[@]}" > "$OUT/$fam-tunebot-4.jsonl"
 	files+=("$OUT/$fam-tunebot-4.jsonl")
+	# A diagnostic, not a contender: the same sampler on noise-free evaluations (how much of
+	# the gap is the noise's).
+	bench/out/sampler sessions -method tunebot -label tunebot-noise-free -noise-free "${args[@]}" > "$OUT/$fam-tunebot-noise-free.jsonl"
+	files+=("$OUT/$fam-tunebot-noise-free.jsonl")
 	pyargs=(--binary bench/out/sampler --family "$fam" --first "$FIRST" --surfaces "$SURFACES" --reps "$REPS" --workers "$WORKERS")
 	[ -n "$TMP" ] && pyargs+=(--tmp "$TMP")
 	"$VENV/bin/python" bench/sampler/optuna_sessions.py "${pyargs[@]}" > "$OUT/$fam-optuna.jsonl"
