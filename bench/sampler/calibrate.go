@@ -46,14 +46,9 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		dir, err := os.MkdirTemp(*tmp, "tunebot-calibrate")
-		if err != nil {
-			return err
-		}
 		s := advisor.NewSampler(opts)
 		m := method{name: "tunebot", space: session.DefaultSpace()}
-		trials, err := sessionTrials(context.Background(), dir, m, s, surf, st)
-		os.RemoveAll(dir)
+		trials, err := sessionTrials(context.Background(), *tmp, m, s, surf, st)
 		if err != nil {
 			return err
 		}
@@ -80,13 +75,7 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 						seed, t.Number, p.Score, p.SD, p.MeasuredSD, p.Pass, p.Trust, p.Spread, t.Score.Total, t.Eligible(), t.Score.Reasons, z, g, diffWords(m.space, trials[0].RewardConfig, t.RewardConfig))
 				}
 			}
-			ts := session.TrialSummary{Number: t.Number, Rung: 0, Source: t.Source, State: t.State, Eligible: t.Eligible(),
-				Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
-			if t.Score != nil {
-				v := t.Score.Total
-				ts.Score = &v
-			}
-			hist = append(hist, ts)
+			hist = append(hist, summaryOf(t))
 		}
 	}
 	mz, sz := session.MeanStd(zs)
@@ -96,8 +85,25 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// sessionTrials runs one tunebot session (as runSession) and returns its trials.
-func sessionTrials(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, st session.Settings) ([]session.Trial, error) {
+// summaryOf is a finished rung-0 trial as a proposer sees it.
+func summaryOf(t session.Trial) session.TrialSummary {
+	ts := session.TrialSummary{Number: t.Number, Rung: 0, Source: t.Source, State: t.State, Eligible: t.Eligible(),
+		Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
+	if t.Score != nil {
+		v := t.Score.Total
+		ts.Score = &v
+	}
+	return ts
+}
+
+// sessionTrials runs one tunebot session (as runSession) in a store under tmp and returns
+// its trials.
+func sessionTrials(ctx context.Context, tmp string, m method, adv session.Advisor, surf *sim.Surface, st session.Settings) ([]session.Trial, error) {
+	dir, err := os.MkdirTemp(tmp, "tunebot-sampler")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
 	db, err := store.Open(filepath.Join(dir, "tunebot.db"), store.Options{})
 	if err != nil {
 		return nil, err
@@ -165,10 +171,6 @@ func cmdLearned(args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
-		dir, err := os.MkdirTemp(*tmp, "tunebot-learned")
-		if err != nil {
-			return err
-		}
 		s := advisor.NewSampler(opts)
 		m := method{name: "tunebot", space: session.DefaultSpace()}
 		var proposer session.Advisor = s
@@ -176,8 +178,7 @@ func cmdLearned(args []string, stdout io.Writer) error {
 			m.space = boxSpace()
 			proposer = halfSteps{*screen}
 		}
-		trials, err := sessionTrials(context.Background(), dir, m, proposer, surf, st)
-		os.RemoveAll(dir)
+		trials, err := sessionTrials(context.Background(), *tmp, m, proposer, surf, st)
 		if err != nil {
 			return err
 		}
@@ -188,16 +189,10 @@ func cmdLearned(args []string, stdout io.Writer) error {
 			if t.Rung != 0 {
 				continue
 			}
-			ts := session.TrialSummary{Number: t.Number, Rung: 0, Source: t.Source, State: t.State, Eligible: t.Eligible(),
-				Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
-			if t.Score != nil {
-				v := t.Score.Total
-				ts.Score = &v
-				if t.Eligible() && v > bestScore {
-					best, bestScore = t.RewardConfig, v
-				}
+			if t.Score != nil && t.Eligible() && t.Score.Total > bestScore {
+				best, bestScore = t.RewardConfig, t.Score.Total
 			}
-			hist = append(hist, ts)
+			hist = append(hist, summaryOf(t))
 		}
 		req := session.ProposalRequest{Space: m.space, Objective: st.Objective, Floors: st.Floors, History: hist, Base: best}
 		at, _ := s.Predict(req, best)
