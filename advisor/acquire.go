@@ -118,7 +118,7 @@ func (s *searcher) better(a, b assessment) bool {
 	return a.acq > b.acq
 }
 
-// move returns x with dim r moved to position to.
+// with returns x with dim r moved to position to.
 func (s *searcher) with(x []float64, r room, to float64) []float64 {
 	out := append([]float64(nil), x...)
 	out[r.dim] = to
@@ -460,67 +460,3 @@ func trustRadius(hist []session.TrialSummary, start float64, fails int) float64 
 // samplerImprove is the session's early-stop margin (docs/design.md §1): a trial improves
 // on the best when it beats it by more than this.
 const samplerImprove = 0.01
-
-// screen returns screening designs, the one most likely to pass every gate first: k
-// scalars, those the trials moved least first (ties at random), each moved step steps up or
-// down at random from the base (a term that is off is switched on).
-func (s *searcher) screen(rng *rand.Rand, k int, step float64) []candidate {
-	k = min(k, s.maxChanges, len(s.rooms))
-	var cands []candidate
-	for d := 0; d < 64; d++ {
-		order := rng.Perm(len(s.rooms))
-		sort.SliceStable(order, func(a, b int) bool {
-			return s.m.moved[s.rooms[order[a]].dim] < s.m.moved[s.rooms[order[b]].dim]
-		})
-		x := append([]float64(nil), s.base...)
-		var moved []int
-		for _, ri := range order {
-			if len(moved) == k {
-				break
-			}
-			r := s.rooms[ri]
-			to, ok := s.halfway(rng, r, step)
-			if !ok {
-				continue
-			}
-			x[r.dim] = to
-			moved = append(moved, ri)
-		}
-		if len(moved) == 0 {
-			continue
-		}
-		sort.Ints(moved)
-		c := candidate{x: x, moved: moved}
-		c.assessment = s.assess(x)
-		cands = append(cands, c)
-	}
-	sort.SliceStable(cands, func(a, b int) bool {
-		if cands[a].pass != cands[b].pass {
-			return cands[a].pass > cands[b].pass
-		}
-		return cands[a].mean > cands[b].mean
-	})
-	return cands
-}
-
-// halfway moves dim r by step steps up or down at random (the other way when a bound or a
-// constraint leaves no room; a term that is off is switched on).
-func (s *searcher) halfway(rng *rand.Rand, r room, step float64) (float64, bool) {
-	if r.off {
-		return s.target(rng, r, step, 1)
-	}
-	dirs := []float64{1, -1}
-	if rng.IntN(2) == 1 {
-		dirs = []float64{-1, 1}
-	}
-	for _, dir := range dirs {
-		if (dir > 0 && !r.dirUp) || (dir < 0 && !r.dirDown) {
-			continue
-		}
-		to := math.Min(math.Max(r.base+dir*step, r.lo), r.hi)
-		if math.Abs(to-r.base) >= step/2 {
-			return to, true
-		}
-	}
-	return 0, false
-}

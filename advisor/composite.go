@@ -45,12 +45,6 @@ type priorOptions struct {
 	// (a single evaluation seed); NoiseFloor is added in quadrature to the measured noise,
 	// for what the model does not capture (interactions, training noise).
 	NoiseSD, NoiseFloor float64
-	// Adapt lets the trials choose how far to trust the declarations (adaptPrior), and
-	// NoiseAdapt how much wider than the seeds' spread each metric's noise is (adaptNoise).
-	Adapt, NoiseAdapt bool
-	// MetricAdapt lets each metric's trials choose its own spread of the undeclared
-	// effects and its noise.
-	MetricAdapt bool
 }
 
 func (p priorOptions) withDefaults() priorOptions {
@@ -97,9 +91,6 @@ type composite struct {
 	// those whose configuration differs from the baseline's there.
 	trials int
 	moved  []int
-	// trust and spread are the multipliers of the declared and of the other effects' prior
-	// spreads the trials chose (adaptPrior).
-	trust, spread float64
 }
 
 // observation is one trial's metrics at its position.
@@ -212,34 +203,10 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 		}
 	}
 	declared := declarations(req.Space, dims)
-	noise := map[string]float64{}
 	for _, name := range session.MetricNames {
-		noise[name] = metricNoise(name, obs, floors, prior)
-	}
-	trust, spread := 1.0, 1.0
-	if prior.Adapt {
-		trust, spread = adaptPrior(obs, declared, floors, prior, noise)
-	}
-	m.trust, m.spread = trust, spread
-	for _, name := range session.MetricNames {
-		m0, v0 := metricPrior(name, obs, declared[name], floors, prior, trust, spread)
-		if prior.NoiseAdapt {
-			noise[name] = adaptNoise(name, obs, floors, m0, v0, noise[name])
-		}
-		if prior.MetricAdapt && len(obs) >= 4 {
-			// This metric's own spread and noise, the pair under which its trials are most likely.
-			best := math.Inf(-1)
-			measured := noise[name]
-			for _, sp := range []float64{0.5, 1, 2, 4} {
-				for _, k := range []float64{1, 1.5, 2, 3} {
-					a0, b0 := metricPrior(name, obs, declared[name], floors, prior, trust, spread*sp)
-					if ll := marginal(name, obs, floors, a0, b0, k*measured); ll > best {
-						best, m0, v0, noise[name] = ll, a0, b0, k*measured
-					}
-				}
-			}
-		}
-		f := fitMetric(name, obs, declared[name], floors, m0, v0, noise[name])
+		m0, v0 := metricPrior(name, obs, declared[name], floors, prior)
+		noise := metricNoise(name, obs, floors, prior)
+		f := fitMetric(name, obs, declared[name], floors, m0, v0, noise)
 		if len(pending) > 0 {
 			// The model's own prediction at every pending position, as an observation.
 			more := append([]observation(nil), obs...)
@@ -247,55 +214,11 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 				y := dot(f.mean, features(x))
 				more = append(more, observation{x: x, metrics: session.Metrics{name: fromModel(name, y)}})
 			}
-			f = fitMetric(name, more, declared[name], floors, m0, v0, noise[name])
+			f = fitMetric(name, more, declared[name], floors, m0, v0, noise)
 		}
 		m.fits = append(m.fits, f)
 	}
 	return m
-}
-
-// adaptPrior chooses how far to trust the space's declarations and how widely the other
-// effects may spread, from the trials (empirical Bayes: the pair of multipliers, of a small
-// grid, under which the trials are most likely, each metric's regression together, with a
-// mild preference for the prior as declared). On a problem whose scalars act where the
-// declarations say, the trials confirm them; where they act elsewhere, the trials say so and
-// the model stops leaning on the declarations.
-func adaptPrior(obs []observation, declared map[string][]declaration, floors session.Metrics, prior priorOptions, noise map[string]float64) (float64, float64) {
-	if len(obs) < 3 {
-		return 1, 1
-	}
-	best, bt, bs := math.Inf(-1), 1.0, 1.0
-	for _, trust := range []float64{0.25, 0.5, 1, 2} {
-		for _, spread := range []float64{0.5, 1, 2, 4} {
-			ll := -0.5*math.Pow(math.Log2(trust), 2) - 0.5*math.Pow(math.Log2(spread), 2)
-			for _, name := range session.MetricNames {
-				m0, v0 := metricPrior(name, obs, declared[name], floors, prior, trust, spread)
-				ll += marginal(name, obs, floors, m0, v0, noise[name])
-			}
-			if ll > best {
-				best, bt, bs = ll, trust, spread
-			}
-		}
-	}
-	return bt, bs
-}
-
-// adaptNoise widens a metric's noise where the trials scatter more around the model than
-// the evaluation seeds do (what the model does not capture: interactions, cliffs, a
-// shape that is not quadratic): the multiple of the measured noise, of a small grid,
-// under which the trials are most likely. Predictions then carry that doubt, and so does
-// the chance that a gate passes.
-func adaptNoise(name string, obs []observation, floors session.Metrics, m0, v0 []float64, noise float64) float64 {
-	if len(obs) < 4 {
-		return noise
-	}
-	best, pick := math.Inf(-1), noise
-	for _, k := range []float64{1, 1.5, 2, 3} {
-		if ll := marginal(name, obs, floors, m0, v0, k*noise); ll > best {
-			best, pick = ll, k*noise
-		}
-	}
-	return pick
 }
 
 // declaration is what the space declares of one dim on one metric: whether it acts on it,
@@ -342,9 +265,8 @@ func declarations(sp *session.Space, dims []tpeDim) map[string][]declaration {
 	return out
 }
 
-// metricPrior is one metric's prior over its coefficients (means and variances), with the
-// spreads of the declared effects multiplied by trust and the others by spread.
-func metricPrior(name string, obs []observation, decl []declaration, floors session.Metrics, prior priorOptions, trust, spread float64) (m0, v0 []float64) {
+// metricPrior is one metric's prior over its coefficients (means and variances).
+func metricPrior(name string, obs []observation, decl []declaration, floors session.Metrics, prior priorOptions) (m0, v0 []float64) {
 	D := len(decl)
 	p := 1 + 2*D
 	scale := 1.0
@@ -359,62 +281,21 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 	}
 	tracking := name == session.MetricVelLinear || name == session.MetricVelAngular
 	for i, d := range decl {
-		lin, curv := prior.WeakSD*scale*spread, prior.WeakCurvSD*scale*spread
+		lin, curv := prior.WeakSD*scale, prior.WeakCurvSD*scale
 		if tracking && !d.acts {
-			lin = math.Max(lin, prior.TrackSD*spread)
+			lin = math.Max(lin, prior.TrackSD)
 			if d.penalty {
-				m0[1+i] = prior.TrackMean * math.Min(trust, 1)
+				m0[1+i] = prior.TrackMean
 			}
 		}
 		if d.acts {
-			lin, curv = prior.DeclaredSD*scale*trust, prior.DeclaredCurvSD*scale*trust
-			m0[1+i] = d.sign * prior.DeclaredMean * scale * math.Min(trust, 1)
-			m0[1+D+i] = prior.DeclaredCurvMean * scale * math.Min(trust, 1)
+			lin, curv = prior.DeclaredSD*scale, prior.DeclaredCurvSD*scale
+			m0[1+i] = d.sign * prior.DeclaredMean * scale
+			m0[1+D+i] = prior.DeclaredCurvMean * scale
 		}
 		v0[1+i], v0[1+D+i] = lin*lin, curv*curv
 	}
 	return m0, v0
-}
-
-// marginal is the log marginal likelihood of the observations of one metric under a prior:
-// y ~ N(X m₀, X V₀ Xᵀ + σ² I).
-func marginal(name string, obs []observation, floors session.Metrics, m0, v0 []float64, noise float64) float64 {
-	n := len(obs)
-	if n == 0 {
-		return 0
-	}
-	xs := make([][]float64, n)
-	r := make([]float64, n)
-	for k, o := range obs {
-		xs[k] = features(o.x)
-		r[k] = toModel(name, o.metrics[name], floors) - dot(xs[k], m0)
-	}
-	kmat := make([][]float64, n)
-	for a := range kmat {
-		kmat[a] = make([]float64, n)
-		for b := 0; b <= a; b++ {
-			v := 0.0
-			for i := range v0 {
-				v += xs[a][i] * v0[i] * xs[b][i]
-			}
-			kmat[a][b], kmat[b][a] = v, v
-		}
-		kmat[a][a] += noise * noise
-	}
-	l := cholesky(kmat)
-	// Solve L u = r: rᵀK⁻¹r = |u|².
-	u := make([]float64, n)
-	logdet, quad := 0.0, 0.0
-	for a := 0; a < n; a++ {
-		sum := r[a]
-		for b := 0; b < a; b++ {
-			sum -= l[a][b] * u[b]
-		}
-		u[a] = sum / l[a][a]
-		quad += u[a] * u[a]
-		logdet += 2 * math.Log(l[a][a])
-	}
-	return -0.5*quad - 0.5*logdet - 0.5*float64(n)*math.Log(2*math.Pi)
 }
 
 // fitMetric is one metric's Bayesian regression: posterior precision A = V₀⁻¹ + XᵀX/σ², mean

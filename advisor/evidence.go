@@ -169,9 +169,6 @@ type Prediction struct {
 	MeasuredSD float64
 	// Metrics is the model's mean of each metric there.
 	Metrics session.Metrics
-	// Trust and Spread are the multipliers of the declared and the other effects' prior
-	// spreads that the trials chose (1, 1 without SamplerPrior.Adapt).
-	Trust, Spread float64
 }
 
 // Predict fits the model to req's history and predicts configuration c; false before the
@@ -184,5 +181,5 @@ func (s *Sampler) Predict(req session.ProposalRequest, c session.RewardConfig) (
 	beta, z := m.draws(tpeRNG(req, samplerStream), s.opts.Draws)
 	sr := &searcher{m: m, beta: beta, z: z}
 	a := sr.assess(m.position(c, req.Space))
-	return Prediction{Metrics: m.meanMetrics(m.position(c, req.Space)), Score: a.mean, SD: a.sd, MeasuredSD: a.measuredSD, Pass: a.pass, Trust: m.trust, Spread: m.spread}, true
+	return Prediction{Metrics: m.meanMetrics(m.position(c, req.Space)), Score: a.mean, SD: a.sd, MeasuredSD: a.measuredSD, Pass: a.pass}, true
 }

@@ -41,13 +41,6 @@ type SamplerOptions struct {
 	// one more scalar (default 0.002).
 	Ascents  int
 	MoveCost float64
-	// Screen is the number of first proposals that screen (default 0): each moves
-	// ScreenChanges scalars (default 12, at most the space's cap) by ScreenStep steps (default
-	// 0.5) up or down at random, the scalars moved least so far first, choosing among random
-	// designs the one most likely to pass every gate. Such balanced designs teach the model
-	// far more per trial than its own best guesses do.
-	Screen, ScreenChanges int
-	ScreenStep            float64
 	// Across is the share of candidates drawn across the whole region the step rule allows
 	// rather than in the trust region (default 0.5; negative: none).
 	Across float64
@@ -103,12 +96,6 @@ func NewSampler(opts SamplerOptions) *Sampler {
 	if opts.RadiusFails <= 0 {
 		opts.RadiusFails = 3
 	}
-	if opts.ScreenChanges <= 0 {
-		opts.ScreenChanges = 12
-	}
-	if opts.ScreenStep <= 0 {
-		opts.ScreenStep = 0.5
-	}
 	if opts.Ascents == 0 {
 		opts.Ascents = 3
 	}
@@ -152,12 +139,7 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 	sr := s.searcher(rng, m, req, moves)
 	rejected := rejectedDirections(req)
 	var lastErr error
-	var ranked []candidate
-	if m.trials <= s.opts.Screen {
-		ranked = sr.screen(rng, s.opts.ScreenChanges, s.opts.ScreenStep)
-	} else {
-		ranked = sr.search(rng, s.opts.Candidates)
-	}
+	ranked := sr.search(rng, s.opts.Candidates)
 	for _, c := range ranked {
 		if err := ctx.Err(); err != nil {
 			return session.Suggestion{}, err

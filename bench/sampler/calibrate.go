@@ -8,13 +8,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"sort"
 
 	"tunebot/advisor"
-	"tunebot/bench/internal/memsim"
 	"tunebot/session"
-	"tunebot/store"
 	"tunebot/trainer/sim"
 )
 
@@ -24,31 +21,17 @@ import (
 // gates) with the trial's measured score and eligibility.
 func cmdCalibrate(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("calibrate", flag.ContinueOnError)
-	first := fs.Int64("first", 1, "first surface seed (below 1000)")
-	surfaces := fs.Int("surfaces", 10, "number of surfaces")
-	family := familyFlag(fs)
-	tmp := fs.String("tmp", "", "directory for the sessions' stores")
-	settings := benchSettings(fs)
-	var opts advisor.SamplerOptions
-	samplerFlags(fs, &opts)
+	d := diagnosticFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	st, err := settings()
-	if err != nil {
 		return err
 	}
 	var zs, briers []float64
 	var predPass, actPass float64
 	var n int
-	for seed := *first; seed < *first+int64(*surfaces); seed++ {
-		surf, err := sim.NewFamilySurface(*family, seed)
-		if err != nil {
-			return err
-		}
-		s := advisor.NewSampler(opts)
+	err := d.each(func(seed int64, surf *sim.Surface, st session.Settings) error {
+		s := advisor.NewSampler(d.opts)
 		m := method{name: "tunebot", space: session.DefaultSpace()}
-		trials, err := sessionTrials(context.Background(), *tmp, m, s, surf, st)
+		trials, err := sessionTrials(context.Background(), d.tmp, m, s, surf, st)
 		if err != nil {
 			return err
 		}
@@ -71,12 +54,16 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 					actPass += act
 					n++
 					g, _ := surf.Gain(t.RewardConfig, st.Rungs[len(st.Rungs)-1], st.Objective, st.Floors)
-					fmt.Fprintf(stdout, "surface %d trial %2d: predicted %+.3f ± %.3f (measured ± %.3f) pass %.2f (trust %.2g spread %.2g), measured %+.3f eligible %v %q (z %+.1f), true gain at the top rung %+.3f: %s\n",
-						seed, t.Number, p.Score, p.SD, p.MeasuredSD, p.Pass, p.Trust, p.Spread, t.Score.Total, t.Eligible(), t.Score.Reasons, z, g, diffWords(m.space, trials[0].RewardConfig, t.RewardConfig))
+					fmt.Fprintf(stdout, "surface %d trial %2d: predicted %+.3f ± %.3f (measured ± %.3f) pass %.2f, measured %+.3f eligible %v %q (z %+.1f), true gain at the top rung %+.3f: %s\n",
+						seed, t.Number, p.Score, p.SD, p.MeasuredSD, p.Pass, t.Score.Total, t.Eligible(), t.Score.Reasons, z, g, diffWords(m.space, trials[0].RewardConfig, t.RewardConfig))
 				}
 			}
 			hist = append(hist, summaryOf(t))
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	mz, sz := session.MeanStd(zs)
 	mb, _ := session.MeanStd(briers)
@@ -96,35 +83,56 @@ func summaryOf(t session.Trial) session.TrialSummary {
 	return ts
 }
 
-// sessionTrials runs one tunebot session (as runSession) in a store under tmp and returns
+// diagnostic is what calibrate and learned share: a family's tuning surfaces, where their
+// sessions' stores go, the session settings and the sampler's options.
+type diagnostic struct {
+	first    *int64
+	surfaces *int
+	family   *sim.Family
+	tmp      string
+	settings func() (session.Settings, error)
+	opts     advisor.SamplerOptions
+}
+
+func diagnosticFlags(fs *flag.FlagSet) *diagnostic {
+	d := &diagnostic{
+		first:    fs.Int64("first", 1, "first surface seed (below 1000)"),
+		surfaces: fs.Int("surfaces", 10, "number of surfaces"),
+		family:   familyFlag(fs),
+	}
+	fs.StringVar(&d.tmp, "tmp", "", "directory for the sessions' stores")
+	d.settings = benchSettings(fs)
+	samplerFlags(fs, &d.opts)
+	return d
+}
+
+// each reads the settings (after the flags are parsed) and calls f on every surface.
+func (d *diagnostic) each(f func(seed int64, surf *sim.Surface, st session.Settings) error) error {
+	st, err := d.settings()
+	if err != nil {
+		return err
+	}
+	for seed := *d.first; seed < *d.first+int64(*d.surfaces); seed++ {
+		surf, err := sim.NewFamilySurface(*d.family, seed)
+		if err != nil {
+			return err
+		}
+		if err := f(seed, surf, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sessionTrials runs one tunebot session (playSession) in a store under tmp and returns
 // its trials.
 func sessionTrials(ctx context.Context, tmp string, m method, adv session.Advisor, surf *sim.Surface, st session.Settings) ([]session.Trial, error) {
 	dir, err := os.MkdirTemp(tmp, "tunebot-sampler")
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(dir)
-	db, err := store.Open(filepath.Join(dir, "tunebot.db"), store.Options{})
-	if err != nil {
-		return nil, err
-	}
-	defer db.Close()
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memsim.Trainer{Surf: surf}, Sampler: adv,
-		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
-	if err != nil {
-		return nil, err
-	}
-	defer eng.Shutdown(context.WithoutCancel(ctx))
-	st.Fallback = true
-	st.Seed = surf.Seed() * 10
-	s, err := eng.Start(ctx, st, session.System)
-	if err != nil {
-		return nil, err
-	}
-	if s, err = eng.Wait(ctx, s.ID); err != nil {
-		return nil, err
-	}
-	return db.Trials(ctx, s.ID)
+	_, trials, _, err := playSession(ctx, dir, m, adv, surf, 0, st, false)
+	return trials, err
 }
 
 // diffWords lists c's changes from base, a weight as its factor, a param as its new value.
@@ -149,36 +157,22 @@ func diffWords(sp *session.Space, base, c session.RewardConfig) string {
 // noise-free rung-0 score by more than 0.005), and the correlation of predicted and true gains.
 func cmdLearned(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("learned", flag.ContinueOnError)
-	first := fs.Int64("first", 1, "first surface seed (below 1000)")
-	surfaces := fs.Int("surfaces", 10, "number of surfaces")
-	family := familyFlag(fs)
-	tmp := fs.String("tmp", "", "directory for the sessions' stores")
-	settings := benchSettings(fs)
-	var opts advisor.SamplerOptions
-	samplerFlags(fs, &opts)
+	d := diagnosticFlags(fs)
 	screen := fs.Int("half-steps", 0, "propose k random half steps instead of the sampler (a screening design)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	st, err := settings()
-	if err != nil {
-		return err
-	}
 	var allRight, allN int
 	var cors, nexts []float64
-	for seed := *first; seed < *first+int64(*surfaces); seed++ {
-		surf, err := sim.NewFamilySurface(*family, seed)
-		if err != nil {
-			return err
-		}
-		s := advisor.NewSampler(opts)
+	err := d.each(func(seed int64, surf *sim.Surface, st session.Settings) error {
+		s := advisor.NewSampler(d.opts)
 		m := method{name: "tunebot", space: session.DefaultSpace()}
 		var proposer session.Advisor = s
 		if *screen > 0 {
 			m.space = boxSpace()
 			proposer = halfSteps{*screen}
 		}
-		trials, err := sessionTrials(context.Background(), *tmp, m, proposer, surf, st)
+		trials, err := sessionTrials(context.Background(), d.tmp, m, proposer, surf, st)
 		if err != nil {
 			return err
 		}
@@ -274,6 +268,10 @@ func cmdLearned(args []string, stdout io.Writer) error {
 		allRight += right
 		allN += n
 		fmt.Fprintf(stdout, "surface %d: signs right %d/%d, correlation %.2f\n", seed, right, n, c)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	mc, _ := session.MeanStd(cors)
 	sort.Float64s(nexts)

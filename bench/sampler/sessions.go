@@ -138,35 +138,47 @@ func (boxRandom) Propose(ctx context.Context, req session.ProposalRequest) (sess
 	return session.Suggestion{}, errors.New("random: no valid point of the box")
 }
 
-// runSession runs one whole session with the real engine (proposals, rung 0, successive
-// halving, final re-evaluation, the preset) on surf and scores what it ships.
-func runSession(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, settings session.Settings, attainable float64, noiseFree bool) (sessionResult, error) {
+// playSession runs one automatic session of the real engine (proposer adv, the sim trainer
+// in-process on surf, repetition rep's noise) in a store under dir, removed afterwards, and
+// returns the session, its trials, and its preset when it succeeded.
+func playSession(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, st session.Settings, noiseFree bool) (session.Session, []session.Trial, session.Preset, error) {
+	var none session.Preset
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return sessionResult{}, err
+		return session.Session{}, nil, none, err
 	}
 	defer os.RemoveAll(dir)
 	db, err := store.Open(filepath.Join(dir, "tunebot.db"), store.Options{})
 	if err != nil {
-		return sessionResult{}, err
+		return session.Session{}, nil, none, err
 	}
 	defer db.Close()
 	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memsim.Trainer{Surf: surf, Rep: rep, NoiseFree: noiseFree}, Sampler: adv,
 		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
 	if err != nil {
-		return sessionResult{}, err
+		return session.Session{}, nil, none, err
 	}
 	defer eng.Shutdown(context.WithoutCancel(ctx))
-	st := settings
 	st.Fallback = true
 	st.Seed = surf.Seed()*10 + int64(rep)
 	s, err := eng.Start(ctx, st, session.System)
 	if err != nil {
-		return sessionResult{}, err
+		return session.Session{}, nil, none, err
 	}
 	if s, err = eng.Wait(ctx, s.ID); err != nil {
-		return sessionResult{}, err
+		return session.Session{}, nil, none, err
 	}
 	trials, err := db.Trials(ctx, s.ID)
+	if err != nil || s.State != session.StateSucceeded {
+		return s, trials, none, err
+	}
+	p, err := db.Preset(ctx, s.Preset)
+	return s, trials, p, err
+}
+
+// runSession runs one whole session with the real engine (proposals, rung 0, successive
+// halving, final re-evaluation, the preset) on surf and scores what it ships.
+func runSession(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, settings session.Settings, attainable float64, noiseFree bool) (sessionResult, error) {
+	s, trials, p, err := playSession(ctx, dir, m, adv, surf, rep, settings, noiseFree)
 	if err != nil {
 		return sessionResult{}, err
 	}
@@ -186,10 +198,6 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 	}
 	if s.State != session.StateSucceeded {
 		return r, fmt.Errorf("surface %d rep %d: session ended %s: %s", surf.Seed(), rep, s.State, s.Message)
-	}
-	p, err := db.Preset(ctx, s.Preset)
-	if err != nil {
-		return r, err
 	}
 	r.Shipped = p.Trial.Number
 	top := settings.Rungs[len(settings.Rungs)-1]
@@ -495,11 +503,5 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.IntVar(&opts.RadiusFails, "radius-fails", 0, "tunebot: SamplerOptions.RadiusFails")
 	fs.Float64Var(&opts.Across, "across", 0, "tunebot: SamplerOptions.Across")
 	fs.IntVar(&opts.Ascents, "ascents", 0, "tunebot: SamplerOptions.Ascents")
-	fs.IntVar(&opts.Screen, "screen", 0, "tunebot: SamplerOptions.Screen")
-	fs.IntVar(&opts.ScreenChanges, "screen-changes", 0, "tunebot: SamplerOptions.ScreenChanges")
-	fs.Float64Var(&opts.ScreenStep, "screen-step", 0, "tunebot: SamplerOptions.ScreenStep")
 	fs.Float64Var(&opts.MoveCost, "move-cost", 0, "tunebot: SamplerOptions.MoveCost")
-	fs.BoolVar(&opts.Prior.Adapt, "adapt", false, "tunebot: SamplerPrior.Adapt")
-	fs.BoolVar(&opts.Prior.NoiseAdapt, "noise-adapt", false, "tunebot: SamplerPrior.NoiseAdapt")
-	fs.BoolVar(&opts.Prior.MetricAdapt, "metric-adapt", false, "tunebot: SamplerPrior.MetricAdapt")
 }
