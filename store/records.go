@@ -333,24 +333,30 @@ func (d *DB) Append(ctx context.Context, e session.AuditEntry) error {
 }
 
 func appendAudit(tx *bolt.Tx, e session.AuditEntry) error {
+	_, err := appendAuditSeq(tx, e)
+	return err
+}
+
+// appendAuditSeq appends e and returns its sequence number.
+func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry) (uint64, error) {
 	b := tx.Bucket(bucketAudit)
 	seq, err := b.NextSequence()
 	if err != nil {
-		return fmt.Errorf("appending to the audit log: %w", err)
+		return 0, fmt.Errorf("appending to the audit log: %w", err)
 	}
 	e.Seq = seq
 	key := u64Key(seq)
 	if err := putJSON(b, key, e); err != nil {
-		return err
+		return 0, err
 	}
 	if e.SessionID == "" {
-		return nil
+		return seq, nil
 	}
 	idx, err := subCreate(tx, bucketAuditBySes, e.SessionID)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return idx.Put(key, nil)
+	return seq, idx.Put(key, nil)
 }
 
 // Audit lists the entries of one session, or of all when sessionID is "", oldest first.

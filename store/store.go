@@ -72,21 +72,22 @@ var _ session.Store = (*DB)(nil)
 
 // Bucket names. Nested buckets keep per-session listings to one cursor walk.
 var (
-	bucketMeta       = []byte("meta")
-	bucketSessions   = []byte("sessions")
-	bucketByTime     = []byte("sessions_by_time") // created-at + id → nothing: the list views' index
-	bucketActive     = []byte("sessions_active")  // id → its key in sessions_by_time
-	bucketTrials     = []byte("trials")           // session id → trial key → Trial
-	bucketProposals  = []byte("proposals")        // session id → seq+id → Proposal
-	bucketProposalID = []byte("proposal_ids")     // session id → proposal id → key in proposals
-	bucketAudit      = []byte("audit")            // seq → AuditEntry
-	bucketAuditBySes = []byte("audit_by_session") // session id → seq → nothing
-	bucketPresets    = []byte("presets")
-	bucketSeries     = []byte("series")      // session id → trial key → tag → packed points
-	bucketOutbox     = []byte("outbox")      // id → item
-	bucketOutboxKeys = []byte("outbox_keys") // platform \x00 key → id
-	bucketChatRefs   = []byte("chat_refs")   // platform \x00 key → value
-	bucketSchedules  = []byte("schedules")   // id → Schedule
+	bucketMeta        = []byte("meta")
+	bucketSessions    = []byte("sessions")
+	bucketByTime      = []byte("sessions_by_time") // created-at + id → nothing: the list views' index
+	bucketActive      = []byte("sessions_active")  // id → its key in sessions_by_time
+	bucketTrials      = []byte("trials")           // session id → trial key → Trial
+	bucketProposals   = []byte("proposals")        // session id → seq+id → Proposal
+	bucketProposalID  = []byte("proposal_ids")     // session id → proposal id → key in proposals
+	bucketAudit       = []byte("audit")            // seq → AuditEntry
+	bucketAuditBySes  = []byte("audit_by_session") // session id → seq → nothing
+	bucketAuditCounts = []byte("audit_counts")     // window start + key → seq of the entry that counts it
+	bucketPresets     = []byte("presets")
+	bucketSeries      = []byte("series")      // session id → trial key → tag → packed points
+	bucketOutbox      = []byte("outbox")      // id → item
+	bucketOutboxKeys  = []byte("outbox_keys") // platform \x00 key → id
+	bucketChatRefs    = []byte("chat_refs")   // platform \x00 key → value
+	bucketSchedules   = []byte("schedules")   // id → Schedule
 
 	keySchema      = []byte("schema")
 	keyOutboxCount = []byte("outbox_count")
@@ -95,7 +96,7 @@ var (
 var topBuckets = [][]byte{
 	bucketMeta, bucketSessions, bucketByTime, bucketActive, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
 	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys, bucketChatRefs,
-	bucketSchedules,
+	bucketSchedules, bucketAuditCounts,
 }
 
 // Open opens or creates the data file at path, creating its directory when missing, and runs
