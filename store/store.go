@@ -28,8 +28,9 @@ import (
 // higher version was written by a newer tunebot and is refused rather than misread.
 //
 // Version 2 added the session indexes (sessions by creation time, active sessions); a
-// version 1 file gets them when it is first opened for writing.
-const SchemaVersion = 2
+// version 1 file gets them when it is first opened for writing. Version 3 added the running
+// totals the metrics read (totals.go), added up from the records the same way.
+const SchemaVersion = 3
 
 // Options tunes Open. The zero value is usable.
 type Options struct {
@@ -184,6 +185,11 @@ func (d *DB) init() error {
 		if have < 2 {
 			if err := indexSessions(tx); err != nil {
 				return fmt.Errorf("migrating to schema version 2: %w", err)
+			}
+		}
+		if have < 3 {
+			if err := storeTotals(tx); err != nil {
+				return fmt.Errorf("migrating to schema version 3: %w", err)
 			}
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, u64Key(SchemaVersion))
