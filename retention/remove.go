@@ -19,6 +19,9 @@ var beforeRemove = func(dir, rel string) {}
 // followed (the removals go on in the directory opened), and a name under it that is or
 // becomes a link out of it is refused. A link in the tree is removed, never followed.
 func remove(parent, name string, keep []string, dryRun bool) (int64, error) {
+	if parent == "" {
+		return 0, nil // no such directory configured: nothing of it to remove
+	}
 	top, err := os.OpenRoot(parent)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
