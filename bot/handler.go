@@ -362,7 +362,7 @@ func (h *Handler) refuse(ctx context.Context, in Interaction, v Verb, sid string
 	if p == "" || h.cfg.Allow.Allows(in.Platform, in.User.ID, in.Roles, p) {
 		return Reply{}, true
 	}
-	h.audit(ctx, session.AuditEntry{SessionID: sid, Kind: "refused", Actor: in.User,
+	h.auditRefusal(ctx, session.AuditEntry{SessionID: sid, Kind: "refused", Actor: in.User,
 		Detail: map[string]any{"command": string(v), "permission": string(p), "roles": in.Roles}})
 	return Reply{Private: true, Text: fmt.Sprintf("you are not allowed to %s here (%s needs the %q permission on %s); ask a tunebot operator", verbPhrase(v), v, p, in.Platform)}, false
 }

@@ -217,14 +217,14 @@ func (h *Handler) refuseAs(ctx context.Context, in Interaction, what string, p P
 	if p == "" || h.cfg.Allow.Allows(in.Platform, in.User.ID, in.Roles, p) {
 		return Reply{}, true
 	}
-	h.audit(ctx, session.AuditEntry{Kind: "refused", Actor: in.User,
+	h.auditRefusal(ctx, session.AuditEntry{Kind: "refused", Actor: in.User,
 		Detail: map[string]any{"command": what, "permission": string(p), "roles": in.Roles}})
 	return Reply{Private: true, Text: fmt.Sprintf("you are not allowed to %s here (it needs the %q permission on %s); ask a tunebot operator", what, p, in.Platform)}, false
 }
 
 // refuseConfirm audits a confirmation that is not honoured and says why, privately.
 func (h *Handler) refuseConfirm(ctx context.Context, in Interaction, verb, target, why string) Reply {
-	h.audit(ctx, session.AuditEntry{Kind: "refused", Actor: in.User,
+	h.auditRefusal(ctx, session.AuditEntry{Kind: "refused", Actor: in.User,
 		Detail: map[string]any{"command": "confirm " + verb, "target": target, "reason": why}})
 	return Reply{Private: true, Text: why}
 }

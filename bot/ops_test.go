@@ -226,10 +226,18 @@ func (f *opsFixture) refusals(t *testing.T) []session.AuditEntry {
 	var out []session.AuditEntry
 	for _, e := range all {
 		if e.Kind == "refused" {
-			out = append(out, e)
+			for range refusalCount(e) { // an entry stands for each refusal it counts
+				out = append(out, e)
+			}
 		}
 	}
 	return out
+}
+
+// refusalCount is how many refusals a coalesced "refused" entry counts.
+func refusalCount(e session.AuditEntry) int {
+	n, _ := e.Detail[session.CountKey].(float64)
+	return int(n)
 }
 
 func (f *opsFixture) branches(t *testing.T) string {

@@ -43,6 +43,12 @@ func (s *Server) act(f actFunc) http.HandlerFunc {
 			writeJSON(w, http.StatusUnauthorized, signInHint)
 			return
 		}
+		// Before anything is read or audited: a flood costs a token each and nothing more.
+		if wait := s.acts.Take(who.Platform+"/"+who.ID, s.opt.Now()); wait > 0 {
+			w.Header().Set("Retry-After", fmt.Sprint(int((wait+time.Second-1)/time.Second)))
+			writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": s.acts.SlowDown("page actions", wait)})
+			return
+		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 			writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "actions take a JSON body (Content-Type: application/json)"})
 			return
@@ -128,6 +134,13 @@ func (s *Server) decide(ctx context.Context, in bot.Interaction, body map[string
 // typed reply in the session's thread would: the same handler, allow-list, audit and one
 // decision per pair.
 func (s *Server) prefer(ctx context.Context, in bot.Interaction, body map[string]string, r *http.Request) (outcome, error) {
+	if len(r.PathValue("id")) > 100 {
+		return outcome{}, badRequest("session id is too long")
+	}
+	// The permission first: whether a card exists is not told to someone who may not answer it.
+	if out, ok := s.mayPrefer(ctx, in, r.PathValue("id")); !ok {
+		return out, nil
+	}
 	ss, err := s.lookup(ctx, r.PathValue("id"))
 	if err != nil {
 		return outcome{}, err
@@ -158,6 +171,26 @@ func (s *Server) prefer(ctx context.Context, in bot.Interaction, body map[string
 	}
 	in.Kind, in.Text, in.SessionID = bot.KindReply, strings.TrimSpace(text), ss.ID
 	return done(s.opt.Actions.Do(ctx, in)), nil
+}
+
+// refuser is what the chat handler offers an adapter that must check a permission before it
+// hands the command over (*bot.Handler has it): the refusal is audited as chat's.
+type refuser interface {
+	Refuse(ctx context.Context, in bot.Interaction, cmd bot.Command) (bot.Reply, bool)
+}
+
+// mayPrefer checks the permission to answer A/B cards in session sid; when it is missing,
+// the refusal to answer.
+func (s *Server) mayPrefer(ctx context.Context, in bot.Interaction, sid string) (outcome, bool) {
+	if rf, ok := s.opt.Actions.(refuser); ok {
+		in.SessionID = sid
+		r, ok := rf.Refuse(ctx, in, bot.Command{Verb: bot.VerbPrefer})
+		return done(r), ok
+	}
+	if s.opt.Allow.Allows(in.Platform, in.User.ID, in.Roles, bot.PermDecide) {
+		return outcome{}, true
+	}
+	return outcome{Text: fmt.Sprintf("you are not allowed to answer A/B cards here (it needs the %q permission on %s); ask a tunebot operator", bot.PermDecide, in.Platform)}, false
 }
 
 // review is go, promote N or drop N on the promotion plan that waits.

@@ -53,6 +53,9 @@ type Options struct {
 	Roles func(ctx context.Context, platform, user string) []string
 	// ReadLimit bounds each person's reads of the page (default PageReadLimit).
 	ReadLimit bot.RateLimit
+	// ActionLimit bounds each person's actions on the page, refused ones included (default
+	// PageActionLimit): a budget of their own, so reading does not use it up.
+	ActionLimit bot.RateLimit
 	// PublicURL is where people reach the page (service.public_url), used for links and
 	// as an accepted Origin; "" means the listener's own address (BaseURL).
 	PublicURL string
@@ -70,6 +73,11 @@ type Options struct {
 // inside it; a large curves answer costs more (pointsPerRead).
 var PageReadLimit = bot.RateLimit{Burst: 60, Every: 500 * time.Millisecond}
 
+// PageActionLimit bounds one person's actions on the page (approve, reject, edit, pause,
+// prefer, …): 20 at once, then one every 3 s. A person decides a proposal in minutes; a
+// script sending thousands is answered 429 without reaching the handler or the audit.
+var PageActionLimit = bot.RateLimit{Burst: 20, Every: 3 * time.Second}
+
 // Server serves the monitoring page.
 type Server struct {
 	opt   Options
@@ -78,6 +86,7 @@ type Server struct {
 	mux   *http.ServeMux
 	page  *template.Template
 	limit *bot.Limiter // each person's page reads
+	acts  *bot.Limiter // each person's page actions
 
 	doneMu sync.Mutex
 	done   map[string]int // finished sessions' rung-0 trials with a result, for their rows
@@ -100,13 +109,16 @@ func New(opt Options) (*Server, error) {
 	if opt.ReadLimit == (bot.RateLimit{}) {
 		opt.ReadLimit = PageReadLimit
 	}
+	if opt.ActionLimit == (bot.RateLimit{}) {
+		opt.ActionLimit = PageActionLimit
+	}
 	opt.PublicURL = strings.TrimRight(opt.PublicURL, "/")
 	opt.BaseURL = strings.TrimRight(opt.BaseURL, "/")
 	page, err := template.ParseFS(assets, "assets/page.html")
 	if err != nil {
 		return nil, fmt.Errorf("dashboard: %w", err)
 	}
-	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page, limit: bot.NewLimiter(opt.ReadLimit), done: map[string]int{}}
+	s := &Server{opt: opt, auth: newAuth(opt.Key, opt.Now), log: opt.Logger, mux: http.NewServeMux(), page: page, limit: bot.NewLimiter(opt.ReadLimit), acts: bot.NewLimiter(opt.ActionLimit), done: map[string]int{}}
 	s.routes()
 	return s, nil
 }

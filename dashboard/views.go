@@ -333,7 +333,7 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 	if err != nil {
 		return nil, fmt.Errorf("listing proposals: %w", err)
 	}
-	audit, err := s.opt.Store.Audit(ctx, ss.ID)
+	audit, err := session.NewestAudit(ctx, s.opt.Store, ss.ID, maxAudit)
 	if err != nil {
 		return nil, fmt.Errorf("reading the audit log: %w", err)
 	}
@@ -567,9 +567,6 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 }
 
 func auditViews(es []session.AuditEntry) []auditView {
-	if len(es) > maxAudit {
-		es = es[len(es)-maxAudit:]
-	}
 	out := make([]auditView, 0, len(es))
 	for i := len(es) - 1; i >= 0; i-- { // newest first
 		e := es[i]

@@ -365,152 +365,139 @@ func TestStoreSource(t *testing.T) {
 	}
 }
 
-// countingRecords counts what a StoreSource reads of the store.
+// countingRecords counts the sessions, trials and audit entries read through it.
 type countingRecords struct {
 	*store.DB
-	trialReads   map[string]int
-	auditRead    int
-	sessionReads int
+	reads int
 }
 
 func (c *countingRecords) Session(ctx context.Context, id string) (session.Session, error) {
-	c.sessionReads++
+	c.reads++
 	return c.DB.Session(ctx, id)
 }
 
 func (c *countingRecords) RecentSessions(ctx context.Context, cursor string, limit int) ([]session.Session, string, error) {
 	page, next, err := c.DB.RecentSessions(ctx, cursor, limit)
-	c.sessionReads += len(page)
+	c.reads += len(page)
 	return page, next, err
 }
 
 func (c *countingRecords) ActiveSessions(ctx context.Context) ([]session.Session, error) {
 	active, err := c.DB.ActiveSessions(ctx)
-	c.sessionReads += len(active)
+	c.reads += len(active)
 	return active, err
 }
 
 func (c *countingRecords) Trials(ctx context.Context, id string) ([]session.Trial, error) {
-	c.trialReads[id]++
-	return c.DB.Trials(ctx, id)
+	trials, err := c.DB.Trials(ctx, id)
+	c.reads += len(trials)
+	return trials, err
 }
 
 func (c *countingRecords) TrialOutlines(ctx context.Context, id string) ([]session.TrialOutline, error) {
-	c.trialReads[id]++
-	return c.DB.TrialOutlines(ctx, id)
+	trials, err := c.DB.TrialOutlines(ctx, id)
+	c.reads += len(trials)
+	return trials, err
+}
+
+func (c *countingRecords) Audit(ctx context.Context, id string) ([]session.AuditEntry, error) {
+	es, err := c.DB.Audit(ctx, id)
+	c.reads += len(es)
+	return es, err
 }
 
 func (c *countingRecords) AuditSince(ctx context.Context, after uint64) ([]session.AuditEntry, error) {
 	es, err := c.DB.AuditSince(ctx, after)
-	c.auditRead += len(es)
+	c.reads += len(es)
 	return es, err
 }
 
-// A daemon runs for months: each scrape reads the audit entries that are new since the last
-// one and the trials of sessions still active, and the totals stay right.
-func TestStoreSourceReadsOnlyWhatCanChange(t *testing.T) {
+// TestStoreSourceAfterARestart: a daemon restarted on a year of sessions answers its first
+// scrape from the store's running totals, reading no session, trial or audit entry, and the
+// totals stay right as sessions end, trials change and go, and the advisor is called.
+func TestStoreSourceAfterARestart(t *testing.T) {
 	ctx := context.Background()
-	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{Timeout: time.Second})
+	path := filepath.Join(t.TempDir(), "tunebot.db")
+	db, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
-	for _, s := range []session.Session{{ID: "old", State: session.StateSucceeded}, {ID: "live", State: session.StateRunning}} {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	const ended = 200
+	for i := range ended + 1 {
+		s := session.Session{ID: fmt.Sprintf("s%03d", i), State: session.StateRunning, GPUSeconds: 10, CreatedAt: t0.AddDate(0, 0, i)}
 		if err := db.CreateSession(ctx, s); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.PutTrial(ctx, session.Trial{SessionID: s.ID, Number: 0, State: session.TrialCompleted}); err != nil {
+		for n := range 2 {
+			tr := session.Trial{SessionID: s.ID, Number: n, State: session.TrialCompleted, StartedAt: t0, EndedAt: t0.Add(time.Minute)}
+			if err := db.PutTrial(ctx, tr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.Append(ctx, session.AuditEntry{SessionID: s.ID, Kind: "advisor_call", Actor: session.System,
+			Detail: map[string]any{"outcome": "ok", "usage": map[string]any{"prompt_tokens": 100}}}); err != nil {
 			t.Fatal(err)
 		}
-	}
-	call := func(tokens int) {
-		t.Helper()
-		if err := db.Append(ctx, session.AuditEntry{SessionID: "live", Kind: "advisor_call", Actor: session.System,
-			Detail: map[string]any{"outcome": "ok", "usage": map[string]any{"prompt_tokens": tokens}}}); err != nil {
-			t.Fatal(err)
+		if i < ended {
+			if _, err := db.UpdateSession(ctx, s.ID, func(s *session.Session) error { s.State, s.GPUSeconds = session.StateSucceeded, 20; return nil }); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	call(100)
-	call(200)
-	rec := &countingRecords{DB: db, trialReads: map[string]int{}}
-	src := httpd.NewStoreSource(rec, nil, time.Nanosecond)
-	if _, err := src.Snapshot(ctx); err != nil {
-		t.Fatal(err)
-	}
-	call(400)
-	if err := db.PutTrial(ctx, session.Trial{SessionID: "live", Number: 1, State: session.TrialTraining}); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Millisecond)
-	snap, err := src.Snapshot(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snap.AdvisorCalls["ok"] != 3 || snap.AdvisorTokens["prompt"] != 700 {
-		t.Errorf("advisor totals %v %v, want 3 calls and 700 prompt tokens", snap.AdvisorCalls, snap.AdvisorTokens)
-	}
-	if snap.Trials[session.TrialCompleted] != 2 || snap.Trials[session.TrialTraining] != 1 {
-		t.Errorf("trials %v, want 2 completed and 1 training", snap.Trials)
-	}
-	if rec.auditRead != 3 {
-		t.Errorf("two scrapes read %d audit entries, want each of the 3 once", rec.auditRead)
-	}
-	if rec.trialReads["old"] != 1 || rec.trialReads["live"] != 2 {
-		t.Errorf("trial reads %v: an ended session's trials are read once, an active one's every scrape", rec.trialReads)
-	}
-}
+	db.Close()
 
-// A year of sessions: after the first scrape, each one reads the active session, the one
-// that ended since, and the one started since, not every session again, and counts right.
-func TestStoreSourceReadsOnlyNewAndActiveSessions(t *testing.T) {
-	ctx := context.Background()
-	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{NoSync: true})
-	if err != nil {
+	if db, err = store.Open(path, store.Options{NoSync: true}); err != nil { // the restart
 		t.Fatal(err)
 	}
 	defer db.Close()
-	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	create := func(id string, st session.State, day int) {
-		t.Helper()
-		if err := db.CreateSession(ctx, session.Session{ID: id, State: st, GPUSeconds: 10, CreatedAt: t0.AddDate(0, 0, day)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	const ended = 200
-	for i := range ended {
-		create(fmt.Sprintf("old%03d", i), session.StateSucceeded, i)
-	}
-	create("live", session.StateRunning, ended)
-	rec := &countingRecords{DB: db, trialReads: map[string]int{}}
+	rec := &countingRecords{DB: db}
 	src := httpd.NewStoreSource(rec, nil, time.Nanosecond)
-	scrape := func(step string, maxReads int, want map[session.State]int) {
+	scrape := func(step string, want httpd.Snapshot) {
 		t.Helper()
-		rec.sessionReads = 0
 		time.Sleep(time.Millisecond)
 		snap, err := src.Snapshot(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rec.sessionReads > maxReads {
-			t.Errorf("%s: the scrape read %d sessions, want at most %d", step, rec.sessionReads, maxReads)
+		if diff := cmp.Diff(want, snap); diff != "" {
+			t.Errorf("%s: snapshot (-want +got):\n%s", step, diff)
 		}
-		if diff := cmp.Diff(want, snap.Sessions); diff != "" {
-			t.Errorf("%s: sessions by state (-want +got):\n%s", step, diff)
-		}
-		total := 0
-		for _, n := range want {
-			total += n
-		}
-		if snap.GPUSeconds != float64(10*total) {
-			t.Errorf("%s: GPU seconds %v, want %d", step, snap.GPUSeconds, 10*total)
+		if rec.reads != 0 {
+			t.Errorf("%s: the scrape read %d sessions, trials or audit entries, want none", step, rec.reads)
 		}
 	}
-	scrape("first", ended+2, map[session.State]int{session.StateSucceeded: ended, session.StateRunning: 1})
-	scrape("unchanged", 1, map[session.State]int{session.StateSucceeded: ended, session.StateRunning: 1})
-	if _, err := db.UpdateSession(ctx, "live", func(s *session.Session) error { s.State = session.StateFailed; return nil }); err != nil {
+	scrape("first after the restart", httpd.Snapshot{
+		Sessions:       map[session.State]int{session.StateSucceeded: ended, session.StateRunning: 1},
+		Trials:         map[session.TrialState]int{session.TrialCompleted: 2 * (ended + 1)},
+		TrialDurations: map[int]httpd.Summary{0: {Count: 2 * (ended + 1), Sum: 60 * 2 * (ended + 1)}},
+		AdvisorCalls:   map[string]int{"ok": ended + 1},
+		AdvisorTokens:  map[string]int64{"prompt": 100 * (ended + 1)},
+		GPUSeconds:     20*ended + 10,
+	})
+
+	live := fmt.Sprintf("s%03d", ended)
+	if err := db.PutTrial(ctx, session.Trial{SessionID: live, Number: 2, State: session.TrialTraining, StartedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
-	create("next", session.StateCancelled, ended+1)
-	scrape("one ended, one new", 2, map[session.State]int{session.StateSucceeded: ended, session.StateFailed: 1, session.StateCancelled: 1})
-	scrape("quiet", 0, map[session.State]int{session.StateSucceeded: ended, session.StateFailed: 1, session.StateCancelled: 1})
+	if err := db.PutTrial(ctx, session.Trial{SessionID: live, Number: 1, State: session.TrialFailed, StartedAt: t0, EndedAt: t0.Add(3 * time.Minute)}); err != nil {
+		t.Fatal(err) // replaces trial 1: completed in a minute → failed in three
+	}
+	if err := db.DeleteTrial(ctx, "s000", session.TrialRef{Number: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.UpdateSession(ctx, live, func(s *session.Session) error { s.State, s.GPUSeconds = session.StateFailed, 15; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Append(ctx, session.AuditEntry{Kind: "advisor_call", Actor: session.System, Detail: map[string]any{"outcome": "HTTP 500"}}); err != nil {
+		t.Fatal(err)
+	}
+	scrape("after writes", httpd.Snapshot{
+		Sessions:       map[session.State]int{session.StateSucceeded: ended, session.StateFailed: 1},
+		Trials:         map[session.TrialState]int{session.TrialCompleted: 2*(ended+1) - 2, session.TrialFailed: 1, session.TrialTraining: 1},
+		TrialDurations: map[int]httpd.Summary{0: {Count: 2*(ended+1) - 1, Sum: 60*(2*(ended+1)-2) + 180}},
+		AdvisorCalls:   map[string]int{"ok": ended + 1, "error": 1},
+		AdvisorTokens:  map[string]int64{"prompt": 100 * (ended + 1)},
+		GPUSeconds:     20*ended + 15,
+	})
 }

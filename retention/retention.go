@@ -8,9 +8,7 @@ package retention
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -248,7 +246,7 @@ func (p *Pruner) prune(ctx context.Context, s session.Session, o Options, preset
 			return sr, err
 		}
 		if !sharedShort {
-			n, err := remove(filepath.Join(p.ReportsDir, session.Short(s.ID)), nil, o.DryRun)
+			n, err := remove(p.ReportsDir, session.Short(s.ID), nil, o.DryRun)
 			if err != nil {
 				return sr, err
 			}
@@ -325,7 +323,7 @@ func (p *Pruner) removeRunDirs(id string, keep []string, dryRun bool) (int64, []
 		return 0, nil, nil // not an id tunebot made: no directory of its own
 	}
 	dir := filepath.Join(p.SessionsDir, id)
-	n, err := remove(dir, keep, dryRun)
+	n, err := remove(p.SessionsDir, id, keep, dryRun)
 	if err != nil {
 		return n, nil, err
 	}
@@ -336,62 +334,4 @@ func (p *Pruner) removeRunDirs(id string, keep []string, dryRun bool) (int64, []
 		}
 	}
 	return n, kept, nil
-}
-
-// remove deletes everything under dir but the files in keep (relative to dir), and dir
-// itself when nothing is kept, and returns the bytes freed (that would be, with dryRun).
-// Symbolic links are removed, never followed.
-func remove(dir string, keep []string, dryRun bool) (int64, error) {
-	var freed int64
-	var dirs []string
-	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && path == dir {
-			return fs.SkipAll
-		}
-		if err != nil {
-			return err
-		}
-		if e.IsDir() {
-			dirs = append(dirs, path)
-			return nil
-		}
-		rel, err := filepath.Rel(dir, path)
-		if err != nil {
-			return err
-		}
-		if slices.Contains(keep, rel) {
-			return nil
-		}
-		if info, err := e.Info(); err == nil {
-			freed += info.Size()
-		}
-		if dryRun {
-			return nil
-		}
-		return os.Remove(path)
-	})
-	if err != nil {
-		return freed, fmt.Errorf("removing %s: %w", dir, err)
-	}
-	if dryRun {
-		return freed, nil
-	}
-	// Deepest first; a directory that still holds a kept file stays.
-	for _, d := range slices.Backward(dirs) {
-		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) && !isNotEmpty(d) {
-			return freed, fmt.Errorf("removing %s: %w", d, err)
-		}
-	}
-	return freed, nil
-}
-
-// isNotEmpty reports whether directory d still has entries.
-func isNotEmpty(d string) bool {
-	f, err := os.Open(d)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	_, err = f.Readdirnames(1)
-	return err == nil
 }

@@ -191,7 +191,21 @@ func putTrial(tx *bolt.Tx, t session.Trial) error {
 	if err != nil {
 		return err
 	}
-	return putJSON(b, trialKey(t.Ref()), t)
+	key := trialKey(t.Ref())
+	var was session.TrialOutline
+	had, err := getJSON(b, key, &was)
+	if err != nil {
+		return err
+	}
+	if err := putJSON(b, key, t); err != nil {
+		return err
+	}
+	return addTotals(tx, func(tot *session.Totals) {
+		if had {
+			tot.AddTrial(was, -1)
+		}
+		tot.AddTrial(t.Outline(), 1)
+	})
 }
 
 // Trials lists a session's trials by number, then rung; an unknown session has none.
@@ -220,11 +234,18 @@ func (d *DB) DeleteTrial(ctx context.Context, sessionID string, ref session.Tria
 	return d.update(ctx, func(tx *bolt.Tx) error {
 		b := sub(tx, bucketTrials, sessionID)
 		key := trialKey(ref)
+		var was session.TrialOutline
 		if b == nil || b.Get(key) == nil {
 			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, session.ErrNotFound)
 		}
+		if _, err := getJSON(b, key, &was); err != nil {
+			return err
+		}
 		if err := b.Delete(key); err != nil {
 			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, err)
+		}
+		if err := addTotals(tx, func(t *session.Totals) { t.AddTrial(was, -1) }); err != nil {
+			return err
 		}
 		if s := sub(tx, bucketSeries, sessionID); s != nil && s.Bucket(key) != nil {
 			if err := s.DeleteBucket(key); err != nil {
@@ -333,24 +354,35 @@ func (d *DB) Append(ctx context.Context, e session.AuditEntry) error {
 }
 
 func appendAudit(tx *bolt.Tx, e session.AuditEntry) error {
+	_, err := appendAuditSeq(tx, e)
+	return err
+}
+
+// appendAuditSeq appends e and returns its sequence number.
+func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry) (uint64, error) {
 	b := tx.Bucket(bucketAudit)
 	seq, err := b.NextSequence()
 	if err != nil {
-		return fmt.Errorf("appending to the audit log: %w", err)
+		return 0, fmt.Errorf("appending to the audit log: %w", err)
 	}
 	e.Seq = seq
 	key := u64Key(seq)
 	if err := putJSON(b, key, e); err != nil {
-		return err
+		return 0, err
+	}
+	if e.Kind == "advisor_call" {
+		if err := addTotals(tx, func(t *session.Totals) { t.AddAudit(e) }); err != nil {
+			return 0, err
+		}
 	}
 	if e.SessionID == "" {
-		return nil
+		return seq, nil
 	}
 	idx, err := subCreate(tx, bucketAuditBySes, e.SessionID)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return idx.Put(key, nil)
+	return seq, idx.Put(key, nil)
 }
 
 // Audit lists the entries of one session, or of all when sessionID is "", oldest first.

@@ -28,8 +28,9 @@ import (
 // higher version was written by a newer tunebot and is refused rather than misread.
 //
 // Version 2 added the session indexes (sessions by creation time, active sessions); a
-// version 1 file gets them when it is first opened for writing.
-const SchemaVersion = 2
+// version 1 file gets them when it is first opened for writing. Version 3 added the running
+// totals the metrics read (totals.go), added up from the records the same way.
+const SchemaVersion = 3
 
 // Options tunes Open. The zero value is usable.
 type Options struct {
@@ -72,21 +73,22 @@ var _ session.Store = (*DB)(nil)
 
 // Bucket names. Nested buckets keep per-session listings to one cursor walk.
 var (
-	bucketMeta       = []byte("meta")
-	bucketSessions   = []byte("sessions")
-	bucketByTime     = []byte("sessions_by_time") // created-at + id → nothing: the list views' index
-	bucketActive     = []byte("sessions_active")  // id → its key in sessions_by_time
-	bucketTrials     = []byte("trials")           // session id → trial key → Trial
-	bucketProposals  = []byte("proposals")        // session id → seq+id → Proposal
-	bucketProposalID = []byte("proposal_ids")     // session id → proposal id → key in proposals
-	bucketAudit      = []byte("audit")            // seq → AuditEntry
-	bucketAuditBySes = []byte("audit_by_session") // session id → seq → nothing
-	bucketPresets    = []byte("presets")
-	bucketSeries     = []byte("series")      // session id → trial key → tag → packed points
-	bucketOutbox     = []byte("outbox")      // id → item
-	bucketOutboxKeys = []byte("outbox_keys") // platform \x00 key → id
-	bucketChatRefs   = []byte("chat_refs")   // platform \x00 key → value
-	bucketSchedules  = []byte("schedules")   // id → Schedule
+	bucketMeta        = []byte("meta")
+	bucketSessions    = []byte("sessions")
+	bucketByTime      = []byte("sessions_by_time") // created-at + id → nothing: the list views' index
+	bucketActive      = []byte("sessions_active")  // id → its key in sessions_by_time
+	bucketTrials      = []byte("trials")           // session id → trial key → Trial
+	bucketProposals   = []byte("proposals")        // session id → seq+id → Proposal
+	bucketProposalID  = []byte("proposal_ids")     // session id → proposal id → key in proposals
+	bucketAudit       = []byte("audit")            // seq → AuditEntry
+	bucketAuditBySes  = []byte("audit_by_session") // session id → seq → nothing
+	bucketAuditCounts = []byte("audit_counts")     // window start + key → seq of the entry that counts it
+	bucketPresets     = []byte("presets")
+	bucketSeries      = []byte("series")      // session id → trial key → tag → packed points
+	bucketOutbox      = []byte("outbox")      // id → item
+	bucketOutboxKeys  = []byte("outbox_keys") // platform \x00 key → id
+	bucketChatRefs    = []byte("chat_refs")   // platform \x00 key → value
+	bucketSchedules   = []byte("schedules")   // id → Schedule
 
 	keySchema      = []byte("schema")
 	keyOutboxCount = []byte("outbox_count")
@@ -95,7 +97,7 @@ var (
 var topBuckets = [][]byte{
 	bucketMeta, bucketSessions, bucketByTime, bucketActive, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
 	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys, bucketChatRefs,
-	bucketSchedules,
+	bucketSchedules, bucketAuditCounts,
 }
 
 // Open opens or creates the data file at path, creating its directory when missing, and runs
@@ -183,6 +185,11 @@ func (d *DB) init() error {
 		if have < 2 {
 			if err := indexSessions(tx); err != nil {
 				return fmt.Errorf("migrating to schema version 2: %w", err)
+			}
+		}
+		if have < 3 {
+			if err := storeTotals(tx); err != nil {
+				return fmt.Errorf("migrating to schema version 3: %w", err)
 			}
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, u64Key(SchemaVersion))

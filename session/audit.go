@@ -1,0 +1,55 @@
+package session
+
+import (
+	"context"
+	"time"
+)
+
+// AuditNewest is what an AuditLog may also offer: the newest n entries of one session ("" for
+// all), read from the end of the log, so a view that shows the last few costs the same
+// however long the log has grown.
+type AuditNewest interface {
+	// AuditNewest returns at most n entries, the newest, oldest first.
+	AuditNewest(ctx context.Context, sessionID string, n int) ([]AuditEntry, error)
+}
+
+// NewestAudit returns the newest n entries of sessionID ("" for all), oldest first, through
+// AuditNewest when log has it.
+func NewestAudit(ctx context.Context, log AuditLog, sessionID string, n int) ([]AuditEntry, error) {
+	if r, ok := log.(AuditNewest); ok {
+		return r.AuditNewest(ctx, sessionID, n)
+	}
+	all, err := log.Audit(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return all[max(len(all)-n, 0):], nil
+}
+
+// CountKey is the detail field of a coalesced audit entry that says how many times the
+// event happened in its window.
+const CountKey = "count"
+
+// AuditCounter is what an AuditLog may also offer: one entry for every repeat of the same
+// event (the same key) within a window, its detail's "count" raised at each repeat, so a
+// flood of refusals is one line a minute instead of thousands.
+type AuditCounter interface {
+	// AppendCounted appends e with count 1 unless an entry of the same key was appended in
+	// the same window (e.Time truncated to window); then it raises that entry's count.
+	AppendCounted(ctx context.Context, e AuditEntry, key string, window time.Duration) error
+}
+
+// AppendCounted appends e coalesced by key and window through AuditCounter when log has it,
+// else as an entry of its own with count 1.
+func AppendCounted(ctx context.Context, log AuditLog, e AuditEntry, key string, window time.Duration) error {
+	if c, ok := log.(AuditCounter); ok {
+		return c.AppendCounted(ctx, e, key, window)
+	}
+	detail := make(map[string]any, len(e.Detail)+1)
+	for k, v := range e.Detail {
+		detail[k] = v
+	}
+	detail[CountKey] = 1
+	e.Detail = detail
+	return log.Append(ctx, e)
+}

@@ -1,0 +1,96 @@
+package store_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	bolt "go.etcd.io/bbolt"
+
+	"tunebot/session"
+	"tunebot/store"
+)
+
+// TestTotalsAreKeptByWrites: the running totals, kept by each write, equal the totals added
+// up from the records afterwards, which is what a file written before them gets (schema
+// version 2, opened for writing); opened read-only, such a file's totals are added up.
+func TestTotalsAreKeptByWrites(t *testing.T) {
+	ctx := context.Background()
+	db, path := openDB(t)
+	for i := range 6 {
+		id := fmt.Sprintf("s%d", i)
+		if err := db.CreateSession(ctx, session.Session{ID: id, State: session.StateRunning, GPUSeconds: 5, CreatedAt: t0.Add(time.Duration(i) * time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		for n := range 3 {
+			tr := session.Trial{SessionID: id, Number: n, Rung: n % 2, State: session.TrialTraining, StartedAt: t0}
+			if err := db.PutTrial(ctx, tr); err != nil {
+				t.Fatal(err)
+			}
+			tr.State, tr.EndedAt = session.TrialCompleted, t0.Add(time.Duration(n+1)*time.Minute)
+			e := session.AuditEntry{SessionID: id, Kind: "trial_finished", Actor: session.System}
+			if err := db.PutTrialAudited(ctx, tr, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := db.DeleteTrial(ctx, id, session.TrialRef{Number: 2}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Append(ctx, session.AuditEntry{SessionID: id, Kind: "advisor_call", Actor: session.System,
+			Detail: map[string]any{"outcome": "invalid: x", "usage": map[string]any{"prompt_tokens": 7, "completion_tokens": 3}}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.UpdateSession(ctx, id, func(s *session.Session) error { s.State, s.GPUSeconds = session.StateSucceeded, 30; return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, err := db.Totals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := session.Totals{
+		Sessions:       map[session.State]int{session.StateSucceeded: 6},
+		Trials:         map[session.TrialState]int{session.TrialCompleted: 12},
+		TrialDurations: map[int]session.Durations{0: {Count: 6, Sum: 6 * 60}, 1: {Count: 6, Sum: 6 * 120}},
+		GPUSeconds:     180,
+		AdvisorCalls:   map[string]int{"invalid": 6},
+		AdvisorTokens:  map[string]int64{"prompt": 42, "completion": 18},
+	}
+	if diff := cmp.Diff(want, kept); diff != "" {
+		t.Errorf("running totals (-want +got):\n%s", diff)
+	}
+	db.Close()
+
+	// The same file as a version 2 tunebot left it: no totals.
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket([]byte("meta")).Delete([]byte("totals")); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, 2))
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{true, false} {
+		db, err := store.Open(path, store.Options{ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		summed, err := db.Totals(ctx)
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(kept, summed); diff != "" {
+			t.Errorf("read-only %v: totals added up from the records (-kept by writes +added up):\n%s", ro, diff)
+		}
+	}
+}
