@@ -31,7 +31,24 @@ type seriesReader struct {
 func newSeriesReader(dir string, logger *slog.Logger) *seriesReader {
 	s := &seriesReader{dir: dir, series: map[string][]session.Point{}, maxStep: -1, warned: map[string]bool{}, logger: logger}
 	s.r.Logger = logger
+	s.r.Open = s.open
 	return s
+}
+
+// open opens an event file below the run dir through OpenBounded (the run dir as the
+// root, MaxEventFileBytes as the cap). The descriptor stays unbounded past the size it had
+// when opened, as the file may grow while it is read; the next read opens it again and
+// checks the cap again.
+func (s *seriesReader) open(path string) (*os.File, error) {
+	rel, err := filepath.Rel(s.dir, path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := OpenBounded(s.dir, rel, MaxEventFileBytes, "the event file")
+	if err != nil {
+		return nil, err
+	}
+	return f.File(), nil
 }
 
 func (s *seriesReader) read() {
