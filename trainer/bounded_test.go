@@ -266,3 +266,18 @@ func TestClipNoteQuotesNoContent(t *testing.T) {
 		})
 	}
 }
+
+// TestLogTailNeverBlocks: a job that leaves a FIFO where its log was fails with its
+// reason at once; the log's tail is read through the bounded reader, which refuses it.
+func TestLogTailNeverBlocks(t *testing.T) {
+	dir := t.TempDir()
+	r := newRunner(t, trainer.Templates{Train: []string{"true"},
+		Evaluate: []string{"sh", "-c", `rm "$0/evaluate.log" && mkfifo "$0/evaluate.log" && exit 3`, "{run_dir}"}})
+	err := within(10*time.Second, func() error {
+		_, err := r.Evaluate(context.Background(), evalJob(dir, "/ckpt/model_1.pt", 0), session.JobHooks{})
+		return err
+	})
+	if je := jobError(t, err); je.Reason != "exit status 3" || je.LogTail != "" {
+		t.Errorf("JobError %q with tail %q", je.Reason, je.LogTail)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -187,19 +188,17 @@ const (
 )
 
 // logTail returns the last lines of a job log (at most tailLines lines and tailBytes bytes).
+// The log is opened through OpenBounded (a Slurm job appends to it, and may leave a FIFO
+// or a link there); it has no cap of its own, as only its last tailBytes are read.
 func logTail(path string) string {
-	f, err := os.Open(path)
+	f, err := OpenBounded(filepath.Dir(path), filepath.Base(path), math.MaxInt64, "the log")
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(st.Size()-tailBytes, 0)
-	buf := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+	off := max(f.Size()-tailBytes, 0)
+	buf := make([]byte, f.Size()-off)
+	if _, err := f.Section().ReadAt(buf, off); err != nil && err != io.EOF {
 		return ""
 	}
 	if off > 0 {
