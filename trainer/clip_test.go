@@ -232,44 +232,30 @@ func TestEvaluateCollectsTheClip(t *testing.T) {
 }
 
 func TestReadClipChecksWhatWasRecorded(t *testing.T) {
-	root := t.TempDir()
-	const sid = "0123456789abcdef"
-	run := filepath.Join(root, sid, "trial-002-rung-0")
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gifData, _ := simGIF(t)
-	if err := os.WriteFile(filepath.Join(run, "clip"), gifData, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := trainer.CheckClip(filepath.Join(run, "clip"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Path = "trial-002-rung-0/clip"
-	tr := session.Trial{SessionID: sid, Number: 2, Clip: &c}
+	root, tr, gifData := recordedClip(t)
+	run := filepath.Join(root, tr.SessionID, "trial-002-rung-0")
 	got, path, err := trainer.ReadClip(root, tr, false)
-	if err != nil || len(got) != len(gifData) || path != filepath.Join(run, "clip") {
+	if err != nil || len(got) != len(gifData) || path != filepath.Join(run, "clip.gif") {
 		t.Fatalf("ReadClip = %d bytes at %s, %v", len(got), path, err)
 	}
 	if _, _, err := trainer.ReadClip(root, tr, true); err == nil || !strings.Contains(err.Error(), "has no poster frame") {
 		t.Errorf("no poster: %v", err)
 	}
 	// changed since it was checked
-	if err := os.WriteFile(filepath.Join(run, "clip"), append(gifData[:len(gifData)-1], 0), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(run, "clip.gif"), append(gifData[:len(gifData)-1], 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := trainer.ReadClip(root, tr, false); err == nil || !strings.Contains(err.Error(), "changed on disk since it was checked") {
 		t.Errorf("changed clip: %v", err)
 	}
 	escaping := tr
-	ec := c
+	ec := *tr.Clip
 	ec.Path = "../../clip"
 	escaping.Clip = &ec
 	if _, _, err := trainer.ReadClip(root, escaping, false); err == nil || !strings.Contains(err.Error(), "not inside the session directory") {
 		t.Errorf("escaping path: %v", err)
 	}
-	if _, _, err := trainer.ReadClip(root, session.Trial{SessionID: sid, Number: 4, ClipNote: "no clip: the trainer wrote none"}, false); !errors.Is(err, session.ErrNotFound) ||
+	if _, _, err := trainer.ReadClip(root, session.Trial{SessionID: tr.SessionID, Number: 4, ClipNote: "no clip: the trainer wrote none"}, false); !errors.Is(err, session.ErrNotFound) ||
 		!strings.Contains(err.Error(), "trial 4 @ rung 0 has no clip (no clip: the trainer wrote none)") {
 		t.Errorf("no clip: %v", err)
 	}
