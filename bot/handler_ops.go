@@ -7,9 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"regexp"
 	"strings"
 	"time"
@@ -319,14 +317,12 @@ func (h *Handler) policy(ctx context.Context, cmd Command, log *slog.Logger) Rep
 			return Reply{Private: true, Text: fmt.Sprintf("the trial of preset %s (%s of session %s) is no longer recorded, so its policy cannot be found", p.Name, p.Trial, session.Short(p.SessionID))}
 		}
 	}
-	path, size, err := preset.BestPolicy(h.cfg.SessionsDir, p, trial, h.cfg.PolicyLimit)
+	f, err := preset.BestPolicy(h.cfg.SessionsDir, p, trial, h.cfg.PolicyLimit)
 	if err != nil {
-		if path != "" && size > h.cfg.PolicyLimit {
-			return Reply{Private: true, Text: userText(err) + "; on the GPU machine it is " + path}
-		}
 		return h.engineError(err, log)
 	}
-	data, err := readAtMost(path, h.cfg.PolicyLimit)
+	defer f.Close()
+	data, err := f.ReadAll()
 	if err != nil {
 		return h.engineError(err, log)
 	}
@@ -334,24 +330,6 @@ func (h *Handler) policy(ctx context.Context, cmd Command, log *slog.Logger) Rep
 	return Reply{Card: &Card{Kind: "notice", Title: "policy of preset " + p.Name, Blocks: []Block{
 		Text(fmt.Sprintf("policy.onnx of preset %s (%s of session %s, %d bytes)", p.Name, p.Trial, session.Short(p.SessionID), len(data))),
 		{Kind: BlockAttachments, Attachments: []Attachment{{Name: name, Title: "policy of preset " + p.Name, Data: data, Size: len(data), ContentType: ContentBinary}}}}}}
-}
-
-// readAtMost reads a file that was checked to be at most limit bytes, and refuses it if
-// it grew since (a policy being rewritten).
-func readAtMost(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("opening policy: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading policy: %w", err)
-	}
-	if int64(len(data)) > limit {
-		return nil, session.Userf(nil, "the policy file grew past the upload limit while it was read; try again")
-	}
-	return data, nil
 }
 
 // busy says why the trainer checkout may not change now, or "" when it may.

@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,8 +45,9 @@ func short(sha string) string {
 // clip serves a trial's clip (poster: its first frame) with the checks of the policy
 // download: a signed-in person whom the allow-list lets read now, within their page read
 // limit (reader); the file is the one the engine recorded, found inside the sessions
-// directory, and still the bytes that were checked (Options.Clips). Range requests are
-// answered, so a browser's player can seek.
+// directory, and still the bytes that were checked (Options.Clips). It is streamed from
+// the one descriptor that was checked, never read into memory or opened again by name.
+// Range requests are answered, so a browser's player can seek.
 func (s *Server) clip(poster bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := s.reader(w, r); !ok {
@@ -64,7 +64,7 @@ func (s *Server) clip(poster bool) http.HandlerFunc {
 			s.fail(w, notFound("clips are not available in this tunebot"))
 			return
 		}
-		data, _, err := s.opt.Clips(t, poster)
+		f, err := s.opt.Clips(t, poster)
 		if err != nil {
 			if msg, ok := session.UserMessage(err); ok {
 				status := http.StatusConflict // changed on disk since it was checked
@@ -76,6 +76,7 @@ func (s *Server) clip(poster bool) http.HandlerFunc {
 			s.fail(w, err)
 			return
 		}
+		defer f.Close()
 		ctype, sum := "image/png", t.Clip.Poster
 		if !poster {
 			ctype, sum = t.Clip.ContentType(), &t.Clip.File
@@ -83,7 +84,7 @@ func (s *Server) clip(poster bool) http.HandlerFunc {
 		w.Header().Set("Content-Type", ctype)
 		w.Header().Set("Cache-Control", "private, no-cache")
 		w.Header().Set("ETag", `"`+sum.SHA256+`"`)
-		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+		http.ServeContent(w, r, "", time.Time{}, f.Section())
 	}
 }
 

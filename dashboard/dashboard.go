@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"mime"
@@ -64,8 +65,19 @@ type Options struct {
 	BaseURL string
 	Logger  *slog.Logger
 	Now     func() time.Time // nil: time.Now
-	// Clips reads a trial's clip for the page (nil: the page shows none).
-	Clips bot.ClipFunc
+	// Clips opens a trial's clip for the page (nil: the page shows none).
+	Clips ClipOpener
+}
+
+// ClipOpener opens the clip recorded on trial t (poster: its poster frame), checked
+// against the size and hash the store holds (cmd/tunebot wires trainer.OpenClip).
+type ClipOpener func(t session.Trial, poster bool) (ClipFile, error)
+
+// ClipFile is an open clip: the page streams Section, which reads the one descriptor the
+// clip was checked on up to the size it was checked at, and then closes it.
+type ClipFile interface {
+	Section() *io.SectionReader
+	Close() error
 }
 
 // PageReadLimit bounds one person's reads of the page's data: 60 at once, then two a second.

@@ -126,8 +126,12 @@ func newFixture(t *testing.T, mods ...func(*dashboard.Options)) *fixture {
 		key[i] = byte(i)
 	}
 	clk := &clock{t: time.Now()}
-	clips := func(t session.Trial, poster bool) ([]byte, string, error) {
-		return trainer.ReadClip(sessionsDir, t, poster)
+	clips := func(t session.Trial, poster bool) (dashboard.ClipFile, error) {
+		f, err := trainer.OpenClip(sessionsDir, t, poster)
+		if err != nil {
+			return nil, err
+		}
+		return f, nil
 	}
 	opt := dashboard.Options{Store: db, Allow: bot.AllowList{{Platform: "slack", Users: []string{"U1"}}}, Space: sp, Key: key, Now: clk.now, Clips: clips}
 	for _, m := range mods {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,7 +269,7 @@ func TestBestPolicy(t *testing.T) {
 	}{
 		{"top", writePolicy("policy.onnx", 100), p, trial, 1000, "policy.onnx", ""},
 		{"below", writePolicy("exported/policy.onnx", 100), p, below, 0, "exported/policy.onnx", ""},
-		{"too big", writePolicy("policy.onnx", 2048), p, trial, 1024, "", "is 2.0 KiB, above the 1.0 KiB upload limit"},
+		{"too big", writePolicy("policy.onnx", 2048), p, trial, 1024, "", "is 2.0 KiB, above the 1.0 KiB upload limit; on the GPU machine it is "},
 		{"missing", func(t *testing.T, d string) { mkdir(t, d) }, p, trial, 0, "", "no longer on disk"},
 		{"no run dir", func(t *testing.T, d string) {}, p, trial, 0, "", "no longer on disk"},
 		{"no recorded policy", writePolicy("policy.onnx", 100), p, unrecorded, 0, "", "has no recorded policy; look for it in run directory trial-004-rung-2 of session 01234567"},
@@ -282,20 +283,26 @@ func TestBestPolicy(t *testing.T) {
 			if err := os.Symlink(outside, filepath.Join(d, "policy.onnx")); err != nil {
 				t.Fatal(err)
 			}
-		}, p, trial, 0, "", "outside the sessions directory"},
+		}, p, trial, 0, "", "policy.onnx leads outside"},
 		{"run dir links out", func(t *testing.T, d string) {
 			mkdir(t, filepath.Dir(d))
 			if err := os.Symlink(filepath.Dir(outside), d); err != nil {
 				t.Fatal(err)
 			}
-		}, p, trial, 0, "", "outside the sessions directory"},
+		}, p, trial, 0, "", "trial-004-rung-2/policy.onnx leads outside"},
+		{"a FIFO", func(t *testing.T, d string) {
+			mkdir(t, d)
+			if err := syscall.Mkfifo(filepath.Join(d, "policy.onnx"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, p, trial, 0, "", "policy.onnx is a named pipe (FIFO), not a regular file"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()
 			runDir := filepath.Join(root, sid, "trial-004-rung-2")
 			tc.layout(t, runDir)
-			path, size, err := preset.BestPolicy(root, tc.p, tc.trial, tc.limit)
+			f, err := preset.BestPolicy(root, tc.p, tc.trial, tc.limit)
 			if tc.want != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.want) {
 					t.Fatalf("BestPolicy error = %v, want %q", err, tc.want)
@@ -305,9 +312,9 @@ func TestBestPolicy(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			realRun, _ := filepath.EvalSymlinks(runDir)
-			if want := filepath.Join(realRun, tc.wantRel); path != want || size != 100 {
-				t.Errorf("BestPolicy = %s, %d; want %s, 100", path, size, want)
+			defer f.Close()
+			if want := filepath.Join(runDir, tc.wantRel); f.Path() != want || f.Size() != 100 {
+				t.Errorf("BestPolicy = %s, %d; want %s, 100", f.Path(), f.Size(), want)
 			}
 		})
 	}

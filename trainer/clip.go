@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"tunebot/session"
 )
@@ -48,14 +49,27 @@ func refuse(format string, args ...any) error {
 	return &ClipError{Reason: fmt.Sprintf(format, args...)}
 }
 
-// CheckClip reads the clip at path and tells what it is. The container is sniffed from
-// the content, never the name: an MP4 (ISO base media file starting with an ftyp box)
-// must hold an H.264 video track whose samples lie inside the file; a GIF (GIF87a or
-// GIF89a) must decode whole. A missing file is an error satisfying errors.Is(err,
-// os.ErrNotExist); a file that is none of these, truncated, empty or over MaxClipBytes is
-// a *ClipError. The returned Clip's Path is path.
+// CheckClip opens the clip at path (OpenBounded, with its directory as the root) and
+// tells what it is (checkClip). A missing file is an error satisfying errors.Is(err,
+// os.ErrNotExist); a file that is not a regular file, or is over MaxClipBytes, or fails
+// checkClip, is a *ClipError.
 func CheckClip(path string) (session.Clip, error) {
-	data, err := readCapped(path, MaxClipBytes, "clip")
+	f, err := openChecked(filepath.Dir(path), filepath.Base(path), MaxClipBytes, "clip")
+	if err != nil {
+		return session.Clip{}, err
+	}
+	defer f.Close()
+	return checkClip(f)
+}
+
+// checkClip reads the open clip f and tells what it is. The container is sniffed from the
+// content, never the name: an MP4 (ISO base media file starting with an ftyp box) must
+// hold an H.264 video track whose samples lie inside the file; a GIF (GIF87a or GIF89a)
+// must decode whole. Anything else is a *ClipError that says so without quoting the
+// content (a clip linked to a key must not show the key in a note). The returned Clip's
+// File is f's path, size and SHA-256, from the bytes read here.
+func checkClip(f *RunFile) (session.Clip, error) {
+	data, err := f.ReadAll()
 	if err != nil {
 		return session.Clip{}, err
 	}
@@ -68,7 +82,7 @@ func CheckClip(path string) (session.Clip, error) {
 	case len(data) == 0:
 		return c, refuse("the file is empty")
 	default:
-		return c, refuse("neither an MP4 nor a GIF (it starts with %q)", printable(data[:min(len(data), 8)]))
+		return c, refuse("unknown format: neither an MP4 nor a GIF")
 	}
 	if err != nil {
 		return c, err
@@ -77,14 +91,24 @@ func CheckClip(path string) (session.Clip, error) {
 		return c, refuse("%d×%d pixels; a clip is at most %d on a side", c.Width, c.Height, MaxClipSide)
 	}
 	sum := sha256.Sum256(data)
-	c.File = session.File{Path: path, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
+	c.File = session.File{Path: f.Path(), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}
 	return c, nil
 }
 
-// CheckPoster reads a clip's poster frame at path: a PNG that decodes, at most
-// MaxPosterBytes.
+// CheckPoster opens a clip's poster frame at path as CheckClip does and checks it
+// (checkPoster).
 func CheckPoster(path string) (session.File, error) {
-	data, err := readCapped(path, MaxPosterBytes, "poster")
+	f, err := openChecked(filepath.Dir(path), filepath.Base(path), MaxPosterBytes, "poster frame")
+	if err != nil {
+		return session.File{}, err
+	}
+	defer f.Close()
+	return checkPoster(f)
+}
+
+// checkPoster reads the open poster frame f: a PNG that decodes, at most MaxPosterBytes.
+func checkPoster(f *RunFile) (session.File, error) {
+	data, err := f.ReadAll()
 	if err != nil {
 		return session.File{}, err
 	}
@@ -102,68 +126,71 @@ func CheckPoster(path string) (session.File, error) {
 		return session.File{}, refuse("the poster frame does not decode: %v", err)
 	}
 	sum := sha256.Sum256(data)
-	return session.File{Path: path, Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, nil
+	return session.File{Path: f.Path(), Size: int64(len(data)), SHA256: hex.EncodeToString(sum[:])}, nil
 }
 
-// readCapped reads a regular file of at most limit bytes.
-func readCapped(path string, limit int64, what string) ([]byte, error) {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
+// openChecked opens a clip file the trainer wrote through OpenBounded; a refusal becomes
+// a *ClipError, so the clip's note says why.
+func openChecked(dir, name string, limit int64, what string) (*RunFile, error) {
+	f, err := OpenBounded(dir, name, limit, "the "+what)
+	var re *RefusedError
+	if errors.As(err, &re) {
+		return nil, refuse("%s", re.Reason)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, refuse("the %s is not a regular file", what)
-	}
-	if st.Size() > limit {
-		return nil, refuse("the %s is %s, over the %s a %s may be", what, session.Bytes(st.Size()), session.Bytes(limit), what)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("reading the %s: %w", what, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, refuse("the %s grew past %s while it was read", what, session.Bytes(limit))
-	}
-	return data, nil
+	return f, err
 }
 
-// ReadClip returns the bytes of the clip recorded on t (poster: its poster frame) from its
-// run directory under sessionsDir, and its path there, with the checks of a policy
-// download (OpenRunFile), and only while the file is still the one recorded (same size and
-// SHA-256): what chat and the page show is what was checked.
-func ReadClip(sessionsDir string, t session.Trial, poster bool) ([]byte, string, error) {
+// OpenClip opens the clip recorded on t (poster: its poster frame) from its run directory
+// under sessionsDir (OpenRunFile), and only while it is still the file recorded: the same
+// size, and the same SHA-256 hashed from the open descriptor, so what chat and the page
+// show is what was checked. Reads of the returned file go to that descriptor alone; the
+// caller closes it.
+func OpenClip(sessionsDir string, t session.Trial, poster bool) (*RunFile, error) {
 	what := fmt.Sprintf("the clip of %s", t.Ref())
 	if t.Clip == nil {
-		return nil, "", session.Userf(session.ErrNotFound, "%s has no clip%s", t.Ref(), noteSuffix(t.ClipNote))
+		return nil, session.Userf(session.ErrNotFound, "%s has no clip%s", t.Ref(), noteSuffix(t.ClipNote))
 	}
-	f := t.Clip.File
+	rec, limit := t.Clip.File, int64(MaxClipBytes)
 	if poster {
 		what = fmt.Sprintf("the poster frame of %s", t.Ref())
 		if t.Clip.Poster == nil {
-			return nil, "", session.Userf(session.ErrNotFound, "the clip of %s has no poster frame", t.Ref())
+			return nil, session.Userf(session.ErrNotFound, "the clip of %s has no poster frame", t.Ref())
 		}
-		f = *t.Clip.Poster
+		rec, limit = *t.Clip.Poster, MaxPosterBytes
 	}
-	path, size, err := OpenRunFile(sessionsDir, t.SessionID, f.Path, what)
+	f, err := OpenRunFile(sessionsDir, t.SessionID, rec.Path, limit, what)
+	if err != nil {
+		return nil, err
+	}
+	if f.Size() != rec.Size {
+		f.Close()
+		return nil, session.Userf(nil, "%s changed on disk since it was checked (%d bytes, recorded %d)", what, f.Size(), rec.Size)
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f.Section()); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("reading %s: %w", what, err)
+	}
+	if hex.EncodeToString(h.Sum(nil)) != rec.SHA256 {
+		f.Close()
+		return nil, session.Userf(nil, "%s changed on disk since it was checked", what)
+	}
+	return f, nil
+}
+
+// ReadClip returns the bytes of the clip OpenClip opens, and its path, for chat (which
+// uploads a file's bytes); the page streams from OpenClip's file instead.
+func ReadClip(sessionsDir string, t session.Trial, poster bool) ([]byte, string, error) {
+	f, err := OpenClip(sessionsDir, t, poster)
 	if err != nil {
 		return nil, "", err
 	}
-	if size != f.Size {
-		return nil, "", session.Userf(nil, "%s changed on disk since it was checked (%d bytes, recorded %d)", what, size, f.Size)
-	}
-	data, err := os.ReadFile(path)
+	defer f.Close()
+	data, err := f.ReadAll()
 	if err != nil {
-		return nil, "", fmt.Errorf("reading %s: %w", what, err)
+		return nil, "", err
 	}
-	if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != f.SHA256 {
-		return nil, "", session.Userf(nil, "%s changed on disk since it was checked", what)
-	}
-	return data, path, nil
+	return data, f.Path(), nil
 }
 
 func noteSuffix(note string) string {
@@ -176,14 +203,20 @@ func noteSuffix(note string) string {
 // collectClip checks what an evaluate job left at the clip paths and records it: a clip
 // renamed to clip.<format>, its poster when it wrote a valid one, or a note saying why
 // there is none. A refused clip is said in the job's log, so the log tells the whole story.
+// The clip is opened once: its checked bytes are those of the open descriptor, and it is
+// kept only if the renamed name still holds that file.
 func collectClip(runDir string, asked bool, logPath string, logger *slog.Logger) (*session.Clip, string) {
 	if !asked {
 		return nil, "no clip: the evaluate template does not pass {clip_output}"
 	}
-	path := filepath.Join(runDir, ClipFile)
-	c, err := CheckClip(path)
+	f, err := openChecked(runDir, ClipFile, MaxClipBytes, "clip")
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, "no clip: the trainer wrote none"
+	}
+	var c session.Clip
+	if err == nil {
+		defer f.Close()
+		c, err = checkClip(f)
 	}
 	if err != nil {
 		var ce *ClipError
@@ -194,14 +227,14 @@ func collectClip(runDir string, asked bool, logPath string, logger *slog.Logger)
 		logger.Warn("clip refused", "reason", ce.Reason)
 		return nil, ce.Error()
 	}
-	final := path + "." + c.Format
-	if err := os.Rename(path, final); err != nil {
+	final := ClipFile + "." + c.Format
+	if err := keepChecked(runDir, ClipFile, final, f); err != nil {
 		appendLog(logPath, "=== tunebot: clip not kept: "+err.Error())
-		return nil, "clip not kept: renaming it failed"
+		return nil, "clip not kept: " + err.Error()
 	}
-	c.Path = final
+	c.Path = filepath.Join(runDir, final)
 	note := ""
-	if p, err := CheckPoster(filepath.Join(runDir, ClipPosterFile)); err == nil {
+	if p, err := collectPoster(runDir); err == nil {
 		c.Poster = &p
 	} else if !errors.Is(err, os.ErrNotExist) {
 		appendLog(logPath, "=== tunebot: poster frame refused: "+err.Error())
@@ -209,6 +242,35 @@ func collectClip(runDir string, asked bool, logPath string, logger *slog.Logger)
 		note = "poster frame refused: " + err.Error()
 	}
 	return &c, note
+}
+
+// collectPoster checks the poster frame an evaluate job wrote, from one open descriptor.
+func collectPoster(runDir string) (session.File, error) {
+	f, err := openChecked(runDir, ClipPosterFile, MaxPosterBytes, "poster frame")
+	if err != nil {
+		return session.File{}, err
+	}
+	defer f.Close()
+	return checkPoster(f)
+}
+
+// keepChecked renames the checked clip from to to inside runDir, and undoes it unless to
+// then names the very file that was checked (f): a clip swapped after its check is not
+// recorded with the checked clip's hash.
+func keepChecked(runDir, from, to string, f *RunFile) error {
+	r, err := os.OpenRoot(runDir)
+	if err != nil {
+		return fmt.Errorf("opening the run directory: %w", err)
+	}
+	defer r.Close()
+	if err := r.Rename(from, to); err != nil {
+		return errors.New("renaming it failed")
+	}
+	if st, err := r.Lstat(to); err != nil || !os.SameFile(st, f.Stat()) {
+		_ = r.Remove(to)
+		return errors.New("it was replaced while it was checked")
+	}
+	return nil
 }
 
 // removeClip deletes what an earlier evaluation of the run dir left at the clip paths, so
@@ -231,15 +293,23 @@ func appendLog(path, line string) {
 	fmt.Fprintln(f, line)
 }
 
-func printable(b []byte) string {
-	out := make([]byte, len(b))
-	for i, c := range b {
-		if c < 0x20 || c > 0x7e {
-			c = '.'
-		}
-		out[i] = c
+// knownTypes are the MP4 box and codec names a message may quote: they say what the file
+// is without quoting content (a clip linked to another file must not show its bytes).
+var knownTypes = map[string]bool{
+	"ftyp": true, "moov": true, "mdat": true, "mvhd": true, "trak": true, "tkhd": true, "edts": true,
+	"mdia": true, "mdhd": true, "hdlr": true, "minf": true, "vmhd": true, "smhd": true, "dinf": true,
+	"stbl": true, "stsd": true, "stts": true, "stss": true, "ctts": true, "stsc": true, "stsz": true,
+	"stco": true, "co64": true, "udta": true, "meta": true, "free": true, "skip": true, "wide": true,
+	"uuid": true, "moof": true, "mfra": true, "sidx": true, "mp4v": true, "hvc1": true, "hev1": true,
+	"av01": true, "vp08": true, "vp09": true, "mjpg": true, "jpeg": true, "apcn": true, "apch": true,
+}
+
+// typeName quotes an MP4 box or codec name when it is a known one, and else says it is not.
+func typeName(t string) string {
+	if knownTypes[t] {
+		return strconv.Quote(t)
 	}
-	return string(out)
+	return "of an unknown type"
 }
 
 // checkGIF reads a GIF's block structure (frames and their delays, up to the trailer) and
@@ -283,7 +353,7 @@ func checkGIF(data []byte) (session.Clip, error) {
 				return c, refuse("the GIF's %d frames of %d×%d pixels are too many to check", c.Frames, c.Width, c.Height)
 			}
 			if _, err := gif.DecodeAll(bytes.NewReader(data)); err != nil {
-				return c, refuse("the GIF does not decode: %v", err)
+				return c, refuse("the GIF does not decode")
 			}
 			c.Seconds = float64(centis) / 100
 			return c, nil
@@ -319,7 +389,7 @@ func checkGIF(data []byte) (session.Clip, error) {
 			centis += delay
 			delay = 0
 		default:
-			return c, refuse("the GIF is corrupt: unknown block 0x%02x after frame %d", data[i], c.Frames)
+			return c, refuse("the GIF is corrupt: a block of an unknown type after frame %d", c.Frames)
 		}
 	}
 }

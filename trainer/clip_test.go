@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"tunebot/session"
 	"tunebot/trainer"
@@ -54,7 +56,7 @@ func TestCheckClip(t *testing.T) {
 		{"mp4 with its media cut", moovLast[:len(moovLast)-800], "", 0, 0, 0, "truncated MP4"},
 		{"gif cut in half", gifData[:len(gifData)/2], "", 0, 0, 0, "truncated GIF"},
 		{"gif with a bad frame", corruptGIF(gifData), "", 0, 0, 0, "does not decode"},
-		{"a png", posterData, "", 0, 0, 0, `neither an MP4 nor a GIF (it starts with ".PNG....")`},
+		{"a png", posterData, "", 0, 0, 0, "unknown format: neither an MP4 nor a GIF"},
 		{"empty", nil, "", 0, 0, 0, "the file is empty"},
 	}
 	for _, tc := range tests {
@@ -128,15 +130,38 @@ func TestCheckClipRefusesOversizedAndOddFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if _, err := trainer.CheckClip(big); err == nil || !strings.Contains(err.Error(), "over the 16.0 MiB a clip may be") {
+	if _, err := trainer.CheckClip(big); err == nil || !strings.Contains(err.Error(), "big is 16.0 MiB, over the 16.0 MiB it may be") {
 		t.Errorf("oversized: %v", err)
 	}
-	link := filepath.Join(dir, "link")
-	if err := os.Symlink(big, link); err != nil {
+	// A link is followed only inside the clip's directory: one out of it is refused.
+	sub := filepath.Join(dir, "run")
+	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := trainer.CheckClip(link); err == nil || !strings.Contains(err.Error(), "not a regular file") {
-		t.Errorf("symlink: %v", err)
+	if err := os.Symlink(filepath.Join(dir, "gif"), filepath.Join(sub, "clip")); err != nil {
+		t.Fatal(err)
+	}
+	gifData, _ := simGIF(t)
+	if err := os.WriteFile(filepath.Join(dir, "gif"), gifData, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var ce *trainer.ClipError
+	if _, err := trainer.CheckClip(filepath.Join(sub, "clip")); !errors.As(err, &ce) || !strings.Contains(err.Error(), "clip leads outside") {
+		t.Errorf("symlink out: %v", err)
+	}
+	if err := os.Symlink("/dev/zero", filepath.Join(sub, "zero")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trainer.CheckClip(filepath.Join(sub, "zero")); !errors.As(err, &ce) || !strings.Contains(err.Error(), "zero leads outside") {
+		t.Errorf("symlink to /dev/zero: %v", err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := within(5*time.Second, func() error { _, err := trainer.CheckClip(fifo); return err }); !errors.As(err, &ce) ||
+		!strings.Contains(err.Error(), "fifo is a named pipe (FIFO), not a regular file") {
+		t.Errorf("FIFO: %v", err)
 	}
 	if _, err := trainer.CheckClip(filepath.Join(dir, "none")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("missing: %v", err)
@@ -207,44 +232,30 @@ func TestEvaluateCollectsTheClip(t *testing.T) {
 }
 
 func TestReadClipChecksWhatWasRecorded(t *testing.T) {
-	root := t.TempDir()
-	const sid = "0123456789abcdef"
-	run := filepath.Join(root, sid, "trial-002-rung-0")
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gifData, _ := simGIF(t)
-	if err := os.WriteFile(filepath.Join(run, "clip"), gifData, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	c, err := trainer.CheckClip(filepath.Join(run, "clip"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Path = "trial-002-rung-0/clip"
-	tr := session.Trial{SessionID: sid, Number: 2, Clip: &c}
+	root, tr, gifData := recordedClip(t)
+	run := filepath.Join(root, tr.SessionID, "trial-002-rung-0")
 	got, path, err := trainer.ReadClip(root, tr, false)
-	if err != nil || len(got) != len(gifData) || path != filepath.Join(run, "clip") {
+	if err != nil || len(got) != len(gifData) || path != filepath.Join(run, "clip.gif") {
 		t.Fatalf("ReadClip = %d bytes at %s, %v", len(got), path, err)
 	}
 	if _, _, err := trainer.ReadClip(root, tr, true); err == nil || !strings.Contains(err.Error(), "has no poster frame") {
 		t.Errorf("no poster: %v", err)
 	}
 	// changed since it was checked
-	if err := os.WriteFile(filepath.Join(run, "clip"), append(gifData[:len(gifData)-1], 0), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(run, "clip.gif"), append(gifData[:len(gifData)-1], 0), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := trainer.ReadClip(root, tr, false); err == nil || !strings.Contains(err.Error(), "changed on disk since it was checked") {
 		t.Errorf("changed clip: %v", err)
 	}
 	escaping := tr
-	ec := c
+	ec := *tr.Clip
 	ec.Path = "../../clip"
 	escaping.Clip = &ec
 	if _, _, err := trainer.ReadClip(root, escaping, false); err == nil || !strings.Contains(err.Error(), "not inside the session directory") {
 		t.Errorf("escaping path: %v", err)
 	}
-	if _, _, err := trainer.ReadClip(root, session.Trial{SessionID: sid, Number: 4, ClipNote: "no clip: the trainer wrote none"}, false); !errors.Is(err, session.ErrNotFound) ||
+	if _, _, err := trainer.ReadClip(root, session.Trial{SessionID: tr.SessionID, Number: 4, ClipNote: "no clip: the trainer wrote none"}, false); !errors.Is(err, session.ErrNotFound) ||
 		!strings.Contains(err.Error(), "trial 4 @ rung 0 has no clip (no clip: the trainer wrote none)") {
 		t.Errorf("no clip: %v", err)
 	}

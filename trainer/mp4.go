@@ -3,6 +3,7 @@ package trainer
 import (
 	"encoding/binary"
 	"fmt"
+	"strconv"
 
 	"tunebot/session"
 )
@@ -30,12 +31,12 @@ func boxes(data []byte, base int) ([]box, error) {
 			size = uint64(len(data) - i)
 		case 1:
 			if len(data)-i < 16 {
-				return out, fmt.Errorf("truncated MP4: box %q at offset %d", printable([]byte(typ)), base+i)
+				return out, fmt.Errorf("truncated MP4: box %s at offset %d", typeName(typ), base+i)
 			}
 			size, head = binary.BigEndian.Uint64(data[i+8:]), 16
 		}
 		if size < uint64(head) || size > uint64(len(data)-i) {
-			return out, fmt.Errorf("truncated MP4: box %q at offset %d claims %d bytes, %d are left", printable([]byte(typ)), base+i, size, len(data)-i)
+			return out, fmt.Errorf("truncated MP4: box %s at offset %d claims %d bytes, %d are left", typeName(typ), base+i, size, len(data)-i)
 		}
 		out = append(out, box{typ: typ, body: data[i+head : i+int(size)], at: base + i + head})
 		i += int(size)
@@ -148,7 +149,7 @@ func videoTrack(c session.Clip, trak box, media [][2]int) (session.Clip, error) 
 	entry := stsd.body[8:]
 	codec := string(entry[4:8])
 	if codec != "avc1" && codec != "avc3" {
-		return c, refuse("the MP4's video is %q, not H.264 (avc1): chat and browsers may not play it; encode it with libx264", printable([]byte(codec)))
+		return c, refuse("the MP4's video is %s, not H.264 (avc1): chat and browsers may not play it; encode it with libx264", codecName(codec))
 	}
 	c.Width, c.Height = int(binary.BigEndian.Uint16(entry[8+24:])), int(binary.BigEndian.Uint16(entry[8+26:]))
 
@@ -246,4 +247,12 @@ func inMedia(media [][2]int, from, to uint64) bool {
 		}
 	}
 	return false
+}
+
+// codecName names a video codec a message may quote (typeName), or says it is unknown.
+func codecName(codec string) string {
+	if knownTypes[codec] {
+		return strconv.Quote(codec)
+	}
+	return "in an unknown codec"
 }

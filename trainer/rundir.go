@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -31,7 +32,24 @@ type seriesReader struct {
 func newSeriesReader(dir string, logger *slog.Logger) *seriesReader {
 	s := &seriesReader{dir: dir, series: map[string][]session.Point{}, maxStep: -1, warned: map[string]bool{}, logger: logger}
 	s.r.Logger = logger
+	s.r.Open = s.open
 	return s
+}
+
+// open opens an event file below the run dir through OpenBounded (the run dir as the
+// root, MaxEventFileBytes as the cap). The descriptor stays unbounded past the size it had
+// when opened, as the file may grow while it is read; the next read opens it again and
+// checks the cap again.
+func (s *seriesReader) open(path string) (*os.File, error) {
+	rel, err := filepath.Rel(s.dir, path)
+	if err != nil {
+		return nil, err
+	}
+	f, err := OpenBounded(s.dir, rel, MaxEventFileBytes, "the event file")
+	if err != nil {
+		return nil, err
+	}
+	return f.File(), nil
 }
 
 func (s *seriesReader) read() {
@@ -170,19 +188,17 @@ const (
 )
 
 // logTail returns the last lines of a job log (at most tailLines lines and tailBytes bytes).
+// The log is opened through OpenBounded (a Slurm job appends to it, and may leave a FIFO
+// or a link there); it has no cap of its own, as only its last tailBytes are read.
 func logTail(path string) string {
-	f, err := os.Open(path)
+	f, err := OpenBounded(filepath.Dir(path), filepath.Base(path), math.MaxInt64, "the log")
 	if err != nil {
 		return ""
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return ""
-	}
-	off := max(st.Size()-tailBytes, 0)
-	buf := make([]byte, st.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+	off := max(f.Size()-tailBytes, 0)
+	buf := make([]byte, f.Size()-off)
+	if _, err := f.Section().ReadAt(buf, off); err != nil && err != io.EOF {
 		return ""
 	}
 	if off > 0 {

@@ -271,10 +271,13 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	if out.failed != "" {
 		return ev, &session.JobError{Job: "evaluate", Reason: out.failed, LogTail: logTail(logPath)}
 	}
-	data, err := os.ReadFile(job.Output)
+	data, err := readEvaluation(job)
 	if err != nil {
-		return ev, &session.JobError{Job: "evaluate", Err: err, LogTail: logTail(logPath),
-			Reason: filepath.Base(job.Output) + " was not written"}
+		reason := filepath.Base(job.Output) + " was not written"
+		if msg, ok := session.UserMessage(err); ok {
+			reason = msg
+		}
+		return ev, &session.JobError{Job: "evaluate", Err: err, LogTail: logTail(logPath), Reason: reason}
 	}
 	ev, err = session.DecodeEvaluation(data)
 	if err != nil {
@@ -289,6 +292,22 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 		ev.Clip, ev.ClipNote = collectClip(job.RunDir, Uses(r.t.Evaluate, "clip_output"), logPath, logger)
 	}
 	return ev, nil
+}
+
+// readEvaluation reads the evaluation JSON an evaluate job wrote at job.Output through
+// OpenBounded, with the run dir as the root and MaxEvaluationBytes as the cap: a link out
+// of the run dir, a FIFO or a device, or a huge file is refused, never read or waited on.
+func readEvaluation(job session.EvalJob) ([]byte, error) {
+	name, err := filepath.Rel(job.RunDir, job.Output)
+	if err != nil {
+		return nil, fmt.Errorf("evaluation output %s: %w", job.Output, err)
+	}
+	f, err := OpenBounded(job.RunDir, name, MaxEvaluationBytes, "the evaluation")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadAll()
 }
 
 func sameSeeds(a, b []int) bool {

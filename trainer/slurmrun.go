@@ -89,7 +89,7 @@ func (r *Runner) slurmClient() *slurm.Client {
 	if r.t.Slurm != nil && r.t.Slurm.Client != nil {
 		return r.t.Slurm.Client
 	}
-	return &slurm.Client{Env: secret.Strip(os.Environ())}
+	return &slurm.Client{Env: secret.Strip(os.Environ()), ReadExit: readExitFile}
 }
 
 // jobNameRE is what may stay in a Slurm job name; anything else becomes '-'.
@@ -300,7 +300,7 @@ func (r *Runner) awaitExitFile(ctx context.Context, st slurm.Status, exitFile st
 			return st
 		case <-time.After(time.Second):
 		}
-		if b, err := os.ReadFile(exitFile); err == nil {
+		if b, err := readExitFile(exitFile); err == nil {
 			if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
 				st.ExitCode = n
 			}
@@ -309,6 +309,16 @@ func (r *Runner) awaitExitFile(ctx context.Context, st slurm.Status, exitFile st
 	}
 	logger.Warn("no exit file from the job; judging it by Slurm's state alone", "file", exitFile, "state", st.State)
 	return st
+}
+
+// readExitFile reads a job's exit file through OpenBounded: an exit code takes a few bytes.
+func readExitFile(path string) ([]byte, error) {
+	f, err := OpenBounded(filepath.Dir(path), filepath.Base(path), 64, "the job's exit file")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return f.ReadAll()
 }
 
 // leaveSlurm handles the end of the job's context: scancel when a person cancelled the

@@ -1,7 +1,9 @@
 // Command dashboard measures the monitoring page (issue 15): a session of 20 trials × 20
 // tags × 2,000 points, served on the loopback as `tunebot run` serves it, and the requests
 // the session and curves pages make on load (all trials, all tags, down-sampled on the
-// server). It reports times and sizes against the 1 s budget; nothing is asserted.
+// server). It reports times and sizes against the 1 s budget, and first the peak resident
+// memory while serving 60 concurrent requests for a 16 MiB clip (clips.go) against the
+// 64 MB goal; nothing is asserted.
 //
 //	go run ./bench/dashboard
 package main
@@ -33,7 +35,18 @@ func main() {
 	tags := flag.Int("tags", 20, "tags per trial")
 	points := flag.Int("points", 2000, "points per curve")
 	runs := flag.Int("runs", 7, "page loads to time (the median is reported)")
+	clips := flag.Int("clips", 60, "concurrent clip requests to measure the peak resident memory of (0: none)")
+	pages := flag.Bool("pages", true, "measure the pages (false: the clip figure alone)")
 	flag.Parse()
+	if *clips > 0 {
+		if err := clipFigures(*clips); err != nil {
+			fmt.Fprintln(os.Stderr, "bench/dashboard:", err)
+			os.Exit(1)
+		}
+	}
+	if !*pages {
+		return
+	}
 	if err := run(*trials, *tags, *points, *runs); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/dashboard:", err)
 		os.Exit(1)

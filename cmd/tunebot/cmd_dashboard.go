@@ -39,7 +39,7 @@ func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
 	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.space(),
 		Key: key, KeyPath: filepath.Join(d.app.cfg.DataDir, dashboardKeyFile), Roles: d.roles,
 		PublicURL: d.cfg.Service.PublicURL, BaseURL: d.cfg.Service.BaseURL(), Logger: d.log.With("component", "dashboard"),
-		Clips: d.app.clips()})
+		Clips: d.app.clipFiles()})
 	if err != nil {
 		return err
 	}

@@ -168,8 +168,12 @@ func policyOf(t *testing.T, dataDir string, st dataDirState, id string) (session
 		}
 		for _, tr := range st.Trials[id] {
 			if tr.Ref() == p.Trial {
-				path, _, err := preset.BestPolicy(filepath.Join(dataDir, "sessions"), p, tr, 0)
-				return p, path, err
+				f, err := preset.BestPolicy(filepath.Join(dataDir, "sessions"), p, tr, 0)
+				if err != nil {
+					return p, "", err
+				}
+				defer f.Close()
+				return p, f.Path(), nil
 			}
 		}
 	}

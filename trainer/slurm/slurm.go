@@ -89,6 +89,9 @@ func (s Status) Finished() bool {
 // SLURM_CONF and the like); nil means this process's environment.
 type Client struct {
 	Env []string
+	// ReadExit reads a job's exit file, which the job wrote (nil: os.ReadFile); tunebot
+	// passes trainer's bounded reader, so a FIFO or a link there is refused, never read.
+	ReadExit func(path string) ([]byte, error)
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
@@ -298,7 +301,7 @@ func (c *Client) Status(ctx context.Context, ids []string, exitFiles map[string]
 			st = Status{ID: id, State: Unknown, ExitCode: -1}
 		}
 		if st.Finished() {
-			if n, ok := readExit(exitFiles[id]); ok {
+			if n, ok := c.readExit(exitFiles[id]); ok {
 				st.ExitCode = n
 			}
 		}
@@ -307,11 +310,15 @@ func (c *Client) Status(ctx context.Context, ids []string, exitFiles map[string]
 	return out, nil
 }
 
-func readExit(path string) (int, bool) {
+func (c *Client) readExit(path string) (int, bool) {
 	if path == "" {
 		return 0, false
 	}
-	b, err := os.ReadFile(path)
+	read := c.ReadExit
+	if read == nil {
+		read = os.ReadFile
+	}
+	b, err := read(path)
 	if err != nil {
 		return 0, false
 	}

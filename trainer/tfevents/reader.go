@@ -61,6 +61,10 @@ type Reader struct {
 	// Logger receives the warning for each record longer than MaxRecord that is skipped;
 	// nil: the skip is not logged.
 	Logger *slog.Logger
+	// Open opens an event file for one read (nil: os.Open). A daemon reading what a
+	// trainer wrote passes trainer.OpenBounded's descriptor, so a link out of the run dir,
+	// a FIFO or an oversized file is refused, never read.
+	Open func(path string) (*os.File, error)
 
 	mu      sync.Mutex
 	offsets map[string]int64
@@ -271,7 +275,11 @@ func (r *Reader) scanSized(path string, sized func(int64), emit emitFunc) error 
 		r.offsets = map[string]int64{}
 		r.tags = map[string]string{}
 	}
-	f, err := os.Open(path)
+	open := r.Open
+	if open == nil {
+		open = os.Open
+	}
+	f, err := open(path)
 	if err != nil {
 		return fmt.Errorf("reading events: %w", err)
 	}
