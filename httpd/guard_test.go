@@ -110,4 +110,3 @@ func TestHostHeaderOnEveryInterface(t *testing.T) {
 		}
 	}
 }
-

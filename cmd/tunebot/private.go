@@ -55,4 +55,3 @@ func socketCaller(r *http.Request) session.Actor {
 	}
 	return session.Actor{Platform: "cli", ID: "uid " + id, Name: "uid " + id}
 }
-

@@ -115,8 +115,8 @@ func TestPresetCommandsWhileTheDaemonRuns(t *testing.T) {
 	mallory := []string{"USER=mallory"}
 	exported := filepath.Join(dir, "out.json")
 	for _, tc := range []struct {
-		args       []string
-		code       int
+		args        []string
+		code        int
 		out, errOut string
 	}{
 		{[]string{"preset", "list", "--config", cfg}, 0, "no presets yet", ""},
