@@ -50,7 +50,7 @@ the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 	for _, w := range cfg.warnings {
 		logger.Warn(w)
 	}
-	if w := dataDirAccess(cfg.DataDir); w != "" {
+	if w := dataDirAccess(cfg.DataDir); w != "" && !cfg.Service.SharedDataDir {
 		logger.Warn(w)
 	}
 	d := &daemon{cfg: cfg, e: e, log: logger, verbose: *verbose}
