@@ -45,7 +45,7 @@ type Config struct {
 }
 
 // BaseURL is the listener's address as a URL, for links when there is no PublicURL; a
-// wildcard host becomes loopback, where `tunebot dashboard link` reaches the daemon.
+// wildcard host becomes loopback.
 func (c Config) BaseURL() string {
 	host, port, err := net.SplitHostPort(c.addr())
 	if err != nil {

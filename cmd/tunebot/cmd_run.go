@@ -92,9 +92,10 @@ type daemon struct {
 	dash      *dashboard.Server // the monitoring page; nil when the service is off
 
 	notifyCancel, dispatchCancel, adapterCancel, serviceCancel context.CancelFunc
-	socketCancel                                               context.CancelFunc // the tunebot command's socket (serviceWG)
-	stopRelay                                                  func()             // hands the engine's last events over
+	stopRelay                                                  func() // hands the engine's last events over
 	notifyWG, dispatchWG, adapterWG, serviceWG                 sync.WaitGroup
+
+	socketCancel context.CancelFunc // the tunebot command's socket; its goroutine is in serviceWG
 }
 
 func (d *daemon) start(ctx context.Context, resume bool) error {
