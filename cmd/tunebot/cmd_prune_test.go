@@ -137,17 +137,7 @@ func kept(st dataDirState, audit int) any {
 
 func runPruneBin(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	cmd := exec.Command(tunebotBin, append([]string{"prune"}, args...)...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 0, out.String(), errb.String()
+	return runBinEnv(t, nil, append([]string{"prune"}, args...)...)
 }
 
 func fileHash(t *testing.T, path string) [32]byte {
