@@ -12,11 +12,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+
+	"tunebot/private"
 )
 
 // Identity is who a sign-in link or cookie belongs to: a chat user (platform and user id),
@@ -43,7 +43,8 @@ const (
 	keySize   = 32
 )
 
-// LoadKey reads the dashboard's signing key from path, creating it (0600) on first use. The
+// LoadKey reads the dashboard's signing key from path, creating it (0600) on first use; a
+// key that is a link, another user's or open to others is refused (private.ReadFile). The
 // key signs cookies, so a restart keeps people signed in. Whoever reads it can sign a cookie
 // for any identity (the operator, or any chat user, with what the allow-list grants them),
 // like whoever reads the store; RotateKey replaces it, signing everyone out.
@@ -56,26 +57,19 @@ func LoadKey(path string) ([]byte, error) {
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("making dashboard key: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	err = private.Create(path, []byte(hex.EncodeToString(key)+"\n"))
 	if errors.Is(err, fs.ErrExist) {
-		return LoadKey(path) // another process made it first
+		return ReadKey(path) // another process made it first (or a link is there: ReadKey refuses it)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("writing dashboard key: %w", err)
-	}
-	_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
-	if cerr := f.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr != nil {
-		return nil, fmt.Errorf("writing dashboard key: %w", werr)
 	}
 	return key, nil
 }
 
 // ReadKey reads the key LoadKey made; a missing file is an error wrapping fs.ErrNotExist.
 func ReadKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
+	b, err := private.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading dashboard key: %w", err)
 	}
@@ -87,27 +81,15 @@ func ReadKey(path string) ([]byte, error) {
 }
 
 // RotateKey replaces the key at path with a fresh one (written beside it and renamed over
-// it, 0600, so a reader never sees half a key) and returns it: every cookie and link signed
-// with the old key stops working.
+// it, 0600, never through a link, so a reader never sees half a key) and returns it: every
+// cookie and link signed with the old key stops working.
 func RotateKey(path string) ([]byte, error) {
 	key := make([]byte, keySize)
 	if _, err := rand.Read(key); err != nil {
 		return nil, fmt.Errorf("making dashboard key: %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".dashboard-key-*")
-	if err != nil {
+	if err := private.WriteFile(path, []byte(hex.EncodeToString(key)+"\n")); err != nil {
 		return nil, fmt.Errorf("writing dashboard key: %w", err)
-	}
-	_, werr := f.WriteString(hex.EncodeToString(key) + "\n")
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(f.Name(), path)
-	}
-	if werr != nil {
-		_ = os.Remove(f.Name())
-		return nil, fmt.Errorf("writing dashboard key: %w", werr)
 	}
 	return key, nil
 }

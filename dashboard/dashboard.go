@@ -24,7 +24,6 @@ import (
 	"time"
 
 	"tunebot/bot"
-	"tunebot/httpd"
 	"tunebot/session"
 )
 
@@ -149,9 +148,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /signin", s.signinPage)
 	s.mux.HandleFunc("POST /signin", s.signin)
 	s.mux.HandleFunc("POST /signout", s.signout)
-	// The operator's routes answer the CLI on this machine only, never through a proxy.
-	s.mux.Handle("POST /api/link", httpd.LocalOnly(http.HandlerFunc(s.operatorLink)))
-	s.mux.Handle("POST /api/rotate", httpd.LocalOnly(http.HandlerFunc(s.rotate)))
+	// The operator's routes (tunebot dashboard link and rotate) are not here: Operator
+	// serves them, on the daemon's socket only.
 
 	// Reading needs a valid cookie.
 	s.mux.HandleFunc("GET /api/me", s.read(s.me))
@@ -173,6 +171,16 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /api/sessions/{id}/{verb}", s.act(s.control))
 	s.mux.HandleFunc("POST /api/start", s.act(s.start))
 	s.mux.HandleFunc("POST /api/agent", s.act(s.agent))
+}
+
+// Operator serves the operator's routes, POST /api/link and POST /api/rotate (tunebot
+// dashboard link and rotate), for the daemon's Unix socket (httpd.Local): never on the page's
+// listener, so no proxy in front of it can reach them, whatever headers it adds.
+func (s *Server) Operator() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /api/link", s.operatorLink)
+	mux.HandleFunc("POST /api/rotate", s.rotate)
+	return mux
 }
 
 // ServeHTTP adds the headers every answer carries: no framing, no inline script, nothing

@@ -2,7 +2,6 @@ package httpd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,8 +21,8 @@ type Backuper interface {
 	Backup(ctx context.Context, w io.Writer) (int64, error)
 }
 
-// BackupHandler serves src's copy to the tunebot command on this machine with token as its
-// bearer token (WithToken); the copy holds the audit log and chat references.
+// BackupHandler serves src's copy, on the daemon's socket, with token as its bearer token
+// (WithToken); the copy holds the audit log and chat references.
 func BackupHandler(src Backuper, token string, logger *slog.Logger) http.Handler {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -41,15 +40,12 @@ func BackupHandler(src Backuper, token string, logger *slog.Logger) http.Handler
 	}))
 }
 
-// FetchBackup downloads the running daemon's copy of its data file, as configured by cfg,
+// FetchBackup downloads the running daemon's copy of its data file, through its socket,
 // into w.
-func FetchBackup(ctx context.Context, cfg Config, token string, w io.Writer) error {
-	if cfg.Off() {
-		return errors.New("its service is off (service.addr: off): set a service address, or stop the daemon, to take a backup")
-	}
+func FetchBackup(ctx context.Context, socket, token string, w io.Writer) error {
 	ctx, cancel := context.WithTimeout(ctx, backupTimeout)
 	defer cancel()
-	resp, err := Call(ctx, cfg, http.MethodGet, BackupPath, token, nil)
+	resp, err := Call(ctx, socket, http.MethodGet, BackupPath, token, nil)
 	if err != nil {
 		return fmt.Errorf("asking for the copy: %w", err)
 	}

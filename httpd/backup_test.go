@@ -5,8 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
-	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -27,13 +26,12 @@ func (f fakeBackuper) Backup(ctx context.Context, w io.Writer) (int64, error) {
 	return int64(n), err
 }
 
-func serveBackup(t *testing.T, b fakeBackuper, token string) httpd.Config {
+// serveBackup serves b's copy on a socket, as the daemon does, and returns its path.
+func serveBackup(t *testing.T, b fakeBackuper, token string) string {
 	t.Helper()
-	mux := http.NewServeMux()
-	mux.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(b, token, nil))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	return httpd.Config{Addr: strings.TrimPrefix(srv.URL, "http://")}
+	return serveLocal(t, func(l *httpd.Local) {
+		l.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(b, token, nil))
+	})
 }
 
 // The copy goes only to a request with the daemon's token; a copy cut short is an error,
@@ -61,7 +59,7 @@ func TestBackupEndpoint(t *testing.T) {
 	if err := httpd.FetchBackup(ctx, serveBackup(t, fakeBackuper{data: data, fail: true}, "s3cret"), "s3cret", &got); err == nil {
 		t.Errorf("a copy cut short after %d bytes was taken as complete", got.Len())
 	}
-	if err := httpd.FetchBackup(ctx, httpd.Config{Addr: "off"}, "s3cret", &got); err == nil || !strings.Contains(err.Error(), "service is off") {
-		t.Errorf("service off: %v", err)
+	if err := httpd.FetchBackup(ctx, filepath.Join(t.TempDir(), httpd.SocketName), "s3cret", &got); !errors.Is(err, httpd.ErrNoDaemon) {
+		t.Errorf("no daemon: %v", err)
 	}
 }

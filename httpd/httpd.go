@@ -1,8 +1,9 @@
 // Package httpd is the daemon's local HTTP listener: it serves tunebot's /healthz and
 // /metrics (Prometheus text exposition format, written by hand) on a local address, so a
 // GPU machine's monitoring sees the daemon's state without a client library or an open
-// port, and the daemon mounts on it the store backup download (BackupHandler) and the
-// monitoring page of dashboard/ (Mount).
+// port, and the daemon mounts on it the monitoring page of dashboard/ (Mount). The routes of
+// the tunebot command on this machine (the backup download, BackupHandler, and the others)
+// are served on a Unix socket in the data directory instead (Local), never on this listener.
 //
 // It is not the systemd unit that runs tunebot as a service: that lives in deploy/.
 package httpd
@@ -37,10 +38,14 @@ type Config struct {
 	// https://tune.example.com); sign-in links and trial reports in chat use it. Empty:
 	// links name the listener's own address, for an SSH tunnel.
 	PublicURL string `yaml:"public_url"`
+	// SharedDataDir says data_dir is open to others on purpose (a shared filesystem): the
+	// daemon then starts there and keeps its keys, tokens and socket in data_dir/private
+	// (0700) instead of data_dir, which it otherwise refuses when others may write it.
+	SharedDataDir bool `yaml:"shared_data_dir"`
 }
 
 // BaseURL is the listener's address as a URL, for links when there is no PublicURL; a
-// wildcard host becomes loopback, where `tunebot dashboard link` reaches the daemon.
+// wildcard host becomes loopback.
 func (c Config) BaseURL() string {
 	host, port, err := net.SplitHostPort(c.addr())
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot"
+	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
@@ -113,6 +114,11 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 	cfg.DataDir = abs
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("data_dir %s cannot be created: %w", cfg.DataDir, err)
+	}
+	// Refused when others may write it (unless shared on purpose): a key planted there
+	// would sign anyone in as the operator.
+	if _, err := private.Dir(cfg.DataDir, cfg.Service.SharedDataDir); err != nil {
+		return nil, err
 	}
 	probe := filepath.Join(cfg.DataDir, ".write-test")
 	if err := os.WriteFile(probe, nil, 0o600); err != nil {

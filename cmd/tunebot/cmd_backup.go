@@ -8,10 +8,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"tunebot/httpd"
+	"tunebot/private"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -22,21 +22,18 @@ func init() {
 
 const backupUsage = "usage: tunebot backup PATH [--config FILE]"
 
-// backupTokenFile, in the data dir, holds the token the running daemon's service asks of a
-// backup request: only the daemon's user can read it, as only they can read the data file.
+// backupTokenFile, in the private part of the data dir, holds the token the running daemon
+// asks of the tunebot command on its socket (backup, prune, presets): only the daemon's
+// user can read it, as only they can read the data file.
 const backupTokenFile = "backup.token"
 
-func backupTokenPath(dataDir string) string { return filepath.Join(dataDir, backupTokenFile) }
+func backupTokenPath(cfg Config) string { return filepath.Join(privateDir(cfg), backupTokenFile) }
 
-// writeBackupToken makes a new token for this daemon's service and stores it, readable by
-// its user only, for `tunebot backup`.
-func writeBackupToken(dataDir string) (string, error) {
+// writeBackupToken makes a new token for this daemon's socket and stores it, readable by
+// its user only (never through a link planted in its place), for the tunebot command.
+func writeBackupToken(cfg Config) (string, error) {
 	token := rand.Text()
-	tmp := backupTokenPath(dataDir) + ".tmp"
-	if err := os.WriteFile(tmp, []byte(token+"\n"), 0o600); err != nil {
-		return "", fmt.Errorf("writing the backup token: %w", err)
-	}
-	if err := os.Rename(tmp, backupTokenPath(dataDir)); err != nil {
+	if err := private.WriteFile(backupTokenPath(cfg), []byte(token+"\n")); err != nil {
 		return "", fmt.Errorf("writing the backup token: %w", err)
 	}
 	return token, nil
@@ -68,7 +65,7 @@ func runBackup(ctx context.Context, e *env, args []string) int {
 }
 
 // backup copies the data file to dst: directly when no daemon holds it, else through the
-// running daemon's service.
+// running daemon's socket.
 func backup(ctx context.Context, cfg Config, dst string) (int64, error) {
 	src := dataFile(cfg)
 	if _, err := os.Stat(src); err != nil {
@@ -88,12 +85,12 @@ func backup(ctx context.Context, cfg Config, dst string) (int64, error) {
 	if !errors.Is(err, session.ErrLocked) {
 		return 0, err
 	}
-	token, terr := os.ReadFile(backupTokenPath(cfg.DataDir))
-	if terr != nil && !cfg.Service.Off() { // with the service off, FetchBackup says so
-		return 0, fmt.Errorf("a running tunebot holds %s but has left no backup token (%w): stop it to take a backup", src, terr)
+	token, err := daemonToken(cfg, "take a backup")
+	if err != nil {
+		return 0, err
 	}
 	n, err := store.WriteBackup(dst, func(w io.Writer) error {
-		return httpd.FetchBackup(ctx, cfg.Service, strings.TrimSpace(string(token)), w)
+		return httpd.FetchBackup(ctx, socketPath(cfg), token, w)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("a running tunebot holds %s, and %w", src, err)

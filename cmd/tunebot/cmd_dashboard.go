@@ -32,12 +32,12 @@ var operatorGrant = bot.Grant{Platform: dashboard.Operator.Platform, Users: []st
 
 // mountDashboard serves the monitoring page on the service listener (docs/design.md §6).
 func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
-	key, err := dashboard.LoadKey(filepath.Join(d.app.cfg.DataDir, dashboardKeyFile))
+	key, err := dashboard.LoadKey(filepath.Join(privateDir(d.app.cfg), dashboardKeyFile))
 	if err != nil {
 		return err
 	}
 	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.space(),
-		Key: key, KeyPath: filepath.Join(d.app.cfg.DataDir, dashboardKeyFile), Roles: d.roles,
+		Key: key, KeyPath: filepath.Join(privateDir(d.app.cfg), dashboardKeyFile), Roles: d.roles,
 		PublicURL: d.cfg.Service.PublicURL, BaseURL: d.cfg.Service.BaseURL(), Logger: d.log.With("component", "dashboard"),
 		Clips: d.app.clipFiles()})
 	if err != nil {
@@ -111,31 +111,30 @@ every unused sign-in link stops working (the running daemon uses it at once).`
 	return 0
 }
 
-// errNoDaemon is askDaemon's error when nothing listens on the service address.
-var errNoDaemon = errors.New("no tunebot run answers")
-
-// askDaemon posts to path on the running daemon's loopback listener as the operator (proof
-// of reading the data directory's key) and decodes its JSON answer into out.
+// askDaemon posts to path on the running daemon's socket as the operator (proof of reading
+// the data directory's key) and decodes its JSON answer into out; no daemon listening is
+// httpd.ErrNoDaemon.
 func askDaemon(ctx context.Context, cfg Config, client *http.Client, path string, out any) error {
-	key, err := dashboard.ReadKey(filepath.Join(cfg.DataDir, dashboardKeyFile))
+	keyPath := filepath.Join(privateDir(cfg), dashboardKeyFile)
+	key, err := dashboard.ReadKey(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no %s in %s: tunebot run makes it when it starts with this config; is it running?", dashboardKeyFile, cfg.DataDir)
+		return fmt.Errorf("no %s in %s: tunebot run makes it when it starts with this config; is it running?", dashboardKeyFile, privateDir(cfg))
 	}
 	if err != nil {
 		return err
 	}
 	if client == nil {
-		client = &http.Client{Timeout: 10 * time.Second}
+		client = httpd.SocketClient(socketPath(cfg), 10*time.Second)
 	}
-	base := cfg.Service.BaseURL()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, nil)
+	base := socketPath(cfg)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, httpd.SocketURL(path), nil)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+dashboard.OperatorToken(key))
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("%w on %s (service.addr): %w", errNoDaemon, base, err)
+		return fmt.Errorf("asking the daemon: %w", err)
 	}
 	defer resp.Body.Close()
 	var refusal struct {
@@ -155,7 +154,7 @@ func askDaemon(ctx context.Context, cfg Config, client *http.Client, path string
 	return nil
 }
 
-// operatorLink asks the running daemon, on its loopback listener, for a link: the daemon
+// operatorLink asks the running daemon, on its socket, for a link: the daemon
 // holds the store, and proof of reading the data directory's key stands for the operator.
 func operatorLink(ctx context.Context, cfg Config, client *http.Client) (string, error) {
 	if cfg.Service.Off() {
@@ -168,7 +167,7 @@ func operatorLink(ctx context.Context, cfg Config, client *http.Client) (string,
 		return "", err
 	}
 	if out.URL == "" {
-		return "", fmt.Errorf("the daemon on %s gave no link", cfg.Service.BaseURL())
+		return "", fmt.Errorf("the daemon on %s gave no link", socketPath(cfg))
 	}
 	return out.URL, nil
 }
@@ -177,7 +176,7 @@ func operatorLink(ctx context.Context, cfg Config, client *http.Client) (string,
 // new key and uses it at once; with no daemon answering, the key file is replaced, which
 // the next start reads.
 func rotateDashboardKey(ctx context.Context, cfg Config, client *http.Client) (string, error) {
-	path := filepath.Join(cfg.DataDir, dashboardKeyFile)
+	path := filepath.Join(privateDir(cfg), dashboardKeyFile)
 	done := "signed everyone out of the monitoring page: " + path + " holds a new key, so every cookie and every unused sign-in link stopped working"
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return "no " + path + ": the monitoring page never ran with this data_dir, so nobody is signed in", nil
@@ -190,7 +189,7 @@ func rotateDashboardKey(ctx context.Context, cfg Config, client *http.Client) (s
 		if err == nil {
 			return done, nil
 		}
-		if !errors.Is(err, errNoDaemon) {
+		if !errors.Is(err, httpd.ErrNoDaemon) {
 			return "", err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"tunebot/private"
 	"tunebot/session"
 	"tunebot/store"
 	"tunebot/trainer/slurm"
@@ -79,7 +80,7 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 	if cfg.Executor.Backend == BackendSlurm {
 		doctorSlurm(ctx, r, cfg, e.getenv)
 	}
-	doctorDataDir(r, cfg.DataDir)
+	doctorDataDir(r, cfg.DataDir, cfg.Service.SharedDataDir)
 	doctorStore(r, dataFile(cfg))
 	if r.failed {
 		fmt.Fprintln(e.stdout, "\nsome checks failed: fix the lines marked fail, then run tunebot doctor again")
@@ -418,7 +419,7 @@ func abs(x float64) float64 {
 	return x
 }
 
-func doctorDataDir(r *doctorReport, dir string) {
+func doctorDataDir(r *doctorReport, dir string, shared bool) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		r.line("fail", "data dir", fmt.Sprintf("%s cannot be created: %v; set data_dir to a writable directory", dir, err))
 		return
@@ -431,7 +432,11 @@ func doctorDataDir(r *doctorReport, dir string) {
 	name := f.Name()
 	f.Close()
 	os.Remove(name)
-	if w := dataDirAccess(dir); w != "" {
+	if _, err := private.Dir(dir, shared); err != nil {
+		r.line("fail", "data dir", err.Error()+" (tunebot run refuses to start)")
+		return
+	}
+	if w := dataDirAccess(dir); w != "" && !shared {
 		r.line("warn", "data dir", w)
 		return
 	}

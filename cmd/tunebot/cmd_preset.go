@@ -48,29 +48,28 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 	if *out != "" && sub != "export" {
 		return usageError(e, fs, "-o applies to export only")
 	}
-	cfg, db, ok := loadWithStore(e, *cfgPath, *dataDir, "preset")
+	book, space, closeBook, ok := openPresets(e, *cfgPath, *dataDir)
 	if !ok {
 		return 1
 	}
-	defer db.Close()
-	space := cfg.space()
+	defer closeBook()
 
 	switch sub {
 	case "list":
-		ps, err := db.Presets(ctx)
+		ps, err := book.list(ctx)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "preset list:", err)
 			return 1
 		}
 		fmt.Fprint(e.stdout, preset.FormatList(ps))
 	case "show":
-		p, err := getPreset(ctx, db, operands[0])
+		p, err := book.get(ctx, operands[0])
 		if err != nil {
 			return presetFail(e, err)
 		}
 		fmt.Fprint(e.stdout, preset.FormatShow(p, space))
 	case "export":
-		p, err := getPreset(ctx, db, operands[0])
+		p, err := book.get(ctx, operands[0])
 		if err != nil {
 			return presetFail(e, err)
 		}
@@ -90,7 +89,7 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 			fmt.Fprintln(e.stderr, "preset import:", err)
 			return 1
 		}
-		p, err := preset.Import(ctx, db, space, operands[0], data, cliActor(e))
+		p, err := book.importFile(ctx, operands[0], data)
 		if err != nil {
 			var ie *session.InvalidError
 			if errors.As(err, &ie) {
@@ -102,6 +101,34 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stdout, "preset %s imported; start a session from it with preset=%s\n", p.Name, p.Name)
 	}
 	return 0
+}
+
+// openPresets opens the presets of the config's data dir (or --data-dir): the store when no
+// daemon holds it, else the running daemon's socket, so the command works either way. ok
+// false means the problem is printed and the exit is 1; the func closes what was opened.
+func openPresets(e *env, cfgPath, dataDir string) (presetBook, *session.Space, func(), bool) {
+	cfg, err := loadConfig(cfgPath, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return nil, nil, nil, false
+	}
+	if dataDir != "" {
+		cfg.DataDir = dataDir // --data-dir, as tune takes it
+	}
+	space := cfg.space()
+	db, err := openStore(cfg)
+	if err == nil {
+		return storeBook{db: db, space: space, by: cliActor(e)}, space, func() { db.Close() }, true
+	}
+	if errors.Is(err, session.ErrLocked) {
+		book, derr := newDaemonBook(cfg)
+		if derr == nil {
+			return book, space, func() {}, true
+		}
+		err = derr
+	}
+	fmt.Fprintln(e.stderr, "preset:", err)
+	return nil, nil, nil, false
 }
 
 // getPreset is preset.Get, a missing preset answered with where the shell lists them.

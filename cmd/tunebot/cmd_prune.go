@@ -38,7 +38,8 @@ const prunePath = "/prune"
 // takes seconds to minutes.
 const pruneTimeout = 30 * time.Minute
 
-// pruneRequest is what `tunebot prune` asks of the running daemon.
+// pruneRequest is what `tunebot prune` asks of the running daemon. By is the operator when
+// the command prunes itself; the daemon ignores it and records the socket's caller instead.
 type pruneRequest struct {
 	Options retention.Options `json:"options"`
 	By      session.Actor     `json:"by"`
@@ -105,7 +106,7 @@ func pruner(cfg Config, db retention.Store) *retention.Pruner {
 }
 
 // prune runs req on the data dir of cfg: itself when no daemon holds the data file, else
-// through the running daemon's service, which then prunes and compacts its open store.
+// through the running daemon's socket, which then prunes and compacts its open store.
 func prune(ctx context.Context, cfg Config, req pruneRequest) (retention.Report, error) {
 	path := dataFile(cfg)
 	if _, err := os.Stat(path); err != nil {
@@ -120,9 +121,9 @@ func prune(ctx context.Context, cfg Config, req pruneRequest) (retention.Report,
 	if !errors.Is(err, session.ErrLocked) {
 		return retention.Report{}, err
 	}
-	token, terr := os.ReadFile(backupTokenPath(cfg.DataDir))
-	if terr != nil && !cfg.Service.Off() {
-		return retention.Report{}, fmt.Errorf("a running tunebot holds %s but has left no token to ask it with (%w): stop it to prune", path, terr)
+	token, err := daemonToken(cfg, "prune")
+	if err != nil {
+		return retention.Report{}, err
 	}
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -130,7 +131,7 @@ func prune(ctx context.Context, cfg Config, req pruneRequest) (retention.Report,
 	}
 	ctx, cancel := context.WithTimeout(ctx, pruneTimeout)
 	defer cancel()
-	resp, err := httpd.Call(ctx, cfg.Service, http.MethodPost, prunePath, strings.TrimSpace(string(token)), bytes.NewReader(body))
+	resp, err := httpd.Call(ctx, socketPath(cfg), http.MethodPost, prunePath, token, bytes.NewReader(body))
 	if err != nil {
 		return retention.Report{}, fmt.Errorf("a running tunebot holds %s, and asking it to prune failed: %w", path, err)
 	}
@@ -143,7 +144,8 @@ func prune(ctx context.Context, cfg Config, req pruneRequest) (retention.Report,
 }
 
 // pruneHandler prunes for `tunebot prune` while the daemon holds the data file; the audit
-// (and so the daemon's log, through actionLog) says who pruned what.
+// (and so the daemon's log, through actionLog) says who pruned what: the user the kernel
+// says is at the socket's other end, not the request's by, which anyone can write.
 func pruneHandler(p *retention.Pruner, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req pruneRequest
@@ -152,7 +154,7 @@ func pruneHandler(p *retention.Pruner, log *slog.Logger) http.Handler {
 			return
 		}
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(pruneTimeout))
-		rep, err := p.Run(r.Context(), req.Options, req.By)
+		rep, err := p.Run(r.Context(), req.Options, socketCaller(r))
 		var invalid *session.InvalidError
 		switch {
 		case errors.As(err, &invalid):

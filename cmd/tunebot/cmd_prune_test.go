@@ -137,17 +137,7 @@ func kept(st dataDirState, audit int) any {
 
 func runPruneBin(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
-	var out, errb bytes.Buffer
-	cmd := exec.Command(tunebotBin, append([]string{"prune"}, args...)...)
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if ee, ok := err.(*exec.ExitError); ok {
-		return ee.ExitCode(), out.String(), errb.String()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return 0, out.String(), errb.String()
+	return runBinEnv(t, nil, append([]string{"prune"}, args...)...)
 }
 
 func fileHash(t *testing.T, path string) [32]byte {
@@ -290,7 +280,8 @@ func TestPruneWhileTheDaemonRuns(t *testing.T) {
 	}
 	cmd, stdinW, out := startDaemon(t, cfg)
 
-	code, stdout, stderr := runPruneBin(t, "--config", cfg, "--keep-last", "0", "--points", "20")
+	// $USER names someone else: the daemon records the user the kernel says ran the command.
+	code, stdout, stderr := runBinEnv(t, []string{"USER=mallory"}, "prune", "--config", cfg, "--keep-last", "0", "--points", "20")
 	if code != 0 || !strings.Contains(stdout, session.Short(old)) || !strings.Contains(stdout, "compacted; the copy passed its consistency check") {
 		t.Fatalf("prune: exit %d\n%s%s\ndaemon:\n%s", code, stdout, stderr, out.String())
 	}
@@ -321,6 +312,18 @@ func TestPruneWhileTheDaemonRuns(t *testing.T) {
 	if diff := cmp.Diff(kept(before, len(before.Audit)), []any{map[string][]session.Trial{old: after.Trials[old]},
 		map[string][]session.Proposal{old: after.Proposals[old]}, oldPresets, after.Audit[:len(before.Audit)]}); diff != "" {
 		t.Errorf("the pruned session's records changed (-before +after):\n%s", diff)
+	}
+	pruned := 0
+	for _, a := range after.Audit[len(before.Audit):] {
+		if a.Kind == "pruned" {
+			pruned++
+			if me := currentUser(t); a.Actor != (session.Actor{Platform: "cli", ID: me, Name: me}) {
+				t.Errorf("the prune is audited as %+v, want %s (the socket's caller), never the request's mallory", a.Actor, me)
+			}
+		}
+	}
+	if pruned == 0 {
+		t.Error("the prune left no audit")
 	}
 }
 

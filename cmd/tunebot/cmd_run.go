@@ -50,7 +50,7 @@ the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 	for _, w := range cfg.warnings {
 		logger.Warn(w)
 	}
-	if w := dataDirAccess(cfg.DataDir); w != "" {
+	if w := dataDirAccess(cfg.DataDir); w != "" && !cfg.Service.SharedDataDir {
 		logger.Warn(w)
 	}
 	d := &daemon{cfg: cfg, e: e, log: logger, verbose: *verbose}
@@ -94,6 +94,8 @@ type daemon struct {
 	notifyCancel, dispatchCancel, adapterCancel, serviceCancel context.CancelFunc
 	stopRelay                                                  func() // hands the engine's last events over
 	notifyWG, dispatchWG, adapterWG, serviceWG                 sync.WaitGroup
+
+	socketCancel context.CancelFunc // the tunebot command's socket; its goroutine is in serviceWG
 }
 
 func (d *daemon) start(ctx context.Context, resume bool) error {
@@ -136,6 +138,9 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 	d.startNotifiers(ctx, events, wantConsole, charts)
 	d.startChat(ctx)
 	if err := d.startService(allow); err != nil {
+		return err
+	}
+	if err := d.startSocket(); err != nil {
 		return err
 	}
 	return d.resumeInterrupted(ctx, resume)
@@ -463,9 +468,12 @@ func (d *daemon) stop() {
 	}
 	if d.serviceCancel != nil {
 		d.serviceCancel()
-		waitBounded(d.serviceWG.Wait, drainTimeout)
-		_ = os.Remove(backupTokenPath(d.app.cfg.DataDir))
 	}
+	if d.socketCancel != nil {
+		d.socketCancel()
+		_ = os.Remove(backupTokenPath(d.app.cfg))
+	}
+	waitBounded(d.serviceWG.Wait, drainTimeout)
 	d.app.close()
 	d.app = nil
 }
@@ -480,12 +488,6 @@ func (d *daemon) startService(allow bot.AllowList) error {
 	if err != nil {
 		return err
 	}
-	token, err := writeBackupToken(d.app.cfg.DataDir)
-	if err != nil {
-		return err
-	}
-	srv.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(d.app.db, token, d.log))
-	srv.Handle("POST "+prunePath, httpd.WithToken(token, "a prune", pruneHandler(d.pruner, d.log)))
 	if err := d.mountDashboard(srv, allow); err != nil {
 		return err
 	}

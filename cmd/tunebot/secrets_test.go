@@ -85,7 +85,7 @@ func TestDaemonEnvironIsUnreadableToSameUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(dir, "tunebot.yaml")
-	if err := os.WriteFile(cfg, []byte("data_dir: "+data+"\nservice: {addr: \"off\"}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("data_dir: "+data+"\nservice: {addr: \"off\", shared_data_dir: true}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,0 +1,153 @@
+// Package private keeps the daemon's keys and tokens (the monitoring page's signing key, the
+// token the CLI shows the daemon) and its socket where only the daemon's user can reach
+// them: a directory that user owns and nobody else may write, files that are theirs alone,
+// written without following a link someone planted and read only when still so.
+package private
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// SubDir is the directory inside a shared data_dir that holds the keys, the tokens and the
+// socket: created 0700 by the daemon's user, and checked to stay so.
+const SubDir = "private"
+
+// maxSecret bounds a key or token file: each is a line of hex or base32.
+const maxSecret = 4 << 10
+
+// Dir checks the data directory dir and returns where the keys, tokens and socket live. A
+// data directory that group or others may write, or that another user owns, is refused
+// unless shared: whoever can write it could plant a key and sign in as the operator. When
+// shared (service.shared_data_dir), they live in dir/private instead, which Dir creates
+// (0700) and checks: a directory, not a link, the daemon's user's, closed to others.
+func Dir(dir string, shared bool) (string, error) {
+	info, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	if !info.IsDir() {
+		return "", fmt.Errorf("data_dir %s is not a directory", dir)
+	}
+	if !shared {
+		if info.Mode().Perm()&0o022 != 0 {
+			return "", fmt.Errorf("data_dir %s is writable by group or others (mode %04o): whoever can write it can plant the dashboard key or the daemon's token and act as the operator; "+
+				"chmod 700 %s, or, if it is shared on purpose, set service.shared_data_dir: true and tunebot keeps its keys in %s",
+				dir, info.Mode().Perm(), dir, filepath.Join(dir, SubDir))
+		}
+		if uid, ok := owner(info); ok && uid != os.Geteuid() {
+			return "", fmt.Errorf("data_dir %s belongs to uid %d, not to the user tunebot runs as (uid %d): that user could plant the dashboard key or the daemon's token; "+
+				"use a directory of tunebot's user, or, if it is shared on purpose, set service.shared_data_dir: true and tunebot keeps its keys in %s",
+				dir, uid, os.Geteuid(), filepath.Join(dir, SubDir))
+		}
+		return dir, nil
+	}
+	priv := filepath.Join(dir, SubDir)
+	if err := os.Mkdir(priv, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", fmt.Errorf("making %s for the keys of a shared data_dir: %w", priv, err)
+	}
+	if err := checkPrivate(priv); err != nil {
+		return "", err
+	}
+	return priv, nil
+}
+
+// checkPrivate refuses a private directory that is a link, not a directory, another user's,
+// or open to group or others.
+func checkPrivate(priv string) error {
+	info, err := os.Lstat(priv)
+	if err != nil {
+		return fmt.Errorf("checking %s: %w", priv, err)
+	}
+	fix := fmt.Sprintf("remove it (tunebot makes a new one, signing everyone out) or chmod 700 %s", priv)
+	switch uid, ok := owner(info); {
+	case info.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s, which holds the keys of a shared data_dir, is a symbolic link: tunebot refuses it; %s", priv, fix)
+	case !info.IsDir():
+		return fmt.Errorf("%s, which holds the keys of a shared data_dir, is not a directory; %s", priv, fix)
+	case ok && uid != os.Geteuid():
+		return fmt.Errorf("%s, which holds the keys of a shared data_dir, belongs to uid %d, not to the user tunebot runs as (uid %d); remove it and tunebot makes its own", priv, uid, os.Geteuid())
+	case info.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s, which holds the keys of a shared data_dir, is open to group or others (mode %04o); %s", priv, info.Mode().Perm(), fix)
+	}
+	return nil
+}
+
+// WriteFile puts data at path, mode 0600: written to a fresh name beside it, opened with
+// O_EXCL|O_NOFOLLOW so no planted file or link is written through, then renamed over path
+// (a rename replaces a link, never follows it), so a reader never sees half a key.
+func WriteFile(path string, data []byte) error {
+	tmp := fmt.Sprintf("%s.tmp-%s", path, rand.Text()[:12])
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Sync()
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		_ = os.Remove(tmp)
+		return werr
+	}
+	return nil
+}
+
+// Create makes path with data, mode 0600, only when nothing is there (fs.ErrExist when
+// something is, a link included): the first of two processes wins.
+func Create(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr != nil {
+		_ = os.Remove(path)
+	}
+	return werr
+}
+
+// ReadFile reads the key or token at path, refusing one that is a link, not a regular file,
+// another user's, or open to group or others (it must be 0600): such a file may have been
+// planted, or read by someone else. A missing file is an error wrapping fs.ErrNotExist.
+func ReadFile(path string) ([]byte, error) {
+	// O_NONBLOCK: a FIFO planted in its place must not hang the open.
+	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|nonBlock, 0)
+	if err != nil {
+		if isLoop(err) {
+			return nil, fmt.Errorf("%s is a symbolic link: tunebot reads its keys and tokens only from files of its own; remove it and tunebot makes a new one", path)
+		}
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	switch uid, ok := owner(info); {
+	case !info.Mode().IsRegular():
+		return nil, fmt.Errorf("%s is not a regular file: tunebot refuses it; remove it and tunebot makes a new one", path)
+	case ok && uid != os.Geteuid():
+		return nil, fmt.Errorf("%s belongs to uid %d, not to the user tunebot runs as (uid %d): it may have been planted, so tunebot refuses it; remove it and tunebot makes a new one", path, uid, os.Geteuid())
+	case info.Mode().Perm()&0o077 != 0:
+		return nil, fmt.Errorf("%s is open to group or others (mode %04o): a key or token must be 0600 and tunebot's user's alone, so tunebot refuses it; remove it and tunebot makes a new one (or chmod 600 it if nobody else could have read or written it)",
+			path, info.Mode().Perm())
+	case info.Size() > maxSecret:
+		return nil, fmt.Errorf("%s is %d bytes, larger than any key or token tunebot writes (%d): tunebot refuses it", path, info.Size(), maxSecret)
+	}
+	return io.ReadAll(io.LimitReader(f, maxSecret))
+}

@@ -1,0 +1,15 @@
+//go:build !unix
+
+package private
+
+import "io/fs"
+
+const (
+	noFollow = 0
+	nonBlock = 0
+)
+
+// owner is unknown where files have no uid.
+func owner(fs.FileInfo) (int, bool) { return 0, false }
+
+func isLoop(error) bool { return false }
