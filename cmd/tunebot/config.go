@@ -550,7 +550,7 @@ var problemLine = regexp.MustCompile(`^line (\d+): `)
 // inFileOrder sorts problems by the line they are about, so a person reads them as the
 // file goes. A problem named by key path (what validate says) gets its key's line when
 // the file sets that key, and goes where its nearest written section is otherwise; one
-// about nothing written (an unset variable, a default) comes last.
+// about nothing written (a default) comes last.
 func inFileOrder(root *yaml.Node, probs []string) []string {
 	type located struct {
 		line int
