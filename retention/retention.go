@@ -42,7 +42,7 @@ type Store interface {
 // Options is one run.
 type Options struct {
 	OlderThan time.Duration `json:"older_than"` // sessions that ended longer ago than this
-	KeepLast  int           `json:"keep_last"`  // the newest KeepLast sessions are never touched
+	KeepLast  int           `json:"keep_last"`  // the newest KeepLast finished sessions are never touched
 	Curves    string        `json:"curves"`     // session.CurvesDownsample, CurvesDrop or CurvesKeep
 	Points    int           `json:"points"`     // per curve, for CurvesDownsample
 	RunDirs   bool          `json:"run_dirs"`   // delete run directories (preset files kept)
@@ -112,7 +112,7 @@ const compactShare = 4
 const listPage = 200
 
 // Run prunes the sessions o selects: finished ones that ended before now − OlderThan and
-// are not among the newest KeepLast. A session already pruned as much is passed over.
+// are not among the newest KeepLast finished ones. A session already pruned as much is passed over.
 func (p *Pruner) Run(ctx context.Context, o Options, by session.Actor) (Report, error) {
 	if err := o.Check(); err != nil {
 		return Report{}, err
@@ -182,8 +182,13 @@ func (p *Pruner) pick(ctx context.Context, o Options, cutoff time.Time) ([]sessi
 		}
 		for _, s := range page {
 			shorts[session.Short(s.ID)]++
+			// An unfinished session is never pruned, and is not one of the KeepLast kept:
+			// they are the newest finished ones (issue 28).
+			if s.State.Active() {
+				continue
+			}
 			i++
-			if i <= o.KeepLast || s.State.Active() || !ended(s).Before(cutoff) || done(s.Pruned, o) {
+			if i <= o.KeepLast || !ended(s).Before(cutoff) || done(s.Pruned, o) {
 				continue
 			}
 			picked = append(picked, s)

@@ -22,3 +22,11 @@ func TestConfigCheckDuplicateKeyHidesNothing(t *testing.T) {
 		`line 7: session.run_name: "b c" must match`, // the last setting is the one read
 		"line 8: session.trial_count: 2 is outside 4–20")
 }
+
+// TestPruneHelpSaysKeepLastCountsFinished: prune's help says what --keep-last counts.
+func TestPruneHelpSaysKeepLastCountsFinished(t *testing.T) {
+	_, stdout, stderr := runTunebot(t, "", nil, "prune", "--help")
+	if !strings.Contains(stdout+stderr, "never prune the newest N finished sessions (an unfinished one is never pruned, and not counted)") {
+		t.Errorf("prune --help:\n%s%s", stdout, stderr)
+	}
+}
