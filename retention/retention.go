@@ -69,8 +69,8 @@ type Report struct {
 	CurvesBefore int64 `json:"curves_before"`
 	CurvesAfter  int64 `json:"curves_after"`
 	RunDirBytes  int64 `json:"run_dir_bytes"` // deleted from disk
-	// FileBefore and FileAfter are the data file's size; Free is what compaction could give
-	// back before it ran.
+	// FileBefore and FileAfter are the data file's size on disk before the prune and once it
+	// is done; Free is what compaction could give back before it ran.
 	FileBefore int64         `json:"file_before"`
 	FileAfter  int64         `json:"file_after"`
 	Free       int64         `json:"free"`
@@ -165,6 +165,11 @@ func (p *Pruner) Run(ctx context.Context, o Options, by session.Actor) (Report, 
 			"keep_last": o.KeepLast, "curves": o.Curves, "points": o.Points, "run_dirs": o.RunDirs,
 			"curves_before": rep.CurvesBefore, "curves_after": rep.CurvesAfter, "run_dir_bytes": rep.RunDirBytes,
 			"file_before": rep.FileBefore, "file_after": rep.FileAfter, "compacted": rep.Compacted})
+	}
+	// What the file holds on disk now: a write after compaction (the audit line above, the
+	// curves when nothing was compacted) grows it, as bbolt grows a file ahead of need.
+	if rep.FileAfter, err = p.Store.Size(); err != nil {
+		return rep, err
 	}
 	return rep, nil
 }

@@ -314,3 +314,24 @@ func TestKeepLastCountsFinishedSessions(t *testing.T) {
 		t.Errorf("--keep-last 1 with an unfinished session newest picked %v, want %v", ids(rep), want)
 	}
 }
+
+// TestReportedSizeIsTheFileSize: the size a prune reports after compaction is the data
+// file's size on disk once the prune is done, its own audit line written (issue 28).
+func TestReportedSizeIsTheFileSize(t *testing.T) {
+	r := newRig(t)
+	for i := range 6 {
+		r.add(t, fmt.Sprintf("a00000000000000%d", i), session.StateSucceeded, 200+i, false)
+	}
+	o := retention.Config{OlderThan: retention.Age(90 * 24 * time.Hour), Curves: session.CurvesDrop, Points: 100, RunDirs: true, Compact: true}.Options()
+	rep, err := r.p.Run(context.Background(), o, operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := r.db.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Compacted || rep.FileAfter != size {
+		t.Errorf("compacted %v, reported %d bytes after, the file holds %d", rep.Compacted, rep.FileAfter, size)
+	}
+}
