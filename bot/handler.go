@@ -253,6 +253,9 @@ func (h *Handler) Do(ctx context.Context, in Interaction) (r Reply) {
 		}
 		r = redactReply(r, h.cfg.Redact)
 	}()
+	if holdsSecret(in.Text, h.cfg.Redact) {
+		return secretRefusal()
+	}
 	switch in.Kind {
 	case KindCommand:
 		cmd, err := ParseCommand(in.Text, h.cfg.Space)

@@ -78,3 +78,16 @@ func redactAll(ss []string, x *secret.Redactor) []string {
 	}
 	return out
 }
+
+// holdsSecret reports whether text holds the value of one of tunebot's secrets (x masks it).
+func holdsSecret(text string, x *secret.Redactor) bool {
+	return text != "" && x.String(text) != text
+}
+
+// secretRefusal answers a message that holds a secret's value: nothing of it is acted on,
+// so a run name, preset name, schedule or feedback never carries the secret into the
+// store, a job's command line, a card or the advisor's prompt (issue 27).
+func secretRefusal() Reply {
+	return Reply{Private: true, Text: "that message holds the value of one of tunebot's secrets, so nothing of it was done or stored; " +
+		"send it again without the secret (and rotate the secret: the chat keeps the message)"}
+}

@@ -57,3 +57,19 @@ func TestChatRedactsSecrets(t *testing.T) {
 		t.Errorf("queued cards not redacted:\n%s", bodies.String())
 	}
 }
+
+// TestMessageHoldingASecretIsRefused: a command whose text holds a secret's value (a run
+// name, a preset name) is not acted on, so the secret reaches no store, job or card.
+func TestMessageHoldingASecretIsRefused(t *testing.T) {
+	f := newOps(t, opsOptions{redact: secret.NewRedactor(plantedKey)})
+	r := f.cmd(alice, "start fallback=true trials=4 name="+plantedKey)
+	if !strings.Contains(r.Text, "holds the value of one of tunebot's secrets") || strings.Contains(r.Text, plantedKey) {
+		t.Errorf("start with a secret run name: %+v", r)
+	}
+	if all, err := f.db.Sessions(context.Background()); err != nil || len(all) != 0 {
+		t.Errorf("sessions stored: %d (%v)", len(all), err)
+	}
+	if r := f.cmd(alice, "start fallback=true trials=4 name=go2-run"); !strings.Contains(r.Text, "started by alice") {
+		t.Errorf("start without a secret: %+v", r)
+	}
+}

@@ -20,7 +20,8 @@ type Config struct {
 	At string `yaml:"at"`
 	// OlderThan: sessions that ended longer ago than this (default 90d).
 	OlderThan Age `yaml:"older_than"`
-	// KeepLast: the newest KeepLast sessions are kept whole whatever their age (default 20).
+	// KeepLast: the newest KeepLast finished sessions are kept whole whatever their age
+	// (default 20); an unfinished session is never pruned and not counted among them.
 	KeepLast int `yaml:"keep_last"`
 	// Curves is what happens to their curves: downsample (default), drop or keep.
 	Curves string `yaml:"curves"`

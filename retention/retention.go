@@ -40,7 +40,7 @@ type Store interface {
 // Options is one run.
 type Options struct {
 	OlderThan time.Duration `json:"older_than"` // sessions that ended longer ago than this
-	KeepLast  int           `json:"keep_last"`  // the newest KeepLast sessions are never touched
+	KeepLast  int           `json:"keep_last"`  // the newest KeepLast finished sessions are never touched
 	Curves    string        `json:"curves"`     // session.CurvesDownsample, CurvesDrop or CurvesKeep
 	Points    int           `json:"points"`     // per curve, for CurvesDownsample
 	RunDirs   bool          `json:"run_dirs"`   // delete run directories (preset files kept)
@@ -67,8 +67,8 @@ type Report struct {
 	CurvesBefore int64 `json:"curves_before"`
 	CurvesAfter  int64 `json:"curves_after"`
 	RunDirBytes  int64 `json:"run_dir_bytes"` // deleted from disk
-	// FileBefore and FileAfter are the data file's size; Free is what compaction could give
-	// back before it ran.
+	// FileBefore and FileAfter are the data file's size on disk before the prune and once it
+	// is done; Free is what compaction could give back before it ran.
 	FileBefore int64         `json:"file_before"`
 	FileAfter  int64         `json:"file_after"`
 	Free       int64         `json:"free"`
@@ -110,7 +110,7 @@ const compactShare = 4
 const listPage = 200
 
 // Run prunes the sessions o selects: finished ones that ended before now − OlderThan and
-// are not among the newest KeepLast. A session already pruned as much is passed over.
+// are not among the newest KeepLast finished ones. A session already pruned as much is passed over.
 func (p *Pruner) Run(ctx context.Context, o Options, by session.Actor) (Report, error) {
 	if err := o.Check(); err != nil {
 		return Report{}, err
@@ -164,6 +164,11 @@ func (p *Pruner) Run(ctx context.Context, o Options, by session.Actor) (Report, 
 			"curves_before": rep.CurvesBefore, "curves_after": rep.CurvesAfter, "run_dir_bytes": rep.RunDirBytes,
 			"file_before": rep.FileBefore, "file_after": rep.FileAfter, "compacted": rep.Compacted})
 	}
+	// What the file holds on disk now: a write after compaction (the audit line above, the
+	// curves when nothing was compacted) grows it, as bbolt grows a file ahead of need.
+	if rep.FileAfter, err = p.Store.Size(); err != nil {
+		return rep, err
+	}
 	return rep, nil
 }
 
@@ -180,8 +185,13 @@ func (p *Pruner) pick(ctx context.Context, o Options, cutoff time.Time) ([]sessi
 		}
 		for _, s := range page {
 			shorts[session.Short(s.ID)]++
+			// An unfinished session is never pruned, and is not one of the KeepLast kept:
+			// they are the newest finished ones (issue 28).
+			if s.State.Active() {
+				continue
+			}
 			i++
-			if i <= o.KeepLast || s.State.Active() || !ended(s).Before(cutoff) || done(s.Pruned, o) {
+			if i <= o.KeepLast || !ended(s).Before(cutoff) || done(s.Pruned, o) {
 				continue
 			}
 			picked = append(picked, s)

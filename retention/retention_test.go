@@ -296,3 +296,42 @@ func TestAge(t *testing.T) {
 		t.Errorf("90 days print as %s", s)
 	}
 }
+
+// TestKeepLastCountsFinishedSessions: the newest KeepLast kept are finished sessions; an
+// unfinished one (never pruned anyway) does not take a place among them (issue 28).
+func TestKeepLastCountsFinishedSessions(t *testing.T) {
+	r := newRig(t)
+	r.add(t, "a0000000000000a1", session.StateSucceeded, 300, false) // old, the second newest finished
+	r.add(t, "b0000000000000b2", session.StateSucceeded, 200, false) // old, the newest finished: kept
+	r.add(t, "c0000000000000c3", session.StatePaused, 5, false)      // the newest, unfinished
+	o := retention.Config{OlderThan: retention.Age(90 * 24 * time.Hour), KeepLast: 1, Curves: session.CurvesDownsample, Points: 100, RunDirs: true}.Options()
+	o.DryRun = true
+	rep, err := r.p.Run(context.Background(), o, operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"a0000000000000a1"}; !slices.Equal(ids(rep), want) {
+		t.Errorf("--keep-last 1 with an unfinished session newest picked %v, want %v", ids(rep), want)
+	}
+}
+
+// TestReportedSizeIsTheFileSize: the size a prune reports after compaction is the data
+// file's size on disk once the prune is done, its own audit line written (issue 28).
+func TestReportedSizeIsTheFileSize(t *testing.T) {
+	r := newRig(t)
+	for i := range 6 {
+		r.add(t, fmt.Sprintf("a00000000000000%d", i), session.StateSucceeded, 200+i, false)
+	}
+	o := retention.Config{OlderThan: retention.Age(90 * 24 * time.Hour), Curves: session.CurvesDrop, Points: 100, RunDirs: true, Compact: true}.Options()
+	rep, err := r.p.Run(context.Background(), o, operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size, err := r.db.Size()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Compacted || rep.FileAfter != size {
+		t.Errorf("compacted %v, reported %d bytes after, the file holds %d", rep.Compacted, rep.FileAfter, size)
+	}
+}

@@ -88,3 +88,26 @@ func TestWithCredentials(t *testing.T) {
 		t.Error("no directory: nothing read, the environment as it is")
 	}
 }
+
+// TestHolds: a text holds a secret when it holds its value, found by value whatever put it
+// there; values too short to be a token are not looked for, as Redactor does not mask them.
+func TestHolds(t *testing.T) {
+	creds := t.TempDir()
+	if err := os.WriteFile(filepath.Join(creds, "NTFY_TOKEN"), []byte("tk_credential_value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	known := secret.Known([]string{"PATH=/bin", "SLACK_SIGNING_SECRET=sigsecret-0123456789", "SLACK_X=short", "DEEPSEEK_API_KEY="}, creds)
+	if diff := cmp.Diff(map[string]string{"SLACK_SIGNING_SECRET": "sigsecret-0123456789", "SLACK_X": "short", "NTFY_TOKEN": "tk_credential_value"}, known); diff != "" {
+		t.Errorf("Known (-want +got):\n%s", diff)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"--name=sigsecret-0123456789-t001-r0", "SLACK_SIGNING_SECRET"},
+		{"#SBATCH --account=tk_credential_value", "NTFY_TOKEN"},
+		{"a short value is in every text", ""},
+		{"/bin", ""},
+	} {
+		if got := secret.Holds(tc.in, known); got != tc.want {
+			t.Errorf("Holds(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -147,5 +148,15 @@ func TestLayout(t *testing.T) {
 	}
 	if l.EvaluationFile(false) != "evaluation.json" || l.EvaluationFile(true) != "evaluation-final.json" {
 		t.Errorf("EvaluationFile = %q, %q", l.EvaluationFile(false), l.EvaluationFile(true))
+	}
+}
+
+// TestJobStartedLineIsRedacted: the line a job's log begins with quotes its command; like
+// every log line it goes through the redactor, so a secret in it is masked.
+func TestJobStartedLineIsRedacted(t *testing.T) {
+	const value = "sk-started-0123456789"
+	line := jobStartedLine("train", "started", []string{"python", "train.py", "--key=" + value}, secret.NewRedactor(value))
+	if strings.Contains(line, value) || !strings.Contains(line, "--key="+secret.Mask) || !strings.HasPrefix(line, "=== tunebot: train job started ") {
+		t.Errorf("job started line %q", line)
 	}
 }

@@ -391,17 +391,21 @@ func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	}
 	defer release()
 
+	env := childEnv(os.Environ(), r.t.Env, s.gpus)
+	if err := refuseSecret(s.kind, secretInJob(s.argv, env, "", nil, secret.ProcessKnown())); err != nil {
+		return jobOutcome{}, err
+	}
 	logPath := filepath.Join(s.dir, s.log)
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return jobOutcome{}, fmt.Errorf("opening %s: %w", s.log, err)
 	}
 	defer logf.Close()
-	fmt.Fprintf(logf, "=== tunebot: %s job started %s: %s\n", s.kind, time.Now().Format(time.RFC3339), quoteArgv(s.argv))
+	fmt.Fprint(logf, jobStartedLine(s.kind, "started", s.argv, secret.Process()))
 
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
 	cmd.Dir = r.t.Workdir
-	cmd.Env = childEnv(os.Environ(), r.t.Env, s.gpus)
+	cmd.Env = env
 	// The child writes straight into the log file: no pipe to drain, and a grandchild that
 	// keeps the descriptor open cannot hold up Wait.
 	cmd.Stdout, cmd.Stderr = logf, logf

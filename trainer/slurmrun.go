@@ -159,6 +159,11 @@ func (r *Runner) runSlurm(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	if abs, err := filepath.Abs(cmp.Or(j.Workdir, ".")); err == nil {
 		j.Workdir = abs
 	}
+	if s.attach == nil {
+		if err := refuseSecret(s.kind, secretInJob(j.Argv, j.Env, slurmScriptText(j), j.Extra, secret.ProcessKnown())); err != nil {
+			return jobOutcome{}, err
+		}
+	}
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return jobOutcome{}, fmt.Errorf("opening %s: %w", s.log, err)
@@ -172,7 +177,7 @@ func (r *Runner) runSlurm(ctx context.Context, s jobSpec) (jobOutcome, error) {
 		fmt.Fprintf(logf, "=== tunebot: %s job re-attached %s to Slurm job %s\n", s.kind, time.Now().Format(time.RFC3339), id)
 		s.logger.Info("re-attached to Slurm job", "slurm_job", id)
 	} else {
-		fmt.Fprintf(logf, "=== tunebot: %s job submitted to Slurm %s: %s\n", s.kind, time.Now().Format(time.RFC3339), quoteArgv(s.argv))
+		fmt.Fprint(logf, jobStartedLine(s.kind, "submitted to Slurm", s.argv, secret.Process()))
 		// sbatch is not cut short by the job's context: killed mid-way, it might leave a job
 		// Slurm accepted that no record names. A cancel that came meanwhile is seen below.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitTimeout)

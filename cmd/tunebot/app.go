@@ -173,14 +173,21 @@ func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.
 
 // noProposer says why no session could start with these settings: no advisor (without
 // DEEPSEEK_API_KEY there is none) and no fallback to the numeric sampler. "" when one can
-// propose. tune refuses with it before anything starts, and doctor fails with it.
-func noProposer(getenv func(string) string, fallback bool) string {
+// propose. tune refuses with it before anything starts, and doctor fails with it; fix is
+// how the caller's user turns the fallback on (doctor takes no --fallback).
+func noProposer(getenv func(string) string, fallback bool, fix string) string {
 	if fallback || getenv("DEEPSEEK_API_KEY") != "" {
 		return ""
 	}
 	return "no advisor and no fallback: DEEPSEEK_API_KEY is not set, so the DeepSeek advisor (the config's advisor: section) cannot propose, " +
-		"and fallback is off; set DEEPSEEK_API_KEY, or let the numeric sampler propose with --fallback or session.fallback: true"
+		"and fallback is off; set DEEPSEEK_API_KEY, or let the numeric sampler propose with " + fix
 }
+
+// How tune and doctor turn the fallback on, for noProposer.
+const (
+	tuneFallbackFix   = "--fallback or session.fallback: true"
+	doctorFallbackFix = "session.fallback: true in the config (tunebot tune --fallback does it for one session)"
+)
 
 // buildAdvisor returns the DeepSeek advisor when DEEPSEEK_API_KEY is set (wrapped in the
 // configured hybrid with the sampler), else nil: sessions then need fallback.

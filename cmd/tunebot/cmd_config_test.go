@@ -245,15 +245,18 @@ func TestConfigCheckExpandsEnvironment(t *testing.T) {
 		{"set", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}, 0, []string{path + ": ok"}},
 		// A plain ${N} that becomes a number is a number.
 		{"a number for an int field", map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/d", "TRIALS": "30"}, 1,
-			[]string{"config " + path + ":", "  - line 5: session.trial_count: 30 is outside 4–20"}},
-		// The value reaches the field: a bad one is refused by the field's own rule.
+			[]string{"config " + path + ":", "  - line 5: session.trial_count: ${TRIALS} is outside 4–20"}},
+		// The value reaches the field: a bad one is refused by the field's own rule, and the
+		// problem shows the value as written, never as expanded (it may be a secret).
 		{"set to a bad value", map[string]string{"RUN_NAME": "bad name", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}, 1,
-			[]string{"config " + path + ":", `  - line 4: session.run_name: "bad name" must match`}},
+			[]string{"config " + path + ":", `  - line 4: session.run_name: "${RUN_NAME}" must match`}},
 		// A value is a value: YAML inside it is not parsed as more config.
 		{"YAML in a value stays a value", map[string]string{"RUN_NAME": "x\nlog: {level: nope}", "DATA_DIR": "/d", "TRIALS": "8"}, 1,
-			[]string{"config " + path + ":", `  - line 4: session.run_name: "x\nlog: {level: nope}" must match`}},
-		{"one unset", map[string]string{"RUN_NAME": "go2-run", "TRIALS": "8"}, 1, []string{"config " + path + ":", "  - environment variable(s) DATA_DIR not set"}},
-		{"both unset", nil, 1, []string{"config " + path + ":", "  - environment variable(s) DATA_DIR, RUN_NAME, TRIALS not set"}},
+			[]string{"config " + path + ":", `  - line 4: session.run_name: "${RUN_NAME}" must match`}},
+		// An unset variable is named at its line and key (issue 28).
+		{"one unset", map[string]string{"RUN_NAME": "go2-run", "TRIALS": "8"}, 1, []string{"config " + path + ":", "  - line 2: data_dir: environment variable DATA_DIR is not set"}},
+		{"all unset", nil, 1, []string{"config " + path + ":", "  - line 2: data_dir: environment variable DATA_DIR is not set",
+			"  - line 4: session.run_name: environment variable RUN_NAME is not set", "  - line 5: session.trial_count: environment variable TRIALS is not set"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -347,13 +350,14 @@ chat:
 			`line 3: chat.slack: a list is not a section of key: value lines`,
 		}},
 		{"a variable that expands to the wrong type", map[string]string{"T": "12 hours"}, "trainer:\n  job_timeout: ${T}\n", []string{
-			`line 2: trainer.job_timeout: "12 hours" is not a duration`,
+			`line 2: trainer.job_timeout: "${T}" is not a duration`,
 		}},
 		// An unset variable is one problem among the others, not a stop, and the value it
 		// left empty is not named again.
 		{"unset variables with the rest", nil, "data_dir: ${DIR}\nsession:\n  trial_count: 40\n  mode: ${MODE}\n  seed: x\n", []string{
-			"environment variable(s) DIR, MODE not set",
-			"session.trial_count: 40 is outside 4–20",
+			"line 1: data_dir: environment variable DIR is not set",
+			"line 3: session.trial_count: 40 is outside 4–20",
+			"line 4: session.mode: environment variable MODE is not set",
 			`line 5: session.seed: "x" is not a whole number`,
 		}},
 		{"templates", nil, `
@@ -557,9 +561,9 @@ func TestConfigCheckInFileOrder(t *testing.T) {
 			"line 5: session.trial_count: 2 is outside 4–20",
 			"line 6: bogus is not a setting",
 		}},
-		{"what the file does not set comes last", "session:\n  gpus: [0, 1]\nexecutor:\n  parallel: 3\ndata_dir: ${NOPE}\n", []string{
-			"line 4: executor.parallel: 3 trials of 1 GPU(s) need 3 GPUs",
-			"environment variable(s) NOPE not set",
+		{"an unset variable at its line", "session:\n  gpus: [0, 1]\ndata_dir: ${NOPE}\nexecutor:\n  parallel: 3\n", []string{
+			"line 3: data_dir: environment variable NOPE is not set",
+			"line 5: executor.parallel: 3 trials of 1 GPU(s) need 3 GPUs",
 		}},
 	}
 	for _, tt := range tests {

@@ -93,8 +93,8 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 // sampler as the fallback (tune refuses a session with neither).
 func doctorAdvisor(r *doctorReport, cfg Config, getenv func(string) string) {
 	switch {
-	case noProposer(getenv, cfg.Session.Fallback) != "":
-		r.line("fail", "advisor", noProposer(getenv, cfg.Session.Fallback))
+	case noProposer(getenv, cfg.Session.Fallback, doctorFallbackFix) != "":
+		r.line("fail", "advisor", noProposer(getenv, cfg.Session.Fallback, doctorFallbackFix))
 	case getenv("DEEPSEEK_API_KEY") != "":
 		r.line("ok", "advisor", fmt.Sprintf("DeepSeek %s at %s (DEEPSEEK_API_KEY is set; `tunebot agent test` makes a call)", cfg.Advisor.Model, cfg.Advisor.BaseURL))
 	default:

@@ -51,7 +51,7 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 	def := retention.Defaults()
 	olderThan := def.OlderThan
 	fs.TextVar(&olderThan, "older-than", def.OlderThan, "prune sessions that ended longer ago than this (90d, 12w, 36h)")
-	keepLast := fs.Int("keep-last", def.KeepLast, "never prune the newest N sessions")
+	keepLast := fs.Int("keep-last", def.KeepLast, "never prune the newest N finished sessions (an unfinished one is never pruned, and not counted)")
 	curves := fs.String("curves", def.Curves, "what to do with their curves: downsample, drop or keep")
 	points := fs.Int("points", def.Points, "points each curve keeps with --curves downsample")
 	runDirs := fs.Bool("run-dirs", def.RunDirs, "delete their run directories and charts (each preset's policy.onnx and checkpoint stay)")

@@ -108,7 +108,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	// A resumed session keeps its own settings; a new one needs a proposer (doctor says the same).
-	if msg := noProposer(e.getenv, st.Fallback); msg != "" && !o.resume {
+	if msg := noProposer(e.getenv, st.Fallback, tuneFallbackFix); msg != "" && !o.resume {
 		fmt.Fprintln(e.stderr, "tunebot:", msg)
 		return 1
 	}

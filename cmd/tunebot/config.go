@@ -26,6 +26,7 @@ import (
 	"tunebot/httpd"
 	"tunebot/retention"
 	"tunebot/schedule"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/trainer"
 	"tunebot/trainer/sim"
@@ -379,6 +380,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	// Every problem is named at once, in the order of the file: tabs, unknown keys, unset
 	// variables, values of the wrong type and values out of range.
 	probs = append(probs, unknownKeys(root)...)
+	exp := newExpansion()
 	invalid := func(err error) error {
 		var ie *session.InvalidError
 		switch {
@@ -390,19 +392,19 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		if len(probs) == 0 {
 			return nil
 		}
-		return &session.InvalidError{What: "config " + path, Problems: inFileOrder(root, probs)}
+		return &session.InvalidError{What: "config " + path, Problems: hideExpanded(inFileOrder(root, probs), root, exp)}
 	}
-	probs = append(probs, secretsInArgv(root)...) // before expansion, which would hide them
-	var missing []string
-	unset := map[*yaml.Node]bool{}
-	expandNode(root, getenv, &missing, unset)
-	if len(missing) > 0 {
-		probs = append(probs, fmt.Sprintf("environment variable(s) %s not set", strings.Join(missing, ", ")))
-	}
+	expandNode(root, getenv, exp)
+	probs = append(probs, unsetProblems(root, exp)...)
+	// After expansion and through aliases, as the decoder reads the file (issue 27).
+	probs = append(probs, secretsInConfig(root, exp, knownSecrets(getenv))...)
 	// The tree is checked after expansion, so a ${N} that became "12 hours" is named too;
 	// a value whose variable is unset is left to the line above.
-	typeProbs, badPaths, badLines := checkTypes(root, unset)
+	typeProbs, badPaths, badLines := checkTypes(root, exp.unsetNodes())
 	probs = append(probs, typeProbs...)
+	// The decoder reads no mapping that sets a key twice, which would hide every problem
+	// below it: each is named, and the last setting read.
+	probs = append(probs, duplicateKeys(root, "")...)
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
 	if len(root.Content) > 0 {
@@ -548,7 +550,7 @@ var problemLine = regexp.MustCompile(`^line (\d+): `)
 // inFileOrder sorts problems by the line they are about, so a person reads them as the
 // file goes. A problem named by key path (what validate says) gets its key's line when
 // the file sets that key, and goes where its nearest written section is otherwise; one
-// about nothing written (an unset variable, a default) comes last.
+// about nothing written (a default) comes last.
 func inFileOrder(root *yaml.Node, probs []string) []string {
 	type located struct {
 		line int
@@ -867,16 +869,20 @@ func joinKey(path, key string) string {
 	return path + "." + key
 }
 
-// expandNode replaces ${NAME} in the scalars below n; the names that are not set go to
-// missing and their nodes to unset.
-func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string, unset map[*yaml.Node]bool) {
+// expandNode replaces ${NAME} in the scalar values below n (never in a key) and records
+// in x what it did: each value's text as written, the secret variables it names and the
+// variables that are not set.
+func expandNode(n *yaml.Node, getenv func(string) string, x expansion) {
 	if n.Kind == yaml.ScalarNode && envRef.MatchString(n.Value) {
+		x.raw[n] = n.Value
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			name := envRef.FindStringSubmatch(m)[1]
+			if secret.IsEnv(name) && !slices.Contains(x.secrets[n], name) {
+				x.secrets[n] = append(x.secrets[n], name)
+			}
 			v := getenv(name)
-			if v == "" {
-				*missing = append(*missing, name)
-				unset[n] = true
+			if v == "" && !slices.Contains(x.unset[n], name) {
+				x.unset[n] = append(x.unset[n], name)
 			}
 			return v
 		})
@@ -884,8 +890,11 @@ func expandNode(n *yaml.Node, getenv func(string) string, missing *[]string, uns
 			n.Tag = "" // a plain ${N} that became 12 is an int, as if 12 had been written
 		}
 	}
-	for _, c := range n.Content {
-		expandNode(c, getenv, missing, unset)
+	for i, c := range n.Content {
+		if n.Kind == yaml.MappingNode && i%2 == 0 {
+			continue // a key
+		}
+		expandNode(c, getenv, x)
 	}
 }
 

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
+	"os"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -9,56 +12,243 @@ import (
 	"tunebot/secret"
 )
 
-// argvSections are the config values that become a command line: every trainer template
-// (and its python), sbatch's extra options and apply's test command.
-var argvSections = []struct {
-	section []string // a mapping
-	key     string   // one of its keys; "" for all of them
-}{
-	{[]string{"trainer"}, ""},
-	{[]string{"executor", "slurm"}, "sbatch_args"},
-	{[]string{"apply"}, "test"},
+// expansion is what ${NAME} expansion did to the scalars of a parsed config file.
+type expansion struct {
+	raw     map[*yaml.Node]string   // each expanded scalar's text as written
+	secrets map[*yaml.Node][]string // the secret variables each one names, set or not
+	unset   map[*yaml.Node][]string // the variables each one names that are not set
 }
 
-// secretsInArgv names each ${NAME} of one of tunebot's secrets in a value that becomes a
-// command line. Expanded there, the secret would be in every process listing (ps shows any
-// user the argv), in the sbatch script, and in the trial's train.log, which records the
-// command; and the trainer is meant never to see tunebot's secrets at all.
-func secretsInArgv(root *yaml.Node) []string {
+func newExpansion() expansion {
+	return expansion{raw: map[*yaml.Node]string{}, secrets: map[*yaml.Node][]string{}, unset: map[*yaml.Node][]string{}}
+}
+
+// unsetNodes is the set of scalars that name an unset variable: their types are not checked.
+func (x expansion) unsetNodes() map[*yaml.Node]bool {
+	out := map[*yaml.Node]bool{}
+	for n := range x.unset {
+		out[n] = true
+	}
+	return out
+}
+
+// knownSecrets returns tunebot's secrets by name, as loadConfig's getenv sees them (with
+// systemd credentials) and as this process's environment holds them (every SLACK_*).
+func knownSecrets(getenv func(string) string) map[string]string {
+	known := secret.Known(os.Environ(), "")
+	for _, n := range secret.Names {
+		if v := getenv(n); v != "" {
+			known[n] = v
+		}
+	}
+	return known
+}
+
+// secretSinks are the config values that leave tunebot: each section (or key) and where its
+// values go. The first that holds a key decides. Other sections (chat ids, addresses)
+// stay in tunebot, and may name a variable such as SLACK_CHANNEL.
+var secretSinks = []struct{ prefix, where string }{
+	{"trainer", "on the trainer's command line, where any user of the machine sees it (ps) and the trial's log keeps it"},
+	{"executor.slurm.sbatch_args", "on sbatch's command line and into every batch script, where the cluster's users see it"},
+	{"executor.slurm", "into every batch script's #SBATCH lines, which the cluster keeps and shows its users (scontrol show job)"},
+	{"apply.test", "on the command line of apply's test, where any user of the machine sees it (ps)"},
+	{"apply", "into the branches and commits apply writes"},
+	{"session", "into the settings every session stores and shows in chat and on the page, and (run_name, task) onto the trainer's command line and into the preset names"},
+	{"reward_space", "into the reward space every session stores, shows in chat and sends to the advisor"},
+}
+
+const secretFix = "tunebot's secrets come from the environment for tunebot alone: remove it, and give the trainer what it needs another way"
+
+// secretSink says where the value at path goes, "" when it stays in tunebot.
+func secretSink(path string) string {
+	for _, s := range secretSinks {
+		if path == s.prefix || strings.HasPrefix(path, s.prefix+".") || strings.HasPrefix(path, s.prefix+"[") {
+			return s.where
+		}
+	}
+	return ""
+}
+
+// secretsInConfig names every value that would carry one of tunebot's secrets out of it
+// (secretSinks), as the decoder reads the file: after YAML aliases and merge keys and after
+// ${NAME} expansion. A value is refused when it names a secret variable (set or not) or
+// holds a secret's value, however it got there (a variable that copies it, the value
+// pasted in). Each problem names the key and its line, never the value.
+func secretsInConfig(root *yaml.Node, x expansion, known map[string]string) []string {
 	var probs []string
-	for _, s := range argvSections {
-		m := mappingAt(root, s.section...)
-		if m == nil {
+	said := map[string]bool{}
+	for _, u := range scalarUses(root) {
+		where := secretSink(u.path)
+		if where == "" {
 			continue
 		}
-		for i := 0; i+1 < len(m.Content); i += 2 {
-			if k := m.Content[i].Value; s.key == "" || k == s.key {
-				probs = append(probs, secretRefs(m.Content[i+1], strings.Join(s.section, ".")+"."+k)...)
+		via := ""
+		if u.line != u.node.Line {
+			via = fmt.Sprintf(" (written on line %d, used here through a YAML alias)", u.node.Line)
+		}
+		var msgs []string
+		for _, name := range x.secrets[u.node] {
+			msgs = append(msgs, fmt.Sprintf("line %d: %s: ${%s}%s would put the secret %s %s; %s", u.line, u.path, name, via, name, where, secretFix))
+		}
+		if len(msgs) == 0 {
+			if name := secret.Holds(u.node.Value, known); name != "" {
+				msgs = append(msgs, fmt.Sprintf("line %d: %s: holds the value of the secret %s%s, which would put it %s; %s", u.line, u.path, name, via, where, secretFix))
+			}
+		}
+		for _, m := range msgs {
+			if !said[m] {
+				said[m] = true
+				probs = append(probs, m)
 			}
 		}
 	}
 	return probs
 }
 
-// secretRefs names the secret variables referenced in the scalars of n, at path.
-func secretRefs(n *yaml.Node, path string) []string {
+// unsetProblems names each value that names an unset variable, with its line and key.
+func unsetProblems(root *yaml.Node, x expansion) []string {
 	var probs []string
-	switch n.Kind {
-	case yaml.ScalarNode:
-		for _, m := range envRef.FindAllStringSubmatch(n.Value, -1) {
-			if secret.IsEnv(m[1]) {
-				probs = append(probs, fmt.Sprintf("line %d: %s: ${%s} would put the secret %s on the command line, where any user of the machine sees it (ps) and the trial's log keeps it; tunebot's secrets never reach the trainer: remove it, and give the trainer what it needs another way",
-					n.Line, path, m[1], m[1]))
-			}
+	said := map[*yaml.Node]bool{}
+	for _, u := range scalarUses(root) {
+		names := x.unset[u.node]
+		if len(names) == 0 || said[u.node] {
+			continue
 		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			probs = append(probs, secretRefs(c, fmt.Sprintf("%s[%d]", path, i))...)
+		said[u.node] = true
+		what := "environment variable " + names[0] + " is not set"
+		if len(names) > 1 {
+			what = "environment variables " + strings.Join(names, ", ") + " are not set"
 		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			probs = append(probs, secretRefs(n.Content[i+1], path+"."+n.Content[i].Value)...)
-		}
+		probs = append(probs, fmt.Sprintf("line %d: %s: %s", u.node.Line, cmp.Or(u.path, "the file"), what))
 	}
 	return probs
+}
+
+// scalarUse is one place the decoder reads a scalar of the file: its dotted key path, and
+// the line that puts it there (the alias's, when it came through one).
+type scalarUse struct {
+	node *yaml.Node
+	path string
+	line int
+}
+
+// scalarUseBudget bounds the walk of scalarUses: aliases of aliases can make a small
+// file name a value millions of times, and the decoder refuses such a file anyway.
+const scalarUseBudget = 1 << 16
+
+// scalarUses lists every scalar value of the file where the decoder reads it, following
+// aliases and merge keys: a value written once and used twice is listed twice.
+func scalarUses(root *yaml.Node) []scalarUse {
+	var out []scalarUse
+	budget := scalarUseBudget
+	var walk func(n *yaml.Node, path string, via, depth int)
+	walk = func(n *yaml.Node, path string, via, depth int) {
+		if budget <= 0 || depth > 100 { // an alias inside its own anchor goes no deeper
+			return
+		}
+		budget--
+		switch n.Kind {
+		case yaml.AliasNode:
+			if n.Alias != nil {
+				walk(n.Alias, path, n.Line, depth+1)
+			}
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path, via, depth+1)
+			}
+		case yaml.ScalarNode:
+			line := n.Line
+			if via > 0 {
+				line = via
+			}
+			out = append(out, scalarUse{node: n, path: path, line: line})
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i), via, depth+1)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				if isMergeKey(k) {
+					walk(v, path, via, depth+1) // an alias or a sequence of them, read as this mapping's
+					continue
+				}
+				walk(v, joinKey(path, k.Value), via, depth+1)
+			}
+		}
+	}
+	walk(root, "", 0, 0)
+	return out
+}
+
+// hideExpanded rewrites problems so that none shows a value ${NAME} expansion put in the
+// file: a problem about an expanded value shows it as written ("${TASK}"). A variable may
+// hold a secret, and config check's output goes to terminals, CI logs and chat. A problem
+// is about a value when it names the value's key (or one inside or around it) or its line.
+func hideExpanded(probs []string, root *yaml.Node, x expansion) []string {
+	type shown struct {
+		path        string
+		lines       [2]int
+		value, raw  string
+		alwaysHides bool // a secret's value, hidden in every problem
+	}
+	var all []shown
+	for _, u := range scalarUses(root) {
+		if raw, ok := x.raw[u.node]; ok && u.node.Value != "" {
+			all = append(all, shown{path: u.path, lines: [2]int{u.line, u.node.Line}, value: u.node.Value, raw: raw,
+				alwaysHides: len(x.secrets[u.node]) > 0 && len(u.node.Value) >= 3})
+		}
+	}
+	out := make([]string, len(probs))
+	for i, p := range probs {
+		prefix, rest := "", p
+		line := 0
+		if m := problemLine.FindStringSubmatch(p); m != nil {
+			prefix, rest = m[0], p[len(m[0]):]
+			line, _ = strconv.Atoi(m[1])
+		}
+		key, _, _ := strings.Cut(rest, ": ")
+		key, _, _ = strings.Cut(key, " ")
+		for _, s := range all {
+			if s.alwaysHides || line > 0 && (line == s.lines[0] || line == s.lines[1]) || pathsMeet(key, s.path) {
+				rest = replaceValue(rest, s.value, s.raw)
+			}
+		}
+		out[i] = prefix + rest
+	}
+	return out
+}
+
+// pathsMeet reports whether one dotted key path is the other or inside it.
+func pathsMeet(a, b string) bool {
+	inside := func(a, b string) bool {
+		return a == b || strings.HasPrefix(a, b+".") || strings.HasPrefix(a, b+"[")
+	}
+	return a != "" && b != "" && (inside(a, b) || inside(b, a))
+}
+
+// replaceValue replaces, in one pass, value in s by raw: quoted as Go quotes it (%q, as
+// the problems quote values), else where it stands as a word of its own.
+func replaceValue(s, value, raw string) string {
+	quoted, quotedRaw := strconv.Quote(value), strconv.Quote(raw)
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		switch {
+		case strings.HasPrefix(s[i:], quoted):
+			b.WriteString(quotedRaw)
+			i += len(quoted)
+		case strings.HasPrefix(s[i:], value) && (i == 0 || !wordByte(s[i-1]) || !wordByte(value[0])) &&
+			(i+len(value) == len(s) || !wordByte(s[i+len(value)]) || !wordByte(value[len(value)-1])):
+			b.WriteString(raw)
+			i += len(value)
+		default:
+			b.WriteByte(s[i])
+			i++
+		}
+	}
+	return b.String()
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= 0x80
 }

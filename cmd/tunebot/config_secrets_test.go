@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestSecretReachesNoJobThroughTheConfig: a secret is found by value, as the decoder reads
+// the file (after YAML aliases and ${NAME} expansion), in every value that leaves tunebot:
+// through an alias into the trainer's argv, into session.run_name (which becomes
+// {run_name} and preset names) and into executor.slurm.account (an #SBATCH line), whether
+// named, copied by another variable or pasted. config check and run refuse each with the
+// key and line, and never show the value (issue 27).
+func TestSecretReachesNoJobThroughTheConfig(t *testing.T) {
+	const value = "sigsecret-0123456789"
+	vars := map[string]string{"SLACK_SIGNING_SECRET": value, "COPY": value}
+	for _, tc := range []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"through a YAML alias into trainer.train",
+			"chat:\n  slack:\n    channel: &s \"${SLACK_SIGNING_SECRET}\"\ntrainer:\n  train: [\"{tunebot}\", sim-train, *s, \"{reward_config}\", \"{iterations}\"]\n",
+			[]string{"line 6: trainer.train[2]: ${SLACK_SIGNING_SECRET} (written on line 4, used here through a YAML alias) would put the secret SLACK_SIGNING_SECRET on the trainer's command line",
+				`line 4: chat.slack.channel: "${SLACK_SIGNING_SECRET}" is not a channel ID`}},
+		{"run_name", "session:\n  run_name: ${SLACK_SIGNING_SECRET}\n",
+			[]string{"line 3: session.run_name: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET into the settings every session stores"}},
+		{"run_name copied by another variable", "session:\n  run_name: ${COPY}\n",
+			[]string{"line 3: session.run_name: holds the value of the secret SLACK_SIGNING_SECRET"}},
+		{"executor.slurm.account", "executor:\n  slurm:\n    account: ${SLACK_SIGNING_SECRET}\n",
+			[]string{"line 4: executor.slurm.account: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET into every batch script's #SBATCH lines"}},
+		{"executor.slurm.qos pasted", "executor:\n  slurm:\n    qos: " + value + "\n",
+			[]string{"line 4: executor.slurm.qos: holds the value of the secret SLACK_SIGNING_SECRET"}},
+		{"a merge key into trainer", "x: &t {python: \"${SLACK_SIGNING_SECRET}\"}\ntrainer:\n  <<: *t\n",
+			[]string{"trainer.python: ${SLACK_SIGNING_SECRET} (written on line 2, used here through a YAML alias)", "line 2: x is not a setting"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := writeConfig(t, t.TempDir(), "data_dir: data\n"+tc.yaml)
+			code, stdout, stderr := runTunebot(t, "", vars, "config", "check", "--config", cfg)
+			if code != 1 || strings.Contains(stdout+stderr, value) {
+				t.Errorf("exit %d, output shows the value: %v\n%s", code, strings.Contains(stdout+stderr, value), stderr)
+			}
+			_, problems, _ := strings.Cut(stderr, "\n")
+			var only string // the problems, less warnings (a chat section not enabled)
+			for _, l := range strings.Split(problems, "\n") {
+				if strings.HasPrefix(l, "  - ") {
+					only += l + "\n"
+				}
+			}
+			wantLines(t, only, "  - ", tc.want...)
+		})
+	}
+	// run refuses to start as config check does (bounded: a daemon that starts is the failure).
+	cfg := writeConfig(t, t.TempDir(), "data_dir: data\nservice: {addr: \"off\"}\nsession: {fallback: true}\n"+
+		"chat:\n  slack:\n    channel: &s \"${SLACK_SIGNING_SECRET}\"\ntrainer:\n  train: [\"{tunebot}\", sim-train, *s, \"{reward_config}\", \"{iterations}\"]\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	run := exec.CommandContext(ctx, tunebotBin, "run", "--config", cfg)
+	run.Env = append(os.Environ(), "SLACK_SIGNING_SECRET="+value)
+	out, err := run.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("tunebot run started with the secret on the trainer's command line:\n%s", out)
+	}
+	if err == nil || strings.Contains(string(out), value) || !strings.Contains(string(out), "trainer.train[2]: ${SLACK_SIGNING_SECRET}") {
+		t.Errorf("run: %v\n%s", err, out)
+	}
+	// A variable that holds no secret goes anywhere, and a chat channel may name one.
+	cfg = writeConfig(t, t.TempDir(), "data_dir: data\nsession:\n  run_name: ${RN}\nexecutor:\n  slurm:\n    account: ${RN}\nchat:\n  slack:\n    enabled: false\n    channel: ${SLACK_CHANNEL}\n")
+	if code, _, stderr := runTunebot(t, "", map[string]string{"RN": "go2-run", "SLACK_CHANNEL": "C0123456789"}, "config", "check", "--config", cfg); code != 0 {
+		t.Errorf("variables that are no secret: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestConfigCheckShowsNoExpandedValue: a problem about a value ${NAME} filled in shows the
+// value as written, never as expanded, since the variable may hold a secret: session.task
+// given a signing secret (too short to be looked for by value) does not print it.
+func TestConfigCheckShowsNoExpandedValue(t *testing.T) {
+	vars := map[string]string{"SLACK_SIGNING_SECRET": "s3cr3t", "LEVEL": "loud-hidden", "WAIT": "twelve-hidden"}
+	cfg := writeConfig(t, t.TempDir(), "data_dir: data\nlog:\n  level: ${LEVEL}\nsession:\n  task: \"${SLACK_SIGNING_SECRET}\"\ntrainer:\n  job_timeout: ${WAIT}\n")
+	code, stdout, stderr := runTunebot(t, "", vars, "config", "check", "--config", cfg)
+	if code != 1 || strings.Contains(stdout+stderr, "s3cr3t") || strings.Contains(stdout+stderr, "hidden") {
+		t.Errorf("exit %d, an expanded value is shown:\n%s", code, stderr)
+	}
+	_, problems, _ := strings.Cut(stderr, "\n")
+	wantLines(t, problems, "  - ",
+		`line 3: log.level: "${LEVEL}" is not debug, info, warn or error`,
+		"line 5: session.task: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET",
+		`line 5: session.task: "${SLACK_SIGNING_SECRET}" is not supported`,
+		`line 7: trainer.job_timeout: "${WAIT}" is not a duration`)
+}
