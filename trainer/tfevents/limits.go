@@ -22,7 +22,7 @@ type Cut struct {
 }
 
 // maxCounted bounds the dropped tags a Reader remembers in order to count them.
-const maxCounted = 100_000
+const maxCounted = 10_000
 
 // Cut reports what the Reader's Limits have left out so far.
 func (r *Reader) Cut() Cut {
