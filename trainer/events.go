@@ -16,12 +16,12 @@ import (
 type EventLimits struct {
 	// MaxTags bounds the distinct tags of a trial: the first seen are kept, later ones
 	// dropped.
-	MaxTags int
+	MaxTags int `yaml:"max_tags"`
 	// MaxPoints bounds the points of each series: a longer one is thinned with
 	// session.Downsample, keeping its first, last, lowest and highest points.
-	MaxPoints int
+	MaxPoints int `yaml:"max_points"`
 	// MaxBytes bounds the bytes of event files read for one job, over all its files.
-	MaxBytes int64
+	MaxBytes int64 `yaml:"max_bytes"`
 }
 
 // DefaultEventLimits are generous for a real trainer (RSL-RL logs some 30 to 150 tags and a
