@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -102,5 +103,53 @@ func TestMaxBytes(t *testing.T) {
 	}
 	if all.Offset(a) != sa.Size() || all.Cut() != (tfevents.Cut{}) {
 		t.Errorf("without limits: offset %d of %d, cut %+v", all.Offset(a), sa.Size(), all.Cut())
+	}
+}
+
+// TestMaxTagsKeepsTheEstimate: the scalars of dropped tags count as read when a kept series
+// estimates its final size from the share of the file read so far; else a curve logged
+// among a flood of dropped tags would reserve room for the whole file's scalars.
+func TestMaxTagsKeepsTheEstimate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.out.tfevents.1.a")
+	w, err := tfevents.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range int64(100) {
+		if err := w.Scalar("Train/mean_reward", s, 1, time.Unix(s, 0)); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 1000 {
+			if err := w.Scalar(fmt.Sprintf("Flood/tag_%06d", i), s, 1, time.Unix(s, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := filepath.Join(filepath.Dir(path), "events.out.tfevents.2.b")
+	if err := os.WriteFile(again, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The first read sizes the Reader's buffers; the second, of the same content, allocates
+	// only what it keeps: 100 points, not room for the 100,100 scalars of the file.
+	r := tfevents.Reader{Limits: tfevents.Limits{MaxTags: 1}}
+	if _, err := r.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	got, err := r.ReadFile(again)
+	runtime.ReadMemStats(&ms1)
+	if err != nil || len(got["Train/mean_reward"]) != 100 {
+		t.Fatalf("%d points, %v", len(got["Train/mean_reward"]), err)
+	}
+	if alloc := ms1.TotalAlloc - ms0.TotalAlloc; alloc > 256<<10 {
+		t.Errorf("reading 100 points among 100,000 dropped scalars allocated %d bytes", alloc)
 	}
 }

@@ -100,6 +100,7 @@ func (r *Reader) ReadFile(path string) (map[string][]session.Point, error) {
 			if s == nil {
 				if !r.admit(tag) {
 					r.drop(tag)
+					est.bytes += recordBytes(len(tag)) // else the estimate would see a longer file ahead
 					return
 				}
 				s = &series{name: string(tag)}
