@@ -415,8 +415,17 @@ func (s *Server) read(f readFunc) http.HandlerFunc {
 			s.fail(w, err)
 			return
 		}
+		body, err := json.Marshal(v)
+		if err != nil {
+			s.fail(w, fmt.Errorf("encoding an answer: %w", err))
+			return
+		}
+		// A read buys BytesPerRead of answer; each BytesPerRead more costs one more.
+		s.limit.Charge(in.Platform+"/"+in.User.ID, s.opt.Now(), float64(max(len(body)-BytesPerRead, 0))/BytesPerRead)
 		w.Header().Set("Cache-Control", "no-store")
-		writeJSON(w, http.StatusOK, v)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(append(body, '\n'))
 	}
 }
 

@@ -2,11 +2,13 @@ package dashboard_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -135,7 +137,8 @@ func TestPageReadsAreLimited(t *testing.T) {
 		t.Errorf("a minute later: %d", resp.StatusCode)
 	}
 
-	// 20 series of 3000 points at points=5000: 60,000 points served cost 2.4 reads more.
+	// 20 series of 3000 points at points=5000: an answer of about 450 KB costs one more read
+	// for each BytesPerRead of it.
 	g := newFixture(t, func(o *dashboard.Options) { o.ReadLimit = bot.RateLimit{Burst: 5, Every: time.Hour} })
 	var tags []string
 	pts := make([]session.Point, 3000)
@@ -152,15 +155,99 @@ func TestPageReadsAreLimited(t *testing.T) {
 		}
 	}
 	c := g.signIn(t, eve)
-	if resp := c.get("/api/sessions/" + sid + "/curves?points=5000&trials=0@0,2@0&tags=" + url.QueryEscape(strings.Join(tags, ","))); resp.StatusCode != http.StatusOK {
-		t.Fatalf("curves: %d %s", resp.StatusCode, readAll(t, resp))
+	resp = c.get("/api/sessions/" + sid + "/curves?points=5000&trials=0@0,2@0&tags=" + url.QueryEscape(strings.Join(tags, ",")))
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("curves: %d %s", resp.StatusCode, body)
+	}
+	cost := float64(len(body)-dashboard.BytesPerRead) / dashboard.BytesPerRead
+	if cost < 0.5 {
+		t.Fatalf("the curves answer is only %d bytes: too small to test the charge", len(body))
 	}
 	left := 0
 	for c.get("/api/presets").StatusCode == http.StatusOK {
 		left++
 	}
-	if left != 1 {
-		t.Errorf("after 60,000 points of curves, %d reads were left of a burst of 5; want 1 (1 for the request, 2.4 for its points)", left)
+	if want := int(4 - cost); left != want {
+		t.Errorf("after %d bytes of curves, %d reads were left of a burst of 5; want %d (1 for the request, %.2f for its bytes)", len(body), left, want, cost)
+	}
+}
+
+// TestTagsArePaged: a session whose trials hold thousands of tags (issue 27: one event file
+// of 200,000) answers /tags a page at a time, each page bounded and charged by its size,
+// and following next walks every tag once, in order.
+func TestTagsArePaged(t *testing.T) {
+	f := newFixture(t, func(o *dashboard.Options) { o.ReadLimit = bot.RateLimit{Burst: 100, Every: time.Hour} })
+	ctx := context.Background()
+	var all []string
+	for n, count := range []int{3000, 0, 2000} { // trial 2's tags are a part of trial 0's
+		series := map[string][]session.Point{}
+		for i := range count {
+			tag := fmt.Sprintf("Episode_Reward/a_long_reward_term_name_written_by_a_buggy_logger_%05d", i)
+			series[tag] = []session.Point{{Step: 1, Value: 1}}
+			if n == 0 {
+				all = append(all, tag)
+			}
+		}
+		if count > 0 {
+			if err := f.db.PutSeriesBatch(ctx, sid, session.TrialRef{Number: n}, series); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	all = append(all, "Train/mean_reward") // the fixture's, on trials 0 and 2; sorts last
+	c := f.signIn(t, eve)
+	var got []string
+	after, pages := "", 0
+	for {
+		resp := c.get("/api/sessions/" + sid + "/tags?after=" + url.QueryEscape(after))
+		body := readAll(t, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("page %d: %d %s", pages, resp.StatusCode, body)
+		}
+		if len(body) > 200<<10 {
+			t.Errorf("page %d is %d bytes", pages, len(body))
+		}
+		var v struct {
+			Tags   []string `json:"tags"`
+			Next   string   `json:"next"`
+			Total  int      `json:"total_tags"`
+			Trials []struct {
+				Number int      `json:"number"`
+				Tags   []string `json:"tags"`
+			} `json:"trials"`
+		}
+		if err := json.Unmarshal([]byte(body), &v); err != nil {
+			t.Fatal(err)
+		}
+		if len(v.Tags) > dashboard.TagsPage || v.Total != len(all) {
+			t.Fatalf("page %d: %d tags of %d, want at most %d of %d", pages, len(v.Tags), v.Total, dashboard.TagsPage, len(all))
+		}
+		for _, tr := range v.Trials {
+			for _, tag := range tr.Tags {
+				if !slices.Contains(v.Tags, tag) {
+					t.Fatalf("page %d: trial %d lists %q, which is not on the page", pages, tr.Number, tag)
+				}
+			}
+		}
+		got = append(got, v.Tags...)
+		pages++
+		if v.Next == "" || pages > 20 {
+			break
+		}
+		after = v.Next
+	}
+	if !slices.Equal(got, all) {
+		t.Errorf("the pages hold %d tags, want the %d of the trials once each, in order", len(got), len(all))
+	}
+	if want := (len(all) + dashboard.TagsPage - 1) / dashboard.TagsPage; pages != want {
+		t.Errorf("%d pages, want %d", pages, want)
+	}
+	for _, bad := range []string{"limit=0", "limit=x", "limit=100000", "after=" + strings.Repeat("a", 2000)} {
+		resp := c.get("/api/sessions/" + sid + "/tags?" + bad)
+		if v := decode(t, resp); resp.StatusCode != http.StatusBadRequest || v["error"] == "" {
+			t.Errorf("%s: %d %v", bad, resp.StatusCode, v)
+		}
 	}
 }
 

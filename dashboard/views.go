@@ -575,9 +575,16 @@ func auditViews(es []session.AuditEntry) []auditView {
 	return out
 }
 
-// tags lists the curve tags of a session's trials.
+// tags lists the curve tags of a session's trials, a page at a time: the tags of all
+// trials in byte order, at most limit (TagsPage unless asked, at most maxTagsPage) after
+// the tag after; next, when set, is the after of the following page. Each trial lists
+// its tags of this page.
 func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (any, error) {
 	ss, trials, err := s.withTrials(ctx, r.PathValue("id"))
+	if err != nil {
+		return nil, err
+	}
+	after, limit, err := tagsPageOf(r)
 	if err != nil {
 		return nil, err
 	}
@@ -598,7 +605,7 @@ func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (
 		for _, tag := range tags {
 			seen[tag] = true
 		}
-		tt := trialTags{Number: t.Number, Rung: t.Rung, State: string(t.State), Tags: tags}
+		tt := trialTags{Number: t.Number, Rung: t.Rung, State: string(t.State), Tags: tags} // cut to the page below
 		if t.Score != nil {
 			sc := t.Score.Total
 			tt.Score = &sc
@@ -610,13 +617,17 @@ func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (
 		all = append(all, tag)
 	}
 	sort.Strings(all)
+	page, next := pageOf(all, after, limit)
+	for i := range per {
+		per[i].Tags = inPage(per[i].Tags, page)
+	}
 	metrics := map[string]session.Metrics{}
 	for _, t := range trials {
 		if len(t.Metrics) > 0 {
 			metrics[fmt.Sprintf("%d@%d", t.Number, t.Rung)] = t.Metrics
 		}
 	}
-	return map[string]any{"tags": all, "trials": per, "metrics": metrics, "metric_names": session.MetricNames}, nil
+	return map[string]any{"tags": page, "next": next, "total_tags": len(all), "trials": per, "metrics": metrics, "metric_names": session.MetricNames}, nil
 }
 
 const (
@@ -629,9 +640,6 @@ const (
 	// for more curves than fit at the points asked gets fewer points per curve, at least
 	// MaxServedPoints/maxCurves.
 	MaxServedPoints = 500_000
-	// pointsPerRead is how many points served cost one more of the person's page reads, so
-	// that large answers use the read limit up faster than small ones.
-	pointsPerRead = 25_000
 )
 
 type curve struct {
@@ -677,10 +685,6 @@ func (s *Server) curves(ctx context.Context, in bot.Interaction, r *http.Request
 	if n := len(refs) * len(tags); points*n > MaxServedPoints {
 		points = MaxServedPoints / n
 	}
-	served := 0
-	defer func() {
-		s.limit.Charge(in.Platform+"/"+in.User.ID, s.opt.Now(), float64(served)/pointsPerRead)
-	}()
 	out := make([]curve, 0, len(refs)*len(tags))
 	for _, ref := range refs {
 		for _, tag := range tags {
@@ -692,7 +696,6 @@ func (s *Server) curves(ctx context.Context, in bot.Interaction, r *http.Request
 				return nil, fmt.Errorf("reading a series: %w", err)
 			}
 			d := session.Downsample(pts, points)
-			served += len(d)
 			c := curve{Trial: fmt.Sprintf("%d@%d", ref.Number, ref.Rung), Tag: tag, Steps: make([]int64, len(d)), Vals: make([]float32, len(d)), Total: len(pts)}
 			for i, p := range d {
 				c.Steps[i] = p.Step

@@ -147,3 +147,46 @@ func TestDownsampleMonotone(t *testing.T) {
 		t.Errorf("%d of 10 stair levels kept", len(levels))
 	}
 }
+
+// TestDownsampleKeepsTheExtremes: thinned to any n ≥ 4, a curve keeps its first, last,
+// lowest and highest points, wherever they sit, even two in one bucket, where LTTB alone
+// keeps one point per bucket. (Ingest thins event-file series this way, issue 27.)
+func TestDownsampleKeepsTheExtremes(t *testing.T) {
+	for _, n := range []int{4, 5, 9, 64} {
+		for _, lo := range []int{1, 2, 40, 41, 98} {
+			for _, hi := range []int{1, 3, 42, 97, 98} {
+				if lo == hi {
+					continue
+				}
+				// A saw-tooth of large turns that LTTB prefers over a modest extreme.
+				vals := make([]float64, 100)
+				for i := range vals {
+					vals[i] = float64(i%2) * 9
+				}
+				vals[lo], vals[hi] = -0.5, 9.5
+				got := session.Downsample(series(vals...), n)
+				if len(got) > n {
+					t.Fatalf("n=%d: %d points", n, len(got))
+				}
+				has := func(step int64) bool {
+					for _, p := range got {
+						if p.Step == step {
+							return true
+						}
+					}
+					return false
+				}
+				for _, want := range []int64{0, 99, int64(lo), int64(hi)} {
+					if !has(want) {
+						t.Errorf("n=%d, low at %d, high at %d: step %d is lost: %v", n, lo, hi, want, steps(got))
+					}
+				}
+				for i := 1; i < len(got); i++ {
+					if got[i].Step <= got[i-1].Step {
+						t.Fatalf("n=%d: out of order: %v", n, steps(got))
+					}
+				}
+			}
+		}
+	}
+}

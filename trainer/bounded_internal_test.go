@@ -68,7 +68,7 @@ func TestEventFilesAreOpenedBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logged bytes.Buffer
-	s := newSeriesReader(run, slog.New(slog.NewTextHandler(&logged, nil)))
+	s := newSeriesReader(run, EventLimits{}, slog.New(slog.NewTextHandler(&logged, nil)))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -18,21 +18,28 @@ import (
 	"tunebot/trainer/tfevents"
 )
 
-// seriesReader accumulates the training scalars below a run dir across incremental reads.
-// Event files under evaluation-events/ belong to evaluation and are left out.
+// seriesReader accumulates the training scalars below a run dir across incremental reads,
+// within the job's EventLimits (events.go). Event files under evaluation-events/ belong
+// to evaluation and are left out.
 type seriesReader struct {
-	dir     string
-	r       tfevents.Reader
-	series  map[string][]session.Point
-	maxStep int64
-	warned  map[string]bool
-	logger  *slog.Logger
+	dir       string
+	r         tfevents.Reader
+	series    map[string][]session.Point
+	maxStep   int64
+	warned    map[string]bool
+	logger    *slog.Logger
+	maxPoints int
+	seen      map[string]int  // points read per tag, before thinning
+	thinned   map[string]bool // tags thinned to maxPoints
 }
 
-func newSeriesReader(dir string, logger *slog.Logger) *seriesReader {
-	s := &seriesReader{dir: dir, series: map[string][]session.Point{}, maxStep: -1, warned: map[string]bool{}, logger: logger}
+func newSeriesReader(dir string, limits EventLimits, logger *slog.Logger) *seriesReader {
+	limits = limits.withDefaults()
+	s := &seriesReader{dir: dir, series: map[string][]session.Point{}, maxStep: -1, warned: map[string]bool{}, logger: logger,
+		maxPoints: limits.MaxPoints, seen: map[string]int{}, thinned: map[string]bool{}}
 	s.r.Logger = logger
 	s.r.Open = s.open
+	s.r.Limits = tfevents.Limits{MaxTags: limits.MaxTags, MaxBytes: limits.MaxBytes}
 	return s
 }
 
@@ -72,38 +79,22 @@ func (s *seriesReader) read() {
 		}
 		for tag, p := range pts {
 			s.series[tag] = append(s.series[tag], p...)
+			s.seen[tag] += len(p)
 			for _, x := range p {
 				s.maxStep = max(s.maxStep, x.Step)
 			}
+			s.thin(tag, false)
 		}
 	}
 }
 
-// sorted returns the series ordered by step. Several files (a restarted run) may repeat a
-// step: the point read last wins, as files are read in name order and names start with
-// their creation time.
+// sorted returns the series ordered by step (see sortSeries), each thinned to the job's
+// MaxPoints.
 func (s *seriesReader) sorted() map[string][]session.Point {
 	out := make(map[string][]session.Point, len(s.series))
-	for tag, pts := range s.series {
-		pts = slices.Clone(pts)
-		slices.SortStableFunc(pts, func(a, b session.Point) int {
-			switch {
-			case a.Step < b.Step:
-				return -1
-			case a.Step > b.Step:
-				return 1
-			}
-			return 0
-		})
-		dedup := pts[:0]
-		for _, p := range pts {
-			if n := len(dedup); n > 0 && dedup[n-1].Step == p.Step {
-				dedup[n-1] = p
-				continue
-			}
-			dedup = append(dedup, p)
-		}
-		out[tag] = dedup
+	for tag := range s.series {
+		s.thin(tag, true)
+		out[tag] = sortSeries(slices.Clone(s.series[tag]))
 	}
 	return out
 }

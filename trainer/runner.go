@@ -70,6 +70,7 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 	if t.Slurm != nil {
 		probs = append(probs, t.Slurm.check()...)
 	}
+	probs = append(probs, t.Events.Check()...)
 	if len(probs) > 0 {
 		return nil, &session.InvalidError{What: "trainer templates", Problems: probs}
 	}
@@ -83,6 +84,7 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 	if t.Grace == 0 {
 		t.Grace = DefaultGrace
 	}
+	t.Events = t.Events.withDefaults()
 	t.Train, t.ResumeArgs, t.Evaluate = slices.Clone(t.Train), slices.Clone(t.ResumeArgs), slices.Clone(t.Evaluate)
 	t.Env = slices.Clone(t.Env)
 	if t.Slurm != nil {
@@ -179,7 +181,7 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	}
 
 	logger := r.logger.With("session", job.SessionID, "trial", job.Trial.Number, "rung", job.Trial.Rung, "job", "train")
-	ev := newSeriesReader(job.RunDir, logger)
+	ev := newSeriesReader(job.RunDir, r.t.Events, logger)
 	progress := 0
 	poll := func() {
 		ev.read()
@@ -200,6 +202,7 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	}
 	poll()
 	logPath := filepath.Join(job.RunDir, TrainLog)
+	ev.reportCuts(logPath)
 	if out.failed != "" {
 		return res, &session.JobError{Job: "train", Reason: out.failed, LogTail: logTail(logPath)}
 	}

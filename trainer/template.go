@@ -33,6 +33,8 @@ type Templates struct {
 	// Slurm, when set, runs every job on a Slurm cluster instead of this machine
 	// (executor backend slurm); nil runs them here as subprocesses.
 	Slurm *Slurm
+	// Events bound what is read of a training job's event files (zero fields: defaults).
+	Events EventLimits
 }
 
 // DefaultGrace is the SIGINT-to-SIGKILL delay when Templates.Grace is 0.

@@ -152,7 +152,7 @@ func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.
 		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: train,
 		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: evaluate,
 		JobTimeout: cfg.Trainer.JobTimeout, EvalTimeout: cfg.Trainer.EvalTimeout, Grace: cfg.Trainer.Grace,
-		Slurm: cfg.Executor.slurm(),
+		Slurm: cfg.Executor.slurm(), Events: cfg.Trainer.Events,
 	}, lease, logger)
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tunebot/trainer"
 )
 
 func TestConfigCheckAcceptsGoodFiles(t *testing.T) {
@@ -43,7 +45,8 @@ func TestConfigGoodFixtureIsRead(t *testing.T) {
 		t.Errorf("session = %+v", s)
 	}
 	if cfg.Log.Level != "debug" || cfg.Log.Format != "json" || cfg.Advisor.Hybrid != "stall" || cfg.Chat.Ntfy.Topic != "go2-tuning" || cfg.Chat.Expire.Hours() != 12 ||
-		cfg.Trainer.EvalTimeout.Minutes() != 30 || cfg.Trainer.ResumeArgs[1] != "{checkpoint}" {
+		cfg.Trainer.EvalTimeout.Minutes() != 30 || cfg.Trainer.ResumeArgs[1] != "{checkpoint}" ||
+		cfg.Trainer.Events != (trainer.EventLimits{MaxTags: 200, MaxPoints: 1000, MaxBytes: 256 << 20}) {
 		t.Errorf("config = %+v", cfg)
 	}
 }
@@ -153,6 +156,9 @@ func TestConfigCheckNamesEveryBadField(t *testing.T) {
 			"trainer.evaluate: must be a non-empty argv list",
 			"trainer.job_timeout: must not be negative",
 			"trainer.grace: must not be negative",
+			"trainer.events.max_tags: -1 must not be negative",
+			"trainer.events.max_points: 5 is not from 16 to 4096",
+			"trainer.events.max_bytes: -2 must not be negative",
 			`session.mode: "manual"`,
 			`session.run_name: "bad name!"`,
 			"session.gpus: 256 is outside 0–255",

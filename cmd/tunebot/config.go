@@ -83,6 +83,9 @@ type TrainerConfig struct {
 	// SimSurfaceFamily is the family SimSurfaceSeed draws from: generic (the default) or
 	// domain (each term acting on the metrics its name is about).
 	SimSurfaceFamily string `yaml:"sim_surface_family"`
+	// Events bounds what is read of each training job's event files: tags per trial,
+	// points per series, bytes per job (docs/design.md §4).
+	Events trainer.EventLimits `yaml:"events"`
 }
 
 // templates returns the train and evaluate argv templates, with the sim surface seed
@@ -333,6 +336,7 @@ func defaultConfig() Config {
 			JobTimeout:  12 * time.Hour,
 			EvalTimeout: time.Hour,
 			Grace:       10 * time.Second,
+			Events:      trainer.DefaultEventLimits,
 		},
 		Session:  session.DefaultSettings(),
 		Executor: ExecutorConfig{Backend: BackendLocal, GPUsPerTrial: 1},
@@ -1031,6 +1035,9 @@ func (c TrainerConfig) problems() []string {
 		if !strings.HasSuffix(p, ": must not be empty") { // said above, in the config's words
 			probs = append(probs, "trainer."+p)
 		}
+	}
+	for _, p := range c.Events.Check() {
+		probs = append(probs, "trainer."+p)
 	}
 	if len(c.Train) == 0 {
 		return probs

@@ -478,6 +478,8 @@
 
   async function curvesPage() {
     const meta = await getJSON("/api/sessions/" + enc(pageID) + "/tags");
+    // /tags answers a page at a time (next: where the following one starts); a few pages hold any real trainer's tags.
+    for (let n = 1; meta.next && n < 8; n++) { const more = await getJSON("/api/sessions/" + enc(pageID) + "/tags?after=" + enc(meta.next)); meta.tags.push(...more.tags); meta.next = more.next; }
     const chosen = new Set(meta.trials.map((t) => t.number + "@" + t.rung));
     const filter = h("input", { id: "tag-filter", placeholder: "filter tags (regular expression)", size: 30 });
     const offTags = new Set(); // tags unticked by hand; the filter narrows the rest

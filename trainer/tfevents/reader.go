@@ -65,8 +65,11 @@ type Reader struct {
 	// trainer wrote passes trainer.OpenBounded's descriptor, so a link out of the run dir,
 	// a FIFO or an oversized file is refused, never read.
 	Open func(path string) (*os.File, error)
+	// Limits bound the tags and bytes taken over all files; see Cut for what they left out.
+	Limits Limits
 
 	mu      sync.Mutex
+	lim     limitState
 	offsets map[string]int64
 	bufs    [3][]byte         // read buffers, passed between the two stages of scanFrom
 	tags    map[string]string // interned tags for ScanFile
@@ -99,6 +102,11 @@ func (r *Reader) ReadFile(path string) (map[string][]session.Point, error) {
 		} else {
 			s = byTag[string(tag)]
 			if s == nil {
+				if !r.admit(tag) {
+					r.drop(tag)
+					est.bytes += recordBytes(len(tag)) // else the estimate would see a longer file ahead
+					return
+				}
 				s = &series{name: string(tag)}
 				byTag[s.name] = s
 			}
@@ -169,6 +177,10 @@ func (r *Reader) ScanFile(path string, fn func(Scalar)) error {
 	return r.scan(path, func(tag []byte, step int64, wall float64, value float64) {
 		t, ok := r.tags[string(tag)]
 		if !ok {
+			if !r.admit(tag) {
+				r.drop(tag)
+				return
+			}
 			t = string(tag)
 			r.tags[t] = t
 		}
@@ -292,17 +304,19 @@ func (r *Reader) scanSized(path string, sized func(int64), emit emitFunc) error 
 	if st.Size() < start {
 		return fmt.Errorf("reading events: %s shrank to %d bytes after %d were read", path, st.Size(), start)
 	}
+	end := r.readEnd(start, st.Size())
 	if sized != nil {
-		sized(st.Size() - start)
+		sized(end - start)
 	}
 	// Size the buffers to the work: a Reader polling many small files stays small.
-	want := int(min(max(st.Size()-start, minChunk), chunkSize))
+	want := int(min(max(end-start, minChunk), chunkSize))
 	for i, b := range r.bufs {
 		if len(b) < want {
 			r.bufs[i] = make([]byte, want)
 		}
 	}
-	pos, err := r.scanFrom(f, path, start, emit)
+	pos, err := r.scanFrom(f, path, start, end, emit)
+	r.readTo(path, start, pos, end, st.Size())
 	r.offsets[path] = pos
 	return err
 }
@@ -326,21 +340,21 @@ const (
 	shareStep    = 0.05
 )
 
-// scanFrom reads f from pos and decodes its complete records, returning the offset after
+// scanFrom reads f from pos up to limit and decodes its complete records, returning the offset after
 // the last good one. Two stages overlap on a big read: a producer goroutine reads chunks
 // and checks their records' CRCs, while this goroutine decodes the chunks read before;
 // the CRC work is shared so that neither stage waits long for the other. Reading, checking
 // and decoding each cost about what a plain read of the bytes does, so in sequence they
 // could not come near one. A record cut short at the end of the file is carried over to
 // the next chunk and finally left for the next call.
-func (r *Reader) scanFrom(f *os.File, path string, pos int64, emit emitFunc) (int64, error) {
+func (r *Reader) scanFrom(f *os.File, path string, pos, limit int64, emit emitFunc) (int64, error) {
 	free := make(chan []byte, len(r.bufs))
 	for _, b := range r.bufs {
 		free <- b
 	}
 	full := make(chan chunk, len(r.bufs)-1)
 	stop := make(chan struct{})
-	go produceChunks(f, path, pos, free, full, stop)
+	go produceChunks(f, path, pos, limit, free, full, stop)
 
 	var err error
 	for c := range full {
@@ -376,9 +390,9 @@ func (r *Reader) scanFrom(f *os.File, path string, pos int64, emit emitFunc) (in
 
 // produceChunks fills buffers from free with file data from pos on, checks the records in
 // them and sends them on full, carrying an incomplete last record over to the next buffer.
-// It closes full when it reaches the end of the file, meets a bad record or a read error,
-// or is stopped.
-func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full chan<- chunk, stop <-chan struct{}) {
+// It closes full when it reaches the end of the file or limit (a record across limit is
+// left unread), meets a bad record or a read error, or is stopped.
+func produceChunks(f *os.File, path string, pos, limit int64, free <-chan []byte, full chan<- chunk, stop <-chan struct{}) {
 	defer close(full)
 	send := func(c chunk) bool {
 		select {
@@ -392,7 +406,14 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 	n := 0 // bytes of buf holding file data from pos on
 	share := initialShare
 	for {
-		m, rerr := f.ReadAt(buf[n:], pos+int64(n))
+		room := buf[n:]
+		if left := max(limit-pos-int64(n), 0); int64(len(room)) > left {
+			room = room[:left]
+		}
+		m, rerr := f.ReadAt(room, pos+int64(n))
+		if rerr == nil && pos+int64(n+m) >= limit {
+			rerr = io.EOF
+		}
 		n += m
 		if rerr != nil && rerr != io.EOF {
 			send(chunk{buf: buf, err: fmt.Errorf("reading events: %w", rerr)})
@@ -412,7 +433,7 @@ func produceChunks(f *os.File, path string, pos int64, free <-chan []byte, full 
 				send(chunk{buf: buf, used: used, checked: checked, err: fmt.Errorf("reading events: %w", serr)})
 				return
 			}
-			if st.Size() < end {
+			if st.Size() < end || end > limit {
 				send(chunk{buf: buf, used: used, checked: checked})
 				return
 			}
