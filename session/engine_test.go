@@ -212,11 +212,13 @@ func triedAlready(req session.ProposalRequest, p session.Patch) bool {
 type recordingNotifier struct {
 	mu    sync.Mutex
 	kinds []session.EventKind
+	texts []string
 }
 
 func (n *recordingNotifier) Notify(ctx context.Context, e session.Event) {
 	n.mu.Lock()
 	n.kinds = append(n.kinds, e.Kind)
+	n.texts = append(n.texts, e.Text)
 	n.mu.Unlock()
 }
 
@@ -430,7 +432,7 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 		wantBest session.TrialRef
 		wantMsg  string
 	}{
-		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "over the baseline; saved as preset"},
+		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "vs baseline @ rung 2; saved as preset"},
 		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: no tuned trial beat the baseline (trial "},
 	}
 	for _, tt := range tests {
@@ -469,6 +471,30 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 			}
 			if !strings.Contains(s.Message, tt.wantMsg) || !strings.Contains(s.Message, r.Headline()) {
 				t.Errorf("message %q, want %q and the headline %q", s.Message, tt.wantMsg, r.Headline())
+			}
+			// The baseline trains first at each rung, so every promoted trial's line is
+			// against the baseline trained as long, never rung 0's.
+			h.eng.Shutdown(ctx)
+			h.note.mu.Lock()
+			defer h.note.mu.Unlock()
+			promotedLines, promotedTrials := 0, 0
+			for _, tr := range h.trials(s.ID) {
+				if tr.Rung > 0 {
+					promotedTrials++
+				}
+			}
+			for _, line := range h.note.texts {
+				if !strings.Contains(line, " @ rung 1: score") && !strings.Contains(line, " @ rung 2: score") {
+					continue
+				}
+				promotedLines++
+				rung := line[strings.Index(line, " @ rung ")+8 : strings.Index(line, ": score")]
+				if !strings.Contains(line, "vs baseline @ rung "+rung) || strings.Contains(line, "trained less") {
+					t.Errorf("line %q, want it against the baseline @ rung %s", line, rung)
+				}
+			}
+			if promotedLines != promotedTrials {
+				t.Errorf("%d lines of promoted trials, want %d: %q", promotedLines, promotedTrials, h.note.texts)
 			}
 		})
 	}

@@ -176,7 +176,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 		if rv := n.s.review(rung); rv != nil {
 			by = rv.PromotedBy
 		}
-		for _, parent := range plan {
+		for _, parent := range controlFirst(plan) {
 			if n.trial(parent.Number, rung) != nil {
 				continue
 			}
@@ -211,6 +211,24 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 
 	// 6. The best eligible trial of the highest rung becomes a preset.
 	return false, e.finish(ctx, n)
+}
+
+// controlFirst returns plan with the baseline (the control, when carried along) first: it
+// starts before the tuned trials of its rung, so that each of them, when it finishes, is
+// shown against the baseline trained as long (VersusControl) rather than rung 0's.
+func controlFirst(plan []Trial) []Trial {
+	out := make([]Trial, 0, len(plan))
+	for _, t := range plan {
+		if t.Number == 0 {
+			out = append(out, t)
+		}
+	}
+	for _, t := range plan {
+		if t.Number != 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // allTerminal reports whether every trial of ts has ended.
@@ -1103,7 +1121,7 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 		return fmt.Errorf("updating session: %w", err)
 	}
 	done := t
-	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(t)})
+	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(s.Settings, trials, t)})
 	if card != nil {
 		e.audit(ctx, s.ID, "preference_asked", System, map[string]any{"seq": card.Seq, "a": card.A, "b": card.B})
 		e.notify(Event{Kind: EventPreferenceAsked, Session: s2, Preference: card, Text: card.Verdict()})
@@ -1118,16 +1136,19 @@ func scoreOrNil(t Trial) any {
 	return t.Score.Total
 }
 
-func trialLine(t Trial) string {
+// trialLine says how trial t ended; a score is against the baseline at its rung when the
+// session has it (VersusControl), else against rung 0's, and says which.
+func trialLine(st Settings, trials []Trial, t Trial) string {
+	v, ok := VersusControl(st, trials, t)
 	switch {
 	case t.State == TrialFailed:
 		return fmt.Sprintf("trial %d @ rung %d failed: %s", t.Number, t.Rung, t.Reason)
-	case t.Score == nil:
+	case !ok:
 		return fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
 	case !t.Score.Eligible:
-		return fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung 0, not eligible (%s)", t.Number, t.Rung, t.Score.Total, joinLines(t.Score.Reasons))
+		return fmt.Sprintf("trial %d @ rung %d: score %s, not eligible (%s)", t.Number, t.Rung, v, joinLines(t.Score.Reasons))
 	}
-	return fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung 0", t.Number, t.Rung, t.Score.Total)
+	return fmt.Sprintf("trial %d @ rung %d: score %s", t.Number, t.Rung, v)
 }
 
 // finalEval re-evaluates a finalist on the final seeds; its score is the mean over seeds
