@@ -53,6 +53,12 @@ func scored(total float64, eligible bool, reasons ...string) *session.Score {
 		"tracking": 0.12, "smoothness": -0.034, "stability": 0.2, "falls": 0, "slip": 0.051, "energy": -0.5}}
 }
 
+// fixtureMetrics are evaluation metrics k times a plausible baseline's (falls and power fixed).
+func fixtureMetrics(k float64) session.Metrics {
+	return session.Metrics{session.MetricVelLinear: 0.2 * k, session.MetricVelAngular: 0.3 * k, session.MetricActionAcc: 12 * k,
+		session.MetricOrientation: 0.05 * k, session.MetricFallRate: 0.01, session.MetricFootSlip: 0.08 * k, session.MetricPower: 150}
+}
+
 func fixtureTrials() []session.Trial {
 	sp := session.DefaultSpace()
 	base := sp.Defaults()
@@ -105,9 +111,11 @@ func TestCardsGolden(t *testing.T) {
 	done := s
 	done.State, done.Preset, done.EndedAt = session.StateSucceeded, "auto-tune-1a2b3c4d", t0.Add(3*time.Hour)
 	done.Message = "done: best is trial 2 @ rung 0"
+	// Above rung 0 a score is recomputed against the baseline at the same rung from the two
+	// trials' metrics (session.VersusControl), so these have metrics.
 	rung1 := session.Trial{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "edit",
-		Parent: &session.TrialRef{Number: 2}, Score: scored(0.25, true)}
-	base1 := session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true)}
+		Parent: &session.TrialRef{Number: 2}, Score: scored(0.25, true), Metrics: fixtureMetrics(0.75)}
+	base1 := session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true), Metrics: fixtureMetrics(0.7)}
 	noControl := s
 	noControl.Settings.Control = false
 	cancelled := s
@@ -136,8 +144,7 @@ func TestCardsGolden(t *testing.T) {
 		// cancelled at rung 1, where the baseline trained as long beats the tuned trial: the
 		// headline says so instead of trial 2's gain at rung 0
 		{"summary_cancelled", bot.SummaryCard(bot.SummaryInput{Session: cancelled, Trials: append(trials[:3:3],
-			session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true)},
-			session.Trial{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "edit", Score: scored(0.25, true)})})},
+			base1, rung1)})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			golden(t, "card_"+tc.name, bot.RenderText(tc.card, map[string]string{"curves.png": "out/1a2b3c4d/curves.png"}))

@@ -30,7 +30,7 @@ func PushCard(in PushInput) (Card, bool) {
 	switch {
 	case e.Kind == session.EventTrialFinished && e.Trial != nil:
 		c.Kind = "trial"
-		line = trialPushLine(*e.Trial) + " · " + doneLine(s, in.Trials)
+		line = trialPushLine(s.Settings, in.Trials, *e.Trial) + " · " + doneLine(s, in.Trials)
 	case e.Kind == session.EventProposalReady && e.Proposal != nil:
 		c.Kind = "proposal"
 		p := e.Proposal
@@ -68,17 +68,22 @@ func PushCard(in PushInput) (Card, bool) {
 	return c, true
 }
 
-func trialPushLine(t session.Trial) string {
+func trialPushLine(st session.Settings, trials []session.Trial, t session.Trial) string {
 	head := fmt.Sprintf("trial %d @ rung %d", t.Number, t.Rung)
+	v, ok := session.VersusControl(st, trials, t)
+	vs := "vs baseline"
+	if t.Rung > 0 {
+		vs = v.Label()
+	}
 	switch {
 	case t.State == session.TrialFailed:
 		return head + " failed: " + Neutralise(strings.TrimPrefix(t.Reason, "train job failed: "), 80)
-	case t.Score == nil:
+	case !ok:
 		return head + " " + string(t.State)
 	case !t.Score.Eligible:
-		return head + ": " + Signed(t.Score.Total) + " vs baseline · not eligible"
+		return head + ": " + Signed(v.Score) + " " + vs + " · not eligible"
 	}
-	return head + ": " + Signed(t.Score.Total) + " vs baseline · eligible"
+	return head + ": " + Signed(v.Score) + " " + vs + " · eligible"
 }
 
 // doneLine counts the session's finished rung-0 trials against its trial count.
