@@ -82,3 +82,22 @@ func VersusOf(st Settings, control *Trial, t Trial) (Versus, bool) {
 	}
 	return Versus{Score: s.Total, ControlRung: t.Rung, Rung: t.Rung, Final: final}, true
 }
+
+// ScoreVersus is t's rung evaluation scored against control (the baseline at t's rung), every
+// objective and improvement with it, and the control's rung; without a control at t's rung
+// it is t's stored score against rung 0's baseline, and rung 0. Eligibility and its reasons
+// stay the stored ones: the gates are judged against the baseline's rung-0 evaluation (§3).
+func ScoreVersus(st Settings, control *Trial, t Trial) (sc Score, controlRung int, ok bool) {
+	if t.Score == nil {
+		return Score{}, 0, false
+	}
+	if t.Rung == 0 || control == nil || control.Rung != t.Rung || control.Metrics == nil {
+		return *t.Score, 0, true
+	}
+	s, err := Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}.Score(t.Metrics)
+	if err != nil {
+		return *t.Score, 0, true
+	}
+	s.Eligible, s.Reasons = t.Score.Eligible, t.Score.Reasons
+	return s, t.Rung, true
+}
