@@ -27,13 +27,16 @@ type sessionRow struct {
 	BestScore     *float64 `json:"best_score"`
 	BestTrial     int      `json:"best_trial"`
 	BestRung      int      `json:"best_rung"`
-	Owner         string   `json:"owner"`
-	Message       string   `json:"message,omitempty"`
-	Reason        string   `json:"reason,omitempty"`
-	Preset        string   `json:"preset,omitempty"`
-	Started       string   `json:"started"`
-	Ended         string   `json:"ended,omitempty"`
-	Pruned        string   `json:"pruned,omitempty"` // what retention removed, in words
+	// BestVersus is the headline's best trial against the baseline at its rung (Session.Result),
+	// what the list shows; nil before there is one.
+	BestVersus *bestVersus `json:"best_versus,omitempty"`
+	Owner      string      `json:"owner"`
+	Message    string      `json:"message,omitempty"`
+	Reason     string      `json:"reason,omitempty"`
+	Preset     string      `json:"preset,omitempty"`
+	Started    string      `json:"started"`
+	Ended      string      `json:"ended,omitempty"`
+	Pruned     string      `json:"pruned,omitempty"` // what retention removed, in words
 }
 
 func stamp(t time.Time) string {
@@ -70,7 +73,16 @@ func rowDone(s session.Session, done int) sessionRow {
 		v := s.BestScore
 		r.BestScore = &v
 	}
+	if s.Result != nil && s.Result.Versus != nil && s.Result.Best.Trial != 0 {
+		r.BestVersus = &bestVersus{Versus: *s.Result.Versus, Trial: s.Result.Best.Trial}
+	}
 	return r
+}
+
+// bestVersus is a session's best tuned trial with its score against the baseline at its rung.
+type bestVersus struct {
+	session.Versus
+	Trial int `json:"trial"`
 }
 
 // prunedNote says what retention removed of a session, so an empty or coarse curve is
@@ -192,14 +204,17 @@ func (s *Server) withTrials(ctx context.Context, id string) (session.Session, []
 
 // trialView is one line of the leaderboard.
 type trialView struct {
-	Number     int                `json:"number"`
-	Rung       int                `json:"rung"`
-	State      string             `json:"state"`
-	Source     string             `json:"source"`
-	Score      *float64           `json:"score"`
-	Final      *float64           `json:"final,omitempty"`
-	FinalStd   float64            `json:"final_std,omitempty"`
-	Rank       float64            `json:"rank_score"`
+	Number   int      `json:"number"`
+	Rung     int      `json:"rung"`
+	State    string   `json:"state"`
+	Source   string   `json:"source"`
+	Score    *float64 `json:"score"`
+	Final    *float64 `json:"final,omitempty"`
+	FinalStd float64  `json:"final_std,omitempty"`
+	Rank     float64  `json:"rank_score"`
+	// Versus is the score against the baseline at the trial's rung (session.VersusControl),
+	// what the leaderboard ranks by within a rung; nil without a score.
+	Versus     *session.Versus    `json:"versus,omitempty"`
 	Eligible   bool               `json:"eligible"`
 	Why        string             `json:"why,omitempty"` // not eligible because, or why it failed
 	Best       bool               `json:"best"`
@@ -343,8 +358,11 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 	}
 	tv := make([]trialView, 0, len(trials))
 	for _, t := range trials {
-		tv = append(tv, trialOf(t, ss, seqOf))
+		v := trialOf(t, ss, seqOf)
+		v.Versus = versusOf(ss, trials, t)
+		tv = append(tv, v)
 	}
+	sortBoard(tv)
 	// the live status: each running trial on its own line (its GPUs or Slurm job), the
 	// same lines the chat's root card and /tune status show (bot.RunningLine, issue 14)
 	running := []string{}
@@ -396,6 +414,36 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 		v.Why = "not finished (" + string(t.State) + ")"
 	}
 	return v
+}
+
+// versusOf is t's score against the baseline at its rung, or nil without a score.
+func versusOf(ss session.Session, trials []session.Trial, t session.Trial) *session.Versus {
+	if v, ok := session.VersusControl(ss.Settings, trials, t); ok {
+		return &v
+	}
+	return nil
+}
+
+// sortBoard orders the leaderboard as it first shows: highest rung first, and within a rung
+// by the score against that rung's baseline (scores of different rungs are not comparable),
+// unscored trials last, then by trial number.
+func sortBoard(tv []trialView) {
+	score := func(v trialView) float64 {
+		if v.Versus == nil {
+			return math.Inf(-1)
+		}
+		return v.Versus.Score
+	}
+	sort.SliceStable(tv, func(i, j int) bool {
+		a, b := tv[i], tv[j]
+		if a.Rung != b.Rung {
+			return a.Rung > b.Rung
+		}
+		if sa, sb := score(a), score(b); sa != sb {
+			return sa > sb
+		}
+		return a.Number < b.Number
+	})
 }
 
 // ladder is the successive-halving ladder: each rung's slots and the trials that reached it.
@@ -452,10 +500,12 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 		}
 		if best != nil {
 			v := trialOf(*best, ss, seqOf)
+			v.Versus = versusOf(ss, trials, *best)
 			c.Best = &v
 		}
 		if base != nil {
 			v := trialOf(*base, ss, seqOf)
+			v.Versus = versusOf(ss, trials, *base)
 			c.Baseline = &v
 		}
 		if best != nil && base != nil {

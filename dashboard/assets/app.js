@@ -94,7 +94,8 @@
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
         h("td", {}, h("span", { class: "badge " + s.state }, s.state)), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
-        h("td", { class: "r" }, s.best_score === null ? "—" : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
+        h("td", { class: "r" }, s.best_score === null ? "—" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ " + s.best_versus.rung + ")"
+          : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
         h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
       list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run", "state", "mode", "trials done/planned", "best score", "owner", "started", "ended"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
         : h("p", { class: "muted" }, "No sessions yet."));
@@ -306,11 +307,24 @@
     el.replaceChildren(h("div", { class: "card pending" }, ...parts.filter(Boolean)));
   }
 
+  // versusText is a trial's score against the baseline at its rung, saying which baseline.
+  function versusText(t) {
+    const v = t.versus || (t.control_rung !== undefined ? t : null);
+    if (!v) return "—";
+    return signed(v.score) + " vs baseline @ rung " + v.control_rung + (v.control_rung < v.rung ? ", trained less" : "");
+  }
+
   function renderBoard(el, d, picked) {
-    const cols = [["number", "trial"], ["rung", "rung"], ["state", "state"], ["source", "source"], ["rank", "score"], ["eligible", "eligible"], ["progress", "progress"]];
+    const cols = [["number", "trial"], ["rung", "rung"], ["state", "state"], ["source", "source"], ["rank", "score vs baseline @ rung"], ["eligible", "eligible"], ["progress", "progress"]];
     const rows = d.trials.slice();
-    const val = (t, k) => (k === "rank" ? t.rank_score : k === "eligible" ? (t.eligible ? 1 : 0) : t[k]);
+    // Scores of different rungs are not comparable: by score means within a rung, the highest
+    // rung first, each against the baseline at its rung (versus), as the page first shows.
+    const vs = (t) => (t.versus ? t.versus.score : -Infinity);
+    const val = (t, k) => (k === "eligible" ? (t.eligible ? 1 : 0) : t[k]);
     rows.sort((a, b) => {
+      if (sortState.key === "rank") {
+        return (a.rung !== b.rung ? b.rung - a.rung : (vs(a) < vs(b) ? -1 : vs(a) > vs(b) ? 1 : a.number - b.number) * sortState.dir);
+      }
       const x = val(a, sortState.key), y = val(b, sortState.key);
       return (x < y ? -1 : x > y ? 1 : a.number - b.number) * sortState.dir;
     });
@@ -323,7 +337,7 @@
         class: (t.best ? "best " : "") + (picked === t.number + "@" + t.rung ? "picked" : ""), "data-trial": t.number + "@" + t.rung },
         h("td", {}, t.number + (t.best ? " ★" : "") + (t.proposal ? " (p" + t.proposal + ")" : "")), h("td", { class: "r" }, t.rung),
         h("td", {}, t.state), h("td", {}, t.source),
-        h("td", { class: "r" }, t.final !== undefined && t.final !== null ? signed(t.final) + " ± " + t.final_std.toFixed(3) : signed(t.score)),
+        h("td", { class: "r" }, versusText(t), h("div", { class: "muted" }, t.final !== undefined && t.final !== null ? signed(t.final) + " ± " + t.final_std.toFixed(3) + " vs rung 0" : t.rung > 0 && t.score !== null ? signed(t.score) + " vs rung 0" : "")),
         h("td", {}, t.score === null ? "—" : t.eligible ? "yes" : "no: " + t.why, t.score === null && t.why ? h("span", { class: "muted" }, " " + t.why) : null),
         h("td", { class: "r" }, t.state === "training" ? t.progress + " / " + t.iterations : t.iterations),
         h("td", { class: "clip-cell" }, clipCell(t)))))),
@@ -410,7 +424,7 @@
     el.replaceChildren(h("h2", {}, "Halving ladder"), h("div", { class: "ladder" }, d.ladder.map((r) => h("div", { class: "rung" },
       h("h3", {}, "rung " + r.rung + " · " + r.iterations + " iterations · " + r.trials.length + "/" + r.slots),
       h("ol", {}, r.trials.map((t) => h("li", { class: t.eligible ? "eligible" : "not-eligible" },
-        "trial " + t.number + ": " + (t.score === null ? t.state : signed(t.score)) + (t.best ? " ★" : ""),
+        "trial " + t.number + ": " + (t.score === null ? t.state : versusText(t)) + (t.best ? " ★" : ""),
         t.promoted_by ? h("span", { class: "promoted-by muted" }, " · " + t.promoted_by) : null)))))));
   }
 
@@ -422,8 +436,8 @@
         h("td", {}, c.best ? "trial " + c.best.number : "—"), h("td", { class: "r" }, c.best ? signed(c.best.rank_score) : "—"),
         h("td", {}, c.baseline ? "trial 0 @ rung " + c.baseline.rung + (c.matched ? "" : " (not trained to this rung)") : "—"),
         h("td", { class: "r" }, c.baseline && c.baseline.score !== null ? signed(c.baseline.rank_score) : "—"),
-        h("td", { class: "r" }, c.best && c.baseline && c.matched ? signed(c.best.rank_score - c.baseline.rank_score) : "—"))))),
-    h("p", { class: "muted" }, "Δ only where the baseline was trained to the same rung (control: true). " + d.score_note + "."));
+        h("td", { class: "r" }, c.best && c.best.versus && c.matched ? signed(c.best.versus.score) : "—"))))),
+    h("p", { class: "muted" }, "Δ only where the baseline was trained to the same rung (control: true): the best's score recomputed against that baseline's metrics. " + d.score_note + "."));
   }
 
   function renderProposals(el, d) {
