@@ -14,7 +14,7 @@ type Versus struct {
 	// Rung is the trial's rung; ControlRung < Rung means the baseline was trained less.
 	Rung int `json:"rung"`
 	// Final is true when Score compares the final re-evaluations of both (the same seeds).
-	Final bool `json:"final,omitempty"`
+	Final bool `json:"final"`
 }
 
 // Matched reports whether the comparison is at equal training.

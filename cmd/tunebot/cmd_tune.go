@@ -307,15 +307,18 @@ func (r *eofReader) Read(p []byte) (int, error) {
 // Every field is always there (null or "" when it has no value), as the README's outline
 // of it says.
 type summaryJSON struct {
-	Session   string            `json:"session"`
-	State     session.State     `json:"state"`
-	Preset    string            `json:"preset"`
-	Reason    string            `json:"reason"`
-	Best      *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
-	Control   *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
-	Headline  string            `json:"headline"`
-	Trials    []trialJSON       `json:"trials"`
-	Proposals []proposalJSON    `json:"proposals"`
+	Session  string            `json:"session"`
+	State    session.State     `json:"state"`
+	Preset   string            `json:"preset"`
+	Reason   string            `json:"reason"`
+	Best     *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
+	Control  *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
+	Headline string            `json:"headline"`
+	// Versus is the headline's best tuned trial against the baseline at its rung
+	// (session.Comparison.Versus), null before there is one.
+	Versus    *session.Versus `json:"versus"`
+	Trials    []trialJSON     `json:"trials"`
+	Proposals []proposalJSON  `json:"proposals"`
 	// Preferences are people's answers to "which walks better?" (winner null: can't tell).
 	Preferences []preferenceJSON `json:"preferences"`
 	Outputs     map[string]any   `json:"outputs"`
@@ -353,6 +356,9 @@ type trialJSON struct {
 	Clip         *string              `json:"clip"`        // the clip of the policy (absolute path), null when none
 	ClipNote     string               `json:"clip_note"`   // why there is none, "" when nothing to say
 	PromotedBy   *promotionJSON       `json:"promoted_by"` // a person's change of the plan put it here; null when tunebot's
+	// Versus is the score against the baseline at the trial's rung (control_rung: its rung),
+	// or rung 0's when none was trained as long (control_rung 0); null without a score.
+	Versus *session.Versus `json:"versus"`
 }
 
 // finalJSON is a finalist's re-evaluation on the final seeds.
@@ -386,6 +392,9 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
 		out.Headline = c.Headline()
+		if c.Best.Trial != 0 {
+			out.Versus = c.Versus
+		}
 	}
 	top := 0
 	for _, t := range trials {
@@ -397,6 +406,9 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		if t.Score != nil {
 			v := t.Score.Total
 			tj.Score = &v
+		}
+		if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
+			tj.Versus = &vs
 		}
 		if tj.Metrics == nil {
 			tj.Metrics = session.Metrics{}

@@ -292,6 +292,7 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 		t.Errorf("the trials table and progress belong on stderr:\n%s", stderr.String())
 	}
 	checkPage(t, stderr.String(), sum)
+	checkSameRung(t, stderr.String(), sum)
 	if want := filepath.Join(dir, "data", "sessions", sum.Session); sum.Outputs["session_dir"] != want {
 		t.Errorf("outputs at %v, want %s", sum.Outputs["session_dir"], want)
 	}
@@ -313,6 +314,37 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 		if !strings.Contains(stderr.String(), fmt.Sprintf("[clip] trial %d @ rung %d", tr.Number, tr.Rung)) || !strings.Contains(stderr.String(), *tr.Clip) {
 			t.Errorf("the terminal does not name trial %d@%d's clip %s", tr.Number, tr.Rung, *tr.Clip)
 		}
+	}
+}
+
+// checkSameRung checks that every trial above rung 0 is compared with the baseline trained as
+// long (issue 28, item 1): in --json (versus, control_rung) and on each trial's terminal line,
+// the control trains first at its rung, so no promoted trial falls back to rung 0.
+func checkSameRung(t *testing.T, stderr string, sum summaryJSON) {
+	t.Helper()
+	above := 0
+	for _, tr := range sum.Trials {
+		if tr.Rung == 0 || tr.Score == nil {
+			continue
+		}
+		above++
+		if tr.Versus == nil || tr.Versus.ControlRung != tr.Rung || tr.Versus.Rung != tr.Rung {
+			t.Errorf("trial %d@%d: versus %+v, want it against the baseline @ rung %d", tr.Number, tr.Rung, tr.Versus, tr.Rung)
+			continue
+		}
+		line := fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung %d\n", tr.Number, tr.Rung, tr.Versus.Score, tr.Rung)
+		if tr.Number != 0 && tr.Versus.Final {
+			continue // its line was printed before its final re-evaluation
+		}
+		if !strings.Contains(stderr, line) {
+			t.Errorf("the terminal does not say %q", strings.TrimSpace(line))
+		}
+	}
+	if above == 0 || sum.Versus == nil || sum.Versus.ControlRung != sum.Versus.Rung || sum.Versus.Rung == 0 {
+		t.Errorf("%d trials above rung 0; the best's versus %+v, want it at the top rung against its baseline", above, sum.Versus)
+	}
+	if strings.Contains(stderr, "trained less") {
+		t.Errorf("a trial is compared with the baseline trained less though it trains first at each rung:\n%s", stderr)
 	}
 }
 
