@@ -79,6 +79,9 @@ func RootCard(in RootInput) Card {
 }
 
 func stateWord(s session.Session) string {
+	if s.Outcome == session.OutcomeNoImprovement && s.State == session.StateSucceeded {
+		return string(s.State) + " (" + session.OutcomeNoImprovement + ")"
+	}
 	if s.PauseAsked {
 		return string(s.State) + " (pausing)"
 	}
@@ -450,12 +453,15 @@ type SummaryInput struct {
 func SummaryCard(in SummaryInput) Card {
 	s := in.Session
 	c := Card{Ref: summaryRef(s.ID), Kind: "summary", Session: s.ID, Mentions: in.Mentions,
-		Title: fmt.Sprintf("session %s %s", session.Short(s.ID), s.State)}
+		Title: fmt.Sprintf("session %s %s", session.Short(s.ID), stateWord(s))}
 	c.Urgent = s.State == session.StateFailed
 	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
 	f := Fields()
 	if s.Preset != "" {
 		f.Fields = append(f.Fields, Field{"best preset", s.Preset})
+	}
+	if o := s.OutcomeText(); o != "" {
+		f.Fields = append(f.Fields, Field{"outcome", s.Outcome + ": " + o + "; no preset saved"})
 	}
 	// the headline is best vs baseline at equal training, from the trials as they stand, so a
 	// cancelled or failed session never claims a gain the baseline trained as long beats

@@ -118,6 +118,9 @@ func TestCardsGolden(t *testing.T) {
 	base1 := session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true), Metrics: fixtureMetrics(0.7)}
 	noControl := s
 	noControl.Settings.Control = false
+	unimproved := s
+	unimproved.State, unimproved.Outcome, unimproved.BestTrial, unimproved.BestRung, unimproved.EndedAt = session.StateSucceeded, session.OutcomeNoImprovement, 0, 1, t0.Add(3*time.Hour)
+	unimproved.Message = "done: nothing beat the defaults; they stand; no preset saved"
 	cancelled := s
 	cancelled.State, cancelled.Reason, cancelled.EndedAt = session.StateCancelled, "cancelled by ana", t0.Add(2*time.Hour)
 	cancelled.Settings.Control = true
@@ -141,6 +144,12 @@ func TestCardsGolden(t *testing.T) {
 		{"proposal_rejected_constraints", bot.ProposalCard(constrained, sp, nil)},
 		{"why", bot.WhyCard(sampled)},
 		{"summary", bot.SummaryCard(bot.SummaryInput{Session: done, Trials: trials[:3], Mentions: []string{"U1"}})},
+		// nothing beat the baseline: its own outcome, no preset (issue 28, item 2)
+		{"summary_no_improvement", bot.SummaryCard(bot.SummaryInput{Session: unimproved, Trials: append(trials[:2:2], base1, func() session.Trial {
+			x := rung1
+			x.Number = 1
+			return x
+		}())})},
 		// cancelled at rung 1, where the baseline trained as long beats the tuned trial: the
 		// headline says so instead of trial 2's gain at rung 0
 		{"summary_cancelled", bot.SummaryCard(bot.SummaryInput{Session: cancelled, Trials: append(trials[:3:3],

@@ -167,7 +167,13 @@ func TestPushCardIsOnePhoneLine(t *testing.T) {
 			}
 		})
 	}
-	c, _ := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &rung1}, Trials: append(trials[:3:3], base1, rung1)})
+	unimproved := s
+	unimproved.State, unimproved.Outcome, unimproved.BestTrial = session.StateSucceeded, session.OutcomeNoImprovement, 0
+	c, _ := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventSessionFinished, Session: unimproved}, Trials: trials})
+	if got, want := strings.TrimSpace(bot.PushText(c)), "session 1a2b3c4d succeeded (no_improvement): nothing beat the defaults; they stand"; got != want {
+		t.Errorf("nothing beat the baseline: line %q, want %q", got, want)
+	}
+	c, _ = bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &rung1}, Trials: append(trials[:3:3], base1, rung1)})
 	if got, want := strings.TrimSpace(bot.PushText(c)), "trial 2 @ rung 1: -0.057 vs baseline @ rung 1 · eligible · 3/12 done"; got != want {
 		t.Errorf("rung 1 with its baseline: line %q, want %q", got, want)
 	}

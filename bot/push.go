@@ -53,6 +53,8 @@ func PushCard(in PushInput) (Card, bool) {
 				line += ": " + Neutralise(s.Reason, 120)
 			}
 			c.Urgent = s.State == session.StateFailed
+		case s.OutcomeText() != "":
+			line += " (" + s.Outcome + "): " + s.OutcomeText()
 		default:
 			if r, ok := session.Compare(s, in.Trials); ok {
 				line += ": " + r.Headline()

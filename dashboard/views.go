@@ -27,16 +27,21 @@ type sessionRow struct {
 	BestScore     *float64 `json:"best_score"`
 	BestTrial     int      `json:"best_trial"`
 	BestRung      int      `json:"best_rung"`
+	Owner         string   `json:"owner"`
+	Message       string   `json:"message,omitempty"`
+	Reason        string   `json:"reason,omitempty"`
+	Preset        string   `json:"preset,omitempty"`
+	Started       string   `json:"started"`
+	Ended         string   `json:"ended,omitempty"`
+	Pruned        string   `json:"pruned,omitempty"` // what retention removed, in words
+
 	// BestVersus is the headline's best trial against the baseline at its rung (Session.Result),
 	// what the list shows; nil before there is one.
 	BestVersus *bestVersus `json:"best_versus,omitempty"`
-	Owner      string      `json:"owner"`
-	Message    string      `json:"message,omitempty"`
-	Reason     string      `json:"reason,omitempty"`
-	Preset     string      `json:"preset,omitempty"`
-	Started    string      `json:"started"`
-	Ended      string      `json:"ended,omitempty"`
-	Pruned     string      `json:"pruned,omitempty"` // what retention removed, in words
+	// Outcome is a succeeded session's outcome (session.OutcomeImproved or
+	// OutcomeNoImprovement), OutcomeText it in words when nothing beat the baseline.
+	Outcome     string `json:"outcome,omitempty"`
+	OutcomeText string `json:"outcome_text,omitempty"`
 }
 
 func stamp(t time.Time) string {
@@ -68,7 +73,7 @@ func trialsDone(trials []session.TrialOutline) int {
 func rowDone(s session.Session, done int) sessionRow {
 	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
 		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
-		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
 		r.BestScore = &v
@@ -204,17 +209,14 @@ func (s *Server) withTrials(ctx context.Context, id string) (session.Session, []
 
 // trialView is one line of the leaderboard.
 type trialView struct {
-	Number   int      `json:"number"`
-	Rung     int      `json:"rung"`
-	State    string   `json:"state"`
-	Source   string   `json:"source"`
-	Score    *float64 `json:"score"`
-	Final    *float64 `json:"final,omitempty"`
-	FinalStd float64  `json:"final_std,omitempty"`
-	Rank     float64  `json:"rank_score"`
-	// Versus is the score against the baseline at the trial's rung (session.VersusControl),
-	// what the leaderboard ranks by within a rung; nil without a score.
-	Versus     *session.Versus    `json:"versus,omitempty"`
+	Number     int                `json:"number"`
+	Rung       int                `json:"rung"`
+	State      string             `json:"state"`
+	Source     string             `json:"source"`
+	Score      *float64           `json:"score"`
+	Final      *float64           `json:"final,omitempty"`
+	FinalStd   float64            `json:"final_std,omitempty"`
+	Rank       float64            `json:"rank_score"`
 	Eligible   bool               `json:"eligible"`
 	Why        string             `json:"why,omitempty"` // not eligible because, or why it failed
 	Best       bool               `json:"best"`
@@ -231,6 +233,10 @@ type trialView struct {
 	// PromotedBy says who put the trial into its rung's plan ("promoted by ann over trial
 	// 5"), "" when the plan was tunebot's.
 	PromotedBy string `json:"promoted_by,omitempty"`
+
+	// Versus is the score against the baseline at the trial's rung (session.VersusControl),
+	// what the leaderboard ranks by within a rung; nil without a score.
+	Versus *session.Versus `json:"versus,omitempty"`
 }
 
 // preferenceView is one answer to "which walks better?", or the card that waits for one

@@ -78,7 +78,7 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 		st := StandingOf(*b, seeds)
 		return &st
 	}
-	if s.State == StateSucceeded && s.Preset != "" {
+	if s.State == StateSucceeded && (s.Preset != "" || s.Outcome == OutcomeNoImprovement) {
 		best := find(s.BestTrial, s.BestRung)
 		if best == nil {
 			return out, false

@@ -433,7 +433,7 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 		wantMsg  string
 	}{
 		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "vs baseline @ rung 2; saved as preset"},
-		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: no tuned trial beat the baseline (trial "},
+		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: nothing beat the defaults; they stand (trial "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -461,6 +461,19 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 			}
 			if got := (session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}); got != tt.wantBest {
 				t.Fatalf("best %s, want %s", got, tt.wantBest)
+			}
+			// Nothing beat the baseline: its own outcome and no preset of the defaults
+			// (issue 28, item 2).
+			presets, err := h.db.Presets(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOutcome, wantPresets := session.OutcomeImproved, 1
+			if tt.wantBest.Number == 0 {
+				wantOutcome, wantPresets = session.OutcomeNoImprovement, 0
+			}
+			if s.Outcome != wantOutcome || len(presets) != wantPresets || (wantPresets == 0) != (s.Preset == "") {
+				t.Errorf("outcome %q, preset %q, %d presets stored; want %q and %d", s.Outcome, s.Preset, len(presets), wantOutcome, wantPresets)
 			}
 			r := s.Result
 			if r == nil || !r.Final || r.Control == nil || r.Control.Trial != 0 || r.Control.Rung != 2 || r.Best.Trial == 0 || r.Best.Rung != 2 {

@@ -1205,6 +1205,34 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	return nil
 }
 
+// finishUnimproved ends a session in which the baseline (best) beat every tuned trial: it
+// succeeded, with OutcomeNoImprovement and no preset, as the baseline's configuration is
+// what the trainer already has (docs/design.md §1).
+func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, best Trial) error {
+	s := n.s
+	done := s
+	done.State, done.BestTrial, done.BestRung, done.Outcome = StateSucceeded, best.Number, best.Rung, OutcomeNoImprovement
+	result, _ := Compare(done, n.trials)
+	msg := "done: " + done.OutcomeText()
+	if result.Best.Trial != 0 {
+		msg += " (" + result.Headline() + ")"
+	}
+	msg += "; no preset saved"
+	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", OutcomeNoImprovement
+		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, best.RankScore(), ""
+		x.Result = &result
+		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finishing session: %w", err)
+	}
+	e.audit(ctx, s.ID, "session_succeeded", System, map[string]any{"outcome": OutcomeNoImprovement, "trial": best.Number, "rung": best.Rung, "score": best.RankScore()})
+	e.notify(Event{Kind: EventSessionFinished, Session: s2, Text: msg})
+	return nil
+}
+
 // finish saves the best eligible trial of the highest rung as the session's preset.
 func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	s := n.s
@@ -1224,6 +1252,9 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	}
 	if !found {
 		return errors.New("no trial passed the gates, not even the baseline")
+	}
+	if best.Number == 0 {
+		return e.finishUnimproved(ctx, n, best)
 	}
 	name := s.Settings.RunName + "-" + short(s.ID)
 	var approvers []string
@@ -1250,18 +1281,11 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 		}
 	}
 	done := s
-	done.State, done.BestTrial, done.BestRung, done.Preset = StateSucceeded, best.Number, best.Rung, name
+	done.State, done.BestTrial, done.BestRung, done.Preset, done.Outcome = StateSucceeded, best.Number, best.Rung, name, OutcomeImproved
 	result, _ := Compare(done, n.trials)
 	msg := fmt.Sprintf("done: %s; saved as preset %s", result.Headline(), name)
-	if best.Number == 0 {
-		why := ""
-		if result.Best.Trial != 0 {
-			why = " (" + result.Headline() + ")"
-		}
-		msg = fmt.Sprintf("done: no tuned trial beat the baseline%s; the baseline configuration is saved as preset %s", why, name)
-	}
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-		x.State, x.Message, x.Reason = StateSucceeded, msg, ""
+		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", OutcomeImproved
 		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, score, name
 		x.Result = &result
 		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()

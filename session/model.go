@@ -90,6 +90,9 @@ type Session struct {
 	BestScore  float64      `json:"best_score"`
 	NoImprove  int          `json:"no_improve"`
 	Preset     string       `json:"preset,omitempty"`
+	// Outcome is what a succeeded session came to: OutcomeImproved (Preset names the
+	// result) or OutcomeNoImprovement (no preset: the baseline stands); "" otherwise.
+	Outcome string `json:"outcome,omitempty"`
 	// Result is the headline comparison (Compare), kept current as trials finish.
 	Result     *Comparison `json:"result,omitempty"`
 	GPUSeconds float64     `json:"gpu_seconds"`

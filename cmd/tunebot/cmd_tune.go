@@ -307,21 +307,25 @@ func (r *eofReader) Read(p []byte) (int, error) {
 // Every field is always there (null or "" when it has no value), as the README's outline
 // of it says.
 type summaryJSON struct {
-	Session  string            `json:"session"`
-	State    session.State     `json:"state"`
-	Preset   string            `json:"preset"`
-	Reason   string            `json:"reason"`
-	Best     *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
-	Control  *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
-	Headline string            `json:"headline"`
-	// Versus is the headline's best tuned trial against the baseline at its rung
-	// (session.Comparison.Versus), null before there is one.
-	Versus    *session.Versus `json:"versus"`
-	Trials    []trialJSON     `json:"trials"`
-	Proposals []proposalJSON  `json:"proposals"`
+	Session   string            `json:"session"`
+	State     session.State     `json:"state"`
+	Preset    string            `json:"preset"`
+	Reason    string            `json:"reason"`
+	Best      *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
+	Control   *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
+	Headline  string            `json:"headline"`
+	Trials    []trialJSON       `json:"trials"`
+	Proposals []proposalJSON    `json:"proposals"`
 	// Preferences are people's answers to "which walks better?" (winner null: can't tell).
 	Preferences []preferenceJSON `json:"preferences"`
 	Outputs     map[string]any   `json:"outputs"`
+
+	// Outcome is what a succeeded session came to: "improved" (preset names it) or
+	// "no_improvement" (nothing beat the baseline; no preset); "" for any other state.
+	Outcome string `json:"outcome"`
+	// Versus is the headline's best tuned trial against the baseline at its rung
+	// (session.Comparison.Versus), null before there is one.
+	Versus *session.Versus `json:"versus"`
 }
 
 type preferenceJSON struct {
@@ -387,7 +391,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
@@ -473,6 +477,9 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 // ended; one that still waits says why here.
 func writeSummaryText(w io.Writer, s summaryJSON) {
 	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, s.State)
+	if s.Outcome == session.OutcomeNoImprovement {
+		fmt.Fprintf(w, "  outcome:     %s: %s\n", s.Outcome, session.Session{State: s.State, Outcome: s.Outcome}.OutcomeText())
+	}
 	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
 	}

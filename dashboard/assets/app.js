@@ -92,7 +92,7 @@
       const data = await getJSON("/api/sessions" + (cursor ? "?cursor=" + enc(cursor) : ""));
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
-        h("td", {}, h("span", { class: "badge " + s.state }, s.state)), h("td", {}, s.mode),
+        h("td", {}, h("span", { class: "badge " + s.state }, s.state), s.outcome === "no_improvement" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
         h("td", { class: "r" }, s.best_score === null ? "—" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ " + s.best_versus.rung + ")"
           : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
@@ -164,8 +164,10 @@
     el.replaceChildren(...[
       h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state)),
       h("p", {}, s.run_name + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
-        " · best " + (s.best_score === null ? "none yet" : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
+        " · best " + (s.best_score === null ? "none yet" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ rung " + s.best_versus.rung + ")"
+          : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
+      s.outcome_text ? h("p", { id: "outcome" }, s.outcome + ": " + s.outcome_text + "; no preset saved") : null,
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
       s.pruned ? h("p", { class: "muted", id: "pruned" }, s.pruned) : null,
       // each running trial on its own line: its GPUs or its Slurm job (issue 14)
