@@ -334,7 +334,11 @@ func ProposalCard(p session.Proposal, space *session.Space, mentions []string) C
 	if p.Model != "" {
 		src += " (" + Neutralise(p.Model, 60) + ")"
 	}
-	c.Blocks = append(c.Blocks, Fields("source", src, "confidence", fmt.Sprintf("%.0f%%", 100*math.Max(0, math.Min(1, p.Confidence)))))
+	fields := []string{"source", src}
+	for _, f := range ConfidenceFields(p) {
+		fields = append(fields, f[0], f[1])
+	}
+	c.Blocks = append(c.Blocks, Fields(fields...))
 	ch := space.Diff(p.Base, session.Merge(p.Base, p.Patch))
 	c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: DiffTable("proposed change", ch)})
 	c.Blocks = append(c.Blocks, whyBlocks(p, CardEvidence)...)

@@ -94,7 +94,8 @@ func TestCardsGolden(t *testing.T) {
 	rejected.Decision = &session.Decision{Action: session.ActionReject, By: session.Actor{ID: "U2", Name: "bob"}, At: t0.Add(time.Hour), Feedback: "too timid; @here try foot_slip"}
 	// a numeric proposer's why: one sentence, then the three strongest of its evidence
 	sampled := fixtureProposal()
-	sampled.Source, sampled.Model, sampled.Rationale, sampled.ExpectedImpact, sampled.Confidence = session.SourceSampler, "", "", nil, 0.3
+	beat := 0.4
+	sampled.Source, sampled.Model, sampled.Rationale, sampled.ExpectedImpact, sampled.Confidence, sampled.BeatBest = session.SourceSampler, "", "", nil, 0.92, &beat
 	sampled.Summary = "Strengthens pose and electrical_power, raises foot_clearance.target_height, where the model of 9 trials expects the most gain (+0.031 in all)."
 	sampled.Evidence = []string{"pose 1 → 1.25 (×1.25, stronger): the model expects +0.020 ± 0.006 on the score; 5 of 9 trials moved it",
 		"foot_clearance.target_height 0.1 → 0.12 (higher): the model expects +0.008 ± 0.007 on the score; 3 of 9 trials moved it",

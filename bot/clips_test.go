@@ -139,7 +139,7 @@ func TestPushCardIsOnePhoneLine(t *testing.T) {
 		{"failed", session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &session.Trial{Number: 4, State: session.TrialFailed, Reason: "train job failed: exit status 3"}},
 			"trial 4 @ rung 0 failed: exit status 3 · 3/12 done"},
 		{"proposal", session.Event{Kind: session.EventProposalReady, Session: s, Proposal: func() *session.Proposal { p := fixtureProposal(); return &p }()},
-			"proposal 3 for trial 4 waits for your decision: 3 changes · 62% confident"},
+			"proposal 3 for trial 4 waits for your decision: 3 changes · DeepSeek's confidence: 62 %"},
 		{"promotion plan", session.Event{Kind: session.EventReview, Session: s, Review: &session.Review{Rung: 1, Plan: []int{2, 0}, Until: t0.Add(15 * time.Minute)}},
 			"promotions to rung 1 wait for your go (or go ahead at 09:41 UTC): trial 2 and the baseline go to 900 iterations"},
 	}

@@ -35,7 +35,7 @@ func PushCard(in PushInput) (Card, bool) {
 		c.Kind = "proposal"
 		p := e.Proposal
 		n := len(p.Patch.Weights) + len(p.Patch.Params)
-		line = fmt.Sprintf("proposal %d for trial %d waits for your decision: %d change%s · %.0f%% confident", p.Seq, p.Number, n, plural(n), 100*p.Confidence)
+		line = fmt.Sprintf("proposal %d for trial %d waits for your decision: %d change%s · %s", p.Seq, p.Number, n, plural(n), ConfidenceText(*p))
 		c.Urgent = true
 	case e.Kind == session.EventReview && e.Review != nil && !e.Review.Done && s.Settings.Mode == session.ModeApproval:
 		// approval mode waits for a person's go: a decision waits

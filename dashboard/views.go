@@ -300,6 +300,10 @@ type proposalView struct {
 	EditText   string            `json:"edit_text"` // the patch as the edit form's lines
 	Decision   *decisionView     `json:"decision,omitempty"`
 	Created    string            `json:"created"`
+
+	// ConfidenceText says what Confidence is (bot.ConfidenceText): gates pass and the chance
+	// of beating the best for the sampler, DeepSeek's own claim for DeepSeek.
+	ConfidenceText string `json:"confidence_text"`
 }
 
 type decisionView struct {
@@ -605,7 +609,7 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 	for i := len(props) - 1; i >= 0; i-- { // newest first
 		p := props[i]
 		v := proposalView{ID: p.ID, Seq: p.Seq, Number: p.Number, BaseTrial: p.BaseTrial, State: string(p.State), Source: p.Source,
-			Model: p.Model, Confidence: math.Max(0, math.Min(1, p.Confidence)), Rationale: p.Rationale, Summary: p.Summary, Evidence: p.Evidence, Impact: p.ExpectedImpact,
+			Model: p.Model, Confidence: math.Max(0, math.Min(1, p.Confidence)), ConfidenceText: bot.ConfidenceText(p), Rationale: p.Rationale, Summary: p.Summary, Evidence: p.Evidence, Impact: p.ExpectedImpact,
 			Diff:     changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, p.Patch))),
 			EditText: bot.PatchText(p.Effective(), s.opt.Space), Created: stamp(p.CreatedAt)}
 		if p.Decision != nil {

@@ -294,6 +294,9 @@ type Proposal struct {
 	State          ProposalState     `json:"state"`
 	Decision       *Decision         `json:"decision,omitempty"`
 	CreatedAt      time.Time         `json:"created_at"`
+
+	// BeatBest is Suggestion.BeatBest: the model's chance of beating the best so far.
+	BeatBest *float64 `json:"beat_best,omitempty"`
 }
 
 // Effective is the patch that runs: the edited one when a person edited it.

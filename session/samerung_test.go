@@ -51,3 +51,15 @@ func TestVersusControlComparesAtTheSameRung(t *testing.T) {
 		t.Errorf("rung 0: %+v", v0)
 	}
 }
+
+func TestCredibleClipsByTrialsObserved(t *testing.T) {
+	for _, tc := range []struct {
+		p    float64
+		n    int
+		want float64
+	}{{1, 1, 0.67}, {0.92, 1, 0.67}, {0, 1, 0.33}, {0.5, 1, 0.5}, {1, 8, 0.9}, {1, 100, 0.95}, {0, 100, 0.05}, {0.42, 30, 0.42}, {1, 0, 0.5}} {
+		if got := session.Credible(tc.p, tc.n); got != tc.want {
+			t.Errorf("Credible(%v, %d) = %v, want %v", tc.p, tc.n, got, tc.want)
+		}
+	}
+}

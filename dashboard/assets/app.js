@@ -445,7 +445,7 @@
   function renderProposals(el, d) {
     el.replaceChildren(h("h2", {}, "Proposals"), ...d.proposals.map((p) => h("div", { class: "card proposal", "data-state": p.state },
       h("h3", {}, "proposal " + p.seq + " for trial " + p.number + " · " + p.source + (p.model ? " (" + p.model + ")" : "") +
-        " · confidence " + Math.round(p.confidence * 100) + "% · " + p.state),
+        " · " + p.confidence_text + " · " + p.state),
       diffTable("patch against trial " + p.base_trial, p.diff),
       p.edited ? diffTable("edited to (this is what ran)", p.edited) : null,
       why(p),
