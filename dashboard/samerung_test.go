@@ -92,3 +92,28 @@ func fmtInt(v any) string {
 	f, _ := v.(float64)
 	return string(rune('0' + int(f)))
 }
+
+// The page says which trainer made a preset, so a sim preset is not taken for a real one.
+func TestPresetsSayWhichTrainerMadeThem(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	p := session.Preset{Name: "demo-5a3e5a3e", SessionID: "5a3e5a3e5a3e5a3e", Config: session.DefaultSpace().Defaults(), Task: "Unitree-Go2-Flat",
+		Trainer: session.TrainerSim, CreatedAt: t0}
+	if err := f.db.SavePreset(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	c := f.signIn(t, eve)
+	found := false
+	for _, x := range decode(t, c.get("/api/presets"))["presets"].([]any) {
+		if m := x.(map[string]any); m["name"] == p.Name {
+			found = m["trainer"] == "sim"
+		}
+	}
+	if !found {
+		t.Error("the preset list does not say the sim made demo-5a3e5a3e")
+	}
+	one := decode(t, c.get("/api/presets/"+p.Name))["preset"].(map[string]any)
+	if one["trainer"] != "sim" || one["trainer_text"] != session.TrainerText(session.TrainerSim) {
+		t.Errorf("preset view %v, want trainer sim said in words", one)
+	}
+}

@@ -475,6 +475,9 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 			if s.Outcome != wantOutcome || len(presets) != wantPresets || (wantPresets == 0) != (s.Preset == "") {
 				t.Errorf("outcome %q, preset %q, %d presets stored; want %q and %d", s.Outcome, s.Preset, len(presets), wantOutcome, wantPresets)
 			}
+			if len(presets) == 1 && (presets[0].Versus == nil || s.Result == nil || s.Result.Versus == nil || *presets[0].Versus != *s.Result.Versus || !presets[0].Versus.Matched()) {
+				t.Errorf("the preset's score against the baseline at its rung %+v, want the headline's %+v", presets[0].Versus, s.Result)
+			}
 			r := s.Result
 			if r == nil || !r.Final || r.Control == nil || r.Control.Trial != 0 || r.Control.Rung != 2 || r.Best.Trial == 0 || r.Best.Rung != 2 {
 				t.Fatalf("result %+v, want the best tuned trial against the baseline at rung 2", r)

@@ -1271,7 +1271,10 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 		std, metrics = best.Final.ScoreStd, best.Final.Metrics
 	}
 	preset := Preset{Name: name, SessionID: s.ID, Trial: best.Ref(), Config: best.RewardConfig.Clone(), Score: score,
-		ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task, CreatedAt: time.Now().UTC()}
+		ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task, CreatedAt: time.Now().UTC(), Trainer: e.cfg.TrainerKind}
+	if v, ok := VersusControl(s.Settings, n.trials, best); ok {
+		preset.Versus = &v
+	}
 	if err := e.cfg.Store.SavePreset(ctx, preset); err != nil {
 		if !errors.Is(err, ErrExists) {
 			return fmt.Errorf("saving preset %s: %w", name, err)

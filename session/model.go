@@ -319,6 +319,13 @@ type Preset struct {
 	Approvers []string     `json:"approvers,omitempty"`
 	Task      string       `json:"task"`
 	CreatedAt time.Time    `json:"created_at"`
+
+	// Trainer is the kind of trainer the session trained it with (TrainerSim, TrainerMjlab,
+	// TrainerCommand); "" for an imported preset or one saved before it was recorded.
+	Trainer string `json:"trainer,omitempty"`
+	// Versus is its trial's score against the baseline at the same rung (VersusControl), as
+	// the session chose it; nil for an imported preset or one saved before it was recorded.
+	Versus *Versus `json:"versus,omitempty"`
 }
 
 // AuditEntry is one line of the append-only audit log.

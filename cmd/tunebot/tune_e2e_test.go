@@ -293,6 +293,17 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 	}
 	checkPage(t, stderr.String(), sum)
 	checkSameRung(t, stderr.String(), sum)
+	// The demo's preset says the built-in sim made it, and apply refuses it (issue 28, item 4).
+	if sum.Outcome == session.OutcomeImproved {
+		show := exec.Command(tunebotBin, "preset", "show", sum.Preset)
+		show.Dir = dir
+		out, err := show.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "trainer:   the built-in sim") {
+			t.Errorf("preset show %s: %v\n%s\nwant it to say the built-in sim made it", sum.Preset, err, out)
+		}
+	} else if sum.Outcome != session.OutcomeNoImprovement || sum.Preset != "" {
+		t.Errorf("outcome %q with preset %q", sum.Outcome, sum.Preset)
+	}
 	if want := filepath.Join(dir, "data", "sessions", sum.Session); sum.Outputs["session_dir"] != want {
 		t.Errorf("outputs at %v, want %s", sum.Outputs["session_dir"], want)
 	}
