@@ -152,7 +152,7 @@ func (c Comparison) Headline() string {
 	if c.Versus != nil && c.Versus.Matched() {
 		// Measured against the control's own metrics, the one rule of VersusControl.
 		diff = c.Versus.Score
-		verdict = fmt.Sprintf("%+.3f %s", diff, c.Versus.Label())
+		verdict = fmt.Sprintf("%+.3f %s (re-scored against its metrics)", diff, c.Versus.Label())
 	}
 	if diff <= 0 {
 		verdict = fmt.Sprintf("the baseline is ahead by %.3f", -diff)

@@ -432,7 +432,7 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 		wantBest session.TrialRef
 		wantMsg  string
 	}{
-		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "vs baseline @ rung 2; saved as preset"},
+		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "vs baseline @ rung 2 (re-scored against its metrics); saved as preset"},
 		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: nothing beat the defaults; they stand (trial "},
 	}
 	for _, tt := range tests {
