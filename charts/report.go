@@ -125,7 +125,7 @@ func TrialReport(in ReportInput) ([]Image, error) {
 				r := in.Best.Ref()
 				ref = &r
 			}
-			return Scores(meta, in.Trials, ref)
+			return ScoresVs(meta, in.Settings, in.Trials, ref)
 		}},
 		{"terms", "Reward terms changed from the parent", func() ([]byte, error) { return RewardTerms(meta, self, base, changed) }},
 		{"terminations", "Why episodes ended", func() ([]byte, error) { return Terminations(meta, self, base) }},
