@@ -102,6 +102,37 @@ func (s *searcher) assess(x []float64) assessment {
 	return a
 }
 
+// beatChance is the share of the model's draws in which a trial at x measures (with an
+// evaluation's noise) a score above best with every gate passing: its chance of beating the
+// best so far. It is what a proposal's card shows beside the chance that the gates pass.
+func (s *searcher) beatChance(x []float64, best float64) float64 {
+	if len(s.beta) == 0 {
+		return 0
+	}
+	phi := features(x)
+	var clean, noisy [session.NumMetrics]float64
+	k := 0
+	for i := range s.beta {
+		s.m.predict(phi, s.beta[i], s.z[i], &clean, &noisy)
+		if total, ok := s.m.scorer.Quick(noisy); ok && total > best {
+			k++
+		}
+	}
+	return float64(k) / float64(len(s.beta))
+}
+
+// bestSoFar is the best score of an eligible finished rung-0 trial of req (the baseline's 0
+// when none beat it): what a proposal must beat to become the best.
+func bestSoFar(req session.ProposalRequest) float64 {
+	best := 0.0
+	for _, h := range req.History {
+		if h.Rung == 0 && h.State == session.TrialCompleted && h.Eligible && h.Score != nil {
+			best = math.Max(best, *h.Score)
+		}
+	}
+	return best
+}
+
 // better ranks candidates: those likely to pass every gate first, by acquisition; the others
 // by their chance of passing.
 func (s *searcher) better(a, b assessment) bool {

@@ -158,8 +158,10 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 		if p, ok := FollowedPreference(req, patch); ok {
 			summary += " It " + PreferenceNote(p) + "."
 		}
-		return session.Suggestion{Patch: patch, Summary: summary, Evidence: evidence, Confidence: math.Round(100*c.pass) / 100,
-			Source: session.SourceSampler}, nil
+		// Neither chance claims more than a model of m.trials trials can (session.Credible).
+		beat := session.Credible(sr.beatChance(c.x, bestSoFar(req)), m.trials)
+		return session.Suggestion{Patch: patch, Summary: summary, Evidence: evidence, Confidence: session.Credible(c.pass, m.trials),
+			BeatBest: &beat, Source: session.SourceSampler}, nil
 	}
 	if lastErr == nil {
 		// No candidate at all (every scalar at the edge of its room): explore.

@@ -35,6 +35,10 @@ type Applier struct {
 	// redact hides tunebot's secrets in what the checkout's tests and hooks print: those
 	// run the trainer's code, and their output goes to chat, the log and the audit.
 	redact *secret.Redactor
+
+	// FromSim lets Apply apply a preset the built-in sim trainer made (preset.CheckApplicable):
+	// set before use, only by `tunebot apply --from-sim`; the daemon never sets it.
+	FromSim bool
 }
 
 // The handler applies and rolls back through this (docs/design.md §8).
@@ -159,6 +163,9 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	defer a.mu.Unlock()
 	res := bot.ApplyResult{Preset: p.Name}
 	if err := a.checkPreset(p); err != nil {
+		return res, err
+	}
+	if err := preset.CheckApplicable(p, a.FromSim); err != nil {
 		return res, err
 	}
 	top, err := a.toplevel(ctx)
@@ -317,6 +324,9 @@ func (a *Applier) message(p session.Preset, by session.Actor, changes []bot.Appl
 	} else {
 		fmt.Fprintf(&b, "Preset %s is the best of tunebot session %s (%s),\nscore %+.3f ± %.3f against that session's baseline at rung 0.\n",
 			p.Name, p.SessionID, p.Trial, p.Score, p.ScoreStd)
+		if v := p.Versus; v != nil && v.Rung > 0 {
+			fmt.Fprintf(&b, "Against the baseline trained as long: %s.\n", v)
+		}
 	}
 	fmt.Fprintf(&b, "Applied by %s (%s).\n\n", by, by.Platform)
 	for _, c := range changes {

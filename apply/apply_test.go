@@ -414,3 +414,33 @@ func TestApplyRefusesAPresetOutsideTheSpace(t *testing.T) {
 		t.Errorf("Apply = %v", err)
 	}
 }
+
+// A preset the built-in sim trainer made carries the real task's name; it is refused unless
+// the applier is told FromSim (tunebot apply --from-sim), and the checkout is untouched.
+func TestApplyRefusesASimPresetUnlessFromSim(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	before := snap(t, repo)
+	a, log := newApplier(t, repo, []string{"true"}, nil)
+	p := testPreset()
+	p.Trainer = session.TrainerSim
+	_, err := a.Apply(ctx, p, alice)
+	if msg, _ := session.UserMessage(err); err == nil || !errors.Is(err, session.ErrConflict) ||
+		!strings.Contains(msg, "built-in sim trainer") || !strings.Contains(msg, "--from-sim") {
+		t.Fatalf("applying a sim preset: %v, want a refusal that names --from-sim", err)
+	}
+	if after := snap(t, repo); after.head != before.head || after.branches != before.branches || len(log.Entries()) != 0 {
+		t.Errorf("a refused apply touched the checkout or the audit: %+v → %+v, %d entries", before, after, len(log.Entries()))
+	}
+	a.FromSim = true
+	if res, err := a.Apply(ctx, p, alice); err != nil || res.Commit == "" {
+		t.Errorf("with FromSim: %+v, %v; want it applied", res, err)
+	}
+	p.Trainer = session.TrainerMjlab
+	p.Name = "mjlab-0123abcd"
+	a.FromSim = false
+	applytest.Git(t, repo, "checkout", "-q", "main")
+	if _, err := a.Apply(ctx, p, alice); errors.Is(err, session.ErrConflict) {
+		t.Errorf("an mjlab preset is refused: %v", err)
+	}
+}

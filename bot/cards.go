@@ -14,6 +14,9 @@ import (
 // ScoreNote is said wherever a score is shown (docs/design.md §1).
 const ScoreNote = "scores compare each trial with the baseline's rung-0 evaluation and are comparable within a rung"
 
+// VersusNote explains a score "vs baseline @ rung r" beside the rung-0 one (session.VersusControl).
+const VersusNote = "\"vs baseline @ rung\" recomputes a trial's score against the baseline trained as long (@ its rung), or says @ 0 where none was"
+
 // Card refs: one root, trial report and proposal card per session, each edited in place.
 func rootRef(id string) string            { return "s/" + id + "/root" }
 func trialRef(id string, n, r int) string { return fmt.Sprintf("s/%s/trial/%d/%d", id, n, r) }
@@ -76,6 +79,9 @@ func RootCard(in RootInput) Card {
 }
 
 func stateWord(s session.Session) string {
+	if s.Outcome == session.OutcomeNoImprovement && s.State == session.StateSucceeded {
+		return string(s.State) + " (" + session.OutcomeNoImprovement + ")"
+	}
 	if s.PauseAsked {
 		return string(s.State) + " (pausing)"
 	}
@@ -88,6 +94,9 @@ func bestLine(s session.Session) string {
 	}
 	if s.Result != nil {
 		return s.Result.Headline()
+	}
+	if s.BestRung > 0 {
+		return fmt.Sprintf("trial %d @ rung %d: %s vs baseline @ rung 0, trained less", s.BestTrial, s.BestRung, Signed(s.BestScore))
 	}
 	return fmt.Sprintf("trial %d @ rung %d: %s vs baseline @ rung 0", s.BestTrial, s.BestRung, Signed(s.BestScore))
 }
@@ -213,7 +222,7 @@ func TrialCard(in TrialInput) Card {
 	case t.State == session.TrialFailed:
 		c.Title = fmt.Sprintf("trial %d @ rung %d failed", t.Number, t.Rung)
 	case t.Score != nil:
-		c.Title = fmt.Sprintf("trial %d @ rung %d: %s vs baseline @ rung 0", t.Number, t.Rung, Signed(t.Score.Total))
+		c.Title = fmt.Sprintf("trial %d @ rung %d: %s", t.Number, t.Rung, trialVersus(in))
 	default:
 		c.Title = fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
 	}
@@ -222,7 +231,11 @@ func TrialCard(in TrialInput) Card {
 		"iterations", fmt.Sprintf("%d (from %d)", t.Iterations, t.StartIter),
 		"GPU time", Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
 	if t.Score != nil {
-		f.Fields = append(f.Fields, Field{"score", Signed(t.Score.Total) + " vs baseline @ rung 0"})
+		f.Fields = append(f.Fields, Field{"score", trialVersus(in)})
+		if t.Rung > 0 && in.Control != nil && in.Control.Rung == t.Rung && in.Control.Metrics != nil {
+			// the stored score, on the scale every trial of the session shares
+			f.Fields = append(f.Fields, Field{"vs rung 0", Signed(t.Score.Total) + " vs baseline @ rung 0"})
+		}
 		if t.Final != nil {
 			f.Fields = append(f.Fields, Field{"final", fmt.Sprintf("%s ± %.3f on seeds %v", Signed(t.Final.Score.Total), t.Final.ScoreStd, t.Final.Seeds)})
 		}
@@ -274,6 +287,15 @@ func TrialCard(in TrialInput) Card {
 	return c
 }
 
+// trialVersus is the trial's rung score against the baseline at its rung (in.Control), or
+// against rung 0's when there is none, saying which (session.VersusOf).
+func trialVersus(in TrialInput) string {
+	t := in.Trial
+	t.Final = nil // the card's score is the rung evaluation; the final has its own line
+	v, _ := session.VersusOf(in.Session.Settings, in.Control, t)
+	return Signed(v.Score) + " " + v.Label()
+}
+
 // controlField sets a promoted trial's score beside the baseline's at the same rung, or says
 // in words what it is compared with when there is none (docs/design.md §1).
 func controlField(in TrialInput) Field {
@@ -312,7 +334,11 @@ func ProposalCard(p session.Proposal, space *session.Space, mentions []string) C
 	if p.Model != "" {
 		src += " (" + Neutralise(p.Model, 60) + ")"
 	}
-	c.Blocks = append(c.Blocks, Fields("source", src, "confidence", fmt.Sprintf("%.0f%%", 100*math.Max(0, math.Min(1, p.Confidence)))))
+	fields := []string{"source", src}
+	for _, f := range ConfidenceFields(p) {
+		fields = append(fields, f[0], f[1])
+	}
+	c.Blocks = append(c.Blocks, Fields(fields...))
 	ch := space.Diff(p.Base, session.Merge(p.Base, p.Patch))
 	c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: DiffTable("proposed change", ch)})
 	c.Blocks = append(c.Blocks, whyBlocks(p, CardEvidence)...)
@@ -431,12 +457,15 @@ type SummaryInput struct {
 func SummaryCard(in SummaryInput) Card {
 	s := in.Session
 	c := Card{Ref: summaryRef(s.ID), Kind: "summary", Session: s.ID, Mentions: in.Mentions,
-		Title: fmt.Sprintf("session %s %s", session.Short(s.ID), s.State)}
+		Title: fmt.Sprintf("session %s %s", session.Short(s.ID), stateWord(s))}
 	c.Urgent = s.State == session.StateFailed
 	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
 	f := Fields()
 	if s.Preset != "" {
 		f.Fields = append(f.Fields, Field{"best preset", s.Preset})
+	}
+	if o := s.OutcomeText(); o != "" {
+		f.Fields = append(f.Fields, Field{"outcome", s.Outcome + ": " + o + "; no preset saved"})
 	}
 	// the headline is best vs baseline at equal training, from the trials as they stand, so a
 	// cancelled or failed session never claims a gain the baseline trained as long beats
@@ -458,7 +487,7 @@ func SummaryCard(in SummaryInput) Card {
 	}
 	if len(in.Trials) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: TrialsTable(in.Trials, s)})
-		c.Blocks = append(c.Blocks, Text(ScoreNote+"."))
+		c.Blocks = append(c.Blocks, Text(ScoreNote+"; "+VersusNote+"."))
 	}
 	if len(in.Attachments) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})
@@ -466,11 +495,16 @@ func SummaryCard(in SummaryInput) Card {
 	return c
 }
 
-// TrialsTable lists trials with rung, source, state, score and eligibility; the best is marked.
+// TrialsTable lists trials with rung, source, state, score (against rung 0's baseline), the
+// score against the baseline at the trial's rung (session.VersusControl: "@ 0" where no
+// baseline was trained as long) and eligibility; the best is marked.
 func TrialsTable(trials []session.Trial, s session.Session) *Table {
-	t := &Table{Caption: "trials", Columns: []string{"trial", "rung", "source", "state", "score", "eligible"}, Align: []string{"r", "r", "", "", "r", ""}}
+	t := &Table{Caption: "trials", Columns: []string{"trial", "rung", "source", "state", "score", "vs baseline @ rung", "eligible"}, Align: []string{"r", "r", "", "", "r", "r", ""}}
 	for _, tr := range trials {
-		score, elig := "—", "—"
+		score, vs, elig := "—", "—", "—"
+		if v, ok := session.VersusControl(s.Settings, trials, tr); ok {
+			vs = fmt.Sprintf("%s @ %d", Signed(v.Score), v.ControlRung)
+		}
 		if tr.Score != nil {
 			score = Signed(tr.Score.Total)
 			if tr.Final != nil {
@@ -485,7 +519,7 @@ func TrialsTable(trials []session.Trial, s session.Session) *Table {
 		if tr.Number == s.BestTrial && tr.Rung == s.BestRung {
 			num += " ★"
 		}
-		t.Rows = append(t.Rows, []string{num, strconv.Itoa(tr.Rung), tr.Source, string(tr.State), score, elig})
+		t.Rows = append(t.Rows, []string{num, strconv.Itoa(tr.Rung), tr.Source, string(tr.State), score, vs, elig})
 	}
 	return t
 }

@@ -53,6 +53,12 @@ func scored(total float64, eligible bool, reasons ...string) *session.Score {
 		"tracking": 0.12, "smoothness": -0.034, "stability": 0.2, "falls": 0, "slip": 0.051, "energy": -0.5}}
 }
 
+// fixtureMetrics are evaluation metrics k times a plausible baseline's (falls and power fixed).
+func fixtureMetrics(k float64) session.Metrics {
+	return session.Metrics{session.MetricVelLinear: 0.2 * k, session.MetricVelAngular: 0.3 * k, session.MetricActionAcc: 12 * k,
+		session.MetricOrientation: 0.05 * k, session.MetricFallRate: 0.01, session.MetricFootSlip: 0.08 * k, session.MetricPower: 150}
+}
+
 func fixtureTrials() []session.Trial {
 	sp := session.DefaultSpace()
 	base := sp.Defaults()
@@ -88,7 +94,8 @@ func TestCardsGolden(t *testing.T) {
 	rejected.Decision = &session.Decision{Action: session.ActionReject, By: session.Actor{ID: "U2", Name: "bob"}, At: t0.Add(time.Hour), Feedback: "too timid; @here try foot_slip"}
 	// a numeric proposer's why: one sentence, then the three strongest of its evidence
 	sampled := fixtureProposal()
-	sampled.Source, sampled.Model, sampled.Rationale, sampled.ExpectedImpact, sampled.Confidence = session.SourceSampler, "", "", nil, 0.3
+	beat := 0.4
+	sampled.Source, sampled.Model, sampled.Rationale, sampled.ExpectedImpact, sampled.Confidence, sampled.BeatBest = session.SourceSampler, "", "", nil, 0.92, &beat
 	sampled.Summary = "Strengthens pose and electrical_power, raises foot_clearance.target_height, where the model of 9 trials expects the most gain (+0.031 in all)."
 	sampled.Evidence = []string{"pose 1 → 1.25 (×1.25, stronger): the model expects +0.020 ± 0.006 on the score; 5 of 9 trials moved it",
 		"foot_clearance.target_height 0.1 → 0.12 (higher): the model expects +0.008 ± 0.007 on the score; 3 of 9 trials moved it",
@@ -105,11 +112,16 @@ func TestCardsGolden(t *testing.T) {
 	done := s
 	done.State, done.Preset, done.EndedAt = session.StateSucceeded, "auto-tune-1a2b3c4d", t0.Add(3*time.Hour)
 	done.Message = "done: best is trial 2 @ rung 0"
+	// Above rung 0 a score is recomputed against the baseline at the same rung from the two
+	// trials' metrics (session.VersusControl), so these have metrics.
 	rung1 := session.Trial{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "edit",
-		Parent: &session.TrialRef{Number: 2}, Score: scored(0.25, true)}
-	base1 := session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true)}
+		Parent: &session.TrialRef{Number: 2}, Score: scored(0.25, true), Metrics: fixtureMetrics(0.75)}
+	base1 := session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true), Metrics: fixtureMetrics(0.7)}
 	noControl := s
 	noControl.Settings.Control = false
+	unimproved := s
+	unimproved.State, unimproved.Outcome, unimproved.BestTrial, unimproved.BestRung, unimproved.EndedAt = session.StateSucceeded, session.OutcomeNoImprovement, 0, 1, t0.Add(3*time.Hour)
+	unimproved.Message = "done: nothing beat the defaults; they stand; no preset saved"
 	cancelled := s
 	cancelled.State, cancelled.Reason, cancelled.EndedAt = session.StateCancelled, "cancelled by ana", t0.Add(2*time.Hour)
 	cancelled.Settings.Control = true
@@ -133,11 +145,16 @@ func TestCardsGolden(t *testing.T) {
 		{"proposal_rejected_constraints", bot.ProposalCard(constrained, sp, nil)},
 		{"why", bot.WhyCard(sampled)},
 		{"summary", bot.SummaryCard(bot.SummaryInput{Session: done, Trials: trials[:3], Mentions: []string{"U1"}})},
+		// nothing beat the baseline: its own outcome, no preset (issue 28, item 2)
+		{"summary_no_improvement", bot.SummaryCard(bot.SummaryInput{Session: unimproved, Trials: append(trials[:2:2], base1, func() session.Trial {
+			x := rung1
+			x.Number = 1
+			return x
+		}())})},
 		// cancelled at rung 1, where the baseline trained as long beats the tuned trial: the
 		// headline says so instead of trial 2's gain at rung 0
 		{"summary_cancelled", bot.SummaryCard(bot.SummaryInput{Session: cancelled, Trials: append(trials[:3:3],
-			session.Trial{Number: 0, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "baseline", Score: scored(0.3, true)},
-			session.Trial{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, State: session.TrialCompleted, Source: "edit", Score: scored(0.25, true)})})},
+			base1, rung1)})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			golden(t, "card_"+tc.name, bot.RenderText(tc.card, map[string]string{"curves.png": "out/1a2b3c4d/curves.png"}))

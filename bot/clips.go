@@ -76,6 +76,9 @@ type ClipSide struct {
 	Label string      // what the trial is here: "best", "baseline"
 	Clip  *Attachment // nil: the trial has no clip (Trial.ClipNote says why)
 	Note  string      // why Clip is nil when reading it failed
+	// Versus is the trial's score as shown (session.VersusControl); nil: against rung 0's
+	// baseline, said as trained less above rung 0.
+	Versus *session.Versus
 }
 
 // ClipBlocks shows trials' clips one after the other (docs/design.md §6: side by side
@@ -88,8 +91,12 @@ func ClipBlocks(sides ...ClipSide) []Block {
 	for _, side := range sides {
 		t := side.Trial
 		line := fmt.Sprintf("%s: trial %d @ rung %d", side.Label, t.Number, t.Rung)
-		if t.Score != nil {
-			line += " · " + Signed(t.RankScore()) + " vs baseline @ rung 0"
+		v, ok := session.VersusOf(session.Settings{}, nil, t)
+		if side.Versus != nil {
+			v, ok = *side.Versus, true
+		}
+		if ok {
+			line += " · " + Signed(v.Score) + " " + v.Label()
 		}
 		if m := metricLine(t.Metrics); m != "" {
 			line += "\n" + m
@@ -147,6 +154,9 @@ func BestClipsCard(s session.Session, trials []session.Trial, read ClipFunc, lin
 	}
 	side := func(t session.Trial, label string) ClipSide {
 		cs := ClipSide{Trial: t, Label: label}
+		if v, ok := session.VersusControl(s.Settings, trials, t); ok {
+			cs.Versus = &v
+		}
 		l := ""
 		if link != nil {
 			l = link(t)
@@ -307,6 +317,12 @@ func (h *Handler) clip(ctx context.Context, s session.Session, cmd Command, log 
 		return Reply{Private: true, Text: fmt.Sprintf("trial %d @ rung %d of session %s has no clip to show: %s", t.Number, t.Rung, session.Short(s.ID), why)}
 	}
 	c := Card{Kind: "notice", Session: s.ID, Title: "clip of " + ClipTitle(t)}
-	c.Blocks = ClipBlocks(ClipSide{Trial: t, Label: "clip", Clip: &a})
+	side := ClipSide{Trial: t, Label: "clip", Clip: &a}
+	if trials, err := h.cfg.Store.Trials(ctx, s.ID); err == nil {
+		if v, ok := session.VersusControl(s.Settings, trials, t); ok {
+			side.Versus = &v
+		}
+	}
+	c.Blocks = ClipBlocks(side)
 	return Reply{Card: &c}
 }

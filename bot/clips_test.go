@@ -139,10 +139,20 @@ func TestPushCardIsOnePhoneLine(t *testing.T) {
 		{"failed", session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &session.Trial{Number: 4, State: session.TrialFailed, Reason: "train job failed: exit status 3"}},
 			"trial 4 @ rung 0 failed: exit status 3 · 3/12 done"},
 		{"proposal", session.Event{Kind: session.EventProposalReady, Session: s, Proposal: func() *session.Proposal { p := fixtureProposal(); return &p }()},
-			"proposal 3 for trial 4 waits for your decision: 3 changes · 62% confident"},
+			"proposal 3 for trial 4 waits for your decision: 3 changes · DeepSeek's confidence: 62 %"},
 		{"promotion plan", session.Event{Kind: session.EventReview, Session: s, Review: &session.Review{Rung: 1, Plan: []int{2, 0}, Until: t0.Add(15 * time.Minute)}},
 			"promotions to rung 1 wait for your go (or go ahead at 09:41 UTC): trial 2 and the baseline go to 900 iterations"},
 	}
+	// above rung 0: against the baseline at the same rung, recomputed from the metrics, or
+	// rung 0's, said so, before the baseline got there
+	base1 := session.Trial{Number: 0, Rung: 1, State: session.TrialCompleted, Score: scored(0.3, true), Metrics: fixtureMetrics(0.7)}
+	rung1 := session.Trial{Number: 2, Rung: 1, State: session.TrialCompleted, Score: scored(0.25, true), Metrics: fixtureMetrics(0.75)}
+	tests = append(tests, struct {
+		name string
+		e    session.Event
+		want string
+	}{"rung 1 before its baseline", session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &rung1},
+		"trial 2 @ rung 1: +0.250 vs baseline @ rung 0, trained less · eligible · 3/12 done"})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c, ok := bot.PushCard(bot.PushInput{Event: tc.e, Trials: trials, Poster: poster, Link: "https://tune.example/t"})
@@ -156,6 +166,16 @@ func TestPushCardIsOnePhoneLine(t *testing.T) {
 				t.Errorf("link %q, title %q", c.Link, c.Title)
 			}
 		})
+	}
+	unimproved := s
+	unimproved.State, unimproved.Outcome, unimproved.BestTrial = session.StateSucceeded, session.OutcomeNoImprovement, 0
+	c, _ := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventSessionFinished, Session: unimproved}, Trials: trials})
+	if got, want := strings.TrimSpace(bot.PushText(c)), "session 1a2b3c4d succeeded (no_improvement): nothing beat the defaults; they stand"; got != want {
+		t.Errorf("nothing beat the baseline: line %q, want %q", got, want)
+	}
+	c, _ = bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &rung1}, Trials: append(trials[:3:3], base1, rung1)})
+	if got, want := strings.TrimSpace(bot.PushText(c)), "trial 2 @ rung 1: -0.057 vs baseline @ rung 1 · eligible · 3/12 done"; got != want {
+		t.Errorf("rung 1 with its baseline: line %q, want %q", got, want)
 	}
 	if _, ok := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventTrialProgress, Session: s}}); ok {
 		t.Error("a progress event buzzes a phone")

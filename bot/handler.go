@@ -661,9 +661,13 @@ func (h *Handler) presets(ctx context.Context) Reply {
 	if len(ps) == 0 {
 		return Reply{Private: true, Text: "no presets yet: a session saves its best configuration as one when it succeeds"}
 	}
-	t := &Table{Caption: "presets", Columns: []string{"name", "task", "score", "trial", "created"}, Align: []string{"", "", "r", "", ""}}
+	t := &Table{Caption: "presets", Columns: []string{"name", "task", "trainer", "score", "trial", "created"}, Align: []string{"", "", "", "r", "", ""}}
 	for _, p := range ps {
-		t.Rows = append(t.Rows, []string{p.Name, p.Task, fmt.Sprintf("%s ± %.3f", Signed(p.Score), p.ScoreStd), p.Trial.String(), p.CreatedAt.UTC().Format("2006-01-02 15:04")})
+		trainer := p.Trainer // which trainer made it: a sim preset is no real result (issue 28)
+		if trainer == "" {
+			trainer = "—"
+		}
+		t.Rows = append(t.Rows, []string{p.Name, p.Task, trainer, fmt.Sprintf("%s ± %.3f", Signed(p.Score), p.ScoreStd), p.Trial.String(), p.CreatedAt.UTC().Format("2006-01-02 15:04")})
 	}
 	return Reply{Private: true, Card: &Card{Kind: "notice", Title: "presets", Blocks: []Block{{Kind: BlockTable, Table: t}, Text(ScoreNote + "; presets from different sessions have different baselines.")}}}
 }

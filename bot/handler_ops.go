@@ -268,8 +268,12 @@ func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Rep
 		return h.engineError(err, log)
 	}
 	data := preset.Export(p)
-	line := fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, score %s vs baseline @ rung 0): %s.json is the file --reward-config takes",
-		p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), Signed(p.Score), p.Name)
+	vs := Signed(p.Score) + " vs baseline @ rung 0"
+	if v := p.Versus; v != nil && v.Rung > 0 {
+		vs = Signed(v.Score) + " " + v.Label() // against the baseline trained as long, when it was
+	}
+	line := fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, score %s): %s.json is the file --reward-config takes",
+		p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), vs, p.Name)
 	if preset.Imported(p) {
 		line = fmt.Sprintf("preset %s (imported): %s.json is the file --reward-config takes", p.Name, p.Name)
 	}
@@ -358,6 +362,9 @@ func (h *Handler) applyPreview(ctx context.Context, in Interaction, cmd Command,
 	p, err := h.getPreset(ctx, cmd.Preset)
 	if err != nil {
 		return h.engineError(err, log)
+	}
+	if err := preset.CheckApplicable(p, false); err != nil {
+		return h.engineError(err, log) // chat never applies a sim preset: the terminal's --from-sim does
 	}
 	changes, err := h.cfg.Applier.Diff(ctx, p)
 	if err != nil {

@@ -30,12 +30,12 @@ func PushCard(in PushInput) (Card, bool) {
 	switch {
 	case e.Kind == session.EventTrialFinished && e.Trial != nil:
 		c.Kind = "trial"
-		line = trialPushLine(*e.Trial) + " · " + doneLine(s, in.Trials)
+		line = trialPushLine(s.Settings, in.Trials, *e.Trial) + " · " + doneLine(s, in.Trials)
 	case e.Kind == session.EventProposalReady && e.Proposal != nil:
 		c.Kind = "proposal"
 		p := e.Proposal
 		n := len(p.Patch.Weights) + len(p.Patch.Params)
-		line = fmt.Sprintf("proposal %d for trial %d waits for your decision: %d change%s · %.0f%% confident", p.Seq, p.Number, n, plural(n), 100*p.Confidence)
+		line = fmt.Sprintf("proposal %d for trial %d waits for your decision: %d change%s · %s", p.Seq, p.Number, n, plural(n), ConfidenceText(*p))
 		c.Urgent = true
 	case e.Kind == session.EventReview && e.Review != nil && !e.Review.Done && s.Settings.Mode == session.ModeApproval:
 		// approval mode waits for a person's go: a decision waits
@@ -53,6 +53,8 @@ func PushCard(in PushInput) (Card, bool) {
 				line += ": " + Neutralise(s.Reason, 120)
 			}
 			c.Urgent = s.State == session.StateFailed
+		case s.OutcomeText() != "":
+			line += " (" + s.Outcome + "): " + s.OutcomeText()
 		default:
 			if r, ok := session.Compare(s, in.Trials); ok {
 				line += ": " + r.Headline()
@@ -68,17 +70,22 @@ func PushCard(in PushInput) (Card, bool) {
 	return c, true
 }
 
-func trialPushLine(t session.Trial) string {
+func trialPushLine(st session.Settings, trials []session.Trial, t session.Trial) string {
 	head := fmt.Sprintf("trial %d @ rung %d", t.Number, t.Rung)
+	v, ok := session.VersusControl(st, trials, t)
+	vs := "vs baseline"
+	if t.Rung > 0 {
+		vs = v.Label()
+	}
 	switch {
 	case t.State == session.TrialFailed:
 		return head + " failed: " + Neutralise(strings.TrimPrefix(t.Reason, "train job failed: "), 80)
-	case t.Score == nil:
+	case !ok:
 		return head + " " + string(t.State)
 	case !t.Score.Eligible:
-		return head + ": " + Signed(t.Score.Total) + " vs baseline · not eligible"
+		return head + ": " + Signed(v.Score) + " " + vs + " · not eligible"
 	}
-	return head + ": " + Signed(t.Score.Total) + " vs baseline · eligible"
+	return head + ": " + Signed(v.Score) + " " + vs + " · eligible"
 }
 
 // doneLine counts the session's finished rung-0 trials against its trial count.

@@ -355,3 +355,30 @@ func TestBestOfFollowsTheFinals(t *testing.T) {
 		t.Errorf("BestOf = %v, %v; want trial 3 @ rung 1", got, ok)
 	}
 }
+
+// A rung-2 trial's evaluation chart is against the baseline trained to rung 2 when it exists,
+// and says rung 0 only when it does not.
+func TestTrialReportObjectivesAgainstTheSameRung(t *testing.T) {
+	in := reportInput(session.TrialRef{Number: 11, Rung: 2}, 50)
+	imgs, err := charts.TrialReport(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imgs[0].Title != "Evaluation vs baseline @ rung 0" {
+		t.Errorf("without a baseline at rung 2: title %q", imgs[0].Title)
+	}
+	control := *in.Baseline
+	control.Rung, control.Iterations, control.Metrics = 2, in.Trial.Iterations, session.Metrics{}
+	for k, v := range in.Baseline.Metrics {
+		control.Metrics[k] = 0.8 * v
+	}
+	in.Control = &control
+	imgs, err = charts.TrialReport(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imgs[0].Title != "Evaluation vs baseline @ rung 2" {
+		t.Errorf("with the baseline at rung 2: title %q", imgs[0].Title)
+	}
+	readable(t, imgs[0].Name, imgs[0].PNG)
+}

@@ -34,16 +34,22 @@ var metricLabels = map[string]string{
 // metrics and baseline are the trial's and the baseline's evaluation metrics; either may be
 // nil, which leaves the raw values out.
 func Objectives(meta Meta, score session.Score, metrics, baseline session.Metrics) ([]byte, error) {
+	return ObjectivesVs(meta, score, metrics, baseline, 0)
+}
+
+// ObjectivesVs is Objectives against the baseline at baseRung: score and baseline are the
+// control's at the trial's rung (session.ScoreVersus) when baseRung is the trial's rung, and
+// the title says which baseline it is and whether it was trained less.
+func ObjectivesVs(meta Meta, score session.Score, metrics, baseline session.Metrics, baseRung int) ([]byte, error) {
 	c, err := newCanvas(Width, Height)
 	if err != nil {
 		return nil, err
 	}
-	// what is compared: the score is always against the baseline's rung-0 evaluation
-	sub := meta.subtitle() + " · both at rung 0"
-	if meta.Trial.Rung > 0 {
-		sub = meta.subtitle() + " · baseline at rung 0, trained less"
+	sub := meta.subtitle() + fmt.Sprintf(" · both at rung %d", baseRung)
+	if meta.Trial.Rung > baseRung {
+		sub = meta.subtitle() + fmt.Sprintf(" · baseline at rung %d, trained less", baseRung)
 	}
-	y := c.header("Evaluation vs baseline @ rung 0", sub)
+	y := c.header(fmt.Sprintf("Evaluation vs baseline @ rung %d", baseRung), sub)
 	y = verdictBanner(c, y, score)
 
 	rowH := (c.h - margin/2 - y - 2*barHeadH - barScaleH - 16) / (len(session.ObjectiveNames) + len(session.MetricNames))

@@ -77,6 +77,10 @@ func TrialReport(in ReportInput) ([]Image, error) {
 		changed = changedNames(in.Parent.RewardConfig, in.Trial.RewardConfig)
 	}
 
+	// the evaluation against the baseline trained as long when there is one (session.ScoreVersus)
+	objScore, objRung, scored := session.ScoreVersus(in.Settings, in.Control, in.Trial)
+	objTitle := fmt.Sprintf("Evaluation vs baseline @ rung %d", objRung)
+
 	prefix := ImagePrefix(in.Trial.Ref())
 	var out []Image
 	add := func(name, title string, render func() ([]byte, error)) error {
@@ -97,19 +101,22 @@ func TrialReport(in ReportInput) ([]Image, error) {
 		name, title string
 		render      func() ([]byte, error)
 	}{
-		{"objectives", "Evaluation vs baseline @ rung 0", func() ([]byte, error) {
-			if in.Trial.Score == nil {
+		{"objectives", objTitle, func() ([]byte, error) {
+			if !scored {
 				reason := in.Trial.Reason
 				if reason == "" {
 					reason = "the trial has no evaluation yet"
 				}
-				return Failed(meta, "Evaluation vs baseline @ rung 0", fmt.Sprintf("trial %d has no score", in.Trial.Number), reason)
+				return Failed(meta, objTitle, fmt.Sprintf("trial %d has no score", in.Trial.Number), reason)
 			}
 			var bm session.Metrics
-			if in.Baseline != nil {
+			switch {
+			case objRung > 0:
+				bm = in.Control.Metrics
+			case in.Baseline != nil:
 				bm = in.Baseline.Metrics
 			}
-			return Objectives(meta, *in.Trial.Score, in.Trial.Metrics, bm)
+			return ObjectivesVs(meta, objScore, in.Trial.Metrics, bm, objRung)
 		}},
 		{"reward", "Mean episode reward vs baseline and best", curve(TagMeanReward)},
 		{"scores", "Score by trial and rung", func() ([]byte, error) {
@@ -118,7 +125,7 @@ func TrialReport(in ReportInput) ([]Image, error) {
 				r := in.Best.Ref()
 				ref = &r
 			}
-			return Scores(meta, in.Trials, ref)
+			return ScoresVs(meta, in.Settings, in.Trials, ref)
 		}},
 		{"terms", "Reward terms changed from the parent", func() ([]byte, error) { return RewardTerms(meta, self, base, changed) }},
 		{"terminations", "Why episodes ended", func() ([]byte, error) { return Terminations(meta, self, base) }},

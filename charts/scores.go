@@ -45,14 +45,51 @@ func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, 
 	return c.png()
 }
 
+// ScoresVs is Scores with each trial plotted against the baseline at its rung when the
+// session has that result (session.VersusControl: recomputed from the metrics), else against
+// rung 0's, so a rung's points show the gain at equal training (docs/design.md §1).
+func ScoresVs(meta Meta, st session.Settings, trials []session.Trial, best *session.TrialRef) ([]byte, error) {
+	c, _, err := drawScoresTitled(meta, versusTrials(st, trials), best, "Score by trial (each vs the baseline at its rung, where trained)")
+	if err != nil {
+		return nil, err
+	}
+	return c.png()
+}
+
+// versusTrials returns copies of trials whose scores above rung 0 are against the baseline
+// at their rung (session.VersusControl); trials itself is left as it is.
+func versusTrials(st session.Settings, trials []session.Trial) []session.Trial {
+	shown := make([]session.Trial, len(trials))
+	for i, t := range trials {
+		shown[i] = t
+		v, ok := session.VersusControl(st, trials, t)
+		if !ok || t.Rung == 0 {
+			continue
+		}
+		sc := *t.Score
+		sc.Total = v.Score
+		shown[i].Score = &sc
+		if t.Final != nil {
+			f := *t.Final
+			f.Score.Total = v.Score
+			shown[i].Final = &f
+		}
+	}
+	return shown
+}
+
 // drawScores draws the score chart and returns it with its plot, which knows where its
 // marks and labels went.
 func drawScores(meta Meta, trials []session.Trial, best *session.TrialRef) (*canvas, *scorePlot, error) {
+	return drawScoresTitled(meta, trials, best, "Score by trial (vs baseline @ rung 0)")
+}
+
+func drawScoresTitled(meta Meta, trials []session.Trial, best *session.TrialRef, title string) (*canvas, *scorePlot, error) {
 	c, err := newCanvas(Width, Height)
 	if err != nil {
 		return nil, nil, err
 	}
-	y := c.header("Score by trial (vs baseline @ rung 0)", meta.subtitle()+" · higher is better, 0 = baseline")
+	y := c.header(title, meta.subtitle()+" · higher is better, 0 = baseline")
 	if best == nil {
 		if b, ok := BestOf(trials); ok {
 			best = &b

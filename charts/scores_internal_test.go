@@ -64,3 +64,26 @@ func TestScoreLabelsCoverNoPoint(t *testing.T) {
 		}
 	}
 }
+
+// The report's score chart plots a trial above rung 0 against the baseline at its rung,
+// recomputed from the metrics, and leaves the session's trials as they are.
+func TestVersusTrialsPlotsAgainstTheSameRung(t *testing.T) {
+	st := session.DefaultSettings()
+	m := func(k float64) session.Metrics {
+		return session.Metrics{session.MetricVelLinear: 0.2 * k, session.MetricVelAngular: 0.3 * k, session.MetricActionAcc: 12 * k,
+			session.MetricOrientation: 0.05 * k, session.MetricFallRate: 0.01, session.MetricFootSlip: 0.08 * k, session.MetricPower: 150}
+	}
+	tr := func(num, rung int, k, stored float64) session.Trial {
+		return session.Trial{Number: num, Rung: rung, State: session.TrialCompleted, Metrics: m(k), Score: &session.Score{Total: stored, Eligible: true}}
+	}
+	trials := []session.Trial{tr(0, 0, 1, 0), tr(3, 0, 0.9, 0.05), tr(0, 1, 0.8, 0.2), tr(3, 1, 0.7, 0.27)}
+	shown := versusTrials(st, trials)
+	v, _ := session.VersusControl(st, trials, trials[3])
+	if shown[3].RankScore() != v.Score || !v.Matched() || shown[2].RankScore() != 0 || shown[1].RankScore() != 0.05 {
+		t.Errorf("plotted %v %v %v, want trial 3 @ rung 1 at %v (vs rung 1), the rung-1 baseline at 0, rung 0 as stored",
+			shown[1].RankScore(), shown[2].RankScore(), shown[3].RankScore(), v.Score)
+	}
+	if trials[3].Score.Total != 0.27 {
+		t.Error("the session's trial was changed")
+	}
+}

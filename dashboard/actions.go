@@ -257,11 +257,16 @@ type presetView struct {
 	Imported  bool     `json:"imported"`
 	Approvers []string `json:"approvers,omitempty"`
 	Created   string   `json:"created"`
+
+	// Trainer is the kind of trainer that made it (session.TrainerSim, ...), "" when not
+	// recorded; TrainerText says it in words.
+	Trainer     string `json:"trainer"`
+	TrainerText string `json:"trainer_text"`
 }
 
 func presetOf(p session.Preset) presetView {
 	v := presetView{Name: p.Name, Task: p.Task, SessionID: p.SessionID, Score: p.Score, ScoreStd: p.ScoreStd,
-		Imported: preset.Imported(p), Approvers: p.Approvers, Created: stamp(p.CreatedAt)}
+		Imported: preset.Imported(p), Approvers: p.Approvers, Created: stamp(p.CreatedAt), Trainer: p.Trainer, TrainerText: session.TrainerText(p.Trainer)}
 	if !v.Imported {
 		v.Trial = p.Trial.String()
 	}

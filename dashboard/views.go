@@ -34,6 +34,14 @@ type sessionRow struct {
 	Started       string   `json:"started"`
 	Ended         string   `json:"ended,omitempty"`
 	Pruned        string   `json:"pruned,omitempty"` // what retention removed, in words
+
+	// BestVersus is the headline's best trial against the baseline at its rung (Session.Result),
+	// what the list shows; nil before there is one.
+	BestVersus *bestVersus `json:"best_versus,omitempty"`
+	// Outcome is a succeeded session's outcome (session.OutcomeImproved or
+	// OutcomeNoImprovement), OutcomeText it in words when nothing beat the baseline.
+	Outcome     string `json:"outcome,omitempty"`
+	OutcomeText string `json:"outcome_text,omitempty"`
 }
 
 func stamp(t time.Time) string {
@@ -65,12 +73,21 @@ func trialsDone(trials []session.TrialOutline) int {
 func rowDone(s session.Session, done int) sessionRow {
 	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
 		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
-		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
 		r.BestScore = &v
 	}
+	if s.Result != nil && s.Result.Versus != nil && s.Result.Best.Trial != 0 {
+		r.BestVersus = &bestVersus{Versus: *s.Result.Versus, Trial: s.Result.Best.Trial}
+	}
 	return r
+}
+
+// bestVersus is a session's best tuned trial with its score against the baseline at its rung.
+type bestVersus struct {
+	session.Versus
+	Trial int `json:"trial"`
 }
 
 // prunedNote says what retention removed of a session, so an empty or coarse curve is
@@ -216,6 +233,10 @@ type trialView struct {
 	// PromotedBy says who put the trial into its rung's plan ("promoted by ann over trial
 	// 5"), "" when the plan was tunebot's.
 	PromotedBy string `json:"promoted_by,omitempty"`
+
+	// Versus is the score against the baseline at the trial's rung (session.VersusControl),
+	// what the leaderboard ranks by within a rung; nil without a score.
+	Versus *session.Versus `json:"versus,omitempty"`
 }
 
 // preferenceView is one answer to "which walks better?", or the card that waits for one
@@ -279,6 +300,10 @@ type proposalView struct {
 	EditText   string            `json:"edit_text"` // the patch as the edit form's lines
 	Decision   *decisionView     `json:"decision,omitempty"`
 	Created    string            `json:"created"`
+
+	// ConfidenceText says what Confidence is (bot.ConfidenceText): gates pass and the chance
+	// of beating the best for the sampler, DeepSeek's own claim for DeepSeek.
+	ConfidenceText string `json:"confidence_text"`
 }
 
 type decisionView struct {
@@ -343,8 +368,11 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 	}
 	tv := make([]trialView, 0, len(trials))
 	for _, t := range trials {
-		tv = append(tv, trialOf(t, ss, seqOf))
+		v := trialOf(t, ss, seqOf)
+		v.Versus = versusOf(ss, trials, t)
+		tv = append(tv, v)
 	}
+	sortBoard(tv)
 	// the live status: each running trial on its own line (its GPUs or Slurm job), the
 	// same lines the chat's root card and /tune status show (bot.RunningLine, issue 14)
 	running := []string{}
@@ -396,6 +424,36 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 		v.Why = "not finished (" + string(t.State) + ")"
 	}
 	return v
+}
+
+// versusOf is t's score against the baseline at its rung, or nil without a score.
+func versusOf(ss session.Session, trials []session.Trial, t session.Trial) *session.Versus {
+	if v, ok := session.VersusControl(ss.Settings, trials, t); ok {
+		return &v
+	}
+	return nil
+}
+
+// sortBoard orders the leaderboard as it first shows: highest rung first, and within a rung
+// by the score against that rung's baseline (scores of different rungs are not comparable),
+// unscored trials last, then by trial number.
+func sortBoard(tv []trialView) {
+	score := func(v trialView) float64 {
+		if v.Versus == nil {
+			return math.Inf(-1)
+		}
+		return v.Versus.Score
+	}
+	sort.SliceStable(tv, func(i, j int) bool {
+		a, b := tv[i], tv[j]
+		if a.Rung != b.Rung {
+			return a.Rung > b.Rung
+		}
+		if sa, sb := score(a), score(b); sa != sb {
+			return sa > sb
+		}
+		return a.Number < b.Number
+	})
 }
 
 // ladder is the successive-halving ladder: each rung's slots and the trials that reached it.
@@ -452,10 +510,12 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 		}
 		if best != nil {
 			v := trialOf(*best, ss, seqOf)
+			v.Versus = versusOf(ss, trials, *best)
 			c.Best = &v
 		}
 		if base != nil {
 			v := trialOf(*base, ss, seqOf)
+			v.Versus = versusOf(ss, trials, *base)
 			c.Baseline = &v
 		}
 		if best != nil && base != nil {
@@ -549,7 +609,7 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 	for i := len(props) - 1; i >= 0; i-- { // newest first
 		p := props[i]
 		v := proposalView{ID: p.ID, Seq: p.Seq, Number: p.Number, BaseTrial: p.BaseTrial, State: string(p.State), Source: p.Source,
-			Model: p.Model, Confidence: math.Max(0, math.Min(1, p.Confidence)), Rationale: p.Rationale, Summary: p.Summary, Evidence: p.Evidence, Impact: p.ExpectedImpact,
+			Model: p.Model, Confidence: math.Max(0, math.Min(1, p.Confidence)), ConfidenceText: bot.ConfidenceText(p), Rationale: p.Rationale, Summary: p.Summary, Evidence: p.Evidence, Impact: p.ExpectedImpact,
 			Diff:     changes(s.opt.Space.Diff(p.Base, session.Merge(p.Base, p.Patch))),
 			EditText: bot.PatchText(p.Effective(), s.opt.Space), Created: stamp(p.CreatedAt)}
 		if p.Decision != nil {

@@ -27,6 +27,9 @@ func FormatList(presets []session.Preset) string {
 		if p.Task != "" {
 			fmt.Fprintf(&b, "  %s", p.Task)
 		}
+		if p.Trainer != "" {
+			fmt.Fprintf(&b, "  trainer %s", p.Trainer)
+		}
 		if !p.CreatedAt.IsZero() {
 			fmt.Fprintf(&b, "  %s", p.CreatedAt.UTC().Format("2006-01-02 15:04Z"))
 		}
@@ -44,8 +47,17 @@ func FormatShow(p session.Preset, space *session.Space) string {
 	if p.Task != "" {
 		fmt.Fprintf(&b, "  task:      %s\n", p.Task)
 	}
+	if t := session.TrainerText(p.Trainer); t != "" {
+		fmt.Fprintf(&b, "  trainer:   %s\n", t)
+		if p.Trainer == session.TrainerSim {
+			b.WriteString("             apply refuses it unless told --from-sim\n")
+		}
+	}
 	if !Imported(p) {
 		fmt.Fprintf(&b, "  score:     %s (vs the baseline at rung 0; comparable within a rung)\n", scoreText(p))
+		if v := p.Versus; v != nil && v.Rung > 0 {
+			fmt.Fprintf(&b, "             %s\n", v)
+		}
 	}
 	if len(p.Approvers) > 0 {
 		fmt.Fprintf(&b, "  approved:  %s\n", strings.Join(p.Approvers, ", "))

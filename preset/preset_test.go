@@ -336,3 +336,28 @@ func writePolicy(rel string, size int) func(t *testing.T, runDir string) {
 		}
 	}
 }
+
+// preset list and show say which trainer made a preset, and show says a sim preset is
+// refused by apply without --from-sim.
+func TestFormatSaysWhichTrainerMadeIt(t *testing.T) {
+	space := session.DefaultSpace()
+	p := session.Preset{Name: "demo-1a2b3c4d", SessionID: "1a2b3c4d5e", Config: space.Defaults(), Task: "Unitree-Go2-Flat", Trainer: session.TrainerSim}
+	if got := preset.FormatList([]session.Preset{p}); !strings.Contains(got, "trainer sim") {
+		t.Errorf("list %q does not name the trainer", got)
+	}
+	if got := preset.FormatShow(p, space); !strings.Contains(got, "trainer:   the built-in sim") || !strings.Contains(got, "--from-sim") {
+		t.Errorf("show %q does not say the sim made it and apply refuses it", got)
+	}
+	if err := preset.CheckApplicable(p, false); err == nil {
+		t.Error("a sim preset is applicable without --from-sim")
+	}
+	p.Trainer = session.TrainerMjlab
+	p.Versus = &session.Versus{Score: 0.058, ControlRung: 2, Rung: 2}
+	if got := preset.FormatShow(p, space); !strings.Contains(got, "trainer:   mjlab") || strings.Contains(got, "--from-sim") ||
+		!strings.Contains(got, "+0.058 vs baseline @ rung 2") {
+		t.Errorf("show of an mjlab preset %q", got)
+	}
+	if err := preset.CheckApplicable(p, false); err != nil {
+		t.Errorf("an mjlab preset is refused: %v", err)
+	}
+}

@@ -45,6 +45,9 @@ type Comparison struct {
 	// Final is true once the session chose its preset; before that the comparison is of the
 	// trials finished so far.
 	Final bool `json:"final,omitempty"`
+	// Versus is Best's score against Control recomputed from their metrics (VersusControl), or
+	// against rung 0's baseline when there is no control; nil in records written before it.
+	Versus *Versus `json:"versus,omitempty"`
 }
 
 // Compare returns s's headline from its trials. A succeeded session compares the trial it
@@ -75,7 +78,7 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 		st := StandingOf(*b, seeds)
 		return &st
 	}
-	if s.State == StateSucceeded && s.Preset != "" {
+	if s.State == StateSucceeded && (s.Preset != "" || s.Outcome == OutcomeNoImprovement) {
 		best := find(s.BestTrial, s.BestRung)
 		if best == nil {
 			return out, false
@@ -97,6 +100,7 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 			best = tuned
 		}
 		out.Best, out.Control = StandingOf(*best, seeds), control(best.Rung)
+		out.Versus = versusPtr(s.Settings, trials, *best)
 		return out, true
 	}
 	top := -1
@@ -117,7 +121,15 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 		return out, false
 	}
 	out.Best, out.Control = StandingOf(*best, seeds), control(best.Rung)
+	out.Versus = versusPtr(s.Settings, trials, *best)
 	return out, true
+}
+
+func versusPtr(st Settings, trials []Trial, t Trial) *Versus {
+	if v, ok := VersusControl(st, trials, t); ok {
+		return &v
+	}
+	return nil
 }
 
 // Headline says the comparison in one line, for chat, the terminal and the digest.
@@ -137,6 +149,11 @@ func (c Comparison) Headline() string {
 	k := *c.Control
 	diff := b.Score - k.Score
 	verdict := fmt.Sprintf("%+.3f over the baseline", diff)
+	if c.Versus != nil && c.Versus.Matched() {
+		// Measured against the control's own metrics, the one rule of VersusControl.
+		diff = c.Versus.Score
+		verdict = fmt.Sprintf("%+.3f %s (re-scored against its metrics)", diff, c.Versus.Label())
+	}
 	if diff <= 0 {
 		verdict = fmt.Sprintf("the baseline is ahead by %.3f", -diff)
 	}

@@ -42,6 +42,9 @@ type EngineConfig struct {
 	// LeaseGPUs: the engine hands each job its own GPUs from the session's list, never
 	// shared (local backend). Off for a cluster scheduler, which assigns GPUs itself.
 	LeaseGPUs bool
+	// TrainerKind is the kind of trainer Trainer runs (TrainerSim, TrainerMjlab,
+	// TrainerCommand), recorded on the presets it makes.
+	TrainerKind string
 }
 
 // Engine runs tuning sessions: one worker goroutine per session that needs the GPU, which

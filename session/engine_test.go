@@ -212,11 +212,13 @@ func triedAlready(req session.ProposalRequest, p session.Patch) bool {
 type recordingNotifier struct {
 	mu    sync.Mutex
 	kinds []session.EventKind
+	texts []string
 }
 
 func (n *recordingNotifier) Notify(ctx context.Context, e session.Event) {
 	n.mu.Lock()
 	n.kinds = append(n.kinds, e.Kind)
+	n.texts = append(n.texts, e.Text)
 	n.mu.Unlock()
 }
 
@@ -430,8 +432,8 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 		wantBest session.TrialRef
 		wantMsg  string
 	}{
-		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "over the baseline; saved as preset"},
-		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: no tuned trial beat the baseline (trial "},
+		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "vs baseline @ rung 2 (re-scored against its metrics); saved as preset"},
+		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: nothing beat the defaults; they stand (trial "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -460,6 +462,22 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 			if got := (session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}); got != tt.wantBest {
 				t.Fatalf("best %s, want %s", got, tt.wantBest)
 			}
+			// Nothing beat the baseline: its own outcome and no preset of the defaults
+			// (issue 28, item 2).
+			presets, err := h.db.Presets(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantOutcome, wantPresets := session.OutcomeImproved, 1
+			if tt.wantBest.Number == 0 {
+				wantOutcome, wantPresets = session.OutcomeNoImprovement, 0
+			}
+			if s.Outcome != wantOutcome || len(presets) != wantPresets || (wantPresets == 0) != (s.Preset == "") {
+				t.Errorf("outcome %q, preset %q, %d presets stored; want %q and %d", s.Outcome, s.Preset, len(presets), wantOutcome, wantPresets)
+			}
+			if len(presets) == 1 && (presets[0].Versus == nil || s.Result == nil || s.Result.Versus == nil || *presets[0].Versus != *s.Result.Versus || !presets[0].Versus.Matched()) {
+				t.Errorf("the preset's score against the baseline at its rung %+v, want the headline's %+v", presets[0].Versus, s.Result)
+			}
 			r := s.Result
 			if r == nil || !r.Final || r.Control == nil || r.Control.Trial != 0 || r.Control.Rung != 2 || r.Best.Trial == 0 || r.Best.Rung != 2 {
 				t.Fatalf("result %+v, want the best tuned trial against the baseline at rung 2", r)
@@ -469,6 +487,30 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 			}
 			if !strings.Contains(s.Message, tt.wantMsg) || !strings.Contains(s.Message, r.Headline()) {
 				t.Errorf("message %q, want %q and the headline %q", s.Message, tt.wantMsg, r.Headline())
+			}
+			// The baseline trains first at each rung, so every promoted trial's line is
+			// against the baseline trained as long, never rung 0's.
+			h.eng.Shutdown(ctx)
+			h.note.mu.Lock()
+			defer h.note.mu.Unlock()
+			promotedLines, promotedTrials := 0, 0
+			for _, tr := range h.trials(s.ID) {
+				if tr.Rung > 0 {
+					promotedTrials++
+				}
+			}
+			for _, line := range h.note.texts {
+				if !strings.Contains(line, " @ rung 1: score") && !strings.Contains(line, " @ rung 2: score") {
+					continue
+				}
+				promotedLines++
+				rung := line[strings.Index(line, " @ rung ")+8 : strings.Index(line, ": score")]
+				if !strings.Contains(line, "vs baseline @ rung "+rung) || strings.Contains(line, "trained less") {
+					t.Errorf("line %q, want it against the baseline @ rung %s", line, rung)
+				}
+			}
+			if promotedLines != promotedTrials {
+				t.Errorf("%d lines of promoted trials, want %d: %q", promotedLines, promotedTrials, h.note.texts)
 			}
 		})
 	}

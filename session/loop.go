@@ -176,7 +176,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 		if rv := n.s.review(rung); rv != nil {
 			by = rv.PromotedBy
 		}
-		for _, parent := range plan {
+		for _, parent := range controlFirst(plan) {
 			if n.trial(parent.Number, rung) != nil {
 				continue
 			}
@@ -211,6 +211,24 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 
 	// 6. The best eligible trial of the highest rung becomes a preset.
 	return false, e.finish(ctx, n)
+}
+
+// controlFirst returns plan with the baseline (the control, when carried along) first: it
+// starts before the tuned trials of its rung, so that each of them, when it finishes, is
+// shown against the baseline trained as long (VersusControl) rather than rung 0's.
+func controlFirst(plan []Trial) []Trial {
+	out := make([]Trial, 0, len(plan))
+	for _, t := range plan {
+		if t.Number == 0 {
+			out = append(out, t)
+		}
+	}
+	for _, t := range plan {
+		if t.Number != 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // allTerminal reports whether every trial of ts has ended.
@@ -556,7 +574,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	p := Proposal{
 		ID: fmt.Sprintf("%s-p%02d", short(s.ID), seq), SessionID: s.ID, Seq: seq, Number: next, BaseTrial: bestNum,
 		Base: req.Base, Patch: sug.Patch.Clone(), Rationale: sug.Rationale, Summary: sug.Summary, Evidence: sug.Evidence, ExpectedImpact: sug.ExpectedImpact,
-		Confidence: sug.Confidence, Source: sug.Source, Model: sug.Model, State: ProposalPending, CreatedAt: time.Now().UTC(),
+		Confidence: sug.Confidence, BeatBest: sug.BeatBest, Source: sug.Source, Model: sug.Model, State: ProposalPending, CreatedAt: time.Now().UTC(),
 	}
 	if err := e.cfg.Store.PutProposal(ctx, p); err != nil {
 		return Proposal{}, fmt.Errorf("saving proposal: %w", err)
@@ -1103,7 +1121,7 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 		return fmt.Errorf("updating session: %w", err)
 	}
 	done := t
-	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(t)})
+	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(s.Settings, trials, t)})
 	if card != nil {
 		e.audit(ctx, s.ID, "preference_asked", System, map[string]any{"seq": card.Seq, "a": card.A, "b": card.B})
 		e.notify(Event{Kind: EventPreferenceAsked, Session: s2, Preference: card, Text: card.Verdict()})
@@ -1118,16 +1136,19 @@ func scoreOrNil(t Trial) any {
 	return t.Score.Total
 }
 
-func trialLine(t Trial) string {
+// trialLine says how trial t ended; a score is against the baseline at its rung when the
+// session has it (VersusControl), else against rung 0's, and says which.
+func trialLine(st Settings, trials []Trial, t Trial) string {
+	v, ok := VersusControl(st, trials, t)
 	switch {
 	case t.State == TrialFailed:
 		return fmt.Sprintf("trial %d @ rung %d failed: %s", t.Number, t.Rung, t.Reason)
-	case t.Score == nil:
+	case !ok:
 		return fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
 	case !t.Score.Eligible:
-		return fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung 0, not eligible (%s)", t.Number, t.Rung, t.Score.Total, joinLines(t.Score.Reasons))
+		return fmt.Sprintf("trial %d @ rung %d: score %s, not eligible (%s)", t.Number, t.Rung, v, joinLines(t.Score.Reasons))
 	}
-	return fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung 0", t.Number, t.Rung, t.Score.Total)
+	return fmt.Sprintf("trial %d @ rung %d: score %s", t.Number, t.Rung, v)
 }
 
 // finalEval re-evaluates a finalist on the final seeds; its score is the mean over seeds
@@ -1184,6 +1205,34 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	return nil
 }
 
+// finishUnimproved ends a session in which the baseline (best) beat every tuned trial: it
+// succeeded, with OutcomeNoImprovement and no preset, as the baseline's configuration is
+// what the trainer already has (docs/design.md §1).
+func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, best Trial) error {
+	s := n.s
+	done := s
+	done.State, done.BestTrial, done.BestRung, done.Outcome = StateSucceeded, best.Number, best.Rung, OutcomeNoImprovement
+	result, _ := Compare(done, n.trials)
+	msg := "done: " + done.OutcomeText()
+	if result.Best.Trial != 0 {
+		msg += " (" + result.Headline() + ")"
+	}
+	msg += "; no preset saved"
+	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", OutcomeNoImprovement
+		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, best.RankScore(), ""
+		x.Result = &result
+		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("finishing session: %w", err)
+	}
+	e.audit(ctx, s.ID, "session_succeeded", System, map[string]any{"outcome": OutcomeNoImprovement, "trial": best.Number, "rung": best.Rung, "score": best.RankScore()})
+	e.notify(Event{Kind: EventSessionFinished, Session: s2, Text: msg})
+	return nil
+}
+
 // finish saves the best eligible trial of the highest rung as the session's preset.
 func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	s := n.s
@@ -1204,6 +1253,9 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	if !found {
 		return errors.New("no trial passed the gates, not even the baseline")
 	}
+	if best.Number == 0 {
+		return e.finishUnimproved(ctx, n, best)
+	}
 	name := s.Settings.RunName + "-" + short(s.ID)
 	var approvers []string
 	seen := map[string]bool{}
@@ -1219,7 +1271,10 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 		std, metrics = best.Final.ScoreStd, best.Final.Metrics
 	}
 	preset := Preset{Name: name, SessionID: s.ID, Trial: best.Ref(), Config: best.RewardConfig.Clone(), Score: score,
-		ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task, CreatedAt: time.Now().UTC()}
+		ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task, CreatedAt: time.Now().UTC(), Trainer: e.cfg.TrainerKind}
+	if v, ok := VersusControl(s.Settings, n.trials, best); ok {
+		preset.Versus = &v
+	}
 	if err := e.cfg.Store.SavePreset(ctx, preset); err != nil {
 		if !errors.Is(err, ErrExists) {
 			return fmt.Errorf("saving preset %s: %w", name, err)
@@ -1229,18 +1284,11 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 		}
 	}
 	done := s
-	done.State, done.BestTrial, done.BestRung, done.Preset = StateSucceeded, best.Number, best.Rung, name
+	done.State, done.BestTrial, done.BestRung, done.Preset, done.Outcome = StateSucceeded, best.Number, best.Rung, name, OutcomeImproved
 	result, _ := Compare(done, n.trials)
 	msg := fmt.Sprintf("done: %s; saved as preset %s", result.Headline(), name)
-	if best.Number == 0 {
-		why := ""
-		if result.Best.Trial != 0 {
-			why = " (" + result.Headline() + ")"
-		}
-		msg = fmt.Sprintf("done: no tuned trial beat the baseline%s; the baseline configuration is saved as preset %s", why, name)
-	}
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-		x.State, x.Message, x.Reason = StateSucceeded, msg, ""
+		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", OutcomeImproved
 		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, score, name
 		x.Result = &result
 		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()

@@ -90,6 +90,9 @@ type Session struct {
 	BestScore  float64      `json:"best_score"`
 	NoImprove  int          `json:"no_improve"`
 	Preset     string       `json:"preset,omitempty"`
+	// Outcome is what a succeeded session came to: OutcomeImproved (Preset names the
+	// result) or OutcomeNoImprovement (no preset: the baseline stands); "" otherwise.
+	Outcome string `json:"outcome,omitempty"`
 	// Result is the headline comparison (Compare), kept current as trials finish.
 	Result     *Comparison `json:"result,omitempty"`
 	GPUSeconds float64     `json:"gpu_seconds"`
@@ -291,6 +294,9 @@ type Proposal struct {
 	State          ProposalState     `json:"state"`
 	Decision       *Decision         `json:"decision,omitempty"`
 	CreatedAt      time.Time         `json:"created_at"`
+
+	// BeatBest is Suggestion.BeatBest: the model's chance of beating the best so far.
+	BeatBest *float64 `json:"beat_best,omitempty"`
 }
 
 // Effective is the patch that runs: the edited one when a person edited it.
@@ -313,6 +319,13 @@ type Preset struct {
 	Approvers []string     `json:"approvers,omitempty"`
 	Task      string       `json:"task"`
 	CreatedAt time.Time    `json:"created_at"`
+
+	// Trainer is the kind of trainer the session trained it with (TrainerSim, TrainerMjlab,
+	// TrainerCommand); "" for an imported preset or one saved before it was recorded.
+	Trainer string `json:"trainer,omitempty"`
+	// Versus is its trial's score against the baseline at the same rung (VersusControl), as
+	// the session chose it; nil for an imported preset or one saved before it was recorded.
+	Versus *Versus `json:"versus,omitempty"`
 }
 
 // AuditEntry is one line of the append-only audit log.

@@ -298,9 +298,15 @@ type Suggestion struct {
 	Summary        string
 	Evidence       []string
 	ExpectedImpact map[string]string
-	Confidence     float64
-	Source         string // SourceAdvisor or SourceSampler
-	Model          string
+	// Confidence is, from the numeric sampler, the chance that every gate passes (its
+	// model's, clipped by Credible); from DeepSeek, its own claim that the patch improves
+	// the score. Surfaces label the two apart (GatesPassLabel).
+	Confidence float64
+	// BeatBest is the numeric sampler's chance that the trial scores above the best so far
+	// with every gate passing (Credible); nil from a proposer without a model.
+	BeatBest *float64
+	Source   string // SourceAdvisor or SourceSampler
+	Model    string
 }
 
 // Advisor proposes patches: the DeepSeek advisor, the TPE sampler, or both.

@@ -7,6 +7,7 @@ import (
 
 	"tunebot/apply"
 	"tunebot/bot"
+	"tunebot/preset"
 )
 
 func init() {
@@ -14,13 +15,16 @@ func init() {
 }
 
 const applyUsage = `usage: tunebot apply diff PRESET [--config FILE]     show what applying PRESET would change
-       tunebot apply PRESET --yes [--config FILE]     commit PRESET on branch <prefix>PRESET, gated by the tests
+       tunebot apply PRESET --yes [--from-sim] [--config FILE]
+                                                      commit PRESET on branch <prefix>PRESET, gated by the tests;
+                                                      a preset of the built-in sim needs --from-sim
        tunebot apply rollback --yes [--config FILE]   revert the last apply with a revert commit`
 
 func runApply(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "apply", applyUsage)
 	cfgPath := fs.String("config", "", "config file with an apply: section")
 	yes := fs.Bool("yes", false, "really change the checkout (without it, apply only shows the diff)")
+	fromSim := fs.Bool("from-sim", false, "apply a preset the built-in sim trainer made (refused without it)")
 	operands, code, ok := parseInterleaved(e, fs, args)
 	if !ok {
 		return code
@@ -46,6 +50,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		printProblems(e, err)
 		return 1
 	}
+	ap.FromSim = *fromSim
 	by := cliActor(e)
 	switch {
 	case operands[0] == "rollback":
@@ -70,6 +75,10 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	p, err := getPreset(ctx, db, name)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "apply:", err)
+		return 1
+	}
+	if err := preset.CheckApplicable(p, *fromSim); err != nil && operands[0] != "diff" {
+		fmt.Fprintln(e.stderr, "apply:", err) // a sim preset: refused before anything is shown as if it would run
 		return 1
 	}
 	changes, err := ap.Diff(ctx, p)

@@ -132,6 +132,17 @@ func isSimTrainer(t TrainerConfig) bool {
 	return len(t.Train) >= 2 && t.Train[0] == "{tunebot}" && t.Train[1] == "sim-train"
 }
 
+// trainerKind is the kind of trainer t runs, recorded on the presets it makes.
+func trainerKind(t TrainerConfig) string {
+	switch {
+	case isSimTrainer(t):
+		return session.TrainerSim
+	case usesAdapter(t):
+		return session.TrainerMjlab
+	}
+	return session.TrainerCommand
+}
+
 func usesAdapter(t TrainerConfig) bool {
 	return slices.Contains(t.Train, adapterModule) || slices.Contains(t.Evaluate, adapterModule)
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"tunebot/session"
 )
 
 // fakePython writes an executable standing in for the adapter venv's python: it answers
@@ -178,5 +180,21 @@ func TestDoctor(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Which trainer makes a preset is recorded on it: the built-in sim, the mjlab adapter, or
+// any other command (issue 28, item 4).
+func TestTrainerKind(t *testing.T) {
+	sim := defaultConfig().Trainer
+	mjlab := TrainerConfig{Train: []string{"{python}", "-m", adapterModule, "train"}, Evaluate: []string{"{python}", "-m", adapterModule, "evaluate"}}
+	other := TrainerConfig{Train: []string{"./train.sh"}, Evaluate: []string{"./eval.sh"}}
+	for _, tc := range []struct {
+		t    TrainerConfig
+		want string
+	}{{sim, session.TrainerSim}, {mjlab, session.TrainerMjlab}, {other, session.TrainerCommand}} {
+		if got := trainerKind(tc.t); got != tc.want {
+			t.Errorf("trainerKind(%v) = %q, want %q", tc.t.Train, got, tc.want)
+		}
 	}
 }

@@ -319,6 +319,13 @@ type summaryJSON struct {
 	// Preferences are people's answers to "which walks better?" (winner null: can't tell).
 	Preferences []preferenceJSON `json:"preferences"`
 	Outputs     map[string]any   `json:"outputs"`
+
+	// Outcome is what a succeeded session came to: "improved" (preset names it) or
+	// "no_improvement" (nothing beat the baseline; no preset); "" for any other state.
+	Outcome string `json:"outcome"`
+	// Versus is the headline's best tuned trial against the baseline at its rung
+	// (session.Comparison.Versus), null before there is one.
+	Versus *session.Versus `json:"versus"`
 }
 
 type preferenceJSON struct {
@@ -353,6 +360,9 @@ type trialJSON struct {
 	Clip         *string              `json:"clip"`        // the clip of the policy (absolute path), null when none
 	ClipNote     string               `json:"clip_note"`   // why there is none, "" when nothing to say
 	PromotedBy   *promotionJSON       `json:"promoted_by"` // a person's change of the plan put it here; null when tunebot's
+	// Versus is the score against the baseline at the trial's rung (control_rung: its rung),
+	// or rung 0's when none was trained as long (control_rung 0); null without a score.
+	Versus *session.Versus `json:"versus"`
 }
 
 // finalJSON is a finalist's re-evaluation on the final seeds.
@@ -381,11 +391,14 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
 		out.Headline = c.Headline()
+		if c.Best.Trial != 0 {
+			out.Versus = c.Versus
+		}
 	}
 	top := 0
 	for _, t := range trials {
@@ -397,6 +410,9 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		if t.Score != nil {
 			v := t.Score.Total
 			tj.Score = &v
+		}
+		if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
+			tj.Versus = &vs
 		}
 		if tj.Metrics == nil {
 			tj.Metrics = session.Metrics{}
@@ -461,6 +477,9 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 // ended; one that still waits says why here.
 func writeSummaryText(w io.Writer, s summaryJSON) {
 	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, s.State)
+	if s.Outcome == session.OutcomeNoImprovement {
+		fmt.Fprintf(w, "  outcome:     %s: %s\n", s.Outcome, session.Session{State: s.State, Outcome: s.Outcome}.OutcomeText())
+	}
 	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
 	}

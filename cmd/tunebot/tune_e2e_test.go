@@ -92,7 +92,16 @@ session:
 			t.Errorf("--verbose output lacks %q", want)
 		}
 	}
-	if sum.State != session.StateSucceeded || sum.Preset != "auto-tune-"+sum.Session[:8] || sum.Best == nil {
+	// A tuned trial that beats the baseline at rung 2 is saved as the preset; when none does,
+	// the outcome says so and no preset of the defaults is saved (issue 28, item 2).
+	switch {
+	case sum.State != session.StateSucceeded:
+		t.Fatalf("summary: %+v", sum)
+	case sum.Outcome == session.OutcomeNoImprovement:
+		if sum.Preset != "" || sum.Best != nil || !strings.Contains(stderr.String(), "no_improvement: nothing beat the defaults; they stand") {
+			t.Fatalf("nothing beat the baseline, yet: %+v\n%s", sum, stderr.String())
+		}
+	case sum.Outcome != session.OutcomeImproved || sum.Preset != "auto-tune-"+sum.Session[:8] || sum.Best == nil:
 		t.Fatalf("summary: %+v", sum)
 	}
 	perRung := map[int]int{}
@@ -292,6 +301,18 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 		t.Errorf("the trials table and progress belong on stderr:\n%s", stderr.String())
 	}
 	checkPage(t, stderr.String(), sum)
+	checkSameRung(t, stderr.String(), sum)
+	// The demo's preset says the built-in sim made it, and apply refuses it (issue 28, item 4).
+	if sum.Outcome == session.OutcomeImproved {
+		show := exec.Command(tunebotBin, "preset", "show", sum.Preset)
+		show.Dir = dir
+		out, err := show.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "trainer:   the built-in sim") {
+			t.Errorf("preset show %s: %v\n%s\nwant it to say the built-in sim made it", sum.Preset, err, out)
+		}
+	} else if sum.Outcome != session.OutcomeNoImprovement || sum.Preset != "" {
+		t.Errorf("outcome %q with preset %q", sum.Outcome, sum.Preset)
+	}
 	if want := filepath.Join(dir, "data", "sessions", sum.Session); sum.Outputs["session_dir"] != want {
 		t.Errorf("outputs at %v, want %s", sum.Outputs["session_dir"], want)
 	}
@@ -313,6 +334,37 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 		if !strings.Contains(stderr.String(), fmt.Sprintf("[clip] trial %d @ rung %d", tr.Number, tr.Rung)) || !strings.Contains(stderr.String(), *tr.Clip) {
 			t.Errorf("the terminal does not name trial %d@%d's clip %s", tr.Number, tr.Rung, *tr.Clip)
 		}
+	}
+}
+
+// checkSameRung checks that every trial above rung 0 is compared with the baseline trained as
+// long (issue 28, item 1): in --json (versus, control_rung) and on each trial's terminal line,
+// the control trains first at its rung, so no promoted trial falls back to rung 0.
+func checkSameRung(t *testing.T, stderr string, sum summaryJSON) {
+	t.Helper()
+	above := 0
+	for _, tr := range sum.Trials {
+		if tr.Rung == 0 || tr.Score == nil {
+			continue
+		}
+		above++
+		if tr.Versus == nil || tr.Versus.ControlRung != tr.Rung || tr.Versus.Rung != tr.Rung {
+			t.Errorf("trial %d@%d: versus %+v, want it against the baseline @ rung %d", tr.Number, tr.Rung, tr.Versus, tr.Rung)
+			continue
+		}
+		line := fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung %d\n", tr.Number, tr.Rung, tr.Versus.Score, tr.Rung)
+		if tr.Number != 0 && tr.Versus.Final {
+			continue // its line was printed before its final re-evaluation
+		}
+		if !strings.Contains(stderr, line) {
+			t.Errorf("the terminal does not say %q", strings.TrimSpace(line))
+		}
+	}
+	if above == 0 || sum.Versus == nil || sum.Versus.ControlRung != sum.Versus.Rung || sum.Versus.Rung == 0 {
+		t.Errorf("%d trials above rung 0; the best's versus %+v, want it at the top rung against its baseline", above, sum.Versus)
+	}
+	if strings.Contains(stderr, "trained less") {
+		t.Errorf("a trial is compared with the baseline trained less though it trains first at each rung:\n%s", stderr)
 	}
 }
 

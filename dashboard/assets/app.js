@@ -92,9 +92,10 @@
       const data = await getJSON("/api/sessions" + (cursor ? "?cursor=" + enc(cursor) : ""));
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
-        h("td", {}, h("span", { class: "badge " + s.state }, s.state)), h("td", {}, s.mode),
+        h("td", {}, h("span", { class: "badge " + s.state }, s.state), s.outcome === "no_improvement" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
-        h("td", { class: "r" }, s.best_score === null ? "—" : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
+        h("td", { class: "r" }, s.best_score === null ? "—" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ " + s.best_versus.rung + ")"
+          : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
         h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
       list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run", "state", "mode", "trials done/planned", "best score", "owner", "started", "ended"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
         : h("p", { class: "muted" }, "No sessions yet."));
@@ -163,8 +164,10 @@
     el.replaceChildren(...[
       h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state)),
       h("p", {}, s.run_name + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
-        " · best " + (s.best_score === null ? "none yet" : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
+        " · best " + (s.best_score === null ? "none yet" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ rung " + s.best_versus.rung + ")"
+          : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
+      s.outcome_text ? h("p", { id: "outcome" }, s.outcome + ": " + s.outcome_text + "; no preset saved") : null,
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
       s.pruned ? h("p", { class: "muted", id: "pruned" }, s.pruned) : null,
       // each running trial on its own line: its GPUs or its Slurm job (issue 14)
@@ -306,11 +309,24 @@
     el.replaceChildren(h("div", { class: "card pending" }, ...parts.filter(Boolean)));
   }
 
+  // versusText is a trial's score against the baseline at its rung, saying which baseline.
+  function versusText(t) {
+    const v = t.versus || (t.control_rung !== undefined ? t : null);
+    if (!v) return "—";
+    return signed(v.score) + " vs baseline @ rung " + v.control_rung + (v.control_rung < v.rung ? ", trained less" : "");
+  }
+
   function renderBoard(el, d, picked) {
-    const cols = [["number", "trial"], ["rung", "rung"], ["state", "state"], ["source", "source"], ["rank", "score"], ["eligible", "eligible"], ["progress", "progress"]];
+    const cols = [["number", "trial"], ["rung", "rung"], ["state", "state"], ["source", "source"], ["rank", "score vs baseline @ rung"], ["eligible", "eligible"], ["progress", "progress"]];
     const rows = d.trials.slice();
-    const val = (t, k) => (k === "rank" ? t.rank_score : k === "eligible" ? (t.eligible ? 1 : 0) : t[k]);
+    // Scores of different rungs are not comparable: by score means within a rung, the highest
+    // rung first, each against the baseline at its rung (versus), as the page first shows.
+    const vs = (t) => (t.versus ? t.versus.score : -Infinity);
+    const val = (t, k) => (k === "eligible" ? (t.eligible ? 1 : 0) : t[k]);
     rows.sort((a, b) => {
+      if (sortState.key === "rank") {
+        return (a.rung !== b.rung ? b.rung - a.rung : (vs(a) < vs(b) ? -1 : vs(a) > vs(b) ? 1 : a.number - b.number) * sortState.dir);
+      }
       const x = val(a, sortState.key), y = val(b, sortState.key);
       return (x < y ? -1 : x > y ? 1 : a.number - b.number) * sortState.dir;
     });
@@ -323,7 +339,7 @@
         class: (t.best ? "best " : "") + (picked === t.number + "@" + t.rung ? "picked" : ""), "data-trial": t.number + "@" + t.rung },
         h("td", {}, t.number + (t.best ? " ★" : "") + (t.proposal ? " (p" + t.proposal + ")" : "")), h("td", { class: "r" }, t.rung),
         h("td", {}, t.state), h("td", {}, t.source),
-        h("td", { class: "r" }, t.final !== undefined && t.final !== null ? signed(t.final) + " ± " + t.final_std.toFixed(3) : signed(t.score)),
+        h("td", { class: "r" }, versusText(t), h("div", { class: "muted" }, t.final !== undefined && t.final !== null ? signed(t.final) + " ± " + t.final_std.toFixed(3) + " vs rung 0" : t.rung > 0 && t.score !== null ? signed(t.score) + " vs rung 0" : "")),
         h("td", {}, t.score === null ? "—" : t.eligible ? "yes" : "no: " + t.why, t.score === null && t.why ? h("span", { class: "muted" }, " " + t.why) : null),
         h("td", { class: "r" }, t.state === "training" ? t.progress + " / " + t.iterations : t.iterations),
         h("td", { class: "clip-cell" }, clipCell(t)))))),
@@ -410,7 +426,7 @@
     el.replaceChildren(h("h2", {}, "Halving ladder"), h("div", { class: "ladder" }, d.ladder.map((r) => h("div", { class: "rung" },
       h("h3", {}, "rung " + r.rung + " · " + r.iterations + " iterations · " + r.trials.length + "/" + r.slots),
       h("ol", {}, r.trials.map((t) => h("li", { class: t.eligible ? "eligible" : "not-eligible" },
-        "trial " + t.number + ": " + (t.score === null ? t.state : signed(t.score)) + (t.best ? " ★" : ""),
+        "trial " + t.number + ": " + (t.score === null ? t.state : versusText(t)) + (t.best ? " ★" : ""),
         t.promoted_by ? h("span", { class: "promoted-by muted" }, " · " + t.promoted_by) : null)))))));
   }
 
@@ -422,14 +438,14 @@
         h("td", {}, c.best ? "trial " + c.best.number : "—"), h("td", { class: "r" }, c.best ? signed(c.best.rank_score) : "—"),
         h("td", {}, c.baseline ? "trial 0 @ rung " + c.baseline.rung + (c.matched ? "" : " (not trained to this rung)") : "—"),
         h("td", { class: "r" }, c.baseline && c.baseline.score !== null ? signed(c.baseline.rank_score) : "—"),
-        h("td", { class: "r" }, c.best && c.baseline && c.matched ? signed(c.best.rank_score - c.baseline.rank_score) : "—"))))),
-    h("p", { class: "muted" }, "Δ only where the baseline was trained to the same rung (control: true). " + d.score_note + "."));
+        h("td", { class: "r" }, c.best && c.best.versus && c.matched ? signed(c.best.versus.score) : "—"))))),
+    h("p", { class: "muted" }, "Δ only where the baseline was trained to the same rung (control: true): the best's score recomputed against that baseline's metrics. " + d.score_note + "."));
   }
 
   function renderProposals(el, d) {
     el.replaceChildren(h("h2", {}, "Proposals"), ...d.proposals.map((p) => h("div", { class: "card proposal", "data-state": p.state },
       h("h3", {}, "proposal " + p.seq + " for trial " + p.number + " · " + p.source + (p.model ? " (" + p.model + ")" : "") +
-        " · confidence " + Math.round(p.confidence * 100) + "% · " + p.state),
+        " · " + p.confidence_text + " · " + p.state),
       diffTable("patch against trial " + p.base_trial, p.diff),
       p.edited ? diffTable("edited to (this is what ran)", p.edited) : null,
       why(p),
@@ -578,8 +594,9 @@
   async function presetsPage() {
     const d = await getJSON("/api/presets");
     main.replaceChildren(h("h1", {}, "Presets"), d.presets.length ? h("table", { id: "presets" },
-      h("thead", {}, h("tr", {}, ["name", "task", "score", "trial", "created", ""].map((c) => h("th", {}, c)))),
-      h("tbody", {}, d.presets.map((p) => h("tr", {}, h("td", {}, h("a", { href: "/presets/" + enc(p.name) }, p.name)), h("td", {}, p.task),
+      h("thead", {}, h("tr", {}, ["name", "task", "trainer", "score", "trial", "created", ""].map((c) => h("th", {}, c)))),
+      h("tbody", {}, d.presets.map((p) => h("tr", { "data-trainer": p.trainer }, h("td", {}, h("a", { href: "/presets/" + enc(p.name) }, p.name)), h("td", {}, p.task),
+        h("td", { class: p.trainer === "sim" ? "trainer sim" : "trainer" }, p.trainer || "—"),
         h("td", { class: "r" }, p.imported ? "imported" : signed(p.score) + " ± " + p.score_std.toFixed(3)), h("td", {}, p.trial || "—"), h("td", {}, when(p.created)),
         h("td", {}, h("a", { href: "/api/presets/" + enc(p.name) + "/export", download: p.name + ".json" }, "export JSON")))))) :
       h("p", { class: "muted" }, "No presets yet: a session saves its best configuration as one when it succeeds."),
@@ -590,6 +607,8 @@
     const d = await getJSON("/api/presets/" + enc(pageName));
     const p = d.preset;
     main.replaceChildren(h("h1", {}, "Preset " + p.name),
+      ...[p.trainer_text ? h("p", { id: "trainer", class: p.trainer === "sim" ? "trainer sim" : "trainer" }, "trained on " + p.trainer_text +
+        (p.trainer === "sim" ? ": apply refuses it unless told --from-sim" : "")) : null].filter(Boolean),
       h("p", {}, p.task + " · " + (p.imported ? "imported" : p.trial + " of session " + p.session_id.slice(0, 8) + " · score " + signed(p.score) + " ± " + p.score_std.toFixed(3)) + " · " + when(p.created)),
       h("p", {}, h("a", { href: "/api/presets/" + enc(p.name) + "/export", download: p.name + ".json", id: "export" }, "export JSON"), " · ",
         h("a", { href: "/api/presets/" + enc(p.name) + "/policy", download: p.name + "-policy.onnx", id: "policy" }, "download policy.onnx")),

@@ -1,0 +1,19 @@
+package preset
+
+import "tunebot/session"
+
+// CheckApplicable refuses to apply a preset the built-in sim trainer made unless fromSim:
+// the sim's response surface is made up, and its presets carry the real task's name, so one
+// could reach a real trainer checkout by mistake (docs/design.md §8). A preset from another
+// trainer, imported, or saved before the trainer was recorded is applicable.
+func CheckApplicable(p session.Preset, fromSim bool) error {
+	if p.Trainer != session.TrainerSim || fromSim {
+		return nil
+	}
+	task := ""
+	if p.Task != "" {
+		task = " (its task, " + p.Task + ", is only the name the sim was given)"
+	}
+	return session.Userf(session.ErrConflict, "preset %s was trained on the built-in sim trainer, not by a real trainer%s, so it is refused here; "+
+		"to apply it anyway: tunebot apply %s --from-sim --yes", p.Name, task, p.Name)
+}

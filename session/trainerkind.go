@@ -1,0 +1,23 @@
+package session
+
+// Which kind of trainer made a preset (Preset.Trainer), so that a configuration tuned on the
+// built-in sim is never applied to a real trainer checkout by mistake (docs/design.md §8).
+const (
+	TrainerSim     = "sim"     // the built-in sim trainer (tunebot sim-train): no robot learned anything
+	TrainerMjlab   = "mjlab"   // the mjlab adapter (python -m tunebot_mjlab)
+	TrainerCommand = "command" // any other trainer command
+)
+
+// TrainerText says in words which trainer made p: "the built-in sim", "mjlab", ...; "" when
+// the preset does not say (imported, or saved before tunebot recorded it).
+func TrainerText(kind string) string {
+	switch kind {
+	case TrainerSim:
+		return "the built-in sim (not a real trainer)"
+	case TrainerMjlab:
+		return "mjlab"
+	case TrainerCommand:
+		return "a trainer command"
+	}
+	return ""
+}
