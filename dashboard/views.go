@@ -213,6 +213,8 @@ type trialView struct {
 	Ended      string             `json:"ended,omitempty"`
 	Clip       *clipView          `json:"clip,omitempty"`
 	ClipNote   string             `json:"clip_note,omitempty"` // why there is no clip
+	// ClipRemoved: the trial had a clip, deleted with its run directory by a prune.
+	ClipRemoved bool `json:"clip_removed,omitempty"`
 	// PromotedBy says who put the trial into its rung's plan ("promoted by ann over trial
 	// 5"), "" when the plan was tunebot's.
 	PromotedBy string `json:"promoted_by,omitempty"`
@@ -375,6 +377,10 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 		Eligible: t.Eligible(), Best: t.Number == ss.BestTrial && t.Rung == ss.BestRung, Iterations: t.Iterations,
 		Progress: t.Progress, Metrics: t.Metrics, Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
 		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt), Clip: clipOf(t), ClipNote: t.ClipNote}
+	if t.Clip != nil && ss.Pruned != nil && ss.Pruned.RunDirs {
+		// retention deletes run directories whole but for a preset's policy and checkpoint
+		v.Clip, v.ClipNote, v.ClipRemoved = nil, clipRemovedNote, true
+	}
 	if t.Score != nil {
 		sc := t.Score.Total
 		v.Score, v.Objectives = &sc, t.Score.Objectives

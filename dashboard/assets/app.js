@@ -335,6 +335,7 @@
   // clip that plays keeps playing when the leaderboard refreshes.
   const clipCells = new Map();
   function clipCell(t) {
+    if (t.clip_removed) return h("span", { class: "muted clip-removed" }, t.clip_note);
     if (!t.clip) return t.clip_note ? h("span", { class: "muted", title: t.clip_note }, "none") : "—";
     const key = t.number + "@" + t.rung + " " + t.clip.url;
     if (!clipCells.has(key)) {
@@ -365,7 +366,9 @@
     if (key === clipsKey) return; // keep the players across polls
     clipsKey = key;
     if (withClip.length < 2) {
-      el.replaceChildren(h("h2", {}, "Clips side by side"), h("p", { class: "muted" }, withClip.length ? "one trial has a clip so far" : "no clips yet"));
+      const removed = d.trials.some((t) => t.clip_removed);
+      el.replaceChildren(h("h2", {}, "Clips side by side"), h("p", { class: "muted" },
+        removed ? "the clips were removed by prune" : withClip.length ? "one trial has a clip so far" : "no clips yet"));
       return;
     }
     const ref = (t) => t.number + "@" + t.rung;
