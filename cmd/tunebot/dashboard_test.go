@@ -237,8 +237,8 @@ func TestDashboardInChromium(t *testing.T) {
 	b.waitJS("no curves", `!!document.querySelector("#charts p")`)
 	b.eval(`document.querySelectorAll(".trial-box")[0].click(); document.querySelectorAll(".trial-box")[1].click()`)
 	b.waitJS("two trials overlaid", `Number(document.body.dataset.charts || 0) > 0 && Number(document.body.dataset.series) === 2 * Number(document.body.dataset.charts)`)
-	if n := b.evalString(`String(document.querySelector(".chart").querySelectorAll(".u-legend .u-series").length)`); n != "3" {
-		t.Errorf("the first chart's legend has %s entries; want step and two trials", n)
+	if n := b.evalString(`String(document.querySelectorAll("#curves-legend .legend-item").length)`); n != "2" {
+		t.Errorf("the curves' legend has %s entries; want the two trials", n)
 	}
 	b.screenshot(filepath.Join(shots, "5-curves.png"))
 	// The filter narrows the tags by name; a tag unticked by hand goes too.

@@ -470,7 +470,9 @@
   }
 
   // ---- curves ---------------------------------------------------------------------------
-  const palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  // A colour per trial that no other trial of the session shares, so none within a chart:
+  // hues a golden angle apart in three lightnesses (a palette of ten repeats from the 11th).
+  const colorOf = (i) => "hsl(" + ((i * 137.508) % 360).toFixed(1) + ", 70%, " + [40, 55, 30][i % 3] + "%)";
 
   function smooth(values, w) {
     if (w <= 0) return values;
@@ -491,21 +493,31 @@
     const smoothLabel = h("span", {}, "0.60");
     const logScale = h("input", { id: "log-scale", type: "checkbox" });
     const charts = h("div", { id: "charts", class: "charts" });
+    const legend = h("div", { id: "curves-legend", class: "legend" });
     const evalPanel = h("section", { id: "eval-metrics" });
     const trialBoxes = meta.trials.map((t, i) => {
       const id = t.number + "@" + t.rung;
       const box = h("input", { type: "checkbox", class: "trial-box", "data-trial": id, checked: true, onchange: () => { box.checked ? chosen.add(id) : chosen.delete(id); draw(); } });
-      return h("label", { class: "trial-pick" }, box, h("span", { class: "swatch" }), " trial " + t.number + " @ " + t.rung + " " + (t.score === null ? "" : signed(t.score)));
+      return h("label", { class: "trial-pick", "data-rung": t.rung }, box, h("span", { class: "swatch" }), " trial " + t.number + " " + (t.score === null ? "" : signed(t.score)));
     });
+    // Trials by rung, as scores compare within a rung: a rung's button shows it alone.
+    const rungs = [...new Set(meta.trials.map((t) => t.rung))].sort((a, b) => a - b);
+    const only = (keep) => {
+      chosen.clear();
+      meta.trials.forEach((t, i) => { const on = keep(t); trialBoxes[i].firstChild.checked = on; if (on) chosen.add(t.number + "@" + t.rung); });
+      draw();
+    };
     const controls = h("aside", { class: "controls" },
       h("h2", {}, "Trials"), h("div", { class: "buttons" },
-        h("button", { id: "select-none", onclick: () => { chosen.clear(); trialBoxes.forEach((l) => (l.firstChild.checked = false)); draw(); } }, "none"),
-        h("button", { id: "select-all", onclick: () => { meta.trials.forEach((t) => chosen.add(t.number + "@" + t.rung)); trialBoxes.forEach((l) => (l.firstChild.checked = true)); draw(); } }, "all")),
-      trialBoxes, h("h2", {}, "Tags"), filter, tagList,
+        h("button", { id: "select-none", onclick: () => only(() => false) }, "none"),
+        h("button", { id: "select-all", onclick: () => only(() => true) }, "all"),
+        rungs.length > 1 ? rungs.map((r) => h("button", { id: "rung-" + r, class: "rung-pick", onclick: () => only((t) => t.rung === r) }, "rung " + r)) : []),
+      rungs.map((r) => h("div", { class: "rung-group" }, h("h3", {}, "rung " + r), trialBoxes.filter((l) => Number(l.dataset.rung) === r))),
+      h("h2", {}, "Tags"), filter, tagList,
       h("h2", {}, "Display"), h("button", { id: "reload", onclick: () => draw() }, "reload curves"), h("br"), h("label", {}, "smoothing ", smoothing, " ", smoothLabel), h("br"), h("label", {}, logScale, " log scale"),
       h("p", { class: "muted" }, "drag to zoom, double-click to reset; hover for values"));
     main.replaceChildren(h("h1", {}, h("a", { href: "/sessions/" + enc(pageID) }, "Session " + pageID.slice(0, 8)), " · curves"),
-      h("div", { class: "curves-layout" }, controls, h("div", {}, evalPanel, charts)));
+      h("div", { class: "curves-layout" }, controls, h("div", { class: "curves-main" }, evalPanel, legend, charts)));
     let data = null, plots = [], seq = 0;
     async function draw() {
       const mine = ++seq; // a slower, older answer must not overwrite a newer choice
@@ -529,7 +541,16 @@
       const byTag = new Map();
       for (const c of data.curves) { if (!byTag.has(c.tag)) byTag.set(c.tag, []); byTag.get(c.tag).push(c); }
       const boxes = [];
-      const color = (trial) => palette[meta.trials.findIndex((t) => t.number + "@" + t.rung === trial) % palette.length];
+      const color = (trial) => colorOf(meta.trials.findIndex((t) => t.number + "@" + t.rung === trial));
+      const name = (trial) => "trial " + trial.replace("@", " @ ");
+      // One legend for every chart (TensorBoard's and W&B's way): a chart's own would list
+      // every trial again, taller than its plot. Hovering an entry brings that trial forward.
+      const shown = meta.trials.map((t) => t.number + "@" + t.rung).filter((id) => data.curves.some((c) => c.trial === id));
+      const focus = (id) => plots.forEach((p) => p.setSeries(id ? p.series.findIndex((s) => s.trial === id) : null, { focus: true }));
+      legend.replaceChildren(...shown.map((id) => {
+        const sw = h("span", { class: "swatch" }); sw.style.background = color(id);
+        return h("span", { class: "legend-item", "data-trial": id, onmouseenter: () => focus(id), onmouseleave: () => focus(null) }, sw, name(id));
+      }));
       for (const [tag, cs] of byTag) {
         const xs = Array.from(new Set(cs.flatMap((c) => c.steps))).sort((a, b) => a - b);
         const at = new Map(xs.map((x, i) => [x, i]));
@@ -539,15 +560,19 @@
           c.steps.forEach((s, i) => { const v = sm[i]; ys[at.get(s)] = log && v <= 0 ? null : v; });
           return ys;
         });
-        const box = h("div", { class: "chart", "data-tag": tag }, h("h3", {}, tag));
+        const tip = h("div", { class: "tip", hidden: true });
+        const box = h("div", { class: "chart", "data-tag": tag }, h("h3", {}, tag), tip);
         boxes.push(box);
         charts.append(box);
         const opts = {
           width: Math.max(320, Math.min(640, ((charts.clientWidth || 900) - 48) / 2)), height: 240,
           scales: { x: { time: false }, y: { distr: log ? 3 : 1 } },
-          series: [{ label: "step" }, ...cs.map((c) => ({ label: "trial " + c.trial, stroke: color(c.trial), width: 1.5, spanGaps: true }))],
+          series: [{ label: "step" }, ...cs.map((c) => ({ label: name(c.trial), trial: c.trial, stroke: color(c.trial), width: 1.5, spanGaps: true }))],
           axes: [{}, { size: 60 }],
-          cursor: { drag: { x: true, y: false } },
+          legend: { show: false },
+          focus: { alpha: 0.25 },
+          cursor: { drag: { x: true, y: false }, focus: { prox: 16 } },
+          hooks: { setCursor: [(u) => hover(u, tip)] },
         };
         plots.push(new uPlot(opts, [xs, ...series], box));
       }
@@ -556,11 +581,23 @@
       body.dataset.series = data.curves.length;
       loaded();
     }
+    // hover lists the values at the cursor, highest first, in place of a legend per chart
+    function hover(u, tip) {
+      const i = u.cursor.idx;
+      if (i == null) { tip.hidden = true; return; }
+      const rows = u.series.slice(1).map((s, k) => [s, u.data[k + 1][i]]).filter(([, v]) => v !== null && v !== undefined).sort((a, b) => b[1] - a[1]);
+      const more = rows.length > 8 ? [h("div", { class: "muted" }, "… " + (rows.length - 8) + " more")] : [];
+      tip.replaceChildren(h("div", { class: "muted" }, "step " + u.data[0][i]), ...rows.slice(0, 8).map(([s, v]) => {
+        const sw = h("span", { class: "swatch" }); sw.style.background = s.stroke();
+        return h("div", {}, sw, s.label + " ", h("b", {}, num(v)));
+      }), ...more);
+      tip.hidden = false;
+    }
     filter.addEventListener("input", () => { clearTimeout(filter._t); filter._t = setTimeout(draw, 250); });
     smoothing.addEventListener("input", () => data && render());
     logScale.addEventListener("change", () => data && render());
     await draw();
-    trialBoxes.forEach((l, i) => (l.querySelector(".swatch").style.background = palette[i % palette.length]));
+    trialBoxes.forEach((l, i) => (l.querySelector(".swatch").style.background = colorOf(i)));
   }
 
   function renderEval(el, meta, trials) {
