@@ -183,7 +183,7 @@ func DiffTable(caption string, changes []session.Change) *Table {
 	for _, c := range changes {
 		name := c.Name
 		if c.Kind == "param" {
-			name = "param " + name
+			name = session.ParamLabel(name)
 		}
 		t.Rows = append(t.Rows, []string{name, Num(c.Old), Num(c.New), Factor(c)})
 	}

@@ -378,6 +378,10 @@ func (s *Server) read(f readFunc) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
+		if err := s.resolveID(ctx, r); err != nil {
+			s.fail(w, err)
+			return
+		}
 		v, err := f(ctx, in, r)
 		if err != nil {
 			s.fail(w, err)

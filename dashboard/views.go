@@ -21,6 +21,7 @@ type sessionRow struct {
 	Short         string   `json:"short"`
 	RunName       string   `json:"run_name"`
 	State         string   `json:"state"`
+	StateLabel    string   `json:"state_label"` // the state in words (session.StateLabel)
 	Mode          string   `json:"mode"`
 	TrialsDone    int      `json:"trials_done"`
 	TrialsPlanned int      `json:"trials_planned"`
@@ -63,8 +64,8 @@ func trialsDone(trials []session.TrialOutline) int {
 }
 
 func rowDone(s session.Session, done int) sessionRow {
-	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
-		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
+	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), StateLabel: session.StateLabel(s.State), Mode: s.Settings.Mode,
+		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: session.ActorLabel(s.Owner),
 		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
@@ -368,6 +369,7 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		"review":      openReview(ss, trials),
 		"may":         s.permissions(in),
 		"objectives":  session.ObjectiveNames,
+		"labels":      labels(),
 	}
 	return out, nil
 }
@@ -625,7 +627,7 @@ func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (
 			metrics[fmt.Sprintf("%d@%d", t.Number, t.Rung)] = t.Metrics
 		}
 	}
-	return map[string]any{"tags": all, "trials": per, "metrics": metrics, "metric_names": session.MetricNames}, nil
+	return map[string]any{"tags": all, "trials": per, "metrics": metrics, "metric_names": session.MetricNames, "labels": labels()}, nil
 }
 
 const (

@@ -3,8 +3,10 @@ package main
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"tunebot/session"
 )
 
 // pageConfig is a sim session with more trials than a palette of ten colours: twelve at
@@ -43,12 +45,31 @@ func TestPageAtAGlance(t *testing.T) {
 	b.eval(`setTimeout(() => document.querySelector("#signin").click(), 0)`) // it navigates
 	b.waitJS("the sessions page", `location.pathname === "/" && !!document.querySelector("#sessions tbody tr")`)
 
-	b.navigate(base + "/sessions/" + id)
+	// the short id printed everywhere opens the session, and the address becomes its whole id
+	b.navigate(base + "/sessions/" + session.Short(id))
 	b.waitJS("the leaderboard", `!!document.querySelector("#leaderboard tbody tr")`)
+	if got := b.evalString(`location.pathname`); got != "/sessions/"+id {
+		t.Errorf("the short id's page is at %s", got)
+	}
 	b.screenshot(filepath.Join(shots, "page-session.png"))
+	// the leaderboard's marks are explained
+	if got := b.evalString(`(document.querySelector("#board-key") || {}).textContent || ""`); !strings.Contains(got, "★") || !strings.Contains(got, "(pN)") {
+		t.Errorf("the leaderboard's key: %q", got)
+	}
+	// every clip the prune removed says so; no image is left to break, none to compare
+	if got := b.evalString(`[document.querySelectorAll("#leaderboard tbody tr").length, document.querySelectorAll("#leaderboard .clip-removed").length,
+		[...document.querySelectorAll("#leaderboard .clip-removed")].every((e) => e.textContent === "clip removed by prune"),
+		document.querySelectorAll("img").length, document.querySelectorAll("#clips select option").length,
+		document.querySelector("#clips").textContent.includes("removed by prune")].join(" ")`); !prunedOK(got) {
+		t.Errorf("rows, clips said removed, all in those words, images, compare choices, compare says removed: %s", got)
+	}
 	b.navigate(base + "/sessions/" + id + "/curves")
 	b.waitJS("the curves", `Number(document.body.dataset.charts || 0) > 0`)
 	b.screenshot(filepath.Join(shots, "page-curves.png"))
+	// the metrics carry the display names the terminal and the charts use
+	if got := b.evalString(`[...document.querySelectorAll("#eval-table th")].map((e) => e.textContent).join("|")`); !strings.Contains(got, "|"+session.MetricLabel(session.MetricVelLinear)+"|") {
+		t.Errorf("the metrics table's heads: %s", got)
+	}
 	// one compact legend, not one per chart taller than its plot
 	if got := b.evalString(`const lg = document.querySelector("#curves-legend"), plot = document.querySelector(".chart canvas");
 		[document.querySelectorAll(".chart .u-legend").length, lg ? lg.querySelectorAll(".legend-item").length : 0, lg ? lg.offsetHeight : -1, plot.offsetHeight].join(" ")`); !legendOK(got, 11) {
@@ -92,4 +113,11 @@ func tableInside(got string) bool {
 	var right, col, win, page int
 	_, err := fmt.Sscan(got, &right, &col, &win, &page)
 	return err == nil && right <= col && col <= win && page <= win
+}
+
+func prunedOK(got string) bool {
+	var rows, removed, images, choices int
+	var words, says bool
+	_, err := fmt.Sscan(got, &rows, &removed, &words, &images, &choices, &says)
+	return err == nil && rows > 10 && removed == rows && words && images == 0 && choices == 0 && says
 }

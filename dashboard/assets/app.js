@@ -3,7 +3,10 @@
 "use strict";
 (function () {
   const body = document.body;
-  const page = body.dataset.page, pageID = body.dataset.id, pageName = body.dataset.name;
+  const page = body.dataset.page, pageName = body.dataset.name;
+  let pageID = body.dataset.id; // the whole id once the server resolved a typed prefix
+  // A metric's display name, from the table the server sends (session.MetricLabels).
+  const metricLabel = (d, n) => (d.labels && d.labels.metrics && d.labels.metrics[n]) || n;
   const main = document.getElementById("main");
   const POLL_MS = 3000;
 
@@ -92,7 +95,7 @@
       const data = await getJSON("/api/sessions" + (cursor ? "?cursor=" + enc(cursor) : ""));
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
-        h("td", {}, h("span", { class: "badge " + s.state }, s.state)), h("td", {}, s.mode),
+        h("td", {}, h("span", { class: "badge " + s.state }, s.state_label)), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
         h("td", { class: "r" }, s.best_score === null ? "—" : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
         h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
@@ -134,6 +137,10 @@
     const picked = new URLSearchParams(location.search).get("trial");
     const refresh = async () => {
       const d = await getJSON("/api/sessions/" + enc(pageID));
+      if (d.session.id !== pageID) { // typed as a prefix: show, and poll, the whole id
+        pageID = d.session.id;
+        history.replaceState(null, "", "/sessions/" + enc(pageID) + location.search);
+      }
       renderHead(sec.head, d);
       renderDecide(sec.decide, d);
       renderReview(sec.review, d);
@@ -161,7 +168,7 @@
     if (d.may.cancel && !["cancelled", "failed", "succeeded"].includes(s.state)) buttons.push(h("button", { id: "cancel", class: "danger", onclick: act("cancel") }, "Cancel"));
     const old = el.querySelector("#action-msg");
     el.replaceChildren(...[
-      h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state)),
+      h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state_label)),
       h("p", {}, s.run_name + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
         " · best " + (s.best_score === null ? "none yet" : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
@@ -318,7 +325,7 @@
       sortState.dir = sortState.key === k ? -sortState.dir : -1; sortState.key = k; renderBoard(el, d, picked);
     } }, label + (sortState.key === k ? (sortState.dir > 0 ? " ▲" : " ▼") : "")));
     head.push(h("th", {}, "clip"));
-    el.replaceChildren(h("h2", {}, "Leaderboard"),
+    el.replaceChildren(h("h2", {}, "Leaderboard"), h("p", { class: "muted", id: "board-key" }, "★ the session's best trial · (pN) the proposal it came from"),
       h("table", { id: "leaderboard" }, h("thead", {}, h("tr", {}, head)), h("tbody", {}, rows.map((t) => h("tr", {
         class: (t.best ? "best " : "") + (picked === t.number + "@" + t.rung ? "picked" : ""), "data-trial": t.number + "@" + t.rung },
         h("td", {}, t.number + (t.best ? " ★" : "") + (t.proposal ? " (p" + t.proposal + ")" : "")), h("td", { class: "r" }, t.rung),
@@ -359,14 +366,14 @@
   // The compare view: two trials' clips side by side, played in sync, their metrics beside
   // them; the best trial against the baseline (at its rung when carried along) by default,
   // which follows the best as trials finish until a person picks a pair.
-  let clipsKey = "", clipsPick = null, clipsPicked = false;
+  let clipsKey = null, clipsPick = null, clipsPicked = false;
   function renderClips(el, d) {
     const withClip = d.trials.filter((t) => t.clip);
-    const key = withClip.map((t) => t.number + "@" + t.rung + t.clip.url).join(",");
+    const removed = d.trials.some((t) => t.clip_removed);
+    const key = withClip.map((t) => t.number + "@" + t.rung + t.clip.url).join(",") + (removed ? " removed" : "");
     if (key === clipsKey) return; // keep the players across polls
     clipsKey = key;
     if (withClip.length < 2) {
-      const removed = d.trials.some((t) => t.clip_removed);
       el.replaceChildren(h("h2", {}, "Clips side by side"), h("p", { class: "muted" },
         removed ? "the clips were removed by prune" : withClip.length ? "one trial has a clip so far" : "no clips yet"));
       return;
@@ -383,7 +390,7 @@
       const t = withClip.find((x) => ref(x) === clipsPick[i]) || withClip[i];
       const p = clipPlayer(t.clip, { width: 360 });
       players.push(p);
-      const rows = Object.entries(t.metrics || {}).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", { class: "r" }, num(v))));
+      const rows = Object.entries(t.metrics || {}).map(([k, v]) => h("tr", {}, h("td", {}, metricLabel(d, k)), h("td", { class: "r" }, num(v))));
       return h("div", { class: "clip-side", "data-trial": ref(t) }, pick(i), h("div", {}, p),
         h("table", { class: "clip-metrics" }, h("caption", {}, "score " + signed(t.rank_score) + (t.eligible ? "" : " · not eligible")), h("tbody", {}, rows)));
     };
@@ -604,7 +611,7 @@
     const names = meta.metric_names.filter((n) => trials.some((t) => meta.metrics[t] && meta.metrics[t][n] !== undefined));
     if (!names.length) { el.replaceChildren(); return; }
     el.replaceChildren(h("h2", {}, "Evaluation metrics (lower is better)"), h("table", { id: "eval-table" },
-      h("thead", {}, h("tr", {}, h("th", {}, "trial"), names.map((n) => h("th", {}, n)))),
+      h("thead", {}, h("tr", {}, h("th", {}, "trial"), names.map((n) => h("th", { title: n }, metricLabel(meta, n))))),
       h("tbody", {}, trials.filter((t) => meta.metrics[t]).map((t) => h("tr", {}, h("td", {}, t), names.map((n) => {
         const v = meta.metrics[t][n], max = Math.max(...trials.map((x) => (meta.metrics[x] && meta.metrics[x][n]) || 0));
         const bar = h("span", { class: "bar" }); bar.style.width = (max > 0 ? (100 * v) / max : 0).toFixed(0) + "%";
