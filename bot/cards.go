@@ -77,9 +77,9 @@ func RootCard(in RootInput) Card {
 
 func stateWord(s session.Session) string {
 	if s.PauseAsked {
-		return string(s.State) + " (pausing)"
+		return session.StateLabel(s.State) + " (pausing)"
 	}
-	return string(s.State)
+	return session.StateLabel(s.State)
 }
 
 func bestLine(s session.Session) string {
@@ -431,7 +431,7 @@ type SummaryInput struct {
 func SummaryCard(in SummaryInput) Card {
 	s := in.Session
 	c := Card{Ref: summaryRef(s.ID), Kind: "summary", Session: s.ID, Mentions: in.Mentions,
-		Title: fmt.Sprintf("session %s %s", session.Short(s.ID), s.State)}
+		Title: fmt.Sprintf("session %s %s", session.Short(s.ID), session.StateLabel(s.State))}
 	c.Urgent = s.State == session.StateFailed
 	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
 	f := Fields()

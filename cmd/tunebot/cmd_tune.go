@@ -460,7 +460,7 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 // printed the summary card (the trials table, the headline, the preset) of a session that
 // ended; one that still waits says why here.
 func writeSummaryText(w io.Writer, s summaryJSON) {
-	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, s.State)
+	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, session.StateLabel(s.State))
 	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
 	}
