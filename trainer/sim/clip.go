@@ -179,6 +179,8 @@ type leg struct {
 	far   bool
 	x     float64 // foot's world x while on the ground
 	down  bool
+	skid  int  // index of the skid mark it is making (near legs), -1 when none
+	slid  bool // it slid in the last step
 }
 
 // clipAnchors spread each metric's effect over the range from a tuned policy at the last
@@ -235,7 +237,7 @@ func DrawClip(m session.Metrics, label ClipLabel) []*image.Paletted {
 	legs := []*leg{{hip: bodyLen / 2, phase: 0}, {hip: -bodyLen / 2, phase: 0.5},
 		{hip: bodyLen / 2, phase: 0.5, far: true}, {hip: -bodyLen / 2, phase: 0, far: true}}
 	for _, l := range legs {
-		l.x, l.down = l.hip, true
+		l.x, l.down, l.skid = l.hip, true, -1
 	}
 	const dt = 0.01
 	robotX, targetX, gaitClock := 0.0, 0.0, 0.0
@@ -243,7 +245,6 @@ func DrawClip(m session.Metrics, label ClipLabel) []*image.Paletted {
 	var out []*image.Paletted
 	for f := 0; f < ClipFrames; f++ {
 		until := float64(f) * ClipDelay / 100
-		var sliding []float64 // near feet sliding during this frame's step
 		for t := until - ClipDelay/100.0 + dt; f > 0 && t <= until+1e-9; t += dt {
 			_, vx, wz := phaseAt(t)
 			targetX += vx * dt
@@ -259,21 +260,28 @@ func DrawClip(m session.Metrics, label ClipLabel) []*image.Paletted {
 			for _, l := range legs {
 				stance := vx == 0 || math.Mod(gaitClock/gaitT+l.phase, 1) < 0.5
 				if stance && !l.down { // touchdown ahead of the hip
-					l.x, l.down = robotX+l.hip+0.25*vx*gaitT, true
+					l.x, l.down, l.skid = robotX+l.hip+0.25*vx*gaitT, true, -1
 				}
-				if stance && vx > 0 && t < e.fallAt && e.slip > 0 { // a sliding foot
-					from := l.x
+				l.slid = stance && vx > 0 && t < e.fallAt && e.slip > 0
+				if l.slid { // a sliding foot: one skid mark per touchdown, growing
 					l.x -= e.slip * dt
+					if !l.far && l.skid < 0 {
+						l.skid = len(skids)
+						skids = append(skids, [2]float64{l.x, l.x + e.slip*dt})
+					}
 					if !l.far {
-						skids = append(skids, [2]float64{l.x, from})
-						if t > until-0.05 {
-							sliding = append(sliding, l.x)
-						}
+						skids[l.skid][0] = l.x
 					}
 				}
 				if !stance {
 					l.down = false
 				}
+			}
+		}
+		var sliding []float64 // near feet sliding as the frame is drawn
+		for _, l := range legs {
+			if l.slid && !l.far {
+				sliding = append(sliding, l.x)
 			}
 		}
 		out = append(out, drawFrame(e, label, f, until, robotX, targetX, gaitClock, legs, skids, sliding))
