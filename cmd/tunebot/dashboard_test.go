@@ -206,7 +206,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if again := b.evalString(`document.querySelector("#leaderboard tbody tr").dataset.trial`); first == again || again != "0@0" {
 		t.Errorf("sorting by trial: first row %s, then %s; want the order reversed, trial 0 first", first, again)
 	}
-	// Every finished trial's row shows its clip's first frame; a click plays the clip, which
+	// Every finished trial's row shows its clip's poster frame; a click plays the clip, which
 	// keeps playing through the page's refreshes (issue 21).
 	b.waitJS("the clips' poster frames", `(() => { const ps = [...document.querySelectorAll("#leaderboard img.clip-poster")];
 		return ps.length >= 2 && ps.every((p) => p.complete && p.naturalWidth > 0) })()`)
