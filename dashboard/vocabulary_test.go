@@ -32,6 +32,15 @@ func TestShortIDsAndOneVocabulary(t *testing.T) {
 			t.Errorf("the page names %s %q; the table says %q", m, labels[m], session.MetricLabel(m))
 		}
 	}
+	var params []string
+	for _, c := range v["proposals"].([]any)[0].(map[string]any)["diff"].([]any) {
+		if c := c.(map[string]any); c["kind"] == "param" {
+			params = append(params, c["label"].(string))
+		}
+	}
+	if want := session.ParamLabel("foot_clearance.target_height"); len(params) != 1 || params[0] != want {
+		t.Errorf("the proposal's params are shown as %q; want %q", params, want)
+	}
 	tags := decode(t, user.get("/api/sessions/"+session.Short(sid)+"/tags"))
 	if got := tags["labels"].(map[string]any)["metrics"].(map[string]any)[session.MetricVelLinear]; got != session.MetricLabel(session.MetricVelLinear) {
 		t.Errorf("the curves page names %s %v", session.MetricVelLinear, got)

@@ -185,7 +185,7 @@
   function diffTable(caption, diff) {
     return h("table", { class: "diff" }, h("caption", {}, caption),
       h("thead", {}, h("tr", {}, ["term", "old", "new", "×"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, diff.map((c) => h("tr", {}, h("td", {}, (c.kind === "param" ? "params." : "") + c.name),
+      h("tbody", {}, diff.map((c) => h("tr", {}, h("td", {}, c.label),
         h("td", { class: "r del" }, num(c.old)), h("td", { class: "r add" }, num(c.new)), h("td", { class: "r" }, c.factor)))));
   }
 
