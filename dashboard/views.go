@@ -370,7 +370,6 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		"review":      openReview(ss, trials),
 		"may":         s.permissions(in),
 		"objectives":  session.ObjectiveNames,
-		"labels":      labels(),
 	}
 	return out, nil
 }
@@ -632,7 +631,7 @@ func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (
 			metrics[fmt.Sprintf("%d@%d", t.Number, t.Rung)] = t.Metrics
 		}
 	}
-	return map[string]any{"tags": all, "trials": per, "metrics": metrics, "metric_names": session.MetricNames, "labels": labels()}, nil
+	return map[string]any{"tags": all, "trials": per, "metrics": metrics, "metric_names": session.MetricNames}, nil
 }
 
 const (
