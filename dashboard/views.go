@@ -64,13 +64,16 @@ func trialsDone(trials []session.TrialOutline) int {
 }
 
 func rowDone(s session.Session, done int) sessionRow {
-	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), StateLabel: session.StateLabel(s.State), Mode: s.Settings.Mode,
-		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: session.ActorLabel(s.Owner),
+	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
+		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
 		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
 		r.BestScore = &v
 	}
+
+	// in the words every surface uses, not the identifiers ("you" is the console's own name)
+	r.StateLabel, r.Owner = session.StateLabel(s.State), session.ActorLabel(s.Owner)
 	return r
 }
 
