@@ -92,6 +92,10 @@ func TestPageAtAGlance(t *testing.T) {
 	b.eval(`document.querySelector("#rung-1").click()`)
 	b.waitJS("rung 1 alone", `(() => { const ids = [...document.querySelectorAll("#curves-legend .legend-item")].map((e) => e.dataset.trial);
 		return ids.length > 1 && ids.every((id) => id.endsWith("@1")) && Number(document.body.dataset.charts) > 0 })()`)
+	// the values at the cursor, in place of a legend per chart
+	b.eval(`const o = document.querySelector(".chart .u-over"), r = o.getBoundingClientRect(), at = { clientX: r.left + r.width / 2, clientY: r.top + r.height / 2, bubbles: true };
+		o.dispatchEvent(new MouseEvent("mouseenter", at)); o.dispatchEvent(new MouseEvent("mousemove", at))`)
+	b.waitJS("the values at the cursor", `(() => { const tip = document.querySelector(".chart .tip"); return !!tip && !tip.hidden && tip.querySelectorAll("b").length > 1 })()`)
 	b.screenshot(filepath.Join(shots, "page-curves-rung1.png"))
 }
 

@@ -553,7 +553,7 @@
       // One legend for every chart (TensorBoard's and W&B's way): a chart's own would list
       // every trial again, taller than its plot. Hovering an entry brings that trial forward.
       const shown = meta.trials.map((t) => t.number + "@" + t.rung).filter((id) => data.curves.some((c) => c.trial === id));
-      const focus = (id) => plots.forEach((p) => p.setSeries(id ? p.series.findIndex((s) => s.trial === id) : null, { focus: true }));
+      const focus = (id) => plots.forEach((p) => { const k = id ? p.series.findIndex((s) => s.trial === id) : -1; p.setSeries(k > 0 ? k : null, { focus: true }); });
       legend.replaceChildren(...shown.map((id) => {
         const sw = h("span", { class: "swatch" }); sw.style.background = color(id);
         return h("span", { class: "legend-item", "data-trial": id, onmouseenter: () => focus(id), onmouseleave: () => focus(null) }, sw, name(id));
