@@ -278,7 +278,7 @@ func unattended(ctx context.Context, e *env, eng *session.Engine, id string) (s 
 		return s, false, nil // its worker waits on a clock, or leaves now that it is paused
 	}
 	if s.State != session.StatePaused {
-		fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), s.State)
+		fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), session.StateLabel(s.State))
 	}
 	return s, true, nil
 }
