@@ -83,9 +83,9 @@ func stateWord(s session.Session) string {
 		return string(s.State) + " (" + session.OutcomeNoImprovement + ")"
 	}
 	if s.PauseAsked {
-		return string(s.State) + " (pausing)"
+		return session.StateLabel(s.State) + " (pausing)"
 	}
-	return string(s.State)
+	return session.StateLabel(s.State)
 }
 
 func bestLine(s session.Session) string {
@@ -192,7 +192,7 @@ func DiffTable(caption string, changes []session.Change) *Table {
 	for _, c := range changes {
 		name := c.Name
 		if c.Kind == "param" {
-			name = "param " + name
+			name = session.ParamLabel(name)
 		}
 		t.Rows = append(t.Rows, []string{name, Num(c.Old), Num(c.New), Factor(c)})
 	}

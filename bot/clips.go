@@ -119,16 +119,13 @@ func ClipBlocks(sides ...ClipSide) []Block {
 	return blocks
 }
 
-// metricLine is a trial's evaluation metrics in one line, as the page shows them beside a
-// clip: "lin 0.210 · ang 0.300 · …".
+// metricLine is a trial's evaluation metrics in one line, named as the page and the charts
+// name them beside a clip: "lin. vel. error 0.210 · ang. vel. error 0.300 · …".
 func metricLine(m session.Metrics) string {
-	short := map[string]string{session.MetricVelLinear: "lin err", session.MetricVelAngular: "ang err",
-		session.MetricActionAcc: "jerk", session.MetricOrientation: "tilt", session.MetricFallRate: "falls",
-		session.MetricFootSlip: "slip", session.MetricPower: "power"}
 	var parts []string
 	for _, name := range session.MetricNames {
 		if v, ok := m[name]; ok {
-			parts = append(parts, fmt.Sprintf("%s %s", short[name], Num(v)))
+			parts = append(parts, fmt.Sprintf("%s %s", session.MetricLabel(name), Num(v)))
 		}
 	}
 	return strings.Join(parts, " · ")

@@ -359,7 +359,7 @@ func (r *Renderer) pushCard(ctx context.Context, e session.Event) (Card, bool) {
 		if about.Clip != nil && about.Clip.Poster != nil && r.Clips != nil {
 			if data, _, err := r.Clips(*about, true); err == nil {
 				in.Poster = &Attachment{Name: fmt.Sprintf("trial-%03d-rung-%d.png", about.Number, about.Rung),
-					Title: ClipTitle(*about) + " (first frame)", Data: data, Size: len(data), ContentType: ContentPNG}
+					Title: ClipTitle(*about) + " (poster frame)", Data: data, Size: len(data), ContentType: ContentPNG}
 			} else {
 				r.logger().Warn("reading a clip's poster frame", "session", s.ID, "trial", about.Number, "err", err)
 			}

@@ -46,7 +46,7 @@ func PushCard(in PushInput) (Card, bool) {
 		c.Urgent = true
 	case e.Kind == session.EventSessionFinished:
 		c.Kind = "summary"
-		line = fmt.Sprintf("session %s %s", session.Short(s.ID), s.State)
+		line = fmt.Sprintf("session %s %s", session.Short(s.ID), session.StateLabel(s.State))
 		switch {
 		case s.State == session.StateFailed || s.State == session.StateCancelled:
 			if s.Reason != "" {

@@ -72,7 +72,7 @@ func Digest(now time.Time, sessions []session.Session) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "tunebot daily digest, %s\n", now.Format("Mon 2 Jan 2006"))
 	line := func(s session.Session) {
-		fmt.Fprintf(&b, "• %s %s (%s): %s", short(s.ID), s.Settings.RunName, s.State, s.Message)
+		fmt.Fprintf(&b, "• %s %s (%s): %s", short(s.ID), s.Settings.RunName, session.StateLabel(s.State), s.Message)
 		switch {
 		case s.Result != nil:
 			// best vs the baseline at equal training (docs/design.md §1); a finished

@@ -21,12 +21,6 @@ var objectiveLabels = map[string]string{
 	session.ObjFalls: "falls", session.ObjSlip: "foot slip", session.ObjEnergy: "energy",
 }
 
-var metricLabels = map[string]string{
-	session.MetricVelLinear: "lin. vel. error", session.MetricVelAngular: "ang. vel. error",
-	session.MetricActionAcc: "action accel.", session.MetricOrientation: "orientation err.",
-	session.MetricFallRate: "fall rate", session.MetricFootSlip: "foot slip", session.MetricPower: "mech. power",
-}
-
 // Objectives renders a trial's evaluation against the baseline: one bar per objective
 // (improvement from −100 % to +100 %, green when better, red when worse) with the tracking
 // gate at −5 %, then one bar per raw metric with its value next to the baseline's and the
@@ -68,7 +62,7 @@ func ObjectivesVs(meta Meta, score session.Score, metrics, baseline session.Metr
 
 	b.section("Metrics (lower is better): trial vs baseline", session.MetricNames,
 		func(n string) (float64, bool) { v, ok := score.Improvements[n]; return v, ok },
-		func(n string) string { return metricLabels[n] },
+		session.MetricLabel,
 		metricNote(metrics, baseline), false)
 	return c.png()
 }

@@ -68,6 +68,10 @@ func (s *Server) act(f actFunc) http.HandlerFunc {
 		in := s.person(r.Context(), who)
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 		defer cancel()
+		if err := s.resolveID(ctx, r); err != nil {
+			s.fail(w, err)
+			return
+		}
 		out, err := f(ctx, in, body, r)
 		if err != nil {
 			s.fail(w, err)

@@ -34,6 +34,9 @@ func clipOf(t session.Trial) *clipView {
 	return v
 }
 
+// clipRemovedNote is what the page says in place of a clip a prune deleted.
+const clipRemovedNote = "clip removed by prune"
+
 // short is a version tag for a clip's URL: a re-evaluated trial's new clip is a new URL.
 func short(sha string) string {
 	if len(sha) > 12 {

@@ -154,8 +154,8 @@ func (s *Server) routes() {
 	// Reading needs a valid cookie.
 	s.mux.HandleFunc("GET /api/me", s.read(s.me))
 	s.mux.HandleFunc("GET /api/sessions", s.read(s.sessions))
-	s.mux.HandleFunc("GET /api/sessions/{id}", s.read(s.sessionView))
-	s.mux.HandleFunc("GET /api/sessions/{id}/tags", s.read(s.tags))
+	s.mux.HandleFunc("GET /api/sessions/{id}", s.read(withLabels(s.sessionView)))
+	s.mux.HandleFunc("GET /api/sessions/{id}/tags", s.read(withLabels(s.tags)))
 	s.mux.HandleFunc("GET /api/sessions/{id}/curves", s.read(s.curves))
 	s.mux.HandleFunc("GET /api/presets", s.read(s.presets))
 	s.mux.HandleFunc("GET /api/presets/{name}", s.read(s.presetView))
@@ -410,6 +410,10 @@ func (s *Server) read(f readFunc) http.HandlerFunc {
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 		defer cancel()
+		if err := s.resolveID(ctx, r); err != nil {
+			s.fail(w, err)
+			return
+		}
 		v, err := f(ctx, in, r)
 		if err != nil {
 			s.fail(w, err)

@@ -716,7 +716,7 @@ func (f *fixture) putClip(t *testing.T) (gifData, posterData []byte, tr session.
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gifData, posterData, err := sim.Clip(session.Metrics{session.MetricVelLinear: 0.2})
+	gifData, posterData, err := sim.Clip(session.Metrics{session.MetricVelLinear: 0.2}, sim.NoLabel)
 	if err != nil {
 		t.Fatal(err)
 	}

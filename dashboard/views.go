@@ -21,6 +21,7 @@ type sessionRow struct {
 	Short         string   `json:"short"`
 	RunName       string   `json:"run_name"`
 	State         string   `json:"state"`
+	StateLabel    string   `json:"state_label"` // the state in words (session.StateLabel)
 	Mode          string   `json:"mode"`
 	TrialsDone    int      `json:"trials_done"`
 	TrialsPlanned int      `json:"trials_planned"`
@@ -81,6 +82,9 @@ func rowDone(s session.Session, done int) sessionRow {
 	if s.Result != nil && s.Result.Versus != nil && s.Result.Best.Trial != 0 {
 		r.BestVersus = &bestVersus{Versus: *s.Result.Versus, Trial: s.Result.Best.Trial}
 	}
+
+	// in the words every surface uses, not the identifiers ("you" is the console's own name)
+	r.StateLabel, r.Owner = session.StateLabel(s.State), session.ActorLabel(s.Owner)
 	return r
 }
 
@@ -230,6 +234,8 @@ type trialView struct {
 	Ended      string             `json:"ended,omitempty"`
 	Clip       *clipView          `json:"clip,omitempty"`
 	ClipNote   string             `json:"clip_note,omitempty"` // why there is no clip
+	// ClipRemoved: the trial had a clip, deleted with its run directory by a prune.
+	ClipRemoved bool `json:"clip_removed,omitempty"`
 	// PromotedBy says who put the trial into its rung's plan ("promoted by ann over trial
 	// 5"), "" when the plan was tunebot's.
 	PromotedBy string `json:"promoted_by,omitempty"`
@@ -277,6 +283,7 @@ type planRow struct {
 type change struct {
 	Kind   string  `json:"kind"`
 	Name   string  `json:"name"`
+	Label  string  `json:"label"` // the name as shown (session.ParamLabel for a param)
 	Old    float64 `json:"old"`
 	New    float64 `json:"new"`
 	Factor string  `json:"factor"`
@@ -403,6 +410,10 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 		Eligible: t.Eligible(), Best: t.Number == ss.BestTrial && t.Rung == ss.BestRung, Iterations: t.Iterations,
 		Progress: t.Progress, Metrics: t.Metrics, Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
 		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt), Clip: clipOf(t), ClipNote: t.ClipNote}
+	if t.Clip != nil && ss.Pruned != nil && ss.Pruned.RunDirs {
+		// retention deletes run directories whole but for a preset's policy and checkpoint
+		v.Clip, v.ClipNote, v.ClipRemoved = nil, clipRemovedNote, true
+	}
 	if t.Score != nil {
 		sc := t.Score.Total
 		v.Score, v.Objectives = &sc, t.Score.Objectives
@@ -599,7 +610,11 @@ func openReview(ss session.Session, trials []session.Trial) *reviewView {
 func changes(cs []session.Change) []change {
 	out := make([]change, 0, len(cs))
 	for _, c := range cs {
-		out = append(out, change{Kind: c.Kind, Name: c.Name, Old: c.Old, New: c.New, Factor: bot.Factor(c)})
+		label := c.Name
+		if c.Kind == "param" {
+			label = session.ParamLabel(c.Name)
+		}
+		out = append(out, change{Kind: c.Kind, Name: c.Name, Label: label, Old: c.Old, New: c.New, Factor: bot.Factor(c)})
 	}
 	return out
 }

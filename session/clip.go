@@ -11,7 +11,7 @@ type Clip struct {
 	Height  int     `json:"height"`
 	Frames  int     `json:"frames"`
 	Seconds float64 `json:"seconds"`
-	// Poster is the clip's first frame as a PNG, when the trainer wrote one: what a phone
+	// Poster is a frame of the clip as a PNG, when the trainer wrote one: what a phone
 	// notification and the page show before the clip plays.
 	Poster *File `json:"poster,omitempty"`
 }

@@ -21,7 +21,7 @@ import (
 // trainer writes an MP4 or a GIF there under that name, without an extension, since
 // tunebot reads the container from the content; once checked it is renamed to
 // clip.mp4 or clip.gif, so the run directory says what it holds. {clip_poster} is
-// ClipPosterFile, the clip's first frame as a PNG (optional).
+// ClipPosterFile, a frame of the clip as a PNG (optional).
 const (
 	ClipFile       = "clip"
 	ClipPosterFile = "clip-poster.png"

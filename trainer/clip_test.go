@@ -19,7 +19,7 @@ import (
 // simGIF is a real sim clip and its poster frame.
 func simGIF(t *testing.T) ([]byte, []byte) {
 	t.Helper()
-	g, p, err := sim.Clip(session.Metrics{session.MetricVelLinear: 0.2, session.MetricFootSlip: 0.1, session.MetricOrientation: 0.05})
+	g, p, err := sim.Clip(session.Metrics{session.MetricVelLinear: 0.2, session.MetricFootSlip: 0.1, session.MetricOrientation: 0.05}, sim.NoLabel)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -138,6 +138,8 @@ func (r *Runner) values(s session.Settings, runDir string, ref session.TrialRef)
 		"run_name":      RunName(s.RunName, ref),
 		"eval_num_envs": strconv.Itoa(s.EvalNumEnvs),
 		"eval_steps":    strconv.Itoa(s.EvalSteps),
+		"trial":         strconv.Itoa(ref.Number),
+		"rung":          strconv.Itoa(ref.Rung),
 	}
 }
 

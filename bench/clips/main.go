@@ -59,7 +59,7 @@ func simFigures(bin string, runs int) error {
 	for i := 0; i < runs; i++ {
 		for _, m := range demoMetrics {
 			t0 := time.Now()
-			frames := sim.DrawClip(m)
+			frames := sim.DrawClip(m, sim.ClipLabel{Trial: 3, Rung: 1})
 			t1 := time.Now()
 			g, _, err := sim.EncodeClip(frames)
 			if err != nil {

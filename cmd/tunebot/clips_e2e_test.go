@@ -29,7 +29,7 @@ type ntfyRequest struct {
 
 // TestPhonesAndTheConsoleGetTheClips runs a sim session under the daemon with ntfy on and
 // the page's public address set: every finished trial buzzes the phone with one line, the
-// first frame of its clip attached, opening the trial's page when tapped; the console names
+// poster frame of its clip attached, opening the trial's page when tapped; the console names
 // each trial's clip file (issue 21).
 func TestPhonesAndTheConsoleGetTheClips(t *testing.T) {
 	var mu sync.Mutex

@@ -71,7 +71,9 @@ func runSimEval(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&o.RunDir, "run-dir", "", "run directory (evaluation events go to its evaluation-events/)")
 	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface the checkpoint was trained on (see sim-train)")
 	fs.StringVar(&o.ClipOutput, "clip-output", "", "write the clip (a GIF) here; empty: none")
-	fs.StringVar(&o.ClipPoster, "clip-poster", "", "write the clip's first frame (a PNG) here; empty: none")
+	fs.StringVar(&o.ClipPoster, "clip-poster", "", "write the clip's poster frame (a PNG) here; empty: none")
+	fs.IntVar(&o.Label.Trial, "trial", -1, "the trial's number, drawn on the clip; -1: none")
+	fs.IntVar(&o.Label.Rung, "rung", -1, "the trial's rung, drawn on the clip with --trial")
 	fs.Func("surface-family", "the family of --surface-seed (see sim-train)", familyFlag(&o.Family))
 	if code, ok := parseFlags(e, fs, args); !ok {
 		return code

@@ -278,7 +278,7 @@ func unattended(ctx context.Context, e *env, eng *session.Engine, id string) (s 
 		return s, false, nil // its worker waits on a clock, or leaves now that it is paused
 	}
 	if s.State != session.StatePaused {
-		fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), s.State)
+		fmt.Fprintf(e.stderr, "session %s is %s and input has ended; nobody is left to decide.\n", session.Short(id), session.StateLabel(s.State))
 	}
 	return s, true, nil
 }
@@ -476,7 +476,7 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 // printed the summary card (the trials table, the headline, the preset) of a session that
 // ended; one that still waits says why here.
 func writeSummaryText(w io.Writer, s summaryJSON) {
-	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, s.State)
+	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, session.StateLabel(s.State))
 	if s.Outcome == session.OutcomeNoImprovement {
 		fmt.Fprintf(w, "  outcome:     %s: %s\n", s.Outcome, session.Session{State: s.State, Outcome: s.Outcome}.OutcomeText())
 	}

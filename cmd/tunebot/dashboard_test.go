@@ -206,7 +206,7 @@ func TestDashboardInChromium(t *testing.T) {
 	if again := b.evalString(`document.querySelector("#leaderboard tbody tr").dataset.trial`); first == again || again != "0@0" {
 		t.Errorf("sorting by trial: first row %s, then %s; want the order reversed, trial 0 first", first, again)
 	}
-	// Every finished trial's row shows its clip's first frame; a click plays the clip, which
+	// Every finished trial's row shows its clip's poster frame; a click plays the clip, which
 	// keeps playing through the page's refreshes (issue 21).
 	b.waitJS("the clips' poster frames", `(() => { const ps = [...document.querySelectorAll("#leaderboard img.clip-poster")];
 		return ps.length >= 2 && ps.every((p) => p.complete && p.naturalWidth > 0) })()`)
@@ -237,8 +237,8 @@ func TestDashboardInChromium(t *testing.T) {
 	b.waitJS("no curves", `!!document.querySelector("#charts p")`)
 	b.eval(`document.querySelectorAll(".trial-box")[0].click(); document.querySelectorAll(".trial-box")[1].click()`)
 	b.waitJS("two trials overlaid", `Number(document.body.dataset.charts || 0) > 0 && Number(document.body.dataset.series) === 2 * Number(document.body.dataset.charts)`)
-	if n := b.evalString(`String(document.querySelector(".chart").querySelectorAll(".u-legend .u-series").length)`); n != "3" {
-		t.Errorf("the first chart's legend has %s entries; want step and two trials", n)
+	if n := b.evalString(`String(document.querySelectorAll("#curves-legend .legend-item").length)`); n != "2" {
+		t.Errorf("the curves' legend has %s entries; want the two trials", n)
 	}
 	b.screenshot(filepath.Join(shots, "5-curves.png"))
 	// The filter narrows the tags by name; a tag unticked by hand goes too.

@@ -3,7 +3,10 @@
 "use strict";
 (function () {
   const body = document.body;
-  const page = body.dataset.page, pageID = body.dataset.id, pageName = body.dataset.name;
+  const page = body.dataset.page, pageName = body.dataset.name;
+  let pageID = body.dataset.id; // the whole id once the server resolved a typed prefix
+  // A metric's display name, from the table the server sends (session.MetricLabels).
+  const metricLabel = (d, n) => (d.labels && d.labels.metrics && d.labels.metrics[n]) || n;
   const main = document.getElementById("main");
   const POLL_MS = 3000;
 
@@ -92,7 +95,7 @@
       const data = await getJSON("/api/sessions" + (cursor ? "?cursor=" + enc(cursor) : ""));
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
-        h("td", {}, h("span", { class: "badge " + s.state }, s.state), s.outcome === "no_improvement" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
+        h("td", {}, h("span", { class: "badge " + s.state }, s.state_label), s.outcome === "no_improvement" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
         h("td", { class: "r" }, s.best_score === null ? "—" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ " + s.best_versus.rung + ")"
           : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
@@ -135,6 +138,10 @@
     const picked = new URLSearchParams(location.search).get("trial");
     const refresh = async () => {
       const d = await getJSON("/api/sessions/" + enc(pageID));
+      if (d.session.id !== pageID) { // typed as a prefix: show, and poll, the whole id
+        pageID = d.session.id;
+        history.replaceState(null, "", "/sessions/" + enc(pageID) + location.search);
+      }
       renderHead(sec.head, d);
       renderDecide(sec.decide, d);
       renderReview(sec.review, d);
@@ -162,7 +169,7 @@
     if (d.may.cancel && !["cancelled", "failed", "succeeded"].includes(s.state)) buttons.push(h("button", { id: "cancel", class: "danger", onclick: act("cancel") }, "Cancel"));
     const old = el.querySelector("#action-msg");
     el.replaceChildren(...[
-      h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state)),
+      h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state_label)),
       h("p", {}, s.run_name + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
         " · best " + (s.best_score === null ? "none yet" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ rung " + s.best_versus.rung + ")"
           : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
@@ -181,7 +188,7 @@
   function diffTable(caption, diff) {
     return h("table", { class: "diff" }, h("caption", {}, caption),
       h("thead", {}, h("tr", {}, ["term", "old", "new", "×"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, diff.map((c) => h("tr", {}, h("td", {}, (c.kind === "param" ? "params." : "") + c.name),
+      h("tbody", {}, diff.map((c) => h("tr", {}, h("td", {}, c.label),
         h("td", { class: "r del" }, num(c.old)), h("td", { class: "r add" }, num(c.new)), h("td", { class: "r" }, c.factor)))));
   }
 
@@ -334,7 +341,7 @@
       sortState.dir = sortState.key === k ? -sortState.dir : -1; sortState.key = k; renderBoard(el, d, picked);
     } }, label + (sortState.key === k ? (sortState.dir > 0 ? " ▲" : " ▼") : "")));
     head.push(h("th", {}, "clip"));
-    el.replaceChildren(h("h2", {}, "Leaderboard"),
+    el.replaceChildren(h("h2", {}, "Leaderboard"), h("p", { class: "muted", id: "board-key" }, "★ the session's best trial · (pN) the proposal it came from"),
       h("table", { id: "leaderboard" }, h("thead", {}, h("tr", {}, head)), h("tbody", {}, rows.map((t) => h("tr", {
         class: (t.best ? "best " : "") + (picked === t.number + "@" + t.rung ? "picked" : ""), "data-trial": t.number + "@" + t.rung },
         h("td", {}, t.number + (t.best ? " ★" : "") + (t.proposal ? " (p" + t.proposal + ")" : "")), h("td", { class: "r" }, t.rung),
@@ -351,6 +358,7 @@
   // clip that plays keeps playing when the leaderboard refreshes.
   const clipCells = new Map();
   function clipCell(t) {
+    if (t.clip_removed) return h("span", { class: "muted clip-removed" }, t.clip_note);
     if (!t.clip) return t.clip_note ? h("span", { class: "muted", title: t.clip_note }, "none") : "—";
     const key = t.number + "@" + t.rung + " " + t.clip.url;
     if (!clipCells.has(key)) {
@@ -374,14 +382,16 @@
   // The compare view: two trials' clips side by side, played in sync, their metrics beside
   // them; the best trial against the baseline (at its rung when carried along) by default,
   // which follows the best as trials finish until a person picks a pair.
-  let clipsKey = "", clipsPick = null, clipsPicked = false;
+  let clipsKey = null, clipsPick = null, clipsPicked = false;
   function renderClips(el, d) {
     const withClip = d.trials.filter((t) => t.clip);
-    const key = withClip.map((t) => t.number + "@" + t.rung + t.clip.url).join(",");
+    const removed = d.trials.some((t) => t.clip_removed);
+    const key = withClip.map((t) => t.number + "@" + t.rung + t.clip.url).join(",") + (removed ? " removed" : "");
     if (key === clipsKey) return; // keep the players across polls
     clipsKey = key;
     if (withClip.length < 2) {
-      el.replaceChildren(h("h2", {}, "Clips side by side"), h("p", { class: "muted" }, withClip.length ? "one trial has a clip so far" : "no clips yet"));
+      el.replaceChildren(h("h2", {}, "Clips side by side"), h("p", { class: "muted" },
+        removed ? "the clips were removed by prune" : withClip.length ? "one trial has a clip so far" : "no clips yet"));
       return;
     }
     const ref = (t) => t.number + "@" + t.rung;
@@ -396,7 +406,7 @@
       const t = withClip.find((x) => ref(x) === clipsPick[i]) || withClip[i];
       const p = clipPlayer(t.clip, { width: 360 });
       players.push(p);
-      const rows = Object.entries(t.metrics || {}).map(([k, v]) => h("tr", {}, h("td", {}, k), h("td", { class: "r" }, num(v))));
+      const rows = Object.entries(t.metrics || {}).map(([k, v]) => h("tr", {}, h("td", {}, metricLabel(d, k)), h("td", { class: "r" }, num(v))));
       return h("div", { class: "clip-side", "data-trial": ref(t) }, pick(i), h("div", {}, p),
         h("table", { class: "clip-metrics" }, h("caption", {}, "score " + signed(t.rank_score) + (t.eligible ? "" : " · not eligible")), h("tbody", {}, rows)));
     };
@@ -483,7 +493,9 @@
   }
 
   // ---- curves ---------------------------------------------------------------------------
-  const palette = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  // A colour per trial that no other trial of the session shares, so none within a chart:
+  // hues a golden angle apart in three lightnesses (a palette of ten repeats from the 11th).
+  const colorOf = (i) => "hsl(" + ((i * 137.508) % 360).toFixed(1) + ", 70%, " + [40, 55, 30][i % 3] + "%)";
 
   function smooth(values, w) {
     if (w <= 0) return values;
@@ -506,21 +518,31 @@
     const smoothLabel = h("span", {}, "0.60");
     const logScale = h("input", { id: "log-scale", type: "checkbox" });
     const charts = h("div", { id: "charts", class: "charts" });
+    const legend = h("div", { id: "curves-legend", class: "legend" });
     const evalPanel = h("section", { id: "eval-metrics" });
     const trialBoxes = meta.trials.map((t, i) => {
       const id = t.number + "@" + t.rung;
       const box = h("input", { type: "checkbox", class: "trial-box", "data-trial": id, checked: true, onchange: () => { box.checked ? chosen.add(id) : chosen.delete(id); draw(); } });
-      return h("label", { class: "trial-pick" }, box, h("span", { class: "swatch" }), " trial " + t.number + " @ " + t.rung + " " + (t.score === null ? "" : signed(t.score)));
+      return h("label", { class: "trial-pick", "data-rung": t.rung }, box, h("span", { class: "swatch" }), " trial " + t.number + " " + (t.score === null ? "" : signed(t.score)));
     });
+    // Trials by rung, as scores compare within a rung: a rung's button shows it alone.
+    const rungs = [...new Set(meta.trials.map((t) => t.rung))].sort((a, b) => a - b);
+    const only = (keep) => {
+      chosen.clear();
+      meta.trials.forEach((t, i) => { const on = keep(t); trialBoxes[i].firstChild.checked = on; if (on) chosen.add(t.number + "@" + t.rung); });
+      draw();
+    };
     const controls = h("aside", { class: "controls" },
       h("h2", {}, "Trials"), h("div", { class: "buttons" },
-        h("button", { id: "select-none", onclick: () => { chosen.clear(); trialBoxes.forEach((l) => (l.firstChild.checked = false)); draw(); } }, "none"),
-        h("button", { id: "select-all", onclick: () => { meta.trials.forEach((t) => chosen.add(t.number + "@" + t.rung)); trialBoxes.forEach((l) => (l.firstChild.checked = true)); draw(); } }, "all")),
-      trialBoxes, h("h2", {}, "Tags"), filter, tagList,
+        h("button", { id: "select-none", onclick: () => only(() => false) }, "none"),
+        h("button", { id: "select-all", onclick: () => only(() => true) }, "all"),
+        rungs.length > 1 ? rungs.map((r) => h("button", { id: "rung-" + r, class: "rung-pick", onclick: () => only((t) => t.rung === r) }, "rung " + r)) : []),
+      rungs.map((r) => h("div", { class: "rung-group" }, h("h3", {}, "rung " + r), trialBoxes.filter((l) => Number(l.dataset.rung) === r))),
+      h("h2", {}, "Tags"), filter, tagList,
       h("h2", {}, "Display"), h("button", { id: "reload", onclick: () => draw() }, "reload curves"), h("br"), h("label", {}, "smoothing ", smoothing, " ", smoothLabel), h("br"), h("label", {}, logScale, " log scale"),
       h("p", { class: "muted" }, "drag to zoom, double-click to reset; hover for values"));
     main.replaceChildren(h("h1", {}, h("a", { href: "/sessions/" + enc(pageID) }, "Session " + pageID.slice(0, 8)), " · curves"),
-      h("div", { class: "curves-layout" }, controls, h("div", {}, evalPanel, charts)));
+      h("div", { class: "curves-layout" }, controls, h("div", { class: "curves-main" }, evalPanel, legend, charts)));
     let data = null, plots = [], seq = 0;
     async function draw() {
       const mine = ++seq; // a slower, older answer must not overwrite a newer choice
@@ -544,7 +566,16 @@
       const byTag = new Map();
       for (const c of data.curves) { if (!byTag.has(c.tag)) byTag.set(c.tag, []); byTag.get(c.tag).push(c); }
       const boxes = [];
-      const color = (trial) => palette[meta.trials.findIndex((t) => t.number + "@" + t.rung === trial) % palette.length];
+      const color = (trial) => colorOf(meta.trials.findIndex((t) => t.number + "@" + t.rung === trial));
+      const name = (trial) => "trial " + trial.replace("@", " @ ");
+      // One legend for every chart (TensorBoard's and W&B's way): a chart's own would list
+      // every trial again, taller than its plot. Hovering an entry brings that trial forward.
+      const shown = meta.trials.map((t) => t.number + "@" + t.rung).filter((id) => data.curves.some((c) => c.trial === id));
+      const focus = (id) => plots.forEach((p) => { const k = id ? p.series.findIndex((s) => s.trial === id) : -1; p.setSeries(k > 0 ? k : null, { focus: true }); });
+      legend.replaceChildren(...shown.map((id) => {
+        const sw = h("span", { class: "swatch" }); sw.style.background = color(id);
+        return h("span", { class: "legend-item", "data-trial": id, onmouseenter: () => focus(id), onmouseleave: () => focus(null) }, sw, name(id));
+      }));
       for (const [tag, cs] of byTag) {
         const xs = Array.from(new Set(cs.flatMap((c) => c.steps))).sort((a, b) => a - b);
         const at = new Map(xs.map((x, i) => [x, i]));
@@ -554,15 +585,19 @@
           c.steps.forEach((s, i) => { const v = sm[i]; ys[at.get(s)] = log && v <= 0 ? null : v; });
           return ys;
         });
-        const box = h("div", { class: "chart", "data-tag": tag }, h("h3", {}, tag));
+        const tip = h("div", { class: "tip", hidden: true });
+        const box = h("div", { class: "chart", "data-tag": tag }, h("h3", {}, tag), tip);
         boxes.push(box);
         charts.append(box);
         const opts = {
           width: Math.max(320, Math.min(640, ((charts.clientWidth || 900) - 48) / 2)), height: 240,
           scales: { x: { time: false }, y: { distr: log ? 3 : 1 } },
-          series: [{ label: "step" }, ...cs.map((c) => ({ label: "trial " + c.trial, stroke: color(c.trial), width: 1.5, spanGaps: true }))],
+          series: [{ label: "step" }, ...cs.map((c) => ({ label: name(c.trial), trial: c.trial, stroke: color(c.trial), width: 1.5, spanGaps: true }))],
           axes: [{}, { size: 60 }],
-          cursor: { drag: { x: true, y: false } },
+          legend: { show: false },
+          focus: { alpha: 0.25 },
+          cursor: { drag: { x: true, y: false }, focus: { prox: 16 } },
+          hooks: { setCursor: [(u) => hover(u, tip)] },
         };
         plots.push(new uPlot(opts, [xs, ...series], box));
       }
@@ -571,18 +606,30 @@
       body.dataset.series = data.curves.length;
       loaded();
     }
+    // hover lists the values at the cursor, highest first, in place of a legend per chart
+    function hover(u, tip) {
+      const i = u.cursor.idx;
+      if (i == null) { tip.hidden = true; return; }
+      const rows = u.series.slice(1).map((s, k) => [s, u.data[k + 1][i]]).filter(([, v]) => v !== null && v !== undefined).sort((a, b) => b[1] - a[1]);
+      const more = rows.length > 8 ? [h("div", { class: "muted" }, "… " + (rows.length - 8) + " more")] : [];
+      tip.replaceChildren(h("div", { class: "muted" }, "step " + u.data[0][i]), ...rows.slice(0, 8).map(([s, v]) => {
+        const sw = h("span", { class: "swatch" }); sw.style.background = s.stroke();
+        return h("div", {}, sw, s.label + " ", h("b", {}, num(v)));
+      }), ...more);
+      tip.hidden = false;
+    }
     filter.addEventListener("input", () => { clearTimeout(filter._t); filter._t = setTimeout(draw, 250); });
     smoothing.addEventListener("input", () => data && render());
     logScale.addEventListener("change", () => data && render());
     await draw();
-    trialBoxes.forEach((l, i) => (l.querySelector(".swatch").style.background = palette[i % palette.length]));
+    trialBoxes.forEach((l, i) => (l.querySelector(".swatch").style.background = colorOf(i)));
   }
 
   function renderEval(el, meta, trials) {
     const names = meta.metric_names.filter((n) => trials.some((t) => meta.metrics[t] && meta.metrics[t][n] !== undefined));
     if (!names.length) { el.replaceChildren(); return; }
     el.replaceChildren(h("h2", {}, "Evaluation metrics (lower is better)"), h("table", { id: "eval-table" },
-      h("thead", {}, h("tr", {}, h("th", {}, "trial"), names.map((n) => h("th", {}, n)))),
+      h("thead", {}, h("tr", {}, h("th", {}, "trial"), names.map((n) => h("th", { title: n }, metricLabel(meta, n))))),
       h("tbody", {}, trials.filter((t) => meta.metrics[t]).map((t) => h("tr", {}, h("td", {}, t), names.map((n) => {
         const v = meta.metrics[t][n], max = Math.max(...trials.map((x) => (meta.metrics[x] && meta.metrics[x][n]) || 0));
         const bar = h("span", { class: "bar" }); bar.style.width = (max > 0 ? (100 * v) / max : 0).toFixed(0) + "%";

@@ -46,6 +46,9 @@ var clipPalette = color.Palette{
 	color.RGBA{0x2e, 0x9e, 0x4f, 0xff}, // 5 target marker
 	color.RGBA{0xd6, 0x45, 0x41, 0xff}, // 6 slip marks, a fall
 	color.RGBA{0x11, 0x11, 0x11, 0xff}, // 7 text
+	color.RGBA{0xf6, 0xd3, 0xcf, 0xff}, // 8 the ground lost to the target
+	color.RGBA{0xb5, 0xa4, 0x8a, 0xff}, // 9 dust of a sliding foot
+	color.RGBA{0xe0, 0x8a, 0x1e, 0xff}, // 10 jolt marks of jerky actions
 }
 
 const (
@@ -57,6 +60,9 @@ const (
 	cTarget
 	cSlip
 	cText
+	cDrift
+	cDust
+	cJolt
 )
 
 // clipPhase is the command schedule: from second, name, forward speed (m/s), turn rate
@@ -79,7 +85,7 @@ func phaseAt(t float64) (string, float64, float64) {
 
 // Body geometry in metres, and the drawing scale.
 const (
-	pxPerM    = 104.0
+	pxPerM    = 160.0
 	bodyLen   = 0.38
 	bodyThick = 0.07
 	hipHeight = 0.27
@@ -87,16 +93,27 @@ const (
 	shankLen  = 0.2
 	gaitT     = 0.6 // trot period, s
 	groundY   = 135 // pixel row of the ground
-	startX    = 40  // pixel column where robot and target start
+	flagX     = 236 // pixel column of the target marker: the camera follows the target
 )
 
-// Clip draws the clip of an evaluation with metrics m: an animated GIF and its first frame
-// as a PNG.
-func Clip(m session.Metrics) (gifData, posterData []byte, err error) {
-	return EncodeClip(DrawClip(m))
+// ClipLabel names the trial a clip shows, drawn in the frame; a negative Trial draws none.
+type ClipLabel struct{ Trial, Rung int }
+
+// NoLabel draws no trial label.
+var NoLabel = ClipLabel{Trial: -1, Rung: -1}
+
+// Clip draws the clip of an evaluation with metrics m, labelled with its trial and rung:
+// an animated GIF and its frame PosterFrame as a PNG.
+func Clip(m session.Metrics, label ClipLabel) (gifData, posterData []byte, err error) {
+	return EncodeClip(DrawClip(m, label))
 }
 
-// EncodeClip encodes frames drawn by DrawClip as a GIF and its first frame as a PNG.
+// PosterFrame is the frame the poster shows: the end of the walk, when everything the
+// metrics say has happened (how far the robot trails the target, its skid marks, a fall),
+// rather than the first frames, which all stand still and so look alike.
+const PosterFrame = ClipFrames - 1
+
+// EncodeClip encodes frames drawn by DrawClip as a GIF and frame PosterFrame as a PNG.
 func EncodeClip(frames []*image.Paletted) (gifData, posterData []byte, err error) {
 	g := &gif.GIF{LoopCount: 0}
 	// After the first frame, each frame holds only the rectangle that changed, and in it
@@ -149,7 +166,7 @@ func EncodeClip(frames []*image.Paletted) (gifData, posterData []byte, err error
 	if err := gif.EncodeAll(&gb, g); err != nil {
 		return nil, nil, fmt.Errorf("encoding the clip: %w", err)
 	}
-	if err := png.Encode(&pb, frames[0]); err != nil {
+	if err := png.Encode(&pb, frames[min(PosterFrame, len(frames)-1)]); err != nil {
 		return nil, nil, fmt.Errorf("encoding the clip's poster frame: %w", err)
 	}
 	return gb.Bytes(), pb.Bytes(), nil
@@ -162,41 +179,80 @@ type leg struct {
 	far   bool
 	x     float64 // foot's world x while on the ground
 	down  bool
+	skid  int  // index of the skid mark it is making (near legs), -1 when none
+	slid  bool // it slid in the last step
 }
 
-// DrawClip draws the clip's frames for metrics m.
-func DrawClip(m session.Metrics) []*image.Paletted {
-	vErr, wErr := m[session.MetricVelLinear], m[session.MetricVelAngular]
-	wobble := 3 * m[session.MetricOrientation] // rad of pitch, exaggerated
-	slip := 6 * m[session.MetricFootSlip]      // m/s of sliding while on the ground, exaggerated
-	jitter := math.Min(6, 0.25*m[session.MetricActionAcc])
-	fall := m[session.MetricFallRate]
-	fallAt := math.Inf(1)
-	if fall >= 0.05 {
-		fallAt = 4.5 - 3*math.Min(1, (fall-0.05)/0.3) // 4.5 s at 5 %, 1.5 s at 35 % and more
-	}
-	stumbleAt, stumble := 2.2, math.Min(1, fall/0.05)*0.06
+// clipAnchors spread each metric's effect over the range from a tuned policy at the last
+// rung (0: no effect) to a poor one at rung 0 (1: the full effect), on the sim's surface:
+// the trials one session compares differ by a fraction of a metric's value, and drawn in
+// proportion those differences would be a few pixels.
+var clipAnchors = map[string][2]float64{
+	session.MetricVelLinear: {0.15, 0.40}, session.MetricVelAngular: {0.25, 0.50},
+	session.MetricActionAcc: {14, 22}, session.MetricOrientation: {0.04, 0.10},
+	session.MetricFallRate: {0.005, 0.05}, session.MetricFootSlip: {0.08, 0.13},
+}
 
+// badness is metric name of m on its anchors, clamped to 0–1.
+func badness(m session.Metrics, name string) float64 {
+	a := clipAnchors[name]
+	return math.Max(0, math.Min(1, (m[name]-a[0])/(a[1]-a[0])))
+}
+
+// clipEffects are the metrics as the drawing shows them.
+type clipEffects struct {
+	lin, ang, slipLoss float64 // fractions of the commanded speed lost
+	wobble, bob        float64 // pitch (rad) and bounce (m) amplitudes
+	jitter             float64 // px of leg and body jitter
+	jolts              int     // jolt marks around the body per frame
+	slip               float64 // m/s a foot slides while on the ground
+	dust               float64 // px radius of the dust a sliding foot raises
+	fallAt             float64 // s; +Inf: it does not fall
+	stumble            float64 // m the body dips in a stumble
+}
+
+func effectsOf(m session.Metrics) clipEffects {
+	e := clipEffects{
+		lin: 0.6 * badness(m, session.MetricVelLinear), ang: 0.5 * badness(m, session.MetricVelAngular),
+		slipLoss: 0.35 * badness(m, session.MetricFootSlip),
+		wobble:   0.04 + 0.4*badness(m, session.MetricOrientation), bob: 0.01 + 0.04*badness(m, session.MetricOrientation),
+		jitter: 12 * badness(m, session.MetricActionAcc), jolts: int(math.Round(4 * badness(m, session.MetricActionAcc))),
+		fallAt: math.Inf(1), stumble: 0.1 * math.Min(1, m[session.MetricFallRate]/0.05),
+	}
+	if s := badness(m, session.MetricFootSlip); s > 0 {
+		e.slip, e.dust = 0.1+0.4*s, 2+5*s
+	}
+	if fall := m[session.MetricFallRate]; fall >= 0.05 {
+		e.fallAt = 4.5 - 3*math.Min(1, (fall-0.05)/0.3) // 4.5 s at 5 %, 1.5 s at 35 % and more
+	}
+	return e
+}
+
+// Times of the stumbles: the first for any fall rate, the second from 2 %.
+const stumbleAt, stumbleAt2 = 2.2, 3.7
+
+// DrawClip draws the clip's frames for metrics m, labelled with label.
+func DrawClip(m session.Metrics, label ClipLabel) []*image.Paletted {
+	e := effectsOf(m)
 	legs := []*leg{{hip: bodyLen / 2, phase: 0}, {hip: -bodyLen / 2, phase: 0.5},
 		{hip: bodyLen / 2, phase: 0.5, far: true}, {hip: -bodyLen / 2, phase: 0, far: true}}
 	for _, l := range legs {
-		l.x, l.down = l.hip, true
+		l.x, l.down, l.skid = l.hip, true, -1
 	}
 	const dt = 0.01
 	robotX, targetX, gaitClock := 0.0, 0.0, 0.0
-	// what stays: the ground, and the skid marks as feet slide (drawn once, where they are)
-	bg := drawer{img: image.NewPaletted(image.Rect(0, 0, ClipWidth, ClipHeight), clipPalette), camX: -startX / pxPerM}
-	bg.background()
+	var skids [][2]float64 // world x ranges a near foot slid over: they stay on the ground
 	var out []*image.Paletted
 	for f := 0; f < ClipFrames; f++ {
 		until := float64(f) * ClipDelay / 100
 		for t := until - ClipDelay/100.0 + dt; f > 0 && t <= until+1e-9; t += dt {
 			_, vx, wz := phaseAt(t)
 			targetX += vx * dt
-			if t < fallAt {
-				// a turn's error adds to the lag: the robot is off its heading
-				lag := (vErr + 0.5*wErr*boolf(wz != 0)) * boolf(vx > 0)
-				robotX += math.Max(0, vx-lag) * dt
+			if t < e.fallAt {
+				// a turn's error adds to the lag (the robot is off its heading), and
+				// sliding feet lose ground
+				loss := math.Min(0.9, e.lin+e.ang*boolf(wz != 0)+e.slipLoss)
+				robotX += vx * (1 - loss) * dt
 				if vx > 0 {
 					gaitClock += dt
 				}
@@ -204,13 +260,17 @@ func DrawClip(m session.Metrics) []*image.Paletted {
 			for _, l := range legs {
 				stance := vx == 0 || math.Mod(gaitClock/gaitT+l.phase, 1) < 0.5
 				if stance && !l.down { // touchdown ahead of the hip
-					l.x, l.down = robotX+l.hip+0.25*vx*gaitT, true
+					l.x, l.down, l.skid = robotX+l.hip+0.25*vx*gaitT, true, -1
 				}
-				if stance && vx > 0 && t < fallAt && slip > 0 { // a sliding foot
-					from := l.x
-					l.x -= slip * dt
+				l.slid = stance && vx > 0 && t < e.fallAt && e.slip > 0
+				if l.slid { // a sliding foot: one skid mark per touchdown, growing
+					l.x -= e.slip * dt
+					if !l.far && l.skid < 0 {
+						l.skid = len(skids)
+						skids = append(skids, [2]float64{l.x, l.x + e.slip*dt})
+					}
 					if !l.far {
-						bg.skid(l.x, from)
+						skids[l.skid][0] = l.x
 					}
 				}
 				if !stance {
@@ -218,42 +278,81 @@ func DrawClip(m session.Metrics) []*image.Paletted {
 				}
 			}
 		}
-		name, vx, _ := phaseAt(until)
-		img := image.NewPaletted(image.Rect(0, 0, ClipWidth, ClipHeight), clipPalette)
-		// A still camera: only the robot and the target change from frame to frame, which
-		// keeps the GIF small and quick to encode; the whole walk fits in the frame.
-		d := drawer{img: img, camX: -startX / pxPerM}
-		copy(img.Pix, bg.img.Pix)
-		d.marker(targetX)
-
-		// the body: pitch wobbles with the gait, a stumble dips it, a fall lays it down
-		pitch := wobble * math.Sin(2*math.Pi*(gaitClock/gaitT*2+0.1*until))
-		if vx == 0 {
-			pitch = 0.4 * wobble * math.Sin(2*math.Pi*until)
-		}
-		height := hipHeight - stumble*math.Exp(-sq((until-stumbleAt)/0.15))
-		fallen := math.Min(1, math.Max(0, (until-fallAt)/0.4))
-		height -= fallen * (hipHeight - bodyThick/2)
-		pitch += fallen * 0.2
+		var sliding []float64 // near feet sliding as the frame is drawn
 		for _, l := range legs {
-			if l.far {
-				d.leg(robotX, height, pitch, l, gaitClock, vx, fallen, jitter*hash01(f, l.hip, 1), cFar)
+			if l.slid && !l.far {
+				sliding = append(sliding, l.x)
 			}
 		}
-		d.body(robotX, height, pitch)
-		for _, l := range legs {
-			if !l.far {
-				d.leg(robotX, height, pitch, l, gaitClock, vx, fallen, jitter*hash01(f, l.hip, 2), cBody)
-			}
-		}
-		d.text(6, 6, "SIM", cText)
-		if fallen > 0 {
-			name = "FELL"
-		}
-		d.text(ClipWidth-6-textWidth(name), 6, name, cText)
-		out = append(out, img)
+		out = append(out, drawFrame(e, label, f, until, robotX, targetX, gaitClock, legs, skids, sliding))
 	}
 	return out
+}
+
+// drawFrame draws one frame. The camera follows the target, so the robot's place in the
+// frame is its lag; when it trails by more than the frame holds, the camera keeps it in
+// and the target leaves on the right.
+func drawFrame(e clipEffects, label ClipLabel, f int, until, robotX, targetX, gaitClock float64, legs []*leg, skids [][2]float64, sliding []float64) *image.Paletted {
+	name, vx, _ := phaseAt(until)
+	img := image.NewPaletted(image.Rect(0, 0, ClipWidth, ClipHeight), clipPalette)
+	d := drawer{img: img, camX: math.Min(targetX-flagX/pxPerM, robotX-bodyLen/2-16/pxPerM)}
+	d.background()
+	for _, s := range skids {
+		d.skid(s[0], s[1], e.dust/4)
+	}
+
+	// the body: pitch wobbles with the gait, a stumble dips it, a fall lays it down
+	phase := 2 * math.Pi * (gaitClock/gaitT*2 + 0.1*until)
+	pitch := e.wobble * math.Sin(phase)
+	height := hipHeight + e.bob*math.Sin(2*phase+1)
+	if vx == 0 {
+		pitch, height = 0.4*e.wobble*math.Sin(2*math.Pi*until), hipHeight
+	}
+	dip := math.Exp(-sq((until - stumbleAt) / 0.15))
+	if e.stumble >= 0.04 {
+		dip += math.Exp(-sq((until - stumbleAt2) / 0.15))
+	}
+	height -= e.stumble * dip
+	pitch -= 4 * e.stumble * dip // nose down
+	fallen := math.Min(1, math.Max(0, (until-e.fallAt)/0.4))
+	height -= fallen * (hipHeight - bodyThick/2)
+	pitch += fallen * 0.2
+	height += e.jitter / 3 * hash01(f, 0, 3) / pxPerM
+
+	// the ground the robot has lost to the target, shaded from its nose to the marker
+	nose, _ := d.px(robotX+bodyLen/2+0.06, 0)
+	flag, _ := d.px(targetX, 0)
+	d.rect(int(nose), markerTop, int(flag), groundY, cDrift)
+	d.marker(targetX)
+
+	for _, l := range legs {
+		if l.far {
+			d.leg(robotX, height, pitch, l, gaitClock, vx, fallen, e.jitter*hash01(f, l.hip, 1), cFar)
+		}
+	}
+	d.body(robotX, height, pitch)
+	for _, l := range legs {
+		if !l.far {
+			d.leg(robotX, height, pitch, l, gaitClock, vx, fallen, e.jitter*hash01(f, l.hip, 2), cBody)
+		}
+	}
+	for _, x := range sliding { // dust from a sliding foot
+		px, _ := d.px(x, 0)
+		d.disc(px-e.dust, groundY-e.dust, e.dust, cDust)
+	}
+	if fallen == 0 {
+		d.jolts(robotX, height, e.jolts, f)
+	}
+	d.text(6, 6, "SIM", cText)
+	if label.Trial >= 0 {
+		s := fmt.Sprintf("TRIAL %d RUNG %d", label.Trial, label.Rung)
+		d.text((ClipWidth-textWidth(s))/2, 6, s, cText)
+	}
+	if fallen > 0 {
+		name = "FELL"
+	}
+	d.text(ClipWidth-6-textWidth(name), 6, name, cText)
+	return img
 }
 
 func boolf(b bool) float64 {
@@ -294,21 +393,48 @@ func (d drawer) background() {
 	}
 }
 
-// skid marks the ground where a foot slid from world x to x+dx.
-func (d drawer) skid(x, to float64) {
+// skid marks the ground where a foot slid from world x to to, w px wider than a hairline.
+func (d drawer) skid(x, to, w float64) {
 	a, _ := d.px(x, 0)
 	b, _ := d.px(to, 0)
-	d.line(a, groundY+2, b, groundY+2, 1.2, cSlip)
+	if b < 0 || a > ClipWidth {
+		return
+	}
+	d.line(a, groundY+2+w, b, groundY+2+w, 1.2+w, cSlip)
 }
 
-// marker is the target: a pennant a little taller than the robot (no taller, as every row
-// it spans is in each frame's changed rectangle).
+// rect fills the pixels x0 ≤ x < x1, y0 ≤ y < y1 inside the frame.
+func (d drawer) rect(x0, y0, x1, y1 int, c uint8) {
+	for y := max(y0, 0); y < min(y1, ClipHeight); y++ {
+		for x := max(x0, 0); x < min(x1, ClipWidth); x++ {
+			d.img.Pix[y*d.img.Stride+x] = c
+		}
+	}
+}
+
+// jolts draws n short strokes around the body of a robot whose actions jerk, in new
+// places each frame.
+func (d drawer) jolts(x, h float64, n, f int) {
+	cx, cy := d.px(x, h+bodyThick)
+	for i := 0; i < n; i++ {
+		a := math.Pi * (1.1 + 0.8*(hash01(f, float64(i), 4)+1)/2) // above the body
+		r := 0.3 * pxPerM
+		px, py := cx+r*math.Cos(a), cy+0.5*r*math.Sin(a)
+		d.line(px-4, py-3, px+4, py+3, 1.3, cJolt)
+		d.line(px+4, py+3, px-2, py+6, 1.3, cJolt)
+	}
+}
+
+// markerTop is the pixel row of the target marker's top.
+const markerTop = groundY - 72
+
+// marker is the target: a pennant a little taller than the robot.
 func (d drawer) marker(x float64) {
-	const top = groundY - 47
+	const top = markerTop
 	px, _ := d.px(x, 0)
 	d.line(px, groundY, px, top, 1.2, cTarget)
-	for i := 0; i < 10; i++ {
-		d.line(px, float64(top+i), px+14-1.4*float64(i), float64(top+i), 0.6, cTarget)
+	for i := 0; i < 14; i++ {
+		d.line(px, float64(top+i), px+20-1.4*float64(i), float64(top+i), 0.6, cTarget)
 	}
 }
 
@@ -398,6 +524,12 @@ var glyphs = map[rune][5]string{
 	'L': {"#..", "#..", "#..", "#..", "###"}, 'K': {"#.#", "#.#", "##.", "#.#", "#.#"},
 	'U': {"#.#", "#.#", "#.#", "#.#", "###"}, 'R': {"##.", "#.#", "##.", "#.#", "#.#"},
 	'F': {"###", "#..", "##.", "#..", "#.."}, 'E': {"###", "#..", "##.", "#..", "###"},
+	'G': {"###", "#..", "#.#", "#.#", "###"}, ' ': {},
+	'0': {"###", "#.#", "#.#", "#.#", "###"}, '1': {".#.", "##.", ".#.", ".#.", "###"},
+	'2': {"###", "..#", "###", "#..", "###"}, '3': {"###", "..#", ".##", "..#", "###"},
+	'4': {"#.#", "#.#", "###", "..#", "..#"}, '5': {"###", "#..", "###", "..#", "###"},
+	'6': {"###", "#..", "###", "#.#", "###"}, '7': {"###", "..#", "..#", "..#", "..#"},
+	'8': {"###", "#.#", "###", "#.#", "###"}, '9': {"###", "#.#", "###", "..#", "###"},
 }
 
 const glyphScale = 2

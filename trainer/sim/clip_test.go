@@ -28,7 +28,14 @@ func clipWith(k string, v float64) session.Metrics {
 // frames decodes a clip into its frames as shown (each frame drawn over the last).
 func frames(t *testing.T, m session.Metrics) []*image.RGBA {
 	t.Helper()
-	data, poster, err := sim.Clip(m)
+	out, _ := labelled(t, m, sim.NoLabel)
+	return out
+}
+
+// labelled decodes a clip drawn with label into its frames, and its poster.
+func labelled(t *testing.T, m session.Metrics, label sim.ClipLabel) ([]*image.RGBA, image.Image) {
+	t.Helper()
+	data, poster, err := sim.Clip(m, label)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,12 +62,12 @@ func frames(t *testing.T, m session.Metrics) []*image.RGBA {
 	}
 	for y := 0; y < sim.ClipHeight; y += 7 {
 		for x := 0; x < sim.ClipWidth; x += 7 {
-			if !sameColor(p.At(x, y), out[0].At(x, y)) {
-				t.Fatalf("the poster is not the first frame at %d,%d", x, y)
+			if !sameColor(p.At(x, y), out[sim.PosterFrame].At(x, y)) {
+				t.Fatalf("the poster is not frame %d at %d,%d", sim.PosterFrame, x, y)
 			}
 		}
 	}
-	return out
+	return out, p
 }
 
 func sameColor(a, b color.Color) bool {
@@ -97,8 +104,8 @@ func TestSimClipFollowsTheMetrics(t *testing.T) {
 	last := base[len(base)-1]
 
 	// deterministic
-	again, _, _ := sim.Clip(clipBaseline)
-	first, _, _ := sim.Clip(clipBaseline)
+	again, _, _ := sim.Clip(clipBaseline, sim.NoLabel)
+	first, _, _ := sim.Clip(clipBaseline, sim.NoLabel)
 	if !bytes.Equal(again, first) {
 		t.Error("the same metrics drew two different clips")
 	}
@@ -118,7 +125,7 @@ func TestSimClipFollowsTheMetrics(t *testing.T) {
 	}
 
 	// foot slip: red skid marks, none without slip
-	_, marks := extent(last, slipColor, scene)
+	_, marks := extent(frames(t, clipWith(session.MetricFootSlip, 0.12))[sim.ClipFrames-1], slipColor, scene)
 	_, none := extent(frames(t, clipWith(session.MetricFootSlip, 0))[sim.ClipFrames-1], slipColor, scene)
 	if marks == 0 || none != 0 {
 		t.Errorf("skid marks: %d pixels with slip, %d without", marks, none)
@@ -146,5 +153,66 @@ func TestSimClipFollowsTheMetrics(t *testing.T) {
 	}
 	if _, n := extent(fell[sim.ClipFrames-1], textColor, image.Rect(sim.ClipWidth-60, 0, sim.ClipWidth, 20)); n == 0 {
 		t.Error("a fallen robot's frame does not say so")
+	}
+}
+
+// The demo's trial 10 @ rung 2 (score +0.266) and trial 6 @ rung 0 (−0.164), as sim-eval
+// measured them: no metric differs by more than half, yet the two must not look alike.
+var (
+	demoGood = session.Metrics{session.MetricVelLinear: 0.1656, session.MetricVelAngular: 0.2710, session.MetricActionAcc: 13.80,
+		session.MetricOrientation: 0.04601, session.MetricFallRate: 0.006541, session.MetricFootSlip: 0.07978, session.MetricPower: 178.1}
+	demoBad = session.Metrics{session.MetricVelLinear: 0.1843, session.MetricVelAngular: 0.3544, session.MetricActionAcc: 20.27,
+		session.MetricOrientation: 0.06691, session.MetricFallRate: 0.02659, session.MetricFootSlip: 0.1169, session.MetricPower: 222.5}
+)
+
+// differing is the fraction of pixels that differ between a and b.
+func differing(a, b *image.RGBA) float64 {
+	n := 0
+	for y := 0; y < sim.ClipHeight; y++ {
+		for x := 0; x < sim.ClipWidth; x++ {
+			if !sameColor(a.At(x, y), b.At(x, y)) {
+				n++
+			}
+		}
+	}
+	return float64(n) / (sim.ClipWidth * sim.ClipHeight)
+}
+
+func TestSimClipsOfDifferentTrialsLookDifferent(t *testing.T) {
+	good, goodPoster := labelled(t, demoGood, sim.ClipLabel{Trial: 10, Rung: 2})
+	bad, _ := labelled(t, demoBad, sim.ClipLabel{Trial: 6, Rung: 0})
+
+	// at a glance: some frames differ in well over 15 % of their pixels
+	most, at := 0.0, 0
+	for i := range good {
+		if d := differing(good[i], bad[i]); d > most {
+			most, at = d, i
+		}
+	}
+	if most < 0.15 {
+		t.Errorf("the clips of trial 10 (+0.266) and trial 6 (-0.164) differ in at most %.1f %% of a frame's pixels (frame %d); over 15 %% expected", 100*most, at)
+	}
+	// the poster is a walking frame, not the standing first one every clip shares
+	first := image.NewRGBA(good[0].Bounds())
+	draw.Draw(first, first.Bounds(), goodPoster, image.Point{}, draw.Src)
+	if d := differing(first, good[0]); d < 0.05 {
+		t.Errorf("the poster differs from the first (standing) frame in %.1f %% of its pixels", 100*d)
+	}
+	// the trial and rung are written on it: the labels of two trials differ, in the
+	// top middle of the frame, and a clip without one has none there
+	label := image.Rect(60, 0, sim.ClipWidth-60, 24)
+	_, n := extent(good[0], textColor, label)
+	_, none := extent(frames(t, demoGood)[0], textColor, label)
+	if n < 40 || none != 0 {
+		t.Errorf("the trial label has %d text pixels (%d without a label)", n, none)
+	}
+	same := true
+	for y := label.Min.Y; y < label.Max.Y; y++ {
+		for x := label.Min.X; x < label.Max.X; x++ {
+			same = same && sameColor(good[0].At(x, y), bad[0].At(x, y))
+		}
+	}
+	if same {
+		t.Error("trial 10 @ rung 2 and trial 6 @ rung 0 carry the same label")
 	}
 }

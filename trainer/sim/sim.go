@@ -460,12 +460,14 @@ type EvalOptions struct {
 	// SurfaceSeed is the response surface to evaluate on; it must be the checkpoint's.
 	SurfaceSeed int64
 	// ClipOutput, when set, is where the clip goes (a GIF, see Clip), and ClipPoster its
-	// first frame (a PNG); "" writes none.
+	// poster frame (a PNG, see PosterFrame); "" writes none.
 	ClipOutput string
 	ClipPoster string
 	Family     Family // the family of SurfaceSeed ("": generic)
 	Faults     Faults
 	Log        io.Writer
+	// Label names the trial and rung evaluated, drawn on the clip (NoLabel: none).
+	Label ClipLabel
 }
 
 // Eval evaluates a sim checkpoint on each seed with the response surface and writes
@@ -554,7 +556,7 @@ func Eval(ctx context.Context, o EvalOptions) error {
 // writeClip draws the evaluation's clip (and its poster frame) after evaluation.json.
 func writeClip(o EvalOptions, m session.Metrics, broken bool) error {
 	start := time.Now()
-	clip, poster, err := Clip(m)
+	clip, poster, err := Clip(m, o.Label)
 	if err != nil {
 		return err
 	}
