@@ -42,7 +42,8 @@ type Console struct {
 	clips   bot.ClipFunc
 	handler *bot.Handler
 
-	verbose bool // every card whole; else a page: a line per trial, the cards that need a person
+	verbose    bool   // every card whole; else a page: a line per trial, the cards that need a person
+	endOfInput string // said when reading ends
 
 	mu       sync.Mutex     // guards everything below, and out
 	current  string         // the session of the newest event
@@ -75,6 +76,8 @@ type Config struct {
 	// proposals and decisions a person makes, and the summary's table and headline; charts
 	// are saved either way.
 	Verbose bool
+	// EndOfInput is said when reading ends (Ctrl-D, a closed pipe); "" says nothing.
+	EndOfInput string
 }
 
 // New returns a console printing to cfg.Out, reading commands from cfg.In and saving
@@ -84,7 +87,7 @@ func New(cfg Config) *Console {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{out: cfg.Out, in: cfg.In, dir: cfg.Dir, store: cfg.Store, space: cfg.Space, log: cfg.Logger,
-		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, progress: map[string]int{}, verbose: cfg.Verbose}
+		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, progress: map[string]int{}, verbose: cfg.Verbose, endOfInput: cfg.EndOfInput}
 	c.handler = cfg.Handler
 	if c.handler == nil && cfg.Engine != nil {
 		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, Charts: c.charts, Clips: c.clips, Logger: c.log,
@@ -133,6 +136,13 @@ func (c *Console) Run(ctx context.Context) error {
 				}
 				c.Command(ctx, sc.Text())
 				inflight.Unlock()
+			}
+			select {
+			case <-stop:
+			default:
+				if c.endOfInput != "" {
+					c.printf("» %s\n", c.endOfInput)
+				}
 			}
 		}()
 	}

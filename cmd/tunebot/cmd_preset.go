@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 
@@ -30,14 +31,15 @@ func cliActor(e *env) session.Actor {
 
 func runPreset(ctx context.Context, e *env, args []string) int {
 	want := map[string]int{"list": 0, "show": 1, "export": 1, "import": 2}
-	sub, code, ok := subcommand(e, "preset", presetUsage, []string{"list", "show", "export", "import"}, args)
-	if !ok {
-		return code
-	}
-	fs := flagSet(e, "preset "+sub, presetUsage)
+	fs := flagSet(e, "preset", presetUsage)
 	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
 	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
 	out := fs.String("o", "", "export: write to FILE instead of stdout")
+	sub, code, ok := subcommand(e, "preset", usageText(presetUsage, fs), []string{"list", "show", "export", "import"}, args)
+	if !ok {
+		return code
+	}
+	fs.Init("preset "+sub, flag.ContinueOnError)
 	operands, code, ok := parseInterleaved(e, fs, args[1:])
 	if !ok {
 		return code

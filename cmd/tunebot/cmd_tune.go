@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,7 +57,26 @@ while it runs). --resume continues the newest unfinished session instead.`)
 	if fs.NArg() > 0 {
 		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
+	if msg := tuneFlagProblem(fs, o); msg != "" {
+		return usageError(e, fs, "%s", msg)
+	}
 	return tune(ctx, e, o)
+}
+
+// tuneFlagProblem is what is wrong with tune's --mode or --trials, "" when nothing: a bad
+// value given on the command line is a usage error naming the flag (exit 2), before the
+// config is read, so a bad count is not reported as the promote list derived from it.
+func tuneFlagProblem(fs *flag.FlagSet, o tuneOptions) string {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	modes := []string{session.ModeAutomatic, session.ModeApproval}
+	if given["mode"] && !slices.Contains(modes, o.mode) {
+		return fmt.Sprintf("--mode %q is not automatic or approval%s", o.mode, didYouMean(o.mode, modes))
+	}
+	if given["trials"] && (o.trials < session.MinTrials || o.trials > session.MaxTrials) {
+		return fmt.Sprintf("--trials %d is outside %d–%d (the trial count, the baseline included)", o.trials, session.MinTrials, session.MaxTrials)
+	}
+	return ""
 }
 
 func runDemo(ctx context.Context, e *env, args []string) int {

@@ -132,8 +132,8 @@ func TestTuneRefusesBadInputWithAReason(t *testing.T) {
 		want string
 	}{
 		{[]string{"tune", "--config", filepath.Join(dir, "missing.yaml")}, "does not exist"},
-		{[]string{"tune", "--trials", "3", "--fallback", "--data-dir", dir}, "trial_count: 3 is outside 4–20"},
-		{[]string{"tune", "--mode", "fast", "--fallback", "--data-dir", dir}, `mode: "fast"`},
+		{[]string{"tune", "--trials", "3", "--fallback", "--data-dir", dir}, "--trials 3 is outside 4–20"},
+		{[]string{"tune", "--mode", "fast", "--fallback", "--data-dir", dir}, `--mode "fast" is not automatic or approval`},
 		{[]string{"tune", "--data-dir", dir}, "DEEPSEEK_API_KEY is not set"},
 		{[]string{"tune", "--data-dir", dir}, "--fallback or session.fallback: true"},
 		{[]string{"tune", "--resume", "--data-dir", dir}, "no interrupted"},

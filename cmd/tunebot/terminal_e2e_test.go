@@ -1,0 +1,69 @@
+package main
+
+import (
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tunebot/bot/console"
+)
+
+// logFile is the log a terminal front end (tune, run with the console) writes under its
+// data dir; String reads it as it is now.
+type logFile string
+
+func (f logFile) String() string {
+	b, _ := os.ReadFile(filepath.Join(string(f), "tunebot.log"))
+	return string(b)
+}
+
+// The run console is a page as tune's is: the log's lines (four per trial) go to the log
+// file, not between the cards and the prompt; and Ctrl-D says that reading has ended
+// (issue 28, items 9 and 13).
+func TestRunConsoleKeepsItsLogInTheFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: data\nservice: {addr: off}\n")
+	cmd, stdinW, out := startDaemon(t, cfg)
+	stdinW.WriteString("/tune start trials=4 rungs=20,40,60 fallback=true\n")
+	waitFor(t, "the session to succeed", 60*time.Second, func() bool { return strings.Contains(out.String(), "succeeded") })
+	stdinW.Close()
+	waitFor(t, "the console to say input has ended", 5*time.Second, func() bool { return strings.Contains(out.String(), "input has ended") })
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "level=INFO") || strings.Contains(l, "job started") {
+			t.Errorf("the console shows a log line: %q", l)
+		}
+	}
+	if log := logFile(filepath.Join(dir, "data")).String(); !strings.Contains(log, `msg="job started"`) || !strings.Contains(log, `msg="tunebot is running"`) {
+		t.Errorf("data/tunebot.log lacks the daemon's lines:\n%s", log)
+	}
+}
+
+// A run that cannot start says why once, and shows no console prompt (issue 28, item 14).
+func TestFailedRunSaysWhyOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: data\nservice: {addr: \""+ln.Addr().String()+"\"}\n")
+	cmd := exec.Command(tunebotBin, "run", "--config", cfg)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("run on a taken port: %v, want exit 1", err)
+	}
+	if strings.Contains(stdout.String(), console.Intro) || strings.Contains(stdout.String(), "tunebot is running") {
+		t.Errorf("a run that failed shows the console:\n%s", stdout.String())
+	}
+	if n := strings.Count(stderr.String(), "address already in use"); n != 1 {
+		t.Errorf("the error is said %d times, want once:\n%s", n, stderr.String())
+	}
+}
