@@ -9,6 +9,7 @@ import (
 	"io"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -194,7 +195,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
 	if code != 0 && final.State.Active() {
-		fmt.Fprintf(e.stderr, "session %s is %s; continue it with: tunebot tune --resume%s\n", final.ID, final.State, configFlag(o.configPath))
+		fmt.Fprintf(e.stderr, "session %s is %s; continue it with: %s\n", final.ID, final.State, resumeCommand(o))
 	}
 	if err := printSummary(ctx, e, a, final, o.json); err != nil {
 		fmt.Fprintln(e.stderr, "tunebot:", err)
@@ -206,11 +207,30 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	return code
 }
 
-func configFlag(p string) string {
-	if p == "" {
-		return ""
+// resumeCommand is the command line that reaches the same session again: --resume with
+// the config and the data dir this run used (absolute, so it works from anywhere; quoted
+// for a shell when needed). The session's own settings come back from the store.
+func resumeCommand(o tuneOptions) string {
+	argv := []string{"tunebot", "tune", "--resume"}
+	for _, f := range []struct{ flag, path string }{{"--config", o.configPath}, {"--data-dir", o.dataDir}} {
+		if f.path == "" {
+			continue
+		}
+		p := f.path
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		argv = append(argv, f.flag, shellWord(p))
 	}
-	return " --config " + p
+	return strings.Join(argv, " ")
+}
+
+// shellWord is s as one word for a POSIX shell: as it is when it is plain, else single-quoted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:,+=@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // resumeNewest continues the newest session that is still active.

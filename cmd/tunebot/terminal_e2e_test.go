@@ -67,3 +67,39 @@ func TestFailedRunSaysWhyOnce(t *testing.T) {
 		t.Errorf("the error is said %d times, want once:\n%s", n, stderr.String())
 	}
 }
+
+// The line that says how to continue a paused session names every flag that reaches it
+// again: run as printed, from another directory, it resumes that very session (issue 28,
+// item 6).
+func TestResumeHintReachesTheSameSession(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: elsewhere\nsession:\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	data := filepath.Join(dir, "my data")
+	cmd := exec.Command(tunebotBin, "tune", "--config", "tunebot.yaml", "--data-dir", "my data", "--mode", "approval", "--fallback", "--json")
+	cmd.Dir = dir
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err == nil {
+		t.Fatalf("tune with no input: exit 0, want non-zero with the hint:\n%s", stderr.String())
+	}
+	var first summaryJSON
+	lastJSON(t, stdout.String(), &first)
+	_, hint, ok := strings.Cut(stderr.String(), "continue it with: ")
+	hint, _, _ = strings.Cut(hint, "\n")
+	want := "tunebot tune --resume --config " + cfg + " --data-dir '" + data + "'"
+	if !ok || hint != want {
+		t.Fatalf("the hint is %q, want %q:\n%s", hint, want, stderr.String())
+	}
+	// Run it as printed, from elsewhere: the same session comes back.
+	resume := exec.Command("sh", "-c", "PATH="+filepath.Dir(tunebotBin)+":$PATH "+hint+" --json")
+	resume.Dir = t.TempDir()
+	stdout.Reset()
+	stderr.Reset()
+	resume.Stdout, resume.Stderr = &stdout, &stderr
+	_ = resume.Run()
+	var again summaryJSON
+	lastJSON(t, stdout.String(), &again)
+	if again.Session != first.Session {
+		t.Errorf("the printed command reached session %q, want %q:\n%s", again.Session, first.Session, stderr.String())
+	}
+}
