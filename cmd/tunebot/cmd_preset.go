@@ -101,7 +101,7 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 			}
 			return presetFail(e, err)
 		}
-		fmt.Fprintf(e.stdout, "preset %s imported; start a session from it with preset=%s\n", p.Name, p.Name)
+		fmt.Fprintf(e.stdout, "preset %s imported; start a session from it with tunebot tune --preset %s (in chat: /tune start preset=%s)\n", p.Name, p.Name, p.Name)
 	}
 	return 0
 }

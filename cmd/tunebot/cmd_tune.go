@@ -33,13 +33,14 @@ type tuneOptions struct {
 	fallback   bool
 	json       bool
 	resume     bool
+	preset     string // start from this preset (/tune start preset=NAME)
 	dataDir    string
 	demo       bool
 	verbose    bool
 }
 
 func runTune(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
+	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--preset NAME] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
 
 Runs one tuning session in the foreground to its end, operated from this terminal (type help
 while it runs). --resume continues the newest unfinished session instead.`)
@@ -47,6 +48,7 @@ while it runs). --resume continues the newest unfinished session instead.`)
 	fs.StringVar(&o.configPath, "config", "", "config file (YAML); the embedded defaults when empty")
 	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
 	fs.IntVar(&o.trials, "trials", 0, "trial count, baseline included (default: the config's)")
+	fs.StringVar(&o.preset, "preset", "", "start from this preset's reward configuration (tunebot preset list) instead of the defaults")
 	fs.BoolVar(&o.fallback, "fallback", false, "let the numeric sampler propose when the advisor cannot")
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	fs.BoolVar(&o.resume, "resume", false, "continue the newest interrupted session instead of starting one")
@@ -73,6 +75,9 @@ func tuneFlagProblem(fs *flag.FlagSet, o tuneOptions) string {
 	modes := []string{session.ModeAutomatic, session.ModeApproval}
 	if given["mode"] && !slices.Contains(modes, o.mode) {
 		return fmt.Sprintf("--mode %q is not automatic or approval%s", o.mode, didYouMean(o.mode, modes))
+	}
+	if given["preset"] && o.resume {
+		return "--preset starts a new session; --resume continues one with its own settings"
 	}
 	if given["trials"] && (o.trials < session.MinTrials || o.trials > session.MaxTrials) {
 		return fmt.Sprintf("--trials %d is outside %d–%d (the trial count, the baseline included)", o.trials, session.MinTrials, session.MaxTrials)
@@ -123,6 +128,9 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	}
 	if o.fallback {
 		st.Fallback = true
+	}
+	if o.preset != "" {
+		st.Preset = o.preset
 	}
 	st.Normalize()
 	if err := st.Validate(); err != nil {
@@ -359,7 +367,22 @@ type summaryJSON struct {
 	Proposals []proposalJSON    `json:"proposals"`
 	// Preferences are people's answers to "which walks better?" (winner null: can't tell).
 	Preferences []preferenceJSON `json:"preferences"`
+	// PlanChanges are people's promote and drop on the promotion plans, in order: a drop
+	// that left no trial to take its place shows here only.
+	PlanChanges []planChangeJSON `json:"plan_changes"`
 	Outputs     map[string]any   `json:"outputs"`
+}
+
+// planChangeJSON is one change a person made to rung's promotion plan.
+type planChangeJSON struct {
+	Rung   int    `json:"rung"`
+	Action string `json:"action"` // promote or drop
+	Trial  int    `json:"trial"`
+	// Other is, for a promote, the planned trial it replaced; for a drop, the trial that
+	// took the dropped one's place, null when none was left.
+	Other *int      `json:"other"`
+	By    string    `json:"by"`
+	At    time.Time `json:"at"`
 }
 
 type preferenceJSON struct {
@@ -422,7 +445,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
@@ -479,6 +502,15 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			pj.Winner = &w
 		}
 		out.Preferences = append(out.Preferences, pj)
+	}
+	for _, r := range s.Reviews {
+		for _, c := range r.Changes {
+			cj := planChangeJSON{Rung: r.Rung, Action: c.Action, Trial: c.Trial, By: c.By.String(), At: c.At}
+			if c.Other >= 0 {
+				cj.Other = &c.Other
+			}
+			out.PlanChanges = append(out.PlanChanges, cj)
+		}
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"tunebot/bot/console"
+	"tunebot/session"
 )
 
 // logFile is the log a terminal front end (tune, run with the console) writes under its
@@ -101,5 +103,53 @@ func TestResumeHintReachesTheSameSession(t *testing.T) {
 	lastJSON(t, stdout.String(), &again)
 	if again.Session != first.Session {
 		t.Errorf("the printed command reached session %q, want %q:\n%s", again.Session, first.Session, stderr.String())
+	}
+}
+
+// preset import says how to start from the preset in a shell, and tune --preset does it:
+// the baseline runs the preset's configuration (issue 28, item 14).
+func TestTuneStartsFromAPreset(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: data\nsession:\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	full := session.DefaultSpace().Defaults()
+	full.Weights["pose"] = 1.5
+	b, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runBin(t, dir, "preset", "import", "mine", writeFile(t, "p.json", string(b)), "--config", cfg)
+	if code != 0 || !strings.Contains(stdout, "start a session from it with tunebot tune --preset mine") {
+		t.Fatalf("preset import: exit %d, %q %q; want the shell's command to start from it", code, stdout, stderr)
+	}
+	code, sum, errs := tuneBinary(t, "", nil, "tune", "--config", cfg, "--preset", "mine", "--fallback", "--json")
+	if code != 0 || len(sum.Trials) == 0 {
+		t.Fatalf("tune --preset: exit %d:\n%s", code, errs)
+	}
+	base := sum.Trials[0]
+	if base.Number != 0 || base.Source != session.SourcePreset || base.RewardConfig.Weights["pose"] != 1.5 {
+		t.Errorf("the baseline is %+v; want the preset's configuration (pose 1.5), source preset", base)
+	}
+	if code, _, errs := runBin(t, dir, "tune", "--config", cfg, "--preset", "nope", "--fallback", "--json"); code == 0 || !strings.Contains(errs, `preset "nope" does not exist`) {
+		t.Errorf("tune --preset nope: exit %d, %q; want the missing preset named", code, errs)
+	}
+}
+
+// A drop that leaves no trial to take its place is in --json: plan_changes records every
+// promote and drop a person typed (issue 28, item 14).
+func TestDropWithNoReplacementIsInTheSummary(t *testing.T) {
+	tm, _, _ := tuneToReview(t)
+	tm.typed("drop 1")
+	tm.see("the drop", "» you dropped trial 1; no other trial passed the gates to take its place")
+	tm.typed("go")
+	tm.see("rung 2's plan", "promotion review for rung 2:")
+	tm.typed("go")
+	sum := tm.exit()
+	checkReadmeOutline(t, tm.stdout.String())
+	if len(sum.PlanChanges) != 1 {
+		t.Fatalf("plan_changes %+v, want the one drop", sum.PlanChanges)
+	}
+	c := sum.PlanChanges[0]
+	if c.Rung != 1 || c.Action != session.ReviewDrop || c.Trial != 1 || c.Other != nil || c.By != "you" || c.At.IsZero() {
+		t.Errorf("plan change %+v; want you dropped trial 1 of rung 1's plan, nobody in its place", c)
 	}
 }
