@@ -105,6 +105,10 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 // Space returns the reward space sessions are checked against.
 func (e *Engine) Space() *Space { return e.cfg.Space }
 
+// Advised reports whether the engine has an advisor (DeepSeek) besides the numeric
+// sampler: what a person's feedback and notes can reach.
+func (e *Engine) Advised() bool { return e.cfg.Advisor != nil }
+
 // Store returns the engine's store, for readers (chat status, reports).
 func (e *Engine) Store() Store { return e.cfg.Store }
 

@@ -153,3 +153,49 @@ func TestDropWithNoReplacementIsInTheSummary(t *testing.T) {
 		t.Errorf("plan change %+v; want you dropped trial 1 of rung 1's plan, nobody in its place", c)
 	}
 }
+
+// The terminal of tune, approval mode, no advisor (issue 28, item 13): a typed decision is
+// said once; edit says the change that runs and why shows it before the proposer's reasons;
+// help lists no daemon command and dashboard says it comes with the daemon; a preference's
+// answer promises no DeepSeek; "lower foot_slip" asks for less slip, and a later feedback
+// that turns it round is pointed out.
+func TestTuneTerminalSaysWhatHappens(t *testing.T) {
+	cfg := writeConfig(t, t.TempDir(), "data_dir: data\nsession:\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	tm := startTune(t, []string{"DEEPSEEK_API_KEY="}, "tune", "--config", cfg, "--fallback", "--mode", "approval", "--json")
+	tm.see("proposal 1", "type: approve 1 ")
+	tm.typed("edit 1 pose=1.2")
+	tm.see("the edit's answer", "» proposal 1 edited and approved by you; it runs: ")
+	tm.typed("why 1")
+	tm.see("why of the edited proposal", "edited by you before it ran; the change that runs:")
+	tm.typed("help")
+	tm.see("help", "come with the daemon: tunebot run --config FILE")
+	tm.typed("dashboard")
+	tm.see("dashboard", "» the monitoring page (dashboard) comes with the daemon")
+	tm.see("trial 1's result", "] trial 1 @ rung 0: score")
+	tm.typed("prefer 1 over 0 smoother")
+	tm.see("the preference's answer", "no advisor is configured, so no prompt reads a note")
+	tm.see("proposal 2", "type: approve 2 ")
+	tm.typed("reject 2 lower foot_slip")
+	tm.see("the feedback read", "» read: foot_slip no weaker.")
+	tm.see("proposal 3", "type: approve 3 ")
+	tm.typed("reject 3 weaker foot_slip")
+	tm.see("the contradiction", `this contradicts earlier feedback: "foot_slip no stronger" replaces "foot_slip no weaker" (asked when rejecting proposal 2)`)
+	tm.stdin.Close()
+	tm.end()
+	text := tm.human.String()
+	if !strings.Contains(text, "pose 1 → 1.2 (×1.20)") {
+		t.Errorf("the edit's answer does not show the change that runs:\n%s", text)
+	}
+	// the answer says it ("» proposal 2 rejected by you"); no stamp line repeats it
+	// ("[12:00:00] proposal 2: rejected by you at …")
+	for said, want := range map[string]int{"edited and approved by you": 1, "rejected by you": 2} {
+		if n := strings.Count(text, said); n != want {
+			t.Errorf("%q is said %d times, want %d:\n%s", said, n, want, text)
+		}
+	}
+	for _, daemon := range []string{"    start [mode=", "    schedule add", "service.addr", "DeepSeek's next prompt lists"} {
+		if strings.Contains(text, daemon) {
+			t.Errorf("the terminal of tune says %q:\n%s", daemon, text)
+		}
+	}
+}
