@@ -1125,9 +1125,9 @@ func trialLine(t Trial) string {
 	case t.Score == nil:
 		return fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
 	case !t.Score.Eligible:
-		return fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung 0, not eligible (%s)", t.Number, t.Rung, t.Score.Total, joinLines(t.Score.Reasons))
+		return fmt.Sprintf("trial %d @ rung %d: score %s vs baseline @ rung 0, not eligible (%s)", t.Number, t.Rung, SignedScore(t.Score.Total), joinLines(t.Score.Reasons))
 	}
-	return fmt.Sprintf("trial %d @ rung %d: score %+.3f vs baseline @ rung 0", t.Number, t.Rung, t.Score.Total)
+	return fmt.Sprintf("trial %d @ rung %d: score %s vs baseline @ rung 0", t.Number, t.Rung, SignedScore(t.Score.Total))
 }
 
 // finalEval re-evaluates a finalist on the final seeds; its score is the mean over seeds

@@ -102,6 +102,9 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 			return presetFail(e, err)
 		}
 		fmt.Fprintf(e.stdout, "preset %s imported; start a session from it with tunebot tune --preset %s (in chat: /tune start preset=%s)\n", p.Name, p.Name, p.Name)
+		if note := preset.RoundedNote(data, p.Config); note != "" {
+			fmt.Fprintln(e.stdout, note)
+		}
 	}
 	return 0
 }

@@ -458,15 +458,17 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	for _, t := range trials {
 		tj := trialJSON{Number: t.Number, Rung: t.Rung, Iterations: t.Iterations, State: t.State, Source: t.Source,
 			Eligible: t.Eligible(), RewardConfig: t.RewardConfig, Metrics: t.Metrics, Reason: t.Reason}
+		// Measured numbers go out as a person reads them: 4 significant digits, no -0.
 		if t.Score != nil {
-			v := t.Score.Total
+			v := session.Measured(t.Score.Total)
 			tj.Score = &v
 		}
+		tj.Metrics = session.MeasuredMetrics(tj.Metrics)
 		if tj.Metrics == nil {
 			tj.Metrics = session.Metrics{}
 		}
 		if t.Final != nil {
-			tj.Final = &finalJSON{Score: t.Final.Score.Total, Std: t.Final.ScoreStd, Seeds: append([]int{}, t.Final.Seeds...)}
+			tj.Final = &finalJSON{Score: session.Measured(t.Final.Score.Total), Std: session.Measured(t.Final.ScoreStd), Seeds: append([]int{}, t.Final.Seeds...)}
 		}
 		if t.Clip != nil {
 			p := filepath.Join(a.engine.SessionDir(s.ID), t.Clip.Path)
@@ -477,6 +479,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			tj.PromotedBy = &promotionJSON{By: p.By.String(), Action: p.Action, Over: p.Over, At: p.At}
 		}
 		st := session.StandingOf(t, s.Settings.EvalSeeds)
+		st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
 		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
 			out.Best = &st
 		}

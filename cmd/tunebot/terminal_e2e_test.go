@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +198,51 @@ func TestTuneTerminalSaysWhatHappens(t *testing.T) {
 		if strings.Contains(text, daemon) {
 			t.Errorf("the terminal of tune says %q:\n%s", daemon, text)
 		}
+	}
+}
+
+// Numbers as a person reads them (issue 28, item 11): preset show prints a session's
+// metrics with 4 significant digits and its score without a negative zero, and an import
+// that rounds a value says which.
+func TestPresetNumbersAsAPersonReadsThem(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: data\nsession:\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	code, sum, errs := tuneBinary(t, "", nil, "tune", "--config", cfg, "--fallback", "--json")
+	if code != 0 || sum.Preset == "" {
+		t.Fatalf("tune: exit %d, preset %q:\n%s", code, sum.Preset, errs)
+	}
+	code, stdout, stderr := runBin(t, dir, "preset", "show", sum.Preset, "--config", cfg)
+	if code != 0 {
+		t.Fatalf("preset show: exit %d %s", code, stderr)
+	}
+	_, metrics, ok := strings.Cut(stdout, "metrics (lower is better):\n")
+	if !ok {
+		t.Fatalf("preset show lists no metrics:\n%s", stdout)
+	}
+	for _, l := range strings.Split(metrics, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 2 || !strings.HasPrefix(l, "    ") {
+			break
+		}
+		if v, err := strconv.ParseFloat(f[1], 64); err != nil || len(strings.TrimLeft(strings.NewReplacer("-", "", ".", "").Replace(strings.Split(f[1], "e")[0]), "0")) > session.SignificantDigits || v == 0 && strings.HasPrefix(f[1], "-") {
+			t.Errorf("preset show prints metric %s as %s; want 4 significant digits", f[0], f[1])
+		}
+	}
+	if strings.Contains(stdout, "-0.000") {
+		t.Errorf("preset show prints a negative zero:\n%s", stdout)
+	}
+
+	full := session.DefaultSpace().Defaults()
+	full.Weights["pose"] = 1.23456
+	b, err := json.Marshal(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runBin(t, dir, "preset", "import", "fine", writeFile(t, "p.json", string(b)), "--config", cfg)
+	if code != 0 || !strings.Contains(stdout, "rounded to 4 significant digits: weights.pose 1.23456 → 1.235") {
+		t.Errorf("preset import of pose 1.23456: exit %d, %q %q; want it to say the value was rounded", code, stdout, stderr)
+	}
+	if _, stdout, _ := runBin(t, dir, "preset", "import", "plain", writeFile(t, "q.json", `{"weights": {"pose": 1.5}}`), "--config", cfg); strings.Contains(stdout, "rounded") {
+		t.Errorf("an import that rounds nothing says %q", stdout)
 	}
 }
