@@ -59,6 +59,8 @@ func tidy(v any) any {
 			out[i] = tidy(e)
 		}
 		return out
+	case nil, bool, json.Number:
+		return x
 	}
 	// Typed values (a struct, a typed map) as stored before a round trip: through JSON.
 	b, err := json.Marshal(v)
@@ -69,10 +71,11 @@ func tidy(v any) any {
 	if json.Unmarshal(b, &back) != nil {
 		return string(b)
 	}
-	if _, same := back.(string); same || back == nil {
-		return back
+	switch back.(type) {
+	case float64, map[string]any, []any: // a JSON value tidy reads without coming back here
+		return tidy(back)
 	}
-	return tidy(back)
+	return back
 }
 
 // number is a JSON number as the page shows it: a whole number as it is, else measured.
