@@ -322,8 +322,8 @@ func (a *Applier) message(p session.Preset, by session.Actor, changes []bot.Appl
 	if preset.Imported(p) {
 		fmt.Fprintf(&b, "Preset %s was imported from a file (no session, no score).\n", p.Name)
 	} else {
-		fmt.Fprintf(&b, "Preset %s is the best of tunebot session %s (%s),\nscore %+.3f ± %.3f against that session's baseline at rung 0.\n",
-			p.Name, p.SessionID, p.Trial, p.Score, p.ScoreStd)
+		fmt.Fprintf(&b, "Preset %s is the best of tunebot session %s (%s),\nscore %s ± %s against that session's baseline at rung 0.\n",
+			p.Name, p.SessionID, p.Trial, session.SignedScore(p.Score), session.Spread(p.ScoreStd))
 		if v := p.Versus; v != nil && v.Rung > 0 {
 			fmt.Fprintf(&b, "Against the baseline trained as long: %s.\n", v)
 		}

@@ -167,13 +167,15 @@ func Duration(d time.Duration) string {
 }
 
 // Signed formats a score with its sign: +0.123.
-func Signed(v float64) string { return fmt.Sprintf("%+.3f", v) }
+func Signed(v float64) string { return session.SignedScore(v) }
 
 // Percent formats an improvement fraction as a signed percentage: +12.3%.
-func Percent(v float64) string { return fmt.Sprintf("%+.1f%%", 100*v) }
+func Percent(v float64) string {
+	return strings.Replace(fmt.Sprintf("%+.1f%%", 100*v), "-0.0%", "+0.0%", 1) // never a negative zero
+}
 
 // Num formats a weight or param value compactly without losing small magnitudes (2.5e-07).
-func Num(v float64) string { return strconv.FormatFloat(v, 'g', 4, 64) }
+func Num(v float64) string { return strconv.FormatFloat(session.Measured(v), 'g', 4, 64) }
 
 // Factor formats new/old of a change: ×1.50, or "new" when the old value was 0.
 func Factor(c session.Change) string {

@@ -140,6 +140,10 @@ type HandlerConfig struct {
 	// dashboard (the page looks up their roles at each request); nil answers that the page
 	// is off.
 	Dashboard func(who session.Actor) (link string, expires time.Time, err error)
+	// Foreground is the handler of one session in the foreground (tune): help lists no
+	// daemon command, and start, schedule, apply, rollback and dashboard say they come with
+	// the daemon.
+	Foreground bool
 }
 
 // Handler turns interactions into engine calls and replies. It is platform-neutral and
@@ -410,6 +414,9 @@ func (h *Handler) audit(ctx context.Context, e session.AuditEntry) {
 // run executes a parsed command for session sid ("" means the active or newest one) and
 // proposal pid ("" means the pending one).
 func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid string, log *slog.Logger) Reply {
+	if r, ok := foregroundRefusal(cmd.Verb); ok && h.cfg.Foreground {
+		return r
+	}
 	if isOpsVerb(cmd.Verb) {
 		return h.ops(ctx, in, cmd, log)
 	}
@@ -422,7 +429,11 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 	by := in.User
 	switch cmd.Verb {
 	case VerbHelp:
-		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "tunebot commands", Blocks: []Block{{Kind: BlockCode, Text: Help(in.Platform == PlatformConsole)}}}}
+		help := Help(in.Platform == PlatformConsole)
+		if h.cfg.Foreground {
+			help = ForegroundHelp()
+		}
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "tunebot commands", Blocks: []Block{{Kind: BlockCode, Text: help}}}}
 	case VerbStart:
 		st, err := cmd.Settings(h.cfg.Defaults)
 		if err != nil {
@@ -556,6 +567,9 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 		return h.engineError(err, log)
 	}
 	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, session.DecidedWord(p), by)
+	if line := EditedChange(p, h.cfg.Space); line != "" && p.Decision.By == by {
+		text += "; " + line // the patch that runs, not the one proposed
+	}
 	if p.Decision != nil && p.Decision.Note != "" && p.Decision.By == by {
 		text += "\n" + p.Decision.Note // what became of the feedback, or what an edit overrode
 	}
@@ -707,7 +721,7 @@ func (h *Handler) why(ctx context.Context, s session.Session, cmd Command, log *
 		}
 		p = ps[i]
 	}
-	c := WhyCard(p)
+	c := withEdit(WhyCard(p), p, h.cfg.Space)
 	return Reply{Card: &c}
 }
 

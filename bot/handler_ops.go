@@ -292,7 +292,11 @@ func (h *Handler) importPreset(ctx context.Context, in Interaction, cmd Command,
 		log.Error("importing a preset", "preset", p.Name, "err", err) // saved; only its audit line failed
 	}
 	changed := len(h.cfg.Space.Diff(h.cfg.Space.Defaults(), p.Config))
-	return Reply{Text: fmt.Sprintf("preset %s imported by %s (%d values differ from the defaults); start a session from it with /tune start preset=%s", p.Name, in.User, changed, p.Name)}
+	text := fmt.Sprintf("preset %s imported by %s (%d values differ from the defaults); start a session from it with /tune start preset=%s", p.Name, in.User, changed, p.Name)
+	if note := preset.RoundedNote([]byte(cmd.Data), p.Config); note != "" {
+		text += "\n" + note
+	}
+	return Reply{Text: text}
 }
 
 // policy uploads the policy.onnx of the preset's trial, or names where it is when it is

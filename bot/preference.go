@@ -160,7 +160,7 @@ func (h *Handler) prefer(ctx context.Context, s session.Session, req session.Pre
 	if p.Note != "" {
 		text += " (“" + Neutralise(p.Note, 200) + "”)"
 	}
-	return Reply{Text: text + "\n" + session.PreferenceEffect(p)}
+	return Reply{Text: text + "\n" + session.PreferenceEffectFor(p, h.advised())}
 }
 
 // preferCommand is the typed answer: "prefer 8 over 5 [note]", or "prefer neither [note]"

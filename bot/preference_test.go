@@ -76,7 +76,7 @@ func TestPreferenceClick(t *testing.T) {
 		t.Errorf("a stranger's click: %+v", r)
 	}
 	r := f.click(alice, bot.ButtonPreferA, bot.CardID(1))
-	if r.Private || !strings.HasPrefix(r.Text, "alice: trial 2 walks better than the baseline (trial 0)") || !strings.Contains(r.Text, "numeric sampler leans its next proposals towards trial 2's configuration") {
+	if r.Private || !strings.HasPrefix(r.Text, "alice: trial 2 walks better than the baseline (trial 0)") || !strings.Contains(r.Text, "leans its next proposals towards trial 2's configuration") {
 		t.Fatalf("the click: %+v", r)
 	}
 	if r := f.click(bob, bot.ButtonPreferTie, bot.CardID(1), "S-ops"); !r.Private || !strings.Contains(r.Text, "already compared by alice") {

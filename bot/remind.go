@@ -81,7 +81,7 @@ func Digest(now time.Time, sessions []session.Session) string {
 				fmt.Fprintf(&b, "; %s", h)
 			}
 		case s.BestTrial >= 0 && (s.BestTrial > 0 || s.BestScore != 0):
-			fmt.Fprintf(&b, "; best trial %d @ rung %d, score %+.3f", s.BestTrial, s.BestRung, s.BestScore)
+			fmt.Fprintf(&b, "; best trial %d @ rung %d, score %s", s.BestTrial, s.BestRung, session.SignedScore(s.BestScore))
 		}
 		if s.Preset != "" {
 			fmt.Fprintf(&b, "; preset %s", s.Preset)

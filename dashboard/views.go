@@ -351,6 +351,7 @@ type auditView struct {
 	Kind   string         `json:"kind"`
 	Actor  string         `json:"actor"`
 	Detail map[string]any `json:"detail,omitempty"`
+	Text   string         `json:"text"` // the detail as the timeline reads it (auditText)
 }
 
 // maxAudit caps the audit timeline sent to the page (the newest entries).
@@ -645,7 +646,7 @@ func auditViews(es []session.AuditEntry) []auditView {
 	out := make([]auditView, 0, len(es))
 	for i := len(es) - 1; i >= 0; i-- { // newest first
 		e := es[i]
-		out = append(out, auditView{Seq: e.Seq, Time: stamp(e.Time), Kind: e.Kind, Actor: e.Actor.String() + " (" + e.Actor.Platform + ")", Detail: e.Detail})
+		out = append(out, auditView{Seq: e.Seq, Time: stamp(e.Time), Kind: e.Kind, Actor: e.Actor.String() + " (" + e.Actor.Platform + ")", Detail: e.Detail, Text: auditText(e.Detail)})
 	}
 	return out
 }

@@ -68,7 +68,7 @@ func FormatShow(p session.Preset, space *session.Space) string {
 	if len(p.Metrics) > 0 {
 		b.WriteString("  metrics (lower is better):\n")
 		for _, k := range session.SortedMetricNames(p.Metrics) {
-			fmt.Fprintf(&b, "    %-24s %g\n", k, p.Metrics[k])
+			fmt.Fprintf(&b, "    %-24s %g\n", k, session.Measured(p.Metrics[k]))
 		}
 	}
 	changes := space.Diff(space.Defaults(), p.Config)
@@ -95,9 +95,9 @@ func scoreText(p session.Preset) string {
 		return "n/a"
 	}
 	if p.ScoreStd > 0 {
-		return fmt.Sprintf("%+.3f ± %.3f", p.Score, p.ScoreStd)
+		return session.SignedScore(p.Score) + " ± " + session.Spread(p.ScoreStd)
 	}
-	return fmt.Sprintf("%+.3f", p.Score)
+	return session.SignedScore(p.Score)
 }
 
 func factor(c session.Change) string {

@@ -148,14 +148,14 @@ func (c Comparison) Headline() string {
 	}
 	k := *c.Control
 	diff := b.Score - k.Score
-	verdict := fmt.Sprintf("%+.3f over the baseline", diff)
+	verdict := SignedScore(diff) + " over the baseline"
 	if c.Versus != nil && c.Versus.Matched() {
 		// Measured against the control's own metrics, the one rule of VersusControl.
 		diff = c.Versus.Score
-		verdict = fmt.Sprintf("%+.3f %s (re-scored against its metrics)", diff, c.Versus.Label())
+		verdict = SignedScore(diff) + " " + c.Versus.Label() + " (re-scored against its metrics)"
 	}
 	if diff <= 0 {
-		verdict = fmt.Sprintf("the baseline is ahead by %.3f", -diff)
+		verdict = "the baseline is ahead by " + Spread(-diff)
 	}
 	seeds := "the same seeds " + seedList(b.Seeds)
 	if seedList(b.Seeds) != seedList(k.Seeds) {
@@ -167,9 +167,9 @@ func (c Comparison) Headline() string {
 
 func signedStd(s Standing) string {
 	if s.Final && len(s.Seeds) > 1 {
-		return fmt.Sprintf("%+.3f ± %.3f", s.Score, s.Std)
+		return SignedScore(s.Score) + " ± " + Spread(s.Std)
 	}
-	return fmt.Sprintf("%+.3f", s.Score)
+	return SignedScore(s.Score)
 }
 
 func seedList(seeds []int) string {

@@ -12,8 +12,8 @@ type Rule string
 
 // Rules. "Up" is the direction a reader of a card sees as a factor above 1: for a weight its
 // magnitude grows (the term gets stronger: foot_slip −0.25 → −0.5 is up), for a param its
-// value grows. So "lower foot_slip" means the penalty must not get stronger, whatever the
-// sign of its weight.
+// value grows. "weaker foot_slip" means the penalty must not get stronger; a value word said
+// of a penalty turns round (valueWords): "lower foot_slip" means it must not get weaker.
 const (
 	RuleKeep   Rule = "keep"    // must not change: keep, leave, freeze, don't touch
 	RuleNoUp   Rule = "no_up"   // must not go up: lower, decrease, less, weaker, too strong
@@ -178,6 +178,24 @@ func FeedbackNote(read []Constraint, advisor bool) string {
 	return "no term or param was named with keep, lower or higher, and this session's numeric sampler cannot read free text, so this feedback changes no proposal (" + hint + ")."
 }
 
+// ReplacedNote points out the constraints of read that turn round or loosen what earlier
+// feedback (old, in force) asked of the same scalar: the newer word holds, and the person
+// is told, "" when nothing changed.
+func ReplacedNote(old, read []Constraint) string {
+	var parts []string
+	for _, c := range read {
+		for _, o := range old {
+			if o.Name == c.Name && o.Param == c.Param && o.Rule != c.Rule {
+				parts = append(parts, fmt.Sprintf("%q replaces %q (asked when rejecting proposal %d)", c.String(), o.String(), o.Proposal))
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "this contradicts earlier feedback: " + strings.Join(parts, "; ") + "; the newer word holds."
+}
+
 // OverrideNote says that a person's edit changes scalars that earlier feedback constrained:
 // a person may override a constraint for the patch they wrote; it holds for later proposals.
 func OverrideNote(broken []Constraint) string {
@@ -198,6 +216,12 @@ var (
 	touchWords = words("touch touching change changing move moving modify alter adjust tweak mess")
 	downWords  = words("lower lowering lowered decrease decreasing decreased reduce reducing reduced less weaker weaken weakening smaller soften shrink halve lessen down")
 	upWords    = words("higher raise raising raised increase increasing increased more stronger strengthen larger bigger boost double up heavier")
+	// valueWords speak of a value, not of a strength: said of a penalty (a term whose
+	// default weight is negative) they mean its value as the card prints it, or what it
+	// penalises, both of which a stronger penalty lowers, so they turn round ("lower
+	// foot_slip": less foot slip, −0.25 → −0.5). A clause that speaks of the penalty itself
+	// ("raise the action_rate_l2 penalty") means its size, as strength words do.
+	valueWords = words("lower lowering lowered decrease decreasing decreased reduce reducing reduced less down higher raise raising raised increase increasing increased more up high low")
 	// tooUp/tooDown follow "too": "too strong" asks for less of it, "too weak" for more.
 	tooUp     = words("high strong big large much heavy harsh aggressive")
 	tooDown   = words("low weak small little light soft")
@@ -223,7 +247,14 @@ func words(s string) map[string]bool {
 func ReadConstraints(feedback string, space *Space, seq int) []Constraint {
 	text := strings.ToLower(strings.NewReplacer("’", "'", "‘", "'").Replace(feedback))
 	var out []Constraint
+	byValue := false // the rule binding names was said with a value word (valueWords)
+	tokens := feedbackToken.FindAllString(text, -1)
+	sizeClause := sizeClauses(tokens)
+	clause := 0
 	set := func(name string, param bool, r Rule) {
+		if t, ok := space.Term(name); ok && !param && byValue && !sizeClause[clause] && r != RuleKeep && t.Default < 0 {
+			r = flip(r, true)
+		}
 		out = MergeConstraints(out, []Constraint{{Name: name, Param: param, Rule: r, Proposal: seq}})
 	}
 	type name struct {
@@ -234,10 +265,11 @@ func ReadConstraints(feedback string, space *Space, seq int) []Constraint {
 	var rule Rule      // the rule binding names that follow, "" for none
 	negated, too := false, false
 	reset := func() { pending, rule, negated, too = nil, "", false, false }
-	for _, tok := range feedbackToken.FindAllString(text, -1) {
+	for _, tok := range tokens {
 		switch {
 		case strings.ContainsAny(tok, ".;!?\n") && len(tok) == 1:
 			reset()
+			clause++
 			continue
 		case negations[tok]:
 			negated = true
@@ -263,11 +295,26 @@ func ReadConstraints(feedback string, space *Space, seq int) []Constraint {
 			continue
 		}
 		negated, too = false, false
-		rule = r
+		rule, byValue = r, valueWords[tok]
 		for _, p := range pending {
 			set(p.n, p.param, r)
 		}
 		pending = nil
+	}
+	return out
+}
+
+// sizeClauses says, per clause of tokens (ended by . ; ! ? or a new line), whether it speaks
+// of a penalty's size ("penalty", "penalties"): its value words then mean strength.
+func sizeClauses(tokens []string) []bool {
+	out := []bool{false}
+	for _, tok := range tokens {
+		switch tok {
+		case ".", ";", "!", "?", "\n":
+			out = append(out, false)
+		case "penalty", "penalties":
+			out[len(out)-1] = true
+		}
 	}
 	return out
 }

@@ -33,10 +33,10 @@ func TestRejectFeedbackBecomesAConstraint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := session.ConstraintList(p.Decision.Read); got != "keep is_terminated; foot_slip no stronger" {
+	if got := session.ConstraintList(p.Decision.Read); got != "keep is_terminated; foot_slip no weaker" {
 		t.Errorf("read %q", got)
 	}
-	if !strings.HasPrefix(p.Decision.Note, "read: keep is_terminated; foot_slip no stronger. Every proposer keeps to this") {
+	if !strings.HasPrefix(p.Decision.Note, "read: keep is_terminated; foot_slip no weaker. Every proposer keeps to this") {
 		t.Errorf("note %q", p.Decision.Note)
 	}
 	s = h.wait(s.ID)
@@ -56,7 +56,7 @@ func TestRejectFeedbackBecomesAConstraint(t *testing.T) {
 		t.Error("the advisor's breach is not audited with the constraint it broke")
 	}
 	for _, r := range append(h.adv.requests()[1:], h.sampler.requests()...) {
-		if session.ConstraintList(r.Constraints) != "keep is_terminated; foot_slip no stronger" {
+		if session.ConstraintList(r.Constraints) != "keep is_terminated; foot_slip no weaker" {
 			t.Fatalf("a request after the reject carries constraints %q", session.ConstraintList(r.Constraints))
 		}
 	}
@@ -84,7 +84,7 @@ func TestRejectFeedbackBecomesAConstraint(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := h.sampler.requests()
-	if len(after) == before || session.ConstraintList(after[len(after)-1].Constraints) != "keep is_terminated; foot_slip no stronger" {
+	if len(after) == before || session.ConstraintList(after[len(after)-1].Constraints) != "keep is_terminated; foot_slip no weaker" {
 		t.Fatalf("after a restart the sampler was asked %d more times, last with constraints %q", len(after)-before, session.ConstraintList(after[len(after)-1].Constraints))
 	}
 	if _, err := eng.Cancel(ctx, s.ID, console); err != nil {
@@ -105,5 +105,35 @@ func TestFeedbackNoteSaysWhereFeedbackGoes(t *testing.T) {
 		if got := session.FeedbackNote(nil, tc.advisor); !strings.Contains(got, tc.want) {
 			t.Errorf("advisor %v: %q", tc.advisor, got)
 		}
+	}
+}
+
+// A later feedback that turns round what an earlier one asked of the same scalar is
+// pointed out: the newer word holds, and the answer says which it replaces (issue 28).
+func TestContradictingFeedbackIsPointedOut(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	st := settings(session.ModeApproval)
+	st.Fallback = true
+	s, err := h.eng.Start(ctx, st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	p, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionReject, Feedback: "lower foot_slip", By: console})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(p.Decision.Note, "contradicts") {
+		t.Errorf("the first feedback contradicts nothing: %q", p.Decision.Note)
+	}
+	s = h.wait(s.ID)
+	p, err = h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionReject, Feedback: "weaker foot_slip, keep pose", By: console})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `this contradicts earlier feedback: "foot_slip no stronger" replaces "foot_slip no weaker" (asked when rejecting proposal 1); the newer word holds.`
+	if !strings.HasSuffix(p.Decision.Note, want) {
+		t.Errorf("note %q, want it to end %q", p.Decision.Note, want)
 	}
 }

@@ -14,16 +14,22 @@ func TestReadConstraints(t *testing.T) {
 	}{
 		{"do not touch is_terminated", "keep is_terminated"},
 		{"Don’t touch is_terminated!", "keep is_terminated"},
-		{"keep is_terminated, lower foot_slip", "keep is_terminated; foot_slip no stronger"},
+		// a value word said of a penalty speaks of its value as the card prints it (−0.25 → −0.5
+		// is lower), or of what it penalises: "lower foot_slip" asks for less slip (issue 28)
+		{"keep is_terminated, lower foot_slip", "keep is_terminated; foot_slip no weaker"},
+		{"reduce foot_slip", "foot_slip no weaker"},
+		{"weaker foot_slip", "foot_slip no stronger"},                        // a strength word: its strength
+		{"lower track_linear_velocity", "track_linear_velocity no stronger"}, // a reward: value and strength agree
 		{"leave is_terminated alone and raise the action_rate_l2 penalty", "keep is_terminated; action_rate_l2 no weaker"},
 		{"is_terminated should stay as it is", "keep is_terminated"},
 		{"foot_slip is too strong", "foot_slip no stronger"},
 		{"foot_slip too weak; freeze pose", "foot_slip no weaker; keep pose"},
 		{"don't lower foot_gait.period.", "foot_gait.period no lower"},
 		{"increase params.foot_gait.period", "foot_gait.period no lower"},
-		{"never increase is_terminated", "is_terminated no stronger"},
-		{"lower foot_slip and is_terminated", "foot_slip no stronger; is_terminated no stronger"},
-		{"keep is_terminated. Later: raise is_terminated", "is_terminated no weaker"}, // the later word wins
+		{"never increase is_terminated", "is_terminated no weaker"},
+		{"lower foot_slip and is_terminated", "foot_slip no weaker; is_terminated no weaker"},
+		{"lower the foot_slip penalty", "foot_slip no stronger"},                        // the penalty's size
+		{"keep is_terminated. Later: raise is_terminated", "is_terminated no stronger"}, // the later word wins
 		// nothing bound: a word that is no link ends the binding
 		{"more falls since is_terminated doubled", ""},
 		{"the gait looks jumpy", ""},
@@ -45,9 +51,9 @@ func TestBrokenConstraintsReadMagnitudes(t *testing.T) {
 		patch  session.Patch
 		broken string
 	}{
-		// foot_slip −0.25 → −0.5 is stronger (×2), which "lower" forbids; → −0.125 is fine
-		{session.Patch{Weights: map[string]float64{"foot_slip": -0.5}}, "foot_slip no stronger"},
-		{session.Patch{Weights: map[string]float64{"foot_slip": -0.125}}, ""},
+		// "lower foot_slip" asks for −0.25 → −0.5 (less slip) and refuses −0.125 (weaker)
+		{session.Patch{Weights: map[string]float64{"foot_slip": -0.5}}, ""},
+		{session.Patch{Weights: map[string]float64{"foot_slip": -0.125}}, "foot_slip no weaker"},
 		{session.Patch{Weights: map[string]float64{"is_terminated": -100}}, "keep is_terminated"},
 		{session.Patch{Weights: map[string]float64{"is_terminated": -200}}, ""}, // unchanged
 		{session.Patch{Params: map[string]float64{"foot_gait.period": 0.5}}, "foot_gait.period no lower"},

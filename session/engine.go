@@ -108,6 +108,10 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 // Space returns the reward space sessions are checked against.
 func (e *Engine) Space() *Space { return e.cfg.Space }
 
+// Advised reports whether the engine has an advisor (DeepSeek) besides the numeric
+// sampler: what a person's feedback and notes can reach.
+func (e *Engine) Advised() bool { return e.cfg.Advisor != nil }
+
 // Store returns the engine's store, for readers (chat status, reports).
 func (e *Engine) Store() Store { return e.cfg.Store }
 
@@ -458,13 +462,15 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		id = BareDecisionTarget(ps).ID
 	}
 	var tried []Tried
-	var constraints []Constraint
-	if d.Action == ActionEdit {
-		trials, err := e.cfg.Store.Trials(ctx, s.ID)
-		if err != nil {
-			return Proposal{}, fmt.Errorf("listing trials: %w", err)
+	var constraints []Constraint // in force before this decision (an edit's override, a reject's contradiction)
+	if d.Action == ActionEdit || d.Action == ActionReject {
+		if d.Action == ActionEdit {
+			trials, err := e.cfg.Store.Trials(ctx, s.ID)
+			if err != nil {
+				return Proposal{}, fmt.Errorf("listing trials: %w", err)
+			}
+			tried = TriedConfigs(trials)
 		}
-		tried = TriedConfigs(trials)
 		ps, err := e.cfg.Store.Proposals(ctx, s.ID)
 		if err != nil {
 			return Proposal{}, fmt.Errorf("listing proposals: %w", err)
@@ -488,6 +494,9 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 			p.State = ProposalRejected
 			dec.Read = ReadConstraints(d.Feedback, e.cfg.Space, p.Seq)
 			dec.Note = FeedbackNote(dec.Read, e.cfg.Advisor != nil)
+			if n := ReplacedNote(constraints, dec.Read); n != "" {
+				dec.Note += " " + n
+			}
 		case ActionEdit:
 			if _, err := e.cfg.Space.Validate(p.Base, *d.Edit, tried); err != nil {
 				return err

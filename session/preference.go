@@ -108,16 +108,32 @@ func Whose(n int) string {
 // PreferenceEffect says in words what an answered preference does, where it is recorded
 // (docs/design.md §1): both proposers learn from it, and halving respects it, never past a
 // gate.
-func PreferenceEffect(p Preference) string {
+func PreferenceEffect(p Preference) string { return PreferenceEffectFor(p, true) }
+
+// PreferenceEffectFor is PreferenceEffect in a session with an advisor (DeepSeek) or, with
+// advisor false, without one: then only the numeric sampler learns from it, and no note
+// is promised to a prompt nobody reads.
+func PreferenceEffectFor(p Preference, advisor bool) string {
 	w, l, ok := p.Winner()
+	if !advisor {
+		const learns = "the numeric sampler learns from it (no advisor is configured, so no prompt reads a note): it "
+		if !ok {
+			return learns + "counts the two configurations as equally good; halving ranks them by their scores"
+		}
+		return learns + "leans its next proposals towards " + Whose(w) + " configuration; " + promotionEffect(w, l) + "; it never overrides a gate"
+	}
 	if !ok {
 		return "both proposers learn from it: DeepSeek's next prompt lists it, and the numeric sampler counts the two configurations as equally good; halving ranks them by their scores"
 	}
-	halving := fmt.Sprintf("at a promotion %s ranks above %s when their scores are within %.2f of each other", trialName(w), trialName(l), NoiseMargin)
+	return fmt.Sprintf("both proposers learn from it: DeepSeek's next prompt lists it with its note, and the numeric sampler leans its next proposals towards %s configuration; %s; it never overrides a gate", Whose(w), promotionEffect(w, l))
+}
+
+// promotionEffect says what an answer that w walks better than l does at a promotion.
+func promotionEffect(w, l int) string {
 	if w == 0 {
-		halving = fmt.Sprintf("trial %d is never promoted ahead of a tuned trial nobody marked worse than the baseline", l)
+		return fmt.Sprintf("trial %d is never promoted ahead of a tuned trial nobody marked worse than the baseline", l)
 	}
-	return fmt.Sprintf("both proposers learn from it: DeepSeek's next prompt lists it with its note, and the numeric sampler leans its next proposals towards %s configuration; %s; it never overrides a gate", Whose(w), halving)
+	return fmt.Sprintf("at a promotion %s ranks above %s when their scores are within %.2f of each other", trialName(w), trialName(l), NoiseMargin)
 }
 
 // PreferRequest is a person's answer to an A/B card, or a preference typed on their own

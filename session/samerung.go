@@ -30,7 +30,7 @@ func (v Versus) Label() string {
 }
 
 // String is the score with its label, "+0.031 vs baseline @ rung 1".
-func (v Versus) String() string { return fmt.Sprintf("%+.3f %s", v.Score, v.Label()) }
+func (v Versus) String() string { return SignedScore(v.Score) + " " + v.Label() }
 
 // ControlAt returns the baseline's completed, scored trial at rung, or nil.
 func ControlAt(trials []Trial, rung int) *Trial {

@@ -141,6 +141,12 @@ var nameRE = regexp.MustCompile(NamePattern)
 // ValidName reports whether name follows NamePattern.
 func ValidName(name string) bool { return nameRE.MatchString(name) }
 
+// MinTrials and MaxTrials bound a session's trial count, the baseline included.
+const (
+	MinTrials = 4
+	MaxTrials = 20
+)
+
 // Validate checks every field and names each bad one.
 func (s Settings) Validate() error {
 	var probs []string
@@ -172,8 +178,8 @@ func (s Settings) Validate() error {
 		}
 		seen[g] = true
 	}
-	if s.TrialCount < 4 || s.TrialCount > 20 {
-		bad("trial_count", "%d is outside 4–20", s.TrialCount)
+	if s.TrialCount < MinTrials || s.TrialCount > MaxTrials {
+		bad("trial_count", "%d is outside %d–%d", s.TrialCount, MinTrials, MaxTrials)
 	}
 	if len(s.Rungs) != 3 {
 		bad("rungs", "must have 3 entries (got %d)", len(s.Rungs))

@@ -42,7 +42,8 @@ type Console struct {
 	clips   bot.ClipFunc
 	handler *bot.Handler
 
-	verbose bool // every card whole; else a page: a line per trial, the cards that need a person
+	verbose    bool   // every card whole; else a page: a line per trial, the cards that need a person
+	endOfInput string // said when reading ends
 
 	mu       sync.Mutex     // guards everything below, and out
 	current  string         // the session of the newest event
@@ -75,6 +76,8 @@ type Config struct {
 	// proposals and decisions a person makes, and the summary's table and headline; charts
 	// are saved either way.
 	Verbose bool
+	// EndOfInput is said when reading ends (Ctrl-D, a closed pipe); "" says nothing.
+	EndOfInput string
 }
 
 // New returns a console printing to cfg.Out, reading commands from cfg.In and saving
@@ -84,11 +87,12 @@ func New(cfg Config) *Console {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{out: cfg.Out, in: cfg.In, dir: cfg.Dir, store: cfg.Store, space: cfg.Space, log: cfg.Logger,
-		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, progress: map[string]int{}, verbose: cfg.Verbose}
+		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, progress: map[string]int{}, verbose: cfg.Verbose, endOfInput: cfg.EndOfInput}
 	c.handler = cfg.Handler
 	if c.handler == nil && cfg.Engine != nil {
+		// Without the daemon's handler the console serves one session in the foreground (tune).
 		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, Charts: c.charts, Clips: c.clips, Logger: c.log,
-			Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}})
+			Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}, Foreground: true})
 	}
 	return c
 }
@@ -133,6 +137,13 @@ func (c *Console) Run(ctx context.Context) error {
 				}
 				c.Command(ctx, sc.Text())
 				inflight.Unlock()
+			}
+			select {
+			case <-stop:
+			default:
+				if c.endOfInput != "" {
+					c.printf("» %s\n", c.endOfInput)
+				}
 			}
 		}()
 	}
@@ -252,7 +263,9 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 		c.printCard(r.Render(ctx, e, User.Platform).Root, stamp)
 		return
 	case session.EventDecision:
-		if p := e.Proposal; p != nil && p.Decision != nil && (c.verbose || p.Decision.By != session.System) {
+		// A decision typed here was answered already; one made elsewhere (chat, the page)
+		// or tunebot's own (verbose) is said here.
+		if p := e.Proposal; p != nil && p.Decision != nil && !typedHere(p.Decision.By) && (c.verbose || p.Decision.By != session.System) {
 			card := bot.ProposalCard(*p, c.space, nil)
 			for _, b := range card.Blocks {
 				if b.Kind == bot.BlockStamp {
@@ -307,6 +320,9 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 		c.printf("type: %s\n", session.ReviewReplies)
 	}
 }
+
+// typedHere reports whether a was this console's person (Where, the channel, aside).
+func typedHere(a session.Actor) bool { return a.Platform == User.Platform && a.ID == User.ID }
 
 func (c *Console) printCard(card bot.Card, stamp string) {
 	c.printf("\n[%s]\n%s", stamp, bot.RenderText(forTerminal(card), c.save(card)))

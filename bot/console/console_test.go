@@ -165,7 +165,7 @@ func TestConsoleIsAPageByDefault(t *testing.T) {
 func TestConsoleCommandsFromInput(t *testing.T) {
 	db, eng, s, _, _ := setup(t)
 	out := &syncBuffer{}
-	in := strings.NewReader("hello there\nedit pose=NaN\nhelp\napprove\n")
+	in := strings.NewReader("hello there\nedit pose=NaN\nhelp\ndashboard\napprove\n")
 	c := console.New(console.Config{Out: out, In: in, Dir: t.TempDir(), Engine: eng, Store: db, Space: session.DefaultSpace()})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
@@ -183,13 +183,15 @@ func TestConsoleCommandsFromInput(t *testing.T) {
 	}
 	text := out.String()
 	for _, want := range []string{console.Intro + "\n", "» not a command: type help", `» edit refused:`, `pose: "NaN" is not a decimal number`,
-		"\n    start [mode=approval]", "to decide a proposal: approve"} {
+		"to decide a proposal: approve",
+		// a foreground session (tune) lists no daemon command, and names them (issue 28)
+		"come with the daemon: tunebot run", "» the monitoring page (dashboard) comes with the daemon (tunebot run --config FILE)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("output lacks %q:\n%s", want, text)
 		}
 	}
 	// help is typed as it is, and answered in the terminal's words.
-	for _, chat := range []string{"is a /tune command, not a thread reply", "/tune start", "in a session thread"} {
+	for _, chat := range []string{"is a /tune command, not a thread reply", "/tune start", "in a session thread", "    start [mode=approval]", "service.addr"} {
 		if strings.Contains(text, chat) {
 			t.Errorf("the terminal answers help with chat wording %q:\n%s", chat, text)
 		}

@@ -51,6 +51,14 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			}
 		}
 	}
+	// A command whose usage is printed before its flags are parsed shows them too (issue 28,
+	// item 14).
+	for _, args := range [][]string{{"events", "--help"}, {"preset", "--help"}, {"help", "events"}} {
+		code, stdout, _ := runBin(t, dir, args...)
+		if code != 0 || !strings.Contains(stdout, "flags:\n") || !strings.Contains(stdout, "-json") && !strings.Contains(stdout, "-data-dir") {
+			t.Errorf("tunebot %s: exit %d, stdout %q; want exit 0 and its flags", strings.Join(args, " "), code, stdout)
+		}
+	}
 	// A subcommand's own --help shows its flags.
 	for _, args := range [][]string{{"config", "check", "--help"}, {"preset", "show", "--help"}, {"agent", "test", "-h"}, {"proposal", "check", "--help"}, {"dashboard", "link", "--help"}, {"dashboard", "rotate", "--help"}} {
 		code, stdout, _ := runBin(t, dir, args...)
@@ -79,6 +87,12 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"version", "--json"}, 2, "flag provided but not defined: -json", true},
 		{[]string{"prune", "--dry-rn"}, 2, "flag provided but not defined: -dry-rn", true},
 		{[]string{"dashboard", "rotat"}, 2, `tunebot dashboard: unknown subcommand "rotat" (did you mean rotate?)`, true},
+		// issue 28, item 14: a bad --trials or --mode is one usage error naming the flag
+		{[]string{"tune", "--trials", "0", "--fallback"}, 2, "tunebot tune: --trials 0 is outside 4–20", true},
+		{[]string{"tune", "--trials", "-3", "--fallback"}, 2, "tunebot tune: --trials -3 is outside 4–20", true},
+		{[]string{"tune", "--mode", "approve", "--fallback"}, 2, `tunebot tune: --mode "approve" is not automatic or approval (did you mean approval?)`, true},
+		{[]string{"help", "nosuch"}, 2, `tunebot help: unknown command "nosuch"`, true},
+		{[]string{"help", "tuen"}, 2, `unknown command "tuen" (did you mean tune?)`, true},
 	} {
 		code, stdout, stderr := runBin(t, dir, tc.args...)
 		if code != tc.code || !strings.Contains(stderr, tc.stderr) || tc.emptyStdin && stdout != "" {
@@ -87,6 +101,9 @@ func TestCommandLineMistakes(t *testing.T) {
 	}
 	if code, stdout, _ := runBin(t, dir, "help"); code != 0 || !strings.Contains(stdout, "  tune ") {
 		t.Errorf("tunebot help: exit %d, %q", code, stdout)
+	}
+	if _, _, stderr := runBin(t, dir, "tune", "--trials", "-3", "--fallback"); strings.Contains(stderr, "promote") {
+		t.Errorf("tune --trials -3 blames the promote list derived from it:\n%s", stderr)
 	}
 }
 

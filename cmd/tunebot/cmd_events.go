@@ -44,6 +44,10 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 }
 
 func runEvents(ctx context.Context, e *env, args []string) int {
+	// The flags are read by hand (PATH... may start with a flag); the set only prints them.
+	flags := flagSet(e, "events", eventsUsage)
+	flags.Bool("json", false, "print one JSON document (the file count, and per tag its count, first and last step and last value) instead of the table")
+	help := usageText(eventsUsage, flags)
 	asJSON := false
 	var paths []string
 	for i, a := range args {
@@ -54,10 +58,10 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 			asJSON = true
 			continue
 		case a == "-h" || a == "--help" || a == "-help":
-			fmt.Fprintln(e.stdout, eventsUsage)
+			fmt.Fprintln(e.stdout, help)
 			return 0
 		case strings.HasPrefix(a, "-") && a != "-":
-			fmt.Fprintf(e.stderr, "events: unknown flag %s\n%s\n", a, eventsUsage)
+			fmt.Fprintf(e.stderr, "events: unknown flag %s\n%s\n", a, help)
 			return 2
 		default:
 			paths = append(paths, a)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 
@@ -30,14 +31,15 @@ func cliActor(e *env) session.Actor {
 
 func runPreset(ctx context.Context, e *env, args []string) int {
 	want := map[string]int{"list": 0, "show": 1, "export": 1, "import": 2}
-	sub, code, ok := subcommand(e, "preset", presetUsage, []string{"list", "show", "export", "import"}, args)
-	if !ok {
-		return code
-	}
-	fs := flagSet(e, "preset "+sub, presetUsage)
+	fs := flagSet(e, "preset", presetUsage)
 	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
 	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
 	out := fs.String("o", "", "export: write to FILE instead of stdout")
+	sub, code, ok := subcommand(e, "preset", usageText(presetUsage, fs), []string{"list", "show", "export", "import"}, args)
+	if !ok {
+		return code
+	}
+	fs.Init("preset "+sub, flag.ContinueOnError)
 	operands, code, ok := parseInterleaved(e, fs, args[1:])
 	if !ok {
 		return code
@@ -98,7 +100,10 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 			}
 			return presetFail(e, err)
 		}
-		fmt.Fprintf(e.stdout, "preset %s imported; start a session from it with preset=%s\n", p.Name, p.Name)
+		fmt.Fprintf(e.stdout, "preset %s imported; start a session from it with tunebot tune --preset %s (in chat: /tune start preset=%s)\n", p.Name, p.Name, p.Name)
+		if note := preset.RoundedNote(data, p.Config); note != "" {
+			fmt.Fprintln(e.stdout, note)
+		}
 	}
 	return 0
 }

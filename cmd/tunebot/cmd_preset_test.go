@@ -55,7 +55,7 @@ func TestPresetCommands(t *testing.T) {
 		stdout, stderr string
 	}{
 		{args: []string{"list", "--config", cfgPath}, stdout: "no presets yet"},
-		{args: []string{"import", "slippy", file, "--config", cfgPath}, stdout: "preset slippy imported; start a session from it with preset=slippy"},
+		{args: []string{"import", "slippy", file, "--config", cfgPath}, stdout: "preset slippy imported; start a session from it with tunebot tune --preset slippy"},
 		{args: []string{"import", "--config", cfgPath, "slippy", file}, code: 1, stderr: "preset slippy already exists; presets are immutable, pick another name"},
 		// bad.json also lacks pose.walking_threshold, which the default fills in.
 		{args: []string{"import", "broken", badFile, "--config", cfgPath}, code: 1,

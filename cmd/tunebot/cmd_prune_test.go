@@ -286,7 +286,8 @@ func TestPruneWhileTheDaemonRuns(t *testing.T) {
 		t.Fatalf("prune: exit %d\n%s%s\ndaemon:\n%s", code, stdout, stderr, out.String())
 	}
 	waitFor(t, "the daemon to log the prune", 5*time.Second, func() bool {
-		return strings.Contains(out.String(), `msg="old sessions pruned"`) && strings.Contains(out.String(), "platform=cli")
+		log := logFile(data).String()
+		return strings.Contains(log, `msg="old sessions pruned"`) && strings.Contains(log, "platform=cli")
 	})
 	stdinW.WriteString("/tune start trials=4 rungs=20,40,60 fallback=true\n")
 	waitFor(t, "a session after the prune to succeed", 60*time.Second, func() bool { return strings.Contains(out.String(), "succeeded") })
@@ -344,7 +345,7 @@ retention:
 `)
 	cmd, _, out := startDaemon(t, cfg)
 	waitFor(t, "the daemon to prune", 10*time.Second, func() bool {
-		return strings.Contains(out.String(), `msg="old sessions pruned" user=tunebot`)
+		return strings.Contains(logFile(data).String(), `msg="old sessions pruned" user=tunebot`)
 	})
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -356,7 +357,7 @@ retention:
 	if m := after.Sessions[old].Pruned; m == nil || m.Curves != session.CurvesDrop || after.Points[old] != 0 || len(after.Files[old]) != 2 {
 		t.Errorf("after the daemon's prune: marked %+v, %d points, files %v", m, after.Points[old], after.Files[old])
 	}
-	if n := strings.Count(out.String(), `msg="old sessions pruned"`); n != 1 {
+	if n := strings.Count(logFile(data).String(), `msg="old sessions pruned"`); n != 1 {
 		t.Errorf("the daemon logged %d prunes; a pruned session is passed over the next time", n)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -46,29 +45,52 @@ the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 	if !ok {
 		return code
 	}
-	logger := newLogger(cfg.Log, e.stderr)
+	access := dataDirAccess(cfg.DataDir) // before the console's log file creates data_dir
+	logger, closeLog, err := daemonLogger(cfg, e)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "tunebot:", err)
+		return 1
+	}
+	defer closeLog()
 	for _, w := range cfg.warnings {
 		logger.Warn(w)
 	}
-	if w := dataDirAccess(cfg.DataDir); w != "" && !cfg.Service.SharedDataDir {
-		logger.Warn(w)
+	if access != "" && !cfg.Service.SharedDataDir {
+		logger.Warn(access)
 	}
 	d := &daemon{cfg: cfg, e: e, log: logger, verbose: *verbose}
 	if err := d.start(ctx, *resume); err != nil {
-		// A damaged data file is said once, plainly: the person must restore or move it.
-		if !errors.Is(err, session.ErrDamaged) {
-			logger.Error("tunebot could not start", "err", err)
-		}
+		// Said once, plainly, on stderr (the journal under systemd); the console, which
+		// would have read commands, never started.
 		fmt.Fprintln(e.stderr, "tunebot:", err)
 		d.stop()
 		return 1
 	}
 	logger.Info("tunebot is running", "platforms", d.platformNames(), "data_dir", cfg.DataDir)
+	if d.con != nil {
+		fmt.Fprintf(e.stdout, "tunebot is running; its log is %s (warnings and errors show here too)\n", filepath.Join(cfg.DataDir, "tunebot.log"))
+		d.runConsole()
+	}
 	<-ctx.Done()
 	logger.Info("shutting down: stopping jobs, delivering what is queued")
 	d.stop()
 	return 0
 }
+
+// daemonLogger is the daemon's logger. With a chat platform it logs to stderr (the journal
+// under systemd); with none the console is this terminal's front end, and as in tune the
+// log goes to data_dir/tunebot.log, warnings and errors showing here too, one line each, so
+// the cards and the prompt are not interleaved with a trial's job lines.
+func daemonLogger(cfg Config, e *env) (*slog.Logger, func(), error) {
+	if chatEnabled(cfg.Chat) {
+		return newLogger(cfg.Log, e.stderr), func() {}, nil
+	}
+	return consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
+}
+
+// chatEnabled reports whether the config enables a chat platform; with none, run's front
+// end is the console (buildChat decides the same from the adapters it builds).
+func chatEnabled(c ChatConfig) bool { return c.Slack.Enabled || c.Discord.Enabled }
 
 // daemon is tunebot run: the engine, the chat adapters, their outbox dispatchers and the
 // notifier, with their goroutines owned here and ended in order by stop.
@@ -91,6 +113,7 @@ type daemon struct {
 	service   *httpd.Server
 	dash      *dashboard.Server // the monitoring page; nil when the service is off
 
+	consoleCtx                                                 context.Context // the console's, ended with the notifiers'
 	notifyCancel, dispatchCancel, adapterCancel, serviceCancel context.CancelFunc
 	stopRelay                                                  func() // hands the engine's last events over
 	notifyWG, dispatchWG, adapterWG, serviceWG                 sync.WaitGroup
@@ -182,11 +205,11 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose})
-		to = append(to, d.con)
-		d.notifyWG.Add(1)
-		go func() { defer d.notifyWG.Done(); _ = d.con.Run(nctx) }()
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose,
+			EndOfInput: "input has ended (Ctrl-D): this terminal reads no more commands; tunebot keeps running until Ctrl-C or SIGTERM"})
+		to = append(to, d.con) // it queues what comes until runConsole, once the daemon runs
 	}
+	d.consoleCtx = nctx
 	if d.notifier != nil {
 		to = append(to, d.notifier)
 		d.notifyWG.Add(1)
@@ -199,6 +222,13 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 		rcancel()
 		waitBounded(func() { <-relayDone }, drainTimeout)
 	}
+}
+
+// runConsole prints the console's queued events and reads its commands, from the moment
+// the daemon runs: a start that fails shows no prompt.
+func (d *daemon) runConsole() {
+	d.notifyWG.Add(1)
+	go func() { defer d.notifyWG.Done(); _ = d.con.Run(d.consoleCtx) }()
 }
 
 // startChat runs the outbox dispatchers and the chat adapters, each group with its own

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,13 +33,14 @@ type tuneOptions struct {
 	fallback   bool
 	json       bool
 	resume     bool
+	preset     string // start from this preset (/tune start preset=NAME)
 	dataDir    string
 	demo       bool
 	verbose    bool
 }
 
 func runTune(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
+	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--preset NAME] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
 
 Runs one tuning session in the foreground to its end, operated from this terminal (type help
 while it runs). --resume continues the newest unfinished session instead.`)
@@ -44,6 +48,7 @@ while it runs). --resume continues the newest unfinished session instead.`)
 	fs.StringVar(&o.configPath, "config", "", "config file (YAML); the embedded defaults when empty")
 	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
 	fs.IntVar(&o.trials, "trials", 0, "trial count, baseline included (default: the config's)")
+	fs.StringVar(&o.preset, "preset", "", "start from this preset's reward configuration (tunebot preset list) instead of the defaults")
 	fs.BoolVar(&o.fallback, "fallback", false, "let the numeric sampler propose when the advisor cannot")
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	fs.BoolVar(&o.resume, "resume", false, "continue the newest interrupted session instead of starting one")
@@ -55,7 +60,29 @@ while it runs). --resume continues the newest unfinished session instead.`)
 	if fs.NArg() > 0 {
 		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
+	if msg := tuneFlagProblem(fs, o); msg != "" {
+		return usageError(e, fs, "%s", msg)
+	}
 	return tune(ctx, e, o)
+}
+
+// tuneFlagProblem is what is wrong with tune's --mode or --trials, "" when nothing: a bad
+// value given on the command line is a usage error naming the flag (exit 2), before the
+// config is read, so a bad count is not reported as the promote list derived from it.
+func tuneFlagProblem(fs *flag.FlagSet, o tuneOptions) string {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	modes := []string{session.ModeAutomatic, session.ModeApproval}
+	if given["mode"] && !slices.Contains(modes, o.mode) {
+		return fmt.Sprintf("--mode %q is not automatic or approval%s", o.mode, didYouMean(o.mode, modes))
+	}
+	if given["preset"] && o.resume {
+		return "--preset starts a new session; --resume continues one with its own settings"
+	}
+	if given["trials"] && (o.trials < session.MinTrials || o.trials > session.MaxTrials) {
+		return fmt.Sprintf("--trials %d is outside %d–%d (the trial count, the baseline included)", o.trials, session.MinTrials, session.MaxTrials)
+	}
+	return ""
 }
 
 func runDemo(ctx context.Context, e *env, args []string) int {
@@ -101,6 +128,9 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	}
 	if o.fallback {
 		st.Fallback = true
+	}
+	if o.preset != "" {
+		st.Preset = o.preset
 	}
 	st.Normalize()
 	if err := st.Validate(); err != nil {
@@ -173,7 +203,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
 	if code != 0 && final.State.Active() {
-		fmt.Fprintf(e.stderr, "session %s is %s; continue it with: tunebot tune --resume%s\n", final.ID, final.State, configFlag(o.configPath))
+		fmt.Fprintf(e.stderr, "session %s is %s; continue it with: %s\n", final.ID, final.State, resumeCommand(o))
 	}
 	if err := printSummary(ctx, e, a, final, o.json); err != nil {
 		fmt.Fprintln(e.stderr, "tunebot:", err)
@@ -185,11 +215,30 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	return code
 }
 
-func configFlag(p string) string {
-	if p == "" {
-		return ""
+// resumeCommand is the command line that reaches the same session again: --resume with
+// the config and the data dir this run used (absolute, so it works from anywhere; quoted
+// for a shell when needed). The session's own settings come back from the store.
+func resumeCommand(o tuneOptions) string {
+	argv := []string{"tunebot", "tune", "--resume"}
+	for _, f := range []struct{ flag, path string }{{"--config", o.configPath}, {"--data-dir", o.dataDir}} {
+		if f.path == "" {
+			continue
+		}
+		p := f.path
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		argv = append(argv, f.flag, shellWord(p))
 	}
-	return " --config " + p
+	return strings.Join(argv, " ")
+}
+
+// shellWord is s as one word for a POSIX shell: as it is when it is plain, else single-quoted.
+func shellWord(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:,+=@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // resumeNewest continues the newest session that is still active.
@@ -318,6 +367,9 @@ type summaryJSON struct {
 	Proposals []proposalJSON    `json:"proposals"`
 	// Preferences are people's answers to "which walks better?" (winner null: can't tell).
 	Preferences []preferenceJSON `json:"preferences"`
+	// PlanChanges are people's promote and drop on the promotion plans, in order: a drop
+	// that left no trial to take its place shows here only.
+	PlanChanges []planChangeJSON `json:"plan_changes"`
 	Outputs     map[string]any   `json:"outputs"`
 
 	// Outcome is what a succeeded session came to: "improved" (preset names it) or
@@ -326,6 +378,18 @@ type summaryJSON struct {
 	// Versus is the headline's best tuned trial against the baseline at its rung
 	// (session.Comparison.Versus), null before there is one.
 	Versus *session.Versus `json:"versus"`
+}
+
+// planChangeJSON is one change a person made to rung's promotion plan.
+type planChangeJSON struct {
+	Rung   int    `json:"rung"`
+	Action string `json:"action"` // promote or drop
+	Trial  int    `json:"trial"`
+	// Other is, for a promote, the planned trial it replaced; for a drop, the trial that
+	// took the dropped one's place, null when none was left.
+	Other *int      `json:"other"`
+	By    string    `json:"by"`
+	At    time.Time `json:"at"`
 }
 
 type preferenceJSON struct {
@@ -391,7 +455,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
@@ -407,18 +471,20 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	for _, t := range trials {
 		tj := trialJSON{Number: t.Number, Rung: t.Rung, Iterations: t.Iterations, State: t.State, Source: t.Source,
 			Eligible: t.Eligible(), RewardConfig: t.RewardConfig, Metrics: t.Metrics, Reason: t.Reason}
+		// Measured numbers go out as a person reads them: 4 significant digits, no -0.
 		if t.Score != nil {
-			v := t.Score.Total
+			v := session.Measured(t.Score.Total)
 			tj.Score = &v
 		}
 		if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
 			tj.Versus = &vs
 		}
+		tj.Metrics = session.MeasuredMetrics(tj.Metrics)
 		if tj.Metrics == nil {
 			tj.Metrics = session.Metrics{}
 		}
 		if t.Final != nil {
-			tj.Final = &finalJSON{Score: t.Final.Score.Total, Std: t.Final.ScoreStd, Seeds: append([]int{}, t.Final.Seeds...)}
+			tj.Final = &finalJSON{Score: session.Measured(t.Final.Score.Total), Std: session.Measured(t.Final.ScoreStd), Seeds: append([]int{}, t.Final.Seeds...)}
 		}
 		if t.Clip != nil {
 			p := filepath.Join(a.engine.SessionDir(s.ID), t.Clip.Path)
@@ -429,6 +495,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			tj.PromotedBy = &promotionJSON{By: p.By.String(), Action: p.Action, Over: p.Over, At: p.At}
 		}
 		st := session.StandingOf(t, s.Settings.EvalSeeds)
+		st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
 		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
 			out.Best = &st
 		}
@@ -454,6 +521,15 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			pj.Winner = &w
 		}
 		out.Preferences = append(out.Preferences, pj)
+	}
+	for _, r := range s.Reviews {
+		for _, c := range r.Changes {
+			cj := planChangeJSON{Rung: r.Rung, Action: c.Action, Trial: c.Trial, By: c.By.String(), At: c.At}
+			if c.Other >= 0 {
+				cj.Other = &c.Other
+			}
+			out.PlanChanges = append(out.PlanChanges, cj)
+		}
 	}
 	return out, nil
 }

@@ -54,7 +54,8 @@ func TestDashboardLinkCommand(t *testing.T) {
 	if err == nil || !strings.Contains(string(out), "is it running?") {
 		t.Fatalf("without a daemon: %v %s", err, out)
 	}
-	_, _, log := startDaemon(t, cfg)
+	startDaemon(t, cfg)
+	log := logFile(filepath.Join(dir, "data")) // the console is the front end: the log is the file
 	link := dashboardLink(t, cfg)
 	u, _ := url.Parse(link)
 	if u.Host != addr {

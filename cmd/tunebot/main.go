@@ -56,7 +56,7 @@ func run() int {
 
 // dispatch runs the subcommand args name. Bare tunebot is a usage error (exit 2, the usage
 // on stderr); help, -h and --help print it on stdout and exit 0, and "help COMMAND" is
-// COMMAND --help.
+// COMMAND --help (an unknown COMMAND is a usage error naming it).
 func dispatch(ctx context.Context, e *env, args []string) int {
 	if len(args) == 0 {
 		usage(e.stderr)
@@ -65,9 +65,11 @@ func dispatch(ctx context.Context, e *env, args []string) int {
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 {
-			if _, ok := commands[args[1]]; ok {
-				return dispatch(ctx, e, []string{args[1], "--help"})
+			if _, ok := commands[args[1]]; !ok {
+				fmt.Fprintf(e.stderr, "tunebot help: unknown command %q%s; tunebot help lists the commands\n", args[1], didYouMean(args[1], commandNames()))
+				return 2
 			}
+			return dispatch(ctx, e, []string{args[1], "--help"})
 		}
 		usage(e.stdout)
 		return 0

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,8 +142,8 @@ func TestTuneRefusesBadInputWithAReason(t *testing.T) {
 		want string
 	}{
 		{[]string{"tune", "--config", filepath.Join(dir, "missing.yaml")}, "does not exist"},
-		{[]string{"tune", "--trials", "3", "--fallback", "--data-dir", dir}, "trial_count: 3 is outside 4–20"},
-		{[]string{"tune", "--mode", "fast", "--fallback", "--data-dir", dir}, `mode: "fast"`},
+		{[]string{"tune", "--trials", "3", "--fallback", "--data-dir", dir}, "--trials 3 is outside 4–20"},
+		{[]string{"tune", "--mode", "fast", "--fallback", "--data-dir", dir}, `--mode "fast" is not automatic or approval`},
 		{[]string{"tune", "--data-dir", dir}, "DEEPSEEK_API_KEY is not set"},
 		{[]string{"tune", "--data-dir", dir}, "--fallback or session.fallback: true"},
 		{[]string{"tune", "--resume", "--data-dir", dir}, "no interrupted"},
@@ -389,6 +390,38 @@ func checkRounded(t *testing.T, sum summaryJSON) {
 		check(fmt.Sprintf("proposal %d", p.Seq), p.Patch)
 		if p.Edited != nil {
 			check(fmt.Sprintf("proposal %d as edited", p.Seq), *p.Edited)
+		}
+	}
+	checkMeasured(t, sum)
+}
+
+// checkMeasured checks that every measured number of the summary (scores, spreads,
+// metrics) has at most session.SignificantDigits significant digits and none is a
+// negative zero (issue 28, item 11: -3.065342329708454e-05).
+func checkMeasured(t *testing.T, sum summaryJSON) {
+	t.Helper()
+	check := func(where string, v float64) {
+		if short, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', session.SignificantDigits, 64), 64); short != v || v == 0 && math.Signbit(v) {
+			t.Errorf("%s is %v, not a measured number of %d significant digits", where, v, session.SignificantDigits)
+		}
+	}
+	for _, tr := range sum.Trials {
+		where := fmt.Sprintf("trial %d @ rung %d", tr.Number, tr.Rung)
+		if tr.Score != nil {
+			check(where+" score", *tr.Score)
+		}
+		for k, v := range tr.Metrics {
+			check(where+" metric "+k, v)
+		}
+		if tr.Final != nil {
+			check(where+" final score", tr.Final.Score)
+			check(where+" final std", tr.Final.Std)
+		}
+	}
+	for name, st := range map[string]*session.Standing{"best": sum.Best, "control": sum.Control} {
+		if st != nil {
+			check(name+" score", st.Score)
+			check(name+" std", st.Std)
 		}
 	}
 }

@@ -39,6 +39,14 @@ func printUsage(w io.Writer, usage string, fs *flag.FlagSet) {
 	fs.SetOutput(out)
 }
 
+// usageText is usage followed by fs's flags section, as -h prints it: for the commands
+// that print their usage before any flag set parses (preset --help, events --help).
+func usageText(usage string, fs *flag.FlagSet) string {
+	var b bytes.Buffer
+	printUsage(&b, usage, fs)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
 // parseFlags parses args into fs. With ok false the command ends with code: 0 after -h or
 // --help (the usage went to stdout), 2 after a bad flag (the error and the usage went to
 // stderr).

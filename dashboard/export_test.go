@@ -1,0 +1,4 @@
+package dashboard
+
+// AuditText is auditText, for the external tests.
+var AuditText = auditText
