@@ -68,7 +68,9 @@ func (s *Server) act(f actFunc) http.HandlerFunc {
 		in := s.person(r.Context(), who)
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 		defer cancel()
-		if err := s.resolveID(ctx, r); err != nil {
+		// An id no session has goes to the handler as typed: it checks the person's
+		// permission before it says whether the session exists (or holds a card).
+		if err := s.resolveID(ctx, r); err != nil && !isNotFound(err) {
 			s.fail(w, err)
 			return
 		}

@@ -30,3 +30,9 @@ func (s *Server) resolveID(ctx context.Context, r *http.Request) error {
 	r.SetPathValue("id", id)
 	return nil
 }
+
+// isNotFound says whether err is resolveID's answer for an id no session has.
+func isNotFound(err error) bool {
+	var p *problem
+	return errors.As(err, &p) && p.status == http.StatusNotFound
+}

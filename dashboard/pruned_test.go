@@ -17,7 +17,7 @@ func TestPrunedClipsAreSaidRemoved(t *testing.T) {
 	ctx := context.Background()
 	_, _, _, run := f.putClip(t)
 	user := f.signIn(t, dashboard.Identity{Platform: "slack", ID: "U2", Name: "bob"})
-	if tr := decode(t, user.get("/api/sessions/"+sid))["trials"].([]any)[2].(map[string]any); tr["clip"] == nil || tr["clip_removed"] != nil {
+	if tr := trialNumbered(t, decode(t, user.get("/api/sessions/"+sid)), 2); tr["clip"] == nil || tr["clip_removed"] != nil {
 		t.Fatalf("before the prune: %v", tr)
 	}
 
@@ -30,8 +30,20 @@ func TestPrunedClipsAreSaidRemoved(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	tr := decode(t, user.get("/api/sessions/"+sid))["trials"].([]any)[2].(map[string]any)
+	tr := trialNumbered(t, decode(t, user.get("/api/sessions/"+sid)), 2)
 	if tr["clip"] != nil || tr["clip_removed"] != true || tr["clip_note"] != "clip removed by prune" {
 		t.Errorf("after the prune, trial 2 shows clip %v, removed %v, note %q", tr["clip"], tr["clip_removed"], tr["clip_note"])
 	}
+}
+
+// trialNumbered is trial n of a session view (its trials come ranked, not by number).
+func trialNumbered(t *testing.T, view map[string]any, n float64) map[string]any {
+	t.Helper()
+	for _, tr := range view["trials"].([]any) {
+		if m := tr.(map[string]any); m["number"] == n {
+			return m
+		}
+	}
+	t.Fatalf("the session view has no trial %v", n)
+	return nil
 }

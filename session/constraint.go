@@ -31,19 +31,19 @@ type Constraint struct {
 }
 
 // String says the constraint as the reply to a reject and the advisor's prompt show it:
-// "keep is_terminated", "foot_slip no stronger", "foot_gait.period no higher".
+// "keep is_terminated", "foot_slip no stronger", "params.foot_gait.period no higher".
 func (c Constraint) String() string {
-	up, down := "stronger", "weaker"
+	up, down, name := "stronger", "weaker", c.Name
 	if c.Param {
-		up, down = "higher", "lower"
+		up, down, name = "higher", "lower", ParamLabel(c.Name) // one vocabulary: as cards show it
 	}
 	switch c.Rule {
 	case RuleNoUp:
-		return c.Name + " no " + up
+		return name + " no " + up
 	case RuleNoDown:
-		return c.Name + " no " + down
+		return name + " no " + down
 	}
-	return "keep " + c.Name
+	return "keep " + name
 }
 
 // Allows says whether the constraint lets its scalar move up (up) or down.

@@ -24,8 +24,8 @@ func TestReadConstraints(t *testing.T) {
 		{"is_terminated should stay as it is", "keep is_terminated"},
 		{"foot_slip is too strong", "foot_slip no stronger"},
 		{"foot_slip too weak; freeze pose", "foot_slip no weaker; keep pose"},
-		{"don't lower foot_gait.period.", "foot_gait.period no lower"},
-		{"increase params.foot_gait.period", "foot_gait.period no lower"},
+		{"don't lower foot_gait.period.", "params.foot_gait.period no lower"},
+		{"increase params.foot_gait.period", "params.foot_gait.period no lower"},
 		{"never increase is_terminated", "is_terminated no weaker"},
 		{"lower foot_slip and is_terminated", "foot_slip no weaker; is_terminated no weaker"},
 		{"lower the foot_slip penalty", "foot_slip no stronger"},                        // the penalty's size
@@ -56,7 +56,7 @@ func TestBrokenConstraintsReadMagnitudes(t *testing.T) {
 		{session.Patch{Weights: map[string]float64{"foot_slip": -0.125}}, "foot_slip no weaker"},
 		{session.Patch{Weights: map[string]float64{"is_terminated": -100}}, "keep is_terminated"},
 		{session.Patch{Weights: map[string]float64{"is_terminated": -200}}, ""}, // unchanged
-		{session.Patch{Params: map[string]float64{"foot_gait.period": 0.5}}, "foot_gait.period no lower"},
+		{session.Patch{Params: map[string]float64{"foot_gait.period": 0.5}}, "params.foot_gait.period no lower"},
 		{session.Patch{Params: map[string]float64{"foot_gait.period": 0.7}}, ""},
 	} {
 		if got := session.ConstraintList(session.BrokenConstraints(cs, base, tc.patch)); got != tc.broken {
