@@ -16,12 +16,13 @@ import (
 //     way: a stronger penalty raises the metric it is about, as an over-regularised gait
 //     does (a param's side is drawn either way);
 //   - alone, a move is worth little: a scalar's own optimum lies 0.3–1 step away and is
-//     shallow (1–5 % of its metric), and moving a penalty past some strength costs tracking
-//     one-sidedly (a hinge: nothing before it, a cost growing per step past it);
+//     shallow (0.005–0.03 in log units of its metric), and strengthening a weight that
+//     costs tracking costs it one-sidedly (a hinge 0.5–1.2 steps up: nothing before it,
+//     0.04–0.12 log units per step past it);
 //   - one or two groups of 3–6 scalars pay together: each member has a target 0.6–1.4
-//     steps away on its side, and the group's gain (20–50 % of a metric) grows with the
-//     cube of the members' mean progress, so a member moved alone gains at most 1/27 of it
-//     and the optimum needs several moderate moves at once;
+//     steps away on its side, and the group's gain (0.3–0.6 log units of a metric) grows
+//     with the cube of the members' mean progress, so a member moved alone gains at most
+//     1/27 of it and the optimum needs several moderate moves at once;
 //   - three to five interactions between pairs of scalars that matter (the gain of one move
 //     depends on another), on a metric one of them is about;
 //   - one to three cliffs on the scalars whose role has one, 1–2.5 steps out and at least
