@@ -1,9 +1,7 @@
 package sim_test
 
 import (
-	"context"
 	"math"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -44,16 +42,7 @@ func TestCoupledSurfacesAreProblemsOfTheirOwn(t *testing.T) {
 		if err := sp.CheckConfig(best); err != nil || gain < 0.05 {
 			t.Errorf("coupled surface %d: oracle gain %.3f, config %v", seed, gain, err)
 		}
-		for _, name := range session.MetricNames {
-			var logs []float64
-			e := a.Expected(c, 300)[name]
-			for s := 0; s < 400; s++ {
-				logs = append(logs, math.Log(a.Evaluate(c, 300, s)[name]/e))
-			}
-			if _, sd := session.MeanStd(logs); sd < 0.008 || sd > 0.06 {
-				t.Errorf("coupled surface %d: %s noise %.3f, want 1–5 %%", seed, name, sd)
-			}
-		}
+		checkNoise(t, a, c)
 	}
 }
 
@@ -276,31 +265,6 @@ func TestCoupledSurfacesHaveCliffs(t *testing.T) {
 	}
 	if cliffs < 3 {
 		t.Errorf("over 6 coupled surfaces: %d bounds where the robot falls", cliffs)
-	}
-}
-
-// A checkpoint of a coupled surface is not evaluated on the domain or generic surface of
-// the same seed.
-func TestEvalRefusesAnotherFamilyThanCoupled(t *testing.T) {
-	dir := t.TempDir()
-	run := filepath.Join(dir, "run")
-	o := sim.TrainOptions{Task: session.TaskGo2Flat, RunDir: run, RewardConfig: writeConfig(t, dir, defaults()),
-		Iterations: 4, Target: 4, NumEnvs: 16, SurfaceSeed: 5, Family: sim.FamilyCoupled}
-	if err := sim.Train(context.Background(), o); err != nil {
-		t.Fatal(err)
-	}
-	e := sim.EvalOptions{Task: session.TaskGo2Flat, Checkpoint: filepath.Join(run, "model_4.pt"), Output: filepath.Join(run, "ev.json"),
-		Seeds: []int{0}, NumEnvs: 8, Steps: 10, SurfaceSeed: 5, Family: sim.FamilyDomain}
-	if err := sim.Eval(context.Background(), e); err == nil || !strings.Contains(err.Error(), "surface seed 5 (coupled family), not 5 (domain family)") {
-		t.Errorf("Eval on the domain surface 5 = %v, want a family mismatch", err)
-	}
-	e.Family = sim.FamilyGeneric
-	if err := sim.Eval(context.Background(), e); err == nil || !strings.Contains(err.Error(), "surface seed 5 (coupled family), not 5") {
-		t.Errorf("Eval on the generic surface 5 = %v, want a family mismatch", err)
-	}
-	e.Family = sim.FamilyCoupled
-	if err := sim.Eval(context.Background(), e); err != nil {
-		t.Errorf("Eval on the checkpoint's surface: %v", err)
 	}
 }
 
