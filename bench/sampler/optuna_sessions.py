@@ -71,7 +71,7 @@ def main() -> int:
     ap.add_argument("--startup", type=int, default=0,
                     help="TPESampler's n_startup_trials (0: Optuna's default, 10)")
     ap.add_argument("--label", default="", help="the method's name in the results (default: optuna)")
-    ap.add_argument("--family", default="generic", help="surface family: generic or domain")
+    ap.add_argument("--family", default="generic", help="surface family: generic, domain or coupled")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     extra = ["-family", args.family] + (["-tmp", args.tmp] if args.tmp else [])

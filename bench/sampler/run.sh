@@ -5,7 +5,7 @@
 # prints the fraction of the attainable gain each method's shipped configuration reached and
 # how many rung-0 trials broke a gate. See README.md.
 # Env: FIRST (default 1000: held out; surfaces 1-999 are for tuning), SURFACES (50), REPS (3),
-# WORKERS (2), FAMILIES ("generic domain").
+# WORKERS (2), FAMILIES ("generic domain"; the names are generic, domain and coupled).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FIRST=${FIRST:-1000}

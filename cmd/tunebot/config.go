@@ -80,8 +80,9 @@ type TrainerConfig struct {
 	// other seeds draw one of a family (trainer/sim.Surface), for trying tunebot on a problem
 	// it was not tuned on. It needs the sim trainer's templates.
 	SimSurfaceSeed int64 `yaml:"sim_surface_seed"`
-	// SimSurfaceFamily is the family SimSurfaceSeed draws from: generic (the default) or
-	// domain (each term acting on the metrics its name is about).
+	// SimSurfaceFamily is the family SimSurfaceSeed draws from: generic (the default),
+	// domain (each term acting on the metrics its name is about) or coupled (the metric is
+	// the name's but the sign often is not, and the gains need several moves at once).
 	SimSurfaceFamily string `yaml:"sim_surface_family"`
 	// Events bounds what is read of each training job's event files: tags per trial,
 	// points per series, bytes per job (docs/design.md §4).

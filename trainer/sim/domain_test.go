@@ -37,16 +37,7 @@ func TestDomainSurfacesAreProblemsOfTheirOwn(t *testing.T) {
 		if err := sp.CheckConfig(best); err != nil || gain < 0.05 {
 			t.Errorf("domain surface %d: oracle gain %.3f, config %v", seed, gain, err)
 		}
-		for _, name := range session.MetricNames {
-			var logs []float64
-			e := a.Expected(c, 300)[name]
-			for s := 0; s < 400; s++ {
-				logs = append(logs, math.Log(a.Evaluate(c, 300, s)[name]/e))
-			}
-			if _, sd := session.MeanStd(logs); sd < 0.008 || sd > 0.06 {
-				t.Errorf("domain surface %d: %s noise %.3f, want 1–5 %%", seed, name, sd)
-			}
-		}
+		checkNoise(t, a, c)
 	}
 }
 
@@ -55,46 +46,13 @@ func TestDomainSurfacesAreProblemsOfTheirOwn(t *testing.T) {
 // and a stronger penalty most often lowers its metric at first. On the generic family the
 // same holds no better than chance.
 func TestDomainTermsActOnTheMetricsOfTheirName(t *testing.T) {
-	named := map[string]string{
-		"track_linear_velocity": session.MetricVelLinear, "track_angular_velocity": session.MetricVelAngular,
-		"action_rate_l2": session.MetricActionAcc, "joint_acc_l2": session.MetricActionAcc,
-		"foot_slip": session.MetricFootSlip, "is_terminated": session.MetricFallRate,
-	}
-	share := func(fam sim.Family) (own, lowers float64) {
-		var n, hit, low int
-		for seed := int64(1); seed <= 40; seed++ {
-			s, _ := sim.NewFamilySurface(fam, seed)
-			base := s.Expected(defaults(), 2000)
-			for term, metric := range named {
-				def, _ := session.DefaultSpace().Term(term)
-				c := with(map[string]float64{term: def.Default * 1.3}, nil)
-				m := s.Expected(c, 2000)
-				top, topName := 0.0, ""
-				for _, name := range session.MetricNames {
-					if d := math.Abs(math.Log(m[name] / base[name])); d > top {
-						top, topName = d, name
-					}
-				}
-				if top < 1e-9 {
-					continue // does not matter on this surface
-				}
-				n++
-				if topName == metric {
-					hit++
-					if m[metric] < base[metric] {
-						low++
-					}
-				}
-			}
-		}
-		return float64(hit) / float64(n), float64(low) / float64(max(hit, 1))
-	}
-	own, lowers := share(sim.FamilyDomain)
+	own, raises := namedShares(sim.FamilyDomain)
+	lowers := 1 - raises
 	t.Logf("domain family: own metric most moved in %.0f %%, lowered in %.0f %% of those", 100*own, 100*lowers)
 	if own < 0.6 || lowers < 0.6 {
 		t.Errorf("domain family: a term moves its own metric most in %.0f %% of cases, lowering it in %.0f %%; want most", 100*own, 100*lowers)
 	}
-	g, _ := share(sim.FamilyGeneric)
+	g, _ := namedShares(sim.FamilyGeneric)
 	t.Logf("generic family: own metric most moved in %.0f %%", 100*g)
 	if g > 0.4 {
 		t.Errorf("generic family: a term moves its own metric most in %.0f %% of cases; its primaries are drawn at random", 100*g)
@@ -140,29 +98,41 @@ func TestDomainSurfacesHaveCliffsAndMostlyNearOptima(t *testing.T) {
 	}
 }
 
-// A checkpoint of one family's surface is not evaluated or resumed on the other's.
+// A checkpoint of one family's surface is evaluated on that surface and on no other
+// family's surface of the same seed.
 func TestEvalRefusesAnotherFamily(t *testing.T) {
-	dir := t.TempDir()
-	run := filepath.Join(dir, "run")
-	o := sim.TrainOptions{Task: session.TaskGo2Flat, RunDir: run, RewardConfig: writeConfig(t, dir, defaults()),
-		Iterations: 4, Target: 4, NumEnvs: 16, SurfaceSeed: 5, Family: sim.FamilyDomain}
-	if err := sim.Train(context.Background(), o); err != nil {
-		t.Fatal(err)
+	named := func(f sim.Family) string {
+		if f == sim.FamilyGeneric {
+			return ""
+		}
+		return " (" + string(f) + " family)"
 	}
-	e := sim.EvalOptions{Task: session.TaskGo2Flat, Checkpoint: filepath.Join(run, "model_4.pt"), Output: filepath.Join(run, "ev.json"),
-		Seeds: []int{0}, NumEnvs: 8, Steps: 10, SurfaceSeed: 5}
-	if err := sim.Eval(context.Background(), e); err == nil || !strings.Contains(err.Error(), "surface seed 5 (domain family), not 5") {
-		t.Errorf("Eval on the generic surface 5 = %v, want a family mismatch", err)
-	}
-	e.Family = sim.FamilyDomain
-	if err := sim.Eval(context.Background(), e); err != nil {
-		t.Errorf("Eval on the checkpoint's surface: %v", err)
+	for _, trained := range []sim.Family{sim.FamilyDomain, sim.FamilyCoupled} {
+		dir := t.TempDir()
+		run := filepath.Join(dir, "run")
+		o := sim.TrainOptions{Task: session.TaskGo2Flat, RunDir: run, RewardConfig: writeConfig(t, dir, defaults()),
+			Iterations: 4, Target: 4, NumEnvs: 16, SurfaceSeed: 5, Family: trained}
+		if err := sim.Train(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		for _, evaluated := range sim.Families {
+			e := sim.EvalOptions{Task: session.TaskGo2Flat, Checkpoint: filepath.Join(run, "model_4.pt"), Output: filepath.Join(run, "ev.json"),
+				Seeds: []int{0}, NumEnvs: 8, Steps: 10, SurfaceSeed: 5, Family: evaluated}
+			err := sim.Eval(context.Background(), e)
+			want := "surface seed 5" + named(trained) + ", not 5" + named(evaluated)
+			switch {
+			case evaluated == trained && err != nil:
+				t.Errorf("%s checkpoint evaluated on its own surface: %v", trained, err)
+			case evaluated != trained && (err == nil || !strings.HasSuffix(err.Error(), want)):
+				t.Errorf("%s checkpoint evaluated on the %s surface 5: %v, want a family mismatch ending %q", trained, evaluated, err, want)
+			}
+		}
 	}
 }
 
-// Both families are frozen: the methods were measured on them, and a held-out table means
-// nothing if its problems change underneath it. These numbers were printed once, when the
-// domain family was drawn; a change to either family's generator fails here.
+// Every family is frozen: the methods were measured on them, and a held-out table means
+// nothing if its problems change underneath it. These numbers were printed once, when each
+// family was drawn; a change to any family's generator fails here.
 func TestFamiliesAreFrozen(t *testing.T) {
 	c := with(map[string]float64{"action_rate_l2": -0.1, "foot_slip": -0.5, "pose": 0.5}, map[string]float64{"foot_gait.period": 0.7})
 	for fam, pins := range frozen {
@@ -197,5 +167,12 @@ var frozen = map[sim.Family]map[int64][3]float64{
 		500:  {0.227708350068, 0.0923672773023, 174.365570152},
 		1000: {0.224150901361, 0.0831879624451, 153.582027481},
 		1049: {0.222670803472, 0.0942248392735, 154.578197356},
+	},
+	// Printed when the coupled family was drawn, before any method was measured on it.
+	sim.FamilyCoupled: {
+		1:    {0.218878841372, 0.0926003794648, 159.688126447},
+		500:  {0.208272356316, 0.107756139189, 158.219420699},
+		1000: {0.204089697402, 0.0977960829525, 165.427767321},
+		1049: {0.210000680231, 0.089853414523, 155.744662918},
 	},
 }

@@ -34,24 +34,26 @@ type Family string
 
 // The families. FamilyGeneric draws what each scalar acts on at random (this file);
 // FamilyDomain draws surfaces shaped the way real reward spaces are, each term acting on the
-// metrics its name is about (domain.go). Both are measured in bench/sampler.
+// metrics its name is about (domain.go); FamilyCoupled (coupled.go) draws surfaces where a
+// term's metric is right but its sign often is not and the gains need several moves at once.
+// All are measured in bench/sampler.
 const (
 	FamilyGeneric Family = "generic"
 	FamilyDomain  Family = "domain"
 )
 
 // Families lists the families, for messages and flags.
-var Families = []Family{FamilyGeneric, FamilyDomain}
+var Families = []Family{FamilyGeneric, FamilyDomain, FamilyCoupled}
 
 // ParseFamily reads a family's name ("" is the generic family).
 func ParseFamily(name string) (Family, error) {
 	switch Family(name) {
 	case "", FamilyGeneric:
 		return FamilyGeneric, nil
-	case FamilyDomain:
-		return FamilyDomain, nil
+	case FamilyDomain, FamilyCoupled:
+		return Family(name), nil
 	}
-	return "", fmt.Errorf("surface family %q is unknown (generic or domain)", name)
+	return "", fmt.Errorf("surface family %q is unknown (generic, domain or coupled)", name)
 }
 
 // shipped is surface seed 0, behind the package-level Evaluate.
@@ -77,8 +79,10 @@ func NewFamilySurface(family Family, seed int64) (*Surface, error) {
 		return &Surface{family: FamilyGeneric, seed: seed, gen: generate(seed)}, nil
 	case FamilyDomain:
 		return &Surface{family: FamilyDomain, seed: seed, gen: generateDomain(seed)}, nil
+	case FamilyCoupled:
+		return &Surface{family: FamilyCoupled, seed: seed, gen: generateCoupled(seed)}, nil
 	}
-	return nil, fmt.Errorf("surface family %q is unknown (generic or domain)", family)
+	return nil, fmt.Errorf("surface family %q is unknown (generic, domain or coupled)", family)
 }
 
 // Seed is the surface's seed.
@@ -163,6 +167,7 @@ type generated struct {
 	cliffs   []cliff
 	noise    map[string]float64
 	fallOdds float64
+	coupled  *coupledParts // the coupled family's hinges and groups (coupled.go); nil in the others
 }
 
 // The metrics a scalar may act on, drawn with the objective's weights in mind: tracking
@@ -254,6 +259,9 @@ func (g *generated) asymptote(cfg session.RewardConfig) session.Metrics {
 	}
 	for _, in := range g.inter {
 		logs[in.metric] += in.k * pos[in.a] * pos[in.b]
+	}
+	if g.coupled != nil {
+		g.coupled.add(v, logs)
 	}
 	odds := g.fallOdds + logs[session.MetricFallRate]
 	for _, c := range g.cliffs {

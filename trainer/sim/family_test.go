@@ -63,17 +63,7 @@ func TestSurfaceSeedsDrawDifferentProblems(t *testing.T) {
 			t.Errorf("surface %d: oracle gain %v (recomputed %v, eligible %v), want a clear gain", seed, gain, g, ok)
 		}
 		optima[sim.ConfigHash(best)] = true
-		// Noise of 1–5 % per metric (fall rate: relative, like the others).
-		for _, name := range session.MetricNames {
-			var logs []float64
-			e := a.Expected(c, 300)[name]
-			for s := 0; s < 400; s++ {
-				logs = append(logs, math.Log(a.Evaluate(c, 300, s)[name]/e))
-			}
-			if _, sd := session.MeanStd(logs); sd < 0.008 || sd > 0.06 {
-				t.Errorf("surface %d: %s noise %.3f, want 1–5 %%", seed, name, sd)
-			}
-		}
+		checkNoise(t, a, c)
 	}
 	if len(optima) < 6 {
 		t.Errorf("6 surfaces share optima: %d distinct", len(optima))
@@ -83,6 +73,22 @@ func TestSurfaceSeedsDrawDifferentProblems(t *testing.T) {
 	c := with(map[string]float64{"foot_slip": -0.5}, nil)
 	if equal(s0.Expected(c, 300), s1.Expected(c, 300)) {
 		t.Error("surface 1 is the demo's surface")
+	}
+}
+
+// checkNoise checks that s's evaluations of c at 300 iterations are noisy by 1–5 % per
+// metric (the fall rate: relative, like the others), over 400 evaluation seeds.
+func checkNoise(t *testing.T, s *sim.Surface, c session.RewardConfig) {
+	t.Helper()
+	for _, name := range session.MetricNames {
+		var logs []float64
+		e := s.Expected(c, 300)[name]
+		for seed := 0; seed < 400; seed++ {
+			logs = append(logs, math.Log(s.Evaluate(c, 300, seed)[name]/e))
+		}
+		if _, sd := session.MeanStd(logs); sd < 0.008 || sd > 0.06 {
+			t.Errorf("%s surface %d: %s noise %.3f, want 1–5 %%", s.Family(), s.Seed(), name, sd)
+		}
 	}
 }
 

@@ -23,8 +23,9 @@ const oracleGrid = 41
 // Oracle searches the noise-free surface within the bounds of sp for the eligible
 // configuration of the highest Gain: coordinate sweeps over a 41-point grid of every scalar
 // (log magnitude for weights, 0 as well for terms that may be off), repeated until a sweep
-// finds nothing better, from the defaults and from five random starts, then a finer sweep
-// around the best. It ignores the patch rules: it is the attainable gain a benchmark
+// finds nothing better, from the defaults and from five random starts (on the coupled
+// family also from its groups at their targets, which no sweep of one scalar finds), then a
+// finer sweep around the best. It ignores the patch rules: it is the attainable gain a benchmark
 // measures sessions against, not a proposer.
 func (s *Surface) Oracle(sp *session.Space, iteration int, w session.ObjectiveWeights, floors session.Metrics) (session.RewardConfig, float64) {
 	dims := coords(sp)
@@ -83,9 +84,20 @@ func (s *Surface) Oracle(sp *session.Space, iteration int, w session.ObjectiveWe
 	rng := rand.New(rand.NewPCG(uint64(s.seed), 0x0dac1e))
 	var best session.RewardConfig
 	bestGain := math.Inf(-1)
-	for start := 0; start < 6; start++ {
+	starts := 6
+	if s.gen != nil && s.gen.coupled != nil {
+		starts++ // and from every group of the coupled family at its targets
+	}
+	for start := 0; start < starts; start++ {
 		c := sp.Defaults()
-		if start > 0 {
+		switch {
+		case start == 6:
+			for _, g := range s.gen.coupled.synergies {
+				for _, m := range g.members {
+					set(c, m.c, m.target)
+				}
+			}
+		case start > 0:
 			for _, d := range dims {
 				set(c, d, rng.Float64())
 			}
