@@ -76,7 +76,7 @@ def test_go1_mixed_names_name_the_stranger():
   with pytest.raises(names.RewardConfigError) as e:
     names.apply_reward_config(names.GO1_FLAT, rewards(GO1), {"weights": {"upright": 2.0, "body_orientation_l2": -1.0}})
   assert len(e.value.problems) == 1
-  assert e.value.problems[0].startswith("weight body_orientation_l2: task Mjlab-Velocity-Flat-Unitree-Go1 has no reward term 'body_orientation_l2'")
+  assert e.value.problems[0].startswith("weight body_orientation_l2: task Mjlab-Velocity-Flat-Unitree-Go1 has no reward term 'body_orientation_l2' and it is not a name of tunebot's table for the task (its terms: ")
 
 
 @pytest.mark.parametrize("task", [G1, GO1])

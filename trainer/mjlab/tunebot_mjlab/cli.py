@@ -92,7 +92,7 @@ def space(task: str) -> dict:
   """What `tunebot space` builds a reward space from: the task's own reward terms, in the
   order of env_cfg.rewards, with their weights, functions and scalar params; and, for a task
   with a name map, the names that map accepts (a configuration in only those names is read
-  through the map)."""
+  through the map) and the task's defaults in those names (what --print-defaults prints)."""
   from importlib import metadata
 
   from tunebot_mjlab import names, tasks
@@ -103,6 +103,7 @@ def space(task: str) -> dict:
     "mjlab": metadata.version("mjlab"),
     "terms": names.describe(env_cfg.rewards),
     "table_names": sorted(set(tm.weights) | set(tm.params)),
+    "table_defaults": names.task_defaults(tm, names.copy_rewards(env_cfg.rewards)) if tm.weights else None,
   }
 
 

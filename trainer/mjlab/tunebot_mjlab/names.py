@@ -222,14 +222,16 @@ def scalar_params(term: Any) -> dict[str, float]:
   return {k: v for k, v in (term.params or {}).items() if _finite(v)}
 
 
-def apply_by_name(task: str, rewards: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+def apply_by_name(task: str, rewards: dict[str, Any], config: dict[str, Any], has_table: bool = False) -> dict[str, Any]:
   """Applies a reward configuration in the task's own names: a weight ``term`` sets
   ``rewards[term].weight``, a param ``term.key`` sets ``rewards[term].params[key]``.
 
   A term the task lacks (whatever the value) or a param that is missing or not a scalar is
   refused with its name; every problem is collected first, so nothing is half-applied.
+  has_table: the task also has a table, whose names this configuration does not all use.
   """
   problems: list[str] = []
+  nor = " and it is not a name of tunebot's table for the task" if has_table else ""
   if not isinstance(config, dict):
     raise RewardConfigError(task, ["the reward configuration is not a JSON object"])
   extra = sorted(set(config) - {"weights", "params"})
@@ -244,7 +246,7 @@ def apply_by_name(task: str, rewards: dict[str, Any], config: dict[str, Any]) ->
   for name in sorted(weights):
     w = weights[name]
     if name not in rewards:
-      problems.append(f"weight {name}: task {task} has no reward term {name!r} (its terms: {', '.join(sorted(rewards))})")
+      problems.append(f"weight {name}: task {task} has no reward term {name!r}{nor} (its terms: {', '.join(sorted(rewards))})")
       continue
     if not _finite(w):
       problems.append(f"weight {name}: {w!r} is not a finite number")
@@ -263,13 +265,13 @@ def apply_by_name(task: str, rewards: dict[str, Any], config: dict[str, Any]) ->
       problems.append(f"param {name}: a param is named term.param")
       continue
     if term is None:
-      problems.append(f"param {name}: task {task} has no reward term {term_name!r}")
+      problems.append(f"param {name}: task {task} has no reward term {term_name!r}{nor}")
       continue
     if not _finite(v):
       problems.append(f"param {name}: {v!r} is not a finite number")
       continue
     if key not in (term.params or {}):
-      problems.append(f"param {name}: reward term {term_name!r} of task {task} has no param {key!r}")
+      problems.append(f"param {name}: reward term {term_name!r} of task {task} has no param {key!r}{nor}")
       continue
     if not _finite(term.params[key]):
       problems.append(f"param {name}: {term_name}.{key} is not a scalar in task {task} (it is {type(term.params[key]).__name__})")
@@ -327,7 +329,7 @@ def apply_reward_config(tm: TaskMap, rewards: dict[str, Any], config: dict[str, 
   the task's names (written next to the checkpoints for audit).
   """
   if not uses_table(tm, config):
-    return apply_by_name(tm.task, rewards, config)
+    return apply_by_name(tm.task, rewards, config, has_table=bool(tm.weights))
   problems: list[str] = []
   if not isinstance(config, dict):
     raise RewardConfigError(tm.task, ["the reward configuration is not a JSON object"])
