@@ -38,7 +38,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	// a flag each usage must name, besides the usage line
 	flags := map[string]string{"tune": "-trials", "demo": "-data-dir", "run": "-resume", "config": "--config", "preset": "--data-dir",
 		"apply": "-yes", "backup": "-config", "dashboard": "--config", "doctor": "-config", "events": "--json", "proposal": "--base",
-		"agent": "--config", "sim-train": "-run-dir", "sim-eval": "-checkpoint", "version": "", "prune": "-older-than"}
+		"agent": "--config", "sim-train": "-run-dir", "sim-eval": "-checkpoint", "version": "", "prune": "-older-than", "space": "-task"}
 	for _, name := range commandNames() {
 		want, ok := flags[name]
 		if !ok {

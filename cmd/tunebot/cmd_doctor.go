@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -362,28 +363,73 @@ func doctorGPUs(ctx context.Context, r *doctorReport, torchGPUs []string, want [
 	r.line("ok", "gpus", fmt.Sprintf("%d visible: %s", len(gpus), strings.Join(gpus, "; ")))
 }
 
-// doctorDefaults compares the task's own reward defaults with the configured space. A
-// difference is a warning, one per term: the space's defaults are what the baseline
-// trains with, so the baseline is not the task's stock configuration.
+// doctorDefaults compares the configured space with the installed task. A space in the
+// names of the adapter's table for the task (docs/design.md §2) is compared with the task's
+// defaults in those names; any other space is read in the task's own names, as the adapter
+// reads it. A default that differs is a warning, one per scalar: the space's defaults are
+// what the baseline trains with, so the baseline is not the task's stock configuration. A
+// name the task lacks in its own names fails: every train job would refuse it.
 func doctorDefaults(ctx context.Context, r *doctorReport, cfg Config, py string) {
-	out, err := probe(ctx, cfg.Trainer.Workdir, py, "-m", adapterModule, "--print-defaults", "--task", cfg.Session.Task)
-	var task session.RewardConfig
-	if err == nil {
-		err = json.Unmarshal([]byte(out), &task)
-	}
+	task := cfg.Session.Task
+	tr, err := taskRewards(ctx, cfg.Trainer.Workdir, py, task)
 	if err != nil {
 		r.line("warn", "defaults", fmt.Sprintf("could not read the task's defaults: %v", err))
 		return
 	}
-	diffs := diffDefaults("term", cfg.space().Defaults().Weights, task.Weights)
-	diffs = append(diffs, diffDefaults("param", cfg.space().Defaults().Params, task.Params)...)
-	if len(diffs) == 0 {
-		r.line("ok", "defaults", fmt.Sprintf("the reward space's defaults match task %s (%d weights, %d params)", cfg.Session.Task, len(task.Weights), len(task.Params)))
+	space := cfg.space()
+	if tr.UsesTable(space.Names()) && tr.TableDefaults != nil {
+		diffs := diffDefaults("term", space.Defaults().Weights, tr.TableDefaults.Weights)
+		diffs = append(diffs, diffDefaults("param", space.Defaults().Params, tr.TableDefaults.Params)...)
+		if len(diffs) == 0 {
+			r.line("ok", "defaults", fmt.Sprintf("the reward space's defaults match task %s (%d weights, %d params)", task, len(tr.TableDefaults.Weights), len(tr.TableDefaults.Params)))
+			return
+		}
+		for _, d := range diffs {
+			r.line("warn", "defaults", d)
+		}
 		return
 	}
-	for _, d := range diffs {
+	own := tr.OwnDefaults()
+	inSpace := func(term string) bool { _, ok := space.Term(term); return ok }
+	fails, warns := diffOwn("term", space.Defaults().Weights, own.Weights, task, inSpace)
+	f, w := diffOwn("param", space.Defaults().Params, own.Params, task, inSpace)
+	fails, warns = append(fails, f...), append(warns, w...)
+	for _, d := range fails {
+		r.line("fail", "defaults", d)
+	}
+	for _, d := range warns {
 		r.line("warn", "defaults", d)
 	}
+	if len(fails)+len(warns) == 0 {
+		r.line("ok", "defaults", fmt.Sprintf("the reward space matches task %s in its own names (%d weights, %d params)", task, len(own.Weights), len(own.Params)))
+	}
+}
+
+// diffOwn compares a space in the task's own names with the task: a name the task lacks
+// fails (training refuses it), a task scalar the space lacks or a default that differs is a
+// warning.
+func diffOwn(kind string, space, task map[string]float64, taskName string, termInSpace func(string) bool) (fails, warns []string) {
+	for _, n := range slices.Sorted(maps.Keys(space)) {
+		b, ok := task[n]
+		switch {
+		case !ok && kind == "term":
+			fails = append(fails, fmt.Sprintf("term %s: task %s has no reward term of that name, so every train job refuses it; `tunebot space --task %s` prints the task's own terms", n, taskName, taskName))
+		case !ok:
+			fails = append(fails, fmt.Sprintf("param %s: task %s has no scalar param of that name (term.param, a plain number), so every train job refuses it; `tunebot space --task %s` prints the task's own params", n, taskName, taskName))
+		case !closeEnough(space[n], b):
+			warns = append(warns, fmt.Sprintf("%s %s: reward space default %g, task default %g; the baseline differs from the task's stock configuration", kind, n, space[n], b))
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(task)) {
+		// A param of a term the space leaves out is said by that term's line.
+		if term, _, isParam := strings.Cut(n, "."); kind == "param" && isParam && !termInSpace(term) {
+			continue
+		}
+		if _, ok := space[n]; !ok {
+			warns = append(warns, fmt.Sprintf("%s %s: the task has it (%g) but the reward space does not, so it is never tuned", kind, n, task[n]))
+		}
+	}
+	return fails, warns
 }
 
 func diffDefaults(kind string, table, task map[string]float64) []string {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,11 +13,11 @@ import (
 )
 
 // fakePython writes an executable standing in for the adapter venv's python: it answers
-// --version, `-m tunebot_mjlab check` and `--print-defaults` with the given outputs, so the
-// doctor crosses a real process boundary without mjlab installed.
-func fakePython(t *testing.T, dir, check, defaults string) string {
+// --version, `-m tunebot_mjlab check` and `-m tunebot_mjlab space` with the given outputs, so
+// the doctor crosses a real process boundary without mjlab installed.
+func fakePython(t *testing.T, dir, check, space string) string {
 	t.Helper()
-	for name, body := range map[string]string{"check.json": check, "defaults.json": defaults} {
+	for name, body := range map[string]string{"check.json": check, "space.json": space} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -25,7 +26,7 @@ func fakePython(t *testing.T, dir, check, defaults string) string {
 case "$*" in
   --version) echo "Python 3.11.7";;
   *" check "*) cat "` + dir + `/check.json";;
-  *--print-defaults*) cat "` + dir + `/defaults.json";;
+  *" space "*) cat "` + dir + `/space.json";;
   *) echo "unexpected: $*" >&2; exit 3;;
 esac
 `
@@ -53,6 +54,18 @@ const (
   "foot_clearance.target_height": 0.1, "foot_gait.command_threshold": 0.1, "foot_clearance.command_threshold": 0.1,
   "foot_slip.command_threshold": 0.1, "stand_still.command_threshold": 0.1}}`
 )
+
+// go2Space is the adapter's `space` answer for Unitree-Go2-Flat with these defaults in the
+// names of its table (which holds every name of docs/design.md section 2).
+func go2Space(t *testing.T, defaults string) string {
+	t.Helper()
+	names, err := json.Marshal(session.DefaultSpace().Names())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return `{"task": "Unitree-Go2-Flat", "mjlab": "1.6.0", "terms": [{"name": "pose", "weight": 1, "function": "f", "module": "m", "params": {}, "other_params": []}],
+ "table_names": ` + string(names) + `, "table_defaults": ` + defaults + `}`
+}
 
 func adapterConfig(python, dataDir string) string {
 	return `
@@ -107,7 +120,7 @@ func TestDoctor(t *testing.T) {
 		{
 			name: "adapter ready on a GPU machine",
 			config: func(dir string) string {
-				return adapterConfig(fakePython(t, dir, checkOK, defaultsGo2), filepath.Join(dir, "data"))
+				return adapterConfig(fakePython(t, dir, checkOK, go2Space(t, defaultsGo2)), filepath.Join(dir, "data"))
 			},
 			wantCode: 0,
 			want: []string{"ok    python     ", "Python 3.11.7", "ok    packages   mjlab 1.6.0, torch 2.15.0",
@@ -119,7 +132,7 @@ func TestDoctor(t *testing.T) {
 			config: func(dir string) string {
 				d := strings.Replace(defaultsGo2, `"foot_slip": -0.25`, `"foot_slip": -0.1`, 1)
 				d = strings.Replace(d, `"stand_still": -1.0, `, ``, 1)
-				return adapterConfig(fakePython(t, dir, checkCPU, d), filepath.Join(dir, "data"))
+				return adapterConfig(fakePython(t, dir, checkCPU, go2Space(t, d)), filepath.Join(dir, "data"))
 			},
 			wantCode: 0,
 			want: []string{"warn  gpus       none visible: training runs on CPU",
@@ -130,7 +143,7 @@ func TestDoctor(t *testing.T) {
 		{
 			name: "missing package and unregistered task",
 			config: func(dir string) string {
-				return adapterConfig(fakePython(t, dir, checkBad, defaultsGo2), filepath.Join(dir, "data"))
+				return adapterConfig(fakePython(t, dir, checkBad, go2Space(t, defaultsGo2)), filepath.Join(dir, "data"))
 			},
 			wantCode: 1,
 			want: []string{"fail  packages   missing mjlab: pip install -r trainer/mjlab/requirements.txt",

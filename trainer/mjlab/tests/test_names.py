@@ -100,8 +100,9 @@ def test_go2_apply_every_name():
 
 
 @pytest.mark.parametrize("cfg, want", [
-  ({"weights": {"no_such_term": -1.0}}, ["weight no_such_term: not a term of tunebot's reward space"]),
-  ({"params": {"pose.nope": 1.0}}, ["param pose.nope: not a param of tunebot's reward space"]),
+  # A name outside the table: the configuration is read in the task's own names, which lack it too.
+  ({"weights": {"no_such_term": -1.0}}, ["weight no_such_term: task Unitree-Go2-Flat has no reward term 'no_such_term' and it is not a name of tunebot's table for the task (its terms: action_rate_l2, angular_momentum, body_ang_vel, body_orientation_l2, foot_clearance, foot_gait, foot_slip, is_terminated, joint_acc_l2, joint_pos_limits, pose, soft_landing, stand_still, track_angular_velocity, track_linear_velocity)"]),
+  ({"params": {"pose.nope": 1.0}}, ["param pose.nope: reward term 'pose' of task Unitree-Go2-Flat has no param 'nope' and it is not a name of tunebot's table for the task"]),
   ({"weights": {"pose": float("nan")}}, ["weight pose: nan is not a finite number"]),
   ({"weights": {"pose": True}}, ["weight pose: True is not a finite number"]),
   ({"params": {"pose.std_walking_scale": 0.0}}, ["param pose.std_walking_scale: a scale must be positive, got 0.0"]),

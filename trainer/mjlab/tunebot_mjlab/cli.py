@@ -1,4 +1,4 @@
-"""Command line of the adapter: train, evaluate, check and --print-defaults.
+"""Command line of the adapter: train, evaluate, check, space and --print-defaults.
 
 Flags follow tunebot's sim trainer (tunebot sim-train / sim-eval), so the same argv
 templates fit both; see config.example.yaml.
@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
                  help="write a clip of the policy here (MP4), after the measured rollouts; empty: none")
   e.add_argument("--clip-poster", default="", help="write the clip's first frame here (PNG); empty: none")
 
+  s = sub.add_parser("space", help="print the task's reward terms, weights and scalar params as JSON (for tunebot space)")
+  s.add_argument("--task", required=True)
+
   c = sub.add_parser("check", help="report versions, task registration and GPUs as JSON (for tunebot doctor)")
   c.add_argument("--task", required=True)
   return p
@@ -85,6 +88,25 @@ def print_defaults(task: str) -> dict:
   return names.task_defaults(tm, names.copy_rewards(env_cfg.rewards))
 
 
+def space(task: str) -> dict:
+  """What `tunebot space` builds a reward space from: the task's own reward terms, in the
+  order of env_cfg.rewards, with their weights, functions and scalar params; and, for a task
+  with a name map, the names that map accepts (a configuration in only those names is read
+  through the map) and the task's defaults in those names (what --print-defaults prints)."""
+  from importlib import metadata
+
+  from tunebot_mjlab import names, tasks
+
+  tm, env_cfg, _, _ = tasks.load(task)
+  return {
+    "task": task,
+    "mjlab": metadata.version("mjlab"),
+    "terms": names.describe(env_cfg.rewards),
+    "table_names": sorted(set(tm.weights) | set(tm.params)),
+    "table_defaults": names.task_defaults(tm, names.copy_rewards(env_cfg.rewards)) if tm.weights else None,
+  }
+
+
 def main(argv: list[str] | None = None) -> int:
   args = _parser().parse_args(argv)
   os.environ.setdefault("WANDB_MODE", "disabled")
@@ -116,6 +138,10 @@ def main(argv: list[str] | None = None) -> int:
       from tunebot_mjlab import evaluate
 
       return evaluate.run(args)
+    if args.cmd == "space":
+      json.dump(space(args.task), sys.stdout, indent=2)
+      print()
+      return 0
     if args.cmd == "check":
       json.dump(check(args.task), sys.stdout, indent=2)
       print()

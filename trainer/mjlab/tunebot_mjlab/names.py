@@ -1,8 +1,10 @@
 """Name maps from tunebot's reward space (docs/design.md section 2) to a task's reward terms.
 
-A reward configuration is ``{"weights": {term: number}, "params": {name: number}}`` in
-tunebot's names. Each task has a map that says where every name lives in the task's
-``env_cfg.rewards`` (a dict of mjlab ``RewardTermCfg``) and how the number is applied.
+A reward configuration is ``{"weights": {term: number}, "params": {name: number}}``. In
+tunebot's names (the fixed table of docs/design.md section 2), a per-task map says where
+every name lives in the task's ``env_cfg.rewards`` (a dict of mjlab ``RewardTermCfg``) and
+how the number is applied. In the task's own names (what ``tunebot space`` prints), a
+weight is ``term`` and a param ``term.param``, and no map is needed (apply_by_name).
 Anything a task does not have is refused with its name before a simulation starts, except
 a weight of exactly 0 for a term the task lacks: an absent term is already off.
 """
@@ -197,13 +199,119 @@ TASKS: dict[str, TaskMap] = {m.task: m for m in (GO2_FLAT, GO1_FLAT)}
 
 
 def task_map(task: str) -> TaskMap:
-  """The name map of task, or an error listing the tasks the adapter knows."""
-  try:
-    return TASKS[task]
-  except KeyError:
-    raise RewardConfigError(
-      task, [f"the adapter has no name map for task {task} (known: {', '.join(sorted(TASKS))})"]
-    ) from None
+  """The name map of task; a task without one gets an empty map, and its reward
+  configurations must use the task's own names (apply_by_name)."""
+  return TASKS.get(task) or TaskMap(task=task, weights={}, params={})
+
+
+def uses_table(tm: TaskMap, config: Any) -> bool:
+  """Whether config is in the names of tm's table (docs/design.md section 2) rather than the
+  task's own: the task has a table and every name of config is in it. tunebot doctor
+  decides the same way (trainer/mjlab/space.go, Naming)."""
+  if not tm.weights or not isinstance(config, dict):
+    return bool(tm.weights)
+  w, p = config.get("weights") or {}, config.get("params") or {}
+  if not isinstance(w, dict) or not isinstance(p, dict):
+    return True  # the table path names the shape problem
+  return set(w) <= set(tm.weights) and set(p) <= set(tm.params)
+
+
+def scalar_params(term: Any) -> dict[str, float]:
+  """The params of a reward term that are plain finite numbers (std, thresholds, targets):
+  the ones a space may name as ``term.param``."""
+  return {k: v for k, v in (term.params or {}).items() if _finite(v)}
+
+
+def apply_by_name(task: str, rewards: dict[str, Any], config: dict[str, Any], has_table: bool = False) -> dict[str, Any]:
+  """Applies a reward configuration in the task's own names: a weight ``term`` sets
+  ``rewards[term].weight``, a param ``term.key`` sets ``rewards[term].params[key]``.
+
+  A term the task lacks (whatever the value) or a param that is missing or not a scalar is
+  refused with its name; every problem is collected first, so nothing is half-applied.
+  has_table: the task also has a table, whose names this configuration does not all use.
+  """
+  problems: list[str] = []
+  nor = " and it is not a name of tunebot's table for the task" if has_table else ""
+  if not isinstance(config, dict):
+    raise RewardConfigError(task, ["the reward configuration is not a JSON object"])
+  extra = sorted(set(config) - {"weights", "params"})
+  if extra:
+    problems.append(f"unknown top-level key(s): {', '.join(extra)} (want weights, params)")
+  weights = config.get("weights") or {}
+  params = config.get("params") or {}
+  if not isinstance(weights, dict) or not isinstance(params, dict):
+    raise RewardConfigError(task, ["weights and params must be JSON objects"])
+  ops: list[Callable[[], None]] = []
+  summary: dict[str, Any] = {}
+  for name in sorted(weights):
+    w = weights[name]
+    if name not in rewards:
+      problems.append(f"weight {name}: task {task} has no reward term {name!r}{nor} (its terms: {', '.join(sorted(rewards))})")
+      continue
+    if not _finite(w):
+      problems.append(f"weight {name}: {w!r} is not a finite number")
+      continue
+
+    def setw(term=rewards[name], w=w):
+      term.weight = float(w)
+
+    ops.append(setw)
+    summary.setdefault(name, {})["weight"] = float(w)
+  for name in sorted(params):
+    v = params[name]
+    term_name, dot, key = name.partition(".")
+    term = rewards.get(term_name)
+    if not dot or not key:
+      problems.append(f"param {name}: a param is named term.param")
+      continue
+    if term is None:
+      problems.append(f"param {name}: task {task} has no reward term {term_name!r}{nor}")
+      continue
+    if not _finite(v):
+      problems.append(f"param {name}: {v!r} is not a finite number")
+      continue
+    if key not in (term.params or {}):
+      problems.append(f"param {name}: reward term {term_name!r} of task {task} has no param {key!r}{nor}")
+      continue
+    if not _finite(term.params[key]):
+      problems.append(f"param {name}: {term_name}.{key} is not a scalar in task {task} (it is {type(term.params[key]).__name__})")
+      continue
+
+    def setp(term=term, key=key, v=v):
+      term.params[key] = float(v)
+
+    ops.append(setp)
+    summary.setdefault(term_name, {})[key] = float(v)
+  if problems:
+    raise RewardConfigError(task, problems)
+  for op in ops:
+    op()
+  return summary
+
+
+def own_defaults(rewards: dict[str, Any]) -> dict[str, dict[str, float]]:
+  """The task's reward weights and scalar params in its own names."""
+  weights = {n: _clean(float(t.weight)) for n, t in rewards.items()}
+  params = {f"{n}.{k}": _clean(float(v)) for n, t in rewards.items() for k, v in scalar_params(t).items()}
+  return {"weights": weights, "params": params}
+
+
+def describe(rewards: dict[str, Any]) -> list[dict[str, Any]]:
+  """Every reward term as `python -m tunebot_mjlab space` prints it: name, weight, the
+  function's name and module, its scalar params and the names of its other params."""
+  out = []
+  for n, t in rewards.items():
+    f = t.func
+    sp = scalar_params(t)
+    out.append({
+      "name": n,
+      "weight": _clean(float(t.weight)),
+      "function": getattr(f, "__name__", type(f).__name__),
+      "module": getattr(f, "__module__", "") or "",
+      "params": {k: _clean(float(v)) for k, v in sp.items()},
+      "other_params": sorted(k for k in (t.params or {}) if k not in sp),
+    })
+  return out
 
 
 def _finite(v: Any) -> bool:
@@ -213,10 +321,15 @@ def _finite(v: Any) -> bool:
 def apply_reward_config(tm: TaskMap, rewards: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
   """Applies a tunebot reward configuration to a task's reward dict, in place.
 
+  In the names of the task's table when every name is in it (uses_table), else in the
+  task's own names (apply_by_name).
+
   Every problem is collected first and raised together as RewardConfigError, so nothing is
   half-applied and a user sees all of them at once. Returns a summary of what was set, in
   the task's names (written next to the checkpoints for audit).
   """
+  if not uses_table(tm, config):
+    return apply_by_name(tm.task, rewards, config, has_table=bool(tm.weights))
   problems: list[str] = []
   if not isinstance(config, dict):
     raise RewardConfigError(tm.task, ["the reward configuration is not a JSON object"])
@@ -323,8 +436,11 @@ def task_defaults(tm: TaskMap, rewards: dict[str, Any]) -> dict[str, dict[str, f
   """The task's actual reward weights and params as a tunebot reward configuration.
 
   A term the task lacks but that the adapter can add reports weight 0 (it is off); a term
-  or param the task cannot have is left out, so a table that lists it differs visibly.
+  or param the task cannot have is left out, so a table that lists it differs visibly. A
+  task without a table reports its own names (own_defaults).
   """
+  if not tm.weights:
+    return own_defaults(rewards)
   weights: dict[str, float] = {}
   params: dict[str, float] = {}
   for name, wm in tm.weights.items():

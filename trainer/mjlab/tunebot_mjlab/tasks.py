@@ -42,6 +42,8 @@ def load(task: str):
     msg = f"task {task} is not registered with mjlab"
     if tm.install_hint:
       msg += f": {tm.install_hint}"
+    else:
+      msg += f" (registered: {', '.join(sorted(list_tasks()))})"
     if errors:
       msg += " (imports tried: " + "; ".join(errors) + ")"
     raise TaskNotFound(msg)
