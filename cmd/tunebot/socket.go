@@ -21,6 +21,7 @@ func (d *daemon) startSocket() error {
 	l.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(d.app.db, token, d.log))
 	l.Handle("POST "+prunePath, httpd.WithToken(token, "a prune", pruneHandler(d.pruner, d.log)))
 	d.presetRoutes(l, token)
+	d.applyRoute(l, token)
 	if d.dash != nil {
 		op := d.dash.Operator()
 		l.Handle("POST /api/link", op)
