@@ -115,3 +115,37 @@ func TestApplyThroughADaemonWithoutApply(t *testing.T) {
 		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 }
+
+// TestStoreCommandsWhileTuneRuns (issue 28 item 7): a foreground tune holds the store and
+// serves the same socket as the daemon, so preset and apply work beside it; an apply that
+// would change the checkout is refused while tune's session uses it.
+func TestStoreCommandsWhileTuneRuns(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	cfg := applyConfig(t, dir, data, applytest.Repo(t))
+	slippy := session.DefaultSpace().Defaults()
+	slippy.Weights["foot_slip"] = -0.4
+	savePresets(t, data, session.Preset{Name: "slippy", SessionID: "s1", Config: slippy, CreatedAt: time.Now()})
+	tm := startTune(t, []string{"DEEPSEEK_API_KEY="}, "tune", "--config", cfg, "--fallback", "--mode", "approval", "--json")
+	tm.see("proposal 1", "type: approve 1 ")
+	for _, tc := range []struct {
+		args        []string
+		code        int
+		out, errOut string
+	}{
+		{[]string{"preset", "list"}, 0, "slippy", ""},
+		{[]string{"preset", "show", "slippy"}, 0, "foot_slip", ""},
+		{[]string{"apply", "diff", "slippy"}, 0, "foot_slip: -0.25 → -0.4", ""},
+		{[]string{"apply", "slippy", "--yes"}, 1, "", "uses the trainer checkout; apply or roll back after it ends"},
+	} {
+		code, stdout, stderr := runBinEnv(t, nil, append(tc.args, "--config", cfg)...)
+		if code != tc.code || !strings.Contains(stdout, tc.out) || !strings.Contains(stderr, tc.errOut) || strings.Contains(stderr, "in use") || strings.Contains(stderr, "no token") {
+			t.Errorf("%v: exit %d\nstdout: %s\nstderr: %s", tc.args, code, stdout, stderr)
+		}
+	}
+	tm.typed("cancel")
+	tm.end()
+	if _, err := os.Stat(filepath.Join(data, "backup.token")); err == nil {
+		t.Error("tune left its socket's token behind")
+	}
+}
