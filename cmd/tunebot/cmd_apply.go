@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 
 	"tunebot/apply"
 	"tunebot/bot"
 	"tunebot/preset"
+	"tunebot/session"
 )
 
 func init() {
@@ -32,8 +35,18 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	if len(operands) == 0 || len(operands) > 2 || (operands[0] == "diff") != (len(operands) == 2) {
 		return usageError(e, fs, "give diff PRESET, PRESET or rollback")
 	}
-	cfg, db, ok := loadWithStore(e, *cfgPath, "", "apply")
-	if !ok {
+	req := applyRequest{Operands: operands, Yes: *yes, FromSim: *fromSim}
+	cfg, err := loadConfig(*cfgPath, e.getenv)
+	if err != nil {
+		printProblems(e, err)
+		return 1
+	}
+	db, err := openStore(cfg)
+	if errors.Is(err, session.ErrLocked) {
+		return applyViaDaemon(ctx, e, cfg, req) // the daemon (or a tune) holds the store: it applies
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "apply:", err)
 		return 1
 	}
 	defer db.Close()
@@ -51,56 +64,71 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	ap.FromSim = *fromSim
-	by := cliActor(e)
+	return applyOp(ctx, e.stdout, e.stderr, ap, db, req, cliActor(e))
+}
+
+// applyRequest is one tunebot apply command line: diff PRESET, PRESET or rollback, as the
+// daemon's socket takes it too.
+type applyRequest struct {
+	Operands []string `json:"operands"`
+	Yes      bool     `json:"yes"`
+	FromSim  bool     `json:"from_sim"`
+}
+
+// applyOp runs req with ap (FromSim already set from req) on the presets of db, printing to
+// stdout and stderr what the command prints, and returns its exit code; by is recorded as
+// who applied or rolled back. The command runs it itself, or the daemon for it.
+func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, db session.PresetStore, req applyRequest, by session.Actor) int {
+	operands := req.Operands
 	switch {
 	case operands[0] == "rollback":
 		rec, err := ap.LastApply(ctx)
 		if err != nil {
-			fmt.Fprintln(e.stderr, "apply rollback:", err)
+			fmt.Fprintln(stderr, "apply rollback:", err)
 			return 1
 		}
-		if !*yes {
-			fmt.Fprintf(e.stdout, "would revert %s (preset %s) on branch %s; add --yes to do it\n", rec.Commit, rec.Preset, rec.Branch)
+		if !req.Yes {
+			fmt.Fprintf(stdout, "would revert %s (preset %s) on branch %s; add --yes to do it\n", rec.Commit, rec.Preset, rec.Branch)
 			return 0
 		}
 		res, err := ap.Rollback(ctx, rec, by)
 		if err != nil {
-			fmt.Fprintln(e.stderr, "apply rollback:", err)
+			fmt.Fprintln(stderr, "apply rollback:", err)
 			return 1
 		}
-		fmt.Fprintf(e.stdout, "reverted %s on %s as %s\n", res.Commit, res.Branch, res.Revert)
+		fmt.Fprintf(stdout, "reverted %s on %s as %s\n", res.Commit, res.Branch, res.Revert)
 		return 0
 	}
 	name := operands[len(operands)-1]
 	p, err := getPreset(ctx, db, name)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "apply:", err)
+		fmt.Fprintln(stderr, "apply:", err)
 		return 1
 	}
-	if err := preset.CheckApplicable(p, *fromSim); err != nil && operands[0] != "diff" {
-		fmt.Fprintln(e.stderr, "apply:", err) // a sim preset: refused before anything is shown as if it would run
+	if err := preset.CheckApplicable(p, req.FromSim); err != nil && operands[0] != "diff" {
+		fmt.Fprintln(stderr, "apply:", err) // a sim preset: refused before anything is shown as if it would run
 		return 1
 	}
 	changes, err := ap.Diff(ctx, p)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "apply:", err)
+		fmt.Fprintln(stderr, "apply:", err)
 		return 1
 	}
-	fmt.Fprint(e.stdout, bot.FormatChanges(changes))
-	if operands[0] == "diff" || !*yes {
+	fmt.Fprint(stdout, bot.FormatChanges(changes))
+	if operands[0] == "diff" || !req.Yes {
 		if operands[0] != "diff" {
-			fmt.Fprintln(e.stdout, "add --yes to commit these changes")
+			fmt.Fprintln(stdout, "add --yes to commit these changes")
 		}
 		return 0
 	}
 	res, err := ap.Apply(ctx, p, by)
 	if err != nil {
-		fmt.Fprintln(e.stderr, "apply:", err)
+		fmt.Fprintln(stderr, "apply:", err)
 		if res.TestOutputTail != "" {
-			fmt.Fprintln(e.stderr, "test output (tail):\n"+res.TestOutputTail)
+			fmt.Fprintln(stderr, "test output (tail):\n"+res.TestOutputTail)
 		}
 		return 1
 	}
-	fmt.Fprintf(e.stdout, "preset %s committed as %s on branch %s (tests passed)\n", p.Name, res.Commit, res.Branch)
+	fmt.Fprintf(stdout, "preset %s committed as %s on branch %s (tests passed)\n", p.Name, res.Commit, res.Branch)
 	return 0
 }

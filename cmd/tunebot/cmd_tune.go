@@ -163,6 +163,12 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	defer a.close()
+	stopSocket, err := serveTuneSocket(a, e, logger)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "tunebot:", err)
+		return 1
+	}
+	defer stopSocket()
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
 		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: o.verbose})

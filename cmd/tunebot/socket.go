@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 
 	"tunebot/httpd"
 )
@@ -21,6 +23,7 @@ func (d *daemon) startSocket() error {
 	l.Handle("GET "+httpd.BackupPath, httpd.BackupHandler(d.app.db, token, d.log))
 	l.Handle("POST "+prunePath, httpd.WithToken(token, "a prune", pruneHandler(d.pruner, d.log)))
 	d.presetRoutes(l, token)
+	d.applyRoute(l, token)
 	if d.dash != nil {
 		op := d.dash.Operator()
 		l.Handle("POST /api/link", op)
@@ -40,4 +43,19 @@ func (d *daemon) startSocket() error {
 		}
 	}()
 	return nil
+}
+
+// serveTuneSocket serves the same routes while a foreground tune holds the store, so
+// preset, backup, prune and apply work beside it as beside the daemon (an apply that would
+// change the checkout is refused while tune's session uses it). The func stops it.
+func serveTuneSocket(a *app, e *env, log *slog.Logger) (func(), error) {
+	d := &daemon{cfg: a.cfg, e: e, log: log, app: a, pruner: pruner(a.cfg, a.actions)}
+	if err := d.startSocket(); err != nil {
+		return nil, err
+	}
+	return func() {
+		d.socketCancel()
+		_ = os.Remove(backupTokenPath(a.cfg))
+		waitBounded(d.serviceWG.Wait, drainTimeout)
+	}, nil
 }

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"tunebot/apply"
+	"tunebot/httpd"
+	"tunebot/session"
+)
+
+// applyPath is the tunebot apply command's route on the daemon's socket: while the daemon
+// holds the store, apply diff, apply and rollback run in the daemon, with its apply: section.
+const applyPath = "/apply"
+
+// applyAnswer is what the command prints for an applyRequest, and its exit code.
+type applyAnswer struct {
+	Stdout string `json:"stdout"`
+	Stderr string `json:"stderr"`
+	Code   int    `json:"code"`
+}
+
+// applyViaDaemon asks the daemon holding cfg's store to run req, and prints its answer as
+// the command would have printed it itself.
+func applyViaDaemon(ctx context.Context, e *env, cfg Config, req applyRequest) int {
+	token, err := daemonToken(cfg, "apply presets")
+	if err != nil {
+		fmt.Fprintln(e.stderr, "apply:", err)
+		return 1
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "apply:", err)
+		return 1
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, httpd.SocketURL(applyPath), bytes.NewReader(body))
+	if err != nil {
+		fmt.Fprintln(e.stderr, "apply:", err)
+		return 1
+	}
+	hreq.Header.Set("Authorization", "Bearer "+token)
+	// No time limit here: the daemon bounds the tests with its apply.test_timeout, and
+	// Ctrl-C ends ctx.
+	resp, err := httpd.SocketClient(socketPath(cfg), 0).Do(hreq)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "apply: a running tunebot holds the data file, and asking it failed: %v\n", err)
+		return 1
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, presetsLimit))
+	var ans applyAnswer
+	if err == nil && resp.StatusCode == http.StatusOK {
+		err = json.Unmarshal(raw, &ans)
+	}
+	if err != nil || resp.StatusCode != http.StatusOK {
+		fmt.Fprintf(e.stderr, "apply: the daemon on %s refused: %s %s\n", socketPath(cfg), resp.Status, strings.TrimSpace(string(raw)))
+		return 1
+	}
+	fmt.Fprint(e.stdout, ans.Stdout)
+	fmt.Fprint(e.stderr, ans.Stderr)
+	return ans.Code
+}
+
+// applyRoute serves tunebot apply on the daemon's socket with the token: the daemon's own
+// apply: section, the checkout gate chat's /tune apply takes, and the socket's caller
+// (socketCaller) recorded as who applied, never a name the request carries.
+func (d *daemon) applyRoute(l *httpd.Local, token string) {
+	l.Handle("POST "+applyPath, httpd.WithToken(token, "an apply", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req applyRequest
+		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
+			http.Error(w, "not an apply request: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if n := len(req.Operands); n == 0 || n > 2 || (req.Operands[0] == "diff") != (n == 2) {
+			http.Error(w, "not an apply request: give diff PRESET, PRESET or rollback", http.StatusBadRequest)
+			return
+		}
+		var stdout, stderr bytes.Buffer
+		code := d.applyForCommand(r.Context(), &stdout, &stderr, req, socketCaller(r))
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(applyAnswer{Stdout: stdout.String(), Stderr: stderr.String(), Code: code})
+	})))
+}
+
+// applyForCommand runs req for the tunebot command as applyOp does without a daemon. A
+// change to the checkout (--yes) waits for no other: it takes the gate chat's applies and
+// session starts take, and is refused while a session uses the checkout.
+func (d *daemon) applyForCommand(ctx context.Context, stdout, stderr io.Writer, req applyRequest, by session.Actor) int {
+	if d.cfg.Apply.Repo == "" {
+		fmt.Fprintln(stderr, "apply is not configured in the running tunebot: its config has no apply: section (the command's --config is not read while it runs); set apply.repo (and its edits and test command) in the config it runs with and restart it, see config.example.yaml")
+		return 1
+	}
+	if req.Yes && req.Operands[0] != "diff" {
+		if !d.gate.BeginApply() {
+			fmt.Fprintln(stderr, "apply: an apply or rollback is already running; wait for its result")
+			return 1
+		}
+		defer d.gate.EndApply()
+		s, active, err := session.ActiveSession(ctx, d.app.db)
+		if err != nil {
+			fmt.Fprintln(stderr, "apply: reading the active session:", err)
+			return 1
+		}
+		if active {
+			fmt.Fprintf(stderr, "apply: session %s is %s and uses the trainer checkout; apply or roll back after it ends (or cancel it)\n", session.Short(s.ID), s.State)
+			return 1
+		}
+	}
+	// An applier of its own per request, from the daemon's apply: section: FromSim is the
+	// command's, and chat's applier never has it set.
+	ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.actions, d.log)
+	if err != nil {
+		fmt.Fprintln(stderr, "apply:", err)
+		return 1
+	}
+	ap.FromSim = req.FromSim
+	return applyOp(ctx, stdout, stderr, ap, d.app.db, req, by)
+}
