@@ -289,16 +289,20 @@ func runSession(ctx context.Context, dir string, seed int64, rep int, weight flo
 			r.Answered++
 		}
 	}
-	pre, err := db.Preset(ctx, s.Preset)
+	trials, err := db.Trials(ctx, s.ID)
 	if err != nil {
 		return r, err
 	}
-	r.Shipped = pre.Trial.Number
-	gain, ok := surf.Gain(pre.Config, st.Rungs[len(st.Rungs)-1], st.Objective, st.Floors)
+	ref, shipped, err := memsim.Shipped(ctx, db, s, trials)
+	if err != nil {
+		return r, err
+	}
+	r.Shipped = ref.Number
+	gain, ok := surf.Gain(shipped, st.Rungs[len(st.Rungs)-1], st.Objective, st.Floors)
 	if !ok {
 		gain = math.Min(gain, 0)
 	}
-	r.Gain, r.Utility = gain, utility(sp, pre.Config)
+	r.Gain, r.Utility = gain, utility(sp, shipped)
 	return r, nil
 }
 

@@ -140,7 +140,7 @@ func (boxRandom) Propose(ctx context.Context, req session.ProposalRequest) (sess
 
 // playSession runs one automatic session of the real engine (proposer adv, the sim trainer
 // in-process on surf, repetition rep's noise) in a store under dir, removed afterwards, and
-// returns the session, its trials, and its preset when it succeeded.
+// returns the session, its trials, and what it ships when it succeeded (memsim.Shipped).
 func playSession(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, st session.Settings, noiseFree bool) (session.Session, []session.Trial, session.Preset, error) {
 	var none session.Preset
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -171,8 +171,8 @@ func playSession(ctx context.Context, dir string, m method, adv session.Advisor,
 	if err != nil || s.State != session.StateSucceeded {
 		return s, trials, none, err
 	}
-	p, err := db.Preset(ctx, s.Preset)
-	return s, trials, p, err
+	ref, cfg, err := memsim.Shipped(ctx, db, s, trials)
+	return s, trials, session.Preset{Trial: ref, Config: cfg}, err
 }
 
 // runSession runs one whole session with the real engine (proposals, rung 0, successive
