@@ -235,11 +235,12 @@ func (d *DB) DeleteTrial(ctx context.Context, sessionID string, ref session.Tria
 		b := sub(tx, bucketTrials, sessionID)
 		key := trialKey(ref)
 		var was session.TrialOutline
-		if b == nil || b.Get(key) == nil {
-			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, session.ErrNotFound)
-		}
-		if _, err := getJSON(b, key, &was); err != nil {
+		had, err := getJSON(b, key, &was)
+		if err != nil {
 			return err
+		}
+		if !had {
+			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, session.ErrNotFound)
 		}
 		if err := b.Delete(key); err != nil {
 			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, err)
