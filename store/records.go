@@ -36,7 +36,7 @@ func (d *DB) CreateSession(ctx context.Context, s session.Session) error {
 		if err := putJSON(b, []byte(s.ID), s); err != nil {
 			return err
 		}
-		return indexSession(tx, nil, s)
+		return sessionWritten(tx, nil, s)
 	})
 }
 
@@ -149,7 +149,7 @@ func (d *DB) UpdateSession(ctx context.Context, id string, fn func(*session.Sess
 		if err := putJSON(b, []byte(id), s); err != nil {
 			return err
 		}
-		return indexSession(tx, &was, s)
+		return sessionWritten(tx, &was, s)
 	})
 	if err != nil {
 		return session.Session{}, err
