@@ -209,15 +209,11 @@ func (h *handler) metrics(w http.ResponseWriter, r *http.Request) {
 // Server runs the handler on the configured address.
 type Server struct {
 	addr string
-	mux  *http.ServeMux
 	srv  *http.Server
 	log  *slog.Logger
 	page http.Handler // Mount's: every path but /healthz and /metrics
 	host *hosts       // the Host headers it answers to
 }
-
-// Handle adds a route, such as BackupPath, before Serve.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Mount serves h (the monitoring page) for every path the service does not; call it
 // before Serve.
@@ -241,8 +237,7 @@ func New(cfg Config, src Source, version string, logger *slog.Logger) (*Server, 
 		}
 		s.page.ServeHTTP(w, r)
 	})
-	s.mux = mux
-	// Two minutes: a backup or a policy download is larger than a scrape.
+	// Two minutes: a policy download is larger than a scrape.
 	s.srv = &http.Server{Handler: s.host.guard(mux), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second, WriteTimeout: 2 * time.Minute}
 	return s, nil
 }

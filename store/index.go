@@ -29,8 +29,8 @@ func timeKey(s session.Session) []byte {
 	return append(k, s.ID...)
 }
 
-// indexSession brings both indexes and the running totals up to date with s, which was was
-// before this write (nil for a new session).
+// indexSession brings both indexes up to date with s, which was was before this write (nil
+// for a new session); sessionWritten brings the running totals along too.
 func indexSession(tx *bolt.Tx, was *session.Session, s session.Session) error {
 	byTime, active := tx.Bucket(bucketByTime), tx.Bucket(bucketActive)
 	key := timeKey(s)
@@ -53,12 +53,7 @@ func indexSession(tx *bolt.Tx, was *session.Session, s session.Session) error {
 	if err != nil {
 		return fmt.Errorf("indexing session %s: %w", s.ID, err)
 	}
-	return addTotals(tx, func(t *session.Totals) {
-		if was != nil {
-			t.AddSession(*was, -1)
-		}
-		t.AddSession(s, 1)
-	})
+	return nil
 }
 
 // indexSessions builds both indexes from the sessions themselves: the migration of a

@@ -36,7 +36,7 @@ func (d *DB) CreateSession(ctx context.Context, s session.Session) error {
 		if err := putJSON(b, []byte(s.ID), s); err != nil {
 			return err
 		}
-		return indexSession(tx, nil, s)
+		return sessionWritten(tx, nil, s)
 	})
 }
 
@@ -149,7 +149,7 @@ func (d *DB) UpdateSession(ctx context.Context, id string, fn func(*session.Sess
 		if err := putJSON(b, []byte(id), s); err != nil {
 			return err
 		}
-		return indexSession(tx, &was, s)
+		return sessionWritten(tx, &was, s)
 	})
 	if err != nil {
 		return session.Session{}, err
@@ -235,11 +235,12 @@ func (d *DB) DeleteTrial(ctx context.Context, sessionID string, ref session.Tria
 		b := sub(tx, bucketTrials, sessionID)
 		key := trialKey(ref)
 		var was session.TrialOutline
-		if b == nil || b.Get(key) == nil {
-			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, session.ErrNotFound)
-		}
-		if _, err := getJSON(b, key, &was); err != nil {
+		had, err := getJSON(b, key, &was)
+		if err != nil {
 			return err
+		}
+		if !had {
+			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, session.ErrNotFound)
 		}
 		if err := b.Delete(key); err != nil {
 			return fmt.Errorf("deleting %s of session %s: %w", ref, sessionID, err)

@@ -12,7 +12,7 @@ import (
 
 // The running totals (schema version 3) are the metrics' sums over everything stored,
 // brought up to date in the transaction of every write that changes them: a session
-// created or updated (indexSession), a trial stored or deleted, an advisor call audited. A
+// created or updated (sessionWritten), a trial stored or deleted, an advisor call audited. A
 // scrape reads this one record instead of every session's trials.
 
 var keyTotals = []byte("totals")
@@ -44,6 +44,21 @@ func readTotals(tx *bolt.Tx) (t session.Totals, found bool, err error) {
 		return t, true, fmt.Errorf("decoding the running totals: %w", err)
 	}
 	return t, true, nil
+}
+
+// sessionWritten brings the indexes (indexSession) and the running totals up to date with
+// s, which was was before this write (nil for a new session). The migration that builds the
+// indexes calls indexSession alone: the totals are added up once, after it (storeTotals).
+func sessionWritten(tx *bolt.Tx, was *session.Session, s session.Session) error {
+	if err := indexSession(tx, was, s); err != nil {
+		return err
+	}
+	return addTotals(tx, func(t *session.Totals) {
+		if was != nil {
+			t.AddSession(*was, -1)
+		}
+		t.AddSession(s, 1)
+	})
 }
 
 // addTotals changes the stored totals by fn.

@@ -276,6 +276,20 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	if out.failed != "" {
 		return ev, &session.JobError{Job: "evaluate", Reason: out.failed, LogTail: logTail(logPath)}
 	}
+	if ev, err = evaluationOf(job, logPath); err != nil {
+		return ev, err
+	}
+	if job.Clip {
+		ev.Clip, ev.ClipNote = collectClip(job.RunDir, Uses(r.t.Evaluate, "clip_output"), logPath, logger)
+	}
+	return ev, nil
+}
+
+// evaluationOf reads the evaluation an evaluate job wrote at job.Output (readEvaluation),
+// decodes it strictly and checks it holds the seeds asked for; each failure is the job's,
+// with the tail of its log at logPath.
+func evaluationOf(job session.EvalJob, logPath string) (session.Evaluation, error) {
+	var ev session.Evaluation
 	data, err := readEvaluation(job)
 	if err != nil {
 		reason := filepath.Base(job.Output) + " was not written"
@@ -292,9 +306,6 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	if !sameSeeds(ev.Seeds, job.Seeds) {
 		return ev, &session.JobError{Job: "evaluate", LogTail: logTail(logPath),
 			Reason: fmt.Sprintf("%s has seeds %v, asked for %v", filepath.Base(job.Output), ev.Seeds, job.Seeds)}
-	}
-	if job.Clip {
-		ev.Clip, ev.ClipNote = collectClip(job.RunDir, Uses(r.t.Evaluate, "clip_output"), logPath, logger)
 	}
 	return ev, nil
 }

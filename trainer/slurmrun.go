@@ -126,6 +126,30 @@ func slurmEnv(parent, extra []string) []string {
 
 var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// slurmJob is the Slurm job that runs s with cfg, its output going to logPath. A job to
+// submit (not one being re-attached) that would carry one of tunebot's secrets, in its
+// command line, environment, batch script or sbatch options, is refused (secretInJob).
+func (r *Runner) slurmJob(s jobSpec, cfg Slurm, logPath string) (slurm.Job, error) {
+	j := slurm.Job{
+		Name: s.name, Dir: s.dir, Workdir: r.t.Workdir, Output: logPath, Env: slurmEnv(os.Environ(), r.t.Env),
+		Argv: s.argv, Partition: cfg.Partition, Account: cfg.Account, QOS: cfg.QOS, TimeLimit: cfg.TimeLimit,
+		CPUs: cfg.CPUs, Mem: cfg.Mem, GPUs: cfg.GPUs,
+		// The job's environment is the script's exports alone, never sbatch's own (which
+		// holds tunebot's secrets).
+		Extra: slices.Concat([]string{"--export=NONE"}, cfg.Extra),
+	}
+	// The job starts where a local one would: the trainer's workdir, else tunebot's own.
+	if abs, err := filepath.Abs(cmp.Or(j.Workdir, ".")); err == nil {
+		j.Workdir = abs
+	}
+	if s.attach == nil {
+		if err := refuseSecret(s.kind, secretInJob(j.Argv, j.Env, slurmScriptText(j), j.Extra, secret.ProcessKnown())); err != nil {
+			return j, err
+		}
+	}
+	return j, nil
+}
+
 // runSlurm runs one job on Slurm, or awaits the one s.attach names. It keeps the local
 // path's promises: the job's output goes to the same log, progress is read from the run
 // dir while it runs, and the outcome is a failure reason or nothing. A context ended with
@@ -147,22 +171,9 @@ func (r *Runner) runSlurm(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	client := r.slurmClient()
 	poll := cmp.Or(cfg.Poll, DefaultSlurmPoll)
 	logPath := filepath.Join(s.dir, s.log)
-	j := slurm.Job{
-		Name: s.name, Dir: s.dir, Workdir: r.t.Workdir, Output: logPath, Env: slurmEnv(os.Environ(), r.t.Env),
-		Argv: s.argv, Partition: cfg.Partition, Account: cfg.Account, QOS: cfg.QOS, TimeLimit: cfg.TimeLimit,
-		CPUs: cfg.CPUs, Mem: cfg.Mem, GPUs: cfg.GPUs,
-		// The job's environment is the script's exports alone, never sbatch's own (which
-		// holds tunebot's secrets).
-		Extra: slices.Concat([]string{"--export=NONE"}, cfg.Extra),
-	}
-	// The job starts where a local one would: the trainer's workdir, else tunebot's own.
-	if abs, err := filepath.Abs(cmp.Or(j.Workdir, ".")); err == nil {
-		j.Workdir = abs
-	}
-	if s.attach == nil {
-		if err := refuseSecret(s.kind, secretInJob(j.Argv, j.Env, slurmScriptText(j), j.Extra, secret.ProcessKnown())); err != nil {
-			return jobOutcome{}, err
-		}
+	j, err := r.slurmJob(s, cfg, logPath)
+	if err != nil {
+		return jobOutcome{}, err
 	}
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {

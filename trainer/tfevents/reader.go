@@ -388,6 +388,19 @@ func (r *Reader) scanFrom(f *os.File, path string, pos, limit int64, emit emitFu
 	return pos, err
 }
 
+// readUpTo reads f into buf from off, never past limit (Limits.MaxBytes): reaching limit
+// is io.EOF, as the end of the file would be.
+func readUpTo(f *os.File, buf []byte, off, limit int64) (int, error) {
+	if left := max(limit-off, 0); int64(len(buf)) > left {
+		buf = buf[:left]
+	}
+	m, err := f.ReadAt(buf, off)
+	if err == nil && off+int64(m) >= limit {
+		err = io.EOF
+	}
+	return m, err
+}
+
 // produceChunks fills buffers from free with file data from pos on, checks the records in
 // them and sends them on full, carrying an incomplete last record over to the next buffer.
 // It closes full when it reaches the end of the file or limit (a record across limit is
@@ -406,14 +419,7 @@ func produceChunks(f *os.File, path string, pos, limit int64, free <-chan []byte
 	n := 0 // bytes of buf holding file data from pos on
 	share := initialShare
 	for {
-		room := buf[n:]
-		if left := max(limit-pos-int64(n), 0); int64(len(room)) > left {
-			room = room[:left]
-		}
-		m, rerr := f.ReadAt(room, pos+int64(n))
-		if rerr == nil && pos+int64(n+m) >= limit {
-			rerr = io.EOF
-		}
+		m, rerr := readUpTo(f, buf[n:], pos+int64(n), limit)
 		n += m
 		if rerr != nil && rerr != io.EOF {
 			send(chunk{buf: buf, err: fmt.Errorf("reading events: %w", rerr)})
