@@ -502,9 +502,10 @@ func SummaryCard(in SummaryInput) Card {
 // baseline was trained as long) and eligibility; the best is marked.
 func TrialsTable(trials []session.Trial, s session.Session) *Table {
 	t := &Table{Caption: "trials", Columns: []string{"trial", "rung", "source", "state", "score", "vs baseline @ rung", "eligible"}, Align: []string{"r", "r", "", "", "r", "r", ""}}
+	controls := session.Controls(trials)
 	for _, tr := range trials {
 		score, vs, elig := "—", "—", "—"
-		if v, ok := session.VersusControl(s.Settings, trials, tr); ok {
+		if v, ok := session.VersusOf(s.Settings, controls[tr.Rung], tr); ok {
 			vs = fmt.Sprintf("%s @ %d", Signed(v.Score), v.ControlRung)
 		}
 		if tr.Score != nil {

@@ -36,11 +36,29 @@ func (v Versus) String() string { return SignedScore(v.Score) + " " + v.Label() 
 func ControlAt(trials []Trial, rung int) *Trial {
 	for i := range trials {
 		t := &trials[i]
-		if t.Number == 0 && t.Rung == rung && t.State == TrialCompleted && t.Score != nil && t.Metrics != nil {
+		if t.Rung == rung && isControl(t) {
 			return t
 		}
 	}
 	return nil
+}
+
+// isControl reports whether t is a baseline result a trial at its rung is measured against.
+func isControl(t *Trial) bool {
+	return t.Number == 0 && t.State == TrialCompleted && t.Score != nil && t.Metrics != nil
+}
+
+// Controls is ControlAt for every rung at once, by rung, so that a loop over trials finds
+// each one's control (VersusOf) without scanning them all again.
+func Controls(trials []Trial) map[int]*Trial {
+	out := map[int]*Trial{}
+	for i := range trials {
+		t := &trials[i]
+		if _, seen := out[t.Rung]; !seen && isControl(t) {
+			out[t.Rung] = t
+		}
+	}
+	return out
 }
 
 // VersusControl is t's score against the baseline at its rung among trials (ControlAt), or
