@@ -295,7 +295,7 @@ func trialVersus(in TrialInput) string {
 	t := in.Trial
 	t.Final = nil // the card's score is the rung evaluation; the final has its own line
 	v, _ := session.VersusOf(in.Session.Settings, in.Control, t)
-	return Signed(v.Score) + " " + v.Label()
+	return v.String()
 }
 
 // controlField sets a promoted trial's score beside the baseline's at the same rung, or says

@@ -152,7 +152,7 @@ func (c Comparison) Headline() string {
 	if c.Versus != nil && c.Versus.Matched() {
 		// Measured against the control's own metrics, the one rule of VersusControl.
 		diff = c.Versus.Score
-		verdict = SignedScore(diff) + " " + c.Versus.Label() + " (re-scored against its metrics)"
+		verdict = c.Versus.String() + " (re-scored against its metrics)"
 	}
 	if diff <= 0 {
 		verdict = "the baseline is ahead by " + Spread(-diff)
