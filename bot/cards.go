@@ -234,7 +234,7 @@ func TrialCard(in TrialInput) Card {
 		"GPU time", Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
 	if t.Score != nil {
 		f.Fields = append(f.Fields, Field{"score", trialVersus(in)})
-		if t.Rung > 0 && in.Control != nil && in.Control.Rung == t.Rung && in.Control.Metrics != nil {
+		if session.HasControl(in.Control, t) {
 			// the stored score, on the scale every trial of the session shares
 			f.Fields = append(f.Fields, Field{"vs rung 0", Signed(t.Score.Total) + " vs baseline @ rung 0"})
 		}

@@ -68,6 +68,12 @@ func VersusControl(st Settings, trials []Trial, t Trial) (Versus, bool) {
 	return VersusOf(st, ControlAt(trials, t.Rung), t)
 }
 
+// HasControl reports whether control is a baseline result t's score is recomputed against
+// (VersusOf, ScoreVersus): one at t's rung, above rung 0, with metrics.
+func HasControl(control *Trial, t Trial) bool {
+	return t.Rung > 0 && control != nil && control.Rung == t.Rung && control.Metrics != nil
+}
+
 // VersusOf is VersusControl with the control given (nil: none at t's rung). A trial's stored
 // score is measured against the baseline's rung-0 metrics; because each metric's improvement
 // is divided by the baseline's own value and clipped, the score against another baseline is
@@ -82,7 +88,7 @@ func VersusOf(st Settings, control *Trial, t Trial) (Versus, bool) {
 	if t.Final != nil {
 		v.Score, v.Final = t.Final.Score.Total, true
 	}
-	if t.Rung == 0 || control == nil || control.Rung != t.Rung || control.Metrics == nil {
+	if !HasControl(control, t) {
 		return v, true
 	}
 	if t.Number == 0 {
@@ -109,7 +115,7 @@ func ScoreVersus(st Settings, control *Trial, t Trial) (sc Score, controlRung in
 	if t.Score == nil {
 		return Score{}, 0, false
 	}
-	if t.Rung == 0 || control == nil || control.Rung != t.Rung || control.Metrics == nil {
+	if !HasControl(control, t) {
 		return *t.Score, 0, true
 	}
 	s, err := Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}.Score(t.Metrics)
