@@ -192,11 +192,7 @@ func Factor(c session.Change) string {
 func DiffTable(caption string, changes []session.Change) *Table {
 	t := &Table{Caption: caption, Columns: []string{"term", "old", "new", "×factor"}, Align: []string{"", "r", "r", "r"}}
 	for _, c := range changes {
-		name := c.Name
-		if c.Kind == "param" {
-			name = session.ParamLabel(name)
-		}
-		t.Rows = append(t.Rows, []string{name, Num(c.Old), Num(c.New), Factor(c)})
+		t.Rows = append(t.Rows, []string{c.Label(), Num(c.Old), Num(c.New), Factor(c)})
 	}
 	return t
 }

@@ -283,7 +283,7 @@ type planRow struct {
 type change struct {
 	Kind   string  `json:"kind"`
 	Name   string  `json:"name"`
-	Label  string  `json:"label"` // the name as shown (session.ParamLabel for a param)
+	Label  string  `json:"label"` // the name as shown (session.Change.Label)
 	Old    float64 `json:"old"`
 	New    float64 `json:"new"`
 	Factor string  `json:"factor"`
@@ -613,11 +613,7 @@ func openReview(ss session.Session, trials []session.Trial) *reviewView {
 func changes(cs []session.Change) []change {
 	out := make([]change, 0, len(cs))
 	for _, c := range cs {
-		label := c.Name
-		if c.Kind == "param" {
-			label = session.ParamLabel(c.Name)
-		}
-		out = append(out, change{Kind: c.Kind, Name: c.Name, Label: label, Old: c.Old, New: c.New, Factor: bot.Factor(c)})
+		out = append(out, change{Kind: c.Kind, Name: c.Name, Label: c.Label(), Old: c.Old, New: c.New, Factor: bot.Factor(c)})
 	}
 	return out
 }
