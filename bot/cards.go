@@ -192,11 +192,7 @@ func Factor(c session.Change) string {
 func DiffTable(caption string, changes []session.Change) *Table {
 	t := &Table{Caption: caption, Columns: []string{"term", "old", "new", "×factor"}, Align: []string{"", "r", "r", "r"}}
 	for _, c := range changes {
-		name := c.Name
-		if c.Kind == "param" {
-			name = session.ParamLabel(name)
-		}
-		t.Rows = append(t.Rows, []string{name, Num(c.Old), Num(c.New), Factor(c)})
+		t.Rows = append(t.Rows, []string{c.Label(), Num(c.Old), Num(c.New), Factor(c)})
 	}
 	return t
 }
@@ -220,11 +216,15 @@ type TrialInput struct {
 func TrialCard(in TrialInput) Card {
 	t, s := in.Trial, in.Session
 	c := Card{Ref: trialRef(s.ID, t.Number, t.Rung), Kind: "trial", Session: s.ID, Mentions: in.Mentions}
+	vs := ""
+	if t.Score != nil {
+		vs = trialVersus(in)
+	}
 	switch {
 	case t.State == session.TrialFailed:
 		c.Title = fmt.Sprintf("trial %d @ rung %d failed", t.Number, t.Rung)
 	case t.Score != nil:
-		c.Title = fmt.Sprintf("trial %d @ rung %d: %s", t.Number, t.Rung, trialVersus(in))
+		c.Title = fmt.Sprintf("trial %d @ rung %d: %s", t.Number, t.Rung, vs)
 	default:
 		c.Title = fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
 	}
@@ -233,22 +233,7 @@ func TrialCard(in TrialInput) Card {
 		"iterations", fmt.Sprintf("%d (from %d)", t.Iterations, t.StartIter),
 		"GPU time", Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
 	if t.Score != nil {
-		f.Fields = append(f.Fields, Field{"score", trialVersus(in)})
-		if t.Rung > 0 && in.Control != nil && in.Control.Rung == t.Rung && in.Control.Metrics != nil {
-			// the stored score, on the scale every trial of the session shares
-			f.Fields = append(f.Fields, Field{"vs rung 0", Signed(t.Score.Total) + " vs baseline @ rung 0"})
-		}
-		if t.Final != nil {
-			f.Fields = append(f.Fields, Field{"final", fmt.Sprintf("%s ± %.3f on seeds %v", Signed(t.Final.Score.Total), t.Final.ScoreStd, t.Final.Seeds)})
-		}
-		if t.Rung > 0 && t.Number != 0 {
-			f.Fields = append(f.Fields, controlField(in))
-		}
-		elig := "yes"
-		if !t.Score.Eligible {
-			elig = "no: " + strings.Join(t.Score.Reasons, "; ")
-		}
-		f.Fields = append(f.Fields, Field{"eligible", elig})
+		f.Fields = append(f.Fields, scoreFields(in, vs)...)
 	}
 	c.Blocks = append(c.Blocks, f)
 	if t.State == session.TrialFailed {
@@ -265,17 +250,7 @@ func TrialCard(in TrialInput) Card {
 		}
 		c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: ot})
 	}
-	if in.Parent != nil && in.Space != nil && t.Rung == 0 {
-		ch := in.Space.Diff(in.Parent.RewardConfig, t.RewardConfig)
-		cap := fmt.Sprintf("config diff from trial %d @ rung %d", in.Parent.Number, in.Parent.Rung)
-		if len(ch) == 0 {
-			c.Blocks = append(c.Blocks, Text(cap+": none"))
-		} else {
-			c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: DiffTable(cap, ch)})
-		}
-	} else if t.Rung > 0 && t.Parent != nil {
-		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("same configuration as %s, trained on from its checkpoint", t.Parent)))
-	}
+	c.Blocks = append(c.Blocks, configBlocks(in)...)
 	if n := clipNote(t); n != "" {
 		c.Blocks = append(c.Blocks, UntrustedText(n, 300)) // it quotes the trainer's file
 	}
@@ -289,13 +264,54 @@ func TrialCard(in TrialInput) Card {
 	return c
 }
 
+// scoreFields are a scored trial's score lines: vs (trialVersus), the stored score beside it
+// when vs is against the baseline at the trial's rung, the final re-evaluation, the control
+// of a promoted trial and whether it is eligible.
+func scoreFields(in TrialInput, vs string) []Field {
+	t := in.Trial
+	fields := []Field{{"score", vs}}
+	if session.HasControl(in.Control, t) {
+		// the stored score, on the scale every trial of the session shares
+		fields = append(fields, Field{"vs rung 0", Signed(t.Score.Total) + " vs baseline @ rung 0"})
+	}
+	if t.Final != nil {
+		fields = append(fields, Field{"final", fmt.Sprintf("%s ± %.3f on seeds %v", Signed(t.Final.Score.Total), t.Final.ScoreStd, t.Final.Seeds)})
+	}
+	if t.Rung > 0 && t.Number != 0 {
+		fields = append(fields, controlField(in))
+	}
+	elig := "yes"
+	if !t.Score.Eligible {
+		elig = "no: " + strings.Join(t.Score.Reasons, "; ")
+	}
+	return append(fields, Field{"eligible", elig})
+}
+
+// configBlocks say what a trial ran: a new configuration's diff from its parent, or that a
+// promoted one trains its parent's on from the checkpoint.
+func configBlocks(in TrialInput) []Block {
+	t := in.Trial
+	if in.Parent != nil && in.Space != nil && t.Rung == 0 {
+		ch := in.Space.Diff(in.Parent.RewardConfig, t.RewardConfig)
+		cap := fmt.Sprintf("config diff from trial %d @ rung %d", in.Parent.Number, in.Parent.Rung)
+		if len(ch) == 0 {
+			return []Block{Text(cap + ": none")}
+		}
+		return []Block{{Kind: BlockTable, Table: DiffTable(cap, ch)}}
+	}
+	if t.Rung > 0 && t.Parent != nil {
+		return []Block{Text(fmt.Sprintf("same configuration as %s, trained on from its checkpoint", t.Parent))}
+	}
+	return nil
+}
+
 // trialVersus is the trial's rung score against the baseline at its rung (in.Control), or
 // against rung 0's when there is none, saying which (session.VersusOf).
 func trialVersus(in TrialInput) string {
 	t := in.Trial
 	t.Final = nil // the card's score is the rung evaluation; the final has its own line
 	v, _ := session.VersusOf(in.Session.Settings, in.Control, t)
-	return Signed(v.Score) + " " + v.Label()
+	return v.String()
 }
 
 // controlField sets a promoted trial's score beside the baseline's at the same rung, or says
@@ -502,9 +518,10 @@ func SummaryCard(in SummaryInput) Card {
 // baseline was trained as long) and eligibility; the best is marked.
 func TrialsTable(trials []session.Trial, s session.Session) *Table {
 	t := &Table{Caption: "trials", Columns: []string{"trial", "rung", "source", "state", "score", "vs baseline @ rung", "eligible"}, Align: []string{"r", "r", "", "", "r", "r", ""}}
+	controls := session.Controls(trials)
 	for _, tr := range trials {
 		score, vs, elig := "—", "—", "—"
-		if v, ok := session.VersusControl(s.Settings, trials, tr); ok {
+		if v, ok := session.VersusOf(s.Settings, controls[tr.Rung], tr); ok {
 			vs = fmt.Sprintf("%s @ %d", Signed(v.Score), v.ControlRung)
 		}
 		if tr.Score != nil {

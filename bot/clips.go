@@ -96,7 +96,7 @@ func ClipBlocks(sides ...ClipSide) []Block {
 			v, ok = *side.Versus, true
 		}
 		if ok {
-			line += " · " + Signed(v.Score) + " " + v.Label()
+			line += " · " + v.String()
 		}
 		if m := metricLine(t.Metrics); m != "" {
 			line += "\n" + m

@@ -411,6 +411,16 @@ func (h *Handler) audit(ctx context.Context, e session.AuditEntry) {
 	}
 }
 
+// help lists the commands: the console's or chat's, and a foreground session's without the
+// daemon's.
+func (h *Handler) help(in Interaction) Reply {
+	help := Help(in.Platform == PlatformConsole)
+	if h.cfg.Foreground {
+		help = ForegroundHelp()
+	}
+	return Reply{Private: true, Card: &Card{Kind: "notice", Title: "tunebot commands", Blocks: []Block{{Kind: BlockCode, Text: help}}}}
+}
+
 // run executes a parsed command for session sid ("" means the active or newest one) and
 // proposal pid ("" means the pending one).
 func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid string, log *slog.Logger) Reply {
@@ -429,11 +439,7 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 	by := in.User
 	switch cmd.Verb {
 	case VerbHelp:
-		help := Help(in.Platform == PlatformConsole)
-		if h.cfg.Foreground {
-			help = ForegroundHelp()
-		}
-		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "tunebot commands", Blocks: []Block{{Kind: BlockCode, Text: help}}}}
+		return h.help(in)
 	case VerbStart:
 		st, err := cmd.Settings(h.cfg.Defaults)
 		if err != nil {

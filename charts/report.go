@@ -41,45 +41,14 @@ type ReportInput struct {
 func TrialReport(in ReportInput) ([]Image, error) {
 	meta := in.Meta
 	meta.Trial = in.Trial.Ref()
-	series := func(t *session.Trial) map[string][]session.Point {
-		if t == nil || in.Series == nil {
-			return nil
-		}
-		return in.Series(t.Ref())
-	}
-	self := series(&in.Trial)
-	var base, best map[string][]session.Point
-	baseLabel := ""
-	switch {
-	case in.Control != nil && in.Control.Ref() != in.Trial.Ref():
-		base, baseLabel = series(in.Control), fmt.Sprintf("baseline @ rung %d", in.Control.Rung)
-	case in.Control == nil && in.Baseline != nil && in.Baseline.Ref() != in.Trial.Ref():
-		base = series(in.Baseline)
-		if in.Trial.Rung > 0 {
-			baseLabel = "baseline @ rung 0"
-		}
-	}
-	// curves compare at equal training: the best of this trial's rung, not the overall best
-	bestLabel := ""
-	if peer := bestAtRung(in.Trials, in.Best, in.Trial.Ref()); peer != nil {
-		best = series(peer)
-		bestLabel = fmt.Sprintf("best other at rung %d (trial %d)", peer.Rung, peer.Number)
-	}
-	trialLabel := fmt.Sprintf("trial %d", in.Trial.Number)
-	if in.Best != nil && in.Best.Ref() == in.Trial.Ref() {
-		trialLabel += " (best)"
-	}
-	if in.Baseline != nil && in.Baseline.Ref() == in.Trial.Ref() {
-		trialLabel += " (baseline)"
-	}
+	cs := curvesOf(in)
+	self, base := cs.self, cs.base
 	changed := in.Changed
 	if changed == nil && in.Parent != nil {
 		changed = changedNames(in.Parent.RewardConfig, in.Trial.RewardConfig)
 	}
 
-	// the evaluation against the baseline trained as long when there is one (session.ScoreVersus)
-	objScore, objRung, scored := session.ScoreVersus(in.Settings, in.Control, in.Trial)
-	objTitle := fmt.Sprintf("Evaluation vs baseline @ rung %d", objRung)
+	objTitle, objectives := objectivesChart(meta, in)
 
 	prefix := ImagePrefix(in.Trial.Ref())
 	var out []Image
@@ -93,31 +62,15 @@ func TrialReport(in ReportInput) ([]Image, error) {
 	}
 	curve := func(tag string) func() ([]byte, error) {
 		return func() ([]byte, error) {
-			return TrainingCurves(meta, tag, Curve{Label: trialLabel, Points: self[tag]},
-				Curve{Label: baseLabel, Points: base[tag]}, Curve{Label: bestLabel, Points: best[tag]})
+			return TrainingCurves(meta, tag, Curve{Label: cs.trialLabel, Points: self[tag]},
+				Curve{Label: cs.baseLabel, Points: base[tag]}, Curve{Label: cs.bestLabel, Points: cs.best[tag]})
 		}
 	}
 	steps := []struct {
 		name, title string
 		render      func() ([]byte, error)
 	}{
-		{"objectives", objTitle, func() ([]byte, error) {
-			if !scored {
-				reason := in.Trial.Reason
-				if reason == "" {
-					reason = "the trial has no evaluation yet"
-				}
-				return Failed(meta, objTitle, fmt.Sprintf("trial %d has no score", in.Trial.Number), reason)
-			}
-			var bm session.Metrics
-			switch {
-			case objRung > 0:
-				bm = in.Control.Metrics
-			case in.Baseline != nil:
-				bm = in.Baseline.Metrics
-			}
-			return ObjectivesVs(meta, objScore, in.Trial.Metrics, bm, objRung)
-		}},
+		{"objectives", objTitle, objectives},
 		{"reward", "Mean episode reward vs baseline and best", curve(TagMeanReward)},
 		{"scores", "Score by trial and rung", func() ([]byte, error) {
 			var ref *session.TrialRef
@@ -138,6 +91,71 @@ func TrialReport(in ReportInput) ([]Image, error) {
 		}
 	}
 	return out, nil
+}
+
+// reportCurves are the training series a trial's report draws, with their labels: the
+// trial's, the baseline's it is compared with and the best other trial's at its rung.
+type reportCurves struct {
+	self, base, best                 map[string][]session.Point
+	trialLabel, baseLabel, bestLabel string
+}
+
+// curvesOf reads in's series for its report.
+func curvesOf(in ReportInput) reportCurves {
+	series := func(t *session.Trial) map[string][]session.Point {
+		if t == nil || in.Series == nil {
+			return nil
+		}
+		return in.Series(t.Ref())
+	}
+	cs := reportCurves{self: series(&in.Trial)}
+	switch {
+	case in.Control != nil && in.Control.Ref() != in.Trial.Ref():
+		cs.base, cs.baseLabel = series(in.Control), fmt.Sprintf("baseline @ rung %d", in.Control.Rung)
+	case in.Control == nil && in.Baseline != nil && in.Baseline.Ref() != in.Trial.Ref():
+		cs.base = series(in.Baseline)
+		if in.Trial.Rung > 0 {
+			cs.baseLabel = "baseline @ rung 0"
+		}
+	}
+	// curves compare at equal training: the best of this trial's rung, not the overall best
+	if peer := bestAtRung(in.Trials, in.Best, in.Trial.Ref()); peer != nil {
+		cs.best = series(peer)
+		cs.bestLabel = fmt.Sprintf("best other at rung %d (trial %d)", peer.Rung, peer.Number)
+	}
+	cs.trialLabel = fmt.Sprintf("trial %d", in.Trial.Number)
+	if in.Best != nil && in.Best.Ref() == in.Trial.Ref() {
+		cs.trialLabel += " (best)"
+	}
+	if in.Baseline != nil && in.Baseline.Ref() == in.Trial.Ref() {
+		cs.trialLabel += " (baseline)"
+	}
+	return cs
+}
+
+// objectivesChart is the report's evaluation chart and its title: the trial's evaluation
+// against the baseline trained as long when there is one (session.ScoreVersus), else against
+// rung 0's; a trial without a score gets a chart that says why.
+func objectivesChart(meta Meta, in ReportInput) (string, func() ([]byte, error)) {
+	score, rung, scored := session.ScoreVersus(in.Settings, in.Control, in.Trial)
+	title := fmt.Sprintf("Evaluation vs baseline @ rung %d", rung)
+	return title, func() ([]byte, error) {
+		if !scored {
+			reason := in.Trial.Reason
+			if reason == "" {
+				reason = "the trial has no evaluation yet"
+			}
+			return Failed(meta, title, fmt.Sprintf("trial %d has no score", in.Trial.Number), reason)
+		}
+		var bm session.Metrics
+		switch {
+		case rung > 0:
+			bm = in.Control.Metrics
+		case in.Baseline != nil:
+			bm = in.Baseline.Metrics
+		}
+		return ObjectivesVs(meta, score, in.Trial.Metrics, bm, rung)
+	}
 }
 
 // changedNames lists the weights and params that differ from a to b, sorted.

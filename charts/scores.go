@@ -60,9 +60,10 @@ func ScoresVs(meta Meta, st session.Settings, trials []session.Trial, best *sess
 // at their rung (session.VersusControl); trials itself is left as it is.
 func versusTrials(st session.Settings, trials []session.Trial) []session.Trial {
 	shown := make([]session.Trial, len(trials))
+	controls := session.Controls(trials)
 	for i, t := range trials {
 		shown[i] = t
-		v, ok := session.VersusControl(st, trials, t)
+		v, ok := session.VersusOf(st, controls[t.Rung], t)
 		if !ok || t.Rung == 0 {
 			continue
 		}

@@ -283,7 +283,7 @@ type planRow struct {
 type change struct {
 	Kind   string  `json:"kind"`
 	Name   string  `json:"name"`
-	Label  string  `json:"label"` // the name as shown (session.ParamLabel for a param)
+	Label  string  `json:"label"` // the name as shown (session.Change.Label)
 	Old    float64 `json:"old"`
 	New    float64 `json:"new"`
 	Factor string  `json:"factor"`
@@ -375,9 +375,10 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		seqOf[p.ID] = p.Seq
 	}
 	tv := make([]trialView, 0, len(trials))
+	controls := session.Controls(trials) // once per poll, not once per trial
 	for _, t := range trials {
 		v := trialOf(t, ss, seqOf)
-		v.Versus = versusOf(ss, trials, t)
+		v.Versus = versusOf(ss, controls[t.Rung], t)
 		tv = append(tv, v)
 	}
 	sortBoard(tv)
@@ -438,9 +439,10 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 	return v
 }
 
-// versusOf is t's score against the baseline at its rung, or nil without a score.
-func versusOf(ss session.Session, trials []session.Trial, t session.Trial) *session.Versus {
-	if v, ok := session.VersusControl(ss.Settings, trials, t); ok {
+// versusOf is t's score against control, the baseline at its rung (nil: none), or nil
+// without a score.
+func versusOf(ss session.Session, control *session.Trial, t session.Trial) *session.Versus {
+	if v, ok := session.VersusOf(ss.Settings, control, t); ok {
 		return &v
 	}
 	return nil
@@ -522,12 +524,12 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 		}
 		if best != nil {
 			v := trialOf(*best, ss, seqOf)
-			v.Versus = versusOf(ss, trials, *best)
+			v.Versus = versusOf(ss, session.ControlAt(trials, best.Rung), *best)
 			c.Best = &v
 		}
 		if base != nil {
 			v := trialOf(*base, ss, seqOf)
-			v.Versus = versusOf(ss, trials, *base)
+			v.Versus = versusOf(ss, session.ControlAt(trials, base.Rung), *base)
 			c.Baseline = &v
 		}
 		if best != nil && base != nil {
@@ -611,11 +613,7 @@ func openReview(ss session.Session, trials []session.Trial) *reviewView {
 func changes(cs []session.Change) []change {
 	out := make([]change, 0, len(cs))
 	for _, c := range cs {
-		label := c.Name
-		if c.Kind == "param" {
-			label = session.ParamLabel(c.Name)
-		}
-		out = append(out, change{Kind: c.Kind, Name: c.Name, Label: label, Old: c.Old, New: c.New, Factor: bot.Factor(c)})
+		out = append(out, change{Kind: c.Kind, Name: c.Name, Label: c.Label(), Old: c.Old, New: c.New, Factor: bot.Factor(c)})
 	}
 	return out
 }

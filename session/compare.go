@@ -57,52 +57,69 @@ type Comparison struct {
 // improvement that the baseline at equal training beats. ok is false while no tuned trial is
 // eligible.
 func Compare(s Session, trials []Trial) (Comparison, bool) {
-	find := func(num, rung int) *Trial {
-		for i := range trials {
-			if trials[i].Number == num && trials[i].Rung == rung {
-				return &trials[i]
-			}
-		}
-		return nil
-	}
 	seeds := s.Settings.EvalSeeds
 	out := Comparison{}
 	if len(s.Settings.Rungs) > 0 {
 		out.BaselineIterations = s.Settings.Rungs[0]
 	}
-	control := func(rung int) *Standing {
-		b := find(0, rung)
-		if b == nil || b.State != TrialCompleted || b.Score == nil {
-			return nil
-		}
-		st := StandingOf(*b, seeds)
-		return &st
-	}
+	var best *Trial
 	if s.State == StateSucceeded && (s.Preset != "" || s.Outcome == OutcomeNoImprovement) {
-		best := find(s.BestTrial, s.BestRung)
-		if best == nil {
+		chosen := findRung(trials, s.BestTrial, s.BestRung)
+		if chosen == nil {
 			return out, false
 		}
 		out.Final = true
-		if best.Number == 0 {
-			// The baseline won: the headline is the best tuned trial it beat at its rung.
-			var tuned *Trial
-			for i := range trials {
-				t := &trials[i]
-				if t.Rung == best.Rung && t.Number != 0 && t.Eligible() && (tuned == nil || t.RankScore() > tuned.RankScore()) {
-					tuned = t
-				}
-			}
-			if tuned == nil {
-				out.Best = StandingOf(*best, seeds)
-				return out, true
-			}
-			best = tuned
+		if best = headlineTrial(trials, chosen); best == nil {
+			out.Best = StandingOf(*chosen, seeds)
+			return out, true
 		}
-		out.Best, out.Control = StandingOf(*best, seeds), control(best.Rung)
-		out.Versus = versusPtr(s.Settings, trials, *best)
-		return out, true
+	} else if best = bestComparable(s, trials); best == nil {
+		return out, false
 	}
+	out.Best, out.Control = StandingOf(*best, seeds), controlStanding(trials, best.Rung, seeds)
+	out.Versus = versusPtr(s.Settings, trials, *best)
+	return out, true
+}
+
+// controlStanding is the standing of the baseline's completed, scored result at rung, nil
+// when there is none.
+func controlStanding(trials []Trial, rung int, seeds []int) *Standing {
+	b := controlResult(trials, rung)
+	if b == nil {
+		return nil
+	}
+	st := StandingOf(*b, seeds)
+	return &st
+}
+
+// controlResult is the baseline's completed, scored trial at rung, nil when there is none.
+func controlResult(trials []Trial, rung int) *Trial {
+	if b := findRung(trials, 0, rung); b != nil && b.State == TrialCompleted && b.Score != nil {
+		return b
+	}
+	return nil
+}
+
+// headlineTrial is what a succeeded session headlines for the trial it chose: that trial,
+// or, when the baseline won, the best eligible tuned trial it beat at its rung (nil: none).
+func headlineTrial(trials []Trial, chosen *Trial) *Trial {
+	if chosen.Number != 0 {
+		return chosen
+	}
+	var tuned *Trial
+	for i := range trials {
+		t := &trials[i]
+		if t.Rung == chosen.Rung && t.Number != 0 && t.Eligible() && (tuned == nil || t.RankScore() > tuned.RankScore()) {
+			tuned = t
+		}
+	}
+	return tuned
+}
+
+// bestComparable is an unfinished session's best eligible tuned trial at the highest rung
+// where it can be compared at equal training (with control on, the baseline has a result
+// there), nil when there is none.
+func bestComparable(s Session, trials []Trial) *Trial {
 	top := -1
 	var best *Trial
 	for i := range trials {
@@ -110,19 +127,14 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 		if t.Number == 0 || !t.Eligible() || (t.Final != nil && !t.Final.Score.Eligible) {
 			continue
 		}
-		if s.Settings.Control && t.Rung > 0 && control(t.Rung) == nil {
+		if s.Settings.Control && t.Rung > 0 && controlResult(trials, t.Rung) == nil {
 			continue // its rung has no baseline result yet: not comparable at equal training
 		}
 		if t.Rung > top || (t.Rung == top && t.RankScore() > best.RankScore()) {
 			top, best = t.Rung, t
 		}
 	}
-	if best == nil {
-		return out, false
-	}
-	out.Best, out.Control = StandingOf(*best, seeds), control(best.Rung)
-	out.Versus = versusPtr(s.Settings, trials, *best)
-	return out, true
+	return best
 }
 
 func versusPtr(st Settings, trials []Trial, t Trial) *Versus {
@@ -152,7 +164,7 @@ func (c Comparison) Headline() string {
 	if c.Versus != nil && c.Versus.Matched() {
 		// Measured against the control's own metrics, the one rule of VersusControl.
 		diff = c.Versus.Score
-		verdict = SignedScore(diff) + " " + c.Versus.Label() + " (re-scored against its metrics)"
+		verdict = c.Versus.String() + " (re-scored against its metrics)"
 	}
 	if diff <= 0 {
 		verdict = "the baseline is ahead by " + Spread(-diff)

@@ -37,6 +37,14 @@ func StateLabel(s State) string { return strings.ReplaceAll(string(s), "_", " ")
 // one surface can be typed on another.
 func ParamLabel(name string) string { return "params." + name }
 
+// Label is the changed name as every diff shows it: a weight's name, a param's ParamLabel.
+func (c Change) Label() string {
+	if c.Kind == "param" {
+		return ParamLabel(c.Name)
+	}
+	return c.Name
+}
+
 // ActorLabel is who did something, as a person reads it: the console's user (named "you"
 // inside the terminal) is "the terminal" anywhere else, and a chat user carries the
 // platform ("ann (slack)").

@@ -461,21 +461,9 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		}
 		id = BareDecisionTarget(ps).ID
 	}
-	var tried []Tried
-	var constraints []Constraint // in force before this decision (an edit's override, a reject's contradiction)
-	if d.Action == ActionEdit || d.Action == ActionReject {
-		if d.Action == ActionEdit {
-			trials, err := e.cfg.Store.Trials(ctx, s.ID)
-			if err != nil {
-				return Proposal{}, fmt.Errorf("listing trials: %w", err)
-			}
-			tried = TriedConfigs(trials)
-		}
-		ps, err := e.cfg.Store.Proposals(ctx, s.ID)
-		if err != nil {
-			return Proposal{}, fmt.Errorf("listing proposals: %w", err)
-		}
-		constraints = SessionConstraints(ps)
+	tried, constraints, err := e.decisionContext(ctx, s.ID, d.Action)
+	if err != nil {
+		return Proposal{}, err
 	}
 	now := time.Now().UTC()
 	p, err := e.cfg.Store.UpdateProposal(ctx, s.ID, id, func(p *Proposal) error {
@@ -537,6 +525,27 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 	}
 	e.bump()
 	return p, nil
+}
+
+// decisionContext is what a decision of action in session sid is checked against: for an
+// edit, the configurations already tried; for an edit or a reject, the constraints in force
+// before it (an edit's override, a reject's contradiction).
+func (e *Engine) decisionContext(ctx context.Context, sid, action string) (tried []Tried, constraints []Constraint, err error) {
+	if action != ActionEdit && action != ActionReject {
+		return nil, nil, nil
+	}
+	if action == ActionEdit {
+		trials, err := e.cfg.Store.Trials(ctx, sid)
+		if err != nil {
+			return nil, nil, fmt.Errorf("listing trials: %w", err)
+		}
+		tried = TriedConfigs(trials)
+	}
+	ps, err := e.cfg.Store.Proposals(ctx, sid)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listing proposals: %w", err)
+	}
+	return tried, SessionConstraints(ps), nil
 }
 
 // BareDecisionTarget is the proposal a decision that names none ("approve" in a thread)

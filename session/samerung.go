@@ -36,11 +36,29 @@ func (v Versus) String() string { return SignedScore(v.Score) + " " + v.Label() 
 func ControlAt(trials []Trial, rung int) *Trial {
 	for i := range trials {
 		t := &trials[i]
-		if t.Number == 0 && t.Rung == rung && t.State == TrialCompleted && t.Score != nil && t.Metrics != nil {
+		if t.Rung == rung && isControl(t) {
 			return t
 		}
 	}
 	return nil
+}
+
+// isControl reports whether t is a baseline result a trial at its rung is measured against.
+func isControl(t *Trial) bool {
+	return t.Number == 0 && t.State == TrialCompleted && t.Score != nil && t.Metrics != nil
+}
+
+// Controls is ControlAt for every rung at once, by rung, so that a loop over trials finds
+// each one's control (VersusOf) without scanning them all again.
+func Controls(trials []Trial) map[int]*Trial {
+	out := map[int]*Trial{}
+	for i := range trials {
+		t := &trials[i]
+		if _, seen := out[t.Rung]; !seen && isControl(t) {
+			out[t.Rung] = t
+		}
+	}
+	return out
 }
 
 // VersusControl is t's score against the baseline at its rung among trials (ControlAt), or
@@ -48,6 +66,12 @@ func ControlAt(trials []Trial, rung int) *Trial {
 // rule every surface uses to show a score above rung 0.
 func VersusControl(st Settings, trials []Trial, t Trial) (Versus, bool) {
 	return VersusOf(st, ControlAt(trials, t.Rung), t)
+}
+
+// HasControl reports whether control is a baseline result t's score is recomputed against
+// (VersusOf, ScoreVersus): one at t's rung, above rung 0, with metrics.
+func HasControl(control *Trial, t Trial) bool {
+	return t.Rung > 0 && control != nil && control.Rung == t.Rung && control.Metrics != nil
 }
 
 // VersusOf is VersusControl with the control given (nil: none at t's rung). A trial's stored
@@ -64,7 +88,7 @@ func VersusOf(st Settings, control *Trial, t Trial) (Versus, bool) {
 	if t.Final != nil {
 		v.Score, v.Final = t.Final.Score.Total, true
 	}
-	if t.Rung == 0 || control == nil || control.Rung != t.Rung || control.Metrics == nil {
+	if !HasControl(control, t) {
 		return v, true
 	}
 	if t.Number == 0 {
@@ -91,7 +115,7 @@ func ScoreVersus(st Settings, control *Trial, t Trial) (sc Score, controlRung in
 	if t.Score == nil {
 		return Score{}, 0, false
 	}
-	if t.Rung == 0 || control == nil || control.Rung != t.Rung || control.Metrics == nil {
+	if !HasControl(control, t) {
 		return *t.Score, 0, true
 	}
 	s, err := Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}.Score(t.Metrics)

@@ -63,3 +63,26 @@ func TestCredibleClipsByTrialsObserved(t *testing.T) {
 		}
 	}
 }
+
+// Controls finds, for every rung, the trial ControlAt finds: the first completed, scored
+// baseline result with metrics, not a failed or unscored one, and none where none is.
+func TestControlsIsControlAtForEveryRung(t *testing.T) {
+	sc := &session.Score{Total: 0}
+	trials := []session.Trial{
+		{Number: 0, Rung: 0, State: session.TrialCompleted, Score: sc, Metrics: metricsScaled(1)},
+		{Number: 0, Rung: 1, State: session.TrialFailed, Score: sc, Metrics: metricsScaled(1)},
+		{Number: 0, Rung: 1, State: session.TrialCompleted, Score: sc, Metrics: metricsScaled(0.9)},
+		{Number: 0, Rung: 1, State: session.TrialCompleted, Score: sc, Metrics: metricsScaled(0.8)},
+		{Number: 0, Rung: 2, State: session.TrialCompleted, Score: nil, Metrics: metricsScaled(1)},
+		{Number: 3, Rung: 2, State: session.TrialCompleted, Score: sc, Metrics: metricsScaled(1)},
+	}
+	got := session.Controls(trials)
+	for rung := 0; rung <= 3; rung++ {
+		if want := session.ControlAt(trials, rung); got[rung] != want {
+			t.Errorf("rung %d: Controls gives %p, ControlAt %p", rung, got[rung], want)
+		}
+	}
+	if got[1] != &trials[2] || got[2] != nil {
+		t.Errorf("Controls = %v, want rung 1's first completed baseline and none at rung 2", got)
+	}
+}
