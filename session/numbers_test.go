@@ -17,7 +17,7 @@ func TestMeasuredNumbers(t *testing.T) {
 	}{
 		{-3.065342329708454e-05, "-3.065e-05"},
 		{0.24812345, "0.2481"},
-		{-0.0, "0"},
+		{-0.00001234, "-1.234e-05"}, // a small negative keeps its sign; only zero loses it
 		{math.Copysign(0, -1), "0"},
 		{123456.7, "123500"},
 	} {
