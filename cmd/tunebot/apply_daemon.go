@@ -72,8 +72,7 @@ func applyViaDaemon(ctx context.Context, e *env, cfg Config, req applyRequest) i
 func (d *daemon) applyRoute(l *httpd.Local, token string) {
 	l.Handle("POST "+applyPath, httpd.WithToken(token, "an apply", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req applyRequest
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			http.Error(w, "not an apply request: "+err.Error(), http.StatusBadRequest)
+		if !decodeSocketRequest(w, r, "an apply request", &req) {
 			return
 		}
 		if n := len(req.Operands); n == 0 || n > 2 || (req.Operands[0] == "diff") != (n == 2) {
