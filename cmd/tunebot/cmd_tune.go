@@ -475,31 +475,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		top = max(top, t.Rung)
 	}
 	for _, t := range trials {
-		tj := trialJSON{Number: t.Number, Rung: t.Rung, Iterations: t.Iterations, State: t.State, Source: t.Source,
-			Eligible: t.Eligible(), RewardConfig: t.RewardConfig, Metrics: t.Metrics, Reason: t.Reason}
-		// Measured numbers go out as a person reads them: 4 significant digits, no -0.
-		if t.Score != nil {
-			v := session.Measured(t.Score.Total)
-			tj.Score = &v
-		}
-		if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
-			tj.Versus = &vs
-		}
-		tj.Metrics = session.MeasuredMetrics(tj.Metrics)
-		if tj.Metrics == nil {
-			tj.Metrics = session.Metrics{}
-		}
-		if t.Final != nil {
-			tj.Final = &finalJSON{Score: session.Measured(t.Final.Score.Total), Std: session.Measured(t.Final.ScoreStd), Seeds: append([]int{}, t.Final.Seeds...)}
-		}
-		if t.Clip != nil {
-			p := filepath.Join(a.engine.SessionDir(s.ID), t.Clip.Path)
-			tj.Clip = &p
-		}
-		tj.ClipNote = t.ClipNote
-		if p := t.PromotedBy; p != nil {
-			tj.PromotedBy = &promotionJSON{By: p.By.String(), Action: p.Action, Over: p.Over, At: p.At}
-		}
+		tj := trialSummary(a, s, trials, t)
 		st := session.StandingOf(t, s.Settings.EvalSeeds)
 		st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
 		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
@@ -518,6 +494,45 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		}
 		out.Proposals = append(out.Proposals, pj)
 	}
+	out.Preferences = append(out.Preferences, preferencesSummary(s)...)
+	out.PlanChanges = append(out.PlanChanges, planChangesSummary(s)...)
+	return out, nil
+}
+
+// trialSummary is trial t of session s as the summary gives it; trials are all of s's, for
+// its score against the baseline. Measured numbers go out as a person reads them: 4
+// significant digits, no -0.
+func trialSummary(a *app, s session.Session, trials []session.Trial, t session.Trial) trialJSON {
+	tj := trialJSON{Number: t.Number, Rung: t.Rung, Iterations: t.Iterations, State: t.State, Source: t.Source,
+		Eligible: t.Eligible(), RewardConfig: t.RewardConfig, Metrics: t.Metrics, Reason: t.Reason}
+	if t.Score != nil {
+		v := session.Measured(t.Score.Total)
+		tj.Score = &v
+	}
+	if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
+		tj.Versus = &vs
+	}
+	tj.Metrics = session.MeasuredMetrics(tj.Metrics)
+	if tj.Metrics == nil {
+		tj.Metrics = session.Metrics{}
+	}
+	if t.Final != nil {
+		tj.Final = &finalJSON{Score: session.Measured(t.Final.Score.Total), Std: session.Measured(t.Final.ScoreStd), Seeds: append([]int{}, t.Final.Seeds...)}
+	}
+	if t.Clip != nil {
+		p := filepath.Join(a.engine.SessionDir(s.ID), t.Clip.Path)
+		tj.Clip = &p
+	}
+	tj.ClipNote = t.ClipNote
+	if p := t.PromotedBy; p != nil {
+		tj.PromotedBy = &promotionJSON{By: p.By.String(), Action: p.Action, Over: p.Over, At: p.At}
+	}
+	return tj
+}
+
+// preferencesSummary is s's decided "which walks better?" answers, in order.
+func preferencesSummary(s session.Session) []preferenceJSON {
+	var out []preferenceJSON
 	for _, p := range s.Preferences {
 		if !p.Decided() || p.By == nil {
 			continue
@@ -526,18 +541,24 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		if w, _, ok := p.Winner(); ok {
 			pj.Winner = &w
 		}
-		out.Preferences = append(out.Preferences, pj)
+		out = append(out, pj)
 	}
+	return out
+}
+
+// planChangesSummary is people's promote and drop on s's promotion plans, in order.
+func planChangesSummary(s session.Session) []planChangeJSON {
+	var out []planChangeJSON
 	for _, r := range s.Reviews {
 		for _, c := range r.Changes {
 			cj := planChangeJSON{Rung: r.Rung, Action: c.Action, Trial: c.Trial, By: c.By.String(), At: c.At}
 			if c.Other >= 0 {
 				cj.Other = &c.Other
 			}
-			out.PlanChanges = append(out.PlanChanges, cj)
+			out = append(out, cj)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON bool) error {
