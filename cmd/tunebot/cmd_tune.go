@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -112,27 +113,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	if o.dataDir != "" {
 		cfg.DataDir = o.dataDir
 	}
-	st := cfg.Session
-	if o.demo {
-		// The demo always shows the whole ladder: 12 trials, 4 promoted, 2 finalists.
-		st.Patience = st.TrialCount - 1
-	}
-	if o.mode != "" {
-		st.Mode = o.mode
-	}
-	if o.trials != 0 {
-		if len(cfg.Session.Promote) > 0 && o.trials != cfg.Session.TrialCount {
-			st.Promote = nil
-		}
-		st.TrialCount = o.trials
-	}
-	if o.fallback {
-		st.Fallback = true
-	}
-	if o.preset != "" {
-		st.Preset = o.preset
-	}
-	st.Normalize()
+	st := tuneSettings(cfg.Session, o)
 	if err := st.Validate(); err != nil {
 		printProblems(e, err)
 		return 1
@@ -169,28 +150,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	defer stopSocket()
-	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
-	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: o.verbose})
-	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
-	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
-	uiDone, relayDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(uiDone)
-		_ = con.Run(uiCtx)
-	}()
-	go func() {
-		defer close(relayDone)
-		events.Run(relayCtx, con)
-	}()
-	// stopConsole prints what the engine still had to say, then stops the console.
-	stopConsole := func() {
-		a.engine.Shutdown(context.Background())
-		stopRelay()
-		<-relayDone
-		stopUI()
-		<-uiDone
-	}
+	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
 
 	owner := console.User
 	var s session.Session
@@ -219,6 +179,60 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		code = 1
 	}
 	return code
+}
+
+// tuneSettings is the session a tune starts: the config's, with the command line's flags
+// over it, normalized.
+func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
+	if o.demo {
+		// The demo always shows the whole ladder: 12 trials, 4 promoted, 2 finalists.
+		st.Patience = st.TrialCount - 1
+	}
+	if o.mode != "" {
+		st.Mode = o.mode
+	}
+	if o.trials != 0 {
+		// The config's promote list is for its own trial count.
+		if len(st.Promote) > 0 && o.trials != st.TrialCount {
+			st.Promote = nil
+		}
+		st.TrialCount = o.trials
+	}
+	if o.fallback {
+		st.Fallback = true
+	}
+	if o.preset != "" {
+		st.Preset = o.preset
+	}
+	st.Normalize()
+	return st
+}
+
+// startTuneConsole runs the terminal console on human and stdin, fed the engine's events
+// from the relay; its reports go under cfg's data dir as given (a.cfg's is made absolute).
+// The func it returns prints what the engine still had to say, then stops the console.
+func startTuneConsole(ctx context.Context, a *app, cfg Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
+	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
+	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
+		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
+	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	uiDone, relayDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(uiDone)
+		_ = con.Run(uiCtx)
+	}()
+	go func() {
+		defer close(relayDone)
+		events.Run(relayCtx, con)
+	}()
+	return func() {
+		a.engine.Shutdown(context.Background())
+		stopRelay()
+		<-relayDone
+		stopUI()
+		<-uiDone
+	}
 }
 
 // resumeCommand is the command line that reaches the same session again: --resume with
