@@ -50,26 +50,6 @@ func openStore(cfg Config) (*store.DB, error) {
 // dataFile is the path of the data dir's store.
 func dataFile(cfg Config) string { return filepath.Join(cfg.DataDir, "tunebot.db") }
 
-// loadWithStore is the start of the commands that read or change the store (preset, apply):
-// the config (its data_dir replaced by dataDir, --data-dir, when given), then the store,
-// each failure printed for the person; ok false means exit 1.
-func loadWithStore(e *env, cfgPath, dataDir, what string) (Config, *store.DB, bool) {
-	cfg, err := loadConfig(cfgPath, e.getenv)
-	if err != nil {
-		printProblems(e, err)
-		return cfg, nil, false
-	}
-	if dataDir != "" {
-		cfg.DataDir = dataDir // --data-dir, as tune takes it
-	}
-	db, err := openStore(cfg)
-	if err != nil {
-		fmt.Fprintln(e.stderr, what+":", err)
-		return cfg, nil, false
-	}
-	return cfg, db, true
-}
-
 // dataDirAccess is a warning when data_dir exists with access for group or others: it holds
 // the store (every session and the audit log), the dashboard key that signs sign-ins, the
 // backup token, the logs and every trial's run directory. tunebot makes it 0700, but an

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 
 	"tunebot/apply"
 	"tunebot/httpd"
@@ -17,6 +16,9 @@ import (
 // applyPath is the tunebot apply command's route on the daemon's socket: while the daemon
 // holds the store, apply diff, apply and rollback run in the daemon, with its apply: section.
 const applyPath = "/apply"
+
+// applyAnswerLimit bounds the daemon's answer to an apply: its output, tests' included.
+const applyAnswerLimit = 1 << 20
 
 // applyAnswer is what the command prints for an applyRequest, and its exit code.
 type applyAnswer struct {
@@ -38,27 +40,17 @@ func applyViaDaemon(ctx context.Context, e *env, cfg Config, req applyRequest) i
 		fmt.Fprintln(e.stderr, "apply:", err)
 		return 1
 	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, httpd.SocketURL(applyPath), bytes.NewReader(body))
-	if err != nil {
-		fmt.Fprintln(e.stderr, "apply:", err)
-		return 1
-	}
-	hreq.Header.Set("Authorization", "Bearer "+token)
 	// No time limit here: the daemon bounds the tests with its apply.test_timeout, and
 	// Ctrl-C ends ctx.
-	resp, err := httpd.SocketClient(socketPath(cfg), 0).Do(hreq)
+	resp, err := httpd.Call(ctx, socketPath(cfg), http.MethodPost, applyPath, token, bytes.NewReader(body))
 	if err != nil {
 		fmt.Fprintf(e.stderr, "apply: a running tunebot holds the data file, and asking it failed: %v\n", err)
 		return 1
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, presetsLimit))
 	var ans applyAnswer
-	if err == nil && resp.StatusCode == http.StatusOK {
-		err = json.Unmarshal(raw, &ans)
-	}
-	if err != nil || resp.StatusCode != http.StatusOK {
-		fmt.Fprintf(e.stderr, "apply: the daemon on %s refused: %s %s\n", socketPath(cfg), resp.Status, strings.TrimSpace(string(raw)))
+	if err := json.NewDecoder(io.LimitReader(resp.Body, applyAnswerLimit)).Decode(&ans); err != nil {
+		fmt.Fprintf(e.stderr, "apply: reading the answer of the daemon on %s: %v\n", socketPath(cfg), err)
 		return 1
 	}
 	fmt.Fprint(e.stdout, ans.Stdout)
@@ -72,8 +64,7 @@ func applyViaDaemon(ctx context.Context, e *env, cfg Config, req applyRequest) i
 func (d *daemon) applyRoute(l *httpd.Local, token string) {
 	l.Handle("POST "+applyPath, httpd.WithToken(token, "an apply", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req applyRequest
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			http.Error(w, "not an apply request: "+err.Error(), http.StatusBadRequest)
+		if !decodeSocketRequest(w, r, "an apply request", &req) {
 			return
 		}
 		if n := len(req.Operands); n == 0 || n > 2 || (req.Operands[0] == "diff") != (n == 2) {

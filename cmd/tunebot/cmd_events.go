@@ -44,51 +44,13 @@ func (f jsonFloat) MarshalJSON() ([]byte, error) {
 }
 
 func runEvents(ctx context.Context, e *env, args []string) int {
-	// The flags are read by hand (PATH... may start with a flag); the set only prints them.
-	flags := flagSet(e, "events", eventsUsage)
-	flags.Bool("json", false, "print one JSON document (the file count, and per tag its count, first and last step and last value) instead of the table")
-	help := usageText(eventsUsage, flags)
-	asJSON := false
-	var paths []string
-	for i, a := range args {
-		switch {
-		case a == "--":
-			paths = append(paths, args[i+1:]...)
-		case a == "--json" || a == "-json":
-			asJSON = true
-			continue
-		case a == "-h" || a == "--help" || a == "-help":
-			fmt.Fprintln(e.stdout, help)
-			return 0
-		case strings.HasPrefix(a, "-") && a != "-":
-			fmt.Fprintf(e.stderr, "events: unknown flag %s\n%s\n", a, help)
-			return 2
-		default:
-			paths = append(paths, a)
-			continue
-		}
-		break
+	paths, asJSON, code, ok := eventsArgs(e, args)
+	if !ok {
+		return code
 	}
-	if len(paths) == 0 {
-		fmt.Fprintln(e.stderr, "events: no PATH given\n"+eventsUsage)
-		return 2
-	}
-
-	var files []string
-	for _, p := range paths {
-		found, err := tfevents.EventFiles(p)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			fmt.Fprintf(e.stderr, "events: %s: no such file or directory\n", p)
-			return 1
-		case err != nil:
-			fmt.Fprintf(e.stderr, "events: %s: %v\n", p, err)
-			return 1
-		case len(found) == 0:
-			fmt.Fprintf(e.stderr, "events: no event files (names containing \"tfevents\") found in %s\n", p)
-			return 1
-		}
-		files = append(files, found...)
+	files, ok := findEventFiles(e, paths)
+	if !ok {
+		return 1
 	}
 	points, err := tfevents.ReadAll(files...)
 	if err != nil {
@@ -125,6 +87,60 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 	}
 	printTable(e.stdout, rows)
 	return 0
+}
+
+// eventsArgs reads events' command line by hand (a PATH may start with a flag): the paths
+// and --json; ok false ends the command with code, after -h (0) or a mistake (2).
+func eventsArgs(e *env, args []string) (paths []string, asJSON bool, code int, ok bool) {
+	// The flags are read by hand (PATH... may start with a flag); the set only prints them.
+	flags := flagSet(e, "events", eventsUsage)
+	flags.Bool("json", false, "print one JSON document (the file count, and per tag its count, first and last step and last value) instead of the table")
+	help := usageText(eventsUsage, flags)
+	for i, a := range args {
+		switch {
+		case a == "--":
+			paths = append(paths, args[i+1:]...)
+		case a == "--json" || a == "-json":
+			asJSON = true
+			continue
+		case a == "-h" || a == "--help" || a == "-help":
+			fmt.Fprintln(e.stdout, help)
+			return nil, false, 0, false
+		case strings.HasPrefix(a, "-") && a != "-":
+			fmt.Fprintf(e.stderr, "events: unknown flag %s\n%s\n", a, help)
+			return nil, false, 2, false
+		default:
+			paths = append(paths, a)
+			continue
+		}
+		break
+	}
+	if len(paths) == 0 {
+		fmt.Fprintln(e.stderr, "events: no PATH given\n"+eventsUsage)
+		return nil, false, 2, false
+	}
+	return paths, asJSON, 0, true
+}
+
+// findEventFiles is the event files of every path (a file or a directory), in order; ok
+// false when one is missing or holds none, said on stderr.
+func findEventFiles(e *env, paths []string) (files []string, ok bool) {
+	for _, p := range paths {
+		found, err := tfevents.EventFiles(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			fmt.Fprintf(e.stderr, "events: %s: no such file or directory\n", p)
+			return nil, false
+		case err != nil:
+			fmt.Fprintf(e.stderr, "events: %s: %v\n", p, err)
+			return nil, false
+		case len(found) == 0:
+			fmt.Fprintf(e.stderr, "events: no event files (names containing \"tfevents\") found in %s\n", p)
+			return nil, false
+		}
+		files = append(files, found...)
+	}
+	return files, true
 }
 
 // summarise is one tag's line. Points come file by file in the order the paths were

@@ -55,7 +55,12 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	defer closeBook()
+	return presetOp(ctx, e, book, space, sub, operands, *out)
+}
 
+// presetOp runs subcommand sub of tunebot preset on book; out is export's -o FILE, "" for
+// stdout.
+func presetOp(ctx context.Context, e *env, book presetBook, space *session.Space, sub string, operands []string, out string) int {
 	switch sub {
 	case "list":
 		ps, err := book.list(ctx)
@@ -76,15 +81,15 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 			return presetFail(e, err)
 		}
 		data := preset.Export(p)
-		if *out == "" {
+		if out == "" {
 			_, _ = e.stdout.Write(data)
 			return 0
 		}
-		if err := os.WriteFile(*out, data, 0o644); err != nil {
-			fmt.Fprintf(e.stderr, "preset export: writing %s: %v\n", *out, err)
+		if err := os.WriteFile(out, data, 0o644); err != nil {
+			fmt.Fprintf(e.stderr, "preset export: writing %s: %v\n", out, err)
 			return 1
 		}
-		fmt.Fprintf(e.stderr, "preset %s written to %s\n", p.Name, *out)
+		fmt.Fprintf(e.stderr, "preset %s written to %s\n", p.Name, out)
 	case "import":
 		data, err := readInput(e, operands[1])
 		if err != nil {

@@ -149,8 +149,7 @@ func prune(ctx context.Context, cfg Config, req pruneRequest) (retention.Report,
 func pruneHandler(p *retention.Pruner, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req pruneRequest
-		if err := json.NewDecoder(io.LimitReader(r.Body, 64<<10)).Decode(&req); err != nil {
-			http.Error(w, "not a prune request: "+err.Error(), http.StatusBadRequest)
+		if !decodeSocketRequest(w, r, "a prune request", &req) {
 			return
 		}
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(pruneTimeout))

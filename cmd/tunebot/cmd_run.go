@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -499,10 +498,7 @@ func (d *daemon) stop() {
 	if d.serviceCancel != nil {
 		d.serviceCancel()
 	}
-	if d.socketCancel != nil {
-		d.socketCancel()
-		_ = os.Remove(backupTokenPath(d.app.cfg))
-	}
+	d.stopSocket()
 	waitBounded(d.serviceWG.Wait, drainTimeout)
 	d.app.close()
 	d.app = nil

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -112,27 +113,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	if o.dataDir != "" {
 		cfg.DataDir = o.dataDir
 	}
-	st := cfg.Session
-	if o.demo {
-		// The demo always shows the whole ladder: 12 trials, 4 promoted, 2 finalists.
-		st.Patience = st.TrialCount - 1
-	}
-	if o.mode != "" {
-		st.Mode = o.mode
-	}
-	if o.trials != 0 {
-		if len(cfg.Session.Promote) > 0 && o.trials != cfg.Session.TrialCount {
-			st.Promote = nil
-		}
-		st.TrialCount = o.trials
-	}
-	if o.fallback {
-		st.Fallback = true
-	}
-	if o.preset != "" {
-		st.Preset = o.preset
-	}
-	st.Normalize()
+	st := tuneSettings(cfg.Session, o)
 	if err := st.Validate(); err != nil {
 		printProblems(e, err)
 		return 1
@@ -169,28 +150,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	defer stopSocket()
-	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
-	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: o.verbose})
-	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
-	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
-	uiDone, relayDone := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(uiDone)
-		_ = con.Run(uiCtx)
-	}()
-	go func() {
-		defer close(relayDone)
-		events.Run(relayCtx, con)
-	}()
-	// stopConsole prints what the engine still had to say, then stops the console.
-	stopConsole := func() {
-		a.engine.Shutdown(context.Background())
-		stopRelay()
-		<-relayDone
-		stopUI()
-		<-uiDone
-	}
+	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
 
 	owner := console.User
 	var s session.Session
@@ -219,6 +179,60 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		code = 1
 	}
 	return code
+}
+
+// tuneSettings is the session a tune starts: the config's, with the command line's flags
+// over it, normalized.
+func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
+	if o.demo {
+		// The demo always shows the whole ladder: 12 trials, 4 promoted, 2 finalists.
+		st.Patience = st.TrialCount - 1
+	}
+	if o.mode != "" {
+		st.Mode = o.mode
+	}
+	if o.trials != 0 {
+		// The config's promote list is for its own trial count.
+		if len(st.Promote) > 0 && o.trials != st.TrialCount {
+			st.Promote = nil
+		}
+		st.TrialCount = o.trials
+	}
+	if o.fallback {
+		st.Fallback = true
+	}
+	if o.preset != "" {
+		st.Preset = o.preset
+	}
+	st.Normalize()
+	return st
+}
+
+// startTuneConsole runs the terminal console on human and stdin, fed the engine's events
+// from the relay; its reports go under cfg's data dir as given (a.cfg's is made absolute).
+// The func it returns prints what the engine still had to say, then stops the console.
+func startTuneConsole(ctx context.Context, a *app, cfg Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
+	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
+	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
+		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
+	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
+	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
+	uiDone, relayDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(uiDone)
+		_ = con.Run(uiCtx)
+	}()
+	go func() {
+		defer close(relayDone)
+		events.Run(relayCtx, con)
+	}()
+	return func() {
+		a.engine.Shutdown(context.Background())
+		stopRelay()
+		<-relayDone
+		stopUI()
+		<-uiDone
+	}
 }
 
 // resumeCommand is the command line that reaches the same session again: --resume with
@@ -475,31 +489,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		top = max(top, t.Rung)
 	}
 	for _, t := range trials {
-		tj := trialJSON{Number: t.Number, Rung: t.Rung, Iterations: t.Iterations, State: t.State, Source: t.Source,
-			Eligible: t.Eligible(), RewardConfig: t.RewardConfig, Metrics: t.Metrics, Reason: t.Reason}
-		// Measured numbers go out as a person reads them: 4 significant digits, no -0.
-		if t.Score != nil {
-			v := session.Measured(t.Score.Total)
-			tj.Score = &v
-		}
-		if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
-			tj.Versus = &vs
-		}
-		tj.Metrics = session.MeasuredMetrics(tj.Metrics)
-		if tj.Metrics == nil {
-			tj.Metrics = session.Metrics{}
-		}
-		if t.Final != nil {
-			tj.Final = &finalJSON{Score: session.Measured(t.Final.Score.Total), Std: session.Measured(t.Final.ScoreStd), Seeds: append([]int{}, t.Final.Seeds...)}
-		}
-		if t.Clip != nil {
-			p := filepath.Join(a.engine.SessionDir(s.ID), t.Clip.Path)
-			tj.Clip = &p
-		}
-		tj.ClipNote = t.ClipNote
-		if p := t.PromotedBy; p != nil {
-			tj.PromotedBy = &promotionJSON{By: p.By.String(), Action: p.Action, Over: p.Over, At: p.At}
-		}
+		tj := trialSummary(a, s, trials, t)
 		st := session.StandingOf(t, s.Settings.EvalSeeds)
 		st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
 		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
@@ -518,6 +508,45 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		}
 		out.Proposals = append(out.Proposals, pj)
 	}
+	out.Preferences = append(out.Preferences, preferencesSummary(s)...)
+	out.PlanChanges = append(out.PlanChanges, planChangesSummary(s)...)
+	return out, nil
+}
+
+// trialSummary is trial t of session s as the summary gives it; trials are all of s's, for
+// its score against the baseline. Measured numbers go out as a person reads them: 4
+// significant digits, no -0.
+func trialSummary(a *app, s session.Session, trials []session.Trial, t session.Trial) trialJSON {
+	tj := trialJSON{Number: t.Number, Rung: t.Rung, Iterations: t.Iterations, State: t.State, Source: t.Source,
+		Eligible: t.Eligible(), RewardConfig: t.RewardConfig, Metrics: t.Metrics, Reason: t.Reason}
+	if t.Score != nil {
+		v := session.Measured(t.Score.Total)
+		tj.Score = &v
+	}
+	if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
+		tj.Versus = &vs
+	}
+	tj.Metrics = session.MeasuredMetrics(tj.Metrics)
+	if tj.Metrics == nil {
+		tj.Metrics = session.Metrics{}
+	}
+	if t.Final != nil {
+		tj.Final = &finalJSON{Score: session.Measured(t.Final.Score.Total), Std: session.Measured(t.Final.ScoreStd), Seeds: append([]int{}, t.Final.Seeds...)}
+	}
+	if t.Clip != nil {
+		p := filepath.Join(a.engine.SessionDir(s.ID), t.Clip.Path)
+		tj.Clip = &p
+	}
+	tj.ClipNote = t.ClipNote
+	if p := t.PromotedBy; p != nil {
+		tj.PromotedBy = &promotionJSON{By: p.By.String(), Action: p.Action, Over: p.Over, At: p.At}
+	}
+	return tj
+}
+
+// preferencesSummary is s's decided "which walks better?" answers, in order.
+func preferencesSummary(s session.Session) []preferenceJSON {
+	var out []preferenceJSON
 	for _, p := range s.Preferences {
 		if !p.Decided() || p.By == nil {
 			continue
@@ -526,18 +555,24 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		if w, _, ok := p.Winner(); ok {
 			pj.Winner = &w
 		}
-		out.Preferences = append(out.Preferences, pj)
+		out = append(out, pj)
 	}
+	return out
+}
+
+// planChangesSummary is people's promote and drop on s's promotion plans, in order.
+func planChangesSummary(s session.Session) []planChangeJSON {
+	var out []planChangeJSON
 	for _, r := range s.Reviews {
 		for _, c := range r.Changes {
 			cj := planChangeJSON{Rung: r.Rung, Action: c.Action, Trial: c.Trial, By: c.By.String(), At: c.At}
 			if c.Other >= 0 {
 				cj.Other = &c.Other
 			}
-			out.PlanChanges = append(out.PlanChanges, cj)
+			out = append(out, cj)
 		}
 	}
-	return out, nil
+	return out
 }
 
 func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON bool) error {

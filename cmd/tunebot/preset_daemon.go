@@ -130,15 +130,24 @@ func (d *daemon) presetRoutes(l *httpd.Local, token string) {
 		p, err := getPreset(r.Context(), d.app.db, r.PathValue("name"))
 		answerPreset(w, p, err, d)
 	})))
-	l.Handle("POST "+presetsPath+"/{name}", httpd.WithToken(token, "a preset import", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		data, err := io.ReadAll(io.LimitReader(r.Body, preset.MaxImportBytes+1))
+	l.Handle("POST "+presetsPath+"/{name}", httpd.WithToken(token, "a preset import", d.presetImport(space)))
+}
+
+// presetImport imports the request's body as preset {name}, read through the import's size
+// limit: a larger file is refused as too large, before anything is parsed.
+func (d *daemon) presetImport(space *session.Space) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, preset.MaxImportBytes))
+		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
+			err = session.Userf(nil, "preset file is over %d bytes; a reward configuration is at most %d", preset.MaxImportBytes, preset.MaxImportBytes)
+		}
 		if err != nil {
 			answerPreset(w, nil, err, d)
 			return
 		}
 		p, err := preset.Import(r.Context(), d.app.actions, space, r.PathValue("name"), data, socketCaller(r))
 		answerPreset(w, p, err, d)
-	})))
+	})
 }
 
 // answerPreset writes v, or the refusal a person reads (an internal error only in the log).

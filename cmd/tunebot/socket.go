@@ -54,8 +54,16 @@ func serveTuneSocket(a *app, e *env, log *slog.Logger) (func(), error) {
 		return nil, err
 	}
 	return func() {
-		d.socketCancel()
-		_ = os.Remove(backupTokenPath(a.cfg))
+		d.stopSocket()
 		waitBounded(d.serviceWG.Wait, drainTimeout)
 	}, nil
+}
+
+// stopSocket ends the socket's server, if it started, and removes its token, so the
+// tunebot command opens the store itself again; the caller waits for serviceWG.
+func (d *daemon) stopSocket() {
+	if d.socketCancel != nil {
+		d.socketCancel()
+		_ = os.Remove(backupTokenPath(d.app.cfg))
+	}
 }

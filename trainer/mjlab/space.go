@@ -161,21 +161,10 @@ func Build(t TaskRewards, base *session.Space) Built {
 	}
 	for _, term := range t.Terms {
 		fn, known := Functions[term.Function]
-		what := term.Function
-		if term.Module != "" {
-			what = term.Module + "." + term.Function
-		}
-		note := what
-		if len(term.OtherParams) > 0 {
-			note += "; not tuned: " + strings.Join(term.OtherParams, ", ")
-		}
-		switch {
-		case !known:
-			note += "; not in tunebot's table of mjlab reward functions: no acts (add them if you know what it acts on)"
+		if !known {
 			b.Unknown = append(b.Unknown, term.Name)
-		case fn.Note != "":
-			note += "; no acts (" + fn.Note + ")"
 		}
+		what, note := termNote(term, fn, known)
 		switch {
 		case term.Weight != 0:
 			lo, hi := bounds(term.Weight)
@@ -193,29 +182,55 @@ func Build(t TaskRewards, base *session.Space) Built {
 			b.Omitted = append(b.Omitted, fmt.Sprintf("term %s (%s): left out: its default weight is 0 and %s; add it by hand with bounds you choose", term.Name, what, why))
 			continue
 		}
-		for _, k := range sortedKeys(term.Params) {
-			name, v := term.Name+"."+k, term.Params[k]
-			if v == 0 {
-				b.Omitted = append(b.Omitted, fmt.Sprintf("param %s: left out: its default is 0, so ×%g–×%g gives no range; add it by hand", name, BoundLow, BoundHigh))
-				continue
-			}
-			lo, hi := bounds(v)
-			p := session.Param{Name: name, Default: v, Min: lo, Max: hi, Acts: fn.Params[k]}
-			b.Space.Params = append(b.Space.Params, p)
-			if known && fn.Params[k] == nil {
-				b.Comments[name] = "not in tunebot's table for " + term.Function + ": no acts"
-			}
-		}
-		for _, o := range fn.Orders {
-			lo, up := term.Name+"."+o[0], term.Name+"."+o[1]
-			_, okLo := b.Space.Param(lo)
-			_, okUp := b.Space.Param(up)
-			if okLo && okUp {
-				b.Space.Orders = append(b.Space.Orders, session.Order{Lower: lo, Upper: up})
-			}
-		}
+		b.addParams(term, fn, known)
 	}
 	return b
+}
+
+// termNote is what a term's entry says it is (module.function) and the line printed above
+// it: what, the parameters not tuned, and why it has no acts when it has none.
+func termNote(term TaskTerm, fn Function, known bool) (what, note string) {
+	what = term.Function
+	if term.Module != "" {
+		what = term.Module + "." + term.Function
+	}
+	note = what
+	if len(term.OtherParams) > 0 {
+		note += "; not tuned: " + strings.Join(term.OtherParams, ", ")
+	}
+	switch {
+	case !known:
+		note += "; not in tunebot's table of mjlab reward functions: no acts (add them if you know what it acts on)"
+	case fn.Note != "":
+		note += "; no acts (" + fn.Note + ")"
+	}
+	return what, note
+}
+
+// addParams adds the params of a term that is in the space, each by the bounds rule (one
+// whose default is 0 is omitted), and its function's orders between them.
+func (b *Built) addParams(term TaskTerm, fn Function, known bool) {
+	for _, k := range sortedKeys(term.Params) {
+		name, v := term.Name+"."+k, term.Params[k]
+		if v == 0 {
+			b.Omitted = append(b.Omitted, fmt.Sprintf("param %s: left out: its default is 0, so ×%g–×%g gives no range; add it by hand", name, BoundLow, BoundHigh))
+			continue
+		}
+		lo, hi := bounds(v)
+		p := session.Param{Name: name, Default: v, Min: lo, Max: hi, Acts: fn.Params[k]}
+		b.Space.Params = append(b.Space.Params, p)
+		if known && fn.Params[k] == nil {
+			b.Comments[name] = "not in tunebot's table for " + term.Function + ": no acts"
+		}
+	}
+	for _, o := range fn.Orders {
+		lo, up := term.Name+"."+o[0], term.Name+"."+o[1]
+		_, okLo := b.Space.Param(lo)
+		_, okUp := b.Space.Param(up)
+		if okLo && okUp {
+			b.Space.Orders = append(b.Space.Orders, session.Order{Lower: lo, Upper: up})
+		}
+	}
 }
 
 // bounds returns ×BoundLow–×BoundHigh of a non-zero x, sign kept, rounded to 4 significant

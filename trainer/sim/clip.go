@@ -301,23 +301,7 @@ func drawFrame(e clipEffects, label ClipLabel, f int, until, robotX, targetX, ga
 		d.skid(s[0], s[1], e.dust/4)
 	}
 
-	// the body: pitch wobbles with the gait, a stumble dips it, a fall lays it down
-	phase := 2 * math.Pi * (gaitClock/gaitT*2 + 0.1*until)
-	pitch := e.wobble * math.Sin(phase)
-	height := hipHeight + e.bob*math.Sin(2*phase+1)
-	if vx == 0 {
-		pitch, height = 0.4*e.wobble*math.Sin(2*math.Pi*until), hipHeight
-	}
-	dip := math.Exp(-sq((until - stumbleAt) / 0.15))
-	if e.stumble >= 0.04 {
-		dip += math.Exp(-sq((until - stumbleAt2) / 0.15))
-	}
-	height -= e.stumble * dip
-	pitch -= 4 * e.stumble * dip // nose down
-	fallen := math.Min(1, math.Max(0, (until-e.fallAt)/0.4))
-	height -= fallen * (hipHeight - bodyThick/2)
-	pitch += fallen * 0.2
-	height += e.jitter / 3 * hash01(f, 0, 3) / pxPerM
+	pitch, height, fallen := bodyPose(e, f, until, gaitClock, vx)
 
 	// the ground the robot has lost to the target, shaded from its nose to the marker
 	nose, _ := d.px(robotX+bodyLen/2+0.06, 0)
@@ -353,6 +337,28 @@ func drawFrame(e clipEffects, label ClipLabel, f int, until, robotX, targetX, ga
 	}
 	d.text(ClipWidth-6-textWidth(name), 6, name, cText)
 	return img
+}
+
+// bodyPose is the body's pitch and hip height in frame f, and how far it has fallen (0–1):
+// pitch wobbles with the gait, a stumble dips it, a fall lays it down.
+func bodyPose(e clipEffects, f int, until, gaitClock, vx float64) (pitch, height, fallen float64) {
+	phase := 2 * math.Pi * (gaitClock/gaitT*2 + 0.1*until)
+	pitch = e.wobble * math.Sin(phase)
+	height = hipHeight + e.bob*math.Sin(2*phase+1)
+	if vx == 0 {
+		pitch, height = 0.4*e.wobble*math.Sin(2*math.Pi*until), hipHeight
+	}
+	dip := math.Exp(-sq((until - stumbleAt) / 0.15))
+	if e.stumble >= 0.04 {
+		dip += math.Exp(-sq((until - stumbleAt2) / 0.15))
+	}
+	height -= e.stumble * dip
+	pitch -= 4 * e.stumble * dip // nose down
+	fallen = math.Min(1, math.Max(0, (until-e.fallAt)/0.4))
+	height -= fallen * (hipHeight - bodyThick/2)
+	pitch += fallen * 0.2
+	height += e.jitter / 3 * hash01(f, 0, 3) / pxPerM
+	return pitch, height, fallen
 }
 
 func boolf(b bool) float64 {

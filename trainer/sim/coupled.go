@@ -99,12 +99,24 @@ func generateCoupled(seed int64) *generated {
 	for _, name := range session.MetricNames {
 		g.noise[name] = 0.01 + 0.04*rng.Float64()
 	}
-	type mattering struct {
-		c     coord
-		side  float64
-		role  domainRole
-		first int // index of its first effect
-	}
+	// The draws happen in this order, step by step: the family is frozen.
+	matter := g.coupledEffects(rng)
+	targets := g.coupledSynergies(rng, matter)
+	g.coupledInteractions(rng, matter)
+	g.coupledCliffs(rng, targets)
+	return g
+}
+
+// mattering is a scalar that matters on a coupled surface.
+type mattering struct {
+	c     coord
+	side  float64
+	role  domainRole
+	first int // index of its first effect
+}
+
+// coupledEffects draws which scalars matter, each one's effects and its hinge, if any.
+func (g *generated) coupledEffects(rng *rand.Rand) []mattering {
 	var matter []mattering
 	for _, c := range coords(space) {
 		role := domainRoles[c.name]
@@ -152,7 +164,12 @@ func generateCoupled(seed int64) *generated {
 			}
 		}
 	}
-	// One or two groups of 3–6 scalars that pay together, each member towards its side.
+	return matter
+}
+
+// coupledSynergies draws one or two groups of 3–6 scalars that pay together, each member
+// towards its side; it returns the members' targets by name.
+func (g *generated) coupledSynergies(rng *rand.Rand, matter []mattering) map[string]float64 {
 	targets := map[string]float64{}
 	perm := rng.Perm(len(matter))
 	for n := 1 + rng.IntN(2); n > 0 && len(perm) >= 3; n-- {
@@ -187,7 +204,11 @@ func generateCoupled(seed int64) *generated {
 		}
 		g.coupled.synergies = append(g.coupled.synergies, s)
 	}
-	// Three to five interactions between pairs of scalars that matter.
+	return targets
+}
+
+// coupledInteractions draws three to five interactions between pairs of scalars that matter.
+func (g *generated) coupledInteractions(rng *rand.Rand, matter []mattering) {
 	for n := 3 + rng.IntN(3); n > 0 && len(matter) > 1; n-- {
 		a, b := matter[rng.IntN(len(matter))], matter[rng.IntN(len(matter))]
 		if a.c.name == b.c.name {
@@ -196,8 +217,11 @@ func generateCoupled(seed int64) *generated {
 		k := (0.03 + 0.07*rng.Float64()) * float64(1-2*rng.IntN(2)) / (domainStep(a.c) * domainStep(b.c))
 		g.inter = append(g.inter, interaction{a: a.first, b: b.first, metric: a.role.acts[0], k: k})
 	}
-	// One to three cliffs on scalars whose role has one, 1–2.5 steps out the way the role
-	// says, and at least half a step past a group's target.
+}
+
+// coupledCliffs draws one to three cliffs on scalars whose role has one, 1–2.5 steps out
+// the way the role says, and at least half a step past a group's target.
+func (g *generated) coupledCliffs(rng *rand.Rand, targets map[string]float64) {
 	var risky []coord
 	for _, c := range coords(space) {
 		if domainRoles[c.name].cliff != 0 {
@@ -217,5 +241,4 @@ func generateCoupled(seed int64) *generated {
 		}
 		g.cliffs = append(g.cliffs, cliff{c: c, at: at, dir: dir, steep: (3 + 3*rng.Float64()) / step})
 	}
-	return g
 }

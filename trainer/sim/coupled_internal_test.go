@@ -1,20 +1,10 @@
 package sim
 
 import (
-	"math"
 	"testing"
 
 	"tunebot/session"
 )
-
-// setPos sets the scalar of c to position u (0..1 across its bounds, as coord measures it).
-func setPos(cfg session.RewardConfig, c coord, u float64) {
-	if c.weight {
-		cfg.Weights[c.name] = c.sign * math.Exp(c.lo+u*(c.hi-c.lo))
-		return
-	}
-	cfg.Params[c.name] = c.lo + u*(c.hi-c.lo)
-}
 
 // A coupled surface's groups pay together: every member at its target gains far more than
 // the members' gains one at a time added up, which are small or negative (their own optima
@@ -29,8 +19,8 @@ func TestCoupledGroupsPayOnlyTogether(t *testing.T) {
 			all, alone := space.Defaults(), 0.0
 			for _, m := range g.members {
 				one := space.Defaults()
-				setPos(one, m.c, m.target)
-				setPos(all, m.c, m.target)
+				setUnit(one, m.c, m.target)
+				setUnit(all, m.c, m.target)
 				gain, _ := s.Gain(one, 2000, w, f)
 				alone += gain
 			}

@@ -29,17 +29,6 @@ const oracleGrid = 41
 // measures sessions against, not a proposer.
 func (s *Surface) Oracle(sp *session.Space, iteration int, w session.ObjectiveWeights, floors session.Metrics) (session.RewardConfig, float64) {
 	dims := coords(sp)
-	set := func(c session.RewardConfig, d coord, u float64) {
-		if !d.weight {
-			c.Params[d.name] = d.lo + u*(d.hi-d.lo)
-			return
-		}
-		if u < 0 {
-			c.Weights[d.name] = 0
-			return
-		}
-		c.Weights[d.name] = d.sign * math.Exp(d.lo+u*(d.hi-d.lo))
-	}
 	score := func(c session.RewardConfig) float64 {
 		if sp.CheckConfig(c) != nil {
 			return math.Inf(-1)
@@ -50,37 +39,7 @@ func (s *Surface) Oracle(sp *session.Space, iteration int, w session.ObjectiveWe
 		}
 		return g
 	}
-	sweep := func(c session.RewardConfig, cur float64, grid []float64) float64 {
-		for _, d := range dims {
-			keepW, keepP := c.Weights[d.name], c.Params[d.name]
-			bestU, best := math.NaN(), cur
-			us := grid
-			if d.zero {
-				us = append([]float64{-1}, grid...)
-			}
-			for _, u := range us {
-				set(c, d, u)
-				if v := score(c); v > best+1e-12 {
-					bestU, best = u, v
-				}
-			}
-			if math.IsNaN(bestU) {
-				if d.weight {
-					c.Weights[d.name] = keepW
-				} else {
-					c.Params[d.name] = keepP
-				}
-				continue
-			}
-			set(c, d, bestU)
-			cur = best
-		}
-		return cur
-	}
-	grid := make([]float64, oracleGrid)
-	for i := range grid {
-		grid[i] = float64(i) / (oracleGrid - 1)
-	}
+	grid := unitGrid(oracleGrid - 1)
 	rng := rand.New(rand.NewPCG(uint64(s.seed), 0x0dac1e))
 	var best session.RewardConfig
 	bestGain := math.Inf(-1)
@@ -94,12 +53,12 @@ func (s *Surface) Oracle(sp *session.Space, iteration int, w session.ObjectiveWe
 		case start == 6:
 			for _, g := range s.gen.coupled.synergies {
 				for _, m := range g.members {
-					set(c, m.c, m.target)
+					setUnit(c, m.c, m.target)
 				}
 			}
 		case start > 0:
 			for _, d := range dims {
-				set(c, d, rng.Float64())
+				setUnit(c, d, rng.Float64())
 			}
 		}
 		cur := score(c)
@@ -107,7 +66,7 @@ func (s *Surface) Oracle(sp *session.Space, iteration int, w session.ObjectiveWe
 			c, cur = sp.Defaults(), score(sp.Defaults())
 		}
 		for i := 0; i < 10; i++ {
-			next := sweep(c, cur, grid)
+			next := sweep(dims, score, c, cur, grid)
 			if next <= cur+1e-9 {
 				break
 			}
@@ -117,16 +76,67 @@ func (s *Surface) Oracle(sp *session.Space, iteration int, w session.ObjectiveWe
 			best, bestGain = c, cur
 		}
 	}
-	fine := make([]float64, 0, 2*oracleGrid)
-	for i := 0; i <= 4*(oracleGrid-1); i++ {
-		fine = append(fine, float64(i)/float64(4*(oracleGrid-1)))
-	}
+	fine := unitGrid(4 * (oracleGrid - 1))
 	for i := 0; i < 3; i++ {
-		next := sweep(best, bestGain, fine)
+		next := sweep(dims, score, best, bestGain, fine)
 		if next <= bestGain+1e-9 {
 			break
 		}
 		bestGain = next
 	}
 	return best, bestGain
+}
+
+// setUnit sets d in c to u of its range: linear for a param, in log magnitude for a
+// weight, and a weight off (0) for u < 0.
+func setUnit(c session.RewardConfig, d coord, u float64) {
+	if !d.weight {
+		c.Params[d.name] = d.lo + u*(d.hi-d.lo)
+		return
+	}
+	if u < 0 {
+		c.Weights[d.name] = 0
+		return
+	}
+	c.Weights[d.name] = d.sign * math.Exp(d.lo+u*(d.hi-d.lo))
+}
+
+// sweep moves each of dims in turn, in c, to the value of grid that scores best above cur
+// (a weight that may be off tries 0 too), keeping it where nothing beats cur; it returns
+// the score c ends at.
+func sweep(dims []coord, score func(session.RewardConfig) float64, c session.RewardConfig, cur float64, grid []float64) float64 {
+	for _, d := range dims {
+		keepW, keepP := c.Weights[d.name], c.Params[d.name]
+		bestU, best := math.NaN(), cur
+		us := grid
+		if d.zero {
+			us = append([]float64{-1}, grid...)
+		}
+		for _, u := range us {
+			setUnit(c, d, u)
+			if v := score(c); v > best+1e-12 {
+				bestU, best = u, v
+			}
+		}
+		if math.IsNaN(bestU) {
+			if d.weight {
+				c.Weights[d.name] = keepW
+			} else {
+				c.Params[d.name] = keepP
+			}
+			continue
+		}
+		setUnit(c, d, bestU)
+		cur = best
+	}
+	return cur
+}
+
+// unitGrid is the k+1 points 0, 1/k, …, 1.
+func unitGrid(k int) []float64 {
+	g := make([]float64, k+1)
+	for i := range g {
+		g[i] = float64(i) / float64(k)
+	}
+	return g
 }
