@@ -422,7 +422,8 @@ func (h *Handler) help(in Interaction) Reply {
 }
 
 // run executes a parsed command for session sid ("" means the active or newest one) and
-// proposal pid ("" means the pending one).
+// proposal pid ("" means the pending one): refusals first, then the commands that need no
+// session, then those that act on one.
 func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid string, log *slog.Logger) Reply {
 	if r, ok := foregroundRefusal(cmd.Verb); ok && h.cfg.Foreground {
 		return r
@@ -436,93 +437,150 @@ func (h *Handler) run(ctx context.Context, in Interaction, cmd Command, sid, pid
 	if r, ok := h.throttle(in, cmd, log); !ok {
 		return r
 	}
-	by := in.User
-	switch cmd.Verb {
-	case VerbHelp:
-		return h.help(in)
-	case VerbStart:
-		st, err := cmd.Settings(h.cfg.Defaults)
-		if err != nil {
-			return errorReply(err)
-		}
-		s, err := h.cfg.Gate.Start(ctx, h.cfg.Engine, st, by)
-		if errors.Is(err, session.ErrCheckoutBusy) {
-			return Reply{Private: true, Text: err.Error()}
-		}
-		if err != nil {
-			return h.engineError(err, log)
-		}
-		log.Info("session started from chat", "session", s.ID)
-		return Reply{Text: fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)}
-	case VerbPresets:
-		return h.presets(ctx)
-	case VerbDashboard:
-		if h.cfg.Dashboard == nil {
-			return Reply{Private: true, Text: "the monitoring page is off in this tunebot (service.addr: off)"}
-		}
-		link, exp, err := h.cfg.Dashboard(by)
-		if err != nil {
-			return h.engineError(err, log)
-		}
-		log.Info("monitoring page link issued")
-		return Reply{Private: true, Sensitive: true, Text: fmt.Sprintf("your sign-in link to tunebot's monitoring page (works once, until %s UTC; it signs in as you, so do not share it): %s",
-			exp.UTC().Format("15:04"), link)}
-	case VerbAgent:
-		if h.cfg.Agent == nil {
-			return Reply{Private: true, Text: "no advisor is configured (set DEEPSEEK_API_KEY); sessions can still run with fallback=true"}
-		}
-		msg, err := h.cfg.Agent(ctx)
-		if err != nil {
-			return Reply{Private: true, Text: "advisor connection test failed: " + userText(err)}
-		}
-		return Reply{Private: true, Text: "advisor connection works: " + msg}
+	if r, ok := h.runSessionless(ctx, in, cmd, log); ok {
+		return r
 	}
-	s, err := h.session(ctx, sid, cmd.Verb == VerbStatus || cmd.Verb == VerbBest || cmd.Verb == VerbChart || cmd.Verb == VerbClip || cmd.Verb == VerbWhy)
+	s, err := h.session(ctx, sid, readsEndedSession(cmd.Verb))
 	if err != nil {
 		return errorReply(err)
 	}
+	return h.runOnSession(ctx, s, pid, cmd, in.User, log)
+}
+
+// readsEndedSession says whether v, with no session named, may fall back to the newest
+// session when none is active: the read commands may, the ones that change a session may not.
+func readsEndedSession(v Verb) bool {
+	switch v {
+	case VerbStatus, VerbBest, VerbChart, VerbClip, VerbWhy:
+		return true
+	}
+	return false
+}
+
+// runSessionless runs the commands that act on no one session (help, start, presets, the
+// monitoring page link, the advisor test); ok is false for every other verb.
+func (h *Handler) runSessionless(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) (Reply, bool) {
+	switch cmd.Verb {
+	case VerbHelp:
+		return h.help(in), true
+	case VerbStart:
+		return h.start(ctx, cmd, in.User, log), true
+	case VerbPresets:
+		return h.presets(ctx), true
+	case VerbDashboard:
+		return h.dashboardLink(in.User, log), true
+	case VerbAgent:
+		return h.agentTest(ctx), true
+	}
+	return Reply{}, false
+}
+
+// start begins a session with cmd's settings over the configured defaults.
+func (h *Handler) start(ctx context.Context, cmd Command, by session.Actor, log *slog.Logger) Reply {
+	st, err := cmd.Settings(h.cfg.Defaults)
+	if err != nil {
+		return errorReply(err)
+	}
+	s, err := h.cfg.Gate.Start(ctx, h.cfg.Engine, st, by)
+	if errors.Is(err, session.ErrCheckoutBusy) {
+		return Reply{Private: true, Text: err.Error()}
+	}
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	log.Info("session started from chat", "session", s.ID)
+	return Reply{Text: fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)}
+}
+
+// dashboardLink issues a one-time sign-in link to the monitoring page, privately: the link
+// signs in as the person who asked.
+func (h *Handler) dashboardLink(by session.Actor, log *slog.Logger) Reply {
+	if h.cfg.Dashboard == nil {
+		return Reply{Private: true, Text: "the monitoring page is off in this tunebot (service.addr: off)"}
+	}
+	link, exp, err := h.cfg.Dashboard(by)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	log.Info("monitoring page link issued")
+	return Reply{Private: true, Sensitive: true, Text: fmt.Sprintf("your sign-in link to tunebot's monitoring page (works once, until %s UTC; it signs in as you, so do not share it): %s",
+		exp.UTC().Format("15:04"), link)}
+}
+
+// agentTest makes one call to the advisor and says whether it answered.
+func (h *Handler) agentTest(ctx context.Context) Reply {
+	if h.cfg.Agent == nil {
+		return Reply{Private: true, Text: "no advisor is configured (set DEEPSEEK_API_KEY); sessions can still run with fallback=true"}
+	}
+	msg, err := h.cfg.Agent(ctx)
+	if err != nil {
+		return Reply{Private: true, Text: "advisor connection test failed: " + userText(err)}
+	}
+	return Reply{Private: true, Text: "advisor connection works: " + msg}
+}
+
+// runOnSession runs a command that reads or changes session s.
+func (h *Handler) runOnSession(ctx context.Context, s session.Session, pid string, cmd Command, by session.Actor, log *slog.Logger) Reply {
 	switch cmd.Verb {
 	case VerbStatus:
-		trials, err := h.cfg.Store.Trials(ctx, s.ID)
-		if err != nil {
-			return h.engineError(err, log)
-		}
-		props, err := h.cfg.Store.Proposals(ctx, s.ID)
-		if err != nil {
-			return h.engineError(err, log)
-		}
-		c := RootCard(RootInput{Session: s, Trials: trials, Proposals: props})
-		c.Ref = "" // a fresh message, not the root one
-		return Reply{Private: true, Card: &c}
+		return h.status(ctx, s, log)
 	case VerbBest:
-		if s.BestTrial < 0 {
-			return Reply{Private: true, Text: fmt.Sprintf("session %s has no eligible trial yet", session.Short(s.ID))}
-		}
-		line := fmt.Sprintf("session %s: best is %s (%s)", session.Short(s.ID), bestLine(s), ScoreNote)
-		if s.Preset != "" {
-			line += "; saved as preset " + s.Preset
-		}
-		return Reply{Private: true, Text: line}
+		return bestReply(s)
 	case VerbChart:
 		return h.chart(ctx, s, cmd, log)
 	case VerbClip:
 		return h.clip(ctx, s, cmd, log)
 	case VerbWhy:
 		return h.why(ctx, s, cmd, log)
-	case VerbPause:
-		s, err = h.cfg.Engine.Pause(ctx, s.ID, by)
-	case VerbResume:
-		s, err = h.cfg.Engine.Resume(ctx, s.ID, by)
-	case VerbCancel:
-		s, err = h.cfg.Engine.Cancel(ctx, s.ID, by)
+	case VerbPause, VerbResume, VerbCancel:
+		return h.control(ctx, s, cmd.Verb, by, log)
 	case VerbApprove, VerbReject, VerbEdit:
 		return h.decide(ctx, s, pid, cmd, by, false, log)
 	case VerbPrefer:
 		return h.preferCommand(ctx, s, cmd, by, log)
 	case VerbGo, VerbPromote, VerbDrop:
 		return h.reviewCommand(ctx, s, cmd, by, log)
-	default:
-		return Reply{Private: true, Text: fmt.Sprintf("%s is not available here", cmd.Verb)}
+	}
+	return Reply{Private: true, Text: fmt.Sprintf("%s is not available here", cmd.Verb)}
+}
+
+// status answers with a fresh copy of s's root card.
+func (h *Handler) status(ctx context.Context, s session.Session, log *slog.Logger) Reply {
+	trials, err := h.cfg.Store.Trials(ctx, s.ID)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	props, err := h.cfg.Store.Proposals(ctx, s.ID)
+	if err != nil {
+		return h.engineError(err, log)
+	}
+	c := RootCard(RootInput{Session: s, Trials: trials, Proposals: props})
+	c.Ref = "" // a fresh message, not the root one
+	return Reply{Private: true, Card: &c}
+}
+
+// bestReply names s's best trial, and the preset it was saved as.
+func bestReply(s session.Session) Reply {
+	if s.BestTrial < 0 {
+		return Reply{Private: true, Text: fmt.Sprintf("session %s has no eligible trial yet", session.Short(s.ID))}
+	}
+	line := fmt.Sprintf("session %s: best is %s (%s)", session.Short(s.ID), bestLine(s), ScoreNote)
+	if s.Preset != "" {
+		line += "; saved as preset " + s.Preset
+	}
+	return Reply{Private: true, Text: line}
+}
+
+// control pauses, resumes or cancels s and says what the engine made of it.
+func (h *Handler) control(ctx context.Context, s session.Session, v Verb, by session.Actor, log *slog.Logger) Reply {
+	var err error
+	switch v {
+	case VerbPause:
+		s, err = h.cfg.Engine.Pause(ctx, s.ID, by)
+	case VerbResume:
+		s, err = h.cfg.Engine.Resume(ctx, s.ID, by)
+	case VerbCancel:
+		s, err = h.cfg.Engine.Cancel(ctx, s.ID, by)
 	}
 	if err != nil {
 		return h.engineError(err, log)

@@ -432,16 +432,8 @@ const MaxFeedback = 2000
 // clear answer saying who decided first. An invalid edit is refused and the proposal
 // stays pending.
 func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) {
-	switch d.Action {
-	case ActionApprove, ActionReject, ActionEdit:
-	default:
-		return Proposal{}, Userf(ErrConflict, "unknown decision %q (approve, reject or edit)", d.Action)
-	}
-	if d.Action == ActionEdit && (d.Edit == nil || d.Edit.Len() == 0) {
-		return Proposal{}, Userf(ErrConflict, "an edit needs at least one term=value")
-	}
-	if len([]rune(d.Feedback)) > MaxFeedback {
-		return Proposal{}, Userf(ErrConflict, "feedback is %d characters; at most %d", len([]rune(d.Feedback)), MaxFeedback)
+	if err := checkDecideRequest(d); err != nil {
+		return Proposal{}, err
 	}
 	s, err := e.cfg.Store.Session(ctx, d.SessionID)
 	if err != nil {
@@ -450,51 +442,66 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 	if !s.State.Active() {
 		return Proposal{}, Userf(ErrConflict, "session %s is %s: its proposals can no longer be decided", short(s.ID), s.State)
 	}
-	id := d.ProposalID
-	if id == "" {
-		ps, err := e.cfg.Store.Proposals(ctx, s.ID)
-		if err != nil {
-			return Proposal{}, fmt.Errorf("listing proposals: %w", err)
-		}
-		if len(ps) == 0 {
-			return Proposal{}, Userf(ErrNotFound, "session %s has no proposal waiting for a decision", short(s.ID))
-		}
-		id = BareDecisionTarget(ps).ID
+	id, err := e.decisionTarget(ctx, s.ID, d.ProposalID)
+	if err != nil {
+		return Proposal{}, err
 	}
 	tried, constraints, err := e.decisionContext(ctx, s.ID, d.Action)
 	if err != nil {
 		return Proposal{}, err
 	}
+	p, err := e.recordDecision(ctx, s.ID, id, d, tried, constraints)
+	if err != nil {
+		return p, err
+	}
+	e.announceDecision(ctx, s, p, d)
+	return p, nil
+}
+
+// checkDecideRequest refuses a decision that cannot be one: an unknown action, an edit
+// without terms, feedback over MaxFeedback characters.
+func checkDecideRequest(d DecideRequest) error {
+	switch d.Action {
+	case ActionApprove, ActionReject, ActionEdit:
+	default:
+		return Userf(ErrConflict, "unknown decision %q (approve, reject or edit)", d.Action)
+	}
+	if d.Action == ActionEdit && (d.Edit == nil || d.Edit.Len() == 0) {
+		return Userf(ErrConflict, "an edit needs at least one term=value")
+	}
+	if len([]rune(d.Feedback)) > MaxFeedback {
+		return Userf(ErrConflict, "feedback is %d characters; at most %d", len([]rune(d.Feedback)), MaxFeedback)
+	}
+	return nil
+}
+
+// decisionTarget is the proposal a decision names, or, when it names none, the one a bare
+// decision targets (BareDecisionTarget).
+func (e *Engine) decisionTarget(ctx context.Context, sid, id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
+	ps, err := e.cfg.Store.Proposals(ctx, sid)
+	if err != nil {
+		return "", fmt.Errorf("listing proposals: %w", err)
+	}
+	if len(ps) == 0 {
+		return "", Userf(ErrNotFound, "session %s has no proposal waiting for a decision", short(sid))
+	}
+	return BareDecisionTarget(ps).ID, nil
+}
+
+// recordDecision writes d onto proposal id in one update, so that of two decisions on one
+// proposal only the first is recorded; the second is refused naming the first.
+func (e *Engine) recordDecision(ctx context.Context, sid, id string, d DecideRequest, tried []Tried, constraints []Constraint) (Proposal, error) {
 	now := time.Now().UTC()
-	p, err := e.cfg.Store.UpdateProposal(ctx, s.ID, id, func(p *Proposal) error {
-		if p.State != ProposalPending {
-			who := ""
-			if p.Decision != nil {
-				who = fmt.Sprintf(" by %s at %s", p.Decision.By, p.Decision.At.Format("15:04:05 UTC"))
-			}
-			return Userf(ErrConflict, "proposal %d was already %s%s", p.Seq, DecidedWord(*p), who)
+	p, err := e.cfg.Store.UpdateProposal(ctx, sid, id, func(p *Proposal) error {
+		if err := alreadyDecided(*p); err != nil {
+			return err
 		}
-		dec := &Decision{Action: d.Action, By: d.By, At: now, Feedback: d.Feedback}
-		switch d.Action {
-		case ActionApprove:
-			p.State = ProposalApproved
-		case ActionReject:
-			p.State = ProposalRejected
-			dec.Read = ReadConstraints(d.Feedback, e.cfg.Space, p.Seq)
-			dec.Note = FeedbackNote(dec.Read, e.cfg.Advisor != nil)
-			if n := ReplacedNote(constraints, dec.Read); n != "" {
-				dec.Note += " " + n
-			}
-		case ActionEdit:
-			if _, err := e.cfg.Space.Validate(p.Base, *d.Edit, tried); err != nil {
-				return err
-			}
-			edited := e.cfg.Space.Round(p.Base, *d.Edit)
-			dec.Edited = &edited
-			// A person's edit may break what earlier feedback asked: it is theirs to write,
-			// and the note says so; proposers keep to the constraints still.
-			dec.Note = OverrideNote(BrokenConstraints(constraints, p.Base, edited))
-			p.State = ProposalApproved
+		dec, err := e.decision(p, d, now, tried, constraints)
+		if err != nil {
+			return err
 		}
 		p.Decision = dec
 		return nil
@@ -507,6 +514,54 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		}
 		return p, e.lookupErr(id, err)
 	}
+	return p, nil
+}
+
+// alreadyDecided refuses a decision on a proposal that is no longer pending, saying who
+// decided it and when.
+func alreadyDecided(p Proposal) error {
+	if p.State == ProposalPending {
+		return nil
+	}
+	who := ""
+	if p.Decision != nil {
+		who = fmt.Sprintf(" by %s at %s", p.Decision.By, p.Decision.At.Format("15:04:05 UTC"))
+	}
+	return Userf(ErrConflict, "proposal %d was already %s%s", p.Seq, DecidedWord(p), who)
+}
+
+// decision moves pending proposal p to the state d's action gives it and returns the
+// decision to record: a rejection's feedback is read into constraints; an edit must be a
+// valid patch over p's base that was not tried before, and is rounded.
+func (e *Engine) decision(p *Proposal, d DecideRequest, now time.Time, tried []Tried, constraints []Constraint) (*Decision, error) {
+	dec := &Decision{Action: d.Action, By: d.By, At: now, Feedback: d.Feedback}
+	switch d.Action {
+	case ActionApprove:
+		p.State = ProposalApproved
+	case ActionReject:
+		p.State = ProposalRejected
+		dec.Read = ReadConstraints(d.Feedback, e.cfg.Space, p.Seq)
+		dec.Note = FeedbackNote(dec.Read, e.cfg.Advisor != nil)
+		if n := ReplacedNote(constraints, dec.Read); n != "" {
+			dec.Note += " " + n
+		}
+	case ActionEdit:
+		if _, err := e.cfg.Space.Validate(p.Base, *d.Edit, tried); err != nil {
+			return nil, err
+		}
+		edited := e.cfg.Space.Round(p.Base, *d.Edit)
+		dec.Edited = &edited
+		// A person's edit may break what earlier feedback asked: it is theirs to write,
+		// and the note says so; proposers keep to the constraints still.
+		dec.Note = OverrideNote(BrokenConstraints(constraints, p.Base, edited))
+		p.State = ProposalApproved
+	}
+	return dec, nil
+}
+
+// announceDecision audits and announces a recorded decision and wakes the session's worker
+// unless the session is paused (then the announcement says how to resume it).
+func (e *Engine) announceDecision(ctx context.Context, s Session, p Proposal, d DecideRequest) {
 	detail := map[string]any{"proposal": p.ID, "seq": p.Seq, "action": d.Action, "feedback": d.Feedback, "edited": p.Decision.Edited}
 	if len(p.Decision.Read) > 0 {
 		detail["constraints"] = ConstraintList(p.Decision.Read)
@@ -524,7 +579,6 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 		e.ensureWorker(s.ID)
 	}
 	e.bump()
-	return p, nil
 }
 
 // decisionContext is what a decision of action in session sid is checked against: for an
@@ -748,16 +802,7 @@ func (e *Engine) stopWorker(id string, state State) {
 func (e *Engine) work(ctx context.Context, id string, w *worker) {
 	log := e.log.With("session", id)
 	var j *jobs
-	defer func() {
-		if r := recover(); r != nil {
-			log.Error("session worker panicked", "panic", r, "stack", string(debug.Stack()))
-			if j != nil {
-				w.cancel(ErrJobCancelled)
-				e.settle(j, log)
-			}
-			e.fail(context.Background(), id, fmt.Sprintf("internal error: %v", r))
-		}
-	}()
+	defer e.recoverWorker(id, w, &j, log)
 	s, err := e.cfg.Store.Session(ctx, id)
 	if err != nil {
 		log.Error("loading session", "err", err)
@@ -776,13 +821,7 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 			err = e.jobErr(j)
 		}
 		if ctx.Err() != nil {
-			e.settle(j, log)
-			e.mu.Lock()
-			state := w.stopState
-			e.mu.Unlock()
-			if state == StateInterrupted {
-				e.interrupt(context.Background(), id, "tunebot is shutting down")
-			}
+			e.settleStopped(id, w, j, log)
 			return
 		}
 		if err != nil {
@@ -792,48 +831,103 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 			e.fail(context.Background(), id, err.Error())
 			return
 		}
-		if more {
+		switch e.afterStep(more, j) {
+		case stepAgain:
 			continue
+		case workDone:
+			return
 		}
-		if len(e.runningRefs(j)) == 0 {
-			select {
-			case <-j.ended:
-				// A job ended after this step's snapshot (a fast one can end before the
-				// step returns): its result is stored, so plan again rather than leave
-				// the session with nobody to take it further.
-				continue
-			default:
-			}
-			if j.wakeAt.IsZero() {
-				return
-			}
+		e.waitForWork(ctx, w, j)
+	}
+}
+
+// recoverWorker turns a panic in session id's worker into the session's failure, after its
+// jobs are cancelled and have ended. It is deferred by work; *j is nil before the jobs exist.
+func (e *Engine) recoverWorker(id string, w *worker, j **jobs, log *slog.Logger) {
+	if r := recover(); r != nil {
+		log.Error("session worker panicked", "panic", r, "stack", string(debug.Stack()))
+		if *j != nil {
+			w.cancel(ErrJobCancelled)
+			e.settle(*j, log)
 		}
-		var timer *time.Timer
-		var due <-chan time.Time
-		if !j.wakeAt.IsZero() {
-			// A promotion review waits for people until then, with or without jobs.
-			timer = time.NewTimer(time.Until(j.wakeAt))
-			due = timer.C
-		}
-		e.mu.Lock()
-		w.idle = len(j.running) == 0 && !w.again
-		idle := w.idle
-		e.mu.Unlock()
-		if idle {
-			e.bump() // Settled now holds
-		}
+		e.fail(context.Background(), id, fmt.Sprintf("internal error: %v", r))
+	}
+}
+
+// settleStopped ends a worker whose context ended: its jobs settle, and the session is marked
+// interrupted when tunebot is shutting down (a pause or a cancellation set its own state).
+func (e *Engine) settleStopped(id string, w *worker, j *jobs, log *slog.Logger) {
+	e.settle(j, log)
+	e.mu.Lock()
+	state := w.stopState
+	e.mu.Unlock()
+	if state == StateInterrupted {
+		e.interrupt(context.Background(), id, "tunebot is shutting down")
+	}
+}
+
+// workNext is what a session's worker does after a step.
+type workNext int
+
+const (
+	waitThenStep workNext = iota // wait for a job to end, a wake-up or a review's due time
+	stepAgain                    // plan again at once
+	workDone                     // the worker ends: nothing runs and nothing is due
+)
+
+// afterStep decides what follows a step that asked for more (or not): another at once when
+// it asked, or when no job runs and one ended after the step's snapshot (its result is
+// stored and must be planned from); the worker's end when no job runs and no review waits
+// (finished, or waiting for a person, who wakes it); else a wait.
+func (e *Engine) afterStep(more bool, j *jobs) workNext {
+	if more {
+		return stepAgain
+	}
+	if len(e.runningRefs(j)) == 0 {
 		select {
 		case <-j.ended:
-		case <-w.wake:
-		case <-due:
-		case <-ctx.Done():
+			// A job ended after this step's snapshot (a fast one can end before the
+			// step returns): its result is stored, so plan again rather than leave
+			// the session with nobody to take it further.
+			return stepAgain
+		default:
 		}
-		e.mu.Lock()
-		w.idle = false
-		e.mu.Unlock()
-		if timer != nil {
-			timer.Stop()
+		if j.wakeAt.IsZero() {
+			return workDone
 		}
+	}
+	return waitThenStep
+}
+
+// waitForWork waits for a job to end, a wake-up (a decision, a resume, a pause), a
+// promotion review's due time or the worker's end; while nothing runs and no wake-up is
+// pending, the worker counts as idle (Settled).
+func (e *Engine) waitForWork(ctx context.Context, w *worker, j *jobs) {
+	var timer *time.Timer
+	var due <-chan time.Time
+	if !j.wakeAt.IsZero() {
+		// A promotion review waits for people until then, with or without jobs.
+		timer = time.NewTimer(time.Until(j.wakeAt))
+		due = timer.C
+	}
+	e.mu.Lock()
+	w.idle = len(j.running) == 0 && !w.again
+	idle := w.idle
+	e.mu.Unlock()
+	if idle {
+		e.bump() // Settled now holds
+	}
+	select {
+	case <-j.ended:
+	case <-w.wake:
+	case <-due:
+	case <-ctx.Done():
+	}
+	e.mu.Lock()
+	w.idle = false
+	e.mu.Unlock()
+	if timer != nil {
+		timer.Stop()
 	}
 }
 

@@ -173,49 +173,23 @@ func (e *Engine) Prefer(ctx context.Context, r PreferRequest) (Preference, error
 		if !x.State.Active() {
 			return Userf(ErrConflict, "session %s is %s: its trials can no longer be compared", short(x.ID), x.State)
 		}
-		i := -1
-		answer := r.Answer
-		if r.Card > 0 {
-			i = slices.IndexFunc(x.Preferences, func(p Preference) bool { return p.Seq == r.Card })
-			if i < 0 {
-				return Userf(ErrNotFound, "session %s has no A/B card %d", short(x.ID), r.Card)
-			}
-			if answer != AnswerA && answer != AnswerB && answer != AnswerTie {
-				return Userf(ErrConflict, "unknown answer %q (A, B or can't tell)", answer)
-			}
-		} else {
-			i = slices.IndexFunc(x.Preferences, func(p Preference) bool { return p.Has(r.Winner, r.Loser) })
-			answer = AnswerA
-			switch {
-			case r.Tie:
-				answer = AnswerTie
-			case i >= 0 && x.Preferences[i].B == r.Winner:
-				answer = AnswerB
-			}
+		i, answer, err := preferenceTarget(x, r)
+		if err != nil {
+			return err
 		}
 		if i >= 0 && x.Preferences[i].Decided() {
 			p := &x.Preferences[i]
-			if p.By != nil && p.By.Platform == r.By.Platform && p.By.ID == r.By.ID && p.Answer == answer && r.Note != "" {
-				p.Note, added = r.Note, true
-				got = *p
-				return nil
+			if err := secondAnswer(*p, r, answer); err != nil {
+				return err
 			}
-			who := ""
-			if p.By != nil {
-				who = fmt.Sprintf(" by %s at %s", p.By, p.At.Format("15:04:05 UTC"))
-			}
-			return Userf(ErrConflict, "%s and %s were already compared%s: %s", trialName(p.A), trialName(p.B), who, p.Verdict())
+			p.Note, added = r.Note, true
+			got = *p
+			return nil
 		}
 		if i < 0 {
-			a, b := findRung0(trials, r.Winner), findRung0(trials, r.Loser)
-			for k, t := range []*Trial{a, b} {
-				if t == nil {
-					return Userf(ErrNotFound, "session %s has no finished rung-0 trial %d to compare", short(x.ID), []int{r.Winner, r.Loser}[k])
-				}
+			if i, err = addPair(x, trials, r.Winner, r.Loser); err != nil {
+				return err
 			}
-			x.Preferences = append(x.Preferences, Preference{Seq: len(x.Preferences) + 1, A: a.Number, B: b.Number,
-				AConfig: a.RewardConfig.Clone(), BConfig: b.RewardConfig.Clone()})
-			i = len(x.Preferences) - 1
 		}
 		p := &x.Preferences[i]
 		by := r.By
@@ -227,19 +201,77 @@ func (e *Engine) Prefer(ctx context.Context, r PreferRequest) (Preference, error
 	if err != nil {
 		return Preference{}, e.lookupErr(r.SessionID, err)
 	}
+	e.announcePreference(ctx, s, got, r.By, added)
+	return got, nil
+}
+
+// preferenceTarget is the index in x.Preferences of the pair r answers (-1: a pair not
+// asked about yet) and r's answer about it: a card's answer must be A, B or can't tell; a
+// pair named by winner and loser is answered by which of its sides won.
+func preferenceTarget(x *Session, r PreferRequest) (int, string, error) {
+	if r.Card > 0 {
+		i := slices.IndexFunc(x.Preferences, func(p Preference) bool { return p.Seq == r.Card })
+		if i < 0 {
+			return -1, "", Userf(ErrNotFound, "session %s has no A/B card %d", short(x.ID), r.Card)
+		}
+		if r.Answer != AnswerA && r.Answer != AnswerB && r.Answer != AnswerTie {
+			return -1, "", Userf(ErrConflict, "unknown answer %q (A, B or can't tell)", r.Answer)
+		}
+		return i, r.Answer, nil
+	}
+	i := slices.IndexFunc(x.Preferences, func(p Preference) bool { return p.Has(r.Winner, r.Loser) })
+	answer := AnswerA
+	switch {
+	case r.Tie:
+		answer = AnswerTie
+	case i >= 0 && x.Preferences[i].B == r.Winner:
+		answer = AnswerB
+	}
+	return i, answer, nil
+}
+
+// secondAnswer refuses answer to decided pair p, naming who answered first, except that
+// whoever answered may add a note by giving their answer again with it (nil: the note is
+// added).
+func secondAnswer(p Preference, r PreferRequest, answer string) error {
+	if p.By != nil && p.By.Platform == r.By.Platform && p.By.ID == r.By.ID && p.Answer == answer && r.Note != "" {
+		return nil
+	}
+	who := ""
+	if p.By != nil {
+		who = fmt.Sprintf(" by %s at %s", p.By, p.At.Format("15:04:05 UTC"))
+	}
+	return Userf(ErrConflict, "%s and %s were already compared%s: %s", trialName(p.A), trialName(p.B), who, p.Verdict())
+}
+
+// addPair adds to x the pair of finished rung-0 trials winner and loser (A and B), asked by
+// nobody, and returns its index.
+func addPair(x *Session, trials []Trial, winner, loser int) (int, error) {
+	a, b := findRung0(trials, winner), findRung0(trials, loser)
+	for k, t := range []*Trial{a, b} {
+		if t == nil {
+			return -1, Userf(ErrNotFound, "session %s has no finished rung-0 trial %d to compare", short(x.ID), []int{winner, loser}[k])
+		}
+	}
+	x.Preferences = append(x.Preferences, Preference{Seq: len(x.Preferences) + 1, A: a.Number, B: b.Number,
+		AConfig: a.RewardConfig.Clone(), BConfig: b.RewardConfig.Clone()})
+	return len(x.Preferences) - 1, nil
+}
+
+// announcePreference audits and announces a recorded answer, or a note added to one.
+func (e *Engine) announcePreference(ctx context.Context, s Session, got Preference, by Actor, added bool) {
 	detail := map[string]any{"seq": got.Seq, "a": got.A, "b": got.B, "answer": got.Answer, "note": got.Note, "asked": got.Asked}
 	if added {
 		detail["note_added"] = true
 	}
-	e.audit(ctx, s.ID, "preference", r.By, detail)
-	text := fmt.Sprintf("%s: %s", r.By, got.Verdict())
+	e.audit(ctx, s.ID, "preference", by, detail)
+	text := fmt.Sprintf("%s: %s", by, got.Verdict())
 	if added {
-		text = fmt.Sprintf("%s added a note to their answer (%s)", r.By, got.Verdict())
+		text = fmt.Sprintf("%s added a note to their answer (%s)", by, got.Verdict())
 	}
 	p := got
 	e.notify(Event{Kind: EventPreference, Session: s, Preference: &p, Text: text})
 	e.bump()
-	return got, nil
 }
 
 // findRung0 is trial n's completed rung-0 record among trials, nil when there is none.

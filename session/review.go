@@ -190,69 +190,12 @@ func (e *Engine) Review(ctx context.Context, r ReviewRequest) (Review, string, e
 	var text string
 	now := time.Now().UTC()
 	s, err := e.cfg.Store.UpdateSession(ctx, r.SessionID, func(x *Session) error {
-		if !x.State.Active() {
-			return Userf(ErrConflict, "session %s is %s: no promotion plan waits", short(x.ID), x.State)
+		rv, err := waitingReview(x, r.Rung)
+		if err != nil {
+			return err
 		}
-		i := slices.IndexFunc(x.Reviews, func(v Review) bool { return !v.Done })
-		if i >= 0 && r.Rung > 0 && x.Reviews[i].Rung != r.Rung {
-			if old := x.review(r.Rung); old != nil {
-				return Userf(ErrConflict, "the promotions to rung %d have started (%s); the plan for rung %d waits now", old.Rung, reviewEnd(*old), x.Reviews[i].Rung)
-			}
-			return Userf(ErrNotFound, "session %s has no promotion plan for rung %d", short(x.ID), r.Rung)
-		}
-		if i < 0 {
-			if len(x.Reviews) > 0 {
-				last := x.Reviews[len(x.Reviews)-1]
-				return Userf(ErrConflict, "the promotions to rung %d have started (%s); nothing waits for a review", last.Rung, reviewEnd(last))
-			}
-			return Userf(ErrConflict, "no promotion plan waits: it is shown when rung 0's trials have all finished")
-		}
-		rv := &x.Reviews[i]
-		iters := x.Settings.Rungs[rv.Rung]
-		control := x.Settings.Control
-		switch r.Action {
-		case ReviewGo:
-			by := r.By
-			rv.Done, rv.DoneAt, rv.GoBy = true, now, &by
-			text = fmt.Sprintf("%s said go: %s", r.By, PlanText(rv.Plan, iters))
-		case ReviewPromote, ReviewDrop:
-			t := findRung(trials, r.Trial, rv.Rung-1)
-			switch {
-			case t == nil:
-				return Userf(ErrNotFound, "session %s has no trial %d at rung %d", short(x.ID), r.Trial, rv.Rung-1)
-			case !t.Eligible():
-				return Userf(ErrConflict, "trial %d did not pass the gates at rung %d (%s): a person's choice never makes a trial eligible", r.Trial, rv.Rung-1, joinLines(scoreReasons(*t)))
-			case control && r.Trial == 0:
-				return Userf(ErrConflict, "the baseline is carried along as the control (control: true) in addition to the promoted trials; it takes no tuned trial's place")
-			}
-			in := slices.Contains(rv.Plan, r.Trial)
-			c := PlanChange{Action: r.Action, Trial: r.Trial, Other: -1, By: r.By, At: now}
-			if r.Action == ReviewPromote {
-				if in {
-					return Userf(ErrConflict, "trial %d is already in the plan: %s", r.Trial, PlanText(rv.Plan, iters))
-				}
-				k := lastTuned(rv.Plan, control)
-				if k < 0 {
-					return Userf(ErrConflict, "the plan has no tuned trial to replace")
-				}
-				c.Other = rv.Plan[k]
-				rv.Plan = slices.Insert(slices.Delete(rv.Plan, k, k+1), k, r.Trial)
-				text = fmt.Sprintf("%s promoted trial %d over trial %d: %s", r.By, r.Trial, c.Other, PlanText(rv.Plan, iters))
-			} else {
-				if !in {
-					return Userf(ErrConflict, "trial %d is not in the plan: %s", r.Trial, PlanText(rv.Plan, iters))
-				}
-				k := slices.Index(rv.Plan, r.Trial)
-				rv.Plan = slices.Delete(rv.Plan, k, k+1)
-				if next, ok := nextInRank(x, trials, rv, r.Trial); ok {
-					c.Other = next
-					rv.Plan = slices.Insert(rv.Plan, lastTuned(rv.Plan, control)+1, next)
-					text = fmt.Sprintf("%s dropped trial %d; trial %d, next in rank, takes its place: %s", r.By, r.Trial, next, PlanText(rv.Plan, iters))
-				} else {
-					text = fmt.Sprintf("%s dropped trial %d; no other trial passed the gates to take its place: %s", r.By, r.Trial, PlanText(rv.Plan, iters))
-				}
-			}
-			rv.Changes = append(rv.Changes, c)
+		if text, err = changePlan(x, rv, trials, r, now); err != nil {
+			return err
 		}
 		got = *rv
 		x.UpdatedAt = now
@@ -269,6 +212,105 @@ func (e *Engine) Review(ctx context.Context, r ReviewRequest) (Review, string, e
 	}
 	e.bump()
 	return got, text, nil
+}
+
+// waitingReview is x's review that waits, the only one a person may change: x must be
+// active, and a button on an older plan's card (rung, when not 0) does not reach the next
+// plan.
+func waitingReview(x *Session, rung int) (*Review, error) {
+	if !x.State.Active() {
+		return nil, Userf(ErrConflict, "session %s is %s: no promotion plan waits", short(x.ID), x.State)
+	}
+	i := slices.IndexFunc(x.Reviews, func(v Review) bool { return !v.Done })
+	if i >= 0 && rung > 0 && x.Reviews[i].Rung != rung {
+		if old := x.review(rung); old != nil {
+			return nil, Userf(ErrConflict, "the promotions to rung %d have started (%s); the plan for rung %d waits now", old.Rung, reviewEnd(*old), x.Reviews[i].Rung)
+		}
+		return nil, Userf(ErrNotFound, "session %s has no promotion plan for rung %d", short(x.ID), rung)
+	}
+	if i < 0 {
+		if len(x.Reviews) > 0 {
+			last := x.Reviews[len(x.Reviews)-1]
+			return nil, Userf(ErrConflict, "the promotions to rung %d have started (%s); nothing waits for a review", last.Rung, reviewEnd(last))
+		}
+		return nil, Userf(ErrConflict, "no promotion plan waits: it is shown when rung 0's trials have all finished")
+	}
+	return &x.Reviews[i], nil
+}
+
+// changePlan applies r to waiting review rv of x (a Go closes it; a promotion or a drop
+// changes its plan and is recorded with who made it) and returns the line that says so.
+func changePlan(x *Session, rv *Review, trials []Trial, r ReviewRequest, now time.Time) (string, error) {
+	iters := x.Settings.Rungs[rv.Rung]
+	if r.Action == ReviewGo {
+		by := r.By
+		rv.Done, rv.DoneAt, rv.GoBy = true, now, &by
+		return fmt.Sprintf("%s said go: %s", r.By, PlanText(rv.Plan, iters)), nil
+	}
+	if err := planTrialRefusal(x, trials, r.Trial, rv.Rung-1); err != nil {
+		return "", err
+	}
+	c := PlanChange{Action: r.Action, Trial: r.Trial, Other: -1, By: r.By, At: now}
+	var text string
+	var err error
+	if r.Action == ReviewPromote {
+		text, err = promoteInPlan(rv, &c, x.Settings.Control, iters)
+	} else {
+		text, err = dropFromPlan(x, trials, rv, &c, iters)
+	}
+	if err != nil {
+		return "", err
+	}
+	rv.Changes = append(rv.Changes, c)
+	return text, nil
+}
+
+// planTrialRefusal refuses a person's promotion or drop of trial num at rung from: it must
+// exist and have passed the gates (a person's choice never makes a trial eligible), and it
+// is not the baseline carried along as the control.
+func planTrialRefusal(x *Session, trials []Trial, num, from int) error {
+	t := findRung(trials, num, from)
+	switch {
+	case t == nil:
+		return Userf(ErrNotFound, "session %s has no trial %d at rung %d", short(x.ID), num, from)
+	case !t.Eligible():
+		return Userf(ErrConflict, "trial %d did not pass the gates at rung %d (%s): a person's choice never makes a trial eligible", num, from, joinLines(scoreReasons(*t)))
+	case x.Settings.Control && num == 0:
+		return Userf(ErrConflict, "the baseline is carried along as the control (control: true) in addition to the promoted trials; it takes no tuned trial's place")
+	}
+	return nil
+}
+
+// promoteInPlan puts c's trial, not yet in the plan, in the place of the plan's last tuned
+// trial.
+func promoteInPlan(rv *Review, c *PlanChange, control bool, iters int) (string, error) {
+	if slices.Contains(rv.Plan, c.Trial) {
+		return "", Userf(ErrConflict, "trial %d is already in the plan: %s", c.Trial, PlanText(rv.Plan, iters))
+	}
+	k := lastTuned(rv.Plan, control)
+	if k < 0 {
+		return "", Userf(ErrConflict, "the plan has no tuned trial to replace")
+	}
+	c.Other = rv.Plan[k]
+	rv.Plan = slices.Insert(slices.Delete(rv.Plan, k, k+1), k, c.Trial)
+	return fmt.Sprintf("%s promoted trial %d over trial %d: %s", c.By, c.Trial, c.Other, PlanText(rv.Plan, iters)), nil
+}
+
+// dropFromPlan takes c's trial out of the plan; the next eligible trial in rank, if any,
+// takes its place after the tuned trials.
+func dropFromPlan(x *Session, trials []Trial, rv *Review, c *PlanChange, iters int) (string, error) {
+	if !slices.Contains(rv.Plan, c.Trial) {
+		return "", Userf(ErrConflict, "trial %d is not in the plan: %s", c.Trial, PlanText(rv.Plan, iters))
+	}
+	k := slices.Index(rv.Plan, c.Trial)
+	rv.Plan = slices.Delete(rv.Plan, k, k+1)
+	next, ok := nextInRank(x, trials, rv, c.Trial)
+	if !ok {
+		return fmt.Sprintf("%s dropped trial %d; no other trial passed the gates to take its place: %s", c.By, c.Trial, PlanText(rv.Plan, iters)), nil
+	}
+	c.Other = next
+	rv.Plan = slices.Insert(rv.Plan, lastTuned(rv.Plan, x.Settings.Control)+1, next)
+	return fmt.Sprintf("%s dropped trial %d; trial %d, next in rank, takes its place: %s", c.By, c.Trial, next, PlanText(rv.Plan, iters)), nil
 }
 
 // reviewEnd says how a closed review ended.
@@ -355,67 +397,19 @@ func (e *Engine) reviewPlan(ctx context.Context, n *snapshot, j *jobs, rung int)
 		if len(plan) == 0 {
 			return nil, false, nil // nothing to review: no trial passed the gates
 		}
-		nums := make([]int, len(plan))
-		for i, t := range plan {
-			nums[i] = t.Number
+		if rv, err = e.openReview(ctx, s, newReview(rung, plan, s.Settings.ReviewWait(), now)); err != nil {
+			return nil, false, err
 		}
-		wait := s.Settings.ReviewWait()
-		v := Review{Rung: rung, Planned: nums, Plan: slices.Clone(nums), OpenedAt: now, Until: now.Add(wait)}
-		if wait <= 0 {
-			v.Done, v.DoneAt = true, now
-		}
-		s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-			if x.review(rung) == nil {
-				x.Reviews = append(x.Reviews, v)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, false, fmt.Errorf("opening the promotion review: %w", err)
-		}
-		*s = s2
-		rv = s.review(rung)
-		e.audit(ctx, s.ID, "promotion_plan", System, map[string]any{"rung": rung, "plan": rv.Plan, "until": rv.Until})
-		cur := *rv
-		e.notify(Event{Kind: EventReview, Session: s2, Review: &cur, Text: ReviewLine(s2, cur)})
 		shown = true
 	}
 	if !rv.Done && !now.Before(rv.Until) {
-		s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-			if v := x.review(rung); v != nil && !v.Done {
-				v.Done, v.DoneAt = true, now
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, false, fmt.Errorf("closing the promotion review: %w", err)
+		if rv, err = e.closeReview(ctx, s, rung, now); err != nil {
+			return nil, false, err
 		}
-		*s = s2
-		rv = s.review(rung)
-		e.audit(ctx, s.ID, "promotion_review", System, map[string]any{"rung": rung, "action": "timeout", "plan": rv.Plan})
-		cur := *rv
-		e.notify(Event{Kind: EventReview, Session: s2, Review: &cur, Text: ReviewLine(s2, cur)})
 	}
 	if !rv.Done {
-		j.wakeAt = rv.Until
-		msg := ReviewLine(*s, *rv)
-		// Approval mode waits for a person's Go; automatic mode only for the clock.
-		state := StateRunning
-		if s.Settings.Mode == ModeApproval {
-			state = StateAwaitingApproval
-		}
-		if s.State != state || s.Message != msg {
-			s2, err := e.setState(ctx, s.ID, state, msg, nil)
-			if err != nil {
-				return nil, false, err
-			}
-			if s.State != state && !shown {
-				// Back to waiting on the plan (resumed after a pause): it is shown again,
-				// as a resumed session's waiting proposals are.
-				cur := *rv
-				e.notify(Event{Kind: EventReview, Session: s2, Review: &cur, Text: msg})
-			}
-			e.bump()
+		if err := e.awaitReview(ctx, s, j, rv, shown); err != nil {
+			return nil, false, err
 		}
 		return nil, true, nil
 	}
@@ -425,6 +419,92 @@ func (e *Engine) reviewPlan(ctx context.Context, n *snapshot, j *jobs, rung int)
 		}
 	}
 	return parents, false, nil
+}
+
+// newReview is the review of the plan to promote plan's trials to rung, opened at now: it
+// waits for people until now+wait, and is closed at once when there is no wait.
+func newReview(rung int, plan []Trial, wait time.Duration, now time.Time) Review {
+	nums := make([]int, len(plan))
+	for i, t := range plan {
+		nums[i] = t.Number
+	}
+	v := Review{Rung: rung, Planned: nums, Plan: slices.Clone(nums), OpenedAt: now, Until: now.Add(wait)}
+	if wait <= 0 {
+		v.Done, v.DoneAt = true, now
+	}
+	return v
+}
+
+// openReview stores review v in session *s (unless one for its rung is there already),
+// audits and posts its plan, and returns the stored review.
+func (e *Engine) openReview(ctx context.Context, s *Session, v Review) (*Review, error) {
+	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		if x.review(v.Rung) == nil {
+			x.Reviews = append(x.Reviews, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("opening the promotion review: %w", err)
+	}
+	*s = s2
+	rv := s.review(v.Rung)
+	e.audit(ctx, s.ID, "promotion_plan", System, map[string]any{"rung": v.Rung, "plan": rv.Plan, "until": rv.Until})
+	cur := *rv
+	e.notify(Event{Kind: EventReview, Session: s2, Review: &cur, Text: ReviewLine(s2, cur)})
+	return rv, nil
+}
+
+// closeReview closes session *s's review for rung, whose wait ran out at now, and says so.
+func (e *Engine) closeReview(ctx context.Context, s *Session, rung int, now time.Time) (*Review, error) {
+	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		if v := x.review(rung); v != nil && !v.Done {
+			v.Done, v.DoneAt = true, now
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("closing the promotion review: %w", err)
+	}
+	*s = s2
+	rv := s.review(rung)
+	e.audit(ctx, s.ID, "promotion_review", System, map[string]any{"rung": rung, "action": "timeout", "plan": rv.Plan})
+	cur := *rv
+	e.notify(Event{Kind: EventReview, Session: s2, Review: &cur, Text: ReviewLine(s2, cur)})
+	return rv, nil
+}
+
+// awaitReview has the worker wait for open review rv until its end (j.wakeAt) in the state
+// reviewState gives, and shows the plan again when the session comes back to waiting on it
+// (shown: this step posted it already).
+func (e *Engine) awaitReview(ctx context.Context, s *Session, j *jobs, rv *Review, shown bool) error {
+	j.wakeAt = rv.Until
+	msg := ReviewLine(*s, *rv)
+	state := reviewState(s.Settings.Mode)
+	if s.State == state && s.Message == msg {
+		return nil
+	}
+	s2, err := e.setState(ctx, s.ID, state, msg, nil)
+	if err != nil {
+		return err
+	}
+	if s.State != state && !shown {
+		// Back to waiting on the plan (resumed after a pause): it is shown again,
+		// as a resumed session's waiting proposals are.
+		cur := *rv
+		e.notify(Event{Kind: EventReview, Session: s2, Review: &cur, Text: msg})
+	}
+	e.bump()
+	return nil
+}
+
+// reviewState is a session's state while its promotion review waits: approval mode waits
+// for a person's Go; automatic mode only for the clock.
+func reviewState(mode string) State {
+	if mode == ModeApproval {
+		return StateAwaitingApproval
+	}
+	return StateRunning
 }
 
 // ReviewLine is the one line a promotion review shows everywhere: its plan, and while it

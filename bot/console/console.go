@@ -218,89 +218,149 @@ func (c *Console) reply(r bot.Reply) {
 	c.printf("%s", b.String())
 }
 
+// show prints event e: in a line where the console says it in one, else as its cards and
+// the replies they take.
 func (c *Console) show(ctx context.Context, e session.Event) {
-	c.mu.Lock()
-	c.current = e.Session.ID
-	charts, final, clips := c.charts, c.final, c.clips
-	c.mu.Unlock()
+	r := c.renderer(e.Session.ID)
 	stamp := e.Time.Local().Format("15:04:05")
 	if e.Time.IsZero() {
 		stamp = time.Now().Format("15:04:05")
 	}
-	r := &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Final: final, Clips: clips, Logger: c.log}
+	if c.showLine(ctx, r, e, stamp) {
+		return
+	}
+	c.showCards(ctx, r, e, stamp)
+}
+
+// renderer makes id the current session and returns a renderer over the console's charts,
+// final evaluation and clips as they are now.
+func (c *Console) renderer(id string) *bot.Renderer {
+	c.mu.Lock()
+	c.current = id
+	charts, final, clips := c.charts, c.final, c.clips
+	c.mu.Unlock()
+	return &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Final: final, Clips: clips, Logger: c.log}
+}
+
+// showLine says e in a line, or not at all, where the console does so (always for progress,
+// updates, starts and decisions; on a page for answers and finished trials); false leaves e
+// to showCards.
+func (c *Console) showLine(ctx context.Context, r *bot.Renderer, e session.Event, stamp string) bool {
 	switch e.Kind {
 	case session.EventTrialProgress:
-		if t := e.Trial; t != nil && t.Iterations > 0 {
-			key := fmt.Sprintf("%s/%d/%d", e.Session.ID, t.Number, t.Rung)
-			step := c.progressStep()
-			mark := step * t.Progress / t.Iterations
-			c.mu.Lock()
-			last, seen := c.progress[key]
-			c.progress[key] = mark
-			c.mu.Unlock()
-			// A page skips 100%: the trial's result line follows.
-			if (!seen || mark > last) && (c.verbose || mark < step) {
-				c.printf("[%s] trial %d @ rung %d %s (%d/%d)\n", stamp, t.Number, t.Rung, bot.ProgressBar(t.Progress, t.Iterations, 20), t.Progress, t.Iterations)
-			}
-		}
-		return
+		c.showProgress(e, stamp)
 	case session.EventSessionUpdated:
 		c.printf("[%s] %s\n", stamp, e.Text)
-		return
 	case session.EventTrialStarted:
 		if c.verbose {
 			c.printf("[%s] %s\n", stamp, e.Text)
 		}
-		return
 	case session.EventSessionStarted:
-		if !c.verbose {
-			// A session started here was announced by the command that started it.
-			if e.Session.Owner != User {
-				c.printf("[%s] %s\n", stamp, e.Text)
-			}
-			return
+		c.showStarted(ctx, r, e, stamp)
+	case session.EventDecision:
+		c.showDecision(e, stamp)
+	case session.EventPreferenceAsked, session.EventPreference, session.EventReview:
+		if c.verbose {
+			return false
 		}
+		c.showAnswerLine(e, stamp)
+	case session.EventTrialFinished:
+		if c.verbose {
+			return false
+		}
+		c.showTrialLine(ctx, r, e, stamp)
+	default:
+		return false
+	}
+	return true
+}
+
+// showProgress prints a trial's progress bar when it reaches a new step.
+func (c *Console) showProgress(e session.Event, stamp string) {
+	t := e.Trial
+	if t == nil || t.Iterations <= 0 {
+		return
+	}
+	key := fmt.Sprintf("%s/%d/%d", e.Session.ID, t.Number, t.Rung)
+	step := c.progressStep()
+	mark := step * t.Progress / t.Iterations
+	c.mu.Lock()
+	last, seen := c.progress[key]
+	c.progress[key] = mark
+	c.mu.Unlock()
+	if progressShown(last, seen, mark, step, c.verbose) {
+		c.printf("[%s] trial %d @ rung %d %s (%d/%d)\n", stamp, t.Number, t.Rung, bot.ProgressBar(t.Progress, t.Iterations, 20), t.Progress, t.Iterations)
+	}
+}
+
+// progressShown says whether a trial's progress at mark (of step marks; last, if seen, the
+// mark printed before) is printed: each mark once, and a page skips 100% because the trial's
+// result line follows.
+func progressShown(last int, seen bool, mark, step int, verbose bool) bool {
+	return (!seen || mark > last) && (verbose || mark < step)
+}
+
+// showStarted announces a session: as its root card when verbose, else in a line unless it
+// was started here (the command that started it announced it).
+func (c *Console) showStarted(ctx context.Context, r *bot.Renderer, e session.Event, stamp string) {
+	if c.verbose {
 		c.printCard(r.Render(ctx, e, User.Platform).Root, stamp)
 		return
-	case session.EventDecision:
-		// A decision typed here was answered already; one made elsewhere (chat, the page)
-		// or tunebot's own (verbose) is said here.
-		if p := e.Proposal; p != nil && p.Decision != nil && !typedHere(p.Decision.By) && (c.verbose || p.Decision.By != session.System) {
-			card := bot.ProposalCard(*p, c.space, nil)
-			for _, b := range card.Blocks {
-				if b.Kind == bot.BlockStamp {
-					c.printf("[%s] proposal %d:%s\n", stamp, p.Seq, strings.TrimPrefix(bot.StampLine(*b.Stamp), "  ✔"))
-				}
-			}
-		}
+	}
+	if e.Session.Owner != User {
+		c.printf("[%s] %s\n", stamp, e.Text)
+	}
+}
+
+// showDecision says a decision in its stamp's line, when decisionSaid allows.
+func (c *Console) showDecision(e session.Event, stamp string) {
+	p := e.Proposal
+	if p == nil || !decisionSaid(p.Decision, c.verbose) {
 		return
-	case session.EventPreferenceAsked, session.EventPreference, session.EventReview:
-		if !c.verbose {
-			// A page says each in a line; the clips were named with the trials' lines.
-			switch p, rv := e.Preference, e.Review; {
-			case p != nil && p.Open():
-				c.printf("[%s] which walks better? A: trial %d · B: trial %d (their clips are named above); type %s [note]\n", stamp, p.A, p.B, bot.PreferReplies(*p))
-			case p != nil && p.Decided() && (p.By == nil || *p.By != User):
-				c.printf("[%s] %s\n", stamp, e.Text)
-			case rv != nil:
-				c.printf("[%s] %s\n", stamp, session.ReviewLine(e.Session, *rv))
-			}
-			return
-		}
-	case session.EventTrialFinished:
-		if !c.verbose {
-			line, clips := e.Text, ""
-			for _, card := range r.Render(ctx, e, User.Platform).Thread {
-				c.save(card) // the charts are kept, the card is one line and its clip's
-				if line == "" {
-					line = card.Title
-				}
-				clips += bot.RenderText(onlyClips(card), nil)
-			}
-			c.printf("[%s] %s\n%s", stamp, line, clips)
-			return
+	}
+	card := bot.ProposalCard(*p, c.space, nil)
+	for _, b := range card.Blocks {
+		if b.Kind == bot.BlockStamp {
+			c.printf("[%s] proposal %d:%s\n", stamp, p.Seq, strings.TrimPrefix(bot.StampLine(*b.Stamp), "  ✔"))
 		}
 	}
+}
+
+// decisionSaid says whether the console says decision d: a decision typed here was answered
+// already; one made elsewhere (chat, the page) is said, and tunebot's own only when verbose.
+func decisionSaid(d *session.Decision, verbose bool) bool {
+	return d != nil && !typedHere(d.By) && (verbose || d.By != session.System)
+}
+
+// showAnswerLine says, on a page, an A/B question, its answer or a review in a line; the
+// clips were named with the trials' lines.
+func (c *Console) showAnswerLine(e session.Event, stamp string) {
+	switch p, rv := e.Preference, e.Review; {
+	case p != nil && p.Open():
+		c.printf("[%s] which walks better? A: trial %d · B: trial %d (their clips are named above); type %s [note]\n", stamp, p.A, p.B, bot.PreferReplies(*p))
+	case p != nil && p.Decided() && (p.By == nil || *p.By != User):
+		c.printf("[%s] %s\n", stamp, e.Text)
+	case rv != nil:
+		c.printf("[%s] %s\n", stamp, session.ReviewLine(e.Session, *rv))
+	}
+}
+
+// showTrialLine says, on a page, a finished trial in its result line and its clips' lines;
+// its charts are kept.
+func (c *Console) showTrialLine(ctx context.Context, r *bot.Renderer, e session.Event, stamp string) {
+	line, clips := e.Text, ""
+	for _, card := range r.Render(ctx, e, User.Platform).Thread {
+		c.save(card) // the charts are kept, the card is one line and its clip's
+		if line == "" {
+			line = card.Title
+		}
+		clips += bot.RenderText(onlyClips(card), nil)
+	}
+	c.printf("[%s] %s\n%s", stamp, line, clips)
+}
+
+// showCards prints e's thread cards, then what may be typed in answer.
+func (c *Console) showCards(ctx context.Context, r *bot.Renderer, e session.Event, stamp string) {
 	for _, card := range r.Render(ctx, e, User.Platform).Thread {
 		card.Mentions = nil
 		if !c.verbose && card.Kind == "summary" {
@@ -309,6 +369,11 @@ func (c *Console) show(ctx context.Context, e session.Event) {
 		}
 		c.printCard(card, stamp)
 	}
+	c.showPrompt(e)
+}
+
+// showPrompt names the replies a waiting proposal, A/B question or open review takes.
+func (c *Console) showPrompt(e session.Event) {
 	if p := e.Proposal; e.Kind == session.EventProposalReady && p != nil {
 		// numbered: several proposals may wait at once (issue 14)
 		c.printf("type: %s · cancel · status\n", bot.DecisionReplies(*p))

@@ -79,95 +79,131 @@ func Mentions(ids []string) string {
 // separately after the message; the card names them.
 func Render(c bot.Card) ([]slack.Block, string) {
 	var blocks []slack.Block
-	add := func(b slack.Block) { blocks = append(blocks, b) }
 	for i, b := range c.Blocks {
-		switch b.Kind {
-		case bot.BlockHeader:
-			add(slack.NewHeaderBlock(plain(bot.Truncate(b.Text, maxHeader))))
-		case bot.BlockText:
-			if b.Untrusted {
-				// plain_text: no markup at all is interpreted in text from outside.
-				add(slack.NewSectionBlock(plain(bot.Truncate(b.Text, maxText)), nil, nil))
-			} else {
-				add(slack.NewSectionBlock(mrkdwn(bot.Truncate(escape(b.Text), maxText)), nil, nil))
-			}
-		case bot.BlockCode:
-			add(slack.NewSectionBlock(mrkdwn(codeBlock(b.Text)), nil, nil))
-		case bot.BlockFields:
-			for start := 0; start < len(b.Fields); start += maxFields {
-				var fs []*slack.TextBlockObject
-				for _, f := range b.Fields[start:min(start+maxFields, len(b.Fields))] {
-					fs = append(fs, mrkdwn(bot.Truncate("*"+escape(f.Label)+"*\n"+escape(f.Value), maxField)))
-				}
-				add(slack.NewSectionBlock(nil, fs, nil))
-			}
-		case bot.BlockTable:
-			if b.Table == nil {
-				continue
-			}
-			t := *b.Table
-			caption := t.Caption
-			t.Caption = ""
-			text := strings.TrimRight(bot.RenderText(bot.Card{Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &t}}}, nil), "\n")
-			head := ""
-			if caption != "" {
-				head = "*" + escape(caption) + "*\n"
-			}
-			add(slack.NewSectionBlock(mrkdwn(head+codeBlock(bot.Dedent(text))), nil, nil))
-		case bot.BlockAttachments:
-			var charts, files, clips []string
-			for _, a := range b.Attachments {
-				switch {
-				case a.ContentType == "":
-					charts = append(charts, escape(a.Title))
-				case bot.IsClip(a):
-					clips = append(clips, escape(a.Title))
-				default:
-					files = append(files, fmt.Sprintf("%s (%s)", escape(fileName(a)), size(len(a.Data))))
-				}
-			}
-			if len(clips) > 0 {
-				add(slack.NewContextBlock("", mrkdwn(bot.Truncate(":film_frames: clip below in this thread: "+strings.Join(clips, " · "), maxText))))
-			}
-			if len(charts) > 0 {
-				add(slack.NewContextBlock("", mrkdwn(bot.Truncate(":bar_chart: charts below in this thread: "+strings.Join(charts, " · "), maxText))))
-			}
-			if len(files) > 0 {
-				add(slack.NewContextBlock("", mrkdwn(bot.Truncate(":page_facing_up: file below: "+strings.Join(files, " · "), maxText))))
-			}
-		case bot.BlockActions:
-			var els []slack.BlockElement
-			for _, a := range b.Actions {
-				btn := slack.NewButtonBlockElement(a.ID, a.ID, plain(bot.Truncate(a.Label, maxButtonLabel)))
-				switch a.Style {
-				case "primary":
-					btn = btn.WithStyle(slack.StylePrimary)
-				case "danger":
-					btn = btn.WithStyle(slack.StyleDanger)
-				}
-				els = append(els, btn)
-			}
-			if len(els) > 0 {
-				add(slack.NewActionBlock(fmt.Sprintf("actions_%d", i), els...))
-			}
-		case bot.BlockStamp:
-			if b.Stamp != nil {
-				add(slack.NewSectionBlock(mrkdwn(bot.Truncate(":white_check_mark: "+escape(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(bot.StampLine(*b.Stamp)), "✔"))), maxText)), nil, nil))
-			}
-		}
+		blocks = append(blocks, renderBlock(i, b)...)
 	}
 	if m := Mentions(c.Mentions); m != "" {
-		add(slack.NewContextBlock("", mrkdwn("cc "+m)))
-	}
-	if len(blocks) > maxBlocks {
-		kept := blocks[:maxBlocks-1]
-		blocks = append(kept, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("(%d more blocks left out: Slack shows at most %d; /tune status has the rest)", len(blocks)-len(kept), maxBlocks))))
+		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("cc "+m)))
 	}
 	text := c.Title
 	if m := Mentions(c.Mentions); m != "" {
 		text += " " + m
 	}
-	return blocks, bot.Truncate(escapeKeepMentions(text), maxFallback)
+	return capBlocks(blocks), bot.Truncate(escapeKeepMentions(text), maxFallback)
+}
+
+// renderBlock translates the card's i-th block into the Slack blocks that show it (none
+// for an empty one).
+func renderBlock(i int, b bot.Block) []slack.Block {
+	switch b.Kind {
+	case bot.BlockHeader:
+		return []slack.Block{slack.NewHeaderBlock(plain(bot.Truncate(b.Text, maxHeader)))}
+	case bot.BlockText:
+		if b.Untrusted {
+			// plain_text: no markup at all is interpreted in text from outside.
+			return []slack.Block{slack.NewSectionBlock(plain(bot.Truncate(b.Text, maxText)), nil, nil)}
+		}
+		return []slack.Block{slack.NewSectionBlock(mrkdwn(bot.Truncate(escape(b.Text), maxText)), nil, nil)}
+	case bot.BlockCode:
+		return []slack.Block{slack.NewSectionBlock(mrkdwn(codeBlock(b.Text)), nil, nil)}
+	case bot.BlockFields:
+		return fieldSections(b.Fields)
+	case bot.BlockTable:
+		if b.Table == nil {
+			return nil
+		}
+		return []slack.Block{tableSection(*b.Table)}
+	case bot.BlockAttachments:
+		return attachmentNotes(b.Attachments)
+	case bot.BlockActions:
+		return actionBlock(i, b.Actions)
+	case bot.BlockStamp:
+		if b.Stamp != nil {
+			return []slack.Block{slack.NewSectionBlock(mrkdwn(bot.Truncate(":white_check_mark: "+escape(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(bot.StampLine(*b.Stamp)), "✔"))), maxText)), nil, nil)}
+		}
+	}
+	return nil
+}
+
+// fieldSections shows fields in sections of at most maxFields, Slack's limit per section.
+func fieldSections(fields []bot.Field) []slack.Block {
+	var out []slack.Block
+	for start := 0; start < len(fields); start += maxFields {
+		var fs []*slack.TextBlockObject
+		for _, f := range fields[start:min(start+maxFields, len(fields))] {
+			fs = append(fs, mrkdwn(bot.Truncate("*"+escape(f.Label)+"*\n"+escape(f.Value), maxField)))
+		}
+		out = append(out, slack.NewSectionBlock(nil, fs, nil))
+	}
+	return out
+}
+
+// tableSection shows a table as monospaced text under its caption in bold.
+func tableSection(t bot.Table) slack.Block {
+	caption := t.Caption
+	t.Caption = ""
+	text := strings.TrimRight(bot.RenderText(bot.Card{Blocks: []bot.Block{{Kind: bot.BlockTable, Table: &t}}}, nil), "\n")
+	head := ""
+	if caption != "" {
+		head = "*" + escape(caption) + "*\n"
+	}
+	return slack.NewSectionBlock(mrkdwn(head+codeBlock(bot.Dedent(text))), nil, nil)
+}
+
+// attachmentNotes names the clips, charts and files uploaded after the message, a line
+// each.
+func attachmentNotes(as []bot.Attachment) []slack.Block {
+	var charts, files, clips []string
+	for _, a := range as {
+		switch {
+		case a.ContentType == "":
+			charts = append(charts, escape(a.Title))
+		case bot.IsClip(a):
+			clips = append(clips, escape(a.Title))
+		default:
+			files = append(files, fmt.Sprintf("%s (%s)", escape(fileName(a)), size(len(a.Data))))
+		}
+	}
+	var out []slack.Block
+	if len(clips) > 0 {
+		out = append(out, slack.NewContextBlock("", mrkdwn(bot.Truncate(":film_frames: clip below in this thread: "+strings.Join(clips, " · "), maxText))))
+	}
+	if len(charts) > 0 {
+		out = append(out, slack.NewContextBlock("", mrkdwn(bot.Truncate(":bar_chart: charts below in this thread: "+strings.Join(charts, " · "), maxText))))
+	}
+	if len(files) > 0 {
+		out = append(out, slack.NewContextBlock("", mrkdwn(bot.Truncate(":page_facing_up: file below: "+strings.Join(files, " · "), maxText))))
+	}
+	return out
+}
+
+// actionBlock shows the card's i-th block's actions as buttons (none when it has none).
+func actionBlock(i int, actions []bot.Action) []slack.Block {
+	var els []slack.BlockElement
+	for _, a := range actions {
+		btn := slack.NewButtonBlockElement(a.ID, a.ID, plain(bot.Truncate(a.Label, maxButtonLabel)))
+		switch a.Style {
+		case "primary":
+			btn = btn.WithStyle(slack.StylePrimary)
+		case "danger":
+			btn = btn.WithStyle(slack.StyleDanger)
+		}
+		els = append(els, btn)
+	}
+	if len(els) == 0 {
+		return nil
+	}
+	return []slack.Block{slack.NewActionBlock(fmt.Sprintf("actions_%d", i), els...)}
+}
+
+// capBlocks keeps a message within maxBlocks, Slack's limit: past it, the last kept block
+// is a note saying how many were left out.
+func capBlocks(blocks []slack.Block) []slack.Block {
+	if len(blocks) <= maxBlocks {
+		return blocks
+	}
+	kept := blocks[:maxBlocks-1]
+	return append(kept, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("(%d more blocks left out: Slack shows at most %d; /tune status has the rest)", len(blocks)-len(kept), maxBlocks))))
 }
 
 // escapeKeepMentions escapes the title but keeps the mention tokens Mentions built.

@@ -1,0 +1,256 @@
+package session
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The rules the steps of Decide, work, Review, reviewPlan and Prefer hold, one table each.
+
+func TestCheckDecideRequest(t *testing.T) {
+	edit := Patch{Weights: map[string]float64{"track_lin_vel": 1}}
+	cases := []struct {
+		name string
+		d    DecideRequest
+		want string // "" accepted; else part of the refusal
+	}{
+		{"approve", DecideRequest{Action: ActionApprove}, ""},
+		{"reject with feedback", DecideRequest{Action: ActionReject, Feedback: "slower"}, ""},
+		{"edit with a term", DecideRequest{Action: ActionEdit, Edit: &edit}, ""},
+		{"unknown action", DecideRequest{Action: "maybe"}, `unknown decision "maybe"`},
+		{"edit without a patch", DecideRequest{Action: ActionEdit}, "at least one term=value"},
+		{"edit with an empty patch", DecideRequest{Action: ActionEdit, Edit: &Patch{}}, "at least one term=value"},
+		{"feedback at the cap", DecideRequest{Action: ActionReject, Feedback: strings.Repeat("é", MaxFeedback)}, ""},
+		{"feedback over the cap", DecideRequest{Action: ActionReject, Feedback: strings.Repeat("é", MaxFeedback+1)}, "at most 2000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkRefusal(t, checkDecideRequest(c.d), c.want, ErrConflict)
+		})
+	}
+}
+
+func TestAlreadyDecided(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ann := Actor{Platform: "slack", ID: "U1", Name: "ann"}
+	cases := []struct {
+		name string
+		p    Proposal
+		want string
+	}{
+		{"pending may be decided", Proposal{Seq: 3, State: ProposalPending}, ""},
+		{"approved names who and when", Proposal{Seq: 3, State: ProposalApproved, Decision: &Decision{Action: ActionApprove, By: ann, At: at}}, "proposal 3 was already approved by ann at 03:04:05 UTC"},
+		{"rejected", Proposal{Seq: 4, State: ProposalRejected, Decision: &Decision{Action: ActionReject, By: ann, At: at}}, "proposal 4 was already rejected by ann"},
+		{"voided undecided names nobody", Proposal{Seq: 5, State: ProposalVoid}, "proposal 5 was already voided (the session moved on before it was decided)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkRefusal(t, alreadyDecided(c.p), c.want, ErrConflict)
+		})
+	}
+}
+
+func TestAfterStep(t *testing.T) {
+	soon := time.Now().Add(time.Hour)
+	cases := []struct {
+		name    string
+		more    bool
+		running bool
+		ended   bool
+		wakeAt  time.Time
+		want    workNext
+	}{
+		{"the step asked for more", true, true, true, soon, stepAgain},
+		{"a job ended after the snapshot", false, false, true, time.Time{}, stepAgain},
+		{"nothing runs, nothing is due", false, false, false, time.Time{}, workDone},
+		{"nothing runs, a review is due", false, false, false, soon, waitThenStep},
+		{"a job runs", false, true, false, time.Time{}, waitThenStep},
+		{"a job runs and one ended", false, true, true, time.Time{}, waitThenStep},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := &Engine{}
+			j := &jobs{running: map[TrialRef]*slot{}, ended: make(chan struct{}, 1), wakeAt: c.wakeAt}
+			if c.running {
+				j.running[TrialRef{Number: 1}] = &slot{}
+			}
+			if c.ended {
+				j.ended <- struct{}{}
+			}
+			if got := e.afterStep(c.more, j); got != c.want {
+				t.Errorf("afterStep = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+func TestWaitingReview(t *testing.T) {
+	open := Review{Rung: 2}
+	done := Review{Rung: 1, Done: true}
+	cases := []struct {
+		name     string
+		state    State
+		reviews  []Review
+		rung     int
+		wantRung int // the review returned, when accepted
+		want     string
+		sentinel error
+	}{
+		{"the open plan", StateAwaitingApproval, []Review{done, open}, 0, 2, "", nil},
+		{"the open plan by its rung", StateRunning, []Review{done, open}, 2, 2, "", nil},
+		{"an ended session", StateSucceeded, []Review{open}, 0, 0, "no promotion plan waits", ErrConflict},
+		{"an older plan's button", StateRunning, []Review{done, open}, 1, 0, "the promotions to rung 1 have started", ErrConflict},
+		{"a plan that never was", StateRunning, []Review{open}, 3, 0, "no promotion plan for rung 3", ErrNotFound},
+		{"all plans closed", StateRunning, []Review{done}, 0, 0, "nothing waits for a review", ErrConflict},
+		{"no plan yet", StateRunning, nil, 0, 0, "it is shown when rung 0's trials have all finished", ErrConflict},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := &Session{ID: "s1", State: c.state, Reviews: c.reviews}
+			rv, err := waitingReview(x, c.rung)
+			checkRefusal(t, err, c.want, c.sentinel)
+			if err == nil && (rv == nil || rv.Rung != c.wantRung || rv != &x.Reviews[len(x.Reviews)-1]) {
+				t.Errorf("waitingReview = %+v, want the session's open review for rung %d", rv, c.wantRung)
+			}
+		})
+	}
+}
+
+func TestPlanTrialRefusal(t *testing.T) {
+	passed := &Score{Eligible: true}
+	trials := []Trial{
+		{Number: 0, Rung: 0, State: TrialCompleted, Score: passed},
+		{Number: 1, Rung: 0, State: TrialCompleted, Score: passed},
+		{Number: 2, Rung: 0, State: TrialCompleted, Score: &Score{}},
+		{Number: 3, Rung: 1, State: TrialCompleted, Score: passed},
+	}
+	cases := []struct {
+		name     string
+		control  bool
+		num      int
+		want     string
+		sentinel error
+	}{
+		{"an eligible trial", false, 1, "", nil},
+		{"the baseline without control", false, 0, "", nil},
+		{"the baseline as the control", true, 0, "carried along as the control", ErrConflict},
+		{"a trial that failed the gates", false, 2, "a person's choice never makes a trial eligible", ErrConflict},
+		{"a trial not at the rung", false, 3, "has no trial 3 at rung 0", ErrNotFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			x := &Session{ID: "s1", Settings: Settings{Control: c.control}}
+			checkRefusal(t, planTrialRefusal(x, trials, c.num, 0), c.want, c.sentinel)
+		})
+	}
+}
+
+func TestNewReview(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	plan := []Trial{{Number: 4}, {Number: 2}}
+	cases := []struct {
+		name     string
+		wait     time.Duration
+		wantDone bool
+	}{
+		{"waits for people", time.Hour, false},
+		{"no wait closes at once", 0, true},
+		{"a negative wait closes at once", -time.Second, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := newReview(1, plan, c.wait, now)
+			if v.Rung != 1 || len(v.Plan) != 2 || v.Plan[0] != 4 || v.Plan[1] != 2 || !v.Until.Equal(now.Add(c.wait)) {
+				t.Errorf("newReview = %+v", v)
+			}
+			if v.Done != c.wantDone || (c.wantDone && !v.DoneAt.Equal(now)) {
+				t.Errorf("Done = %v at %v, want %v", v.Done, v.DoneAt, c.wantDone)
+			}
+			v.Plan[0] = 9 // a person's change leaves tunebot's plan as it was
+			if v.Planned[0] != 4 {
+				t.Errorf("Planned shares Plan's array")
+			}
+		})
+	}
+}
+
+func TestReviewState(t *testing.T) {
+	for mode, want := range map[string]State{ModeApproval: StateAwaitingApproval, ModeAutomatic: StateRunning} {
+		if got := reviewState(mode); got != want {
+			t.Errorf("reviewState(%q) = %s, want %s", mode, got, want)
+		}
+	}
+}
+
+func TestSecondAnswer(t *testing.T) {
+	ann := Actor{Platform: "slack", ID: "U1", Name: "ann"}
+	annElsewhere := Actor{Platform: "discord", ID: "U1", Name: "ann"}
+	bob := Actor{Platform: "slack", ID: "U2", Name: "bob"}
+	p := Preference{Seq: 1, A: 1, B: 2, Answer: AnswerA, By: &ann, At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	cases := []struct {
+		name   string
+		by     Actor
+		answer string
+		note   string
+		want   string
+	}{
+		{"the same person adds a note", ann, AnswerA, "smoother", ""},
+		{"the same answer without a note", ann, AnswerA, "", "already compared by ann at 03:04:05 UTC"},
+		{"the same person changes the answer", ann, AnswerB, "smoother", "already compared"},
+		{"someone else", bob, AnswerA, "smoother", "already compared by ann"},
+		{"the same id on another platform", annElsewhere, AnswerA, "smoother", "already compared"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := PreferRequest{By: c.by, Note: c.note}
+			checkRefusal(t, secondAnswer(p, r, c.answer), c.want, ErrConflict)
+		})
+	}
+}
+
+func TestPreferenceTarget(t *testing.T) {
+	x := &Session{ID: "s1", Preferences: []Preference{{Seq: 1, A: 3, B: 5}}}
+	cases := []struct {
+		name       string
+		r          PreferRequest
+		wantI      int
+		wantAnswer string
+		want       string
+		sentinel   error
+	}{
+		{"a card's answer", PreferRequest{Card: 1, Answer: AnswerB}, 0, AnswerB, "", nil},
+		{"a card that never was", PreferRequest{Card: 2, Answer: AnswerA}, 0, "", "no A/B card 2", ErrNotFound},
+		{"a card's unknown answer", PreferRequest{Card: 1, Answer: "c"}, 0, "", `unknown answer "c"`, ErrConflict},
+		{"the asked pair's A side won", PreferRequest{Winner: 3, Loser: 5}, 0, AnswerA, "", nil},
+		{"the asked pair's B side won", PreferRequest{Winner: 5, Loser: 3}, 0, AnswerB, "", nil},
+		{"a tie on the asked pair", PreferRequest{Winner: 5, Loser: 3, Tie: true}, 0, AnswerTie, "", nil},
+		{"a pair not asked about", PreferRequest{Winner: 7, Loser: 3}, -1, AnswerA, "", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			i, answer, err := preferenceTarget(x, c.r)
+			checkRefusal(t, err, c.want, c.sentinel)
+			if err == nil && (i != c.wantI || answer != c.wantAnswer) {
+				t.Errorf("preferenceTarget = %d, %q; want %d, %q", i, answer, c.wantI, c.wantAnswer)
+			}
+		})
+	}
+}
+
+// checkRefusal checks err is nil when want is "", else a person's error holding want that
+// is sentinel.
+func checkRefusal(t *testing.T, err error, want string, sentinel error) {
+	t.Helper()
+	if want == "" {
+		if err != nil {
+			t.Fatalf("refused: %v", err)
+		}
+		return
+	}
+	var ue *UserError
+	if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) || !errors.Is(err, sentinel) {
+		t.Fatalf("err = %v, want a person's %v holding %q", err, sentinel, want)
+	}
+}
