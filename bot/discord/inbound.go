@@ -21,34 +21,8 @@ import (
 // every start is idempotent: Discord keeps one /tune, never a second copy.
 func Commands() []*discordgo.ApplicationCommand {
 	minTrials, minOne, zero := 4.0, 1.0, 0.0
-	str := func(name, desc string) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionString, Name: name, Description: desc}
-	}
-	required := func(o *discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
-		o.Required = true
-		return o
-	}
-	integer := func(name, desc string, lo *float64, hi float64) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionInteger, Name: name, Description: desc, MinValue: lo, MaxValue: hi}
-	}
-	boolean := func(name, desc string) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionBoolean, Name: name, Description: desc}
-	}
-	// presetOpt is a preset name chosen from the saved ones (typing another is allowed:
-	// the handler names what does not exist).
-	presetOpt := func(desc string, req bool) *discordgo.ApplicationCommandOption {
-		o := str("preset", desc)
-		o.Autocomplete, o.Required = true, req
-		return o
-	}
 	mode := str("mode", "automatic, or approval: every proposal waits for a person")
 	mode.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: "automatic", Value: "automatic"}, {Name: "approval", Value: "approval"}}
-	sub := func(name, desc string, opts ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommand, Name: name, Description: desc, Options: opts}
-	}
-	group := func(name, desc string, subs ...*discordgo.ApplicationCommandOption) *discordgo.ApplicationCommandOption {
-		return &discordgo.ApplicationCommandOption{Type: discordgo.ApplicationCommandOptionSubCommandGroup, Name: name, Description: desc, Options: subs}
-	}
 	ifBusy := str("if_busy", "what a scheduled start does when another session holds the GPU (default: configured)")
 	ifBusy.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: "skip", Value: "skip"}, {Name: "wait", Value: "wait"}}
 	jsonOpt := str("json", "the preset's JSON pasted: the text of the file /tune export gives")
