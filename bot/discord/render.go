@@ -108,43 +108,13 @@ func readBlocks(c bot.Card, maxUpload, color int) body {
 		case bot.BlockCode:
 			out.sections = append(out.sections, codeBlock(b.Text))
 		case bot.BlockFields:
-			for _, f := range b.Fields {
-				// Fields count towards the 6000 of the message: past a share of it they
-				// become lines of the text, which can go on in further embeds.
-				if len(main.Fields) == MaxEmbedFields || embedSize(main)+utf8.RuneCountInString(f.Label)+min(utf8.RuneCountInString(f.Value), MaxFieldValue) > maxFieldShare {
-					out.sections = append(out.sections, "**"+escape(f.Label)+"**: "+f.Value)
-					continue
-				}
-				main.Fields = append(main.Fields, &discordgo.MessageEmbedField{
-					Name: bot.Truncate(orDash(f.Label), MaxFieldName), Value: bot.Truncate(orDash(f.Value), MaxFieldValue),
-					Inline: utf8.RuneCountInString(f.Value) <= 40})
-			}
+			out.addFields(b.Fields)
 		case bot.BlockTable:
 			if b.Table != nil {
 				out.sections = append(out.sections, tableSection(*b.Table))
 			}
 		case bot.BlockAttachments:
-			for _, a := range b.Attachments {
-				what := a.Kind()
-				switch {
-				case len(a.Data) == 0:
-					notes = append(notes, fmt.Sprintf("%s %s is missing its content", what, a.Name))
-				case len(a.Data) > maxUpload:
-					note := fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.Data))/(1<<20), float64(maxUpload)/(1<<20))
-					if a.Link != "" {
-						note += "; see it on the monitoring page: " + a.Link
-					}
-					notes = append(notes, note)
-				case a.ContentType != "":
-					// A file (a preset's JSON, a policy, a clip) is attached as it is, under
-					// its own name: Discord plays a video and animates a GIF inline.
-					a.Name = docName(a.Name, out.docs)
-					out.docs = append(out.docs, a)
-				default:
-					a.Name = fileName(a.Name, len(out.charts))
-					out.charts = append(out.charts, a)
-				}
-			}
+			notes = append(notes, out.addAttachments(b.Attachments, maxUpload)...)
 		case bot.BlockActions:
 			out.components = append(out.components, buttons(b.Actions, false, &notes)...)
 		case bot.BlockStamp:
@@ -165,6 +135,50 @@ func readBlocks(c bot.Card, maxUpload, color int) body {
 		main.Title = "(empty message)"
 	}
 	return out
+}
+
+// addFields puts fields in the main embed; as fields count towards the 6000 characters of
+// the message, past MaxEmbedFields or a share of it they become lines of the text, which
+// can go on in further embeds.
+func (out *body) addFields(fields []bot.Field) {
+	main := out.main
+	for _, f := range fields {
+		if len(main.Fields) == MaxEmbedFields || embedSize(main)+utf8.RuneCountInString(f.Label)+min(utf8.RuneCountInString(f.Value), MaxFieldValue) > maxFieldShare {
+			out.sections = append(out.sections, "**"+escape(f.Label)+"**: "+f.Value)
+			continue
+		}
+		main.Fields = append(main.Fields, &discordgo.MessageEmbedField{
+			Name: bot.Truncate(orDash(f.Label), MaxFieldName), Value: bot.Truncate(orDash(f.Value), MaxFieldValue),
+			Inline: utf8.RuneCountInString(f.Value) <= 40})
+	}
+}
+
+// addAttachments attaches the charts and files it can and returns a note for each it
+// cannot: an empty one, or one over maxUpload bytes (Discord's upload limit), which the
+// note links to on the monitoring page when it can.
+func (out *body) addAttachments(as []bot.Attachment, maxUpload int) (notes []string) {
+	for _, a := range as {
+		what := a.Kind()
+		switch {
+		case len(a.Data) == 0:
+			notes = append(notes, fmt.Sprintf("%s %s is missing its content", what, a.Name))
+		case len(a.Data) > maxUpload:
+			note := fmt.Sprintf("%s %s left out: %.1f MiB is over Discord's %.0f MiB upload limit", what, a.Name, float64(len(a.Data))/(1<<20), float64(maxUpload)/(1<<20))
+			if a.Link != "" {
+				note += "; see it on the monitoring page: " + a.Link
+			}
+			notes = append(notes, note)
+		case a.ContentType != "":
+			// A file (a preset's JSON, a policy, a clip) is attached as it is, under
+			// its own name: Discord plays a video and animates a GIF inline.
+			a.Name = docName(a.Name, out.docs)
+			out.docs = append(out.docs, a)
+		default:
+			a.Name = fileName(a.Name, len(out.charts))
+			out.charts = append(out.charts, a)
+		}
+	}
+	return notes
 }
 
 // tableSection is a table as a monospace block under its caption in bold.
