@@ -52,19 +52,10 @@ type Rendered struct {
 // out without charts: a chart must never hold back a decision.
 func (r *Renderer) Render(ctx context.Context, e session.Event, platform string) Rendered {
 	s := e.Session
-	trials, err := r.Records.Trials(ctx, s.ID)
-	if err != nil {
-		r.logger().Error("reading trials for a card", "session", s.ID, "err", err)
-	}
+	trials, props := r.records(ctx, s.ID)
 	var cur *session.Trial
 	if e.Trial != nil && (e.Kind == session.EventTrialProgress || e.Kind == session.EventTrialStarted) {
 		cur = e.Trial
-	}
-	var props []session.Proposal
-	if pr, ok := r.Records.(proposalRecords); ok {
-		if props, err = pr.Proposals(ctx, s.ID); err != nil {
-			r.logger().Error("reading proposals for a card", "session", s.ID, "err", err)
-		}
 	}
 	out := Rendered{Root: RootCard(RootInput{Session: s, Trials: trials, Current: cur, Proposals: props})}
 	mentions := r.mentions(s, platform)
@@ -73,25 +64,7 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 		if e.Trial == nil {
 			break
 		}
-		t := *e.Trial
-		in := TrialInput{Session: s, Trial: t, Space: r.Space, Mentions: mentions}
-		if r.TrialURL != nil {
-			in.Link = r.TrialURL(s.ID, t.Number, t.Rung)
-		}
-		if t.Parent != nil {
-			for i := range trials {
-				if trials[i].Ref() == *t.Parent {
-					in.Parent = &trials[i]
-				}
-			}
-		}
-		for i := range trials {
-			if b := &trials[i]; b.Number == 0 && b.Rung == t.Rung && t.Rung > 0 && b.State == session.TrialCompleted {
-				in.Control = b
-			}
-		}
-		in.Attachments = append(r.trialClip(ctx, s, t), r.charts(ctx, s, t)...)
-		out.Thread = append(out.Thread, TrialCard(in))
+		out.Thread = append(out.Thread, r.trialCard(ctx, s, *e.Trial, trials, mentions))
 	case session.EventProposalReady, session.EventDecision:
 		if e.Proposal != nil {
 			var m []string
@@ -125,6 +98,53 @@ func (r *Renderer) Render(ctx context.Context, e session.Event, platform string)
 		}
 	}
 	return out
+}
+
+// records reads session sid's trials and, when the records hold them, its proposals; a
+// card goes out with what could be read, the rest logged.
+func (r *Renderer) records(ctx context.Context, sid string) ([]session.Trial, []session.Proposal) {
+	trials, err := r.Records.Trials(ctx, sid)
+	if err != nil {
+		r.logger().Error("reading trials for a card", "session", sid, "err", err)
+	}
+	var props []session.Proposal
+	if pr, ok := r.Records.(proposalRecords); ok {
+		if props, err = pr.Proposals(ctx, sid); err != nil {
+			r.logger().Error("reading proposals for a card", "session", sid, "err", err)
+		}
+	}
+	return trials, props
+}
+
+// trialCard is finished trial t's report, with its link, its clip and charts, and the
+// trials it is set against (trialRelatives).
+func (r *Renderer) trialCard(ctx context.Context, s session.Session, t session.Trial, trials []session.Trial, mentions []string) Card {
+	in := TrialInput{Session: s, Trial: t, Space: r.Space, Mentions: mentions}
+	if r.TrialURL != nil {
+		in.Link = r.TrialURL(s.ID, t.Number, t.Rung)
+	}
+	in.Parent, in.Control = trialRelatives(t, trials)
+	in.Attachments = append(r.trialClip(ctx, s, t), r.charts(ctx, s, t)...)
+	return TrialCard(in)
+}
+
+// trialRelatives are the trials t's report compares it with: its parent (the trial it was
+// promoted from), and above rung 0 the baseline that completed the same rung (the control);
+// nil for each that is not among trials.
+func trialRelatives(t session.Trial, trials []session.Trial) (parent, control *session.Trial) {
+	if t.Parent != nil {
+		for i := range trials {
+			if trials[i].Ref() == *t.Parent {
+				parent = &trials[i]
+			}
+		}
+	}
+	for i := range trials {
+		if b := &trials[i]; b.Number == 0 && b.Rung == t.Rung && t.Rung > 0 && b.State == session.TrialCompleted {
+			control = b
+		}
+	}
+	return parent, control
 }
 
 // FinalChartFunc draws, for a finished session's best trial t, the charts its summary
