@@ -282,9 +282,33 @@ func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardC
 	if n > s.MaxChanges {
 		probs = append(probs, fmt.Sprintf("%d changes: at most %d scalars may change per proposal", n, s.MaxChanges))
 	}
-	changed := 0
-	for _, name := range sortedKeys(patch.Weights) {
-		v := patch.Weights[name]
+	weightProbs, weightsChanged := s.checkWeights(base, patch.Weights)
+	paramProbs, paramsChanged := s.checkParams(base, patch.Params)
+	probs = append(append(probs, weightProbs...), paramProbs...)
+	if n == 0 {
+		probs = append(probs, "empty patch: at least 1 scalar must change")
+	} else if weightsChanged+paramsChanged == 0 && len(probs) == 0 {
+		probs = append(probs, "the patch changes nothing: every value equals the current one")
+	}
+	merged := Merge(base, patch)
+	probs = append(probs, s.orderProblems(patch, merged)...)
+	if len(probs) == 0 {
+		if dup := duplicateOf(merged, tried); dup != "" {
+			probs = append(probs, dup)
+		}
+	}
+	if len(probs) > 0 {
+		return RewardConfig{}, &InvalidError{What: "patch refused", Problems: probs}
+	}
+	return merged, nil
+}
+
+// checkWeights checks a patch's weights against base: each names a known term, is finite
+// and keeps to the term's rules (checkWeight); changed counts those that differ from base
+// (a term base lacks is at its default).
+func (s *Space) checkWeights(base RewardConfig, weights map[string]float64) (probs []string, changed int) {
+	for _, name := range sortedKeys(weights) {
+		v := weights[name]
 		t, ok := s.Term(name)
 		if !ok {
 			probs = append(probs, "weights."+name+": "+s.unknown(name, "term"))
@@ -303,8 +327,15 @@ func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardC
 		}
 		probs = append(probs, s.checkWeight(t, old, v)...)
 	}
-	for _, name := range sortedKeys(patch.Params) {
-		v := patch.Params[name]
+	return probs, changed
+}
+
+// checkParams checks a patch's params against base: each names a known param, is finite
+// and within the param's bounds; changed counts those that differ from base (a param base
+// lacks is at its default).
+func (s *Space) checkParams(base RewardConfig, params map[string]float64) (probs []string, changed int) {
+	for _, name := range sortedKeys(params) {
+		v := params[name]
 		p, ok := s.Param(name)
 		if !ok {
 			probs = append(probs, "params."+name+": "+s.unknown(name, "param"))
@@ -325,34 +356,34 @@ func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardC
 			probs = append(probs, fmt.Sprintf("params.%s: %g is outside its bounds [%g, %g]", name, v, p.Min, p.Max))
 		}
 	}
-	if n == 0 {
-		probs = append(probs, "empty patch: at least 1 scalar must change")
-	} else if changed == 0 && len(probs) == 0 {
-		probs = append(probs, "the patch changes nothing: every value equals the current one")
-	}
-	merged := Merge(base, patch)
+	return probs, changed
+}
+
+// orderProblems names each ordered pair of params (s.Orders) that the patch touches and
+// that merged no longer keeps strictly in order.
+func (s *Space) orderProblems(patch Patch, merged RewardConfig) []string {
+	var probs []string
 	for _, o := range s.Orders {
 		lo, hi := merged.Params[o.Lower], merged.Params[o.Upper]
 		if (patchHas(patch.Params, o.Lower) || patchHas(patch.Params, o.Upper)) && !(lo < hi) {
 			probs = append(probs, fmt.Sprintf("params.%s (%g) must stay below params.%s (%g)", o.Lower, lo, o.Upper, hi))
 		}
 	}
-	if len(probs) == 0 {
-		for _, t := range tried {
-			if merged.Equal(t.Config) {
-				if t.Rejected {
-					probs = append(probs, "duplicate: the merged configuration equals "+t.Label+", rejected earlier in this session")
-				} else {
-					probs = append(probs, "duplicate: the merged configuration equals "+t.Label+", already tried in this session")
-				}
-				break
+	return probs
+}
+
+// duplicateOf names the first configuration of tried that merged equals, whether it was
+// run or rejected earlier in the session ("" when merged is new).
+func duplicateOf(merged RewardConfig, tried []Tried) string {
+	for _, t := range tried {
+		if merged.Equal(t.Config) {
+			if t.Rejected {
+				return "duplicate: the merged configuration equals " + t.Label + ", rejected earlier in this session"
 			}
+			return "duplicate: the merged configuration equals " + t.Label + ", already tried in this session"
 		}
 	}
-	if len(probs) > 0 {
-		return RewardConfig{}, &InvalidError{What: "patch refused", Problems: probs}
-	}
-	return merged, nil
+	return ""
 }
 
 func patchHas(m map[string]float64, k string) bool { _, ok := m[k]; return ok }

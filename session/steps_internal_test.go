@@ -2,6 +2,7 @@ package session
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +253,80 @@ func checkRefusal(t *testing.T, err error, want string, sentinel error) {
 	var ue *UserError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), want) || !errors.Is(err, sentinel) {
 		t.Fatalf("err = %v, want a person's %v holding %q", err, sentinel, want)
+	}
+}
+
+func TestCheckParams(t *testing.T) {
+	s := &Space{Params: []Param{{Name: "height", Default: 0.3, Min: 0.1, Max: 0.5}}}
+	base := RewardConfig{Params: map[string]float64{}}
+	cases := []struct {
+		name        string
+		base        RewardConfig
+		params      map[string]float64
+		wantProbs   string
+		wantChanged int
+	}{
+		{"within bounds", base, map[string]float64{"height": 0.4}, "", 1},
+		{"at its default", base, map[string]float64{"height": 0.3}, "", 0},
+		{"at base's value", RewardConfig{Params: map[string]float64{"height": 0.2}}, map[string]float64{"height": 0.2}, "", 0},
+		{"at the bound", base, map[string]float64{"height": 0.5}, "", 1},
+		{"over the bound", base, map[string]float64{"height": 0.6}, "params.height: 0.6 is outside its bounds [0.1, 0.5]", 1},
+		{"not finite", base, map[string]float64{"height": math.NaN()}, "params.height: NaN is not a finite number", 0},
+		{"unknown", base, map[string]float64{"depth": 1}, "params.depth: ", 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			probs, changed := s.checkParams(c.base, c.params)
+			got := strings.Join(probs, "|")
+			if changed != c.wantChanged || (c.wantProbs == "") != (got == "") || !strings.HasPrefix(got, c.wantProbs) {
+				t.Errorf("checkParams = %q, %d; want %q…, %d", got, changed, c.wantProbs, c.wantChanged)
+			}
+		})
+	}
+}
+
+func TestOrderProblems(t *testing.T) {
+	s := &Space{Orders: []Order{{Lower: "lo", Upper: "hi"}}}
+	cases := []struct {
+		name   string
+		patch  map[string]float64
+		merged map[string]float64
+		want   string
+	}{
+		{"kept in order", map[string]float64{"lo": 1}, map[string]float64{"lo": 1, "hi": 2}, ""},
+		{"equal is out of order", map[string]float64{"hi": 1}, map[string]float64{"lo": 1, "hi": 1}, "params.lo (1) must stay below params.hi (1)"},
+		{"crossed", map[string]float64{"lo": 3}, map[string]float64{"lo": 3, "hi": 2}, "params.lo (3) must stay below params.hi (2)"},
+		{"untouched pairs are not checked", map[string]float64{"other": 1}, map[string]float64{"lo": 3, "hi": 2}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := strings.Join(s.orderProblems(Patch{Params: c.patch}, RewardConfig{Params: c.merged}), "|")
+			if got != c.want {
+				t.Errorf("orderProblems = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+func TestDuplicateOf(t *testing.T) {
+	cfg := func(w float64) RewardConfig {
+		return RewardConfig{Weights: map[string]float64{"pose": w}, Params: map[string]float64{}}
+	}
+	tried := []Tried{{Label: "trial 1", Config: cfg(1)}, {Label: "proposal 2", Config: cfg(2), Rejected: true}, {Label: "trial 3", Config: cfg(2)}}
+	cases := []struct {
+		name   string
+		merged RewardConfig
+		want   string
+	}{
+		{"new", cfg(3), ""},
+		{"tried", cfg(1), "duplicate: the merged configuration equals trial 1, already tried in this session"},
+		{"the first match: rejected", cfg(2), "duplicate: the merged configuration equals proposal 2, rejected earlier in this session"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := duplicateOf(c.merged, tried); got != c.want {
+				t.Errorf("duplicateOf = %q, want %q", got, c.want)
+			}
+		})
 	}
 }
