@@ -122,42 +122,18 @@ func parseSchedule(c Command, args []string, text string) (Command, error) {
 // straight quotes into curly ones as people type, so those count too.
 var closingQuote = map[rune]string{'"': `"”“`, '“': `”"“`, '\'': `'’`, '‘': `’'`}
 
+// scheduleAddExample ends schedule add's messages about its form.
+const scheduleAddExample = `e.g. schedule add "0 2 * * *" mode=approval trials=12`
+
 func parseScheduleAdd(c Command, rest string) (Command, error) {
-	const example = `e.g. schedule add "0 2 * * *" mode=approval trials=12`
 	if rest == "" {
-		return Command{}, session.Userf(nil, "schedule add needs a cron spec in quotes and the start arguments, %s", example)
+		return Command{}, session.Userf(nil, "schedule add needs a cron spec in quotes and the start arguments, %s", scheduleAddExample)
 	}
-	first := []rune(rest)[0]
-	switch closers, quoted := closingQuote[first]; {
-	case quoted:
-		body := rest[len(string(first)):]
-		end := strings.IndexAny(body, closers)
-		if end < 0 {
-			return Command{}, session.Userf(nil, "the cron spec's closing quote is missing, %s", example)
-		}
-		c.Spec = strings.TrimSpace(body[:end])
-		_, size := firstRune(body[end:])
-		rest = body[end+size:]
-	case first == '@':
-		// A descriptor needs no quotes; "@every 2h" takes its duration along.
-		words := strings.Fields(rest)
-		n := 1
-		if strings.EqualFold(words[0], "@every") && len(words) > 1 {
-			n = 2
-		}
-		c.Spec, rest = strings.Join(words[:n], " "), afterWords(rest, n)
-	default:
-		// Five leading words without '=' are a spec that lost its quotes on the way.
-		words := strings.Fields(rest)
-		n := 0
-		for n < len(words) && !strings.Contains(words[n], "=") && !strings.EqualFold(words[n], string(VerbStart)) {
-			n++
-		}
-		if n != 5 {
-			return Command{}, session.Userf(nil, "put the cron spec in quotes: five fields \"minute hour day-of-month month day-of-week\" or a descriptor like @daily, %s", example)
-		}
-		c.Spec, rest = strings.Join(words[:5], " "), afterWords(rest, 5)
+	spec, rest, err := cronSpec(rest)
+	if err != nil {
+		return Command{}, err
 	}
+	c.Spec = spec
 	if n := len([]rune(c.Spec)); n > MaxSpec {
 		return Command{}, session.Userf(nil, "the cron spec is %d characters; at most %d", n, MaxSpec)
 	}
@@ -165,21 +141,11 @@ func parseScheduleAdd(c Command, rest string) (Command, error) {
 	if len(words) > 0 && strings.EqualFold(words[0], string(VerbStart)) {
 		words = words[1:] // "schedule add "…" start trials=8" says what it means
 	}
-	var startArgs []string
-	for _, w := range words {
-		k, v, ok := strings.Cut(w, "=")
-		if ok && strings.EqualFold(k, "if_busy") {
-			if c.IfBusy != "" {
-				return Command{}, session.Userf(nil, "if_busy given twice")
-			}
-			c.IfBusy = strings.ToLower(v)
-			if c.IfBusy != ScheduleSkip && c.IfBusy != ScheduleWait {
-				return Command{}, session.Userf(nil, "if_busy=%s: must be %s or %s (what a scheduled start does when another session holds the GPU)", Truncate(v, 20), ScheduleSkip, ScheduleWait)
-			}
-			continue
-		}
-		startArgs = append(startArgs, w)
+	startArgs, ifBusy, err := ifBusyArg(words, c.IfBusy)
+	if err != nil {
+		return Command{}, err
 	}
+	c.IfBusy = ifBusy
 	parsed, err := parseStart(Command{Verb: VerbStart}, startArgs)
 	if err != nil {
 		var ie *session.InvalidError
@@ -193,6 +159,61 @@ func parseScheduleAdd(c Command, rest string) (Command, error) {
 		return Command{}, session.Userf(nil, "start arguments are %d characters; at most %d", len(c.Args), MaxScheduleArgs)
 	}
 	return c, nil
+}
+
+// cronSpec splits the cron spec off the front of rest (not empty) and returns it and what
+// follows: a spec in quotes (straight or curly), a descriptor (@daily; "@every 2h" takes
+// its duration along), or five leading words without '=', a spec that lost its quotes on
+// the way.
+func cronSpec(rest string) (spec, after string, err error) {
+	first := []rune(rest)[0]
+	switch closers, quoted := closingQuote[first]; {
+	case quoted:
+		body := rest[len(string(first)):]
+		end := strings.IndexAny(body, closers)
+		if end < 0 {
+			return "", "", session.Userf(nil, "the cron spec's closing quote is missing, %s", scheduleAddExample)
+		}
+		_, size := firstRune(body[end:])
+		return strings.TrimSpace(body[:end]), body[end+size:], nil
+	case first == '@':
+		words := strings.Fields(rest)
+		n := 1
+		if strings.EqualFold(words[0], "@every") && len(words) > 1 {
+			n = 2
+		}
+		return strings.Join(words[:n], " "), afterWords(rest, n), nil
+	default:
+		words := strings.Fields(rest)
+		n := 0
+		for n < len(words) && !strings.Contains(words[n], "=") && !strings.EqualFold(words[n], string(VerbStart)) {
+			n++
+		}
+		if n != 5 {
+			return "", "", session.Userf(nil, "put the cron spec in quotes: five fields \"minute hour day-of-month month day-of-week\" or a descriptor like @daily, %s", scheduleAddExample)
+		}
+		return strings.Join(words[:5], " "), afterWords(rest, 5), nil
+	}
+}
+
+// ifBusyArg takes the if_busy=skip|wait argument out of a schedule's words (once at most;
+// ifBusy is one given before) and returns the rest, the start's arguments.
+func ifBusyArg(words []string, ifBusy string) (startArgs []string, _ string, _ error) {
+	for _, w := range words {
+		k, v, ok := strings.Cut(w, "=")
+		if ok && strings.EqualFold(k, "if_busy") {
+			if ifBusy != "" {
+				return nil, "", session.Userf(nil, "if_busy given twice")
+			}
+			ifBusy = strings.ToLower(v)
+			if ifBusy != ScheduleSkip && ifBusy != ScheduleWait {
+				return nil, "", session.Userf(nil, "if_busy=%s: must be %s or %s (what a scheduled start does when another session holds the GPU)", Truncate(v, 20), ScheduleSkip, ScheduleWait)
+			}
+			continue
+		}
+		startArgs = append(startArgs, w)
+	}
+	return startArgs, ifBusy, nil
 }
 
 func firstRune(s string) (rune, int) {

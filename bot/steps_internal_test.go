@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"strings"
 	"testing"
 
 	"tunebot/session"
@@ -60,4 +61,66 @@ func sameRef(t *session.Trial, want *session.TrialRef) bool {
 		return t == nil && want == nil
 	}
 	return t.Ref() == *want
+}
+
+func TestCronSpec(t *testing.T) {
+	cases := []struct {
+		name, rest, wantSpec, wantAfter, wantErr string
+	}{
+		{"straight quotes", `"0 2 * * *" trials=8`, "0 2 * * *", " trials=8", ""},
+		{"curly quotes", "“0 2 * * *” trials=8", "0 2 * * *", " trials=8", ""},
+		{"a single quote closed by a curly one", "'0 2 * * *’ trials=8", "0 2 * * *", " trials=8", ""},
+		{"a descriptor", "@daily trials=8", "@daily", "trials=8", ""},
+		{"@every takes its duration", "@every 2h trials=8", "@every 2h", "trials=8", ""},
+		{"five words that lost their quotes", "0 2 * * * trials=8", "0 2 * * *", "trials=8", ""},
+		{"five words before start", "0 2 * * * start trials=8", "0 2 * * *", "start trials=8", ""},
+		{"four words", "0 2 * * trials=8", "", "", "put the cron spec in quotes"},
+		{"no closing quote", `"0 2 * * * trials=8`, "", "", "closing quote is missing"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			spec, after, err := cronSpec(c.rest)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || spec != c.wantSpec || after != c.wantAfter {
+				t.Errorf("cronSpec = %q, %q, %v; want %q, %q", spec, after, err, c.wantSpec, c.wantAfter)
+			}
+		})
+	}
+}
+
+func TestIfBusyArg(t *testing.T) {
+	cases := []struct {
+		name       string
+		words      []string
+		before     string
+		wantArgs   string
+		wantIfBusy string
+		wantErr    string
+	}{
+		{"none", []string{"trials=8"}, "", "trials=8", "", ""},
+		{"skip, any case", []string{"IF_BUSY=Skip", "trials=8"}, "", "trials=8", ScheduleSkip, ""},
+		{"wait", []string{"trials=8", "if_busy=wait"}, "", "trials=8", ScheduleWait, ""},
+		{"an unknown choice", []string{"if_busy=queue"}, "", "", "", "if_busy=queue: must be skip or wait"},
+		{"twice", []string{"if_busy=skip", "if_busy=wait"}, "", "", "", "if_busy given twice"},
+		{"given before", []string{"if_busy=wait"}, ScheduleSkip, "", "", "if_busy given twice"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			args, ifBusy, err := ifBusyArg(c.words, c.before)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || strings.Join(args, " ") != c.wantArgs || ifBusy != c.wantIfBusy {
+				t.Errorf("ifBusyArg = %q, %q, %v; want %q, %q", args, ifBusy, err, c.wantArgs, c.wantIfBusy)
+			}
+		})
+	}
 }
