@@ -100,15 +100,31 @@ var sdkLoggerOnce sync.Once
 
 // New returns an adapter; Run connects it.
 func New(cfg Config) (*Adapter, error) {
+	cfg, to, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dg, err := newSession(cfg, to)
+	if err != nil {
+		return nil, err
+	}
+	a := &Adapter{cfg: cfg, api: to, dg: dg, log: cfg.Logger.With("platform", Platform), refs: bot.Refs{Store: cfg.Store, Platform: Platform}}
+	routeSDKLogs(a.log)
+	return a, nil
+}
+
+// withDefaults checks cfg (a token, a store, Discord IDs, an http(s) API URL), fills in
+// the defaults of what it leaves out, and returns it with the API URL parsed.
+func withDefaults(cfg Config) (Config, *url.URL, error) {
 	if cfg.Token == "" {
-		return nil, errors.New("discord: no bot token (set DISCORD_BOT_TOKEN)")
+		return cfg, nil, errors.New("discord: no bot token (set DISCORD_BOT_TOKEN)")
 	}
 	if cfg.Store == nil {
-		return nil, errors.New("discord: no store")
+		return cfg, nil, errors.New("discord: no store")
 	}
 	for _, f := range []struct{ name, v string }{{"application_id", cfg.ApplicationID}, {"guild_id", cfg.GuildID}, {"channel_id", cfg.ChannelID}} {
 		if !snowflake.MatchString(f.v) {
-			return nil, fmt.Errorf("discord: %s %q is not a Discord ID (digits; copy it with Developer Mode on)", f.name, f.v)
+			return cfg, nil, fmt.Errorf("discord: %s %q is not a Discord ID (digits; copy it with Developer Mode on)", f.name, f.v)
 		}
 	}
 	if cfg.APIURL == "" {
@@ -116,7 +132,7 @@ func New(cfg Config) (*Adapter, error) {
 	}
 	to, err := url.Parse(strings.TrimRight(cfg.APIURL, "/"))
 	if err != nil || (to.Scheme != "https" && to.Scheme != "http") || to.Host == "" {
-		return nil, fmt.Errorf("discord: api_url %q is not an http(s) URL", cfg.APIURL)
+		return cfg, nil, fmt.Errorf("discord: api_url %q is not an http(s) URL", cfg.APIURL)
 	}
 	if cfg.MaxUpload <= 0 {
 		cfg.MaxUpload = DefaultMaxUpload
@@ -130,6 +146,11 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Transport == nil {
 		cfg.Transport = http.DefaultTransport
 	}
+	return cfg, to, nil
+}
+
+// newSession makes the discordgo session, its requests sent to the API at to.
+func newSession(cfg Config, to *url.URL) (*discordgo.Session, error) {
 	token := cfg.Token
 	if !strings.HasPrefix(token, "Bot ") {
 		token = "Bot " + token
@@ -150,8 +171,13 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Dialer != nil {
 		dg.Dialer = cfg.Dialer
 	}
-	a := &Adapter{cfg: cfg, api: to, dg: dg, log: cfg.Logger.With("platform", Platform), refs: bot.Refs{Store: cfg.Store, Platform: Platform}}
-	sdkLogger.Store(a.log)
+	return dg, nil
+}
+
+// routeSDKLogs sends discordgo's log lines to log, a level lower: discordgo reports
+// reconnects as errors, and they are routine.
+func routeSDKLogs(log *slog.Logger) {
+	sdkLogger.Store(log)
 	sdkLoggerOnce.Do(func() {
 		discordgo.Logger = func(level, _ int, format string, args ...any) {
 			l := sdkLogger.Load()
@@ -168,7 +194,6 @@ func New(cfg Config) (*Adapter, error) {
 			l.Log(context.Background(), lv, "discordgo: "+fmt.Sprintf(format, args...))
 		}
 	})
-	return a, nil
 }
 
 // rewriter sends discordgo's requests for https://discord.com/api/v9/… to the configured

@@ -51,3 +51,43 @@ func names(as []bot.Attachment) string {
 	}
 	return strings.Join(out, "|")
 }
+
+// TestWithDefaults: what a Discord configuration must hold, and what it gets when left out.
+func TestWithDefaults(t *testing.T) {
+	type anyStore struct{ Store }
+	ok := Config{Token: "x", ApplicationID: "1", GuildID: "2", ChannelID: "3", Store: anyStore{}}
+	cases := []struct {
+		name    string
+		mut     func(*Config)
+		wantAPI string
+		wantErr string
+	}{
+		{"the defaults", func(*Config) {}, DefaultAPIURL, ""},
+		{"an API URL's trailing slash", func(c *Config) { c.APIURL = "http://127.0.0.1:9/api/" }, "http://127.0.0.1:9/api", ""},
+		{"no token", func(c *Config) { c.Token = "" }, "", "no bot token (set DISCORD_BOT_TOKEN)"},
+		{"no store", func(c *Config) { c.Store = nil }, "", "no store"},
+		{"an application id that is no ID", func(c *Config) { c.ApplicationID = "tunebot" }, "", `application_id "tunebot" is not a Discord ID`},
+		{"no channel", func(c *Config) { c.ChannelID = "" }, "", `channel_id "" is not a Discord ID`},
+		{"an API URL without a host", func(c *Config) { c.APIURL = "https:///api" }, "", "is not an http(s) URL"},
+		{"an API URL of another scheme", func(c *Config) { c.APIURL = "ws://discord.com" }, "", "is not an http(s) URL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := ok
+			c.mut(&cfg)
+			got, to, err := withDefaults(cfg)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || to.String() != c.wantAPI {
+				t.Fatalf("withDefaults = %v, %v; want the API at %s", to, err, c.wantAPI)
+			}
+			if got.MaxUpload != DefaultMaxUpload || got.RolesTTL != DefaultRolesTTL || got.Logger == nil || got.Transport == nil {
+				t.Errorf("defaults not filled in: %+v", got)
+			}
+		})
+	}
+}
