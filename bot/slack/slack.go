@@ -174,37 +174,12 @@ func splitWhere(v string) (channel, ts string, ok bool) {
 // the next, so a retried delivery neither posts twice nor uploads a chart twice.
 func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 	c, sid := d.Message.Card, d.Session()
-	ref := c.Ref
-	if ref == "" {
-		ref = d.Key
-	}
-	if ref == "" {
-		ref = fmt.Sprintf("outbox/%d", d.ID)
-	}
+	ref := cardRef(d)
 	blocks, text := Render(c)
 	log := a.log.With("session", sid, "card", c.Kind, "outbox_id", d.ID)
-
 	if c.Kind == "root" {
-		if v, ok, err := a.refs.Get(ctx, rootKey(sid)); err != nil {
-			return err
-		} else if ok {
-			ch, ts, _ := splitWhere(v)
-			err := a.update(ctx, ch, ts, c, blocks, text)
-			if !isSlackError(err, "message_not_found") {
-				return a.classify(err, log)
-			}
-			log.Warn("the session's root message is gone; posting it again")
-		}
-		ch, ts, err := a.post(ctx, a.cfg.Channel, "", c, blocks, text)
-		if err != nil {
-			return a.classify(err, log)
-		}
-		if err := a.refs.Put(ctx, rootKey(sid), where(ch, ts)); err != nil {
-			return err
-		}
-		return a.refs.Put(ctx, threadKey(ch, ts), sid)
+		return a.deliverRoot(ctx, sid, c, blocks, text, log)
 	}
-
 	root, ok, err := a.refs.Get(ctx, rootKey(sid))
 	if err != nil {
 		return err
@@ -215,6 +190,50 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 		return fmt.Errorf("the root message of session %s is not posted yet", session.Short(sid))
 	}
 	ch, thread, _ := splitWhere(root)
+	if err := a.deliverInThread(ctx, ch, thread, ref, c, blocks, text, log); err != nil {
+		return err
+	}
+	return a.upload(ctx, ch, thread, ref, c, log)
+}
+
+// cardRef is what a delivered card's message is recorded under: the card's own reference,
+// else the delivery's key, else the delivery itself.
+func cardRef(d bot.Delivery) string {
+	switch {
+	case d.Message.Card.Ref != "":
+		return d.Message.Card.Ref
+	case d.Key != "":
+		return d.Key
+	}
+	return fmt.Sprintf("outbox/%d", d.ID)
+}
+
+// deliverRoot edits session sid's root message in place, or posts it to the channel when
+// there is none yet (or it was deleted) and records where.
+func (a *Adapter) deliverRoot(ctx context.Context, sid string, c bot.Card, blocks []slack.Block, text string, log *slog.Logger) error {
+	if v, ok, err := a.refs.Get(ctx, rootKey(sid)); err != nil {
+		return err
+	} else if ok {
+		ch, ts, _ := splitWhere(v)
+		err := a.update(ctx, ch, ts, c, blocks, text)
+		if !isSlackError(err, "message_not_found") {
+			return a.classify(err, log)
+		}
+		log.Warn("the session's root message is gone; posting it again")
+	}
+	ch, ts, err := a.post(ctx, a.cfg.Channel, "", c, blocks, text)
+	if err != nil {
+		return a.classify(err, log)
+	}
+	if err := a.refs.Put(ctx, rootKey(sid), where(ch, ts)); err != nil {
+		return err
+	}
+	return a.refs.Put(ctx, threadKey(ch, ts), sid)
+}
+
+// deliverInThread edits the message card ref was posted as before, or posts it in the
+// thread of channel ch (again, when the old one was deleted) and records where.
+func (a *Adapter) deliverInThread(ctx context.Context, ch, thread, ref string, c bot.Card, blocks []slack.Block, text string, log *slog.Logger) error {
 	var ts string
 	if v, ok, err := a.refs.Get(ctx, cardKey(ref)); err != nil {
 		return err
@@ -228,16 +247,14 @@ func (a *Adapter) Deliver(ctx context.Context, d bot.Delivery) error {
 			ts = ""
 		}
 	}
-	if ts == "" {
-		_, ts, err = a.post(ctx, ch, thread, c, blocks, text)
-		if err != nil {
-			return a.classify(err, log)
-		}
-		if err := a.refs.Put(ctx, cardKey(ref), where(ch, ts)); err != nil {
-			return err
-		}
+	if ts != "" {
+		return nil
 	}
-	return a.upload(ctx, ch, thread, ref, c, log)
+	_, ts, err := a.post(ctx, ch, thread, c, blocks, text)
+	if err != nil {
+		return a.classify(err, log)
+	}
+	return a.refs.Put(ctx, cardKey(ref), where(ch, ts))
 }
 
 // upload puts the card's attachments into the thread (files.getUploadURLExternal → upload →

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/slack-go/slack"
+
+	"tunebot/bot"
 )
 
 // TestCapBlocks: a message keeps within Slack's 50 blocks, the last kept one saying how
@@ -37,6 +39,25 @@ func TestCapBlocks(t *testing.T) {
 		}
 		if text := ctx.ContextElements.Elements[0].(*slack.TextBlockObject).Text; !strings.HasPrefix(text, c.wantNote) {
 			t.Errorf("note = %q, want it to begin %q", text, c.wantNote)
+		}
+	}
+}
+
+// TestCardRef: a card's message is recorded under its own reference, else the delivery's
+// key, else the delivery, so a retry edits rather than posts twice.
+func TestCardRef(t *testing.T) {
+	cases := []struct {
+		name string
+		d    bot.Delivery
+		want string
+	}{
+		{"the card's reference", bot.Delivery{ID: 7, Key: "k", Message: bot.Message{Card: bot.Card{Ref: "s/1/proposal/2"}}}, "s/1/proposal/2"},
+		{"the delivery's key", bot.Delivery{ID: 7, Key: "k"}, "k"},
+		{"the delivery", bot.Delivery{ID: 7}, "outbox/7"},
+	}
+	for _, c := range cases {
+		if got := cardRef(c.d); got != c.want {
+			t.Errorf("%s: cardRef = %q, want %q", c.name, got, c.want)
 		}
 	}
 }
