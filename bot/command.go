@@ -187,37 +187,20 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 	}
 	switch v {
 	case VerbApprove, VerbReject, VerbEdit, VerbWhy:
-		if len(args) > 0 {
-			if n, ok := proposalNumber(args[0]); ok {
-				c.Proposal, args = n, args[1:]
-				text = afterFirstWord(text)
-			}
-		}
+		c.Proposal, args, text = proposalPrefix(args, text)
 	}
 	switch v {
-	case VerbApprove:
+	case VerbApprove, VerbWhy:
 		if len(args) > 0 {
-			return Command{}, session.Userf(nil, "approve takes at most a proposal number, as in approve 4 (got %q)", Truncate(strings.Join(args, " "), 60))
+			return Command{}, session.Userf(nil, "%s takes at most a proposal number, as in %s 4 (got %q)", v, v, Truncate(strings.Join(args, " "), 60))
 		}
 		return c, nil
 	case VerbStatus, VerbPause, VerbResume, VerbCancel, VerbBest, VerbPresets, VerbAgent, VerbHelp, VerbRollback, VerbDashboard:
 		return c, noArgs()
-	case VerbWhy:
-		if len(args) > 0 {
-			return Command{}, session.Userf(nil, "why takes at most a proposal number, as in why 4 (got %q)", Truncate(strings.Join(args, " "), 60))
-		}
-		return c, nil
 	case VerbPreset, VerbImport, VerbPolicy, VerbApply, VerbSchedule:
 		return parseOps(c, args, text, space)
 	case VerbReject:
-		c.Feedback = strings.TrimSpace(afterFirstWord(text))
-		if c.Feedback == "" {
-			return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback>, or reject N <feedback> for proposal N (%s)", RejectHint)
-		}
-		if n := utf8.RuneCountInString(c.Feedback); n > session.MaxFeedback {
-			return Command{}, session.Userf(nil, "feedback is %d characters; at most %d", n, session.MaxFeedback)
-		}
-		return c, nil
+		return parseReject(c, text)
 	case VerbEdit:
 		edits, err := ParseAssignments(strings.Join(args, " "), space, true)
 		if err != nil {
@@ -226,14 +209,7 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		c.Edits = edits
 		return c, nil
 	case VerbExport:
-		if len(args) != 1 {
-			return Command{}, session.Userf(nil, "usage: export PRESET (one preset name)")
-		}
-		if !session.ValidName(args[0]) {
-			return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", Truncate(args[0], 40))
-		}
-		c.Preset = args[0]
-		return c, nil
+		return parseExport(c, args)
 	case VerbPrefer:
 		return parsePrefer(c, args, text)
 	case VerbGo:
@@ -250,6 +226,43 @@ func parseVerb(v Verb, args []string, text string, space *session.Space) (Comman
 		return parseStart(c, args)
 	}
 	return Command{}, session.Userf(nil, "unknown command %q", v)
+}
+
+// proposalPrefix takes a leading proposal number ("4" or "#4") off a decision's or why's
+// words: it returns the number (0: none), the other words, and text (which starts with the
+// verb) from the number on, so that what follows the first word is what follows both.
+func proposalPrefix(args []string, text string) (int, []string, string) {
+	if len(args) > 0 {
+		if n, ok := proposalNumber(args[0]); ok {
+			return n, args[1:], afterFirstWord(text)
+		}
+	}
+	return 0, args, text
+}
+
+// parseReject reads a rejection's feedback, the rest of text: it is required, and at most
+// session.MaxFeedback characters, as it goes verbatim into the advisor's prompt.
+func parseReject(c Command, text string) (Command, error) {
+	c.Feedback = strings.TrimSpace(afterFirstWord(text))
+	if c.Feedback == "" {
+		return Command{}, session.Userf(nil, "reject needs a reason: reject <feedback>, or reject N <feedback> for proposal N (%s)", RejectHint)
+	}
+	if n := utf8.RuneCountInString(c.Feedback); n > session.MaxFeedback {
+		return Command{}, session.Userf(nil, "feedback is %d characters; at most %d", n, session.MaxFeedback)
+	}
+	return c, nil
+}
+
+// parseExport reads export's one argument, a preset name.
+func parseExport(c Command, args []string) (Command, error) {
+	if len(args) != 1 {
+		return Command{}, session.Userf(nil, "usage: export PRESET (one preset name)")
+	}
+	if !session.ValidName(args[0]) {
+		return Command{}, session.Userf(nil, "%q is not a preset name (letters, digits, _ . - only, starting with a letter or digit)", Truncate(args[0], 40))
+	}
+	c.Preset = args[0]
+	return c, nil
 }
 
 // talk reports whether a reply that starts with go, promote or drop is people talking

@@ -124,3 +124,78 @@ func TestIfBusyArg(t *testing.T) {
 		})
 	}
 }
+
+func TestProposalPrefix(t *testing.T) {
+	cases := []struct {
+		args     []string
+		text     string
+		wantN    int
+		wantArgs string
+		wantText string
+	}{
+		{[]string{"4", "too", "fast"}, "reject 4 too fast", 4, "too fast", " 4 too fast"},
+		{[]string{"#12"}, "approve #12", 12, "", " #12"},
+		{[]string{"too", "fast"}, "reject too fast", 0, "too fast", "reject too fast"},
+		{[]string{"0"}, "approve 0", 0, "0", "approve 0"},
+		{[]string{"+4"}, "approve +4", 0, "+4", "approve +4"},
+		{nil, "approve", 0, "", "approve"},
+	}
+	for _, c := range cases {
+		n, args, text := proposalPrefix(c.args, c.text)
+		if n != c.wantN || strings.Join(args, " ") != c.wantArgs || text != c.wantText {
+			t.Errorf("proposalPrefix(%q, %q) = %d, %q, %q; want %d, %q, %q", c.args, c.text, n, args, text, c.wantN, c.wantArgs, c.wantText)
+		}
+	}
+}
+
+func TestParseReject(t *testing.T) {
+	cases := []struct {
+		name, text, want, wantErr string
+	}{
+		{"a reason", "reject   too fast  ", "too fast", ""},
+		{"no reason", "reject  ", "", "reject needs a reason"},
+		{"a reason at the cap", "reject " + strings.Repeat("é", session.MaxFeedback), strings.Repeat("é", session.MaxFeedback), ""},
+		{"a reason over the cap", "reject " + strings.Repeat("é", session.MaxFeedback+1), "", "feedback is 2001 characters; at most 2000"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseReject(Command{Verb: VerbReject}, c.text)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Feedback != c.want {
+				t.Errorf("parseReject = %q, %v; want %q", got.Feedback, err, c.want)
+			}
+		})
+	}
+}
+
+func TestParseExport(t *testing.T) {
+	cases := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{"one name", []string{"brisk_v2"}, ""},
+		{"none", nil, "usage: export PRESET"},
+		{"two", []string{"a", "b"}, "usage: export PRESET"},
+		{"not a name", []string{"../etc"}, "is not a preset name"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := parseExport(Command{Verb: VerbExport}, c.args)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil || got.Preset != c.args[0] {
+				t.Errorf("parseExport = %+v, %v", got, err)
+			}
+		})
+	}
+}
