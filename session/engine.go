@@ -446,11 +446,12 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 	if err != nil {
 		return Proposal{}, err
 	}
+	space := e.cfg.Space
 	tried, constraints, err := e.decisionContext(ctx, s.ID, d.Action)
 	if err != nil {
 		return Proposal{}, err
 	}
-	p, err := e.recordDecision(ctx, s.ID, id, d, tried, constraints)
+	p, err := e.recordDecision(ctx, s.ID, id, d, space, tried, constraints)
 	if err != nil {
 		return p, err
 	}
@@ -493,13 +494,13 @@ func (e *Engine) decisionTarget(ctx context.Context, sid, id string) (string, er
 
 // recordDecision writes d onto proposal id in one update, so that of two decisions on one
 // proposal only the first is recorded; the second is refused naming the first.
-func (e *Engine) recordDecision(ctx context.Context, sid, id string, d DecideRequest, tried []Tried, constraints []Constraint) (Proposal, error) {
+func (e *Engine) recordDecision(ctx context.Context, sid, id string, d DecideRequest, space *Space, tried []Tried, constraints []Constraint) (Proposal, error) {
 	now := time.Now().UTC()
 	p, err := e.cfg.Store.UpdateProposal(ctx, sid, id, func(p *Proposal) error {
 		if err := alreadyDecided(*p); err != nil {
 			return err
 		}
-		dec, err := e.decision(p, d, now, tried, constraints)
+		dec, err := e.decision(p, d, space, now, tried, constraints)
 		if err != nil {
 			return err
 		}
@@ -531,25 +532,25 @@ func alreadyDecided(p Proposal) error {
 }
 
 // decision moves pending proposal p to the state d's action gives it and returns the
-// decision to record: a rejection's feedback is read into constraints; an edit must be a
-// valid patch over p's base that was not tried before, and is rounded.
-func (e *Engine) decision(p *Proposal, d DecideRequest, now time.Time, tried []Tried, constraints []Constraint) (*Decision, error) {
+// decision to record: a rejection's feedback is read into constraints over space; an edit
+// must be a valid patch of space over p's base that was not tried before, and is rounded.
+func (e *Engine) decision(p *Proposal, d DecideRequest, space *Space, now time.Time, tried []Tried, constraints []Constraint) (*Decision, error) {
 	dec := &Decision{Action: d.Action, By: d.By, At: now, Feedback: d.Feedback}
 	switch d.Action {
 	case ActionApprove:
 		p.State = ProposalApproved
 	case ActionReject:
 		p.State = ProposalRejected
-		dec.Read = ReadConstraints(d.Feedback, e.cfg.Space, p.Seq)
+		dec.Read = ReadConstraints(d.Feedback, space, p.Seq)
 		dec.Note = FeedbackNote(dec.Read, e.cfg.Advisor != nil)
 		if n := ReplacedNote(constraints, dec.Read); n != "" {
 			dec.Note += " " + n
 		}
 	case ActionEdit:
-		if _, err := e.cfg.Space.Validate(p.Base, *d.Edit, tried); err != nil {
+		if _, err := space.Validate(p.Base, *d.Edit, tried); err != nil {
 			return nil, err
 		}
-		edited := e.cfg.Space.Round(p.Base, *d.Edit)
+		edited := space.Round(p.Base, *d.Edit)
 		dec.Edited = &edited
 		// A person's edit may break what earlier feedback asked: it is theirs to write,
 		// and the note says so; proposers keep to the constraints still.
