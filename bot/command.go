@@ -551,25 +551,30 @@ var (
 	listItemRE = regexp.MustCompile(`^\d{1,7}$`)
 )
 
+// wholeNumber reads a start setting that is a whole number of at most 10 digits.
+func wholeNumber(raw string) (int, error) {
+	if !wholeRE.MatchString(raw) {
+		return 0, fmt.Errorf("%q is not a whole number", Truncate(raw, 30))
+	}
+	return strconv.Atoi(raw)
+}
+
+// wholeNumbers reads a start setting that is a comma-separated list of whole numbers of at
+// most 7 digits (rungs, GPU ids).
+func wholeNumbers(raw string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(raw, ",") {
+		if !listItemRE.MatchString(p) {
+			return nil, fmt.Errorf("%q is not a comma-separated list of whole numbers", Truncate(raw, 40))
+		}
+		n, _ := strconv.Atoi(p)
+		out = append(out, n)
+	}
+	return out, nil
+}
+
 func startOverride(field, raw string) (Override, error) {
 	var o Override
-	atoi := func() (int, error) {
-		if !wholeRE.MatchString(raw) {
-			return 0, fmt.Errorf("%q is not a whole number", Truncate(raw, 30))
-		}
-		return strconv.Atoi(raw)
-	}
-	ints := func() ([]int, error) {
-		var out []int
-		for _, p := range strings.Split(raw, ",") {
-			if !listItemRE.MatchString(p) {
-				return nil, fmt.Errorf("%q is not a comma-separated list of whole numbers", Truncate(raw, 40))
-			}
-			n, _ := strconv.Atoi(p)
-			out = append(out, n)
-		}
-		return out, nil
-	}
 	switch field {
 	case "mode":
 		m := strings.ToLower(raw)
@@ -594,7 +599,7 @@ func startOverride(field, raw string) (Override, error) {
 			o.apply = func(s *session.Settings) { s.Control = b }
 		}
 	case "rungs", "gpus", "promote":
-		xs, err := ints()
+		xs, err := wholeNumbers(raw)
 		if err != nil {
 			return o, err
 		}
@@ -604,7 +609,7 @@ func startOverride(field, raw string) (Override, error) {
 			"promote": func(s *session.Settings) { s.Promote = xs },
 		}[field]
 	default: // whole numbers
-		n, err := atoi()
+		n, err := wholeNumber(raw)
 		if err != nil {
 			return o, err
 		}
