@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -197,5 +198,32 @@ func TestParseExport(t *testing.T) {
 				t.Errorf("parseExport = %+v, %v", got, err)
 			}
 		})
+	}
+}
+
+func TestWholeNumbers(t *testing.T) {
+	cases := []struct {
+		raw     string
+		want    string
+		wantErr bool
+	}{
+		{"300,900,2000", "[300 900 2000]", false},
+		{"0", "[0]", false},
+		{"1,,2", "", true},
+		{"-1", "", true},
+		{"12345678", "", true},
+		{"1, 2", "", true},
+	}
+	for _, c := range cases {
+		got, err := wholeNumbers(c.raw)
+		if (err != nil) != c.wantErr || (!c.wantErr && fmt.Sprint(got) != c.want) {
+			t.Errorf("wholeNumbers(%q) = %v, %v; want %s (error: %v)", c.raw, got, err, c.want, c.wantErr)
+		}
+	}
+	for raw, want := range map[string]int{"42": 42, "-3": -3, "+7": 7, "1.5": -1, "12345678901": -1, "x": -1} {
+		got, err := wholeNumber(raw)
+		if (err != nil) != (want == -1) || (err == nil && got != want) {
+			t.Errorf("wholeNumber(%q) = %d, %v; want %d", raw, got, err, want)
+		}
 	}
 }
