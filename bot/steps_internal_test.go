@@ -81,10 +81,7 @@ func TestCronSpec(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			spec, after, err := cronSpec(c.rest)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
-				}
+			if refused(t, err, c.wantErr) {
 				return
 			}
 			if err != nil || spec != c.wantSpec || after != c.wantAfter {
@@ -113,10 +110,7 @@ func TestIfBusyArg(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args, ifBusy, err := ifBusyArg(c.words, c.before)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
-				}
+			if refused(t, err, c.wantErr) {
 				return
 			}
 			if err != nil || strings.Join(args, " ") != c.wantArgs || ifBusy != c.wantIfBusy {
@@ -161,10 +155,7 @@ func TestParseReject(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := parseReject(Command{Verb: VerbReject}, c.text)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
-				}
+			if refused(t, err, c.wantErr) {
 				return
 			}
 			if err != nil || got.Feedback != c.want {
@@ -188,10 +179,7 @@ func TestParseExport(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := parseExport(Command{Verb: VerbExport}, c.args)
-			if c.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-					t.Fatalf("err = %v, want one saying %q", err, c.wantErr)
-				}
+			if refused(t, err, c.wantErr) {
 				return
 			}
 			if err != nil || got.Preset != c.args[0] {
@@ -226,4 +214,17 @@ func TestWholeNumbers(t *testing.T) {
 			t.Errorf("wholeNumber(%q) = %d, %v; want %d", raw, got, err, want)
 		}
 	}
+}
+
+// refused checks err against want ("": no error) and reports whether err was the refusal
+// wanted, so that a case stops there.
+func refused(t *testing.T, err error, want string) bool {
+	t.Helper()
+	if want == "" {
+		return false
+	}
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("err = %v, want one saying %q", err, want)
+	}
+	return true
 }
