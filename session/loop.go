@@ -76,75 +76,18 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	}
 	n.running = running
 	s := n.s
-	switch s.State {
-	case StateCancelled, StateFailed, StateSucceeded, StateInterrupted:
-		return false, nil
-	case StatePaused:
-		return false, nil
-	}
-	if err := e.checkGPUs(s.Settings); err != nil && len(running) == 0 {
-		// Started under another executor (more GPUs per trial now): no job could ever
-		// start, so say why rather than wait for nothing.
-		var ue *UserError
-		errors.As(err, &ue)
-		return false, e.pauseFor(ctx, id, ue.Msg, false)
-	}
-	if s.PauseAsked {
-		if len(running) > 0 {
-			return false, nil // no new job; paused once the running ones end
-		}
-		msg := "paused; resume to continue"
-		if s.Reason != "" {
-			msg = "paused: " + s.Reason
-		}
-		s, err = e.setState(ctx, id, StatePaused, msg, func(x *Session) { x.PauseAsked = false })
-		if err != nil {
-			return false, err
-		}
-		e.audit(ctx, id, "paused", System, nil)
-		e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s paused after its current job", short(id))})
-		return false, nil
-	}
-
-	if paused, err := e.checkBudget(ctx, s, len(running)); paused || err != nil {
+	if ok, err := e.mayStartJobs(ctx, n); !ok || err != nil {
 		return false, err
 	}
 
-	// 1. Trials left unfinished (pause between jobs, crash, cancel) are finished first; a
-	// remote job an earlier tunebot started is awaited, not started again.
-	for _, t := range n.trials {
-		if t.State.Terminal() || running[t.Ref()] {
-			continue
-		}
-		remote := t.RemoteJob() != nil
-		if t.Score != nil && !remote {
-			// Only its final re-evaluation was cut short: its rung result stands, and step 5
-			// runs the re-evaluation again.
-			t.State, t.Reason = TrialCompleted, ""
-			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
-				return false, fmt.Errorf("saving trial: %w", err)
-			}
-			return true, nil
-		}
-		e.start(ctx, n, j, t, log)
+	// 1. Trials left unfinished (pause between jobs, crash, cancel) are finished first.
+	if again, err := e.finishUnfinished(ctx, n, j, log); again || err != nil {
+		return again, err
 	}
 
 	// 2. The baseline, alone: every other trial is scored against it.
-	base := n.trial(0, 0)
-	if base == nil {
-		t := Trial{SessionID: id, Number: 0, Rung: 0, Iterations: s.Settings.Rungs[0], Source: SourceBaseline,
-			RewardConfig: s.Base.Clone(), State: TrialQueued}
-		if s.Settings.Preset != "" {
-			t.Source = SourcePreset
-		}
-		_, err := e.startNew(ctx, n, j, t, log)
+	if ready, err := e.baselineStep(ctx, n, j, log); !ready || err != nil {
 		return false, err
-	}
-	if base.State == TrialFailed {
-		return false, fmt.Errorf("the baseline trial failed, so nothing can be scored: %s", base.Reason)
-	}
-	if !base.State.Terminal() {
-		return false, nil
 	}
 
 	// 3. The search at rung 0, with up to parallel trials (and proposals) in flight.
@@ -160,15 +103,124 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 		return false, nil // the rung-0 trials still running finish before any promotion
 	}
 
-	// 4. Successive halving: each promoted trial resumes its own parent's checkpoint, all
-	// of a rung at once; a rung is ranked only when every trial below it has ended.
+	// 4. Successive halving: each promoted trial resumes its own parent's checkpoint.
+	if done, err := e.promoteStep(ctx, &n, j, log); !done || err != nil {
+		return false, err
+	}
+	if e.busy(n, j) > 0 {
+		return false, nil // the finalists are known once nothing runs
+	}
+
+	// 5. Finalists are re-evaluated on the final evaluation seeds, all at once.
+	if e.reevaluateFinalists(ctx, n, j, log) {
+		return false, nil
+	}
+
+	// 6. The best eligible trial of the highest rung becomes a preset.
+	return false, e.finish(ctx, n)
+}
+
+// mayStartJobs says whether the session may start jobs at this step: not when it has ended
+// or is paused, not when no job could ever start under this executor (it pauses, saying
+// why), not when a pause was asked (it pauses once its running jobs end), and not when a
+// budget is spent (checkBudget pauses it).
+func (e *Engine) mayStartJobs(ctx context.Context, n snapshot) (bool, error) {
+	s, id, running := n.s, n.s.ID, n.running
+	switch s.State {
+	case StateCancelled, StateFailed, StateSucceeded, StateInterrupted:
+		return false, nil
+	case StatePaused:
+		return false, nil
+	}
+	if err := e.checkGPUs(s.Settings); err != nil && len(running) == 0 {
+		// Started under another executor (more GPUs per trial now): no job could ever
+		// start, so say why rather than wait for nothing.
+		var ue *UserError
+		errors.As(err, &ue)
+		return false, e.pauseFor(ctx, id, ue.Msg, false)
+	}
+	if s.PauseAsked {
+		return false, e.pauseAsked(ctx, s, len(running))
+	}
+	if paused, err := e.checkBudget(ctx, s, len(running)); paused || err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// pauseAsked pauses a session whose pause was asked, once no job of it runs.
+func (e *Engine) pauseAsked(ctx context.Context, s Session, running int) error {
+	if running > 0 {
+		return nil // no new job; paused once the running ones end
+	}
+	msg := "paused; resume to continue"
+	if s.Reason != "" {
+		msg = "paused: " + s.Reason
+	}
+	s, err := e.setState(ctx, s.ID, StatePaused, msg, func(x *Session) { x.PauseAsked = false })
+	if err != nil {
+		return err
+	}
+	e.audit(ctx, s.ID, "paused", System, nil)
+	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s paused after its current job", short(s.ID))})
+	return nil
+}
+
+// finishUnfinished finishes the trials left unfinished (pause between jobs, crash, cancel)
+// first; a remote job an earlier tunebot started is awaited, not started again. A trial
+// whose rung result stands (only its final re-evaluation was cut short) is marked completed
+// and the step runs again.
+func (e *Engine) finishUnfinished(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) (bool, error) {
+	for _, t := range n.trials {
+		if t.State.Terminal() || n.running[t.Ref()] {
+			continue
+		}
+		remote := t.RemoteJob() != nil
+		if t.Score != nil && !remote {
+			// Only its final re-evaluation was cut short: its rung result stands, and step 5
+			// runs the re-evaluation again.
+			t.State, t.Reason = TrialCompleted, ""
+			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+				return false, fmt.Errorf("saving trial: %w", err)
+			}
+			return true, nil
+		}
+		e.start(ctx, n, j, t, log)
+	}
+	return false, nil
+}
+
+// baselineStep starts the baseline, alone, and reports whether it has ended: every other
+// trial is scored against it, so a failed baseline fails the session.
+func (e *Engine) baselineStep(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) (bool, error) {
+	s := n.s
+	base := n.trial(0, 0)
+	if base == nil {
+		t := Trial{SessionID: s.ID, Number: 0, Rung: 0, Iterations: s.Settings.Rungs[0], Source: SourceBaseline,
+			RewardConfig: s.Base.Clone(), State: TrialQueued}
+		if s.Settings.Preset != "" {
+			t.Source = SourcePreset
+		}
+		_, err := e.startNew(ctx, n, j, t, log)
+		return false, err
+	}
+	if base.State == TrialFailed {
+		return false, fmt.Errorf("the baseline trial failed, so nothing can be scored: %s", base.Reason)
+	}
+	return base.State.Terminal(), nil
+}
+
+// promoteStep runs successive halving: each promoted trial resumes its own parent's
+// checkpoint, all of a rung at once; a rung is ranked only when every trial below it has
+// ended, and its plan is shown first and waits for people as the session's promotion review
+// says (docs/design.md §1). It reports whether every rung's promotions have started.
+func (e *Engine) promoteStep(ctx context.Context, n *snapshot, j *jobs, log *slog.Logger) (bool, error) {
+	s := n.s
 	for rung := 1; rung < len(s.Settings.Rungs); rung++ {
 		if !allTerminal(n.rung(rung - 1)) {
 			return false, nil
 		}
-		// The plan is shown first, and waits for people as the session's promotion review
-		// says (docs/design.md §1).
-		plan, wait, err := e.reviewPlan(ctx, &n, j, rung)
+		plan, wait, err := e.reviewPlan(ctx, n, j, rung)
 		if err != nil || wait {
 			return false, err
 		}
@@ -180,24 +232,25 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 			if n.trial(parent.Number, rung) != nil {
 				continue
 			}
-			t := Trial{SessionID: id, Number: parent.Number, Rung: rung, Iterations: s.Settings.Rungs[rung],
+			t := Trial{SessionID: s.ID, Number: parent.Number, Rung: rung, Iterations: s.Settings.Rungs[rung],
 				StartIter: parent.Iterations, Source: parent.Source, ProposalID: parent.ProposalID,
 				Parent: &TrialRef{parent.Number, parent.Rung}, RewardConfig: parent.RewardConfig.Clone(), State: TrialQueued}
 			if by != nil {
 				t.PromotedBy = by(parent.Number)
 			}
-			started, err := e.startNew(ctx, n, j, t, log)
+			started, err := e.startNew(ctx, *n, j, t, log)
 			if err != nil || !started {
 				return false, err
 			}
 			n.trials = append(n.trials, t)
 		}
 	}
-	if e.busy(n, j) > 0 {
-		return false, nil // the finalists are known once nothing runs
-	}
+	return true, nil
+}
 
-	// 5. Finalists are re-evaluated on the final evaluation seeds, all at once.
+// reevaluateFinalists starts the final re-evaluation of every finalist that has none and
+// reports whether any is still waiting for it.
+func (e *Engine) reevaluateFinalists(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) bool {
 	waiting := false
 	for _, t := range finalists(n) {
 		if t.Final == nil {
@@ -205,12 +258,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 			e.startFinal(ctx, n, j, t, log)
 		}
 	}
-	if waiting {
-		return false, nil
-	}
-
-	// 6. The best eligible trial of the highest rung becomes a preset.
-	return false, e.finish(ctx, n)
+	return waiting
 }
 
 // controlFirst returns plan with the baseline (the control, when carried along) first: it
