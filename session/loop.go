@@ -844,48 +844,91 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 }
 
 func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, attach *Proc, log *slog.Logger) error {
-	sdir := e.SessionDir(s.ID)
 	job := TrainJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Config: t.RewardConfig, Settings: s.Settings,
 		Iterations: t.Iterations - t.StartIter, Target: t.Iterations, StartIter: t.StartIter, Attach: attach}
-	if t.Rung > 0 {
-		parent := t.Parent
-		if parent == nil {
-			return &JobError{Job: "train", Reason: "a promoted trial has no parent checkpoint"}
-		}
-		trials, err := e.cfg.Store.Trials(ctx, s.ID)
-		if err != nil {
-			return fmt.Errorf("loading trials: %w", err)
-		}
-		for _, p := range trials {
-			if p.Ref() == *parent {
-				job.Checkpoint = filepath.Join(sdir, p.Checkpoint)
-			}
-		}
-		if job.Checkpoint == "" {
-			return &JobError{Job: "train", Reason: fmt.Sprintf("the parent %s has no checkpoint", parent)}
-		}
+	ckpt, err := e.parentCheckpoint(ctx, s.ID, *t)
+	if err != nil {
+		return err
 	}
-	t.State, t.EndedAt = TrialTraining, time.Time{}
-	if attach == nil || t.StartedAt.IsZero() {
-		t.StartedAt = time.Now().UTC()
+	job.Checkpoint = ckpt
+	if err := e.markTraining(ctx, s, t, attach); err != nil {
+		return err
 	}
-	t.Proc = attach // recorded until the job is seen again, so a crash now cannot lose it
-	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
-		return fmt.Errorf("saving trial: %w", err)
-	}
-	started := *t
-	e.notify(Event{Kind: EventTrialStarted, Session: s, Trial: &started, Text: fmt.Sprintf("trial %d @ rung %d started (%d iterations)", t.Number, t.Rung, t.Iterations)})
 	log.Info("training", "iterations", job.Iterations, "target", job.Target, "resume", job.Checkpoint != "", "gpus", s.Settings.GPUs, "attach", attach != nil)
-	lastNote := time.Time{}
 	running := false
 	defer func() {
 		if running {
 			e.jobEnded()
 		}
 	}()
-	hooks := JobHooks{
+	start := time.Now()
+	res, err := e.cfg.Trainer.Train(ctx, job, e.trainHooks(ctx, s, t, &running, log))
+	t.GPUSeconds += time.Since(start).Seconds() * float64(e.jobGPUs(s))
+	t.Proc = nil
+	if err != nil {
+		return err
+	}
+	if err := e.keepTrained(ctx, s.ID, t, res, log); err != nil {
+		return err
+	}
+	t.State = TrialEvaluating
+	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	return nil
+}
+
+// parentCheckpoint is the checkpoint a promoted trial resumes: its own parent's, which must
+// exist ("" at rung 0, which trains from scratch).
+func (e *Engine) parentCheckpoint(ctx context.Context, id string, t Trial) (string, error) {
+	if t.Rung == 0 {
+		return "", nil
+	}
+	parent := t.Parent
+	if parent == nil {
+		return "", &JobError{Job: "train", Reason: "a promoted trial has no parent checkpoint"}
+	}
+	trials, err := e.cfg.Store.Trials(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("loading trials: %w", err)
+	}
+	ckpt := ""
+	for _, p := range trials {
+		if p.Ref() == *parent {
+			ckpt = filepath.Join(e.SessionDir(id), p.Checkpoint)
+		}
+	}
+	if ckpt == "" {
+		return "", &JobError{Job: "train", Reason: fmt.Sprintf("the parent %s has no checkpoint", parent)}
+	}
+	return ckpt, nil
+}
+
+// markTraining stores the trial as training before its job starts, with the process it
+// attaches to recorded until the job is seen again (so a crash now cannot lose it), and
+// tells the thread.
+func (e *Engine) markTraining(ctx context.Context, s Session, t *Trial, attach *Proc) error {
+	t.State, t.EndedAt = TrialTraining, time.Time{}
+	if attach == nil || t.StartedAt.IsZero() {
+		t.StartedAt = time.Now().UTC()
+	}
+	t.Proc = attach
+	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	started := *t
+	e.notify(Event{Kind: EventTrialStarted, Session: s, Trial: &started, Text: fmt.Sprintf("trial %d @ rung %d started (%d iterations)", t.Number, t.Rung, t.Iterations)})
+	return nil
+}
+
+// trainHooks records the trainer's process on the trial as soon as it starts (and counts it
+// as a running job, *running), follows a remote job's status, and tells the thread of the
+// training's progress at most every 2 s (and at its end).
+func (e *Engine) trainHooks(ctx context.Context, s Session, t *Trial, running *bool, log *slog.Logger) JobHooks {
+	lastNote := time.Time{}
+	return JobHooks{
 		Started: func(p Proc) {
-			running = true
+			*running = true
 			e.jobStarted()
 			p.Job = "train"
 			t.Proc = &p
@@ -903,13 +946,12 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 			}
 		},
 	}
-	start := time.Now()
-	res, err := e.cfg.Trainer.Train(ctx, job, hooks)
-	t.GPUSeconds += time.Since(start).Seconds() * float64(e.jobGPUs(s))
-	t.Proc = nil
-	if err != nil {
-		return err
-	}
+}
+
+// keepTrained records what a training job left: its checkpoint and policy, which must lie
+// inside the session directory, and its curves.
+func (e *Engine) keepTrained(ctx context.Context, id string, t *Trial, res TrainResult, log *slog.Logger) error {
+	sdir := e.SessionDir(id)
 	rel, rerr := filepath.Rel(sdir, res.Checkpoint)
 	if rerr != nil {
 		return fmt.Errorf("checkpoint %s is outside the session directory", res.Checkpoint)
@@ -924,13 +966,9 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 		t.Policy = prel
 	}
 	if len(res.Series) > 0 {
-		if err := e.putSeries(ctx, s.ID, t.Ref(), res.Series); err != nil {
+		if err := e.putSeries(ctx, id, t.Ref(), res.Series); err != nil {
 			log.Error("saving series", "err", err)
 		}
-	}
-	t.State = TrialEvaluating
-	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
-		return fmt.Errorf("saving trial: %w", err)
 	}
 	return nil
 }
