@@ -317,6 +317,12 @@ func (s *Scheduler) fire(id string) {
 	if !ok {
 		return
 	}
+	s.startOrWait(ctx, id, e)
+}
+
+// startOrWait starts a scheduled session; when the GPU is busy it skips, or (if_busy: wait)
+// tries again every wait_retry until wait_max has passed, saying so once in the channel.
+func (s *Scheduler) startOrWait(ctx context.Context, id string, e bot.ScheduleEntry) {
 	ran := time.Now()
 	deadline := ran.Add(s.cfg.WaitMax)
 	name := fmt.Sprintf("scheduled start %s (%s)", e.ID, e.Spec)
@@ -327,13 +333,7 @@ func (s *Scheduler) fire(id string) {
 			s.finish(id, ran, "started session "+sid, fmt.Sprintf("%s: started session %s", name, sid))
 			return
 		case !errors.Is(err, session.ErrBusy):
-			msg := "internal error (see the log)"
-			var ue *session.UserError
-			if errors.As(err, &ue) {
-				msg = ue.Msg
-			}
-			s.log.Error("scheduled start failed", "schedule", id, "error", err)
-			s.finish(id, ran, "failed: "+msg, fmt.Sprintf("%s failed: %s", name, msg))
+			s.failed(id, ran, name, err)
 			return
 		case e.IfBusy != Wait:
 			s.finish(id, ran, "skipped: busy", name+" skipped: "+busyWhy(err))
@@ -348,14 +348,34 @@ func (s *Scheduler) fire(id string) {
 				fmt.Sprintf("%s skipped: the GPU was still busy after %s", name, fmtWait(s.cfg.WaitMax)))
 			return
 		}
-		t := time.NewTimer(s.cfg.WaitRetry)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleepCtx(ctx, s.cfg.WaitRetry) {
 			s.finish(id, ran, "cancelled while waiting for the GPU", "")
 			return
-		case <-t.C:
 		}
+	}
+}
+
+// failed records a scheduled start that failed for another reason than a busy GPU: the
+// channel gets the person-facing message, the log the whole error.
+func (s *Scheduler) failed(id string, ran time.Time, name string, err error) {
+	msg := "internal error (see the log)"
+	var ue *session.UserError
+	if errors.As(err, &ue) {
+		msg = ue.Msg
+	}
+	s.log.Error("scheduled start failed", "schedule", id, "error", err)
+	s.finish(id, ran, "failed: "+msg, fmt.Sprintf("%s failed: %s", name, msg))
+}
+
+// sleepCtx waits d, or less when ctx ends; it reports whether the whole wait passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

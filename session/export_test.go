@@ -10,3 +10,12 @@ var NoImprovement = noImprovement
 
 // RankForPromotion exposes the ranking halving promotes by.
 var RankForPromotion = rankForPromotion
+
+// SettingRuleFields lists the fields settingRules checks, in order.
+func SettingRuleFields() []string {
+	out := make([]string, len(settingRules))
+	for i, r := range settingRules {
+		out[i] = r.field
+	}
+	return out
+}

@@ -76,75 +76,18 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	}
 	n.running = running
 	s := n.s
-	switch s.State {
-	case StateCancelled, StateFailed, StateSucceeded, StateInterrupted:
-		return false, nil
-	case StatePaused:
-		return false, nil
-	}
-	if err := e.checkGPUs(s.Settings); err != nil && len(running) == 0 {
-		// Started under another executor (more GPUs per trial now): no job could ever
-		// start, so say why rather than wait for nothing.
-		var ue *UserError
-		errors.As(err, &ue)
-		return false, e.pauseFor(ctx, id, ue.Msg, false)
-	}
-	if s.PauseAsked {
-		if len(running) > 0 {
-			return false, nil // no new job; paused once the running ones end
-		}
-		msg := "paused; resume to continue"
-		if s.Reason != "" {
-			msg = "paused: " + s.Reason
-		}
-		s, err = e.setState(ctx, id, StatePaused, msg, func(x *Session) { x.PauseAsked = false })
-		if err != nil {
-			return false, err
-		}
-		e.audit(ctx, id, "paused", System, nil)
-		e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s paused after its current job", short(id))})
-		return false, nil
-	}
-
-	if paused, err := e.checkBudget(ctx, s, len(running)); paused || err != nil {
+	if ok, err := e.mayStartJobs(ctx, n); !ok || err != nil {
 		return false, err
 	}
 
-	// 1. Trials left unfinished (pause between jobs, crash, cancel) are finished first; a
-	// remote job an earlier tunebot started is awaited, not started again.
-	for _, t := range n.trials {
-		if t.State.Terminal() || running[t.Ref()] {
-			continue
-		}
-		remote := t.RemoteJob() != nil
-		if t.Score != nil && !remote {
-			// Only its final re-evaluation was cut short: its rung result stands, and step 5
-			// runs the re-evaluation again.
-			t.State, t.Reason = TrialCompleted, ""
-			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
-				return false, fmt.Errorf("saving trial: %w", err)
-			}
-			return true, nil
-		}
-		e.start(ctx, n, j, t, log)
+	// 1. Trials left unfinished (pause between jobs, crash, cancel) are finished first.
+	if again, err := e.finishUnfinished(ctx, n, j, log); again || err != nil {
+		return again, err
 	}
 
 	// 2. The baseline, alone: every other trial is scored against it.
-	base := n.trial(0, 0)
-	if base == nil {
-		t := Trial{SessionID: id, Number: 0, Rung: 0, Iterations: s.Settings.Rungs[0], Source: SourceBaseline,
-			RewardConfig: s.Base.Clone(), State: TrialQueued}
-		if s.Settings.Preset != "" {
-			t.Source = SourcePreset
-		}
-		_, err := e.startNew(ctx, n, j, t, log)
+	if ready, err := e.baselineStep(ctx, n, j, log); !ready || err != nil {
 		return false, err
-	}
-	if base.State == TrialFailed {
-		return false, fmt.Errorf("the baseline trial failed, so nothing can be scored: %s", base.Reason)
-	}
-	if !base.State.Terminal() {
-		return false, nil
 	}
 
 	// 3. The search at rung 0, with up to parallel trials (and proposals) in flight.
@@ -160,15 +103,124 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 		return false, nil // the rung-0 trials still running finish before any promotion
 	}
 
-	// 4. Successive halving: each promoted trial resumes its own parent's checkpoint, all
-	// of a rung at once; a rung is ranked only when every trial below it has ended.
+	// 4. Successive halving: each promoted trial resumes its own parent's checkpoint.
+	if done, err := e.promoteStep(ctx, &n, j, log); !done || err != nil {
+		return false, err
+	}
+	if e.busy(n, j) > 0 {
+		return false, nil // the finalists are known once nothing runs
+	}
+
+	// 5. Finalists are re-evaluated on the final evaluation seeds, all at once.
+	if e.reevaluateFinalists(ctx, n, j, log) {
+		return false, nil
+	}
+
+	// 6. The best eligible trial of the highest rung becomes a preset.
+	return false, e.finish(ctx, n)
+}
+
+// mayStartJobs says whether the session may start jobs at this step: not when it has ended
+// or is paused, not when no job could ever start under this executor (it pauses, saying
+// why), not when a pause was asked (it pauses once its running jobs end), and not when a
+// budget is spent (checkBudget pauses it).
+func (e *Engine) mayStartJobs(ctx context.Context, n snapshot) (bool, error) {
+	s, id, running := n.s, n.s.ID, n.running
+	switch s.State {
+	case StateCancelled, StateFailed, StateSucceeded, StateInterrupted:
+		return false, nil
+	case StatePaused:
+		return false, nil
+	}
+	if err := e.checkGPUs(s.Settings); err != nil && len(running) == 0 {
+		// Started under another executor (more GPUs per trial now): no job could ever
+		// start, so say why rather than wait for nothing.
+		var ue *UserError
+		errors.As(err, &ue)
+		return false, e.pauseFor(ctx, id, ue.Msg, false)
+	}
+	if s.PauseAsked {
+		return false, e.pauseAsked(ctx, s, len(running))
+	}
+	if paused, err := e.checkBudget(ctx, s, len(running)); paused || err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// pauseAsked pauses a session whose pause was asked, once no job of it runs.
+func (e *Engine) pauseAsked(ctx context.Context, s Session, running int) error {
+	if running > 0 {
+		return nil // no new job; paused once the running ones end
+	}
+	msg := "paused; resume to continue"
+	if s.Reason != "" {
+		msg = "paused: " + s.Reason
+	}
+	s, err := e.setState(ctx, s.ID, StatePaused, msg, func(x *Session) { x.PauseAsked = false })
+	if err != nil {
+		return err
+	}
+	e.audit(ctx, s.ID, "paused", System, nil)
+	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s paused after its current job", short(s.ID))})
+	return nil
+}
+
+// finishUnfinished finishes the trials left unfinished (pause between jobs, crash, cancel)
+// first; a remote job an earlier tunebot started is awaited, not started again. A trial
+// whose rung result stands (only its final re-evaluation was cut short) is marked completed
+// and the step runs again.
+func (e *Engine) finishUnfinished(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) (bool, error) {
+	for _, t := range n.trials {
+		if t.State.Terminal() || n.running[t.Ref()] {
+			continue
+		}
+		remote := t.RemoteJob() != nil
+		if t.Score != nil && !remote {
+			// Only its final re-evaluation was cut short: its rung result stands, and step 5
+			// runs the re-evaluation again.
+			t.State, t.Reason = TrialCompleted, ""
+			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+				return false, fmt.Errorf("saving trial: %w", err)
+			}
+			return true, nil
+		}
+		e.start(ctx, n, j, t, log)
+	}
+	return false, nil
+}
+
+// baselineStep starts the baseline, alone, and reports whether it has ended: every other
+// trial is scored against it, so a failed baseline fails the session.
+func (e *Engine) baselineStep(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) (bool, error) {
+	s := n.s
+	base := n.trial(0, 0)
+	if base == nil {
+		t := Trial{SessionID: s.ID, Number: 0, Rung: 0, Iterations: s.Settings.Rungs[0], Source: SourceBaseline,
+			RewardConfig: s.Base.Clone(), State: TrialQueued}
+		if s.Settings.Preset != "" {
+			t.Source = SourcePreset
+		}
+		_, err := e.startNew(ctx, n, j, t, log)
+		return false, err
+	}
+	if base.State == TrialFailed {
+		return false, fmt.Errorf("the baseline trial failed, so nothing can be scored: %s", base.Reason)
+	}
+	return base.State.Terminal(), nil
+}
+
+// promoteStep runs successive halving: each promoted trial resumes its own parent's
+// checkpoint, all of a rung at once; a rung is ranked only when every trial below it has
+// ended, and its plan is shown first and waits for people as the session's promotion review
+// says (docs/design.md §1). It reports whether every rung's promotions have started.
+func (e *Engine) promoteStep(ctx context.Context, n *snapshot, j *jobs, log *slog.Logger) (bool, error) {
+	s := n.s
 	for rung := 1; rung < len(s.Settings.Rungs); rung++ {
 		if !allTerminal(n.rung(rung - 1)) {
 			return false, nil
 		}
-		// The plan is shown first, and waits for people as the session's promotion review
-		// says (docs/design.md §1).
-		plan, wait, err := e.reviewPlan(ctx, &n, j, rung)
+		plan, wait, err := e.reviewPlan(ctx, n, j, rung)
 		if err != nil || wait {
 			return false, err
 		}
@@ -180,24 +232,25 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 			if n.trial(parent.Number, rung) != nil {
 				continue
 			}
-			t := Trial{SessionID: id, Number: parent.Number, Rung: rung, Iterations: s.Settings.Rungs[rung],
+			t := Trial{SessionID: s.ID, Number: parent.Number, Rung: rung, Iterations: s.Settings.Rungs[rung],
 				StartIter: parent.Iterations, Source: parent.Source, ProposalID: parent.ProposalID,
 				Parent: &TrialRef{parent.Number, parent.Rung}, RewardConfig: parent.RewardConfig.Clone(), State: TrialQueued}
 			if by != nil {
 				t.PromotedBy = by(parent.Number)
 			}
-			started, err := e.startNew(ctx, n, j, t, log)
+			started, err := e.startNew(ctx, *n, j, t, log)
 			if err != nil || !started {
 				return false, err
 			}
 			n.trials = append(n.trials, t)
 		}
 	}
-	if e.busy(n, j) > 0 {
-		return false, nil // the finalists are known once nothing runs
-	}
+	return true, nil
+}
 
-	// 5. Finalists are re-evaluated on the final evaluation seeds, all at once.
+// reevaluateFinalists starts the final re-evaluation of every finalist that has none and
+// reports whether any is still waiting for it.
+func (e *Engine) reevaluateFinalists(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) bool {
 	waiting := false
 	for _, t := range finalists(n) {
 		if t.Final == nil {
@@ -205,12 +258,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 			e.startFinal(ctx, n, j, t, log)
 		}
 	}
-	if waiting {
-		return false, nil
-	}
-
-	// 6. The best eligible trial of the highest rung becomes a preset.
-	return false, e.finish(ctx, n)
+	return waiting
 }
 
 // controlFirst returns plan with the baseline (the control, when carried along) first: it
@@ -796,48 +844,91 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 }
 
 func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, attach *Proc, log *slog.Logger) error {
-	sdir := e.SessionDir(s.ID)
 	job := TrainJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Config: t.RewardConfig, Settings: s.Settings,
 		Iterations: t.Iterations - t.StartIter, Target: t.Iterations, StartIter: t.StartIter, Attach: attach}
-	if t.Rung > 0 {
-		parent := t.Parent
-		if parent == nil {
-			return &JobError{Job: "train", Reason: "a promoted trial has no parent checkpoint"}
-		}
-		trials, err := e.cfg.Store.Trials(ctx, s.ID)
-		if err != nil {
-			return fmt.Errorf("loading trials: %w", err)
-		}
-		for _, p := range trials {
-			if p.Ref() == *parent {
-				job.Checkpoint = filepath.Join(sdir, p.Checkpoint)
-			}
-		}
-		if job.Checkpoint == "" {
-			return &JobError{Job: "train", Reason: fmt.Sprintf("the parent %s has no checkpoint", parent)}
-		}
+	ckpt, err := e.parentCheckpoint(ctx, s.ID, *t)
+	if err != nil {
+		return err
 	}
-	t.State, t.EndedAt = TrialTraining, time.Time{}
-	if attach == nil || t.StartedAt.IsZero() {
-		t.StartedAt = time.Now().UTC()
+	job.Checkpoint = ckpt
+	if err := e.markTraining(ctx, s, t, attach); err != nil {
+		return err
 	}
-	t.Proc = attach // recorded until the job is seen again, so a crash now cannot lose it
-	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
-		return fmt.Errorf("saving trial: %w", err)
-	}
-	started := *t
-	e.notify(Event{Kind: EventTrialStarted, Session: s, Trial: &started, Text: fmt.Sprintf("trial %d @ rung %d started (%d iterations)", t.Number, t.Rung, t.Iterations)})
 	log.Info("training", "iterations", job.Iterations, "target", job.Target, "resume", job.Checkpoint != "", "gpus", s.Settings.GPUs, "attach", attach != nil)
-	lastNote := time.Time{}
 	running := false
 	defer func() {
 		if running {
 			e.jobEnded()
 		}
 	}()
-	hooks := JobHooks{
+	start := time.Now()
+	res, err := e.cfg.Trainer.Train(ctx, job, e.trainHooks(ctx, s, t, &running, log))
+	t.GPUSeconds += time.Since(start).Seconds() * float64(e.jobGPUs(s))
+	t.Proc = nil
+	if err != nil {
+		return err
+	}
+	if err := e.keepTrained(ctx, s.ID, t, res, log); err != nil {
+		return err
+	}
+	t.State = TrialEvaluating
+	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	return nil
+}
+
+// parentCheckpoint is the checkpoint a promoted trial resumes: its own parent's, which must
+// exist ("" at rung 0, which trains from scratch).
+func (e *Engine) parentCheckpoint(ctx context.Context, id string, t Trial) (string, error) {
+	if t.Rung == 0 {
+		return "", nil
+	}
+	parent := t.Parent
+	if parent == nil {
+		return "", &JobError{Job: "train", Reason: "a promoted trial has no parent checkpoint"}
+	}
+	trials, err := e.cfg.Store.Trials(ctx, id)
+	if err != nil {
+		return "", fmt.Errorf("loading trials: %w", err)
+	}
+	ckpt := ""
+	for _, p := range trials {
+		if p.Ref() == *parent {
+			ckpt = filepath.Join(e.SessionDir(id), p.Checkpoint)
+		}
+	}
+	if ckpt == "" {
+		return "", &JobError{Job: "train", Reason: fmt.Sprintf("the parent %s has no checkpoint", parent)}
+	}
+	return ckpt, nil
+}
+
+// markTraining stores the trial as training before its job starts, with the process it
+// attaches to recorded until the job is seen again (so a crash now cannot lose it), and
+// tells the thread.
+func (e *Engine) markTraining(ctx context.Context, s Session, t *Trial, attach *Proc) error {
+	t.State, t.EndedAt = TrialTraining, time.Time{}
+	if attach == nil || t.StartedAt.IsZero() {
+		t.StartedAt = time.Now().UTC()
+	}
+	t.Proc = attach
+	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
+		return fmt.Errorf("saving trial: %w", err)
+	}
+	started := *t
+	e.notify(Event{Kind: EventTrialStarted, Session: s, Trial: &started, Text: fmt.Sprintf("trial %d @ rung %d started (%d iterations)", t.Number, t.Rung, t.Iterations)})
+	return nil
+}
+
+// trainHooks records the trainer's process on the trial as soon as it starts (and counts it
+// as a running job, *running), follows a remote job's status, and tells the thread of the
+// training's progress at most every 2 s (and at its end).
+func (e *Engine) trainHooks(ctx context.Context, s Session, t *Trial, running *bool, log *slog.Logger) JobHooks {
+	lastNote := time.Time{}
+	return JobHooks{
 		Started: func(p Proc) {
-			running = true
+			*running = true
 			e.jobStarted()
 			p.Job = "train"
 			t.Proc = &p
@@ -855,13 +946,12 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 			}
 		},
 	}
-	start := time.Now()
-	res, err := e.cfg.Trainer.Train(ctx, job, hooks)
-	t.GPUSeconds += time.Since(start).Seconds() * float64(e.jobGPUs(s))
-	t.Proc = nil
-	if err != nil {
-		return err
-	}
+}
+
+// keepTrained records what a training job left: its checkpoint and policy, which must lie
+// inside the session directory, and its curves.
+func (e *Engine) keepTrained(ctx context.Context, id string, t *Trial, res TrainResult, log *slog.Logger) error {
+	sdir := e.SessionDir(id)
 	rel, rerr := filepath.Rel(sdir, res.Checkpoint)
 	if rerr != nil {
 		return fmt.Errorf("checkpoint %s is outside the session directory", res.Checkpoint)
@@ -876,13 +966,9 @@ func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, 
 		t.Policy = prel
 	}
 	if len(res.Series) > 0 {
-		if err := e.putSeries(ctx, s.ID, t.Ref(), res.Series); err != nil {
+		if err := e.putSeries(ctx, id, t.Ref(), res.Series); err != nil {
 			log.Error("saving series", "err", err)
 		}
-	}
-	t.State = TrialEvaluating
-	if err := e.cfg.Store.PutTrial(ctx, *t); err != nil {
-		return fmt.Errorf("saving trial: %w", err)
 	}
 	return nil
 }

@@ -147,111 +147,13 @@ const (
 	MaxTrials = 20
 )
 
-// Validate checks every field and names each bad one.
+// Validate checks every field against its rule in settingRules and names each bad one.
 func (s Settings) Validate() error {
 	var probs []string
-	bad := func(field, format string, args ...any) {
-		probs = append(probs, field+": "+fmt.Sprintf(format, args...))
-	}
-	if s.Mode != ModeAutomatic && s.Mode != ModeApproval {
-		bad("mode", "%q is not automatic or approval", s.Mode)
-	}
-	tasks := s.Tasks
-	if len(tasks) == 0 {
-		tasks = []string{TaskGo2Flat}
-	}
-	if !contains(tasks, s.Task) {
-		bad("task", "%q is not supported (supported: %v)", s.Task, tasks)
-	}
-	if !ValidName(s.RunName) {
-		bad("run_name", "%q must match %s (1–64 letters, digits, '_', '.' or '-', starting with a letter or digit)", s.RunName, NamePattern)
-	}
-	if len(s.GPUs) == 0 {
-		bad("gpus", "must list at least one GPU")
-	}
-	seen := map[int]bool{}
-	for _, g := range s.GPUs {
-		if g < 0 || g > 255 {
-			bad("gpus", "%d is outside 0–255", g)
-		} else if seen[g] {
-			bad("gpus", "%d is listed twice", g)
+	for _, r := range settingRules {
+		for _, p := range r.check(s) {
+			probs = append(probs, r.field+": "+p)
 		}
-		seen[g] = true
-	}
-	if s.TrialCount < MinTrials || s.TrialCount > MaxTrials {
-		bad("trial_count", "%d is outside %d–%d", s.TrialCount, MinTrials, MaxTrials)
-	}
-	if len(s.Rungs) != 3 {
-		bad("rungs", "must have 3 entries (got %d)", len(s.Rungs))
-	} else {
-		for i, r := range s.Rungs {
-			switch {
-			case r < 1 || r > 1_000_000:
-				bad("rungs", "rung %d: %d iterations is outside 1–1000000", i, r)
-			case i > 0 && r < s.Rungs[i-1]:
-				bad("rungs", "rung %d: %d is less than rung %d's %d", i, r, i-1, s.Rungs[i-1])
-			}
-		}
-	}
-	if len(s.Promote) != 3 {
-		bad("promote", "must have 3 entries (got %d)", len(s.Promote))
-	} else {
-		for i, p := range s.Promote {
-			if p < 1 || (i > 0 && p > s.Promote[i-1]) || p > s.TrialCount {
-				bad("promote", "entry %d: %d must be ≥ 1, ≤ trial_count and ≤ the entry before", i, p)
-			}
-		}
-	}
-	rangeCheck := func(field string, v, lo, hi int) {
-		if v < lo || v > hi {
-			bad(field, "%d is outside %d–%d", v, lo, hi)
-		}
-	}
-	rangeCheck("num_envs", s.NumEnvs, 1, 16384)
-	rangeCheck("eval_num_envs", s.EvalNumEnvs, 1, 4096)
-	rangeCheck("eval_steps", s.EvalSteps, 10, 100000)
-	rangeCheck("early_stop_patience", s.Patience, 1, 20)
-	rangeCheck("sampler_max_changes", s.SamplerMaxChanges, 0, 64)
-	if s.Seed < 0 || s.Seed > 1<<31-1 {
-		bad("seed", "%d is outside 0–2147483647", s.Seed)
-	}
-	if err := s.Objective.Check(); err != nil {
-		probs = append(probs, prefixed("objective_weights", err)...)
-	}
-	if err := CheckFloors(s.Floors); err != nil {
-		probs = append(probs, prefixed("floors", err)...)
-	}
-	for _, f := range []struct {
-		name  string
-		seeds []int
-	}{{"eval_seeds", s.EvalSeeds}, {"final_eval_seeds", s.FinalEvalSeeds}} {
-		if len(f.seeds) == 0 || len(f.seeds) > 16 {
-			bad(f.name, "must list 1–16 seeds")
-		}
-		for _, v := range f.seeds {
-			if v < 0 || v > 1<<31-1 {
-				bad(f.name, "%d is outside 0–2147483647", v)
-			}
-		}
-	}
-	if !finite(s.BudgetGPUHours) || s.BudgetGPUHours < 0 {
-		bad("budget_gpu_hours", "%g must be 0 (no cap) or a positive number of hours", s.BudgetGPUHours)
-	}
-	if s.BudgetTokens < 0 {
-		bad("budget_tokens", "%d must be 0 (no cap) or a positive number of tokens", s.BudgetTokens)
-	}
-	if p := s.Preferences; p.Ask != AskAuto && p.Ask != AskOff {
-		bad("preferences.ask", "%q is not auto or off", p.Ask)
-	}
-	rangeCheck("preferences.max", s.Preferences.Max, 0, 20)
-	if w := s.Preferences.Weight; !finite(w) || w < 0 || w > 1 {
-		bad("preferences.weight", "%g is outside 0–1 (score per unit of the fitted utility)", w)
-	}
-	if r := s.PromotionReview; r != nil && (*r < 0 || *r > 7*24*time.Hour) {
-		bad("promotion_review", "%s is outside 0–168h", *r)
-	}
-	if s.Preset != "" && !ValidName(s.Preset) {
-		bad("preset", "%q is not a preset name", s.Preset)
 	}
 	if len(probs) > 0 {
 		return &InvalidError{What: "settings invalid", Problems: probs}
@@ -259,13 +161,193 @@ func (s Settings) Validate() error {
 	return nil
 }
 
-func prefixed(field string, err error) []string {
-	if ie, ok := err.(*InvalidError); ok {
-		out := make([]string, len(ie.Problems))
-		for i, p := range ie.Problems {
-			out[i] = field + ": " + p
-		}
-		return out
+// settingRule is one field's rule: check returns its problems, each without the field name.
+type settingRule struct {
+	field string
+	check func(Settings) []string
+}
+
+// settingRules are the rules of every setting, in the order their problems are listed. Adding
+// a setting is one row here and one row in TestSettingRules.
+var settingRules = []settingRule{
+	{"mode", func(s Settings) []string { return oneOf(s.Mode, ModeAutomatic, ModeApproval) }},
+	{"task", func(s Settings) []string { return supportedTask(s.Task, s.Tasks) }},
+	{"run_name", func(s Settings) []string { return validName(s.RunName, "") }},
+	{"gpus", func(s Settings) []string { return gpuList(s.GPUs) }},
+	{"trial_count", func(s Settings) []string { return inRange(s.TrialCount, MinTrials, MaxTrials) }},
+	{"rungs", func(s Settings) []string { return rungList(s.Rungs) }},
+	{"promote", func(s Settings) []string { return promoteList(s.Promote, s.TrialCount) }},
+	{"num_envs", func(s Settings) []string { return inRange(s.NumEnvs, 1, 16384) }},
+	{"eval_num_envs", func(s Settings) []string { return inRange(s.EvalNumEnvs, 1, 4096) }},
+	{"eval_steps", func(s Settings) []string { return inRange(s.EvalSteps, 10, 100000) }},
+	{"early_stop_patience", func(s Settings) []string { return inRange(s.Patience, 1, 20) }},
+	{"sampler_max_changes", func(s Settings) []string { return inRange(s.SamplerMaxChanges, 0, 64) }},
+	{"seed", func(s Settings) []string { return seedRange(s.Seed) }},
+	{"objective_weights", func(s Settings) []string { return problemsOf(s.Objective.Check()) }},
+	{"floors", func(s Settings) []string { return problemsOf(CheckFloors(s.Floors)) }},
+	{"eval_seeds", func(s Settings) []string { return evalSeedList(s.EvalSeeds) }},
+	{"final_eval_seeds", func(s Settings) []string { return evalSeedList(s.FinalEvalSeeds) }},
+	{"budget_gpu_hours", func(s Settings) []string { return gpuHours(s.BudgetGPUHours) }},
+	{"budget_tokens", func(s Settings) []string { return tokenBudget(s.BudgetTokens) }},
+	{"preferences.ask", func(s Settings) []string { return oneOf(s.Preferences.Ask, AskAuto, AskOff) }},
+	{"preferences.max", func(s Settings) []string { return inRange(s.Preferences.Max, 0, 20) }},
+	{"preferences.weight", func(s Settings) []string { return preferenceWeight(s.Preferences.Weight) }},
+	{"promotion_review", func(s Settings) []string { return reviewWait(s.PromotionReview) }},
+	{"preset", func(s Settings) []string { return validName(s.Preset, "a preset name") }},
+}
+
+// oneOf: the value is one of the allowed words.
+func oneOf(v string, allowed ...string) []string {
+	if contains(allowed, v) {
+		return nil
 	}
-	return []string{field + ": " + err.Error()}
+	if len(allowed) == 2 {
+		return []string{fmt.Sprintf("%q is not %s or %s", v, allowed[0], allowed[1])}
+	}
+	return []string{fmt.Sprintf("%q is not one of %v", v, allowed)}
+}
+
+// supportedTask: the task is one this installation accepts (the v1 task when none is listed).
+func supportedTask(task string, tasks []string) []string {
+	if len(tasks) == 0 {
+		tasks = []string{TaskGo2Flat}
+	}
+	if contains(tasks, task) {
+		return nil
+	}
+	return []string{fmt.Sprintf("%q is not supported (supported: %v)", task, tasks)}
+}
+
+// validName: a run name always follows NamePattern; an optional name (what is not "") only
+// when it is given.
+func validName(name, what string) []string {
+	switch {
+	case ValidName(name):
+		return nil
+	case what == "":
+		return []string{fmt.Sprintf("%q must match %s (1–64 letters, digits, '_', '.' or '-', starting with a letter or digit)", name, NamePattern)}
+	case name == "":
+		return nil
+	}
+	return []string{fmt.Sprintf("%q is not %s", name, what)}
+}
+
+// gpuList: at least one GPU, each 0–255 and listed once.
+func gpuList(gpus []int) []string {
+	if len(gpus) == 0 {
+		return []string{"must list at least one GPU"}
+	}
+	var probs []string
+	seen := map[int]bool{}
+	for _, g := range gpus {
+		if g < 0 || g > 255 {
+			probs = append(probs, fmt.Sprintf("%d is outside 0–255", g))
+		} else if seen[g] {
+			probs = append(probs, fmt.Sprintf("%d is listed twice", g))
+		}
+		seen[g] = true
+	}
+	return probs
+}
+
+// inRange: lo ≤ v ≤ hi.
+func inRange(v, lo, hi int) []string {
+	if v < lo || v > hi {
+		return []string{fmt.Sprintf("%d is outside %d–%d", v, lo, hi)}
+	}
+	return nil
+}
+
+// rungList: three rungs of 1–1000000 iterations, none shorter than the one before.
+func rungList(rungs []int) []string {
+	if len(rungs) != 3 {
+		return []string{fmt.Sprintf("must have 3 entries (got %d)", len(rungs))}
+	}
+	var probs []string
+	for i, r := range rungs {
+		switch {
+		case r < 1 || r > 1_000_000:
+			probs = append(probs, fmt.Sprintf("rung %d: %d iterations is outside 1–1000000", i, r))
+		case i > 0 && r < rungs[i-1]:
+			probs = append(probs, fmt.Sprintf("rung %d: %d is less than rung %d's %d", i, r, i-1, rungs[i-1]))
+		}
+	}
+	return probs
+}
+
+// promoteList: three entries, each at least 1, at most the trial count and the entry before.
+func promoteList(promote []int, trials int) []string {
+	if len(promote) != 3 {
+		return []string{fmt.Sprintf("must have 3 entries (got %d)", len(promote))}
+	}
+	var probs []string
+	for i, p := range promote {
+		if p < 1 || (i > 0 && p > promote[i-1]) || p > trials {
+			probs = append(probs, fmt.Sprintf("entry %d: %d must be ≥ 1, ≤ trial_count and ≤ the entry before", i, p))
+		}
+	}
+	return probs
+}
+
+// seedRange: a seed is 0–2147483647 (what every trainer takes).
+func seedRange(seed int64) []string {
+	if seed < 0 || seed > 1<<31-1 {
+		return []string{fmt.Sprintf("%d is outside 0–2147483647", seed)}
+	}
+	return nil
+}
+
+// evalSeedList: 1–16 evaluation seeds, each 0–2147483647.
+func evalSeedList(seeds []int) []string {
+	var probs []string
+	if len(seeds) == 0 || len(seeds) > 16 {
+		probs = append(probs, "must list 1–16 seeds")
+	}
+	for _, v := range seeds {
+		probs = append(probs, seedRange(int64(v))...)
+	}
+	return probs
+}
+
+// gpuHours: 0 (no cap) or a positive number of hours.
+func gpuHours(h float64) []string {
+	if !finite(h) || h < 0 {
+		return []string{fmt.Sprintf("%g must be 0 (no cap) or a positive number of hours", h)}
+	}
+	return nil
+}
+
+// tokenBudget: 0 (no cap) or a positive number of tokens.
+func tokenBudget(n int) []string {
+	if n < 0 {
+		return []string{fmt.Sprintf("%d must be 0 (no cap) or a positive number of tokens", n)}
+	}
+	return nil
+}
+
+// preferenceWeight: 0–1 of the score per unit of the fitted utility.
+func preferenceWeight(w float64) []string {
+	if !finite(w) || w < 0 || w > 1 {
+		return []string{fmt.Sprintf("%g is outside 0–1 (score per unit of the fitted utility)", w)}
+	}
+	return nil
+}
+
+// reviewWait: a promotion review waits 0–168h (nil: the mode's default).
+func reviewWait(r *time.Duration) []string {
+	if r != nil && (*r < 0 || *r > 7*24*time.Hour) {
+		return []string{fmt.Sprintf("%s is outside 0–168h", *r)}
+	}
+	return nil
+}
+
+// problemsOf lists an error's problems (each problem of an InvalidError), nil for nil.
+func problemsOf(err error) []string {
+	if err == nil {
+		return nil
+	}
+	if ie, ok := err.(*InvalidError); ok {
+		return ie.Problems
+	}
+	return []string{err.Error()}
 }

@@ -77,16 +77,8 @@ func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
 			os.Remove(tmpPath)
 		}
 	}()
-	if err := d.copyCompacted(tmpPath); err != nil {
+	if err := d.checkedCopy(tmpPath); err != nil {
 		return 0, 0, err
-	}
-	if afterCompactCopy != nil {
-		if err := afterCompactCopy(tmpPath); err != nil {
-			return 0, 0, err
-		}
-	}
-	if err := Check(tmpPath, Options{}); err != nil {
-		return 0, 0, fmt.Errorf("the compacted copy failed its check, so %s was left as it was: %w", d.path, err)
 	}
 	// Opened before the rename, so the file is locked the moment it has the data file's
 	// name: no other tunebot can take it in between.
@@ -104,14 +96,36 @@ func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
 	}
 	done = true
 	syncDir(dir)
+	d.swapIn(fresh)
+	return before, info.Size(), nil
+}
+
+// checkedCopy writes the compacted copy to tmpPath and checks it whole: a copy that fails
+// its check never replaces the data file.
+func (d *DB) checkedCopy(tmpPath string) error {
+	if err := d.copyCompacted(tmpPath); err != nil {
+		return err
+	}
+	if afterCompactCopy != nil {
+		if err := afterCompactCopy(tmpPath); err != nil {
+			return err
+		}
+	}
+	if err := Check(tmpPath, Options{}); err != nil {
+		return fmt.Errorf("the compacted copy failed its check, so %s was left as it was: %w", d.path, err)
+	}
+	return nil
+}
+
+// swapIn makes fresh the open data file and closes the old one: it is gone from the
+// directory, so closing it releases its pages, and its close cannot fail in a way that
+// matters now that nothing refers to it.
+func (d *DB) swapIn(fresh *bolt.DB) {
 	d.swap.Lock()
 	old := d.bolt
 	d.bolt = fresh
 	d.swap.Unlock()
-	// The old file is gone from the directory; closing it releases its pages. Its close
-	// cannot fail in a way that matters now that nothing refers to it.
 	_ = old.Close()
-	return before, info.Size(), nil
 }
 
 // copyCompacted writes a compacted copy of d's file to path, an empty file, and syncs it.

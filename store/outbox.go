@@ -106,57 +106,77 @@ func (d *DB) Enqueue(ctx context.Context, item bot.OutboxItem) (bot.OutboxItem, 
 	d.outMu.Lock()
 	defer d.outMu.Unlock()
 	err := d.update(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket(bucketOutbox)
-		keys := tx.Bucket(bucketOutboxKeys)
-		if item.Key != "" {
-			if id := keys.Get(outboxKeyIndex(item.Platform, item.Key)); id != nil {
-				_, claimed := d.leased[binary.BigEndian.Uint64(id)]
-				if v := b.Get(id); v != nil && !claimed {
-					old, err := decodeOutbox(id, v, false)
-					if err != nil {
-						return err
-					}
-					item.ID, item.CreatedAt = old.ID, old.CreatedAt
-					item.Attempts, item.LastError = old.Attempts, old.LastError
-					if old.NotBefore.After(item.NotBefore) {
-						item.NotBefore = old.NotBefore
-					}
-					buf, err := encodeOutbox(item)
-					if err != nil {
-						return err
-					}
-					return b.Put(id, buf)
-				}
-			}
-		}
-		if n := outboxCount(tx); n >= d.maxOutbox {
-			return fmt.Errorf("chat outbox is full (%d undelivered items): dropping a %s for %s thread %q: %w",
-				n, item.Kind, item.Platform, item.Thread, session.ErrBusy)
-		}
-		seq, err := b.NextSequence()
-		if err != nil {
-			return fmt.Errorf("numbering outbox item: %w", err)
-		}
-		item.ID = seq
-		buf, err := encodeOutbox(item)
-		if err != nil {
+		if replaced, err := d.replaceQueued(tx, &item); replaced || err != nil {
 			return err
 		}
-		id := u64Key(seq)
-		if err := b.Put(id, buf); err != nil {
-			return fmt.Errorf("storing outbox item: %w", err)
-		}
-		if item.Key != "" {
-			if err := keys.Put(outboxKeyIndex(item.Platform, item.Key), id); err != nil {
-				return fmt.Errorf("indexing outbox item: %w", err)
-			}
-		}
-		return addOutboxCount(tx, 1)
+		return d.appendQueued(tx, &item)
 	})
 	if err != nil {
 		return bot.OutboxItem{}, err
 	}
 	return item, nil
+}
+
+// replaceQueued replaces the undelivered item of the same key in place (a newer version of
+// the same card), keeping its place, its attempts and the later of the two retry times; an
+// item a sender has leased is not replaced, so its delivery cannot be lost mid-flight.
+func (d *DB) replaceQueued(tx *bolt.Tx, item *bot.OutboxItem) (bool, error) {
+	if item.Key == "" {
+		return false, nil
+	}
+	b := tx.Bucket(bucketOutbox)
+	id := tx.Bucket(bucketOutboxKeys).Get(outboxKeyIndex(item.Platform, item.Key))
+	if id == nil {
+		return false, nil
+	}
+	_, claimed := d.leased[binary.BigEndian.Uint64(id)]
+	v := b.Get(id)
+	if v == nil || claimed {
+		return false, nil
+	}
+	old, err := decodeOutbox(id, v, false)
+	if err != nil {
+		return false, err
+	}
+	item.ID, item.CreatedAt = old.ID, old.CreatedAt
+	item.Attempts, item.LastError = old.Attempts, old.LastError
+	if old.NotBefore.After(item.NotBefore) {
+		item.NotBefore = old.NotBefore
+	}
+	buf, err := encodeOutbox(*item)
+	if err != nil {
+		return false, err
+	}
+	return true, b.Put(id, buf)
+}
+
+// appendQueued adds item at the end of the outbox, refused with ErrBusy when the outbox
+// holds maxOutbox undelivered items.
+func (d *DB) appendQueued(tx *bolt.Tx, item *bot.OutboxItem) error {
+	b := tx.Bucket(bucketOutbox)
+	if n := outboxCount(tx); n >= d.maxOutbox {
+		return fmt.Errorf("chat outbox is full (%d undelivered items): dropping a %s for %s thread %q: %w",
+			n, item.Kind, item.Platform, item.Thread, session.ErrBusy)
+	}
+	seq, err := b.NextSequence()
+	if err != nil {
+		return fmt.Errorf("numbering outbox item: %w", err)
+	}
+	item.ID = seq
+	buf, err := encodeOutbox(*item)
+	if err != nil {
+		return err
+	}
+	id := u64Key(seq)
+	if err := b.Put(id, buf); err != nil {
+		return fmt.Errorf("storing outbox item: %w", err)
+	}
+	if item.Key != "" {
+		if err := tx.Bucket(bucketOutboxKeys).Put(outboxKeyIndex(item.Platform, item.Key), id); err != nil {
+			return fmt.Errorf("indexing outbox item: %w", err)
+		}
+	}
+	return addOutboxCount(tx, 1)
 }
 
 // Due returns up to limit (all when limit ≤ 0) items of platform ready to send at now, oldest

@@ -168,51 +168,12 @@ func (d *DB) PruneSeries(ctx context.Context, sessionID string, points int, dryR
 		if s == nil {
 			return nil
 		}
-		type put struct {
-			b        *bolt.Bucket
-			tag, buf []byte
-		}
-		var puts []put
-		err := s.ForEach(func(trial, _ []byte) error {
-			b := s.Bucket(trial)
-			if b == nil {
-				return nil
-			}
-			return b.ForEach(func(tag, v []byte) error {
-				before += int64(len(v))
-				if points == 0 {
-					return nil
-				}
-				pts, err := decodeSeries(v)
-				if err != nil {
-					return fmt.Errorf("reading series %s of session %s: %w", tag, sessionID, err)
-				}
-				if len(pts) <= points {
-					after += int64(len(v))
-					return nil
-				}
-				buf := encodeSeries(session.Downsample(pts, points))
-				after += int64(len(buf))
-				// bbolt forbids writes while a cursor walks the bucket.
-				puts = append(puts, put{b, bytes.Clone(tag), buf})
-				return nil
-			})
-		})
+		puts, b, a, err := thinSeries(s, sessionID, points)
+		before, after = b, a
 		if err != nil || dryRun {
 			return err
 		}
-		if points == 0 {
-			if err := tx.Bucket(bucketSeries).DeleteBucket([]byte(sessionID)); err != nil {
-				return fmt.Errorf("dropping the curves of session %s: %w", sessionID, err)
-			}
-			return nil
-		}
-		for _, p := range puts {
-			if err := p.b.Put(p.tag, p.buf); err != nil {
-				return fmt.Errorf("thinning series %s of session %s: %w", p.tag, sessionID, err)
-			}
-		}
-		return nil
+		return writeThinned(tx, sessionID, points, puts)
 	}
 	if dryRun {
 		err = d.view(ctx, fn)
@@ -223,4 +184,58 @@ func (d *DB) PruneSeries(ctx context.Context, sessionID string, points int, dryR
 		return 0, 0, err
 	}
 	return before, after, nil
+}
+
+// thinnedSeries is one series' thinned points, to be written once the walk has ended
+// (bbolt forbids writes while a cursor walks the bucket).
+type thinnedSeries struct {
+	b        *bolt.Bucket
+	tag, buf []byte
+}
+
+// thinSeries walks every series of a session's curves bucket s and returns those longer
+// than points, thinned to points (none when points is 0: the curves are dropped whole), with
+// the bytes the curves take before and after.
+func thinSeries(s *bolt.Bucket, sessionID string, points int) (puts []thinnedSeries, before, after int64, err error) {
+	err = s.ForEach(func(trial, _ []byte) error {
+		b := s.Bucket(trial)
+		if b == nil {
+			return nil
+		}
+		return b.ForEach(func(tag, v []byte) error {
+			before += int64(len(v))
+			if points == 0 {
+				return nil
+			}
+			pts, err := decodeSeries(v)
+			if err != nil {
+				return fmt.Errorf("reading series %s of session %s: %w", tag, sessionID, err)
+			}
+			if len(pts) <= points {
+				after += int64(len(v))
+				return nil
+			}
+			buf := encodeSeries(session.Downsample(pts, points))
+			after += int64(len(buf))
+			puts = append(puts, thinnedSeries{b, bytes.Clone(tag), buf})
+			return nil
+		})
+	})
+	return puts, before, after, err
+}
+
+// writeThinned drops a session's curves (points 0) or writes their thinned series.
+func writeThinned(tx *bolt.Tx, sessionID string, points int, puts []thinnedSeries) error {
+	if points == 0 {
+		if err := tx.Bucket(bucketSeries).DeleteBucket([]byte(sessionID)); err != nil {
+			return fmt.Errorf("dropping the curves of session %s: %w", sessionID, err)
+		}
+		return nil
+	}
+	for _, p := range puts {
+		if err := p.b.Put(p.tag, p.buf); err != nil {
+			return fmt.Errorf("thinning series %s of session %s: %w", p.tag, sessionID, err)
+		}
+	}
+	return nil
 }

@@ -323,75 +323,108 @@ func checkGIF(data []byte) (session.Clip, error) {
 	if c.Width < 1 || c.Height < 1 || c.Width > MaxClipSide || c.Height > MaxClipSide {
 		return c, refuse("%d×%d pixels; a clip is at most %d on a side", c.Width, c.Height, MaxClipSide)
 	}
-	i := 13
+	w := gifWalk{data: data, i: 13}
 	if data[10]&0x80 != 0 {
-		i += 3 << (data[10]&7 + 1)
+		w.i += 3 << (data[10]&7 + 1) // the global colour table
 	}
-	skipSub := func() bool { // the data sub-blocks up to their terminator
-		for i < len(data) {
-			n := int(data[i])
-			i++
-			if n == 0 {
-				return true
-			}
-			i += n
-		}
-		return false
-	}
-	centis := 0
-	delay := 0
 	for {
-		if i >= len(data) {
-			return c, refuse("truncated GIF: it ends after %d frames without its trailer", c.Frames)
+		if w.i >= len(data) {
+			c.Frames = w.frames
+			return c, refuse("truncated GIF: it ends after %d frames without its trailer", w.frames)
 		}
-		switch data[i] {
+		var err error
+		switch data[w.i] {
 		case 0x3b: // trailer
-			if c.Frames == 0 {
-				return c, refuse("the GIF has no frames")
-			}
-			if c.Frames*c.Width*c.Height > maxGIFPixels {
-				return c, refuse("the GIF's %d frames of %d×%d pixels are too many to check", c.Frames, c.Width, c.Height)
-			}
-			if _, err := gif.DecodeAll(bytes.NewReader(data)); err != nil {
-				return c, refuse("the GIF does not decode")
-			}
-			c.Seconds = float64(centis) / 100
-			return c, nil
-		case 0x21: // extension
-			if i+2 >= len(data) {
-				return c, refuse("truncated GIF extension")
-			}
-			if data[i+1] == 0xf9 && i+6 < len(data) {
-				delay = int(le16(data[i+4:]))
-			}
-			i += 2
-			if !skipSub() {
-				return c, refuse("truncated GIF extension")
-			}
-		case 0x2c: // image
-			if i+10 > len(data) {
-				return c, refuse("truncated GIF: frame %d has no descriptor", c.Frames+1)
-			}
-			packed := data[i+9]
-			i += 10
-			if packed&0x80 != 0 {
-				i += 3 << (packed&7 + 1)
-			}
-			i++ // LZW minimum code size
-			if !skipSub() {
-				return c, refuse("truncated GIF: frame %d is cut off", c.Frames+1)
-			}
-			c.Frames++
-			// Browsers show a delay under 2 hundredths as 10: so is the clip's length.
-			if delay < 2 {
-				delay = 10
-			}
-			centis += delay
-			delay = 0
+			return w.trailer(c)
+		case 0x21:
+			err = w.extension()
+		case 0x2c:
+			err = w.image()
 		default:
-			return c, refuse("the GIF is corrupt: a block of an unknown type after frame %d", c.Frames)
+			err = refuse("the GIF is corrupt: a block of an unknown type after frame %d", w.frames)
+		}
+		if err != nil {
+			c.Frames = w.frames
+			return c, err
 		}
 	}
+}
+
+// gifWalk walks a GIF's blocks from i, counting its frames and their length.
+type gifWalk struct {
+	data          []byte
+	i             int
+	frames        int
+	centis, delay int // the frames' length so far; the next frame's delay (hundredths)
+}
+
+// skipSub skips the data sub-blocks up to their terminator; false when the data ends first.
+func (w *gifWalk) skipSub() bool {
+	for w.i < len(w.data) {
+		n := int(w.data[w.i])
+		w.i++
+		if n == 0 {
+			return true
+		}
+		w.i += n
+	}
+	return false
+}
+
+// extension skips an extension block, keeping a graphic control extension's delay.
+func (w *gifWalk) extension() error {
+	if w.i+2 >= len(w.data) {
+		return refuse("truncated GIF extension")
+	}
+	if w.data[w.i+1] == 0xf9 && w.i+6 < len(w.data) {
+		w.delay = int(le16(w.data[w.i+4:]))
+	}
+	w.i += 2
+	if !w.skipSub() {
+		return refuse("truncated GIF extension")
+	}
+	return nil
+}
+
+// image skips a frame and adds its delay: browsers show a delay under 2 hundredths as 10,
+// so that is what it adds to the clip's length.
+func (w *gifWalk) image() error {
+	if w.i+10 > len(w.data) {
+		return refuse("truncated GIF: frame %d has no descriptor", w.frames+1)
+	}
+	packed := w.data[w.i+9]
+	w.i += 10
+	if packed&0x80 != 0 {
+		w.i += 3 << (packed&7 + 1) // a local colour table
+	}
+	w.i++ // LZW minimum code size
+	if !w.skipSub() {
+		return refuse("truncated GIF: frame %d is cut off", w.frames+1)
+	}
+	w.frames++
+	if w.delay < 2 {
+		w.delay = 10
+	}
+	w.centis += w.delay
+	w.delay = 0
+	return nil
+}
+
+// trailer ends the walk: a GIF with frames, not too many pixels to decode whole, that
+// decodes.
+func (w *gifWalk) trailer(c session.Clip) (session.Clip, error) {
+	c.Frames = w.frames
+	if c.Frames == 0 {
+		return c, refuse("the GIF has no frames")
+	}
+	if c.Frames*c.Width*c.Height > maxGIFPixels {
+		return c, refuse("the GIF's %d frames of %d×%d pixels are too many to check", c.Frames, c.Width, c.Height)
+	}
+	if _, err := gif.DecodeAll(bytes.NewReader(w.data)); err != nil {
+		return c, refuse("the GIF does not decode")
+	}
+	c.Seconds = float64(w.centis) / 100
+	return c, nil
 }
 
 func le16(b []byte) uint16 { return uint16(b[0]) | uint16(b[1])<<8 }

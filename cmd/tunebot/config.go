@@ -360,15 +360,9 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if path == "" {
 		return cfg, cfg.validate()
 	}
-	raw, err := os.ReadFile(path)
+	raw, err := readConfigFile(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return cfg, fmt.Errorf("config file %s does not exist", path)
-		}
-		return cfg, fmt.Errorf("reading config %s: %w", path, err)
-	}
-	if bytes.IndexByte(raw, 0) >= 0 || !utf8.Valid(raw) {
-		return cfg, fmt.Errorf("config %s is not a YAML file: it holds binary data", path)
+		return cfg, err
 	}
 	// Unknown keys are looked for in the file as written, so their line numbers are right;
 	// the values are then decoded from the parsed tree after ${NAME} expansion, which keeps
@@ -384,21 +378,55 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	}
 	// Every problem is named at once, in the order of the file: tabs, unknown keys, unset
 	// variables, values of the wrong type and values out of range.
-	probs = append(probs, unknownKeys(root)...)
 	exp := newExpansion()
-	invalid := func(err error) error {
-		var ie *session.InvalidError
-		switch {
-		case errors.As(err, &ie):
-			probs = append(probs, ie.Problems...)
-		case err != nil:
-			probs = append(probs, err.Error())
-		}
+	invalid := func(more []string) error {
+		probs = append(probs, more...)
 		if len(probs) == 0 {
 			return nil
 		}
 		return &session.InvalidError{What: "config " + path, Problems: hideExpanded(inFileOrder(root, probs), root, exp)}
 	}
+	tree := checkTree(root, getenv, exp)
+	probs = append(probs, tree.probs...)
+	decoded, fatal := decodeConfig(root, &cfg, tree.badLines)
+	probs = append(probs, decoded...)
+	if fatal {
+		return cfg, invalid(nil)
+	}
+	cfg.warnings = configWarnings(root, cfg)
+	probs = append(probs, webhookInClear(cfg, getenv)...)
+	cfg.resolvePaths(filepath.Dir(path))
+	return cfg, invalid(cfg.problemsBesides(tree.badPaths))
+}
+
+// readConfigFile reads the config file, refusing one that is missing or holds binary data.
+func readConfigFile(path string) ([]byte, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("config file %s does not exist", path)
+		}
+		return nil, fmt.Errorf("reading config %s: %w", path, err)
+	}
+	if bytes.IndexByte(raw, 0) >= 0 || !utf8.Valid(raw) {
+		return nil, fmt.Errorf("config %s is not a YAML file: it holds binary data", path)
+	}
+	return raw, nil
+}
+
+// treeCheck is what checkTree found: its problems, and the keys and lines whose values had
+// the wrong type.
+type treeCheck struct {
+	probs    []string
+	badPaths []string
+	badLines map[int]bool
+}
+
+// checkTree names the tree's problems before it is decoded: unknown keys, unset variables
+// (root is expanded here), secrets reaching a value that leaves tunebot, values of the wrong
+// type and keys set twice.
+func checkTree(root *yaml.Node, getenv func(string) string, exp expansion) treeCheck {
+	probs := unknownKeys(root)
 	expandNode(root, getenv, exp)
 	probs = append(probs, unsetProblems(root, exp)...)
 	// After expansion and through aliases, as the decoder reads the file (issue 27).
@@ -410,47 +438,81 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	// The decoder reads no mapping that sets a key twice, which would hide every problem
 	// below it: each is named, and the last setting read.
 	probs = append(probs, duplicateKeys(root, "")...)
+	return treeCheck{probs: probs, badPaths: badPaths, badLines: badLines}
+}
+
+// decodeConfig decodes the tree into cfg and returns what the decoder found that checkTree
+// did not (a value of the wrong type on a line it named is not named again); fatal is an
+// error the decoder could not go on past.
+func decodeConfig(root *yaml.Node, cfg *Config, badLines map[int]bool) (probs []string, fatal bool) {
 	// Promote derives from trial_count unless given, so clear the default before decoding.
 	cfg.Session.Promote = nil
-	if len(root.Content) > 0 {
-		// The decoder goes on past a value of the wrong type; checkTypes named those with
-		// their keys, so only what checkTypes did not see is added here.
-		if err := root.Decode(&cfg); err != nil {
-			var te *yaml.TypeError
-			if !errors.As(err, &te) {
-				return cfg, invalid(err)
-			}
-			for _, m := range te.Errors {
-				var line int
-				if _, err := fmt.Sscanf(m, "line %d:", &line); err != nil || !badLines[line] {
-					probs = append(probs, m)
-				}
-			}
+	if len(root.Content) == 0 {
+		return nil, false
+	}
+	err := root.Decode(cfg)
+	if err == nil {
+		return nil, false
+	}
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return problemsOf(err), true
+	}
+	for _, m := range te.Errors {
+		var line int
+		if _, err := fmt.Sscanf(m, "line %d:", &line); err != nil || !badLines[line] {
+			probs = append(probs, m)
 		}
 	}
-	cfg.warnings = unenabledChats(root, cfg.Chat)
-	if sec := mappingAt(root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
-		cfg.warnings = append(cfg.warnings, fmt.Sprintf("executor.slurm is configured (line %d) but executor.backend is %s: set executor.backend: slurm to use it, or remove the section", sec.Line, cfg.Executor.Backend))
-	}
-	if c := cfg.Chat.Webhook; c.Enabled && !c.AllowInsecureHTTP {
-		// The URL carries its secret in the path, so only its host is named.
-		if host, bad := clearHost(getenv("TUNEBOT_WEBHOOK_URL")); bad {
-			probs = append(probs, fmt.Sprintf("chat.webhook: TUNEBOT_WEBHOOK_URL is plain http to %s, which is not this machine: the secret in its path would cross the network in clear; use https, or set chat.webhook.allow_insecure_http: true if that network is trusted", host))
-		}
-	}
-	if cfg.Trainer.Workdir != "" && !filepath.IsAbs(cfg.Trainer.Workdir) {
-		cfg.Trainer.Workdir = filepath.Join(filepath.Dir(path), cfg.Trainer.Workdir)
-	}
-	if cfg.Apply.Repo != "" && !filepath.IsAbs(cfg.Apply.Repo) {
-		cfg.Apply.Repo = filepath.Join(filepath.Dir(path), cfg.Apply.Repo)
-	}
-	if cfg.DataDir != "" && !filepath.IsAbs(cfg.DataDir) {
-		cfg.DataDir = filepath.Join(filepath.Dir(path), cfg.DataDir)
-	}
-	// A value the decoder could not take kept its default, so what validate says of that
-	// key would only repeat the type error in other words.
+	return probs, false
+}
+
+// problemsOf lists an error's problems (each of an InvalidError's).
+func problemsOf(err error) []string {
 	var ie *session.InvalidError
-	if err := cfg.validate(); errors.As(err, &ie) {
+	if errors.As(err, &ie) {
+		return ie.Problems
+	}
+	return []string{err.Error()}
+}
+
+// configWarnings are what the config sets that has no effect: a chat section that is not
+// enabled, a Slurm section under the local backend.
+func configWarnings(root *yaml.Node, cfg Config) []string {
+	warnings := unenabledChats(root, cfg.Chat)
+	if sec := mappingAt(root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
+		warnings = append(warnings, fmt.Sprintf("executor.slurm is configured (line %d) but executor.backend is %s: set executor.backend: slurm to use it, or remove the section", sec.Line, cfg.Executor.Backend))
+	}
+	return warnings
+}
+
+// webhookInClear refuses a webhook URL in plain http to another machine unless the config
+// allows it: the URL carries its secret in the path, so only its host is named.
+func webhookInClear(cfg Config, getenv func(string) string) []string {
+	if c := cfg.Chat.Webhook; c.Enabled && !c.AllowInsecureHTTP {
+		if host, bad := clearHost(getenv("TUNEBOT_WEBHOOK_URL")); bad {
+			return []string{fmt.Sprintf("chat.webhook: TUNEBOT_WEBHOOK_URL is plain http to %s, which is not this machine: the secret in its path would cross the network in clear; use https, or set chat.webhook.allow_insecure_http: true if that network is trusted", host)}
+		}
+	}
+	return nil
+}
+
+// resolvePaths makes the relative paths of the config relative to its own directory.
+func (c *Config) resolvePaths(dir string) {
+	for _, p := range []*string{&c.Trainer.Workdir, &c.Apply.Repo, &c.DataDir} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+}
+
+// problemsBesides is what validate finds, less what is about a key whose value had the
+// wrong type: that value kept its default, so what validate says of it would only repeat
+// the type error in other words.
+func (c *Config) problemsBesides(badPaths []string) []string {
+	var probs []string
+	var ie *session.InvalidError
+	if err := c.validate(); errors.As(err, &ie) {
 		for _, p := range ie.Problems {
 			if !aboutBadValue(p, badPaths) {
 				probs = append(probs, p)
@@ -459,7 +521,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	} else if err != nil {
 		probs = append(probs, err.Error())
 	}
-	return cfg, invalid(nil)
+	return probs
 }
 
 // aboutBadValue reports whether problem p is about one of the keys whose value had the
@@ -921,107 +983,207 @@ func (c Config) space() *session.Space {
 
 // validate names every bad field at once.
 func (c *Config) validate() error {
-	var probs []string
 	c.Session.Normalize()
-	if c.DataDir == "" {
-		probs = append(probs, "data_dir: must be set")
-	}
-	switch c.Log.Level {
-	case "debug", "info", "warn", "error":
-	default:
-		probs = append(probs, fmt.Sprintf("log.level: %q is not debug, info, warn or error", c.Log.Level))
-	}
-	if c.Log.Format != "text" && c.Log.Format != "json" {
-		probs = append(probs, fmt.Sprintf("log.format: %q is not text or json", c.Log.Format))
-	}
-	if len(c.Trainer.Train) == 0 {
-		probs = append(probs, "trainer.train: must be a non-empty argv list")
-	}
-	if len(c.Trainer.Evaluate) == 0 {
-		probs = append(probs, "trainer.evaluate: must be a non-empty argv list")
-	}
-	probs = append(probs, c.Trainer.problems()...)
-	if c.Trainer.SimSurfaceSeed < 0 {
-		probs = append(probs, fmt.Sprintf("trainer.sim_surface_seed: %d must not be negative", c.Trainer.SimSurfaceSeed))
-	} else if c.Trainer.SimSurfaceSeed != 0 && !isSimTrainer(c.Trainer) {
-		probs = append(probs, "trainer.sim_surface_seed: only the built-in sim trainer (sim-train) has response surfaces")
-	}
-	if _, err := sim.ParseFamily(c.Trainer.SimSurfaceFamily); err != nil {
-		probs = append(probs, "trainer.sim_surface_family: "+err.Error())
-	} else if c.Trainer.SimSurfaceFamily != "" && c.Trainer.SimSurfaceSeed == 0 {
-		probs = append(probs, "trainer.sim_surface_family: needs trainer.sim_surface_seed (seed 0 is the demo's surface, in no family)")
-	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{{"trainer.job_timeout", c.Trainer.JobTimeout}, {"trainer.eval_timeout", c.Trainer.EvalTimeout}, {"trainer.grace", c.Trainer.Grace}, {"advisor.timeout", c.Advisor.Timeout}} {
-		if d.v < 0 {
-			probs = append(probs, d.name+": must not be negative")
-		}
-	}
-	if err := c.Session.Validate(); err != nil {
-		probs = append(probs, problems("session", err)...)
-	}
-	probs = append(probs, c.Executor.problems(c.Session.GPUs)...)
-	if c.Space != nil {
-		if err := c.Space.Check(); err != nil {
-			probs = append(probs, problems("reward_space", err)...)
-		}
-	}
-	if c.Advisor.BaseURL == "" || !(strings.HasPrefix(c.Advisor.BaseURL, "https://") || strings.HasPrefix(c.Advisor.BaseURL, "http://")) {
-		probs = append(probs, fmt.Sprintf("advisor.base_url: %q must be an http(s) URL", c.Advisor.BaseURL))
-	} else if p := cleartext("advisor", "base_url", c.Advisor.BaseURL, c.Advisor.AllowInsecureHTTP); p != "" {
-		probs = append(probs, p)
-	}
-	if c.Advisor.Model == "" {
-		probs = append(probs, "advisor.model: must be set")
-	}
-	if !(c.Advisor.Temperature > 0 && c.Advisor.Temperature <= 2) {
-		probs = append(probs, fmt.Sprintf("advisor.temperature: %g must be in (0, 2] (DeepSeek treats 0 as unset)", c.Advisor.Temperature))
-	}
-	switch c.Advisor.Hybrid {
-	case "off", "alternate", "stall":
-	default:
-		probs = append(probs, fmt.Sprintf("advisor.hybrid: %q is not off, alternate or stall", c.Advisor.Hybrid))
-	}
-	probs = append(probs, c.Chat.Slack.problems()...)
-	probs = append(probs, c.Chat.Discord.problems()...)
-	if (c.Chat.Ntfy.Server == "") != (c.Chat.Ntfy.Topic == "") {
-		probs = append(probs, "chat.ntfy: server and topic go together")
-	}
-	if p := cleartext("chat.ntfy", "server", c.Chat.Ntfy.Server, c.Chat.Ntfy.AllowInsecureHTTP); p != "" {
-		probs = append(probs, p)
-	}
-	if c.Chat.Expire < 0 {
-		probs = append(probs, "chat.expire: must not be negative")
-	}
-	// An apply section that sets anything is checked whole, so one that forgot repo is
-	// named here and not taken for "apply is not configured".
-	if !reflect.ValueOf(c.Apply).IsZero() {
-		if err := c.Apply.Check(c.space()); err != nil {
-			probs = append(probs, problems("apply", err)...)
-		}
-	}
-	if err := c.Schedule.Check(); err != nil {
-		probs = append(probs, problems("schedule", err)...)
-	}
-	if err := c.Service.Check(); err != nil {
-		probs = append(probs, err.Error()) // it names its key: service.addr, service.public_url
-	}
-	probs = append(probs, c.Retention.Problems()...)
-	if c.Retention.Enabled && strings.TrimSpace(c.Retention.At) != "" {
-		if _, err := schedule.Parse(c.Retention.At); err != nil {
-			probs = append(probs, "retention.at: "+err.Error())
-		}
-	}
-	if c.Advisor.StallAfter < 1 {
-		probs = append(probs, "advisor.stall_after: must be at least 1")
-	}
-	if err := c.Chat.ReadLimit.Check(); err != nil {
-		probs = append(probs, "chat.read_limit: "+err.Error())
+	var probs []string
+	for _, r := range configRules {
+		probs = append(probs, r.check(c)...)
 	}
 	if len(probs) > 0 {
 		return &session.InvalidError{What: "config invalid", Problems: probs}
+	}
+	return nil
+}
+
+// configRule is the rule of one key (or section) of the config: check returns its problems,
+// each naming its key.
+type configRule struct {
+	key   string
+	check func(c *Config) []string
+}
+
+// configRules are the rules of every key, in the order their problems are listed. Adding a
+// key is one row here and one row in TestConfigRules.
+var configRules = []configRule{
+	{"data_dir", func(c *Config) []string { return nonEmpty("data_dir", c.DataDir, "must be set") }},
+	{"log.level", func(c *Config) []string { return oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error") }},
+	{"log.format", func(c *Config) []string { return oneOf("log.format", c.Log.Format, "text", "json") }},
+	{"trainer.train", func(c *Config) []string { return argvSet("trainer.train", c.Trainer.Train) }},
+	{"trainer.evaluate", func(c *Config) []string { return argvSet("trainer.evaluate", c.Trainer.Evaluate) }},
+	{"trainer", func(c *Config) []string { return c.Trainer.problems() }},
+	{"trainer.sim_surface_seed", func(c *Config) []string { return c.Trainer.surfaceSeedProblems() }},
+	{"trainer.sim_surface_family", func(c *Config) []string { return c.Trainer.surfaceFamilyProblems() }},
+	{"trainer.job_timeout", func(c *Config) []string { return notNegative("trainer.job_timeout", c.Trainer.JobTimeout) }},
+	{"trainer.eval_timeout", func(c *Config) []string { return notNegative("trainer.eval_timeout", c.Trainer.EvalTimeout) }},
+	{"trainer.grace", func(c *Config) []string { return notNegative("trainer.grace", c.Trainer.Grace) }},
+	{"advisor.timeout", func(c *Config) []string { return notNegative("advisor.timeout", c.Advisor.Timeout) }},
+	{"session", func(c *Config) []string { return errProblems("session", c.Session.Validate()) }},
+	{"executor", func(c *Config) []string { return c.Executor.problems(c.Session.GPUs) }},
+	{"reward_space", func(c *Config) []string { return c.spaceProblems() }},
+	{"advisor.base_url", func(c *Config) []string { return c.Advisor.baseURLProblems() }},
+	{"advisor.model", func(c *Config) []string { return nonEmpty("advisor.model", c.Advisor.Model, "must be set") }},
+	{"advisor.temperature", func(c *Config) []string { return c.Advisor.temperatureProblems() }},
+	{"advisor.hybrid", func(c *Config) []string { return oneOf("advisor.hybrid", c.Advisor.Hybrid, hybridModes...) }},
+	{"chat.slack", func(c *Config) []string { return c.Chat.Slack.problems() }},
+	{"chat.discord", func(c *Config) []string { return c.Chat.Discord.problems() }},
+	{"chat.ntfy", func(c *Config) []string { return c.Chat.Ntfy.problems() }},
+	{"chat.expire", func(c *Config) []string { return notNegative("chat.expire", c.Chat.Expire) }},
+	{"apply", func(c *Config) []string { return c.applyProblems() }},
+	{"schedule", func(c *Config) []string { return errProblems("schedule", c.Schedule.Check()) }},
+	{"service", func(c *Config) []string { return errText(c.Service.Check()) }}, // it names its key
+	{"retention", func(c *Config) []string { return c.Retention.Problems() }},
+	{"retention.at", func(c *Config) []string { return c.retentionAtProblems() }},
+	{"advisor.stall_after", func(c *Config) []string { return c.Advisor.stallProblems() }},
+	{"chat.read_limit", func(c *Config) []string { return prefixedErr("chat.read_limit", c.Chat.ReadLimit.Check()) }},
+}
+
+// hybridModes are the ways the advisor and the sampler share proposals.
+var hybridModes = []string{"off", "alternate", "stall"}
+
+// nonEmpty: a key that must be set.
+func nonEmpty(key, v, msg string) []string {
+	if v == "" {
+		return []string{key + ": " + msg}
+	}
+	return nil
+}
+
+// oneOf: the value is one of the allowed words.
+func oneOf(key, v string, allowed ...string) []string {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	words := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
+	return []string{fmt.Sprintf("%s: %q is not %s", key, v, words)}
+}
+
+// argvSet: an argv template that must not be empty.
+func argvSet(key string, argv []string) []string {
+	if len(argv) == 0 {
+		return []string{key + ": must be a non-empty argv list"}
+	}
+	return nil
+}
+
+// notNegative: a duration that may be 0 but not below.
+func notNegative(key string, d time.Duration) []string {
+	if d < 0 {
+		return []string{key + ": must not be negative"}
+	}
+	return nil
+}
+
+// errProblems lists an error's problems under key (nil for nil).
+func errProblems(key string, err error) []string {
+	if err == nil {
+		return nil
+	}
+	return problems(key, err)
+}
+
+// errText is an error that names its own key, as it is (nil for nil).
+func errText(err error) []string {
+	if err == nil {
+		return nil
+	}
+	return []string{err.Error()}
+}
+
+// prefixedErr is an error under key, as one problem (nil for nil).
+func prefixedErr(key string, err error) []string {
+	if err == nil {
+		return nil
+	}
+	return []string{key + ": " + err.Error()}
+}
+
+// surfaceSeedProblems: a surface seed is not negative, and only the sim trainer has surfaces.
+func (t TrainerConfig) surfaceSeedProblems() []string {
+	switch {
+	case t.SimSurfaceSeed < 0:
+		return []string{fmt.Sprintf("trainer.sim_surface_seed: %d must not be negative", t.SimSurfaceSeed)}
+	case t.SimSurfaceSeed != 0 && !isSimTrainer(t):
+		return []string{"trainer.sim_surface_seed: only the built-in sim trainer (sim-train) has response surfaces"}
+	}
+	return nil
+}
+
+// surfaceFamilyProblems: a family is one the sim knows, and needs a seed (seed 0 is the
+// demo's surface, in no family).
+func (t TrainerConfig) surfaceFamilyProblems() []string {
+	if _, err := sim.ParseFamily(t.SimSurfaceFamily); err != nil {
+		return []string{"trainer.sim_surface_family: " + err.Error()}
+	}
+	if t.SimSurfaceFamily != "" && t.SimSurfaceSeed == 0 {
+		return []string{"trainer.sim_surface_family: needs trainer.sim_surface_seed (seed 0 is the demo's surface, in no family)"}
+	}
+	return nil
+}
+
+// spaceProblems checks the configured reward space, if any (the built-in one is checked by
+// its tests).
+func (c *Config) spaceProblems() []string {
+	if c.Space == nil {
+		return nil
+	}
+	return errProblems("reward_space", c.Space.Check())
+}
+
+// baseURLProblems: the advisor's URL is http(s), and https unless the config allows clear
+// text to another machine.
+func (a AdvisorConfig) baseURLProblems() []string {
+	if a.BaseURL == "" || !(strings.HasPrefix(a.BaseURL, "https://") || strings.HasPrefix(a.BaseURL, "http://")) {
+		return []string{fmt.Sprintf("advisor.base_url: %q must be an http(s) URL", a.BaseURL)}
+	}
+	if p := cleartext("advisor", "base_url", a.BaseURL, a.AllowInsecureHTTP); p != "" {
+		return []string{p}
+	}
+	return nil
+}
+
+// temperatureProblems: the temperature is in (0, 2] (DeepSeek treats 0 as unset).
+func (a AdvisorConfig) temperatureProblems() []string {
+	if !(a.Temperature > 0 && a.Temperature <= 2) {
+		return []string{fmt.Sprintf("advisor.temperature: %g must be in (0, 2] (DeepSeek treats 0 as unset)", a.Temperature)}
+	}
+	return nil
+}
+
+// stallProblems: the hybrid advisor's stall count is at least 1.
+func (a AdvisorConfig) stallProblems() []string {
+	if a.StallAfter < 1 {
+		return []string{"advisor.stall_after: must be at least 1"}
+	}
+	return nil
+}
+
+// problems: ntfy's server and topic go together, and the server is https unless allowed.
+func (n NtfyConfig) problems() []string {
+	var probs []string
+	if (n.Server == "") != (n.Topic == "") {
+		probs = append(probs, "chat.ntfy: server and topic go together")
+	}
+	if p := cleartext("chat.ntfy", "server", n.Server, n.AllowInsecureHTTP); p != "" {
+		probs = append(probs, p)
+	}
+	return probs
+}
+
+// applyProblems checks an apply section that sets anything whole, so one that forgot repo
+// is named here and not taken for "apply is not configured".
+func (c *Config) applyProblems() []string {
+	if reflect.ValueOf(c.Apply).IsZero() {
+		return nil
+	}
+	return errProblems("apply", c.Apply.Check(c.space()))
+}
+
+// retentionAtProblems: an enabled retention's time of day parses as a schedule.
+func (c *Config) retentionAtProblems() []string {
+	if !c.Retention.Enabled || strings.TrimSpace(c.Retention.At) == "" {
+		return nil
+	}
+	if _, err := schedule.Parse(c.Retention.At); err != nil {
+		return []string{"retention.at: " + err.Error()}
 	}
 	return nil
 }

@@ -57,9 +57,33 @@ const callTimeout = 60 * time.Second
 // Close ends every process of the browser (Chromium forks helpers that outlive its main
 // process when only that one is killed) and then removes the profile.
 func Start(bin string, width, height int) (*Browser, error) {
-	dataDir, err := os.MkdirTemp("", "tunebot-chromium-")
+	b, stderr, err := launch(bin, width, height)
 	if err != nil {
 		return nil, err
+	}
+	u, err := devToolsURL(stderr)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	if b.ws, _, err = websocket.DefaultDialer.Dial(u, nil); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("connecting to chromium: %w", err)
+	}
+	go b.read()
+	if err := b.openPage(width, height); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// launch starts headless Chromium in its own process group (killed whole on Close) with a
+// fresh profile directory, its DevTools endpoint on a free local port.
+func launch(bin string, width, height int) (*Browser, io.Reader, error) {
+	dataDir, err := os.MkdirTemp("", "tunebot-chromium-")
+	if err != nil {
+		return nil, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -71,14 +95,19 @@ func Start(bin string, width, height int) (*Browser, error) {
 	if err != nil {
 		cancel()
 		os.RemoveAll(dataDir)
-		return nil, err
+		return nil, nil, err
 	}
 	if err := cmd.Start(); err != nil {
 		cancel()
 		os.RemoveAll(dataDir)
-		return nil, fmt.Errorf("starting chromium: %w", err)
+		return nil, nil, fmt.Errorf("starting chromium: %w", err)
 	}
-	b := &Browser{cmd: cmd, cancel: cancel, dataDir: dataDir, waiting: map[int]chan reply{}}
+	return &Browser{cmd: cmd, cancel: cancel, dataDir: dataDir, waiting: map[int]chan reply{}}, stderr, nil
+}
+
+// devToolsURL reads Chromium's stderr for its DevTools endpoint, waiting callTimeout at
+// most; the rest of stderr is read and dropped so Chromium never blocks on it.
+func devToolsURL(stderr io.Reader) (string, error) {
 	wsURL := make(chan string, 1)
 	go func() {
 		re := regexp.MustCompile(`DevTools listening on (ws://\S+)`)
@@ -90,18 +119,16 @@ func Start(bin string, width, height int) (*Browser, error) {
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
-	var u string
 	select {
-	case u = <-wsURL:
+	case u := <-wsURL:
+		return u, nil
 	case <-time.After(callTimeout):
-		b.Close()
-		return nil, fmt.Errorf("chromium did not open its DevTools endpoint")
+		return "", fmt.Errorf("chromium did not open its DevTools endpoint")
 	}
-	if b.ws, _, err = websocket.DefaultDialer.Dial(u, nil); err != nil {
-		b.Close()
-		return nil, fmt.Errorf("connecting to chromium: %w", err)
-	}
-	go b.read()
+}
+
+// openPage creates the page the browser drives, attaches to it, and sets its size.
+func (b *Browser) openPage(width, height int) error {
 	var target struct {
 		TargetID string `json:"targetId"`
 	}
@@ -109,22 +136,19 @@ func Start(bin string, width, height int) (*Browser, error) {
 		SessionID string `json:"sessionId"`
 	}
 	if err := b.call("", "Target.createTarget", map[string]any{"url": "about:blank"}, &target); err != nil {
-		b.Close()
-		return nil, err
+		return err
 	}
 	if err := b.call("", "Target.attachToTarget", map[string]any{"targetId": target.TargetID, "flatten": true}, &att); err != nil {
-		b.Close()
-		return nil, err
+		return err
 	}
 	b.session = att.SessionID
 	for method, params := range map[string]any{"Page.enable": nil,
 		"Emulation.setDeviceMetricsOverride": map[string]any{"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}} {
 		if err := b.call(b.session, method, params, nil); err != nil {
-			b.Close()
-			return nil, err
+			return err
 		}
 	}
-	return b, nil
+	return nil
 }
 
 // Close asks the browser to quit, gives it a few seconds, then kills its whole process

@@ -431,19 +431,8 @@ func produceChunks(f *os.File, path string, pos, limit int64, free <-chan []byte
 			return
 		}
 		if need > headerSize+MaxRecord+footerSize {
-			// An over-long record starts at used: skip it once the file holds all of it
-			// (until then it may still be being written, like any torn tail).
-			end := pos + int64(used) + int64(need)
-			st, serr := f.Stat()
-			if serr != nil {
-				send(chunk{buf: buf, used: used, checked: checked, err: fmt.Errorf("reading events: %w", serr)})
-				return
-			}
-			if st.Size() < end || end > limit {
-				send(chunk{buf: buf, used: used, checked: checked})
-				return
-			}
-			if !send(chunk{buf: buf, used: used, checked: checked, skip: int64(need)}) {
+			end, ok := skipOverlong(f, chunk{buf: buf, used: used, checked: checked}, pos, need, limit, send)
+			if !ok {
 				return
 			}
 			pos, n = end, 0
@@ -458,17 +447,9 @@ func produceChunks(f *os.File, path string, pos, limit int64, free <-chan []byte
 			send(chunk{buf: buf, used: used, checked: checked})
 			return
 		}
-		var next []byte
-		select {
-		case next = <-free:
-			share = max(share-shareStep, 0)
-		default:
-			share = min(share+shareStep, 1)
-			select {
-			case next = <-free:
-			case <-stop:
-				return
-			}
+		next, ok := nextBuffer(free, stop, &share)
+		if !ok {
+			return
 		}
 		if need > len(next) {
 			// One record larger than a buffer: this buffer grows to hold it whole.
@@ -481,6 +462,45 @@ func produceChunks(f *os.File, path string, pos, limit int64, free <-chan []byte
 		n -= used
 		pos += int64(used)
 		buf = next
+	}
+}
+
+// skipOverlong sends the chunk c whose record at c.used is over-long (need bytes) and skips
+// that record once the file holds all of it (until then it may still be being written, like
+// any torn tail, and the chunk ends the read). It returns where reading goes on, and false
+// when the read ends here.
+func skipOverlong(f *os.File, c chunk, pos int64, need int, limit int64, send func(chunk) bool) (int64, bool) {
+	end := pos + int64(c.used) + int64(need)
+	st, err := f.Stat()
+	if err != nil {
+		c.err = fmt.Errorf("reading events: %w", err)
+		send(c)
+		return 0, false
+	}
+	if st.Size() < end || end > limit {
+		send(c)
+		return 0, false
+	}
+	c.skip = int64(need)
+	return end, send(c)
+}
+
+// nextBuffer takes the next free buffer. When one is free at once the consumer keeps up, so
+// the producer checks a smaller share of the next chunk; when it must wait the consumer is
+// behind, so a larger one (share moves by shareStep, within 0–1). False when stopped.
+func nextBuffer(free <-chan []byte, stop <-chan struct{}, share *float64) ([]byte, bool) {
+	select {
+	case next := <-free:
+		*share = max(*share-shareStep, 0)
+		return next, true
+	default:
+	}
+	*share = min(*share+shareStep, 1)
+	select {
+	case next := <-free:
+		return next, true
+	case <-stop:
+		return nil, false
 	}
 }
 
