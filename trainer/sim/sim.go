@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -306,6 +307,9 @@ func readConfig(path string, sp *session.Space) (session.RewardConfig, error) {
 		return session.RewardConfig{}, fmt.Errorf("reading reward config: %w", err)
 	}
 	cfg, err := session.DecodeConfig(data)
+	if err == nil && sp == space {
+		err = foreignNames(cfg)
+	}
 	if err == nil {
 		err = sp.CheckConfig(cfg)
 	}
@@ -313,6 +317,26 @@ func readConfig(path string, sp *session.Space) (session.RewardConfig, error) {
 		return session.RewardConfig{}, fmt.Errorf("reward config %s: %w", filepath.Base(path), err)
 	}
 	return cfg, nil
+}
+
+// foreignNames refuses, with the way out, a configuration of another space than the
+// built-in one when no --reward-space was given.
+func foreignNames(cfg session.RewardConfig) error {
+	var odd []string
+	for _, part := range []map[string]float64{cfg.Weights, cfg.Params} {
+		for name := range part {
+			if _, isTerm := space.Term(name); !isTerm {
+				if _, isParam := space.Param(name); !isParam {
+					odd = append(odd, name)
+				}
+			}
+		}
+	}
+	if len(odd) == 0 {
+		return nil
+	}
+	sort.Strings(odd)
+	return fmt.Errorf("it names %s, which the built-in Go2 reward space lacks: pass the space it belongs to with --reward-space FILE (a reward_space block as `tunebot space` prints it)", strings.Join(odd, ", "))
 }
 
 // checkResume refuses a checkpoint that does not continue this run: another iteration,

@@ -166,8 +166,12 @@ func (s *Surface) Space() *session.Space {
 	return s.sh.sp
 }
 
-// demoNoise is the demo surface's relative noise per metric.
-const demoNoise = 0.015
+// demoNoise is the demo surface's relative noise per metric, and smallCurv the curvature
+// (log units of a metric per squared unit of position) of a scalar that declares no metric.
+const (
+	demoNoise = 0.015
+	smallCurv = 0.03
+)
 
 // generateDemo draws the demo's surface (seed 0) of a space other than the built-in one.
 func generateDemo(sh shape) *generated {
@@ -187,7 +191,7 @@ func generateDemo(sh shape) *generated {
 		dist, depth := 1.0, 0.08+0.08*unit(h*0x9e3779b97f4a7c15)
 		switch {
 		case role.small:
-			dist, depth = 0.5, 0.01
+			dist = 0.5
 		case u < 0.4:
 			dist = 0 // right at its default: moving it only costs
 		}
@@ -206,6 +210,9 @@ func generateDemo(sh shape) *generated {
 				curvStep = 0.03
 			}
 			e := effect{c: c, opt: opt, curv: curvStep / (step * step), primary: metric}
+			if role.small {
+				e.curv = smallCurv // at most that across the whole bounds
+			}
 			if k == 0 && d >= 0.2 && len(role.trades) > 0 && u > 0.7 {
 				e.trade = role.trades[0]
 				e.slope = 0.15 * dep / math.Max(math.Abs(opt-c.def), step*0.5)
