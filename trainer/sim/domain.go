@@ -22,7 +22,9 @@ import (
 //
 // The table below is this family's own, written from the terms' names; it is not read from
 // the reward space's declarations (session.Space), which a sampler may use as its prior, so
-// that a change to the declarations never changes the problems.
+// that a change to the declarations never changes the problems. Only a space with other
+// names than the built-in one, which the table does not cover, has its roles read from its
+// declarations (spacesurf.go).
 
 // domainRole is what a scalar is about on a domain-shaped surface.
 type domainRole struct {

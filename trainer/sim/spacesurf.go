@@ -48,10 +48,10 @@ func (sh shape) role(name string) domainRole { return sh.roles[name] }
 func (sh shape) custom() bool { return sh.key != "" }
 
 // shapeOf is the shape of sp: the built-in one when sp is nil or names exactly the
-// built-in terms and params (its bounds may differ: the surfaces read names), else one read
-// from sp's declarations.
+// built-in terms and params, in any order (its bounds may differ: the surfaces read names),
+// else one read from sp's declarations.
 func shapeOf(sp *session.Space) shape {
-	if sp == nil || slices.Equal(sp.Names(), space.Names()) {
+	if sp == nil || slices.Equal(slices.Sorted(slices.Values(sp.Names())), slices.Sorted(slices.Values(space.Names()))) {
 		return builtin
 	}
 	key := SpaceKey(sp)

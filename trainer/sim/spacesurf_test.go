@@ -20,11 +20,14 @@ import (
 const g1Task = "Mjlab-Velocity-Flat-Unitree-G1"
 
 // g1Space is the checked-in space of mjlab's G1 flat task, as `tunebot space` printed it.
-func g1Space(t *testing.T) *session.Space {
+func g1Space(t *testing.T) *session.Space { return checkedInSpace(t, g1Task) }
+
+// checkedInSpace is the checked-in space of task.
+func checkedInSpace(t *testing.T, task string) *session.Space {
 	t.Helper()
-	data, ok := mjlab.CheckedInSpace(g1Task)
+	data, ok := mjlab.CheckedInSpace(task)
 	if !ok {
-		t.Fatal("no checked-in G1 space")
+		t.Fatalf("no checked-in space for %s", task)
 	}
 	var doc struct {
 		Space *session.Space `yaml:"reward_space"`
@@ -155,11 +158,14 @@ func TestSpaceSurfaceIsDeterministicAndKeyedBySpace(t *testing.T) {
 			}
 		}
 	}
-	demo, _ := sim.NewSpaceSurface(g1, sim.FamilyGeneric, 0)
-	best, gain := demo.Oracle(g1, 2000, w, f)
-	t.Logf("the G1 demo surface: best gain %.3f", gain)
-	if err := g1.CheckConfig(best); err != nil || gain < 0.1 {
-		t.Errorf("the G1 demo surface's best gain is %.3f (%v), want a clear one (≥ 0.1)", gain, err)
+	for _, task := range mjlab.CheckedInTasks() {
+		sp := checkedInSpace(t, task)
+		demo, _ := sim.NewSpaceSurface(sp, sim.FamilyGeneric, 0)
+		best, gain := demo.Oracle(sp, 2000, w, f)
+		t.Logf("the demo surface of %s: best gain %.3f", task, gain)
+		if err := sp.CheckConfig(best); err != nil || gain < 0.1 {
+			t.Errorf("the demo surface of %s: best gain %.3f (%v), want a clear one (≥ 0.1)", task, gain, err)
+		}
 	}
 }
 
@@ -168,6 +174,7 @@ func TestSpaceSurfaceIsDeterministicAndKeyedBySpace(t *testing.T) {
 func TestBuiltInSpaceKeepsItsSurfaces(t *testing.T) {
 	wider := session.DefaultSpace()
 	wider.Terms[0].Max = 4
+	wider.Terms[0], wider.Terms[1] = wider.Terms[1], wider.Terms[0]
 	c := with(map[string]float64{"foot_slip": -0.5, "pose": 2}, map[string]float64{"foot_gait.period": 0.7})
 	for _, fam := range sim.Families {
 		for _, seed := range []int64{0, 2, 9} {

@@ -10,7 +10,9 @@
 // too little of them (or too strong smoothness) makes it fall, the slip and power penalties
 // lower slip and power at some cost elsewhere. The defaults are sound but not optimal: a
 // better configuration lies a few 0.5×–2× steps away (narrower tracking kernels, somewhat
-// stronger action-rate, slip and power penalties).
+// stronger action-rate, slip and power penalties). A reward space with other names (one
+// `tunebot space` printed for another task) gets surfaces built from its own declarations
+// (spacesurf.go).
 package sim
 
 import (
