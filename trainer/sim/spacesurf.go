@@ -22,9 +22,10 @@ import (
 //     default on the declared side, some of them at a small cost in tracking (or, for a
 //     tracking term, in smoothness and power), the others are right at their default; no
 //     cliffs, 1.5 % noise; so a session finds a clear gain by trusting the declarations;
-//   - seeds > 0 draw from the chosen family (generic, domain, coupled) with the roles read
-//     from the declarations instead of the family's table, keyed by the space: the same
-//     space and seed always give the same surface, another space another one.
+//   - seeds > 0 draw from the chosen family, keyed by the space (the same space and seed
+//     always give the same surface, another space another one): the domain and coupled
+//     families with the roles read from the declarations instead of their table, the
+//     generic family as ever, each scalar on a metric drawn at random.
 //
 // The space's key (a hash of its canonical JSON) goes into every checkpoint, so a job on
 // another space than the checkpoint's is refused.
