@@ -16,8 +16,10 @@ FORBIDDEN_IN_STORE := robfig/cron|^tunebot/schedule$$
 build:
 	$(GO) build -o $(BIN) ./cmd/tunebot
 
+# make demo TASK=Mjlab-Velocity-Flat-Unitree-G1 tunes that task's checked-in reward space on
+# the sim trainer; SPACE=FILE a space `tunebot space --task TASK` printed (no mjlab needed).
 demo: build
-	./$(BIN) demo
+	./$(BIN) demo $(if $(TASK),--task $(TASK)) $(if $(SPACE),--space $(SPACE))
 
 deps-check:
 	@leak=$$($(GO) list -deps ./session | grep -E '$(FORBIDDEN_IN_SESSION)' || true); \

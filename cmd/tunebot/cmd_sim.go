@@ -16,6 +16,9 @@ func init() {
 	register("sim-eval", "built-in sim trainer: evaluate a checkpoint", runSimEval)
 }
 
+// spaceHelp is sim-train's --reward-space flag.
+const spaceHelp = "reward space file (a reward_space block as `tunebot space` prints it): the surface is built from its terms' acts; default: the built-in Go2 space"
+
 func runSimTrain(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "sim-train", "usage: tunebot sim-train --run-dir DIR --reward-config FILE --iterations N [flags]\n\nThe built-in sim trainer's train job (the demo's and the tests' trainer).")
 	var o sim.TrainOptions
@@ -30,6 +33,7 @@ func runSimTrain(ctx context.Context, e *env, args []string) int {
 	fs.StringVar(&o.Resume, "resume-checkpoint", "", "checkpoint to resume from")
 	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface: 0 is the demo's, others draw one of a family (bench/sampler)")
 	fs.Func("surface-family", "the family --surface-seed draws from: generic (default), domain or coupled", familyFlag(&o.Family))
+	fs.Func("reward-space", spaceHelp, spaceFlag(&o.Space))
 	delay, ok := stepDelay(e)
 	if !ok {
 		fmt.Fprintf(e.stderr, "tunebot sim-train: %s=%q is not a duration\n", sim.StepDelayEnv, e.getenv(sim.StepDelayEnv))
@@ -75,6 +79,7 @@ func runSimEval(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&o.Label.Trial, "trial", -1, "the trial's number, drawn on the clip; -1: none")
 	fs.IntVar(&o.Label.Rung, "rung", -1, "the trial's rung, drawn on the clip with --trial")
 	fs.Func("surface-family", "the family of --surface-seed (see sim-train)", familyFlag(&o.Family))
+	fs.Func("reward-space", "the reward space the checkpoint was trained on (see sim-train)", spaceFlag(&o.Space))
 	if code, ok := parseFlags(e, fs, args); !ok {
 		return code
 	}

@@ -37,6 +37,8 @@ type tuneOptions struct {
 	preset     string // start from this preset (/tune start preset=NAME)
 	dataDir    string
 	demo       bool
+	task       string // demo: the task whose reward space the sim trainer tunes
+	space      string // demo: that space's file (default: the task's checked-in one)
 	verbose    bool
 }
 
@@ -87,12 +89,16 @@ func tuneFlagProblem(fs *flag.FlagSet, o tuneOptions) string {
 }
 
 func runDemo(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "demo", `usage: tunebot demo [--data-dir DIR] [--json] [--verbose]
+	fs := flagSet(e, "demo", `usage: tunebot demo [--task TASK [--space FILE]] [--data-dir DIR] [--json] [--verbose]
 
 Runs a whole 12-trial session on the built-in sim trainer, the numeric sampler proposing, in
-automatic mode; everything goes under --data-dir.`)
+automatic mode; everything goes under --data-dir. --task tunes that task's reward space
+instead of the built-in Go2 one: its checked-in space (trainer/mjlab/spaces), or the file
+--space names (a reward_space block as tunebot space printed it); no mjlab is needed.`)
 	o := tuneOptions{demo: true, fallback: true, mode: session.ModeAutomatic}
 	fs.StringVar(&o.dataDir, "data-dir", "./data", "where the demo keeps its store and outputs")
+	fs.StringVar(&o.task, "task", "", "the task to tune, e.g. Mjlab-Velocity-Flat-Unitree-G1 (default: the built-in Unitree-Go2-Flat)")
+	fs.StringVar(&o.space, "space", "", "the task's reward space file (default: its checked-in one)")
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	fs.BoolVar(&o.verbose, "verbose", false, verboseHelp)
 	if code, ok := parseFlags(e, fs, args); !ok {
@@ -112,6 +118,10 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	}
 	if o.dataDir != "" {
 		cfg.DataDir = o.dataDir
+	}
+	if err := demoSpace(&cfg, o); err != nil {
+		fmt.Fprintln(e.stderr, "tunebot demo:", err)
+		return 1
 	}
 	st := tuneSettings(cfg.Session, o)
 	if err := st.Validate(); err != nil {

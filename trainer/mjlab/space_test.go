@@ -204,3 +204,29 @@ func TestUsesTableAndOwnDefaults(t *testing.T) {
 		t.Error("a per-joint table is not a scalar param")
 	}
 }
+
+// Every checked-in space is embedded under the task it was printed for, and the file
+// itself names that task on its first line.
+func TestCheckedInSpacesAreEmbeddedByTask(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("spaces", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := len(CheckedInTasks()); got != len(files) {
+		t.Errorf("%d tasks have an embedded space, %d files are in spaces/", got, len(files))
+	}
+	for _, task := range CheckedInTasks() {
+		data, ok := CheckedInSpace(task)
+		if !ok {
+			t.Errorf("%s: no embedded space", task)
+			continue
+		}
+		first, _, _ := strings.Cut(string(data), "\n")
+		if !strings.Contains(first, " "+task+" ") {
+			t.Errorf("%s: the embedded space's first line names another task: %q", task, first)
+		}
+	}
+	if _, ok := CheckedInSpace("Unitree-Go2-Flat"); ok {
+		t.Error("the built-in task has no checked-in file, yet one was found")
+	}
+}

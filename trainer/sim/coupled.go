@@ -91,8 +91,8 @@ func (p *coupledParts) add(v cfgValues, logs map[string]float64) {
 const coupledFlip = 0.4
 
 // generateCoupled draws a surface of the coupled family.
-func generateCoupled(seed int64) *generated {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0xc0c0c0c0c0c0c0c0))
+func generateCoupled(sh shape, seed int64) *generated {
+	rng := rand.New(rand.NewPCG(uint64(seed)^sh.salt, 0xc0c0c0c0c0c0c0c0))
 	g := &generated{base: asymptote(space.Defaults()), noise: map[string]float64{}, coupled: &coupledParts{}}
 	f := g.base[mFall] / 0.9
 	g.fallOdds = math.Log(f / (1 - f))
@@ -100,10 +100,10 @@ func generateCoupled(seed int64) *generated {
 		g.noise[name] = 0.01 + 0.04*rng.Float64()
 	}
 	// The draws happen in this order, step by step: the family is frozen.
-	matter := g.coupledEffects(rng)
+	matter := g.coupledEffects(sh, rng)
 	targets := g.coupledSynergies(rng, matter)
 	g.coupledInteractions(rng, matter)
-	g.coupledCliffs(rng, targets)
+	g.coupledCliffs(sh, rng, targets)
 	return g
 }
 
@@ -116,10 +116,10 @@ type mattering struct {
 }
 
 // coupledEffects draws which scalars matter, each one's effects and its hinge, if any.
-func (g *generated) coupledEffects(rng *rand.Rand) []mattering {
+func (g *generated) coupledEffects(sh shape, rng *rand.Rand) []mattering {
 	var matter []mattering
-	for _, c := range coords(space) {
-		role := domainRoles[c.name]
+	for _, c := range coords(sh.sp) {
+		role := sh.role(c.name)
 		if rng.Float64() < 0.3 {
 			continue // does not matter on this surface
 		}
@@ -140,6 +140,9 @@ func (g *generated) coupledEffects(rng *rand.Rand) []mattering {
 			}
 			if metric == mFall {
 				depth *= 2
+			}
+			if role.small {
+				depth *= 0.3
 			}
 			e := effect{c: c, opt: opt, curv: depth / math.Max(d*d, 0.25) / (step * step), primary: metric}
 			if k == 0 && len(role.trades) > 0 && rng.Float64() < 0.5 {
@@ -221,17 +224,17 @@ func (g *generated) coupledInteractions(rng *rand.Rand, matter []mattering) {
 
 // coupledCliffs draws one to three cliffs on scalars whose role has one, 1–2.5 steps out
 // the way the role says, and at least half a step past a group's target.
-func (g *generated) coupledCliffs(rng *rand.Rand, targets map[string]float64) {
+func (g *generated) coupledCliffs(sh shape, rng *rand.Rand, targets map[string]float64) {
 	var risky []coord
-	for _, c := range coords(space) {
-		if domainRoles[c.name].cliff != 0 {
+	for _, c := range coords(sh.sp) {
+		if sh.role(c.name).cliff != 0 {
 			risky = append(risky, c)
 		}
 	}
 	cp := rng.Perm(len(risky))
 	for i, n := 0, 1+rng.IntN(3); i < n && i < len(cp); i++ {
 		c := risky[cp[i]]
-		dir, step := domainRoles[c.name].cliff, domainStep(c)
+		dir, step := sh.role(c.name).cliff, domainStep(c)
 		at := c.def + dir*(1+1.5*rng.Float64())*step
 		if t, ok := targets[c.name]; ok && dir*(at-t) < 0.5*step {
 			at = t + dir*0.5*step

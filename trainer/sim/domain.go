@@ -22,7 +22,9 @@ import (
 //
 // The table below is this family's own, written from the terms' names; it is not read from
 // the reward space's declarations (session.Space), which a sampler may use as its prior, so
-// that a change to the declarations never changes the problems.
+// that a change to the declarations never changes the problems. Only a space with other
+// names than the built-in one, which the table does not cover, has its roles read from its
+// declarations (spacesurf.go).
 
 // domainRole is what a scalar is about on a domain-shaped surface.
 type domainRole struct {
@@ -35,6 +37,9 @@ type domainRole struct {
 	// cliff is +1 when raising it far makes the robot fall, -1 when lowering it far does,
 	// 0 when neither.
 	cliff float64
+	// small marks a scalar nobody declared a metric for (a space's term without acts): it
+	// acts a little on the one metric of acts, drawn from its name (spacesurf.go).
+	small bool
 }
 
 const (
@@ -90,19 +95,19 @@ func domainStep(c coord) float64 {
 }
 
 // generateDomain draws a surface of the domain family.
-func generateDomain(seed int64) *generated {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0xd0a1d0a1d0a1d0a1))
+func generateDomain(sh shape, seed int64) *generated {
+	rng := rand.New(rand.NewPCG(uint64(seed)^sh.salt, 0xd0a1d0a1d0a1d0a1))
 	g := &generated{base: asymptote(space.Defaults()), noise: map[string]float64{}}
 	f := g.base[mFall] / 0.9
 	g.fallOdds = math.Log(f / (1 - f))
 	for _, name := range session.MetricNames {
 		g.noise[name] = 0.01 + 0.04*rng.Float64()
 	}
-	cs := coords(space)
+	cs := coords(sh.sp)
 	var risky []coord // scalars whose role has a cliff
 	var riskyDir []float64
 	for _, c := range cs {
-		role := domainRoles[c.name]
+		role := sh.role(c.name)
 		if role.cliff != 0 {
 			risky, riskyDir = append(risky, c), append(riskyDir, role.cliff)
 		}
@@ -136,6 +141,9 @@ func generateDomain(seed int64) *generated {
 			}
 			if metric == mFall {
 				depth *= 2
+			}
+			if role.small {
+				depth *= 0.3
 			}
 			// Curvature per squared step: the depth over the distance, and a default that is
 			// already right is not a knife edge but still costs when moved.

@@ -27,6 +27,7 @@ type Surface struct {
 	family Family
 	seed   int64
 	gen    *generated // nil: the hand-made surface of seed 0
+	sh     *shape     // the space the surface is built from (spacesurf.go); nil: the built-in one
 }
 
 // Family names a family of generated surfaces.
@@ -76,11 +77,11 @@ func NewFamilySurface(family Family, seed int64) (*Surface, error) {
 	}
 	switch family {
 	case FamilyGeneric, "":
-		return &Surface{family: FamilyGeneric, seed: seed, gen: generate(seed)}, nil
+		return &Surface{family: FamilyGeneric, seed: seed, gen: generate(builtin, seed)}, nil
 	case FamilyDomain:
-		return &Surface{family: FamilyDomain, seed: seed, gen: generateDomain(seed)}, nil
+		return &Surface{family: FamilyDomain, seed: seed, gen: generateDomain(builtin, seed)}, nil
 	case FamilyCoupled:
-		return &Surface{family: FamilyCoupled, seed: seed, gen: generateCoupled(seed)}, nil
+		return &Surface{family: FamilyCoupled, seed: seed, gen: generateCoupled(builtin, seed)}, nil
 	}
 	return nil, fmt.Errorf("surface family %q is unknown (generic, domain or coupled)", family)
 }
@@ -167,7 +168,8 @@ type generated struct {
 	cliffs   []cliff
 	noise    map[string]float64
 	fallOdds float64
-	coupled  *coupledParts // the coupled family's hinges and groups (coupled.go); nil in the others
+	coupled  *coupledParts  // the coupled family's hinges and groups (coupled.go); nil in the others
+	sp       *session.Space // the space configurations are read in; nil: the built-in one
 }
 
 // The metrics a scalar may act on, drawn with the objective's weights in mind: tracking
@@ -182,15 +184,15 @@ var primaryPool = []string{
 // factor of 6 (a third of its range) costs its metric at most 7 %.
 const maxCurv = 0.6
 
-func generate(seed int64) *generated {
-	rng := rand.New(rand.NewPCG(uint64(seed), 0x5eed5eed5eed5eed))
+func generate(sh shape, seed int64) *generated {
+	rng := rand.New(rand.NewPCG(uint64(seed)^sh.salt, 0x5eed5eed5eed5eed))
 	g := &generated{base: asymptote(space.Defaults()), noise: map[string]float64{}}
 	f := g.base[session.MetricFallRate] / 0.9
 	g.fallOdds = math.Log(f / (1 - f))
 	for _, name := range session.MetricNames {
 		g.noise[name] = 0.01 + 0.04*rng.Float64()
 	}
-	cs := coords(space)
+	cs := coords(sh.sp)
 	for _, c := range cs {
 		if rng.Float64() < 0.5 {
 			continue // does not matter
@@ -245,7 +247,7 @@ func generate(seed int64) *generated {
 }
 
 func (g *generated) asymptote(cfg session.RewardConfig) session.Metrics {
-	v := values(cfg)
+	v := valuesIn(g.sp, cfg)
 	logs := map[string]float64{}
 	pos := make([]float64, len(g.effects))
 	for i, e := range g.effects {

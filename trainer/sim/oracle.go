@@ -10,7 +10,7 @@ import (
 // Gain is the noise-free score of cfg at iteration against the defaults at the same
 // iteration (docs/design.md §3), and whether it passes the gates.
 func (s *Surface) Gain(cfg session.RewardConfig, iteration int, w session.ObjectiveWeights, floors session.Metrics) (float64, bool) {
-	sc, err := session.Scorer{Baseline: s.Expected(space.Defaults(), iteration), Weights: w, Floors: floors}.Score(s.Expected(cfg, iteration))
+	sc, err := session.Scorer{Baseline: s.Expected(s.Space().Defaults(), iteration), Weights: w, Floors: floors}.Score(s.Expected(cfg, iteration))
 	if err != nil {
 		return math.Inf(-1), false
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -97,6 +98,26 @@ type Checkpoint struct {
 	SurfaceSeed int64 `json:"surface_seed,omitempty"`
 	// SurfaceFamily is the family of SurfaceSeed ("" is the generic family).
 	SurfaceFamily Family `json:"surface_family,omitempty"`
+	// SpaceKey is the reward space's SpaceKey when it is not the built-in one.
+	SpaceKey string `json:"reward_space,omitempty"`
+}
+
+// sameSpace refuses a job on another reward space than the checkpoint's.
+func (c Checkpoint) sameSpace(path string, surf *Surface) error {
+	key := ""
+	if surf.sh != nil {
+		key = surf.sh.key
+	}
+	if c.SpaceKey == key {
+		return nil
+	}
+	name := func(k string) string {
+		if k == "" {
+			return "the built-in reward space"
+		}
+		return "reward space " + k
+	}
+	return fmt.Errorf("checkpoint %s was trained on %s, not %s (--reward-space)", filepath.Base(path), name(c.SpaceKey), name(key))
 }
 
 // sameSurface refuses a job on another surface than the checkpoint's.
@@ -113,8 +134,12 @@ func (c Checkpoint) sameSurface(path string, family Family, seed int64) error {
 	return nil
 }
 
-// ReadCheckpoint reads and checks a sim checkpoint.
-func ReadCheckpoint(path string) (Checkpoint, error) {
+// ReadCheckpoint reads and checks a sim checkpoint of the built-in reward space.
+func ReadCheckpoint(path string) (Checkpoint, error) { return readCheckpoint(path, shipped) }
+
+// readCheckpoint reads a sim checkpoint and checks that it was trained on surf's reward
+// space and that its configuration fits it.
+func readCheckpoint(path string, surf *Surface) (Checkpoint, error) {
 	var c Checkpoint
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -123,7 +148,10 @@ func ReadCheckpoint(path string) (Checkpoint, error) {
 	if err := json.Unmarshal(data, &c); err != nil || c.Format != CheckpointFormat {
 		return c, fmt.Errorf("checkpoint %s is not a sim checkpoint (%s)", filepath.Base(path), CheckpointFormat)
 	}
-	if err := space.CheckConfig(c.Config); err != nil {
+	if err := c.sameSpace(path, surf); err != nil {
+		return c, err
+	}
+	if err := surf.Space().CheckConfig(c.Config); err != nil {
 		return c, fmt.Errorf("checkpoint %s: %w", filepath.Base(path), err)
 	}
 	return c, nil
@@ -139,10 +167,11 @@ type TrainOptions struct {
 	Start        int    // iterations already done (the resumed checkpoint's)
 	Seed         int64
 	NumEnvs      int
-	Resume       string        // checkpoint to resume, "" for a fresh run
-	SurfaceSeed  int64         // the response surface (0: the demo's; see Surface)
-	Family       Family        // the family of SurfaceSeed ("": generic)
-	StepDelay    time.Duration // sleep per iteration, so tests can watch progress
+	Resume       string         // checkpoint to resume, "" for a fresh run
+	SurfaceSeed  int64          // the response surface (0: the demo's; see Surface)
+	Family       Family         // the family of SurfaceSeed ("": generic)
+	Space        *session.Space // the reward space (nil: the built-in one; see NewSpaceSurface)
+	StepDelay    time.Duration  // sleep per iteration, so tests can watch progress
 	Faults       Faults
 	Log          io.Writer // progress lines, like a trainer's stdout
 }
@@ -166,11 +195,11 @@ func Train(ctx context.Context, o TrainOptions) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := readConfig(o.RewardConfig)
+	cfg, err := readConfig(o.RewardConfig, surf.Space())
 	if err != nil {
 		return err
 	}
-	if err := o.checkResume(); err != nil {
+	if err := o.checkResume(surf); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(o.RunDir, 0o755); err != nil {
@@ -202,7 +231,7 @@ func Train(ctx context.Context, o TrainOptions) error {
 		}
 		done := i + 1
 		if (done%every == 0 || done == o.Target) && !fail("nockpt") {
-			if err := writeCheckpoint(o, cfg, done); err != nil {
+			if err := writeCheckpoint(o, surf, cfg, done); err != nil {
 				return err
 			}
 		}
@@ -260,7 +289,7 @@ func (o TrainOptions) check() (*Surface, error) {
 	if o.NumEnvs < 1 {
 		probs = append(probs, fmt.Sprintf("--num-envs %d must be at least 1", o.NumEnvs))
 	}
-	surf, err := NewFamilySurface(o.Family, o.SurfaceSeed)
+	surf, err := NewSpaceSurface(o.Space, o.Family, o.SurfaceSeed)
 	if err != nil {
 		probs = append(probs, "--surface-seed: "+err.Error())
 	}
@@ -271,15 +300,18 @@ func (o TrainOptions) check() (*Surface, error) {
 }
 
 // readConfig reads the reward configuration a trial trains with and checks it against
-// the reward space.
-func readConfig(path string) (session.RewardConfig, error) {
+// the reward space sp.
+func readConfig(path string, sp *session.Space) (session.RewardConfig, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return session.RewardConfig{}, fmt.Errorf("reading reward config: %w", err)
 	}
 	cfg, err := session.DecodeConfig(data)
+	if err == nil && sp == space {
+		err = foreignNames(cfg)
+	}
 	if err == nil {
-		err = space.CheckConfig(cfg)
+		err = sp.CheckConfig(cfg)
 	}
 	if err != nil {
 		return session.RewardConfig{}, fmt.Errorf("reward config %s: %w", filepath.Base(path), err)
@@ -287,16 +319,36 @@ func readConfig(path string) (session.RewardConfig, error) {
 	return cfg, nil
 }
 
+// foreignNames refuses, with the way out, a configuration of another space than the
+// built-in one when no --reward-space was given.
+func foreignNames(cfg session.RewardConfig) error {
+	var odd []string
+	for _, part := range []map[string]float64{cfg.Weights, cfg.Params} {
+		for name := range part {
+			if _, isTerm := space.Term(name); !isTerm {
+				if _, isParam := space.Param(name); !isParam {
+					odd = append(odd, name)
+				}
+			}
+		}
+	}
+	if len(odd) == 0 {
+		return nil
+	}
+	sort.Strings(odd)
+	return fmt.Errorf("it names %s, which the built-in Go2 reward space lacks: pass the space it belongs to with --reward-space FILE (a reward_space block as `tunebot space` prints it)", strings.Join(odd, ", "))
+}
+
 // checkResume refuses a checkpoint that does not continue this run: another iteration,
 // task or surface; and a start past 0 without one.
-func (o TrainOptions) checkResume() error {
+func (o TrainOptions) checkResume(surf *Surface) error {
 	if o.Resume == "" {
 		if o.Start != 0 {
 			return fmt.Errorf("--start-iteration %d without --resume-checkpoint", o.Start)
 		}
 		return nil
 	}
-	ck, err := ReadCheckpoint(o.Resume)
+	ck, err := readCheckpoint(o.Resume, surf)
 	if err != nil {
 		return err
 	}
@@ -378,9 +430,9 @@ func termMagnitude(term string, m session.Metrics, v cfgValues, q float64) float
 func writeIteration(w *tfevents.Writer, surf *Surface, cfg session.RewardConfig, o TrainOptions, i int, nan bool) error {
 	done := i + 1
 	m := surf.Expected(cfg, done)
-	v := values(cfg)
-	q := quality(cfg, done)
-	t := tau(cfg)
+	v := valuesIn(surf.Space(), cfg)
+	q := surf.quality(cfg, done)
+	t := surf.tau(cfg)
 	wall := time.Now()
 	noise := func(tag string, sd float64) float64 {
 		return 1 + sd*gauss(ConfigHash(cfg), uint64(o.Seed), uint64(i), tag)
@@ -393,8 +445,12 @@ func writeIteration(w *tfevents.Writer, surf *Surface, cfg session.RewardConfig,
 		return w.Scalar(tag, step, x, wall)
 	}
 	total := 0.0
-	for _, term := range space.Terms {
-		r := v.w[term.Name] * termMagnitude(term.Name, m, v, q) * noise("Episode_Reward/"+term.Name, 0.03)
+	for _, term := range surf.Space().Terms {
+		mag := termMagnitude(term.Name, m, v, q)
+		if surf.sh != nil {
+			mag = spaceMagnitude(term, surf.sh.role(term.Name), m)
+		}
+		r := v.w[term.Name] * mag * noise("Episode_Reward/"+term.Name, 0.03)
 		total += r
 		if err := put("Episode_Reward/"+term.Name, r); err != nil {
 			return err
@@ -423,9 +479,12 @@ func writeIteration(w *tfevents.Writer, surf *Surface, cfg session.RewardConfig,
 	return nil
 }
 
-func writeCheckpoint(o TrainOptions, cfg session.RewardConfig, it int) error {
+func writeCheckpoint(o TrainOptions, surf *Surface, cfg session.RewardConfig, it int) error {
 	ck := Checkpoint{Format: CheckpointFormat, Task: o.Task, Iteration: it, ConfigHash: ConfigHash(cfg),
-		Config: cfg, Quality: quality(cfg, it), TrainSeed: o.Seed, SurfaceSeed: o.SurfaceSeed}
+		Config: cfg, Quality: surf.quality(cfg, it), TrainSeed: o.Seed, SurfaceSeed: o.SurfaceSeed}
+	if surf.sh != nil {
+		ck.SpaceKey = surf.sh.key
+	}
 	if o.SurfaceSeed != 0 && o.Family != FamilyGeneric {
 		ck.SurfaceFamily = o.Family
 	}
@@ -463,7 +522,8 @@ type EvalOptions struct {
 	// poster frame (a PNG, see PosterFrame); "" writes none.
 	ClipOutput string
 	ClipPoster string
-	Family     Family // the family of SurfaceSeed ("": generic)
+	Family     Family         // the family of SurfaceSeed ("": generic)
+	Space      *session.Space // the reward space (nil: the built-in one), the checkpoint's
 	Faults     Faults
 	Log        io.Writer
 	// Label names the trial and rung evaluated, drawn on the clip (NoLabel: none).
@@ -489,14 +549,14 @@ func Eval(ctx context.Context, o EvalOptions) error {
 	if o.NumEnvs < 1 || o.Steps < 1 {
 		probs = append(probs, "--num-envs and --steps must be at least 1")
 	}
-	surf, err := NewFamilySurface(o.Family, o.SurfaceSeed)
+	surf, err := NewSpaceSurface(o.Space, o.Family, o.SurfaceSeed)
 	if err != nil {
 		probs = append(probs, "--surface-seed: "+err.Error())
 	}
 	if len(probs) > 0 {
 		return errors.New(strings.Join(probs, "; "))
 	}
-	ck, err := ReadCheckpoint(o.Checkpoint)
+	ck, err := readCheckpoint(o.Checkpoint, surf)
 	if err != nil {
 		return err
 	}

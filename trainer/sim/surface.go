@@ -10,7 +10,9 @@
 // too little of them (or too strong smoothness) makes it fall, the slip and power penalties
 // lower slip and power at some cost elsewhere. The defaults are sound but not optimal: a
 // better configuration lies a few 0.5×–2× steps away (narrower tracking kernels, somewhat
-// stronger action-rate, slip and power penalties).
+// stronger action-rate, slip and power penalties). A reward space with other names (one
+// `tunebot space` printed for another task) gets surfaces built from its own declarations
+// (spacesurf.go).
 package sim
 
 import (
@@ -52,6 +54,9 @@ func (s *Surface) Evaluate(cfg session.RewardConfig, iteration int, seed int) se
 			h += "/" + string(s.family)
 		}
 	}
+	if s.sh != nil {
+		h += "#" + s.sh.key // and each space
+	}
 	for _, name := range session.MetricNames {
 		z := gauss(h, uint64(iteration), uint64(int64(seed)), name)
 		if s.gen != nil {
@@ -78,7 +83,7 @@ func (s *Surface) Expected(cfg session.RewardConfig, iteration int) session.Metr
 		a = asymptote(cfg)
 	}
 	it := float64(max(iteration, 0))
-	g := math.Exp(-it / tau(cfg))
+	g := math.Exp(-it / s.tau(cfg))
 	return session.Metrics{
 		session.MetricVelLinear:   a[session.MetricVelLinear] * (1 + 2.0*g),
 		session.MetricVelAngular:  a[session.MetricVelAngular] * (1 + 1.5*g),
@@ -99,9 +104,18 @@ func tau(cfg session.RewardConfig) float64 {
 	return Tau * math.Pow(0.5/v.p("track_linear_velocity.std"), 0.3)
 }
 
+// tau is the surface's learning time constant: on a space other than the built-in one,
+// which may have no tracking kernel, Tau whatever the configuration.
+func (s *Surface) tau(cfg session.RewardConfig) float64 {
+	if s.sh != nil {
+		return Tau
+	}
+	return tau(cfg)
+}
+
 // quality is the latent "policy quality" a checkpoint records: how far training has come.
-func quality(cfg session.RewardConfig, iteration int) float64 {
-	return 1 - math.Exp(-float64(max(iteration, 0))/tau(cfg))
+func (s *Surface) quality(cfg session.RewardConfig, iteration int) float64 {
+	return 1 - math.Exp(-float64(max(iteration, 0))/s.tau(cfg))
 }
 
 // cfgValues reads a configuration with the defaults filling gaps.
@@ -111,8 +125,15 @@ type cfgValues struct {
 
 var space = session.DefaultSpace()
 
-func values(cfg session.RewardConfig) cfgValues {
-	d := space.Defaults()
+func values(cfg session.RewardConfig) cfgValues { return valuesIn(space, cfg) }
+
+// valuesIn reads a configuration of sp (nil: the built-in space) with sp's defaults filling
+// gaps.
+func valuesIn(sp *session.Space, cfg session.RewardConfig) cfgValues {
+	if sp == nil {
+		sp = space
+	}
+	d := sp.Defaults()
 	for k, x := range cfg.Weights {
 		d.Weights[k] = x
 	}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"tunebot/session"
+)
+
+const g1Task = "Mjlab-Velocity-Flat-Unitree-G1"
+
+// `make demo TASK=… SPACE=…`: the demo tunes a space `tunebot space` printed for another
+// task on the sim trainer, without mjlab, to the end, and ships its best configuration as a
+// preset of that task, made by the sim.
+func TestDemoTunesAGeneratedSpace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole demo session")
+	}
+	dir := t.TempDir()
+	file, err := filepath.Abs(filepath.Join("testdata", "spaces", "g1.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(tunebotBin, "demo", "--json", "--task", g1Task, "--space", file)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo: %v\n%s\n%s", err, stderr.String(), stdout.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	if sum.State != session.StateSucceeded || sum.Outcome != session.OutcomeImproved || sum.Preset == "" {
+		t.Fatalf("demo on the G1 space: state %s, outcome %q, preset %q; want a shipped improvement\n%s", sum.State, sum.Outcome, sum.Preset, stderr.String())
+	}
+	for _, tr := range sum.Trials {
+		if _, ok := tr.RewardConfig.Weights["upright"]; !ok || len(tr.RewardConfig.Weights) != 13 {
+			t.Errorf("trial %d@%d trained %v, want the G1 space's 13 terms", tr.Number, tr.Rung, tr.RewardConfig.Weights)
+		}
+		if tr.Clip == nil {
+			t.Errorf("trial %d@%d has no clip: %s", tr.Number, tr.Rung, tr.ClipNote)
+		}
+	}
+	show := exec.Command(tunebotBin, "preset", "show", sum.Preset)
+	show.Dir = dir
+	out, err := show.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "the built-in sim") || !strings.Contains(string(out), g1Task) {
+		t.Errorf("preset show %s: %v\n%s\nwant the G1 task, made by the built-in sim", sum.Preset, err, out)
+	}
+}
+
+// The demo finds a task's checked-in space by its name, keeps the built-in one for the
+// built-in task, and names what is wrong with its flags or a space file.
+func TestDemoSpaceFlags(t *testing.T) {
+	dir := t.TempDir()
+	load := func(o tuneOptions) (Config, error) {
+		cfg, err := loadConfig("", func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DataDir = dir
+		return cfg, demoSpace(&cfg, o)
+	}
+	cfg, err := load(tuneOptions{demo: true, task: g1Task})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Session.Task != g1Task || cfg.Space == nil || cfg.Space.Terms[2].Name != "upright" {
+		t.Errorf("--task %s: task %q, space %v", g1Task, cfg.Session.Task, cfg.Space)
+	}
+	path := filepath.Join(dir, "spaces", g1Task+".json")
+	for _, argv := range [][]string{cfg.Trainer.Train, cfg.Trainer.Evaluate} {
+		if i := slices.Index(argv, "--reward-space"); i < 0 || i+1 >= len(argv) || argv[i+1] != path {
+			t.Errorf("the sim's argv %q does not pass --reward-space %s", argv, path)
+		}
+	}
+	if sp, err := readSpaceFile(path); err != nil || !slices.Equal(sp.Names(), cfg.Space.Names()) {
+		t.Errorf("the space written for the sim reads back as %v, %v", sp, err)
+	}
+	if cfg, err := load(tuneOptions{demo: true, task: session.TaskGo2Flat}); err != nil || cfg.Space != nil || slices.Contains(cfg.Trainer.Train, "--reward-space") {
+		t.Errorf("--task %s: %v, space %v, argv %q; want the built-in space", session.TaskGo2Flat, err, cfg.Space, cfg.Trainer.Train)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte("reward_space:\n  terms:\n    - {name: a, default: 1, min: 0.5, max: 2, act: [foot_slip]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		o    tuneOptions
+		want string
+	}{
+		{tuneOptions{space: bad}, "--space needs --task"},
+		{tuneOptions{task: "Some-Lab-Task"}, "--task Some-Lab-Task has no checked-in reward space (Unitree-Go2-Flat, Mjlab-Velocity-Flat-Unitree-G1, Mjlab-Velocity-Flat-Unitree-Go1 have one)"},
+		{tuneOptions{task: "../x"}, `--task "../x" must match`},
+		{tuneOptions{task: "T", space: bad}, `reward space bad.yaml: yaml: unmarshal errors:` + "\n  line 3: field act not found"},
+		{tuneOptions{task: "T", space: filepath.Join(dir, "none.yaml")}, "reading reward space:"},
+	} {
+		if _, err := load(c.o); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("demo %+v: %v, want %q", c.o, err, c.want)
+		}
+	}
+}
