@@ -11,7 +11,7 @@ FORBIDDEN_IN_BOT := go.etcd.io/bbolt|go-chart|robfig/cron|^tunebot/(apply|store|
 # The store keeps its own schedule record: no scheduler, no cron.
 FORBIDDEN_IN_STORE := robfig/cron|^tunebot/schedule$$
 
-.PHONY: build demo test test-mjlab lint bench deps-check clean
+.PHONY: build demo test test-mjlab lint funclen bench deps-check clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tunebot
@@ -34,6 +34,12 @@ deps-check:
 lint: deps-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	@$(GO) run ./scripts/funclen -report
+
+# Long functions of the product code (docs/design.md §9): fails when one is over 80 lines or
+# more than 30 are over 60. `make lint` prints the same counts without failing.
+funclen:
+	@$(GO) run ./scripts/funclen
 
 # The fast Go suite first, so a broken build shows in seconds; the slow mjlab suite after it.
 test: lint

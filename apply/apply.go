@@ -168,47 +168,57 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	if err := preset.CheckApplicable(p, a.FromSim); err != nil {
 		return res, err
 	}
-	top, err := a.toplevel(ctx)
+	top, u, err := a.prepare(ctx, p, &res)
 	if err != nil {
 		return res, err
+	}
+	if reason, cause := a.applyOnBranch(ctx, p, by, top, u, &res); reason != "" {
+		return a.revert(ctx, p, by, u, res, reason, cause)
+	}
+	a.log.Info("preset applied", "preset", p.Name, "branch", u.branch, "commit", res.Commit)
+	a.record(ctx, "apply", p, by, res, nil)
+	return res, nil
+}
+
+// prepare checks the checkout (the top of a git work tree, on a branch, with no changes to
+// tracked files), names the new branch and its base into res, and keeps every edited
+// file's bytes: the undo that puts the checkout back if the apply fails. Nothing has
+// changed yet when it returns.
+func (a *Applier) prepare(ctx context.Context, p session.Preset, res *bot.ApplyResult) (top string, u *undo, err error) {
+	if top, err = a.toplevel(ctx); err != nil {
+		return "", nil, err
 	}
 	orig, err := a.currentBranch(ctx)
 	if err != nil {
-		return res, err
+		return "", nil, err
 	}
 	if err := a.clean(ctx); err != nil {
-		return res, err
+		return "", nil, err
 	}
 	branch, base, baseSHA, err := a.newBranch(ctx, p, orig)
 	if err != nil {
-		return res, err
+		return "", nil, err
 	}
 	res.Branch, res.Base = branch, base
 	files, before, err := a.snapshot(top)
 	if err != nil {
-		return res, err
+		return "", nil, err
 	}
+	return top, &undo{a: a, orig: orig, branch: branch, base: base, baseSHA: baseSHA, before: before, files: files}, nil
+}
 
-	u := &undo{a: a, orig: orig, branch: branch, base: base, baseSHA: baseSHA, before: before, files: files}
-	fail := func(reason string, cause error) (bot.ApplyResult, error) {
-		res.Commit, res.Reverted, res.Reason = "", true, reason
-		problems := u.run(ctx)
-		a.record(ctx, "apply", p, by, res, problems)
-		if len(problems) > 0 {
-			a.log.Error("undoing a failed apply left the checkout changed", "preset", p.Name, "branch", branch, "problems", problems)
-			return res, fmt.Errorf("apply of preset %s failed (%s) and the undo did not finish, the checkout %s needs a look: %s",
-				p.Name, reason, a.cfg.Repo, strings.Join(problems, "; "))
-		}
-		return res, &session.UserError{Msg: fmt.Sprintf("apply of preset %s reverted: %s", p.Name, reason), Err: cause}
-	}
-
+// applyOnBranch creates the branch from its base, writes the preset's values into files
+// tracked there, commits them and runs the tests, filling in res as it goes. A non-empty
+// reason says why it failed, for the person in chat, and the checkout must be reverted;
+// cause is the error behind it.
+func (a *Applier) applyOnBranch(ctx context.Context, p session.Preset, by session.Actor, top string, u *undo, res *bot.ApplyResult) (reason string, cause error) {
 	u.created = true // from here on a branch may exist and must go on failure
-	if _, err := a.git.run(ctx, "checkout", "-q", "-b", branch, "refs/heads/"+base); err != nil {
-		return fail("could not create the branch", err)
+	if _, err := a.git.run(ctx, "checkout", "-q", "-b", u.branch, "refs/heads/"+u.base); err != nil {
+		return "could not create the branch", err
 	}
-	for rel := range files {
+	for rel := range u.files {
 		if _, err := a.git.run(ctx, "ls-files", "--error-unmatch", "--", rel); err != nil {
-			return fail(fmt.Sprintf("%s is not a tracked file of branch %s", rel, base), err)
+			return fmt.Sprintf("%s is not a tracked file of branch %s", rel, u.base), err
 		}
 	}
 	next, changes, err := a.plan(p, func(rel string) ([]byte, error) {
@@ -217,30 +227,55 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 		if err != nil {
 			return nil, err
 		}
-		files[rel] = abs
+		u.files[rel] = abs
 		return os.ReadFile(abs)
 	})
 	if err != nil {
-		var ue *session.UserError
-		if errors.As(err, &ue) {
-			return fail(ue.Msg, err)
-		}
-		return fail(err.Error(), err)
+		return failReason(err), err
 	}
 	res.Changes = changes
-	commit, reason, err := a.commitEdits(ctx, files, next, a.message(p, by, changes))
+	commit, reason, err := a.commitEdits(ctx, u.files, next, a.message(p, by, changes))
 	if reason != "" {
-		return fail(reason, err)
+		return reason, err
 	}
 	res.Commit = commit
 	tail, err := runTest(ctx, top, a.cfg.Test, a.cfg.TestTimeout, a.redact)
 	res.TestOutputTail = tail
 	if err != nil {
-		return fail(err.Error(), err)
+		return err.Error(), err
 	}
-	a.log.Info("preset applied", "preset", p.Name, "branch", branch, "commit", commit)
-	a.record(ctx, "apply", p, by, res, nil)
-	return res, nil
+	return "", nil
+}
+
+// failReason is what a person is told of a failed edit: a user error's own message, else
+// the error's text.
+func failReason(err error) string {
+	var ue *session.UserError
+	if errors.As(err, &ue) {
+		return ue.Msg
+	}
+	return err.Error()
+}
+
+// revert undoes a failed apply, records it, and says how it ended.
+func (a *Applier) revert(ctx context.Context, p session.Preset, by session.Actor, u *undo, res bot.ApplyResult, reason string, cause error) (bot.ApplyResult, error) {
+	res.Commit, res.Reverted, res.Reason = "", true, reason
+	problems := u.run(ctx)
+	a.record(ctx, "apply", p, by, res, problems)
+	if len(problems) > 0 {
+		a.log.Error("undoing a failed apply left the checkout changed", "preset", p.Name, "branch", u.branch, "problems", problems)
+	}
+	return res, revertError(p.Name, a.cfg.Repo, reason, cause, problems)
+}
+
+// revertError is a reverted apply's error: the person's to read (a user error) when the
+// undo put everything back, else an internal error saying the checkout needs a look.
+func revertError(presetName, repo, reason string, cause error, problems []string) error {
+	if len(problems) > 0 {
+		return fmt.Errorf("apply of preset %s failed (%s) and the undo did not finish, the checkout %s needs a look: %s",
+			presetName, reason, repo, strings.Join(problems, "; "))
+	}
+	return &session.UserError{Msg: fmt.Sprintf("apply of preset %s reverted: %s", presetName, reason), Err: cause}
 }
 
 // newBranch names the branch a preset is applied on and the base it starts from (the

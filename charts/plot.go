@@ -41,15 +41,36 @@ func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
 	if o.yTicks == 0 {
 		o.yTicks = 5
 	}
-	xmin, xmax := math.Inf(1), math.Inf(-1)
-	ymin, ymax := math.Inf(1), math.Inf(-1)
-	n := 0
+	downsampleSeries(ss)
+	xs, ys, ok := dataScales(ss, o.yTicks)
+	if !ok {
+		c.message(box.Min.X, box.Min.Y, box.Max.X, box.Max.Y, "no data yet", "this trial has no points for this chart")
+		return
+	}
+	xs.lo, xs.hi, ys.lo, ys.hi = c.plotArea(box, o, xs, ys)
+	c.grid(box, o, xs, ys)
+	c.curves(ss, xs, ys)
+}
+
+// downsampleSeries keeps each series' points as raw and cuts what is drawn to MaxPoints.
+func downsampleSeries(ss []series) {
 	for i := range ss {
 		ss[i].raw = ss[i].pts
 		if len(ss[i].pts) > MaxPoints {
 			ss[i].pts = session.Downsample(ss[i].pts, MaxPoints)
 		}
-		for _, p := range ss[i].pts {
+	}
+}
+
+// dataScales are the axes' ticks over every point drawn (values clamped); false when there
+// is none. Steps are iterations, so the x ticks are whole numbers: a range too short for a
+// step of at least 1 is widened by one on each side.
+func dataScales(ss []series, yTicks int) (xs, ys scale, ok bool) {
+	xmin, xmax := math.Inf(1), math.Inf(-1)
+	ymin, ymax := math.Inf(1), math.Inf(-1)
+	n := 0
+	for _, s := range ss {
+		for _, p := range s.pts {
 			v := clampValue(p.Value)
 			xmin, xmax = math.Min(xmin, float64(p.Step)), math.Max(xmax, float64(p.Step))
 			ymin, ymax = math.Min(ymin, v), math.Max(ymax, v)
@@ -57,34 +78,42 @@ func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
 		}
 	}
 	if n == 0 {
-		c.message(box.Min.X, box.Min.Y, box.Max.X, box.Max.Y, "no data yet", "this trial has no points for this chart")
-		return
+		return scale{}, scale{}, false
 	}
-	ys := niceScale(ymin, ymax, o.yTicks)
-	xs := niceScale(xmin, xmax, 4)
-	if xs.step < 1 { // steps are iterations: whole numbers
+	ys = niceScale(ymin, ymax, yTicks)
+	xs = niceScale(xmin, xmax, 4)
+	if xs.step < 1 {
 		xs = niceScale(math.Floor(xmin)-1, math.Ceil(xmax)+1, 2)
 	}
+	return xs, ys, true
+}
 
+// plotArea is where the curves go inside box: left of it the y tick labels, below it the
+// x tick labels, and room for the axis names that are set.
+func (c *canvas) plotArea(box image.Rectangle, o plotOpts, xs, ys scale) (left, right, bottom, top int) {
 	labelW := 0
 	for _, t := range ys.ticks {
 		w, _ := c.measure(formatValue(t, ys.step), o.tickSize)
 		labelW = max(labelW, w)
 	}
 	lastX, _ := c.measure(formatValue(xs.ticks[len(xs.ticks)-1], xs.step), o.tickSize)
-	left := box.Min.X + labelW + 14
-	right := box.Max.X - max(lastX/2, 8)
-	top := box.Min.Y + 8
+	left = box.Min.X + labelW + 14
+	right = box.Max.X - max(lastX/2, 8)
+	top = box.Min.Y + 8
 	if o.yName != "" {
 		top += sizeAxisName + 12
 	}
-	bottom := box.Max.Y - int(o.tickSize) - 14
+	bottom = box.Max.Y - int(o.tickSize) - 14
 	if o.xName != "" {
 		bottom -= sizeAxisName + 12
 	}
-	xs.lo, xs.hi = left, right
-	ys.lo, ys.hi = bottom, top
+	return left, right, bottom, top
+}
 
+// grid draws the tick lines and labels, the axes and their names; the zero line is drawn
+// as an axis when values change sign.
+func (c *canvas) grid(box image.Rectangle, o plotOpts, xs, ys scale) {
+	left, right, bottom, top := xs.lo, xs.hi, ys.lo, ys.hi
 	if o.yName != "" {
 		c.text(c.fit(o.yName, sizeAxisName, box.Dx()), box.Min.X, box.Min.Y+sizeAxisName, sizeAxisName, colMuted, alignLeft)
 	}
@@ -107,8 +136,13 @@ func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
 	if o.xName != "" {
 		c.text(o.xName, (left+right)/2, box.Max.Y-6, sizeAxisName, colMuted, alignCentre)
 	}
+}
 
-	// drawn in reverse so the first series (this trial) ends up on top
+// curves draws the series, in reverse so the first (this trial) ends up on top: a dot for
+// a single point, else a line of about one point per two pixels (a smoothed series over
+// a faint copy of its raw points) ending in a dot.
+func (c *canvas) curves(ss []series, xs, ys scale) {
+	width := xs.hi - xs.lo
 	for i := len(ss) - 1; i >= 0; i-- {
 		s := ss[i]
 		if len(s.pts) == 0 {
@@ -118,13 +152,12 @@ func (c *canvas) plot(box image.Rectangle, o plotOpts, ss []series) {
 			c.dot(xs.px(float64(s.pts[0].Step)), ys.px(clampValue(s.pts[0].Value)), s.width+5, s.col, false)
 			continue
 		}
-		// about one point per two pixels is all a line can show
-		pts := session.Downsample(s.raw, min(MaxPoints, max(right-left, 100)/2))
+		pts := session.Downsample(s.raw, min(MaxPoints, max(width, 100)/2))
 		if s.smooth && len(s.raw) >= 30 {
 			faint := s.col
 			faint.A = 70
 			c.polyline(xs, ys, pts, faint, 2, nil)
-			pts = session.Downsample(movingAverage(s.raw, max(3, len(s.raw)/40)), min(MaxPoints, max(right-left, 100)/3))
+			pts = session.Downsample(movingAverage(s.raw, max(3, len(s.raw)/40)), min(MaxPoints, max(width, 100)/3))
 		}
 		c.polyline(xs, ys, pts, s.col, s.width, s.dash)
 		last := pts[len(pts)-1]

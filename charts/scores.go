@@ -323,112 +323,148 @@ func Progress(meta Meta, trials []session.Trial, settings session.Settings) ([]b
 		return nil, err
 	}
 	y := c.header("Session progress", meta.subtitle())
-	rungs := settings.Rungs
-	if len(rungs) == 0 {
-		rungs = []int{0}
+	p := planProgress(trials, settings)
+	y = c.legend(progressLegend(len(p.rungs)), margin, y, c.w-2*margin)
+	c.progressRows(meta, p, y)
+	c.progressBar(p)
+	return c.png()
+}
+
+// progressPlan is what the progress image shows: the session's rungs, its trials by rung,
+// how many trials each rung plans, and the training iterations planned and done.
+type progressPlan struct {
+	rungs             []int // iterations of each rung; one rung of 0 when the settings have none
+	byRung            [][]session.Trial
+	planned           []int
+	itPlanned, itDone float64
+}
+
+// planProgress counts the plan: a rung plans the trials it promotes (the settings' promote,
+// else DefaultPromote), one more when the baseline is carried along as the control besides
+// them, and never fewer than it holds. A rung's planned iterations are those beyond the
+// rung before; a trial's done ones are those beyond where it started (all of them once
+// trained).
+func planProgress(trials []session.Trial, settings session.Settings) progressPlan {
+	p := progressPlan{rungs: settings.Rungs}
+	if len(p.rungs) == 0 {
+		p.rungs = []int{0}
 	}
-	// every colour drawn below is named: one per rung, running, not eligible, failed, to do
-	var items []legendItem
-	for r := range rungs {
-		items = append(items, legendItem{label: fmt.Sprintf("rung %d done", r), col: rungColour(r), marker: "box"})
-	}
-	running := rungColour(0)
-	running.A = 120
-	items = append(items,
-		legendItem{label: "running (pale)", col: running, marker: "box"},
-		legendItem{label: "not eligible", col: colFailed, marker: "box"},
-		legendItem{label: "failed", col: colBad, marker: "cross"},
-		legendItem{label: "to do", col: colTodo, marker: "box"})
-	y = c.legend(items, margin, y, c.w-2*margin)
 	promote := settings.Promote
 	if len(promote) == 0 {
 		promote = session.DefaultPromote(settings.TrialCount)
 	}
-	byRung := make([][]session.Trial, len(rungs))
+	p.byRung = make([][]session.Trial, len(p.rungs))
 	for _, t := range trials {
-		if t.Rung >= 0 && t.Rung < len(rungs) {
-			byRung[t.Rung] = append(byRung[t.Rung], t)
+		if t.Rung >= 0 && t.Rung < len(p.rungs) {
+			p.byRung[t.Rung] = append(p.byRung[t.Rung], t)
 		}
 	}
-	planned := make([]int, len(rungs))
-	var itPlanned, itDone float64
-	for r := range rungs {
+	p.planned = make([]int, len(p.rungs))
+	for r := range p.rungs {
 		if r < len(promote) {
-			planned[r] = promote[r]
-			if r > 0 && settings.Control && !baselineAmongTop(byRung[r-1], promote[r]) {
-				planned[r]++ // the baseline is carried along besides the promoted trials
+			p.planned[r] = promote[r]
+			if r > 0 && settings.Control && !baselineAmongTop(p.byRung[r-1], promote[r]) {
+				p.planned[r]++ // the baseline is carried along besides the promoted trials
 			}
 		}
-		planned[r] = max(planned[r], len(byRung[r]))
+		p.planned[r] = max(p.planned[r], len(p.byRung[r]))
 		prev := 0
 		if r > 0 {
-			prev = rungs[r-1]
+			prev = p.rungs[r-1]
 		}
-		itPlanned += float64(planned[r] * max(rungs[r]-prev, 0))
+		p.itPlanned += float64(p.planned[r] * max(p.rungs[r]-prev, 0))
 	}
 	for _, t := range trials {
 		done := t.Progress
 		if t.Trained || t.State == session.TrialCompleted {
 			done = t.Iterations
 		}
-		itDone += float64(max(done-t.StartIter, 0))
+		p.itDone += float64(max(done-t.StartIter, 0))
 	}
+	return p
+}
 
-	rowH := min((c.h-y-190)/max(len(rungs), 1), 130)
-	const labelW = 270
+// progressLegend names every colour the progress image draws: one per rung, running, not
+// eligible, failed, to do.
+func progressLegend(rungs int) []legendItem {
+	var items []legendItem
 	for r := range rungs {
+		items = append(items, legendItem{label: fmt.Sprintf("rung %d done", r), col: rungColour(r), marker: "box"})
+	}
+	running := rungColour(0)
+	running.A = 120
+	return append(items,
+		legendItem{label: "running (pale)", col: running, marker: "box"},
+		legendItem{label: "not eligible", col: colFailed, marker: "box"},
+		legendItem{label: "failed", col: colBad, marker: "cross"},
+		legendItem{label: "to do", col: colTodo, marker: "box"})
+}
+
+// progressRows draws a row per rung from y down: its label, and a box per planned trial.
+func (c *canvas) progressRows(meta Meta, p progressPlan, y int) {
+	rowH := min((c.h-y-190)/max(len(p.rungs), 1), 130)
+	const labelW = 270
+	for r := range p.rungs {
 		top := y + 20 + r*rowH
 		c.text(fmt.Sprintf("rung %d", r), margin, top+sizeLabel+4, sizeLabel+2, colText, alignLeft)
-		c.text(fmt.Sprintf("%s it · %d/%d", formatValue(float64(rungs[r]), 1), countDone(byRung[r]), planned[r]), margin, top+2*sizeLabel+14, sizeTick-2, colMuted, alignLeft)
-		n := max(planned[r], 1)
+		c.text(fmt.Sprintf("%s it · %d/%d", formatValue(float64(p.rungs[r]), 1), countDone(p.byRung[r]), p.planned[r]), margin, top+2*sizeLabel+14, sizeTick-2, colMuted, alignLeft)
+		n := max(p.planned[r], 1)
 		gap := 8
 		bw := (c.w - margin - labelW - margin - gap*(n-1)) / n
 		bh := min(rowH-30, 70)
 		for i := 0; i < n; i++ {
 			x0 := labelW + margin + i*(bw+gap)
-			x1, y1 := x0+bw, top+bh
-			c.rect(x0, top, x1, y1, colTodo)
-			if i >= len(byRung[r]) {
-				continue
-			}
-			t := byRung[r][i]
-			switch {
-			case t.State == session.TrialFailed:
-				c.cross((x0+x1)/2, (top+y1)/2, min(bw, bh)/4, colBad)
-			case finished(t) && !t.Score.Eligible:
-				c.rect(x0, top, x1, y1, colFailed)
-			case finished(t):
-				c.rect(x0, top, x1, y1, rungColour(r))
-			default: // training or evaluating: fill as far as it got
-				f := 0.0
-				if span := t.Iterations - t.StartIter; span > 0 {
-					f = math.Min(1, math.Max(0, float64(t.Progress-t.StartIter)/float64(span)))
-				}
-				col := rungColour(r)
-				col.A = 120
-				c.rect(x0, y1-int(f*float64(bh)), x1, y1, col)
-			}
-			if t.Ref() == meta.Trial { // outline the trial this image is about
-				c.frame(x0-5, top-5, x1+5, y1+5, colText, 4)
-			}
-			if bw >= 30 {
-				c.text(strconv.Itoa(t.Number), (x0+x1)/2, y1+sizeTick+4, sizeTick-4, colMuted, alignCentre)
+			box := image.Rect(x0, top, x0+bw, top+bh)
+			c.rect(box.Min.X, box.Min.Y, box.Max.X, box.Max.Y, colTodo)
+			if i < len(p.byRung[r]) {
+				c.trialBox(meta, p.byRung[r][i], r, box)
 			}
 		}
 	}
+}
 
-	// the overall bar: training iterations, the unit GPU time is spent in
+// trialBox fills a trial's box by its state: a cross when it failed, grey when it finished
+// not eligible, its rung's colour when it finished, else pale as far as its training got.
+// The trial the image is about is outlined.
+func (c *canvas) trialBox(meta Meta, t session.Trial, r int, b image.Rectangle) {
+	x0, top, x1, y1 := b.Min.X, b.Min.Y, b.Max.X, b.Max.Y
+	bw, bh := b.Dx(), b.Dy()
+	switch {
+	case t.State == session.TrialFailed:
+		c.cross((x0+x1)/2, (top+y1)/2, min(bw, bh)/4, colBad)
+	case finished(t) && !t.Score.Eligible:
+		c.rect(x0, top, x1, y1, colFailed)
+	case finished(t):
+		c.rect(x0, top, x1, y1, rungColour(r))
+	default: // training or evaluating: fill as far as it got
+		f := 0.0
+		if span := t.Iterations - t.StartIter; span > 0 {
+			f = math.Min(1, math.Max(0, float64(t.Progress-t.StartIter)/float64(span)))
+		}
+		col := rungColour(r)
+		col.A = 120
+		c.rect(x0, y1-int(f*float64(bh)), x1, y1, col)
+	}
+	if t.Ref() == meta.Trial { // outline the trial this image is about
+		c.frame(x0-5, top-5, x1+5, y1+5, colText, 4)
+	}
+	if bw >= 30 {
+		c.text(strconv.Itoa(t.Number), (x0+x1)/2, y1+sizeTick+4, sizeTick-4, colMuted, alignCentre)
+	}
+}
+
+// progressBar draws the overall bar: training iterations, the unit GPU time is spent in.
+func (c *canvas) progressBar(p progressPlan) {
 	top := c.h - 150
 	frac := 0.0
-	if itPlanned > 0 {
-		frac = math.Min(1, itDone/itPlanned)
+	if p.itPlanned > 0 {
+		frac = math.Min(1, p.itDone/p.itPlanned)
 	}
-	c.text(fmt.Sprintf("training iterations: %s of %s planned (%.0f%%)", formatValue(itDone, 1), formatValue(itPlanned, 1), 100*frac),
+	c.text(fmt.Sprintf("training iterations: %s of %s planned (%.0f%%)", formatValue(p.itDone, 1), formatValue(p.itPlanned, 1), 100*frac),
 		margin, top, sizeLabel, colText, alignLeft)
 	c.rect(margin, top+20, c.w-margin, top+80, colPanel)
 	c.rect(margin, top+20, margin+int(frac*float64(c.w-2*margin)), top+80, colTrial)
 	c.text("early stopping may end the session before the plan", margin, c.h-margin/2-4, sizeTick-4, colMuted, alignLeft)
-	return c.png()
 }
 
 // baselineAmongTop reports whether the baseline is one of the k best eligible trials of ts,

@@ -115,25 +115,14 @@ func checkMP4(data []byte) (session.Clip, error) {
 	return c, refuse("the MP4 has no video track")
 }
 
+// videoTrack reads the video track: its length (trackSeconds), its size and codec
+// (videoSize), and its frames, each of which must lie in the media data (placeFrames).
 func videoTrack(c session.Clip, trak box, media [][2]int) (session.Clip, error) {
-	mdhd, err := path(trak, "mdia", "mdhd")
+	secs, err := trackSeconds(trak)
 	if err != nil {
-		return c, refuse("%v", err)
+		return c, err
 	}
-	var timescale, duration uint64
-	switch b := mdhd.body; {
-	case len(b) >= 24 && b[0] == 0:
-		timescale, duration = uint64(binary.BigEndian.Uint32(b[12:])), uint64(binary.BigEndian.Uint32(b[16:]))
-	case len(b) >= 36 && b[0] == 1:
-		timescale, duration = uint64(binary.BigEndian.Uint32(b[20:])), binary.BigEndian.Uint64(b[24:])
-	default:
-		return c, refuse("the MP4's media header (mdhd) is malformed")
-	}
-	if timescale == 0 {
-		return c, refuse("the MP4's video track has a time scale of 0")
-	}
-	c.Seconds = float64(duration) / float64(timescale)
-
+	c.Seconds = secs
 	stbl, err := path(trak, "mdia", "minf", "stbl")
 	if err != nil {
 		return c, refuse("%v", err)
@@ -142,49 +131,107 @@ func videoTrack(c session.Clip, trak box, media [][2]int) (session.Clip, error) 
 	if err != nil {
 		return c, refuse("%v", err)
 	}
-	stsd, ok := child(tables, "stsd")
-	if !ok || len(stsd.body) < 8+8+28 {
-		return c, refuse("the MP4's video track has no sample description (stsd)")
+	w, h, err := videoSize(tables)
+	if err != nil {
+		return c, err
 	}
-	entry := stsd.body[8:]
-	codec := string(entry[4:8])
-	if codec != "avc1" && codec != "avc3" {
-		return c, refuse("the MP4's video is %s, not H.264 (avc1): chat and browsers may not play it; encode it with libx264", codecName(codec))
-	}
-	c.Width, c.Height = int(binary.BigEndian.Uint16(entry[8+24:])), int(binary.BigEndian.Uint16(entry[8+26:]))
-
-	// Every sample must lie inside the media data: sizes from stsz, chunk offsets from
-	// stco/co64, samples to chunks from stsc.
-	stsz, ok := child(tables, "stsz")
-	if !ok || len(stsz.body) < 12 {
-		return c, refuse("the MP4's video track has no sample sizes (stsz)")
-	}
-	fixed, count := binary.BigEndian.Uint32(stsz.body[4:]), int(binary.BigEndian.Uint32(stsz.body[8:]))
-	if count == 0 {
-		return c, refuse("the MP4's video track has no frames")
-	}
-	if fixed == 0 && len(stsz.body) < 12+4*count {
-		return c, refuse("truncated MP4: the sample size table lists %d of %d frames", (len(stsz.body)-12)/4, count)
-	}
-	sizeOf := func(i int) int {
-		if fixed != 0 {
-			return int(fixed)
-		}
-		return int(binary.BigEndian.Uint32(stsz.body[12+4*i:]))
+	c.Width, c.Height = w, h
+	sizes, err := readSampleSizes(tables)
+	if err != nil {
+		return c, err
 	}
 	offsets, err := chunkOffsets(tables)
 	if err != nil {
 		return c, refuse("%v", err)
 	}
+	if err := placeFrames(tables, offsets, sizes, media); err != nil {
+		return c, err
+	}
+	c.Frames = sizes.count
+	return c, nil
+}
+
+// trackSeconds is the track's media duration (mdhd, version 0 or 1) over its time scale,
+// which must not be 0.
+func trackSeconds(trak box) (float64, error) {
+	mdhd, err := path(trak, "mdia", "mdhd")
+	if err != nil {
+		return 0, refuse("%v", err)
+	}
+	var timescale, duration uint64
+	switch b := mdhd.body; {
+	case len(b) >= 24 && b[0] == 0:
+		timescale, duration = uint64(binary.BigEndian.Uint32(b[12:])), uint64(binary.BigEndian.Uint32(b[16:]))
+	case len(b) >= 36 && b[0] == 1:
+		timescale, duration = uint64(binary.BigEndian.Uint32(b[20:])), binary.BigEndian.Uint64(b[24:])
+	default:
+		return 0, refuse("the MP4's media header (mdhd) is malformed")
+	}
+	if timescale == 0 {
+		return 0, refuse("the MP4's video track has a time scale of 0")
+	}
+	return float64(duration) / float64(timescale), nil
+}
+
+// videoSize is the width and height of the track's first sample description, which must
+// be H.264 (avc1 or avc3): what chat and browsers play inline.
+func videoSize(tables []box) (width, height int, err error) {
+	stsd, ok := child(tables, "stsd")
+	if !ok || len(stsd.body) < 8+8+28 {
+		return 0, 0, refuse("the MP4's video track has no sample description (stsd)")
+	}
+	entry := stsd.body[8:]
+	codec := string(entry[4:8])
+	if codec != "avc1" && codec != "avc3" {
+		return 0, 0, refuse("the MP4's video is %s, not H.264 (avc1): chat and browsers may not play it; encode it with libx264", codecName(codec))
+	}
+	return int(binary.BigEndian.Uint16(entry[8+24:])), int(binary.BigEndian.Uint16(entry[8+26:])), nil
+}
+
+// sampleSizes is the track's sample size table (stsz): one size for every frame, or a
+// size per frame.
+type sampleSizes struct {
+	fixed uint32
+	table []byte // the stsz body
+	count int
+}
+
+func (s sampleSizes) size(i int) int {
+	if s.fixed != 0 {
+		return int(s.fixed)
+	}
+	return int(binary.BigEndian.Uint32(s.table[12+4*i:]))
+}
+
+// readSampleSizes reads stsz: a track must have a frame, and a per-frame table must list
+// every frame it counts.
+func readSampleSizes(tables []box) (sampleSizes, error) {
+	stsz, ok := child(tables, "stsz")
+	if !ok || len(stsz.body) < 12 {
+		return sampleSizes{}, refuse("the MP4's video track has no sample sizes (stsz)")
+	}
+	s := sampleSizes{fixed: binary.BigEndian.Uint32(stsz.body[4:]), table: stsz.body, count: int(binary.BigEndian.Uint32(stsz.body[8:]))}
+	if s.count == 0 {
+		return s, refuse("the MP4's video track has no frames")
+	}
+	if s.fixed == 0 && len(stsz.body) < 12+4*s.count {
+		return s, refuse("truncated MP4: the sample size table lists %d of %d frames", (len(stsz.body)-12)/4, s.count)
+	}
+	return s, nil
+}
+
+// placeFrames walks the sample-to-chunk table (stsc) over the chunk offsets: every frame
+// must lie inside the media data, and the chunks must place every frame the track counts.
+func placeFrames(tables []box, offsets []uint64, sizes sampleSizes, media [][2]int) error {
 	stsc, ok := child(tables, "stsc")
 	if !ok || len(stsc.body) < 8 {
-		return c, refuse("the MP4's video track has no sample-to-chunk table (stsc)")
+		return refuse("the MP4's video track has no sample-to-chunk table (stsc)")
 	}
 	runs := int(binary.BigEndian.Uint32(stsc.body[4:]))
 	if len(stsc.body) < 8+12*runs || runs == 0 {
-		return c, refuse("truncated MP4: the sample-to-chunk table is cut off")
+		return refuse("truncated MP4: the sample-to-chunk table is cut off")
 	}
-	sample := 0
+	count, sample := sizes.count, 0
 	for r := 0; r < runs && sample < count; r++ {
 		first := int(binary.BigEndian.Uint32(stsc.body[8+12*r:])) - 1
 		per := int(binary.BigEndian.Uint32(stsc.body[8+12*r+4:]))
@@ -193,14 +240,14 @@ func videoTrack(c session.Clip, trak box, media [][2]int) (session.Clip, error) 
 			last = int(binary.BigEndian.Uint32(stsc.body[8+12*(r+1):])) - 1
 		}
 		if first < 0 || last > len(offsets) || first > last {
-			return c, refuse("the MP4's sample-to-chunk table names chunks it does not have")
+			return refuse("the MP4's sample-to-chunk table names chunks it does not have")
 		}
 		for ch := first; ch < last && sample < count; ch++ {
 			at := offsets[ch]
 			for k := 0; k < per && sample < count; k++ {
-				end := at + uint64(sizeOf(sample))
+				end := at + uint64(sizes.size(sample))
 				if !inMedia(media, at, end) {
-					return c, refuse("truncated MP4: frame %d of %d lies outside the media data", sample+1, count)
+					return refuse("truncated MP4: frame %d of %d lies outside the media data", sample+1, count)
 				}
 				at = end
 				sample++
@@ -208,10 +255,9 @@ func videoTrack(c session.Clip, trak box, media [][2]int) (session.Clip, error) 
 		}
 	}
 	if sample < count {
-		return c, refuse("the MP4's chunk tables place %d of its %d frames", sample, count)
+		return refuse("the MP4's chunk tables place %d of its %d frames", sample, count)
 	}
-	c.Frames = count
-	return c, nil
+	return nil
 }
 
 func chunkOffsets(tables []box) ([]uint64, error) {

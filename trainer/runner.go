@@ -406,17 +406,35 @@ func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 		return jobOutcome{}, fmt.Errorf("%s job: %w", s.kind, err)
 	}
 	defer release()
+	cmd, logf, err := r.startLocal(s)
+	if err != nil {
+		return jobOutcome{}, err
+	}
+	defer logf.Close()
+	pid, started := cmd.Process.Pid, time.Now()
+	r.announceLocal(s, pid, started)
+	stopped, waitErr := r.awaitLocal(ctx, s, cmd)
+	r.reapGroup(pid, s.logger)
+	elapsed := time.Since(started).Round(time.Millisecond)
+	state := exitState(cmd.ProcessState, waitErr)
+	fmt.Fprintf(logf, "=== tunebot: %s job ended after %s: %s\n", s.kind, elapsed, firstNonEmpty(stopped, state))
+	s.logger.Info("job ended", "pid", pid, "elapsed", elapsed, "state", state, "stopped", stopped)
+	return localOutcome(ctx, s.kind, stopped, cmd.ProcessState.Success(), state)
+}
 
+// startLocal starts s's argv in its own process group, writing into its log, with the
+// child's environment; a job whose command line or environment would carry one of
+// tunebot's secrets is refused before anything starts.
+func (r *Runner) startLocal(s jobSpec) (*exec.Cmd, *os.File, error) {
 	env := childEnv(os.Environ(), r.t.Env, s.gpus)
 	if err := refuseSecret(s.kind, secretInJob(s.argv, env, "", nil, secret.ProcessKnown())); err != nil {
-		return jobOutcome{}, err
+		return nil, nil, err
 	}
 	logPath := filepath.Join(s.dir, s.log)
 	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
-		return jobOutcome{}, fmt.Errorf("opening %s: %w", s.log, err)
+		return nil, nil, fmt.Errorf("opening %s: %w", s.log, err)
 	}
-	defer logf.Close()
 	fmt.Fprint(logf, jobStartedLine(s.kind, "started", s.argv, secret.Process()))
 
 	cmd := exec.Command(s.argv[0], s.argv[1:]...)
@@ -428,10 +446,14 @@ func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(logf, "=== tunebot: could not start: %v\n", err)
-		return jobOutcome{}, &session.JobError{Job: s.kind, Err: err, Reason: "could not start " + filepath.Base(s.argv[0]) + ": " + startReason(err)}
+		logf.Close()
+		return nil, nil, &session.JobError{Job: s.kind, Err: err, Reason: "could not start " + filepath.Base(s.argv[0]) + ": " + startReason(err)}
 	}
-	pid := cmd.Process.Pid
-	started := time.Now()
+	return cmd, logf, nil
+}
+
+// announceLocal logs the started job and tells the Started hook its process record.
+func (r *Runner) announceLocal(s jobSpec, pid int, started time.Time) {
 	st, err := readStat(pid) // the child is not reaped before Wait, so its stat is there
 	if err != nil {
 		s.logger.Warn("reading the job's start time", "pid", pid, "err", err)
@@ -440,7 +462,13 @@ func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	if s.hooks.Started != nil {
 		s.hooks.Started(session.Proc{PID: pid, PGID: pid, StartTick: st.startTick, GPUs: slices.Clone(s.gpus), Started: started, Job: s.kind})
 	}
+}
 
+// awaitLocal waits for the job to end, reading progress every pollEvery, and stops it when
+// the context ends or its timeout passes. stopped says why tunebot stopped it, "" if it
+// ended by itself.
+func (r *Runner) awaitLocal(ctx context.Context, s jobSpec, cmd *exec.Cmd) (stopped string, waitErr error) {
+	pid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var timeout <-chan time.Time
@@ -451,40 +479,32 @@ func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	}
 	tick := time.NewTicker(r.pollEvery)
 	defer tick.Stop()
-
-	var stopped string // why tunebot stopped the job, "" if it ended by itself
-	var waitErr error
-loop:
 	for {
 		select {
 		case waitErr = <-done:
-			break loop
+			return "", waitErr
 		case <-ctx.Done():
-			stopped = "cancelled"
-			waitErr = r.stop(pid, done, s.logger)
-			break loop
+			return "cancelled", r.stop(pid, done, s.logger)
 		case <-timeout:
-			stopped = "timed out after " + s.timeout.String()
-			waitErr = r.stop(pid, done, s.logger)
-			break loop
+			return "timed out after " + s.timeout.String(), r.stop(pid, done, s.logger)
 		case <-tick.C:
 			if s.poll != nil {
 				s.poll()
 			}
 		}
 	}
-	r.reapGroup(pid, s.logger)
-	elapsed := time.Since(started).Round(time.Millisecond)
-	state := exitState(cmd.ProcessState, waitErr)
-	fmt.Fprintf(logf, "=== tunebot: %s job ended after %s: %s\n", s.kind, elapsed, firstNonEmpty(stopped, state))
-	s.logger.Info("job ended", "pid", pid, "elapsed", elapsed, "state", state, "stopped", stopped)
+}
 
+// localOutcome is how a local job ended: a cancelled job is an error wrapping the context's,
+// a job tunebot stopped otherwise (a timeout) failed for that reason, a non-zero exit failed
+// with its state, and a clean exit succeeded.
+func localOutcome(ctx context.Context, kind, stopped string, success bool, state string) (jobOutcome, error) {
 	switch {
 	case stopped == "cancelled":
-		return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, ctx.Err())
+		return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", kind, ctx.Err())
 	case stopped != "":
 		return jobOutcome{failed: stopped}, nil
-	case !cmd.ProcessState.Success():
+	case !success:
 		return jobOutcome{failed: state}, nil
 	}
 	return jobOutcome{}, nil

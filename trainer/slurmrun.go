@@ -156,118 +156,178 @@ func (r *Runner) slurmJob(s jobSpec, cfg Slurm, logPath string) (slurm.Job, erro
 // cause session.ErrJobCancelled scancels the job; any other end leaves it running (tunebot
 // is stopping, and the next start re-attaches it) and returns the context's error.
 func (r *Runner) runSlurm(ctx context.Context, s jobSpec) (jobOutcome, error) {
-	if s.attach != nil && !s.attach.Remote() {
-		return jobOutcome{}, fmt.Errorf("%s job: cannot attach to a local process (pid %d); only a Slurm job is re-attached", s.kind, s.attach.PID)
-	}
-	if s.attach == nil {
-		if err := ctx.Err(); err != nil {
-			return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, err)
-		}
+	if err := slurmStartable(ctx, s); err != nil {
+		return jobOutcome{}, err
 	}
 	cfg := Slurm{}
 	if r.t.Slurm != nil {
 		cfg = *r.t.Slurm
 	}
-	client := r.slurmClient()
-	poll := cmp.Or(cfg.Poll, DefaultSlurmPoll)
+	w := &slurmWatch{r: r, s: s, client: r.slurmClient(), poll: cmp.Or(cfg.Poll, DefaultSlurmPoll)}
 	logPath := filepath.Join(s.dir, s.log)
 	j, err := r.slurmJob(s, cfg, logPath)
 	if err != nil {
 		return jobOutcome{}, err
 	}
-	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-	if err != nil {
+	w.exitFile = slurm.ExitPath(j)
+	if w.logf, err = os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
 		return jobOutcome{}, fmt.Errorf("opening %s: %w", s.log, err)
 	}
-	defer logf.Close()
+	defer w.logf.Close()
+	if err := w.submitOrAttach(ctx, j); err != nil {
+		return jobOutcome{}, err
+	}
+	w.announce()
+	st, err := w.follow(ctx)
+	if err != nil {
+		return jobOutcome{}, err
+	}
+	return w.ended(ctx, st), nil
+}
 
-	var id string
-	var started time.Time
+// slurmStartable refuses a job that cannot start: only a Slurm job outlives tunebot, so a
+// local process is never re-attached, and a new job is not submitted once its context ended
+// (a job being re-attached is awaited whatever the context: leaving it is follow's to say).
+func slurmStartable(ctx context.Context, s jobSpec) error {
+	if s.attach != nil && !s.attach.Remote() {
+		return fmt.Errorf("%s job: cannot attach to a local process (pid %d); only a Slurm job is re-attached", s.kind, s.attach.PID)
+	}
+	if s.attach == nil {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("%s job cancelled: %w", s.kind, err)
+		}
+	}
+	return nil
+}
+
+// slurmWatch is one Slurm job being followed by runSlurm: its id once submitted, the
+// process record the hooks see, and the last answer Slurm gave about it.
+type slurmWatch struct {
+	r        *Runner
+	s        jobSpec
+	client   *slurm.Client
+	poll     time.Duration
+	logf     *os.File
+	exitFile string
+
+	id      string
+	started time.Time
+	proc    session.Proc
+	last    slurm.Status
+	failing string // the last error of squeue/sacct, said once
+	lastErr error
+}
+
+// submitOrAttach submits j, first ending any unrecorded job of its script, or takes the
+// id of the job s.attach names.
+func (w *slurmWatch) submitOrAttach(ctx context.Context, j slurm.Job) error {
+	s := w.s
 	if s.attach != nil {
-		id, started = s.attach.SlurmJob, s.attach.Started
-		fmt.Fprintf(logf, "=== tunebot: %s job re-attached %s to Slurm job %s\n", s.kind, time.Now().Format(time.RFC3339), id)
-		s.logger.Info("re-attached to Slurm job", "slurm_job", id)
-	} else {
-		fmt.Fprint(logf, jobStartedLine(s.kind, "submitted to Slurm", s.argv, secret.Process()))
-		// sbatch is not cut short by the job's context: killed mid-way, it might leave a job
-		// Slurm accepted that no record names. A cancel that came meanwhile is seen below.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitTimeout)
-		r.endStale(sctx, s, client, j, poll, logf)
-		id, err = client.Submit(sctx, j)
-		cancel()
-		if err != nil {
-			fmt.Fprintf(logf, "=== tunebot: could not submit: %v\n", err)
-			return jobOutcome{}, &session.JobError{Job: s.kind, Err: err, Reason: "could not submit to Slurm: " + err.Error()}
-		}
-		started = time.Now()
-		fmt.Fprintf(logf, "=== tunebot: Slurm job %s\n", id)
-		s.logger.Info("job submitted to Slurm", "slurm_job", id, "script", slurm.ScriptPath(j))
+		w.id, w.started = s.attach.SlurmJob, s.attach.Started
+		fmt.Fprintf(w.logf, "=== tunebot: %s job re-attached %s to Slurm job %s\n", s.kind, time.Now().Format(time.RFC3339), w.id)
+		s.logger.Info("re-attached to Slurm job", "slurm_job", w.id)
+		return nil
 	}
-	proc := session.Proc{SlurmJob: id, Job: s.kind, Started: started}
-	if s.attach != nil {
-		proc = *s.attach
-		proc.Job = cmp.Or(proc.Job, s.kind)
-	} else if s.hooks.Started != nil {
-		s.hooks.Started(proc)
+	fmt.Fprint(w.logf, jobStartedLine(s.kind, "submitted to Slurm", s.argv, secret.Process()))
+	// sbatch is not cut short by the job's context: killed mid-way, it might leave a job
+	// Slurm accepted that no record names. A cancel that came meanwhile is seen in follow.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), submitTimeout)
+	w.r.endStale(sctx, s, w.client, j, w.poll, w.logf)
+	id, err := w.client.Submit(sctx, j)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(w.logf, "=== tunebot: could not submit: %v\n", err)
+		return &session.JobError{Job: s.kind, Err: err, Reason: "could not submit to Slurm: " + err.Error()}
 	}
+	w.id, w.started = id, time.Now()
+	fmt.Fprintf(w.logf, "=== tunebot: Slurm job %s\n", id)
+	s.logger.Info("job submitted to Slurm", "slurm_job", id, "script", slurm.ScriptPath(j))
+	return nil
+}
 
-	exitFile := slurm.ExitPath(j)
-	var last slurm.Status
-	failing := "" // the last error of squeue/sacct, said once
-	var lastErr error
-	status := func(c context.Context) (slurm.Status, bool) {
-		all, err := client.Status(c, []string{id}, map[string]string{id: exitFile})
-		lastErr = err
-		if err != nil {
-			if msg := err.Error(); msg != failing && c.Err() == nil {
-				failing = msg
-				s.logger.Warn("asking Slurm about the job; trying again", "slurm_job", id, "err", err)
-			}
-			return last, false
-		}
-		failing = ""
-		st := all[id]
-		if st.State != last.State || st.Reason != last.Reason || st.Node != last.Node {
-			proc.SlurmState, proc.SlurmReason, proc.Node = st.State, st.Reason, st.Node
-			s.logger.Info("Slurm job state", "slurm_job", id, "state", st.State, "reason", st.Reason, "node", st.Node)
-			if s.hooks.Status != nil && st.State != slurm.Unknown {
-				s.hooks.Status(proc)
-			}
-		}
-		last = st
-		return st, true
+// announce sets up the job's process record; a new job is told to the Started hook, a
+// re-attached one keeps the record it had.
+func (w *slurmWatch) announce() {
+	w.proc = session.Proc{SlurmJob: w.id, Job: w.s.kind, Started: w.started}
+	if w.s.attach != nil {
+		w.proc = *w.s.attach
+		w.proc.Job = cmp.Or(w.proc.Job, w.s.kind)
+	} else if w.s.hooks.Started != nil {
+		w.s.hooks.Started(w.proc)
 	}
+}
 
-	statusTick := time.NewTicker(poll)
+// follow asks Slurm about the job every poll, and reads progress every pollEvery, until it
+// has finished. It returns an error when the context ended (leaveSlurm) or when Slurm's
+// commands are not installed.
+func (w *slurmWatch) follow(ctx context.Context) (slurm.Status, error) {
+	statusTick := time.NewTicker(w.poll)
 	defer statusTick.Stop()
-	progressTick := time.NewTicker(r.pollEvery)
+	progressTick := time.NewTicker(w.r.pollEvery)
 	defer progressTick.Stop()
-	st, ok := status(ctx)
+	leave := func() (slurm.Status, error) {
+		_, err := w.r.leaveSlurm(ctx, w.s, w.client, w.id, w.exitFile, w.poll, w.logf)
+		return slurm.Status{}, err
+	}
+	st, ok := w.status(ctx)
 	for !ok || !st.Finished() {
 		if ctx.Err() != nil {
-			return r.leaveSlurm(ctx, s, client, id, exitFile, poll, logf)
+			return leave()
 		}
-		if errors.Is(lastErr, slurm.ErrNotInstalled) {
-			return jobOutcome{}, &session.JobError{Job: s.kind, Err: lastErr, Reason: "cannot follow Slurm job " + id + ": " + lastErr.Error()}
+		if errors.Is(w.lastErr, slurm.ErrNotInstalled) {
+			return st, &session.JobError{Job: w.s.kind, Err: w.lastErr, Reason: "cannot follow Slurm job " + w.id + ": " + w.lastErr.Error()}
 		}
 		select {
 		case <-ctx.Done():
-			return r.leaveSlurm(ctx, s, client, id, exitFile, poll, logf)
+			return leave()
 		case <-progressTick.C:
-			if s.poll != nil {
-				s.poll()
+			if w.s.poll != nil {
+				w.s.poll()
 			}
 		case <-statusTick.C:
-			st, ok = status(ctx)
+			st, ok = w.status(ctx)
 		}
 	}
+	return st, nil
+}
 
-	st = r.awaitExitFile(ctx, st, exitFile, s.logger)
-	elapsed := time.Since(started).Round(time.Millisecond)
-	failed := slurmFailure(id, st)
-	fmt.Fprintf(logf, "=== tunebot: %s job ended after %s: Slurm job %s %s%s\n", s.kind, elapsed, id, st.State, exitNote(st.ExitCode))
-	s.logger.Info("Slurm job ended", "slurm_job", id, "state", st.State, "exit", st.ExitCode, "elapsed", elapsed)
-	return jobOutcome{failed: failed}, nil
+// status asks Slurm about the job once; false when it could not say (the error is warned
+// about once until an answer comes). A change of state, reason or node is logged and told
+// to the Status hook, unless Slurm does not know the job.
+func (w *slurmWatch) status(c context.Context) (slurm.Status, bool) {
+	s, id := w.s, w.id
+	all, err := w.client.Status(c, []string{id}, map[string]string{id: w.exitFile})
+	w.lastErr = err
+	if err != nil {
+		if msg := err.Error(); msg != w.failing && c.Err() == nil {
+			w.failing = msg
+			s.logger.Warn("asking Slurm about the job; trying again", "slurm_job", id, "err", err)
+		}
+		return w.last, false
+	}
+	w.failing = ""
+	st := all[id]
+	if st.State != w.last.State || st.Reason != w.last.Reason || st.Node != w.last.Node {
+		w.proc.SlurmState, w.proc.SlurmReason, w.proc.Node = st.State, st.Reason, st.Node
+		s.logger.Info("Slurm job state", "slurm_job", id, "state", st.State, "reason", st.Reason, "node", st.Node)
+		if s.hooks.Status != nil && st.State != slurm.Unknown {
+			s.hooks.Status(w.proc)
+		}
+	}
+	w.last = st
+	return st, true
+}
+
+// ended is the outcome of a job Slurm says has finished, once its exit file had time to
+// show here (slurmFailure says what counts as failed).
+func (w *slurmWatch) ended(ctx context.Context, st slurm.Status) jobOutcome {
+	s := w.s
+	st = w.r.awaitExitFile(ctx, st, w.exitFile, s.logger)
+	elapsed := time.Since(w.started).Round(time.Millisecond)
+	failed := slurmFailure(w.id, st)
+	fmt.Fprintf(w.logf, "=== tunebot: %s job ended after %s: Slurm job %s %s%s\n", s.kind, elapsed, w.id, st.State, exitNote(st.ExitCode))
+	s.logger.Info("Slurm job ended", "slurm_job", w.id, "state", st.State, "exit", st.ExitCode, "elapsed", elapsed)
+	return jobOutcome{failed: failed}
 }
 
 // endStale ends jobs of j's very batch script that are still queued or running although no

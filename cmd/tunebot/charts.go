@@ -26,85 +26,108 @@ func storeCharts(st seriesReader) bot.ChartFunc {
 		if err != nil {
 			return nil, fmt.Errorf("reading trials for charts: %w", err)
 		}
-		find := func(ref session.TrialRef) *session.Trial {
-			for i := range trials {
-				if trials[i].Ref() == ref {
-					return &trials[i]
-				}
-			}
-			return nil
-		}
+		kin := kinOf(trials, t)
+		meta := charts.Meta{SessionID: s.ID, Trial: t.Ref(), RunName: s.Settings.RunName}
 		curve := func(ref session.TrialRef, tag string) ([]session.Point, error) {
 			return lineage(ctx, st, s.ID, ref, tag)
 		}
-		series := func(ref session.TrialRef) map[string][]session.Point {
-			names, err := st.SeriesTags(ctx, s.ID, ref)
-			if err != nil {
-				return nil
-			}
-			out := make(map[string][]session.Point, len(names))
-			for _, tag := range names {
-				if pts, err := curve(ref, tag); err == nil {
-					out[tag] = pts
-				}
-			}
-			return out
-		}
-		baseline := find(session.TrialRef{Number: 0, Rung: 0})
-		var best *session.Trial
-		if ref, ok := charts.BestOf(trials); ok {
-			best = find(ref)
-		}
-		meta := charts.Meta{SessionID: s.ID, Trial: t.Ref(), RunName: s.Settings.RunName}
 		if len(tags) > 0 {
-			var out []bot.Attachment
-			other := func(tr *session.Trial, label, tag string) charts.Curve {
-				if tr == nil || tr.Ref() == t.Ref() {
-					return charts.Curve{}
-				}
-				pts, _ := curve(tr.Ref(), tag)
-				return charts.Curve{Label: label, Points: pts}
-			}
-			for _, tag := range tags {
-				pts, err := curve(t.Ref(), tag)
-				if err != nil {
-					return nil, session.Userf(err, "trial %d @ rung %d has no curve %q", t.Number, t.Rung, tag)
-				}
-				bestLabel := ""
-				if best != nil {
-					bestLabel = fmt.Sprintf("best: trial %d @ rung %d", best.Number, best.Rung)
-				}
-				png, err := charts.TrainingCurves(meta, tag, charts.Curve{Label: fmt.Sprintf("trial %d", t.Number), Points: pts},
-					other(baseline, "", tag), other(best, bestLabel, tag))
-				if err != nil {
-					return nil, fmt.Errorf("rendering %s: %w", tag, err)
-				}
-				name := charts.ImagePrefix(t.Ref()) + strings.NewReplacer("/", "-", ".", "-").Replace(tag) + ".png"
-				out = append(out, bot.Attachment{Name: name, Title: tag, Data: png})
-			}
-			return out, nil
+			return curveCharts(meta, t, tags, kin, curve)
 		}
-		var parent *session.Trial
-		if t.Parent != nil {
-			parent = find(*t.Parent)
-		}
-		var control *session.Trial
-		if t.Rung > 0 {
-			if b := find(session.TrialRef{Number: 0, Rung: t.Rung}); b != nil && b.Trained {
-				control = b
-			}
-		}
-		imgs, err := charts.TrialReport(charts.ReportInput{Meta: meta, Trial: t, Parent: parent, Baseline: baseline, Control: control, Best: best,
-			Series: series, Trials: trials, Settings: s.Settings})
-		if err != nil {
-			return nil, err
-		}
-		out := make([]bot.Attachment, len(imgs))
-		for i, im := range imgs {
-			out[i] = bot.Attachment{Name: im.Name, Title: im.Title, Data: im.PNG}
-		}
-		return out, nil
+		return reportCharts(ctx, st, s, t, trials, kin, meta, curve)
 	}
+}
+
+// trialKin are the trials a trial's charts compare it with; nil when there is none.
+type trialKin struct {
+	baseline, best, parent, control *session.Trial
+}
+
+// kinOf finds t's kin in trials: the baseline (trial 0 at rung 0), the session's best
+// (charts.BestOf), t's parent, and its control: the baseline trained again at t's rung
+// above 0, once that training finished.
+func kinOf(trials []session.Trial, t session.Trial) trialKin {
+	find := func(ref session.TrialRef) *session.Trial {
+		for i := range trials {
+			if trials[i].Ref() == ref {
+				return &trials[i]
+			}
+		}
+		return nil
+	}
+	k := trialKin{baseline: find(session.TrialRef{Number: 0, Rung: 0})}
+	if ref, ok := charts.BestOf(trials); ok {
+		k.best = find(ref)
+	}
+	if t.Parent != nil {
+		k.parent = find(*t.Parent)
+	}
+	if t.Rung > 0 {
+		if b := find(session.TrialRef{Number: 0, Rung: t.Rung}); b != nil && b.Trained {
+			k.control = b
+		}
+	}
+	return k
+}
+
+// curveCharts draws one training curve per tag, t's against the baseline's and the best's
+// (each left out when it is t itself); a tag t has no curve of is the person's mistake.
+func curveCharts(meta charts.Meta, t session.Trial, tags []string, kin trialKin, curve func(session.TrialRef, string) ([]session.Point, error)) ([]bot.Attachment, error) {
+	other := func(tr *session.Trial, label, tag string) charts.Curve {
+		if tr == nil || tr.Ref() == t.Ref() {
+			return charts.Curve{}
+		}
+		pts, _ := curve(tr.Ref(), tag)
+		return charts.Curve{Label: label, Points: pts}
+	}
+	bestLabel := ""
+	if kin.best != nil {
+		bestLabel = fmt.Sprintf("best: trial %d @ rung %d", kin.best.Number, kin.best.Rung)
+	}
+	var out []bot.Attachment
+	for _, tag := range tags {
+		pts, err := curve(t.Ref(), tag)
+		if err != nil {
+			return nil, session.Userf(err, "trial %d @ rung %d has no curve %q", t.Number, t.Rung, tag)
+		}
+		png, err := charts.TrainingCurves(meta, tag, charts.Curve{Label: fmt.Sprintf("trial %d", t.Number), Points: pts},
+			other(kin.baseline, "", tag), other(kin.best, bestLabel, tag))
+		if err != nil {
+			return nil, fmt.Errorf("rendering %s: %w", tag, err)
+		}
+		name := charts.ImagePrefix(t.Ref()) + strings.NewReplacer("/", "-", ".", "-").Replace(tag) + ".png"
+		out = append(out, bot.Attachment{Name: name, Title: tag, Data: png})
+	}
+	return out, nil
+}
+
+// reportCharts draws t's report (charts.TrialReport) with its kin and every series the
+// store holds for a trial (a tag whose curve cannot be read is left out).
+func reportCharts(ctx context.Context, st seriesReader, s session.Session, t session.Trial, trials []session.Trial, kin trialKin,
+	meta charts.Meta, curve func(session.TrialRef, string) ([]session.Point, error)) ([]bot.Attachment, error) {
+	series := func(ref session.TrialRef) map[string][]session.Point {
+		names, err := st.SeriesTags(ctx, s.ID, ref)
+		if err != nil {
+			return nil
+		}
+		out := make(map[string][]session.Point, len(names))
+		for _, tag := range names {
+			if pts, err := curve(ref, tag); err == nil {
+				out[tag] = pts
+			}
+		}
+		return out
+	}
+	imgs, err := charts.TrialReport(charts.ReportInput{Meta: meta, Trial: t, Parent: kin.parent, Baseline: kin.baseline, Control: kin.control,
+		Best: kin.best, Series: series, Trials: trials, Settings: s.Settings})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bot.Attachment, len(imgs))
+	for i, im := range imgs {
+		out[i] = bot.Attachment{Name: im.Name, Title: im.Title, Data: im.PNG}
+	}
+	return out, nil
 }
 
 // finalCharts is the summary's chart port (bot.FinalChartFunc): of the best trial's report

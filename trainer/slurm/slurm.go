@@ -112,6 +112,25 @@ func ExitPath(j Job) string { return filepath.Join(j.Dir, j.Name+".exit") }
 
 // Script renders the batch script of j.
 func Script(j Job) (string, error) {
+	if probs := jobProblems(j); len(probs) > 0 {
+		return "", fmt.Errorf("slurm job: %s", strings.Join(probs, "; "))
+	}
+	var b strings.Builder
+	b.WriteString("#!/bin/bash\n")
+	b.WriteString("# Written by tunebot: one trainer job. The argv below is quoted word by word.\n")
+	for _, opt := range directives(j) {
+		fmt.Fprintf(&b, "#SBATCH %s\n", opt)
+	}
+	writeCommand(&b, j)
+	return b.String(), nil
+}
+
+// jobProblems names everything in j a batch script cannot carry safely: a name outside
+// nameRE, a relative dir, workdir or output, a newline or '%' in a path (an sbatch
+// directive ends at the line and %-patterns are Slurm's own), an empty argv, an
+// environment entry that is not KEY=VALUE, an extra option that is not one --option, and
+// a partition, account, QOS or memory outside optRE.
+func jobProblems(j Job) []string {
 	var probs []string
 	if !nameRE.MatchString(j.Name) {
 		probs = append(probs, fmt.Sprintf("job name %q: want letters, digits, '_', '.', '-', starting with a letter or digit", j.Name))
@@ -123,7 +142,6 @@ func Script(j Job) (string, error) {
 		if p.v != "" && !filepath.IsAbs(p.v) {
 			probs = append(probs, fmt.Sprintf("job %s %q is not absolute", p.name, p.v))
 		}
-		// An sbatch directive ends at the line, and %-patterns are Slurm's own.
 		if strings.ContainsAny(p.v, "\n\r%") {
 			probs = append(probs, fmt.Sprintf("job %s %q: no newline or %% allowed", p.name, p.v))
 		}
@@ -146,48 +164,50 @@ func Script(j Job) (string, error) {
 			probs = append(probs, fmt.Sprintf("%s %q: letters, digits and '_.-,:' only", f.name, f.v))
 		}
 	}
-	if len(probs) > 0 {
-		return "", fmt.Errorf("slurm job: %s", strings.Join(probs, "; "))
-	}
-	var b strings.Builder
-	b.WriteString("#!/bin/bash\n")
-	b.WriteString("# Written by tunebot: one trainer job. The argv below is quoted word by word.\n")
-	directive := func(opt string) { fmt.Fprintf(&b, "#SBATCH %s\n", opt) }
-	directive("--job-name=" + j.Name)
-	directive("--output=" + OutputPath(j))
+	return probs
+}
+
+// directives are the script's #SBATCH options in order: name, output (appended to when
+// the job shares a log), working directory and one task always; each resource only when
+// set (the time limit rounded up to whole minutes); the extra options last.
+func directives(j Job) []string {
+	opts := []string{"--job-name=" + j.Name, "--output=" + OutputPath(j)}
 	if j.Output != "" {
-		directive("--open-mode=append")
+		opts = append(opts, "--open-mode=append")
 	}
-	directive("--chdir=" + cmp.Or(j.Workdir, j.Dir))
-	directive("--ntasks=1")
+	opts = append(opts, "--chdir="+cmp.Or(j.Workdir, j.Dir), "--ntasks=1")
 	if j.Partition != "" {
-		directive("--partition=" + j.Partition)
+		opts = append(opts, "--partition="+j.Partition)
 	}
 	if j.Account != "" {
-		directive("--account=" + j.Account)
+		opts = append(opts, "--account="+j.Account)
 	}
 	if j.QOS != "" {
-		directive("--qos=" + j.QOS)
+		opts = append(opts, "--qos="+j.QOS)
 	}
 	if j.TimeLimit > 0 {
-		directive("--time=" + strconv.Itoa(int((j.TimeLimit+time.Minute-1)/time.Minute)))
+		opts = append(opts, "--time="+strconv.Itoa(int((j.TimeLimit+time.Minute-1)/time.Minute)))
 	}
 	if j.CPUs > 0 {
-		directive("--cpus-per-task=" + strconv.Itoa(j.CPUs))
+		opts = append(opts, "--cpus-per-task="+strconv.Itoa(j.CPUs))
 	}
 	if j.Mem != "" {
-		directive("--mem=" + j.Mem)
+		opts = append(opts, "--mem="+j.Mem)
 	}
 	if j.GPUs > 0 {
-		directive("--gres=gpu:" + strconv.Itoa(j.GPUs))
+		opts = append(opts, "--gres=gpu:"+strconv.Itoa(j.GPUs))
 	}
-	for _, x := range j.Extra {
-		directive(x)
-	}
+	return append(opts, j.Extra...)
+}
+
+// writeCommand writes the script's body: the exported environment, the argv quoted word by
+// word with the GPUs Slurm gave in place of GPUIDsMarker, and the wait that passes
+// SIGTERM on and leaves the exit code in ExitPath(j).
+func writeCommand(b *strings.Builder, j Job) {
 	b.WriteString("set -u\n")
 	for _, kv := range j.Env {
 		k, v, _ := strings.Cut(kv, "=")
-		fmt.Fprintf(&b, "export %s=%s\n", k, quote(v))
+		fmt.Fprintf(b, "export %s=%s\n", k, quote(v))
 	}
 	// The GPUs Slurm gave: SLURM_JOB_GPUS (gres) or CUDA_VISIBLE_DEVICES, as a JSON list.
 	b.WriteString("gpus=${SLURM_JOB_GPUS:-${CUDA_VISIBLE_DEVICES:-}}\n")
@@ -200,15 +220,14 @@ func Script(j Job) (string, error) {
 		b.WriteString(quote(a))
 	}
 	b.WriteString(")\n")
-	fmt.Fprintf(&b, "args=(\"${args[@]//%s/$gpu_ids}\")\n", GPUIDsMarker)
+	fmt.Fprintf(b, "args=(\"${args[@]//%s/$gpu_ids}\")\n", GPUIDsMarker)
 	b.WriteString("\"${args[@]}\" &\nchild=$!\n")
 	// scancel and a time limit send SIGTERM to the batch shell: pass it on and wait.
 	b.WriteString("trap 'kill -TERM \"$child\" 2>/dev/null' TERM INT\n")
 	b.WriteString("wait \"$child\"; rc=$?\n")
 	b.WriteString("while kill -0 \"$child\" 2>/dev/null; do wait \"$child\"; rc=$?; done\n")
-	fmt.Fprintf(&b, "printf '%%s\\n' \"$rc\" > %s.tmp && mv -f %s.tmp %s\n", quote(ExitPath(j)), quote(ExitPath(j)), quote(ExitPath(j)))
+	fmt.Fprintf(b, "printf '%%s\\n' \"$rc\" > %s.tmp && mv -f %s.tmp %s\n", quote(ExitPath(j)), quote(ExitPath(j)), quote(ExitPath(j)))
 	b.WriteString("exit \"$rc\"\n")
-	return b.String(), nil
 }
 
 var (

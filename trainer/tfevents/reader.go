@@ -759,94 +759,114 @@ func decodeValue(b []byte) (tag []byte, value float64, ok bool, err error) {
 // decodeTensorScalar returns the value of a one-element DT_FLOAT, DT_DOUBLE or DT_HALF
 // tensor; any other tensor (strings, histograms, images) is not a scalar.
 func decodeTensorScalar(b []byte) (float64, bool, error) {
-	var (
-		dtype                        uint64
-		elems                        int64 = 1
-		content, floats, doubles, hv []byte
-		halfVarints                  []uint64
-	)
+	t, err := readTensor(b)
+	if err != nil {
+		return 0, false, err
+	}
+	v, ok := t.scalar()
+	return v, ok, nil
+}
+
+// tensorFields are the parts of a TensorProto a scalar can be in.
+type tensorFields struct {
+	dtype                        uint64
+	elems                        int64 // from the shape; 1 without one
+	content, floats, doubles, hv []byte
+	halfVarints                  []uint64
+}
+
+// readTensor reads a TensorProto's fields, skipping any it does not need.
+func readTensor(b []byte) (tensorFields, error) {
+	t := tensorFields{elems: 1}
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return 0, false, errMalformed
+			return t, errMalformed
 		}
 		b = b[n:]
 		switch {
 		case num == tensorDtype && typ == protowire.VarintType:
-			dtype, n = protowire.ConsumeVarint(b)
+			t.dtype, n = protowire.ConsumeVarint(b)
 		case num == tensorShape && typ == protowire.BytesType:
 			var shape []byte
 			shape, n = protowire.ConsumeBytes(b)
 			if n >= 0 {
 				e, err := shapeElements(shape)
 				if err != nil {
-					return 0, false, err
+					return t, err
 				}
-				elems = e
+				t.elems = e
 			}
 		case num == tensorContent && typ == protowire.BytesType:
-			content, n = protowire.ConsumeBytes(b)
+			t.content, n = protowire.ConsumeBytes(b)
 		case num == tensorFloatVal && typ == protowire.BytesType:
-			floats, n = protowire.ConsumeBytes(b)
+			t.floats, n = protowire.ConsumeBytes(b)
 		case num == tensorFloatVal && typ == protowire.Fixed32Type:
-			floats, n = b[:min(4, len(b))], 4
+			t.floats, n = b[:min(4, len(b))], 4
 			if len(b) < 4 {
 				n = -1
 			}
 		case num == tensorDoubleVal && typ == protowire.BytesType:
-			doubles, n = protowire.ConsumeBytes(b)
+			t.doubles, n = protowire.ConsumeBytes(b)
 		case num == tensorDoubleVal && typ == protowire.Fixed64Type:
-			doubles, n = b[:min(8, len(b))], 8
+			t.doubles, n = b[:min(8, len(b))], 8
 			if len(b) < 8 {
 				n = -1
 			}
 		case num == tensorHalfVal && typ == protowire.BytesType:
-			hv, n = protowire.ConsumeBytes(b)
+			t.hv, n = protowire.ConsumeBytes(b)
 		case num == tensorHalfVal && typ == protowire.VarintType:
 			var v uint64
 			v, n = protowire.ConsumeVarint(b)
-			halfVarints = append(halfVarints, v)
+			t.halfVarints = append(t.halfVarints, v)
 		default:
 			n = protowire.ConsumeFieldValue(num, typ, b)
 		}
 		if n < 0 {
-			return 0, false, errMalformed
+			return t, errMalformed
 		}
 		b = b[n:]
 	}
-	if elems != 1 {
-		return 0, false, nil
+	return t, nil
+}
+
+// scalar is the tensor's value when it has one element of a float type: tensor_content
+// first, then the typed values (float_val, double_val; half_val packed, then unpacked
+// single). Anything else is not a scalar.
+func (t tensorFields) scalar() (float64, bool) {
+	if t.elems != 1 {
+		return 0, false
 	}
-	switch dtype {
+	switch t.dtype {
 	case dtFloat:
-		if len(content) == 4 {
-			return float64(math.Float32frombits(binary.LittleEndian.Uint32(content))), true, nil
+		if len(t.content) == 4 {
+			return float64(math.Float32frombits(binary.LittleEndian.Uint32(t.content))), true
 		}
-		if len(floats) == 4 {
-			return float64(math.Float32frombits(binary.LittleEndian.Uint32(floats))), true, nil
+		if len(t.floats) == 4 {
+			return float64(math.Float32frombits(binary.LittleEndian.Uint32(t.floats))), true
 		}
 	case dtDouble:
-		if len(content) == 8 {
-			return math.Float64frombits(binary.LittleEndian.Uint64(content)), true, nil
+		if len(t.content) == 8 {
+			return math.Float64frombits(binary.LittleEndian.Uint64(t.content)), true
 		}
-		if len(doubles) == 8 {
-			return math.Float64frombits(binary.LittleEndian.Uint64(doubles)), true, nil
+		if len(t.doubles) == 8 {
+			return math.Float64frombits(binary.LittleEndian.Uint64(t.doubles)), true
 		}
 	case dtHalf:
-		if len(content) == 2 {
-			return halfToFloat(binary.LittleEndian.Uint16(content)), true, nil
+		if len(t.content) == 2 {
+			return halfToFloat(binary.LittleEndian.Uint16(t.content)), true
 		}
-		if len(hv) > 0 {
-			v, n := protowire.ConsumeVarint(hv)
-			if n == len(hv) {
-				return halfToFloat(uint16(v)), true, nil
+		if len(t.hv) > 0 {
+			v, n := protowire.ConsumeVarint(t.hv)
+			if n == len(t.hv) {
+				return halfToFloat(uint16(v)), true
 			}
 		}
-		if len(halfVarints) == 1 {
-			return halfToFloat(uint16(halfVarints[0])), true, nil
+		if len(t.halfVarints) == 1 {
+			return halfToFloat(uint16(t.halfVarints[0])), true
 		}
 	}
-	return 0, false, nil
+	return 0, false
 }
 
 // shapeElements returns the element count of a TensorShapeProto (dim=2 {size=1}); rank 0
