@@ -748,50 +748,9 @@ func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 	}
 	switch t.Kind() {
 	case reflect.Struct:
-		if n.Kind != yaml.MappingNode {
-			w.wrongType(n, path, "a section of key: value lines")
-			return
-		}
-		fields := yamlFields(t)
-		names := slices.Sorted(maps.Keys(fields))
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			if isMergeKey(k) {
-				// A merge key (<<: *defaults) lends its mapping's keys to this one.
-				for _, m := range mergedMaps(v) {
-					w.walk(m, t, path)
-				}
-				continue
-			}
-			at := joinKey(path, k.Value)
-			ft, ok := fields[k.Value]
-			if !ok {
-				if !w.keys {
-					continue
-				}
-				hint := ""
-				if best, ok := session.Closest(k.Value, names); ok {
-					hint = " (did you mean " + joinKey(path, best) + "?)"
-				}
-				w.probs = append(w.probs, fmt.Sprintf("line %d: %s is not a setting%s", k.Line, at, hint))
-				continue
-			}
-			w.walk(v, ft, at)
-		}
+		w.walkSection(n, t, path)
 	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			w.wrongType(n, path, "a mapping of key: value")
-			return
-		}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			if k := n.Content[i]; isMergeKey(k) {
-				for _, m := range mergedMaps(n.Content[i+1]) {
-					w.walk(m, t, path)
-				}
-				continue
-			}
-			w.walk(n.Content[i+1], t.Elem(), joinKey(path, n.Content[i].Value))
-		}
+		w.walkMapping(n, t, path)
 	case reflect.Slice, reflect.Array:
 		if n.Kind != yaml.SequenceNode {
 			w.wrongType(n, path, "a list")
@@ -802,6 +761,57 @@ func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
 		}
 	default:
 		w.checkValue(n, t, path)
+	}
+}
+
+// walkSection walks a section (a struct of settings): each key must be one of its settings
+// (an unknown one is named, with the closest setting as a hint), and a merge key
+// (<<: *defaults) lends its mapping's keys to this one.
+func (w *treeWalk) walkSection(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.MappingNode {
+		w.wrongType(n, path, "a section of key: value lines")
+		return
+	}
+	fields := yamlFields(t)
+	names := slices.Sorted(maps.Keys(fields))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if isMergeKey(k) {
+			for _, m := range mergedMaps(v) {
+				w.walk(m, t, path)
+			}
+			continue
+		}
+		at := joinKey(path, k.Value)
+		ft, ok := fields[k.Value]
+		if !ok {
+			if w.keys {
+				hint := ""
+				if best, ok := session.Closest(k.Value, names); ok {
+					hint = " (did you mean " + joinKey(path, best) + "?)"
+				}
+				w.probs = append(w.probs, fmt.Sprintf("line %d: %s is not a setting%s", k.Line, at, hint))
+			}
+			continue
+		}
+		w.walk(v, ft, at)
+	}
+}
+
+// walkMapping walks a mapping of free keys (a map): every value has the map's value type.
+func (w *treeWalk) walkMapping(n *yaml.Node, t reflect.Type, path string) {
+	if n.Kind != yaml.MappingNode {
+		w.wrongType(n, path, "a mapping of key: value")
+		return
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i]; isMergeKey(k) {
+			for _, m := range mergedMaps(n.Content[i+1]) {
+				w.walk(m, t, path)
+			}
+			continue
+		}
+		w.walk(n.Content[i+1], t.Elem(), joinKey(path, n.Content[i].Value))
 	}
 }
 
