@@ -344,17 +344,26 @@ func cmdSessions(args []string, stdout io.Writer) error {
 			defer wg.Done()
 			for j := range jobs {
 				dir := filepath.Join(root, fmt.Sprintf("s%d-r%d", j.surf.Seed(), j.rep))
-				run := runSession
-				if warm.on {
-					run = warm.runWarm
+				run := func() ([]sessionResult, error) {
+					r, err := runSession(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
+					return []sessionResult{r}, err
 				}
-				r, err := run(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
+				if warm.on {
+					run = func() ([]sessionResult, error) {
+						return warm.runWarm(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
+					}
+				}
+				rs, err := run()
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
 				if err == nil {
-					err = enc.Encode(r)
+					for _, r := range rs {
+						if err = enc.Encode(r); err != nil {
+							break
+						}
+					}
 				}
 				mu.Unlock()
 			}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"tunebot/bench/internal/memsim"
 	"tunebot/session"
@@ -28,57 +30,72 @@ const (
 
 // warmOptions are the -warm flags.
 type warmOptions struct {
-	on     bool
-	start  string
-	weight float64
+	on      bool
+	start   string
+	weights []float64 // one second session per weight, all built on the same first
 }
 
 func warmFlags(fs *flag.FlagSet, w *warmOptions) {
 	fs.BoolVar(&w.on, "warm", false, "run a second session on each surface that builds on the first (from=), and report the second")
 	fs.StringVar(&w.start, "warm-start", "", "the second session's start: best or defaults (empty: the session default)")
-	fs.Float64Var(&w.weight, "warm-weight", 0, "the weight of each of the first session's trials (0: session.DefaultFromWeight)")
+	fs.Func("warm-weight", "the weight of each of the first session's trials (default: session.DefaultFromWeight); a comma-separated list runs one second session per weight on the same first, labelled -w<weight>", func(v string) error {
+		w.weights = nil
+		for _, f := range strings.Split(v, ",") {
+			x, err := strconv.ParseFloat(f, 64)
+			if err != nil || x <= 0 || x > 1 {
+				return fmt.Errorf("%q is not a weight in (0, 1]", f)
+			}
+			w.weights = append(w.weights, x)
+		}
+		return nil
+	})
 }
 
-// runWarm runs the first session and the second that builds on it in one store under dir,
-// and scores the second; First is the first session's share of the attainable gain.
-func (w warmOptions) runWarm(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, st session.Settings, attainable float64, noiseFree bool) (sessionResult, error) {
+// runWarm runs the first session and the second(s) that build on it in one store under
+// dir, and scores the second(s); First is the first session's share of the attainable gain.
+func (w warmOptions) runWarm(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, st session.Settings, attainable float64, noiseFree bool) ([]sessionResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return sessionResult{}, err
+		return nil, err
 	}
 	defer os.RemoveAll(dir)
 	db, err := store.Open(filepath.Join(dir, "tunebot.db"), store.Options{})
 	if err != nil {
-		return sessionResult{}, err
+		return nil, err
 	}
 	defer db.Close()
 	first := st
 	first.Seed = surf.Seed()*10 + int64(rep)
 	s1, trials1, p1, err := playIn(ctx, db, dir, m, adv, memsim.Trainer{Surf: surf, Rep: rep, NoiseFree: noiseFree}, first)
 	if err != nil {
-		return sessionResult{}, err
+		return nil, err
 	}
 	r1, err := scoreSession(m, surf, rep, st, attainable, s1, trials1, p1)
 	if err != nil {
-		return sessionResult{}, fmt.Errorf("first session: %w", err)
+		return nil, fmt.Errorf("first session: %w", err)
 	}
-	second := st
-	second.Seed = first.Seed + warmSeedOffset
-	second.From, second.FromStart, second.FromWeight = s1.ID, w.start, w.weight
-	s2, trials2, p2, err := playIn(ctx, db, dir, m, advisorFor(m, surf, adv), memsim.Trainer{Surf: surf, Rep: rep + warmRepOffset, NoiseFree: noiseFree}, second)
-	if err != nil {
-		return sessionResult{}, err
+	weights := w.weights
+	if len(weights) == 0 {
+		weights = []float64{0}
 	}
-	r, err := scoreSession(m, surf, rep, st, attainable, s2, trials2, p2)
-	r.First = &r1.Fraction
-	return r, err
+	var out []sessionResult
+	for _, weight := range weights {
+		second := st
+		second.Seed = first.Seed + warmSeedOffset
+		second.From, second.FromStart, second.FromWeight = s1.ID, w.start, weight
+		mw := m
+		if len(weights) > 1 {
+			mw.name += "-w" + strconv.FormatFloat(weight, 'g', -1, 64)
+		}
+		s2, trials2, p2, err := playIn(ctx, db, dir, mw, m.adv(surf), memsim.Trainer{Surf: surf, Rep: rep + warmRepOffset, NoiseFree: noiseFree}, second)
+		if err != nil {
+			return out, err
+		}
+		r, err := scoreSession(mw, surf, rep, st, attainable, s2, trials2, p2)
+		if err != nil {
+			return out, err
+		}
+		r.First = &r1.Fraction
+		out = append(out, r)
+	}
+	return out, nil
 }
-
-// advisorFor is the second session's proposer: a fresh one, as the daemon would have after
-// a restart (tunebot's sampler is stateless, so this only matters to stateful ones).
-func advisorFor(m method, surf *sim.Surface, adv session.Advisor) session.Advisor {
-	if m.adv == nil {
-		return adv
-	}
-	return m.adv(surf)
-}
-
