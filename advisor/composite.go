@@ -98,6 +98,17 @@ type observation struct {
 	x       []float64 // steps from the baseline, per dim
 	metrics session.Metrics
 	perSeed []session.SeedMetrics
+	// weight is the observation's precision relative to one of this session's trials
+	// (0: a full one); an earlier session's trial weighs ProposalRequest.EarlierWeight.
+	weight float64
+}
+
+// precision is the observation's weight in the regression.
+func (o observation) precision() float64 {
+	if o.weight <= 0 {
+		return 1
+	}
+	return o.weight
 }
 
 // toModel maps a metric's value into model units: its log, the fall rate's log-odds, each
@@ -189,6 +200,8 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 		finished[configKey(h.Config)] = true
 	}
 	m.trials = len(obs)
+	own := obs // this session's trials: the noise and the intercept's prior read these only
+	obs = append(obs, earlierObservations(m, req, obs[0].metrics, floors)...)
 	var pending [][]float64
 	for _, h := range req.History {
 		if h.Rung == 0 && !h.State.Terminal() && !finished[configKey(h.Config)] {
@@ -204,8 +217,8 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 	}
 	declared := declarations(req.Space, dims)
 	for _, name := range session.MetricNames {
-		m0, v0 := metricPrior(name, obs, declared[name], floors, prior)
-		noise := metricNoise(name, obs, floors, prior)
+		m0, v0 := metricPrior(name, own, declared[name], floors, prior)
+		noise := metricNoise(name, own, floors, prior)
 		f := fitMetric(name, obs, declared[name], floors, m0, v0, noise)
 		if len(pending) > 0 {
 			// The model's own prediction at every pending position, as an observation.
@@ -316,15 +329,18 @@ func fitMetric(name string, obs []observation, decl []declaration, floors sessio
 		b[i] = m0[i] / v0[i]
 	}
 	for _, o := range obs {
+		// A weighted row: the row and the target scaled by √weight, so the observation's
+		// precision is weight/σ².
 		x := features(o.x)
 		y := toModel(name, o.metrics[name], floors)
+		w := o.precision() / noise2
 		for i := 0; i < p; i++ {
 			if x[i] == 0 {
 				continue
 			}
-			b[i] += x[i] * y / noise2
+			b[i] += w * x[i] * y
 			for j := 0; j < p; j++ {
-				a[i][j] += x[i] * x[j] / noise2
+				a[i][j] += w * x[i] * x[j]
 			}
 		}
 	}

@@ -359,6 +359,9 @@ func ProposalCard(p session.Proposal, space *session.Space, mentions []string) C
 	c.Blocks = append(c.Blocks, Fields(fields...))
 	ch := space.Diff(p.Base, session.Merge(p.Base, p.Patch))
 	c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: DiffTable("proposed change", ch)})
+	if p.BuiltOn != "" {
+		c.Blocks = append(c.Blocks, Text(p.BuiltOn)) // the first card says what the model starts from
+	}
 	c.Blocks = append(c.Blocks, whyBlocks(p, CardEvidence)...)
 	if len(p.ExpectedImpact) > 0 {
 		keys := make([]string, 0, len(p.ExpectedImpact))
@@ -484,6 +487,9 @@ func SummaryCard(in SummaryInput) Card {
 	}
 	if o := s.OutcomeText(); o != "" {
 		f.Fields = append(f.Fields, Field{"outcome", s.Outcome + ": " + o + "; no preset saved"})
+	}
+	if s.BuiltOn != nil {
+		f.Fields = append(f.Fields, Field{"built on", strings.TrimPrefix(s.BuiltOn.Line(), "builds on ")})
 	}
 	// the headline is best vs baseline at equal training, from the trials as they stand, so a
 	// cancelled or failed session never claims a gain the baseline trained as long beats

@@ -505,7 +505,7 @@ var startKeys = map[string]string{
 	"fallback": "fallback", "rungs": "rungs", "gpus": "gpus", "seed": "seed", "patience": "early_stop_patience",
 	"early_stop_patience": "early_stop_patience", "name": "run_name", "run_name": "run_name", "task": "task",
 	"num_envs": "num_envs", "envs": "num_envs", "eval_num_envs": "eval_num_envs", "eval_steps": "eval_steps",
-	"control": "control", "promote": "promote",
+	"control": "control", "promote": "promote", "from": "from", "start": "from_start", "from_start": "from_start",
 }
 
 func parseStart(c Command, args []string) (Command, error) {
@@ -588,6 +588,17 @@ func startOverride(field, raw string) (Override, error) {
 			"run_name": func(s *session.Settings) { s.RunName = raw },
 			"preset":   func(s *session.Settings) { s.Preset = raw },
 		}[field]
+	case "from":
+		if !session.ValidName(raw) {
+			return o, fmt.Errorf("%q is not a session id (its first characters are enough)", Truncate(raw, 40))
+		}
+		o.apply = func(s *session.Settings) { s.From = raw }
+	case "from_start":
+		v := strings.ToLower(raw)
+		if v != session.FromBest && v != session.FromDefaults {
+			return o, fmt.Errorf("%q is not %s or %s (where a session built on another starts)", Truncate(raw, 30), session.FromBest, session.FromDefaults)
+		}
+		o.apply = func(s *session.Settings) { s.FromStart = v }
 	case "fallback", "control":
 		b, err := strconv.ParseBool(strings.ToLower(raw))
 		if err != nil {
@@ -729,7 +740,7 @@ func Help(terminal bool) string {
 		apply = "apply and rollback need a confirm button: in a shell, tunebot apply diff PRESET, then tunebot apply PRESET --yes"
 	}
 	return strings.Join([]string{
-		cmd + "start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false]",
+		cmd + "start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false] [from=SESSION [start=best|defaults]]",
 		cmd + "status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · clip TRIAL [RUNG] (its policy walking) · agent · dashboard (a private sign-in link to the monitoring page) · help",
 		cmd + "preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)",
 		apply,

@@ -138,6 +138,9 @@ func TestParseCommand(t *testing.T) {
 		{"start preset path", "start preset=../x", bot.Command{}, "preset: \"../x\" must match"},
 		{"start run_name flag", "start run_name=--resume", bot.Command{}, `run_name: "--resume" must match`},
 		{"start preset flag", "start preset=-x", bot.Command{}, `preset: "-x" must match`},
+		{"start from a flag", "start from=-x", bot.Command{}, `from: "-x" is not a session id`},
+		{"start from where", "start from=ab12 start=latest", bot.Command{}, `from_start: "latest" is not best or defaults`},
+		{"start from twice", "start start=best from_start=defaults", bot.Command{}, "from_start: given twice"},
 		{"export flag", "export -x", bot.Command{}, `"-x" is not a preset name`},
 		{"import flag", `import -x {"weights":{}}`, bot.Command{}, `"-x" is not a preset name`},
 	} {
@@ -168,6 +171,22 @@ func TestStartSettings(t *testing.T) {
 	want.Promote = []int{6, 4, 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("settings (-want +got):\n%s", diff)
+	}
+
+	// from= and start= name the earlier session and where the new one starts.
+	cmd, err = bot.ParseCommand("start from=AB12cd start=Defaults", sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err = cmd.Settings(session.DefaultSettings()); err != nil || got.From != "AB12cd" || got.FromStart != session.FromDefaults {
+		t.Errorf("from=AB12cd start=Defaults: from %q, start %q, %v", got.From, got.FromStart, err)
+	}
+	cmd, err = bot.ParseCommand("start start=best", sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err = cmd.Settings(session.DefaultSettings()); err == nil || !strings.Contains(err.Error(), "without from") {
+		t.Errorf("start=best without from: %v", err)
 	}
 
 	// Range errors come from the session's own validation, every field named.

@@ -43,6 +43,24 @@ type sessionRow struct {
 	// OutcomeNoImprovement), OutcomeText it in words when nothing beat the baseline.
 	Outcome     string `json:"outcome,omitempty"`
 	OutcomeText string `json:"outcome_text,omitempty"`
+	// BuiltOn is the earlier session this one builds on (session.BuiltOn), for the link.
+	BuiltOn *builtOnView `json:"built_on,omitempty"`
+}
+
+// builtOnView is the earlier session a session builds on: its id for the link, its short
+// id, and what the session took from it in words after its name (session.BuiltOn.Line).
+type builtOnView struct {
+	ID    string `json:"id"`
+	Short string `json:"short"`
+	Rest  string `json:"rest"`
+}
+
+func builtOnOf(b *session.BuiltOn) *builtOnView {
+	if b == nil {
+		return nil
+	}
+	short := session.Short(b.Session)
+	return &builtOnView{ID: b.Session, Short: short, Rest: strings.TrimPrefix(b.Line(), "builds on session "+short)}
 }
 
 func stamp(t time.Time) string {
@@ -74,7 +92,8 @@ func trialsDone(trials []session.TrialOutline) int {
 func rowDone(s session.Session, done int) sessionRow {
 	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
 		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
-		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned)}
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned),
+		BuiltOn: builtOnOf(s.BuiltOn)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
 		r.BestScore = &v

@@ -251,10 +251,14 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 		}
 		base = p.Config.Clone()
 	}
+	built, st, base, err := e.buildOn(ctx, st, base)
+	if err != nil {
+		return Session{}, err
+	}
 	now := time.Now().UTC()
 	s := Session{
 		ID: newID(), State: StateQueued, Settings: st, Owner: owner, Base: base,
-		BestTrial: -1, CreatedAt: now, UpdatedAt: now, Message: "queued: the baseline trial starts now",
+		BestTrial: -1, CreatedAt: now, UpdatedAt: now, Message: "queued: the baseline trial starts now", BuiltOn: built,
 	}
 	if err := e.cfg.Store.CreateSession(ctx, s); err != nil {
 		if errors.Is(err, ErrBusy) {
@@ -270,7 +274,11 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 		return Session{}, fmt.Errorf("creating session directory: %w", err)
 	}
 	e.audit(ctx, s.ID, "session_started", owner, map[string]any{"settings": st, "preset": st.Preset})
-	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: fmt.Sprintf("session %s started by %s (%s mode, %d trials)", short(s.ID), owner, st.Mode, st.TrialCount)})
+	text := fmt.Sprintf("session %s started by %s (%s mode, %d trials)", short(s.ID), owner, st.Mode, st.TrialCount)
+	if built != nil {
+		text += "; it " + built.Line()
+	}
+	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: text})
 	e.ensureWorker(s.ID)
 	return s, nil
 }

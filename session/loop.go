@@ -563,6 +563,9 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		// Only the advisor reads curves (reward reflection); the sampler needs scores.
 		req.History = append(req.History, e.summary(ctx, t, e.cfg.Advisor != nil))
 	}
+	if err := e.addEarlier(ctx, s, &req); err != nil {
+		return Proposal{}, err
+	}
 	for _, p := range n.proposals {
 		if p.State == ProposalRejected && p.Decision != nil && p.Decision.Feedback != "" {
 			req.Feedback = append(req.Feedback, p.Decision.Feedback)
@@ -623,6 +626,9 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		ID: fmt.Sprintf("%s-p%02d", short(s.ID), seq), SessionID: s.ID, Seq: seq, Number: next, BaseTrial: bestNum,
 		Base: req.Base, Patch: sug.Patch.Clone(), Rationale: sug.Rationale, Summary: sug.Summary, Evidence: sug.Evidence, ExpectedImpact: sug.ExpectedImpact,
 		Confidence: sug.Confidence, BeatBest: sug.BeatBest, Source: sug.Source, Model: sug.Model, State: ProposalPending, CreatedAt: time.Now().UTC(),
+	}
+	if seq == 1 && s.BuiltOn != nil {
+		p.BuiltOn = "this session " + s.BuiltOn.Line()
 	}
 	if err := e.cfg.Store.PutProposal(ctx, p); err != nil {
 		return Proposal{}, fmt.Errorf("saving proposal: %w", err)

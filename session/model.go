@@ -111,6 +111,9 @@ type Session struct {
 	// so a decision is never lost and two clicks yield one.
 	Preferences []Preference `json:"preferences,omitempty"`
 	Reviews     []Review     `json:"reviews,omitempty"`
+	// BuiltOn is the earlier session this one builds on (Settings.From), as resolved at
+	// start; nil for a session that starts afresh.
+	BuiltOn *BuiltOn `json:"built_on,omitempty"`
 }
 
 // Pruned records what retention removed of a finished session: its curves thinned or
@@ -297,6 +300,9 @@ type Proposal struct {
 
 	// BeatBest is Suggestion.BeatBest: the model's chance of beating the best so far.
 	BeatBest *float64 `json:"beat_best,omitempty"`
+	// BuiltOn says, on a session's first proposal, which earlier session it builds on
+	// (BuiltOn.Line), so its card says so; "" otherwise.
+	BuiltOn string `json:"built_on,omitempty"`
 }
 
 // Effective is the patch that runs: the edited one when a person edited it.

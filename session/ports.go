@@ -248,6 +248,12 @@ type ProposalRequest struct {
 	Preferences      []Preference
 	PreferenceWeight float64
 	Seed             int64
+	// Earlier are the finished rung-0 trials of the session this one builds on
+	// (Settings.From), oldest first, its baseline first; a numeric proposer enters each as
+	// EarlierWeight of an observation, relative to that session's own level (docs/design.md
+	// §5). They are evidence only: History alone is this session's.
+	Earlier       []TrialSummary
+	EarlierWeight float64
 }
 
 // MayMove says whether the request's constraints let scalar name move up (a weight's
@@ -285,6 +291,8 @@ type Rejected struct {
 	Base     RewardConfig
 	Patch    Patch
 	Feedback string
+	// Session is the earlier session that rejected it (Settings.From); "" for this one's.
+	Session string
 }
 
 // Suggestion is a proposer's answer. Its patch is validated again by the engine.

@@ -52,6 +52,14 @@ type Settings struct {
 	// PromotionReview is how long a rung's promotion plan waits for people (Go, promote N,
 	// drop N) before the promotions start; nil takes the mode's default (ReviewWait).
 	PromotionReview *time.Duration `json:"promotion_review,omitempty" yaml:"promotion_review"`
+	// From is the earlier session on the same task this one builds on (tune --from,
+	// /tune start from=): its finished trials seed the numeric sampler's model, each weighted
+	// FromWeight (0: DefaultFromWeight), and its rejected directions stay rejected.
+	// FromStart says where this session starts: FromBest (the default) or FromDefaults
+	// (docs/design.md §1, a second session). Chosen per session, never in the config file.
+	From       string  `json:"from,omitempty" yaml:"-"`
+	FromStart  string  `json:"from_start,omitempty" yaml:"-"`
+	FromWeight float64 `json:"from_weight,omitempty" yaml:"-"`
 }
 
 // PreferenceSettings is session.preferences: the A/B cards.
@@ -155,6 +163,7 @@ func (s Settings) Validate() error {
 			probs = append(probs, r.field+": "+p)
 		}
 	}
+	probs = append(probs, s.fromProblems()...)
 	if len(probs) > 0 {
 		return &InvalidError{What: "settings invalid", Problems: probs}
 	}

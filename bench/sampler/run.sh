@@ -38,6 +38,10 @@ for fam in $FAMILIES; do
 	# the gap is the noise's).
 	bench/out/sampler sessions -method tunebot -label tunebot-noise-free -noise-free "${args[@]}" > "$OUT/$fam-tunebot-noise-free.jsonl"
 	files+=("$OUT/$fam-tunebot-noise-free.jsonl")
+	# The warm row: on each surface and repetition a second session, with fresh noise and
+	# session seed, that builds on the first (from=); the second sessions' results.
+	bench/out/sampler sessions -method tunebot -warm "${args[@]}" > "$OUT/$fam-tunebot-warm.jsonl"
+	files+=("$OUT/$fam-tunebot-warm.jsonl")
 	pyargs=(--binary bench/out/sampler --family "$fam" --first "$FIRST" --surfaces "$SURFACES" --reps "$REPS" --workers "$WORKERS")
 	[ -n "$TMP" ] && pyargs+=(--tmp "$TMP")
 	"$VENV/bin/python" bench/sampler/optuna_sessions.py "${pyargs[@]}" > "$OUT/$fam-optuna.jsonl"

@@ -44,6 +44,8 @@ type sessionResult struct {
 	Eligible0 []bool `json:"eligible0"`
 	// Shipped is the trial number of the configuration the session shipped.
 	Shipped int `json:"shipped"`
+	// First is, in the warm row, the share of the first session the second built on.
+	First *float64 `json:"first,omitempty"`
 }
 
 // method is one contender: the proposer, and the reward space its patches are checked
@@ -152,14 +154,21 @@ func playSession(ctx context.Context, dir string, m method, adv session.Advisor,
 		return session.Session{}, nil, none, err
 	}
 	defer db.Close()
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memsim.Trainer{Surf: surf, Rep: rep, NoiseFree: noiseFree}, Sampler: adv,
+	st.Seed = surf.Seed()*10 + int64(rep)
+	return playIn(ctx, db, dir, m, adv, memsim.Trainer{Surf: surf, Rep: rep, NoiseFree: noiseFree}, st)
+}
+
+// playIn runs one automatic session of the real engine in db (the session seed is st's)
+// and returns it as playSession does.
+func playIn(ctx context.Context, db *store.DB, dir string, m method, adv session.Advisor, tr memsim.Trainer, st session.Settings) (session.Session, []session.Trial, session.Preset, error) {
+	var none session.Preset
+	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: tr, Sampler: adv,
 		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
 	if err != nil {
 		return session.Session{}, nil, none, err
 	}
 	defer eng.Shutdown(context.WithoutCancel(ctx))
 	st.Fallback = true
-	st.Seed = surf.Seed()*10 + int64(rep)
 	s, err := eng.Start(ctx, st, session.System)
 	if err != nil {
 		return session.Session{}, nil, none, err
@@ -182,6 +191,11 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 	if err != nil {
 		return sessionResult{}, err
 	}
+	return scoreSession(m, surf, rep, settings, attainable, s, trials, p)
+}
+
+// scoreSession scores what session s shipped (p) on surf against the attainable gain.
+func scoreSession(m method, surf *sim.Surface, rep int, settings session.Settings, attainable float64, s session.Session, trials []session.Trial, p session.Preset) (sessionResult, error) {
 	r := sessionResult{Method: m.name, Family: string(surf.Family()), Surface: surf.Seed(), Rep: rep, Attainable: attainable, State: string(s.State)}
 	for _, t := range trials {
 		if t.Rung == 0 {
@@ -282,6 +296,8 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	var opts advisor.SamplerOptions
 	samplerFlags(fs, &opts)
 	flat := fs.Bool("no-declarations", false, "diagnostic: tunebot's space without what each scalar acts on (a flat prior)")
+	var warm warmOptions
+	warmFlags(fs, &warm)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -298,6 +314,8 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	}
 	if *label != "" {
 		m.name = *label
+	} else if warm.on {
+		m.name += "-warm"
 	}
 	if *flat {
 		m.space = undeclared(m.space)
@@ -326,13 +344,26 @@ func cmdSessions(args []string, stdout io.Writer) error {
 			defer wg.Done()
 			for j := range jobs {
 				dir := filepath.Join(root, fmt.Sprintf("s%d-r%d", j.surf.Seed(), j.rep))
-				r, err := runSession(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
+				run := func() ([]sessionResult, error) {
+					r, err := runSession(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
+					return []sessionResult{r}, err
+				}
+				if warm.on {
+					run = func() ([]sessionResult, error) {
+						return warm.runWarm(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
+					}
+				}
+				rs, err := run()
 				mu.Lock()
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
 				if err == nil {
-					err = enc.Encode(r)
+					for _, r := range rs {
+						if err = enc.Encode(r); err != nil {
+							break
+						}
+					}
 				}
 				mu.Unlock()
 			}

@@ -171,6 +171,7 @@ func TestCommandText(t *testing.T) {
 		file string // the attachment CommandFile finds; its text is appended to want
 	}{
 		{sub("start", opt("mode", "approval"), opt("trials", 4.0), opt("fallback", true)), "start mode=approval trials=4 fallback=true", "", ""},
+		{sub("start", opt("from", "ab12cd"), opt("start", "defaults")), "start from=ab12cd start=defaults", "", ""},
 		{sub("export", opt("preset", "auto-tune-1234")), "export auto-tune-1234", "", ""},
 		{sub("chart", opt("trial", "3@1"), opt("tags", "Train/a  Train/b")), "chart 3@1 Train/a Train/b", "", ""},
 		{sub("clip", opt("trial", "3@1")), "clip 3@1", "", ""},
@@ -368,6 +369,21 @@ func TestCommandsFitDiscord(t *testing.T) {
 		if !have[want] {
 			t.Errorf("/tune %s is not registered", want)
 		}
+	}
+	// start builds on an earlier session: from, and start's two choices.
+	startOpts := map[string][]string{}
+	for _, o := range cmds[0].Options {
+		if o.Name == "start" {
+			for _, x := range o.Options {
+				startOpts[x.Name] = []string{}
+				for _, c := range x.Choices {
+					startOpts[x.Name] = append(startOpts[x.Name], fmt.Sprint(c.Value))
+				}
+			}
+		}
+	}
+	if _, ok := startOpts["from"]; !ok || fmt.Sprint(startOpts["start"]) != "[best defaults]" {
+		t.Errorf("/tune start options %v: want from, and start with best and defaults", startOpts)
 	}
 	// import takes the preset as pasted JSON or as the exported file, both optional
 	// (exactly one is checked when it runs), after its required name.

@@ -24,6 +24,8 @@ func Commands() []*discordgo.ApplicationCommand {
 	mode := str("mode", "automatic, or approval: every proposal waits for a person")
 	mode.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: "automatic", Value: "automatic"}, {Name: "approval", Value: "approval"}}
 	ifBusy := str("if_busy", "what a scheduled start does when another session holds the GPU (default: configured)")
+	fromStart := str("start", "with from: start from its best configuration (default) or the defaults")
+	fromStart.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: session.FromBest, Value: session.FromBest}, {Name: session.FromDefaults, Value: session.FromDefaults}}
 	ifBusy.Choices = []*discordgo.ApplicationCommandOptionChoice{{Name: "skip", Value: "skip"}, {Name: "wait", Value: "wait"}}
 	jsonOpt := str("json", "the preset's JSON pasted: the text of the file /tune export gives")
 	jsonOpt.MaxLength = 6000
@@ -41,7 +43,9 @@ func Commands() []*discordgo.ApplicationCommand {
 				str("name", "run name"),
 				integer("num_envs", "parallel environments (1–16384)", &minOne, 16384),
 				integer("eval_steps", "evaluation steps (10–100000)", &minOne, 100000),
-				boolean("control", "promote the baseline along every rung to compare at equal training (default true)")),
+				boolean("control", "promote the baseline along every rung to compare at equal training (default true)"),
+				str("from", "an earlier session on the same task to build on: its id, or the start of it"),
+				fromStart),
 			sub("status", "the session's state"),
 			sub("pause", "pause after the current job"),
 			sub("resume", "resume a paused or interrupted session"),

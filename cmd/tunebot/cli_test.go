@@ -91,6 +91,9 @@ func TestCommandLineMistakes(t *testing.T) {
 		{[]string{"tune", "--trials", "0", "--fallback"}, 2, "tunebot tune: --trials 0 is outside 4–20", true},
 		{[]string{"tune", "--trials", "-3", "--fallback"}, 2, "tunebot tune: --trials -3 is outside 4–20", true},
 		{[]string{"tune", "--mode", "approve", "--fallback"}, 2, `tunebot tune: --mode "approve" is not automatic or approval (did you mean approval?)`, true},
+		{[]string{"tune", "--from-start", "best", "--fallback"}, 2, "tunebot tune: --from-start says where a session built on another starts: give --from SESSION too", true},
+		{[]string{"tune", "--from", "ab12", "--from-start", "latest", "--fallback"}, 2, `tunebot tune: --from-start "latest" is not best or defaults`, true},
+		{[]string{"tune", "--from", "ab12", "--resume"}, 2, "tunebot tune: --from starts a new session", true},
 		{[]string{"help", "nosuch"}, 2, `tunebot help: unknown command "nosuch"`, true},
 		{[]string{"help", "tuen"}, 2, `unknown command "tuen" (did you mean tune?)`, true},
 	} {

@@ -35,6 +35,8 @@ type tuneOptions struct {
 	json       bool
 	resume     bool
 	preset     string // start from this preset (/tune start preset=NAME)
+	from       string // build on this earlier session (/tune start from=SESSION)
+	fromStart  string // where a session built on another starts: best or defaults
 	dataDir    string
 	demo       bool
 	task       string // demo: the task whose reward space the sim trainer tunes
@@ -43,15 +45,20 @@ type tuneOptions struct {
 }
 
 func runTune(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--preset NAME] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
+	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--preset NAME] [--from SESSION [--from-start best|defaults]] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
 
 Runs one tuning session in the foreground to its end, operated from this terminal (type help
-while it runs). --resume continues the newest unfinished session instead.`)
+while it runs). --resume continues the newest unfinished session instead. --from builds on an
+earlier session of the same task: its trials seed the numeric sampler's model (down-weighted),
+its rejected directions stay rejected, and the session starts from its best configuration
+(--from-start defaults: from the defaults or --preset).`)
 	var o tuneOptions
 	fs.StringVar(&o.configPath, "config", "", "config file (YAML); the embedded defaults when empty")
 	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
 	fs.IntVar(&o.trials, "trials", 0, "trial count, baseline included (default: the config's)")
 	fs.StringVar(&o.preset, "preset", "", "start from this preset's reward configuration (tunebot preset list) instead of the defaults")
+	fs.StringVar(&o.from, "from", "", "build on this earlier session of the same task (its id or the start of it)")
+	fs.StringVar(&o.fromStart, "from-start", "", "with --from: start from its best configuration (best, the default) or the defaults")
 	fs.BoolVar(&o.fallback, "fallback", false, "let the numeric sampler propose when the advisor cannot")
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
 	fs.BoolVar(&o.resume, "resume", false, "continue the newest interrupted session instead of starting one")
@@ -81,6 +88,15 @@ func tuneFlagProblem(fs *flag.FlagSet, o tuneOptions) string {
 	}
 	if given["preset"] && o.resume {
 		return "--preset starts a new session; --resume continues one with its own settings"
+	}
+	if given["from"] && o.resume {
+		return "--from starts a new session; --resume continues one with its own settings"
+	}
+	if given["from-start"] && !given["from"] {
+		return "--from-start says where a session built on another starts: give --from SESSION too"
+	}
+	if given["from-start"] && o.fromStart != session.FromBest && o.fromStart != session.FromDefaults {
+		return fmt.Sprintf("--from-start %q is not best or defaults", o.fromStart)
 	}
 	if given["trials"] && (o.trials < session.MinTrials || o.trials > session.MaxTrials) {
 		return fmt.Sprintf("--trials %d is outside %d–%d (the trial count, the baseline included)", o.trials, session.MinTrials, session.MaxTrials)
@@ -214,6 +230,7 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 	if o.preset != "" {
 		st.Preset = o.preset
 	}
+	st.From, st.FromStart = o.from, o.fromStart
 	st.Normalize()
 	return st
 }
@@ -408,6 +425,8 @@ type summaryJSON struct {
 	// Versus is the headline's best tuned trial against the baseline at its rung
 	// (session.Comparison.Versus), null before there is one.
 	Versus *session.Versus `json:"versus"`
+	// BuiltOn is the earlier session this one built on (--from), null when none.
+	BuiltOn *session.BuiltOn `json:"built_on"`
 }
 
 // planChangeJSON is one change a person made to rung's promotion plan.
@@ -485,7 +504,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, Reason: s.Reason, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
@@ -609,6 +628,9 @@ func writeSummaryText(w io.Writer, s summaryJSON) {
 	}
 	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
+	}
+	if s.BuiltOn != nil {
+		fmt.Fprintf(w, "  built on:    %s\n", strings.TrimPrefix(s.BuiltOn.Line(), "builds on "))
 	}
 	for _, k := range []struct{ key, label string }{{"session_dir", "session_dir"}, {"reports", "charts"}, {"store", "store"}, {"log", "log"}} {
 		fmt.Fprintf(w, "  %-12s %s\n", k.label+":", s.Outputs[k.key])

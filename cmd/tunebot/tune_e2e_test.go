@@ -147,6 +147,7 @@ func TestTuneRefusesBadInputWithAReason(t *testing.T) {
 		{[]string{"tune", "--data-dir", dir}, "DEEPSEEK_API_KEY is not set"},
 		{[]string{"tune", "--data-dir", dir}, "--fallback or session.fallback: true"},
 		{[]string{"tune", "--resume", "--data-dir", dir}, "no interrupted"},
+		{[]string{"tune", "--from", "ab12", "--fallback", "--data-dir", dir}, "from=ab12: session ab12 does not exist"},
 		{[]string{"tune", "--fallback", "--data-dir", "/proc/forbidden"}, "/proc/forbidden"},
 	}
 	for _, tc := range cases {

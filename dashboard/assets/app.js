@@ -175,6 +175,7 @@
           : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
       s.outcome_text ? h("p", { id: "outcome" }, s.outcome + ": " + s.outcome_text + "; no preset saved") : null,
+      s.built_on ? h("p", { id: "built-on" }, "builds on ", h("a", { href: "/sessions/" + enc(s.built_on.id) }, "session " + s.built_on.short), s.built_on.rest) : null,
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
       s.pruned ? h("p", { class: "muted", id: "pruned" }, s.pruned) : null,
       // each running trial on its own line: its GPUs or its Slurm job (issue 14)

@@ -1,0 +1,183 @@
+package session_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"tunebot/session"
+)
+
+// finishedFirst runs an automatic session to its end and returns it.
+func finishedFirst(t *testing.T, h *harness) session.Session {
+	t.Helper()
+	s, err := h.eng.Start(context.Background(), settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s = h.wait(s.ID); s.State != session.StateSucceeded {
+		t.Fatalf("first session %s (%s)", s.State, s.Reason)
+	}
+	return s
+}
+
+func TestSecondSessionBuildsOnTheFirst(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	first := finishedFirst(t, h)
+	var done []session.Trial
+	var best session.Trial
+	for _, tr := range h.trials(first.ID) {
+		if tr.Rung == 0 && tr.State == session.TrialCompleted {
+			done = append(done, tr)
+		}
+		if tr.Number == first.BestTrial && tr.Rung == first.BestRung {
+			best = tr
+		}
+	}
+	if best.Number == 0 {
+		t.Fatalf("the first session's best is its baseline (%d): the test needs one that moved", first.BestTrial)
+	}
+	st := settings(session.ModeApproval)
+	st.From = session.Short(first.ID)[:6] // a short id resolves as elsewhere
+	second, err := h.eng.Start(ctx, st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := session.BuiltOn{Session: first.ID, Trials: len(done), Weight: session.DefaultFromWeight, Start: session.FromBest, Trial: best.Number}
+	if second.BuiltOn == nil || *second.BuiltOn != want || second.Settings.From != first.ID {
+		t.Fatalf("built on %+v (from %q), want %+v", second.BuiltOn, second.Settings.From, want)
+	}
+	if !second.Base.Equal(best.RewardConfig) {
+		t.Fatalf("start=best: base %v, want the earlier best %v", second.Base, best.RewardConfig)
+	}
+	if s := h.wait(second.ID); s.State != session.StateAwaitingApproval {
+		t.Fatalf("second session %s (%s)", s.State, s.Reason)
+	}
+	line := "builds on session " + session.Short(first.ID) + ": " + itoa(len(done)) + " trials, each weighted 0.5"
+	started := false
+	for _, text := range h.note.texts {
+		started = started || strings.HasPrefix(text, "session "+session.Short(second.ID)+" started") && strings.Contains(text, line)
+	}
+	if !started {
+		t.Fatalf("no start message says %q: %q", line, h.note.texts)
+	}
+	ps, err := h.db.Proposals(ctx, second.ID)
+	if err != nil || len(ps) == 0 {
+		t.Fatalf("proposals %v, %v", ps, err)
+	}
+	if !strings.Contains(ps[0].BuiltOn, line) {
+		t.Fatalf("first proposal says %q, want %q", ps[0].BuiltOn, line)
+	}
+	reqs := h.adv.requests()
+	last := reqs[len(reqs)-1]
+	if len(last.Earlier) != len(done) || last.EarlierWeight != session.DefaultFromWeight {
+		t.Fatalf("the proposer saw %d earlier trials weighted %g, want %d weighted %g", len(last.Earlier), last.EarlierWeight, len(done), session.DefaultFromWeight)
+	}
+	if len(last.History) != 1 || last.History[0].Number != 0 {
+		t.Fatalf("history %d trials: the earlier ones must stay out of this session's", len(last.History))
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestSecondSessionFromTheDefaults(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	first := finishedFirst(t, h)
+	st := settings(session.ModeAutomatic)
+	st.From, st.FromStart, st.FromWeight = first.ID, session.FromDefaults, 0.3
+	s, err := h.eng.Start(context.Background(), st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Base.Equal(session.DefaultSpace().Defaults()) || s.BuiltOn.Trial != -1 || s.BuiltOn.Weight != 0.3 {
+		t.Fatalf("start=defaults: base %v, built on %+v", s.Base, s.BuiltOn)
+	}
+	if !strings.HasSuffix(s.BuiltOn.Line(), "each weighted 0.3, starting from the defaults") {
+		t.Fatalf("line %q", s.BuiltOn.Line())
+	}
+	h.wait(s.ID)
+}
+
+func TestBuildingOnRefusesWhatItCannotUse(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	now := time.Now().UTC()
+	other := settings(session.ModeAutomatic)
+	other.Task = "Unitree-Go1-Flat"
+	records := []session.Session{
+		{ID: "aaaa0000000000000000000000000001", State: session.StateSucceeded, Settings: other, CreatedAt: now, BestTrial: -1},
+		{ID: "bbbb0000000000000000000000000002", State: session.StateCancelled, Settings: settings(session.ModeAutomatic), CreatedAt: now, BestTrial: -1},
+	}
+	for _, r := range records {
+		if err := h.db.CreateSession(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		name, from, start, preset string
+		want                      string
+	}{
+		{"unknown", "cccc", "", "", "from=cccc: session cccc does not exist"},
+		{"another task", "aaaa", "", "", "from=aaaa: session aaaa0000 tuned task Unitree-Go1-Flat, not Unitree-Go2-Flat"},
+		{"no finished trial", "bbbb", "", "", "from=bbbb: session bbbb0000 has no finished trial to build on"},
+		{"bad start", "bbbb", "latest", "", `from_start: "latest" is not best or defaults`},
+		{"preset and start=best", "bbbb", "", "mine", "a preset and from's start=best both choose"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := settings(session.ModeAutomatic)
+			st.From, st.FromStart, st.Preset = tt.from, tt.start, tt.preset
+			_, err := h.eng.Start(ctx, st, console)
+			msg, ok := session.UserMessage(err)
+			if err == nil || !ok || !strings.Contains(msg, tt.want) {
+				t.Fatalf("got %v (user message %q), want one naming %q", err, msg, tt.want)
+			}
+		})
+	}
+	if _, ok, err := session.ActiveSession(ctx, h.db); ok || err != nil {
+		t.Fatalf("a refused start left an active session (%v)", err)
+	}
+}
+
+func TestEarlierRejectionsReachTheProposer(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	st := settings(session.ModeApproval)
+	first, err := h.eng.Start(ctx, st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first = h.wait(first.ID); first.State != session.StateAwaitingApproval {
+		t.Fatalf("first session %s (%s)", first.State, first.Reason)
+	}
+	if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: first.ID, Action: session.ActionReject, Feedback: "not that", By: console}); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(first.ID)
+	if _, err := h.eng.Cancel(ctx, first.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	h.wait(first.ID)
+	ps, err := h.db.Proposals(ctx, first.ID)
+	if err != nil || len(ps) == 0 || ps[0].State != session.ProposalRejected {
+		t.Fatalf("first session's proposals %v, %v", ps, err)
+	}
+	st.From, st.FromStart = first.ID, session.FromDefaults
+	second, err := h.eng.Start(ctx, st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(second.ID)
+	reqs := h.adv.requests()
+	last := reqs[len(reqs)-1]
+	if last.SessionID != second.ID || len(last.Rejected) == 0 {
+		t.Fatalf("the second session's proposer saw no rejection: %+v", last.Rejected)
+	}
+	r := last.Rejected[0]
+	if r.Session != first.ID || r.Seq != 1 || !r.Patch.Equal(ps[0].Patch) || r.Feedback != "not that" {
+		t.Fatalf("rejection %+v, want proposal 1 of the first session", r)
+	}
+}
