@@ -103,75 +103,98 @@ func generateDomain(sh shape, seed int64) *generated {
 	for _, name := range session.MetricNames {
 		g.noise[name] = 0.01 + 0.04*rng.Float64()
 	}
-	cs := coords(sh.sp)
 	var risky []coord // scalars whose role has a cliff
 	var riskyDir []float64
-	for _, c := range cs {
+	for _, c := range coords(sh.sp) {
 		role := sh.role(c.name)
 		if role.cliff != 0 {
 			risky, riskyDir = append(risky, c), append(riskyDir, role.cliff)
 		}
-		step := domainStep(c)
 		if rng.Float64() < 0.25 {
 			continue // does not matter on this surface, whatever its name says
 		}
-		// Where its optimum lies, in steps from the default: near (no gain to be had,
-		// only cost), a moderate move, or far.
-		var dist float64
-		switch r := rng.Float64(); {
-		case r < 0.2:
-			dist = 0.2 * rng.Float64()
-		case r < 0.85:
-			dist = 0.4 + 1.1*rng.Float64()
-		default:
-			dist = 1.5 + 1.5*rng.Float64()
-		}
-		side := role.up
-		if side == 0 || rng.Float64() < 0.2 {
-			side = float64(1 - 2*rng.IntN(2)) // not the side the name suggests, or no known side
-		}
-		opt := math.Min(math.Max(c.def+side*dist*step, 0), 1)
-		d := math.Abs(opt-c.def) / step // the distance left once cut to the bounds
-		for k, metric := range role.acts {
-			// The gain at the optimum, in log units of the metric (the fall rate: log-odds),
-			// 0.025–0.25; a second metric gets less.
-			depth := 0.025 * math.Pow(10, rng.Float64())
-			if k > 0 {
-				depth *= 0.5
-			}
-			if metric == mFall {
-				depth *= 2
-			}
-			if role.small {
-				depth *= 0.3
-			}
-			// Curvature per squared step: the depth over the distance, and a default that is
-			// already right is not a knife edge but still costs when moved.
-			curvStep := depth / math.Max(d*d, 0.25)
-			if d < 0.2 {
-				curvStep = 0.02 + 0.08*rng.Float64()
-			}
-			e := effect{c: c, opt: opt, curv: curvStep / (step * step), primary: metric}
-			if k == 0 && len(role.trades) > 0 && rng.Float64() < 0.7 {
-				// Moving towards the optimum costs a trade metric, linearly: at the optimum
-				// 10–70 % of the gain, in the metric's own log units.
-				e.trade = role.trades[rng.IntN(len(role.trades))]
-				e.slope = (0.1 + 0.6*rng.Float64()) * depth / math.Max(math.Abs(opt-c.def), step*0.5)
-			}
-			g.effects = append(g.effects, e)
-		}
-		if rng.Float64() < 0.2 {
-			// A side effect nobody declared: the scalar also acts on another metric.
-			other := session.MetricNames[rng.IntN(len(session.MetricNames))]
-			if other != role.acts[0] {
-				depth := 0.015 + 0.05*rng.Float64()
-				sideOpt := math.Min(math.Max(c.def+float64(1-2*rng.IntN(2))*(0.5+rng.Float64())*step, 0), 1)
-				sd := math.Abs(sideOpt-c.def) / step
-				g.effects = append(g.effects, effect{c: c, opt: sideOpt, curv: depth / math.Max(sd*sd, 0.25) / (step * step), primary: other})
-			}
+		g.effects = append(g.effects, domainEffects(rng, c, role)...)
+	}
+	domainInteractions(rng, g)
+	domainCliffs(rng, g, risky, riskyDir)
+	return g
+}
+
+// domainEffects draws what a scalar that matters does: where its optimum lies (near, a
+// moderate move or far, on the side its role says, or, one time in five, the other side),
+// its effect on each metric its role acts on (with a trade-off into another metric), and
+// one time in five a side effect nobody declared.
+func domainEffects(rng *rand.Rand, c coord, role domainRole) []effect {
+	step := domainStep(c)
+	// Where its optimum lies, in steps from the default: near (no gain to be had,
+	// only cost), a moderate move, or far.
+	var dist float64
+	switch r := rng.Float64(); {
+	case r < 0.2:
+		dist = 0.2 * rng.Float64()
+	case r < 0.85:
+		dist = 0.4 + 1.1*rng.Float64()
+	default:
+		dist = 1.5 + 1.5*rng.Float64()
+	}
+	side := role.up
+	if side == 0 || rng.Float64() < 0.2 {
+		side = float64(1 - 2*rng.IntN(2)) // not the side the name suggests, or no known side
+	}
+	opt := math.Min(math.Max(c.def+side*dist*step, 0), 1)
+	d := math.Abs(opt-c.def) / step // the distance left once cut to the bounds
+	var out []effect
+	for k, metric := range role.acts {
+		out = append(out, domainEffect(rng, c, role, k, metric, opt, d))
+	}
+	if rng.Float64() < 0.2 {
+		// A side effect nobody declared: the scalar also acts on another metric.
+		other := session.MetricNames[rng.IntN(len(session.MetricNames))]
+		if other != role.acts[0] {
+			depth := 0.015 + 0.05*rng.Float64()
+			sideOpt := math.Min(math.Max(c.def+float64(1-2*rng.IntN(2))*(0.5+rng.Float64())*step, 0), 1)
+			sd := math.Abs(sideOpt-c.def) / step
+			out = append(out, effect{c: c, opt: sideOpt, curv: depth / math.Max(sd*sd, 0.25) / (step * step), primary: other})
 		}
 	}
-	// A few interactions between scalars that matter, on a metric one of them acts on.
+	return out
+}
+
+// domainEffect is a scalar's effect on the k-th metric its role acts on, with its optimum
+// at opt, d steps from the default.
+func domainEffect(rng *rand.Rand, c coord, role domainRole, k int, metric string, opt, d float64) effect {
+	step := domainStep(c)
+	// The gain at the optimum, in log units of the metric (the fall rate: log-odds),
+	// 0.025–0.25; a second metric gets less.
+	depth := 0.025 * math.Pow(10, rng.Float64())
+	if k > 0 {
+		depth *= 0.5
+	}
+	if metric == mFall {
+		depth *= 2
+	}
+	if role.small {
+		depth *= 0.3
+	}
+	// Curvature per squared step: the depth over the distance, and a default that is
+	// already right is not a knife edge but still costs when moved.
+	curvStep := depth / math.Max(d*d, 0.25)
+	if d < 0.2 {
+		curvStep = 0.02 + 0.08*rng.Float64()
+	}
+	e := effect{c: c, opt: opt, curv: curvStep / (step * step), primary: metric}
+	if k == 0 && len(role.trades) > 0 && rng.Float64() < 0.7 {
+		// Moving towards the optimum costs a trade metric, linearly: at the optimum
+		// 10–70 % of the gain, in the metric's own log units.
+		e.trade = role.trades[rng.IntN(len(role.trades))]
+		e.slope = (0.1 + 0.6*rng.Float64()) * depth / math.Max(math.Abs(opt-c.def), step*0.5)
+	}
+	return e
+}
+
+// domainInteractions draws a few interactions between scalars that matter, on a metric one
+// of them acts on.
+func domainInteractions(rng *rand.Rand, g *generated) {
 	for n := 2 + rng.IntN(2); n > 0 && len(g.effects) > 1; n-- {
 		a, b := rng.IntN(len(g.effects)), rng.IntN(len(g.effects))
 		if g.effects[a].c.name == g.effects[b].c.name {
@@ -181,8 +204,11 @@ func generateDomain(sh shape, seed int64) *generated {
 		k := (0.02 + 0.06*rng.Float64()) * float64(1-2*rng.IntN(2)) / (sa * sb)
 		g.inter = append(g.inter, interaction{a: a, b: b, metric: g.effects[a].primary, k: k})
 	}
-	// One to three cliffs, on scalars whose role has one: 1–2.5 steps from the default the
-	// way the role says, the fall rate rises 3–6 log-odds per step past it.
+}
+
+// domainCliffs draws one to three cliffs, on scalars whose role has one: 1–2.5 steps from
+// the default the way the role says, the fall rate rises 3–6 log-odds per step past it.
+func domainCliffs(rng *rand.Rand, g *generated, risky []coord, riskyDir []float64) {
 	perm := rng.Perm(len(risky))
 	for i, n := 0, 1+rng.IntN(3); i < n && i < len(perm); i++ {
 		c, dir := risky[perm[i]], riskyDir[perm[i]]
@@ -193,5 +219,4 @@ func generateDomain(sh shape, seed int64) *generated {
 		}
 		g.cliffs = append(g.cliffs, cliff{c: c, at: at, dir: dir, steep: (3 + 3*rng.Float64()) / step})
 	}
-	return g
 }

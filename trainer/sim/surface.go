@@ -172,104 +172,152 @@ func bowl(x, opt, def, k float64) float64 {
 	return f(x) / f(def)
 }
 
+// asymptote is the demo surface (seed 0): the metrics a policy trained long enough under cfg
+// reaches, each a product of factors of the scalars that act on it.
 func asymptote(cfg session.RewardConfig) session.Metrics {
-	v := values(cfg)
-	wl := v.w["track_linear_velocity"]
-	wa := v.w["track_angular_velocity"]
-	iar := v.in("action_rate_l2", 0)
-	ija := v.in("joint_acc_l2", 0)
-	isl := v.in("soft_landing", 0)
-	ior := v.in("body_orientation_l2", 0)
-	ibav := v.in("body_ang_vel", 0)
-	iam := v.in("angular_momentum", 0)
-	iterm := v.in("is_terminated", 0)
-	ijpl := v.in("joint_pos_limits", 0)
-	ipose := v.in("pose", 0)
-	igait := v.in("foot_gait", 0)
-	icl := v.in("foot_clearance", 0)
-	ifs := v.in("foot_slip", 0)
-	iss := v.in("stand_still", 0)
-	iep := v.in("electrical_power", 1e-3)
-	sl := v.p("track_linear_velocity.std")
-	sa := v.p("track_angular_velocity.std")
-	period := v.p("foot_gait.period")
-	gthr := v.p("foot_gait.threshold")
-	height := v.p("foot_clearance.target_height")
-	poseScale := (v.p("pose.std_standing_scale") + v.p("pose.std_walking_scale") + v.p("pose.std_running_scale")) / 3
-	walkThr := v.p("pose.walking_threshold")
-	slipCmd := v.p("foot_slip.command_threshold")
-	standCmd := v.p("stand_still.command_threshold")
-
-	// Over-regularisation: penalties stronger than the task can bear cost tracking.
-	overSmooth := 0.4*sq(pos(lg2(iar)-0.6)) + 0.05*sq(pos(lg2(ija)-1))
-	lin := 0.21 *
-		math.Pow(wl, -0.3) *
-		bowl(sl, 0.35, 0.5, 2.0) *
-		(1 + overSmooth) *
-		(1 + 0.12*sq(pos(lg2(ior)-1))) *
-		(1 + 0.08*sq(pos(lg2(ifs)-1))) *
-		(1 + 0.004*iep*iep) *
-		bowlLin(igait, 1.4, 0.06) *
-		bowlLin(period/0.5, 1, 1.5) / bowlLin(0.6/0.5, 1, 1.5) *
-		bowlLin(ipose, 0.8, 0.05) *
-		math.Pow(poseScale, -0.05) *
-		(1 + 0.3*sq(pos(-lg2(iar)-1.5)))
-	ang := 0.30 *
-		math.Pow(wa, -0.35) *
-		math.Pow(wl, 0.08) *
-		bowl(sa, 0.5, 0.7071, 2.0) *
-		(1 + 0.20*sq(pos(lg2(iar)-0.6))) *
-		(1 + 0.25*sq(pos(lg2(ibav)))) *
-		(1 + 0.15*sq(pos(lg2(iam)))) *
-		(1 + 0.003*iep*iep)
-	acc := 12.0 *
-		math.Pow(iar, -0.6) *
-		math.Pow((1+ija)/2, -0.25) *
-		math.Pow((1+isl)/2, -0.08) *
-		math.Pow(wl, 0.25) *
-		math.Pow(wa, 0.1) *
-		math.Pow(1+0.3*iep, -0.1) *
-		math.Pow(period/0.6, -0.5)
-	orient := 0.05 *
-		math.Pow(math.Max(ior, 0.05), -0.35) *
-		math.Pow((1+ibav)/2, -0.12) *
-		math.Pow((1+iam)/2, -0.10) *
-		math.Pow(wl, 0.15) *
-		math.Pow((1+ipose)/2, -0.10) *
-		(1 + 0.3*sq(pos(-lg2(iar)-1)))
-	u := -4.6 +
-		2.2*sq(pos(lg2(iar)-0.8)) + // smoothness so strong the policy cannot recover a stumble
-		3.0*sq(pos(-lg2(ior)-0.6)) + // too little incentive to stay upright
-		2.5*sq(pos(-lg2(iterm)-0.5)) + // falling costs too little
-		1.2*sq(pos(-lg2(ijpl)-1)) +
-		0.8*sq(pos(lg2(ifs)-1)) +
-		0.03*iep*iep +
-		1.5*sq(pos(lg2(wl)-0.8)) +
-		sq(pos((height-0.12)/0.02)) -
-		0.25*math.Min(1, pos(lg2(ior))) +
-		0.5*sq(pos(walkThr-0.3)/0.1)
-	fall := 0.9 / (1 + math.Exp(-u))
-	slip := 0.08 *
-		(0.3 + 0.7*math.Pow((1+ifs)/2, -0.9)) *
-		math.Pow(wl, 0.2) *
-		math.Pow((1+igait)/2, -0.1) *
-		bowlLin(gthr/0.56, 1, 2) *
-		math.Pow(slipCmd/0.1, 0.05) *
-		math.Pow(height/0.1, -0.1)
-	power := 150.0 *
-		math.Pow(1+0.6*iep, -0.4) *
-		math.Pow(wl, 0.3) *
-		math.Pow(iar, -0.08) *
-		math.Pow((1+iss)/2, -0.1) *
-		math.Pow((1+ija)/2, -0.05) *
-		math.Pow(height/0.1, 0.3) *
-		math.Pow(standCmd/0.1, 0.03) *
-		math.Pow((1+icl)/2, 0.05)
+	d := demoScalarsOf(cfg)
 	return session.Metrics{
-		session.MetricVelLinear: lin, session.MetricVelAngular: ang, session.MetricActionAcc: acc,
-		session.MetricOrientation: orient, session.MetricFallRate: fall, session.MetricFootSlip: slip,
-		session.MetricPower: power,
+		session.MetricVelLinear: d.linError(), session.MetricVelAngular: d.angError(), session.MetricActionAcc: d.actionAcc(),
+		session.MetricOrientation: d.orientation(), session.MetricFallRate: d.fallRate(), session.MetricFootSlip: d.footSlip(),
+		session.MetricPower: d.power(),
 	}
+}
+
+// demoScalars are the scalars the demo surface reads: weights (w…), the intensities of the
+// penalties (i…, in multiples of their defaults) and the params.
+type demoScalars struct {
+	wl, wa, iar, ija, isl, ior, ibav, iam, iterm, ijpl, ipose, igait, icl, ifs, iss, iep, sl, sa, period, gthr, height, poseScale, walkThr, slipCmd, standCmd float64
+}
+
+// demoScalarsOf reads the demo surface's scalars from cfg.
+func demoScalarsOf(cfg session.RewardConfig) demoScalars {
+	v := values(cfg)
+	return demoScalars{
+		wl:        v.w["track_linear_velocity"],
+		wa:        v.w["track_angular_velocity"],
+		iar:       v.in("action_rate_l2", 0),
+		ija:       v.in("joint_acc_l2", 0),
+		isl:       v.in("soft_landing", 0),
+		ior:       v.in("body_orientation_l2", 0),
+		ibav:      v.in("body_ang_vel", 0),
+		iam:       v.in("angular_momentum", 0),
+		iterm:     v.in("is_terminated", 0),
+		ijpl:      v.in("joint_pos_limits", 0),
+		ipose:     v.in("pose", 0),
+		igait:     v.in("foot_gait", 0),
+		icl:       v.in("foot_clearance", 0),
+		ifs:       v.in("foot_slip", 0),
+		iss:       v.in("stand_still", 0),
+		iep:       v.in("electrical_power", 1e-3),
+		sl:        v.p("track_linear_velocity.std"),
+		sa:        v.p("track_angular_velocity.std"),
+		period:    v.p("foot_gait.period"),
+		gthr:      v.p("foot_gait.threshold"),
+		height:    v.p("foot_clearance.target_height"),
+		poseScale: (v.p("pose.std_standing_scale") + v.p("pose.std_walking_scale") + v.p("pose.std_running_scale")) / 3,
+		walkThr:   v.p("pose.walking_threshold"),
+		slipCmd:   v.p("foot_slip.command_threshold"),
+		standCmd:  v.p("stand_still.command_threshold"),
+	}
+}
+
+// linError is the linear velocity error: over-regularisation (penalties stronger than the
+// task can bear) costs tracking.
+func (d demoScalars) linError() float64 {
+	overSmooth := 0.4*sq(pos(lg2(d.iar)-0.6)) + 0.05*sq(pos(lg2(d.ija)-1))
+	lin := 0.21 *
+		math.Pow(d.wl, -0.3) *
+		bowl(d.sl, 0.35, 0.5, 2.0) *
+		(1 + overSmooth) *
+		(1 + 0.12*sq(pos(lg2(d.ior)-1))) *
+		(1 + 0.08*sq(pos(lg2(d.ifs)-1))) *
+		(1 + 0.004*d.iep*d.iep) *
+		bowlLin(d.igait, 1.4, 0.06) *
+		bowlLin(d.period/0.5, 1, 1.5) / bowlLin(0.6/0.5, 1, 1.5) *
+		bowlLin(d.ipose, 0.8, 0.05) *
+		math.Pow(d.poseScale, -0.05) *
+		(1 + 0.3*sq(pos(-lg2(d.iar)-1.5)))
+	return lin
+}
+
+// angError is the angular velocity error.
+func (d demoScalars) angError() float64 {
+	ang := 0.30 *
+		math.Pow(d.wa, -0.35) *
+		math.Pow(d.wl, 0.08) *
+		bowl(d.sa, 0.5, 0.7071, 2.0) *
+		(1 + 0.20*sq(pos(lg2(d.iar)-0.6))) *
+		(1 + 0.25*sq(pos(lg2(d.ibav)))) *
+		(1 + 0.15*sq(pos(lg2(d.iam)))) *
+		(1 + 0.003*d.iep*d.iep)
+	return ang
+}
+
+// actionAcc is the action acceleration (smoothness).
+func (d demoScalars) actionAcc() float64 {
+	acc := 12.0 *
+		math.Pow(d.iar, -0.6) *
+		math.Pow((1+d.ija)/2, -0.25) *
+		math.Pow((1+d.isl)/2, -0.08) *
+		math.Pow(d.wl, 0.25) *
+		math.Pow(d.wa, 0.1) *
+		math.Pow(1+0.3*d.iep, -0.1) *
+		math.Pow(d.period/0.6, -0.5)
+	return acc
+}
+
+// orientation is the orientation error.
+func (d demoScalars) orientation() float64 {
+	orient := 0.05 *
+		math.Pow(math.Max(d.ior, 0.05), -0.35) *
+		math.Pow((1+d.ibav)/2, -0.12) *
+		math.Pow((1+d.iam)/2, -0.10) *
+		math.Pow(d.wl, 0.15) *
+		math.Pow((1+d.ipose)/2, -0.10) *
+		(1 + 0.3*sq(pos(-lg2(d.iar)-1)))
+	return orient
+}
+
+// fallRate is the fall rate: a logistic of the ways a reward lets the robot fall.
+func (d demoScalars) fallRate() float64 {
+	u := -4.6 +
+		2.2*sq(pos(lg2(d.iar)-0.8)) + // smoothness so strong the policy cannot recover a stumble
+		3.0*sq(pos(-lg2(d.ior)-0.6)) + // too little incentive to stay upright
+		2.5*sq(pos(-lg2(d.iterm)-0.5)) + // falling costs too little
+		1.2*sq(pos(-lg2(d.ijpl)-1)) +
+		0.8*sq(pos(lg2(d.ifs)-1)) +
+		0.03*d.iep*d.iep +
+		1.5*sq(pos(lg2(d.wl)-0.8)) +
+		sq(pos((d.height-0.12)/0.02)) -
+		0.25*math.Min(1, pos(lg2(d.ior))) +
+		0.5*sq(pos(d.walkThr-0.3)/0.1)
+	return 0.9 / (1 + math.Exp(-u))
+}
+
+// footSlip is the foot slip.
+func (d demoScalars) footSlip() float64 {
+	slip := 0.08 *
+		(0.3 + 0.7*math.Pow((1+d.ifs)/2, -0.9)) *
+		math.Pow(d.wl, 0.2) *
+		math.Pow((1+d.igait)/2, -0.1) *
+		bowlLin(d.gthr/0.56, 1, 2) *
+		math.Pow(d.slipCmd/0.1, 0.05) *
+		math.Pow(d.height/0.1, -0.1)
+	return slip
+}
+
+// power is the electrical power.
+func (d demoScalars) power() float64 {
+	power := 150.0 *
+		math.Pow(1+0.6*d.iep, -0.4) *
+		math.Pow(d.wl, 0.3) *
+		math.Pow(d.iar, -0.08) *
+		math.Pow((1+d.iss)/2, -0.1) *
+		math.Pow((1+d.ija)/2, -0.05) *
+		math.Pow(d.height/0.1, 0.3) *
+		math.Pow(d.standCmd/0.1, 0.03) *
+		math.Pow((1+d.icl)/2, 0.05)
+	return power
 }
 
 func sq(x float64) float64 { return x * x }
