@@ -160,7 +160,9 @@ func (s Settings) Validate() error {
 	if len(tasks) == 0 {
 		tasks = []string{TaskGo2Flat}
 	}
-	if !contains(tasks, s.Task) {
+	if s.Task == "" && len(tasks) > 1 {
+		bad("task", "%s", noTaskProblem(tasks))
+	} else if !contains(tasks, s.Task) {
 		bad("task", "%q is not supported (supported: %v)", s.Task, tasks)
 	}
 	if !ValidName(s.RunName) {

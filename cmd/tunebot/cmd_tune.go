@@ -35,13 +35,14 @@ type tuneOptions struct {
 	json       bool
 	resume     bool
 	preset     string // start from this preset (/tune start preset=NAME)
+	task       string // the task to tune, one of the config's (/tune start task=NAME)
 	dataDir    string
 	demo       bool
 	verbose    bool
 }
 
 func runTune(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--preset NAME] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
+	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--task TASK] [--preset NAME] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
 
 Runs one tuning session in the foreground to its end, operated from this terminal (type help
 while it runs). --resume continues the newest unfinished session instead.`)
@@ -49,6 +50,7 @@ while it runs). --resume continues the newest unfinished session instead.`)
 	fs.StringVar(&o.configPath, "config", "", "config file (YAML); the embedded defaults when empty")
 	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
 	fs.IntVar(&o.trials, "trials", 0, "trial count, baseline included (default: the config's)")
+	fs.StringVar(&o.task, "task", "", "the task to tune, one of the config's reward_spaces (default: session.task)")
 	fs.StringVar(&o.preset, "preset", "", "start from this preset's reward configuration (tunebot preset list) instead of the defaults")
 	fs.BoolVar(&o.fallback, "fallback", false, "let the numeric sampler propose when the advisor cannot")
 	fs.BoolVar(&o.json, "json", false, "print only the summary on stdout, as one JSON document; progress goes to stderr")
@@ -164,7 +166,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		printProblems(e, err)
 		return 1
 	}
-	fmt.Fprintf(human, "session %s (%s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
@@ -204,6 +206,9 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 	if o.preset != "" {
 		st.Preset = o.preset
 	}
+	if o.task != "" {
+		st.Task = o.task
+	}
 	st.Normalize()
 	return st
 }
@@ -214,7 +219,7 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 func startTuneConsole(ctx context.Context, a *app, cfg Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
+		Store: a.db, Space: cfg.namesSpace(), SpaceOf: cfg.spaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})

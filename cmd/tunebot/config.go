@@ -43,8 +43,11 @@ type Config struct {
 	Executor ExecutorConfig   `yaml:"executor"`
 	Session  session.Settings `yaml:"session"`
 	Space    *session.Space   `yaml:"reward_space"`
-	Advisor  AdvisorConfig    `yaml:"advisor"`
-	Chat     ChatConfig       `yaml:"chat"`
+	// Spaces holds one reward space per task (reward_spaces), for a daemon that tunes
+	// several; Space is the one space of a daemon that tunes one.
+	Spaces  map[string]*TaskSpace `yaml:"reward_spaces"`
+	Advisor AdvisorConfig         `yaml:"advisor"`
+	Chat    ChatConfig            `yaml:"chat"`
 	// Apply writes a preset into the trainer checkout as one reversible git commit.
 	Apply apply.Config `yaml:"apply"`
 	// Schedule starts sessions on cron specs and sends reminders and a daily digest.
@@ -428,6 +431,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	probs = append(probs, cfg.setTasks(root, filepath.Dir(path))...)
 	cfg.warnings = unenabledChats(root, cfg.Chat)
 	if sec := mappingAt(root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
 		cfg.warnings = append(cfg.warnings, fmt.Sprintf("executor.slurm is configured (line %d) but executor.backend is %s: set executor.backend: slurm to use it, or remove the section", sec.Line, cfg.Executor.Backend))
@@ -959,7 +963,7 @@ func (c *Config) validate() error {
 			probs = append(probs, d.name+": must not be negative")
 		}
 	}
-	if err := c.Session.Validate(); err != nil {
+	if err := c.defaultSettings().Validate(); err != nil {
 		probs = append(probs, problems("session", err)...)
 	}
 	probs = append(probs, c.Executor.problems(c.Session.GPUs)...)
@@ -968,6 +972,7 @@ func (c *Config) validate() error {
 			probs = append(probs, problems("reward_space", err)...)
 		}
 	}
+	probs = append(probs, c.spaceProblems()...)
 	if c.Advisor.BaseURL == "" || !(strings.HasPrefix(c.Advisor.BaseURL, "https://") || strings.HasPrefix(c.Advisor.BaseURL, "http://")) {
 		probs = append(probs, fmt.Sprintf("advisor.base_url: %q must be an http(s) URL", c.Advisor.BaseURL))
 	} else if p := cleartext("advisor", "base_url", c.Advisor.BaseURL, c.Advisor.AllowInsecureHTTP); p != "" {
@@ -998,9 +1003,7 @@ func (c *Config) validate() error {
 	// An apply section that sets anything is checked whole, so one that forgot repo is
 	// named here and not taken for "apply is not configured".
 	if !reflect.ValueOf(c.Apply).IsZero() {
-		if err := c.Apply.Check(c.space()); err != nil {
-			probs = append(probs, problems("apply", err)...)
-		}
+		probs = append(probs, c.applyProblems()...)
 	}
 	if err := c.Schedule.Check(); err != nil {
 		probs = append(probs, problems("schedule", err)...)
