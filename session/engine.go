@@ -281,7 +281,7 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 		return Session{}, fmt.Errorf("creating session directory: %w", err)
 	}
 	e.audit(ctx, s.ID, "session_started", owner, map[string]any{"settings": st, "preset": st.Preset})
-	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: fmt.Sprintf("session %s started by %s (%s mode, %d trials)", short(s.ID), owner, st.Mode, st.TrialCount)})
+	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: fmt.Sprintf("session %s started by %s (task %s, %s mode, %d trials)", short(s.ID), owner, st.Task, st.Mode, st.TrialCount)})
 	e.ensureWorker(s.ID)
 	return s, nil
 }
