@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -26,6 +28,9 @@ type TaskSpace struct {
 
 	unread bool // file could not be read: said once, not checked again
 }
+
+// inType is the Go type a yaml decoding error names, which says nothing to a person.
+var inType = regexp.MustCompile(` in type [^;]*`)
 
 // maxSpaceFile bounds a space file: a space of a few dozen terms is a few kilobytes.
 const maxSpaceFile = 1 << 20
@@ -130,6 +135,7 @@ func (c *Config) setTasks(root *yaml.Node, dir string) []string {
 func (ts *TaskSpace) read(task, dir string) []string {
 	where := "reward_spaces." + task + ".file"
 	if !reflect.ValueOf(ts.Space).IsZero() {
+		ts.unread = true
 		return []string{"reward_spaces." + task + ": give either file or the space's own keys (terms, params, …), not both"}
 	}
 	path := ts.File
@@ -146,8 +152,9 @@ func (ts *TaskSpace) read(task, dir string) []string {
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
-		return []string{fmt.Sprintf("%s: %s is not a space file (a reward_space block, as tunebot space prints it): %s", where, ts.File, yamlMessage(err))}
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		msg := inType.ReplaceAllString(yamlMessage(err), "")
+		return []string{fmt.Sprintf("%s: %s is not a space file (a reward_space block, as tunebot space prints it): %s", where, ts.File, msg)}
 	}
 	if doc.Space == nil {
 		return []string{fmt.Sprintf("%s: %s holds no reward_space block (tunebot space --task %s prints one)", where, ts.File, task)}
