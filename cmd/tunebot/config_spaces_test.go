@@ -159,3 +159,28 @@ func TestStartNamesAConfiguredTask(t *testing.T) {
 		}
 	}
 }
+
+// proposal check takes the space of --task (default session.task), and names the tasks
+// when there is no default.
+func TestProposalCheckOfATask(t *testing.T) {
+	dir := t.TempDir()
+	put(t, filepath.Join(dir, "g1.yaml"), readFile(t, g1Space))
+	put(t, filepath.Join(dir, "go1.yaml"), readFile(t, go1Space))
+	put(t, filepath.Join(dir, "patch.json"), `{"weights": {"self_collisions": -1.5}}`)
+	cfg := writeConfig(t, dir, "data_dir: data\nreward_spaces:\n  Mjlab-Velocity-Flat-Unitree-G1: {file: g1.yaml}\n  Mjlab-Velocity-Flat-Unitree-Go1: {file: go1.yaml}\n")
+	patch := filepath.Join(dir, "patch.json")
+	for _, tc := range []struct {
+		task string
+		code int
+		want string
+	}{
+		{"Mjlab-Velocity-Flat-Unitree-G1", 0, `"self_collisions": -1.5`},
+		{"Mjlab-Velocity-Flat-Unitree-Go1", 1, "self_collisions"},
+		{"", 2, `--task "": name one of the config's tasks (Mjlab-Velocity-Flat-Unitree-G1, Mjlab-Velocity-Flat-Unitree-Go1)`},
+	} {
+		code, out, errb := runCmd("proposal", "check", "--config", cfg, "--task", tc.task, patch)
+		if code != tc.code || !strings.Contains(out+errb, tc.want) {
+			t.Errorf("--task %q: exit %d, want %d with %q\n%s%s", tc.task, code, tc.code, tc.want, out, errb)
+		}
+	}
+}
