@@ -775,6 +775,11 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		log.Error("loading session", "err", err)
 		return
 	}
+	if e.SpaceOf(s.Settings.Task) == nil {
+		// A session of a task the configuration no longer holds has no space to go on in.
+		e.fail(context.Background(), id, fmt.Sprintf("task %s has no reward space in this configuration (configured: %s)", s.Settings.Task, strings.Join(e.Tasks(), ", ")))
+		return
+	}
 	j = newJobs(e, s)
 	// jobCtx ends the jobs when the session fails, without ending the worker's context.
 	jobCtx, stopJobs := context.WithCancelCause(ctx)

@@ -105,3 +105,32 @@ func TestCheckPresetTask(t *testing.T) {
 		}
 	}
 }
+
+// A session of a task the configuration no longer holds fails with that said, on resume,
+// instead of running in no space.
+func TestSessionOfARemovedTaskFails(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: h.tr, Sampler: h.sampler,
+		Spaces: map[string]*session.Space{"Task-A": session.DefaultSpace()}, SessionsDir: filepath.Join(h.dir, "sessions")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer eng.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st := settings(session.ModeAutomatic)
+	st.Task = "Task-Gone"
+	now := time.Now().UTC()
+	s := session.Session{ID: "0123456789abcdef", State: session.StateInterrupted, Settings: st, Owner: session.System,
+		Base: session.DefaultSpace().Defaults(), BestTrial: -1, CreatedAt: now, UpdatedAt: now}
+	if err := h.db.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Resume(ctx, s.ID, session.System); err != nil {
+		t.Fatal(err)
+	}
+	got, err := eng.Wait(ctx, s.ID)
+	if err != nil || got.State != session.StateFailed || !strings.Contains(got.Reason, "task Task-Gone has no reward space in this configuration (configured: Task-A)") {
+		t.Errorf("resumed session of a removed task: %v, %s: %s", err, got.State, got.Reason)
+	}
+}
