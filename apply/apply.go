@@ -95,6 +95,9 @@ func (a *Applier) checkPreset(p session.Preset) error {
 	if err := preset.CheckName(p.Name); err != nil {
 		return err
 	}
+	if err := session.CheckPresetTask(p, a.cfg.Task); err != nil {
+		return err
+	}
 	if err := a.space.CheckConfig(p.Config); err != nil {
 		return &session.UserError{Msg: fmt.Sprintf("preset %s does not fit the reward space: %v", p.Name, err), Err: err}
 	}

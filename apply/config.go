@@ -44,6 +44,9 @@ type Config struct {
 	// Test is the trainer's test command as argv, run in Repo; empty means no gate.
 	Test        []string      `yaml:"test"`
 	TestTimeout time.Duration `yaml:"test_timeout"`
+	// Task is the task the checkout trains: a preset tuned on another task is refused
+	// (session.CheckPresetTask). The config defaults it to session.task.
+	Task string `yaml:"task"`
 	// AuthorName and AuthorEmail sign tunebot's commits (default tunebot <tunebot@localhost>).
 	AuthorName  string `yaml:"author_name"`
 	AuthorEmail string `yaml:"author_email"`

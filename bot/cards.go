@@ -51,6 +51,7 @@ func RootCard(in RootInput) Card {
 	}
 	f := Fields(
 		"owner", s.Owner.String(),
+		"task", st.Task,
 		"mode", st.Mode,
 		"trials (rung 0)", fmt.Sprintf("%d/%d done", done0, st.TrialCount),
 	)
@@ -229,7 +230,7 @@ func TrialCard(in TrialInput) Card {
 		c.Title = fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
 	}
 	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
-	f := Fields("session", session.Short(s.ID), "source", t.Source,
+	f := Fields("session", session.Short(s.ID), "task", s.Settings.Task, "source", t.Source,
 		"iterations", fmt.Sprintf("%d (from %d)", t.Iterations, t.StartIter),
 		"GPU time", Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
 	if t.Score != nil {
@@ -481,7 +482,7 @@ func SummaryCard(in SummaryInput) Card {
 		Title: fmt.Sprintf("session %s %s", session.Short(s.ID), stateWord(s))}
 	c.Urgent = s.State == session.StateFailed
 	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
-	f := Fields()
+	f := Fields("task", s.Settings.Task)
 	if s.Preset != "" {
 		f.Fields = append(f.Fields, Field{"best preset", s.Preset})
 	}

@@ -740,7 +740,7 @@ func Help(terminal bool) string {
 		apply = "apply and rollback need a confirm button: in a shell, tunebot apply diff PRESET, then tunebot apply PRESET --yes"
 	}
 	return strings.Join([]string{
-		cmd + "start [mode=approval] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false] [from=SESSION [start=best|defaults]]",
+		cmd + "start [mode=approval] [task=TASK] [trials=N] [preset=NAME] [fallback=true] [rungs=a,b,c] [gpus=0,1] [seed=N] [patience=N] [name=RUN] [num_envs=N] [eval_steps=N] [control=false] [from=SESSION [start=best|defaults]]",
 		cmd + "status · pause · resume · cancel · best · presets · export PRESET · chart TRIAL[@RUNG] [TAG...] · clip TRIAL [RUNG] (its policy walking) · agent · dashboard (a private sign-in link to the monitoring page) · help",
 		cmd + "preset show NAME · policy PRESET (the best trial's policy.onnx) · import NAME <JSON, e.g. in a code block> (needs start)",
 		apply,

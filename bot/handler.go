@@ -102,9 +102,12 @@ type Input struct {
 
 // HandlerConfig wires a Handler.
 type HandlerConfig struct {
-	Engine   Engine
-	Store    session.Store
-	Space    *session.Space
+	Engine Engine
+	Store  session.Store
+	Space  *session.Space // what commands are parsed against: every task's names
+	// SpaceOf is a task's own reward space when the daemon tunes several (nil: Space);
+	// a session's edits and a preset's view use their task's.
+	SpaceOf  func(task string) *session.Space
 	Allow    AllowList
 	Defaults session.Settings // what /tune start begins from
 	Charts   ChartFunc        // nil: chart answers that charts are not available
@@ -620,7 +623,7 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 			tried := session.TriedConfigs(trials)
 			// Validated here first so a bad edit is refused with every problem before the
 			// engine is asked; the engine checks again in its own transaction.
-			if _, err := h.cfg.Space.Validate(p.Base, patch, tried); err != nil {
+			if _, err := h.spaceOf(s.Settings.Task).Validate(p.Base, patch, tried); err != nil {
 				return errorReply(err)
 			}
 			req.ProposalID, req.Edit = p.ID, &patch
@@ -631,7 +634,7 @@ func (h *Handler) decide(ctx context.Context, s session.Session, pid string, cmd
 		return h.engineError(err, log)
 	}
 	text := fmt.Sprintf("proposal %d %s by %s", p.Seq, session.DecidedWord(p), by)
-	if line := EditedChange(p, h.cfg.Space); line != "" && p.Decision.By == by {
+	if line := EditedChange(p, h.spaceOf(s.Settings.Task)); line != "" && p.Decision.By == by {
 		text += "; " + line // the patch that runs, not the one proposed
 	}
 	if p.Decision != nil && p.Decision.Note != "" && p.Decision.By == by {
@@ -785,7 +788,7 @@ func (h *Handler) why(ctx context.Context, s session.Session, cmd Command, log *
 		}
 		p = ps[i]
 	}
-	c := withEdit(WhyCard(p), p, h.cfg.Space)
+	c := withEdit(WhyCard(p), p, h.spaceOf(s.Settings.Task))
 	return Reply{Card: &c}
 }
 

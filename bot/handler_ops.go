@@ -243,7 +243,7 @@ func (h *Handler) ops(ctx context.Context, in Interaction, cmd Command, log *slo
 		if err != nil {
 			return h.engineError(err, log)
 		}
-		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "preset " + p.Name, Blocks: []Block{{Kind: BlockCode, Text: preset.FormatShow(p, h.cfg.Space)}}}}
+		return Reply{Private: true, Card: &Card{Kind: "notice", Title: "preset " + p.Name, Blocks: []Block{{Kind: BlockCode, Text: preset.FormatShow(p, h.spaceOf(p.Task))}}}}
 	case VerbImport:
 		return h.importPreset(ctx, in, cmd, log)
 	case VerbPolicy:
@@ -284,14 +284,18 @@ func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Rep
 }
 
 func (h *Handler) importPreset(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
-	p, err := preset.Import(ctx, h.cfg.Store, h.cfg.Space, cmd.Preset, []byte(cmd.Data), in.User)
+	space, err := h.importSpace()
+	if err != nil {
+		return errorReply(err)
+	}
+	p, err := preset.Import(ctx, h.cfg.Store, space, cmd.Preset, []byte(cmd.Data), in.User)
 	if err != nil && p.Name == "" {
 		return h.engineError(err, log)
 	}
 	if err != nil {
 		log.Error("importing a preset", "preset", p.Name, "err", err) // saved; only its audit line failed
 	}
-	changed := len(h.cfg.Space.Diff(h.cfg.Space.Defaults(), p.Config))
+	changed := len(space.Diff(space.Defaults(), p.Config))
 	text := fmt.Sprintf("preset %s imported by %s (%d values differ from the defaults); start a session from it with /tune start preset=%s", p.Name, in.User, changed, p.Name)
 	if note := preset.RoundedNote([]byte(cmd.Data), p.Config); note != "" {
 		text += "\n" + note

@@ -303,8 +303,9 @@ func (s *Server) presetView(ctx context.Context, _ bot.Interaction, r *http.Requ
 	if err != nil {
 		return nil, fmt.Errorf("reading preset: %w", err)
 	}
+	space := s.spaceOf(p.Task)
 	return map[string]any{"preset": presetOf(p), "config": p.Config, "metrics": p.Metrics,
-		"diff": changes(s.opt.Space.Diff(s.opt.Space.Defaults(), p.Config))}, nil
+		"diff": changes(space.Diff(space.Defaults(), p.Config))}, nil
 }
 
 type downloadFunc func(ctx context.Context, in bot.Interaction, r *http.Request) (bot.Reply, error)

@@ -44,6 +44,8 @@ type Options struct {
 	Actions Actions
 	Allow   bot.AllowList // who may read the page, and what it offers a person; the handler checks again
 	Space   *session.Space
+	// SpaceOf is a task's own reward space when several are configured (nil: Space).
+	SpaceOf func(task string) *session.Space
 	Key     []byte // LoadKey's signing key
 	// KeyPath is the key's file, which POST /api/rotate (tunebot dashboard rotate) replaces;
 	// "" leaves rotation off.

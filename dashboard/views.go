@@ -23,6 +23,7 @@ type sessionRow struct {
 	State         string   `json:"state"`
 	StateLabel    string   `json:"state_label"` // the state in words (session.StateLabel)
 	Mode          string   `json:"mode"`
+	Task          string   `json:"task"`
 	TrialsDone    int      `json:"trials_done"`
 	TrialsPlanned int      `json:"trials_planned"`
 	BestScore     *float64 `json:"best_score"`
@@ -90,7 +91,7 @@ func trialsDone(trials []session.TrialOutline) int {
 }
 
 func rowDone(s session.Session, done int) sessionRow {
-	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode,
+	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode, Task: s.Settings.Task,
 		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
 		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned),
 		BuiltOn: builtOnOf(s.BuiltOn)}

@@ -68,28 +68,43 @@ func (s Settings) fromWeight() float64 {
 	return s.FromWeight
 }
 
-// fromProblems are the problems of the From settings, for Validate.
+// fromProblems: from names a session, and a start or weight of an earlier session is given
+// only with from.
 func (s Settings) fromProblems() []string {
 	if s.From == "" {
 		if s.FromStart != "" || s.FromWeight != 0 {
-			return []string{"from: start and weight of an earlier session were given without from (the session to build on)"}
+			return []string{"start and weight of an earlier session were given without from (the session to build on)"}
 		}
 		return nil
 	}
-	var probs []string
 	if !ValidName(s.From) {
-		probs = append(probs, fmt.Sprintf("from: %q is not a session id", s.From))
+		return []string{fmt.Sprintf("%q is not a session id", s.From)}
 	}
-	if st := s.FromStart; st != "" && st != FromBest && st != FromDefaults {
-		probs = append(probs, fmt.Sprintf("from_start: %q is not %s or %s", st, FromBest, FromDefaults))
+	return nil
+}
+
+// fromStartProblems: where a session that builds on another starts is best or defaults.
+func (s Settings) fromStartProblems() []string {
+	if st := s.FromStart; s.From != "" && st != "" && st != FromBest && st != FromDefaults {
+		return []string{fmt.Sprintf("%q is not %s or %s", st, FromBest, FromDefaults)}
 	}
-	if w := s.FromWeight; !finite(w) || w < 0 || w > 1 {
-		probs = append(probs, fmt.Sprintf("from_weight: %g is outside 0–1 (0: the default, %g)", w, DefaultFromWeight))
+	return nil
+}
+
+// fromWeightProblems: an earlier trial's weight is 0–1 (0: the default).
+func (s Settings) fromWeightProblems() []string {
+	if w := s.FromWeight; s.From != "" && (!finite(w) || w < 0 || w > 1) {
+		return []string{fmt.Sprintf("%g is outside 0–1 (0: the default, %g)", w, DefaultFromWeight)}
 	}
-	if s.Preset != "" && s.fromStart() == FromBest {
-		probs = append(probs, "preset: a preset and from's start=best both choose where the session starts; give start=defaults to start from the preset")
+	return nil
+}
+
+// presetAndFromBest: a preset and from's start=best both choose where a session starts.
+func (s Settings) presetAndFromBest() []string {
+	if s.From != "" && s.Preset != "" && s.fromStart() == FromBest {
+		return []string{"a preset and from's start=best both choose where the session starts; give start=defaults to start from the preset"}
 	}
-	return probs
+	return nil
 }
 
 // earlierTrials are the trials of an earlier session a later one learns from: its finished
@@ -138,7 +153,7 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 	b := &BuiltOn{Session: id, Trials: len(done), Weight: st.fromWeight(), Start: st.fromStart(), Trial: -1, Preset: st.Preset}
 	if b.Start == FromBest {
 		t := earlierBest(earlier, trials, done)
-		if err := e.cfg.Space.CheckConfig(t.RewardConfig); err != nil {
+		if err := e.SpaceOf(st.Task).CheckConfig(t.RewardConfig); err != nil {
 			return nil, st, base, Userf(ErrConflict, "from=%s: its best configuration (trial %d) no longer fits the reward space (%v); start=%s starts from the defaults instead", st.From, t.Number, err, FromDefaults)
 		}
 		base, b.Trial = t.RewardConfig.Clone(), t.Number

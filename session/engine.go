@@ -26,7 +26,11 @@ type EngineConfig struct {
 	// Sampler is the numeric proposer, used only by sessions that enable fallback.
 	Sampler  Advisor
 	Notifier Notifier // may be nil
-	Space    *Space
+	// Space is the reward space of a one-task daemon, and of any task Spaces lacks.
+	Space *Space
+	// Spaces holds one reward space per task when several are configured; SpaceOf looks
+	// a session's up by its task.
+	Spaces map[string]*Space
 	// SessionsDir holds one directory per session; trial run directories live inside.
 	SessionsDir string
 	Logger      *slog.Logger
@@ -88,7 +92,7 @@ type worker struct {
 
 // NewEngine checks cfg and starts the notification dispatcher.
 func NewEngine(cfg EngineConfig) (*Engine, error) {
-	if cfg.Store == nil || cfg.Trainer == nil || cfg.Space == nil || cfg.SessionsDir == "" {
+	if cfg.Store == nil || cfg.Trainer == nil || (cfg.Space == nil && len(cfg.Spaces) == 0) || cfg.SessionsDir == "" {
 		return nil, errors.New("engine needs a store, a trainer, a reward space and a sessions directory")
 	}
 	if cfg.Logger == nil {
@@ -105,7 +109,7 @@ func NewEngine(cfg EngineConfig) (*Engine, error) {
 	return e, nil
 }
 
-// Space returns the reward space sessions are checked against.
+// Space returns the reward space of a one-task engine (SpaceOf a session's task otherwise).
 func (e *Engine) Space() *Space { return e.cfg.Space }
 
 // Advised reports whether the engine has an advisor (DeepSeek) besides the numeric
@@ -237,7 +241,11 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	if st.Fallback && e.cfg.Sampler == nil {
 		return Session{}, Userf(ErrConflict, "fallback is on but no numeric sampler is configured")
 	}
-	base := e.cfg.Space.Defaults()
+	space := e.SpaceOf(st.Task)
+	if space == nil {
+		return Session{}, Userf(ErrConflict, "task %s has no reward space here (configured: %s)", st.Task, strings.Join(e.Tasks(), ", "))
+	}
+	base := space.Defaults()
 	if st.Preset != "" {
 		p, err := e.cfg.Store.Preset(ctx, st.Preset)
 		if err != nil {
@@ -246,7 +254,10 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 			}
 			return Session{}, fmt.Errorf("loading preset %s: %w", st.Preset, err)
 		}
-		if err := e.cfg.Space.CheckConfig(p.Config); err != nil {
+		if err := CheckPresetTask(p, st.Task); err != nil {
+			return Session{}, err
+		}
+		if err := space.CheckConfig(p.Config); err != nil {
 			return Session{}, fmt.Errorf("preset %s no longer fits the reward space: %w", st.Preset, err)
 		}
 		base = p.Config.Clone()
@@ -274,7 +285,7 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 		return Session{}, fmt.Errorf("creating session directory: %w", err)
 	}
 	e.audit(ctx, s.ID, "session_started", owner, map[string]any{"settings": st, "preset": st.Preset})
-	text := fmt.Sprintf("session %s started by %s (%s mode, %d trials)", short(s.ID), owner, st.Mode, st.TrialCount)
+	text := fmt.Sprintf("session %s started by %s (task %s, %s mode, %d trials)", short(s.ID), owner, st.Task, st.Mode, st.TrialCount)
 	if built != nil {
 		text += "; it " + built.Line()
 	}
@@ -454,7 +465,7 @@ func (e *Engine) Decide(ctx context.Context, d DecideRequest) (Proposal, error) 
 	if err != nil {
 		return Proposal{}, err
 	}
-	space := e.cfg.Space
+	space := e.SpaceOf(s.Settings.Task)
 	tried, constraints, err := e.decisionContext(ctx, s.ID, d.Action)
 	if err != nil {
 		return Proposal{}, err
@@ -815,6 +826,11 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 	s, err := e.cfg.Store.Session(ctx, id)
 	if err != nil {
 		log.Error("loading session", "err", err)
+		return
+	}
+	if e.SpaceOf(s.Settings.Task) == nil {
+		// A session of a task the configuration no longer holds has no space to go on in.
+		e.fail(context.Background(), id, fmt.Sprintf("task %s has no reward space in this configuration (configured: %s)", s.Settings.Task, strings.Join(e.Tasks(), ", ")))
 		return
 	}
 	j = newJobs(e, s)

@@ -549,7 +549,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 	_, bestNum := noImprovement(r0)
 	baseTrial := n.trial(bestNum, 0)
 	req := ProposalRequest{
-		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Floors: s.Settings.Floors, Space: e.cfg.Space,
+		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Floors: s.Settings.Floors, Space: e.SpaceOf(s.Settings.Task),
 		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...), waitingConfigs(n.proposals)...),
 		Constraints: SessionConstraints(n.proposals), Seed: s.Settings.Seed,
 		PreferenceWeight: s.Settings.Preferences.Weight,
@@ -680,10 +680,11 @@ func (e *Engine) ask(ctx context.Context, a Advisor, req ProposalRequest) (Sugge
 // except that a sampler proposal of an automatic session may change up to
 // sampler_max_changes scalars (every other rule stays).
 func (e *Engine) spaceFor(st Settings, source string) *Space {
-	if st.Mode != ModeAutomatic || source != SourceSampler || st.SamplerMaxChanges <= e.cfg.Space.MaxChanges {
-		return e.cfg.Space
+	space := e.SpaceOf(st.Task)
+	if st.Mode != ModeAutomatic || source != SourceSampler || st.SamplerMaxChanges <= space.MaxChanges {
+		return space
 	}
-	sp := *e.cfg.Space
+	sp := *space
 	sp.MaxChanges = st.SamplerMaxChanges
 	return &sp
 }
@@ -721,7 +722,7 @@ func (e *Engine) runProposal(ctx context.Context, n *snapshot, j *jobs, p Propos
 	if base == nil {
 		return false, fmt.Errorf("proposal %d names base trial %d, which does not exist", p.Seq, p.BaseTrial)
 	}
-	space := e.cfg.Space
+	space := e.SpaceOf(n.s.Settings.Task)
 	if p.Decision == nil || p.Decision.Edited == nil {
 		space = e.spaceFor(n.s.Settings, p.Source)
 	}

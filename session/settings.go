@@ -163,7 +163,6 @@ func (s Settings) Validate() error {
 			probs = append(probs, r.field+": "+p)
 		}
 	}
-	probs = append(probs, s.fromProblems()...)
 	if len(probs) > 0 {
 		return &InvalidError{What: "settings invalid", Problems: probs}
 	}
@@ -203,6 +202,10 @@ var settingRules = []settingRule{
 	{"preferences.weight", func(s Settings) []string { return preferenceWeight(s.Preferences.Weight) }},
 	{"promotion_review", func(s Settings) []string { return reviewWait(s.PromotionReview) }},
 	{"preset", func(s Settings) []string { return validName(s.Preset, "a preset name") }},
+	{"from", func(s Settings) []string { return s.fromProblems() }},
+	{"from_start", func(s Settings) []string { return s.fromStartProblems() }},
+	{"from_weight", func(s Settings) []string { return s.fromWeightProblems() }},
+	{"preset", func(s Settings) []string { return s.presetAndFromBest() }},
 }
 
 // oneOf: the value is one of the allowed words.
@@ -216,10 +219,14 @@ func oneOf(v string, allowed ...string) []string {
 	return []string{fmt.Sprintf("%q is not one of %v", v, allowed)}
 }
 
-// supportedTask: the task is one this installation accepts (the v1 task when none is listed).
+// supportedTask: the task is one this installation accepts (the v1 task when none is listed),
+// and named when several are.
 func supportedTask(task string, tasks []string) []string {
 	if len(tasks) == 0 {
 		tasks = []string{TaskGo2Flat}
+	}
+	if task == "" && len(tasks) > 1 {
+		return []string{noTaskProblem(tasks)}
 	}
 	if contains(tasks, task) {
 		return nil

@@ -22,7 +22,7 @@ func TestSettingRules(t *testing.T) {
 		edge  func(*session.Settings)
 	}{
 		{"mode", func(s *session.Settings) { s.Mode = "auto" }, `"auto" is not automatic or approval`, func(s *session.Settings) { s.Mode = session.ModeApproval }},
-		{"task", func(s *session.Settings) { s.Task = "Unitree-H1" }, `"Unitree-H1" is not supported`, func(s *session.Settings) { s.Tasks, s.Task = []string{"a", "b"}, "b" }},
+		{"task", func(s *session.Settings) { s.Tasks, s.Task = []string{"a", "b"}, "" }, "none given, and several tasks are configured (a, b)", func(s *session.Settings) { s.Tasks, s.Task = []string{"a", "b"}, "b" }},
 		{"run_name", func(s *session.Settings) { s.RunName = "-rf" }, `"-rf" must match`, func(s *session.Settings) { s.RunName = strings.Repeat("a", 64) }},
 		{"gpus", func(s *session.Settings) { s.GPUs = nil }, "must list at least one GPU", func(s *session.Settings) { s.GPUs = []int{0, 255} }},
 		{"trial_count", func(s *session.Settings) { s.TrialCount = session.MaxTrials + 1 }, "21 is outside 4–20", func(s *session.Settings) { s.TrialCount = session.MaxTrials }},
@@ -45,6 +45,10 @@ func TestSettingRules(t *testing.T) {
 		{"preferences.weight", func(s *session.Settings) { s.Preferences.Weight = 1.5 }, "1.5 is outside 0–1", func(s *session.Settings) { s.Preferences.Weight = 1 }},
 		{"promotion_review", func(s *session.Settings) { s.PromotionReview = &over }, "is outside 0–168h", func(s *session.Settings) { s.PromotionReview = &week }},
 		{"preset", func(s *session.Settings) { s.Preset = "../x" }, `"../x" is not a preset name`, func(s *session.Settings) { s.Preset = "" }},
+		{"from", func(s *session.Settings) { s.FromStart = session.FromDefaults }, "given without from", func(s *session.Settings) { s.From = "abc123" }},
+		{"from_start", func(s *session.Settings) { s.From, s.FromStart = "abc123", "latest" }, `"latest" is not best or defaults`, func(s *session.Settings) { s.From, s.FromStart = "abc123", session.FromDefaults }},
+		{"from_weight", func(s *session.Settings) { s.From, s.FromWeight = "abc123", 2 }, "2 is outside 0–1", func(s *session.Settings) { s.From, s.FromWeight = "abc123", 1 }},
+		{"preset", func(s *session.Settings) { s.From, s.Preset = "abc123", "p1" }, "start=best both choose", func(s *session.Settings) { s.From, s.Preset, s.FromStart = "abc123", "p1", session.FromDefaults }},
 	}
 	var fields []string
 	for _, tt := range tests {

@@ -67,9 +67,10 @@ type Config struct {
 	Handler *bot.Handler
 	Store   session.Store
 	Space   *session.Space
-	Charts  bot.ChartFunc      // trial reports and chart answers (nil: no charts)
-	Final   bot.FinalChartFunc // a finished session's summary charts (nil: none)
-	Clips   bot.ClipFunc       // trial reports' clips and the summary's (nil: none)
+	SpaceOf func(task string) *session.Space // a task's own space (bot.HandlerConfig.SpaceOf)
+	Charts  bot.ChartFunc                    // trial reports and chart answers (nil: no charts)
+	Final   bot.FinalChartFunc               // a finished session's summary charts (nil: none)
+	Clips   bot.ClipFunc                     // trial reports' clips and the summary's (nil: none)
 	Logger  *slog.Logger
 	// Verbose prints every card whole, as chat shows them. Without it the terminal is a
 	// page: progress, one line per finished trial and one naming its clip's file, the
@@ -91,7 +92,7 @@ func New(cfg Config) *Console {
 	c.handler = cfg.Handler
 	if c.handler == nil && cfg.Engine != nil {
 		// Without the daemon's handler the console serves one session in the foreground (tune).
-		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, Charts: c.charts, Clips: c.clips, Logger: c.log,
+		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, SpaceOf: cfg.SpaceOf, Charts: c.charts, Clips: c.clips, Logger: c.log,
 			Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}, Foreground: true})
 	}
 	return c

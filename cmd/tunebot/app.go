@@ -144,7 +144,7 @@ func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.
 	}
 	return session.NewEngine(session.EngineConfig{
 		Store: st, Trainer: runner, Advisor: primary, Sampler: sampler,
-		Notifier: note, Space: cfg.space(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
+		Notifier: note, Space: cfg.engineSpace(), Spaces: cfg.spaces(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
 		// Parallel 0 lets the engine take each session's own GPUs into account (local).
 		Parallel: cfg.Executor.Parallel, GPUsPerTrial: cfg.Executor.GPUsPerTrial,
 		LeaseGPUs: cfg.Executor.Backend == BackendLocal, TrainerKind: trainerKind(cfg.Trainer),

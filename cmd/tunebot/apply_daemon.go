@@ -104,7 +104,7 @@ func (d *daemon) applyForCommand(ctx context.Context, stdout, stderr io.Writer, 
 	}
 	// An applier of its own per request, from the daemon's apply: section: FromSim is the
 	// command's, and chat's applier never has it set.
-	ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.actions, d.log)
+	ap, err := apply.New(d.cfg.Apply, d.cfg.spaceOf(d.cfg.Apply.Task), d.app.actions, d.log)
 	if err != nil {
 		fmt.Fprintln(stderr, "apply:", err)
 		return 1

@@ -58,7 +58,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "apply is not configured: %s; set apply.repo (and its edits and test command), see config.example.yaml\n", where)
 		return 1
 	}
-	ap, err := apply.New(cfg.Apply, cfg.space(), db, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	ap, err := apply.New(cfg.Apply, cfg.spaceOf(cfg.Apply.Task), db, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		printProblems(e, err)
 		return 1

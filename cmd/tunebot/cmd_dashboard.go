@@ -36,7 +36,7 @@ func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
 	if err != nil {
 		return err
 	}
-	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.space(),
+	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.namesSpace(), SpaceOf: d.cfg.spaceOf,
 		Key: key, KeyPath: filepath.Join(privateDir(d.app.cfg), dashboardKeyFile), Roles: d.roles,
 		PublicURL: d.cfg.Service.PublicURL, BaseURL: d.cfg.Service.BaseURL(), Logger: d.log.With("component", "dashboard"),
 		Clips: d.app.clipFiles()})

@@ -69,7 +69,7 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 		return code
 	}
 	r := &doctorReport{w: e.stdout}
-	r.line("ok", "config", fmt.Sprintf("valid (task %s)", cfg.Session.Task))
+	r.line("ok", "config", "valid ("+tasksText(cfg)+")")
 	// What tune and run check before they start, so doctor never passes what they refuse.
 	doctorAdvisor(r, cfg, e.getenv)
 	doctorChat(r, cfg, e)
@@ -166,7 +166,8 @@ func doctorTrainer(ctx context.Context, r *doctorReport, cfg Config) {
 		return
 	}
 
-	task := cfg.Session.Task
+	tasks := doctorTasks(cfg)
+	task := tasks[0]
 	out, err = probe(ctx, cfg.Trainer.Workdir, py, "-m", adapterModule, "check", "--task", task)
 	var ck adapterCheck
 	if err == nil {
@@ -181,14 +182,10 @@ func doctorTrainer(ctx context.Context, r *doctorReport, cfg Config) {
 	} else {
 		r.line("ok", "packages", versions(ck.Packages))
 	}
-	if !ck.Registered {
-		r.line("fail", "task", ck.Error)
-	} else {
-		r.line("ok", "task", task+" is registered")
-	}
 	doctorLocalGPUs(ctx, r, cfg, ck.GPUs)
-	if ck.Registered {
-		doctorDefaults(ctx, r, cfg, py)
+	doctorTask(ctx, r, cfg, py, task, ck)
+	for _, task := range tasks[1:] {
+		doctorTask(ctx, r, cfg, py, task, adapterCheck{})
 	}
 }
 
@@ -369,23 +366,23 @@ func doctorGPUs(ctx context.Context, r *doctorReport, torchGPUs []string, want [
 // reads it. A default that differs is a warning, one per scalar: the space's defaults are
 // what the baseline trains with, so the baseline is not the task's stock configuration. A
 // name the task lacks in its own names fails: every train job would refuse it.
-func doctorDefaults(ctx context.Context, r *doctorReport, cfg Config, py string) {
-	task := cfg.Session.Task
+func doctorDefaults(ctx context.Context, r *doctorReport, cfg Config, py, task string) {
+	label := taskLabel(cfg, "defaults", task)
 	tr, err := taskRewards(ctx, cfg.Trainer.Workdir, py, task)
 	if err != nil {
-		r.line("warn", "defaults", fmt.Sprintf("could not read the task's defaults: %v", err))
+		r.line("warn", label, fmt.Sprintf("could not read the task's defaults: %v", err))
 		return
 	}
-	space := cfg.space()
+	space := cfg.spaceOf(task)
 	if tr.UsesTable(space.Names()) && tr.TableDefaults != nil {
 		diffs := diffDefaults("term", space.Defaults().Weights, tr.TableDefaults.Weights)
 		diffs = append(diffs, diffDefaults("param", space.Defaults().Params, tr.TableDefaults.Params)...)
 		if len(diffs) == 0 {
-			r.line("ok", "defaults", fmt.Sprintf("the reward space's defaults match task %s (%d weights, %d params)", task, len(tr.TableDefaults.Weights), len(tr.TableDefaults.Params)))
+			r.line("ok", label, fmt.Sprintf("the reward space's defaults match task %s (%d weights, %d params)", task, len(tr.TableDefaults.Weights), len(tr.TableDefaults.Params)))
 			return
 		}
 		for _, d := range diffs {
-			r.line("warn", "defaults", d)
+			r.line("warn", label, d)
 		}
 		return
 	}
@@ -395,13 +392,13 @@ func doctorDefaults(ctx context.Context, r *doctorReport, cfg Config, py string)
 	f, w := diffOwn("param", space.Defaults().Params, own.Params, task, inSpace)
 	fails, warns = append(fails, f...), append(warns, w...)
 	for _, d := range fails {
-		r.line("fail", "defaults", d)
+		r.line("fail", label, d)
 	}
 	for _, d := range warns {
-		r.line("warn", "defaults", d)
+		r.line("warn", label, d)
 	}
 	if len(fails)+len(warns) == 0 {
-		r.line("ok", "defaults", fmt.Sprintf("the reward space matches task %s in its own names (%d weights, %d params)", task, len(own.Weights), len(own.Params)))
+		r.line("ok", label, fmt.Sprintf("the reward space matches task %s in its own names (%d weights, %d params)", task, len(own.Weights), len(own.Params)))
 	}
 }
 

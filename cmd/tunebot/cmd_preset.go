@@ -50,17 +50,17 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 	if *out != "" && sub != "export" {
 		return usageError(e, fs, "-o applies to export only")
 	}
-	book, space, closeBook, ok := openPresets(e, *cfgPath, *dataDir)
+	book, spaceOf, closeBook, ok := openPresets(e, *cfgPath, *dataDir)
 	if !ok {
 		return 1
 	}
 	defer closeBook()
-	return presetOp(ctx, e, book, space, sub, operands, *out)
+	return presetOp(ctx, e, book, spaceOf, sub, operands, *out)
 }
 
 // presetOp runs subcommand sub of tunebot preset on book; out is export's -o FILE, "" for
 // stdout.
-func presetOp(ctx context.Context, e *env, book presetBook, space *session.Space, sub string, operands []string, out string) int {
+func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task string) *session.Space, sub string, operands []string, out string) int {
 	switch sub {
 	case "list":
 		ps, err := book.list(ctx)
@@ -74,7 +74,7 @@ func presetOp(ctx context.Context, e *env, book presetBook, space *session.Space
 		if err != nil {
 			return presetFail(e, err)
 		}
-		fmt.Fprint(e.stdout, preset.FormatShow(p, space))
+		fmt.Fprint(e.stdout, preset.FormatShow(p, showSpace(spaceOf, p)))
 	case "export":
 		p, err := book.get(ctx, operands[0])
 		if err != nil {
@@ -116,7 +116,7 @@ func presetOp(ctx context.Context, e *env, book presetBook, space *session.Space
 // openPresets opens the presets of the config's data dir (or --data-dir): the store when no
 // daemon holds it, else the running daemon's socket, so the command works either way. ok
 // false means the problem is printed and the exit is 1; the func closes what was opened.
-func openPresets(e *env, cfgPath, dataDir string) (presetBook, *session.Space, func(), bool) {
+func openPresets(e *env, cfgPath, dataDir string) (presetBook, func(task string) *session.Space, func(), bool) {
 	cfg, err := loadConfig(cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
@@ -125,15 +125,14 @@ func openPresets(e *env, cfgPath, dataDir string) (presetBook, *session.Space, f
 	if dataDir != "" {
 		cfg.DataDir = dataDir // --data-dir, as tune takes it
 	}
-	space := cfg.space()
 	db, err := openStore(cfg)
 	if err == nil {
-		return storeBook{db: db, space: space, by: cliActor(e)}, space, func() { db.Close() }, true
+		return storeBook{db: db, space: cfg.engineSpace(), by: cliActor(e)}, cfg.spaceOf, func() { db.Close() }, true
 	}
 	if errors.Is(err, session.ErrLocked) {
 		book, derr := newDaemonBook(cfg)
 		if derr == nil {
-			return book, space, func() {}, true
+			return book, cfg.spaceOf, func() {}, true
 		}
 		err = derr
 	}

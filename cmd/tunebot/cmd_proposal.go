@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"tunebot/session"
 )
@@ -16,7 +17,7 @@ func init() {
 }
 
 func runProposal(ctx context.Context, e *env, args []string) int {
-	const usage = `usage: tunebot proposal check [--base CONFIG.json] [--config FILE] PATCH.json   ('-' reads stdin)
+	const usage = `usage: tunebot proposal check [--base CONFIG.json] [--config FILE] [--task TASK] PATCH.json   ('-' reads stdin)
 
 Checks a patch under the proposal rules: exit 0 and the merged configuration, or each problem.`
 	if _, code, ok := subcommand(e, "proposal", usage, []string{"check"}, args); !ok {
@@ -25,6 +26,7 @@ Checks a patch under the proposal rules: exit 0 and the merged configuration, or
 	fs := flagSet(e, "proposal check", usage)
 	basePath := fs.String("base", "", "reward configuration the patch applies to, full or partial (merged over the defaults; default: the defaults)")
 	cfgPath := fs.String("config", "", "config file whose reward_space to use (default: the built-in space)")
+	task := fs.String("task", "", "with reward_spaces, the task whose space to use (default: session.task)")
 	if code, ok := parseFlags(e, fs, args[1:]); !ok {
 		return code
 	}
@@ -36,7 +38,13 @@ Checks a patch under the proposal rules: exit 0 and the merged configuration, or
 		printProblems(e, err)
 		return 1
 	}
-	space := cfg.space()
+	if *task == "" {
+		*task = cfg.Session.Task
+	}
+	space := cfg.spaceOf(*task)
+	if space == nil {
+		return usageError(e, fs, "--task %q: name one of the config's tasks (%s)", *task, strings.Join(cfg.tasks(), ", "))
+	}
 	base := space.Defaults()
 	if *basePath != "" {
 		raw, err := readInput(e, *basePath)

@@ -147,7 +147,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		return err
 	}
 	d.handler = bot.NewHandler(bot.HandlerConfig{
-		Engine: eng, Store: a.actions, Space: d.cfg.space(), Allow: allow, Defaults: d.cfg.Session,
+		Engine: eng, Store: a.actions, Space: d.cfg.namesSpace(), SpaceOf: d.cfg.spaceOf, Allow: allow, Defaults: d.cfg.Session,
 		Charts: charts, Clips: a.clips(), Agent: d.agentTest, Logger: d.log,
 		Applier: applier, Scheduler: d.scheduler, Gate: &d.gate, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
 		Redact: secret.Process(), ReadLimit: d.cfg.Chat.ReadLimit,
@@ -189,7 +189,7 @@ func (d *daemon) newApplier() (bot.Applier, error) {
 	if d.cfg.Apply.Repo == "" {
 		return nil, nil
 	}
-	ap, err := apply.New(d.cfg.Apply, d.cfg.space(), d.app.actions, d.log)
+	ap, err := apply.New(d.cfg.Apply, d.cfg.spaceOf(d.cfg.Apply.Task), d.app.actions, d.log)
 	if err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
 	}
@@ -204,7 +204,7 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: d.app.db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose,
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.namesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose,
 			EndOfInput: "input has ended (Ctrl-D): this terminal reads no more commands; tunebot keeps running until Ctrl-C or SIGTERM"})
 		to = append(to, d.con) // it queues what comes until runConsole, once the daemon runs
 	}
@@ -356,7 +356,7 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (wantConsole bool
 	}
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
 		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log, Redact: secret.Process(),
-		Renderer: &bot.Renderer{Records: db, Space: d.cfg.space(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(),
+		Renderer: &bot.Renderer{Records: db, Space: d.cfg.namesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(),
 			Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {
@@ -535,7 +535,7 @@ func (d *daemon) startService(allow bot.AllowList) error {
 
 // startScheduler runs the stored schedules, the decision reminders and the daily digest.
 func (d *daemon) startScheduler(ctx context.Context) error {
-	space := d.cfg.space()
+	space := d.cfg.namesSpace()
 	sch, err := schedule.New(schedule.Options{
 		Config:  d.cfg.Schedule,
 		Store:   scheduleStore{d.app.db},
@@ -637,7 +637,7 @@ func (d *daemon) notifySession(s session.Session, text string) {
 type scheduledStarter struct{ d *daemon }
 
 func (s scheduledStarter) StartScheduled(ctx context.Context, e bot.ScheduleEntry) (string, error) {
-	st, err := startSettings(e.Args, s.d.cfg.Session, s.d.cfg.space())
+	st, err := startSettings(e.Args, s.d.cfg.Session, s.d.cfg.namesSpace())
 	if err != nil {
 		return "", err
 	}

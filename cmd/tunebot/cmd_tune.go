@@ -39,13 +39,13 @@ type tuneOptions struct {
 	fromStart  string // where a session built on another starts: best or defaults
 	dataDir    string
 	demo       bool
-	task       string // demo: the task whose reward space the sim trainer tunes
+	task       string // the task to tune, one of the config's (/tune start task=NAME); demo: the task whose reward space the sim trainer tunes
 	space      string // demo: that space's file (default: the task's checked-in one)
 	verbose    bool
 }
 
 func runTune(ctx context.Context, e *env, args []string) int {
-	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--preset NAME] [--from SESSION [--from-start best|defaults]] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
+	fs := flagSet(e, "tune", `usage: tunebot tune [--config FILE] [--mode automatic|approval] [--trials N] [--task TASK] [--preset NAME] [--from SESSION [--from-start best|defaults]] [--fallback] [--json] [--resume] [--data-dir DIR] [--verbose]
 
 Runs one tuning session in the foreground to its end, operated from this terminal (type help
 while it runs). --resume continues the newest unfinished session instead. --from builds on an
@@ -56,6 +56,7 @@ its rejected directions stay rejected, and the session starts from its best conf
 	fs.StringVar(&o.configPath, "config", "", "config file (YAML); the embedded defaults when empty")
 	fs.StringVar(&o.mode, "mode", "", "automatic or approval (default: the config's)")
 	fs.IntVar(&o.trials, "trials", 0, "trial count, baseline included (default: the config's)")
+	fs.StringVar(&o.task, "task", "", "the task to tune, one of the config's reward_spaces (default: session.task)")
 	fs.StringVar(&o.preset, "preset", "", "start from this preset's reward configuration (tunebot preset list) instead of the defaults")
 	fs.StringVar(&o.from, "from", "", "build on this earlier session of the same task (its id or the start of it)")
 	fs.StringVar(&o.fromStart, "from-start", "", "with --from: start from its best configuration (best, the default) or the defaults")
@@ -135,9 +136,11 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	if o.dataDir != "" {
 		cfg.DataDir = o.dataDir
 	}
-	if err := demoSpace(&cfg, o); err != nil {
-		fmt.Fprintln(e.stderr, "tunebot demo:", err)
-		return 1
+	if o.demo {
+		if err := demoSpace(&cfg, o); err != nil {
+			fmt.Fprintln(e.stderr, "tunebot demo:", err)
+			return 1
+		}
 	}
 	st := tuneSettings(cfg.Session, o)
 	if err := st.Validate(); err != nil {
@@ -190,7 +193,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		printProblems(e, err)
 		return 1
 	}
-	fmt.Fprintf(human, "session %s (%s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
@@ -231,6 +234,9 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 		st.Preset = o.preset
 	}
 	st.From, st.FromStart = o.from, o.fromStart
+	if o.task != "" {
+		st.Task = o.task
+	}
 	st.Normalize()
 	return st
 }
@@ -241,7 +247,7 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 func startTuneConsole(ctx context.Context, a *app, cfg Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.space(), Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
+		Store: a.db, Space: cfg.namesSpace(), SpaceOf: cfg.spaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})

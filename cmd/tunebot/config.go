@@ -43,8 +43,11 @@ type Config struct {
 	Executor ExecutorConfig   `yaml:"executor"`
 	Session  session.Settings `yaml:"session"`
 	Space    *session.Space   `yaml:"reward_space"`
-	Advisor  AdvisorConfig    `yaml:"advisor"`
-	Chat     ChatConfig       `yaml:"chat"`
+	// Spaces holds one reward space per task (reward_spaces), for a daemon that tunes
+	// several; Space is the one space of a daemon that tunes one.
+	Spaces  map[string]*TaskSpace `yaml:"reward_spaces"`
+	Advisor AdvisorConfig         `yaml:"advisor"`
+	Chat    ChatConfig            `yaml:"chat"`
 	// Apply writes a preset into the trainer checkout as one reversible git commit.
 	Apply apply.Config `yaml:"apply"`
 	// Schedule starts sessions on cron specs and sends reminders and a daily digest.
@@ -393,6 +396,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if fatal {
 		return cfg, invalid(nil)
 	}
+	probs = append(probs, cfg.setTasks(root, filepath.Dir(path))...)
 	cfg.warnings = configWarnings(root, cfg)
 	probs = append(probs, webhookInClear(cfg, getenv)...)
 	cfg.resolvePaths(filepath.Dir(path))
@@ -1026,9 +1030,10 @@ var configRules = []configRule{
 	{"trainer.eval_timeout", func(c *Config) []string { return notNegative("trainer.eval_timeout", c.Trainer.EvalTimeout) }},
 	{"trainer.grace", func(c *Config) []string { return notNegative("trainer.grace", c.Trainer.Grace) }},
 	{"advisor.timeout", func(c *Config) []string { return notNegative("advisor.timeout", c.Advisor.Timeout) }},
-	{"session", func(c *Config) []string { return errProblems("session", c.Session.Validate()) }},
+	{"session", func(c *Config) []string { return errProblems("session", c.defaultSettings().Validate()) }},
 	{"executor", func(c *Config) []string { return c.Executor.problems(c.Session.GPUs) }},
-	{"reward_space", func(c *Config) []string { return c.spaceProblems() }},
+	{"reward_space", func(c *Config) []string { return c.rewardSpaceProblems() }},
+	{"reward_spaces", func(c *Config) []string { return c.spaceProblems() }},
 	{"advisor.base_url", func(c *Config) []string { return c.Advisor.baseURLProblems() }},
 	{"advisor.model", func(c *Config) []string { return nonEmpty("advisor.model", c.Advisor.Model, "must be set") }},
 	{"advisor.temperature", func(c *Config) []string { return c.Advisor.temperatureProblems() }},
@@ -1037,7 +1042,7 @@ var configRules = []configRule{
 	{"chat.discord", func(c *Config) []string { return c.Chat.Discord.problems() }},
 	{"chat.ntfy", func(c *Config) []string { return c.Chat.Ntfy.problems() }},
 	{"chat.expire", func(c *Config) []string { return notNegative("chat.expire", c.Chat.Expire) }},
-	{"apply", func(c *Config) []string { return c.applyProblems() }},
+	{"apply", func(c *Config) []string { return c.applySectionProblems() }},
 	{"schedule", func(c *Config) []string { return errProblems("schedule", c.Schedule.Check()) }},
 	{"service", func(c *Config) []string { return errText(c.Service.Check()) }}, // it names its key
 	{"retention", func(c *Config) []string { return c.Retention.Problems() }},
@@ -1129,9 +1134,9 @@ func (t TrainerConfig) surfaceFamilyProblems() []string {
 	return nil
 }
 
-// spaceProblems checks the configured reward space, if any (the built-in one is checked by
-// its tests).
-func (c *Config) spaceProblems() []string {
+// rewardSpaceProblems checks the one configured reward space, if any (the built-in one is
+// checked by its tests; reward_spaces by spaceProblems).
+func (c *Config) rewardSpaceProblems() []string {
 	if c.Space == nil {
 		return nil
 	}
@@ -1178,13 +1183,13 @@ func (n NtfyConfig) problems() []string {
 	return probs
 }
 
-// applyProblems checks an apply section that sets anything whole, so one that forgot repo
-// is named here and not taken for "apply is not configured".
-func (c *Config) applyProblems() []string {
+// applySectionProblems checks an apply section that sets anything whole (applyProblems), so
+// one that forgot repo is named here and not taken for "apply is not configured".
+func (c *Config) applySectionProblems() []string {
 	if reflect.ValueOf(c.Apply).IsZero() {
 		return nil
 	}
-	return errProblems("apply", c.Apply.Check(c.space()))
+	return c.applyProblems()
 }
 
 // retentionAtProblems: an enabled retention's time of day parses as a schedule.

@@ -32,6 +32,7 @@ func TestConfigRules(t *testing.T) {
 		{"session", func(c *Config) { c.Session.TrialCount = 99 }, "session.trial_count: 99 is outside"},
 		{"executor", func(c *Config) { c.Executor.Backend = "k8s" }, "executor"},
 		{"reward_space", func(c *Config) { sp := session.DefaultSpace(); sp.MaxChanges = 0; c.Space = sp }, "reward_space."},
+		{"reward_spaces", func(c *Config) { c.Spaces = map[string]*TaskSpace{"Go2-Rough": nil} }, "reward_spaces.Go2-Rough: needs a space"},
 		{"advisor.base_url", func(c *Config) { c.Advisor.BaseURL = "ftp://x" }, `advisor.base_url: "ftp://x" must be an http(s) URL`},
 		{"advisor.model", func(c *Config) { c.Advisor.Model = "" }, "advisor.model: must be set"},
 		{"advisor.temperature", func(c *Config) { c.Advisor.Temperature = 0 }, "advisor.temperature: 0 must be in (0, 2]"},

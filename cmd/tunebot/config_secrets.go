@@ -55,6 +55,7 @@ var secretSinks = []struct{ prefix, where string }{
 	{"apply", "into the branches and commits apply writes"},
 	{"session", "into the settings every session stores and shows in chat and on the page, and (run_name, task) onto the trainer's command line and into the preset names"},
 	{"reward_space", "into the reward space every session stores, shows in chat and sends to the advisor"},
+	{"reward_spaces", "into the reward space every session of its task stores, shows in chat and sends to the advisor"},
 }
 
 const secretFix = "tunebot's secrets come from the environment for tunebot alone: remove it, and give the trainer what it needs another way"

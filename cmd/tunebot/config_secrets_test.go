@@ -34,6 +34,9 @@ func TestSecretReachesNoJobThroughTheConfig(t *testing.T) {
 			[]string{"line 4: executor.slurm.account: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET into every batch script's #SBATCH lines"}},
 		{"executor.slurm.qos pasted", "executor:\n  slurm:\n    qos: " + value + "\n",
 			[]string{"line 4: executor.slurm.qos: holds the value of the secret SLACK_SIGNING_SECRET"}},
+		{"a task's space file", "reward_spaces:\n  Task-A:\n    file: ${SLACK_SIGNING_SECRET}\n",
+			[]string{"line 4: reward_spaces.Task-A.file: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET into the reward space every session of its task stores",
+				"line 4: reward_spaces.Task-A.file: "}},
 		{"a merge key into trainer", "x: &t {python: \"${SLACK_SIGNING_SECRET}\"}\ntrainer:\n  <<: *t\n",
 			[]string{"trainer.python: ${SLACK_SIGNING_SECRET} (written on line 2, used here through a YAML alias)", "line 2: x is not a setting"}},
 	} {

@@ -46,6 +46,9 @@ func (b storeBook) get(ctx context.Context, name string) (session.Preset, error)
 }
 
 func (b storeBook) importFile(ctx context.Context, name string, data []byte) (session.Preset, error) {
+	if b.space == nil {
+		return session.Preset{}, errNoImportTask
+	}
 	return preset.Import(ctx, b.db, b.space, name, data, b.by)
 }
 
@@ -121,7 +124,7 @@ func (b daemonBook) do(ctx context.Context, method, path string, body io.Reader,
 // import recorded as approved by the socket's caller (socketCaller), never a name the
 // request carries.
 func (d *daemon) presetRoutes(l *httpd.Local, token string) {
-	space := d.cfg.space()
+	space := d.cfg.engineSpace()
 	l.Handle("GET "+presetsPath, httpd.WithToken(token, "the presets", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ps, err := d.app.db.Presets(r.Context())
 		answerPreset(w, ps, err, d)
@@ -143,6 +146,10 @@ func (d *daemon) presetImport(space *session.Space) http.Handler {
 		}
 		if err != nil {
 			answerPreset(w, nil, err, d)
+			return
+		}
+		if space == nil {
+			answerPreset(w, nil, errNoImportTask, d)
 			return
 		}
 		p, err := preset.Import(r.Context(), d.app.actions, space, r.PathValue("name"), data, socketCaller(r))

@@ -19,7 +19,7 @@ import (
 // readSpaceFile reads a reward space file: a `reward_space:` block as `tunebot space`
 // prints it, or the bare space (YAML or JSON), checked as the config checks one.
 func readSpaceFile(path string) (*session.Space, error) {
-	data, err := os.ReadFile(path)
+	data, err := readSpaceBytes(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading reward space: %w", err)
 	}
