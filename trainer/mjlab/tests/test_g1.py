@@ -34,13 +34,14 @@ def _configs():
   """The baseline (g1.yaml's defaults) and the proposal, as tunebot writes reward_config.json."""
   import yaml
 
+  # float(): PyYAML (YAML 1.1) reads -1e-05 as a string; tunebot's YAML reads a number
   space = yaml.safe_load(SPACE.read_text())["reward_space"]
-  base = {"weights": {t["name"]: t["default"] for t in space["terms"]},
-          "params": {p["name"]: p["default"] for p in space["params"]}}
+  base = {"weights": {t["name"]: float(t["default"]) for t in space["terms"]},
+          "params": {p["name"]: float(p["default"]) for p in space["params"]}}
   prop = json.loads(json.dumps(base))
   for name, bound in PROPOSAL.items():
     entry = next(e for e in space["terms"] + space["params"] if e["name"] == name)
-    prop["params" if "." in name else "weights"][name] = entry[bound]
+    prop["params" if "." in name else "weights"][name] = float(entry[bound])
   return base, prop
 
 
