@@ -2,9 +2,9 @@
 
 A rollout of its own, after the measured ones: one environment built for it, the same
 command schedule for every trial (standing, walking, turning; clipped to the task's command
-ranges as the evaluation grid is) so clips compare, a camera following the robot's root body at
-a distance fitting its size (camera_distance), rendered offscreen by MuJoCo and encoded to H.264 MP4 by the ffmpeg of
-the pinned imageio-ffmpeg wheel. It shares nothing with the metric rollouts but the
+ranges as the evaluation grid is) so clips compare, a camera following the robot's root body
+at a distance fitting its size (camera_distance), rendered offscreen by MuJoCo and encoded to
+H.264 MP4 by the ffmpeg of the pinned imageio-ffmpeg wheel. It shares nothing with the metric rollouts but the
 checkpoint, so rendering cannot change the evaluation's numbers.
 
 The OpenGL backend must be chosen before mujoco is imported (gl_backend): EGL when the job
@@ -34,8 +34,8 @@ SCHEDULE = (
 
 OFF = ("disable", "disabled", "off", "false", "0")
 
-# The camera stands CAMERA_SIZES times the robot's largest side away (G1: 1.22 m tall, 3.0 m;
-# Go1: 0.58 m long, 1.4 m; what mjlab's own viewer settings for them say), within these bounds.
+# The camera stands CAMERA_SIZES times the robot's largest side away (G1: 1.22 m tall, 3.05 m;
+# Go1: 0.58 m long, 1.44 m; what mjlab's own viewer settings for them say), within these bounds.
 CAMERA_SIZES = 2.5
 CAMERA_DISTANCE = (0.5, 20.0)
 
@@ -200,7 +200,8 @@ def render(task: str, checkpoint: str, out: str, poster: str, seed: int) -> dict
   encode_s = time.perf_counter() - t1
   h, w = np.shape(frames[0])[:2]
   return {"frames": len(frames), "seconds": len(frames) / FPS, "size": Path(out).stat().st_size,
-          "backend": backend, "robot_m": size, "camera_m": v.distance, "width": int(w), "height": int(h), "render_s": render_s, "encode_s": encode_s}
+          "backend": backend, "robot_m": size, "camera_m": v.distance, "width": int(w), "height": int(h),
+          "render_s": render_s, "encode_s": encode_s}
 
 
 def _encode(frames, out: str) -> None:
