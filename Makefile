@@ -47,7 +47,8 @@ test: lint
 	$(MAKE) --no-print-directory test-mjlab
 
 # The mjlab adapter for real: builds (or reuses, keyed by its requirements' hash) the venv in
-# .venv/mjlab, runs its pytest suite (Go1 training, resume, evaluation and its clip on CPU)
+# .venv/mjlab, runs its pytest suite (Go1 training, resume, evaluation and its clip on CPU; a
+# G1 session of two trials, each trained, evaluated and clipped)
 # and a whole `tunebot tune` session against it (trainer/mjlab/e2e_test.go, skipped by plain
 # go test). The adapter renders clips with OSMesa here (no GPU), so MUJOCO_GL is left to it.
 test-mjlab:

@@ -1,24 +1,42 @@
 #!/usr/bin/env bash
-# A smoke run of real training on a CUDA machine: a 4-trial Unitree-Go2-Flat session with
-# short rungs through `tunebot tune`, every evaluation rendering its clip with EGL on the
-# GPU, then per trial its training speed (iterations/s), evaluation time and clip render
-# time, and the session's wall time.
+# A smoke run of real training on a CUDA machine: a 4-trial session with short rungs through
+# `tunebot tune`, every evaluation rendering its clip with EGL on the GPU, then per trial its
+# training speed (iterations/s), evaluation time and clip render time, and the session's wall
+# time.
 #
-#   scripts/gpu-smoke.sh [RUNGS]        default RUNGS: 50,100,150 (iterations)
+#   scripts/gpu-smoke.sh [--task TASK] [RUNGS]     default RUNGS: 50,100,150 (iterations)
+#
+# TASK defaults to Unitree-Go2-Flat (or $TUNEBOT_SMOKE_TASK), with the design's reward space.
+# Any other task gets its checked-in space from trainer/mjlab/spaces (the file whose first
+# line names it: Mjlab-Velocity-Flat-Unitree-G1, Mjlab-Velocity-Flat-Unitree-Go1), else the
+# space `tunebot space --task TASK` prints, e.g.
+#
+#   scripts/gpu-smoke.sh --task Mjlab-Velocity-Flat-Unitree-G1
 #
 # Needs: an NVIDIA GPU with its driver (nvidia-smi) and its EGL library (libEGL_nvidia),
-# the mjlab venv (scripts/mjlab-venv.sh) with unitree_rl_mjlab installed into it
-# (trainer/mjlab/README.md), and Go to build tunebot. Everything it writes goes to a
-# temporary directory it names at the end. It cannot run in CI (no GPU there): on a machine
-# that lacks something it says what, and how to get it, and exits 2 without starting
-# anything.
+# the mjlab venv (scripts/mjlab-venv.sh), for Unitree-Go2-Flat with unitree_rl_mjlab
+# installed into it (trainer/mjlab/README.md; mjlab's own G1 and Go1 need nothing more),
+# and Go to build tunebot. Everything it writes goes to a temporary directory it names at
+# the end. It cannot run in CI (no GPU there): on a machine that lacks something it says
+# what, and how to get it, and exits 2 without starting anything.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
-rungs=${1:-50,100,150}
+task=${TUNEBOT_SMOKE_TASK:-Unitree-Go2-Flat}
+rungs=50,100,150
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --task) [[ $# -ge 2 && -n $2 ]] || { echo "gpu-smoke: --task needs a task id" >&2; exit 2; }; task=$2; shift 2 ;;
+    --task=*) task=${1#--task=}; shift ;;
+    -h|--help) awk 'NR == 1 { next } /^#/ { sub(/^# ?/, ""); print; next } { exit }' "$0"; exit 0 ;;
+    -*) echo "gpu-smoke: unknown flag $1 (usage: scripts/gpu-smoke.sh [--task TASK] [RUNGS])" >&2; exit 2 ;;
+    *) [[ $1 =~ ^[0-9]+,[0-9]+,[0-9]+$ ]] || { echo "gpu-smoke: RUNGS $1 is not three comma separated iteration counts (e.g. 50,100,150)" >&2; exit 2; }
+       rungs=$1; shift ;;
+  esac
+done
+[[ -n $task ]] || { echo "gpu-smoke: the task is empty" >&2; exit 2; }
 venv=${TUNEBOT_MJLAB_VENV:-$root/.venv/mjlab}
 py=$venv/bin/python
-task=${TUNEBOT_SMOKE_TASK:-Unitree-Go2-Flat}
 
 missing=()
 if ! command -v nvidia-smi >/dev/null 2>&1; then
@@ -51,7 +69,11 @@ EOF
     missing+=("MuJoCo cannot render with MUJOCO_GL=egl on this GPU (check the driver's EGL libraries)")
   fi
   if ! "$py" -m tunebot_mjlab --print-defaults --task "$task" >/dev/null 2>&1; then
-    missing+=("task $task is not registered in the venv: install unitree_rl_mjlab into it (trainer/mjlab/README.md, Unitree-Go2-Flat)")
+    if [[ $task == Unitree-Go2-Flat ]]; then
+      missing+=("task $task is not registered in the venv: install unitree_rl_mjlab into it (trainer/mjlab/README.md, Unitree-Go2-Flat)")
+    else
+      missing+=("task $task is not registered in the venv (python -m tunebot_mjlab --print-defaults --task $task says why)")
+    fi
   fi
 fi
 if [[ ${#missing[@]} -gt 0 ]]; then
@@ -69,6 +91,7 @@ cat >>"$work/tunebot.yaml" <<EOF
   eval_timeout: 30m
 session:
   task: $task
+  tasks: [$task]
   gpus: [0]
   trial_count: 4
   rungs: [$rungs]
@@ -80,6 +103,17 @@ session:
   final_eval_seeds: [0, 1]
   early_stop_patience: 4
 EOF
+# Unitree-Go2-Flat tunes the design's reward space (tunebot's default); any other task the
+# space read from it, as checked in after review or as `tunebot space` prints it.
+if [[ $task != Unitree-Go2-Flat ]]; then
+  space=$(grep -lx "# Reward space of $task (.*" "$root"/trainer/mjlab/spaces/*.yaml 2>/dev/null | head -1 || true)
+  if [[ -z $space ]]; then
+    space=$work/space.yaml
+    TUNEBOT_MJLAB_PYTHON=$py "$work/tunebot" space --task "$task" --config "$work/tunebot.yaml" >"$space"
+  fi
+  echo "gpu-smoke: reward space of $task from $space" >&2
+  cat "$space" >>"$work/tunebot.yaml"
+fi
 
 start=$(date +%s)
 # EGL on the GPU for the clips, whatever the shell says.

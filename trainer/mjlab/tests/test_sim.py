@@ -99,6 +99,11 @@ def test_evaluate_is_deterministic_and_the_clip_changes_nothing(evaluations):
     assert all(v >= 0 for v in s["metrics"].values())
   for m in METRICS:
     assert ev["metrics"][m] == pytest.approx((ev["perSeed"][0]["metrics"][m] + ev["perSeed"][1]["metrics"][m]) / 2)
+  # the grid it measured, clipped to the Go1's ranges (vx, vy ±1, wz ±0.5), beside it
+  from tunebot_mjlab import evaluate
+
+  grid = json.loads((evaluations[0] / evaluate.GRID_FILE).read_text())
+  assert grid["grid"] == [{"name": n, "vx": vx, "vy": vy, "wz": wz} for n, vx, vy, wz in evaluate.COMMAND_GRID]
   # The robot is commanded to move in 4 of 5 grid cells, so an untrained policy errs.
   assert ev["metrics"]["velocity_error_linear"] > 0.05
   assert 0 <= ev["metrics"]["fall_rate"] <= 1
@@ -113,6 +118,9 @@ def test_clip_is_a_real_h264_video(evaluations):
 
   tmp, _, logs = evaluations
   assert "rendered with MUJOCO_GL=osmesa" in logs[1], logs[1][-2000:]
+  # the camera follows the Go1 (0.58 m long) from about 1.5 m, as mjlab's viewer does
+  cam = re.search(r"camera ([0-9.]+) m from the root body", logs[1])
+  assert cam and float(cam[1]) == pytest.approx(1.45, abs=0.15), logs[1][-2000:]
   data = (tmp / "clip").read_bytes()
   assert data[4:8] == b"ftyp" and b"avc1" in data[:4096]  # MP4, H.264, moov first (+faststart)
   reader = imageio_ffmpeg.read_frames(str(tmp / "clip"))

@@ -1,9 +1,10 @@
 """The evaluation clip of docs/design.md section 4: a short video of the policy walking.
 
 A rollout of its own, after the measured ones: one environment built for it, the same
-command schedule for every trial (standing, walking, turning) so clips compare, a camera
-tracking the robot, rendered offscreen by MuJoCo and encoded to H.264 MP4 by the ffmpeg of
-the pinned imageio-ffmpeg wheel. It shares nothing with the metric rollouts but the
+command schedule for every trial (standing, walking, turning; clipped to the task's command
+ranges as the evaluation grid is) so clips compare, a camera following the robot's root body
+at a distance fitting its size (camera_distance), rendered offscreen by MuJoCo and encoded to
+H.264 MP4 by the ffmpeg of the pinned imageio-ffmpeg wheel. It shares nothing with the metric rollouts but the
 checkpoint, so rendering cannot change the evaluation's numbers.
 
 The OpenGL backend must be chosen before mujoco is imported (gl_backend): EGL when the job
@@ -23,7 +24,8 @@ FPS = 30
 SECONDS = 5.0
 WIDTH, HEIGHT = 480, 360
 
-# (from second, name, vx m/s, vy m/s, wz rad/s): inside every mjlab velocity task's ranges.
+# (from second, name, vx m/s, vy m/s, wz rad/s), before evaluate.clip_grid fits it into the
+# task's command ranges (mjlab 1.6.0's Go1 and G1 turn at most 0.5 rad/s).
 SCHEDULE = (
   (0.0, "standing", 0.0, 0.0, 0.0),
   (1.0, "walking", 0.6, 0.0, 0.0),
@@ -31,6 +33,11 @@ SCHEDULE = (
 )
 
 OFF = ("disable", "disabled", "off", "false", "0")
+
+# The camera stands CAMERA_SIZES times the robot's largest side away (G1: 1.22 m tall, 3.05 m;
+# Go1: 0.58 m long, 1.44 m; what mjlab's own viewer settings for them say), within these bounds.
+CAMERA_SIZES = 2.5
+CAMERA_DISTANCE = (0.5, 20.0)
 
 
 class ClipError(RuntimeError):
@@ -61,13 +68,44 @@ def gl_backend() -> str:
   return backend
 
 
-def command_at(t: float) -> tuple[float, float, float]:
+def command_at(t: float, schedule=SCHEDULE) -> tuple[float, float, float]:
   """The schedule's (vx, vy, wz) at second t."""
-  cmd = SCHEDULE[0][2:]
-  for start, _, vx, vy, wz in SCHEDULE:
+  cmd = schedule[0][2:]
+  for start, _, vx, vy, wz in schedule:
     if t >= start:
       cmd = (vx, vy, wz)
   return cmd
+
+
+def task_schedule(ranges) -> tuple:
+  """SCHEDULE with each command clipped into the task's ranges (evaluate.command_ranges)."""
+  from tunebot_mjlab import evaluate
+
+  cells = evaluate.clip_grid(ranges, [(name, vx, vy, wz) for _, name, vx, vy, wz in SCHEDULE])
+  return tuple((start, *cell) for (start, *_), cell in zip(SCHEDULE, cells))
+
+
+def robot_size(model, geom_ids) -> float:
+  """The largest side (m) of the box around the robot's geoms' centres in its initial pose
+  (the model's first keyframe, mjlab's init_state, else qpos0): a humanoid's height, a
+  quadruped's length."""
+  import mujoco
+  import numpy as np
+
+  data = mujoco.MjData(model)
+  if model.nkey:
+    mujoco.mj_resetDataKeyframe(model, data, 0)
+  mujoco.mj_kinematics(model, data)
+  pos = data.geom_xpos[np.asarray(geom_ids, dtype=int)]
+  if len(pos) == 0:
+    raise ClipError("the robot has no geoms to size the camera by")
+  return float((pos.max(axis=0) - pos.min(axis=0)).max())
+
+
+def camera_distance(size: float) -> float:
+  """How far the camera stands from a robot whose largest side is size metres."""
+  lo, hi = CAMERA_DISTANCE
+  return min(max(CAMERA_SIZES * size, lo), hi)
 
 
 def render(task: str, checkpoint: str, out: str, poster: str, seed: int) -> dict:
@@ -88,14 +126,14 @@ def render(task: str, checkpoint: str, out: str, poster: str, seed: int) -> dict
   _, env_cfg, agent_cfg, runner_cls = tasks.load(task)
   step_dt = env_cfg.sim.mujoco.timestep * env_cfg.decimation
   steps = math.ceil(SECONDS / step_dt)
+  schedule = task_schedule(evaluate.command_ranges(env_cfg.commands.get(evaluate.COMMAND)))
   env_cfg = evaluate.eval_env_cfg(env_cfg, 1, steps, seed)
   v = env_cfg.viewer
   v.width, v.height = WIDTH, HEIGHT
   v.max_extra_envs, v.env_idx = 0, 0
-  if v.origin_type in (ViewerConfig.OriginType.AUTO, ViewerConfig.OriginType.WORLD) or (
-      v.origin_type == ViewerConfig.OriginType.ASSET_BODY and not v.body_name):
-    v.origin_type = ViewerConfig.OriginType.ASSET_ROOT
-  v.entity_name = v.entity_name or "robot"
+  # The robot's root body, whatever the task's viewer follows, at a distance set below.
+  v.origin_type = ViewerConfig.OriginType.ASSET_ROOT
+  v.entity_name = "robot"
   # A software renderer draws plainly: shadows, reflections and multisampling make a frame
   # of OSMesa's ~25 times slower (1.5 s instead of 0.06 s at 480x360 on one core).
   software = backend == "osmesa"
@@ -114,6 +152,8 @@ def render(task: str, checkpoint: str, out: str, poster: str, seed: int) -> dict
     model = copy.copy(env.sim.mj_model)
     if software:
       model.vis.quality.offsamples = 0
+    size = robot_size(env.sim.mj_model, env.scene["robot"].indexing.geom_ids.tolist())
+    v.distance = camera_distance(size)
     renderer = OffscreenRenderer(model=model, cfg=v, scene=env.scene, sim_model=env.sim.model,
                                  expanded_fields=env.sim.expanded_fields)
     try:
@@ -133,7 +173,7 @@ def render(task: str, checkpoint: str, out: str, poster: str, seed: int) -> dict
     cmd_term = env.command_manager.get_term(evaluate.COMMAND)
 
     venv.reset()
-    cmd_term.vel_command_b[:] = torch.tensor(command_at(0.0), device=dev)
+    cmd_term.vel_command_b[:] = torch.tensor(command_at(0.0, schedule), device=dev)
     obs = venv.get_observations()
     frame()
     want = round(SECONDS * FPS)
@@ -142,7 +182,7 @@ def render(task: str, checkpoint: str, out: str, poster: str, seed: int) -> dict
         venv.step(policy(obs))
         t = (k + 1) * step_dt
         # the schedule's command for the next step (a reset env gets it back too)
-        cmd_term.vel_command_b[:] = torch.tensor(command_at(t), device=dev)
+        cmd_term.vel_command_b[:] = torch.tensor(command_at(t, schedule), device=dev)
         obs = venv.get_observations()
         # frame i shows second i/FPS
         while len(frames) < want and t + 1e-9 >= len(frames) / FPS:
@@ -160,7 +200,8 @@ def render(task: str, checkpoint: str, out: str, poster: str, seed: int) -> dict
   encode_s = time.perf_counter() - t1
   h, w = np.shape(frames[0])[:2]
   return {"frames": len(frames), "seconds": len(frames) / FPS, "size": Path(out).stat().st_size,
-          "backend": backend, "width": int(w), "height": int(h), "render_s": render_s, "encode_s": encode_s}
+          "backend": backend, "robot_m": size, "camera_m": v.distance, "width": int(w), "height": int(h),
+          "render_s": render_s, "encode_s": encode_s}
 
 
 def _encode(frames, out: str) -> None:

@@ -1,7 +1,8 @@
 """The evaluate job of docs/design.md sections 3 and 4.
 
 A fixed protocol, independent of the reward weights: the deterministic policy (the actor's
-mean, no action noise), a fixed command grid assigned round robin over the environments,
+mean, no action noise), a fixed command grid clipped to the task's own command ranges and
+assigned round robin over the environments,
 fixed seeds, no pushes and no observation noise, and episodes long enough that no env
 times out. The seven metrics come from simulation state, per seed and as the mean over
 seeds, lower is better:
@@ -39,7 +40,8 @@ METRICS = (
   "mechanical_power",
 )
 
-# (name, vx m/s, vy m/s, wz rad/s): inside every mjlab velocity task's initial ranges.
+# (name, vx m/s, vy m/s, wz rad/s), before clip_grid fits it into the task's own command
+# ranges (inside the initial ranges of mjlab 1.6.0's Go1 and G1: vx, vy ±1, wz ±0.5).
 COMMAND_GRID = (
   ("standing", 0.0, 0.0, 0.0),
   ("forward", 0.8, 0.0, 0.0),
@@ -50,10 +52,49 @@ COMMAND_GRID = (
 
 COMMAND = "twist"
 CONTACT_SENSOR = "feet_ground_contact"
+# The command's ranges clip_grid reads, in the order of a grid cell's (vx, vy, wz).
+RANGES = ("lin_vel_x", "lin_vel_y", "ang_vel_z")
+GRID_FILE = "command_grid.json"
 
 
 class EvalError(RuntimeError):
   """An evaluation that cannot run as asked; the message names the problem."""
+
+
+def command_ranges(cmd) -> dict[str, tuple[float, float]]:
+  """The (low, high) of each of the velocity command's RANGES, checked: a missing range, a
+  bound that is not a finite number or a low above its high is an EvalError naming it."""
+  ranges = getattr(cmd, "ranges", None)
+  out = {}
+  for name in RANGES:
+    r = getattr(ranges, name, None)
+    try:
+      lo, hi = (float(x) for x in r)
+    except (TypeError, ValueError):
+      raise EvalError(f"the {COMMAND!r} command's ranges.{name} is {r!r}, not a (low, high) pair of numbers") from None
+    if not (math.isfinite(lo) and math.isfinite(hi)) or lo > hi:
+      raise EvalError(f"the {COMMAND!r} command's ranges.{name} is ({lo}, {hi}): want finite numbers, low <= high")
+    out[name] = (lo, hi)
+  return out
+
+
+def clip_grid(ranges: dict[str, tuple[float, float]], grid=COMMAND_GRID):
+  """grid with each command clipped into the task's ranges (command_ranges): a humanoid that
+  was never asked to turn faster than its range is not measured there. A cell keeps its name
+  when clipping moves it (a task without lateral commands measures "lateral" standing)."""
+  out = []
+  for name, *cmd in grid:
+    out.append((name, *(min(max(v, ranges[r][0]), ranges[r][1]) for v, r in zip(cmd, RANGES))))
+  return tuple(out)
+
+
+def task_grid(env_cfg):
+  """The command grid clipped to env_cfg's own velocity command ranges, read before
+  eval_env_cfg pins those ranges to zero."""
+  cmd = env_cfg.commands.get(COMMAND)
+  if cmd is None:
+    raise EvalError(f"the task has no {COMMAND!r} velocity command; evaluation needs one")
+  return clip_grid(command_ranges(cmd))
 
 
 def eval_env_cfg(env_cfg, num_envs: int, steps: int, seed: int):
@@ -97,12 +138,14 @@ def _foot_sites(env_cfg) -> tuple[str, ...]:
   return ("FR", "FL", "RR", "RL")
 
 
-def evaluate_seed(task: str, checkpoint: str, seed: int, num_envs: int, steps: int) -> dict[str, float]:
+def evaluate_seed(task: str, checkpoint: str, seed: int, num_envs: int, steps: int):
+  """Returns (metrics, the clipped command grid the seed was measured on)."""
   import torch
   from mjlab.envs import ManagerBasedRlEnv
   from mjlab.rl import MjlabOnPolicyRunner, RslRlVecEnvWrapper
 
   _, env_cfg, agent_cfg, runner_cls = tasks.load(task)
+  cells = task_grid(env_cfg)
   env_cfg = eval_env_cfg(env_cfg, num_envs, steps, seed)
   sites = _foot_sites(env_cfg)
   agent_cfg.logger = "tensorboard"
@@ -122,8 +165,8 @@ def evaluate_seed(task: str, checkpoint: str, seed: int, num_envs: int, steps: i
     contact = env.scene[CONTACT_SENSOR] if CONTACT_SENSOR in env.scene.sensors else None
     joint_ids, _ = robot.find_joints((".*",))
     cmd_term = env.command_manager.get_term(COMMAND)
-    grid = torch.tensor([[vx, vy, wz] for _, vx, vy, wz in COMMAND_GRID], device=dev)
-    cmd = grid[torch.arange(num_envs, device=dev) % len(COMMAND_GRID)]
+    grid = torch.tensor([[vx, vy, wz] for _, vx, vy, wz in cells], device=dev)
+    cmd = grid[torch.arange(num_envs, device=dev) % len(cells)]
 
     venv.reset()
     cmd_term.vel_command_b[:] = cmd
@@ -170,7 +213,7 @@ def evaluate_seed(task: str, checkpoint: str, seed: int, num_envs: int, steps: i
 
   out = {m: (sums[m] / counts[m] if counts[m] > 0 else 0.0) for m in sums}
   out["fall_rate"] = float(fell.float().mean())
-  return {m: _round(out[m]) for m in METRICS}
+  return {m: _round(out[m]) for m in METRICS}, cells
 
 
 def _round(x: float) -> float:
@@ -204,7 +247,7 @@ def run(args) -> int:
 
   per_seed = []
   for seed in seeds:
-    metrics = evaluate_seed(args.task, str(ckpt), seed, args.num_envs, args.steps)
+    metrics, cells = evaluate_seed(args.task, str(ckpt), seed, args.num_envs, args.steps)
     print(f"[tunebot] seed {seed}: " + ", ".join(f"{k}={v:.4g}" for k, v in metrics.items()), flush=True)
     per_seed.append({"seed": seed, "metrics": metrics})
   mean = {m: _round(sum(s["metrics"][m] for s in per_seed) / len(per_seed)) for m in METRICS}
@@ -224,9 +267,23 @@ def run(args) -> int:
     f.write("\n")
   os.replace(tmp, out)
   print(f"[tunebot] wrote {out}", flush=True)
+  write_grid(out.with_name(GRID_FILE), args.task, cells)
   if args.clip_output:
     write_clip(args, seeds[0])
   return 0
+
+
+def write_grid(path: Path, task: str, cells) -> None:
+  """Records the command grid this evaluation measured, clipped to the task's ranges, beside
+  evaluation.json (whose fields tunebot reads strictly) and in the log."""
+  grid = [{"name": n, "vx": vx, "vy": vy, "wz": wz} for n, vx, vy, wz in cells]
+  tmp = path.with_name(path.name + ".tmp")
+  with open(tmp, "w", encoding="utf-8") as f:
+    json.dump({"task": task, "grid": grid}, f, indent=2)
+    f.write("\n")
+  os.replace(tmp, path)
+  print("[tunebot] command grid (vx m/s, vy m/s, wz rad/s), clipped to the task's ranges: "
+        + ", ".join(f"{n} ({vx:g}, {vy:g}, {wz:g})" for n, vx, vy, wz in cells), flush=True)
 
 
 def write_clip(args, seed: int) -> None:
@@ -246,4 +303,5 @@ def write_clip(args, seed: int) -> None:
     return
   print(f"[tunebot] clip: {r['frames']} frames ({r['seconds']:.1f} s) {r['width']}x{r['height']} rendered with "
         f"MUJOCO_GL={r['backend']} in {r['render_s']:.1f} s, encoded in {r['encode_s']:.1f} s, "
-        f"{r['size'] / 1024:.0f} KiB: {args.clip_output}", flush=True)
+        f"{r['size'] / 1024:.0f} KiB, camera {r['camera_m']:.2f} m from the root body (robot {r['robot_m']:.2f} m): "
+        f"{args.clip_output}", flush=True)
