@@ -111,6 +111,9 @@ type Session struct {
 	// so a decision is never lost and two clicks yield one.
 	Preferences []Preference `json:"preferences,omitempty"`
 	Reviews     []Review     `json:"reviews,omitempty"`
+	// Stopped is set when rung 0's search ended early because the proposer's model
+	// expected no candidate to beat the best by more than the noise (ModelSaysStop).
+	Stopped *ModelStop `json:"model_stop,omitempty"`
 }
 
 // Pruned records what retention removed of a finished session: its curves thinned or
@@ -297,6 +300,8 @@ type Proposal struct {
 
 	// BeatBest is Suggestion.BeatBest: the model's chance of beating the best so far.
 	BeatBest *float64 `json:"beat_best,omitempty"`
+	// Outlook is Suggestion.Outlook: what the model expected of its best candidates.
+	Outlook *Outlook `json:"outlook,omitempty"`
 }
 
 // Effective is the patch that runs: the edited one when a person edited it.
