@@ -48,7 +48,8 @@ type priorOptions struct {
 	// HingeSD is the spread of a penalty's cost on the velocity errors past HingeAt steps
 	// stronger than the baseline, per step past it (features' hinge term): tracking that
 	// degrades only past some strength, which the linear and curvature terms cannot follow.
-	// Negative: no hinge (its coefficient held at 0).
+	// 0 or negative: no hinge (its coefficient held at 0), the default: 0.05 lost the
+	// worst family's median on the tuning seeds (bench/sampler/README.md, Search III).
 	HingeSD float64
 }
 
@@ -69,9 +70,6 @@ func (p priorOptions) withDefaults() priorOptions {
 	def(&p.FallScale, 3)
 	def(&p.NoiseSD, 0.03)
 	def(&p.NoiseFloor, 0.01)
-	if p.HingeSD == 0 {
-		p.HingeSD = 0.05
-	}
 	return p
 }
 
@@ -454,10 +452,10 @@ func configKey(c session.RewardConfig) string {
 
 // hingeVariance is the prior variance of a dim's hinge slope on one metric: HingeSD on the
 // velocity errors for a penalty (a stronger penalty may cost tracking past some strength),
-// the weak curvature's elsewhere, and next to nothing when the hinge is off.
+// the weak curvature's elsewhere, and next to nothing when the hinge is off (the default).
 func hingeVariance(tracking bool, d declaration, scale float64, prior priorOptions) float64 {
 	switch {
-	case prior.HingeSD < 0:
+	case prior.HingeSD <= 0:
 		return 1e-10
 	case tracking && d.penalty:
 		return prior.HingeSD * prior.HingeSD

@@ -124,7 +124,7 @@ func TestHingeFitsAOneSidedCost(t *testing.T) {
 		}
 		return worst
 	}
-	with, without := fitErr(SamplerPrior{}), fitErr(SamplerPrior{HingeSD: -1})
+	with, without := fitErr(SamplerPrior{HingeSD: 0.05}), fitErr(SamplerPrior{})
 	t.Logf("worst error of the tracking fit: %.4f with the hinge, %.4f without", with, without)
 	if without < 0.01 || with > 0.6*without {
 		t.Errorf("worst error of the tracking fit, log units: %.4f with the hinge, %.4f without; want the hinge to cut it by at least 40 %%", with, without)

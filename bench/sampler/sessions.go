@@ -496,7 +496,7 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.Float64Var(&opts.Prior.TrackMean, "track-mean", 0, "tunebot: SamplerPrior.TrackMean")
 	fs.Float64Var(&opts.Prior.FallScale, "fall-scale", 0, "tunebot: SamplerPrior.FallScale")
 	fs.Float64Var(&opts.Prior.NoiseFloor, "noise-floor", 0, "tunebot: SamplerPrior.NoiseFloor")
-	fs.Float64Var(&opts.Prior.HingeSD, "hinge-sd", 0, "tunebot: SamplerPrior.HingeSD (negative: no hinge)")
+	fs.Float64Var(&opts.Prior.HingeSD, "hinge-sd", 0, "tunebot: SamplerPrior.HingeSD (0: no hinge, the default; 0.05 was measured)")
 	fs.BoolVar(&opts.NoOutlook, "no-model-stop", false, "tunebot: SamplerOptions.NoOutlook (stop by the patience counter, not the model)")
 	fs.Float64Var(&opts.ParamStep, "param-step", 0, "tunebot: SamplerOptions.ParamStep (0: its default)")
 	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
