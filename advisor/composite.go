@@ -45,6 +45,12 @@ type priorOptions struct {
 	// (a single evaluation seed); NoiseFloor is added in quadrature to the measured noise,
 	// for what the model does not capture (interactions, training noise).
 	NoiseSD, NoiseFloor float64
+	// HingeSD is the spread of a penalty's cost on the velocity errors past HingeAt steps
+	// stronger than the baseline, per step past it (features' hinge term): tracking that
+	// degrades only past some strength, which the linear and curvature terms cannot follow.
+	// 0 or negative: no hinge (its coefficient held at 0), the default: 0.05 lost the
+	// worst family's median on the tuning seeds (bench/sampler/README.md, Search III).
+	HingeSD float64
 }
 
 func (p priorOptions) withDefaults() priorOptions {
@@ -69,7 +75,7 @@ func (p priorOptions) withDefaults() priorOptions {
 
 // metricFit is one metric's posterior over its coefficients: 0 is the intercept (the
 // metric at the baseline's position), 1..D the linear effect per step of each dim, D+1..2D
-// its curvature per squared step.
+// its curvature per squared step, 2D+1..3D its slope per step past the hinge (features).
 type metricFit struct {
 	name     string
 	mean     []float64
@@ -141,17 +147,29 @@ func (m *composite) position(c session.RewardConfig, sp *session.Space) []float6
 	return x
 }
 
-// features is the regression's row for position x.
+// features is the regression's row for position x: per dim its position, its square, and
+// how far it is past the hinge (a one-sided cost that sets in only HingeAt steps stronger).
 func features(x []float64) []float64 {
 	D := len(x)
-	f := make([]float64, 1+2*D)
+	f := make([]float64, numFeatures(D))
 	f[0] = 1
 	for i, v := range x {
 		f[1+i] = v
 		f[1+D+i] = v * v
+		f[1+2*D+i] = hinge(v)
 	}
 	return f
 }
+
+// numFeatures is the length of features' row for D dims.
+func numFeatures(D int) int { return 1 + 3*D }
+
+// hingeAt is where the hinge term starts, in steps up from the baseline: half a step, about
+// ×1.4 of a weight (bench/sampler/README.md, Search III).
+const hingeAt = 0.5
+
+// hinge is how far position v is past the hinge, 0 before it.
+func hinge(v float64) float64 { return math.Max(v-hingeAt, 0) }
 
 // fitComposite fits every metric's model to the finished rung-0 trials of req that have
 // metrics (the first is the baseline), and adds the trials still running and the proposals
@@ -281,7 +299,7 @@ func declarations(sp *session.Space, dims []tpeDim) map[string][]declaration {
 // metricPrior is one metric's prior over its coefficients (means and variances).
 func metricPrior(name string, obs []observation, decl []declaration, floors session.Metrics, prior priorOptions) (m0, v0 []float64) {
 	D := len(decl)
-	p := 1 + 2*D
+	p := numFeatures(D)
 	scale := 1.0
 	if name == session.MetricFallRate {
 		scale = prior.FallScale
@@ -307,6 +325,7 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 			m0[1+D+i] = prior.DeclaredCurvMean * scale
 		}
 		v0[1+i], v0[1+D+i] = lin*lin, curv*curv
+		v0[1+2*D+i] = hingeVariance(tracking, d, scale, prior)
 	}
 	return m0, v0
 }
@@ -315,7 +334,7 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 // A⁻¹(V₀⁻¹m₀ + Xᵀy/σ²).
 func fitMetric(name string, obs []observation, decl []declaration, floors session.Metrics, m0, v0 []float64, noise float64) metricFit {
 	D := len(decl)
-	p := 1 + 2*D
+	p := len(m0)
 	f := metricFit{name: name, declared: make([]bool, D), noise: noise}
 	for i, d := range decl {
 		f.declared[i] = d.acts
@@ -445,4 +464,18 @@ func (m *composite) meanMetrics(x []float64) session.Metrics {
 func configKey(c session.RewardConfig) string {
 	b, _ := json.Marshal(c)
 	return string(b)
+}
+
+// hingeVariance is the prior variance of a dim's hinge slope on one metric: HingeSD on the
+// velocity errors for a penalty (a stronger penalty may cost tracking past some strength),
+// the weak curvature's elsewhere, and next to nothing when the hinge is off (the default).
+func hingeVariance(tracking bool, d declaration, scale float64, prior priorOptions) float64 {
+	switch {
+	case prior.HingeSD <= 0:
+		return 1e-10
+	case tracking && d.penalty:
+		return prior.HingeSD * prior.HingeSD
+	}
+	sd := prior.WeakCurvSD * scale
+	return sd * sd
 }

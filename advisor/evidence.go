@@ -96,10 +96,15 @@ func (s *searcher) scores(x []float64) []float64 {
 // alone moves from position a to b.
 func (f metricFit) change(i int, a, b float64) (float64, float64) {
 	D := len(f.declared)
-	li, ci := 1+i, 1+D+i
-	dl, dc := b-a, b*b-a*a
-	mean := f.mean[li]*dl + f.mean[ci]*dc
-	v := dl*dl*f.cov[li][li] + dc*dc*f.cov[ci][ci] + 2*dl*dc*f.cov[li][ci]
+	idx := [3]int{1 + i, 1 + D + i, 1 + 2*D + i}
+	delta := [3]float64{b - a, b*b - a*a, hinge(b) - hinge(a)}
+	var mean, v float64
+	for j := range idx {
+		mean += f.mean[idx[j]] * delta[j]
+		for k := range idx {
+			v += delta[j] * delta[k] * f.cov[idx[j]][idx[k]]
+		}
+	}
 	return mean, math.Sqrt(math.Max(v, 0))
 }
 

@@ -19,12 +19,15 @@ type SamplerOptions struct {
 	ParamStep, WeightStep float64
 	// Prior is the composite model's prior (composite.go).
 	Prior SamplerPrior
-	// Beta weighs the score's spread in the acquisition, mean + Beta·sd, until ExploitAfter
-	// finished rung-0 trials, and the mean alone from then on (default 0: the mean alone
-	// throughout; an upper confidence bound, Beta 0.5 or 1 until the 7th trial, measured no
-	// better on the tuning surfaces of either family, bench/sampler/README.md).
+	// Beta weighs the score's spread in the acquisition, mean + β·sd, while the model knows
+	// little: β falls linearly from Beta with the baseline alone to 0 at ExploitAfter
+	// finished rung-0 trials, and the mean alone ranks from then on (explorationWeight;
+	// default 0: the mean alone throughout, bench/sampler/README.md, Search III).
 	Beta         float64
 	ExploitAfter int
+	// NoOutlook leaves the model's outlook off the suggestions, so the session stops by its
+	// patience counter rather than by the model (a diagnostic of the benchmark).
+	NoOutlook bool
 	// MinPass is the least predicted probability that every gate passes for a candidate to
 	// be proposed while one that likely passes exists (default 0.8).
 	MinPass float64
@@ -160,8 +163,13 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 		}
 		// Neither chance claims more than a model of m.trials trials can (session.Credible).
 		beat := session.Credible(sr.beatChance(c.x, bestSoFar(req)), m.trials)
-		return session.Suggestion{Patch: patch, Summary: summary, Evidence: evidence, Confidence: session.Credible(c.pass, m.trials),
-			BeatBest: &beat, Source: session.SourceSampler}, nil
+		sug := session.Suggestion{Patch: patch, Summary: summary, Evidence: evidence, Confidence: session.Credible(c.pass, m.trials),
+			BeatBest: &beat, Source: session.SourceSampler}
+		if !s.opts.NoOutlook {
+			o := sr.outlook(ranked, c)
+			sug.Outlook = &o
+		}
+		return sug, nil
 	}
 	if lastErr == nil {
 		// No candidate at all (every scalar at the edge of its room): explore.
@@ -194,9 +202,7 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 		}
 		sr.rooms = append(sr.rooms, r)
 	}
-	if s.opts.ExploitAfter < 0 || m.trials < s.opts.ExploitAfter {
-		sr.ucb = s.opts.Beta
-	}
+	sr.ucb = explorationWeight(s.opts.Beta, m.trials, s.opts.ExploitAfter)
 	sr.beta, sr.z = m.draws(rng, s.opts.Draws)
 	sr.pref = preferenceSlopes(req, s.unit) // people's preferences (preference.go); nil without
 	return sr

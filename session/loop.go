@@ -92,8 +92,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 
 	// 3. The search at rung 0, with up to parallel trials (and proposals) in flight.
 	r0 := n.rung(0)
-	noImprove, _ := noImprovement(r0)
-	if len(r0) < s.Settings.TrialCount && noImprove < s.Settings.Patience {
+	if searchGoesOn(s, r0, n.proposals) {
 		return e.searchStep(ctx, n, j, log)
 	}
 	if len(r0) < s.Settings.TrialCount {
@@ -460,6 +459,9 @@ func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.
 			}
 			return false, err
 		}
+		if stop, err := e.stopByModel(ctx, n, p); stop || err != nil {
+			return stop, err
+		}
 		n.proposals = append(n.proposals, p)
 		next = p.Number + 1
 		if s.Settings.Mode == ModeAutomatic {
@@ -626,6 +628,7 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		ID: fmt.Sprintf("%s-p%02d", short(s.ID), seq), SessionID: s.ID, Seq: seq, Number: next, BaseTrial: bestNum,
 		Base: req.Base, Patch: sug.Patch.Clone(), Rationale: sug.Rationale, Summary: sug.Summary, Evidence: sug.Evidence, ExpectedImpact: sug.ExpectedImpact,
 		Confidence: sug.Confidence, BeatBest: sug.BeatBest, Source: sug.Source, Model: sug.Model, State: ProposalPending, CreatedAt: time.Now().UTC(),
+		Outlook: sug.Outlook,
 	}
 	if seq == 1 && s.BuiltOn != nil {
 		p.BuiltOn = "this session " + s.BuiltOn.Line()
@@ -1311,6 +1314,9 @@ func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, best Trial) e
 		msg += " (" + result.Headline() + ")"
 	}
 	msg += "; no preset saved"
+	if s.Stopped != nil {
+		msg += "; " + s.Stopped.Text()
+	}
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
 		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", OutcomeNoImprovement
 		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, best.RankScore(), ""
@@ -1380,6 +1386,9 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	done.State, done.BestTrial, done.BestRung, done.Preset, done.Outcome = StateSucceeded, best.Number, best.Rung, name, OutcomeImproved
 	result, _ := Compare(done, n.trials)
 	msg := fmt.Sprintf("done: %s; saved as preset %s", result.Headline(), name)
+	if s.Stopped != nil {
+		msg += "; " + s.Stopped.Text()
+	}
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
 		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", OutcomeImproved
 		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, score, name

@@ -114,6 +114,9 @@ type Session struct {
 	// BuiltOn is the earlier session this one builds on (Settings.From), as resolved at
 	// start; nil for a session that starts afresh.
 	BuiltOn *BuiltOn `json:"built_on,omitempty"`
+	// Stopped is set when rung 0's search ended early because the proposer's model
+	// expected no candidate to beat the best by more than the noise (ModelSaysStop).
+	Stopped *ModelStop `json:"model_stop,omitempty"`
 }
 
 // Pruned records what retention removed of a finished session: its curves thinned or
@@ -303,6 +306,8 @@ type Proposal struct {
 	// BuiltOn says, on a session's first proposal, which earlier session it builds on
 	// (BuiltOn.Line), so its card says so; "" otherwise.
 	BuiltOn string `json:"built_on,omitempty"`
+	// Outlook is Suggestion.Outlook: what the model expected of its best candidates.
+	Outlook *Outlook `json:"outlook,omitempty"`
 }
 
 // Effective is the patch that runs: the edited one when a person edited it.

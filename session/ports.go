@@ -315,6 +315,9 @@ type Suggestion struct {
 	BeatBest *float64
 	Source   string // SourceAdvisor or SourceSampler
 	Model    string
+	// Outlook is what the numeric sampler's model expects of its most promising candidates
+	// (the stop rule reads it, ModelSaysStop); nil from a proposer without a model.
+	Outlook *Outlook
 }
 
 // Advisor proposes patches: the DeepSeek advisor, the TPE sampler, or both.

@@ -46,6 +46,10 @@ type sessionResult struct {
 	Shipped int `json:"shipped"`
 	// First is, in the warm row, the share of the first session the second built on.
 	First *float64 `json:"first,omitempty"`
+	// TrialCount is the session's trial_count; ModelStop is set when its model ended rung 0
+	// early (session.Session.Stopped; otherwise an early stop was the patience counter's).
+	TrialCount int                `json:"trial_count,omitempty"`
+	ModelStop  *session.ModelStop `json:"model_stop,omitempty"`
 }
 
 // method is one contender: the proposer, and the reward space its patches are checked
@@ -196,7 +200,8 @@ func runSession(ctx context.Context, dir string, m method, adv session.Advisor, 
 
 // scoreSession scores what session s shipped (p) on surf against the attainable gain.
 func scoreSession(m method, surf *sim.Surface, rep int, settings session.Settings, attainable float64, s session.Session, trials []session.Trial, p session.Preset) (sessionResult, error) {
-	r := sessionResult{Method: m.name, Family: string(surf.Family()), Surface: surf.Seed(), Rep: rep, Attainable: attainable, State: string(s.State)}
+	r := sessionResult{Method: m.name, Family: string(surf.Family()), Surface: surf.Seed(), Rep: rep, Attainable: attainable, State: string(s.State),
+		TrialCount: settings.TrialCount, ModelStop: s.Stopped}
 	for _, t := range trials {
 		if t.Rung == 0 {
 			r.Trials++
@@ -522,6 +527,8 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.Float64Var(&opts.Prior.TrackMean, "track-mean", 0, "tunebot: SamplerPrior.TrackMean")
 	fs.Float64Var(&opts.Prior.FallScale, "fall-scale", 0, "tunebot: SamplerPrior.FallScale")
 	fs.Float64Var(&opts.Prior.NoiseFloor, "noise-floor", 0, "tunebot: SamplerPrior.NoiseFloor")
+	fs.Float64Var(&opts.Prior.HingeSD, "hinge-sd", 0, "tunebot: SamplerPrior.HingeSD (0: no hinge, the default; 0.05 was measured)")
+	fs.BoolVar(&opts.NoOutlook, "no-model-stop", false, "tunebot: SamplerOptions.NoOutlook (stop by the patience counter, not the model)")
 	fs.Float64Var(&opts.ParamStep, "param-step", 0, "tunebot: SamplerOptions.ParamStep (0: its default)")
 	fs.Float64Var(&opts.WeightStep, "weight-step", 0, "tunebot: SamplerOptions.WeightStep (0: its default)")
 	fs.IntVar(&opts.ExploitAfter, "exploit-after", 0, "tunebot: SamplerOptions.ExploitAfter")

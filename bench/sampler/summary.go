@@ -60,21 +60,30 @@ func cmdSummary(files []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%s family\n", fam)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "method\tsessions\tsurfaces\tq1\tmedian\tq3\tmean\tmean trials\tstopped early\tbroke a gate\t")
+		fmt.Fprintln(tw, "method\tsessions\tsurfaces\tq1\tmedian\tq3\tmean\tmean trials\tstopped early\tby the model\trung-0 trials saved\tbroke a gate\t")
 		med := map[string]float64{}
 		gates := map[string]float64{}
 		for _, k := range families[fam] {
 			rs := by[k]
 			var fr []float64
-			trials, early, sum := 0, 0, 0.0
+			trials, early, byModel, saved, budget, sum := 0, 0, 0, 0, 0, 0.0
 			proposed, broke := 0, 0
 			surf := map[int64]bool{}
 			for _, r := range rs {
 				fr = append(fr, r.Fraction)
 				sum += r.Fraction
 				trials += r.Trials
-				if r.Trials < 12 {
+				count := r.TrialCount
+				if count == 0 {
+					count = 12 // results written before the field
+				}
+				if r.Trials < count {
 					early++
+					saved += count - r.Trials
+				}
+				budget += count
+				if r.ModelStop != nil {
+					byModel++
 				}
 				surf[r.Surface] = true
 				for i, ok := range r.Eligible0 {
@@ -90,9 +99,9 @@ func cmdSummary(files []string, stdout io.Writer) error {
 			sort.Float64s(fr)
 			med[k.method] = quantile(fr, 0.5)
 			gates[k.method] = float64(broke) / float64(max(proposed, 1))
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f\t%d%%\t%.0f%%\t\n", k.method, len(rs), len(surf),
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f%%\t%.1f\t%d%%\t%d%%\t%d (%.0f%%)\t%.0f%%\t\n", k.method, len(rs), len(surf),
 				100*quantile(fr, 0.25), 100*med[k.method], 100*quantile(fr, 0.75), 100*sum/float64(len(rs)),
-				float64(trials)/float64(len(rs)), 100*early/len(rs), 100*gates[k.method])
+				float64(trials)/float64(len(rs)), 100*early/len(rs), 100*byModel/len(rs), saved, 100*float64(saved)/float64(max(budget, 1)), 100*gates[k.method])
 		}
 		if err := tw.Flush(); err != nil {
 			return err
