@@ -411,40 +411,11 @@ func finalists(n snapshot) []Trial {
 // In approval mode up to parallel proposals wait at once, each with its own card.
 func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) (bool, error) {
 	s := n.s
-	next := 0
-	for _, t := range n.trials {
-		next = max(next, t.Number+1)
-	}
-	var pending []Proposal
-	for _, p := range n.proposals {
-		if p.State == ProposalPending || p.State == ProposalApproved {
-			next = max(next, p.Number+1)
-		}
-	}
+	next := nextTrialNumber(n)
 	r0 := len(n.rung(0))
-	for _, p := range n.proposals {
-		switch p.State {
-		case ProposalApproved:
-			if r0 >= s.Settings.TrialCount || e.freeFor(n, j) == 0 {
-				continue
-			}
-			started, err := e.runProposal(ctx, &n, j, p, next, log)
-			if err != nil {
-				return false, err
-			}
-			if started {
-				r0++
-				next = max(next, p.Number+1)
-			}
-		case ProposalPending:
-			if s.Settings.Mode == ModeAutomatic {
-				if _, err := e.Decide(ctx, DecideRequest{SessionID: s.ID, ProposalID: p.ID, Action: ActionApprove, By: System}); err != nil && !errors.Is(err, ErrConflict) {
-					return false, err
-				}
-				return true, nil
-			}
-			pending = append(pending, p)
-		}
+	pending, again, err := e.runDecided(ctx, &n, j, &next, &r0, log)
+	if again || err != nil {
+		return again, err
 	}
 	// Ask for more while a slot would be free for them and the trial count allows.
 	for e.freeFor(n, j) > len(pending) && r0+len(pending) < s.Settings.TrialCount {
@@ -465,44 +436,114 @@ func (e *Engine) searchStep(ctx context.Context, n snapshot, j *jobs, log *slog.
 		n.proposals = append(n.proposals, p)
 		next = p.Number + 1
 		if s.Settings.Mode == ModeAutomatic {
-			p, err = e.Decide(ctx, DecideRequest{SessionID: s.ID, ProposalID: p.ID, Action: ActionApprove, By: System})
-			if err != nil {
-				return false, err
-			}
-			started, err := e.runProposal(ctx, &n, j, p, next, log)
-			if err != nil {
-				return false, err
+			started, again, err := e.approveAndRun(ctx, &n, j, p, next, log)
+			if again || err != nil {
+				return again, err
 			}
 			if started {
 				r0++
 			}
-			if !started && e.freeFor(n, j) > 0 {
-				return true, nil // voided as a duplicate: plan again
-			}
 			continue
 		}
 		pending = append(pending, p)
-		cur := s
-		if e.busy(n, j) == 0 {
-			if cur, err = e.setState(ctx, s.ID, StateAwaitingApproval, waitingText(pending), nil); err != nil {
-				return false, err
-			}
-			s.State = cur.State
-		}
-		e.notify(Event{Kind: EventProposalReady, Session: cur, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
-	}
-	if len(pending) > 0 && e.busy(n, j) == 0 && s.State != StateAwaitingApproval {
-		// Nothing runs: the session waits for people. A restart re-posts what waits.
-		s2, err := e.setState(ctx, s.ID, StateAwaitingApproval, waitingText(pending), nil)
-		if err != nil {
+		if err := e.proposalWaits(ctx, &s, n, j, pending, p); err != nil {
 			return false, err
 		}
-		for _, p := range pending {
-			p := p
-			e.notify(Event{Kind: EventProposalReady, Session: s2, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
+	}
+	return false, e.awaitPeople(ctx, s, n, j, pending)
+}
+
+// nextTrialNumber is the number the next trial takes: past every trial and every proposal
+// approved or waiting.
+func nextTrialNumber(n snapshot) int {
+	next := 0
+	for _, t := range n.trials {
+		next = max(next, t.Number+1)
+	}
+	for _, p := range n.proposals {
+		if p.State == ProposalPending || p.State == ProposalApproved {
+			next = max(next, p.Number+1)
 		}
 	}
-	return false, nil
+	return next
+}
+
+// runDecided starts the approved proposals a slot is free for, while the trial count
+// allows (*r0 counts rung 0's trials), and returns the proposals still waiting for people.
+// In an automatic session a waiting proposal is approved at once and the step runs again.
+func (e *Engine) runDecided(ctx context.Context, n *snapshot, j *jobs, next, r0 *int, log *slog.Logger) ([]Proposal, bool, error) {
+	s := n.s
+	var pending []Proposal
+	for _, p := range n.proposals {
+		switch p.State {
+		case ProposalApproved:
+			if *r0 >= s.Settings.TrialCount || e.freeFor(*n, j) == 0 {
+				continue
+			}
+			started, err := e.runProposal(ctx, n, j, p, *next, log)
+			if err != nil {
+				return nil, false, err
+			}
+			if started {
+				*r0++
+				*next = max(*next, p.Number+1)
+			}
+		case ProposalPending:
+			if s.Settings.Mode == ModeAutomatic {
+				if _, err := e.Decide(ctx, DecideRequest{SessionID: s.ID, ProposalID: p.ID, Action: ActionApprove, By: System}); err != nil && !errors.Is(err, ErrConflict) {
+					return nil, false, err
+				}
+				return nil, true, nil
+			}
+			pending = append(pending, p)
+		}
+	}
+	return pending, false, nil
+}
+
+// approveAndRun approves an automatic session's proposal and starts its trial; a proposal
+// voided as a duplicate while a slot is free makes the step plan again.
+func (e *Engine) approveAndRun(ctx context.Context, n *snapshot, j *jobs, p Proposal, next int, log *slog.Logger) (started, again bool, err error) {
+	p, err = e.Decide(ctx, DecideRequest{SessionID: n.s.ID, ProposalID: p.ID, Action: ActionApprove, By: System})
+	if err != nil {
+		return false, false, err
+	}
+	started, err = e.runProposal(ctx, n, j, p, next, log)
+	if err != nil {
+		return false, false, err
+	}
+	return started, !started && e.freeFor(*n, j) > 0, nil
+}
+
+// proposalWaits tells the thread that proposal p waits for a decision; when nothing runs,
+// the session is awaiting approval first (*s follows its state).
+func (e *Engine) proposalWaits(ctx context.Context, s *Session, n snapshot, j *jobs, pending []Proposal, p Proposal) error {
+	cur := *s
+	if e.busy(n, j) == 0 {
+		var err error
+		if cur, err = e.setState(ctx, s.ID, StateAwaitingApproval, waitingText(pending), nil); err != nil {
+			return err
+		}
+		s.State = cur.State
+	}
+	e.notify(Event{Kind: EventProposalReady, Session: cur, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
+	return nil
+}
+
+// awaitPeople: when proposals wait and nothing runs, the session waits for people, and
+// says what waits (a restart re-posts it).
+func (e *Engine) awaitPeople(ctx context.Context, s Session, n snapshot, j *jobs, pending []Proposal) error {
+	if len(pending) == 0 || e.busy(n, j) > 0 || s.State == StateAwaitingApproval {
+		return nil
+	}
+	s2, err := e.setState(ctx, s.ID, StateAwaitingApproval, waitingText(pending), nil)
+	if err != nil {
+		return err
+	}
+	for _, p := range pending {
+		e.notify(Event{Kind: EventProposalReady, Session: s2, Proposal: &p, Text: fmt.Sprintf("proposal %d for trial %d waits for a decision", p.Seq, p.Number)})
+	}
+	return nil
 }
 
 // waitingText is the session message while proposals wait for a decision.
@@ -547,6 +588,36 @@ func (e *Engine) pauseFor(ctx context.Context, id, reason string, running bool) 
 // validated here again, whoever made it.
 func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Logger) (Proposal, error) {
 	s := n.s
+	req, err := e.proposalRequest(ctx, n)
+	if err != nil {
+		return Proposal{}, err
+	}
+	sug, err := e.suggest(ctx, s, req, log)
+	if err != nil {
+		return Proposal{}, err
+	}
+	seq := len(n.proposals) + 1
+	p := Proposal{
+		ID: fmt.Sprintf("%s-p%02d", short(s.ID), seq), SessionID: s.ID, Seq: seq, Number: next, BaseTrial: req.BaseTrial,
+		Base: req.Base, Patch: sug.Patch.Clone(), Rationale: sug.Rationale, Summary: sug.Summary, Evidence: sug.Evidence, ExpectedImpact: sug.ExpectedImpact,
+		Confidence: sug.Confidence, BeatBest: sug.BeatBest, Source: sug.Source, Model: sug.Model, State: ProposalPending, CreatedAt: time.Now().UTC(),
+		Outlook: sug.Outlook,
+	}
+	if seq == 1 && s.BuiltOn != nil {
+		p.BuiltOn = "this session " + s.BuiltOn.Line()
+	}
+	if err := e.cfg.Store.PutProposal(ctx, p); err != nil {
+		return Proposal{}, fmt.Errorf("saving proposal: %w", err)
+	}
+	e.audit(ctx, s.ID, "proposal_created", System, map[string]any{"proposal": p.ID, "seq": seq, "source": p.Source, "model": p.Model, "patch": p.Patch, "base_trial": req.BaseTrial})
+	return p, nil
+}
+
+// proposalRequest is what a proposer is told: the best rung-0 trial as the base, what was
+// tried, the constraints, the preferences, every rung-0 trial's summary, the earlier session
+// it builds on, and the rejected proposals with the last four people's feedback.
+func (e *Engine) proposalRequest(ctx context.Context, n snapshot) (ProposalRequest, error) {
+	s := n.s
 	r0 := n.rung(0)
 	_, bestNum := noImprovement(r0)
 	baseTrial := n.trial(bestNum, 0)
@@ -566,78 +637,74 @@ func (e *Engine) propose(ctx context.Context, n snapshot, next int, log *slog.Lo
 		req.History = append(req.History, e.summary(ctx, t, e.cfg.Advisor != nil))
 	}
 	if err := e.addEarlier(ctx, s, &req); err != nil {
-		return Proposal{}, err
+		return ProposalRequest{}, err
 	}
-	for _, p := range n.proposals {
-		if p.State == ProposalRejected && p.Decision != nil && p.Decision.Feedback != "" {
-			req.Feedback = append(req.Feedback, p.Decision.Feedback)
+	req.Feedback, req.Rejected = rejections(n.proposals)
+	return req, nil
+}
+
+// rejections are the rejected proposals and the feedback people gave, the last four only
+// (what a proposer is told not to do again).
+func rejections(ps []Proposal) (feedback []string, rejected []Rejected) {
+	for _, p := range ps {
+		if p.State != ProposalRejected {
+			continue
 		}
-		if p.State == ProposalRejected {
-			r := Rejected{Seq: p.Seq, Base: p.Base.Clone(), Patch: p.Patch.Clone()}
-			if p.Decision != nil {
-				r.Feedback = p.Decision.Feedback
+		r := Rejected{Seq: p.Seq, Base: p.Base.Clone(), Patch: p.Patch.Clone()}
+		if p.Decision != nil {
+			r.Feedback = p.Decision.Feedback
+			if p.Decision.Feedback != "" {
+				feedback = append(feedback, p.Decision.Feedback)
 			}
-			req.Rejected = append(req.Rejected, r)
 		}
+		rejected = append(rejected, r)
 	}
-	if len(req.Feedback) > 4 {
-		req.Feedback = req.Feedback[len(req.Feedback)-4:]
+	if len(feedback) > 4 {
+		feedback = feedback[len(feedback)-4:]
 	}
-	var sug Suggestion
-	var err error
-	var advisorErr error
+	return feedback, rejected
+}
+
+// suggest asks the advisor, and the numeric sampler when the advisor cannot propose and the
+// session falls back (its space allows the sampler's changes). A proposer that cannot
+// propose pauses the session with what it said (a UserError).
+func (e *Engine) suggest(ctx context.Context, s Session, req ProposalRequest, log *slog.Logger) (Suggestion, error) {
+	advisorErr := errors.New("no advisor configured")
 	if e.cfg.Advisor != nil {
-		sug, err = e.ask(ctx, e.cfg.Advisor, req)
-		if err != nil {
-			advisorErr = err
-		}
-	} else {
-		advisorErr = errors.New("no advisor configured")
-	}
-	if advisorErr != nil {
-		if ctx.Err() != nil {
-			return Proposal{}, ctx.Err()
-		}
-		why, _ := UserMessage(advisorErr)
-		if !s.Settings.Fallback || e.cfg.Sampler == nil {
-			return Proposal{}, &UserError{Msg: "the advisor could not propose: " + why + "; resume to ask again", Err: advisorErr}
-		}
-		if e.cfg.Advisor != nil {
-			log.Warn("advisor failed; the sampler proposes instead", "err", advisorErr)
-			e.audit(ctx, s.ID, "advisor_fallback", System, map[string]any{"error": why})
-		}
-		sreq := req
-		sreq.Space = e.spaceFor(s.Settings, SourceSampler)
-		sug, err = e.ask(ctx, e.cfg.Sampler, sreq)
-		if err != nil {
-			if ctx.Err() != nil {
-				return Proposal{}, ctx.Err()
+		sug, err := e.ask(ctx, e.cfg.Advisor, req)
+		if err == nil {
+			if sug.Source == "" {
+				sug.Source = SourceAdvisor
 			}
-			why, _ := UserMessage(err)
-			return Proposal{}, &UserError{Msg: "the numeric sampler could not propose: " + why + "; resume to ask again", Err: err}
+			return sug, nil
 		}
-		if sug.Source == "" {
-			sug.Source = SourceSampler
+		advisorErr = err
+	}
+	if ctx.Err() != nil {
+		return Suggestion{}, ctx.Err()
+	}
+	why, _ := UserMessage(advisorErr)
+	if !s.Settings.Fallback || e.cfg.Sampler == nil {
+		return Suggestion{}, &UserError{Msg: "the advisor could not propose: " + why + "; resume to ask again", Err: advisorErr}
+	}
+	if e.cfg.Advisor != nil {
+		log.Warn("advisor failed; the sampler proposes instead", "err", advisorErr)
+		e.audit(ctx, s.ID, "advisor_fallback", System, map[string]any{"error": why})
+	}
+	sreq := req
+	sreq.Space = e.spaceFor(s.Settings, SourceSampler)
+	sug, err := e.ask(ctx, e.cfg.Sampler, sreq)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Suggestion{}, ctx.Err()
 		}
+		why, _ := UserMessage(err)
+		return Suggestion{}, &UserError{Msg: "the numeric sampler could not propose: " + why + "; resume to ask again", Err: err}
 	}
 	if sug.Source == "" {
-		sug.Source = SourceAdvisor
+		sug.Source = SourceSampler
 	}
-	seq := len(n.proposals) + 1
-	p := Proposal{
-		ID: fmt.Sprintf("%s-p%02d", short(s.ID), seq), SessionID: s.ID, Seq: seq, Number: next, BaseTrial: bestNum,
-		Base: req.Base, Patch: sug.Patch.Clone(), Rationale: sug.Rationale, Summary: sug.Summary, Evidence: sug.Evidence, ExpectedImpact: sug.ExpectedImpact,
-		Confidence: sug.Confidence, BeatBest: sug.BeatBest, Source: sug.Source, Model: sug.Model, State: ProposalPending, CreatedAt: time.Now().UTC(),
-		Outlook: sug.Outlook,
-	}
-	if seq == 1 && s.BuiltOn != nil {
-		p.BuiltOn = "this session " + s.BuiltOn.Line()
-	}
-	if err := e.cfg.Store.PutProposal(ctx, p); err != nil {
-		return Proposal{}, fmt.Errorf("saving proposal: %w", err)
-	}
-	e.audit(ctx, s.ID, "proposal_created", System, map[string]any{"proposal": p.ID, "seq": seq, "source": p.Source, "model": p.Model, "patch": p.Patch, "base_trial": bestNum})
-	return p, nil
+	return sug, nil
 }
 
 // rejectedConfigs lists the merged configurations of the session's rejected proposals. They

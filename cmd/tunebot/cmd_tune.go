@@ -127,11 +127,14 @@ instead of the built-in Go2 one: its checked-in space (trainer/mjlab/spaces), or
 	return tune(ctx, e, o)
 }
 
-func tune(ctx context.Context, e *env, o tuneOptions) int {
+// loadTuneConfig loads the config and the session's settings as tune's flags change them, and
+// says what is wrong with them (false) before anything starts: a bad config or setting, or a
+// new session with no proposer (doctor says the same; a resumed one keeps its own).
+func loadTuneConfig(e *env, o tuneOptions) (Config, session.Settings, bool) {
 	cfg, err := loadConfig(o.configPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
-		return 1
+		return cfg, session.Settings{}, false
 	}
 	if o.dataDir != "" {
 		cfg.DataDir = o.dataDir
@@ -139,17 +142,24 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	if o.demo {
 		if err := demoSpace(&cfg, o); err != nil {
 			fmt.Fprintln(e.stderr, "tunebot demo:", err)
-			return 1
+			return cfg, session.Settings{}, false
 		}
 	}
 	st := tuneSettings(cfg.Session, o)
 	if err := st.Validate(); err != nil {
 		printProblems(e, err)
-		return 1
+		return cfg, st, false
 	}
-	// A resumed session keeps its own settings; a new one needs a proposer (doctor says the same).
 	if msg := noProposer(e.getenv, st.Fallback, tuneFallbackFix); msg != "" && !o.resume {
 		fmt.Fprintln(e.stderr, "tunebot:", msg)
+		return cfg, st, false
+	}
+	return cfg, st, true
+}
+
+func tune(ctx context.Context, e *env, o tuneOptions) int {
+	cfg, st, ok := loadTuneConfig(e, o)
+	if !ok {
 		return 1
 	}
 	logger, closeLog, err := consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
