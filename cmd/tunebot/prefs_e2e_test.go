@@ -49,7 +49,9 @@ func (tm *terminal) typed(line string) { tm.stdin.WriteString(line + "\n") }
 // see waits until the terminal has printed want.
 func (tm *terminal) see(what, want string) {
 	tm.t.Helper()
-	waitFor(tm.t, what, 60*time.Second, func() bool { return strings.Contains(tm.human.String(), want) })
+	if !waitUntil(60*time.Second, func() bool { return strings.Contains(tm.human.String(), want) }) {
+		tm.t.Fatalf("timed out waiting for %s (%q); the terminal printed:\n%s", what, want, tm.human.String())
+	}
 }
 
 // end waits for tune to end and returns its exit status and --json summary.

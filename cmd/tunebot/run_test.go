@@ -37,13 +37,21 @@ func (s *syncBuffer) String() string {
 
 func waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
 	t.Helper()
+	if !waitUntil(d, cond) {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// waitUntil polls cond until it holds (true) or d has passed (false).
+func waitUntil(d time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return true
 }
 
 // startDaemon runs `tunebot run --config cfg` with extra environment, its stdin a pipe the

@@ -46,11 +46,10 @@ func TestTwoTasksInOneInstallation(t *testing.T) {
 	cfg := writeConfig(t, dir, fmt.Sprintf(`data_dir: %s
 service: {addr: "off"}
 session:
-  trial_count: 4
-  rungs: [20, 40, 60]
-  early_stop_patience: 4
+  trial_count: 6            # the demo's rungs and enough trials that each session beats its
+  early_stop_patience: 6    # baseline and saves a preset (rungs of 20-60 iterations did not)
   fallback: true
-  seed: 1                   # a seed whose sessions beat their baselines, so each saves a preset
+  seed: 3                   # each session beats its baseline, and A's preset moves foot_slip
 reward_spaces:
   %s: {file: a.yaml}
   %s: {file: b.yaml}
@@ -71,8 +70,10 @@ apply:
 	}
 
 	presets := map[string]string{} // task → its session's preset
+	outputs := map[string]string{} // task → what its tune printed
 	for _, task := range []string{taskA, taskB} {
 		code, stdout, stderr := runBin(t, dir, "tune", "--config", cfg, "--task", task)
+		outputs[task] = stdout
 		if code != 0 {
 			t.Fatalf("tune --task %s: exit %d\n%s\n%s", task, code, stdout, stderr)
 		}
@@ -104,7 +105,7 @@ apply:
 		presets[p.Task] = p.Name
 	}
 	if presets[taskA] == "" || presets[taskB] == "" {
-		t.Fatalf("presets by task: %v; want one from each session", presets)
+		t.Fatalf("presets by task: %v; want one from each session\n%s:\n%s\n%s:\n%s", presets, taskA, outputs[taskA], taskB, outputs[taskB])
 	}
 
 	// A preset is applied only to its own task: the checkout trains task A.

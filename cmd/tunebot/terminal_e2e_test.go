@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -164,7 +165,11 @@ func TestTuneTerminalSaysWhatHappens(t *testing.T) {
 	cfg := writeConfig(t, t.TempDir(), "data_dir: data\nsession:\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
 	tm := startTune(t, []string{"DEEPSEEK_API_KEY="}, "tune", "--config", cfg, "--fallback", "--mode", "approval", "--json")
 	tm.see("proposal 1", "type: approve 1 ")
-	tm.typed("edit 1 pose=1.2")
+	// The edit sets a weight the proposal changes to ×1.2 of its old value, so it stays
+	// within the space's 4 changes whatever the sampler proposed.
+	term, old := firstChangedWeight(t, tm.human.String())
+	edited := fmt.Sprintf("%.4g", 1.2*old)
+	tm.typed(fmt.Sprintf("edit 1 %s=%s", term, edited))
 	tm.see("the edit's answer", "» proposal 1 edited and approved by you; it runs: ")
 	tm.typed("why 1")
 	tm.see("why of the edited proposal", "edited by you before it ran; the change that runs:")
@@ -184,7 +189,7 @@ func TestTuneTerminalSaysWhatHappens(t *testing.T) {
 	tm.stdin.Close()
 	tm.end()
 	text := tm.human.String()
-	if !strings.Contains(text, "pose 1 → 1.2 (×1.20)") {
+	if !strings.Contains(text, fmt.Sprintf("%s %.4g → %s (×1.20)", term, old, edited)) {
 		t.Errorf("the edit's answer does not show the change that runs:\n%s", text)
 	}
 	// the answer says it ("» proposal 2 rejected by you"); no stamp line repeats it
@@ -245,4 +250,25 @@ func TestPresetNumbersAsAPersonReadsThem(t *testing.T) {
 	if _, stdout, _ := runBin(t, dir, "preset", "import", "plain", writeFile(t, "q.json", `{"weights": {"pose": 1.5}}`), "--config", cfg); strings.Contains(stdout, "rounded") {
 		t.Errorf("an import that rounds nothing says %q", stdout)
 	}
+}
+
+// firstChangedWeight is the first weight in the "proposed change" table of the terminal's
+// text, and its old value.
+func firstChangedWeight(t *testing.T, text string) (string, float64) {
+	t.Helper()
+	_, table, ok := strings.Cut(text, "proposed change:")
+	if !ok {
+		t.Fatalf("no proposed change in:\n%s", text)
+	}
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) != 4 || strings.Contains(f[0], ".") || !strings.HasPrefix(f[3], "×") {
+			continue
+		}
+		if old, err := strconv.ParseFloat(f[1], 64); err == nil {
+			return f[0], old
+		}
+	}
+	t.Fatalf("no changed weight in the proposed change:\n%s", table)
+	return "", 0
 }
