@@ -639,12 +639,16 @@ func (e *Engine) proposalRequest(ctx context.Context, n snapshot) (ProposalReque
 	if err := e.addEarlier(ctx, s, &req); err != nil {
 		return ProposalRequest{}, err
 	}
-	req.Feedback, req.Rejected = rejections(n.proposals)
+	feedback, rejected := rejections(n.proposals)
+	req.Feedback, req.Rejected = append(req.Feedback, feedback...), append(req.Rejected, rejected...)
+	if len(req.Feedback) > 4 {
+		req.Feedback = req.Feedback[len(req.Feedback)-4:] // the last four only
+	}
 	return req, nil
 }
 
-// rejections are the rejected proposals and the feedback people gave, the last four only
-// (what a proposer is told not to do again).
+// rejections are the session's rejected proposals and the feedback people gave (what a
+// proposer is told not to do again).
 func rejections(ps []Proposal) (feedback []string, rejected []Rejected) {
 	for _, p := range ps {
 		if p.State != ProposalRejected {
@@ -658,9 +662,6 @@ func rejections(ps []Proposal) (feedback []string, rejected []Rejected) {
 			}
 		}
 		rejected = append(rejected, r)
-	}
-	if len(feedback) > 4 {
-		feedback = feedback[len(feedback)-4:]
 	}
 	return feedback, rejected
 }
