@@ -348,7 +348,7 @@ func (s *Scheduler) startOrWait(ctx context.Context, id string, e bot.ScheduleEn
 				fmt.Sprintf("%s skipped: the GPU was still busy after %s", name, fmtWait(s.cfg.WaitMax)))
 			return
 		}
-		if !sleepCtx(ctx, s.cfg.WaitRetry) {
+		if !bot.Sleep(ctx, s.cfg.WaitRetry) {
 			s.finish(id, ran, "cancelled while waiting for the GPU", "")
 			return
 		}
@@ -365,18 +365,6 @@ func (s *Scheduler) failed(id string, ran time.Time, name string, err error) {
 	}
 	s.log.Error("scheduled start failed", "schedule", id, "error", err)
 	s.finish(id, ran, "failed: "+msg, fmt.Sprintf("%s failed: %s", name, msg))
-}
-
-// sleepCtx waits d, or less when ctx ends; it reports whether the whole wait passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // busyWhy says what kept a scheduled start from starting.
