@@ -60,4 +60,7 @@ func TestCurvesPageFollowsTagPages(t *testing.T) {
 	// The fixture's Train/mean_reward sorts after the flood, on the last page.
 	want := fmt.Sprint(many + 1)
 	do("every tag, "+want, `String(document.querySelectorAll(".tag-pick").length) === "`+want+`" && !!document.querySelector('.tag-pick[data-tag="Train/mean_reward"]')`)
+	// Every tag of three trials is more curves than one request may ask for: the refusal is
+	// said where the charts go, and the lists stay so a person can choose fewer.
+	do("the refusal beside the lists", `!!document.querySelector("#curves-error") && document.querySelector("#curves-error").textContent.includes("more than 1000 curves at once") && document.querySelectorAll(".tag-pick").length === `+want)
 }

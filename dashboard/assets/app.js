@@ -555,7 +555,16 @@
       renderEval(evalPanel, meta, trials);
       plots.forEach((p) => p.destroy()); plots = [];
       if (!trials.length || !tags.length) { charts.replaceChildren(h("p", { class: "muted" }, "choose at least one trial and one tag")); return; }
-      const got = await getJSON("/api/sessions/" + enc(pageID) + "/curves?trials=" + enc(trials.join(",")) + "&tags=" + enc(tags.join(",")) + "&points=" + Math.min(2000, Math.max(200, Math.round(window.innerWidth / 3))));
+      let got;
+      try {
+        got = await getJSON("/api/sessions/" + enc(pageID) + "/curves?trials=" + enc(trials.join(",")) + "&tags=" + enc(tags.join(",")) + "&points=" + Math.min(2000, Math.max(200, Math.round(window.innerWidth / 3))));
+      } catch (err) {
+        // A refused choice (too many curves at once) is said where the charts go; the trial
+        // and tag lists stay, so a person can choose fewer.
+        if (err instanceof NotSignedIn) throw err;
+        if (mine === seq) charts.replaceChildren(h("p", { class: "error", id: "curves-error" }, "could not load the curves: " + err.message));
+        return;
+      }
       if (mine !== seq) return;
       data = got;
       render();
