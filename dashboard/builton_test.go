@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"tunebot/dashboard/cdp"
+	"tunebot/dashboard/browsertest"
 	"tunebot/session"
 )
 
 // TestSessionPageLinksTheSessionItBuiltOn: a session built on an earlier one says so on
 // its page, with a link to the earlier session's page.
 func TestSessionPageLinksTheSessionItBuiltOn(t *testing.T) {
-	chromium := cdp.Find()
+	chromium := browsertest.Find()
 	if chromium == "" {
 		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the session page is skipped")
 	}
@@ -30,7 +30,7 @@ func TestSessionPageLinksTheSessionItBuiltOn(t *testing.T) {
 	if b, _ := v["session"].(map[string]any)["built_on"].(map[string]any); b["id"] != earlier {
 		t.Fatalf("the session view's built_on is %v, want the earlier session %s", v["session"], earlier)
 	}
-	b, err := cdp.Start(chromium, 1200, 900)
+	b, err := browsertest.Start(chromium, 1200, 900)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"tunebot/dashboard/cdp"
+	"tunebot/dashboard/browsertest"
 	"tunebot/session"
 )
 
@@ -96,13 +96,13 @@ func TestSessionViewShowsRunningTrialsAndEveryPendingProposal(t *testing.T) {
 // with its own buttons; approving one from its card decides that one, and what a person
 // typed in another card survives the page's refresh.
 func TestSessionPageInChromiumWithParallelTrials(t *testing.T) {
-	chromium := cdp.Find()
+	chromium := browsertest.Find()
 	if chromium == "" {
 		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the session page is skipped")
 	}
 	f := newFixture(t)
 	addParallel(t, f) // the session stays paused: the engine starts nothing, the trials' jobs run on
-	b, err := cdp.Start(chromium, 1200, 900)
+	b, err := browsertest.Start(chromium, 1200, 900)
 	if err != nil {
 		t.Fatal(err)
 	}

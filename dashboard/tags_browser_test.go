@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"tunebot/dashboard"
-	"tunebot/dashboard/cdp"
+	"tunebot/dashboard/browsertest"
 	"tunebot/session"
 )
 
 // TestCurvesPageFollowsTagPages: the curves page lists every tag of a session whose tags
 // fill more than one /tags page, following next (issue 27 made /tags paged).
 func TestCurvesPageFollowsTagPages(t *testing.T) {
-	chromium := cdp.Find()
+	chromium := browsertest.Find()
 	if chromium == "" {
 		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the curves page is skipped")
 	}
@@ -28,7 +28,7 @@ func TestCurvesPageFollowsTagPages(t *testing.T) {
 	if err := f.db.PutSeriesBatch(context.Background(), sid, session.TrialRef{Number: 0}, series); err != nil {
 		t.Fatal(err)
 	}
-	b, err := cdp.Start(chromium, 1200, 900)
+	b, err := browsertest.Start(chromium, 1200, 900)
 	if err != nil {
 		t.Fatal(err)
 	}
