@@ -31,9 +31,13 @@ deps-check:
 	@leak=$$($(GO) list -deps ./store | grep -E '$(FORBIDDEN_IN_STORE)' | tr '\n' ' '); \
 	if [ -n "$$leak" ]; then echo "store/ must not depend on: $$leak(it keeps its own Schedule record)"; exit 1; fi
 
+# staticcheck at a pinned version, fetched through the module proxy like every dependency.
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
 lint: deps-check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 	@$(GO) run ./scripts/funclen
 
 # Long functions of the product code (docs/design.md §9): fails when one is over 80 lines or

@@ -212,10 +212,14 @@ func (d *DeepSeek) Propose(ctx context.Context, req session.ProposalRequest) (se
 // answered one once it knows whether the answer was valid.
 func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMessage, meta dsCallMeta, attempts int) (dsAnswer, error) {
 	req := openai.ChatCompletionRequest{
-		Model:          d.cfg.Model,
-		Messages:       msgs,
-		Temperature:    float32(d.cfg.Temperature),
-		MaxTokens:      dsMaxTokens,
+		Model:       d.cfg.Model,
+		Messages:    msgs,
+		Temperature: float32(d.cfg.Temperature),
+		// DeepSeek's API takes max_tokens; go-openai's replacement, MaxCompletionTokens,
+		// sends max_completion_tokens, which DeepSeek does not read.
+		//lint:ignore SA1019 DeepSeek reads max_tokens, not max_completion_tokens
+		MaxTokens: dsMaxTokens,
+
 		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
 	}
 	var last *CallError

@@ -185,17 +185,6 @@ func PreferenceNote(p session.Preference) string {
 	return fmt.Sprintf("builds on your preference for %s gait over %s", session.Whose(win), session.Whose(lose))
 }
 
-// withValue is cfg with dim d's value set to v.
-func withValue(cfg session.RewardConfig, d tpeDim, v float64) session.RewardConfig {
-	out := cfg.Clone()
-	if d.weight {
-		out.Weights[d.name] = v
-	} else {
-		out.Params[d.name] = v
-	}
-	return out
-}
-
 // preferenceSlopes is, per dim of tpeDims(req.Space), req.PreferenceWeight × how much the
 // utility gains per unit step of the proposer's own (unit gives a step's length in model
 // space): what a proposer whose positions are steps adds to its ranking. nil without an

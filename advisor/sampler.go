@@ -276,27 +276,6 @@ func patchDirections(sp *session.Space, base session.RewardConfig, p session.Pat
 	return out
 }
 
-// completes says whether adding d to chosen would make it hold every direction of one of
-// the rejected proposals.
-func completes(rejected [][]direction, chosen map[direction]bool, d direction) bool {
-	for _, dirs := range rejected {
-		if len(dirs) == 0 {
-			continue
-		}
-		all := true
-		for _, x := range dirs {
-			if x != d && !chosen[x] {
-				all = false
-				break
-			}
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
-
 // repeatsRejected reports the first rejected proposal (its Seq) whose every change the
 // patch repeats: the same scalars moved the same way, whatever the step.
 func repeatsRejected(req session.ProposalRequest, p session.Patch, rejected [][]direction) (int, bool) {

@@ -3,7 +3,6 @@ package apply
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -72,15 +71,6 @@ func (e *gitError) Error() string {
 	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.args, " "), e.err, e.msg)
 }
 func (e *gitError) Unwrap() error { return e.err }
-
-// exitCode is git's exit status, or -1 when it did not run to an exit.
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
-}
 
 func lastLines(s string, n int) string {
 	lines := strings.Split(s, "\n")

@@ -153,11 +153,11 @@ func TestParseCommand(t *testing.T) {
 
 func TestStartSettings(t *testing.T) {
 	sp := session.DefaultSpace()
-	cmd, err := bot.ParseCommand("start MODE=approval trials=6 fallback=true rungs=100,200,300 gpus=0,1 seed=7 patience=2 name=run.1 control=yes", sp)
+	_, err := bot.ParseCommand("start MODE=approval trials=6 fallback=true rungs=100,200,300 gpus=0,1 seed=7 patience=2 name=run.1 control=yes", sp)
 	if err == nil || !strings.Contains(err.Error(), `control: "yes" is not true or false`) {
 		t.Fatalf("control=yes: %v", err)
 	}
-	cmd, err = bot.ParseCommand("start MODE=approval trials=6 fallback=true rungs=100,200,300 gpus=0,1 seed=7 patience=2 name=run.1", sp)
+	cmd, err := bot.ParseCommand("start MODE=approval trials=6 fallback=true rungs=100,200,300 gpus=0,1 seed=7 patience=2 name=run.1", sp)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // RateLimit bounds how often one person may send the commands anyone may send (status,
@@ -43,12 +45,12 @@ func limited(cmd Command) bool {
 	return false
 }
 
-// Limiter is a token bucket per key (a person): the chat's read commands and the monitoring
-// page's reads each keep one. Safe for concurrent use.
+// Limiter keeps one x/time/rate limiter per key (a person): the chat's read commands and
+// the monitoring page's reads each keep one. Safe for concurrent use.
 type Limiter struct {
 	l     RateLimit
 	mu    sync.Mutex
-	users map[string]bucket
+	users map[string]*rate.Limiter
 }
 
 // NewLimiter returns a limiter of l (DefaultRateLimit when l is zero or invalid).
@@ -56,71 +58,53 @@ func NewLimiter(l RateLimit) *Limiter {
 	if l == (RateLimit{}) || l.Check() != nil {
 		l = DefaultRateLimit
 	}
-	return &Limiter{l: l}
+	return &Limiter{l: l, users: map[string]*rate.Limiter{}}
 }
 
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// maxBuckets bounds the people remembered; past it, those whose bucket has refilled are
+// maxBuckets bounds the people remembered; past it, those whose limiter has refilled are
 // forgotten (they are as if new).
 const maxBuckets = 4096
 
 // Take spends one of key's tokens at now; when there is none it returns how long until
-// there is one.
+// there is one, and spends nothing.
 func (r *Limiter) Take(key string, now time.Time) time.Duration {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	b := r.bucket(key, now)
-	if b.tokens < 1 {
-		r.users[key] = b
-		return time.Duration(math.Ceil((1 - b.tokens) * float64(r.l.Every)))
+	res := r.person(key, now).ReserveN(now, 1)
+	if d := res.DelayFrom(now); d > 0 {
+		res.CancelAt(now)
+		return d
 	}
-	b.tokens--
-	r.users[key] = b
 	return 0
 }
 
-// Charge spends cost more of key's tokens for work whose size showed only once it was done
-// (a large answer); the bucket may go below zero, and key then waits longer for its next.
+// Charge spends cost more of key's tokens (rounded up to whole ones) for work whose size
+// showed only once it was done (a large answer); the limiter may go below zero, and key
+// then waits longer for its next.
 func (r *Limiter) Charge(key string, now time.Time, cost float64) {
-	if cost <= 0 {
-		return
+	lim := r.person(key, now)
+	// A reservation may not exceed the burst, so a large cost is reserved a burst at a time;
+	// reservations are never cancelled, which is what takes the tokens below zero.
+	for n := int(math.Ceil(cost)); n > 0; n -= r.l.Burst {
+		lim.ReserveN(now, min(n, r.l.Burst))
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	b := r.bucket(key, now)
-	b.tokens -= cost
-	r.users[key] = b
 }
 
-// bucket is key's bucket refilled to now; callers hold mu.
-func (r *Limiter) bucket(key string, now time.Time) bucket {
-	if r.users == nil {
-		r.users = map[string]bucket{}
+// person is key's limiter, made full on first use.
+func (r *Limiter) person(key string, now time.Time) *rate.Limiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if lim, ok := r.users[key]; ok {
+		return lim
 	}
 	if len(r.users) >= maxBuckets {
-		for k, b := range r.users {
-			if r.refill(b, now).tokens >= float64(r.l.Burst) {
+		for k, lim := range r.users {
+			if lim.TokensAt(now) >= float64(r.l.Burst) {
 				delete(r.users, k)
 			}
 		}
 	}
-	b, ok := r.users[key]
-	if !ok {
-		b = bucket{tokens: float64(r.l.Burst), at: now}
-	}
-	return r.refill(b, now)
-}
-
-func (r *Limiter) refill(b bucket, now time.Time) bucket {
-	if d := now.Sub(b.at); d > 0 {
-		b.tokens = min(float64(r.l.Burst), b.tokens+float64(d)/float64(r.l.Every))
-		b.at = now
-	}
-	return b
+	lim := rate.NewLimiter(rate.Every(r.l.Every), r.l.Burst)
+	r.users[key] = lim
+	return lim
 }
 
 // SlowDown says to a person over the limit what the limit is and when to try again, rounded

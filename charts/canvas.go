@@ -7,7 +7,6 @@ import (
 	"math"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/golang/freetype/truetype"
 	chart "github.com/wcharczuk/go-chart/v2"
@@ -46,8 +45,6 @@ var (
 	colPanel      = drawing.Color{R: 246, G: 246, B: 246, A: 255}
 	colTodo       = drawing.Color{R: 228, G: 228, B: 228, A: 255}
 	colRung       = []drawing.Color{colTrial, colBest, {R: 123, G: 50, B: 148, A: 255}, {R: 86, G: 180, B: 233, A: 255}}
-	// seriesColours are used when one chart shows several curves of one trial.
-	seriesColours = []drawing.Color{colTrial, colBest, {R: 0, G: 158, B: 115, A: 255}, {R: 204, G: 121, B: 167, A: 255}, colBad, {R: 86, G: 180, B: 233, A: 255}}
 )
 
 func rungColour(rung int) drawing.Color {
@@ -413,13 +410,4 @@ func formatNumber(v float64) string {
 	}
 	s := fmt.Sprintf("%.3g", v)
 	return strings.Replace(s, "-", "−", 1)
-}
-
-// truncate shortens a label to n runes for places where pixels are not measured.
-func truncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	r := []rune(s)
-	return string(r[:n-1]) + "…"
 }

@@ -4,11 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/url"
 	"testing"
-	"time"
 
-	"tunebot/dashboard/cdp"
 	"tunebot/session"
 )
 
@@ -96,40 +93,11 @@ func TestSessionViewShowsRunningTrialsAndEveryPendingProposal(t *testing.T) {
 // with its own buttons; approving one from its card decides that one, and what a person
 // typed in another card survives the page's refresh.
 func TestSessionPageInChromiumWithParallelTrials(t *testing.T) {
-	chromium := cdp.Find()
-	if chromium == "" {
-		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the session page is skipped")
-	}
 	f := newFixture(t)
 	addParallel(t, f) // the session stays paused: the engine starts nothing, the trials' jobs run on
-	b, err := cdp.Start(chromium, 1200, 900)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	const wait = 60 * time.Second // a bound for a hang, not a measurement
-	do := func(what, cond string) {
-		t.Helper()
-		if err := b.Wait(what, cond, wait); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link, _, err := f.dash.Link(alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse(link)
-	if err := b.Navigate(f.srv.URL+u.Path+"?"+u.RawQuery, wait); err != nil {
-		t.Fatal(err)
-	}
-	do("the sign-in button", `!!document.querySelector("#signin")`)
-	if _, err := b.Eval(`setTimeout(() => document.querySelector("#signin").click(), 0)`); err != nil {
-		t.Fatal(err)
-	}
-	do("the sessions page", `location.pathname === "/" && !!document.querySelector("#sessions tbody tr")`)
-	if err := b.Navigate(f.srv.URL+"/sessions/"+sid, wait); err != nil {
-		t.Fatal(err)
-	}
+	b := signedInBrowser(t, f, alice, "the session page")
+	do := b.do
+	b.open("/sessions/" + sid)
 	do("three decision cards", `document.querySelectorAll("#decide .card.pending").length === 3`)
 	running, err := b.String(`[...document.querySelectorAll("#running li")].map((li) => li.textContent).join("\n")`)
 	if err != nil {

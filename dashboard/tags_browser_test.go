@@ -3,22 +3,15 @@ package dashboard_test
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"testing"
-	"time"
 
 	"tunebot/dashboard"
-	"tunebot/dashboard/cdp"
 	"tunebot/session"
 )
 
 // TestCurvesPageFollowsTagPages: the curves page lists every tag of a session whose tags
 // fill more than one /tags page, following next (issue 27 made /tags paged).
 func TestCurvesPageFollowsTagPages(t *testing.T) {
-	chromium := cdp.Find()
-	if chromium == "" {
-		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the curves page is skipped")
-	}
 	f := newFixture(t)
 	series := map[string][]session.Point{}
 	const many = dashboard.TagsPage*2 + 100
@@ -28,34 +21,9 @@ func TestCurvesPageFollowsTagPages(t *testing.T) {
 	if err := f.db.PutSeriesBatch(context.Background(), sid, session.TrialRef{Number: 0}, series); err != nil {
 		t.Fatal(err)
 	}
-	b, err := cdp.Start(chromium, 1200, 900)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
-	const wait = 60 * time.Second // a bound for a hang, not a measurement
-	do := func(what, cond string) {
-		t.Helper()
-		if err := b.Wait(what, cond, wait); err != nil {
-			t.Fatal(err)
-		}
-	}
-	link, _, err := f.dash.Link(alice)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u, _ := url.Parse(link)
-	if err := b.Navigate(f.srv.URL+u.Path+"?"+u.RawQuery, wait); err != nil {
-		t.Fatal(err)
-	}
-	do("the sign-in button", `!!document.querySelector("#signin")`)
-	if _, err := b.Eval(`setTimeout(() => document.querySelector("#signin").click(), 0)`); err != nil {
-		t.Fatal(err)
-	}
-	do("the sessions page", `location.pathname === "/" && !!document.querySelector("#sessions tbody tr")`)
-	if err := b.Navigate(f.srv.URL+"/sessions/"+sid+"/curves", wait); err != nil {
-		t.Fatal(err)
-	}
+	b := signedInBrowser(t, f, alice, "the curves page")
+	do := b.do
+	b.open("/sessions/" + sid + "/curves")
 	do("the tag list", `document.querySelectorAll(".tag-pick").length > 0`)
 	// The fixture's Train/mean_reward sorts after the flood, on the last page.
 	want := fmt.Sprint(many + 1)

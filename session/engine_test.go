@@ -878,24 +878,12 @@ func TestInvalidSuggestionNeverReachesTheTrainer(t *testing.T) {
 
 func TestEarlyStop(t *testing.T) {
 	h := newHarness(t, t.TempDir())
-	ctx := context.Background()
 	// lowering tracking weight never improves the score
 	h.adv.fn = func(req session.ProposalRequest) (session.Suggestion, error) {
 		v := req.Base.Weights["track_linear_velocity"] * (0.95 - 0.02*float64(len(req.History)))
 		return session.Suggestion{Patch: session.Patch{Weights: map[string]float64{"track_linear_velocity": v}}}, nil
 	}
-	st := settings(session.ModeAutomatic)
-	st.TrialCount, st.Patience = 10, 2
-	st.Promote = nil
-	st.Normalize()
-	s, _ := h.eng.Start(ctx, st, console)
-	s = h.wait(s.ID)
-	r0 := 0
-	for _, tr := range h.trials(s.ID) {
-		if tr.Rung == 0 {
-			r0++
-		}
-	}
+	s, r0 := h.runRung0(10, 2)
 	if s.State != session.StateSucceeded || r0 != 3 || s.BestTrial != 0 {
 		t.Fatalf("state %s, %d rung-0 trials (want baseline + patience 2), best %d", s.State, r0, s.BestTrial)
 	}
@@ -1098,4 +1086,22 @@ func TestStoredSeriesAreBounded(t *testing.T) {
 	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// runRung0 runs an automatic session of trials rung-0 trials with patience and no
+// promotion to its end, returning it and how many rung-0 trials ran.
+func (h *harness) runRung0(trials, patience int) (session.Session, int) {
+	st := settings(session.ModeAutomatic)
+	st.TrialCount, st.Patience = trials, patience
+	st.Promote = nil
+	st.Normalize()
+	s, _ := h.eng.Start(context.Background(), st, console)
+	s = h.wait(s.ID)
+	r0 := 0
+	for _, tr := range h.trials(s.ID) {
+		if tr.Rung == 0 {
+			r0++
+		}
+	}
+	return s, r0
 }

@@ -12,9 +12,6 @@ import (
 	"time"
 )
 
-// errPaused stops a trial between its training and its evaluation when a pause was asked.
-var errPaused = errors.New("paused between jobs")
-
 // snapshot is what one step plans from.
 type snapshot struct {
 	s         Session

@@ -48,20 +48,8 @@ func modelAdvisor(promisingUntil int) func(req session.ProposalRequest) (session
 // best, and ends when it expects none to, saying so with its numbers.
 func TestLoopStopsWhenTheModelSaysSo(t *testing.T) {
 	h := newHarness(t, t.TempDir())
-	ctx := context.Background()
 	h.adv.fn = modelAdvisor(7) // promising until the baseline and 6 tuned trials ended
-	st := settings(session.ModeAutomatic)
-	st.TrialCount, st.Patience = 10, 2
-	st.Promote = nil
-	st.Normalize()
-	s, _ := h.eng.Start(ctx, st, console)
-	s = h.wait(s.ID)
-	r0 := 0
-	for _, tr := range h.trials(s.ID) {
-		if tr.Rung == 0 {
-			r0++
-		}
-	}
+	s, r0 := h.runRung0(10, 2)
 	if s.State != session.StateSucceeded || r0 != 7 {
 		t.Fatalf("state %s, %d rung-0 trials; want the baseline and 6 tuned trials (patience 2 would have stopped at 3)", s.State, r0)
 	}
@@ -73,7 +61,7 @@ func TestLoopStopsWhenTheModelSaysSo(t *testing.T) {
 			t.Errorf("the session's last line %q does not say %q", s.Message, want)
 		}
 	}
-	ps, err := h.db.Proposals(ctx, s.ID)
+	ps, err := h.db.Proposals(context.Background(), s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,20 +74,8 @@ func TestLoopStopsWhenTheModelSaysSo(t *testing.T) {
 // whatever the patience.
 func TestLoopGoesOnWhileTheModelIsPromising(t *testing.T) {
 	h := newHarness(t, t.TempDir())
-	ctx := context.Background()
 	h.adv.fn = modelAdvisor(1 << 30)
-	st := settings(session.ModeAutomatic)
-	st.TrialCount, st.Patience = 8, 2
-	st.Promote = nil
-	st.Normalize()
-	s, _ := h.eng.Start(ctx, st, console)
-	s = h.wait(s.ID)
-	r0 := 0
-	for _, tr := range h.trials(s.ID) {
-		if tr.Rung == 0 {
-			r0++
-		}
-	}
+	s, r0 := h.runRung0(8, 2)
 	if s.State != session.StateSucceeded || r0 != 8 || s.Stopped != nil {
 		t.Fatalf("state %s, %d rung-0 trials, stop %+v; want all 8 trials", s.State, r0, s.Stopped)
 	}

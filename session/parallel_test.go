@@ -23,14 +23,13 @@ type gpuTrainer struct {
 	// fastBaseline: the baseline's jobs take a millisecond whatever delay says.
 	fastBaseline bool
 
-	mu       sync.Mutex
-	busy     map[int]string // GPU -> the job holding it
-	running  int
-	peak     int
-	clashes  []string
-	gpuSets  [][]int
-	causes   []error // context.Cause of every job whose context ended
-	histRuns int     // proposals that saw a trial still running
+	mu      sync.Mutex
+	busy    map[int]string // GPU -> the job holding it
+	running int
+	peak    int
+	clashes []string
+	gpuSets [][]int
+	causes  []error // context.Cause of every job whose context ended
 }
 
 func newGPUTrainer(delay time.Duration) *gpuTrainer {

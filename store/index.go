@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"tunebot/session"
 )
@@ -60,7 +61,7 @@ func indexSession(tx *bolt.Tx, was *session.Session, s session.Session) error {
 // file written before they existed.
 func indexSessions(tx *bolt.Tx) error {
 	for _, name := range [][]byte{bucketByTime, bucketActive} {
-		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, bolt.ErrBucketNotFound) {
+		if err := tx.DeleteBucket(name); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
 			return fmt.Errorf("rebuilding %s: %w", name, err)
 		}
 		if _, err := tx.CreateBucket(name); err != nil {

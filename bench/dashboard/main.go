@@ -25,7 +25,7 @@ import (
 	"tunebot/bench/internal/web"
 	"tunebot/bot"
 	"tunebot/dashboard"
-	"tunebot/dashboard/cdp"
+	"tunebot/dashboard/browsertest"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -174,12 +174,12 @@ func run(nTrials, nTags, nPoints, runs int) error {
 // inBrowser times the pages in headless Chromium, from navigation to the page's own mark of
 // its first full drawing (data-loaded-ms): fetching, parsing and drawing 400 curves.
 func inBrowser(dash *dashboard.Server, base, sid string, runs int) error {
-	bin := cdp.Find()
+	bin := browsertest.Find()
 	if bin == "" {
 		fmt.Println("chromium is not installed: the in-browser load time is not measured (apt-get install -y chromium)")
 		return nil
 	}
-	b, err := cdp.Start(bin, 1400, 1000)
+	b, err := browsertest.Start(bin, 1400, 1000)
 	if err != nil {
 		return err
 	}

@@ -117,8 +117,10 @@ func (c *Console) Run(ctx context.Context) error {
 	stop := make(chan struct{})
 	var inflight sync.Mutex // held while a command runs, so Run returns after it
 	defer func() {
-		close(stop)
+		// Taking the lock waits for a running command; the reader takes it before its
+		// next command and then sees stop.
 		inflight.Lock()
+		close(stop)
 		inflight.Unlock()
 	}()
 	if c.in != nil {

@@ -100,7 +100,7 @@ func (a *Adapter) runSocket(ctx context.Context, h *bot.Handler) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if isSlackError(err, "invalid_auth") || isSlackError(err, "not_authed") || err != nil && strings.Contains(err.Error(), "invalid_auth") {
+		if isSlackError(err, "invalid_auth") || isSlackError(err, "not_authed") || strings.Contains(err.Error(), "invalid_auth") {
 			return fmt.Errorf("opening the Socket Mode connection: %w (SLACK_APP_TOKEN must be an app-level token xapp-… with connections:write)", err)
 		}
 		d := bot.Backoff(attempt, time.Minute)

@@ -161,7 +161,7 @@ func TestExportAndPolicyAreFiles(t *testing.T) {
 
 	onnx := []byte("\x08\x07onnx-bytes")
 	policy := bottest.PolicyTrial(t, r.db, r.sessionsDir, r.p1, onnx)
-	u = r.send(t, "slash_commands", r.fake.Slash("UEVE", "CTUNE", "policy "+r.p1.Name))
+	r.send(t, "slash_commands", r.fake.Slash("UEVE", "CTUNE", "policy "+r.p1.Name))
 	if up := r.upload(t, r.p1.Name+"-policy.onnx"); !bytes.Equal(up.Data, onnx) || up.Channel != "CTUNE" {
 		t.Errorf("policy upload %+v", up)
 	}

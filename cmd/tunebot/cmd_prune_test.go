@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"tunebot/dashboard/cdp"
+	"tunebot/dashboard/browsertest"
 	"tunebot/preset"
 	"tunebot/session"
 	"tunebot/store"
@@ -387,7 +387,7 @@ retention:
 // The sessions page lists the newest 50 and pages on to the rest with its links, in a real
 // browser against the daemon.
 func TestSessionsPagePagesInChromium(t *testing.T) {
-	chromium := cdp.Find()
+	chromium := browsertest.Find()
 	if chromium == "" {
 		t.Skip("chromium is not installed (apt-get install -y chromium): the browser test of the session list's pages is skipped")
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"tunebot/dashboard/cdp"
+	"tunebot/dashboard/browsertest"
 )
 
 // freeAddr is a loopback address no one listens on (the config must name the port, since
@@ -259,7 +259,7 @@ func TestDashboardInChromium(t *testing.T) {
 // else the test's temp dir); without Chromium the test is skipped, saying how to install it.
 func needChromium(t *testing.T) (bin, shots string) {
 	t.Helper()
-	bin = cdp.Find()
+	bin = browsertest.Find()
 	if bin == "" {
 		t.Skip("chromium is not installed (apt-get install -y chromium; .ci/run installs it): the browser test of the monitoring page is skipped")
 	}
@@ -273,15 +273,15 @@ func needChromium(t *testing.T) (bin, shots string) {
 	return bin, shots
 }
 
-// page is a cdp.Browser whose failures fail the test.
+// page is a browsertest.Browser whose failures fail the test.
 type page struct {
 	t *testing.T
-	b *cdp.Browser
+	b *browsertest.Browser
 }
 
 func startBrowser(t *testing.T, bin string) *page {
 	t.Helper()
-	b, err := cdp.Start(bin, 1400, 1000)
+	b, err := browsertest.Start(bin, 1400, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}

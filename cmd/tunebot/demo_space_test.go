@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,17 +25,9 @@ func TestDemoTunesAGeneratedSpace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(tunebotBin, "demo", "--json", "--task", g1Task, "--space", file)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("demo: %v\n%s\n%s", err, stderr.String(), stdout.String())
-	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
+	sum, stderr := demoJSON(t, dir, "--task", g1Task, "--space", file)
 	if sum.State != session.StateSucceeded || sum.Outcome != session.OutcomeImproved || sum.Preset == "" {
-		t.Fatalf("demo on the G1 space: state %s, outcome %q, preset %q; want a shipped improvement\n%s", sum.State, sum.Outcome, sum.Preset, stderr.String())
+		t.Fatalf("demo on the G1 space: state %s, outcome %q, preset %q; want a shipped improvement\n%s", sum.State, sum.Outcome, sum.Preset, stderr)
 	}
 	for _, tr := range sum.Trials {
 		if _, ok := tr.RewardConfig.Weights["upright"]; !ok || len(tr.RewardConfig.Weights) != 13 {

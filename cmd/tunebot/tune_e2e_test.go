@@ -279,15 +279,7 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 		t.Skip("a whole demo session")
 	}
 	dir := t.TempDir()
-	cmd := exec.Command(tunebotBin, "demo", "--json")
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("demo: %v\n%s\n%s", err, stderr.String(), stdout.String())
-	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
+	sum, stderr := demoJSON(t, dir)
 	perRung := map[int]int{}
 	for _, tr := range sum.Trials {
 		perRung[tr.Rung]++
@@ -299,11 +291,11 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 	}
 	checkSummaryExtras(t, sum)
 	checkRounded(t, sum)
-	if !strings.Contains(stderr.String(), "trials:") || !strings.Contains(stderr.String(), "session "+sum.Session[:8]) {
-		t.Errorf("the trials table and progress belong on stderr:\n%s", stderr.String())
+	if !strings.Contains(stderr, "trials:") || !strings.Contains(stderr, "session "+sum.Session[:8]) {
+		t.Errorf("the trials table and progress belong on stderr:\n%s", stderr)
 	}
-	checkPage(t, stderr.String(), sum)
-	checkSameRung(t, stderr.String(), sum)
+	checkPage(t, stderr, sum)
+	checkSameRung(t, stderr, sum)
 	// The demo's preset says the built-in sim made it, and apply refuses it (issue 28, item 4).
 	if sum.Outcome == session.OutcomeImproved {
 		show := exec.Command(tunebotBin, "preset", "show", sum.Preset)
@@ -333,7 +325,7 @@ func TestDemoFromAFreshDirectory(t *testing.T) {
 		if err != nil || !bytes.HasPrefix(data, []byte("GIF89a")) {
 			t.Errorf("trial %d@%d's clip %s: %v", tr.Number, tr.Rung, *tr.Clip, err)
 		}
-		if !strings.Contains(stderr.String(), fmt.Sprintf("[clip] trial %d @ rung %d", tr.Number, tr.Rung)) || !strings.Contains(stderr.String(), *tr.Clip) {
+		if !strings.Contains(stderr, fmt.Sprintf("[clip] trial %d @ rung %d", tr.Number, tr.Rung)) || !strings.Contains(stderr, *tr.Clip) {
 			t.Errorf("the terminal does not name trial %d@%d's clip %s", tr.Number, tr.Rung, *tr.Clip)
 		}
 	}
@@ -619,4 +611,20 @@ func TestApprovalModeAtEndOfInput(t *testing.T) {
 		t.Fatalf("trials %+v, proposals %+v: want trial 1 run as edited and proposal 2 waiting", sum.Trials, sum.Proposals)
 	}
 	checkRounded(t, sum)
+}
+
+// demoJSON runs `tunebot demo --json args…` in dir to its end and returns its summary and
+// what it printed on stderr; a demo that fails fails the test with both outputs.
+func demoJSON(t *testing.T, dir string, args ...string) (summaryJSON, string) {
+	t.Helper()
+	cmd := exec.Command(tunebotBin, append([]string{"demo", "--json"}, args...)...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("demo %v: %v\n%s\n%s", args, err, stderr.String(), stdout.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	return sum, stderr.String()
 }

@@ -81,16 +81,12 @@ func trackedGo() ([]string, error) {
 
 // isProduct says whether a tracked Go file is product code: not a test, not a benchmark
 // (bench/), not a test fake (a directory whose name ends in "test", such as
-// bot/slack/slacktest) and not the browser driver only tests and benchmarks use
-// (dashboard/cdp).
+// bot/slack/slacktest, or dashboard/browsertest, the browser driver of the page's tests).
 func isProduct(file string) bool {
 	if strings.HasSuffix(file, "_test.go") || strings.HasPrefix(file, "bench/") {
 		return false
 	}
 	dir := path.Dir(file)
-	if dir == "dashboard/cdp" {
-		return false
-	}
 	for _, d := range strings.Split(dir, "/") {
 		if strings.HasSuffix(d, "test") {
 			return false

@@ -20,7 +20,7 @@ func TestIsProduct(t *testing.T) {
 		{"bot/slack/slacktest/slacktest.go", false},
 		{"bot/discord/discordtest/fake.go", false},
 		{"trainer/slurm/slurmtest/cluster.go", false},
-		{"dashboard/cdp/cdp.go", false},
+		{"dashboard/browsertest/browsertest.go", false},
 		{"dashboard/page.go", true},
 		{"attest/attest.go", false}, // a directory ending in "test" is a fake, whatever its name
 		{"benchmarks/x.go", true},

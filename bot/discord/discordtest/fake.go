@@ -117,11 +117,10 @@ type Fake struct {
 }
 
 type frame struct {
-	Op   int             `json:"op"`
-	D    json.RawMessage `json:"d"`
-	S    int64           `json:"s,omitempty"`
-	T    string          `json:"t,omitempty"`
-	sent bool
+	Op int             `json:"op"`
+	D  json.RawMessage `json:"d"`
+	S  int64           `json:"s,omitempty"`
+	T  string          `json:"t,omitempty"`
 }
 
 // New starts a fake Discord for guild and application app; it stops with the test.
