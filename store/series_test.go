@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -82,6 +83,36 @@ func TestSeriesReplaceTagsAndBatch(t *testing.T) {
 	}
 	if err := db.PutSeriesBatch(ctx, "s1", ref, map[string][]session.Point{"": nil}); err == nil {
 		t.Error("PutSeriesBatch accepted an empty tag")
+	}
+}
+
+// TestSeriesBatchStoresEachTagOnItsOwn: a tag no curve may carry (empty, not UTF-8, over
+// session.MaxTagBytes, over bbolt's 32 KiB key) is left out and named by a short prefix,
+// and the rest of the batch is stored (issue 36: one such tag failed the whole batch and
+// was quoted whole in the log).
+func TestSeriesBatchStoresEachTagOnItsOwn(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	ref := session.TrialRef{Number: 1}
+	pts := []session.Point{{Step: 1, Value: 1}}
+	huge := strings.Repeat("h", 64<<10)
+	batch := map[string][]session.Point{"Loss/value": pts, "": pts, "bad\xff": pts, strings.Repeat("l", session.MaxTagBytes+1): pts, huge: pts}
+	err := db.PutSeriesBatch(ctx, "s1", ref, batch)
+	if err == nil {
+		t.Fatal("PutSeriesBatch accepted tags no curve may carry")
+	}
+	for _, want := range []string{`"" of trial 1 @ rung 0 of session s1 not stored: its tag is empty`, `"bad\xff" of trial 1 @ rung 0 of session s1 not stored: its tag is not UTF-8`,
+		`(257 bytes) of trial 1 @ rung 0 of session s1 not stored: its tag is 257 bytes, more than 256`, `(65536 bytes) of trial 1 @ rung 0 of session s1 not stored`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q: %.500s", want, err)
+		}
+	}
+	if len(err.Error()) > 1000 {
+		t.Errorf("the error is %d bytes: it quotes a tag whole", len(err.Error()))
+	}
+	tags, err := db.SeriesTags(ctx, "s1", ref)
+	if diff := cmp.Diff([]string{"Loss/value"}, tags); err != nil || diff != "" {
+		t.Errorf("stored tags: %v, diff (-want +got):\n%s", err, diff)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"tunebot/session"
@@ -107,6 +108,10 @@ func (s *seriesReader) cutLines() []string {
 		}
 		lines = append(lines, fmt.Sprintf("event files have more tags than events.max_tags allows (%d): %s further tags dropped (%d points)",
 			s.r.Limits.MaxTags, n, c.Scalars))
+	}
+	if c.Refused.Tags > 0 {
+		lines = append(lines, fmt.Sprintf("event files have %d tags no curve may carry (empty, not UTF-8, or longer than %d bytes): dropped (%d points), the other tags kept; %s",
+			c.Refused.Tags, session.MaxTagBytes, c.Refused.Scalars, strings.Join(c.Refused.Examples, "; ")))
 	}
 	if c.Bytes > 0 {
 		lines = append(lines, fmt.Sprintf("event files are larger than events.max_bytes allows (%d bytes): %d bytes left unread",
