@@ -329,3 +329,36 @@ func TestRotateSignsEveryoneOut(t *testing.T) {
 		t.Errorf("signing in again: %d", resp.StatusCode)
 	}
 }
+
+// TestSessionViewIsBoundedAgainstExtraMetrics: issue 36's attack, a trial carrying 15,000
+// extra metric names (as a trainer wrote them before tunebot cut them, or an older tunebot
+// stored them), no longer makes the session view megabytes: the page gets the seven and at
+// most session.MaxExtraMetrics others per trial, in the view and in the tags answer.
+func TestSessionViewIsBoundedAgainstExtraMetrics(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	m := session.Metrics{session.MetricFallRate: 0.02}
+	for i := range 15000 {
+		m[fmt.Sprintf("extra_metric_written_by_a_hostile_trainer_%05d", i)] = float64(i)
+	}
+	for n := 3; n < 8; n++ {
+		tr := session.Trial{SessionID: sid, Number: n, Iterations: 300, State: session.TrialCompleted, Source: "advisor", Score: scored(0.01, true), Metrics: m}
+		if err := f.db.PutTrial(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := f.signIn(t, eve)
+	for _, path := range []string{"/api/sessions/" + sid, "/api/sessions/" + sid + "/tags"} {
+		resp := c.get(path)
+		body := readAll(t, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %.300s", path, resp.StatusCode, body)
+		}
+		if len(body) > 100<<10 {
+			t.Errorf("%s is %d bytes with 5 trials of 15,000 extra metrics", path, len(body))
+		}
+		if n := strings.Count(body, "extra_metric_written_by_a_hostile_trainer_"); n == 0 || n > 5*3*session.MaxExtraMetrics {
+			t.Errorf("%s names %d extra metrics", path, n)
+		}
+	}
+}

@@ -430,7 +430,7 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialView {
 	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source, Rank: t.RankScore(),
 		Eligible: t.Eligible(), Best: t.Number == ss.BestTrial && t.Rung == ss.BestRung, Iterations: t.Iterations,
-		Progress: t.Progress, Metrics: t.Metrics, Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
+		Progress: t.Progress, Metrics: servedMetrics(t.Metrics), Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
 		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt), Clip: clipOf(t), ClipNote: t.ClipNote}
 	if t.Clip != nil && ss.Pruned != nil && ss.Pruned.RunDirs {
 		// retention deletes run directories whole but for a preset's policy and checkpoint
@@ -457,6 +457,15 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 		v.Why = "not finished (" + string(t.State) + ")"
 	}
 	return v
+}
+
+// servedMetrics is what the page gets of a trial's metrics: the seven and at most
+// session.MaxExtraMetrics others (session.KeptMetrics), whatever an older tunebot stored, so
+// a trainer's thousands of extra names cannot make a session's view megabytes and use up
+// its reader's budget on one load (issue 36).
+func servedMetrics(m session.Metrics) session.Metrics {
+	kept, _ := session.KeptMetrics(m)
+	return kept
 }
 
 // versusOf is t's score against control, the baseline at its rung (nil: none), or nil
@@ -718,7 +727,7 @@ func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (
 	metrics := map[string]session.Metrics{}
 	for _, t := range trials {
 		if len(t.Metrics) > 0 {
-			metrics[fmt.Sprintf("%d@%d", t.Number, t.Rung)] = t.Metrics
+			metrics[fmt.Sprintf("%d@%d", t.Number, t.Rung)] = servedMetrics(t.Metrics)
 		}
 	}
 	return map[string]any{"tags": page, "next": next, "total_tags": len(all), "trials": per, "metrics": metrics, "metric_names": session.MetricNames}, nil

@@ -2,12 +2,13 @@ package trainer
 
 import (
 	"fmt"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"tunebot/private"
 	"tunebot/session"
 )
 
@@ -131,23 +132,27 @@ func (s *seriesReader) cutLines() []string {
 // reportCuts writes what the event limits cut to the job's log, where a person reading
 // the trial looks, and to tunebot's own log; once per job, when it is done.
 func (s *seriesReader) reportCuts(logPath string) {
-	lines := s.cutLines()
+	for _, l := range s.cutLines() {
+		s.logger.Warn("event limit cut", "what", l)
+	}
+	appendNotes(logPath, s.cutLines(), s.logger)
+}
+
+// appendNotes writes tunebot's lines about a job to the job's log at logPath, each after
+// "=== tunebot: <time>", through private.Append (no link, no FIFO is written through).
+func appendNotes(logPath string, lines []string, logger *slog.Logger) {
 	if len(lines) == 0 {
 		return
 	}
-	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := private.Append(logPath, 0o644)
 	if err != nil {
-		s.logger.Warn("writing the event limits' cuts to the job log", "log", filepath.Base(logPath), "err", err)
+		logger.Warn("writing tunebot's notes to the job log", "log", filepath.Base(logPath), "err", err)
+		return
 	}
 	for _, l := range lines {
-		s.logger.Warn("event limit cut", "what", l)
-		if f != nil {
-			fmt.Fprintf(f, "=== tunebot: %s %s\n", time.Now().Format(time.RFC3339), l)
-		}
+		fmt.Fprintf(f, "=== tunebot: %s %s\n", time.Now().Format(time.RFC3339), l)
 	}
-	if f != nil {
-		if err := f.Close(); err != nil {
-			s.logger.Warn("writing the event limits' cuts to the job log", "log", filepath.Base(logPath), "err", err)
-		}
+	if err := f.Close(); err != nil {
+		logger.Warn("writing tunebot's notes to the job log", "log", filepath.Base(logPath), "err", err)
 	}
 }
