@@ -20,8 +20,8 @@ import (
 	"syscall"
 	"time"
 
-	"tunebot/secret"
 	"tunebot/private"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/trainer/slurm"
 )

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"tunebot/secret"
 	"tunebot/private"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/trainer/slurm"
 )
