@@ -162,6 +162,9 @@ func Append(path string, perm os.FileMode) (*os.File, error) {
 		if isLoop(err) {
 			return nil, fmt.Errorf("%s is a symbolic link: tunebot appends to no file through a link", path)
 		}
+		if info, lerr := os.Lstat(path); lerr == nil && !info.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file: tunebot appends to no FIFO or device", path) // a FIFO without a reader: ENXIO
+		}
 		return nil, err
 	}
 	info, err := f.Stat()
