@@ -162,6 +162,36 @@ func (d *DB) SeriesTags(ctx context.Context, sessionID string, ref session.Trial
 	return out, nil
 }
 
+// SeriesTagsPage lists at most limit of the tags stored for a trial that sort after after,
+// in byte order, reading from a cursor placed there: a page of a trial's tags costs the
+// page, not the trial's whole list.
+func (d *DB) SeriesTagsPage(ctx context.Context, sessionID string, ref session.TrialRef, after string, limit int) ([]string, error) {
+	out := []string{}
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		s := sub(tx, bucketSeries, sessionID)
+		if s == nil {
+			return nil
+		}
+		b := s.Bucket(trialKey(ref))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		k, _ := c.Seek([]byte(after))
+		if k != nil && after != "" && string(k) == after {
+			k, _ = c.Next()
+		}
+		for ; k != nil && len(out) < limit; k, _ = c.Next() {
+			out = append(out, string(k))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // PruneSeries thins every curve of session sessionID to at most points points with LTTB
 // (session.Downsample), or drops them all when points is 0, in one transaction; with
 // dryRun it only measures. It returns the bytes the curves took before and take after

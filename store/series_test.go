@@ -134,3 +134,33 @@ func BenchmarkPutSeriesBatch(b *testing.B) {
 		}
 	}
 }
+
+// TestSeriesTagsPage: a page of a trial's tags starts after the tag given (present or not)
+// and holds at most limit tags, in byte order.
+func TestSeriesTagsPage(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	ref := session.TrialRef{Number: 2}
+	batch := map[string][]session.Point{}
+	for _, tag := range []string{"a", "b", "c", "d", "e"} {
+		batch[tag] = []session.Point{{Step: 1, Value: 1}}
+	}
+	if err := db.PutSeriesBatch(ctx, "s1", ref, batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		after string
+		limit int
+		want  []string
+	}{
+		{"", 2, []string{"a", "b"}}, {"b", 2, []string{"c", "d"}}, {"bb", 10, []string{"c", "d", "e"}}, {"e", 3, []string{}},
+	} {
+		got, err := db.SeriesTagsPage(ctx, "s1", ref, tc.after, tc.limit)
+		if diff := cmp.Diff(tc.want, got); err != nil || diff != "" {
+			t.Errorf("after %q limit %d: %v (-want +got):\n%s", tc.after, tc.limit, err, diff)
+		}
+	}
+	if got, err := db.SeriesTagsPage(ctx, "s1", session.TrialRef{Number: 9}, "", 5); err != nil || len(got) != 0 {
+		t.Errorf("a trial without curves: %v %v", got, err)
+	}
+}
