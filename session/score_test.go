@@ -395,6 +395,18 @@ func TestDecodeEvaluationQuotesNoValue(t *testing.T) {
 			t.Errorf("%s: %v", in, err)
 		}
 	}
+	// A number's literal is the trainer's bytes too: 1 MB of digits, or digits that spell a
+	// PIN, are not quoted (json's own message quotes them whole).
+	for _, in := range []string{
+		`{"metrics": {"fall_rate": 1` + strings.Repeat("9", 1<<20) + `}}`,
+		`{"seeds": [31415926535897932384626433832795]}`,
+		`{"iteration": 2.71828182845}`,
+	} {
+		_, err := session.DecodeEvaluation([]byte(in))
+		if err == nil || len(err.Error()) > 200 || strings.Contains(err.Error(), "99999") || strings.Contains(err.Error(), "3141592") || strings.Contains(err.Error(), "2.718") {
+			t.Errorf("%.60s…: %.300s", in, err)
+		}
+	}
 }
 
 // TestDecodeEvaluationKeepsFewExtraMetrics: issue 36's attack, 15,000 extra metric names in
