@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -430,7 +431,7 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialView {
 	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source, Rank: t.RankScore(),
 		Eligible: t.Eligible(), Best: t.Number == ss.BestTrial && t.Rung == ss.BestRung, Iterations: t.Iterations,
-		Progress: t.Progress, Metrics: t.Metrics, Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
+		Progress: t.Progress, Metrics: servedMetrics(t.Metrics), Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
 		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt), Clip: clipOf(t), ClipNote: t.ClipNote}
 	if t.Clip != nil && ss.Pruned != nil && ss.Pruned.RunDirs {
 		// retention deletes run directories whole but for a preset's policy and checkpoint
@@ -457,6 +458,15 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 		v.Why = "not finished (" + string(t.State) + ")"
 	}
 	return v
+}
+
+// servedMetrics is what the page gets of a trial's metrics: the seven and at most
+// session.MaxExtraMetrics others (session.KeptMetrics), whatever an older tunebot stored, so
+// a trainer's thousands of extra names cannot make a session's view megabytes and use up
+// its reader's budget on one load (issue 36).
+func servedMetrics(m session.Metrics) session.Metrics {
+	kept, _ := session.KeptMetrics(m)
+	return kept
 }
 
 // versusOf is t's score against control, the baseline at its rung (nil: none), or nil
@@ -672,7 +682,8 @@ func auditViews(es []session.AuditEntry) []auditView {
 // tags lists the curve tags of a session's trials, a page at a time: the tags of all
 // trials in byte order, at most limit (TagsPage unless asked, at most maxTagsPage) after
 // the tag after; next, when set, is the after of the following page. Each trial lists
-// its tags of this page.
+// its tags of this page. Each trial's tags are read from after on, at most limit+1 of
+// them (tagPager), never its whole list.
 func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (any, error) {
 	ss, trials, err := s.withTrials(ctx, r.PathValue("id"))
 	if err != nil {
@@ -682,23 +693,14 @@ func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (
 	if err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	type trialTags struct {
-		Number int      `json:"number"`
-		Rung   int      `json:"rung"`
-		State  string   `json:"state"`
-		Score  *float64 `json:"score"`
-		Tags   []string `json:"tags"`
-	}
 	per := []trialTags{}
+	var all []string
 	for _, t := range trials {
-		tags, err := s.opt.Store.SeriesTags(ctx, ss.ID, t.Ref())
+		tags, err := s.tagsAfter(ctx, ss.ID, t.Ref(), after, limit+1)
 		if err != nil {
 			return nil, fmt.Errorf("listing tags: %w", err)
 		}
-		for _, tag := range tags {
-			seen[tag] = true
-		}
+		all = append(all, tags...)
 		tt := trialTags{Number: t.Number, Rung: t.Rung, State: string(t.State), Tags: tags} // cut to the page below
 		if t.Score != nil {
 			sc := t.Score.Total
@@ -706,22 +708,46 @@ func (s *Server) tags(ctx context.Context, _ bot.Interaction, r *http.Request) (
 		}
 		per = append(per, tt)
 	}
-	all := make([]string, 0, len(seen))
-	for tag := range seen {
-		all = append(all, tag)
-	}
 	sort.Strings(all)
-	page, next := pageOf(all, after, limit)
+	page, next := pageOf(slices.Compact(all), "", limit)
 	for i := range per {
 		per[i].Tags = inPage(per[i].Tags, page)
 	}
 	metrics := map[string]session.Metrics{}
 	for _, t := range trials {
 		if len(t.Metrics) > 0 {
-			metrics[fmt.Sprintf("%d@%d", t.Number, t.Rung)] = t.Metrics
+			metrics[fmt.Sprintf("%d@%d", t.Number, t.Rung)] = servedMetrics(t.Metrics)
 		}
 	}
-	return map[string]any{"tags": page, "next": next, "total_tags": len(all), "trials": per, "metrics": metrics, "metric_names": session.MetricNames}, nil
+	return map[string]any{"tags": page, "next": next, "trials": per, "metrics": metrics, "metric_names": session.MetricNames}, nil
+}
+
+// trialTags is one trial's line of a /tags answer.
+type trialTags struct {
+	Number int      `json:"number"`
+	Rung   int      `json:"rung"`
+	State  string   `json:"state"`
+	Score  *float64 `json:"score"`
+	Tags   []string `json:"tags"`
+}
+
+// tagPager is a store that lists a page of a trial's tags from a cursor (store.DB).
+type tagPager interface {
+	SeriesTagsPage(ctx context.Context, sessionID string, ref session.TrialRef, after string, limit int) ([]string, error)
+}
+
+// tagsAfter is at most limit of a trial's tags after after, in byte order: from the
+// store's cursor when it has one, else cut from the whole list.
+func (s *Server) tagsAfter(ctx context.Context, id string, ref session.TrialRef, after string, limit int) ([]string, error) {
+	if p, ok := s.opt.Store.(tagPager); ok {
+		return p.SeriesTagsPage(ctx, id, ref, after, limit)
+	}
+	tags, err := s.opt.Store.SeriesTags(ctx, id, ref)
+	if err != nil {
+		return nil, err
+	}
+	page, _ := pageOf(tags, after, limit)
+	return page, nil
 }
 
 const (

@@ -151,3 +151,93 @@ func ReadFile(path string) ([]byte, error) {
 	}
 	return io.ReadAll(io.LimitReader(f, maxSecret))
 }
+
+// Append opens path for appending (a job's log in a run directory), created with perm when
+// missing, never through a link (O_NOFOLLOW: a trainer or another user could plant one
+// pointing at a file of the daemon's user) and never a FIFO or a device, whose open or
+// write could hang or reach elsewhere.
+func Append(path string, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY|noFollow|nonBlock, perm)
+	if err != nil {
+		if isLoop(err) {
+			return nil, fmt.Errorf("%s is a symbolic link: tunebot appends to no file through a link", path)
+		}
+		if info, lerr := os.Lstat(path); lerr == nil && !info.Mode().IsRegular() {
+			return nil, fmt.Errorf("%s is not a regular file: tunebot appends to no FIFO or device", path) // a FIFO without a reader: ENXIO
+		}
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("%s is not a regular file: tunebot appends to no FIFO or device", path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// OpenOwn opens path (flag as os.OpenFile's, created with perm when missing) as a file of
+// the daemon's user alone: never through a link, a regular file, the daemon user's, closed
+// to group and others. In a shared data_dir (service.shared_data_dir) the store and
+// tunebot.log are opened so, like the keys: a link planted for either made the daemon
+// append to a file of someone else's choosing (issue 36). what names the file in messages.
+func OpenOwn(path string, flag int, perm os.FileMode, what string) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|noFollow|nonBlock, perm)
+	if err != nil {
+		if isLoop(err) {
+			return nil, fmt.Errorf("%s (%s) is a symbolic link: in a shared data_dir tunebot refuses it, as another user may have planted it; remove the link", path, what)
+		}
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err == nil {
+		err = checkOwn(info, path, what, "remove it, or chmod 600 it if nobody else could have written it")
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// OwnDir makes dir with perm when missing and checks it is the daemon user's own: a
+// directory, not a link, the daemon user's, writable by nobody else (others may read it, as
+// a shared data_dir's run directories are meant to be read). In a shared data_dir the
+// sessions directory is checked so: a link planted for it put every run directory in a
+// directory another user owns (issue 36).
+func OwnDir(dir string, perm os.FileMode, what string) error {
+	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("making %s (%s): %w", dir, what, err)
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking %s (%s): %w", dir, what, err)
+	}
+	switch uid, ok := owner(info); {
+	case info.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("%s (%s) is a symbolic link: in a shared data_dir tunebot refuses it, as another user may have planted it; remove the link and tunebot makes the directory", dir, what)
+	case !info.IsDir():
+		return fmt.Errorf("%s (%s) is not a directory; remove it and tunebot makes one", dir, what)
+	case ok && uid != os.Geteuid():
+		return fmt.Errorf("%s (%s) belongs to uid %d, not to the user tunebot runs as (uid %d): in a shared data_dir tunebot refuses it; move it aside and tunebot makes its own", dir, what, uid, os.Geteuid())
+	case info.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s (%s) is writable by group or others (mode %04o): whoever can write it can plant links there; chmod go-w %s", dir, what, info.Mode().Perm(), dir)
+	}
+	return nil
+}
+
+// checkOwn refuses an opened file that is not regular, another user's, or open to group or
+// others; fix is what the message tells a person to do.
+func checkOwn(info fs.FileInfo, path, what, fix string) error {
+	switch uid, ok := owner(info); {
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("%s (%s) is not a regular file: tunebot refuses it; %s", path, what, fix)
+	case ok && uid != os.Geteuid():
+		return fmt.Errorf("%s (%s) belongs to uid %d, not to the user tunebot runs as (uid %d): in a shared data_dir it may have been planted, so tunebot refuses it; move it aside", path, what, uid, os.Geteuid())
+	case info.Mode().Perm()&0o077 != 0:
+		return fmt.Errorf("%s (%s) is open to group or others (mode %04o): in a shared data_dir tunebot keeps it to its own user; %s", path, what, info.Mode().Perm(), fix)
+	}
+	return nil
+}

@@ -128,3 +128,84 @@ func TestWriteFileFollowsNoLink(t *testing.T) {
 		t.Errorf("the link was not replaced by a file: %v %v", info, err)
 	}
 }
+
+// TestSharedFilesFollowNoLink: in a shared data_dir another user may plant a link for the
+// sessions directory, the log or the store (here to a directory and a file of a temp dir
+// standing for theirs): each is refused with a message naming it, and nothing is created or
+// written through it (issue 36).
+func TestSharedFilesFollowNoLink(t *testing.T) {
+	dir, theirs := t.TempDir(), t.TempDir()
+	victim := filepath.Join(theirs, "victim")
+	if err := os.WriteFile(victim, []byte("theirs\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sessions := filepath.Join(dir, "sessions")
+	if err := os.Symlink(theirs, sessions); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.OwnDir(sessions, 0o755, "the sessions directory"); err == nil || !strings.Contains(err.Error(), sessions+" (the sessions directory) is a symbolic link") {
+		t.Errorf("a linked sessions directory: %v", err)
+	}
+	for _, name := range []string{"tunebot.log", "tunebot.db"} {
+		path := filepath.Join(dir, name)
+		if err := os.Symlink(victim, path); err != nil {
+			t.Fatal(err)
+		}
+		if f, err := private.OpenOwn(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600, name); err == nil || !strings.Contains(err.Error(), path+" ("+name+") is a symbolic link") {
+			t.Errorf("a linked %s: %v", name, err)
+			if f != nil {
+				f.Write([]byte("written\n"))
+				f.Close()
+			}
+		}
+		if f, err := private.Append(path, 0o644); err == nil || !strings.Contains(err.Error(), "is a symbolic link") {
+			t.Errorf("Append to a linked %s: %v", name, err)
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "theirs\n" {
+		t.Errorf("written through a link: %q", b)
+	}
+	if ents, _ := os.ReadDir(theirs); len(ents) != 1 {
+		t.Errorf("the linked directory holds %d entries", len(ents))
+	}
+
+	// Their own, or open to others: refused too; the daemon's own 0600 file is fine.
+	open := filepath.Join(dir, "open.log")
+	if err := os.WriteFile(open, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := private.OpenOwn(open, os.O_APPEND|os.O_WRONLY, 0o600, "tunebot's log"); err == nil || !strings.Contains(err.Error(), "open to group or others (mode 0644)") {
+		t.Errorf("a 0644 log: %v", err)
+	}
+	f, err := private.OpenOwn(filepath.Join(dir, "fresh.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600, "tunebot's log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	writable := filepath.Join(dir, "writable")
+	if err := os.Mkdir(writable, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(writable, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.OwnDir(writable, 0o755, "the sessions directory"); err == nil || !strings.Contains(err.Error(), "writable by group or others (mode 0777)") {
+		t.Errorf("a 0777 sessions directory: %v", err)
+	}
+	if err := private.OwnDir(filepath.Join(dir, "new"), 0o755, "the sessions directory"); err != nil {
+		t.Errorf("a new sessions directory: %v", err)
+	}
+	fifo := filepath.Join(dir, "train.log")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := private.Append(fifo, 0o644); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("Append to a FIFO: %v", err)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The one vocabulary every surface shows (issue 28): the terminal and chat cards, the
@@ -96,4 +98,42 @@ func ResolveID(ctx context.Context, st SessionStore, typed string) (string, erro
 	}
 	sort.Strings(found)
 	return "", &UserError{Msg: fmt.Sprintf("session id %s is ambiguous: it begins %s; type more of it", typed, strings.Join(found, ", ")), Err: ErrConflict}
+}
+
+// MaxTagBytes bounds the tag that names a curve: real trainers log tags of a few dozen
+// bytes, while one of 256 KiB once made the store refuse a trial's whole batch of curves and
+// filled the log with lines of 262 KB (issue 36).
+const MaxTagBytes = 256
+
+// TagProblem says why tag cannot name a stored curve (empty, not UTF-8, longer than
+// MaxTagBytes), "" when it can. The event reader refuses such a tag when it meets it and the
+// store when asked to keep one, each tag on its own, keeping the rest.
+func TagProblem(tag string) string {
+	switch {
+	case tag == "":
+		return "empty"
+	case len(tag) > MaxTagBytes:
+		return fmt.Sprintf("%d bytes, more than %d", len(tag), MaxTagBytes)
+	case !utf8.ValidString(tag):
+		return "not UTF-8"
+	}
+	return ""
+}
+
+// quotePrefix is how many bytes of a name from a trainer QuoteShort quotes.
+const quotePrefix = 40
+
+// QuoteShort quotes a name a trainer wrote (a tag, a metric) for a log line or a message:
+// at most its first 40 bytes, Go-quoted so control bytes and invalid UTF-8 show as escapes,
+// and its length when it was cut, so a hostile name of megabytes costs a log line of a
+// hundred bytes.
+func QuoteShort(s string) string {
+	if len(s) <= quotePrefix {
+		return strconv.Quote(s)
+	}
+	cut := s[:quotePrefix]
+	for i := 0; i < utf8.UTFMax && len(cut) > 0 && !utf8.ValidString(cut) && utf8.ValidString(s); i++ {
+		cut = cut[:len(cut)-1] // no rune split in two when the whole is valid
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(cut), len(s))
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -121,6 +122,35 @@ func (e *Engine) Store() Store { return e.cfg.Store }
 
 // SessionDir is the directory of session id.
 func (e *Engine) SessionDir(id string) string { return filepath.Join(e.cfg.SessionsDir, id) }
+
+// makeDir creates rel, a session's directory or a trial's run directory in it, under
+// SessionsDir through an os.Root: a link on the way that leads out of SessionsDir (one
+// another user planted in a shared data_dir) is refused, never followed, so no checkpoint
+// or evaluation.json lands in a directory someone else chose (issue 36).
+func (e *Engine) makeDir(rel string) error {
+	if err := os.MkdirAll(e.cfg.SessionsDir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(e.cfg.SessionsDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.MkdirAll(rel, 0o755)
+}
+
+// removeDir removes rel under SessionsDir, whole, through an os.Root (see makeDir).
+func (e *Engine) removeDir(rel string) error {
+	root, err := os.OpenRoot(e.cfg.SessionsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	return root.RemoveAll(rel)
+}
 
 // Changed returns a channel that is closed at the next change of any session.
 func (e *Engine) Changed() <-chan struct{} {
@@ -277,7 +307,7 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 		}
 		return Session{}, fmt.Errorf("creating session: %w", err)
 	}
-	if err := os.MkdirAll(e.SessionDir(s.ID), 0o755); err != nil {
+	if err := e.makeDir(s.ID); err != nil {
 		_, _ = e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
 			x.State, x.Reason, x.EndedAt = StateFailed, "cannot create the session directory: "+err.Error(), time.Now().UTC()
 			return nil

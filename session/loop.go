@@ -866,11 +866,14 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 	}
 	if !t.Trained && attach == nil {
 		// Whatever a half-done run left is discarded: the trial starts clean.
-		if err := os.RemoveAll(runDir); err != nil {
+		if err := e.removeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
 			return fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
 		}
 		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
 		t.Clip, t.ClipNote = nil, ""
+	}
+	if err := e.makeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
+		return e.trialDone(ctx, s, t, &JobError{Job: "train", Reason: "cannot create the run directory: " + err.Error(), Err: err}, log)
 	}
 	if !t.Trained {
 		if err := e.setPhase(ctx, s.ID, j, sl, "training"); err != nil {

@@ -132,16 +132,22 @@ type Evaluation struct {
 	// when there is none; ClipNote says why not. Neither is part of the file.
 	Clip     *Clip  `json:"-"`
 	ClipNote string `json:"-"`
+	// Notes say what DecodeEvaluation left out of the file (extra metric names past
+	// MaxExtraMetrics), for the trial's log; not part of the file.
+	Notes []string `json:"-"`
 }
 
 // DecodeEvaluation parses evaluation.json strictly: unknown fields, a missing or non-finite
-// metric, or trailing data make it invalid, with every problem named.
+// metric, more perSeed entries than seeds, or trailing data make it invalid, with every
+// problem named (by key, never by a value the trainer wrote: evaluationProblem). Metric names
+// outside MetricNames are kept only up to MaxExtraMetrics per map (KeptMetrics); what was
+// dropped is said in Notes, for the trial's log.
 func DecodeEvaluation(data []byte) (Evaluation, error) {
 	var ev Evaluation
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ev); err != nil {
-		return ev, &InvalidError{What: "evaluation.json", Problems: []string{"malformed: " + err.Error()}}
+		return ev, &InvalidError{What: "evaluation.json", Problems: []string{"malformed: " + evaluationProblem(err)}}
 	}
 	var extra json.RawMessage
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -149,12 +155,17 @@ func DecodeEvaluation(data []byte) (Evaluation, error) {
 	}
 	var probs []string
 	probs = append(probs, checkMetrics("metrics", ev.Metrics)...)
-	for i, s := range ev.PerSeed {
-		probs = append(probs, checkMetrics(fmt.Sprintf("perSeed[%d] (seed %d)", i, s.Seed), s.Metrics)...)
+	if len(ev.PerSeed) > len(ev.Seeds) {
+		probs = append(probs, fmt.Sprintf("perSeed has %d entries, more than the %d seeds", len(ev.PerSeed), len(ev.Seeds)))
+	} else {
+		for i, s := range ev.PerSeed {
+			probs = append(probs, checkMetrics(fmt.Sprintf("perSeed[%d] (seed %d)", i, s.Seed), s.Metrics)...)
+		}
 	}
 	if len(probs) > 0 {
-		return ev, &InvalidError{What: "evaluation.json", Problems: probs}
+		return ev, &InvalidError{What: "evaluation.json", Problems: atMost(probs, maxProblems)}
 	}
+	ev.keepMetrics()
 	return ev, nil
 }
 

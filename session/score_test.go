@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -336,14 +337,17 @@ func TestDecodeEvaluation(t *testing.T) {
 	}{
 		{"no perSeed is fine", `{"metrics": {` + full + `}}`, nil},
 		{"extra metric names are kept, not refused", `{"metrics": {` + full + `, "extra_metric": 1}}`, nil},
-		{"unknown field", `{"metrics": {` + full + `}, "score": 1}`, []string{`malformed: json: unknown field "score"`}},
+		{"unknown field", `{"metrics": {` + full + `}, "score": 1}`, []string{`malformed: unknown field "score"`}},
+		{"a long unknown field is quoted by its start", `{"metrics": {` + full + `}, "` + strings.Repeat("k", 5000) + `": 1}`, []string{`malformed: unknown field "kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk"… (5000 bytes)`}},
+		{"more perSeed entries than seeds", `{"seeds": [0], "metrics": {` + full + `}, "perSeed": [{"seed": 0, "metrics": {` + full + `}}, {"seed": 1, "metrics": {` + full + `}}]}`,
+			[]string{"perSeed has 2 entries, more than the 1 seeds"}},
 		{"missing metric", `{"metrics": {"velocity_error_linear": 0.2, "velocity_error_angular": 0.3, "action_acceleration": 12, "orientation_error": 0.05, "foot_slip": 0.08, "mechanical_power": 150}}`,
 			[]string{"metrics.fall_rate: missing"}},
 		{"no metrics", `{"task": "Unitree-Go2-Flat"}`, []string{"metrics: missing"}},
-		{"1e999", `{"metrics": {"fall_rate": 1e999}}`, []string{"malformed: json: cannot unmarshal number 1e999"}},
+		{"1e999", `{"metrics": {"fall_rate": 1e999}}`, []string{`malformed: "metrics" holds a number where a float64 belongs`}},
 		{"string for a number", `{"metrics": {"fall_rate": "0.01"}}`, []string{"malformed: "}},
 		{"negative", `{"metrics": {` + strings.Replace(full, "150", "-150", 1) + `}}`, []string{"metrics.mechanical_power: -150 is negative"}},
-		{"per-seed problems name the seed", `{"metrics": {` + full + `}, "perSeed": [{"seed": 7, "metrics": {"fall_rate": 0}}, {"seed": 2, "metrics": {` + strings.Replace(full, "0.08", "-0.08", 1) + `}}, {"seed": 3}]}`,
+		{"per-seed problems name the seed", `{"seeds": [7, 2, 3], "metrics": {` + full + `}, "perSeed": [{"seed": 7, "metrics": {"fall_rate": 0}}, {"seed": 2, "metrics": {` + strings.Replace(full, "0.08", "-0.08", 1) + `}}, {"seed": 3}]}`,
 			[]string{
 				"perSeed[0] (seed 7).velocity_error_linear: missing", "perSeed[0] (seed 7).velocity_error_angular: missing",
 				"perSeed[0] (seed 7).action_acceleration: missing", "perSeed[0] (seed 7).orientation_error: missing",
@@ -369,6 +373,68 @@ func TestDecodeEvaluation(t *testing.T) {
 				t.Errorf("error %q", err)
 			}
 		})
+	}
+}
+
+// TestDecodeEvaluationQuotesNoValue: what a trainer wrote as a value (a token it read, a
+// megabyte of text) never reaches the message of an invalid evaluation.json, which goes to
+// the trial's reason, the chat card and the log (issue 36 item 8): keys are named, values
+// are not.
+func TestDecodeEvaluationQuotesNoValue(t *testing.T) {
+	const secret = "xoxb-1234-SECRETVALUE"
+	for _, in := range []string{
+		`{"metrics": {"fall_rate": "` + secret + `"}}`,
+		`{"metrics": ` + secret + `}`,
+		`{"task": ["` + secret + `"]}`,
+		`{"seeds": "` + secret + `"}`,
+		`{"metrics": {"fall_rate": ` + secret,
+		`{"metrics": {"fall_rate": 1` + secret + `}}`,
+	} {
+		_, err := session.DecodeEvaluation([]byte(in))
+		if err == nil || strings.Contains(err.Error(), "SECRET") || strings.Contains(err.Error(), "xoxb") {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+	// A number's literal is the trainer's bytes too: 1 MB of digits, or digits that spell a
+	// PIN, are not quoted (json's own message quotes them whole).
+	for _, in := range []string{
+		`{"metrics": {"fall_rate": 1` + strings.Repeat("9", 1<<20) + `}}`,
+		`{"seeds": [31415926535897932384626433832795]}`,
+		`{"iteration": 2.71828182845}`,
+	} {
+		_, err := session.DecodeEvaluation([]byte(in))
+		if err == nil || len(err.Error()) > 200 || strings.Contains(err.Error(), "99999") || strings.Contains(err.Error(), "3141592") || strings.Contains(err.Error(), "2.718") {
+			t.Errorf("%.60s…: %.300s", in, err)
+		}
+	}
+}
+
+// TestDecodeEvaluationKeepsFewExtraMetrics: issue 36's attack, 15,000 extra metric names in
+// each metrics map, is cut to MaxExtraMetrics per map (the seven of the contract all kept),
+// and Notes say what was left out, for the trial's log.
+func TestDecodeEvaluationKeepsFewExtraMetrics(t *testing.T) {
+	var extra strings.Builder
+	for i := range 15000 {
+		fmt.Fprintf(&extra, `, "extra_metric_%05d": %d`, i, i)
+	}
+	fmt.Fprintf(&extra, `, "%s": 1, "": 2`, strings.Repeat("n", session.MaxMetricName+1))
+	full := `"velocity_error_linear": 0.2, "velocity_error_angular": 0.3, "action_acceleration": 12, "orientation_error": 0.05, "fall_rate": 0.01, "foot_slip": 0.08, "mechanical_power": 150`
+	in := `{"seeds": [0], "metrics": {` + full + extra.String() + `}, "perSeed": [{"seed": 0, "metrics": {` + full + extra.String() + `}}]}`
+	ev, err := session.DecodeEvaluation([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []session.Metrics{ev.Metrics, ev.PerSeed[0].Metrics} {
+		if len(m) != session.NumMetrics+session.MaxExtraMetrics || m[session.MetricPower] != 150 || m["extra_metric_00000"] != 0 || m["extra_metric_00007"] != 7 {
+			t.Errorf("kept %d names (power %v, extra 7 %v), want the seven and the first %d others", len(m), m[session.MetricPower], m["extra_metric_00007"], session.MaxExtraMetrics)
+		}
+	}
+	want := []string{"evaluation.json names more metrics than the seven of the evaluation contract: kept at most 8 other names (of at most 64 bytes) per metrics map, left out 29988 names in 2 maps"}
+	if diff := cmp.Diff(want, ev.Notes); diff != "" {
+		t.Errorf("notes (-want +got):\n%s", diff)
+	}
+	if _, err := session.DecodeEvaluation([]byte(designEvaluation)); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -3,6 +3,8 @@ package session
 import (
 	"errors"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -328,5 +330,38 @@ func TestDuplicateOf(t *testing.T) {
 				t.Errorf("duplicateOf = %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+// TestRunDirsAreMadeUnderTheRoot: a session directory swapped for a link out of the
+// sessions directory (another user's, in a shared data_dir) is refused when a run directory
+// is made or discarded in it: nothing is created or removed through the link (issue 36).
+func TestRunDirsAreMadeUnderTheRoot(t *testing.T) {
+	sessions, outside := t.TempDir(), t.TempDir()
+	keep := filepath.Join(outside, "trial-000-rung-0", "keep")
+	if err := os.MkdirAll(filepath.Dir(keep), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keep, []byte("theirs"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(sessions, "s1")); err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{cfg: EngineConfig{SessionsDir: sessions}}
+	if err := e.removeDir(filepath.Join("s1", "trial-000-rung-0")); err == nil {
+		t.Error("a run directory was discarded through a link out of the sessions directory")
+	}
+	if err := e.makeDir(filepath.Join("s1", "trial-001-rung-0")); err == nil {
+		t.Error("a run directory was made through a link out of the sessions directory")
+	}
+	if _, err := os.Stat(keep); err != nil {
+		t.Errorf("the linked directory's file: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "trial-001-rung-0")); err == nil {
+		t.Error("a run directory was made in the linked directory")
+	}
+	if err := e.makeDir(filepath.Join("s2", "trial-000-rung-0")); err != nil {
+		t.Errorf("a run directory of a session of its own: %v", err)
 	}
 }

@@ -36,11 +36,14 @@ func (e *DamagedError) Unwrap() error { return session.ErrDamaged }
 // where nothing can recover, never meets it first. After a panic the file bbolt opened is
 // closed, but its mapping, and with it the file's lock, stays until the process exits: the
 // callers are commands that exit on that error.
-func openBolt(path string, o *bolt.Options) (db *bolt.DB, err error) {
+func openBolt(path string, o *bolt.Options, openFile func(string, int, os.FileMode) (*os.File, error)) (db *bolt.DB, err error) {
 	o.PreLoadFreelist = true
+	if openFile == nil {
+		openFile = os.OpenFile
+	}
 	var file *os.File
 	o.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
-		f, err := os.OpenFile(name, flag, perm)
+		f, err := openFile(name, flag, perm)
 		file = f
 		return f, err
 	}

@@ -82,7 +82,7 @@ func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
 	}
 	// Opened before the rename, so the file is locked the moment it has the data file's
 	// name: no other tunebot can take it in between.
-	fresh, err = openBolt(tmpPath, &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType})
+	fresh, err = openBolt(tmpPath, &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType}, nil)
 	if err != nil {
 		return 0, 0, fmt.Errorf("compacting: opening the copy: %w", err)
 	}

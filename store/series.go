@@ -73,22 +73,28 @@ func (d *DB) PutSeries(ctx context.Context, key session.SeriesKey, points []sess
 }
 
 // PutSeriesBatch replaces the series of every tag in series for one trial in one
-// transaction; tags not in series are kept.
+// transaction; tags not in series are kept. Each tag is stored on its own: one that cannot
+// name a curve (session.TagProblem) or that bbolt refuses is left out, quoted by a short
+// prefix in the returned error, and the others are stored all the same (issue 36: one empty
+// tag used to drop every curve of the trial).
 func (d *DB) PutSeriesBatch(ctx context.Context, sessionID string, ref session.TrialRef, series map[string][]session.Point) error {
 	if sessionID == "" {
 		return fmt.Errorf("storing series of %s: empty session id", ref)
 	}
-	for tag := range series {
-		if tag == "" {
-			return fmt.Errorf("storing series of %s of session %s: empty tag", ref, sessionID)
-		}
-	}
+	var refused []error
 	// Encoding outside the transaction keeps the writer lock short.
 	packed := make(map[string][]byte, len(series))
 	for tag, pts := range series {
+		if p := session.TagProblem(tag); p != "" {
+			refused = append(refused, fmt.Errorf("series %s of %s of session %s not stored: its tag is %s", session.QuoteShort(tag), ref, sessionID, p))
+			continue
+		}
 		packed[tag] = encodeSeries(pts)
 	}
-	return d.update(ctx, func(tx *bolt.Tx) error {
+	if len(packed) == 0 {
+		return errors.Join(refused...)
+	}
+	err := d.update(ctx, func(tx *bolt.Tx) error {
 		s, err := subCreate(tx, bucketSeries, sessionID)
 		if err != nil {
 			return err
@@ -99,11 +105,12 @@ func (d *DB) PutSeriesBatch(ctx context.Context, sessionID string, ref session.T
 		}
 		for tag, buf := range packed {
 			if err := b.Put([]byte(tag), buf); err != nil {
-				return fmt.Errorf("storing series %s of %s of session %s: %w", tag, ref, sessionID, err)
+				refused = append(refused, fmt.Errorf("series %s of %s of session %s not stored: %w", session.QuoteShort(tag), ref, sessionID, err))
 			}
 		}
 		return nil
 	})
+	return errors.Join(append([]error{err}, refused...)...)
 }
 
 // Series returns the series of key, or an error wrapping session.ErrNotFound.
@@ -148,6 +155,36 @@ func (d *DB) SeriesTags(ctx context.Context, sessionID string, ref session.Trial
 			out = append(out, string(k))
 			return nil
 		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SeriesTagsPage lists at most limit of the tags stored for a trial that sort after after,
+// in byte order, reading from a cursor placed there: a page of a trial's tags costs the
+// page, not the trial's whole list.
+func (d *DB) SeriesTagsPage(ctx context.Context, sessionID string, ref session.TrialRef, after string, limit int) ([]string, error) {
+	out := []string{}
+	err := d.view(ctx, func(tx *bolt.Tx) error {
+		s := sub(tx, bucketSeries, sessionID)
+		if s == nil {
+			return nil
+		}
+		b := s.Bucket(trialKey(ref))
+		if b == nil {
+			return nil
+		}
+		c := b.Cursor()
+		k, _ := c.Seek([]byte(after))
+		if k != nil && after != "" && string(k) == after {
+			k, _ = c.Next()
+		}
+		for ; k != nil && len(out) < limit; k, _ = c.Next() {
+			out = append(out, string(k))
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, err

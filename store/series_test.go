@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,6 +86,36 @@ func TestSeriesReplaceTagsAndBatch(t *testing.T) {
 	}
 }
 
+// TestSeriesBatchStoresEachTagOnItsOwn: a tag no curve may carry (empty, not UTF-8, over
+// session.MaxTagBytes, over bbolt's 32 KiB key) is left out and named by a short prefix,
+// and the rest of the batch is stored (issue 36: one such tag failed the whole batch and
+// was quoted whole in the log).
+func TestSeriesBatchStoresEachTagOnItsOwn(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	ref := session.TrialRef{Number: 1}
+	pts := []session.Point{{Step: 1, Value: 1}}
+	huge := strings.Repeat("h", 64<<10)
+	batch := map[string][]session.Point{"Loss/value": pts, "": pts, "bad\xff": pts, strings.Repeat("l", session.MaxTagBytes+1): pts, huge: pts}
+	err := db.PutSeriesBatch(ctx, "s1", ref, batch)
+	if err == nil {
+		t.Fatal("PutSeriesBatch accepted tags no curve may carry")
+	}
+	for _, want := range []string{`"" of trial 1 @ rung 0 of session s1 not stored: its tag is empty`, `"bad\xff" of trial 1 @ rung 0 of session s1 not stored: its tag is not UTF-8`,
+		`(257 bytes) of trial 1 @ rung 0 of session s1 not stored: its tag is 257 bytes, more than 256`, `(65536 bytes) of trial 1 @ rung 0 of session s1 not stored`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error lacks %q: %.500s", want, err)
+		}
+	}
+	if len(err.Error()) > 1000 {
+		t.Errorf("the error is %d bytes: it quotes a tag whole", len(err.Error()))
+	}
+	tags, err := db.SeriesTags(ctx, "s1", ref)
+	if diff := cmp.Diff([]string{"Loss/value"}, tags); err != nil || diff != "" {
+		t.Errorf("stored tags: %v, diff (-want +got):\n%s", err, diff)
+	}
+}
+
 // BenchmarkPutSeriesBatch writes one trial's worth of series: 40 tags × 2000 points.
 func BenchmarkPutSeriesBatch(b *testing.B) {
 	ctx := context.Background()
@@ -101,5 +132,35 @@ func BenchmarkPutSeriesBatch(b *testing.B) {
 		if err := db.PutSeriesBatch(ctx, "s1", session.TrialRef{Number: i}, series); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestSeriesTagsPage: a page of a trial's tags starts after the tag given (present or not)
+// and holds at most limit tags, in byte order.
+func TestSeriesTagsPage(t *testing.T) {
+	ctx := context.Background()
+	db, _ := openDB(t)
+	ref := session.TrialRef{Number: 2}
+	batch := map[string][]session.Point{}
+	for _, tag := range []string{"a", "b", "c", "d", "e"} {
+		batch[tag] = []session.Point{{Step: 1, Value: 1}}
+	}
+	if err := db.PutSeriesBatch(ctx, "s1", ref, batch); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		after string
+		limit int
+		want  []string
+	}{
+		{"", 2, []string{"a", "b"}}, {"b", 2, []string{"c", "d"}}, {"bb", 10, []string{"c", "d", "e"}}, {"e", 3, []string{}},
+	} {
+		got, err := db.SeriesTagsPage(ctx, "s1", ref, tc.after, tc.limit)
+		if diff := cmp.Diff(tc.want, got); err != nil || diff != "" {
+			t.Errorf("after %q limit %d: %v (-want +got):\n%s", tc.after, tc.limit, err, diff)
+		}
+	}
+	if got, err := db.SeriesTagsPage(ctx, "s1", session.TrialRef{Number: 9}, "", 5); err != nil || len(got) != 0 {
+		t.Errorf("a trial without curves: %v %v", got, err)
 	}
 }

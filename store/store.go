@@ -48,6 +48,9 @@ type Options struct {
 	// NoSync skips the fsync of every commit: for tests that race thousands of writes,
 	// never for a real data file, which a crash could then lose or damage.
 	NoSync bool
+	// OpenFile opens the data file in place of os.OpenFile (nil: os.OpenFile). In a shared
+	// data_dir the daemon passes one that refuses a link, or a file not its user's alone.
+	OpenFile func(name string, flag int, perm os.FileMode) (*os.File, error)
 }
 
 // DB is tunebot's store. It is safe for concurrent use.
@@ -119,7 +122,7 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("creating data directory %s: %w", dir, err)
 		}
 	}
-	bdb, err := openBolt(path, &bolt.Options{Timeout: opts.Timeout, FreelistType: bolt.FreelistMapType, ReadOnly: opts.ReadOnly})
+	bdb, err := openBolt(path, &bolt.Options{Timeout: opts.Timeout, FreelistType: bolt.FreelistMapType, ReadOnly: opts.ReadOnly}, opts.OpenFile)
 	var damaged *DamagedError
 	if errors.As(err, &damaged) {
 		return nil, err

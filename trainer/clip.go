@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"tunebot/private"
 	"tunebot/session"
 )
 
@@ -285,7 +286,7 @@ func removeClip(runDir string) error {
 }
 
 func appendLog(path, line string) {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := private.Append(path, 0o644)
 	if err != nil {
 		return
 	}

@@ -2,11 +2,13 @@ package trainer
 
 import (
 	"fmt"
-	"os"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
+	"tunebot/private"
 	"tunebot/session"
 )
 
@@ -108,6 +110,10 @@ func (s *seriesReader) cutLines() []string {
 		lines = append(lines, fmt.Sprintf("event files have more tags than events.max_tags allows (%d): %s further tags dropped (%d points)",
 			s.r.Limits.MaxTags, n, c.Scalars))
 	}
+	if c.Refused.Tags > 0 {
+		lines = append(lines, fmt.Sprintf("event files have %d tags no curve may carry (empty, not UTF-8, or longer than %d bytes): dropped (%d points), the other tags kept; %s",
+			c.Refused.Tags, session.MaxTagBytes, c.Refused.Scalars, strings.Join(c.Refused.Examples, "; ")))
+	}
 	if c.Bytes > 0 {
 		lines = append(lines, fmt.Sprintf("event files are larger than events.max_bytes allows (%d bytes): %d bytes left unread",
 			s.r.Limits.MaxBytes, c.Bytes))
@@ -126,23 +132,27 @@ func (s *seriesReader) cutLines() []string {
 // reportCuts writes what the event limits cut to the job's log, where a person reading
 // the trial looks, and to tunebot's own log; once per job, when it is done.
 func (s *seriesReader) reportCuts(logPath string) {
-	lines := s.cutLines()
+	for _, l := range s.cutLines() {
+		s.logger.Warn("event limit cut", "what", l)
+	}
+	appendNotes(logPath, s.cutLines(), s.logger)
+}
+
+// appendNotes writes tunebot's lines about a job to the job's log at logPath, each after
+// "=== tunebot: <time>", through private.Append (no link, no FIFO is written through).
+func appendNotes(logPath string, lines []string, logger *slog.Logger) {
 	if len(lines) == 0 {
 		return
 	}
-	f, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := private.Append(logPath, 0o644)
 	if err != nil {
-		s.logger.Warn("writing the event limits' cuts to the job log", "log", filepath.Base(logPath), "err", err)
+		logger.Warn("writing tunebot's notes to the job log", "log", filepath.Base(logPath), "err", err)
+		return
 	}
 	for _, l := range lines {
-		s.logger.Warn("event limit cut", "what", l)
-		if f != nil {
-			fmt.Fprintf(f, "=== tunebot: %s %s\n", time.Now().Format(time.RFC3339), l)
-		}
+		fmt.Fprintf(f, "=== tunebot: %s %s\n", time.Now().Format(time.RFC3339), l)
 	}
-	if f != nil {
-		if err := f.Close(); err != nil {
-			s.logger.Warn("writing the event limits' cuts to the job log", "log", filepath.Base(logPath), "err", err)
-		}
+	if err := f.Close(); err != nil {
+		logger.Warn("writing tunebot's notes to the job log", "log", filepath.Base(logPath), "err", err)
 	}
 }

@@ -146,3 +146,55 @@ func TestEventLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedTagsKeepTheRest: issue 36's event file, a good curve beside an empty tag and
+// tags of 256 KiB, keeps the good curve through the train job and the store; train.log says
+// what was refused, quoting each tag by a short prefix only.
+func TestRefusedTagsKeepTheRest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "run")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	w, err := tfevents.Create(filepath.Join(dir, tfevents.FileName(time.Unix(1, 0), "host", 1, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for s := range int64(10) {
+		for _, tag := range []string{"Train/mean_reward", "", strings.Repeat("x", 256<<10) + "1", strings.Repeat("x", 256<<10) + "2"} {
+			if err := w.Scalar(tag, s, float64(s), time.Unix(s, 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := newRunner(t, trainer.Templates{
+		Train:    []string{"sh", "-c", `touch "$0/model_9.pt" "$0/policy.onnx"`, "{run_dir}"},
+		Evaluate: []string{"true"},
+	})
+	res, err := r.Train(context.Background(), trainJob(dir, 10), session.JobHooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Series) != 1 || len(res.Series["Train/mean_reward"]) != 10 {
+		t.Errorf("series %d tags, Train/mean_reward %d points; want that curve whole and nothing else", len(res.Series), len(res.Series["Train/mean_reward"]))
+	}
+	log := readFile(t, filepath.Join(dir, trainer.TrainLog))
+	if !strings.Contains(log, "event files have 3 tags no curve may carry (empty, not UTF-8, or longer than 256 bytes): dropped (30 points), the other tags kept") {
+		t.Errorf("train.log does not say what was refused:\n%.2000s", log)
+	}
+	for _, line := range strings.Split(log, "\n") {
+		if len(line) > 1000 {
+			t.Errorf("train.log has a line of %d bytes: %.200s…", len(line), line)
+		}
+	}
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.PutSeriesBatch(context.Background(), "s1", session.TrialRef{Number: 1}, res.Series); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/trainer/slurm"
@@ -276,7 +277,7 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	if out.failed != "" {
 		return ev, &session.JobError{Job: "evaluate", Reason: out.failed, LogTail: logTail(logPath)}
 	}
-	if ev, err = evaluationOf(job, logPath); err != nil {
+	if ev, err = evaluationOf(job, logPath, logger); err != nil {
 		return ev, err
 	}
 	if job.Clip {
@@ -288,7 +289,7 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 // evaluationOf reads the evaluation an evaluate job wrote at job.Output (readEvaluation),
 // decodes it strictly and checks it holds the seeds asked for; each failure is the job's,
 // with the tail of its log at logPath.
-func evaluationOf(job session.EvalJob, logPath string) (session.Evaluation, error) {
+func evaluationOf(job session.EvalJob, logPath string, logger *slog.Logger) (session.Evaluation, error) {
 	var ev session.Evaluation
 	data, err := readEvaluation(job)
 	if err != nil {
@@ -304,9 +305,9 @@ func evaluationOf(job session.EvalJob, logPath string) (session.Evaluation, erro
 			Reason: "invalid " + err.Error()}
 	}
 	if !sameSeeds(ev.Seeds, job.Seeds) {
-		return ev, &session.JobError{Job: "evaluate", LogTail: logTail(logPath),
-			Reason: fmt.Sprintf("%s has seeds %v, asked for %v", filepath.Base(job.Output), ev.Seeds, job.Seeds)}
+		return ev, &session.JobError{Job: "evaluate", LogTail: logTail(logPath), Reason: seedsReason(filepath.Base(job.Output), ev.Seeds, job.Seeds)}
 	}
+	appendNotes(logPath, ev.Notes, logger)
 	return ev, nil
 }
 
@@ -324,6 +325,16 @@ func readEvaluation(job session.EvalJob) ([]byte, error) {
 	}
 	defer f.Close()
 	return f.ReadAll()
+}
+
+// seedsReason says that the evaluation file name holds other seeds than asked for: by
+// value when it holds as many as asked (at most 16), by count when not, so a file of a
+// million seeds is not quoted into the trial's reason.
+func seedsReason(name string, got, asked []int) string {
+	if len(got) != len(asked) {
+		return fmt.Sprintf("%s has %d seeds, asked for %d: %v", name, len(got), len(asked), asked)
+	}
+	return fmt.Sprintf("%s has seeds %v, asked for %v", name, got, asked)
 }
 
 func sameSeeds(a, b []int) bool {
@@ -431,7 +442,7 @@ func (r *Runner) startLocal(s jobSpec) (*exec.Cmd, *os.File, error) {
 		return nil, nil, err
 	}
 	logPath := filepath.Join(s.dir, s.log)
-	logf, err := os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	logf, err := private.Append(logPath, 0o644)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening %s: %w", s.log, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/trainer/slurm"
@@ -170,7 +171,7 @@ func (r *Runner) runSlurm(ctx context.Context, s jobSpec) (jobOutcome, error) {
 		return jobOutcome{}, err
 	}
 	w.exitFile = slurm.ExitPath(j)
-	if w.logf, err = os.OpenFile(logPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err != nil {
+	if w.logf, err = private.Append(logPath, 0o644); err != nil {
 		return jobOutcome{}, fmt.Errorf("opening %s: %w", s.log, err)
 	}
 	defer w.logf.Close()

@@ -42,9 +42,41 @@ func newLogger(c LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// openStore opens the data dir's store; when a daemon holds it, the error says so.
+// openStore opens the data dir's store; when a daemon holds it, the error says so. In a
+// shared data_dir it is opened as the keys are (private.OpenOwn): never through a link,
+// the daemon user's alone.
 func openStore(cfg Config) (*store.DB, error) {
-	return store.Open(dataFile(cfg), store.Options{})
+	var opts store.Options
+	if cfg.Service.SharedDataDir {
+		opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			return private.OpenOwn(name, flag, perm, "the store")
+		}
+	}
+	return store.Open(dataFile(cfg), opts)
+}
+
+// sessionsDir is where every session's run directories live.
+func sessionsDir(cfg Config) string { return filepath.Join(cfg.DataDir, "sessions") }
+
+// checkShared checks, in a shared data_dir, what lives beside private/ and that another
+// user could swap for a link: the sessions directory (every run directory, checkpoint and
+// evaluation.json) must be the daemon user's own and writable by nobody else. The store
+// and the log are checked as they are opened (openStore, openLog).
+func checkShared(cfg Config) error {
+	if !cfg.Service.SharedDataDir {
+		return nil
+	}
+	return private.OwnDir(sessionsDir(cfg), 0o755, "the sessions directory, which holds every run directory")
+}
+
+// openLog opens tunebot.log in dataDir for appending; in a shared data_dir as the keys are
+// (private.OpenOwn), so a link planted for it is refused, not written through.
+func openLog(dataDir string, shared bool) (*os.File, error) {
+	path := filepath.Join(dataDir, "tunebot.log")
+	if shared {
+		return private.OpenOwn(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600, "tunebot's log")
+	}
+	return os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 }
 
 // dataFile is the path of the data dir's store.
@@ -67,14 +99,13 @@ func dataDirAccess(dir string) string {
 // consoleLogger is the logger of the foreground commands (tune, demo): everything at the
 // configured level goes to <data_dir>/tunebot.log, and only warnings and errors reach the
 // terminal, where the cards are. The returned func closes the file.
-func consoleLogger(c LogConfig, dataDir string, stderr io.Writer) (*slog.Logger, func(), error) {
+func consoleLogger(c LogConfig, dataDir string, shared bool, stderr io.Writer) (*slog.Logger, func(), error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("data_dir %s cannot be created: %w", dataDir, err)
 	}
-	path := filepath.Join(dataDir, "tunebot.log")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	f, err := openLog(dataDir, shared)
 	if err != nil {
-		return nil, nil, fmt.Errorf("data_dir %s is not writable: %w", dataDir, err)
+		return nil, nil, fmt.Errorf("opening tunebot's log in data_dir %s: %w", dataDir, err)
 	}
 	file := newLogger(c, f).Handler()
 	term := slog.NewTextHandler(secret.Process().Writer(stderr), &slog.HandlerOptions{Level: slog.LevelWarn})
@@ -98,6 +129,9 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 	// Refused when others may write it (unless shared on purpose): a key planted there
 	// would sign anyone in as the operator.
 	if _, err := private.Dir(cfg.DataDir, cfg.Service.SharedDataDir); err != nil {
+		return nil, err
+	}
+	if err := checkShared(cfg); err != nil {
 		return nil, err
 	}
 	probe := filepath.Join(cfg.DataDir, ".write-test")
@@ -144,7 +178,7 @@ func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.
 	}
 	return session.NewEngine(session.EngineConfig{
 		Store: st, Trainer: runner, Advisor: primary, Sampler: sampler,
-		Notifier: note, Space: cfg.engineSpace(), Spaces: cfg.spaces(), SessionsDir: filepath.Join(cfg.DataDir, "sessions"), Logger: logger,
+		Notifier: note, Space: cfg.engineSpace(), Spaces: cfg.spaces(), SessionsDir: sessionsDir(cfg), Logger: logger,
 		// Parallel 0 lets the engine take each session's own GPUs into account (local).
 		Parallel: cfg.Executor.Parallel, GPUsPerTrial: cfg.Executor.GPUsPerTrial,
 		LeaseGPUs: cfg.Executor.Backend == BackendLocal, TrainerKind: trainerKind(cfg.Trainer),

@@ -84,7 +84,7 @@ func daemonLogger(cfg Config, e *env) (*slog.Logger, func(), error) {
 	if chatEnabled(cfg.Chat) {
 		return newLogger(cfg.Log, e.stderr), func() {}, nil
 	}
-	return consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
+	return consoleLogger(cfg.Log, cfg.DataDir, cfg.Service.SharedDataDir, e.stderr)
 }
 
 // chatEnabled reports whether the config enables a chat platform; with none, run's front

@@ -162,7 +162,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	if !ok {
 		return 1
 	}
-	logger, closeLog, err := consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
+	logger, closeLog, err := consoleLogger(cfg.Log, cfg.DataDir, cfg.Service.SharedDataDir, e.stderr)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "tunebot:", err)
 		return 1

@@ -159,3 +159,38 @@ func TestTokenIsWrittenThroughNoLink(t *testing.T) {
 		t.Errorf("backup.token: %v %v", info, err)
 	}
 }
+
+// TestSharedDataDirFollowsNoPlantedLink (issue 36 item 2): with service.shared_data_dir,
+// a link another user planted for sessions/, tunebot.log or tunebot.db (here to a directory
+// and a file of a temp dir standing for theirs) makes the daemon refuse to start, naming
+// the link, and nothing is written through it.
+func TestSharedDataDirFollowsNoPlantedLink(t *testing.T) {
+	for _, tc := range []struct{ name, target, want string }{
+		{"sessions", "dir", "sessions (the sessions directory, which holds every run directory) is a symbolic link: in a shared data_dir tunebot refuses it"},
+		{"tunebot.log", "file", "tunebot.log (tunebot's log) is a symbolic link: in a shared data_dir tunebot refuses it"},
+		{"tunebot.db", "file", "tunebot.db (the store) is a symbolic link: in a shared data_dir tunebot refuses it"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, theirs := t.TempDir(), t.TempDir()
+			data := dataDirMode(t, dir, 0o777)
+			target := theirs
+			if tc.target == "file" {
+				target = filepath.Join(theirs, "victim")
+				if err := os.WriteFile(target, []byte("theirs\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(target, filepath.Join(data, tc.name)); err != nil {
+				t.Fatal(err)
+			}
+			cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: %s\nservice: {addr: \"off\", shared_data_dir: true}\n", data))
+			if out := runRefused(t, cfg); !strings.Contains(out, tc.want) {
+				t.Errorf("the refusal does not say %q:\n%s", tc.want, out)
+			}
+			ents, _ := os.ReadDir(theirs)
+			if b, _ := os.ReadFile(filepath.Join(theirs, "victim")); (tc.target == "file" && (string(b) != "theirs\n" || len(ents) != 1)) || (tc.target == "dir" && len(ents) != 0) {
+				t.Errorf("written through the link: %d entries, victim %q", len(ents), b)
+			}
+		})
+	}
+}

@@ -30,7 +30,7 @@ func TestLogsRedactSecrets(t *testing.T) {
 		var daemon, term bytes.Buffer
 		newLogger(LogConfig{Level: "debug", Format: format}, &daemon).Error("test output: "+key, "err", "posting to "+hook+": 404", "token", cred)
 		dir := t.TempDir()
-		logger, closeLog, err := consoleLogger(LogConfig{Level: "debug", Format: format}, dir, &term)
+		logger, closeLog, err := consoleLogger(LogConfig{Level: "debug", Format: format}, dir, false, &term)
 		if err != nil {
 			t.Fatal(err)
 		}

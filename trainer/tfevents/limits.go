@@ -1,5 +1,14 @@
 package tfevents
 
+import (
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"unicode/utf8"
+
+	"tunebot/session"
+)
+
 // Limits bound what one Reader takes from the event files it reads (a trial's run
 // directory): a buggy or hostile trainer can write an event file of 200,000 tags, and every
 // tag kept becomes a series in memory, a key in the store and a line of the page's tag list
@@ -19,16 +28,31 @@ type Cut struct {
 	Scalars   int64 // scalars of the dropped tags
 	Bytes     int64 // bytes of event files left unread, as of the last read of each
 	TagsAbove bool  // Tags reached maxCounted: there were more
+	// Refused are the tags no curve may carry (session.TagProblem: empty, not UTF-8, over
+	// session.MaxTagBytes), dropped whatever the limits, one by one; the rest are kept.
+	Refused RefusedTags
+}
+
+// RefusedTags counts the tags a Reader refused as names of curves. None of them is held:
+// a tag of 256 KiB is counted by a hash of it, and Examples quote short prefixes.
+type RefusedTags struct {
+	Tags     int      // distinct refused tags (at least; counting stops at maxCounted)
+	Scalars  int64    // their scalars
+	Examples []string // up to maxExamples, each session.QuoteShort'ed with its problem
 }
 
 // maxCounted bounds the dropped tags a Reader remembers in order to count them.
 const maxCounted = 10_000
+
+// maxExamples bounds the refused tags RefusedTags quotes.
+const maxExamples = 3
 
 // Cut reports what the Reader's Limits have left out so far.
 func (r *Reader) Cut() Cut {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	c := Cut{Tags: len(r.lim.dropped), Scalars: r.lim.scalars, TagsAbove: len(r.lim.dropped) >= maxCounted}
+	c.Refused = RefusedTags{Tags: len(r.lim.refused), Scalars: r.lim.refusedScalars, Examples: slices.Clone(r.lim.examples)}
 	for _, n := range r.lim.unread {
 		c.Bytes += n
 	}
@@ -42,11 +66,64 @@ type limitState struct {
 	scalars int64               // scalars of refused tags
 	read    int64               // bytes read over all files, for MaxBytes
 	unread  map[string]int64    // per file, the bytes MaxBytes left unread
+
+	refused        map[uint64]struct{} // hashes of the tags refused as names, up to maxCounted
+	refusedScalars int64
+	examples       []string
+	seed           maphash.Seed
 }
 
-// admit reports whether the scalars of tag are kept under MaxTags, counting those that are
-// not. It is asked once per tag a read meets, so its map lookups are off the hot path.
+// admit reports whether the scalars of tag are kept: a tag no curve may carry never is,
+// nor one past MaxTags; it counts those that are not. It is asked once per tag a read meets
+// (and for each scalar of a refused one), so its map lookups are off the hot path.
 func (r *Reader) admit(tag []byte) bool {
+	if len(tag) == 0 || len(tag) > session.MaxTagBytes || !utf8.Valid(tag) {
+		r.refuse(tag)
+		return false
+	}
+	if !r.underMaxTags(tag) {
+		r.drop(tag)
+		return false
+	}
+	return true
+}
+
+// refuse counts one scalar of a tag that cannot name a curve, without keeping the tag: a
+// hash of it tells a new one, and the first few are quoted by a short prefix.
+func (r *Reader) refuse(tag []byte) {
+	r.lim.refusedScalars++
+	if len(r.lim.refused) >= maxCounted {
+		return
+	}
+	if r.lim.refused == nil {
+		r.lim.refused = map[uint64]struct{}{}
+		r.lim.seed = maphash.MakeSeed()
+	}
+	h := maphash.Bytes(r.lim.seed, tag)
+	if _, ok := r.lim.refused[h]; ok {
+		return
+	}
+	r.lim.refused[h] = struct{}{}
+	if len(r.lim.examples) < maxExamples {
+		r.lim.examples = append(r.lim.examples, refusedExample(tag))
+	}
+}
+
+// refusedExample quotes a refused tag by a short prefix, with its problem.
+func refusedExample(tag []byte) string {
+	problem := fmt.Sprintf("%d bytes, more than %d", len(tag), session.MaxTagBytes)
+	if len(tag) <= session.MaxTagBytes {
+		problem = session.TagProblem(string(tag))
+	}
+	quoted := session.QuoteShort(string(tag[:min(len(tag), 64)]))
+	if len(tag) > 64 {
+		quoted = fmt.Sprintf("%s… (%d bytes)", session.QuoteShort(string(tag[:40])), len(tag))
+	}
+	return quoted + ": " + problem
+}
+
+// underMaxTags reports whether tag is kept under MaxTags, admitting it when there is room.
+func (r *Reader) underMaxTags(tag []byte) bool {
 	if r.Limits.MaxTags <= 0 {
 		return true
 	}

@@ -5,9 +5,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"tunebot/session"
 	"tunebot/trainer/tfevents"
 )
 
@@ -101,7 +106,7 @@ func TestMaxBytes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if all.Offset(a) != sa.Size() || all.Cut() != (tfevents.Cut{}) {
+	if all.Offset(a) != sa.Size() || !cmp.Equal(all.Cut(), tfevents.Cut{}, cmpopts.EquateEmpty()) {
 		t.Errorf("without limits: offset %d of %d, cut %+v", all.Offset(a), sa.Size(), all.Cut())
 	}
 }
@@ -151,5 +156,56 @@ func TestMaxTagsKeepsTheEstimate(t *testing.T) {
 	}
 	if alloc := ms1.TotalAlloc - ms0.TotalAlloc; alloc > 256<<10 {
 		t.Errorf("reading 100 points among 100,000 dropped scalars allocated %d bytes", alloc)
+	}
+}
+
+// TestRefusedTags: a tag no curve may carry (empty, not UTF-8, longer than
+// session.MaxTagBytes) is dropped on its own, whatever the limits, and the other tags of the
+// file are kept; Cut counts the refused ones and quotes them by a short prefix (issue 36:
+// one empty or 256 KiB tag dropped every curve of the trial and was logged whole).
+func TestRefusedTags(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.out.tfevents.1.a")
+	w, err := tfevents.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	atLimit := strings.Repeat("a", session.MaxTagBytes)
+	bad := []string{"", "bad\xff\xfe", strings.Repeat("b", session.MaxTagBytes+1), strings.Repeat("c", 256<<10)}
+	for step := range 3 {
+		for _, tag := range append([]string{"Loss/value", atLimit}, bad...) {
+			if err := w.Scalar(tag, int64(step), 1, time.Unix(int64(step), 0)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, scan := range []bool{false, true} {
+		r := tfevents.Reader{Limits: tfevents.Limits{MaxTags: 2}}
+		kept := map[string]int{}
+		if scan {
+			err = r.ScanFile(path, func(s tfevents.Scalar) { kept[s.Tag]++ })
+		} else {
+			var got map[string][]session.Point
+			got, err = r.ReadFile(path)
+			for tag, pts := range got {
+				kept[tag] = len(pts)
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(map[string]int{"Loss/value": 3, atLimit: 3}, kept); diff != "" {
+			t.Errorf("scan %v: kept (-want +got):\n%s", scan, diff)
+		}
+		c := r.Cut()
+		if c.Tags != 0 || c.Refused.Tags != 4 || c.Refused.Scalars != 12 || len(c.Refused.Examples) != 3 {
+			t.Errorf("scan %v: cut %+v, want 4 refused tags of 12 scalars, 3 quoted, none dropped by max_tags", scan, c)
+		}
+		want := []string{`"": empty`, `"bad\xff\xfe": not UTF-8`, `"bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"… (257 bytes): 257 bytes, more than 256`}
+		if diff := cmp.Diff(want, c.Refused.Examples); diff != "" {
+			t.Errorf("scan %v: examples (-want +got):\n%s", scan, diff)
+		}
 	}
 }

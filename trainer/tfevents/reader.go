@@ -103,7 +103,6 @@ func (r *Reader) ReadFile(path string) (map[string][]session.Point, error) {
 			s = byTag[string(tag)]
 			if s == nil {
 				if !r.admit(tag) {
-					r.drop(tag)
 					est.bytes += recordBytes(len(tag)) // else the estimate would see a longer file ahead
 					return
 				}
@@ -178,7 +177,6 @@ func (r *Reader) ScanFile(path string, fn func(Scalar)) error {
 		t, ok := r.tags[string(tag)]
 		if !ok {
 			if !r.admit(tag) {
-				r.drop(tag)
 				return
 			}
 			t = string(tag)
