@@ -30,9 +30,20 @@ type actFunc func(ctx context.Context, in bot.Interaction, body map[string]strin
 // maxActionBody caps an action's JSON body (feedback and edits are short).
 const maxActionBody = 16 << 10
 
-// act guards a state-changing request: a valid cookie, an Origin of the page itself and a
-// JSON body (which a cross-site form cannot send); the handler then checks the allow-list.
-func (s *Server) act(f actFunc) http.HandlerFunc {
+// verbOf names the command a page action is, whose permission it needs.
+type verbOf func(r *http.Request) bot.Verb
+
+// pathVerb is the verb the route's {verb} names (approve, pause, ...).
+func pathVerb(r *http.Request) bot.Verb { return bot.Verb(r.PathValue("verb")) }
+
+// fixedVerb is a route's one verb.
+func fixedVerb(v bot.Verb) verbOf { return func(*http.Request) bot.Verb { return v } }
+
+// act guards a state-changing request: a valid cookie, an Origin of the page itself, the
+// allow-list's permission for the verb and a JSON body (which a cross-site form cannot
+// send). The permission comes before anything that depends on the session or the body, so
+// someone who may not act learns neither whether a session exists nor what a body needs.
+func (s *Server) act(verb verbOf, f actFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.sameOrigin(r) {
 			writeJSON(w, http.StatusForbidden, map[string]string{"error": "refused: the request did not come from the monitoring page (Origin " + bot.Truncate(r.Header.Get("Origin"), 80) + ")"})
@@ -47,6 +58,12 @@ func (s *Server) act(f actFunc) http.HandlerFunc {
 		if wait := s.acts.Take(who.Platform+"/"+who.ID, s.opt.Now()); wait > 0 {
 			w.Header().Set("Retry-After", fmt.Sprint(int((wait+time.Second-1)/time.Second)))
 			writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": s.acts.SlowDown("page actions", wait)})
+			return
+		}
+		in := s.person(r.Context(), who)
+		if out, ok := s.may(r.Context(), in, r.PathValue("id"), verb(r)); !ok {
+			s.log.Info("monitoring page action refused", "platform", who.Platform, "user", who.ID, "path", r.URL.Path)
+			writeJSON(w, http.StatusForbidden, out)
 			return
 		}
 		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
@@ -65,11 +82,9 @@ func (s *Server) act(f actFunc) http.HandlerFunc {
 				return
 			}
 		}
-		in := s.person(r.Context(), who)
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 		defer cancel()
-		// An id no session has goes to the handler as typed: it checks the person's
-		// permission before it says whether the session exists (or holds a card).
+		// An id no session has goes to the handler as typed, which says so.
 		if err := s.resolveID(ctx, r); err != nil && !isNotFound(err) {
 			s.fail(w, err)
 			return
@@ -143,10 +158,6 @@ func (s *Server) prefer(ctx context.Context, in bot.Interaction, body map[string
 	if len(r.PathValue("id")) > 100 {
 		return outcome{}, badRequest("session id is too long")
 	}
-	// The permission first: whether a card exists is not told to someone who may not answer it.
-	if out, ok := s.mayPrefer(ctx, in, r.PathValue("id")); !ok {
-		return out, nil
-	}
 	ss, err := s.lookup(ctx, r.PathValue("id"))
 	if err != nil {
 		return outcome{}, err
@@ -185,18 +196,20 @@ type refuser interface {
 	Refuse(ctx context.Context, in bot.Interaction, cmd bot.Command) (bot.Reply, bool)
 }
 
-// mayPrefer checks the permission to answer A/B cards in session sid; when it is missing,
-// the refusal to answer.
-func (s *Server) mayPrefer(ctx context.Context, in bot.Interaction, sid string) (outcome, bool) {
+// may checks the permission verb needs in session sid (as typed; "" for none); when it is
+// missing, the refusal. A verb no route knows needs none here: its handler answers 404
+// before it looks at the session.
+func (s *Server) may(ctx context.Context, in bot.Interaction, sid string, verb bot.Verb) (outcome, bool) {
 	if rf, ok := s.opt.Actions.(refuser); ok {
 		in.SessionID = sid
-		r, ok := rf.Refuse(ctx, in, bot.Command{Verb: bot.VerbPrefer})
+		r, ok := rf.Refuse(ctx, in, bot.Command{Verb: verb})
 		return done(r), ok
 	}
-	if s.opt.Allow.Allows(in.Platform, in.User.ID, in.Roles, bot.PermDecide) {
+	p := bot.PermissionOf(verb)
+	if p == "" || s.opt.Allow.Allows(in.Platform, in.User.ID, in.Roles, p) {
 		return outcome{}, true
 	}
-	return outcome{Text: fmt.Sprintf("you are not allowed to answer A/B cards here (it needs the %q permission on %s); ask a tunebot operator", bot.PermDecide, in.Platform)}, false
+	return outcome{Text: fmt.Sprintf("you are not allowed to %s here (it needs the %q permission on %s); ask a tunebot operator", verb, p, in.Platform)}, false
 }
 
 // review is go, promote N or drop N on the promotion plan that waits.
