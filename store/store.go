@@ -45,6 +45,11 @@ type Options struct {
 	// ReadOnly opens an existing file for reading only (backup, doctor). bbolt then takes a
 	// shared lock, which a running daemon's exclusive lock still refuses.
 	ReadOnly bool
+	// Redact masks secret values in text (secret.Redactor's String). Every audit entry
+	// passes through it as it is written, whatever field holds the value, so a secret that
+	// reached a detail (a model name, a reason, an error) is never stored or shown on the
+	// page. nil stores entries as they are.
+	Redact func(string) string
 	// NoSync skips the fsync of every commit: for tests that race thousands of writes,
 	// never for a real data file, which a crash could then lose or damage.
 	NoSync bool
