@@ -44,7 +44,7 @@ func newLogger(c LogConfig, w io.Writer) *slog.Logger {
 
 // openStore opens the data dir's store; when a daemon holds it, the error says so.
 func openStore(cfg Config) (*store.DB, error) {
-	return store.Open(dataFile(cfg), store.Options{})
+	return store.Open(dataFile(cfg), store.Options{Redact: secret.Process().String})
 }
 
 // dataFile is the path of the data dir's store.
@@ -187,7 +187,7 @@ func buildAdvisor(cfg Config, e *env, db *store.DB, sampler session.Advisor, log
 }
 
 func deepSeekConfig(c AdvisorConfig) advisor.DeepSeekConfig {
-	return advisor.DeepSeekConfig{BaseURL: c.BaseURL, Model: c.Model, Timeout: c.Timeout, Temperature: c.Temperature}
+	return advisor.DeepSeekConfig{BaseURL: c.BaseURL, Model: c.Model, Timeout: c.Timeout, Temperature: c.Temperature, Redact: secret.Process()}
 }
 
 // close stops the engine (sessions with a running job become interrupted), then closes the
