@@ -219,14 +219,9 @@ func (d *DeepSeek) Propose(ctx context.Context, req session.ProposalRequest) (se
 // up to attempts times in all. Every failed request is audited here; the caller audits the
 // answered one once it knows whether the answer was valid.
 func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMessage, meta dsCallMeta, attempts int) (dsAnswer, error) {
-	sent := make([]openai.ChatCompletionMessage, len(msgs))
-	for i, m := range msgs {
-		m.Content = d.redact(m.Content)
-		sent[i] = m
-	}
 	req := openai.ChatCompletionRequest{
 		Model:          d.cfg.Model,
-		Messages:       sent,
+		Messages:       d.redactMessages(msgs),
 		Temperature:    float32(d.cfg.Temperature),
 		MaxTokens:      dsMaxTokens,
 		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
@@ -379,6 +374,16 @@ func (d *DeepSeek) redact(s string) string {
 		s = strings.ReplaceAll(s, d.apiKey, secret.Mask)
 	}
 	return d.cfg.Redact.String(s)
+}
+
+// redactMessages returns msgs with every text redacted, as they are sent.
+func (d *DeepSeek) redactMessages(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMessage {
+	out := make([]openai.ChatCompletionMessage, len(msgs))
+	for i, m := range msgs {
+		m.Content = d.redact(m.Content)
+		out[i] = m
+	}
+	return out
 }
 
 // auditCall records one HTTP call; retryIn is the wait before the next attempt, if any.

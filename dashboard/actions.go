@@ -66,21 +66,9 @@ func (s *Server) act(verb verbOf, f actFunc) http.HandlerFunc {
 			writeJSON(w, http.StatusForbidden, out)
 			return
 		}
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-			writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "actions take a JSON body (Content-Type: application/json)"})
+		body, ok := readActionBody(w, r)
+		if !ok {
 			return
-		}
-		body := map[string]string{}
-		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
-		if err != nil {
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the request is larger than %d bytes", maxActionBody)})
-			return
-		}
-		if len(strings.TrimSpace(string(raw))) > 0 {
-			if err := json.Unmarshal(raw, &body); err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be a JSON object of strings: " + err.Error()})
-				return
-			}
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 		defer cancel()
@@ -104,6 +92,28 @@ func (s *Server) act(verb verbOf, f actFunc) http.HandlerFunc {
 		s.log.Info("monitoring page action", "platform", who.Platform, "user", who.ID, "path", r.URL.Path, "ok", out.OK)
 		writeJSON(w, status, out)
 	}
+}
+
+// readActionBody reads an action's JSON object of strings (none is an empty one); when it
+// cannot, it has answered why.
+func readActionBody(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "actions take a JSON body (Content-Type: application/json)"})
+		return nil, false
+	}
+	body := map[string]string{}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
+	if err != nil {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the request is larger than %d bytes", maxActionBody)})
+		return nil, false
+	}
+	if len(strings.TrimSpace(string(raw))) > 0 {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be a JSON object of strings: " + err.Error()})
+			return nil, false
+		}
+	}
+	return body, true
 }
 
 // done reads a handler's reply: a public reply is a change made and announced; a private
