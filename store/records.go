@@ -382,8 +382,11 @@ func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry, redact func(string) strin
 	if err := b.Put(key, buf); err != nil {
 		return 0, err
 	}
-	if e.Kind == "advisor_call" {
+	if e.Kind == session.AuditKindAdvisorCall {
 		if err := addTotals(tx, func(t *session.Totals) { t.AddAudit(e) }); err != nil {
+			return 0, err
+		}
+		if err := addAdvisorTokens(tx, buf); err != nil {
 			return 0, err
 		}
 	}

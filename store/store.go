@@ -29,8 +29,10 @@ import (
 //
 // Version 2 added the session indexes (sessions by creation time, active sessions); a
 // version 1 file gets them when it is first opened for writing. Version 3 added the running
-// totals the metrics read (totals.go), added up from the records the same way.
-const SchemaVersion = 3
+// totals the metrics read (totals.go), added up from the records the same way. Version 4
+// added each session's advisor tokens (advisor_tokens.go), which the budget check reads,
+// counted from the audit the same way.
+const SchemaVersion = 4
 
 // Options tunes Open. The zero value is usable.
 type Options struct {
@@ -88,6 +90,7 @@ var (
 	bucketAudit       = []byte("audit")            // seq → AuditEntry
 	bucketAuditBySes  = []byte("audit_by_session") // session id → seq → nothing
 	bucketAuditCounts = []byte("audit_counts")     // window start + key → seq of the entry that counts it
+	bucketAdvTokens   = []byte("advisor_tokens")   // session id → advisor tokens its audited calls used
 	bucketPresets     = []byte("presets")
 	bucketSeries      = []byte("series")      // session id → trial key → tag → packed points
 	bucketOutbox      = []byte("outbox")      // id → item
@@ -102,7 +105,7 @@ var (
 var topBuckets = [][]byte{
 	bucketMeta, bucketSessions, bucketByTime, bucketActive, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
 	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys, bucketChatRefs,
-	bucketSchedules, bucketAuditCounts,
+	bucketSchedules, bucketAuditCounts, bucketAdvTokens,
 }
 
 // Open opens or creates the data file at path, creating its directory when missing, and runs
@@ -195,6 +198,11 @@ func (d *DB) init() error {
 		if have < 3 {
 			if err := storeTotals(tx); err != nil {
 				return fmt.Errorf("migrating to schema version 3: %w", err)
+			}
+		}
+		if have < 4 {
+			if err := countAdvisorTokens(tx); err != nil {
+				return fmt.Errorf("migrating to schema version 4: %w", err)
 			}
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, u64Key(SchemaVersion))
