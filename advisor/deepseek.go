@@ -239,14 +239,14 @@ func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMes
 			d.auditCall(ctx, meta, attempt, x.model, x.usage, "cancelled", latency, 0)
 			return dsAnswer{}, fmt.Errorf("asking DeepSeek: %w", ctx.Err())
 		}
-		model, outcome, fatal := x.model, "", false
+		model, outcome, fatal := d.redact(x.model), "", false
 		if err == nil {
 			content := ""
 			if len(resp.Choices) > 0 {
 				content = resp.Choices[0].Message.Content
 			}
 			if resp.Model != "" {
-				model = resp.Model
+				model = d.redact(resp.Model) // audited, stored with the trial and shown
 			}
 			if strings.TrimSpace(content) != "" {
 				return dsAnswer{content: content, model: model, usage: x.usage, attempt: attempt, latency: latency}, nil
