@@ -61,7 +61,7 @@ func (s *Server) act(verb verbOf, f actFunc) http.HandlerFunc {
 			return
 		}
 		in := s.person(r.Context(), who)
-		if out, ok := s.may(r.Context(), in, r.PathValue("id"), verb(r)); !ok {
+		if out, ok := s.may(r.Context(), in, s.knownID(r.Context(), r.PathValue("id")), verb(r)); !ok {
 			s.log.Info("monitoring page action refused", "platform", who.Platform, "user", who.ID, "path", r.URL.Path)
 			writeJSON(w, http.StatusForbidden, out)
 			return
@@ -206,7 +206,21 @@ type refuser interface {
 	Refuse(ctx context.Context, in bot.Interaction, cmd bot.Command) (bot.Reply, bool)
 }
 
-// may checks the permission verb needs in session sid (as typed; "" for none); when it is
+// knownID is the session typed names, for the audit of a refusal, or "" when it names none
+// (or several): the answer is the same either way, and no audit index is made for an id
+// that someone who may not act made up.
+func (s *Server) knownID(ctx context.Context, typed string) string {
+	if typed == "" {
+		return ""
+	}
+	id, err := session.ResolveID(ctx, s.opt.Store, typed)
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// may checks the permission verb needs in session sid ("" for none); when it is
 // missing, the refusal. A verb no route knows needs none here: its handler answers 404
 // before it looks at the session.
 func (s *Server) may(ctx context.Context, in bot.Interaction, sid string, verb bot.Verb) (outcome, bool) {

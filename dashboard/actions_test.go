@@ -121,6 +121,14 @@ func TestEveryActionChecksPermissionFirst(t *testing.T) {
 			t.Errorf("%s %s: the answers tell the sessions apart: %q", tc.path, tc.body, answers)
 		}
 	}
+	// The refusals are audited, under the session when the id names one, and under no
+	// session for an id made up.
+	if all, err := f.db.Audit(context.Background(), "nope"); err != nil || len(all) != 0 {
+		t.Errorf("refusals audited under a made-up session: %v %v", all, err)
+	}
+	if all, _ := f.db.Audit(context.Background(), sid); !strings.Contains(fmt.Sprint(all), "refused") {
+		t.Errorf("the refusals for session %s are not audited under it", sid)
+	}
 	for _, tc := range []struct{ path, body string }{{"/api/start", `{"args":"a\nb"}`}, {"/api/agent", "{}"}} {
 		if code, v := e.act(tc.path, tc.body); code != http.StatusForbidden || !strings.Contains(fmt.Sprint(v["text"]), "not allowed") {
 			t.Errorf("eve posts %s to %s: %d %v; want a refusal", tc.body, tc.path, code, v)
