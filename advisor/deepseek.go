@@ -18,6 +18,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -62,6 +63,10 @@ type DeepSeekConfig struct {
 	RetryBase time.Duration
 	// HTTPClient carries the requests; nil means a fresh http.Client. Tests set it.
 	HTTPClient *http.Client
+	// Redact masks tunebot's secrets (secret.Process) in every field of every request and
+	// audit entry, the model name and base URL included, besides the API key itself: a
+	// model named "m-${DEEPSEEK_API_KEY}" must not carry the key out. nil masks the key only.
+	Redact *secret.Redactor
 }
 
 func (c DeepSeekConfig) withDefaults() DeepSeekConfig {
@@ -122,8 +127,11 @@ func NewDeepSeek(cfg DeepSeekConfig, apiKey string, audit session.AuditLog, logg
 		logger = slog.New(slog.DiscardHandler)
 	}
 	d := &DeepSeek{cfg: cfg, apiKey: apiKey, audit: audit, log: logger, now: time.Now}
+	// The model and the URL are sent (and audited) as redacted: a secret in either makes
+	// the request fail rather than leave.
+	d.cfg.Model, d.cfg.BaseURL = d.redact(cfg.Model), d.redact(cfg.BaseURL)
 	oc := openai.DefaultConfig(apiKey)
-	oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	oc.BaseURL = strings.TrimRight(d.cfg.BaseURL, "/")
 	oc.HTTPClient = &dsDoer{inner: cfg.HTTPClient, temperature: cfg.Temperature, now: d.now}
 	d.client = openai.NewClientWithConfig(oc)
 	return d, nil
@@ -213,7 +221,7 @@ func (d *DeepSeek) Propose(ctx context.Context, req session.ProposalRequest) (se
 func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMessage, meta dsCallMeta, attempts int) (dsAnswer, error) {
 	req := openai.ChatCompletionRequest{
 		Model:       d.cfg.Model,
-		Messages:    msgs,
+		Messages:    d.redactMessages(msgs),
 		Temperature: float32(d.cfg.Temperature),
 		// DeepSeek's API takes max_tokens; go-openai's replacement, MaxCompletionTokens,
 		// sends max_completion_tokens, which DeepSeek does not read.
@@ -235,14 +243,14 @@ func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMes
 			d.auditCall(ctx, meta, attempt, x.model, x.usage, "cancelled", latency, 0)
 			return dsAnswer{}, fmt.Errorf("asking DeepSeek: %w", ctx.Err())
 		}
-		model, outcome, fatal := x.model, "", false
+		model, outcome, fatal := d.redact(x.model), "", false
 		if err == nil {
 			content := ""
 			if len(resp.Choices) > 0 {
 				content = resp.Choices[0].Message.Content
 			}
 			if resp.Model != "" {
-				model = resp.Model
+				model = d.redact(resp.Model) // audited, stored with the trial and shown
 			}
 			if strings.TrimSpace(content) != "" {
 				return dsAnswer{content: content, model: model, usage: x.usage, attempt: attempt, latency: latency}, nil
@@ -362,13 +370,24 @@ func dsExhaustedMessage(e *CallError, timeout time.Duration) string {
 	return fmt.Sprintf("%s (gave up after %d attempts)", e.Msg, e.Attempts)
 }
 
-// redact removes every occurrence of the API key, for text that came from outside (a
-// server's error message may echo the Authorization header).
+// redact removes every occurrence of the API key and of tunebot's other secrets
+// (cfg.Redact), for text that goes out or came from outside (a server's error message may
+// echo the Authorization header).
 func (d *DeepSeek) redact(s string) string {
-	if d.apiKey == "" {
-		return s
+	if d.apiKey != "" {
+		s = strings.ReplaceAll(s, d.apiKey, secret.Mask)
 	}
-	return strings.ReplaceAll(s, d.apiKey, "[redacted]")
+	return d.cfg.Redact.String(s)
+}
+
+// redactMessages returns msgs with every text redacted, as they are sent.
+func (d *DeepSeek) redactMessages(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMessage {
+	out := make([]openai.ChatCompletionMessage, len(msgs))
+	for i, m := range msgs {
+		m.Content = d.redact(m.Content)
+		out[i] = m
+	}
+	return out
 }
 
 // auditCall records one HTTP call; retryIn is the wait before the next attempt, if any.

@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"tunebot/advisor"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/session/sessiontest"
 )
@@ -510,5 +511,37 @@ func TestTest(t *testing.T) {
 				t.Errorf("audit = %+v, want one advisor_test entry", es)
 			}
 		})
+	}
+}
+
+// TestNoSecretLeavesThroughTheRequest: advisor.model: "m-${DEEPSEEK_API_KEY}" put the key
+// in every request and in the audit; any other secret of tunebot's (Redact) that reached
+// the model name, the URL's path or a text of the prompt is masked as well. The fake
+// DeepSeek receives neither, and the audit holds neither (issue 36).
+func TestNoSecretLeavesThroughTheRequest(t *testing.T) {
+	const slack = "xoxb-slack-bot-0123456789"
+	f := newFake(t, reply{content: good})
+	audit := &sessiontest.AuditLog{}
+	d := newAdvisor(t, f, audit, func(c *advisor.DeepSeekConfig) {
+		c.Model = "m-" + testKey + "-" + slack
+		c.BaseURL = f.srv.URL + "/v-" + slack
+		c.Redact = secret.NewRedactor(slack)
+	})
+	req := proposalRequest()
+	req.Feedback = []string{"use " + slack}
+	if _, err := d.Propose(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	rs := f.requests()
+	if len(rs) != 1 {
+		t.Fatalf("%d requests", len(rs))
+	}
+	if r := rs[0]; strings.Contains(string(r.body)+r.path, testKey) || strings.Contains(string(r.body)+r.path, slack) ||
+		r.req.Model != "m-"+secret.Mask+"-"+secret.Mask {
+		t.Errorf("the request carries a secret: %s %s", r.path, r.body)
+	}
+	es, _ := audit.Audit(context.Background(), "")
+	if len(es) == 0 || strings.Contains(fmt.Sprint(es), testKey) || strings.Contains(fmt.Sprint(es), slack) {
+		t.Errorf("the audit holds a secret: %v", es)
 	}
 }

@@ -30,9 +30,20 @@ type actFunc func(ctx context.Context, in bot.Interaction, body map[string]strin
 // maxActionBody caps an action's JSON body (feedback and edits are short).
 const maxActionBody = 16 << 10
 
-// act guards a state-changing request: a valid cookie, an Origin of the page itself and a
-// JSON body (which a cross-site form cannot send); the handler then checks the allow-list.
-func (s *Server) act(f actFunc) http.HandlerFunc {
+// verbOf names the command a page action is, whose permission it needs.
+type verbOf func(r *http.Request) bot.Verb
+
+// pathVerb is the verb the route's {verb} names (approve, pause, ...).
+func pathVerb(r *http.Request) bot.Verb { return bot.Verb(r.PathValue("verb")) }
+
+// fixedVerb is a route's one verb.
+func fixedVerb(v bot.Verb) verbOf { return func(*http.Request) bot.Verb { return v } }
+
+// act guards a state-changing request: a valid cookie, an Origin of the page itself, the
+// allow-list's permission for the verb and a JSON body (which a cross-site form cannot
+// send). The permission comes before anything that depends on the session or the body, so
+// someone who may not act learns neither whether a session exists nor what a body needs.
+func (s *Server) act(verb verbOf, f actFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.sameOrigin(r) {
 			writeJSON(w, http.StatusForbidden, map[string]string{"error": "refused: the request did not come from the monitoring page (Origin " + bot.Truncate(r.Header.Get("Origin"), 80) + ")"})
@@ -49,27 +60,19 @@ func (s *Server) act(f actFunc) http.HandlerFunc {
 			writeJSON(w, http.StatusTooManyRequests, map[string]string{"error": s.acts.SlowDown("page actions", wait)})
 			return
 		}
-		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-			writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "actions take a JSON body (Content-Type: application/json)"})
-			return
-		}
-		body := map[string]string{}
-		raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
-		if err != nil {
-			writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the request is larger than %d bytes", maxActionBody)})
-			return
-		}
-		if len(strings.TrimSpace(string(raw))) > 0 {
-			if err := json.Unmarshal(raw, &body); err != nil {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be a JSON object of strings: " + err.Error()})
-				return
-			}
-		}
 		in := s.person(r.Context(), who)
+		if out, ok := s.may(r.Context(), in, s.knownID(r.Context(), r.PathValue("id")), verb(r)); !ok {
+			s.log.Info("monitoring page action refused", "platform", who.Platform, "user", who.ID, "path", r.URL.Path)
+			writeJSON(w, http.StatusForbidden, out)
+			return
+		}
+		body, ok := readActionBody(w, r)
+		if !ok {
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 		defer cancel()
-		// An id no session has goes to the handler as typed: it checks the person's
-		// permission before it says whether the session exists (or holds a card).
+		// An id no session has goes to the handler as typed, which says so.
 		if err := s.resolveID(ctx, r); err != nil && !isNotFound(err) {
 			s.fail(w, err)
 			return
@@ -89,6 +92,28 @@ func (s *Server) act(f actFunc) http.HandlerFunc {
 		s.log.Info("monitoring page action", "platform", who.Platform, "user", who.ID, "path", r.URL.Path, "ok", out.OK)
 		writeJSON(w, status, out)
 	}
+}
+
+// readActionBody reads an action's JSON object of strings (none is an empty one); when it
+// cannot, it has answered why.
+func readActionBody(w http.ResponseWriter, r *http.Request) (map[string]string, bool) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "actions take a JSON body (Content-Type: application/json)"})
+		return nil, false
+	}
+	body := map[string]string{}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxActionBody))
+	if err != nil {
+		writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": fmt.Sprintf("the request is larger than %d bytes", maxActionBody)})
+		return nil, false
+	}
+	if len(strings.TrimSpace(string(raw))) > 0 {
+		if err := json.Unmarshal(raw, &body); err != nil {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the body must be a JSON object of strings: " + err.Error()})
+			return nil, false
+		}
+	}
+	return body, true
 }
 
 // done reads a handler's reply: a public reply is a change made and announced; a private
@@ -143,10 +168,6 @@ func (s *Server) prefer(ctx context.Context, in bot.Interaction, body map[string
 	if len(r.PathValue("id")) > 100 {
 		return outcome{}, badRequest("session id is too long")
 	}
-	// The permission first: whether a card exists is not told to someone who may not answer it.
-	if out, ok := s.mayPrefer(ctx, in, r.PathValue("id")); !ok {
-		return out, nil
-	}
 	ss, err := s.lookup(ctx, r.PathValue("id"))
 	if err != nil {
 		return outcome{}, err
@@ -185,18 +206,34 @@ type refuser interface {
 	Refuse(ctx context.Context, in bot.Interaction, cmd bot.Command) (bot.Reply, bool)
 }
 
-// mayPrefer checks the permission to answer A/B cards in session sid; when it is missing,
-// the refusal to answer.
-func (s *Server) mayPrefer(ctx context.Context, in bot.Interaction, sid string) (outcome, bool) {
+// knownID is the session typed names, for the audit of a refusal, or "" when it names none
+// (or several): the answer is the same either way, and no audit index is made for an id
+// that someone who may not act made up.
+func (s *Server) knownID(ctx context.Context, typed string) string {
+	if typed == "" {
+		return ""
+	}
+	id, err := session.ResolveID(ctx, s.opt.Store, typed)
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// may checks the permission verb needs in session sid ("" for none); when it is
+// missing, the refusal. A verb no route knows needs none here: its handler answers 404
+// before it looks at the session.
+func (s *Server) may(ctx context.Context, in bot.Interaction, sid string, verb bot.Verb) (outcome, bool) {
 	if rf, ok := s.opt.Actions.(refuser); ok {
 		in.SessionID = sid
-		r, ok := rf.Refuse(ctx, in, bot.Command{Verb: bot.VerbPrefer})
+		r, ok := rf.Refuse(ctx, in, bot.Command{Verb: verb})
 		return done(r), ok
 	}
-	if s.opt.Allow.Allows(in.Platform, in.User.ID, in.Roles, bot.PermDecide) {
+	p := bot.PermissionOf(verb)
+	if p == "" || s.opt.Allow.Allows(in.Platform, in.User.ID, in.Roles, p) {
 		return outcome{}, true
 	}
-	return outcome{Text: fmt.Sprintf("you are not allowed to answer A/B cards here (it needs the %q permission on %s); ask a tunebot operator", bot.PermDecide, in.Platform)}, false
+	return outcome{Text: fmt.Sprintf("you are not allowed to %s here (it needs the %q permission on %s); ask a tunebot operator", verb, p, in.Platform)}, false
 }
 
 // review is go, promote N or drop N on the promotion plan that waits.

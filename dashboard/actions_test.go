@@ -88,6 +88,54 @@ func TestPreferChecksPermissionFirst(t *testing.T) {
 	}
 }
 
+// TestEveryActionChecksPermissionFirst: someone who may not act gets the same refusal for
+// an existing session and a missing one, a valid body and a broken one, on every page
+// action (pause answered 403 for one and 404 for the other; review checked the body first,
+// 400 against 404; issue 36).
+func TestEveryActionChecksPermissionFirst(t *testing.T) {
+	f := newFixture(t, func(o *dashboard.Options) { o.ActionLimit = bot.RateLimit{Burst: 100, Every: time.Second} })
+	e := f.signIn(t, eve)
+	for _, tc := range []struct{ path, body string }{
+		{"/api/sessions/%s/pause", "{}"},
+		{"/api/sessions/%s/resume", "{}"},
+		{"/api/sessions/%s/cancel", "{}"},
+		{"/api/sessions/%s/review", `{"action":"go"}`},
+		{"/api/sessions/%s/review", `{"action":"nonsense"}`},
+		{"/api/sessions/%s/review", `{"action":"promote","trial":"x"}`},
+		{"/api/sessions/%s/review", `not json`},
+		{"/api/sessions/%s/prefer", `{"answer":"maybe"}`},
+		{"/api/sessions/%s/proposals/p-none/approve", "{}"},
+		{"/api/sessions/%s/proposals/p-none/reject", `{"feedback":""}`},
+		{"/api/sessions/%s/proposals/p-none/edit", `[1]`},
+	} {
+		var answers []string
+		for _, id := range []string{sid, sid[:4], "nope"} {
+			code, v := e.act(fmt.Sprintf(tc.path, id), tc.body)
+			text := fmt.Sprint(v["text"], v["error"])
+			if code != http.StatusForbidden || !strings.Contains(text, "not allowed") {
+				t.Errorf("eve posts %s to %s: %d %v; want a refusal", tc.body, fmt.Sprintf(tc.path, id), code, v)
+			}
+			answers = append(answers, fmt.Sprint(code, text))
+		}
+		if answers[0] != answers[1] || answers[0] != answers[2] {
+			t.Errorf("%s %s: the answers tell the sessions apart: %q", tc.path, tc.body, answers)
+		}
+	}
+	// The refusals are audited, under the session when the id names one, and under no
+	// session for an id made up.
+	if all, err := f.db.Audit(context.Background(), "nope"); err != nil || len(all) != 0 {
+		t.Errorf("refusals audited under a made-up session: %v %v", all, err)
+	}
+	if all, _ := f.db.Audit(context.Background(), sid); !strings.Contains(fmt.Sprint(all), "refused") {
+		t.Errorf("the refusals for session %s are not audited under it", sid)
+	}
+	for _, tc := range []struct{ path, body string }{{"/api/start", `{"args":"a\nb"}`}, {"/api/agent", "{}"}} {
+		if code, v := e.act(tc.path, tc.body); code != http.StatusForbidden || !strings.Contains(fmt.Sprint(v["text"]), "not allowed") {
+			t.Errorf("eve posts %s to %s: %d %v; want a refusal", tc.body, tc.path, code, v)
+		}
+	}
+}
+
 // wholeAudit is the fixture's store, counting reads of a whole audit log.
 type wholeAudit struct {
 	*store.DB

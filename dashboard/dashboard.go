@@ -166,13 +166,14 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /api/sessions/{id}/trials/{number}/{rung}/clip", s.clip(false))
 	s.mux.HandleFunc("GET /api/sessions/{id}/trials/{number}/{rung}/poster", s.clip(true))
 
-	// Acting needs the cookie, the Origin and the allow-list (checked by the handler).
-	s.mux.HandleFunc("POST /api/sessions/{id}/proposals/{pid}/{verb}", s.act(s.decide))
-	s.mux.HandleFunc("POST /api/sessions/{id}/prefer", s.act(s.prefer))
-	s.mux.HandleFunc("POST /api/sessions/{id}/review", s.act(s.review))
-	s.mux.HandleFunc("POST /api/sessions/{id}/{verb}", s.act(s.control))
-	s.mux.HandleFunc("POST /api/start", s.act(s.start))
-	s.mux.HandleFunc("POST /api/agent", s.act(s.agent))
+	// Acting needs the cookie, the Origin and the allow-list: the permission of the verb
+	// each route names is checked before the session is looked up or the body read.
+	s.mux.HandleFunc("POST /api/sessions/{id}/proposals/{pid}/{verb}", s.act(pathVerb, s.decide))
+	s.mux.HandleFunc("POST /api/sessions/{id}/prefer", s.act(fixedVerb(bot.VerbPrefer), s.prefer))
+	s.mux.HandleFunc("POST /api/sessions/{id}/review", s.act(fixedVerb(bot.VerbGo), s.review))
+	s.mux.HandleFunc("POST /api/sessions/{id}/{verb}", s.act(pathVerb, s.control))
+	s.mux.HandleFunc("POST /api/start", s.act(fixedVerb(bot.VerbStart), s.start))
+	s.mux.HandleFunc("POST /api/agent", s.act(fixedVerb(bot.VerbAgent), s.agent))
 }
 
 // Operator serves the operator's routes, POST /api/link and POST /api/rotate (tunebot

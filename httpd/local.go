@@ -117,11 +117,17 @@ func PeerUID(r *http.Request) (int, error) {
 }
 
 // samePeer answers only the daemon's own user (or root): the socket's mode says so
-// already; this holds should its directory be opened by mistake.
+// already; this holds should its directory be opened by mistake. A caller whose
+// credentials cannot be read (a connection that is no Unix socket's, a system without
+// SO_PEERCRED) is refused: unknown is not the daemon's user.
 func samePeer(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		uid, err := PeerUID(r)
-		if err == nil && uid != os.Geteuid() && uid != 0 {
+		if err != nil {
+			http.Error(w, "the daemon's socket answers its own user only, and the caller's could not be read", http.StatusForbidden)
+			return
+		}
+		if uid != os.Geteuid() && uid != 0 {
 			http.Error(w, fmt.Sprintf("the daemon's socket answers its own user (uid %d) only, not uid %d", os.Geteuid(), uid), http.StatusForbidden)
 			return
 		}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"tunebot/httpd"
@@ -66,6 +68,35 @@ func TestSocketIsPrivateAndKnowsItsCaller(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodGet, "/", nil)
 	if _, err := httpd.PeerUID(req); err == nil {
 		t.Error("a request off the socket has a peer uid")
+	}
+}
+
+// TestSocketRefusesACallerItCannotName: when the peer's credentials cannot be read (here
+// the socket's server is reached over TCP, which has no SO_PEERCRED), the request is
+// refused before any route, not let through as the daemon's user (issue 36).
+func TestSocketRefusesACallerItCannotName(t *testing.T) {
+	var reached atomic.Bool
+	l := httpd.NewLocal(filepath.Join(t.TempDir(), httpd.SocketName), nil)
+	l.Handle("GET /open", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { reached.Store(true) }))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Serve(ctx, ln) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	resp, err := http.Get("http://" + ln.Addr().String() + "/open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || reached.Load() {
+		t.Errorf("a caller with no credentials: %d, route reached %v: %s", resp.StatusCode, reached.Load(), body)
 	}
 }
 

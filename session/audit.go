@@ -53,3 +53,23 @@ func AppendCounted(ctx context.Context, log AuditLog, e AuditEntry, key string, 
 	e.Detail = detail
 	return log.Append(ctx, e)
 }
+
+// AdvisorTokenCounter is what an AuditLog may also offer: the advisor tokens one session's
+// audited calls used, kept as they are audited, so the budget check (at every step of the
+// loop) reads one number rather than the session's whole audit.
+type AdvisorTokenCounter interface {
+	AdvisorTokensUsed(ctx context.Context, sessionID string) (int, error)
+}
+
+// SessionAdvisorTokens returns AdvisorTokens of sessionID's audit, through
+// AdvisorTokenCounter when log has it.
+func SessionAdvisorTokens(ctx context.Context, log AuditLog, sessionID string) (int, error) {
+	if c, ok := log.(AdvisorTokenCounter); ok {
+		return c.AdvisorTokensUsed(ctx, sessionID)
+	}
+	entries, err := log.Audit(ctx, sessionID)
+	if err != nil {
+		return 0, err
+	}
+	return AdvisorTokens(entries), nil
+}

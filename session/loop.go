@@ -326,11 +326,11 @@ func (e *Engine) checkBudget(ctx context.Context, s Session, running int) (bool,
 		why = fmt.Sprintf("%s %.2f of %.2f GPU hours used", budgetReason, hours, st.BudgetGPUHours)
 	}
 	if why == "" && st.BudgetTokens > 0 {
-		entries, err := e.cfg.Store.Audit(ctx, s.ID)
+		used, err := SessionAdvisorTokens(ctx, e.cfg.Store, s.ID)
 		if err != nil {
-			return false, fmt.Errorf("reading the audit log: %w", err)
+			return false, fmt.Errorf("reading the advisor tokens used: %w", err)
 		}
-		if used := AdvisorTokens(entries); used >= st.BudgetTokens {
+		if used >= st.BudgetTokens {
 			why = fmt.Sprintf("%s %d of %d advisor tokens used", budgetReason, used, st.BudgetTokens)
 		}
 	}

@@ -82,7 +82,7 @@ func (d *DB) AppendCounted(ctx context.Context, e session.AuditEntry, key string
 		}
 		detail[session.CountKey] = 1
 		e.Detail = detail
-		seq, err := appendAuditSeq(tx, e)
+		seq, err := appendAuditSeq(tx, e, d.opts.Redact)
 		if err != nil {
 			return err
 		}

@@ -1,14 +1,20 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"tunebot/secret"
 	"tunebot/session"
+	"tunebot/store"
 )
 
 // TestAuditNewest: the newest n entries of a session or of the whole log, oldest first, as
@@ -74,5 +80,64 @@ func TestAppendCounted(t *testing.T) {
 	want := []string{"eve 09:00:10 1001", "mallory 09:00:11 1", "eve 09:01:00 1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("audit (-want +got):\n%s", diff)
+	}
+}
+
+// TestAuditStoresNoSecret: a secret's value that reached an audit entry, in any field (the
+// kind, the actor, a model name in the detail, a nested list, a map key, a struct), is
+// masked as the entry is written by Append, AppendCounted and PutTrialAudited: neither the
+// log read back nor the data file holds it (issue 36: advisor.model: "m-${DEEPSEEK_API_KEY}"
+// put the key in the audit the page shows).
+func TestAuditStoresNoSecret(t *testing.T) {
+	const key = "sk-deepseek-0123456789"
+	path := filepath.Join(t.TempDir(), "tunebot.db")
+	db, err := store.Open(path, store.Options{Timeout: time.Second, Redact: secret.NewRedactor(key).String})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	type reason struct{ Why string }
+	entries := []session.AuditEntry{
+		{Time: t0, SessionID: "s1", Kind: "advisor_call", Actor: session.System,
+			Detail: map[string]any{"requested_model": "m-" + key, "usage": map[string]any{"prompt_tokens": 12}, "tries": []any{"x", map[string]string{key: "y<" + key + ">"}}}},
+		{Time: t0, SessionID: "s1", Kind: "note-" + key, Actor: session.Actor{Platform: "slack", ID: "U1", Name: key, Where: "C1"},
+			Detail: map[string]any{"why": reason{Why: "a \"" + key + "\""}}},
+	}
+	for _, e := range entries {
+		if err := db.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.AppendCounted(ctx, session.AuditEntry{Time: t0, SessionID: "s1", Kind: "refused", Detail: map[string]any{"command": key}}, "k", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.AppendCounted(ctx, session.AuditEntry{Time: t0, SessionID: "s1", Kind: "refused", Detail: map[string]any{"command": key}}, "k", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CreateSession(ctx, session.Session{ID: "s1", CreatedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutTrialAudited(ctx, session.Trial{SessionID: "s1", Number: 1}, session.AuditEntry{Time: t0, SessionID: "s1", Kind: "trial", Detail: map[string]any{"log": key}}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := db.Audit(ctx, "s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newest, err := db.AuditNewest(ctx, "s1", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 4 || len(newest) != 4 || strings.Contains(fmt.Sprint(all, newest), key) || !strings.Contains(fmt.Sprint(all), "m-"+secret.Mask) {
+		t.Errorf("the audit read back holds the key or lost entries: %v", all)
+	}
+	if n, _ := all[2].Detail[session.CountKey].(float64); n != 2 || all[0].Seq == 0 || all[0].Detail["usage"].(map[string]any)["prompt_tokens"] != 12.0 {
+		t.Errorf("the redacted entries lost their numbers: %v", all)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if raw, err := os.ReadFile(path); err != nil || bytes.Contains(raw, []byte(key)) {
+		t.Errorf("the data file holds the key (%v)", err)
 	}
 }

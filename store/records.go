@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -179,7 +180,7 @@ func (d *DB) PutTrialAudited(ctx context.Context, t session.Trial, e session.Aud
 		if err := putTrial(tx, t); err != nil {
 			return err
 		}
-		return appendAudit(tx, e)
+		return appendAudit(tx, e, d.opts.Redact)
 	})
 }
 
@@ -351,16 +352,17 @@ func (d *DB) Append(ctx context.Context, e session.AuditEntry) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	return d.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, e) })
+	return d.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, e, d.opts.Redact) })
 }
 
-func appendAudit(tx *bolt.Tx, e session.AuditEntry) error {
-	_, err := appendAuditSeq(tx, e)
+func appendAudit(tx *bolt.Tx, e session.AuditEntry, redact func(string) string) error {
+	_, err := appendAuditSeq(tx, e, redact)
 	return err
 }
 
-// appendAuditSeq appends e and returns its sequence number.
-func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry) (uint64, error) {
+// appendAuditSeq appends e, every string of its encoding passed through redact (when not
+// nil), and returns its sequence number.
+func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry, redact func(string) string) (uint64, error) {
 	b := tx.Bucket(bucketAudit)
 	seq, err := b.NextSequence()
 	if err != nil {
@@ -368,11 +370,23 @@ func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry) (uint64, error) {
 	}
 	e.Seq = seq
 	key := u64Key(seq)
-	if err := putJSON(b, key, e); err != nil {
+	buf, err := json.Marshal(e)
+	if err != nil {
+		return 0, fmt.Errorf("encoding an audit entry: %w", err)
+	}
+	if redact != nil {
+		if buf, err = redactJSON(buf, redact); err != nil {
+			return 0, err
+		}
+	}
+	if err := b.Put(key, buf); err != nil {
 		return 0, err
 	}
-	if e.Kind == "advisor_call" {
+	if e.Kind == session.AuditKindAdvisorCall {
 		if err := addTotals(tx, func(t *session.Totals) { t.AddAudit(e) }); err != nil {
+			return 0, err
+		}
+		if err := addAdvisorTokens(tx, buf); err != nil {
 			return 0, err
 		}
 	}
@@ -384,6 +398,45 @@ func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry) (uint64, error) {
 		return 0, err
 	}
 	return seq, idx.Put(key, nil)
+}
+
+// redactJSON passes every string of a JSON document, keys included, through redact: the
+// entry's fields and every value of its detail, nested or not, whatever its Go type was.
+// Numbers are kept as written.
+func redactJSON(buf []byte, redact func(string) string) ([]byte, error) {
+	if redact(string(buf)) == string(buf) {
+		return buf, nil // no secret in any form the redactor knows: nothing to walk
+	}
+	dec := json.NewDecoder(bytes.NewReader(buf))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("redacting an audit entry: %w", err)
+	}
+	out, err := json.Marshal(redactValue(v, redact))
+	if err != nil {
+		return nil, fmt.Errorf("redacting an audit entry: %w", err)
+	}
+	return out, nil
+}
+
+func redactValue(v any, redact func(string) string) any {
+	switch x := v.(type) {
+	case string:
+		return redact(x)
+	case []any:
+		for i := range x {
+			x[i] = redactValue(x[i], redact)
+		}
+		return x
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[redact(k)] = redactValue(e, redact)
+		}
+		return out
+	}
+	return v
 }
 
 // Audit lists the entries of one session, or of all when sessionID is "", oldest first.

@@ -29,8 +29,10 @@ import (
 //
 // Version 2 added the session indexes (sessions by creation time, active sessions); a
 // version 1 file gets them when it is first opened for writing. Version 3 added the running
-// totals the metrics read (totals.go), added up from the records the same way.
-const SchemaVersion = 3
+// totals the metrics read (totals.go), added up from the records the same way. Version 4
+// added each session's advisor tokens (advisor_tokens.go), which the budget check reads,
+// counted from the audit the same way.
+const SchemaVersion = 4
 
 // Options tunes Open. The zero value is usable.
 type Options struct {
@@ -45,6 +47,11 @@ type Options struct {
 	// ReadOnly opens an existing file for reading only (backup, doctor). bbolt then takes a
 	// shared lock, which a running daemon's exclusive lock still refuses.
 	ReadOnly bool
+	// Redact masks secret values in text (secret.Redactor's String). Every audit entry
+	// passes through it as it is written, whatever field holds the value, so a secret that
+	// reached a detail (a model name, a reason, an error) is never stored or shown on the
+	// page. nil stores entries as they are.
+	Redact func(string) string
 	// NoSync skips the fsync of every commit: for tests that race thousands of writes,
 	// never for a real data file, which a crash could then lose or damage.
 	NoSync bool
@@ -86,6 +93,7 @@ var (
 	bucketAudit       = []byte("audit")            // seq → AuditEntry
 	bucketAuditBySes  = []byte("audit_by_session") // session id → seq → nothing
 	bucketAuditCounts = []byte("audit_counts")     // window start + key → seq of the entry that counts it
+	bucketAdvTokens   = []byte("advisor_tokens")   // session id → advisor tokens its audited calls used
 	bucketPresets     = []byte("presets")
 	bucketSeries      = []byte("series")      // session id → trial key → tag → packed points
 	bucketOutbox      = []byte("outbox")      // id → item
@@ -100,7 +108,7 @@ var (
 var topBuckets = [][]byte{
 	bucketMeta, bucketSessions, bucketByTime, bucketActive, bucketTrials, bucketProposals, bucketProposalID, bucketAudit,
 	bucketAuditBySes, bucketPresets, bucketSeries, bucketOutbox, bucketOutboxKeys, bucketChatRefs,
-	bucketSchedules, bucketAuditCounts,
+	bucketSchedules, bucketAuditCounts, bucketAdvTokens,
 }
 
 // Open opens or creates the data file at path, creating its directory when missing, and runs
@@ -193,6 +201,11 @@ func (d *DB) init() error {
 		if have < 3 {
 			if err := storeTotals(tx); err != nil {
 				return fmt.Errorf("migrating to schema version 3: %w", err)
+			}
+		}
+		if have < 4 {
+			if err := countAdvisorTokens(tx); err != nil {
+				return fmt.Errorf("migrating to schema version 4: %w", err)
 			}
 		}
 		return tx.Bucket(bucketMeta).Put(keySchema, u64Key(SchemaVersion))

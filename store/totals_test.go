@@ -94,3 +94,66 @@ func TestTotalsAreKeptByWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvisorTokensAreCounted: each session's advisor tokens, kept as its calls are
+// audited, equal session.AdvisorTokens of its audit; a file written before the counts
+// (schema version 3) gets them when opened for writing, and adds them up when opened
+// read-only.
+func TestAdvisorTokensAreCounted(t *testing.T) {
+	ctx := context.Background()
+	db, path := openDB(t)
+	call := func(sid string, tokens any) session.AuditEntry {
+		return session.AuditEntry{SessionID: sid, Kind: session.AuditKindAdvisorCall, Actor: session.System,
+			Detail: map[string]any{"outcome": "ok", "usage": map[string]any{"total_tokens": tokens}}}
+	}
+	for _, e := range []session.AuditEntry{
+		call("s1", 100), call("s2", 7), call("s1", 250.0), call("", 40), call("s2", nil),
+		{SessionID: "s1", Kind: "trial_finished", Detail: map[string]any{"usage": map[string]any{"total_tokens": 999}}},
+	} {
+		if err := db.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(db *store.DB, when string) {
+		t.Helper()
+		for _, sid := range []string{"s1", "s2", "s3"} {
+			entries, err := db.Audit(ctx, sid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := db.AdvisorTokensUsed(ctx, sid)
+			if want := session.AdvisorTokens(entries); err != nil || got != want {
+				t.Errorf("%s: session %s used %d tokens (%v), its audit says %d", when, sid, got, err, want)
+			}
+		}
+		if got, _ := db.AdvisorTokensUsed(ctx, "s1"); got != 350 {
+			t.Errorf("%s: s1 used %d tokens, want 350", when, got)
+		}
+	}
+	check(db, "kept by writes")
+	db.Close()
+
+	// The same file as a version 3 tunebot left it: no counts.
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket([]byte("advisor_tokens")); err != nil {
+			return err
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, 3))
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ro := range []bool{true, false} {
+		db, err := store.Open(path, store.Options{ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(db, fmt.Sprintf("a version 3 file opened read-only %v", ro))
+		db.Close()
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"tunebot/bot"
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -40,8 +41,11 @@ type Ntfy struct {
 var _ bot.Sink = (*Ntfy)(nil)
 
 // NewNtfy returns a sink posting to server/topic. The access token, if any, comes from
-// the environment variable NTFY_TOKEN only; it is sent, never logged.
-func NewNtfy(server, topic string, getenv func(string) string, client *http.Client) (*Ntfy, error) {
+// the environment variable NTFY_TOKEN only; it is sent, never logged. Server and topic
+// pass through redact (tunebot's secrets, secret.Process) first: a topic that holds a
+// secret's value posts to a masked topic rather than send the value to the server.
+func NewNtfy(server, topic string, getenv func(string) string, client *http.Client, redact *secret.Redactor) (*Ntfy, error) {
+	server, topic = redact.String(server), redact.String(topic)
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, fmt.Errorf("ntfy server %q is not an http(s) URL", server)

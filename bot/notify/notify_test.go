@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"tunebot/bot"
 	"tunebot/bot/notify"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -69,7 +71,7 @@ func TestNtfyDeliver(t *testing.T) {
 	} {
 		srv, got := server(t, tc.status)
 		env := map[string]string{"NTFY_TOKEN": "tk_secret"}
-		n, err := notify.NewNtfy(srv.URL, "tunebot-alerts", func(k string) string { return env[k] }, nil)
+		n, err := notify.NewNtfy(srv.URL, "tunebot-alerts", func(k string) string { return env[k] }, nil, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,11 +97,37 @@ func TestNtfyDeliver(t *testing.T) {
 			t.Errorf("non-ASCII title not encoded: %q", title)
 		}
 	}
-	if _, err := notify.NewNtfy("ftp://x", "t", func(string) string { return "" }, nil); err == nil {
+	if _, err := notify.NewNtfy("ftp://x", "t", func(string) string { return "" }, nil, nil); err == nil {
 		t.Error("accepted an ftp server")
 	}
-	if _, err := notify.NewNtfy("https://ntfy.sh", "a/b", func(string) string { return "" }, nil); err == nil {
+	if _, err := notify.NewNtfy("https://ntfy.sh", "a/b", func(string) string { return "" }, nil, nil); err == nil {
 		t.Error("accepted a topic with a slash")
+	}
+}
+
+// TestNtfyTopicCarriesNoSecret: chat.ntfy.topic: "tb-${SLACK_BOT_TOKEN}" made the daemon
+// PUT /tb-xoxb-… to the push server. With tunebot's redactor the topic (and the server's
+// URL) is masked before any request, so the push server never sees the value (issue 36).
+func TestNtfyTopicCarriesNoSecret(t *testing.T) {
+	const token = "xoxb-0123456789-slack"
+	srv, got := server(t)
+	n, err := notify.NewNtfy(srv.URL+"/p-"+token, "tb-"+token, func(string) string { return "" }, nil, secret.NewRedactor(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Deliver(context.Background(), delivery()); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range got() {
+		if strings.Contains(r.path+r.body+fmt.Sprint(r.header), token) || !strings.Contains(r.path, "tb-"+secret.Mask) {
+			t.Errorf("the push server received the token: %s %v", r.path, r.header)
+		}
+	}
+	if len(got()) == 0 {
+		t.Error("nothing was pushed")
+	}
+	if _, err := notify.NewNtfy("ftp://"+token, "t", func(string) string { return "" }, nil, secret.NewRedactor(token)); err == nil || strings.Contains(err.Error(), token) {
+		t.Errorf("a bad server's refusal quotes the token: %v", err)
 	}
 }
 
@@ -162,7 +190,7 @@ func TestNtfyAttachesThePosterAndFallsBackToText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, got := server(t, tc.statuses...)
-			n, err := notify.NewNtfy(srv.URL, "robots", func(string) string { return "" }, nil)
+			n, err := notify.NewNtfy(srv.URL, "robots", func(string) string { return "" }, nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,7 +46,7 @@ func newLogger(c LogConfig, w io.Writer) *slog.Logger {
 // shared data_dir it is opened as the keys are (private.OpenOwn): never through a link,
 // the daemon user's alone.
 func openStore(cfg Config) (*store.DB, error) {
-	var opts store.Options
+	opts := store.Options{Redact: secret.Process().String}
 	if cfg.Service.SharedDataDir {
 		opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			return private.OpenOwn(name, flag, perm, "the store")
@@ -221,7 +221,7 @@ func buildAdvisor(cfg Config, e *env, db *store.DB, sampler session.Advisor, log
 }
 
 func deepSeekConfig(c AdvisorConfig) advisor.DeepSeekConfig {
-	return advisor.DeepSeekConfig{BaseURL: c.BaseURL, Model: c.Model, Timeout: c.Timeout, Temperature: c.Temperature}
+	return advisor.DeepSeekConfig{BaseURL: c.BaseURL, Model: c.Model, Timeout: c.Timeout, Temperature: c.Temperature, Redact: secret.Process()}
 }
 
 // close stops the engine (sessions with a running job become interrupted), then closes the

@@ -8,12 +8,15 @@ import (
 	"io"
 	"io/fs"
 	"math"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"tunebot/session"
+	"tunebot/trainer"
 	"tunebot/trainer/tfevents"
 )
 
@@ -48,13 +51,13 @@ func runEvents(ctx context.Context, e *env, args []string) int {
 	if !ok {
 		return code
 	}
-	files, ok := findEventFiles(e, paths)
+	files, roots, ok := findEventFiles(e, paths)
 	if !ok {
 		return 1
 	}
-	points, err := tfevents.ReadAll(files...)
+	points, err := readEventFiles(e, files, roots)
 	if err != nil {
-		// A CorruptError names the file and the byte offset.
+		// A CorruptError names the file and the byte offset; a refusal the file and why.
 		fmt.Fprintf(e.stderr, "events: %v\n", err)
 		return 1
 	}
@@ -122,25 +125,77 @@ func eventsArgs(e *env, args []string) (paths []string, asJSON bool, code int, o
 	return paths, asJSON, 0, true
 }
 
-// findEventFiles is the event files of every path (a file or a directory), in order; ok
-// false when one is missing or holds none, said on stderr.
-func findEventFiles(e *env, paths []string) (files []string, ok bool) {
+// readEventFiles reads files as the daemon reads a run directory's (STYLE rule 13): each
+// through trainer.OpenBounded under its root (the directory given, or a file's own), so a
+// FIFO, a device, an oversized file or a link out of the root is refused, never waited on
+// or read; and within the daemon's limits of tags and bytes, whose cut is said on stderr.
+func readEventFiles(e *env, files []string, roots map[string]string) (map[string][]session.Point, error) {
+	limits := trainer.DefaultEventLimits
+	r := tfevents.Reader{Limits: tfevents.Limits{MaxTags: limits.MaxTags, MaxBytes: limits.MaxBytes}}
+	r.Open = func(path string) (*os.File, error) {
+		root := roots[path]
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return nil, err
+		}
+		f, err := trainer.OpenBounded(root, rel, trainer.MaxEventFileBytes, "the event file "+path)
+		if err != nil {
+			return nil, err
+		}
+		return f.File(), nil
+	}
+	points := map[string][]session.Point{}
+	for _, f := range files {
+		pts, err := r.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		for tag, p := range pts {
+			points[tag] = append(points[tag], p...)
+		}
+	}
+	cut := r.Cut()
+	if cut.Tags > 0 || cut.Bytes > 0 {
+		fmt.Fprintf(e.stderr, "events: past tunebot's limits (%d tags, %s of event files), %d more tags and %s were left out\n",
+			limits.MaxTags, session.Bytes(limits.MaxBytes), cut.Tags, session.Bytes(cut.Bytes))
+	}
+	if cut.Refused.Tags > 0 {
+		fmt.Fprintf(e.stderr, "events: %d tags no curve may carry (empty, not UTF-8, or longer than %d bytes) were left out: %s\n",
+			cut.Refused.Tags, session.MaxTagBytes, strings.Join(cut.Refused.Examples, "; "))
+	}
+	return points, nil
+}
+
+// findEventFiles is the event files of every path (a file or a directory), in order, and
+// the root each is opened under: the directory given, or a file's own directory; ok false
+// when one is missing or holds none, said on stderr.
+func findEventFiles(e *env, paths []string) (files []string, roots map[string]string, ok bool) {
+	roots = map[string]string{}
 	for _, p := range paths {
 		found, err := tfevents.EventFiles(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			fmt.Fprintf(e.stderr, "events: %s: no such file or directory\n", p)
-			return nil, false
+			return nil, nil, false
 		case err != nil:
 			fmt.Fprintf(e.stderr, "events: %s: %v\n", p, err)
-			return nil, false
+			return nil, nil, false
 		case len(found) == 0:
 			fmt.Fprintf(e.stderr, "events: no event files (names containing \"tfevents\") found in %s\n", p)
-			return nil, false
+			return nil, nil, false
+		}
+		root := p
+		if len(found) == 1 && found[0] == p {
+			root = filepath.Dir(p)
+		}
+		for _, f := range found {
+			if _, seen := roots[f]; !seen {
+				roots[f] = root
+			}
 		}
 		files = append(files, found...)
 	}
-	return files, true
+	return files, roots, true
 }
 
 // summarise is one tag's line. Points come file by file in the order the paths were

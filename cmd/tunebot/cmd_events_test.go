@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -210,5 +211,50 @@ func TestEventsOverSeveralRuns(t *testing.T) {
 	_, table, _ := runEventsCmd(t, later, early)
 	if f := strings.Fields(strings.Split(strings.TrimSpace(table), "\n")[3]); len(f) != 5 || f[2] != "0" || f[3] != "900" || f[4] != "900.5" {
 		t.Errorf("table row %v, want FIRST STEP 0, LAST STEP 900, LAST VALUE 900.5:\n%s", f, table)
+	}
+}
+
+// TestEventsReadsBounded: tunebot events opens what it is given through the bounded reader
+// (issue 36): a FIFO named like an event file is refused at once rather than waited on
+// (os.Open blocked on it for good), and a link out of the directory given is not followed.
+func TestEventsReadsBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "events.out.tfevents.1.host.1.0")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "events.out.tfevents.2.host.1.0")
+	w, err := tfevents.Create(outside)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Scalar("Outside/secret", 1, 0.5, time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	run := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(run, "events.out.tfevents.3.host.1.0")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{{fifo, "named pipe"}, {run, "leads outside"}} {
+		type result struct {
+			code           int
+			stdout, stderr string
+		}
+		done := make(chan result, 1)
+		go func() {
+			code, stdout, stderr := runEventsCmd(t, "--json", tc.path)
+			done <- result{code, stdout, stderr}
+		}()
+		select {
+		case r := <-done:
+			if r.code != 1 || !strings.Contains(r.stderr, tc.want) || strings.Contains(r.stdout, "Outside/secret") {
+				t.Errorf("events %s: exit %d, %q %q; want a refusal saying %q", tc.path, r.code, r.stdout, r.stderr, tc.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("events %s is still reading after 10 s", tc.path)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"tunebot/httpd"
 	"tunebot/retention"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -113,7 +114,7 @@ func prune(ctx context.Context, cfg Config, req pruneRequest) (retention.Report,
 		return retention.Report{}, fmt.Errorf("no data file at %s to prune: %w", path, err)
 	}
 	// A dry run changes nothing, not even the file's last transaction.
-	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: req.Options.DryRun})
+	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: req.Options.DryRun, Redact: secret.Process().String})
 	if err == nil {
 		defer db.Close()
 		return pruner(cfg, db).Run(ctx, req.Options, req.By)

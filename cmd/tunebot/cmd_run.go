@@ -391,7 +391,7 @@ func newPushes(cfg Config, getenv func(string) string) ([]string, map[string]bot
 	var names []string
 	sinks := map[string]bot.Sink{}
 	if c := cfg.Chat.Ntfy; c.Server != "" {
-		n, err := notify.NewNtfy(c.Server, c.Topic, getenv, nil)
+		n, err := notify.NewNtfy(c.Server, c.Topic, getenv, nil, secret.Process())
 		if err != nil {
 			return nil, nil, err
 		}

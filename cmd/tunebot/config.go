@@ -387,7 +387,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		if len(probs) == 0 {
 			return nil
 		}
-		return &session.InvalidError{What: "config " + path, Problems: hideExpanded(inFileOrder(root, probs), root, exp)}
+		return &session.InvalidError{What: "config " + path, Problems: hideSecrets(hideExpanded(inFileOrder(root, probs), root, exp), getenv)}
 	}
 	tree := checkTree(root, getenv, exp)
 	probs = append(probs, tree.probs...)
@@ -396,7 +396,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 	if fatal {
 		return cfg, invalid(nil)
 	}
-	probs = append(probs, cfg.setTasks(root, filepath.Dir(path))...)
+	probs = append(probs, cfg.setTasks(root, filepath.Dir(path), knownSecrets(getenv))...)
 	cfg.warnings = configWarnings(root, cfg)
 	probs = append(probs, webhookInClear(cfg, getenv)...)
 	cfg.resolvePaths(filepath.Dir(path))

@@ -3,7 +3,9 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -44,9 +46,10 @@ func knownSecrets(getenv func(string) string) map[string]string {
 	return known
 }
 
-// secretSinks are the config values that leave tunebot: each section (or key) and where its
-// values go. The first that holds a key decides. Other sections (chat ids, addresses)
-// stay in tunebot, and may name a variable such as SLACK_CHANNEL.
+// secretSinks say where the values of a section (or key) go, for the problem that names a
+// secret in one. The first that holds a key decides; every other value is sent, stored or
+// shown somewhere too (secretElsewhere): a URL or an ntfy topic goes on the wire, a model
+// name into every advisor request and the audit.
 var secretSinks = []struct{ prefix, where string }{
 	{"trainer", "on the trainer's command line, where any user of the machine sees it (ps) and the trial's log keeps it"},
 	{"executor.slurm.sbatch_args", "on sbatch's command line and into every batch script, where the cluster's users see it"},
@@ -56,47 +59,46 @@ var secretSinks = []struct{ prefix, where string }{
 	{"session", "into the settings every session stores and shows in chat and on the page, and (run_name, task) onto the trainer's command line and into the preset names"},
 	{"reward_space", "into the reward space every session stores, shows in chat and sends to the advisor"},
 	{"reward_spaces", "into the reward space every session of its task stores, shows in chat and sends to the advisor"},
+	{"advisor", "into every request to the advisor and the audit every reader of the page sees"},
+	{"chat", "into the requests tunebot sends to chat and push services (a topic or URL travels in the clear to the server and its logs)"},
 }
 
-const secretFix = "tunebot's secrets come from the environment for tunebot alone: remove it, and give the trainer what it needs another way"
+// secretElsewhere is where a value of no sink goes.
+const secretElsewhere = "into what tunebot sends, stores or shows (requests, the audit, the page)"
 
-// secretSink says where the value at path goes, "" when it stays in tunebot.
+const secretFix = "tunebot's secrets come from the environment for tunebot alone: remove it, and give the trainer or tool that needs one what it needs another way"
+
+// secretSink says where the value at path goes.
 func secretSink(path string) string {
 	for _, s := range secretSinks {
 		if path == s.prefix || strings.HasPrefix(path, s.prefix+".") || strings.HasPrefix(path, s.prefix+"[") {
 			return s.where
 		}
 	}
-	return ""
+	return secretElsewhere
 }
 
-// secretsInConfig names every value that would carry one of tunebot's secrets out of it
-// (secretSinks), as the decoder reads the file: after YAML aliases and merge keys and after
-// ${NAME} expansion. A value is refused when it names a secret variable (set or not) or
-// holds a secret's value, however it got there (a variable that copies it, the value
-// pasted in). Each problem names the key and its line, never the value.
+// namesItsSetting reports whether a scalar is the one place a variable may go: a Slack
+// setting of chat.slack written as ${SLACK_…} whole (chat.slack.channel: ${SLACK_CHANNEL}).
+// Such a variable counts as a secret only by its prefix, so that no subprocess sees it;
+// the credentials tunebot reads itself (secret.Names) have no key of the config at all.
+func namesItsSetting(u scalarUse, raw string, name string) bool {
+	return strings.HasPrefix(u.path, "chat.slack.") && !u.key && raw == "${"+name+"}" &&
+		strings.HasPrefix(name, "SLACK_") && !slices.Contains(secret.Names, name)
+}
+
+// secretsInConfig names every string of the configuration that names one of tunebot's
+// secret variables (set or not) or holds a secret's value, however it got there (a
+// variable that copies it, the value pasted in): every key and value, as the decoder reads
+// the file, after YAML aliases and merge keys and after ${NAME} expansion (x). The one
+// exception is a Slack setting naming its own variable (namesItsSetting). Each problem
+// names the key and its line, never the value. A space file is scanned by it too, with
+// an empty expansion.
 func secretsInConfig(root *yaml.Node, x expansion, known map[string]string) []string {
 	var probs []string
 	said := map[string]bool{}
 	for _, u := range scalarUses(root) {
-		where := secretSink(u.path)
-		if where == "" {
-			continue
-		}
-		via := ""
-		if u.line != u.node.Line {
-			via = fmt.Sprintf(" (written on line %d, used here through a YAML alias)", u.node.Line)
-		}
-		var msgs []string
-		for _, name := range x.secrets[u.node] {
-			msgs = append(msgs, fmt.Sprintf("line %d: %s: ${%s}%s would put the secret %s %s; %s", u.line, u.path, name, via, name, where, secretFix))
-		}
-		if len(msgs) == 0 {
-			if name := secret.Holds(u.node.Value, known); name != "" {
-				msgs = append(msgs, fmt.Sprintf("line %d: %s: holds the value of the secret %s%s, which would put it %s; %s", u.line, u.path, name, via, where, secretFix))
-			}
-		}
-		for _, m := range msgs {
+		for _, m := range secretProblems(u, x, known) {
 			if !said[m] {
 				said[m] = true
 				probs = append(probs, m)
@@ -104,6 +106,32 @@ func secretsInConfig(root *yaml.Node, x expansion, known map[string]string) []st
 		}
 	}
 	return probs
+}
+
+// secretProblems names the secrets one scalar names or holds.
+func secretProblems(u scalarUse, x expansion, known map[string]string) []string {
+	where := secretSink(u.path)
+	what := cmp.Or(u.path, "the file")
+	if u.key {
+		what += " (a key of it)"
+	}
+	via := ""
+	if u.line != u.node.Line {
+		via = fmt.Sprintf(" (written on line %d, used here through a YAML alias)", u.node.Line)
+	}
+	var msgs []string
+	for _, name := range x.secrets[u.node] {
+		if !namesItsSetting(u, x.raw[u.node], name) {
+			msgs = append(msgs, fmt.Sprintf("line %d: %s: ${%s}%s would put the secret %s %s; %s", u.line, what, name, via, name, where, secretFix))
+		}
+	}
+	if len(msgs) > 0 {
+		return msgs
+	}
+	if name := secret.Holds(u.node.Value, known); name != "" && !namesItsSetting(u, x.raw[u.node], name) {
+		msgs = append(msgs, fmt.Sprintf("line %d: %s: holds the value of the secret %s%s, which would put it %s; %s", u.line, what, name, via, where, secretFix))
+	}
+	return msgs
 }
 
 // unsetProblems names each value that names an unset variable, with its line and key.
@@ -126,19 +154,21 @@ func unsetProblems(root *yaml.Node, x expansion) []string {
 }
 
 // scalarUse is one place the decoder reads a scalar of the file: its dotted key path, and
-// the line that puts it there (the alias's, when it came through one).
+// the line that puts it there (the alias's, when it came through one). A key of a mapping
+// is a use too (key): its path is the mapping's, since the key itself may be a secret.
 type scalarUse struct {
 	node *yaml.Node
 	path string
 	line int
+	key  bool
 }
 
 // scalarUseBudget bounds the walk of scalarUses: aliases of aliases can make a small
 // file name a value millions of times, and the decoder refuses such a file anyway.
 const scalarUseBudget = 1 << 16
 
-// scalarUses lists every scalar value of the file where the decoder reads it, following
-// aliases and merge keys: a value written once and used twice is listed twice.
+// scalarUses lists every scalar of the file where the decoder reads it, keys and values,
+// following aliases and merge keys: a value written once and used twice is listed twice.
 func scalarUses(root *yaml.Node) []scalarUse {
 	var out []scalarUse
 	budget := scalarUseBudget
@@ -174,6 +204,11 @@ func scalarUses(root *yaml.Node) []scalarUse {
 					walk(v, path, via, depth+1) // an alias or a sequence of them, read as this mapping's
 					continue
 				}
+				line := k.Line
+				if via > 0 {
+					line = via
+				}
+				out = append(out, scalarUse{node: k, path: path, line: line, key: true})
 				walk(v, joinKey(path, k.Value), via, depth+1)
 			}
 		}
@@ -216,6 +251,17 @@ func hideExpanded(probs []string, root *yaml.Node, x expansion) []string {
 			}
 		}
 		out[i] = prefix + rest
+	}
+	return out
+}
+
+// hideSecrets masks every secret's value left in probs: a key path, a file name or a
+// decoder's message may quote a string that holds one (a key pasted from a token).
+func hideSecrets(probs []string, getenv func(string) string) []string {
+	x := secret.NewRedactor(slices.Collect(maps.Values(knownSecrets(getenv)))...)
+	out := make([]string, len(probs))
+	for i, p := range probs {
+		out[i] = x.String(p)
 	}
 	return out
 }

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -25,6 +29,7 @@ func TestSecretReachesNoJobThroughTheConfig(t *testing.T) {
 		{"through a YAML alias into trainer.train",
 			"chat:\n  slack:\n    channel: &s \"${SLACK_SIGNING_SECRET}\"\ntrainer:\n  train: [\"{tunebot}\", sim-train, *s, \"{reward_config}\", \"{iterations}\"]\n",
 			[]string{"line 6: trainer.train[2]: ${SLACK_SIGNING_SECRET} (written on line 4, used here through a YAML alias) would put the secret SLACK_SIGNING_SECRET on the trainer's command line",
+				"line 4: chat.slack.channel: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET into the requests tunebot sends to chat and push services",
 				`line 4: chat.slack.channel: "${SLACK_SIGNING_SECRET}" is not a channel ID`}},
 		{"run_name", "session:\n  run_name: ${SLACK_SIGNING_SECRET}\n",
 			[]string{"line 3: session.run_name: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET into the settings every session stores"}},
@@ -38,7 +43,8 @@ func TestSecretReachesNoJobThroughTheConfig(t *testing.T) {
 			[]string{"line 4: reward_spaces.Task-A.file: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET into the reward space every session of its task stores",
 				"line 4: reward_spaces.Task-A.file: "}},
 		{"a merge key into trainer", "x: &t {python: \"${SLACK_SIGNING_SECRET}\"}\ntrainer:\n  <<: *t\n",
-			[]string{"trainer.python: ${SLACK_SIGNING_SECRET} (written on line 2, used here through a YAML alias)", "line 2: x is not a setting"}},
+			[]string{"trainer.python: ${SLACK_SIGNING_SECRET} (written on line 2, used here through a YAML alias)", "line 2: x is not a setting",
+				"line 2: x.python: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET into what tunebot sends, stores or shows"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := writeConfig(t, t.TempDir(), "data_dir: data\n"+tc.yaml)
@@ -93,4 +99,79 @@ func TestConfigCheckShowsNoExpandedValue(t *testing.T) {
 		"line 5: session.task: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET",
 		`line 5: session.task: "${SLACK_SIGNING_SECRET}" is not supported`,
 		`line 7: trainer.job_timeout: "${WAIT}" is not a duration`)
+}
+
+// TestEveryConfigStringIsScannedForSecrets: every string of the configuration is scanned
+// for tunebot's secrets, not a list of keys: chat.ntfy.topic: "tb-${SLACK_BOT_TOKEN}" (the
+// daemon sent PUT /tb-xoxb-… to the push server) and advisor.model: "m-${DEEPSEEK_API_KEY}"
+// (the key went into every advisor request, the store's audit and the page), copied by
+// another variable, pasted, reached through an alias, written as a key, or in a space file
+// reward_spaces names. config check refuses each with its key and line and never shows the
+// value; run and tune refuse to start, and the fake push server and fake DeepSeek hear
+// nothing (issue 36).
+func TestEveryConfigStringIsScannedForSecrets(t *testing.T) {
+	const bot, key = "xoxb-0123456789-bot", "sk-deepseek-0123456789"
+	vars := map[string]string{"SLACK_BOT_TOKEN": bot, "DEEPSEEK_API_KEY": key, "COPY": key}
+	var heard atomic.Int32
+	fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { heard.Add(1) }))
+	defer fake.Close()
+	attacks := "chat:\n  ntfy:\n    server: " + fake.URL + "\n    topic: \"tb-${SLACK_BOT_TOKEN}\"\nadvisor:\n  base_url: " + fake.URL + "\n  model: \"m-${DEEPSEEK_API_KEY}\"\n"
+	for _, tc := range []struct {
+		name, yaml, space string
+		want              []string
+	}{
+		{"the two attacks", attacks, "", []string{
+			"line 5: chat.ntfy.topic: ${SLACK_BOT_TOKEN} would put the secret SLACK_BOT_TOKEN into the requests tunebot sends to chat and push services",
+			"line 8: advisor.model: ${DEEPSEEK_API_KEY} would put the secret DEEPSEEK_API_KEY into every request to the advisor and the audit"}},
+		{"copied by another variable", "advisor:\n  model: m-${COPY}\n", "", []string{
+			"line 3: advisor.model: holds the value of the secret DEEPSEEK_API_KEY"}},
+		{"pasted into a URL", "chat:\n  ntfy:\n    server: https://push.example/" + bot + "\n    topic: tb\n", "", []string{
+			"line 4: chat.ntfy.server: holds the value of the secret SLACK_BOT_TOKEN"}},
+		{"through an alias", "log: {format: &m \"${DEEPSEEK_API_KEY}\"}\nadvisor:\n  model: *m\n", "", []string{
+			"line 2: log.format: ${DEEPSEEK_API_KEY} would put the secret DEEPSEEK_API_KEY",
+			"line 4: advisor.model: ${DEEPSEEK_API_KEY} (written on line 2, used here through a YAML alias) would put"}},
+		{"a key", "reward_spaces:\n  " + bot + ":\n    file: s.yaml\n", "reward_space: {}\n", []string{
+			"line 3: reward_spaces (a key of it): holds the value of the secret SLACK_BOT_TOKEN"}},
+		{"a space file", "reward_spaces:\n  Task-A:\n    file: s.yaml\n",
+			"reward_space:\n  terms:\n    track:\n      weight: 1.0\n      note: \"see " + key + "\"\n", []string{
+				"line 4: reward_spaces.Task-A.file: s.yaml line 5: reward_space.terms.track.note: holds the value of the secret DEEPSEEK_API_KEY"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.space != "" {
+				if err := os.WriteFile(filepath.Join(dir, "s.yaml"), []byte(tc.space), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := writeConfig(t, dir, "data_dir: data\n"+tc.yaml)
+			code, stdout, stderr := runTunebot(t, "", vars, "config", "check", "--config", cfg)
+			if code != 1 || strings.Contains(stdout+stderr, bot) || strings.Contains(stdout+stderr, key) {
+				t.Errorf("exit %d, or the output shows a value:\n%s", code, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stderr, "  - "+w) {
+					t.Errorf("no problem says %q:\n%s", w, stderr)
+				}
+			}
+		})
+	}
+	// run and tune refuse the attacks before any request.
+	cfg := writeConfig(t, t.TempDir(), "data_dir: data\nservice: {addr: \"off\"}\nsession: {fallback: true}\n"+attacks)
+	for _, args := range [][]string{{"run", "--config", cfg}, {"tune", "--config", cfg, "--trials", "4"}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		cmd := exec.CommandContext(ctx, tunebotBin, args...)
+		cmd.Env = append(os.Environ(), "SLACK_BOT_TOKEN="+bot, "DEEPSEEK_API_KEY="+key)
+		out, err := cmd.CombinedOutput()
+		if ctx.Err() != nil {
+			t.Fatalf("tunebot %s started with a secret in the ntfy topic and the model:\n%s", args[0], out)
+		}
+		cancel()
+		if err == nil || strings.Contains(string(out), bot) || strings.Contains(string(out), key) ||
+			!strings.Contains(string(out), "chat.ntfy.topic: ${SLACK_BOT_TOKEN}") || !strings.Contains(string(out), "advisor.model: ${DEEPSEEK_API_KEY}") {
+			t.Errorf("%s: %v\n%s", args[0], err, out)
+		}
+	}
+	if n := heard.Load(); n != 0 {
+		t.Errorf("the fake push server and DeepSeek heard %d requests", n)
+	}
 }

@@ -102,7 +102,7 @@ func (c Config) namesSpace() *session.Space {
 // setTasks reads the space files of reward_spaces (relative to dir) and makes its keys the
 // tasks sessions may run: session.tasks, and session.task when the file does not name the
 // default itself (the only task; with several, none, so that each start names one).
-func (c *Config) setTasks(root *yaml.Node, dir string) []string {
+func (c *Config) setTasks(root *yaml.Node, dir string, known map[string]string) []string {
 	if len(c.Spaces) == 0 {
 		return nil
 	}
@@ -113,7 +113,7 @@ func (c *Config) setTasks(root *yaml.Node, dir string) []string {
 	tasks := c.tasks()
 	for _, task := range tasks {
 		if ts := c.Spaces[task]; ts != nil && ts.File != "" {
-			probs = append(probs, ts.read(task, dir)...)
+			probs = append(probs, ts.read(task, dir, known)...)
 		}
 	}
 	for _, t := range c.Session.Tasks {
@@ -131,8 +131,9 @@ func (c *Config) setTasks(root *yaml.Node, dir string) []string {
 	return probs
 }
 
-// read loads the space file of task's entry into it.
-func (ts *TaskSpace) read(task, dir string) []string {
+// read loads the space file of task's entry into it. The file's strings are scanned for
+// secrets as the config's are: the space is stored, shown and sent to the advisor.
+func (ts *TaskSpace) read(task, dir string, known map[string]string) []string {
 	where := "reward_spaces." + task + ".file"
 	if !reflect.ValueOf(ts.Space).IsZero() {
 		ts.unread = true
@@ -146,6 +147,9 @@ func (ts *TaskSpace) read(task, dir string) []string {
 	raw, err := readSpaceBytes(path)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: %v", where, err)}
+	}
+	if probs := secretsInSpaceFile(raw, where+": "+ts.File, known); len(probs) > 0 {
+		return probs
 	}
 	var doc struct {
 		Space *session.Space `yaml:"reward_space"`
@@ -161,6 +165,21 @@ func (ts *TaskSpace) read(task, dir string) []string {
 	}
 	ts.Space, ts.unread = *doc.Space, false
 	return nil
+}
+
+// secretsInSpaceFile names the strings of a space file that hold a secret's value, each
+// with its line in the file (after what, the config's key and the file's name). A file
+// that is no YAML is left to the decoder, which says so.
+func secretsInSpaceFile(raw []byte, what string, known map[string]string) []string {
+	var root yaml.Node
+	if err := yaml.Unmarshal(raw, &root); err != nil {
+		return nil
+	}
+	probs := secretsInConfig(&root, newExpansion(), known)
+	for i, p := range probs {
+		probs[i] = what + " " + p
+	}
+	return probs
 }
 
 // readSpaceBytes reads a space file (the config's, the demo's, the sim's): a regular
