@@ -1,0 +1,73 @@
+package disk_test
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"tunebot/disk"
+	"tunebot/session"
+)
+
+// TestWriteIsWholeOrNothing: a write that runs out of space half-way leaves the file as it
+// was (or absent) and no partial copy beside it; the error says why, so the caller can
+// tell a full disk.
+func TestWriteIsWholeOrNothing(t *testing.T) {
+	full := func(w io.Writer) error {
+		if _, err := w.Write([]byte("half a chart")); err != nil {
+			return err
+		}
+		return &fs.PathError{Op: "write", Path: "chart.png", Err: syscall.ENOSPC}
+	}
+	dir := t.TempDir()
+	fresh, old := filepath.Join(dir, "fresh.png"), filepath.Join(dir, "old.json")
+	if err := disk.WriteFile(old, []byte(`{"whole": true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fresh, old} {
+		err := disk.Write(path, 0o644, full)
+		if err == nil || !session.OutOfSpace(err) {
+			t.Fatalf("%s: %v, want an out-of-space error", path, err)
+		}
+	}
+	if _, err := os.Stat(fresh); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a half-written %s was left: %v", fresh, err)
+	}
+	if b, err := os.ReadFile(old); err != nil || string(b) != `{"whole": true}` {
+		t.Fatalf("%s: %q %v", old, b, err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 {
+		t.Fatalf("left beside it: %v", ents)
+	}
+	if info, _ := os.Stat(old); info.Mode().Perm() != 0o644 {
+		t.Fatalf("mode %v", info.Mode())
+	}
+}
+
+func TestUsageAndReserve(t *testing.T) {
+	dir := t.TempDir()
+	u, err := disk.Usage(dir)
+	if err != nil || u.Total <= 0 || u.Free < 0 || u.Free > u.Total || u.Path != dir {
+		t.Fatalf("%+v %v", u, err)
+	}
+	if _, err := disk.Usage(filepath.Join(dir, "missing")); err == nil {
+		t.Fatal("a missing path measured")
+	}
+	if u.Free < 4*disk.ReserveSize {
+		t.Skipf("%s has too little room for the reserve", dir)
+	}
+	w := disk.NewWatch(dir)
+	w.Restore()
+	if info, err := os.Stat(w.Reserve); err != nil || info.Size() != disk.ReserveSize {
+		t.Fatalf("reserve: %v %v", info, err)
+	}
+	w.Release()
+	if _, err := os.Stat(w.Reserve); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("reserve after release: %v", err)
+	}
+}
