@@ -71,3 +71,16 @@ func TestUsageAndReserve(t *testing.T) {
 		t.Fatalf("reserve after release: %v", err)
 	}
 }
+
+func TestParseSize(t *testing.T) {
+	for in, want := range map[string]int64{"2GiB": 2 << 30, "512MiB": 512 << 20, "1.5 GB": 1_500_000_000, "4096": 4096, "10B": 10, "3KB": 3000} {
+		if got, err := disk.ParseSize(in); err != nil || got != want {
+			t.Errorf("ParseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "lots", "-1GiB", "2 GiBs", "1e30GB"} {
+		if _, err := disk.ParseSize(in); err == nil {
+			t.Errorf("ParseSize(%q) took it", in)
+		}
+	}
+}

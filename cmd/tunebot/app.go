@@ -11,6 +11,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot"
+	"tunebot/disk"
 	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
@@ -148,6 +149,7 @@ func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.
 		// Parallel 0 lets the engine take each session's own GPUs into account (local).
 		Parallel: cfg.Executor.Parallel, GPUsPerTrial: cfg.Executor.GPUsPerTrial,
 		LeaseGPUs: cfg.Executor.Backend == BackendLocal, TrainerKind: trainerKind(cfg.Trainer),
+		Disks: disk.NewWatch(cfg.DataDir), DataDir: cfg.DataDir, MinFree: int64(cfg.Service.MinFree),
 	})
 }
 
