@@ -28,7 +28,7 @@ func Usage(path string) (session.DiskUsage, error) {
 
 // ReserveSize is the space the reserve file holds on the data disk: enough for the store
 // to record a pause and for the outbox to say so when everything else is full.
-const ReserveSize = 8 << 20
+const ReserveSize = 4 << 20
 
 // ReserveFile is the reserve's name in data_dir.
 const ReserveFile = "space.reserve"

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tunebot/session"
+	"tunebot/store"
+)
+
+// smallDisk mounts a tmpfs of size at a fresh directory and returns it; it skips the test,
+// saying why, when this process may not mount (it must run as root: .ci/run does).
+func smallDisk(t *testing.T, size string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs (.ci/run runs the tests as root)")
+	}
+	dir := filepath.Join(t.TempDir(), "disk")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("mounting a %s tmpfs is not permitted here: %v: %s", size, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillDisk writes a file in dir until the filesystem has no room left.
+func fillDisk(t *testing.T, dir string) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, chunk := range []int{1 << 20, 4 << 10, 512} {
+		buf := make([]byte, chunk)
+		for {
+			if _, err := f.Write(buf); err != nil {
+				if !errors.Is(err, syscall.ENOSPC) {
+					t.Fatalf("filling %s: %v", dir, err)
+				}
+				break
+			}
+		}
+	}
+}
+
+// TestFullDiskPausesAndResumeFinishes (issue 39): data_dir on a 48 MiB tmpfs that the test
+// fills while trial 2 trains. The session pauses (it does not fail) with the disk's numbers,
+// tune says so and exits 3 with its resume line, the store is intact and readable (doctor,
+// preset list) while the disk is full, no chart is left half-written; once the filesystem
+// grows, --resume finishes the session with no failed trial.
+func TestFullDiskPausesAndResumeFinishes(t *testing.T) {
+	mnt := smallDisk(t, "48m")
+	data := filepath.Join(mnt, "data")
+	cfg := writeConfig(t, t.TempDir(), "data_dir: "+data+`
+service:
+  addr: "off"
+  min_free: 1MiB
+session:
+  trial_count: 4
+  rungs: [50, 100, 150]
+  early_stop_patience: 4
+`)
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	waitForPath(ctx, t, filepath.Join(data, "sessions", "*", "trial-002-rung-0"))
+	fillDisk(t, mnt)
+	err := cmd.Wait()
+	out := stdout.String() + stderr.String()
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) || xe.ExitCode() != 3 {
+		t.Fatalf("tune on a full disk: %v, want exit 3\n%s", err, out)
+	}
+	reason := regexp.MustCompile(`paused: the data disk is full \(\d+(\.\d)? (bytes|KiB|MiB) free of 4[78]\.\d MiB on ` + regexp.QuoteMeta(data) + `\); free space, then resume`)
+	if !reason.MatchString(out) || !strings.Contains(out, "tunebot tune --resume --config") {
+		t.Fatalf("tune does not say the disk is full, or how to resume:\n%s", out)
+	}
+	checkFullDiskStore(t, data, cfg)
+
+	if out, err := exec.Command("mount", "-o", "remount,size=96m", mnt).CombinedOutput(); err != nil {
+		t.Fatalf("growing the tmpfs: %v: %s", err, out)
+	}
+	code, res, errOut := runBin(t, mnt, "tune", "--resume", "--config", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("--resume after the disk grew: exit %d\n%s%s", code, res, errOut)
+	}
+	var sum summaryJSON
+	lastJSON(t, res, &sum)
+	if sum.State != session.StateSucceeded {
+		t.Fatalf("after --resume: %s %q", sum.State, sum.Reason)
+	}
+	numbers := map[int]bool{}
+	for _, tr := range sum.Trials {
+		if tr.State != session.TrialCompleted {
+			t.Errorf("trial %d @ rung %d is %s: %s", tr.Number, tr.Rung, tr.State, tr.Reason)
+		}
+		numbers[tr.Number] = true
+	}
+	if len(numbers) != 4 {
+		t.Errorf("trials %v, want 4 (the one the full disk stopped ran again, once)", numbers)
+	}
+}
+
+// checkFullDiskStore checks a session paused by a full disk: stored paused with the reason,
+// the data file passes its check and holds the trials finished before, and the commands
+// that read it work while the disk is still full.
+func checkFullDiskStore(t *testing.T, data, cfg string) {
+	t.Helper()
+	if err := store.Check(filepath.Join(data, "tunebot.db"), store.Options{}); err != nil {
+		t.Fatalf("the data file after the disk filled: %v", err)
+	}
+	db, err := store.Open(filepath.Join(data, "tunebot.db"), store.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ss, err := db.Sessions(ctx)
+	if err != nil || len(ss) != 1 {
+		t.Fatalf("sessions %v %v", ss, err)
+	}
+	s := ss[0]
+	trials, err := db.Trials(ctx, s.ID)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.State != session.StatePaused || !session.IsDiskFullReason(s.Reason) {
+		t.Fatalf("stored session: %s %q", s.State, s.Reason)
+	}
+	done := 0
+	for _, tr := range trials {
+		switch tr.State {
+		case session.TrialFailed, session.TrialTraining, session.TrialEvaluating:
+			t.Errorf("trial %d @ rung %d is %s on a paused session: %s", tr.Number, tr.Rung, tr.State, tr.Reason)
+		case session.TrialCompleted:
+			done++
+		}
+	}
+	if done < 2 {
+		t.Errorf("%d trials completed before the disk filled, want trials 0 and 1", done)
+	}
+	if code, out, errOut := runBin(t, data, "preset", "list", "--config", cfg); code != 0 {
+		t.Errorf("preset list on a full disk: exit %d\n%s%s", code, out, errOut)
+	}
+	// doctor fails on other lines here (no advisor, no fallback in the config): its store
+	// and free-space lines are the ones that matter.
+	_, out, errOut := runBin(t, data, "doctor", "--config", cfg)
+	if !strings.Contains(out, "passed its consistency check") || !regexp.MustCompile(`warn +free space +\d.* free of .* on `+regexp.QuoteMeta(data)+`; the floor is 1.0 MiB \(service.min_free\): a session pauses`).MatchString(out) {
+		t.Errorf("doctor on a full disk:\n%s%s", out, errOut)
+	}
+	// Charts the full disk stopped are not there at all, never half-written.
+	leftovers, _ := filepath.Glob(filepath.Join(data, "reports", "*", ".*.tmp-*"))
+	if len(leftovers) > 0 {
+		t.Errorf("partial copies left: %v", leftovers)
+	}
+	charts, _ := filepath.Glob(filepath.Join(data, "reports", "*", "*.png"))
+	for _, c := range charts {
+		f, err := os.Open(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := png.Decode(f); err != nil {
+			t.Errorf("chart %s is not whole: %v", c, err)
+		}
+		f.Close()
+	}
+}
+
+// waitForPath waits until a file matching pattern exists.
+func waitForPath(ctx context.Context, t *testing.T, pattern string) {
+	t.Helper()
+	for {
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("nothing matched %s", pattern)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
