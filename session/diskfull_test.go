@@ -233,3 +233,57 @@ func TestOutOfSpaceWords(t *testing.T) {
 		}
 	}
 }
+
+// TestOutOfSpaceWithAnotherJobRunning: with two jobs at once, one that fails for lack of
+// space leaves the other to finish; the session pauses once it has (its trial is evaluated
+// on resume), and the resume finishes the session with no failed trial.
+func TestOutOfSpaceWithAnotherJobRunning(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	tr := &fullOnce{fakeTrainer: newFakeTrainer(), train: map[session.TrialRef]error{{2, 0}: fmt.Errorf("writing the checkpoint: %w", syscall.ENOSPC)}}
+	gate := make(chan struct{})
+	tr.trainGate[session.TrialRef{1, 0}] = gate
+	d := &fakeDisks{free: 900 << 20, total: 4 << 30}
+	h.eng.Shutdown(ctx)
+	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: tr, Advisor: h.adv, Sampler: h.sampler,
+		Notifier: h.note, Space: session.DefaultSpace(), SessionsDir: filepath.Join(h.dir, "sessions"), DataDir: h.dir,
+		Disks: d, MinFree: 1 << 20, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	s, err := eng.Start(ctx, settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Trial 1 trains until trial 2 has run out of space.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		cur, _ := h.db.Session(ctx, s.ID)
+		if cur.PauseAsked && session.IsDiskFullReason(cur.Reason) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trial 2 never ran out of space: %s %q", cur.State, cur.Message)
+		}
+	}
+	if cur, _ := h.db.Session(ctx, s.ID); cur.State == session.StatePaused {
+		t.Fatal("paused while trial 1 still trained")
+	}
+	close(gate)
+	s = h.wait(s.ID)
+	checkDiskPause(t, h, s, "the data disk is full (900.0 MiB free of 4.0 GiB on "+h.dir+"); free space, then resume")
+	if _, err := eng.Resume(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	if s = h.wait(s.ID); s.State != session.StateSucceeded {
+		t.Fatalf("after the resume: %s %q", s.State, s.Reason)
+	}
+	for _, x := range h.trials(s.ID) {
+		if x.State != session.TrialCompleted {
+			t.Fatalf("trial %d @ rung %d is %s: %q", x.Number, x.Rung, x.State, x.Reason)
+		}
+	}
+	if n := tr.trains[session.TrialRef{1, 0}]; n != 1 {
+		t.Errorf("trial 1 trained %d times; its training had finished, so it is only evaluated on resume", n)
+	}
+}

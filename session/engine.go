@@ -848,7 +848,12 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		e.mu.Lock()
 		w.again = false
 		e.mu.Unlock()
-		more, err := e.step(jobCtx, id, j, log)
+		// A job that failed is heard before the next step plans: its trial must not be
+		// taken for one to start again (a full disk pauses the session instead).
+		more, err := false, e.jobErr(j)
+		if err == nil {
+			more, err = e.step(jobCtx, id, j, log)
+		}
 		if err == nil {
 			err = e.jobErr(j)
 		}
