@@ -913,6 +913,8 @@ func typeWord(t reflect.Type) string {
 		return "a duration (like 90s, 45m or 12h)"
 	case reflect.TypeFor[SlurmTime]():
 		return slurmTimeWord
+	case reflect.TypeFor[ByteSize]():
+		return disk.SizeWord
 	}
 	if t == reflect.TypeFor[retention.Age]() {
 		return "an age (like 90d, 12w or 36h)"
