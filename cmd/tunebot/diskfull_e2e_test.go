@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer"
 )
 
 // smallDisk mounts a tmpfs of size at a fresh directory and returns it; it skips the test,
@@ -61,49 +63,93 @@ func fillDisk(t *testing.T, dir string) {
 	}
 }
 
-// TestFullDiskPausesAndResumeFinishes (issue 39): data_dir on a 48 MiB tmpfs that the test
-// fills while trial 2 trains. The session pauses (it does not fail) with the disk's numbers,
-// tune says so and exits 3 with its resume line, the store is intact and readable (doctor,
-// preset list) while the disk is full, no chart is left half-written; once the filesystem
-// grows, --resume finishes the session with no failed trial.
+// ballastTrainer is a trainer script that writes a 6 MiB file into the run directory, as a
+// real trainer writes checkpoints, and then trains with the built-in sim: on a small disk
+// its own write is what fails, with dd's "No space left on device".
+const ballastTrainer = `#!/bin/sh
+run_dir=$1; shift
+dd if=/dev/zero of="$run_dir/ballast" bs=1M count=6 || exit 1
+exec "$@"
+`
+
+// TestFullDiskPausesAndResumeFinishes (issue 39): data_dir on a small tmpfs that fills
+// mid-session, in two ways: the test fills it while trial 2 runs (the check before the next
+// job finds it below the floor), or the trainer's own writes fill it (its job fails). Either
+// way the session pauses (it does not fail) with the disk's numbers, tune says so and exits
+// 3 with its resume line, the store is intact and readable (doctor, preset list) while the
+// disk is full, no chart is left half-written; once the filesystem grows, --resume finishes
+// the session with no failed trial.
 func TestFullDiskPausesAndResumeFinishes(t *testing.T) {
-	mnt := smallDisk(t, "48m")
-	data := filepath.Join(mnt, "data")
-	cfg := writeConfig(t, t.TempDir(), "data_dir: "+data+`
+	script := filepath.Join(t.TempDir(), "train.sh")
+	if err := os.WriteFile(script, []byte(ballastTrainer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	argv := append([]string{script, "{run_dir}"}, trainer.SimTrain...)
+	for _, c := range []struct {
+		name, size, trainer string
+		minFree, floor      string // service.min_free, and as doctor says it
+		fill                bool
+	}{
+		{"filled by another", "48m", "", "1MiB", "1.0 MiB", true},
+		// a floor of one byte: the trainer's job starts, and it is its write that fails
+		{"filled by the trainer", "24m", "trainer:\n  train: " + yamlList(argv) + "\n", "1B", "1 bytes", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mnt := smallDisk(t, c.size)
+			data := filepath.Join(mnt, "data")
+			cfg := writeConfig(t, t.TempDir(), "data_dir: "+data+"\n"+c.trainer+`
 service:
   addr: "off"
-  min_free: 1MiB
+  min_free: `+c.minFree+`
 session:
   trial_count: 4
   rungs: [50, 100, 150]
   early_stop_patience: 4
 `)
+			out := tuneUntilFull(t, mnt, data, cfg, c.fill)
+			reason := regexp.MustCompile(`paused: the data disk is full \(\d+(\.\d)? (bytes|KiB|MiB) free of \d+\.\d MiB on ` + regexp.QuoteMeta(data) + `\); free space, then resume`)
+			if !reason.MatchString(out) || !strings.Contains(out, "tunebot tune --resume --config") {
+				t.Fatalf("tune does not say the disk is full, or how to resume:\n%s", out)
+			}
+			checkFullDiskStore(t, data, cfg, c.floor, !c.fill)
+			if out, err := exec.Command("mount", "-o", "remount,size=160m", mnt).CombinedOutput(); err != nil {
+				t.Fatalf("growing the tmpfs: %v: %s", err, out)
+			}
+			checkResumeFinishes(t, mnt, cfg)
+		})
+	}
+}
+
+// tuneUntilFull runs a tune session on data, filling the disk mounted at mnt while trial 2
+// runs when fill is set, and returns what tune said; it must exit 3 (paused).
+func tuneUntilFull(t *testing.T, mnt, data, cfg string, fill bool) string {
+	t.Helper()
 	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	waitForPath(ctx, t, filepath.Join(data, "sessions", "*", "trial-002-rung-0"))
-	fillDisk(t, mnt)
+	if fill {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		waitForPath(ctx, t, filepath.Join(data, "sessions", "*", "trial-002-rung-0"))
+		fillDisk(t, mnt)
+	}
 	err := cmd.Wait()
 	out := stdout.String() + stderr.String()
 	var xe *exec.ExitError
 	if !errors.As(err, &xe) || xe.ExitCode() != 3 {
 		t.Fatalf("tune on a full disk: %v, want exit 3\n%s", err, out)
 	}
-	reason := regexp.MustCompile(`paused: the data disk is full \(\d+(\.\d)? (bytes|KiB|MiB) free of 4[78]\.\d MiB on ` + regexp.QuoteMeta(data) + `\); free space, then resume`)
-	if !reason.MatchString(out) || !strings.Contains(out, "tunebot tune --resume --config") {
-		t.Fatalf("tune does not say the disk is full, or how to resume:\n%s", out)
-	}
-	checkFullDiskStore(t, data, cfg)
+	return out
+}
 
-	if out, err := exec.Command("mount", "-o", "remount,size=96m", mnt).CombinedOutput(); err != nil {
-		t.Fatalf("growing the tmpfs: %v: %s", err, out)
-	}
-	code, res, errOut := runBin(t, mnt, "tune", "--resume", "--config", cfg, "--json")
+// checkResumeFinishes runs tune --resume and checks the session succeeds with every trial
+// completed, each of the four rung-0 trials once.
+func checkResumeFinishes(t *testing.T, dir, cfg string) {
+	t.Helper()
+	code, res, errOut := runBin(t, dir, "tune", "--resume", "--config", cfg, "--json")
 	if code != 0 {
 		t.Fatalf("--resume after the disk grew: exit %d\n%s%s", code, res, errOut)
 	}
@@ -124,10 +170,19 @@ session:
 	}
 }
 
+// yamlList is argv as a YAML flow list.
+func yamlList(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		q[i] = strconv.Quote(a)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
 // checkFullDiskStore checks a session paused by a full disk: stored paused with the reason,
 // the data file passes its check and holds the trials finished before, and the commands
 // that read it work while the disk is still full.
-func checkFullDiskStore(t *testing.T, data, cfg string) {
+func checkFullDiskStore(t *testing.T, data, cfg, floor string, jobFailed bool) {
 	t.Helper()
 	if err := store.Check(filepath.Join(data, "tunebot.db"), store.Options{}); err != nil {
 		t.Fatalf("the data file after the disk filled: %v", err)
@@ -143,6 +198,7 @@ func checkFullDiskStore(t *testing.T, data, cfg string) {
 	}
 	s := ss[0]
 	trials, err := db.Trials(ctx, s.ID)
+	audit, _ := db.Audit(ctx, s.ID)
 	db.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -159,6 +215,13 @@ func checkFullDiskStore(t *testing.T, data, cfg string) {
 			done++
 		}
 	}
+	kinds := map[string]int{}
+	for _, a := range audit {
+		kinds[a.Kind]++
+	}
+	if jobFailed && kinds["trial_out_of_space"] != 1 {
+		t.Errorf("no trial's job ran out of space: the audit has %v", kinds)
+	}
 	if done < 2 {
 		t.Errorf("%d trials completed before the disk filled, want trials 0 and 1", done)
 	}
@@ -168,7 +231,7 @@ func checkFullDiskStore(t *testing.T, data, cfg string) {
 	// doctor fails on other lines here (no advisor, no fallback in the config): its store
 	// and free-space lines are the ones that matter.
 	_, out, errOut := runBin(t, data, "doctor", "--config", cfg)
-	if !strings.Contains(out, "passed its consistency check") || !regexp.MustCompile(`warn +free space +\d.* free of .* on `+regexp.QuoteMeta(data)+`; the floor is 1.0 MiB \(service.min_free\): a session pauses`).MatchString(out) {
+	if !strings.Contains(out, "passed its consistency check") || !regexp.MustCompile(`(ok|warn) +free space +\d.* free of .* on `+regexp.QuoteMeta(data)+`; the floor is `+regexp.QuoteMeta(floor)+` \(service.min_free\)`).MatchString(out) {
 		t.Errorf("doctor on a full disk:\n%s%s", out, errOut)
 	}
 	// Charts the full disk stopped are not there at all, never half-written.
