@@ -76,8 +76,9 @@ func (e *Engine) diskPaths() []string {
 	return []string{e.cfg.DataDir, e.cfg.SessionsDir}
 }
 
-// MinFree is the free space session id needs before a job starts: service.min_free when
-// set, else twice its largest run directory so far and at least MinFreeFloor.
+// MinFree is the free space a session with trials needs before a job starts:
+// service.min_free when set, else twice its largest run directory so far and at least
+// MinFreeFloor.
 func (e *Engine) MinFree(trials []Trial) int64 {
 	if e.cfg.MinFree > 0 {
 		return e.cfg.MinFree
