@@ -54,6 +54,21 @@ func (w *Watch) Release() {
 	_ = os.Remove(w.Reserve)
 }
 
+// ReleaseIfFull deletes the reserve when the disk has less room than it holds, and reports
+// whether it did: a tunebot started on a disk that filled while it was stopped needs room
+// for its keys, its log and the pause it may have to record.
+func (w *Watch) ReleaseIfFull() bool {
+	u, err := Usage(filepath.Dir(w.Reserve))
+	if err != nil || u.Free >= ReserveSize {
+		return false
+	}
+	if _, err := os.Lstat(w.Reserve); err != nil {
+		return false
+	}
+	w.Release()
+	return true
+}
+
 // Restore writes the reserve again when it is missing and the disk has room for it twice
 // over; a reserve that cannot be written whole is not left behind.
 func (w *Watch) Restore() {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -82,5 +83,46 @@ func TestParseSize(t *testing.T) {
 		if _, err := disk.ParseSize(in); err == nil {
 			t.Errorf("ParseSize(%q) took it", in)
 		}
+	}
+}
+
+// TestReleaseIfFull: on a full disk the reserve is released, giving a start its room; on a
+// disk with room it stays. It mounts a small tmpfs: root only (.ci/run), else it skips.
+func TestReleaseIfFull(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs (.ci/run runs the tests as root)")
+	}
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("mounting a tmpfs is not permitted here: %v: %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+	w := disk.NewWatch(dir)
+	w.Restore()
+	if w.ReleaseIfFull() {
+		t.Fatal("released with room to spare")
+	}
+	if _, err := os.Stat(w.Reserve); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(filepath.Join(dir, "filler"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for buf := make([]byte, 64<<10); ; {
+		if _, err := f.Write(buf); err != nil {
+			break
+		}
+	}
+	if !w.ReleaseIfFull() {
+		t.Fatal("a full disk kept its reserve")
+	}
+	if u, err := disk.Usage(dir); err != nil || u.Free < disk.ReserveSize {
+		t.Fatalf("after the release: %+v %v", u, err)
+	}
+	w.Restore() // less than twice the reserve is free: it is not taken back yet
+	if _, err := os.Stat(w.Reserve); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the reserve came back on a full disk: %v", err)
 	}
 }

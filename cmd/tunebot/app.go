@@ -101,6 +101,9 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 	if _, err := private.Dir(cfg.DataDir, cfg.Service.SharedDataDir); err != nil {
 		return nil, err
 	}
+	if disk.NewWatch(cfg.DataDir).ReleaseIfFull() {
+		logger.Warn("the data disk is full: the reserve is released so that tunebot can start; free space, then resume", "data_dir", cfg.DataDir)
+	}
 	probe := filepath.Join(cfg.DataDir, ".write-test")
 	if err := os.WriteFile(probe, nil, 0o600); err != nil {
 		return nil, fmt.Errorf("data_dir %s is not writable: %w", cfg.DataDir, err)

@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"image/png"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -99,7 +103,7 @@ func TestFullDiskPausesAndResumeFinishes(t *testing.T) {
 			data := filepath.Join(mnt, "data")
 			cfg := writeConfig(t, t.TempDir(), "data_dir: "+data+"\n"+c.trainer+`
 service:
-  addr: "off"
+  addr: `+freeAddr(t)+`
   min_free: `+c.minFree+`
 session:
   trial_count: 4
@@ -111,7 +115,10 @@ session:
 			if !reason.MatchString(out) || !strings.Contains(out, "tunebot tune --resume --config") {
 				t.Fatalf("tune does not say the disk is full, or how to resume:\n%s", out)
 			}
-			checkFullDiskStore(t, data, cfg, c.floor, !c.fill)
+			id := checkFullDiskStore(t, data, cfg, c.floor, !c.fill)
+			if c.fill {
+				checkPageOnFullDisk(t, data, cfg, id)
+			}
 			if out, err := exec.Command("mount", "-o", "remount,size=160m", mnt).CombinedOutput(); err != nil {
 				t.Fatalf("growing the tmpfs: %v: %s", err, out)
 			}
@@ -182,7 +189,7 @@ func yamlList(argv []string) string {
 // checkFullDiskStore checks a session paused by a full disk: stored paused with the reason,
 // the data file passes its check and holds the trials finished before, and the commands
 // that read it work while the disk is still full.
-func checkFullDiskStore(t *testing.T, data, cfg, floor string, jobFailed bool) {
+func checkFullDiskStore(t *testing.T, data, cfg, floor string, jobFailed bool) string {
 	t.Helper()
 	if err := store.Check(filepath.Join(data, "tunebot.db"), store.Options{}); err != nil {
 		t.Fatalf("the data file after the disk filled: %v", err)
@@ -250,6 +257,65 @@ func checkFullDiskStore(t *testing.T, data, cfg, floor string, jobFailed bool) {
 		}
 		f.Close()
 	}
+	return s.ID
+}
+
+// checkPageOnFullDisk starts the daemon on the full disk (it releases the reserve to do
+// so): the monitoring page shows the paused session with its reason, and /metrics the free
+// bytes. The daemon is stopped again before the test goes on.
+func checkPageOnFullDisk(t *testing.T, data, cfg, id string) {
+	t.Helper()
+	cmd, _, out := startDaemon(t, cfg)
+	addr := regexp.MustCompile(`(?m)^  addr: (\S+)$`).FindStringSubmatch(readFile(t, cfg))[1]
+	u, err := url.Parse(dashboardLink(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/signin", strings.NewReader("token="+url.QueryEscape(u.Query().Get("token"))))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+addr)
+	resp, err := noRedirect.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(resp.Cookies()) != 1 {
+		t.Fatalf("sign-in on a full disk: %d\n%s", resp.StatusCode, out.String())
+	}
+	get := func(path string) string {
+		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+		req.AddCookie(resp.Cookies()[0])
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s on a full disk: %d %s", path, r.StatusCode, b)
+		}
+		return string(b)
+	}
+	var page struct {
+		Session struct {
+			State, Reason, Message string
+		}
+	}
+	if err := json.Unmarshal([]byte(get("/api/sessions/"+id)), &page); err != nil {
+		t.Fatal(err)
+	}
+	view := page.Session
+	if view.State != string(session.StatePaused) || !session.IsDiskFullReason(view.Reason) || view.Message != "paused: "+view.Reason {
+		t.Errorf("the page shows %+v", view)
+	}
+	if m := get("/metrics"); !strings.Contains(m, `tunebot_disk_free_bytes{path="`+data+`"}`) {
+		t.Errorf("/metrics has no free bytes of %s:\n%s", data, m)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
 }
 
 // waitForPath waits until a file matching pattern exists.
