@@ -44,6 +44,10 @@ func PushCard(in PushInput) (Card, bool) {
 		line = fmt.Sprintf("promotions to rung %d wait for your go (or go ahead at %s): %s", r.Rung, r.Until.UTC().Format("15:04 UTC"),
 			session.PlanText(r.Plan, s.Settings.Rungs[r.Rung]))
 		c.Urgent = true
+	case e.Kind == session.EventSessionUpdated && s.State == session.StatePaused && session.IsDiskFullReason(s.Reason):
+		// a full disk waits for a person to free space: the night's work stops until then
+		c.Kind, c.Urgent = "paused", true
+		line = fmt.Sprintf("session %s paused: %s", session.Short(s.ID), Neutralise(s.Reason, 200))
 	case e.Kind == session.EventSessionFinished:
 		c.Kind = "summary"
 		line = fmt.Sprintf("session %s %s", session.Short(s.ID), session.StateLabel(s.State))

@@ -104,6 +104,22 @@ func writeMetrics(b *strings.Builder, s Snapshot, version string) {
 
 	e.header("tunebot_gpu_seconds_total", "counter", "GPU time used by trainer jobs, summed over sessions.")
 	e.sample("tunebot_gpu_seconds_total", s.GPUSeconds)
+	writeDisks(e, s.Disks)
+}
+
+// writeDisks exports the free space a session pauses on (docs/design.md §1, "A full disk").
+func writeDisks(e expo, disks []session.DiskUsage) {
+	if len(disks) == 0 {
+		return
+	}
+	e.header("tunebot_disk_free_bytes", "gauge", "Bytes free for tunebot on the filesystems of data_dir and the run directories.")
+	for _, d := range disks {
+		e.sample("tunebot_disk_free_bytes", float64(d.Free), "path", d.Path)
+	}
+	e.header("tunebot_disk_size_bytes", "gauge", "Size of the filesystems of data_dir and the run directories.")
+	for _, d := range disks {
+		e.sample("tunebot_disk_size_bytes", float64(d.Total), "path", d.Path)
+	}
 }
 
 // withExtra returns known followed by any other keys of m, sorted.

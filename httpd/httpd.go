@@ -127,6 +127,8 @@ type Snapshot struct {
 	// AdvisorTokens by kind: prompt, completion, prompt_cache_hit, prompt_cache_miss.
 	AdvisorTokens map[string]int64
 	GPUSeconds    float64
+	// Disks are the free and total bytes of the filesystems tunebot writes to.
+	Disks []session.DiskUsage
 }
 
 // Active is the number of sessions holding or waiting for the GPU slot.

@@ -30,6 +30,9 @@ type StoreSource struct {
 	outbox Outbox
 	ttl    time.Duration
 	now    func() time.Time
+	// Disks, when set, measures the filesystems of data_dir and the run directories for
+	// each snapshot (a statfs each: no walk).
+	Disks func() []session.DiskUsage
 
 	mu   sync.Mutex
 	at   time.Time
@@ -63,6 +66,9 @@ func (s *StoreSource) read(ctx context.Context) (Snapshot, error) {
 	snap := Snapshot{
 		Sessions: map[session.State]int{}, Trials: map[session.TrialState]int{}, TrialDurations: map[int]Summary{},
 		AdvisorCalls: map[string]int{}, AdvisorTokens: map[string]int64{},
+	}
+	if s.Disks != nil {
+		snap.Disks = s.Disks()
 	}
 	t, err := s.rec.Totals(ctx)
 	if err != nil {

@@ -50,6 +50,13 @@ type EngineConfig struct {
 	// TrainerKind is the kind of trainer Trainer runs (TrainerSim, TrainerMjlab,
 	// TrainerCommand), recorded on the presets it makes.
 	TrainerKind string
+
+	// Disks measures free space before each job (nil: never measured); DataDir, which
+	// holds the store, is checked besides SessionsDir. MinFree is the floor below which
+	// a session pauses rather than start a job (0: Engine.MinFree's default).
+	Disks   Disks
+	DataDir string
+	MinFree int64
 }
 
 // Engine runs tuning sessions: one worker goroutine per session that needs the GPU, which
@@ -871,13 +878,25 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		e.mu.Lock()
 		w.again = false
 		e.mu.Unlock()
-		more, err := e.step(jobCtx, id, j, log)
+		// A job that failed is heard before the next step plans: its trial must not be
+		// taken for one to start again (a full disk pauses the session instead).
+		more, err := false, e.jobErr(j)
+		if err == nil {
+			more, err = e.step(jobCtx, id, j, log)
+		}
 		if err == nil {
 			err = e.jobErr(j)
 		}
 		if ctx.Err() != nil {
 			e.settleStopped(id, w, j, log)
 			return
+		}
+		if err != nil && OutOfSpace(err) {
+			log.Warn("out of disk space; the session pauses", "err", err)
+			err = e.diskStepFailed(jobCtx, id, j)
+			if err == nil {
+				continue // the next step finds it paused, or pausing once its jobs end
+			}
 		}
 		if err != nil {
 			log.Error("session step failed", "err", err)

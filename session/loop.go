@@ -119,7 +119,8 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 // mayStartJobs says whether the session may start jobs at this step: not when it has ended
 // or is paused, not when no job could ever start under this executor (it pauses, saying
 // why), not when a pause was asked (it pauses once its running jobs end), and not when a
-// budget is spent (checkBudget pauses it).
+// budget is spent (checkBudget pauses it), not when a disk has less free space than the
+// floor (checkDisk pauses it).
 func (e *Engine) mayStartJobs(ctx context.Context, n snapshot) (bool, error) {
 	s, id, running := n.s, n.s.ID, n.running
 	switch s.State {
@@ -141,6 +142,9 @@ func (e *Engine) mayStartJobs(ctx context.Context, n snapshot) (bool, error) {
 	if paused, err := e.checkBudget(ctx, s, len(running)); paused || err != nil {
 		return false, err
 	}
+	if low, err := e.checkDisk(ctx, n); low || err != nil {
+		return false, err
+	}
 	return true, nil
 }
 
@@ -157,8 +161,14 @@ func (e *Engine) pauseAsked(ctx context.Context, s Session, running int) error {
 	if err != nil {
 		return err
 	}
+	// Nothing runs now: a trial whose job a full disk ended is not left looking running.
+	e.markUnfinished(ctx, s.ID, "paused")
 	e.audit(ctx, s.ID, "paused", System, nil)
-	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s paused after its current job", short(s.ID))})
+	text := fmt.Sprintf("session %s paused after its current job", short(s.ID))
+	if s.Reason != "" {
+		text = fmt.Sprintf("session %s paused: %s", short(s.ID), s.Reason)
+	}
+	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: text})
 	return nil
 }
 
@@ -571,7 +581,7 @@ func (e *Engine) pauseFor(ctx context.Context, id, reason string, running bool) 
 		e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: fmt.Sprintf("session %s will pause once its running trials end: %s", short(id), reason)})
 		return nil
 	}
-	s2, err := e.setState(ctx, id, StatePaused, "paused: "+reason, func(x *Session) { x.Reason = reason })
+	s2, err := e.setState(ctx, id, StatePaused, "paused: "+reason, func(x *Session) { x.Reason, x.PauseAsked = reason, false })
 	if err != nil {
 		return err
 	}
@@ -1231,6 +1241,9 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	if jobErr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
+	if jobErr != nil && e.jobOutOfSpace(ctx, s.ID, jobErr) {
+		return e.trialOutOfSpace(ctx, s, t, jobErr)
+	}
 	t.EndedAt = time.Now().UTC()
 	if jobErr != nil {
 		var je *JobError
@@ -1336,6 +1349,9 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if e.jobOutOfSpace(ctx, s.ID, err) {
+			return fmt.Errorf("%w: %w", ErrDiskFull, err) // re-run after the resume
 		}
 		// The trial keeps its rung result; the re-evaluation's failure is recorded and the
 		// finalist ranks by its single-seed score.

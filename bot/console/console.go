@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tunebot/bot"
+	"tunebot/disk"
 	"tunebot/session"
 )
 
@@ -474,7 +475,7 @@ func (c *Console) save(card bot.Card) map[string]string {
 				continue
 			}
 			path := filepath.Join(dir, name)
-			if err := os.WriteFile(path, a.Data, 0o644); err != nil {
+			if err := disk.WriteFile(path, a.Data, 0o644); err != nil { // never half a chart
 				c.log.Error("saving a chart", "path", path, "err", err)
 				continue
 			}

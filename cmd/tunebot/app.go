@@ -11,6 +11,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot"
+	"tunebot/disk"
 	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
@@ -134,6 +135,9 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 	if err := checkShared(cfg); err != nil {
 		return nil, err
 	}
+	if disk.NewWatch(cfg.DataDir).ReleaseIfFull() {
+		logger.Warn("the data disk is full: the reserve is released so that tunebot can start; free space, then resume", "data_dir", cfg.DataDir)
+	}
 	probe := filepath.Join(cfg.DataDir, ".write-test")
 	if err := os.WriteFile(probe, nil, 0o600); err != nil {
 		return nil, fmt.Errorf("data_dir %s is not writable: %w", cfg.DataDir, err)
@@ -182,6 +186,7 @@ func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.
 		// Parallel 0 lets the engine take each session's own GPUs into account (local).
 		Parallel: cfg.Executor.Parallel, GPUsPerTrial: cfg.Executor.GPUsPerTrial,
 		LeaseGPUs: cfg.Executor.Backend == BackendLocal, TrainerKind: trainerKind(cfg.Trainer),
+		Disks: disk.NewWatch(cfg.DataDir), DataDir: cfg.DataDir, MinFree: int64(cfg.Service.MinFree),
 	})
 }
 

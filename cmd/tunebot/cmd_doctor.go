@@ -82,6 +82,7 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 		doctorSlurm(ctx, r, cfg, e.getenv)
 	}
 	doctorDataDir(r, cfg.DataDir, cfg.Service.SharedDataDir)
+	doctorDisk(r, cfg)
 	doctorStore(r, dataFile(cfg))
 	if r.failed {
 		fmt.Fprintln(e.stdout, "\nsome checks failed: fix the lines marked fail, then run tunebot doctor again")

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 
+	"tunebot/disk"
 	"tunebot/preset"
 	"tunebot/session"
 )
@@ -85,7 +85,7 @@ func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task st
 			_, _ = e.stdout.Write(data)
 			return 0
 		}
-		if err := os.WriteFile(out, data, 0o644); err != nil {
+		if err := disk.WriteFile(out, data, 0o644); err != nil { // whole or not at all
 			fmt.Fprintf(e.stderr, "preset export: writing %s: %v\n", out, err)
 			return 1
 		}

@@ -202,10 +202,22 @@ func printPruneReport(w io.Writer, rep retention.Report) {
 	switch {
 	case o.DryRun:
 		fmt.Fprintf(w, "data file %s, %s of it free pages. Nothing was changed (--dry-run).\n", session.Bytes(rep.FileBefore), session.Bytes(rep.Free))
+		fmt.Fprintln(w, wouldFree(rep))
 	case rep.Compacted:
 		fmt.Fprintf(w, "data file %s → %s (compacted; the copy passed its consistency check) in %s.\n",
 			session.Bytes(rep.FileBefore), session.Bytes(rep.FileAfter), rep.Took.Round(time.Millisecond))
 	default:
 		fmt.Fprintf(w, "data file %s, not compacted, in %s.\n", session.Bytes(rep.FileAfter), rep.Took.Round(time.Millisecond))
 	}
+}
+
+// wouldFree says how much disk space a dry run's prune would give back: the files it
+// deletes, and with compaction the data file's free pages and the curves it thins.
+func wouldFree(rep retention.Report) string {
+	file := int64(0)
+	if rep.Options.Compact {
+		file = rep.Free + max(rep.CurvesBefore-rep.CurvesAfter, 0)
+	}
+	return fmt.Sprintf("It would free about %s on disk: %s of files and up to %s of the data file.",
+		session.Bytes(rep.RunDirBytes+file), session.Bytes(rep.RunDirBytes), session.Bytes(file))
 }

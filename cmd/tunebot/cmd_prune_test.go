@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -195,6 +196,11 @@ func TestPruneWithoutDaemon(t *testing.T) {
 	}
 	if fileHash(t, file) != hash || !cmp.Equal(readDataDir(t, data), before) {
 		t.Fatal("a dry run changed the data dir")
+	}
+	// It says how much it would free, its files' share the same as its list says.
+	if m := regexp.MustCompile(`, (\S+ \S+) of files would be deleted;`).FindStringSubmatch(out); m == nil || m[1] == "0 bytes" ||
+		!strings.Contains(out, "on disk: "+m[1]+" of files and up to ") {
+		t.Fatalf("dry run does not say how much it would free:\n%s", out)
 	}
 
 	code, out, errOut = runPruneBin(t, "--config", cfg, "--keep-last", "0", "--points", "20")

@@ -510,7 +510,9 @@ func (d *daemon) startService(allow bot.AllowList) error {
 	if d.cfg.Service.Off() {
 		return nil
 	}
-	srv, err := httpd.New(d.cfg.Service, httpd.NewStoreSource(d.app.db, d.app.db, 0), versionString(), d.log)
+	src := httpd.NewStoreSource(d.app.db, d.app.db, 0)
+	src.Disks = func() []session.DiskUsage { return diskUsages(d.cfg) }
+	srv, err := httpd.New(d.cfg.Service.Config, src, versionString(), d.log)
 	if err != nil {
 		return err
 	}

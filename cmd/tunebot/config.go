@@ -23,6 +23,7 @@ import (
 
 	"tunebot/apply"
 	"tunebot/bot"
+	"tunebot/disk"
 	"tunebot/httpd"
 	"tunebot/retention"
 	"tunebot/schedule"
@@ -52,8 +53,8 @@ type Config struct {
 	Apply apply.Config `yaml:"apply"`
 	// Schedule starts sessions on cron specs and sends reminders and a daily digest.
 	Schedule schedule.Config `yaml:"schedule"`
-	// Service serves /healthz and /metrics on a local address.
-	Service httpd.Config `yaml:"service"`
+	// Service serves /healthz and /metrics on a local address, and sets the data disk's floor.
+	Service ServiceConfig `yaml:"service"`
 	// Retention prunes the curves and run directories of old sessions (tunebot prune, and
 	// the daemon on a schedule when enabled).
 	Retention retention.Config `yaml:"retention"`
@@ -132,6 +133,40 @@ type SlurmConfig struct {
 	// PollInterval is how often squeue is asked about each running job (0: 5 s). A big
 	// cluster's controller may prefer 30s; tests use less than a second.
 	PollInterval time.Duration `yaml:"poll_interval"`
+}
+
+// ServiceConfig is the service: section: the listener's settings and the free-space floor.
+type ServiceConfig struct {
+	httpd.Config `yaml:",inline"`
+	// MinFree is the free space below which a session pauses rather than start a job, on
+	// the filesystems of data_dir and the run directories; 0: twice the session's largest
+	// run directory so far, at least 1 GiB (session.Engine.MinFree).
+	MinFree ByteSize `yaml:"min_free"`
+}
+
+// minFreeProblems: a floor is a size of zero (the default) or more.
+func (c ServiceConfig) minFreeProblems() []string {
+	if c.MinFree < 0 {
+		return []string{"service.min_free: must not be negative (0 means the default: twice the largest run directory, at least 1 GiB)"}
+	}
+	return nil
+}
+
+// ByteSize is a size in a config: "2GiB", "512MiB", "5GB" or bytes (disk.ParseSize).
+type ByteSize int64
+
+// UnmarshalYAML reads a size; anything else is a type error, named with the others.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return err
+	}
+	v, err := disk.ParseSize(s)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not %s", n.Line, s, disk.SizeWord)}}
+	}
+	*b = ByteSize(v)
+	return nil
 }
 
 // SlurmTime is executor.slurm.time_limit: what `sbatch --time` accepts ("30" minutes,
@@ -878,6 +913,8 @@ func typeWord(t reflect.Type) string {
 		return "a duration (like 90s, 45m or 12h)"
 	case reflect.TypeFor[SlurmTime]():
 		return slurmTimeWord
+	case reflect.TypeFor[ByteSize]():
+		return disk.SizeWord
 	}
 	if t == reflect.TypeFor[retention.Age]() {
 		return "an age (like 90d, 12w or 36h)"
@@ -1045,6 +1082,7 @@ var configRules = []configRule{
 	{"apply", func(c *Config) []string { return c.applySectionProblems() }},
 	{"schedule", func(c *Config) []string { return errProblems("schedule", c.Schedule.Check()) }},
 	{"service", func(c *Config) []string { return errText(c.Service.Check()) }}, // it names its key
+	{"service.min_free", func(c *Config) []string { return c.Service.minFreeProblems() }},
 	{"retention", func(c *Config) []string { return c.Retention.Problems() }},
 	{"retention.at", func(c *Config) []string { return c.retentionAtProblems() }},
 	{"advisor.stall_after", func(c *Config) []string { return c.Advisor.stallProblems() }},

@@ -44,6 +44,7 @@ func TestConfigRules(t *testing.T) {
 		{"apply", func(c *Config) { c.Apply.Base = "main" }, "apply."},
 		{"schedule", func(c *Config) { c.Schedule.IfBusy = "queue" }, `schedule.if_busy "queue" must be skip or wait`},
 		{"service", func(c *Config) { c.Service.Addr = "0.0.0.0:9464" }, "service.addr"},
+		{"service.min_free", func(c *Config) { c.Service.MinFree = -1 }, "service.min_free: must not be negative"},
 		{"retention", func(c *Config) { c.Retention.KeepLast = -1 }, "retention."},
 		{"retention.at", func(c *Config) { c.Retention.Enabled = true; c.Retention.At = "every day" }, "retention.at: "},
 		{"advisor.stall_after", func(c *Config) { c.Advisor.StallAfter = 0 }, "advisor.stall_after: must be at least 1"},

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"tunebot/disk"
 	"tunebot/session"
 	"tunebot/trainer/mjlab"
 )
@@ -128,7 +129,7 @@ func writeDemoSpace(dataDir, task string, sp *session.Space) (string, error) {
 		return "", fmt.Errorf("encoding the reward space: %w", err)
 	}
 	path := filepath.Join(dir, task+".json")
-	if err := os.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+	if err := disk.WriteFile(path, append(data, '\n'), 0o600); err != nil {
 		return "", fmt.Errorf("writing the reward space: %w", err)
 	}
 	return path, nil

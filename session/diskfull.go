@@ -1,0 +1,230 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// DiskUsage is what a filesystem has free (for an unprivileged writer) and in all.
+type DiskUsage struct {
+	Path        string
+	Free, Total int64
+}
+
+// Disks measures the filesystems the engine writes to and keeps a small reserve on the
+// data disk (docs/design.md §1, "A full disk"): Release frees it so that a pause can still
+// be recorded when the disk is full, Restore takes it back once there is room again.
+type Disks interface {
+	Usage(path string) (DiskUsage, error)
+	Release()
+	Restore()
+}
+
+// ErrDiskFull marks a job or write that failed for lack of disk space.
+var ErrDiskFull = errors.New("the data disk is full")
+
+// DiskFullReason is how the reason of a session paused for lack of disk space begins.
+const DiskFullReason = "the data disk is full"
+
+// MinFreeFloor is the least free space the default floor asks for (docs/design.md §1).
+const MinFreeFloor = 1 << 30
+
+// OutOfSpace reports whether err is a write that failed for lack of space (ENOSPC,
+// EDQUOT), or a trainer job whose reason or log says so.
+func OutOfSpace(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return true
+	}
+	var je *JobError
+	return errors.As(err, &je) && (SaysOutOfSpace(je.Reason) || SaysOutOfSpace(je.LogTail))
+}
+
+// SaysOutOfSpace reports whether a job's words (its log, its exit) say a write failed for
+// lack of space: the C library's messages for ENOSPC and EDQUOT, as Python and most
+// programs print them, and Go's lower-case ones.
+func SaysOutOfSpace(text string) bool {
+	t := strings.ToLower(text)
+	return strings.Contains(t, "no space left on device") || strings.Contains(t, "disk quota exceeded")
+}
+
+// IsDiskFullReason reports whether a session's reason is a pause for lack of disk space.
+func IsDiskFullReason(reason string) bool { return strings.HasPrefix(reason, DiskFullReason) }
+
+// diskFullText is the pause reason every surface shows.
+func diskFullText(u *DiskUsage) string {
+	if u == nil {
+		return DiskFullReason + "; free space, then resume"
+	}
+	return fmt.Sprintf("%s (%s free of %s on %s); free space, then resume", DiskFullReason, Bytes(u.Free), Bytes(u.Total), u.Path)
+}
+
+// diskPaths are the filesystems checked: data_dir's (the store) and the run directories'.
+func (e *Engine) diskPaths() []string {
+	if e.cfg.DataDir == "" || e.cfg.DataDir == e.cfg.SessionsDir {
+		return []string{e.cfg.SessionsDir}
+	}
+	return []string{e.cfg.DataDir, e.cfg.SessionsDir}
+}
+
+// MinFree is the free space a session with trials needs before a job starts:
+// service.min_free when set, else twice its largest run directory so far and at least
+// MinFreeFloor.
+func (e *Engine) MinFree(trials []Trial) int64 {
+	if e.cfg.MinFree > 0 {
+		return e.cfg.MinFree
+	}
+	var largest int64
+	for _, t := range trials {
+		if t.RunDir != "" {
+			largest = max(largest, DirSize(filepath.Join(e.SessionDir(t.SessionID), t.RunDir)))
+		}
+	}
+	return max(2*largest, MinFreeFloor)
+}
+
+// DirSize is the bytes of the regular files under dir (0 when it is missing).
+func DirSize(dir string) int64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, ierr := d.Info(); ierr == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// lowDisk returns the checked filesystem with the least free space when it is below the
+// floor; nil when every one has room, or nothing measures the disks.
+func (e *Engine) lowDisk(floor int64) *DiskUsage {
+	u := e.fullestDisk()
+	if u == nil || u.Free >= floor {
+		return nil
+	}
+	return u
+}
+
+// fullestDisk is the checked filesystem with the least free space (nil when unmeasured).
+func (e *Engine) fullestDisk() *DiskUsage {
+	if e.cfg.Disks == nil {
+		return nil
+	}
+	var low *DiskUsage
+	for _, p := range e.diskPaths() {
+		u, err := e.cfg.Disks.Usage(p)
+		if err != nil {
+			e.log.Warn("measuring free space", "path", p, "err", err)
+			continue
+		}
+		if low == nil || u.Free < low.Free {
+			low = &u
+		}
+	}
+	return low
+}
+
+// checkDisk pauses the session, before it starts a job, when a checked filesystem has less
+// free space than the floor; with jobs running nothing new starts, and the session pauses
+// once they end (at the next step). It reports whether no job may start.
+func (e *Engine) checkDisk(ctx context.Context, n snapshot) (bool, error) {
+	if e.cfg.Disks == nil {
+		return false, nil
+	}
+	low := e.lowDisk(e.MinFree(n.trials))
+	if low == nil {
+		e.cfg.Disks.Restore()
+		return false, nil
+	}
+	if len(n.running) > 0 {
+		return true, nil
+	}
+	return true, e.pauseForDisk(ctx, n.s.ID, low, false)
+}
+
+// pauseForDisk pauses session id for lack of space (once its running jobs end, when some
+// run). When the store itself cannot take the pause, the reserve is released and the pause
+// written again.
+func (e *Engine) pauseForDisk(ctx context.Context, id string, u *DiskUsage, running bool) error {
+	reason := diskFullText(u)
+	err := e.pauseFor(ctx, id, reason, running)
+	if OutOfSpace(err) && e.cfg.Disks != nil {
+		e.log.Warn("the store is out of space too; releasing the reserve to record the pause", "session", id)
+		e.cfg.Disks.Release()
+		err = e.pauseFor(ctx, id, reason, running)
+	}
+	if err != nil {
+		return err
+	}
+	if !running {
+		e.markUnfinished(ctx, id, DiskFullReason)
+	}
+	return nil
+}
+
+// trialOutOfSpace ends trial t, whose job failed for lack of space, as interrupted rather
+// than failed: it is no failed proposal, and it runs again after the resume. A run directory
+// without a finished training run is removed now (a resume discards it anyway), which gives
+// the store room to record the pause. The returned error pauses the session.
+func (e *Engine) trialOutOfSpace(ctx context.Context, s Session, t Trial, jobErr error) error {
+	e.log.Warn("a trial's job ran out of disk space; the session pauses", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", jobErr)
+	if !t.Trained && t.RunDir != "" {
+		_ = os.RemoveAll(filepath.Join(e.SessionDir(s.ID), t.RunDir))
+	}
+	// The pause is asked before the worker hears of it, so that no step in between takes
+	// the trial for one to start again; the worker then pauses and says so.
+	if _, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+		x.PauseAsked, x.Reason = true, diskFullText(e.fullestDisk())
+		return nil
+	}); err != nil {
+		return fmt.Errorf("%w: asking the pause: %w", ErrDiskFull, err)
+	}
+	t.State, t.Reason, t.Proc, t.EndedAt = TrialInterrupted, "its job ran out of disk space: it runs again on resume", nil, time.Time{}
+	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+		return fmt.Errorf("saving trial: %w", err) // out of space too: the pause marks it
+	}
+	e.audit(ctx, s.ID, "trial_out_of_space", System, map[string]any{"trial": t.Number, "rung": t.Rung, "error": jobErr.Error()})
+	return fmt.Errorf("%w: %w", ErrDiskFull, jobErr)
+}
+
+// jobOutOfSpace reports whether a failed job failed for lack of space: its words say so,
+// or a checked filesystem is below the session's floor now (a trainer whose own log could
+// not be written says nothing but "exit status 1").
+func (e *Engine) jobOutOfSpace(ctx context.Context, id string, err error) bool {
+	if OutOfSpace(err) {
+		return true
+	}
+	var je *JobError
+	if e.cfg.Disks == nil || !errors.As(err, &je) {
+		return false
+	}
+	trials, terr := e.cfg.Store.Trials(ctx, id)
+	if terr != nil {
+		return false
+	}
+	return e.lowDisk(e.MinFree(trials)) != nil
+}
+
+// diskStepFailed handles a step or job that failed for lack of space: the session pauses
+// (once its other running jobs end) instead of failing. It returns the error that still
+// fails the session, nil when paused.
+func (e *Engine) diskStepFailed(ctx context.Context, id string, j *jobs) error {
+	e.mu.Lock()
+	j.err = nil
+	e.mu.Unlock()
+	if s, err := e.cfg.Store.Session(ctx, id); err == nil && s.State == StatePaused {
+		return nil // a step in between took the pause in already
+	}
+	return e.pauseForDisk(ctx, id, e.fullestDisk(), len(e.runningRefs(j)) > 0)
+}

@@ -1,0 +1,289 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"tunebot/session"
+)
+
+// fakeDisks measures every path as one filesystem with free bytes the test sets, and
+// counts the reserve's releases.
+type fakeDisks struct {
+	mu          sync.Mutex
+	free, total int64
+	released    int
+}
+
+func (d *fakeDisks) Usage(path string) (session.DiskUsage, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return session.DiskUsage{Path: path, Free: d.free, Total: d.total}, nil
+}
+
+func (d *fakeDisks) Release() {
+	d.mu.Lock()
+	d.released++
+	d.mu.Unlock()
+}
+
+func (d *fakeDisks) Restore() {}
+
+func (d *fakeDisks) set(free int64) {
+	d.mu.Lock()
+	d.free = free
+	d.mu.Unlock()
+}
+
+// fullOnce fails chosen jobs once, as a trainer on a full disk does, then trains as the
+// fake trainer does.
+type fullOnce struct {
+	*fakeTrainer
+	mu       sync.Mutex
+	train    map[session.TrialRef]error
+	evaluate map[session.TrialRef]error
+}
+
+func (f *fullOnce) take(m map[session.TrialRef]error, ref session.TrialRef) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	err := m[ref]
+	delete(m, ref)
+	return err
+}
+
+func (f *fullOnce) Train(ctx context.Context, job session.TrainJob, hooks session.JobHooks) (session.TrainResult, error) {
+	if err := f.take(f.train, job.Trial); err != nil {
+		f.fakeTrainer.mu.Lock()
+		f.trains[job.Trial]++
+		f.fakeTrainer.mu.Unlock()
+		// What it wrote before the disk filled is left behind, as a real trainer leaves it.
+		_ = os.MkdirAll(job.RunDir, 0o755)
+		_ = os.WriteFile(filepath.Join(job.RunDir, "model_3.pt"), []byte("half"), 0o644)
+		return session.TrainResult{}, err
+	}
+	return f.fakeTrainer.Train(ctx, job, hooks)
+}
+
+func (f *fullOnce) Evaluate(ctx context.Context, job session.EvalJob, hooks session.JobHooks) (session.Evaluation, error) {
+	if err := f.take(f.evaluate, job.Trial); err != nil {
+		return session.Evaluation{}, err
+	}
+	return f.fakeTrainer.Evaluate(ctx, job, hooks)
+}
+
+func diskEngine(h *harness, tr session.Trainer, d *fakeDisks, minFree int64) *session.Engine {
+	h.t.Helper()
+	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: tr, Advisor: h.adv, Sampler: h.sampler,
+		Notifier: h.note, Space: session.DefaultSpace(), SessionsDir: filepath.Join(h.dir, "sessions"), DataDir: h.dir,
+		Disks: d, MinFree: minFree})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { eng.Shutdown(context.Background()) })
+	return eng
+}
+
+// checkDiskPause checks that s is paused for lack of space with the numbers of d, that the
+// thread was told so, and that no trial failed.
+func checkDiskPause(t *testing.T, h *harness, s session.Session, want string) {
+	t.Helper()
+	if s.State != session.StatePaused || s.Reason != want || s.Message != "paused: "+want {
+		t.Fatalf("session %s, reason %q, message %q; want paused: %q", s.State, s.Reason, s.Message, want)
+	}
+	// Notifications are delivered by the engine's dispatcher, after the state is stored.
+	var told string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		h.note.mu.Lock()
+		told = strings.Join(h.note.texts, "\n")
+		h.note.mu.Unlock()
+		if strings.Contains(told, "paused: "+want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the thread was not told %q:\n%s", want, told)
+		}
+	}
+	for _, tr := range h.trials(s.ID) {
+		if tr.State == session.TrialFailed || tr.State == session.TrialTraining || tr.State == session.TrialEvaluating {
+			t.Fatalf("trial %d @ rung %d is %s (%q) in a session paused for space", tr.Number, tr.Rung, tr.State, tr.Reason)
+		}
+	}
+}
+
+// TestJobOutOfSpacePausesAndRunsAgain: a training job whose log says the disk is full, an
+// evaluation that fails with ENOSPC and a final re-evaluation likewise each pause the
+// session with the disk's numbers, fail no trial, and after a resume the same trial runs
+// again and the session finishes with no failed trial.
+func TestJobOutOfSpacePausesAndRunsAgain(t *testing.T) {
+	enospc := &fs.PathError{Op: "write", Path: "/data/sessions/x/eval.json", Err: syscall.ENOSPC}
+	cases := []struct {
+		name     string
+		train    map[session.TrialRef]error
+		evaluate map[session.TrialRef]error
+	}{
+		{"training log says so", map[session.TrialRef]error{{2, 0}: &session.JobError{Job: "train", Reason: "exit status 1",
+			LogTail: "  File \"train.py\", line 80\nOSError: [Errno 28] No space left on device"}}, nil},
+		{"evaluation write fails", nil, map[session.TrialRef]error{{3, 0}: fmt.Errorf("writing: %w", enospc)}},
+		{"quota", map[session.TrialRef]error{{1, 0}: &session.JobError{Job: "train", Reason: "exit status 1", LogTail: "Disk quota exceeded"}}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			ctx := context.Background()
+			tr := &fullOnce{fakeTrainer: newFakeTrainer(), train: c.train, evaluate: c.evaluate}
+			d := &fakeDisks{free: 900 << 20, total: 4 << 30}
+			h.eng = diskEngine(h, tr, d, 1<<20)
+			s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = h.wait(s.ID)
+			want := "the data disk is full (900.0 MiB free of 4.0 GiB on " + h.dir + "); free space, then resume"
+			checkDiskPause(t, h, s, want)
+			if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
+				t.Fatal(err)
+			}
+			s = h.wait(s.ID)
+			if s.State != session.StateSucceeded {
+				t.Fatalf("after the resume: %s %q", s.State, s.Reason)
+			}
+			for _, x := range h.trials(s.ID) {
+				if x.State != session.TrialCompleted {
+					t.Fatalf("trial %d @ rung %d is %s: %q", x.Number, x.Rung, x.State, x.Reason)
+				}
+			}
+		})
+	}
+}
+
+// TestFreeSpaceFloor: below service.min_free no job starts and the session pauses with the
+// disk's numbers; once there is room again, a resume finishes it. The default floor is
+// 1 GiB, or twice the largest run directory.
+func TestFreeSpaceFloor(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	d := &fakeDisks{free: 5 << 20, total: 64 << 20}
+	h.eng = diskEngine(h, h.tr, d, 8<<20)
+	s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	checkDiskPause(t, h, s, "the data disk is full (5.0 MiB free of 64.0 MiB on "+h.dir+"); free space, then resume")
+	if n := len(h.tr.trains); n != 0 {
+		t.Fatalf("%d jobs started below the floor", n)
+	}
+	// Still too little: the resume pauses it again at once.
+	if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	s = h.wait(s.ID)
+	checkDiskPause(t, h, s, "the data disk is full (5.0 MiB free of 64.0 MiB on "+h.dir+"); free space, then resume")
+	d.set(9 << 20)
+	if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	if s = h.wait(s.ID); s.State != session.StateSucceeded {
+		t.Fatalf("with room again: %s %q", s.State, s.Reason)
+	}
+
+	// The default floor: 1 GiB, or twice the largest run directory when that is more.
+	trials := h.trials(s.ID)
+	def := diskEngine(h, h.tr, d, 0)
+	if got := def.MinFree(trials); got != session.MinFreeFloor {
+		t.Fatalf("default floor with small run dirs: %d", got)
+	}
+	big := filepath.Join(h.dir, "sessions", s.ID, trials[1].RunDir, "big.pt")
+	if err := os.WriteFile(big, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(big, 600<<20); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := def.MinFree(trials), 2*session.DirSize(filepath.Dir(big)); got != want || want < 1200<<20 {
+		t.Fatalf("default floor with a 600 MiB run dir: %d, want %d", got, want)
+	}
+}
+
+func TestOutOfSpaceWords(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("saving trial: %w", &fs.PathError{Op: "write", Path: "tunebot.db", Err: syscall.ENOSPC}), true},
+		{fmt.Errorf("x: %w", syscall.EDQUOT), true},
+		{&session.JobError{Job: "train", Reason: "exit status 1", LogTail: "RuntimeError: [enforce fail at inline_container.cc:595] . unexpected pos 64 vs 0: No space left on device"}, true},
+		{&session.JobError{Job: "train", Reason: "write /x: no space left on device"}, true},
+		{&session.JobError{Job: "train", Reason: "exit status 1", LogTail: "CUDA out of memory"}, false},
+		{errors.New("no space left on device"), false}, // only a job's words are read as text
+		{syscall.EIO, false},
+	} {
+		if got := session.OutOfSpace(c.err); got != c.want {
+			t.Errorf("OutOfSpace(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}
+
+// TestOutOfSpaceWithAnotherJobRunning: with two jobs at once, one that fails for lack of
+// space leaves the other to finish; the session pauses once it has (its trial is evaluated
+// on resume), and the resume finishes the session with no failed trial.
+func TestOutOfSpaceWithAnotherJobRunning(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	tr := &fullOnce{fakeTrainer: newFakeTrainer(), train: map[session.TrialRef]error{{2, 0}: fmt.Errorf("writing the checkpoint: %w", syscall.ENOSPC)}}
+	gate := make(chan struct{})
+	tr.trainGate[session.TrialRef{1, 0}] = gate
+	d := &fakeDisks{free: 900 << 20, total: 4 << 30}
+	h.eng.Shutdown(ctx)
+	eng, err := session.NewEngine(session.EngineConfig{Store: configStore{h.db}, Trainer: tr, Advisor: h.adv, Sampler: h.sampler,
+		Notifier: h.note, Space: session.DefaultSpace(), SessionsDir: filepath.Join(h.dir, "sessions"), DataDir: h.dir,
+		Disks: d, MinFree: 1 << 20, Parallel: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.eng = eng
+	s, err := eng.Start(ctx, settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Trial 1 trains until trial 2 has run out of space.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		cur, _ := h.db.Session(ctx, s.ID)
+		if cur.PauseAsked && session.IsDiskFullReason(cur.Reason) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("trial 2 never ran out of space: %s %q", cur.State, cur.Message)
+		}
+	}
+	if cur, _ := h.db.Session(ctx, s.ID); cur.State == session.StatePaused {
+		t.Fatal("paused while trial 1 still trained")
+	}
+	close(gate)
+	s = h.wait(s.ID)
+	checkDiskPause(t, h, s, "the data disk is full (900.0 MiB free of 4.0 GiB on "+h.dir+"); free space, then resume")
+	if _, err := eng.Resume(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+	if s = h.wait(s.ID); s.State != session.StateSucceeded {
+		t.Fatalf("after the resume: %s %q", s.State, s.Reason)
+	}
+	for _, x := range h.trials(s.ID) {
+		if x.State != session.TrialCompleted {
+			t.Fatalf("trial %d @ rung %d is %s: %q", x.Number, x.Rung, x.State, x.Reason)
+		}
+	}
+	if n := tr.trains[session.TrialRef{1, 0}]; n != 1 {
+		t.Errorf("trial 1 trained %d times; its training had finished, so it is only evaluated on resume", n)
+	}
+}
