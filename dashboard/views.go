@@ -439,8 +439,8 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 	if t.Score != nil {
 		sc := t.Score.Total
 		v.Score, v.Objectives = &sc, t.Score.Objectives
-		if !t.Score.Eligible {
-			v.Why = strings.Join(t.Score.Reasons, "; ")
+		if !t.Eligible() {
+			v.Why = strings.Join(session.GateReasons(t), "; ")
 		}
 	}
 	if t.Final != nil {

@@ -48,6 +48,9 @@ type Comparison struct {
 	// Versus is Best's score against Control recomputed from their metrics (VersusControl), or
 	// against rung 0's baseline when there is no control; nil in records written before it.
 	Versus *Versus `json:"versus,omitempty"`
+	// Dropped says which finalists of a finished session failed a gate on their final
+	// re-evaluation and what the result is instead (DroppedFinalists); "" when none did.
+	Dropped string `json:"dropped,omitempty"`
 }
 
 // Compare returns s's headline from its trials. A succeeded session compares the trial it
@@ -69,6 +72,7 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 			return out, false
 		}
 		out.Final = true
+		out.Dropped = DroppedFinalists(trials, *chosen)
 		if best = headlineTrial(trials, chosen); best == nil {
 			out.Best = StandingOf(*chosen, seeds)
 			return out, true
@@ -79,6 +83,33 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 	out.Best, out.Control = StandingOf(*best, seeds), controlStanding(trials, best.Rung, seeds)
 	out.Versus = versusPtr(s.Settings, trials, *best)
 	return out, true
+}
+
+// DroppedFinalists says which trials at chosen's rung or above passed the gates at their rung
+// but failed one on their final re-evaluation, and what the result is instead: "trial 2's
+// final evaluation on 2 seeds fails a gate: tracking is 6.5% worse than the baseline @ rung 2
+// (limit 5%); the result falls back to rung 1". "" when none did.
+func DroppedFinalists(trials []Trial, chosen Trial) string {
+	var parts []string
+	top := chosen.Rung
+	for _, t := range trials {
+		if t.Rung < chosen.Rung || t.State != TrialCompleted || t.Score == nil || !t.Score.Eligible || t.Final == nil || t.Final.Score.Eligible {
+			continue
+		}
+		top = max(top, t.Rung)
+		parts = append(parts, fmt.Sprintf("trial %d's final evaluation on %d seeds fails a gate: %s", t.Number, len(t.Final.Seeds), joinLines(t.Final.Score.Reasons)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	instead := fmt.Sprintf("the result is trial %d", chosen.Number)
+	switch {
+	case chosen.Rung < top:
+		instead = fmt.Sprintf("the result falls back to rung %d", chosen.Rung)
+	case chosen.Number == 0:
+		instead = "the baseline stands"
+	}
+	return strings.Join(parts, "; ") + "; " + instead
 }
 
 // controlStanding is the standing of the baseline's completed, scored result at rung, nil
@@ -146,6 +177,13 @@ func versusPtr(st Settings, trials []Trial, t Trial) *Versus {
 
 // Headline says the comparison in one line, for chat, the terminal and the digest.
 func (c Comparison) Headline() string {
+	if c.Dropped != "" {
+		return c.Dropped + ". " + c.headline()
+	}
+	return c.headline()
+}
+
+func (c Comparison) headline() string {
 	b := c.Best
 	if b.Trial == 0 {
 		return "no tuned trial beat the baseline"

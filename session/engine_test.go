@@ -34,6 +34,9 @@ type fakeTrainer struct {
 	failTrain map[session.TrialRef]string
 	broken    error // every training job fails with it, as a trainer that cannot start
 	clips     int   // evaluations that asked for a clip
+	// tweak, when set, changes one seed's metrics of a job (final: a final re-evaluation)
+	// before they are averaged.
+	tweak func(ref session.TrialRef, final bool, iteration, seed int, m session.Metrics)
 }
 
 func newFakeTrainer() *fakeTrainer {
@@ -88,6 +91,7 @@ func (f *fakeTrainer) Evaluate(ctx context.Context, job session.EvalJob, hooks s
 	f.mu.Lock()
 	f.evals[job.Trial]++
 	gate := f.evalGate[job.Trial]
+	tweak := f.tweak
 	f.mu.Unlock()
 	if hooks.Started != nil {
 		hooks.Started(session.Proc{PID: 4242, PGID: 4242, StartTick: 7, GPUs: job.Settings.GPUs})
@@ -104,6 +108,9 @@ func (f *fakeTrainer) Evaluate(ctx context.Context, job session.EvalJob, hooks s
 	mean := session.Metrics{}
 	for _, seed := range job.Seeds {
 		m := surface(f.configOf(job), iterOf(job.Checkpoint), seed)
+		if tweak != nil {
+			tweak(job.Trial, !job.Clip, iterOf(job.Checkpoint), seed, m)
+		}
 		per = append(per, session.SeedMetrics{Seed: seed, Metrics: m})
 		for k, v := range m {
 			mean[k] += v / float64(len(job.Seeds))

@@ -238,9 +238,11 @@ func (r TrialRef) String() string { return fmt.Sprintf("trial %d @ rung %d", r.N
 // Ref returns the trial's reference.
 func (t Trial) Ref() TrialRef { return TrialRef{t.Number, t.Rung} }
 
-// Eligible reports whether the trial completed and passed the gates.
+// Eligible reports whether the trial completed and passed the gates, its final
+// re-evaluation's too when it had one (a finalist that fails a gate on more seeds is never
+// best).
 func (t Trial) Eligible() bool {
-	return t.State == TrialCompleted && t.Score != nil && t.Score.Eligible
+	return t.State == TrialCompleted && t.Score != nil && t.Score.Eligible && (t.Final == nil || t.Final.Score.Eligible)
 }
 
 // RankScore is the score used to rank finalists: the final re-evaluation when there is one.
