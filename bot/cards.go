@@ -282,7 +282,7 @@ func scoreFields(in TrialInput, vs string) []Field {
 		fields = append(fields, controlField(in))
 	}
 	elig := "yes"
-	if !t.Eligible() {
+	if !t.PassesGates() {
 		elig = "no: " + strings.Join(session.GateReasons(t), "; ")
 	}
 	return append(fields, Field{"eligible", elig})
@@ -537,7 +537,7 @@ func TrialsTable(trials []session.Trial, s session.Session) *Table {
 				score = fmt.Sprintf("%s ± %.3f", Signed(tr.Final.Score.Total), tr.Final.ScoreStd)
 			}
 			elig = "yes"
-			if !tr.Eligible() {
+			if !tr.PassesGates() {
 				elig = "no"
 			}
 		}

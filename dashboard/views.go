@@ -439,7 +439,7 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 	if t.Score != nil {
 		sc := t.Score.Total
 		v.Score, v.Objectives = &sc, t.Score.Objectives
-		if !t.Eligible() {
+		if !t.PassesGates() {
 			v.Why = strings.Join(session.GateReasons(t), "; ")
 		}
 	}

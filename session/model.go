@@ -242,7 +242,13 @@ func (t Trial) Ref() TrialRef { return TrialRef{t.Number, t.Rung} }
 // re-evaluation's too when it had one (a finalist that fails a gate on more seeds is never
 // best).
 func (t Trial) Eligible() bool {
-	return t.State == TrialCompleted && t.Score != nil && t.Score.Eligible && (t.Final == nil || t.Final.Score.Eligible)
+	return t.State == TrialCompleted && t.PassesGates()
+}
+
+// PassesGates reports whether the trial's evaluations so far pass the gates, whatever its
+// state (a finalist being re-evaluated has its rung result).
+func (t Trial) PassesGates() bool {
+	return t.Score != nil && t.Score.Eligible && (t.Final == nil || t.Final.Score.Eligible)
 }
 
 // RankScore is the score used to rank finalists: the final re-evaluation when there is one.
