@@ -357,6 +357,38 @@ type comparisonView struct {
 	Baseline *trialView      `json:"baseline,omitempty"`
 	Matched  bool            `json:"matched"` // the baseline was trained to this rung too (control)
 	Metrics  []metricCompare `json:"metrics,omitempty"`
+	// Score and BaselineScore are the row's two scores on one reference, Reference ("vs
+	// baseline @ rung 2": the baseline's own metrics, where it scores 0; "vs baseline @ rung
+	// 0": the stored scores); Delta is their difference, only where the baseline was trained
+	// to the row's rung. Each is null when there is nothing to show.
+	Score         *float64 `json:"score"`
+	BaselineScore *float64 `json:"baseline_score"`
+	Delta         *float64 `json:"delta"`
+	Reference     string   `json:"reference"`
+}
+
+// scoreColumns fills c's two scores on one reference and their difference (issue 35): against
+// the control's metrics where the best's score has been recomputed against it (VersusOf),
+// else both stored scores against the baseline's rung-0 evaluation, without a difference
+// unless the baseline was trained to the row's rung.
+func (c *comparisonView) scoreColumns(best, base *session.Trial) {
+	c.Reference = "vs baseline @ rung 0"
+	if best != nil && best.Score != nil {
+		v := best.RankScore()
+		c.Score = &v
+	}
+	if base != nil && base.Score != nil {
+		v := base.RankScore()
+		c.BaselineScore = &v
+	}
+	if c.Best != nil && c.Best.Versus != nil && c.Best.Versus.Matched() && c.Matched {
+		v, zero := c.Best.Versus.Score, 0.0
+		c.Score, c.BaselineScore, c.Reference = &v, &zero, c.Best.Versus.Label()
+	}
+	if c.Matched && c.Score != nil && c.BaselineScore != nil {
+		d := *c.Score - *c.BaselineScore
+		c.Delta = &d
+	}
 }
 
 type metricCompare struct {
@@ -552,6 +584,7 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			v.Versus = versusOf(ss, session.ControlAt(trials, base.Rung), *base)
 			c.Baseline = &v
 		}
+		c.scoreColumns(best, base)
 		if best != nil && base != nil {
 			for _, name := range session.MetricNames {
 				bv, ok1 := best.Metrics[name]

@@ -79,6 +79,7 @@ func TestGatesAreJudgedAgainstTheBaselineTrainedAsLong(t *testing.T) {
 	if s.BestTrial != 4 || s.BestRung != 2 || s.Result == nil || s.Result.Best.Trial != 4 {
 		t.Fatalf("best %d @ rung %d (%+v), want trial 4 @ rung 2", s.BestTrial, s.BestRung, s.Result)
 	}
+	headlineAddsUp(t, s.Result)
 	p, err := h.db.Preset(context.Background(), s.Preset)
 	if err != nil || p.Trial != (session.TrialRef{Number: 4, Rung: 2}) {
 		t.Errorf("preset %+v (%v), want trial 4 @ rung 2", p.Trial, err)

@@ -443,14 +443,15 @@
 
   function renderCompare(el, d) {
     el.replaceChildren(h("h2", {}, "Best vs baseline, rung by rung"), h("table", { id: "comparison" },
-      h("thead", {}, h("tr", {}, ["rung", "best eligible", "score", "baseline", "baseline score", "Δ"].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["rung", "best eligible", "score", "baseline", "baseline score", "scores", "Δ"].map((c) => h("th", {}, c)))),
       h("tbody", {}, d.comparison.map((c) => h("tr", {},
         h("td", { class: "r" }, c.rung),
-        h("td", {}, c.best ? "trial " + c.best.number : "—"), h("td", { class: "r" }, c.best ? signed(c.best.rank_score) : "—"),
+        h("td", {}, c.best ? "trial " + c.best.number : "—"), h("td", { class: "r" }, c.score !== null ? signed(c.score) : "—"),
         h("td", {}, c.baseline ? "trial 0 @ rung " + c.baseline.rung + (c.matched ? "" : " (not trained to this rung)") : "—"),
-        h("td", { class: "r" }, c.baseline && c.baseline.score !== null ? signed(c.baseline.rank_score) : "—"),
-        h("td", { class: "r" }, c.best && c.best.versus && c.matched ? signed(c.best.versus.score) : "—"))))),
-    h("p", { class: "muted" }, "Δ only where the baseline was trained to the same rung (control: true): the best's score recomputed against that baseline's metrics. " + d.score_note + "."));
+        h("td", { class: "r" }, c.baseline_score !== null ? signed(c.baseline_score) : "—"),
+        h("td", {}, c.reference),
+        h("td", { class: "r" }, c.delta !== null ? signed(c.delta) : "—"))))),
+    h("p", { class: "muted" }, "Both scores of a row are on one reference and Δ is their difference: where the baseline was trained to the same rung (control: true), both against that baseline's own metrics (it scores 0 against itself); elsewhere both against the baseline's rung-0 evaluation, with no Δ. " + d.score_note + "."));
   }
 
   function renderProposals(el, d) {

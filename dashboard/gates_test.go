@@ -1,0 +1,57 @@
+package dashboard_test
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"tunebot/session"
+	"tunebot/session/sessiontest"
+)
+
+// The page says what every other surface says about a trial that fails a gate only against
+// the baseline trained as long: not eligible and why, not best, and its rung's row compares
+// the trial that shipped, with two scores on one reference whose difference is Δ (issue 35,
+// items 2 and 6).
+func TestPageJudgesGatesAtEqualTraining(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	s, trials := sessiontest.GateLadder()
+	// One session is active at a time: the fixture's ends first.
+	if _, err := f.db.UpdateSession(ctx, sid, func(x *session.Session) error { x.State = session.StateCancelled; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trials {
+		if err := f.db.PutTrial(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := decode(t, f.signIn(t, eve).get("/api/sessions/"+s.ID))
+	for _, x := range v["trials"].([]any) {
+		m := x.(map[string]any)
+		if m["number"] != 5.0 || m["rung"] != 2.0 {
+			continue
+		}
+		why, _ := m["why"].(string)
+		if m["eligible"] != false || m["best"] != false || why != "tracking is 5.6% worse than the baseline @ rung 2 (limit 5%)" {
+			t.Errorf("trial 5 @ rung 2 on the page: eligible %v, best %v, why %q", m["eligible"], m["best"], why)
+		}
+	}
+	var row map[string]any
+	for _, x := range v["comparison"].([]any) {
+		if m := x.(map[string]any); m["rung"] == 2.0 {
+			row = m
+		}
+	}
+	if row == nil || row["best"].(map[string]any)["number"] != 4.0 || row["matched"] != true {
+		t.Fatalf("rung 2's comparison %v, want trial 4 against the baseline trained as long", row)
+	}
+	score, base, delta := row["score"].(float64), row["baseline_score"].(float64), row["delta"].(float64)
+	if math.Abs(score-base-delta) > 1e-12 || math.Abs(delta-s.Result.Versus.Score) > 1e-12 || base != 0 || !strings.Contains(row["reference"].(string), "rung 2") {
+		t.Errorf("rung 2's row: score %v, baseline %v, Δ %v on %q; want Δ their difference and the headline's %v", score, base, delta, row["reference"], s.Result.Versus.Score)
+	}
+}
