@@ -55,3 +55,44 @@ func TestPageJudgesGatesAtEqualTraining(t *testing.T) {
 		t.Errorf("rung 2's row: score %v, baseline %v, Δ %v on %q; want Δ their difference and the headline's %v", score, base, delta, row["reference"], s.Result.Versus.Score)
 	}
 }
+
+// When nothing beat the baseline, the list and the page's header call the baseline best (the
+// trial the leaderboard stars), never the tuned trial it beat; and the list has a task
+// column once its sessions are of several tasks (issue 35, item 8).
+func TestBestIsTheStarredTrialAndTasksAreListed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	c := f.signIn(t, eve)
+	if v := decode(t, c.get("/api/sessions")); v["several_tasks"] != false {
+		t.Errorf("one task listed: several_tasks %v", v["several_tasks"])
+	}
+	if _, err := f.db.UpdateSession(ctx, sid, func(x *session.Session) error { x.State = session.StateCancelled; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	s, trials := sessiontest.GateLadder()
+	s.BestTrial, s.Preset, s.Outcome = 0, "", session.OutcomeNoImprovement
+	s.Settings.Task = "Mjlab-Velocity-Flat-Unitree-G1"
+	c2, _ := session.Compare(s, trials)
+	s.Result = &c2
+	if err := f.db.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trials {
+		if err := f.db.PutTrial(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := "the baseline (trial 0 @ rung 2): no tuned trial beat it"
+	if got := decode(t, c.get("/api/sessions/"+s.ID))["session"].(map[string]any)["best"]; got != want {
+		t.Errorf("the page's header: best %q, want %q", got, want)
+	}
+	v := decode(t, c.get("/api/sessions"))
+	if v["several_tasks"] != true {
+		t.Errorf("sessions of two tasks listed: several_tasks %v", v["several_tasks"])
+	}
+	for _, r := range v["sessions"].([]any) {
+		if row := r.(map[string]any); row["id"] == s.ID && row["best"] != want {
+			t.Errorf("the list: best %q, want %q", row["best"], want)
+		}
+	}
+}

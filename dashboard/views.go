@@ -38,8 +38,10 @@ type sessionRow struct {
 	Pruned        string   `json:"pruned,omitempty"` // what retention removed, in words
 
 	// BestVersus is the headline's best trial against the baseline at its rung (Session.Result),
-	// what the list shows; nil before there is one.
+	// nil before there is one; Best says in words which trial is best and its score, as the
+	// list and the page's header show it (bestText).
 	BestVersus *bestVersus `json:"best_versus,omitempty"`
+	Best       string      `json:"best"`
 	// Outcome is a succeeded session's outcome (session.OutcomeImproved or
 	// OutcomeNoImprovement), OutcomeText it in words when nothing beat the baseline.
 	Outcome     string `json:"outcome,omitempty"`
@@ -102,10 +104,27 @@ func rowDone(s session.Session, done int) sessionRow {
 	if s.Result != nil && s.Result.Versus != nil && s.Result.Best.Trial != 0 {
 		r.BestVersus = &bestVersus{Versus: *s.Result.Versus, Trial: s.Result.Best.Trial}
 	}
+	r.Best = bestText(s, r.BestVersus)
 
 	// in the words every surface uses, not the identifiers ("you" is the console's own name)
 	r.StateLabel, r.Owner = session.StateLabel(s.State), session.ActorLabel(s.Owner)
 	return r
+}
+
+// bestText says which trial is the session's best (the one the leaderboard stars) and its
+// score: the headline's best tuned trial against the baseline at its rung, or, when the
+// baseline is best (nothing beat it), the baseline, never a tuned trial it beat (issue 35:
+// "best −0.144 (trial 1)" beside a starred baseline).
+func bestText(s session.Session, vs *bestVersus) string {
+	switch {
+	case s.BestTrial < 0:
+		return "none yet"
+	case s.BestTrial == 0:
+		return fmt.Sprintf("the baseline (trial 0 @ rung %d): no tuned trial beat it", s.BestRung)
+	case vs != nil:
+		return fmt.Sprintf("%s (trial %d @ rung %d)", vs.String(), vs.Trial, vs.Rung)
+	}
+	return fmt.Sprintf("%s vs baseline @ rung 0 (trial %d @ rung %d)", session.SignedScore(s.BestScore), s.BestTrial, s.BestRung)
 }
 
 // bestVersus is a session's best tuned trial with its score against the baseline at its rung.
@@ -181,7 +200,12 @@ func (s *Server) sessions(ctx context.Context, _ bot.Interaction, r *http.Reques
 		}
 		rows = append(rows, rowDone(ss, done))
 	}
-	return map[string]any{"sessions": rows, "next": next}, nil
+	// With sessions of several tasks listed, the list has a task column.
+	tasks := map[string]bool{}
+	for _, r := range rows {
+		tasks[r.Task] = true
+	}
+	return map[string]any{"sessions": rows, "next": next, "several_tasks": len(tasks) > 1}, nil
 }
 
 // trialsDone counts a session's finished rung-0 trials for its row, from their outlines. A

@@ -95,12 +95,12 @@
       const data = await getJSON("/api/sessions" + (cursor ? "?cursor=" + enc(cursor) : ""));
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
+        data.several_tasks ? h("td", {}, s.task) : null,
         h("td", {}, h("span", { class: "badge " + s.state }, s.state_label), s.outcome === "no_improvement" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
-        h("td", { class: "r" }, s.best_score === null ? "—" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ " + s.best_versus.rung + ")"
-          : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
+        h("td", { class: "r" }, s.best_score === null ? "—" : s.best),
         h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
-      list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run", "state", "mode", "trials done/planned", "best score", "owner", "started", "ended"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
+      list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run"].concat(data.several_tasks ? ["task"] : [], ["state", "mode", "trials done/planned", "best", "owner", "started", "ended"]).map((c) => h("th", {}, c)))), h("tbody", {}, rows))
         : h("p", { class: "muted" }, "No sessions yet."));
       const nav = [];
       if (cursor) nav.push(h("a", { href: "/", id: "newest-sessions" }, "← newest sessions"));
@@ -171,8 +171,7 @@
     el.replaceChildren(...[
       h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state_label)),
       h("p", {}, s.run_name + " · " + s.task + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
-        " · best " + (s.best_score === null ? "none yet" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ rung " + s.best_versus.rung + ")"
-          : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
+        " · best " + s.best +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
       s.outcome_text ? h("p", { id: "outcome" }, s.outcome + ": " + s.outcome_text + "; no preset saved") : null,
       s.built_on ? h("p", { id: "built-on" }, "builds on ", h("a", { href: "/sessions/" + enc(s.built_on.id) }, "session " + s.built_on.short), s.built_on.rest) : null,
