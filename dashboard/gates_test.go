@@ -96,3 +96,27 @@ func TestBestIsTheStarredTrialAndTasksAreListed(t *testing.T) {
 		}
 	}
 }
+
+// Without an advisor the page never says DeepSeek reads a person's note: an answered
+// preference says only the numeric sampler learns from it, and the page knows (advised
+// false) to word its note fields so (issue 35, item 8).
+func TestPageSaysNoPromptWithoutAnAdvisor(t *testing.T) {
+	f := newFixture(t) // its engine has the numeric sampler only
+	ctx := context.Background()
+	ana := session.Actor{Platform: "slack", ID: "U1", Name: "alice"}
+	if _, err := f.db.UpdateSession(ctx, sid, func(x *session.Session) error {
+		x.Preferences = append(x.Preferences, session.Preference{Seq: 1, A: 2, B: 0, Asked: true, Answer: session.AnswerA, Note: "trots", By: &ana, At: t0})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v := decode(t, f.signIn(t, eve).get("/api/sessions/"+sid))
+	prefs := v["preferences"].([]any)
+	if len(prefs) != 1 {
+		t.Fatalf("preferences %v", prefs)
+	}
+	effect, _ := prefs[0].(map[string]any)["effect"].(string)
+	if v["advised"] != false || strings.Contains(effect, "DeepSeek") || !strings.Contains(effect, "no advisor is configured") {
+		t.Errorf("advised %v, effect %q: want no prompt promised without an advisor", v["advised"], effect)
+	}
+}

@@ -475,7 +475,8 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		"audit":       auditViews(audit),
 		"score_note":  bot.ScoreNote,
 		"card":        s.openCard(ss, trials, seqOf),
-		"preferences": preferenceViews(ss),
+		"preferences": preferenceViews(ss, s.advised()),
+		"advised":     s.advised(),
 		"review":      openReview(ss, trials),
 		"may":         s.permissions(in),
 		"objectives":  session.ObjectiveNames,
@@ -623,24 +624,33 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 	return out
 }
 
-func preferenceOf(p session.Preference) preferenceView {
+// advised reports whether an advisor (DeepSeek) reads people's notes: the page promises a
+// prompt only when one is configured (the handler knows; true when it cannot say).
+func (s *Server) advised() bool {
+	if a, ok := s.opt.Actions.(interface{ Advised() bool }); ok {
+		return a.Advised()
+	}
+	return true
+}
+
+func preferenceOf(p session.Preference, advised bool) preferenceView {
 	v := preferenceView{Seq: p.Seq, A: p.A, B: p.B, Asked: p.Asked, Open: p.Open(), Expired: p.Expired, Verdict: p.Verdict(), Note: p.Note, At: stamp(p.At)}
 	if p.By != nil {
 		v.By, v.Platform = p.By.String(), p.By.Platform
 	}
 	if p.Decided() {
-		v.Effect = session.PreferenceEffect(p)
+		v.Effect = session.PreferenceEffectFor(p, advised)
 	}
 	return v
 }
 
 // preferenceViews lists the session's preferences, newest first; the card that waits is
 // the page's A/B card instead.
-func preferenceViews(ss session.Session) []preferenceView {
+func preferenceViews(ss session.Session, advised bool) []preferenceView {
 	out := []preferenceView{}
 	for i := len(ss.Preferences) - 1; i >= 0; i-- {
 		if p := ss.Preferences[i]; !p.Open() {
-			out = append(out, preferenceOf(p))
+			out = append(out, preferenceOf(p, advised))
 		}
 	}
 	return out
@@ -652,7 +662,7 @@ func (s *Server) openCard(ss session.Session, trials []session.Trial, seqOf map[
 	if !ok {
 		return nil
 	}
-	v := preferenceOf(p)
+	v := preferenceOf(p, true) // open: no effect yet
 	for _, n := range []int{p.A, p.B} {
 		for _, t := range trials {
 			if t.Number == n && t.Rung == 0 {

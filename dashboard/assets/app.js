@@ -221,7 +221,8 @@
       why(p), msg];
     if (d.may.decide) {
       const feedback = h("textarea", { id: "feedback" + sfx, rows: 2, cols: 60,
-        placeholder: "what should change? “keep is_terminated, lower foot_slip” binds every proposer; the rest reaches only DeepSeek's next prompt" });
+        placeholder: "what should change? “keep is_terminated, lower foot_slip” binds every proposer; " +
+          (d.advised ? "the rest reaches only DeepSeek's next prompt" : "the rest is recorded (no advisor is configured, so no prompt reads it)") });
       const lines = p.edit_text.split("\n").filter((l) => l.trim() !== "");
       while (lines.length < 4) lines.push("");
       const inputs = lines.map((l, i) => h("input", { class: "edit-line", id: "edit" + sfx + "-" + i, value: l, size: 40 }));
@@ -279,7 +280,7 @@
       h("p", { class: "muted" }, "A just finished within the noise of the best so far, B. The score cannot see a hopping or shuffling gait; you can."),
       h("div", { class: "clip-compare" }, c.trials.map((t, i) => side(t, "AB"[i])))];
     if (d.may.decide) {
-      const note = h("input", { id: "prefer-note", size: 60, placeholder: "why (optional): DeepSeek reads it" });
+      const note = h("input", { id: "prefer-note", size: 60, placeholder: d.advised ? "why (optional): DeepSeek reads it" : "why (optional): recorded with your answer (no advisor is configured, so no prompt reads it)" });
       const answer = (a) => async () => flash(msg, await postJSON("/api/sessions/" + enc(d.session.id) + "/prefer", { card: String(c.seq), answer: a, note: note.value }));
       parts.push(h("div", { class: "buttons" },
         h("button", { class: "primary", id: "prefer-a", onclick: answer("a") }, "A: trial " + c.a), " ",
