@@ -113,8 +113,9 @@ func ProgressBar(k, n, width int) string {
 }
 
 // ETA estimates the time left from the GPU time each finished iteration took so far: the
-// iterations still planned (the remaining rung-0 trials and the promotions) times that
-// rate, divided by the GPUs used at once; what the running trials already did is not left.
+// iterations still planned (the remaining rung-0 trials and the promotions, and with control
+// on the baseline carried along every rung beside them) times that rate, divided by the GPUs
+// used at once; what the running trials already did is not left.
 func ETA(s session.Session, trials []session.Trial, running ...session.Trial) (string, bool) {
 	st := s.Settings
 	var secs float64
@@ -138,6 +139,9 @@ func ETA(s session.Session, trials []session.Trial, running ...session.Trial) (s
 		want := st.TrialCount
 		if r < len(st.Promote) && r > 0 {
 			want = st.Promote[r]
+			if st.Control {
+				want++ // the baseline trains to every rung in addition (docs/design.md §1)
+			}
 		}
 		add := st.Rungs[r]
 		if r > 0 {
