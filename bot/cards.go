@@ -63,7 +63,7 @@ func RootCard(in RootInput) Card {
 	if eta, ok := ETA(s, in.Trials, running...); ok && s.State.Active() {
 		f.Fields = append(f.Fields, Field{"ETA", eta})
 	}
-	f.Fields = append(f.Fields, Field{"GPU time", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
+	f.Fields = append(f.Fields, Field{s.TimeLabel(), Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	c.Blocks = append(c.Blocks, f)
 	if len(running) > 0 {
 		c.Blocks = append(c.Blocks, Text(bulleted(fmt.Sprintf("running now (%d):", len(running)), RunningLines(running, nil))))
@@ -156,7 +156,11 @@ func ETA(s session.Session, trials []session.Trial, running ...session.Trial) (s
 		return "", false
 	}
 	d := time.Duration(perIter * float64(left) / float64(len(st.GPUs)) * float64(time.Second))
-	return fmt.Sprintf("~%s (%.2f GPU-s per iteration, %d iterations left; less if early stopping ends the search)", Duration(d), perIter, left), true
+	unit := "GPU-s"
+	if s.Trainer == session.TrainerSim {
+		unit = "CPU-s"
+	}
+	return fmt.Sprintf("~%s (%.2f %s per iteration, %d iterations left; less if early stopping ends the search)", Duration(d), perIter, unit, left), true
 }
 
 // Duration formats d for people: 1h05m, 4m10s, 12s.
@@ -236,7 +240,7 @@ func TrialCard(in TrialInput) Card {
 	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
 	f := Fields("session", session.Short(s.ID), "task", s.Settings.Task, "source", t.Source,
 		"iterations", fmt.Sprintf("%d (from %d)", t.Iterations, t.StartIter),
-		"GPU time", Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
+		s.TimeLabel(), Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
 	if t.Score != nil {
 		f.Fields = append(f.Fields, scoreFields(in, vs)...)
 	}
@@ -503,7 +507,7 @@ func SummaryCard(in SummaryInput) Card {
 		f.Fields = append(f.Fields, Field{"result", c.Headline()})
 		headline = true
 	}
-	f.Fields = append(f.Fields, Field{"GPU time used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
+	f.Fields = append(f.Fields, Field{s.TimeLabel() + " used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	if !s.EndedAt.IsZero() && !s.CreatedAt.IsZero() {
 		f.Fields = append(f.Fields, Field{"wall time", Duration(s.EndedAt.Sub(s.CreatedAt))})
 	}

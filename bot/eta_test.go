@@ -29,3 +29,23 @@ func TestETACountsTheBaselineCarriedAlong(t *testing.T) {
 		}
 	}
 }
+
+// A session of the built-in sim, which trains on the CPU, says "CPU time", never "GPU time",
+// on its cards and in its ETA; any other trainer's says "GPU time" (issue 35, item 8).
+func TestTimeIsCPUTimeOnTheSim(t *testing.T) {
+	for _, tc := range []struct{ trainer, want, unit string }{
+		{session.TrainerSim, "CPU time", "CPU-s per iteration"},
+		{session.TrainerMjlab, "GPU time", "GPU-s per iteration"},
+	} {
+		st := session.DefaultSettings()
+		st.Normalize()
+		s := session.Session{ID: "5e55f00d", Settings: st, Trainer: tc.trainer, GPUSeconds: 90, BestTrial: -1}
+		tr := session.Trial{Number: 0, Rung: 0, Iterations: 300, State: session.TrialCompleted, GPUSeconds: 90}
+		sum := bot.SummaryCard(bot.SummaryInput{Session: s, Trials: []session.Trial{tr}})
+		card := bot.TrialCard(bot.TrialInput{Session: s, Trial: tr})
+		eta, _ := bot.ETA(s, []session.Trial{tr})
+		if field(sum, tc.want+" used") == "" || field(card, tc.want) == "" || !strings.Contains(eta, tc.unit) {
+			t.Errorf("%s: summary %+v, trial card %+v, ETA %q; want %q", tc.trainer, sum.Blocks, card.Blocks, eta, tc.want)
+		}
+	}
+}

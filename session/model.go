@@ -96,6 +96,9 @@ type Session struct {
 	// Result is the headline comparison (Compare), kept current as trials finish.
 	Result     *Comparison `json:"result,omitempty"`
 	GPUSeconds float64     `json:"gpu_seconds"`
+	// Trainer is the kind of trainer that ran it (TrainerSim, TrainerMjlab, TrainerCommand;
+	// "" in records written before it): the built-in sim runs on the CPU (TimeLabel).
+	Trainer string `json:"trainer,omitempty"`
 	// BudgetWaived is set when a person resumes a session that a budget paused: it runs on
 	// to its end without asking again.
 	BudgetWaived bool      `json:"budget_waived,omitempty"`
