@@ -93,6 +93,14 @@ func bestLine(s session.Session) string {
 	if s.BestTrial < 0 {
 		return "none yet"
 	}
+	if s.BestTrial == 0 {
+		// The baseline is best (the starred trial), never the tuned trial it beat.
+		line := fmt.Sprintf("the baseline (trial 0 @ rung %d): no tuned trial beat it", s.BestRung)
+		if s.Result != nil && s.Result.Best.Trial != 0 {
+			line += "; " + s.Result.Headline()
+		}
+		return line
+	}
 	if s.Result != nil {
 		return s.Result.Headline()
 	}

@@ -70,3 +70,16 @@ func TestCardsJudgeGatesAtEqualTraining(t *testing.T) {
 		}
 	}
 }
+
+// When nothing beat the baseline, the root card's "best" is the baseline (the starred
+// trial), not the tuned trial it beat (issue 35, item 8: "best −0.144 (trial 1)").
+func TestRootCardBestIsTheBaselineWhenItStands(t *testing.T) {
+	s, trials := sessiontest.GateLadder()
+	s.BestTrial, s.Preset, s.Outcome = 0, "", session.OutcomeNoImprovement
+	c, _ := session.Compare(s, trials)
+	s.Result = &c
+	got := field(bot.RootCard(bot.RootInput{Session: s, Trials: trials}), "best")
+	if !strings.HasPrefix(got, "the baseline (trial 0 @ rung 2): no tuned trial beat it") {
+		t.Errorf("root card's best %q, want the baseline first", got)
+	}
+}
