@@ -10,15 +10,11 @@ import (
 	"tunebot/session/sessiontest"
 )
 
-// The page says what every other surface says about a trial that fails a gate only against
-// the baseline trained as long: not eligible and why, not best, and its rung's row compares
-// the trial that shipped, with two scores on one reference whose difference is Δ (issue 35,
-// items 2 and 6).
-func TestPageJudgesGatesAtEqualTraining(t *testing.T) {
-	f := newFixture(t)
+// storeBeside stores session s and its trials beside the fixture's session, which ends
+// first (one session is active at a time).
+func storeBeside(t *testing.T, f *fixture, s session.Session, trials []session.Trial) {
+	t.Helper()
 	ctx := context.Background()
-	s, trials := sessiontest.GateLadder()
-	// One session is active at a time: the fixture's ends first.
 	if _, err := f.db.UpdateSession(ctx, sid, func(x *session.Session) error { x.State = session.StateCancelled; return nil }); err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +26,16 @@ func TestPageJudgesGatesAtEqualTraining(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// The page says what every other surface says about a trial that fails a gate only against
+// the baseline trained as long: not eligible and why, not best, and its rung's row compares
+// the trial that shipped, with two scores on one reference whose difference is Δ (issue 35,
+// items 2 and 6).
+func TestPageJudgesGatesAtEqualTraining(t *testing.T) {
+	f := newFixture(t)
+	s, trials := sessiontest.GateLadder()
+	storeBeside(t, f, s, trials)
 	v := decode(t, f.signIn(t, eve).get("/api/sessions/"+s.ID))
 	for _, x := range v["trials"].([]any) {
 		m := x.(map[string]any)
@@ -61,27 +67,16 @@ func TestPageJudgesGatesAtEqualTraining(t *testing.T) {
 // column once its sessions are of several tasks (issue 35, item 8).
 func TestBestIsTheStarredTrialAndTasksAreListed(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	c := f.signIn(t, eve)
 	if v := decode(t, c.get("/api/sessions")); v["several_tasks"] != false {
 		t.Errorf("one task listed: several_tasks %v", v["several_tasks"])
-	}
-	if _, err := f.db.UpdateSession(ctx, sid, func(x *session.Session) error { x.State = session.StateCancelled; return nil }); err != nil {
-		t.Fatal(err)
 	}
 	s, trials := sessiontest.GateLadder()
 	s.BestTrial, s.Preset, s.Outcome = 0, "", session.OutcomeNoImprovement
 	s.Settings.Task = "Mjlab-Velocity-Flat-Unitree-G1"
 	c2, _ := session.Compare(s, trials)
 	s.Result = &c2
-	if err := f.db.CreateSession(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	for _, tr := range trials {
-		if err := f.db.PutTrial(ctx, tr); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeBeside(t, f, s, trials)
 	want := "the baseline (trial 0 @ rung 2): no tuned trial beat it"
 	if got := decode(t, c.get("/api/sessions/"+s.ID))["session"].(map[string]any)["best"]; got != want {
 		t.Errorf("the page's header: best %q, want %q", got, want)
