@@ -76,10 +76,10 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	}
 	n.running = running
 	s := n.s
-	if err := e.judgeGates(ctx, &n); err != nil {
+	if ok, err := e.mayStartJobs(ctx, n); !ok || err != nil {
 		return false, err
 	}
-	if ok, err := e.mayStartJobs(ctx, n); !ok || err != nil {
+	if err := e.judgeGates(ctx, &n); err != nil {
 		return false, err
 	}
 
