@@ -2,8 +2,10 @@ package session_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"tunebot/session"
 )
@@ -135,5 +137,53 @@ func TestAFinalistFailingItsFinalGateIsSaid(t *testing.T) {
 				t.Errorf("the headline's control is at rung %d, its best at %d", c.Rung, s.Result.Best.Rung)
 			}
 		})
+	}
+}
+
+// With trials in parallel the control of a rung may end after the trials it judges: a trial
+// first judged against rung 0's baseline is judged again once the control has a result,
+// before anything is ranked, and chat is told (judgeGates).
+func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	defer drain(h.tr)()
+	eng := h.parallelEngine(h.tr, 3, false)
+	h.tr.tweak = worseTracking(5, false, 0)
+	gate := make(chan struct{})
+	h.tr.mu.Lock()
+	h.tr.evalGate[session.TrialRef{Number: 0, Rung: 2}] = gate
+	h.tr.mu.Unlock()
+	st := settings(session.ModeAutomatic)
+	st.Control = true
+	s, err := eng.Start(context.Background(), st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ts := h.trials(s.ID)
+		if i := slices.IndexFunc(ts, func(x session.Trial) bool { return x.Number == 5 && x.Rung == 2 && x.State == session.TrialCompleted }); i >= 0 {
+			if !ts[i].Eligible() {
+				t.Fatalf("trial 5 @ rung 2 judged before its control ended: %q", ts[i].Reason)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("trial 5 @ rung 2 never ended before its control")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(gate)
+	s = h.wait(s.ID)
+	five := trialOn(t, h.trials(s.ID), 5, 2)
+	if five.Eligible() || s.BestTrial != 4 || s.BestRung != 2 {
+		t.Errorf("trial 5 @ rung 2 eligible %v (%q), best %d @ rung %d; want it judged against the control and trial 4 best", five.Eligible(), five.Reason, s.BestTrial, s.BestRung)
+	}
+	h.eng.Shutdown(context.Background())
+	h.note.mu.Lock()
+	defer h.note.mu.Unlock()
+	if !slices.ContainsFunc(h.note.texts, func(l string) bool {
+		return strings.HasPrefix(l, "trial 5 @ rung 2, judged against the baseline trained as long: not eligible: tracking is 9.6% worse")
+	}) {
+		t.Errorf("chat was not told trial 5 @ rung 2 fails the gate at equal training: %q", h.note.texts)
 	}
 }
