@@ -159,8 +159,10 @@ func (s *searcher) explain(c candidate, changes []tpeChange) (string, []string) 
 		}
 	}
 	baseMean, _ := session.MeanStd(baseScores)
-	summary := fmt.Sprintf("%s %s: the model of %s expects %+.3f ± %.3f over the base, with every gate passing in %.0f%% of its draws.",
-		capitalise(movesSentence(ms)), why, plural(s.m.trials, "trial"), c.mean-baseMean, c.sd, 100*c.pass)
+	// The chance the gates pass is the one the card shows beside it (Suggestion.Confidence):
+	// the model's draws, never beyond what its trials allow (session.Credible).
+	summary := fmt.Sprintf("%s %s: the model of %s expects %+.3f ± %.3f over the base; the chance that every gate passes is %.0f %%.",
+		capitalise(movesSentence(ms)), why, plural(s.m.trials, "trial"), c.mean-baseMean, c.sd, 100*session.Credible(c.pass, s.m.trials))
 	return summary, evidence
 }
 

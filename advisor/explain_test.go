@@ -2,6 +2,7 @@ package advisor_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,6 +27,11 @@ func TestSamplerCountsInWords(t *testing.T) {
 		text := sug.Summary + "\n" + strings.Join(sug.Evidence, "\n")
 		if oneTrials.MatchString(text) || sug.Summary == "" {
 			t.Errorf("%d trials: %s", n, text)
+		}
+		// One "gates pass" figure on the card: the sentence's is the card's (issue 35,
+		// item 8: 67 % beside "every gate passing in 90 % of its draws").
+		if want := fmt.Sprintf("the chance that every gate passes is %.0f %%", 100*sug.Confidence); !strings.Contains(sug.Summary, want) {
+			t.Errorf("%d trials: %q, want the card's gates-pass figure %q", n, sug.Summary, want)
 		}
 	}
 }

@@ -136,7 +136,7 @@ func TestSamplerModelsEveryMetric(t *testing.T) {
 	// The summary says in words what moves and why; the evidence leads with foot_slip's,
 	// on the score and on the metric it moves.
 	if !strings.HasPrefix(sug.Summary, "Strengthens foot_slip") || !regexp.MustCompile(`to lower [a-z ,]*foot slip`).MatchString(sug.Summary) ||
-		!strings.Contains(sug.Summary, "the model of 7 trials expects +0.0") || !strings.Contains(sug.Summary, "with every gate passing in") {
+		!strings.Contains(sug.Summary, "the model of 7 trials expects +0.0") || !strings.Contains(sug.Summary, "the chance that every gate passes is ") {
 		t.Errorf("summary %q does not say what moves and why", sug.Summary)
 	}
 	if len(sug.Evidence) == 0 || !strings.HasPrefix(sug.Evidence[0], "foot_slip -0.25 → ") || !strings.Contains(sug.Evidence[0], "(foot slip -") ||

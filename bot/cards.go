@@ -63,7 +63,7 @@ func RootCard(in RootInput) Card {
 	if eta, ok := ETA(s, in.Trials, running...); ok && s.State.Active() {
 		f.Fields = append(f.Fields, Field{"ETA", eta})
 	}
-	f.Fields = append(f.Fields, Field{"GPU time", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
+	f.Fields = append(f.Fields, Field{s.TimeLabel(), Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	c.Blocks = append(c.Blocks, f)
 	if len(running) > 0 {
 		c.Blocks = append(c.Blocks, Text(bulleted(fmt.Sprintf("running now (%d):", len(running)), RunningLines(running, nil))))
@@ -93,6 +93,14 @@ func bestLine(s session.Session) string {
 	if s.BestTrial < 0 {
 		return "none yet"
 	}
+	if s.BestTrial == 0 {
+		// The baseline is best (the starred trial), never the tuned trial it beat.
+		line := fmt.Sprintf("the baseline (trial 0 @ rung %d): no tuned trial beat it", s.BestRung)
+		if s.Result != nil && s.Result.Best.Trial != 0 {
+			line += "; " + s.Result.Headline()
+		}
+		return line
+	}
 	if s.Result != nil {
 		return s.Result.Headline()
 	}
@@ -113,8 +121,9 @@ func ProgressBar(k, n, width int) string {
 }
 
 // ETA estimates the time left from the GPU time each finished iteration took so far: the
-// iterations still planned (the remaining rung-0 trials and the promotions) times that
-// rate, divided by the GPUs used at once; what the running trials already did is not left.
+// iterations still planned (the remaining rung-0 trials and the promotions, and with control
+// on the baseline carried along every rung beside them) times that rate, divided by the GPUs
+// used at once; what the running trials already did is not left.
 func ETA(s session.Session, trials []session.Trial, running ...session.Trial) (string, bool) {
 	st := s.Settings
 	var secs float64
@@ -138,6 +147,9 @@ func ETA(s session.Session, trials []session.Trial, running ...session.Trial) (s
 		want := st.TrialCount
 		if r < len(st.Promote) && r > 0 {
 			want = st.Promote[r]
+			if st.Control {
+				want++ // the baseline trains to every rung in addition (docs/design.md §1)
+			}
 		}
 		add := st.Rungs[r]
 		if r > 0 {
@@ -152,7 +164,11 @@ func ETA(s session.Session, trials []session.Trial, running ...session.Trial) (s
 		return "", false
 	}
 	d := time.Duration(perIter * float64(left) / float64(len(st.GPUs)) * float64(time.Second))
-	return fmt.Sprintf("~%s (%.2f GPU-s per iteration, %d iterations left; less if early stopping ends the search)", Duration(d), perIter, left), true
+	unit := "GPU-s"
+	if s.Trainer == session.TrainerSim {
+		unit = "CPU-s"
+	}
+	return fmt.Sprintf("~%s (%.2f %s per iteration, %d iterations left; less if early stopping ends the search)", Duration(d), perIter, unit, left), true
 }
 
 // Duration formats d for people: 1h05m, 4m10s, 12s.
@@ -232,7 +248,7 @@ func TrialCard(in TrialInput) Card {
 	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
 	f := Fields("session", session.Short(s.ID), "task", s.Settings.Task, "source", t.Source,
 		"iterations", fmt.Sprintf("%d (from %d)", t.Iterations, t.StartIter),
-		"GPU time", Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
+		s.TimeLabel(), Duration(time.Duration(t.GPUSeconds*float64(time.Second))))
 	if t.Score != nil {
 		f.Fields = append(f.Fields, scoreFields(in, vs)...)
 	}
@@ -282,8 +298,8 @@ func scoreFields(in TrialInput, vs string) []Field {
 		fields = append(fields, controlField(in))
 	}
 	elig := "yes"
-	if !t.Score.Eligible {
-		elig = "no: " + strings.Join(t.Score.Reasons, "; ")
+	if !t.PassesGates() {
+		elig = "no: " + strings.Join(session.GateReasons(t), "; ")
 	}
 	return append(fields, Field{"eligible", elig})
 }
@@ -499,7 +515,7 @@ func SummaryCard(in SummaryInput) Card {
 		f.Fields = append(f.Fields, Field{"result", c.Headline()})
 		headline = true
 	}
-	f.Fields = append(f.Fields, Field{"GPU time used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
+	f.Fields = append(f.Fields, Field{s.TimeLabel() + " used", Duration(time.Duration(s.GPUSeconds * float64(time.Second)))})
 	if !s.EndedAt.IsZero() && !s.CreatedAt.IsZero() {
 		f.Fields = append(f.Fields, Field{"wall time", Duration(s.EndedAt.Sub(s.CreatedAt))})
 	}
@@ -537,7 +553,7 @@ func TrialsTable(trials []session.Trial, s session.Session) *Table {
 				score = fmt.Sprintf("%s ± %.3f", Signed(tr.Final.Score.Total), tr.Final.ScoreStd)
 			}
 			elig = "yes"
-			if !tr.Score.Eligible {
+			if !tr.PassesGates() {
 				elig = "no"
 			}
 		}

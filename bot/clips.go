@@ -255,7 +255,7 @@ func onceCharts(draw ChartFunc) ChartFunc {
 
 // preferenceCard renders A/B card p: each trial's clip, or its charts when it has none.
 func (r *Renderer) preferenceCard(ctx context.Context, s session.Session, p session.Preference, trials []session.Trial) Card {
-	in := PreferenceInput{Session: s, Preference: p}
+	in := PreferenceInput{Session: s, Preference: p, NoAdvisor: r.NoAdvisor}
 	link := r.trialLink(s)
 	for k, n := range []int{p.A, p.B} {
 		var t *session.Trial

@@ -40,6 +40,10 @@ func ForegroundHelp() string {
 
 // advised reports whether the engine has an advisor (DeepSeek) that reads notes and
 // feedback; an engine that cannot say is taken to have one, as chat's daemon may.
+// Advised reports whether the engine has an advisor (DeepSeek) that reads people's notes and
+// feedback in its prompt; true when the engine cannot say.
+func (h *Handler) Advised() bool { return h.advised() }
+
 func (h *Handler) advised() bool {
 	if a, ok := h.cfg.Engine.(interface{ Advised() bool }); ok {
 		return a.Advised()

@@ -40,6 +40,9 @@ type Renderer struct {
 	// TrialURL is the monitoring page's address of a trial, for trial reports; nil when the
 	// page has no public address (service.public_url).
 	TrialURL func(sessionID string, number, rung int) string
+	// NoAdvisor is set when no advisor (DeepSeek) is configured: an answered A/B card then
+	// promises no prompt reads its note (session.PreferenceEffectFor).
+	NoAdvisor bool
 }
 
 // Rendered is the cards of one event.

@@ -44,6 +44,8 @@ type PreferenceInput struct {
 	Preference session.Preference
 	A, B       *ClipSide
 	Charts     []Attachment // the charts of a side without a clip
+	// NoAdvisor: no advisor reads the note, so the card's effect names none (Renderer.NoAdvisor).
+	NoAdvisor bool
 }
 
 // PreferenceCard asks "which walks better?": A is the trial that just finished, B the best
@@ -90,7 +92,7 @@ func PreferenceCard(in PreferenceInput) Card {
 		}
 		c.Blocks = append(c.Blocks, Text("answer: "+p.Verdict()))
 		c.Blocks = append(c.Blocks, Block{Kind: BlockStamp, Stamp: &Stamp{By: by, Action: "answered", At: p.At, Feedback: Neutralise(p.Note, 500)}})
-		c.Blocks = append(c.Blocks, Text(session.PreferenceEffect(p)))
+		c.Blocks = append(c.Blocks, Text(session.PreferenceEffectFor(p, !in.NoAdvisor)))
 		if p.Note == "" {
 			c.Blocks = append(c.Blocks, Block{Kind: BlockActions, Actions: []Action{{ID: ActionID(ButtonPreferNote, s.ID, CardID(p.Seq)), Label: "Add a note"}}})
 		}

@@ -153,6 +153,8 @@ func TestPreferenceAndReviewCardsGolden(t *testing.T) {
 		B: &bot.ClipSide{Trial: trials[0], Label: "B"}, Charts: []bot.Attachment{{Name: "curves.png", Title: "training curves of trial 0"}}}
 	answered := in
 	answered.Preference.Answer, answered.Preference.Note, answered.Preference.By, answered.Preference.At = session.AnswerB, "the baseline trots; 2 hops", &bob, t0.Add(time.Minute)
+	unadvised := answered // no advisor configured: no prompt is promised (issue 35, item 8)
+	unadvised.NoAdvisor = true
 	expired := in
 	expired.Preference.Expired = true
 	rv := session.Review{Rung: 1, Planned: []int{2, 1, 0}, Plan: []int{2, 3, 0}, OpenedAt: t0, Until: t0.Add(15 * time.Minute),
@@ -166,6 +168,7 @@ func TestPreferenceAndReviewCardsGolden(t *testing.T) {
 	}{
 		{"preference", bot.PreferenceCard(in)},
 		{"preference_answered", bot.PreferenceCard(answered)},
+		{"preference_answered_no_advisor", bot.PreferenceCard(unadvised)},
 		{"preference_expired", bot.PreferenceCard(expired)},
 		{"review", bot.ReviewCard(s, rv, trials, []string{"U1"})},
 		{"review_done", bot.ReviewCard(s, done, trials, nil)},

@@ -86,7 +86,7 @@ func trialPushLine(st session.Settings, trials []session.Trial, t session.Trial)
 		return head + " failed: " + Neutralise(strings.TrimPrefix(t.Reason, "train job failed: "), 80)
 	case !ok:
 		return head + " " + string(t.State)
-	case !t.Score.Eligible:
+	case !t.PassesGates():
 		return head + ": " + Signed(v.Score) + " " + vs + " · not eligible"
 	}
 	return head + ": " + Signed(v.Score) + " " + vs + " · eligible"

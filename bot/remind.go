@@ -87,7 +87,7 @@ func Digest(now time.Time, sessions []session.Session) string {
 			fmt.Fprintf(&b, "; preset %s", s.Preset)
 		}
 		if s.GPUSeconds > 0 {
-			fmt.Fprintf(&b, "; %.1f GPU h", s.GPUSeconds/3600)
+			fmt.Fprintf(&b, "; %.1f %s h", s.GPUSeconds/3600, strings.TrimSuffix(s.TimeLabel(), " time"))
 		}
 		b.WriteByte('\n')
 	}

@@ -56,7 +56,7 @@ func TestDigest(t *testing.T) {
 	d := bot.Digest(now, sessions)
 	for _, w := range []string{"digest, Thu 1 May 2025", "active:\n• aaaaaaaa night (awaiting approval): proposal 2 waits; best trial 1 @ rung 0, score +0.050; 2.0 GPU h",
 		"ended in the last 24 h:\n• bbbbbbbb auto-tune (succeeded): done; best trial 4 @ rung 2, score +0.210; preset auto-tune-bbbbbbbb", "baseline at rung 0",
-		"• dddddddd cut (cancelled): cancelled by ana; trial 3 @ rung 1 scores +0.200, the baseline +0.250 at the same 900 iterations on the same seeds 0: the baseline is ahead by 0.050\n"} {
+		"• dddddddd cut (cancelled): cancelled by ana; trial 3 @ rung 1 scores +0.200, the baseline +0.250 (both vs baseline @ rung 0) at the same 900 iterations on the same seeds 0: the baseline is ahead by 0.050\n"} {
 		if !strings.Contains(d, w) {
 			t.Errorf("digest does not say %q:\n%s", w, d)
 		}

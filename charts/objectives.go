@@ -10,11 +10,10 @@ import (
 	"tunebot/session"
 )
 
-// Gates of docs/design.md §3, repeated here only to draw them.
-const (
-	gateTracking = session.GateTrackingMin    // tracking objective may not be worse than this
-	gateFalls    = session.GateFallRateMargin // fall rate may exceed the baseline's by at most this
-)
+// The tracking gate of docs/design.md §3, where it is drawn; whether a value passes it is
+// session's judgement (session.TrackingPasses, session.FallRatePasses), the one the
+// eligibility of every surface comes from.
+const gateTracking = session.GateTrackingMin
 
 var objectiveLabels = map[string]string{
 	session.ObjTracking: "tracking", session.ObjSmoothness: "smoothness", session.ObjStability: "stability",
@@ -167,7 +166,7 @@ func objectiveNote(score session.Score) func(string) (string, drawing.Color) {
 		}
 		s := percent(v)
 		if n == session.ObjTracking {
-			if v < gateTracking {
+			if !session.TrackingPasses(v) {
 				return s + "  below gate −5%", colBad
 			}
 			return s + "  (gate −5%)", colText
@@ -195,9 +194,9 @@ func metricNote(metrics, baseline session.Metrics) func(string) (string, drawing
 		if n == session.MetricFallRate {
 			// A share of episodes reads best as a percentage, and stays short enough
 			// for the column with its gate beside it.
-			limit := b + gateFalls
+			limit := b + session.GateFallRateMargin
 			s := fallPercent(m) + " vs " + fallPercent(b)
-			if m > limit {
+			if !session.FallRatePasses(m, b) {
 				return s + ", over max " + fallPercent(limit), colBad
 			}
 			return s + ", max " + fallPercent(limit), colText

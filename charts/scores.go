@@ -20,7 +20,7 @@ func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 	found := false
 	bestScore := math.Inf(-1)
 	for _, t := range trials {
-		if !t.Eligible() || (t.Final != nil && !t.Final.Score.Eligible) {
+		if !t.Eligible() {
 			continue
 		}
 		if !found || t.Rung > best.Rung || t.Rung == best.Rung && t.RankScore() > bestScore {
@@ -211,7 +211,7 @@ func (p *scorePlot) points(trials []session.Trial, maxRung int, best *session.Tr
 				c.cross(x, bottom-14, 10, colFailed)
 				p.labels.mark(x, bottom-14, 12)
 			}
-		case !t.Score.Eligible || (t.Final != nil && !t.Final.Score.Eligible):
+		case !t.PassesGates():
 			c.dot(x, ys.py(clampValue(t.RankScore())), 12, colFailed, true)
 			p.labels.mark(x, ys.py(clampValue(t.RankScore())), 14)
 		default:
@@ -432,7 +432,7 @@ func (c *canvas) trialBox(meta Meta, t session.Trial, r int, b image.Rectangle) 
 	switch {
 	case t.State == session.TrialFailed:
 		c.cross((x0+x1)/2, (top+y1)/2, min(bw, bh)/4, colBad)
-	case finished(t) && !t.Score.Eligible:
+	case finished(t) && !t.PassesGates():
 		c.rect(x0, top, x1, y1, colFailed)
 	case finished(t):
 		c.rect(x0, top, x1, y1, rungColour(r))

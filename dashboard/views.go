@@ -39,8 +39,10 @@ type sessionRow struct {
 	Pruned        string   `json:"pruned,omitempty"` // what retention removed, in words
 
 	// BestVersus is the headline's best trial against the baseline at its rung (Session.Result),
-	// what the list shows; nil before there is one.
+	// nil before there is one; Best says in words which trial is best and its score, as the
+	// list and the page's header show it (bestText).
 	BestVersus *bestVersus `json:"best_versus,omitempty"`
+	Best       string      `json:"best"`
 	// Outcome is a succeeded session's outcome (session.OutcomeImproved or
 	// OutcomeNoImprovement), OutcomeText it in words when nothing beat the baseline.
 	Outcome     string `json:"outcome,omitempty"`
@@ -103,10 +105,27 @@ func rowDone(s session.Session, done int) sessionRow {
 	if s.Result != nil && s.Result.Versus != nil && s.Result.Best.Trial != 0 {
 		r.BestVersus = &bestVersus{Versus: *s.Result.Versus, Trial: s.Result.Best.Trial}
 	}
+	r.Best = bestText(s, r.BestVersus)
 
 	// in the words every surface uses, not the identifiers ("you" is the console's own name)
 	r.StateLabel, r.Owner = session.StateLabel(s.State), session.ActorLabel(s.Owner)
 	return r
+}
+
+// bestText says which trial is the session's best (the one the leaderboard stars) and its
+// score: the headline's best tuned trial against the baseline at its rung, or, when the
+// baseline is best (nothing beat it), the baseline, never a tuned trial it beat (issue 35:
+// "best −0.144 (trial 1)" beside a starred baseline).
+func bestText(s session.Session, vs *bestVersus) string {
+	switch {
+	case s.BestTrial < 0:
+		return "none yet"
+	case s.BestTrial == 0:
+		return fmt.Sprintf("the baseline (trial 0 @ rung %d): no tuned trial beat it", s.BestRung)
+	case vs != nil:
+		return fmt.Sprintf("%s (trial %d @ rung %d)", vs.String(), vs.Trial, vs.Rung)
+	}
+	return fmt.Sprintf("%s vs baseline @ rung 0 (trial %d @ rung %d)", session.SignedScore(s.BestScore), s.BestTrial, s.BestRung)
 }
 
 // bestVersus is a session's best tuned trial with its score against the baseline at its rung.
@@ -182,7 +201,12 @@ func (s *Server) sessions(ctx context.Context, _ bot.Interaction, r *http.Reques
 		}
 		rows = append(rows, rowDone(ss, done))
 	}
-	return map[string]any{"sessions": rows, "next": next}, nil
+	// With sessions of several tasks listed, the list has a task column.
+	tasks := map[string]bool{}
+	for _, r := range rows {
+		tasks[r.Task] = true
+	}
+	return map[string]any{"sessions": rows, "next": next, "several_tasks": len(tasks) > 1}, nil
 }
 
 // trialsDone counts a session's finished rung-0 trials for its row, from their outlines. A
@@ -358,6 +382,38 @@ type comparisonView struct {
 	Baseline *trialView      `json:"baseline,omitempty"`
 	Matched  bool            `json:"matched"` // the baseline was trained to this rung too (control)
 	Metrics  []metricCompare `json:"metrics,omitempty"`
+	// Score and BaselineScore are the row's two scores on one reference, Reference ("vs
+	// baseline @ rung 2": the baseline's own metrics, where it scores 0; "vs baseline @ rung
+	// 0": the stored scores); Delta is their difference, only where the baseline was trained
+	// to the row's rung. Each is null when there is nothing to show.
+	Score         *float64 `json:"score"`
+	BaselineScore *float64 `json:"baseline_score"`
+	Delta         *float64 `json:"delta"`
+	Reference     string   `json:"reference"`
+}
+
+// scoreColumns fills c's two scores on one reference and their difference (issue 35): against
+// the control's metrics where the best's score has been recomputed against it (VersusOf),
+// else both stored scores against the baseline's rung-0 evaluation, without a difference
+// unless the baseline was trained to the row's rung.
+func (c *comparisonView) scoreColumns(best, base *session.Trial) {
+	c.Reference = "vs baseline @ rung 0"
+	if best != nil && best.Score != nil {
+		v := best.RankScore()
+		c.Score = &v
+	}
+	if base != nil && base.Score != nil {
+		v := base.RankScore()
+		c.BaselineScore = &v
+	}
+	if c.Best != nil && c.Best.Versus != nil && c.Best.Versus.Matched() && c.Matched {
+		v, zero := c.Best.Versus.Score, 0.0
+		c.Score, c.BaselineScore, c.Reference = &v, &zero, c.Best.Versus.Label()
+	}
+	if c.Matched && c.Score != nil && c.BaselineScore != nil {
+		d := *c.Score - *c.BaselineScore
+		c.Delta = &d
+	}
 }
 
 type metricCompare struct {
@@ -420,7 +476,8 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		"audit":       auditViews(audit),
 		"score_note":  bot.ScoreNote,
 		"card":        s.openCard(ss, trials, seqOf),
-		"preferences": preferenceViews(ss),
+		"preferences": preferenceViews(ss, s.advised()),
+		"advised":     s.advised(),
 		"review":      openReview(ss, trials),
 		"may":         s.permissions(in),
 		"objectives":  session.ObjectiveNames,
@@ -440,8 +497,8 @@ func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialVie
 	if t.Score != nil {
 		sc := t.Score.Total
 		v.Score, v.Objectives = &sc, t.Score.Objectives
-		if !t.Score.Eligible {
-			v.Why = strings.Join(t.Score.Reasons, "; ")
+		if !t.PassesGates() {
+			v.Why = strings.Join(session.GateReasons(t), "; ")
 		}
 	}
 	if t.Final != nil {
@@ -562,6 +619,7 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			v.Versus = versusOf(ss, session.ControlAt(trials, base.Rung), *base)
 			c.Baseline = &v
 		}
+		c.scoreColumns(best, base)
 		if best != nil && base != nil {
 			for _, name := range session.MetricNames {
 				bv, ok1 := best.Metrics[name]
@@ -576,24 +634,33 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 	return out
 }
 
-func preferenceOf(p session.Preference) preferenceView {
+// advised reports whether an advisor (DeepSeek) reads people's notes: the page promises a
+// prompt only when one is configured (the handler knows; true when it cannot say).
+func (s *Server) advised() bool {
+	if a, ok := s.opt.Actions.(interface{ Advised() bool }); ok {
+		return a.Advised()
+	}
+	return true
+}
+
+func preferenceOf(p session.Preference, advised bool) preferenceView {
 	v := preferenceView{Seq: p.Seq, A: p.A, B: p.B, Asked: p.Asked, Open: p.Open(), Expired: p.Expired, Verdict: p.Verdict(), Note: p.Note, At: stamp(p.At)}
 	if p.By != nil {
 		v.By, v.Platform = p.By.String(), p.By.Platform
 	}
 	if p.Decided() {
-		v.Effect = session.PreferenceEffect(p)
+		v.Effect = session.PreferenceEffectFor(p, advised)
 	}
 	return v
 }
 
 // preferenceViews lists the session's preferences, newest first; the card that waits is
 // the page's A/B card instead.
-func preferenceViews(ss session.Session) []preferenceView {
+func preferenceViews(ss session.Session, advised bool) []preferenceView {
 	out := []preferenceView{}
 	for i := len(ss.Preferences) - 1; i >= 0; i-- {
 		if p := ss.Preferences[i]; !p.Open() {
-			out = append(out, preferenceOf(p))
+			out = append(out, preferenceOf(p, advised))
 		}
 	}
 	return out
@@ -605,7 +672,7 @@ func (s *Server) openCard(ss session.Session, trials []session.Trial, seqOf map[
 	if !ok {
 		return nil
 	}
-	v := preferenceOf(p)
+	v := preferenceOf(p, true) // open: no effect yet
 	for _, n := range []int{p.A, p.B} {
 		for _, t := range trials {
 			if t.Number == n && t.Rung == 0 {

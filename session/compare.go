@@ -48,6 +48,12 @@ type Comparison struct {
 	// Versus is Best's score against Control recomputed from their metrics (VersusControl), or
 	// against rung 0's baseline when there is no control; nil in records written before it.
 	Versus *Versus `json:"versus,omitempty"`
+	// Spreads are Best's and Control's spreads over their final seeds on Versus's reference
+	// (each seed scored against the control's final metrics); nil without both finals.
+	Spreads *Spreads `json:"spreads,omitempty"`
+	// Dropped says which finalists of a finished session failed a gate on their final
+	// re-evaluation and what the result is instead (DroppedFinalists); "" when none did.
+	Dropped string `json:"dropped,omitempty"`
 }
 
 // Compare returns s's headline from its trials. A succeeded session compares the trial it
@@ -69,6 +75,7 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 			return out, false
 		}
 		out.Final = true
+		out.Dropped = DroppedFinalists(trials, *chosen)
 		if best = headlineTrial(trials, chosen); best == nil {
 			out.Best = StandingOf(*chosen, seeds)
 			return out, true
@@ -78,7 +85,64 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 	}
 	out.Best, out.Control = StandingOf(*best, seeds), controlStanding(trials, best.Rung, seeds)
 	out.Versus = versusPtr(s.Settings, trials, *best)
+	if out.Versus != nil && out.Versus.Matched() && out.Versus.Final {
+		out.Spreads = spreadsVersus(s.Settings, ControlAt(trials, best.Rung), *best)
+	}
 	return out, true
+}
+
+// Spreads are two final re-evaluations' spreads, each seed scored on one reference.
+type Spreads struct {
+	Best    float64 `json:"best"`
+	Control float64 `json:"control"`
+}
+
+// spreadsVersus is best's and control's spread over their final seeds, each seed scored
+// against control's final metrics (the reference of VersusOf's final score); nil when
+// either has no final re-evaluation with its seeds.
+func spreadsVersus(st Settings, control *Trial, best Trial) *Spreads {
+	if control == nil || control.Final == nil || best.Final == nil || len(control.Final.PerSeed) == 0 || len(best.Final.PerSeed) == 0 {
+		return nil
+	}
+	sc := Scorer{Baseline: control.Final.Metrics, Weights: st.Objective, Floors: st.Floors}
+	spread := func(per []SeedMetrics) float64 {
+		var xs []float64
+		for _, ps := range per {
+			if s, err := sc.Score(ps.Metrics); err == nil {
+				xs = append(xs, s.Total)
+			}
+		}
+		_, std := MeanStd(xs)
+		return std
+	}
+	return &Spreads{Best: spread(best.Final.PerSeed), Control: spread(control.Final.PerSeed)}
+}
+
+// DroppedFinalists says which trials at chosen's rung or above passed the gates at their rung
+// but failed one on their final re-evaluation, and what the result is instead: "trial 2's
+// final evaluation on 2 seeds fails a gate: tracking is 6.5% worse than the baseline @ rung 2
+// (limit 5%); the result falls back to rung 1". "" when none did.
+func DroppedFinalists(trials []Trial, chosen Trial) string {
+	var parts []string
+	top := chosen.Rung
+	for _, t := range trials {
+		if t.Rung < chosen.Rung || t.State != TrialCompleted || t.Score == nil || !t.Score.Eligible || t.Final == nil || t.Final.Score.Eligible {
+			continue
+		}
+		top = max(top, t.Rung)
+		parts = append(parts, fmt.Sprintf("trial %d's final evaluation on %d seeds fails a gate: %s", t.Number, len(t.Final.Seeds), joinLines(t.Final.Score.Reasons)))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	instead := fmt.Sprintf("the result is trial %d", chosen.Number)
+	switch {
+	case chosen.Rung < top:
+		instead = fmt.Sprintf("the result falls back to rung %d", chosen.Rung)
+	case chosen.Number == 0:
+		instead = "the baseline stands"
+	}
+	return strings.Join(parts, "; ") + "; " + instead
 }
 
 // controlStanding is the standing of the baseline's completed, scored result at rung, nil
@@ -146,6 +210,13 @@ func versusPtr(st Settings, trials []Trial, t Trial) *Versus {
 
 // Headline says the comparison in one line, for chat, the terminal and the digest.
 func (c Comparison) Headline() string {
+	if c.Dropped != "" {
+		return c.Dropped + ". " + c.headline()
+	}
+	return c.headline()
+}
+
+func (c Comparison) headline() string {
 	b := c.Best
 	if b.Trial == 0 {
 		return "no tuned trial beat the baseline"
@@ -159,22 +230,28 @@ func (c Comparison) Headline() string {
 		return fmt.Sprintf("%s scores %s vs the baseline @ rung 0 (same %d iterations, seeds %s)", who, signedStd(b), b.Iterations, seedList(b.Seeds))
 	}
 	k := *c.Control
-	diff := b.Score - k.Score
-	verdict := SignedScore(diff) + " over the baseline"
-	if c.Versus != nil && c.Versus.Matched() {
-		// Measured against the control's own metrics, the one rule of VersusControl.
-		diff = c.Versus.Score
-		verdict = c.Versus.String() + " (re-scored against its metrics)"
-	}
-	if diff <= 0 {
-		verdict = "the baseline is ahead by " + Spread(-diff)
-	}
 	seeds := "the same seeds " + seedList(b.Seeds)
 	if seedList(b.Seeds) != seedList(k.Seeds) {
 		seeds = fmt.Sprintf("seeds %s (baseline: %s)", seedList(b.Seeds), seedList(k.Seeds))
 	}
-	return fmt.Sprintf("%s scores %s, the baseline %s at the same %d iterations on %s: %s",
-		who, signedStd(b), signedStd(k), b.Iterations, seeds, verdict)
+	// The two scores are on one reference and the gain is their difference: against the
+	// control's own metrics (VersusControl, where it scores 0) when the session has them,
+	// else both against the baseline's rung-0 evaluation, said so.
+	mine, theirs, ref := signedStd(b), signedStd(k), "both vs baseline @ rung 0"
+	diff := b.Score - k.Score
+	if v := c.Versus; v != nil && v.Matched() {
+		diff, mine, theirs, ref = v.Score, SignedScore(v.Score), SignedScore(0), "both "+v.Label()
+		if sp := c.Spreads; sp != nil && b.Final && len(b.Seeds) > 1 {
+			mine += " ± " + Spread(sp.Best)
+			theirs += " ± " + Spread(sp.Control)
+		}
+	}
+	verdict := SignedScore(diff) + " over the baseline"
+	if diff <= 0 {
+		verdict = "the baseline is ahead by " + Spread(-diff)
+	}
+	return fmt.Sprintf("%s scores %s, the baseline %s (%s) at the same %d iterations on %s: %s",
+		who, mine, theirs, ref, b.Iterations, seeds, verdict)
 }
 
 func signedStd(s Standing) string {

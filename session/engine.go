@@ -307,6 +307,7 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	s := Session{
 		ID: newID(), State: StateQueued, Settings: st, Owner: owner, Base: base,
 		BestTrial: -1, CreatedAt: now, UpdatedAt: now, Message: "queued: the baseline trial starts now", BuiltOn: built,
+		Trainer: e.cfg.TrainerKind,
 	}
 	if err := e.cfg.Store.CreateSession(ctx, s); err != nil {
 		if errors.Is(err, ErrBusy) {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -34,6 +36,9 @@ type fakeTrainer struct {
 	failTrain map[session.TrialRef]string
 	broken    error // every training job fails with it, as a trainer that cannot start
 	clips     int   // evaluations that asked for a clip
+	// tweak, when set, changes one seed's metrics of a job (final: a final re-evaluation)
+	// before they are averaged.
+	tweak func(ref session.TrialRef, final bool, iteration, seed int, m session.Metrics)
 }
 
 func newFakeTrainer() *fakeTrainer {
@@ -88,6 +93,7 @@ func (f *fakeTrainer) Evaluate(ctx context.Context, job session.EvalJob, hooks s
 	f.mu.Lock()
 	f.evals[job.Trial]++
 	gate := f.evalGate[job.Trial]
+	tweak := f.tweak
 	f.mu.Unlock()
 	if hooks.Started != nil {
 		hooks.Started(session.Proc{PID: 4242, PGID: 4242, StartTick: 7, GPUs: job.Settings.GPUs})
@@ -104,6 +110,9 @@ func (f *fakeTrainer) Evaluate(ctx context.Context, job session.EvalJob, hooks s
 	mean := session.Metrics{}
 	for _, seed := range job.Seeds {
 		m := surface(f.configOf(job), iterOf(job.Checkpoint), seed)
+		if tweak != nil {
+			tweak(job.Trial, !job.Clip, iterOf(job.Checkpoint), seed, m)
+		}
 		per = append(per, session.SeedMetrics{Seed: seed, Metrics: m})
 		for k, v := range m {
 			mean[k] += v / float64(len(job.Seeds))
@@ -432,7 +441,7 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 		wantBest session.TrialRef
 		wantMsg  string
 	}{
-		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "vs baseline @ rung 2 (re-scored against its metrics); saved as preset"},
+		{"a tuned trial wins", improving, session.TrialRef{Number: 5, Rung: 2}, "the baseline +0.000 ± 0.000 (both vs baseline @ rung 2) at the same 30 iterations on the same seeds 0,1,2: +"},
 		{"the baseline wins at equal training", worse, session.TrialRef{Number: 0, Rung: 2}, "done: nothing beat the defaults; they stand (trial "},
 	}
 	for _, tt := range tests {
@@ -488,6 +497,7 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 			if !strings.Contains(s.Message, tt.wantMsg) || !strings.Contains(s.Message, r.Headline()) {
 				t.Errorf("message %q, want %q and the headline %q", s.Message, tt.wantMsg, r.Headline())
 			}
+			headlineAddsUp(t, r)
 			// The baseline trains first at each rung, so every promoted trial's line is
 			// against the baseline trained as long, never rung 0's.
 			h.eng.Shutdown(ctx)
@@ -513,6 +523,28 @@ func TestControlComparesAtEqualTraining(t *testing.T) {
 				t.Errorf("%d lines of promoted trials, want %d: %q", promotedLines, promotedTrials, h.note.texts)
 			}
 		})
+	}
+}
+
+// headlineAddsUp checks that the headline's gain is the difference of the two scores it
+// prints and is the score against the control every other surface shows (issue 35, item 6).
+func headlineAddsUp(t *testing.T, r *session.Comparison) {
+	t.Helper()
+	h := r.Headline()
+	m := regexp.MustCompile(`scores ([+-]\d+\.\d{3})[^,]*, the baseline ([+-]\d+\.\d{3}).*: (?:([+-]\d+\.\d{3}) over the baseline|the baseline is ahead by (\d+\.\d{3}))`).FindStringSubmatch(h)
+	if m == nil {
+		t.Fatalf("headline %q: no scores and gain in it", h)
+	}
+	num := func(s string) float64 { v, _ := strconv.ParseFloat(s, 64); return v }
+	gain := num(m[3])
+	if m[4] != "" {
+		gain = -num(m[4])
+	}
+	if d := num(m[1]) - num(m[2]) - gain; math.Abs(d) > 0.0015 {
+		t.Errorf("headline %q: %s − %s is not %+.3f", h, m[1], m[2], gain)
+	}
+	if r.Versus != nil && r.Versus.Matched() && session.SignedScore(r.Versus.Score) != session.SignedScore(gain) {
+		t.Errorf("headline %q: gain %+.3f, the score against the control %+.3f", h, gain, r.Versus.Score)
 	}
 }
 

@@ -76,6 +76,9 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	if ok, err := e.mayStartJobs(ctx, n); !ok || err != nil {
 		return false, err
 	}
+	if err := e.judgeGates(ctx, &n); err != nil {
+		return false, err
+	}
 
 	// 1. Trials left unfinished (pause between jobs, crash, cancel) are finished first.
 	if again, err := e.finishUnfinished(ctx, n, j, log); again || err != nil {
@@ -114,6 +117,43 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 
 	// 6. The best eligible trial of the highest rung becomes a preset.
 	return false, e.finish(ctx, n)
+}
+
+// judgeGates stores each trial's gates judged against the baseline trained as long (Judge)
+// where that changed: a rung's control may end after the trials it judges, and a
+// finalist's final re-evaluation before the control's. It runs before anything is ranked
+// (promotion, finalists, the preset), so each sees the same judgement as every surface. A
+// trial whose job runs is left to that job, the only writer of its record meanwhile.
+func (e *Engine) judgeGates(ctx context.Context, n *snapshot) error {
+	trials := append([]Trial(nil), n.trials...)
+	for _, i := range JudgeAll(n.s.Settings, trials) {
+		t := trials[i]
+		if n.running[t.Ref()] {
+			continue
+		}
+		if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+			return fmt.Errorf("saving trial: %w", err)
+		}
+		n.trials[i] = t
+		e.audit(ctx, n.s.ID, "gates_judged", System, map[string]any{"trial": t.Number, "rung": t.Rung, "eligible": t.Eligible(), "reason": t.Reason})
+		text := fmt.Sprintf("trial %d @ rung %d, judged against the baseline trained as long: passes the gates", t.Number, t.Rung)
+		if !t.Eligible() {
+			text = fmt.Sprintf("trial %d @ rung %d, judged against the baseline trained as long: %s", t.Number, t.Rung, GateReason(t))
+		}
+		e.notify(Event{Kind: EventSessionUpdated, Session: n.s, Text: text})
+	}
+	return nil
+}
+
+// withTrial is trials with t in place of the record of the same trial and rung, or added.
+func withTrial(trials []Trial, t Trial) []Trial {
+	for i := range trials {
+		if trials[i].Ref() == t.Ref() {
+			trials[i] = t
+			return trials
+		}
+	}
+	return append(trials, t)
 }
 
 // mayStartJobs says whether the session may start jobs at this step: not when it has ended
@@ -1254,10 +1294,17 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 		log.Warn("trial failed", "reason", je.Reason)
 	} else {
 		t.State = TrialCompleted
-		if !t.Score.Eligible {
-			t.Reason = "not eligible: " + joinLines(t.Score.Reasons)
-		}
+		t.Reason = GateReason(t)
 	}
+	trials, err := e.cfg.Store.Trials(ctx, s.ID)
+	if err != nil {
+		return fmt.Errorf("listing trials: %w", err)
+	}
+	trials = withTrial(trials, t)
+	// Judged against the baseline trained as long when it has ended (a control that ends
+	// later judges it at the next step, judgeGates).
+	t = Judge(s.Settings, ControlAt(trials, t.Rung), t)
+	trials = withTrial(trials, t)
 	entry := AuditEntry{Time: time.Now().UTC(), SessionID: s.ID, Kind: "trial_finished", Actor: System,
 		Detail: map[string]any{"trial": t.Number, "rung": t.Rung, "state": string(t.State), "score": scoreOrNil(t), "reason": t.Reason}}
 	if err := e.putTrialAudited(ctx, t, entry); err != nil {
@@ -1265,10 +1312,6 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	}
 	// The live status (best so far, proposals without improvement) derives from the
 	// rung-0 trials; it is written in the same update as the GPU time.
-	trials, err := e.cfg.Store.Trials(ctx, s.ID)
-	if err != nil {
-		return fmt.Errorf("listing trials: %w", err)
-	}
 	var r0 []Trial
 	for _, x := range trials {
 		if x.Rung == 0 {
@@ -1322,8 +1365,8 @@ func trialLine(st Settings, trials []Trial, t Trial) string {
 		return fmt.Sprintf("trial %d @ rung %d failed: %s", t.Number, t.Rung, t.Reason)
 	case !ok:
 		return fmt.Sprintf("trial %d @ rung %d %s", t.Number, t.Rung, t.State)
-	case !t.Score.Eligible:
-		return fmt.Sprintf("trial %d @ rung %d: score %s, not eligible (%s)", t.Number, t.Rung, v, joinLines(t.Score.Reasons))
+	case !t.Eligible():
+		return fmt.Sprintf("trial %d @ rung %d: score %s, %s", t.Number, t.Rung, v, GateReason(t))
 	}
 	return fmt.Sprintf("trial %d @ rung %d: score %s", t.Number, t.Rung, v)
 }
@@ -1378,6 +1421,14 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	}
 	_, std := MeanStd(per)
 	t.Final = &Final{Seeds: s.Settings.FinalEvalSeeds, Metrics: ev.Metrics, PerSeed: ev.PerSeed, Score: sc, ScoreStd: std}
+	if t.Reason == "" || hasGateReason(t.Reason) {
+		t.Reason = GateReason(t)
+	}
+	if trials, err := e.cfg.Store.Trials(ctx, s.ID); err == nil {
+		// Against the control's final re-evaluation when it has one (judgeGates otherwise
+		// judges it once the control's ends).
+		t = Judge(s.Settings, ControlAt(withTrial(trials, t), t.Rung), t)
+	}
 	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
 		return fmt.Errorf("saving trial: %w", err)
 	}
@@ -1394,7 +1445,7 @@ func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, best Trial) e
 	done.State, done.BestTrial, done.BestRung, done.Outcome = StateSucceeded, best.Number, best.Rung, OutcomeNoImprovement
 	result, _ := Compare(done, n.trials)
 	msg := "done: " + done.OutcomeText()
-	if result.Best.Trial != 0 {
+	if result.Best.Trial != 0 || result.Dropped != "" {
 		msg += " (" + result.Headline() + ")"
 	}
 	msg += "; no preset saved"
@@ -1423,14 +1474,11 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	found := false
 	for r := topRung(n); r >= 0 && !found; r-- {
 		var cands []Trial
-		for _, t := range n.rung(r) {
-			if t.Eligible() && t.Final != nil && !t.Final.Score.Eligible {
-				continue // the re-evaluation on more seeds failed a gate
-			}
-			// The baseline carried along (control) competes too: a tuned trial that the
-			// baseline beats at equal training is no improvement (docs/design.md §1).
-			cands = append(cands, t)
-		}
+		// The baseline carried along (control) competes too: a tuned trial that the
+		// baseline beats at equal training is no improvement (docs/design.md §1). A
+		// finalist whose re-evaluation on more seeds fails a gate is not eligible
+		// (Trial.Eligible); the result says so (DroppedFinalists).
+		cands = append(cands, n.rung(r)...)
 		best, found = bestOf(cands)
 	}
 	if !found {

@@ -96,6 +96,9 @@ type Session struct {
 	// Result is the headline comparison (Compare), kept current as trials finish.
 	Result     *Comparison `json:"result,omitempty"`
 	GPUSeconds float64     `json:"gpu_seconds"`
+	// Trainer is the kind of trainer that ran it (TrainerSim, TrainerMjlab, TrainerCommand;
+	// "" in records written before it): the built-in sim runs on the CPU (TimeLabel).
+	Trainer string `json:"trainer,omitempty"`
 	// BudgetWaived is set when a person resumes a session that a budget paused: it runs on
 	// to its end without asking again.
 	BudgetWaived bool      `json:"budget_waived,omitempty"`
@@ -238,9 +241,17 @@ func (r TrialRef) String() string { return fmt.Sprintf("trial %d @ rung %d", r.N
 // Ref returns the trial's reference.
 func (t Trial) Ref() TrialRef { return TrialRef{t.Number, t.Rung} }
 
-// Eligible reports whether the trial completed and passed the gates.
+// Eligible reports whether the trial completed and passed the gates, its final
+// re-evaluation's too when it had one (a finalist that fails a gate on more seeds is never
+// best).
 func (t Trial) Eligible() bool {
-	return t.State == TrialCompleted && t.Score != nil && t.Score.Eligible
+	return t.State == TrialCompleted && t.PassesGates()
+}
+
+// PassesGates reports whether the trial's evaluations so far pass the gates, whatever its
+// state (a finalist being re-evaluated has its rung result).
+func (t Trial) PassesGates() bool {
+	return t.Score != nil && t.Score.Eligible && (t.Final == nil || t.Final.Score.Eligible)
 }
 
 // RankScore is the score used to rank finalists: the final re-evaluation when there is one.

@@ -110,18 +110,21 @@ func VersusOf(st Settings, control *Trial, t Trial) (Versus, bool) {
 // ScoreVersus is t's rung evaluation scored against control (the baseline at t's rung), every
 // objective and improvement with it, and the control's rung; without a control at t's rung
 // it is t's stored score against rung 0's baseline, and rung 0. Eligibility and its reasons
-// stay the stored ones: the gates are judged against the baseline's rung-0 evaluation (§3).
+// are the trial's (Trial.Eligible, GateReasons): judged against the same control when it
+// exists (Judge), so a chart drawn from this score never disagrees with them (§3).
 func ScoreVersus(st Settings, control *Trial, t Trial) (sc Score, controlRung int, ok bool) {
 	if t.Score == nil {
 		return Score{}, 0, false
 	}
+	stored := *t.Score
+	stored.Eligible, stored.Reasons = t.Eligible(), GateReasons(t)
 	if !HasControl(control, t) {
-		return *t.Score, 0, true
+		return stored, 0, true
 	}
 	s, err := Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}.Score(t.Metrics)
 	if err != nil {
-		return *t.Score, 0, true
+		return stored, 0, true
 	}
-	s.Eligible, s.Reasons = t.Score.Eligible, t.Score.Reasons
+	s.Eligible, s.Reasons = stored.Eligible, stored.Reasons
 	return s, t.Rung, true
 }

@@ -210,6 +210,9 @@ type Scorer struct {
 	Baseline Metrics
 	Weights  ObjectiveWeights
 	Floors   Metrics
+	// Against names the baseline in the gates' reasons, "the baseline" when empty (rung 0's);
+	// "the baseline @ rung 2" when the gates are judged against the control (Judge).
+	Against string
 }
 
 // Score computes the score of m against the baseline. Missing or non-finite metrics are an
@@ -226,11 +229,15 @@ func (s Scorer) Score(m Metrics) (Score, error) {
 	for i, name := range ObjectiveNames {
 		sc.Objectives[name] = r.obj[i]
 	}
+	against := s.Against
+	if against == "" {
+		against = "the baseline"
+	}
 	if !r.fallOK {
-		sc.Reasons = append(sc.Reasons, fmt.Sprintf("fall rate %.3f exceeds the baseline's %.3f + 0.02", m[MetricFallRate], s.Baseline[MetricFallRate]))
+		sc.Reasons = append(sc.Reasons, fmt.Sprintf("fall rate %.3f exceeds %s's %.3f + 0.02", m[MetricFallRate], against, s.Baseline[MetricFallRate]))
 	}
 	if !r.trackOK {
-		sc.Reasons = append(sc.Reasons, fmt.Sprintf("tracking is %.1f%% worse than the baseline (limit 5%%)", -100*r.obj[0]))
+		sc.Reasons = append(sc.Reasons, fmt.Sprintf("tracking is %.1f%% worse than %s (limit 5%%)", -100*r.obj[0], against))
 	}
 	return sc, nil
 }
@@ -285,10 +292,8 @@ func (s Scorer) reckon(m [NumMetrics]float64) reckoning {
 	if den > 0 {
 		r.total = num / den
 	}
-	// The tolerance keeps a value exactly at a gate eligible despite float rounding
-	// (0.15 + 0.02 is 0.16999999999999998).
-	r.fallOK = m[4] <= s.Baseline[MetricFallRate]+GateFallRateMargin+1e-9
-	r.trackOK = r.obj[0] >= GateTrackingMin-1e-9
+	r.fallOK = FallRatePasses(m[4], s.Baseline[MetricFallRate])
+	r.trackOK = TrackingPasses(r.obj[0])
 	return r
 }
 

@@ -8,6 +8,15 @@ const (
 	TrainerCommand = "command" // any other trainer command
 )
 
+// TimeLabel names what a session's GPUSeconds measure: "CPU time" for the built-in sim, which
+// trains on the CPU, "GPU time" for any other trainer (its jobs hold GPUs, each counted).
+func (s Session) TimeLabel() string {
+	if s.Trainer == TrainerSim {
+		return "CPU time"
+	}
+	return "GPU time"
+}
+
 // TrainerText says in words which trainer made p: "the built-in sim", "mjlab", ...; "" when
 // the preset does not say (imported, or saved before tunebot recorded it).
 func TrainerText(kind string) string {

@@ -243,7 +243,8 @@ func (c *Console) renderer(id string) *bot.Renderer {
 	c.current = id
 	charts, final, clips := c.charts, c.final, c.clips
 	c.mu.Unlock()
-	return &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Final: final, Clips: clips, Logger: c.log}
+	return &bot.Renderer{Records: c.store, Space: c.space, Charts: charts, Final: final, Clips: clips, Logger: c.log,
+		NoAdvisor: c.handler != nil && !c.handler.Advised()}
 }
 
 // showLine says e in a line, or not at all, where the console does so (always for progress,

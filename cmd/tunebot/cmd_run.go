@@ -357,7 +357,7 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (wantConsole bool
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
 		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log, Redact: secret.Process(),
 		Renderer: &bot.Renderer{Records: db, Space: d.cfg.namesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(),
-			Mentions: mentions, Logger: d.log, TrialURL: d.trialURL()},
+			Mentions: mentions, Logger: d.log, TrialURL: d.trialURL(), NoAdvisor: !d.app.engine.Advised()},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {
 				disp.Wake()

@@ -415,7 +415,7 @@ func (r *eofReader) Read(p []byte) (int, error) {
 }
 
 // summaryJSON is the --json summary: the session, its best trial, every trial, every
-// proposal (rejected ones included) and the baseline carried to the top rung (control).
+// proposal (rejected ones included) and the baseline the headline compares with (control).
 // Every field is always there (null or "" when it has no value), as the README's outline
 // of it says.
 type summaryJSON struct {
@@ -424,7 +424,7 @@ type summaryJSON struct {
 	Preset    string            `json:"preset"`
 	Reason    string            `json:"reason"`
 	Best      *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
-	Control   *session.Standing `json:"control"` // the baseline at the top rung, when it was carried along
+	Control   *session.Standing `json:"control"` // the baseline the headline compares with (at the best's rung); null when none
 	Headline  string            `json:"headline"`
 	Trials    []trialJSON       `json:"trials"`
 	Proposals []proposalJSON    `json:"proposals"`
@@ -528,10 +528,13 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		if c.Best.Trial != 0 {
 			out.Versus = c.Versus
 		}
-	}
-	top := 0
-	for _, t := range trials {
-		top = max(top, t.Rung)
+		// The control the headline compares with (the baseline at the best's rung), not
+		// the top rung's when the result fell back to a lower one.
+		if k := c.Control; k != nil {
+			st := *k
+			st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
+			out.Control = &st
+		}
 	}
 	for _, t := range trials {
 		tj := trialSummary(a, s, trials, t)
@@ -539,9 +542,6 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
 		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
 			out.Best = &st
-		}
-		if t.Number == 0 && t.Rung == top && top > 0 && t.State == session.TrialCompleted && t.Score != nil {
-			out.Control = &st
 		}
 		out.Trials = append(out.Trials, tj)
 	}

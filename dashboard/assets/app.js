@@ -95,12 +95,12 @@
       const data = await getJSON("/api/sessions" + (cursor ? "?cursor=" + enc(cursor) : ""));
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
+        data.several_tasks ? h("td", {}, s.task) : null,
         h("td", {}, h("span", { class: "badge " + s.state }, s.state_label), s.outcome === "no_improvement" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
-        h("td", { class: "r" }, s.best_score === null ? "—" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ " + s.best_versus.rung + ")"
-          : signed(s.best_score) + " (trial " + s.best_trial + " @ " + s.best_rung + ")"),
+        h("td", { class: "r" }, s.best_score === null ? "—" : s.best),
         h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
-      list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run", "state", "mode", "trials done/planned", "best score", "owner", "started", "ended"].map((c) => h("th", {}, c)))), h("tbody", {}, rows))
+      list.replaceChildren(rows.length ? h("table", { id: "sessions" }, h("thead", {}, h("tr", {}, ["session", "run"].concat(data.several_tasks ? ["task"] : [], ["state", "mode", "trials done/planned", "best", "owner", "started", "ended"]).map((c) => h("th", {}, c)))), h("tbody", {}, rows))
         : h("p", { class: "muted" }, "No sessions yet."));
       const nav = [];
       if (cursor) nav.push(h("a", { href: "/", id: "newest-sessions" }, "← newest sessions"));
@@ -171,8 +171,7 @@
     el.replaceChildren(...[
       h("h1", {}, "Session " + s.short + " ", h("span", { class: "badge " + s.state, id: "state" }, s.state_label)),
       h("p", {}, s.run_name + " · " + s.task + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
-        " · best " + (s.best_score === null ? "none yet" : s.best_versus ? versusText(s.best_versus) + " (trial " + s.best_versus.trial + " @ rung " + s.best_versus.rung + ")"
-          : signed(s.best_score) + " (trial " + s.best_trial + " @ rung " + s.best_rung + ")") +
+        " · best " + s.best +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
       s.outcome_text ? h("p", { id: "outcome" }, s.outcome + ": " + s.outcome_text + "; no preset saved") : null,
       s.built_on ? h("p", { id: "built-on" }, "builds on ", h("a", { href: "/sessions/" + enc(s.built_on.id) }, "session " + s.built_on.short), s.built_on.rest) : null,
@@ -222,7 +221,8 @@
       why(p), msg];
     if (d.may.decide) {
       const feedback = h("textarea", { id: "feedback" + sfx, rows: 2, cols: 60,
-        placeholder: "what should change? “keep is_terminated, lower foot_slip” binds every proposer; the rest reaches only DeepSeek's next prompt" });
+        placeholder: "what should change? “keep is_terminated, lower foot_slip” binds every proposer; " +
+          (d.advised ? "the rest reaches only DeepSeek's next prompt" : "the rest is recorded (no advisor is configured, so no prompt reads it)") });
       const lines = p.edit_text.split("\n").filter((l) => l.trim() !== "");
       while (lines.length < 4) lines.push("");
       const inputs = lines.map((l, i) => h("input", { class: "edit-line", id: "edit" + sfx + "-" + i, value: l, size: 40 }));
@@ -280,7 +280,7 @@
       h("p", { class: "muted" }, "A just finished within the noise of the best so far, B. The score cannot see a hopping or shuffling gait; you can."),
       h("div", { class: "clip-compare" }, c.trials.map((t, i) => side(t, "AB"[i])))];
     if (d.may.decide) {
-      const note = h("input", { id: "prefer-note", size: 60, placeholder: "why (optional): DeepSeek reads it" });
+      const note = h("input", { id: "prefer-note", size: 60, placeholder: d.advised ? "why (optional): DeepSeek reads it" : "why (optional): recorded with your answer (no advisor is configured, so no prompt reads it)" });
       const answer = (a) => async () => flash(msg, await postJSON("/api/sessions/" + enc(d.session.id) + "/prefer", { card: String(c.seq), answer: a, note: note.value }));
       parts.push(h("div", { class: "buttons" },
         h("button", { class: "primary", id: "prefer-a", onclick: answer("a") }, "A: trial " + c.a), " ",
@@ -443,14 +443,15 @@
 
   function renderCompare(el, d) {
     el.replaceChildren(h("h2", {}, "Best vs baseline, rung by rung"), h("table", { id: "comparison" },
-      h("thead", {}, h("tr", {}, ["rung", "best eligible", "score", "baseline", "baseline score", "Δ"].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["rung", "best eligible", "score", "baseline", "baseline score", "scores", "Δ"].map((c) => h("th", {}, c)))),
       h("tbody", {}, d.comparison.map((c) => h("tr", {},
         h("td", { class: "r" }, c.rung),
-        h("td", {}, c.best ? "trial " + c.best.number : "—"), h("td", { class: "r" }, c.best ? signed(c.best.rank_score) : "—"),
+        h("td", {}, c.best ? "trial " + c.best.number : "—"), h("td", { class: "r" }, c.score !== null ? signed(c.score) : "—"),
         h("td", {}, c.baseline ? "trial 0 @ rung " + c.baseline.rung + (c.matched ? "" : " (not trained to this rung)") : "—"),
-        h("td", { class: "r" }, c.baseline && c.baseline.score !== null ? signed(c.baseline.rank_score) : "—"),
-        h("td", { class: "r" }, c.best && c.best.versus && c.matched ? signed(c.best.versus.score) : "—"))))),
-    h("p", { class: "muted" }, "Δ only where the baseline was trained to the same rung (control: true): the best's score recomputed against that baseline's metrics. " + d.score_note + "."));
+        h("td", { class: "r" }, c.baseline_score !== null ? signed(c.baseline_score) : "—"),
+        h("td", {}, c.reference),
+        h("td", { class: "r" }, c.delta !== null ? signed(c.delta) : "—"))))),
+    h("p", { class: "muted" }, "Both scores of a row are on one reference and Δ is their difference: where the baseline was trained to the same rung (control: true), both against that baseline's own metrics (it scores 0 against itself); elsewhere both against the baseline's rung-0 evaluation, with no Δ. " + d.score_note + "."));
   }
 
   function renderProposals(el, d) {

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"tunebot/session/sessiontest"
+)
+
+// The --json summary says what every other surface says about a trial that fails a gate only
+// against the baseline trained as long: not eligible with its reason, trial 4 the best, and
+// the control the one its headline compares with (issue 35, items 2 and 3).
+func TestSummaryJudgesGatesAtEqualTraining(t *testing.T) {
+	cfg := simConfig(t)
+	ctx := context.Background()
+	a, err := openApp(ctx, cfg, &env{getenv: func(string) string { return "" }}, slog.New(slog.NewTextHandler(io.Discard, nil)), make(eventChan, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	s, trials := sessiontest.GateLadder()
+	if err := a.db.CreateSession(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range trials {
+		if err := a.db.PutTrial(ctx, tr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sum, err := buildSummary(ctx, a, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range sum.Trials {
+		if tr.Rung != 2 {
+			continue
+		}
+		want := tr.Number != 5
+		if tr.Eligible != want || (!want && tr.Reason != "not eligible: tracking is 5.6% worse than the baseline @ rung 2 (limit 5%)") {
+			t.Errorf("trial %d @ rung 2: eligible %v, reason %q; want eligible %v", tr.Number, tr.Eligible, tr.Reason, want)
+		}
+	}
+	if !strings.HasPrefix(sum.Headline, "trial 4 @ rung 2 scores ") || sum.Control == nil || sum.Control.Rung != 2 || sum.Control.Trial != 0 ||
+		sum.Versus == nil || !sum.Versus.Matched() {
+		t.Errorf("headline %q, control %+v, versus %+v; want trial 4 against the baseline at rung 2", sum.Headline, sum.Control, sum.Versus)
+	}
+}
