@@ -406,6 +406,24 @@ func TestApplyRefusals(t *testing.T) {
 		}
 	})
 
+	// Issue 35 item 1: chat never commits part of a preset under its name.
+	t.Run("a preset apply.edits covers in part", func(t *testing.T) {
+		wide := f.p1
+		wide.Name = "wide"
+		wide.Config = session.Merge(f.p1.Config, session.Patch{Weights: map[string]float64{"pose": 1.5}})
+		if err := f.db.SavePreset(ctx, wide); err != nil {
+			t.Fatal(err)
+		}
+		r := f.cmd(alice, "apply wide")
+		if r.Card != nil || !strings.Contains(r.Text, "cannot be applied whole") || !strings.Contains(r.Text, "pose = 1.5 (no edit in apply.edits names it)") ||
+			!strings.Contains(r.Text, "--partial") {
+			t.Errorf("apply of a preset the edits cover in part: %+v", r)
+		}
+		if got := f.branches(t); got != "main" {
+			t.Errorf("the checkout changed: %q", got)
+		}
+	})
+
 	t.Run("an unknown preset", func(t *testing.T) {
 		if r := f.cmd(alice, "apply nope"); !strings.Contains(r.Text, "preset nope does not exist") {
 			t.Errorf("%+v", r)
