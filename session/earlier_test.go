@@ -2,6 +2,7 @@ package session_test
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 	"strings"
 	"testing"
@@ -46,7 +47,10 @@ func TestSecondSessionBuildsOnTheFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := session.BuiltOn{Session: first.ID, Trials: len(done), Weight: session.DefaultFromWeight, Start: session.FromBest, Trial: best.Number}
+	if first.Preset == "" {
+		t.Fatalf("the first session shipped trial %d but saved no preset", best.Number)
+	}
+	want := session.BuiltOn{Session: first.ID, Trials: len(done), Weight: session.DefaultFromWeight, Start: session.FromBest, Trial: best.Number, Preset: first.Preset}
 	if second.BuiltOn == nil || *second.BuiltOn != want || second.Settings.From != first.ID {
 		t.Fatalf("built on %+v (from %q), want %+v", second.BuiltOn, second.Settings.From, want)
 	}
@@ -56,7 +60,8 @@ func TestSecondSessionBuildsOnTheFirst(t *testing.T) {
 	if s := h.wait(second.ID); s.State != session.StateAwaitingApproval {
 		t.Fatalf("second session %s (%s)", s.State, s.Reason)
 	}
-	line := "builds on session " + session.Short(first.ID) + ": " + itoa(len(done)) + " trials, each weighted 0.5"
+	line := "builds on session " + session.Short(first.ID) + ": " + itoa(len(done)) + " trials, each weighted 0.5, starting from its best configuration (trial " +
+		itoa(best.Number) + ", preset " + first.Preset + ")"
 	started := false
 	for _, text := range h.note.texts {
 		started = started || strings.HasPrefix(text, "session "+session.Short(second.ID)+" started") && strings.Contains(text, line)
@@ -179,5 +184,69 @@ func TestEarlierRejectionsReachTheProposer(t *testing.T) {
 	r := last.Rejected[0]
 	if r.Session != first.ID || r.Seq != 1 || !r.Patch.Equal(ps[0].Patch) || r.Feedback != "not that" {
 		t.Fatalf("rejection %+v, want proposal 1 of the first session", r)
+	}
+}
+
+// TestOutcomeNamesWhatStands (issue 35 item 5): a session in which nothing beat its baseline
+// names that baseline: the earlier best it started from (its preset when it has one), the
+// preset it was given, or the defaults.
+func TestOutcomeNamesWhatStands(t *testing.T) {
+	const earlier = "abcdef0123456789abcdef0123456789"
+	unimproved := func(b *session.BuiltOn, preset string) session.Session {
+		s := session.Session{State: session.StateSucceeded, Outcome: session.OutcomeNoImprovement, BuiltOn: b}
+		s.Settings.Preset = preset
+		return s
+	}
+	tests := []struct {
+		name string
+		s    session.Session
+		want string
+	}{
+		{"the defaults", unimproved(nil, ""), "nothing beat the defaults; they stand"},
+		{"a preset", unimproved(nil, "walk-1"), "nothing beat the baseline (preset walk-1); it stands"},
+		{"the earlier best's preset", unimproved(&session.BuiltOn{Session: earlier, Start: session.FromBest, Trial: 7, Preset: "auto-abcdef01"}, ""),
+			"nothing beat the earlier best (preset auto-abcdef01, session abcdef01's trial 7); it stands"},
+		{"an earlier best with no preset", unimproved(&session.BuiltOn{Session: earlier, Start: session.FromBest, Trial: 3}, ""),
+			"nothing beat the earlier best (session abcdef01's trial 3, which saved no preset); it stands"},
+		{"an earlier session's baseline", unimproved(&session.BuiltOn{Session: earlier, Start: session.FromBest, Trial: 0}, ""),
+			"nothing beat session abcdef01's baseline, the configuration it started from; it stands"},
+		{"from the defaults", unimproved(&session.BuiltOn{Session: earlier, Start: session.FromDefaults, Trial: -1}, ""), "nothing beat the defaults; they stand"},
+		{"from the defaults with a preset", unimproved(&session.BuiltOn{Session: earlier, Start: session.FromDefaults, Trial: -1, Preset: "walk-1"}, "walk-1"),
+			"nothing beat the baseline (preset walk-1); it stands"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.s.OutcomeText(); got != tt.want {
+				t.Errorf("OutcomeText = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuiltOnJSON (issue 35 item 9): built_on's trial is null rather than -1 and its preset
+// key is always there; both read back, and so does the -1 stored before.
+func TestBuiltOnJSON(t *testing.T) {
+	tests := []struct {
+		b    session.BuiltOn
+		want string
+	}{
+		{session.BuiltOn{Session: "s1", Trials: 4, Weight: 0.5, Start: session.FromDefaults, Trial: -1},
+			`{"session":"s1","trials":4,"weight":0.5,"start":"defaults","trial":null,"preset":""}`},
+		{session.BuiltOn{Session: "s1", Trials: 4, Weight: 0.5, Start: session.FromBest, Trial: 0, Preset: "p"},
+			`{"session":"s1","trials":4,"weight":0.5,"start":"best","trial":0,"preset":"p"}`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.b)
+		if err != nil || string(b) != tt.want {
+			t.Errorf("Marshal(%+v) = %s, %v; want %s", tt.b, b, err, tt.want)
+		}
+		var back session.BuiltOn
+		if err := json.Unmarshal(b, &back); err != nil || back != tt.b {
+			t.Errorf("Unmarshal(%s) = %+v, %v; want %+v", b, back, err, tt.b)
+		}
+	}
+	var old session.BuiltOn
+	if err := json.Unmarshal([]byte(`{"session":"s1","trials":2,"weight":0.5,"start":"defaults","trial":-1}`), &old); err != nil || old.Trial != -1 {
+		t.Errorf("a record stored before: %+v, %v", old, err)
 	}
 }

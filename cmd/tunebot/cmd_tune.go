@@ -443,6 +443,8 @@ type summaryJSON struct {
 	Versus *session.Versus `json:"versus"`
 	// BuiltOn is the earlier session this one built on (--from), null when none.
 	BuiltOn *session.BuiltOn `json:"built_on"`
+	// outcomeText is session.OutcomeText, for the terminal (the JSON has outcome and built_on).
+	outcomeText string
 }
 
 // planChangeJSON is one change a person made to rung's promotion plan.
@@ -520,7 +522,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, outcomeText: s.OutcomeText(), Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
@@ -640,7 +642,7 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 func writeSummaryText(w io.Writer, s summaryJSON) {
 	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, session.StateLabel(s.State))
 	if s.Outcome == session.OutcomeNoImprovement {
-		fmt.Fprintf(w, "  outcome:     %s: %s\n", s.Outcome, session.Session{State: s.State, Outcome: s.Outcome}.OutcomeText())
+		fmt.Fprintf(w, "  outcome:     %s: %s\n", s.Outcome, s.outcomeText)
 	}
 	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)
