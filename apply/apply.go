@@ -444,6 +444,7 @@ func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string
 		if v := p.Versus; v != nil && v.Rung > 0 {
 			fmt.Fprintf(&b, "Against the baseline trained as long: %s.\n", v)
 		}
+		fmt.Fprintf(&b, "Gain over the task's defaults at equal training: %s (built on %s).\n", preset.GainText(p), preset.BuiltOnText(p))
 	}
 	fmt.Fprintf(&b, "Applied by %s (%s).\n\n", by, by.Platform)
 	for _, c := range pl.changes {

@@ -305,12 +305,8 @@ func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Rep
 		return h.engineError(err, log)
 	}
 	data := preset.Export(p)
-	vs := Signed(p.Score) + " vs baseline @ rung 0"
-	if v := p.Versus; v != nil && v.Rung > 0 {
-		vs = v.String() // against the baseline trained as long, when it was
-	}
-	line := fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, score %s): %s.json is the file --reward-config takes",
-		p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), vs, p.Name)
+	line := fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, %s %s): %s.json is the file --reward-config takes",
+		p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), preset.GainHeading, preset.GainText(p), p.Name)
 	if preset.Imported(p) {
 		line = fmt.Sprintf("preset %s (imported): %s.json is the file --reward-config takes", p.Name, p.Name)
 	}

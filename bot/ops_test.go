@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -678,5 +679,44 @@ func TestAttachmentContentTypeSurvivesTheOutbox(t *testing.T) {
 	}
 	if diff := cmp.Diff(in.Card.Blocks, out.Card.Blocks, cmpopts.IgnoreFields(bot.Attachment{}, "Size")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestPresetsListTheGainOverTheDefaults (issue 35 item 4): chat's preset list ranks presets
+// by the one comparable figure, under a heading that says what it is, with what each was
+// built on; a preset saved before the figure was recorded says so rather than show a score
+// against another baseline.
+func TestPresetsListTheGainOverTheDefaults(t *testing.T) {
+	f := newOps(t, opsOptions{})
+	later := f.p1
+	later.Name, later.Score, later.BuiltOn = "later", 0.245, "preset "+f.p1.Name
+	later.Gain = &session.Gain{Score: 0.313, Rung: 2, Session: f.p1.SessionID}
+	if err := f.db.SavePreset(context.Background(), later); err != nil {
+		t.Fatal(err)
+	}
+	r := f.cmd(alice, "presets")
+	var table *bot.Table
+	for _, b := range r.Card.Blocks {
+		if b.Kind == bot.BlockTable {
+			table = b.Table
+		}
+	}
+	if table == nil {
+		t.Fatalf("no table: %+v", r)
+	}
+	col := slices.Index(table.Columns, "gain vs defaults (equal training)")
+	built := slices.Index(table.Columns, "built on")
+	if col < 0 || built < 0 || slices.Contains(table.Columns, "score") {
+		t.Fatalf("columns %v", table.Columns)
+	}
+	rows := map[string][]string{}
+	for _, row := range table.Rows {
+		rows[row[0]] = row
+	}
+	if got := rows["later"]; got[col] != "+0.313 @ rung 2" || got[built] != "preset "+f.p1.Name {
+		t.Errorf("later's row %v", got)
+	}
+	if got := rows[f.p1.Name]; got[col] != "not recorded" || got[built] != "—" {
+		t.Errorf("an older preset's row %v, want its figure said not recorded", got)
 	}
 }

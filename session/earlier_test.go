@@ -250,3 +250,84 @@ func TestBuiltOnJSON(t *testing.T) {
 		t.Errorf("a record stored before: %+v, %v", old, err)
 	}
 }
+
+// TestPresetGainIsAgainstTheDefaults (issue 35 item 4): every preset records its gain over
+// the task's defaults at equal training: a session whose baseline is the defaults records the
+// figure its versus shows; one that builds on an earlier best is scored against the defaults
+// the earlier session trained to the same rung, not against its own baseline (that earlier
+// best), and names the preset it was built on.
+func TestPresetGainIsAgainstTheDefaults(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	st := settings(session.ModeAutomatic)
+	st.Control = true // the baseline carried along every rung: the defaults at equal training
+	first, err := h.eng.Start(ctx, st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first = h.wait(first.ID); first.Preset == "" {
+		t.Fatalf("the first session saved no preset (%s, %s)", first.State, first.Message)
+	}
+	p1, err := h.db.Preset(ctx, first.Preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := p1.Gain; g == nil || !g.Known() || p1.Versus == nil || !p1.Versus.Matched() || g.Score != session.Measured(p1.Versus.Score) ||
+		g.Session != first.ID || g.Rung != p1.Trial.Rung || p1.BuiltOn != "" {
+		t.Fatalf("first preset: gain %+v, versus %+v, built on %q; want its versus against its own defaults", g, p1.Versus, p1.BuiltOn)
+	}
+
+	// The earlier best raised tracking to its bound's neighbourhood: this session turns another knob.
+	angular := func(req session.ProposalRequest) (session.Suggestion, error) {
+		f := 1.1 + 0.01*float64(len(req.History))
+		for {
+			p := session.Patch{Weights: map[string]float64{"track_angular_velocity": req.Base.Weights["track_angular_velocity"] * f}}
+			if !triedAlready(req, p) {
+				return session.Suggestion{Patch: p, Rationale: "raise turning", Confidence: 0.6, Model: "fake-model", Source: session.SourceSampler}, nil
+			}
+			f += 0.05
+		}
+	}
+	h.adv.fn, h.sampler.fn = angular, angular
+	st.From = first.ID
+	second, err := h.eng.Start(ctx, st, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second = h.wait(second.ID); second.Preset == "" {
+		t.Fatalf("the second session saved no preset (%s, %s)", second.State, second.Message)
+	}
+	p2, err := h.db.Preset(ctx, second.Preset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var best session.Trial
+	for _, tr := range h.trials(second.ID) {
+		if tr.Ref() == p2.Trial {
+			best = tr
+		}
+	}
+	control := session.ControlAt(h.trials(first.ID), best.Rung)
+	if control == nil || !control.RewardConfig.Equal(session.DefaultSpace().Defaults()) {
+		t.Fatalf("the first session has no defaults at rung %d", best.Rung)
+	}
+	sc := session.Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}
+	mine := best.Metrics
+	if best.Final != nil && control.Final != nil {
+		sc.Baseline, mine = control.Final.Metrics, best.Final.Metrics
+	}
+	want, err := sc.Score(mine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := p2.Gain
+	if g == nil || !g.Known() || g.Score != session.Measured(want.Total) || g.Session != first.ID || g.Rung != best.Rung {
+		t.Fatalf("second preset's gain %+v, want %.4f against session %s's defaults at rung %d", g, want.Total, session.Short(first.ID), best.Rung)
+	}
+	if g.Score == session.Measured(p2.Versus.Score) {
+		t.Errorf("the second preset's gain %+v equals its score against its own baseline (the earlier best): the test does not tell them apart", g)
+	}
+	if p2.BuiltOn != "preset "+first.Preset {
+		t.Errorf("second preset built on %q, want preset %s", p2.BuiltOn, first.Preset)
+	}
+}

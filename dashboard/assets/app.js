@@ -651,10 +651,10 @@
   async function presetsPage() {
     const d = await getJSON("/api/presets");
     main.replaceChildren(h("h1", {}, "Presets"), d.presets.length ? h("table", { id: "presets" },
-      h("thead", {}, h("tr", {}, ["name", "task", "trainer", "score", "trial", "created", ""].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["name", "task", "trainer", d.gain_heading, "built on", "trial", "created", ""].map((c) => h("th", {}, c)))),
       h("tbody", {}, d.presets.map((p) => h("tr", { "data-trainer": p.trainer }, h("td", {}, h("a", { href: "/presets/" + enc(p.name) }, p.name)), h("td", {}, p.task),
         h("td", { class: p.trainer === "sim" ? "trainer sim" : "trainer" }, p.trainer || "—"),
-        h("td", { class: "r" }, p.imported ? "imported" : signed(p.score) + " ± " + p.score_std.toFixed(3)), h("td", {}, p.trial || "—"), h("td", {}, when(p.created)),
+        h("td", { class: "r gain" }, p.gain), h("td", {}, p.built_on), h("td", {}, p.trial || "—"), h("td", {}, when(p.created)),
         h("td", {}, h("a", { href: "/api/presets/" + enc(p.name) + "/export", download: p.name + ".json" }, "export JSON")))))) :
       h("p", { class: "muted" }, "No presets yet: a session saves its best configuration as one when it succeeds."),
     h("p", { class: "muted" }, d.score_note + "."));
@@ -666,7 +666,9 @@
     main.replaceChildren(h("h1", {}, "Preset " + p.name),
       ...[p.trainer_text ? h("p", { id: "trainer", class: p.trainer === "sim" ? "trainer sim" : "trainer" }, "trained on " + p.trainer_text +
         (p.trainer === "sim" ? ": apply refuses it unless told --from-sim" : "")) : null].filter(Boolean),
-      h("p", {}, p.task + " · " + (p.imported ? "imported" : p.trial + " of session " + p.session_id.slice(0, 8) + " · score " + signed(p.score) + " ± " + p.score_std.toFixed(3)) + " · " + when(p.created)),
+      h("p", {}, p.task + " · " + (p.imported ? "imported" : p.trial + " of session " + p.session_id.slice(0, 8) + " · built on " + p.built_on) + " · " + when(p.created)),
+      ...(p.imported ? [] : [h("p", { id: "gain" }, d.gain_heading + ": " + p.gain_detail),
+        h("p", { class: "muted" }, "score " + signed(p.score) + " ± " + p.score_std.toFixed(3) + " against its own session's baseline at rung 0 (ranks within that session only)")]),
       h("p", {}, h("a", { href: "/api/presets/" + enc(p.name) + "/export", download: p.name + ".json", id: "export" }, "export JSON"), " · ",
         h("a", { href: "/api/presets/" + enc(p.name) + "/policy", download: p.name + "-policy.onnx", id: "policy" }, "download policy.onnx")),
       d.diff.length ? diffTable("differs from the defaults", d.diff) : h("p", {}, "same as the defaults"),
