@@ -317,11 +317,11 @@ func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Rep
 }
 
 func (h *Handler) importPreset(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
-	space, err := h.importSpace()
+	task, space, err := h.importSpace()
 	if err != nil {
 		return errorReply(err)
 	}
-	p, err := preset.Import(ctx, h.cfg.Store, space, cmd.Preset, []byte(cmd.Data), in.User)
+	p, err := preset.Import(ctx, h.cfg.Store, space, task, cmd.Preset, []byte(cmd.Data), in.User)
 	if err != nil && p.Name == "" {
 		return h.engineError(err, log)
 	}

@@ -75,7 +75,7 @@ func TestRoundTripExportImportStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := preset.Export(orig)
-	got, err := preset.Import(ctx, db, space, "copy", data, alice)
+	got, err := preset.Import(ctx, db, space, "Unitree-Go2-Flat", "copy", data, alice)
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
@@ -89,8 +89,8 @@ func TestRoundTripExportImportStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.SessionID != "" || !preset.Imported(stored) || !cmp.Equal(stored.Approvers, []string{"alice"}) {
-		t.Errorf("stored import: session %q approvers %v, want imported and [alice]", stored.SessionID, stored.Approvers)
+	if stored.SessionID != "" || !preset.Imported(stored) || !cmp.Equal(stored.Approvers, []string{"alice"}) || stored.Task != "Unitree-Go2-Flat" {
+		t.Errorf("stored import: session %q approvers %v task %q, want imported, [alice] and the task it was imported for", stored.SessionID, stored.Approvers, stored.Task)
 	}
 	audit, err := db.Audit(ctx, "")
 	if err != nil {
@@ -176,7 +176,7 @@ func TestImportRefusals(t *testing.T) {
 			if err := db.SavePreset(ctx, session.Preset{Name: "taken", Config: space.Defaults()}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := preset.Import(ctx, db, space, tc.preset, tc.data, alice)
+			_, err := preset.Import(ctx, db, space, "Unitree-Go2-Flat", tc.preset, tc.data, alice)
 			if err == nil {
 				t.Fatal("Import accepted it")
 			}
