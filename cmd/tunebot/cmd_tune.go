@@ -528,7 +528,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if c, ok := session.Compare(s, trials); ok {
 		out.Headline = c.Headline()
 		if c.Best.Trial != 0 {
-			out.Versus = c.Versus
+			out.Versus = measuredVersus(c.Versus)
 		}
 	}
 	top := 0
@@ -560,6 +560,17 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	return out, nil
 }
 
+// measuredVersus is v with its score rounded as every measured number of the summary is
+// (session.Measured); nil stays nil.
+func measuredVersus(v *session.Versus) *session.Versus {
+	if v == nil {
+		return nil
+	}
+	m := *v
+	m.Score = session.Measured(m.Score)
+	return &m
+}
+
 // trialSummary is trial t of session s as the summary gives it; trials are all of s's, for
 // its score against the baseline. Measured numbers go out as a person reads them: 4
 // significant digits, no -0.
@@ -571,7 +582,7 @@ func trialSummary(a *app, s session.Session, trials []session.Trial, t session.T
 		tj.Score = &v
 	}
 	if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
-		tj.Versus = &vs
+		tj.Versus = measuredVersus(&vs)
 	}
 	tj.Metrics = session.MeasuredMetrics(tj.Metrics)
 	if tj.Metrics == nil {

@@ -418,6 +418,12 @@ func checkMeasured(t *testing.T, sum summaryJSON) {
 			check(where+" final score", tr.Final.Score)
 			check(where+" final std", tr.Final.Std)
 		}
+		if tr.Versus != nil { // issue 35 item 9: versus.score rounded like the rest
+			check(where+" versus score", tr.Versus.Score)
+		}
+	}
+	if sum.Versus != nil {
+		check("versus score", sum.Versus.Score)
 	}
 	for name, st := range map[string]*session.Standing{"best": sum.Best, "control": sum.Control} {
 		if st != nil {
