@@ -281,6 +281,7 @@ type preferenceView struct {
 	At       string      `json:"at,omitempty"`
 	Effect   string      `json:"effect,omitempty"` // what the answer does, in words
 	Trials   []trialView `json:"trials,omitempty"` // A, then B (the card that waits)
+	Why      string      `json:"why,omitempty"`    // why it was asked (session.AskedWhy), the card that waits
 }
 
 // reviewView is the promotion plan that waits for people.
@@ -596,12 +597,19 @@ func (s *Server) openCard(ss session.Session, trials []session.Trial, seqOf map[
 		return nil
 	}
 	v := preferenceOf(p)
+	var scores []float64
 	for _, n := range []int{p.A, p.B} {
 		for _, t := range trials {
 			if t.Number == n && t.Rung == 0 {
 				v.Trials = append(v.Trials, trialOf(t, ss, seqOf))
+				if t.Score != nil {
+					scores = append(scores, t.Score.Total)
+				}
 			}
 		}
+	}
+	if len(scores) == 2 {
+		v.Why = session.AskedWhy(p, scores[0], scores[1])
 	}
 	return &v
 }

@@ -277,7 +277,7 @@
       h("h3", {}, label + ": trial " + t.number + " · " + signed(t.score)),
       t.clip ? clipPlayer(t.clip, { width: 360, autoplay: true }) : h("p", { class: "muted" }, "no clip: " + (t.clip_note || "the trainer wrote none") + " (see its curves)"));
     const parts = [h("h2", {}, "Which walks better? A: trial " + c.a + " · B: trial " + c.b),
-      h("p", { class: "muted" }, "A just finished within the noise of the best so far, B. The score cannot see a hopping or shuffling gait; you can."),
+      h("p", { class: "muted", id: "prefer-why" }, (c.why || "A just finished; B is the best so far") + ". The score cannot see a hopping or shuffling gait; you can."),
       h("div", { class: "clip-compare" }, c.trials.map((t, i) => side(t, "AB"[i])))];
     if (d.may.decide) {
       const note = h("input", { id: "prefer-note", size: 60, placeholder: "why (optional): DeepSeek reads it" });
