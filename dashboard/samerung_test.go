@@ -54,6 +54,17 @@ func TestLeaderboardRanksWithinARungAgainstItsBaseline(t *testing.T) {
 	}
 	c := f.signIn(t, eve)
 	v := decode(t, c.get("/api/sessions/"+id))
+	// Issue 35 item 9: the ladder counts the baseline carried along apart from the slots.
+	for _, x := range v["ladder"].([]any) {
+		r := x.(map[string]any)
+		want := map[float64]struct {
+			filled  float64
+			carried bool
+		}{0: {3, false}, 1: {2, true}, 2: {1, false}}[r["rung"].(float64)]
+		if r["filled"] != want.filled || r["baseline_carried"] != want.carried {
+			t.Errorf("ladder rung %v: filled %v, baseline carried %v; want %v, %v", r["rung"], r["filled"], r["baseline_carried"], want.filled, want.carried)
+		}
+	}
 	var order []string
 	for _, x := range v["trials"].([]any) {
 		m := x.(map[string]any)

@@ -350,6 +350,10 @@ type rungView struct {
 	Iterations int         `json:"iterations"`
 	Slots      int         `json:"slots"` // how many trials this rung takes
 	Trials     []trialView `json:"trials"`
+	// Filled is how many of Trials take a slot: all but the baseline carried along in
+	// addition (Carried, control: true, above rung 0), so the ladder never says 5/4.
+	Filled  int  `json:"filled"`
+	Carried bool `json:"baseline_carried"`
 }
 
 type comparisonView struct {
@@ -501,8 +505,15 @@ func ladder(ss session.Session, tv []trialView) []rungView {
 		}
 	}
 	for _, t := range tv {
-		if t.Rung >= 0 && t.Rung < len(out) {
-			out[t.Rung].Trials = append(out[t.Rung].Trials, t)
+		if t.Rung < 0 || t.Rung >= len(out) {
+			continue
+		}
+		r := &out[t.Rung]
+		r.Trials = append(r.Trials, t)
+		if t.Number == 0 && t.Rung > 0 && ss.Settings.Control {
+			r.Carried = true // carried in addition to the promoted trials, never in a slot
+		} else {
+			r.Filled++
 		}
 	}
 	for _, r := range out {

@@ -435,7 +435,7 @@
 
   function renderLadder(el, d) {
     el.replaceChildren(h("h2", {}, "Halving ladder"), h("div", { class: "ladder" }, d.ladder.map((r) => h("div", { class: "rung" },
-      h("h3", {}, "rung " + r.rung + " · " + r.iterations + " iterations · " + r.trials.length + "/" + r.slots),
+      h("h3", {}, "rung " + r.rung + " · " + r.iterations + " iterations · " + r.filled + "/" + r.slots + (r.baseline_carried ? " + the baseline carried along" : "")),
       h("ol", {}, r.trials.map((t) => h("li", { class: t.eligible ? "eligible" : "not-eligible" },
         "trial " + t.number + ": " + (t.score === null ? t.state : versusText(t)) + (t.best ? " ★" : ""),
         t.promoted_by ? h("span", { class: "promoted-by muted" }, " · " + t.promoted_by) : null)))))));
