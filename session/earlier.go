@@ -168,7 +168,7 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 	if err != nil {
 		var ue *UserError
 		if errors.As(err, &ue) {
-			return nil, st, base, &UserError{Msg: "from=" + st.From + ": " + ue.Msg, Err: err}
+			return nil, st, base, &UserError{Msg: "from: " + ue.Msg, Err: err} // the settings key, as every surface names a problem, not one surface's syntax
 		}
 		return nil, st, base, fmt.Errorf("finding session %s to build on: %w", st.From, err)
 	}
@@ -177,7 +177,7 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 		return nil, st, base, fmt.Errorf("reading session %s to build on: %w", short(id), err)
 	}
 	if earlier.Settings.Task != st.Task {
-		return nil, st, base, Userf(ErrConflict, "from=%s: session %s tuned task %s, not %s; a session builds only on one of the same task", st.From, short(id), earlier.Settings.Task, st.Task)
+		return nil, st, base, Userf(ErrConflict, "from: session %s tuned task %s, not %s; a session builds only on one of the same task", short(id), earlier.Settings.Task, st.Task)
 	}
 	trials, err := e.cfg.Store.Trials(ctx, id)
 	if err != nil {
@@ -185,14 +185,14 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 	}
 	done := earlierTrials(trials)
 	if len(done) == 0 {
-		return nil, st, base, Userf(ErrConflict, "from=%s: session %s has no finished trial to build on", st.From, short(id))
+		return nil, st, base, Userf(ErrConflict, "from: session %s has no finished trial to build on", short(id))
 	}
 	st.From = id
 	b := &BuiltOn{Session: id, Trials: len(done), Weight: st.fromWeight(), Start: st.fromStart(), Trial: -1, Preset: st.Preset}
 	if b.Start == FromBest {
 		t := earlierBest(earlier, trials, done)
 		if err := e.SpaceOf(st.Task).CheckConfig(t.RewardConfig); err != nil {
-			return nil, st, base, Userf(ErrConflict, "from=%s: its best configuration (trial %d) no longer fits the reward space (%v); start=%s starts from the defaults instead", st.From, t.Number, err, FromDefaults)
+			return nil, st, base, Userf(ErrConflict, "from: session %s's best configuration (trial %d) no longer fits the reward space (%v); from_start %s starts from the defaults instead", short(id), t.Number, err, FromDefaults)
 		}
 		base, b.Trial = t.RewardConfig.Clone(), t.Number
 		if earlier.Preset != "" && earlier.BestTrial == t.Number && earlier.BestRung == t.Rung {

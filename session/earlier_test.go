@@ -125,9 +125,9 @@ func TestBuildingOnRefusesWhatItCannotUse(t *testing.T) {
 		name, from, start, preset string
 		want                      string
 	}{
-		{"unknown", "cccc", "", "", "from=cccc: session cccc does not exist"},
-		{"another task", "aaaa", "", "", "from=aaaa: session aaaa0000 tuned task Unitree-Go1-Flat, not Unitree-Go2-Flat"},
-		{"no finished trial", "bbbb", "", "", "from=bbbb: session bbbb0000 has no finished trial to build on"},
+		{"unknown", "cccc", "", "", "from: session cccc does not exist"},
+		{"another task", "aaaa", "", "", "from: session aaaa0000 tuned task Unitree-Go1-Flat, not Unitree-Go2-Flat"},
+		{"no finished trial", "bbbb", "", "", "from: session bbbb0000 has no finished trial to build on"},
 		{"bad start", "bbbb", "latest", "", `from_start: "latest" is not best or defaults`},
 		{"preset and start=best", "bbbb", "", "mine", "a preset and from's start=best both choose"},
 	}

@@ -189,8 +189,6 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	defer stopSocket()
-	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
-
 	owner := console.User
 	var s session.Session
 	if o.resume {
@@ -199,10 +197,14 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		s, err = a.engine.Start(ctx, st, owner)
 	}
 	if err != nil {
-		stopConsole()
+		// Refused before the console began: no "reads commands here" line for a session
+		// that never started.
+		a.engine.Shutdown(context.Background())
 		printProblems(e, err)
 		return 1
 	}
+	// The events of the start wait in the relay's queue until the console reads them.
+	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
 	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)

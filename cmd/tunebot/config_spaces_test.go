@@ -144,7 +144,7 @@ func TestStartNamesAConfiguredTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	for args, want := range map[string]string{
-		"mode=approval":                        "task: none given, and several tasks are configured (Mjlab-Velocity-Flat-Unitree-G1, Mjlab-Velocity-Flat-Unitree-Go1): name one, e.g. task=Mjlab-Velocity-Flat-Unitree-G1",
+		"mode=approval":                        "task: none given, and several tasks are configured (Mjlab-Velocity-Flat-Unitree-G1, Mjlab-Velocity-Flat-Unitree-Go1): name one (e.g. Mjlab-Velocity-Flat-Unitree-G1)",
 		"task=Unitree-Go2-Flat":                `task: "Unitree-Go2-Flat" is not supported (supported: [Mjlab-Velocity-Flat-Unitree-G1 Mjlab-Velocity-Flat-Unitree-Go1])`,
 		"task=Mjlab-Velocity-Flat-Unitree-Go1": "",
 	} {
