@@ -156,7 +156,7 @@ func TestPresetsShowTheGainOverTheDefaults(t *testing.T) {
 		t.Errorf("the preset list does not show %s's gain over the defaults and what it was built on: %v", p.Name, list["presets"])
 	}
 	one := decode(t, c.get("/api/presets/"+p.Name))["preset"].(map[string]any)
-	if d, _ := one["gain_detail"].(string); !strings.HasPrefix(d, "+0.313 at rung 2 (the defaults trained as long, in the baseline of session 1a2b3c4d, which it builds on") {
+	if d, _ := one["gain_detail"].(string); !strings.HasPrefix(d, "+0.313 at rung 2 against the defaults trained as long (session 1a2b3c4d's baseline, which it builds on") {
 		t.Errorf("preset view %v", one)
 	}
 }

@@ -96,13 +96,13 @@ func gainLine(p session.Preset) string {
 	}
 	where := "its own session's baseline"
 	if g.Session != p.SessionID {
-		where = "the baseline of session " + short(g.Session) + ", which it builds on"
+		where = "session " + short(g.Session) + "'s baseline, which it builds on"
 	}
 	eval := "rung evaluations"
 	if g.Final {
 		eval = "final re-evaluations"
 	}
-	return fmt.Sprintf("%s at rung %d (the defaults trained as long, in %s; %s)", session.SignedScore(g.Score), g.Rung, where, eval)
+	return fmt.Sprintf("%s at rung %d against the defaults trained as long (%s; %s)", session.SignedScore(g.Score), g.Rung, where, eval)
 }
 
 // FormatShow renders one preset: where it came from, its score, its metrics and every
