@@ -161,15 +161,23 @@ func TestStartNamesAConfiguredTask(t *testing.T) {
 	}
 }
 
+// twoTasks writes a config of the G1 and Go1 spaces with no default task into a fresh dir,
+// and a file setting a G1-only weight (self_collisions -1.5).
+func twoTasks(t *testing.T) (dir, cfg, file string) {
+	t.Helper()
+	dir = t.TempDir()
+	put(t, filepath.Join(dir, "g1.yaml"), readFile(t, g1Space))
+	put(t, filepath.Join(dir, "go1.yaml"), readFile(t, go1Space))
+	file = filepath.Join(dir, "patch.json")
+	put(t, file, `{"weights": {"self_collisions": -1.5}}`)
+	cfg = writeConfig(t, dir, "data_dir: data\nreward_spaces:\n  Mjlab-Velocity-Flat-Unitree-G1: {file: g1.yaml}\n  Mjlab-Velocity-Flat-Unitree-Go1: {file: go1.yaml}\n")
+	return dir, cfg, file
+}
+
 // proposal check takes the space of --task (default session.task), and names the tasks
 // when there is no default.
 func TestProposalCheckOfATask(t *testing.T) {
-	dir := t.TempDir()
-	put(t, filepath.Join(dir, "g1.yaml"), readFile(t, g1Space))
-	put(t, filepath.Join(dir, "go1.yaml"), readFile(t, go1Space))
-	put(t, filepath.Join(dir, "patch.json"), `{"weights": {"self_collisions": -1.5}}`)
-	cfg := writeConfig(t, dir, "data_dir: data\nreward_spaces:\n  Mjlab-Velocity-Flat-Unitree-G1: {file: g1.yaml}\n  Mjlab-Velocity-Flat-Unitree-Go1: {file: go1.yaml}\n")
-	patch := filepath.Join(dir, "patch.json")
+	dir, cfg, patch := twoTasks(t)
 	for _, tc := range []struct {
 		task string
 		code int
@@ -203,12 +211,7 @@ func TestProposalCheckOfATask(t *testing.T) {
 // name its task (--task); a task the config does not list is refused; the imported preset
 // records its task, and show diffs it against that task's defaults.
 func TestPresetImportOfATask(t *testing.T) {
-	dir := t.TempDir()
-	put(t, filepath.Join(dir, "g1.yaml"), readFile(t, g1Space))
-	put(t, filepath.Join(dir, "go1.yaml"), readFile(t, go1Space))
-	put(t, filepath.Join(dir, "p.json"), `{"weights": {"self_collisions": -1.5}}`)
-	cfg := writeConfig(t, dir, "data_dir: data\nreward_spaces:\n  Mjlab-Velocity-Flat-Unitree-G1: {file: g1.yaml}\n  Mjlab-Velocity-Flat-Unitree-Go1: {file: go1.yaml}\n")
-	file := filepath.Join(dir, "p.json")
+	_, cfg, file := twoTasks(t)
 	for _, tc := range []struct {
 		args []string
 		code int
