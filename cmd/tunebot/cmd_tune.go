@@ -203,9 +203,10 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		printProblems(e, err)
 		return 1
 	}
-	// The events of the start wait in the relay's queue until the console reads them.
-	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
+	// The session's line, then the console's (its banner first, then the events of the
+	// start, which wait in the relay's queue until it reads them).
 	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
