@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"fmt"
+	"slices"
 )
 
 // A preset's Score is measured against its own session's baseline, and a session that builds
@@ -83,7 +84,7 @@ func gainAgainst(st Settings, control *Trial, t Trial, id string) Gain {
 	}
 	sc := Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}
 	mine := t.Metrics
-	if t.Final != nil && control.Final != nil && fmt.Sprint(t.Final.Seeds) == fmt.Sprint(control.Final.Seeds) {
+	if t.Final != nil && control.Final != nil && slices.Equal(t.Final.Seeds, control.Final.Seeds) {
 		sc.Baseline, mine, g.Final = control.Final.Metrics, t.Final.Metrics, true
 	}
 	s, err := sc.Score(mine)
