@@ -268,14 +268,17 @@ func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMes
 			delay = d.backoff(attempt, x.retryAfter)
 		}
 		d.auditCall(ctx, meta, attempt, model, x.usage, outcome, latency, delay)
+		// Each attempt is audited; the log has them at debug level only: the caller says
+		// once what came of the call (the session's line, with the sampler standing in), and
+		// an unreachable DeepSeek must not print a warning per retry before that.
 		if fatal {
-			d.log.Warn("deepseek request refused", "status", last.Status, "error", last.Err)
+			d.log.Debug("deepseek request refused", "status", last.Status, "error", last.Err)
 			return dsAnswer{}, last
 		}
 		if attempt == attempts {
 			break
 		}
-		d.log.Warn("deepseek request failed, retrying", "attempt", attempt, "status", last.Status, "delay", delay, "error", last.Err)
+		d.log.Debug("deepseek request failed, retrying", "attempt", attempt, "status", last.Status, "delay", delay, "error", last.Err)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():

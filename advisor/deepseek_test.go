@@ -1,11 +1,13 @@
 package advisor_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -543,5 +545,32 @@ func TestNoSecretLeavesThroughTheRequest(t *testing.T) {
 	es, _ := audit.Audit(context.Background(), "")
 	if len(es) == 0 || strings.Contains(fmt.Sprint(es), testKey) || strings.Contains(fmt.Sprint(es), slack) {
 		t.Errorf("the audit holds a secret: %v", es)
+	}
+}
+
+// TestUnreachableDeepSeekLogsNoWarningPerRetry (issue 35 item 9): an unreachable DeepSeek is
+// retried (each attempt audited) without a warning line per retry: the session says once
+// that the advisor failed and the sampler stands in.
+func TestUnreachableDeepSeekLogsNoWarningPerRetry(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	url := srv.URL
+	srv.Close() // nothing listens there any more: connection refused
+	var logged bytes.Buffer
+	audit := &sessiontest.AuditLog{}
+	d, err := advisor.NewDeepSeek(advisor.DeepSeekConfig{BaseURL: url, Model: "deepseek-v4-flash", Timeout: 5 * time.Second,
+		MaxRetries: 3, RetryBase: time.Millisecond}, testKey, audit, slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelInfo})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = d.Propose(t.Context(), proposalRequest())
+	var ce *advisor.CallError
+	if !errors.As(err, &ce) || ce.Attempts != 4 {
+		t.Fatalf("error = %#v, want a *CallError after 4 attempts", err)
+	}
+	if es, _ := audit.Audit(t.Context(), "s-1"); len(es) != 4 {
+		t.Errorf("%d calls audited, want every attempt (4)", len(es))
+	}
+	if logged.Len() != 0 {
+		t.Errorf("the advisor logged at info or above while retrying:\n%s", logged.String())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,11 @@ type Applier struct {
 	// FromSim lets Apply apply a preset the built-in sim trainer made (preset.CheckApplicable):
 	// set before use, only by `tunebot apply --from-sim`; the daemon never sets it.
 	FromSim bool
+
+	// Partial lets Apply commit a preset some of whose values it cannot write (Left of its
+	// preview), leaving those out and saying so in the commit message: set before use, only
+	// by `tunebot apply --partial`. Without it such an apply is refused before anything changes.
+	Partial bool
 }
 
 // The handler applies and rolls back through this (docs/design.md §8).
@@ -62,26 +68,32 @@ func New(cfg Config, space *session.Space, audit session.AuditLog, logger *slog.
 }
 
 // Diff previews what applying p would change, file by file, against the base branch (or
-// the current commit when no base is configured), without touching the checkout.
-func (a *Applier) Diff(ctx context.Context, p session.Preset) ([]bot.ApplyChange, error) {
+// the current commit when no base is configured), without touching the checkout: the edits
+// that change a value, and every value of p an apply would not write (no edit names it, or
+// its edit's pattern does not match exactly once).
+func (a *Applier) Diff(ctx context.Context, p session.Preset) (bot.ApplyPreview, error) {
 	if err := a.checkPreset(p); err != nil {
-		return nil, err
+		return bot.ApplyPreview{}, err
 	}
+	return a.preview(ctx, p)
+}
+
+func (a *Applier) preview(ctx context.Context, p session.Preset) (bot.ApplyPreview, error) {
 	ref := "HEAD"
 	if a.cfg.Base != "" {
 		ref = "refs/heads/" + a.cfg.Base
 	}
 	if _, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}"); err != nil {
-		return nil, session.Userf(session.ErrNotFound, "base %s does not exist in %s", a.baseName(), a.cfg.Repo)
+		return bot.ApplyPreview{}, session.Userf(session.ErrNotFound, "base %s does not exist in %s", a.baseName(), a.cfg.Repo)
 	}
-	_, changes, err := a.plan(p, func(rel string) ([]byte, error) {
+	pl, err := a.plan(p, func(rel string) ([]byte, error) {
 		out, err := a.git.raw(ctx, "show", ref+":"+filepath.ToSlash(rel))
 		if err != nil {
 			return nil, session.Userf(session.ErrNotFound, "%s is not in the trainer checkout at %s", rel, a.baseName())
 		}
 		return out, nil
 	})
-	return changes, err
+	return bot.ApplyPreview{Changes: pl.changes, Left: pl.left}, err
 }
 
 func (a *Applier) baseName() string {
@@ -104,45 +116,79 @@ func (a *Applier) checkPreset(p session.Preset) error {
 	return nil
 }
 
-// plan computes every file's new content from read's contents. Each edit's pattern must
-// match exactly once in the content as the edits before it left it.
-func (a *Applier) plan(p session.Preset, read func(rel string) ([]byte, error)) (map[string][]byte, []bot.ApplyChange, error) {
-	next := map[string][]byte{}
-	var changes []bot.ApplyChange
+// planned is what an apply would write: every edited file's new content, the edits that
+// change a value, and the preset's values it would leave out.
+type planned struct {
+	next    map[string][]byte
+	changes []bot.ApplyChange
+	left    []bot.LeftValue
+}
+
+// plan computes every file's new content from read's contents. An edit's pattern must match
+// exactly once in the content as the edits before it left it, else its value is left out; so
+// is every value p changes from the space's defaults that no edit names. An edit whose value
+// the file holds already is not written.
+func (a *Applier) plan(p session.Preset, read func(rel string) ([]byte, error)) (planned, error) {
+	pl := planned{next: map[string][]byte{}, left: a.uncovered(p)}
 	for i, e := range a.cfg.Edits {
 		rel := filepath.Clean(e.File)
-		cur, ok := next[rel]
+		cur, ok := pl.next[rel]
 		if !ok {
 			b, err := read(rel)
 			if err != nil {
-				return nil, nil, err
+				return planned{}, err
 			}
 			cur = b
 		}
 		kind, _ := kindOf(a.space, e.Name)
 		v, ok := lookup(p.Config, kind, e.Name)
 		if !ok {
-			return nil, nil, session.Userf(nil, "preset %s has no value for %s (edits[%d])", p.Name, e.Name, i)
+			return planned{}, session.Userf(nil, "preset %s has no value for %s (edits[%d])", p.Name, e.Name, i)
 		}
 		re, group, err := compile(e)
 		if err != nil {
-			return nil, nil, fmt.Errorf("edits[%d]: %w", i, err)
+			return planned{}, fmt.Errorf("edits[%d]: %w", i, err)
 		}
 		ms := re.FindAllSubmatchIndex(cur, -1)
-		if len(ms) != 1 {
-			return nil, nil, session.Userf(nil, "edit %d (%s) in %s: the pattern matches %d times, it must match exactly once", i, e.Name, rel, len(ms))
+		if len(ms) != 1 || ms[0][2*group] < 0 {
+			why := fmt.Sprintf("its edit, edits[%d], matches %d times in %s, not once", i, len(ms), rel)
+			if len(ms) == 1 {
+				why = fmt.Sprintf("its edit, edits[%d], matches in %s but its value group does not", i, rel)
+			}
+			pl.left = append(pl.left, bot.LeftValue{Name: e.Name, Value: v, Why: why})
+			pl.next[rel] = cur
+			continue
 		}
 		lo, hi := ms[0][2*group], ms[0][2*group+1]
-		if lo < 0 {
-			return nil, nil, session.Userf(nil, "edit %d (%s) in %s: the pattern matched but its value group did not", i, e.Name, rel)
-		}
 		repl := strings.NewReplacer("{value}", formatValue(v), "{name}", e.Name).Replace(e.Replace)
-		changes = append(changes, bot.ApplyChange{File: rel, Line: 1 + bytes.Count(cur[:lo], []byte("\n")), Name: e.Name, Old: string(cur[lo:hi]), New: repl})
+		pl.next[rel] = cur
+		if old := string(cur[lo:hi]); old == repl || holds(old, v) {
+			continue // the checkout has this value already: nothing to write or show
+		}
+		pl.changes = append(pl.changes, bot.ApplyChange{File: rel, Line: 1 + bytes.Count(cur[:lo], []byte("\n")), Name: e.Name, Old: string(cur[lo:hi]), New: repl})
 		out := make([]byte, 0, len(cur)-(hi-lo)+len(repl))
-		out = append(append(append(out, cur[:lo]...), repl...), cur[hi:]...)
-		next[rel] = out
+		pl.next[rel] = append(append(append(out, cur[:lo]...), repl...), cur[hi:]...)
 	}
-	return next, changes, nil
+	return pl, nil
+}
+
+// holds reports whether text is a number equal to v (-200 holds -200.0): the checkout has
+// the value, whatever the edit's template would add around it.
+func holds(text string, v float64) bool {
+	f, err := strconv.ParseFloat(strings.TrimSpace(text), 64)
+	return err == nil && f == v
+}
+
+// uncovered lists p's values that differ from the space's defaults and that no edit names:
+// an apply cannot write them, so the checkout would not hold the preset that was measured.
+func (a *Applier) uncovered(p session.Preset) []bot.LeftValue {
+	var left []bot.LeftValue
+	for _, c := range a.space.Diff(a.space.Defaults(), p.Config) {
+		if !slices.ContainsFunc(a.cfg.Edits, func(e Edit) bool { return e.Name == c.Name }) {
+			left = append(left, bot.LeftValue{Name: c.Name, Value: c.New, Why: "no edit in apply.edits names it"})
+		}
+	}
+	return left
 }
 
 // formatValue writes v as a float literal Python, YAML, JSON and TOML all read back
@@ -174,6 +220,11 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	top, u, err := a.prepare(ctx, p, &res)
 	if err != nil {
 		return res, err
+	}
+	if pv, err := a.preview(ctx, p); err != nil {
+		return res, err
+	} else if err := a.checkWhole(p, pv.Left); err != nil {
+		return res, err // nothing has changed yet
 	}
 	if reason, cause := a.applyOnBranch(ctx, p, by, top, u, &res); reason != "" {
 		return a.revert(ctx, p, by, u, res, reason, cause)
@@ -224,7 +275,7 @@ func (a *Applier) applyOnBranch(ctx context.Context, p session.Preset, by sessio
 			return fmt.Sprintf("%s is not a tracked file of branch %s", rel, u.base), err
 		}
 	}
-	next, changes, err := a.plan(p, func(rel string) ([]byte, error) {
+	pl, err := a.plan(p, func(rel string) ([]byte, error) {
 		// A checkout of another base may have replaced the file: resolve it again.
 		abs, err := resolveInside(top, rel)
 		if err != nil {
@@ -236,8 +287,11 @@ func (a *Applier) applyOnBranch(ctx context.Context, p session.Preset, by sessio
 	if err != nil {
 		return failReason(err), err
 	}
-	res.Changes = changes
-	commit, reason, err := a.commitEdits(ctx, u.files, next, a.message(p, by, changes))
+	if err := a.checkWhole(p, pl.left); err != nil {
+		return failReason(err), err // the base moved since the preview
+	}
+	res.Changes, res.Left = pl.changes, pl.left
+	commit, reason, err := a.commitEdits(ctx, u.files, pl.next, a.message(p, by, pl))
 	if reason != "" {
 		return reason, err
 	}
@@ -248,6 +302,22 @@ func (a *Applier) applyOnBranch(ctx context.Context, p session.Preset, by sessio
 		return err.Error(), err
 	}
 	return "", nil
+}
+
+// checkWhole refuses, unless the applier is Partial, a preset some of whose values an apply
+// would leave out: committed under the preset's name and score, the checkout would hold a
+// configuration nobody measured. It names every value left out and why.
+func (a *Applier) checkWhole(p session.Preset, left []bot.LeftValue) error {
+	if len(left) == 0 || a.Partial {
+		return nil
+	}
+	names := make([]string, len(left))
+	for i, l := range left {
+		names[i] = l.String()
+	}
+	return session.Userf(session.ErrConflict, "preset %s cannot be applied whole: %d of its values would not be written, so the commit would not be the preset that was measured: %s; "+
+		"add edits for them to apply.edits, or apply the others with `tunebot apply %s --partial --yes` (its commit says which were left out)",
+		p.Name, len(left), strings.Join(names, "; "), p.Name)
 }
 
 // failReason is what a person is told of a failed edit: a user error's own message, else
@@ -354,9 +424,18 @@ func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next
 	return commit, "", nil
 }
 
-func (a *Applier) message(p session.Preset, by session.Actor, changes []bot.ApplyChange) string {
+func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "tunebot: apply preset %s\n\n", p.Name)
+	if len(pl.left) > 0 {
+		fmt.Fprintf(&b, "tunebot: apply part of preset %s\n\n", p.Name)
+		fmt.Fprintf(&b, "A partial apply: %d of the preset's values are not in this commit, so the\ncheckout does not hold preset %s and its score below is not this commit's:\n", len(pl.left), p.Name)
+		for _, l := range pl.left {
+			fmt.Fprintf(&b, "  %s\n", l)
+		}
+		b.WriteString("\n")
+	} else {
+		fmt.Fprintf(&b, "tunebot: apply preset %s\n\n", p.Name)
+	}
 	if preset.Imported(p) {
 		fmt.Fprintf(&b, "Preset %s was imported from a file (no session, no score).\n", p.Name)
 	} else {
@@ -365,9 +444,10 @@ func (a *Applier) message(p session.Preset, by session.Actor, changes []bot.Appl
 		if v := p.Versus; v != nil && v.Rung > 0 {
 			fmt.Fprintf(&b, "Against the baseline trained as long: %s.\n", v)
 		}
+		fmt.Fprintf(&b, "Gain over the task's defaults at equal training: %s (built on %s).\n", preset.GainText(p), preset.BuiltOnText(p))
 	}
 	fmt.Fprintf(&b, "Applied by %s (%s).\n\n", by, by.Platform)
-	for _, c := range changes {
+	for _, c := range pl.changes {
 		fmt.Fprintf(&b, "%s: %s -> %s (%s:%d)\n", c.Name, c.Old, c.New, filepath.ToSlash(c.File), c.Line)
 	}
 	return b.String()
@@ -380,6 +460,13 @@ func (a *Applier) record(ctx context.Context, kind string, p session.Preset, by 
 	}
 	if len(problems) > 0 {
 		detail["undo_problems"] = problems
+	}
+	if len(res.Left) > 0 {
+		left := make([]string, len(res.Left))
+		for i, l := range res.Left {
+			left[i] = l.Name
+		}
+		detail["left_out"] = left // a partial apply: the commit is not the whole preset
 	}
 	e := session.AuditEntry{Time: a.now(), SessionID: p.SessionID, Kind: kind, Actor: by, Detail: detail}
 	// The record must be written even when the request's context ended mid-apply.

@@ -193,10 +193,10 @@ func TestApplyFailureLeavesNoTrace(t *testing.T) {
 		{name: "test command missing", test: []string{"./no-such-test"}, want: "could not run"},
 		{name: "pattern does not match", mod: func(c *apply.Config) {
 			c.Edits = append(c.Edits, rewardEdit("stand_still"))
-		}, want: "edit 4 (stand_still) in tasks/velocity_env_cfg.py: the pattern matches 0 times"},
+		}, want: "stand_still = -1 (its edit, edits[4], matches 0 times in tasks/velocity_env_cfg.py, not once)", noTry: true},
 		{name: "pattern matches twice", mod: func(c *apply.Config) {
 			c.Edits = append(c.Edits, apply.Edit{File: "tasks/velocity_env_cfg.py", Name: "pose", Pattern: `(cfg)\.rewards`})
-		}, want: "matches 4 times"},
+		}, want: "pose = 1 (its edit, edits[4], matches 4 times", noTry: true},
 		{name: "base branch at another commit", test: []string{"false"}, setup: func(t *testing.T, repo string) {
 			applytest.Git(t, repo, "checkout", "-q", "-b", "dev")
 			write(t, filepath.Join(repo, "tasks", "gait.py"), gaitCfg+"dev = 2\n")
@@ -331,18 +331,26 @@ func TestDiffPreviewsWithoutTouching(t *testing.T) {
 	a, log := newApplier(t, repo, []string{"false"}, nil)
 	p := testPreset()
 	p.Config.Weights["joint_acc_l2"] = -5e-7
-	changes, err := a.Diff(ctx, p)
+	p.Config.Params["foot_clearance.target_height"] = 0.1 // what the checkout holds: not shown
+	pv, err := a.Diff(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
+	changes := pv.Changes
 	want := []bot.ApplyChange{
 		{File: "tasks/velocity_env_cfg.py", Line: 5, Name: "foot_slip", Old: "-0.25", New: "-0.5"},
 		{File: "tasks/velocity_env_cfg.py", Line: 6, Name: "is_terminated", Old: "-200.0", New: "-250.0"},
 		{File: "tasks/velocity_env_cfg.py", Line: 8, Name: "foot_gait.period", Old: "0.6", New: "0.55"},
-		{File: "tasks/gait.py", Line: 1, Name: "foot_clearance.target_height", Old: "0.1", New: "0.12  # tunebot: foot_clearance.target_height"},
 	}
 	if diff := cmp.Diff(want, changes); diff != "" {
 		t.Errorf("Diff (-want +got):\n%s", diff)
+	}
+	wantLeft := []bot.LeftValue{{Name: "joint_acc_l2", Value: -5e-7, Why: "no edit in apply.edits names it"}}
+	if diff := cmp.Diff(wantLeft, pv.Left); diff != "" {
+		t.Errorf("Diff's values left out (-want +got):\n%s", diff)
+	}
+	if got := bot.FormatLeft(pv.Left); got != "not written (1 of the preset's values):\n  joint_acc_l2 = -5e-07 (no edit in apply.edits names it)\n" {
+		t.Errorf("FormatLeft = %q", got)
 	}
 	text := bot.FormatChanges(changes)
 	if !strings.Contains(text, "tasks/velocity_env_cfg.py:5  foot_slip: -0.25 → -0.5\n") {
@@ -356,9 +364,9 @@ func TestDiffPreviewsWithoutTouching(t *testing.T) {
 	}
 	// A value that needs an exponent stays a float literal the trainer reads back exactly.
 	a2, _ := newApplier(t, repo, nil, func(c *apply.Config) { c.Edits = []apply.Edit{rewardEdit("joint_acc_l2")} })
-	changes, err = a2.Diff(ctx, p)
-	if err != nil || len(changes) != 1 || changes[0].New != "-5e-07" {
-		t.Errorf("Diff of joint_acc_l2 = %+v, %v", changes, err)
+	pv, err = a2.Diff(ctx, p)
+	if err != nil || len(pv.Changes) != 1 || pv.Changes[0].New != "-5e-07" {
+		t.Errorf("Diff of joint_acc_l2 = %+v, %v", pv, err)
 	}
 }
 
@@ -442,5 +450,61 @@ func TestApplyRefusesASimPresetUnlessFromSim(t *testing.T) {
 	applytest.Git(t, repo, "checkout", "-q", "main")
 	if _, err := a.Apply(ctx, p, alice); errors.Is(err, session.ErrConflict) {
 		t.Errorf("an mjlab preset is refused: %v", err)
+	}
+}
+
+// A preset with values apply.edits cannot write (no edit names them, or an edit's pattern
+// does not match exactly once) is refused whole, naming every such value, with nothing
+// touched; Partial commits the others and its commit message says what was left out and
+// that the preset's score is not the commit's.
+func TestApplyRefusesAPartialPresetUnlessPartial(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	before := snap(t, repo)
+	p := testPreset() // four values changed, all with edits
+	for name, v := range map[string]float64{"pose": 1.5, "body_ang_vel": -0.1, "stand_still": -2, "action_rate_l2": -0.1} {
+		p.Config.Weights[name] = v
+	}
+	p.Config.Params["pose.walking_threshold"] = 0.1
+	mod := func(c *apply.Config) {
+		c.Edits = []apply.Edit{rewardEdit("foot_slip"), rewardEdit("is_terminated"), rewardEdit("stand_still")}
+	}
+	a, log := newApplier(t, repo, []string{"true"}, mod)
+	_, err := a.Apply(ctx, p, alice)
+	msg, user := session.UserMessage(err)
+	if err == nil || !user {
+		t.Fatalf("Apply of a preset apply.edits covers in part: %v, want a refusal for a person", err)
+	}
+	for _, w := range []string{"cannot be applied whole", "7 of its values", "pose = 1.5 (no edit", "body_ang_vel = -0.1 (no edit", "action_rate_l2 = -0.1 (no edit",
+		"foot_gait.period = 0.55 (no edit", "foot_clearance.target_height = 0.12 (no edit", "pose.walking_threshold = 0.1 (no edit",
+		"stand_still = -2 (its edit, edits[2], matches 0 times", "--partial"} {
+		if !strings.Contains(msg, w) {
+			t.Errorf("the refusal does not say %q:\n%s", w, msg)
+		}
+	}
+	if after := snap(t, repo); !cmp.Equal(before, after, cmp.AllowUnexported(snapshot{})) || len(log.Entries()) != 0 {
+		t.Errorf("a refused apply touched the checkout or the audit: %d entries", len(log.Entries()))
+	}
+
+	a.Partial = true
+	res, err := a.Apply(ctx, p, alice)
+	if err != nil {
+		t.Fatalf("partial apply: %v", err)
+	}
+	if len(res.Left) != 7 || len(res.Changes) != 2 {
+		t.Errorf("partial apply wrote %+v and left %+v, want 2 written and 7 left", res.Changes, res.Left)
+	}
+	body := applytest.Git(t, repo, "log", "-1", "--format=%B", res.Commit)
+	for _, w := range []string{"apply part of preset auto-tune-0123abcd", "7 of the preset's values are not in this commit",
+		"its score below is not this commit's", "pose = 1.5 (no edit", "stand_still = -2 (its edit", "foot_slip: -0.25 -> -0.5"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("the partial commit's message does not say %q:\n%s", w, body)
+		}
+	}
+	if got := applytest.Git(t, repo, "show", "--stat", "--format=", res.Commit); strings.Contains(got, "gait.py") {
+		t.Errorf("the partial commit touched a file no covered edit names: %s", got)
+	}
+	if es := log.Entries(); len(es) != 1 || len(es[0].Detail["left_out"].([]string)) != 7 {
+		t.Errorf("audit = %+v, want the apply with the 7 names left out", es)
 	}
 }

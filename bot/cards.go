@@ -11,6 +11,9 @@ import (
 	"tunebot/session"
 )
 
+// PresetGainNote is said under every list of presets: what its figure is (preset.GainText).
+const PresetGainNote = "each preset's figure is its trial's score against the task's defaults trained as long (its own session's baseline, or that of the session it builds on), so presets of different sessions rank by it; a preset's details also give its score against its own session's baseline"
+
 // ScoreNote is said wherever a score is shown (docs/design.md §1).
 const ScoreNote = "scores compare each trial with the baseline's rung-0 evaluation and are comparable within a rung"
 

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"tunebot/preset"
 	"tunebot/secret"
 	"tunebot/session"
 )
@@ -742,15 +743,19 @@ func (h *Handler) presets(ctx context.Context) Reply {
 	if len(ps) == 0 {
 		return Reply{Private: true, Text: "no presets yet: a session saves its best configuration as one when it succeeds"}
 	}
-	t := &Table{Caption: "presets", Columns: []string{"name", "task", "trainer", "score", "trial", "created"}, Align: []string{"", "", "", "r", "", ""}}
+	t := &Table{Caption: "presets", Columns: []string{"name", "task", "trainer", preset.GainHeading, "built on", "trial", "created"}, Align: []string{"", "", "", "r", "", "", ""}}
 	for _, p := range ps {
 		trainer := p.Trainer // which trainer made it: a sim preset is no real result (issue 28)
 		if trainer == "" {
 			trainer = "—"
 		}
-		t.Rows = append(t.Rows, []string{p.Name, p.Task, trainer, fmt.Sprintf("%s ± %.3f", Signed(p.Score), p.ScoreStd), p.Trial.String(), p.CreatedAt.UTC().Format("2006-01-02 15:04")})
+		trial := "—"
+		if !preset.Imported(p) {
+			trial = p.Trial.String()
+		}
+		t.Rows = append(t.Rows, []string{p.Name, p.Task, trainer, preset.GainText(p), preset.BuiltOnText(p), trial, p.CreatedAt.UTC().Format("2006-01-02 15:04")})
 	}
-	return Reply{Private: true, Card: &Card{Kind: "notice", Title: "presets", Blocks: []Block{{Kind: BlockTable, Table: t}, Text(ScoreNote + "; presets from different sessions have different baselines.")}}}
+	return Reply{Private: true, Card: &Card{Kind: "notice", Title: "presets", Blocks: []Block{{Kind: BlockTable, Table: t}, Text(PresetGainNote + ".")}}}
 }
 
 func (h *Handler) chart(ctx context.Context, s session.Session, cmd Command, log *slog.Logger) Reply {

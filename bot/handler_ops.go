@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,14 +55,36 @@ type ApplyChange struct {
 	New  string `json:"new"`
 }
 
+// LeftValue is one of a preset's values an apply would not write into the checkout, and why:
+// no configured edit names it, or its edit's pattern does not match exactly once.
+type LeftValue struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+	Why   string  `json:"why"`
+}
+
+func (l LeftValue) String() string {
+	return fmt.Sprintf("%s = %s (%s)", l.Name, strconv.FormatFloat(l.Value, 'g', -1, 64), l.Why)
+}
+
+// ApplyPreview is what applying a preset would do: the edits that change a value (an edit
+// whose value is already in the checkout is left out), and the preset's values it would not
+// write. An apply with any Left is refused unless asked to be partial.
+type ApplyPreview struct {
+	Changes []ApplyChange
+	Left    []LeftValue
+}
+
 // ApplyResult is what an apply did. When the apply did not land, Reverted is true, Reason says
 // why, and the checkout is as it was before.
 type ApplyResult struct {
-	Preset         string
-	Branch         string
-	Base           string
-	Commit         string // the commit on Branch; "" when none was kept
-	Changes        []ApplyChange
+	Preset  string
+	Branch  string
+	Base    string
+	Commit  string // the commit on Branch; "" when none was kept
+	Changes []ApplyChange
+	// Left are the preset's values a partial apply left out of the commit.
+	Left           []LeftValue
 	TestOutputTail string
 	Reverted       bool
 	Reason         string
@@ -97,9 +120,23 @@ func FormatChanges(changes []ApplyChange) string {
 	return b.String()
 }
 
+// FormatLeft renders the values an apply would not write, one a line, under a heading that
+// says they are not in the commit.
+func FormatLeft(left []LeftValue) string {
+	if len(left) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "not written (%d of the preset's values):\n", len(left))
+	for _, l := range left {
+		fmt.Fprintf(&b, "  %s\n", l)
+	}
+	return b.String()
+}
+
 // Applier applies presets to the trainer checkout; *apply.Applier implements it.
 type Applier interface {
-	Diff(ctx context.Context, p session.Preset) ([]ApplyChange, error)
+	Diff(ctx context.Context, p session.Preset) (ApplyPreview, error)
 	Apply(ctx context.Context, p session.Preset, by session.Actor) (ApplyResult, error)
 	LastApply(ctx context.Context) (ApplyRecord, error)
 	Rollback(ctx context.Context, rec ApplyRecord, by session.Actor) (RollbackResult, error)
@@ -268,12 +305,8 @@ func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Rep
 		return h.engineError(err, log)
 	}
 	data := preset.Export(p)
-	vs := Signed(p.Score) + " vs baseline @ rung 0"
-	if v := p.Versus; v != nil && v.Rung > 0 {
-		vs = v.String() // against the baseline trained as long, when it was
-	}
-	line := fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, score %s): %s.json is the file --reward-config takes",
-		p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), vs, p.Name)
+	line := fmt.Sprintf("preset %s (trial %d @ rung %d of session %s, %s %s): %s.json is the file --reward-config takes",
+		p.Name, p.Trial.Number, p.Trial.Rung, session.Short(p.SessionID), preset.GainHeading, preset.GainText(p), p.Name)
 	if preset.Imported(p) {
 		line = fmt.Sprintf("preset %s (imported): %s.json is the file --reward-config takes", p.Name, p.Name)
 	}
@@ -284,11 +317,11 @@ func (h *Handler) export(ctx context.Context, cmd Command, log *slog.Logger) Rep
 }
 
 func (h *Handler) importPreset(ctx context.Context, in Interaction, cmd Command, log *slog.Logger) Reply {
-	space, err := h.importSpace()
+	task, space, err := h.importSpace()
 	if err != nil {
 		return errorReply(err)
 	}
-	p, err := preset.Import(ctx, h.cfg.Store, space, cmd.Preset, []byte(cmd.Data), in.User)
+	p, err := preset.Import(ctx, h.cfg.Store, space, task, cmd.Preset, []byte(cmd.Data), in.User)
 	if err != nil && p.Name == "" {
 		return h.engineError(err, log)
 	}
@@ -374,17 +407,17 @@ func (h *Handler) applyPreview(ctx context.Context, in Interaction, cmd Command,
 	if err := preset.CheckApplicable(p, false); err != nil {
 		return h.engineError(err, log) // chat never applies a sim preset: the terminal's --from-sim does
 	}
-	changes, err := h.cfg.Applier.Diff(ctx, p)
+	pv, err := h.cfg.Applier.Diff(ctx, p)
 	if err != nil {
 		return h.engineError(err, log)
 	}
-	differ := 0
-	for _, c := range changes {
-		if c.Old != c.New {
-			differ++
-		}
+	if len(pv.Left) > 0 {
+		return Reply{Private: true, Text: fmt.Sprintf("preset %s cannot be applied whole: %d of its values would not be written, so the commit would not be the preset that was measured.\n%s"+
+			"Add edits for them to apply.edits in tunebot's config, or at the terminal `tunebot apply %s --partial --yes` commits the others and says which were left out.",
+			p.Name, len(pv.Left), FormatLeft(pv.Left), p.Name)}
 	}
-	if differ == 0 {
+	changes := pv.Changes
+	if len(changes) == 0 {
 		return Reply{Private: true, Text: fmt.Sprintf("the trainer checkout already has every value of preset %s: nothing to apply", p.Name)}
 	}
 	nonce := h.issue(pendingOp{kind: ButtonApplyConfirm, target: p.Name, who: opWho(in), digest: digestChanges(changes)})
@@ -519,11 +552,11 @@ func (h *Handler) apply(ctx context.Context, in Interaction, op pendingOp, log *
 	if err != nil {
 		return h.engineError(err, log)
 	}
-	changes, err := h.cfg.Applier.Diff(ctx, p)
+	pv, err := h.cfg.Applier.Diff(ctx, p)
 	if err != nil {
 		return h.engineError(err, log)
 	}
-	if digestChanges(changes) != op.digest {
+	if len(pv.Left) > 0 || digestChanges(pv.Changes) != op.digest {
 		return h.refuseConfirm(ctx, in, op.kind, op.target, "the trainer checkout changed since the diff was shown, so that diff no longer holds; run /tune apply "+p.Name+" again to see the new one")
 	}
 	log.Info("applying a preset from chat", "preset", p.Name)

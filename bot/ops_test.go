@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -406,6 +407,24 @@ func TestApplyRefusals(t *testing.T) {
 		}
 	})
 
+	// Issue 35 item 1: chat never commits part of a preset under its name.
+	t.Run("a preset apply.edits covers in part", func(t *testing.T) {
+		wide := f.p1
+		wide.Name = "wide"
+		wide.Config = session.Merge(f.p1.Config, session.Patch{Weights: map[string]float64{"pose": 1.5}})
+		if err := f.db.SavePreset(ctx, wide); err != nil {
+			t.Fatal(err)
+		}
+		r := f.cmd(alice, "apply wide")
+		if r.Card != nil || !strings.Contains(r.Text, "cannot be applied whole") || !strings.Contains(r.Text, "pose = 1.5 (no edit in apply.edits names it)") ||
+			!strings.Contains(r.Text, "--partial") {
+			t.Errorf("apply of a preset the edits cover in part: %+v", r)
+		}
+		if got := f.branches(t); got != "main" {
+			t.Errorf("the checkout changed: %q", got)
+		}
+	})
+
 	t.Run("an unknown preset", func(t *testing.T) {
 		if r := f.cmd(alice, "apply nope"); !strings.Contains(r.Text, "preset nope does not exist") {
 			t.Errorf("%+v", r)
@@ -660,5 +679,44 @@ func TestAttachmentContentTypeSurvivesTheOutbox(t *testing.T) {
 	}
 	if diff := cmp.Diff(in.Card.Blocks, out.Card.Blocks, cmpopts.IgnoreFields(bot.Attachment{}, "Size")); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestPresetsListTheGainOverTheDefaults (issue 35 item 4): chat's preset list ranks presets
+// by the one comparable figure, under a heading that says what it is, with what each was
+// built on; a preset saved before the figure was recorded says so rather than show a score
+// against another baseline.
+func TestPresetsListTheGainOverTheDefaults(t *testing.T) {
+	f := newOps(t, opsOptions{})
+	later := f.p1
+	later.Name, later.Score, later.BuiltOn = "later", 0.245, "preset "+f.p1.Name
+	later.Gain = &session.Gain{Score: 0.313, Rung: 2, Session: f.p1.SessionID}
+	if err := f.db.SavePreset(context.Background(), later); err != nil {
+		t.Fatal(err)
+	}
+	r := f.cmd(alice, "presets")
+	var table *bot.Table
+	for _, b := range r.Card.Blocks {
+		if b.Kind == bot.BlockTable {
+			table = b.Table
+		}
+	}
+	if table == nil {
+		t.Fatalf("no table: %+v", r)
+	}
+	col := slices.Index(table.Columns, "gain vs defaults (equal training)")
+	built := slices.Index(table.Columns, "built on")
+	if col < 0 || built < 0 || slices.Contains(table.Columns, "score") {
+		t.Fatalf("columns %v", table.Columns)
+	}
+	rows := map[string][]string{}
+	for _, row := range table.Rows {
+		rows[row[0]] = row
+	}
+	if got := rows["later"]; got[col] != "+0.313 @ rung 2" || got[built] != "preset "+f.p1.Name {
+		t.Errorf("later's row %v", got)
+	}
+	if got := rows[f.p1.Name]; got[col] != "not recorded" || got[built] != "—" {
+		t.Errorf("an older preset's row %v, want its figure said not recorded", got)
 	}
 }

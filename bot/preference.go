@@ -48,6 +48,16 @@ type PreferenceInput struct {
 	NoAdvisor bool
 }
 
+// askedWhy is session.AskedWhy from the card's two sides' rung-0 scores; without both, it
+// names the trials only.
+func askedWhy(in PreferenceInput) string {
+	p := in.Preference
+	if in.A != nil && in.B != nil && in.A.Trial.Score != nil && in.B.Trial.Score != nil {
+		return session.AskedWhy(p, in.A.Trial.Score.Total, in.B.Trial.Score.Total)
+	}
+	return fmt.Sprintf("A is trial %d, which just finished; B is the best so far, trial %d", p.A, p.B)
+}
+
 // PreferenceCard asks "which walks better?": A is the trial that just finished, B the best
 // so far, each labelled with its number, their clips side by side (ClipBlocks; a side
 // without a clip shows its charts), and the buttons A · B · Can't tell. Once answered, a
@@ -62,7 +72,7 @@ func PreferenceCard(in PreferenceInput) Card {
 	}
 	c.Blocks = append(c.Blocks, Block{Kind: BlockHeader, Text: c.Title})
 	if p.Asked {
-		c.Blocks = append(c.Blocks, Text(fmt.Sprintf("A is trial %d, which just finished within %.2f of the best so far; B is the best so far, trial %d. Watch both and say which gait looks right: the score cannot see a hopping or shuffling gait.", p.A, session.NoiseMargin, p.B)))
+		c.Blocks = append(c.Blocks, Text(askedWhy(in)+". Watch both and say which gait looks right: the score cannot see a hopping or shuffling gait."))
 	}
 	var sides []ClipSide
 	for _, side := range []*ClipSide{in.A, in.B} {

@@ -30,7 +30,7 @@ func TestHandlerWithSeveralTasks(t *testing.T) {
 	do := func(text string) bot.Reply {
 		return h.Do(context.Background(), bot.Interaction{Platform: "slack", User: alice, Kind: bot.KindCommand, Text: text})
 	}
-	if r := do("start fallback=true"); !strings.Contains(r.Text, "several tasks are configured (Task-A, Task-B): name one, e.g. task=Task-A") {
+	if r := do("start fallback=true"); !strings.Contains(r.Text, "several tasks are configured (Task-A, Task-B): name one (e.g. Task-A)") {
 		t.Errorf("a start naming no task: %+v", r)
 	}
 	cfg := b.Defaults() // task B's defaults: foot_slip -0.3

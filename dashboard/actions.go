@@ -305,11 +305,20 @@ type presetView struct {
 	// recorded; TrainerText says it in words.
 	Trainer     string `json:"trainer"`
 	TrainerText string `json:"trainer_text"`
+
+	// Gain is the preset's one comparable figure as every preset list shows it
+	// (preset.GainText), under the heading gain_heading of the answer; GainDetail says where
+	// the defaults were measured, or why the figure is unknown; BuiltOn is what its session
+	// started from (preset.BuiltOnText).
+	Gain       string `json:"gain"`
+	GainDetail string `json:"gain_detail"`
+	BuiltOn    string `json:"built_on"`
 }
 
 func presetOf(p session.Preset) presetView {
 	v := presetView{Name: p.Name, Task: p.Task, SessionID: p.SessionID, Score: p.Score, ScoreStd: p.ScoreStd,
-		Imported: preset.Imported(p), Approvers: p.Approvers, Created: stamp(p.CreatedAt), Trainer: p.Trainer, TrainerText: session.TrainerText(p.Trainer)}
+		Imported: preset.Imported(p), Approvers: p.Approvers, Created: stamp(p.CreatedAt), Trainer: p.Trainer, TrainerText: session.TrainerText(p.Trainer),
+		Gain: preset.GainText(p), GainDetail: preset.GainDetail(p), BuiltOn: preset.BuiltOnText(p)}
 	if !v.Imported {
 		v.Trial = p.Trial.String()
 	}
@@ -325,7 +334,7 @@ func (s *Server) presets(ctx context.Context, _ bot.Interaction, _ *http.Request
 	for _, p := range ps {
 		out = append(out, presetOf(p))
 	}
-	return map[string]any{"presets": out, "score_note": bot.ScoreNote + "; presets from different sessions have different baselines"}, nil
+	return map[string]any{"presets": out, "gain_heading": preset.GainHeading, "score_note": bot.PresetGainNote}, nil
 }
 
 func (s *Server) presetView(ctx context.Context, _ bot.Interaction, r *http.Request) (any, error) {
@@ -341,7 +350,7 @@ func (s *Server) presetView(ctx context.Context, _ bot.Interaction, r *http.Requ
 		return nil, fmt.Errorf("reading preset: %w", err)
 	}
 	space := s.spaceOf(p.Task)
-	return map[string]any{"preset": presetOf(p), "config": p.Config, "metrics": p.Metrics,
+	return map[string]any{"preset": presetOf(p), "gain_heading": preset.GainHeading, "config": p.Config, "metrics": p.Metrics,
 		"diff": changes(space.Diff(space.Defaults(), p.Config))}, nil
 }
 

@@ -3,6 +3,7 @@ package dashboard_test
 import (
 	"context"
 	"math"
+	"strings"
 	"testing"
 
 	"tunebot/session"
@@ -53,6 +54,17 @@ func TestLeaderboardRanksWithinARungAgainstItsBaseline(t *testing.T) {
 	}
 	c := f.signIn(t, eve)
 	v := decode(t, c.get("/api/sessions/"+id))
+	// Issue 35 item 9: the ladder counts the baseline carried along apart from the slots.
+	for _, x := range v["ladder"].([]any) {
+		r := x.(map[string]any)
+		want := map[float64]struct {
+			filled  float64
+			carried bool
+		}{0: {3, false}, 1: {2, true}, 2: {1, false}}[r["rung"].(float64)]
+		if r["filled"] != want.filled || r["baseline_carried"] != want.carried {
+			t.Errorf("ladder rung %v: filled %v, baseline carried %v; want %v, %v", r["rung"], r["filled"], r["baseline_carried"], want.filled, want.carried)
+		}
+	}
 	var order []string
 	for _, x := range v["trials"].([]any) {
 		m := x.(map[string]any)
@@ -115,5 +127,36 @@ func TestPresetsSayWhichTrainerMadeThem(t *testing.T) {
 	one := decode(t, c.get("/api/presets/"+p.Name))["preset"].(map[string]any)
 	if one["trainer"] != "sim" || one["trainer_text"] != session.TrainerText(session.TrainerSim) {
 		t.Errorf("preset view %v, want trainer sim said in words", one)
+	}
+}
+
+// TestPresetsShowTheGainOverTheDefaults (issue 35 item 4): the page's preset list and a
+// preset's page show the one comparable figure under its heading, and what it was built on.
+func TestPresetsShowTheGainOverTheDefaults(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	p := session.Preset{Name: "later-5a3e5a3e", SessionID: "5a3e5a3e5a3e5a3e", Trial: session.TrialRef{Number: 4, Rung: 2}, Score: 0.245,
+		Config: session.DefaultSpace().Defaults(), Task: "Unitree-Go2-Flat", CreatedAt: t0, BuiltOn: "preset first-1a2b3c4d",
+		Gain: &session.Gain{Score: 0.313, Rung: 2, Session: "1a2b3c4d1a2b3c4d"}}
+	if err := f.db.SavePreset(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	c := f.signIn(t, eve)
+	list := decode(t, c.get("/api/presets"))
+	if list["gain_heading"] != "gain vs defaults (equal training)" {
+		t.Errorf("the list's heading %v", list["gain_heading"])
+	}
+	found := false
+	for _, x := range list["presets"].([]any) {
+		if m := x.(map[string]any); m["name"] == p.Name {
+			found = m["gain"] == "+0.313 @ rung 2" && m["built_on"] == "preset first-1a2b3c4d"
+		}
+	}
+	if !found {
+		t.Errorf("the preset list does not show %s's gain over the defaults and what it was built on: %v", p.Name, list["presets"])
+	}
+	one := decode(t, c.get("/api/presets/"+p.Name))["preset"].(map[string]any)
+	if d, _ := one["gain_detail"].(string); !strings.HasPrefix(d, "+0.313 at rung 2 against the defaults trained as long (session 1a2b3c4d's baseline, which it builds on") {
+		t.Errorf("preset view %v", one)
 	}
 }

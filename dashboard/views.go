@@ -306,6 +306,7 @@ type preferenceView struct {
 	At       string      `json:"at,omitempty"`
 	Effect   string      `json:"effect,omitempty"` // what the answer does, in words
 	Trials   []trialView `json:"trials,omitempty"` // A, then B (the card that waits)
+	Why      string      `json:"why,omitempty"`    // why it was asked (session.AskedWhy), the card that waits
 }
 
 // reviewView is the promotion plan that waits for people.
@@ -374,6 +375,10 @@ type rungView struct {
 	Iterations int         `json:"iterations"`
 	Slots      int         `json:"slots"` // how many trials this rung takes
 	Trials     []trialView `json:"trials"`
+	// Filled is how many of Trials take a slot: all but the baseline carried along in
+	// addition (Carried, control: true, above rung 0), so the ladder never says 5/4.
+	Filled  int  `json:"filled"`
+	Carried bool `json:"baseline_carried"`
 }
 
 type comparisonView struct {
@@ -567,8 +572,15 @@ func ladder(ss session.Session, tv []trialView) []rungView {
 		}
 	}
 	for _, t := range tv {
-		if t.Rung >= 0 && t.Rung < len(out) {
-			out[t.Rung].Trials = append(out[t.Rung].Trials, t)
+		if t.Rung < 0 || t.Rung >= len(out) {
+			continue
+		}
+		r := &out[t.Rung]
+		r.Trials = append(r.Trials, t)
+		if t.Number == 0 && t.Rung > 0 && ss.Settings.Control {
+			r.Carried = true // carried in addition to the promoted trials, never in a slot
+		} else {
+			r.Filled++
 		}
 	}
 	for _, r := range out {
@@ -673,12 +685,19 @@ func (s *Server) openCard(ss session.Session, trials []session.Trial, seqOf map[
 		return nil
 	}
 	v := preferenceOf(p, true) // open: no effect yet
+	var scores []float64
 	for _, n := range []int{p.A, p.B} {
 		for _, t := range trials {
 			if t.Number == n && t.Rung == 0 {
 				v.Trials = append(v.Trials, trialOf(t, ss, seqOf))
+				if t.Score != nil {
+					scores = append(scores, t.Score.Total)
+				}
 			}
 		}
+	}
+	if len(scores) == 2 {
+		v.Why = session.AskedWhy(p, scores[0], scores[1])
 	}
 	return &v
 }

@@ -4,12 +4,20 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"tunebot/session"
 )
 
-// FormatList renders presets as one line each, newest first: name, score, origin, task.
+// GainHeading heads the column of every preset list (terminal, chat, page) that holds
+// GainText: the one figure that ranks presets of different sessions.
+const GainHeading = "gain vs defaults (equal training)"
+
+// FormatList renders presets as a table, newest first: name, its gain over the task's
+// defaults at equal training (GainText), what its session started from, origin, task,
+// trainer, created.
 func FormatList(presets []session.Preset) string {
 	if len(presets) == 0 {
 		return "no presets yet: a session that succeeds saves its best configuration as one\n"
@@ -22,20 +30,79 @@ func FormatList(presets []session.Preset) string {
 		return ps[i].Name < ps[j].Name
 	})
 	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(w, strings.Join([]string{"name", GainHeading, "built on", "origin", "task", "trainer", "created"}, "\t"))
 	for _, p := range ps {
-		fmt.Fprintf(&b, "%s  score %s  %s", p.Name, scoreText(p), origin(p))
-		if p.Task != "" {
-			fmt.Fprintf(&b, "  %s", p.Task)
-		}
-		if p.Trainer != "" {
-			fmt.Fprintf(&b, "  trainer %s", p.Trainer)
-		}
+		created := "—"
 		if !p.CreatedAt.IsZero() {
-			fmt.Fprintf(&b, "  %s", p.CreatedAt.UTC().Format("2006-01-02 15:04Z"))
+			created = p.CreatedAt.UTC().Format("2006-01-02 15:04Z")
 		}
-		b.WriteByte('\n')
+		fmt.Fprintln(w, strings.Join([]string{p.Name, GainText(p), BuiltOnText(p), origin(p), orDash(p.Task), orDash(p.Trainer), created}, "\t"))
 	}
+	w.Flush()
 	return b.String()
+}
+
+// GainText is a preset's one comparable figure (session.Gain) as every preset list shows
+// it: "+0.313 @ rung 2", or why there is none; never a score against another baseline.
+func GainText(p session.Preset) string {
+	switch g := p.Gain; {
+	case Imported(p):
+		return "n/a (imported)"
+	case g == nil:
+		return "not recorded" // saved before tunebot recorded it
+	case !g.Known():
+		return "unknown"
+	default:
+		return session.SignedScore(g.Score) + " @ rung " + strconv.Itoa(g.Rung)
+	}
+}
+
+// BuiltOnText says what a preset's session started from: a preset, an earlier session's
+// trial, "the defaults", or "—" when not recorded (an imported preset, an older one).
+func BuiltOnText(p session.Preset) string {
+	switch {
+	case p.BuiltOn != "":
+		return p.BuiltOn
+	case Imported(p) || p.Gain == nil:
+		return "—"
+	}
+	return "the defaults"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "—"
+	}
+	return s
+}
+
+// GainDetail is a preset's figure with where the defaults were trained, or why it is
+// unknown, as show and the preset's page say it; "" for an imported preset.
+func GainDetail(p session.Preset) string {
+	if Imported(p) {
+		return ""
+	}
+	return gainLine(p)
+}
+
+func gainLine(p session.Preset) string {
+	g := p.Gain
+	switch {
+	case g == nil:
+		return "not recorded (saved before tunebot recorded it)"
+	case !g.Known():
+		return "unknown: " + g.Unknown
+	}
+	where := "its own session's baseline"
+	if g.Session != p.SessionID {
+		where = "session " + short(g.Session) + "'s baseline, which it builds on"
+	}
+	eval := "rung evaluations"
+	if g.Final {
+		eval = "final re-evaluations"
+	}
+	return fmt.Sprintf("%s at rung %d against the defaults trained as long (%s; %s)", session.SignedScore(g.Score), g.Rung, where, eval)
 }
 
 // FormatShow renders one preset: where it came from, its score, its metrics and every
@@ -54,7 +121,9 @@ func FormatShow(p session.Preset, space *session.Space) string {
 		}
 	}
 	if !Imported(p) {
-		fmt.Fprintf(&b, "  score:     %s (vs the baseline at rung 0; comparable within a rung)\n", scoreText(p))
+		fmt.Fprintf(&b, "  %s:\n             %s\n", GainHeading, gainLine(p))
+		fmt.Fprintf(&b, "  built on:  %s\n", BuiltOnText(p))
+		fmt.Fprintf(&b, "  score:     %s (vs its session's baseline at rung 0; comparable within its session and rung only)\n", scoreText(p))
 		if v := p.Versus; v != nil && v.Rung > 0 {
 			fmt.Fprintf(&b, "             %s\n", v)
 		}

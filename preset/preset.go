@@ -59,11 +59,11 @@ func Export(p session.Preset) []byte {
 	return buf.Bytes()
 }
 
-// Import validates data as a reward configuration of space and saves it as preset name,
-// recorded as imported (no session) and approved by by. The file may be an export (every
+// Import validates data as a reward configuration of space, task's, and saves it as preset
+// name for task, recorded as imported (no session) and approved by by. The file may be an export (every
 // scalar) or name only a few: the rest are the space's defaults (Space.Complete). Every
 // problem with the file is named at once. A taken name is refused: presets are immutable.
-func Import(ctx context.Context, st Store, space *session.Space, name string, data []byte, by session.Actor) (session.Preset, error) {
+func Import(ctx context.Context, st Store, space *session.Space, task, name string, data []byte, by session.Actor) (session.Preset, error) {
 	if err := CheckName(name); err != nil {
 		return session.Preset{}, err
 	}
@@ -80,6 +80,7 @@ func Import(ctx context.Context, st Store, space *session.Space, name string, da
 	}
 	p := session.Preset{
 		Name:      name,
+		Task:      task,
 		Config:    cfg,
 		Approvers: []string{by.String()},
 		CreatedAt: time.Now().UTC(),
@@ -92,7 +93,7 @@ func Import(ctx context.Context, st Store, space *session.Space, name string, da
 	}
 	if err := st.Append(ctx, session.AuditEntry{
 		Time: p.CreatedAt, Kind: "preset_imported", Actor: by,
-		Detail: map[string]any{"preset": name, "bytes": len(data)},
+		Detail: map[string]any{"preset": name, "task": task, "bytes": len(data)},
 	}); err != nil {
 		// The preset is saved; a lost audit line must not make the caller think otherwise.
 		return p, fmt.Errorf("preset %s is saved, but auditing its import failed: %w", name, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -74,7 +75,7 @@ func TestRoundTripExportImportStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := preset.Export(orig)
-	got, err := preset.Import(ctx, db, space, "copy", data, alice)
+	got, err := preset.Import(ctx, db, space, "Unitree-Go2-Flat", "copy", data, alice)
 	if err != nil {
 		t.Fatalf("Import: %v", err)
 	}
@@ -88,8 +89,8 @@ func TestRoundTripExportImportStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if stored.SessionID != "" || !preset.Imported(stored) || !cmp.Equal(stored.Approvers, []string{"alice"}) {
-		t.Errorf("stored import: session %q approvers %v, want imported and [alice]", stored.SessionID, stored.Approvers)
+	if stored.SessionID != "" || !preset.Imported(stored) || !cmp.Equal(stored.Approvers, []string{"alice"}) || stored.Task != "Unitree-Go2-Flat" {
+		t.Errorf("stored import: session %q approvers %v task %q, want imported, [alice] and the task it was imported for", stored.SessionID, stored.Approvers, stored.Task)
 	}
 	audit, err := db.Audit(ctx, "")
 	if err != nil {
@@ -175,7 +176,7 @@ func TestImportRefusals(t *testing.T) {
 			if err := db.SavePreset(ctx, session.Preset{Name: "taken", Config: space.Defaults()}); err != nil {
 				t.Fatal(err)
 			}
-			_, err := preset.Import(ctx, db, space, tc.preset, tc.data, alice)
+			_, err := preset.Import(ctx, db, space, "Unitree-Go2-Flat", tc.preset, tc.data, alice)
 			if err == nil {
 				t.Fatal("Import accepted it")
 			}
@@ -219,17 +220,21 @@ func TestFormat(t *testing.T) {
 			Metrics: session.Metrics{"fall_rate": 0.01}},
 		{Name: "file", Config: space.Defaults(), CreatedAt: t0.Add(-time.Hour)},
 	}
+	ps[1].Gain = &session.Gain{Score: 0.313, Rung: 2, Session: "eeeeeeeeffff", Final: true}
+	ps[1].BuiltOn = "preset old"
 	list := preset.FormatList(ps)
 	lines := strings.Split(strings.TrimSpace(list), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "new  score +0.250 ± 0.020  session cccccccc, trial 7 @ rung 2") ||
-		!strings.HasPrefix(lines[1], "old  score +0.100") || !strings.HasPrefix(lines[2], "file  score n/a  imported") {
+	if len(lines) != 4 || !regexp.MustCompile(`^name +gain vs defaults \(equal training\) +built on +origin +task +trainer +created$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^new +\+0\.313 @ rung 2 +preset old +session cccccccc, trial 7 @ rung 2 +Unitree-Go2-Flat +— +2025-03-01 13:00Z$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^old +not recorded +— +session aaaaaaaa`).MatchString(lines[2]) || !regexp.MustCompile(`^file +n/a \(imported\) +— +imported`).MatchString(lines[3]) {
 		t.Errorf("FormatList:\n%s", list)
 	}
 	if got := preset.FormatList(nil); !strings.Contains(got, "no presets yet") {
 		t.Errorf("FormatList(nil) = %q", got)
 	}
 	show := preset.FormatShow(ps[1], space)
-	for _, w := range []string{"preset new", "score:     +0.250 ± 0.020 (vs the baseline at rung 0", "approved:  alice",
+	for _, w := range []string{"preset new", "gain vs defaults (equal training):\n             +0.313 at rung 2 against the defaults trained as long (session eeeeeeee's baseline, which it builds on; final re-evaluations)",
+		"built on:  preset old", "score:     +0.250 ± 0.020 (vs its session's baseline at rung 0", "approved:  alice",
 		"fall_rate", "foot_slip", "-0.25 → -0.5 (×2.00)", "foot_gait.period", "0.6 → 0.55"} {
 		if !strings.Contains(show, w) {
 			t.Errorf("FormatShow does not say %q:\n%s", w, show)
@@ -342,7 +347,7 @@ func writePolicy(rel string, size int) func(t *testing.T, runDir string) {
 func TestFormatSaysWhichTrainerMadeIt(t *testing.T) {
 	space := session.DefaultSpace()
 	p := session.Preset{Name: "demo-1a2b3c4d", SessionID: "1a2b3c4d5e", Config: space.Defaults(), Task: "Unitree-Go2-Flat", Trainer: session.TrainerSim}
-	if got := preset.FormatList([]session.Preset{p}); !strings.Contains(got, "trainer sim") {
+	if got := preset.FormatList([]session.Preset{p}); !strings.Contains(got, "trainer") || !strings.Contains(got, "  sim  ") {
 		t.Errorf("list %q does not name the trainer", got)
 	}
 	if got := preset.FormatShow(p, space); !strings.Contains(got, "trainer:   the built-in sim") || !strings.Contains(got, "--from-sim") {

@@ -2,6 +2,7 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -30,10 +31,44 @@ type BuiltOn struct {
 	Trials  int     `json:"trials"`  // its finished rung-0 trials, which seed the model
 	Weight  float64 `json:"weight"`  // each one's weight in the model
 	Start   string  `json:"start"`   // FromBest or FromDefaults
-	// Trial is the earlier trial whose configuration this session starts from (FromBest);
-	// Preset the preset it starts from instead (FromDefaults with a preset).
+	// Trial is the earlier trial whose configuration this session starts from (FromBest),
+	// -1 when none (null in JSON). Preset is the preset whose configuration it starts from:
+	// the earlier best's own preset (FromBest, when that session saved it), or the preset it
+	// was given (FromDefaults with a preset); "" when none.
 	Trial  int    `json:"trial"`
-	Preset string `json:"preset,omitempty"`
+	Preset string `json:"preset"`
+}
+
+// builtOnJSON is BuiltOn as JSON has it: trial null rather than -1, preset always there.
+type builtOnJSON struct {
+	Session string  `json:"session"`
+	Trials  int     `json:"trials"`
+	Weight  float64 `json:"weight"`
+	Start   string  `json:"start"`
+	Trial   *int    `json:"trial"`
+	Preset  string  `json:"preset"`
+}
+
+// MarshalJSON writes no trial as null: -1 is not a trial number a reader should see.
+func (b BuiltOn) MarshalJSON() ([]byte, error) {
+	j := builtOnJSON{Session: b.Session, Trials: b.Trials, Weight: b.Weight, Start: b.Start, Preset: b.Preset}
+	if b.Trial >= 0 {
+		j.Trial = &b.Trial
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads a null (or absent) trial back as -1, and the -1 stored before.
+func (b *BuiltOn) UnmarshalJSON(data []byte) error {
+	var j builtOnJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*b = BuiltOn{Session: j.Session, Trials: j.Trials, Weight: j.Weight, Start: j.Start, Trial: -1, Preset: j.Preset}
+	if j.Trial != nil {
+		b.Trial = *j.Trial
+	}
+	return nil
 }
 
 // Line says what the session builds on, as its start message, first card, page and
@@ -42,6 +77,9 @@ type BuiltOn struct {
 func (b BuiltOn) Line() string {
 	s := fmt.Sprintf("builds on session %s: %d trials, each weighted %s", short(b.Session), b.Trials, strconv.FormatFloat(b.Weight, 'g', 3, 64))
 	if b.Start == FromBest {
+		if b.Preset != "" {
+			return s + fmt.Sprintf(", starting from its best configuration (trial %d, preset %s)", b.Trial, b.Preset)
+		}
 		return s + fmt.Sprintf(", starting from its best configuration (trial %d)", b.Trial)
 	}
 	if b.Preset != "" {
@@ -130,7 +168,7 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 	if err != nil {
 		var ue *UserError
 		if errors.As(err, &ue) {
-			return nil, st, base, &UserError{Msg: "from=" + st.From + ": " + ue.Msg, Err: err}
+			return nil, st, base, &UserError{Msg: "from: " + ue.Msg, Err: err} // the settings key, as every surface names a problem, not one surface's syntax
 		}
 		return nil, st, base, fmt.Errorf("finding session %s to build on: %w", st.From, err)
 	}
@@ -139,7 +177,7 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 		return nil, st, base, fmt.Errorf("reading session %s to build on: %w", short(id), err)
 	}
 	if earlier.Settings.Task != st.Task {
-		return nil, st, base, Userf(ErrConflict, "from=%s: session %s tuned task %s, not %s; a session builds only on one of the same task", st.From, short(id), earlier.Settings.Task, st.Task)
+		return nil, st, base, Userf(ErrConflict, "from: session %s tuned task %s, not %s; a session builds only on one of the same task", short(id), earlier.Settings.Task, st.Task)
 	}
 	trials, err := e.cfg.Store.Trials(ctx, id)
 	if err != nil {
@@ -147,16 +185,19 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 	}
 	done := earlierTrials(trials)
 	if len(done) == 0 {
-		return nil, st, base, Userf(ErrConflict, "from=%s: session %s has no finished trial to build on", st.From, short(id))
+		return nil, st, base, Userf(ErrConflict, "from: session %s has no finished trial to build on", short(id))
 	}
 	st.From = id
 	b := &BuiltOn{Session: id, Trials: len(done), Weight: st.fromWeight(), Start: st.fromStart(), Trial: -1, Preset: st.Preset}
 	if b.Start == FromBest {
 		t := earlierBest(earlier, trials, done)
 		if err := e.SpaceOf(st.Task).CheckConfig(t.RewardConfig); err != nil {
-			return nil, st, base, Userf(ErrConflict, "from=%s: its best configuration (trial %d) no longer fits the reward space (%v); start=%s starts from the defaults instead", st.From, t.Number, err, FromDefaults)
+			return nil, st, base, Userf(ErrConflict, "from: session %s's best configuration (trial %d) no longer fits the reward space (%v); from_start %s starts from the defaults instead", short(id), t.Number, err, FromDefaults)
 		}
 		base, b.Trial = t.RewardConfig.Clone(), t.Number
+		if earlier.Preset != "" && earlier.BestTrial == t.Number && earlier.BestRung == t.Rung {
+			b.Preset = earlier.Preset // the best it shipped: what stands if nothing beats it
+		}
 	}
 	return b, st, base, nil
 }

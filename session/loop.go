@@ -1506,6 +1506,8 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	if v, ok := VersusControl(s.Settings, n.trials, best); ok {
 		preset.Versus = &v
 	}
+	g := e.gainOf(ctx, s, n.trials, best)
+	preset.Gain, preset.BuiltOn = &g, StartedFrom(s)
 	if err := e.cfg.Store.SavePreset(ctx, preset); err != nil {
 		if !errors.Is(err, ErrExists) {
 			return fmt.Errorf("saving preset %s: %w", name, err)

@@ -348,6 +348,13 @@ type Preset struct {
 	// Versus is its trial's score against the baseline at the same rung (VersusControl), as
 	// the session chose it; nil for an imported preset or one saved before it was recorded.
 	Versus *Versus `json:"versus,omitempty"`
+	// Gain is its one figure comparable across presets: its trial's gain over the task's
+	// defaults at equal training (Engine.gainOf); nil for an imported preset or one saved
+	// before it was recorded.
+	Gain *Gain `json:"gain,omitempty"`
+	// BuiltOn is what its session started from (StartedFrom): "preset NAME", an earlier
+	// session's trial, or "" for the defaults.
+	BuiltOn string `json:"built_on,omitempty"`
 }
 
 // AuditEntry is one line of the append-only audit log.

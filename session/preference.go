@@ -44,6 +44,18 @@ type Preference struct {
 	Expired bool `json:"expired,omitempty"`
 }
 
+// AskedWhy says why tunebot asked card p, from its two trials' rung-0 scores (a is A's, the
+// trial that had just finished; b is B's, the best so far): A scored within NoiseMargin of B,
+// or above it by more. Every surface that shows the card says it so.
+func AskedWhy(p Preference, a, b float64) string {
+	if a-b > NoiseMargin {
+		return fmt.Sprintf("A, trial %d, just finished at %s, above the best so far (B, trial %d, at %s) by more than the noise (%.2f)",
+			p.A, SignedScore(a), p.B, SignedScore(b), NoiseMargin)
+	}
+	return fmt.Sprintf("A, trial %d, just finished at %s, within the noise (%.2f) of the best so far (B, trial %d, at %s)",
+		p.A, SignedScore(a), NoiseMargin, p.B, SignedScore(b))
+}
+
 // Open reports whether p is a card that waits for an answer.
 func (p Preference) Open() bool { return p.Answer == "" && !p.Expired }
 

@@ -425,3 +425,21 @@ func TestPromotionReviewSettledAndPaused(t *testing.T) {
 		})
 	}
 }
+
+// TestAskedWhy (issue 35 item 9): an A/B card says "within the noise" only when A scored
+// within NoiseMargin of B; a trial above the best by more says so, with both scores.
+func TestAskedWhy(t *testing.T) {
+	p := session.Preference{A: 7, B: 0}
+	for _, tt := range []struct {
+		a, b float64
+		want string
+	}{
+		{0.066, 0, "A, trial 7, just finished at +0.066, above the best so far (B, trial 0, at +0.000) by more than the noise (0.01)"},
+		{0.012, 0.015, "A, trial 7, just finished at +0.012, within the noise (0.01) of the best so far (B, trial 0, at +0.015)"},
+		{0.02, 0.015, "A, trial 7, just finished at +0.020, within the noise (0.01) of the best so far (B, trial 0, at +0.015)"},
+	} {
+		if got := session.AskedWhy(p, tt.a, tt.b); got != tt.want {
+			t.Errorf("AskedWhy(%g, %g) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+	}
+}

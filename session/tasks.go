@@ -34,5 +34,5 @@ func CheckPresetTask(p Preset, task string) error {
 // noTaskProblem is what Validate says of a session that names no task while several are
 // configured: there is no default to fall back on, so each start names one.
 func noTaskProblem(tasks []string) string {
-	return fmt.Sprintf("none given, and several tasks are configured (%s): name one, e.g. task=%s", strings.Join(tasks, ", "), tasks[0])
+	return fmt.Sprintf("none given, and several tasks are configured (%s): name one (e.g. %s)", strings.Join(tasks, ", "), tasks[0])
 }

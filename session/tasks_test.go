@@ -83,7 +83,7 @@ func TestSettingsNameATaskOfSeveral(t *testing.T) {
 	st := session.DefaultSettings()
 	st.Tasks, st.Task = []string{"Task-A", "Task-B"}, ""
 	err := st.Validate()
-	if err == nil || !strings.Contains(err.Error(), "task: none given, and several tasks are configured (Task-A, Task-B): name one, e.g. task=Task-A") {
+	if err == nil || !strings.Contains(err.Error(), "task: none given, and several tasks are configured (Task-A, Task-B): name one (e.g. Task-A)") {
 		t.Errorf("got %v", err)
 	}
 	st.Tasks = []string{"Task-A"}

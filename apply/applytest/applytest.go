@@ -13,10 +13,12 @@ import (
 	"tunebot/apply"
 )
 
-// TrainerCfg is the trainer file of Repo: two reward weights the edits of Config write.
+// TrainerCfg is the trainer file of Repo: two reward weights and a param the edits of Config
+// write.
 const TrainerCfg = `def configure(cfg):
     cfg.rewards["foot_slip"].weight = -0.25
     cfg.rewards["is_terminated"].weight = -200.0
+    cfg.rewards["foot_gait"].params["period"] = 0.6
 `
 
 // CfgFile is where Repo keeps TrainerCfg, relative to the checkout.
@@ -50,11 +52,12 @@ func Repo(t testing.TB) string {
 	return dir
 }
 
-// Config applies presets to repo's CfgFile (foot_slip and is_terminated) and gates them
+// Config applies presets to repo's CfgFile (foot_slip, is_terminated, foot_gait.period) and gates them
 // with test (an argv, e.g. "true" or "false").
 func Config(repo string, test ...string) apply.Config {
 	edit := func(name string) apply.Edit {
 		return apply.Edit{File: CfgFile, Name: name, Pattern: `cfg\.rewards\["{name}"\]\.weight = ([-0-9.eE+]+)`}
 	}
-	return apply.Config{Repo: repo, Edits: []apply.Edit{edit("foot_slip"), edit("is_terminated")}, Test: test, TestTimeout: time.Minute}
+	period := apply.Edit{File: CfgFile, Name: "foot_gait.period", Pattern: `\.params\["period"\] = ([0-9.]+)`}
+	return apply.Config{Repo: repo, Edits: []apply.Edit{edit("foot_slip"), edit("is_terminated"), period}, Test: test, TestTimeout: time.Minute}
 }

@@ -102,13 +102,13 @@ func (d *daemon) applyForCommand(ctx context.Context, stdout, stderr io.Writer, 
 			return 1
 		}
 	}
-	// An applier of its own per request, from the daemon's apply: section: FromSim is the
-	// command's, and chat's applier never has it set.
+	// An applier of its own per request, from the daemon's apply: section: FromSim and
+	// Partial are the command's, and chat's applier never has them set.
 	ap, err := apply.New(d.cfg.Apply, d.cfg.spaceOf(d.cfg.Apply.Task), d.app.actions, d.log)
 	if err != nil {
 		fmt.Fprintln(stderr, "apply:", err)
 		return 1
 	}
-	ap.FromSim = req.FromSim
+	ap.FromSim, ap.Partial = req.FromSim, req.Partial
 	return applyOp(ctx, stdout, stderr, ap, d.app.db, req, by)
 }

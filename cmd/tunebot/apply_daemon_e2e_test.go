@@ -45,8 +45,8 @@ apply:
 `, data, repo, applytest.CfgFile))
 }
 
-// TestApplyWhileTheDaemonRuns (issue 28 item 7): apply diff, apply --yes (the sim rule
-// and --from-sim included) and rollback work while the daemon holds the store, run by the
+// TestApplyWhileTheDaemonRuns (issue 28 item 7): apply diff, apply --yes (the sim rule,
+// --from-sim and --partial included) and rollback work while the daemon holds the store, run by the
 // daemon with its apply: section, recorded as the user the kernel names (never $USER).
 func TestApplyWhileTheDaemonRuns(t *testing.T) {
 	dir := t.TempDir()
@@ -57,7 +57,10 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 	slippy.Weights["foot_slip"] = -0.4
 	simmed := session.DefaultSpace().Defaults()
 	simmed.Weights["foot_slip"] = -0.3
+	wide := session.DefaultSpace().Defaults()
+	wide.Weights["foot_slip"], wide.Weights["pose"], wide.Weights["is_terminated"] = -0.5, 1.5, -200
 	savePresets(t, data,
+		session.Preset{Name: "wide", SessionID: "s3", Config: wide, CreatedAt: time.Now()},
 		session.Preset{Name: "slippy", SessionID: "s1", Config: slippy, CreatedAt: time.Now()},
 		session.Preset{Name: "simmed", SessionID: "s2", Config: simmed, Trainer: session.TrainerSim, CreatedAt: time.Now()})
 	cmd, _, out := startDaemon(t, cfg)
@@ -74,6 +77,11 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 		{[]string{"apply", "slippy", "--yes"}, 0, "preset slippy committed as", ""},
 		{[]string{"apply", "rollback", "--yes"}, 0, "reverted", ""},
 		{[]string{"apply", "simmed", "--yes", "--from-sim"}, 0, "preset simmed committed as", ""},
+		// Issue 35 item 1: a preset apply.edits writes only in part is shown with what is
+		// left out, refused whole, and committed in part only when asked.
+		{[]string{"apply", "diff", "wide"}, 0, " → -0.5\nnot written (1 of the preset's values):\n  pose = 1.5 (no edit in apply.edits names it)\n", ""},
+		{[]string{"apply", "wide", "--yes"}, 1, "pose = 1.5", "preset wide cannot be applied whole"},
+		{[]string{"apply", "wide", "--yes", "--partial"}, 0, "part of preset wide committed as", ""},
 	} {
 		code, stdout, stderr := runBinEnv(t, mallory, append(tc.args, "--config", cfg)...)
 		if code != tc.code || !strings.Contains(stdout, tc.out) || !strings.Contains(stderr, tc.errOut) || strings.Contains(stderr, "in use") {
@@ -97,8 +105,8 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 			}
 		}
 	}
-	if applies != 3 {
-		t.Errorf("%d applies and rollbacks audited, want 3", applies)
+	if applies != 4 {
+		t.Errorf("%d applies and rollbacks audited, want 4", applies)
 	}
 }
 

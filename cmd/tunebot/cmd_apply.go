@@ -18,8 +18,10 @@ func init() {
 }
 
 const applyUsage = `usage: tunebot apply diff PRESET [--config FILE]     show what applying PRESET would change
-       tunebot apply PRESET --yes [--from-sim] [--config FILE]
+       tunebot apply PRESET --yes [--partial] [--from-sim] [--config FILE]
                                                       commit PRESET on branch <prefix>PRESET, gated by the tests;
+                                                      refused when apply.edits cannot write all its values, unless
+                                                      --partial (the commit says which were left out);
                                                       a preset of the built-in sim needs --from-sim
        tunebot apply rollback --yes [--config FILE]   revert the last apply with a revert commit`
 
@@ -28,6 +30,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	cfgPath := fs.String("config", "", "config file with an apply: section")
 	yes := fs.Bool("yes", false, "really change the checkout (without it, apply only shows the diff)")
 	fromSim := fs.Bool("from-sim", false, "apply a preset the built-in sim trainer made (refused without it)")
+	partial := fs.Bool("partial", false, "commit the values apply.edits can write when it cannot write them all (refused without it)")
 	operands, code, ok := parseInterleaved(e, fs, args)
 	if !ok {
 		return code
@@ -35,7 +38,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	if len(operands) == 0 || len(operands) > 2 || (operands[0] == "diff") != (len(operands) == 2) {
 		return usageError(e, fs, "give diff PRESET, PRESET or rollback")
 	}
-	req := applyRequest{Operands: operands, Yes: *yes, FromSim: *fromSim}
+	req := applyRequest{Operands: operands, Yes: *yes, FromSim: *fromSim, Partial: *partial}
 	cfg, err := loadConfig(*cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
@@ -63,7 +66,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		printProblems(e, err)
 		return 1
 	}
-	ap.FromSim = *fromSim
+	ap.FromSim, ap.Partial = *fromSim, *partial
 	return applyOp(ctx, e.stdout, e.stderr, ap, db, req, cliActor(e))
 }
 
@@ -73,6 +76,7 @@ type applyRequest struct {
 	Operands []string `json:"operands"`
 	Yes      bool     `json:"yes"`
 	FromSim  bool     `json:"from_sim"`
+	Partial  bool     `json:"partial"`
 }
 
 // applyOp runs req with ap (FromSim already set from req) on the presets of db, printing to
@@ -80,24 +84,8 @@ type applyRequest struct {
 // who applied or rolled back. The command runs it itself, or the daemon for it.
 func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, db session.PresetStore, req applyRequest, by session.Actor) int {
 	operands := req.Operands
-	switch {
-	case operands[0] == "rollback":
-		rec, err := ap.LastApply(ctx)
-		if err != nil {
-			fmt.Fprintln(stderr, "apply rollback:", err)
-			return 1
-		}
-		if !req.Yes {
-			fmt.Fprintf(stdout, "would revert %s (preset %s) on branch %s; add --yes to do it\n", rec.Commit, rec.Preset, rec.Branch)
-			return 0
-		}
-		res, err := ap.Rollback(ctx, rec, by)
-		if err != nil {
-			fmt.Fprintln(stderr, "apply rollback:", err)
-			return 1
-		}
-		fmt.Fprintf(stdout, "reverted %s on %s as %s\n", res.Commit, res.Branch, res.Revert)
-		return 0
+	if operands[0] == "rollback" {
+		return rollbackOp(ctx, stdout, stderr, ap, req, by)
 	}
 	name := operands[len(operands)-1]
 	p, err := getPreset(ctx, db, name)
@@ -109,16 +97,21 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		fmt.Fprintln(stderr, "apply:", err) // a sim preset: refused before anything is shown as if it would run
 		return 1
 	}
-	changes, err := ap.Diff(ctx, p)
+	pv, err := ap.Diff(ctx, p)
 	if err != nil {
 		fmt.Fprintln(stderr, "apply:", err)
 		return 1
 	}
-	fmt.Fprint(stdout, bot.FormatChanges(changes))
-	if operands[0] == "diff" || !req.Yes {
-		if operands[0] != "diff" {
-			fmt.Fprintln(stdout, "add --yes to commit these changes")
-		}
+	printPreview(stdout, p.Name, pv)
+	if operands[0] == "diff" {
+		return 0
+	}
+	if len(pv.Left) > 0 && !req.Partial {
+		fmt.Fprintf(stderr, "apply: preset %s cannot be applied whole (%d of its values above would not be written); add edits for them to apply.edits, or add --partial to commit the others (the commit says which were left out)\n", p.Name, len(pv.Left))
+		return 1
+	}
+	if !req.Yes {
+		fmt.Fprintln(stdout, "add --yes to commit these changes")
 		return 0
 	}
 	res, err := ap.Apply(ctx, p, by)
@@ -129,6 +122,40 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		}
 		return 1
 	}
+	if len(res.Left) > 0 {
+		fmt.Fprintf(stdout, "part of preset %s committed as %s on branch %s (tests passed); %d of its values were left out, as the commit message says\n", p.Name, res.Commit, res.Branch, len(res.Left))
+		return 0
+	}
 	fmt.Fprintf(stdout, "preset %s committed as %s on branch %s (tests passed)\n", p.Name, res.Commit, res.Branch)
 	return 0
+}
+
+// rollbackOp reverts the last apply, or with no --yes says what it would revert.
+func rollbackOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, req applyRequest, by session.Actor) int {
+	rec, err := ap.LastApply(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "apply rollback:", err)
+		return 1
+	}
+	if !req.Yes {
+		fmt.Fprintf(stdout, "would revert %s (preset %s) on branch %s; add --yes to do it\n", rec.Commit, rec.Preset, rec.Branch)
+		return 0
+	}
+	res, err := ap.Rollback(ctx, rec, by)
+	if err != nil {
+		fmt.Fprintln(stderr, "apply rollback:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "reverted %s on %s as %s\n", res.Commit, res.Branch, res.Revert)
+	return 0
+}
+
+// printPreview prints what applying preset name would change, then the values it would not
+// write; an apply that would change nothing says so.
+func printPreview(w io.Writer, name string, pv bot.ApplyPreview) {
+	fmt.Fprint(w, bot.FormatChanges(pv.Changes))
+	if len(pv.Changes) == 0 {
+		fmt.Fprintf(w, "the trainer checkout already has every value of preset %s that apply.edits writes\n", name)
+	}
+	fmt.Fprint(w, bot.FormatLeft(pv.Left))
 }

@@ -17,10 +17,10 @@ import (
 )
 
 func init() {
-	register("backup", "backup PATH [--config FILE]: a consistent, checked copy of the data file, also while the daemon runs", runBackup)
+	register("backup", "backup PATH [--config FILE] [--data-dir DIR]: a consistent, checked copy of the data file, also while the daemon runs", runBackup)
 }
 
-const backupUsage = "usage: tunebot backup PATH [--config FILE]"
+const backupUsage = "usage: tunebot backup PATH [--config FILE] [--data-dir DIR]"
 
 // backupTokenFile, in the private part of the data dir, holds the token the running daemon
 // asks of the tunebot command on its socket (backup, prune, presets): only the daemon's
@@ -42,7 +42,8 @@ func writeBackupToken(cfg Config) (string, error) {
 func runBackup(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "backup", backupUsage)
 	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
-	// The flag may come before or after the path.
+	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
+	// The flags may come before or after the path.
 	operands, code, ok := parseInterleaved(e, fs, args)
 	if !ok {
 		return code
@@ -54,6 +55,9 @@ func runBackup(ctx context.Context, e *env, args []string) int {
 	if err != nil {
 		printProblems(e, err)
 		return 1
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
 	}
 	n, err := backup(ctx, cfg, operands[0])
 	if err != nil {

@@ -114,6 +114,14 @@ func TestBackupWithoutDaemon(t *testing.T) {
 	if got := sessionIDs(t, dst); !slices.Equal(got, ids) {
 		t.Fatalf("sessions in the backup %v, want %v", got, ids)
 	}
+	// Issue 35 item 9: backup and prune take --data-dir, as tune and preset do, no config needed.
+	viaFlag := filepath.Join(dir, "copy2.db")
+	if code, _, stderr := runCmd("backup", viaFlag, "--data-dir", data); code != 0 || !slices.Equal(sessionIDs(t, viaFlag), ids) {
+		t.Fatalf("backup --data-dir: exit %d: %s", code, stderr)
+	}
+	if code, out, stderr := runCmd("prune", "--data-dir", data, "--dry-run", "--keep-last", "0", "--older-than", "1h"); code != 0 || !strings.Contains(out, "Nothing was changed (--dry-run)") {
+		t.Fatalf("prune --data-dir: exit %d: %s%s", code, out, stderr)
+	}
 	// A data file held by another process (a daemon) without a way to ask it for the copy.
 	held, err := openStore(Config{DataDir: data})
 	if err != nil {

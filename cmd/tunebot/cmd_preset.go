@@ -18,7 +18,8 @@ func init() {
 const presetUsage = `usage: tunebot preset list [--config FILE] [--data-dir DIR]
        tunebot preset show NAME [--config FILE] [--data-dir DIR]
        tunebot preset export NAME [-o FILE] [--config FILE] [--data-dir DIR]   (the file --reward-config takes)
-       tunebot preset import NAME FILE [--config FILE] [--data-dir DIR]        ('-' reads stdin)`
+       tunebot preset import NAME FILE [--task TASK] [--config FILE] [--data-dir DIR]
+                                  ('-' reads stdin; TASK: one of the config's tasks, default session.task)`
 
 // cliActor is the person at the terminal, for the audit.
 func cliActor(e *env) session.Actor {
@@ -35,6 +36,7 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
 	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
 	out := fs.String("o", "", "export: write to FILE instead of stdout")
+	task := fs.String("task", "", "import: the task the file's values are for (default: session.task; needed when several tasks have no default)")
 	sub, code, ok := subcommand(e, "preset", usageText(presetUsage, fs), []string{"list", "show", "export", "import"}, args)
 	if !ok {
 		return code
@@ -50,17 +52,24 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 	if *out != "" && sub != "export" {
 		return usageError(e, fs, "-o applies to export only")
 	}
+	if *task != "" && sub != "import" {
+		return usageError(e, fs, "--task applies to import only")
+	}
 	book, spaceOf, closeBook, ok := openPresets(e, *cfgPath, *dataDir)
 	if !ok {
 		return 1
 	}
 	defer closeBook()
-	return presetOp(ctx, e, book, spaceOf, sub, operands, *out)
+	return presetOp(ctx, e, book, spaceOf, sub, operands, presetFlags{out: *out, task: *task})
 }
 
-// presetOp runs subcommand sub of tunebot preset on book; out is export's -o FILE, "" for
-// stdout.
-func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task string) *session.Space, sub string, operands []string, out string) int {
+// presetFlags are the flags of one subcommand: export's -o FILE ("" for stdout), import's
+// --task ("" for the default).
+type presetFlags struct{ out, task string }
+
+// presetOp runs subcommand sub of tunebot preset on book with its flags.
+func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task string) *session.Space, sub string, operands []string, fl presetFlags) int {
+	out := fl.out
 	switch sub {
 	case "list":
 		ps, err := book.list(ctx)
@@ -96,7 +105,7 @@ func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task st
 			fmt.Fprintln(e.stderr, "preset import:", err)
 			return 1
 		}
-		p, err := book.importFile(ctx, operands[0], data)
+		p, err := book.importFile(ctx, operands[0], fl.task, data)
 		if err != nil {
 			var ie *session.InvalidError
 			if errors.As(err, &ie) {
@@ -127,7 +136,7 @@ func openPresets(e *env, cfgPath, dataDir string) (presetBook, func(task string)
 	}
 	db, err := openStore(cfg)
 	if err == nil {
-		return storeBook{db: db, space: cfg.engineSpace(), by: cliActor(e)}, cfg.spaceOf, func() { db.Close() }, true
+		return storeBook{db: db, cfg: cfg, by: cliActor(e)}, cfg.spaceOf, func() { db.Close() }, true
 	}
 	if errors.Is(err, session.ErrLocked) {
 		book, derr := newDaemonBook(cfg)

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"tunebot/session"
 )
@@ -26,7 +25,7 @@ Checks a patch under the proposal rules: exit 0 and the merged configuration, or
 	fs := flagSet(e, "proposal check", usage)
 	basePath := fs.String("base", "", "reward configuration the patch applies to, full or partial (merged over the defaults; default: the defaults)")
 	cfgPath := fs.String("config", "", "config file whose reward_space to use (default: the built-in space)")
-	task := fs.String("task", "", "with reward_spaces, the task whose space to use (default: session.task)")
+	task := fs.String("task", "", "the task whose reward space to use, one of the config's tasks (default: session.task)")
 	if code, ok := parseFlags(e, fs, args[1:]); !ok {
 		return code
 	}
@@ -38,12 +37,9 @@ Checks a patch under the proposal rules: exit 0 and the merged configuration, or
 		printProblems(e, err)
 		return 1
 	}
-	if *task == "" {
-		*task = cfg.Session.Task
-	}
-	space := cfg.spaceOf(*task)
-	if space == nil {
-		return usageError(e, fs, "--task %q: name one of the config's tasks (%s)", *task, strings.Join(cfg.tasks(), ", "))
+	_, space, err := cfg.taskFor(*task) // a task the config does not list is refused, not checked against another's space
+	if err != nil {
+		return usageError(e, fs, "%s", err)
 	}
 	base := space.Defaults()
 	if *basePath != "" {

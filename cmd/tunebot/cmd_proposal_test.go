@@ -379,7 +379,8 @@ func TestProposalCheckFilesAndUsage(t *testing.T) {
 		{"unknown subcommand", []string{"apply", good}, 2, "usage: tunebot proposal check"},
 		{"no patch", []string{"check"}, 2, "exactly one PATCH.json is needed"},
 		{"two patches", []string{"check", good, good}, 2, "exactly one PATCH.json is needed"},
-		{"unknown flag", []string{"check", "--bsae", good, good}, 2, "flag provided but not defined: -bsae"},
+		{"unknown flag", []string{"check", "--bsae", good, good}, 2, "flag provided but not defined: -bsae (did you mean --base?)"},
+		{"unknown flag far from any", []string{"check", "--zzzzzzzz", good}, 2, "flag provided but not defined: -zzzzzzzz\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

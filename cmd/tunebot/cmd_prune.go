@@ -23,10 +23,10 @@ import (
 )
 
 func init() {
-	register("prune", "prune [--older-than 90d] [--keep-last N] [--curves downsample|drop|keep] [--dry-run] --config FILE: thin old sessions' curves, delete their run dirs, compact the data file", runPrune)
+	register("prune", "prune [--older-than 90d] [--keep-last N] [--curves downsample|drop|keep] [--dry-run] --config FILE [--data-dir DIR]: thin old sessions' curves, delete their run dirs, compact the data file", runPrune)
 }
 
-const pruneUsage = `usage: tunebot prune [--config FILE] [--older-than AGE] [--keep-last N] [--curves downsample|drop|keep]
+const pruneUsage = `usage: tunebot prune [--config FILE] [--data-dir DIR] [--older-than AGE] [--keep-last N] [--curves downsample|drop|keep]
                     [--points N] [--run-dirs=false] [--compact=false] [--dry-run] [--json]
 
 Thins old sessions' curves and deletes their run directories (never their records, nor a
@@ -59,9 +59,13 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 	compact := fs.Bool("compact", def.Compact, "compact the data file afterwards, through a checked copy")
 	dryRun := fs.Bool("dry-run", false, "say what would go, change nothing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
 	cfg, code, ok := parseConfigFlags(e, fs, args, cfgPath)
 	if !ok {
 		return code
+	}
+	if *dataDir != "" {
+		cfg.DataDir = *dataDir
 	}
 	// The config's retention section is the default; a flag given on the command line wins.
 	o := cfg.Retention.Options()

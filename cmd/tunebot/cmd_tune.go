@@ -189,8 +189,6 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	defer stopSocket()
-	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
-
 	owner := console.User
 	var s session.Session
 	if o.resume {
@@ -199,11 +197,16 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		s, err = a.engine.Start(ctx, st, owner)
 	}
 	if err != nil {
-		stopConsole()
+		// Refused before the console began: no "reads commands here" line for a session
+		// that never started.
+		a.engine.Shutdown(context.Background())
 		printProblems(e, err)
 		return 1
 	}
+	// The session's line, then the console's (its banner first, then the events of the
+	// start, which wait in the relay's queue until it reads them).
 	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
@@ -443,6 +446,8 @@ type summaryJSON struct {
 	Versus *session.Versus `json:"versus"`
 	// BuiltOn is the earlier session this one built on (--from), null when none.
 	BuiltOn *session.BuiltOn `json:"built_on"`
+	// outcomeText is session.OutcomeText, for the terminal (the JSON has outcome and built_on).
+	outcomeText string
 }
 
 // planChangeJSON is one change a person made to rung's promotion plan.
@@ -520,13 +525,13 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, outcomeText: s.OutcomeText(), Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
 	if c, ok := session.Compare(s, trials); ok {
 		out.Headline = c.Headline()
 		if c.Best.Trial != 0 {
-			out.Versus = c.Versus
+			out.Versus = measuredVersus(c.Versus)
 		}
 		// The control the headline compares with (the baseline at the best's rung), not
 		// the top rung's when the result fell back to a lower one.
@@ -558,6 +563,17 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	return out, nil
 }
 
+// measuredVersus is v with its score rounded as every measured number of the summary is
+// (session.Measured); nil stays nil.
+func measuredVersus(v *session.Versus) *session.Versus {
+	if v == nil {
+		return nil
+	}
+	m := *v
+	m.Score = session.Measured(m.Score)
+	return &m
+}
+
 // trialSummary is trial t of session s as the summary gives it; trials are all of s's, for
 // its score against the baseline. Measured numbers go out as a person reads them: 4
 // significant digits, no -0.
@@ -569,7 +585,7 @@ func trialSummary(a *app, s session.Session, trials []session.Trial, t session.T
 		tj.Score = &v
 	}
 	if vs, ok := session.VersusControl(s.Settings, trials, t); ok {
-		tj.Versus = &vs
+		tj.Versus = measuredVersus(&vs)
 	}
 	tj.Metrics = session.MeasuredMetrics(tj.Metrics)
 	if tj.Metrics == nil {
@@ -640,7 +656,7 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 func writeSummaryText(w io.Writer, s summaryJSON) {
 	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, session.StateLabel(s.State))
 	if s.Outcome == session.OutcomeNoImprovement {
-		fmt.Fprintf(w, "  outcome:     %s: %s\n", s.Outcome, session.Session{State: s.State, Outcome: s.Outcome}.OutcomeText())
+		fmt.Fprintf(w, "  outcome:     %s: %s\n", s.Outcome, s.outcomeText)
 	}
 	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)

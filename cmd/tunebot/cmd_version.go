@@ -8,15 +8,15 @@ import (
 )
 
 // version is set at build time: go build -ldflags "-X main.version=v1.2.3". Without it the
-// VCS revision Go records in the binary is used.
+// module version Go records in the binary is used; the commit comes from its VCS stamp.
 var version = ""
 
 func init() {
-	register("version", "print tunebot's version and the Go version it was built with", runVersion)
+	register("version", "print tunebot's version, its commit and the Go version it was built with", runVersion)
 }
 
 func runVersion(_ context.Context, e *env, args []string) int {
-	fs := flagSet(e, "version", "usage: tunebot version\n\nPrints tunebot's version and the Go version it was built with.")
+	fs := flagSet(e, "version", "usage: tunebot version\n\nPrints tunebot's module version, the commit it was built from and the Go version.")
 	if code, ok := parseFlags(e, fs, args); !ok {
 		return code
 	}
@@ -27,20 +27,19 @@ func runVersion(_ context.Context, e *env, args []string) int {
 	return 0
 }
 
-// versionString is the -X version, else the VCS revision (marked -dirty when the tree had
-// changes), else the module version, else "dev".
+// versionString is the module version (the -X version when set) and the commit it was
+// built from: "v0.3.1 (commit 0123456789ab-dirty)"; "devel" for a build outside a module
+// version, "commit unknown" when Go recorded no VCS revision.
 func versionString() string {
-	if version != "" {
-		return version
-	}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "dev"
+		bi = &debug.BuildInfo{}
 	}
-	return versionFromBuildInfo(bi)
+	return versionFromBuildInfo(bi, version)
 }
 
-func versionFromBuildInfo(bi *debug.BuildInfo) string {
+// versionFromBuildInfo says bi's module version (or set, the -X version) and commit.
+func versionFromBuildInfo(bi *debug.BuildInfo, set string) string {
 	var rev, dirty string
 	for _, s := range bi.Settings {
 		switch s.Key {
@@ -52,14 +51,18 @@ func versionFromBuildInfo(bi *debug.BuildInfo) string {
 			}
 		}
 	}
-	if rev != "" {
-		if len(rev) > 12 {
-			rev = rev[:12]
-		}
-		return rev + dirty
+	v := set
+	if v == "" {
+		v = bi.Main.Version
 	}
-	if v := bi.Main.Version; v != "" && v != "(devel)" {
-		return v
+	if v == "" || v == "(devel)" {
+		v = "devel"
 	}
-	return "dev"
+	if rev == "" {
+		return v + " (commit unknown)"
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	return v + " (commit " + rev + dirty + ")"
 }

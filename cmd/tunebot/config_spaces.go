@@ -271,9 +271,37 @@ func (c *Config) applyProblems() []string {
 	return nil
 }
 
-// errNoImportTask refuses a preset import when several tasks are configured and none is
-// the default: the file's scalars could be any robot's.
-var errNoImportTask = session.Userf(session.ErrConflict, "several tasks are configured and session.task names no default, so an imported preset fits none: set session.task in the config")
+// taskList is the tasks the config lets a session run: session.tasks (the keys of
+// reward_spaces when it has them), else session.task alone.
+func (c Config) taskList() []string {
+	switch {
+	case len(c.Session.Tasks) > 0:
+		return c.Session.Tasks
+	case c.Session.Task != "":
+		return []string{c.Session.Task}
+	}
+	return []string{session.TaskGo2Flat}
+}
+
+// taskFor resolves a command's --task (given, "" when not) to a task of the config and its
+// space: the default, session.task, when not given; refused when the config does not list
+// it, or when several tasks are configured and none is given or the default (the values
+// could be any robot's).
+func (c Config) taskFor(given string) (string, *session.Space, error) {
+	tasks := c.taskList()
+	task := given
+	if task == "" {
+		task = c.Session.Task
+	}
+	if task == "" {
+		return "", nil, session.Userf(session.ErrConflict, "several tasks are configured (%s) and session.task names no default: give --task TASK", strings.Join(tasks, ", "))
+	}
+	sp := c.spaceOf(task)
+	if !slices.Contains(tasks, task) || sp == nil {
+		return "", nil, session.Userf(session.ErrNotFound, "--task %s is not a task of the config (session.tasks: %s)", task, strings.Join(tasks, ", "))
+	}
+	return task, sp, nil
+}
 
 // showSpace is the space a preset is shown against: its task's, else the default one.
 func showSpace(spaceOf func(task string) *session.Space, p session.Preset) *session.Space {

@@ -28,15 +28,17 @@ const (
 type presetBook interface {
 	list(ctx context.Context) ([]session.Preset, error)
 	get(ctx context.Context, name string) (session.Preset, error)
-	// importFile saves data as preset name, approved by the person at the terminal.
-	importFile(ctx context.Context, name string, data []byte) (session.Preset, error)
+	// importFile saves data as preset name of task (--task, "" for the default), approved by
+	// the person at the terminal.
+	importFile(ctx context.Context, name, task string, data []byte) (session.Preset, error)
 }
 
-// storeBook is the store opened by the command; by is the person at the terminal.
+// storeBook is the store opened by the command, with its config's tasks; by is the person
+// at the terminal.
 type storeBook struct {
-	db    preset.Store
-	space *session.Space
-	by    session.Actor
+	db  preset.Store
+	cfg Config
+	by  session.Actor
 }
 
 func (b storeBook) list(ctx context.Context) ([]session.Preset, error) { return b.db.Presets(ctx) }
@@ -45,11 +47,12 @@ func (b storeBook) get(ctx context.Context, name string) (session.Preset, error)
 	return getPreset(ctx, b.db, name)
 }
 
-func (b storeBook) importFile(ctx context.Context, name string, data []byte) (session.Preset, error) {
-	if b.space == nil {
-		return session.Preset{}, errNoImportTask
+func (b storeBook) importFile(ctx context.Context, name, task string, data []byte) (session.Preset, error) {
+	task, space, err := b.cfg.taskFor(task)
+	if err != nil {
+		return session.Preset{}, err
 	}
-	return preset.Import(ctx, b.db, b.space, name, data, b.by)
+	return preset.Import(ctx, b.db, space, task, name, data, b.by)
 }
 
 // daemonBook asks the running daemon on its socket, with its token.
@@ -76,9 +79,13 @@ func (b daemonBook) get(ctx context.Context, name string) (session.Preset, error
 	return p, b.do(ctx, http.MethodGet, presetsPath+"/"+url.PathEscape(name), nil, &p)
 }
 
-func (b daemonBook) importFile(ctx context.Context, name string, data []byte) (session.Preset, error) {
+func (b daemonBook) importFile(ctx context.Context, name, task string, data []byte) (session.Preset, error) {
 	var p session.Preset
-	return p, b.do(ctx, http.MethodPost, presetsPath+"/"+url.PathEscape(name), strings.NewReader(string(data)), &p)
+	path := presetsPath + "/" + url.PathEscape(name)
+	if task != "" {
+		path += "?" + url.Values{"task": {task}}.Encode()
+	}
+	return p, b.do(ctx, http.MethodPost, path, strings.NewReader(string(data)), &p)
 }
 
 // presetRefusal is the daemon's answer to a preset request it refused: the message a person
@@ -124,7 +131,6 @@ func (b daemonBook) do(ctx context.Context, method, path string, body io.Reader,
 // import recorded as approved by the socket's caller (socketCaller), never a name the
 // request carries.
 func (d *daemon) presetRoutes(l *httpd.Local, token string) {
-	space := d.cfg.engineSpace()
 	l.Handle("GET "+presetsPath, httpd.WithToken(token, "the presets", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ps, err := d.app.db.Presets(r.Context())
 		answerPreset(w, ps, err, d)
@@ -133,12 +139,13 @@ func (d *daemon) presetRoutes(l *httpd.Local, token string) {
 		p, err := getPreset(r.Context(), d.app.db, r.PathValue("name"))
 		answerPreset(w, p, err, d)
 	})))
-	l.Handle("POST "+presetsPath+"/{name}", httpd.WithToken(token, "a preset import", d.presetImport(space)))
+	l.Handle("POST "+presetsPath+"/{name}", httpd.WithToken(token, "a preset import", d.presetImport()))
 }
 
-// presetImport imports the request's body as preset {name}, read through the import's size
-// limit: a larger file is refused as too large, before anything is parsed.
-func (d *daemon) presetImport(space *session.Space) http.Handler {
+// presetImport imports the request's body as preset {name} of the task the query names (the
+// daemon's config decides which tasks there are), read through the import's size limit: a
+// larger file is refused as too large, before anything is parsed.
+func (d *daemon) presetImport() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, preset.MaxImportBytes))
 		if tooBig := new(http.MaxBytesError); errors.As(err, &tooBig) {
@@ -148,11 +155,12 @@ func (d *daemon) presetImport(space *session.Space) http.Handler {
 			answerPreset(w, nil, err, d)
 			return
 		}
-		if space == nil {
-			answerPreset(w, nil, errNoImportTask, d)
+		task, space, err := d.cfg.taskFor(r.URL.Query().Get("task"))
+		if err != nil {
+			answerPreset(w, nil, err, d)
 			return
 		}
-		p, err := preset.Import(r.Context(), d.app.actions, space, r.PathValue("name"), data, socketCaller(r))
+		p, err := preset.Import(r.Context(), d.app.actions, space, task, r.PathValue("name"), data, socketCaller(r))
 		answerPreset(w, p, err, d)
 	})
 }

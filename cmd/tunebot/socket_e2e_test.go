@@ -122,6 +122,8 @@ func TestPresetCommandsWhileTheDaemonRuns(t *testing.T) {
 		{[]string{"preset", "list", "--config", cfg}, 0, "no presets yet", ""},
 		{[]string{"preset", "import", "slippy", file, "--config", cfg}, 0, "preset slippy imported", ""},
 		{[]string{"preset", "import", "slippy", file, "--config", cfg}, 1, "", "preset slippy already exists"},
+		{[]string{"preset", "import", "g1", file, "--task", "Mjlab-Velocity-Flat-Unitree-G1", "--config", cfg}, 1, "", "--task Mjlab-Velocity-Flat-Unitree-G1 is not a task of the config"},
+		{[]string{"preset", "import", "go2", file, "--task", "Unitree-Go2-Flat", "--config", cfg}, 0, "preset go2 imported", ""},
 		{[]string{"preset", "import", "broken", badFile, "--config", cfg}, 1, "", badFile + ": weights.foot_slip: 2 is outside its bounds [-1, 0]\n"},
 		{[]string{"preset", "list", "--config", cfg}, 0, "slippy", ""},
 		{[]string{"preset", "show", "slippy", "--config", cfg}, 0, "foot_slip", ""},
@@ -142,7 +144,12 @@ func TestPresetCommandsWhileTheDaemonRuns(t *testing.T) {
 	}
 	got := readDataDir(t, data)
 	me := currentUser(t)
-	if approvers := fmt.Sprint(got.Presets); len(got.Presets) != 1 || !strings.Contains(approvers, "["+me+"]") || strings.Contains(approvers, "mallory") {
+	for _, p := range got.Presets {
+		if p.Task != "Unitree-Go2-Flat" {
+			t.Errorf("preset %s imported through the daemon records task %q, want the one it was imported for", p.Name, p.Task)
+		}
+	}
+	if approvers := fmt.Sprint(got.Presets); len(got.Presets) != 2 || !strings.Contains(approvers, "["+me+"]") || strings.Contains(approvers, "mallory") {
 		t.Errorf("the imported preset's approvers: %+v, want %s (never mallory)", got.Presets, me)
 	}
 	for _, a := range got.Audit {

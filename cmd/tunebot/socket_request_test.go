@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"tunebot/preset"
-	"tunebot/session"
 )
 
 // A request body past the socket's limit is refused with a message that says so, not
@@ -43,7 +42,7 @@ func TestPresetImportOverTheLimitIsNamed(t *testing.T) {
 	d := &daemon{log: slog.New(slog.DiscardHandler)}
 	rec := httptest.NewRecorder()
 	body := strings.NewReader(strings.Repeat(" ", preset.MaxImportBytes+1))
-	d.presetImport(session.DefaultSpace()).ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/presets/p1", body))
+	d.presetImport().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/presets/p1", body))
 	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "over 65536 bytes") {
 		t.Errorf("got %d %q, want 400 naming the 65536-byte limit", rec.Code, rec.Body.String())
 	}

@@ -113,7 +113,10 @@ apply:
 	if code != 1 || !strings.Contains(stderr, "tuned on task "+taskB+", not "+taskA) {
 		t.Errorf("apply of task B's preset to task A's checkout: exit %d\n%s", code, stderr)
 	}
-	if code, stdout, stderr := runBin(t, dir, "apply", presets[taskA], "--yes", "--from-sim", "--config", cfg); code != 0 || !strings.Contains(stdout, "committed as") {
+	// Its checkout's apply.edits write foot_slip alone, so the preset goes in only in part,
+	// when asked (issue 35 item 1), and the output says so.
+	if code, stdout, stderr := runBin(t, dir, "apply", presets[taskA], "--yes", "--from-sim", "--partial", "--config", cfg); code != 0 ||
+		!strings.Contains(stdout, "part of preset "+presets[taskA]+" committed as") {
 		t.Errorf("apply of task A's own preset: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	// And a session of one task never starts from another's preset.

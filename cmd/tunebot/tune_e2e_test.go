@@ -147,7 +147,7 @@ func TestTuneRefusesBadInputWithAReason(t *testing.T) {
 		{[]string{"tune", "--data-dir", dir}, "DEEPSEEK_API_KEY is not set"},
 		{[]string{"tune", "--data-dir", dir}, "--fallback or session.fallback: true"},
 		{[]string{"tune", "--resume", "--data-dir", dir}, "no interrupted"},
-		{[]string{"tune", "--from", "ab12", "--fallback", "--data-dir", dir}, "from=ab12: session ab12 does not exist"},
+		{[]string{"tune", "--from", "ab12", "--fallback", "--data-dir", dir}, "from: session ab12 does not exist"},
 		{[]string{"tune", "--fallback", "--data-dir", "/proc/forbidden"}, "/proc/forbidden"},
 	}
 	for _, tc := range cases {
@@ -156,6 +156,11 @@ func TestTuneRefusesBadInputWithAReason(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("%v: err %v, output %q, want it to name %q", tc.args, err, out, tc.want)
+		}
+		// Issue 35 item 9: the terminal speaks its own syntax, and a refused start prints no
+		// console banner for a session that never began.
+		if strings.Contains(string(out), "from=") || strings.Contains(string(out), "reads commands here") {
+			t.Errorf("%v: output %q speaks chat syntax or prints the console's banner", tc.args, out)
 		}
 	}
 }
@@ -410,6 +415,12 @@ func checkMeasured(t *testing.T, sum summaryJSON) {
 			check(where+" final score", tr.Final.Score)
 			check(where+" final std", tr.Final.Std)
 		}
+		if tr.Versus != nil { // issue 35 item 9: versus.score rounded like the rest
+			check(where+" versus score", tr.Versus.Score)
+		}
+	}
+	if sum.Versus != nil {
+		check("versus score", sum.Versus.Score)
 	}
 	for name, st := range map[string]*session.Standing{"best": sum.Best, "control": sum.Control} {
 		if st != nil {

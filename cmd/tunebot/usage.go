@@ -64,8 +64,24 @@ func parseFlags(e *env, fs *flag.FlagSet, args []string) (code int, ok bool) {
 		fs.SetOutput(e.stderr)
 		return 0, false
 	}
-	_, _ = e.stderr.Write(msg.Bytes())
+	_, _ = e.stderr.Write(withFlagHint(fs, err, msg.Bytes()))
 	return 2, false
+}
+
+// withFlagHint adds to the flag package's "flag provided but not defined: -bsae" the flag
+// meant, " (did you mean --base?)", when one is close.
+func withFlagHint(fs *flag.FlagSet, err error, msg []byte) []byte {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return msg
+	}
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	n, ok := session.Closest(strings.TrimLeft(name, "-"), names)
+	if !ok {
+		return msg
+	}
+	return bytes.Replace(msg, []byte(err.Error()), []byte(err.Error()+" (did you mean --"+n+"?)"), 1)
 }
 
 // parseInterleaved parses args whose flags may come before or after the operands

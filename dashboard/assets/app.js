@@ -277,7 +277,7 @@
       h("h3", {}, label + ": trial " + t.number + " · " + signed(t.score)),
       t.clip ? clipPlayer(t.clip, { width: 360, autoplay: true }) : h("p", { class: "muted" }, "no clip: " + (t.clip_note || "the trainer wrote none") + " (see its curves)"));
     const parts = [h("h2", {}, "Which walks better? A: trial " + c.a + " · B: trial " + c.b),
-      h("p", { class: "muted" }, "A just finished within the noise of the best so far, B. The score cannot see a hopping or shuffling gait; you can."),
+      h("p", { class: "muted", id: "prefer-why" }, (c.why || "A just finished; B is the best so far") + ". The score cannot see a hopping or shuffling gait; you can."),
       h("div", { class: "clip-compare" }, c.trials.map((t, i) => side(t, "AB"[i])))];
     if (d.may.decide) {
       const note = h("input", { id: "prefer-note", size: 60, placeholder: d.advised ? "why (optional): DeepSeek reads it" : "why (optional): recorded with your answer (no advisor is configured, so no prompt reads it)" });
@@ -435,7 +435,7 @@
 
   function renderLadder(el, d) {
     el.replaceChildren(h("h2", {}, "Halving ladder"), h("div", { class: "ladder" }, d.ladder.map((r) => h("div", { class: "rung" },
-      h("h3", {}, "rung " + r.rung + " · " + r.iterations + " iterations · " + r.trials.length + "/" + r.slots),
+      h("h3", {}, "rung " + r.rung + " · " + r.iterations + " iterations · " + r.filled + "/" + r.slots + (r.baseline_carried ? " + the baseline carried along" : "")),
       h("ol", {}, r.trials.map((t) => h("li", { class: t.eligible ? "eligible" : "not-eligible" },
         "trial " + t.number + ": " + (t.score === null ? t.state : versusText(t)) + (t.best ? " ★" : ""),
         t.promoted_by ? h("span", { class: "promoted-by muted" }, " · " + t.promoted_by) : null)))))));
@@ -652,10 +652,10 @@
   async function presetsPage() {
     const d = await getJSON("/api/presets");
     main.replaceChildren(h("h1", {}, "Presets"), d.presets.length ? h("table", { id: "presets" },
-      h("thead", {}, h("tr", {}, ["name", "task", "trainer", "score", "trial", "created", ""].map((c) => h("th", {}, c)))),
+      h("thead", {}, h("tr", {}, ["name", "task", "trainer", d.gain_heading, "built on", "trial", "created", ""].map((c) => h("th", {}, c)))),
       h("tbody", {}, d.presets.map((p) => h("tr", { "data-trainer": p.trainer }, h("td", {}, h("a", { href: "/presets/" + enc(p.name) }, p.name)), h("td", {}, p.task),
         h("td", { class: p.trainer === "sim" ? "trainer sim" : "trainer" }, p.trainer || "—"),
-        h("td", { class: "r" }, p.imported ? "imported" : signed(p.score) + " ± " + p.score_std.toFixed(3)), h("td", {}, p.trial || "—"), h("td", {}, when(p.created)),
+        h("td", { class: "r gain" }, p.gain), h("td", {}, p.built_on), h("td", {}, p.trial || "—"), h("td", {}, when(p.created)),
         h("td", {}, h("a", { href: "/api/presets/" + enc(p.name) + "/export", download: p.name + ".json" }, "export JSON")))))) :
       h("p", { class: "muted" }, "No presets yet: a session saves its best configuration as one when it succeeds."),
     h("p", { class: "muted" }, d.score_note + "."));
@@ -667,7 +667,9 @@
     main.replaceChildren(h("h1", {}, "Preset " + p.name),
       ...[p.trainer_text ? h("p", { id: "trainer", class: p.trainer === "sim" ? "trainer sim" : "trainer" }, "trained on " + p.trainer_text +
         (p.trainer === "sim" ? ": apply refuses it unless told --from-sim" : "")) : null].filter(Boolean),
-      h("p", {}, p.task + " · " + (p.imported ? "imported" : p.trial + " of session " + p.session_id.slice(0, 8) + " · score " + signed(p.score) + " ± " + p.score_std.toFixed(3)) + " · " + when(p.created)),
+      h("p", {}, p.task + " · " + (p.imported ? "imported" : p.trial + " of session " + p.session_id.slice(0, 8) + " · built on " + p.built_on) + " · " + when(p.created)),
+      ...(p.imported ? [] : [h("p", { id: "gain" }, d.gain_heading + ": " + p.gain_detail),
+        h("p", { class: "muted" }, "score " + signed(p.score) + " ± " + p.score_std.toFixed(3) + " against its own session's baseline at rung 0 (ranks within that session only)")]),
       h("p", {}, h("a", { href: "/api/presets/" + enc(p.name) + "/export", download: p.name + ".json", id: "export" }, "export JSON"), " · ",
         h("a", { href: "/api/presets/" + enc(p.name) + "/policy", download: p.name + "-policy.onnx", id: "policy" }, "download policy.onnx")),
       d.diff.length ? diffTable("differs from the defaults", d.diff) : h("p", {}, "same as the defaults"),
