@@ -30,6 +30,8 @@ deps-check:
 	done; exit $$fail
 	@leak=$$($(GO) list -deps ./store | grep -E '$(FORBIDDEN_IN_STORE)' | tr '\n' ' '); \
 	if [ -n "$$leak" ]; then echo "store/ must not depend on: $$leak(it keeps its own Schedule record)"; exit 1; fi
+	@users=$$($(GO) list -f '{{.ImportPath}} {{join .Imports " "}}' ./... | awk '{for (i = 2; i <= NF; i++) if ($$i == "tunebot/config") print $$1}' | grep -vx 'tunebot/cmd/tunebot' | tr '\n' ' '); \
+	if [ -n "$$users" ]; then echo "only cmd/tunebot may import tunebot/config, not: $$users"; exit 1; fi
 
 # staticcheck at a pinned version, fetched through the module proxy like every dependency.
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2

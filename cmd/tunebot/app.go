@@ -11,6 +11,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot"
+	"tunebot/config"
 	"tunebot/disk"
 	"tunebot/private"
 	"tunebot/secret"
@@ -21,7 +22,7 @@ import (
 
 // app is tunebot wired together: the composition root shared by tune, demo and run.
 type app struct {
-	cfg    Config
+	cfg    config.Config
 	log    *slog.Logger
 	db     *store.DB
 	engine *session.Engine
@@ -32,7 +33,7 @@ type app struct {
 
 // newLogger builds the slog logger the config asks for, writing to w with tunebot's
 // secrets redacted from every line.
-func newLogger(c LogConfig, w io.Writer) *slog.Logger {
+func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
 	w = secret.Process().Writer(w)
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(c.Level))
@@ -46,7 +47,7 @@ func newLogger(c LogConfig, w io.Writer) *slog.Logger {
 // openStore opens the data dir's store; when a daemon holds it, the error says so. In a
 // shared data_dir it is opened as the keys are (private.OpenOwn): never through a link,
 // the daemon user's alone.
-func openStore(cfg Config) (*store.DB, error) {
+func openStore(cfg config.Config) (*store.DB, error) {
 	opts := store.Options{Redact: secret.Process().String}
 	if cfg.Service.SharedDataDir {
 		opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -57,13 +58,13 @@ func openStore(cfg Config) (*store.DB, error) {
 }
 
 // sessionsDir is where every session's run directories live.
-func sessionsDir(cfg Config) string { return filepath.Join(cfg.DataDir, "sessions") }
+func sessionsDir(cfg config.Config) string { return filepath.Join(cfg.DataDir, "sessions") }
 
 // checkShared checks, in a shared data_dir, what lives beside private/ and that another
 // user could swap for a link: the sessions directory (every run directory, checkpoint and
 // evaluation.json) must be the daemon user's own and writable by nobody else. The store
 // and the log are checked as they are opened (openStore, openLog).
-func checkShared(cfg Config) error {
+func checkShared(cfg config.Config) error {
 	if !cfg.Service.SharedDataDir {
 		return nil
 	}
@@ -81,7 +82,7 @@ func openLog(dataDir string, shared bool) (*os.File, error) {
 }
 
 // dataFile is the path of the data dir's store.
-func dataFile(cfg Config) string { return filepath.Join(cfg.DataDir, "tunebot.db") }
+func dataFile(cfg config.Config) string { return filepath.Join(cfg.DataDir, "tunebot.db") }
 
 // dataDirAccess is a warning when data_dir exists with access for group or others: it holds
 // the store (every session and the audit log), the dashboard key that signs sign-ins, the
@@ -100,7 +101,7 @@ func dataDirAccess(dir string) string {
 // consoleLogger is the logger of the foreground commands (tune, demo): everything at the
 // configured level goes to <data_dir>/tunebot.log, and only warnings and errors reach the
 // terminal, where the cards are. The returned func closes the file.
-func consoleLogger(c LogConfig, dataDir string, shared bool, stderr io.Writer) (*slog.Logger, func(), error) {
+func consoleLogger(c config.LogConfig, dataDir string, shared bool, stderr io.Writer) (*slog.Logger, func(), error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("data_dir %s cannot be created: %w", dataDir, err)
 	}
@@ -116,7 +117,7 @@ func consoleLogger(c LogConfig, dataDir string, shared bool, stderr io.Writer) (
 // openApp opens the store, builds the trainer, proposers and engine, and recovers what a
 // previous run left. note is the engine's notifier (nil: none): what needs the engine to be
 // built is fed through a relay (relay.go). The caller closes the app.
-func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note session.Notifier) (*app, error) {
+func openApp(ctx context.Context, cfg config.Config, e *env, logger *slog.Logger, note session.Notifier) (*app, error) {
 	// Run directories are handed to trainers that run in another working directory, so
 	// every path derived from the data dir must be absolute.
 	abs, err := filepath.Abs(cfg.DataDir)
@@ -163,14 +164,14 @@ func openApp(ctx context.Context, cfg Config, e *env, logger *slog.Logger, note 
 
 // newEngine builds the trainer, the proposers and the engine. st is the store as the engine
 // sees it: db with every action audited (actionLog); the advisor keeps its records in db.
-func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.Logger, note session.Notifier) (*session.Engine, error) {
+func newEngine(cfg config.Config, e *env, db *store.DB, st session.Store, logger *slog.Logger, note session.Notifier) (*session.Engine, error) {
 	lease := &trainer.Lease{}
-	train, evaluate := cfg.Trainer.templates()
+	train, evaluate := cfg.Trainer.Templates()
 	runner, err := trainer.New(trainer.Templates{
 		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: train,
 		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: evaluate,
 		JobTimeout: cfg.Trainer.JobTimeout, EvalTimeout: cfg.Trainer.EvalTimeout, Grace: cfg.Trainer.Grace,
-		Slurm: cfg.Executor.slurm(), Events: cfg.Trainer.Events,
+		Slurm: cfg.Executor.SlurmBackend(), Events: cfg.Trainer.Events,
 	}, lease, logger)
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)
@@ -182,10 +183,10 @@ func newEngine(cfg Config, e *env, db *store.DB, st session.Store, logger *slog.
 	}
 	return session.NewEngine(session.EngineConfig{
 		Store: st, Trainer: runner, Advisor: primary, Sampler: sampler,
-		Notifier: note, Space: cfg.engineSpace(), Spaces: cfg.spaces(), SessionsDir: sessionsDir(cfg), Logger: logger,
+		Notifier: note, Space: cfg.EngineSpace(), Spaces: cfg.TaskSpaces(), SessionsDir: sessionsDir(cfg), Logger: logger,
 		// Parallel 0 lets the engine take each session's own GPUs into account (local).
 		Parallel: cfg.Executor.Parallel, GPUsPerTrial: cfg.Executor.GPUsPerTrial,
-		LeaseGPUs: cfg.Executor.Backend == BackendLocal, TrainerKind: trainerKind(cfg.Trainer),
+		LeaseGPUs: cfg.Executor.Backend == config.BackendLocal, TrainerKind: trainerKind(cfg.Trainer),
 		Disks: disk.NewWatch(cfg.DataDir), DataDir: cfg.DataDir, MinFree: int64(cfg.Service.MinFree),
 	})
 }
@@ -210,7 +211,7 @@ const (
 
 // buildAdvisor returns the DeepSeek advisor when DEEPSEEK_API_KEY is set (wrapped in the
 // configured hybrid with the sampler), else nil: sessions then need fallback.
-func buildAdvisor(cfg Config, e *env, db *store.DB, sampler session.Advisor, logger *slog.Logger) (session.Advisor, error) {
+func buildAdvisor(cfg config.Config, e *env, db *store.DB, sampler session.Advisor, logger *slog.Logger) (session.Advisor, error) {
 	key := e.getenv("DEEPSEEK_API_KEY")
 	if key == "" {
 		return nil, nil
@@ -225,7 +226,7 @@ func buildAdvisor(cfg Config, e *env, db *store.DB, sampler session.Advisor, log
 	return advisor.NewHybrid(ds, sampler, cfg.Advisor.Hybrid, cfg.Advisor.StallAfter, db, logger), nil
 }
 
-func deepSeekConfig(c AdvisorConfig) advisor.DeepSeekConfig {
+func deepSeekConfig(c config.AdvisorConfig) advisor.DeepSeekConfig {
 	return advisor.DeepSeekConfig{BaseURL: c.BaseURL, Model: c.Model, Timeout: c.Timeout, Temperature: c.Temperature, Redact: secret.Process()}
 }
 

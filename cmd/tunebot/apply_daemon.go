@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"tunebot/apply"
+	"tunebot/config"
 	"tunebot/httpd"
 	"tunebot/session"
 )
@@ -29,7 +30,7 @@ type applyAnswer struct {
 
 // applyViaDaemon asks the daemon holding cfg's store to run req, and prints its answer as
 // the command would have printed it itself.
-func applyViaDaemon(ctx context.Context, e *env, cfg Config, req applyRequest) int {
+func applyViaDaemon(ctx context.Context, e *env, cfg config.Config, req applyRequest) int {
 	token, err := daemonToken(cfg, "apply presets")
 	if err != nil {
 		fmt.Fprintln(e.stderr, "apply:", err)
@@ -104,7 +105,7 @@ func (d *daemon) applyForCommand(ctx context.Context, stdout, stderr io.Writer, 
 	}
 	// An applier of its own per request, from the daemon's apply: section: FromSim and
 	// Partial are the command's, and chat's applier never has them set.
-	ap, err := apply.New(d.cfg.Apply, d.cfg.spaceOf(d.cfg.Apply.Task), d.app.actions, d.log)
+	ap, err := apply.New(d.cfg.Apply, d.cfg.SpaceOf(d.cfg.Apply.Task), d.app.actions, d.log)
 	if err != nil {
 		fmt.Fprintln(stderr, "apply:", err)
 		return 1

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"tunebot/bot"
+	"tunebot/config"
 	"tunebot/store"
 )
 
@@ -28,7 +29,7 @@ type chatAdapter interface {
 
 // chatDeps is what an adapter factory may use.
 type chatDeps struct {
-	cfg Config
+	cfg config.Config
 	env *env
 	db  *store.DB
 	log *slog.Logger

@@ -9,6 +9,7 @@ import (
 
 	"tunebot/apply"
 	"tunebot/bot"
+	"tunebot/config"
 	"tunebot/preset"
 	"tunebot/session"
 )
@@ -39,7 +40,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		return usageError(e, fs, "give diff PRESET, PRESET or rollback")
 	}
 	req := applyRequest{Operands: operands, Yes: *yes, FromSim: *fromSim, Partial: *partial}
-	cfg, err := loadConfig(*cfgPath, e.getenv)
+	cfg, err := config.Load(*cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return 1
@@ -61,7 +62,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "apply is not configured: %s; set apply.repo (and its edits and test command), see config.example.yaml\n", where)
 		return 1
 	}
-	ap, err := apply.New(cfg.Apply, cfg.spaceOf(cfg.Apply.Task), db, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	ap, err := apply.New(cfg.Apply, cfg.SpaceOf(cfg.Apply.Task), db, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		printProblems(e, err)
 		return 1

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"tunebot/config"
 	"tunebot/httpd"
 	"tunebot/private"
 	"tunebot/session"
@@ -27,11 +28,13 @@ const backupUsage = "usage: tunebot backup PATH [--config FILE] [--data-dir DIR]
 // user can read it, as only they can read the data file.
 const backupTokenFile = "backup.token"
 
-func backupTokenPath(cfg Config) string { return filepath.Join(privateDir(cfg), backupTokenFile) }
+func backupTokenPath(cfg config.Config) string {
+	return filepath.Join(privateDir(cfg), backupTokenFile)
+}
 
 // writeBackupToken makes a new token for this daemon's socket and stores it, readable by
 // its user only (never through a link planted in its place), for the tunebot command.
-func writeBackupToken(cfg Config) (string, error) {
+func writeBackupToken(cfg config.Config) (string, error) {
 	token := rand.Text()
 	if err := private.WriteFile(backupTokenPath(cfg), []byte(token+"\n")); err != nil {
 		return "", fmt.Errorf("writing the backup token: %w", err)
@@ -51,7 +54,7 @@ func runBackup(ctx context.Context, e *env, args []string) int {
 	if len(operands) != 1 {
 		return usageError(e, fs, "give one PATH to write the copy to")
 	}
-	cfg, err := loadConfig(*cfgPath, e.getenv)
+	cfg, err := config.Load(*cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return 1
@@ -70,7 +73,7 @@ func runBackup(ctx context.Context, e *env, args []string) int {
 
 // backup copies the data file to dst: directly when no daemon holds it, else through the
 // running daemon's socket.
-func backup(ctx context.Context, cfg Config, dst string) (int64, error) {
+func backup(ctx context.Context, cfg config.Config, dst string) (int64, error) {
 	src := dataFile(cfg)
 	if _, err := os.Stat(src); err != nil {
 		return 0, fmt.Errorf("no data file at %s to back up: %w", src, err)

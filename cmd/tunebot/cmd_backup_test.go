@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tunebot/config"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -123,7 +124,7 @@ func TestBackupWithoutDaemon(t *testing.T) {
 		t.Fatalf("prune --data-dir: exit %d: %s%s", code, out, stderr)
 	}
 	// A data file held by another process (a daemon) without a way to ask it for the copy.
-	held, err := openStore(Config{DataDir: data})
+	held, err := openStore(config.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

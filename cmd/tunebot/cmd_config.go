@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -31,11 +32,11 @@ func runConfig(ctx context.Context, e *env, args []string) int {
 	if fs.NArg() > 0 {
 		return usageError(e, fs, "unexpected argument %q", fs.Arg(0))
 	}
-	cfg, err := loadConfig(*path, e.getenv)
+	cfg, err := config.Load(*path, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 	}
-	for _, w := range cfg.warnings {
+	for _, w := range cfg.Warnings {
 		fmt.Fprintln(e.stderr, "warning: "+w)
 	}
 	if err != nil {

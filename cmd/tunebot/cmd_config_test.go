@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"tunebot/config"
 	"tunebot/trainer"
 )
 
@@ -34,7 +35,7 @@ func TestConfigCheckAcceptsGoodFiles(t *testing.T) {
 
 // The good fixture sets every field away from its default; loading it must keep each value.
 func TestConfigGoodFixtureIsRead(t *testing.T) {
-	cfg, err := loadConfig(filepath.Join("testdata", "config_good.yaml"), func(string) string { return "" })
+	cfg, err := config.Load(filepath.Join("testdata", "config_good.yaml"), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,34 +55,34 @@ func TestConfigGoodFixtureIsRead(t *testing.T) {
 // TestExecutorConfig: the executor section's defaults, what it hands the trainer and the
 // engine, and a clear message for each bad field.
 func TestExecutorConfig(t *testing.T) {
-	cfg, err := loadConfig(filepath.Join("testdata", "config_good.yaml"), func(string) string { return "" })
+	cfg, err := config.Load(filepath.Join("testdata", "config_good.yaml"), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}
 	x := cfg.Executor
-	sl := x.slurm()
+	sl := x.SlurmBackend()
 	if x.Backend != "slurm" || x.Parallel != 6 || x.GPUsPerTrial != 2 || sl == nil || sl.Partition != "gpu" || sl.Account != "robotics-lab" ||
 		sl.QOS != "normal" || sl.TimeLimit != 8*time.Hour || sl.CPUs != 16 || sl.Mem != "64G" || sl.GPUs != 2 ||
 		!slices.Equal(sl.Extra, []string{"--constraint=a100", "--exclusive"}) {
 		t.Errorf("executor %+v, slurm backend %+v", x, sl)
 	}
 
-	def := defaultConfig()
-	if def.Executor.Backend != "local" || def.Executor.GPUsPerTrial != 1 || def.Executor.slurm() != nil {
+	def := config.Default()
+	if def.Executor.Backend != "local" || def.Executor.GPUsPerTrial != 1 || def.Executor.SlurmBackend() != nil {
 		t.Errorf("default executor %+v", def.Executor)
 	}
 	for _, tc := range []struct {
-		x    ExecutorConfig
+		x    config.ExecutorConfig
 		gpus []int
 		want int
 	}{
-		{ExecutorConfig{Backend: "local", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 4},
-		{ExecutorConfig{Backend: "local", GPUsPerTrial: 2}, []int{0, 1, 2, 3, 4}, 2},
-		{ExecutorConfig{Backend: "local", GPUsPerTrial: 1, Parallel: 2}, []int{0, 1, 2, 3}, 2},
-		{ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 1},
-		{ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1, Parallel: 8}, []int{0}, 8},
+		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 4},
+		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 2}, []int{0, 1, 2, 3, 4}, 2},
+		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 1, Parallel: 2}, []int{0, 1, 2, 3}, 2},
+		{config.ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 1},
+		{config.ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1, Parallel: 8}, []int{0}, 8},
 	} {
-		if got := tc.x.parallel(tc.gpus); got != tc.want {
+		if got := tc.x.TrialsAtOnce(tc.gpus); got != tc.want {
 			t.Errorf("%+v on %v: parallel %d, want %d", tc.x, tc.gpus, got, tc.want)
 		}
 	}
@@ -278,7 +279,7 @@ func TestConfigCheckExpandsEnvironment(t *testing.T) {
 		})
 	}
 	// The expanded value is what the config holds.
-	cfg, err := loadConfig(path, func(k string) string {
+	cfg, err := config.Load(path, func(k string) string {
 		return map[string]string{"RUN_NAME": "go2-run", "DATA_DIR": "/var/lib/tunebot", "TRIALS": "8"}[k]
 	})
 	if err != nil {
@@ -605,12 +606,12 @@ func TestSlurmTimeLimitForms(t *testing.T) {
 		`"1-12:30"`: 36*time.Hour + 30*time.Minute, `"1-00:00:00"`: 24 * time.Hour, `"2-03:04:05"`: 51*time.Hour + 4*time.Minute + 5*time.Second,
 	} {
 		path := writeFile(t, "slurm.yaml", "data_dir: "+t.TempDir()+"\nexecutor:\n  backend: slurm\n  slurm:\n    time_limit: "+value+"\n")
-		cfg, err := loadConfig(path, func(string) string { return "" })
+		cfg, err := config.Load(path, func(string) string { return "" })
 		if err != nil {
 			t.Errorf("time_limit: %s: %v", value, err)
 			continue
 		}
-		if got := cfg.Executor.slurm().TimeLimit; got != want {
+		if got := cfg.Executor.SlurmBackend().TimeLimit; got != want {
 			t.Errorf("time_limit: %s is %s, want %s", value, got, want)
 		}
 	}

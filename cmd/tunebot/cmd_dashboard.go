@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tunebot/bot"
+	"tunebot/config"
 	"tunebot/dashboard"
 	"tunebot/httpd"
 	"tunebot/session"
@@ -36,7 +37,7 @@ func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
 	if err != nil {
 		return err
 	}
-	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.namesSpace(), SpaceOf: d.cfg.spaceOf,
+	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.NamesSpace(), SpaceOf: d.cfg.SpaceOf,
 		Key: key, KeyPath: filepath.Join(privateDir(d.app.cfg), dashboardKeyFile), Roles: d.roles,
 		PublicURL: d.cfg.Service.PublicURL, BaseURL: d.cfg.Service.BaseURL(), Logger: d.log.With("component", "dashboard"),
 		Clips: d.app.clipFiles()})
@@ -114,7 +115,7 @@ every unused sign-in link stops working (the running daemon uses it at once).`
 // askDaemon posts to path on the running daemon's socket as the operator (proof of reading
 // the data directory's key) and decodes its JSON answer into out; no daemon listening is
 // httpd.ErrNoDaemon.
-func askDaemon(ctx context.Context, cfg Config, client *http.Client, path string, out any) error {
+func askDaemon(ctx context.Context, cfg config.Config, client *http.Client, path string, out any) error {
 	keyPath := filepath.Join(privateDir(cfg), dashboardKeyFile)
 	key, err := dashboard.ReadKey(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -156,7 +157,7 @@ func askDaemon(ctx context.Context, cfg Config, client *http.Client, path string
 
 // operatorLink asks the running daemon, on its socket, for a link: the daemon
 // holds the store, and proof of reading the data directory's key stands for the operator.
-func operatorLink(ctx context.Context, cfg Config, client *http.Client) (string, error) {
+func operatorLink(ctx context.Context, cfg config.Config, client *http.Client) (string, error) {
 	if cfg.Service.Off() {
 		return "", fmt.Errorf("the monitoring page is off (service.addr: off in the config)")
 	}
@@ -175,7 +176,7 @@ func operatorLink(ctx context.Context, cfg Config, client *http.Client) (string,
 // rotateDashboardKey signs everyone out of the monitoring page: the running daemon makes a
 // new key and uses it at once; with no daemon answering, the key file is replaced, which
 // the next start reads.
-func rotateDashboardKey(ctx context.Context, cfg Config, client *http.Client) (string, error) {
+func rotateDashboardKey(ctx context.Context, cfg config.Config, client *http.Client) (string, error) {
 	path := filepath.Join(privateDir(cfg), dashboardKeyFile)
 	done := "signed everyone out of the monitoring page: " + path + " holds a new key, so every cookie and every unused sign-in link stopped working"
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {

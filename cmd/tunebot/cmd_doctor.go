@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"tunebot/config"
 	"tunebot/private"
 	"tunebot/session"
 	"tunebot/store"
@@ -73,12 +74,12 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 	// What tune and run check before they start, so doctor never passes what they refuse.
 	doctorAdvisor(r, cfg, e.getenv)
 	doctorChat(r, cfg, e)
-	if isSimTrainer(cfg.Trainer) {
+	if cfg.Trainer.IsSim() {
 		r.line("ok", "trainer", "built-in sim trainer: nothing to check")
 	} else {
 		doctorTrainer(ctx, r, cfg)
 	}
-	if cfg.Executor.Backend == BackendSlurm {
+	if cfg.Executor.Backend == config.BackendSlurm {
 		doctorSlurm(ctx, r, cfg, e.getenv)
 	}
 	doctorDataDir(r, cfg.DataDir, cfg.Service.SharedDataDir)
@@ -93,7 +94,7 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 
 // doctorAdvisor checks that sessions have a proposer: the DeepSeek advisor, or the numeric
 // sampler as the fallback (tune refuses a session with neither).
-func doctorAdvisor(r *doctorReport, cfg Config, getenv func(string) string) {
+func doctorAdvisor(r *doctorReport, cfg config.Config, getenv func(string) string) {
 	switch {
 	case noProposer(getenv, cfg.Session.Fallback, doctorFallbackFix) != "":
 		r.line("fail", "advisor", noProposer(getenv, cfg.Session.Fallback, doctorFallbackFix))
@@ -106,7 +107,7 @@ func doctorAdvisor(r *doctorReport, cfg Config, getenv func(string) string) {
 
 // doctorChat builds the chat adapters and pushes run would start, as run builds them
 // (building connects nowhere), so a token missing from the environment shows here.
-func doctorChat(r *doctorReport, cfg Config, e *env) {
+func doctorChat(r *doctorReport, cfg config.Config, e *env) {
 	// Building needs no store: the adapters use it only once they run.
 	adapters, err := newAdapters(chatDeps{cfg: cfg, env: e, log: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -130,14 +131,10 @@ func doctorChat(r *doctorReport, cfg Config, e *env) {
 	r.line("ok", "chat", strings.Join(names, ", ")+": configured, tokens set")
 }
 
-func isSimTrainer(t TrainerConfig) bool {
-	return len(t.Train) >= 2 && t.Train[0] == "{tunebot}" && t.Train[1] == "sim-train"
-}
-
 // trainerKind is the kind of trainer t runs, recorded on the presets it makes.
-func trainerKind(t TrainerConfig) string {
+func trainerKind(t config.TrainerConfig) string {
 	switch {
-	case isSimTrainer(t):
+	case t.IsSim():
 		return session.TrainerSim
 	case usesAdapter(t):
 		return session.TrainerMjlab
@@ -145,11 +142,11 @@ func trainerKind(t TrainerConfig) string {
 	return session.TrainerCommand
 }
 
-func usesAdapter(t TrainerConfig) bool {
+func usesAdapter(t config.TrainerConfig) bool {
 	return slices.Contains(t.Train, adapterModule) || slices.Contains(t.Evaluate, adapterModule)
 }
 
-func doctorTrainer(ctx context.Context, r *doctorReport, cfg Config) {
+func doctorTrainer(ctx context.Context, r *doctorReport, cfg config.Config) {
 	py, err := resolvePython(cfg.Trainer.Python, cfg.Trainer.Workdir)
 	if err != nil {
 		r.line("fail", "python", err.Error())
@@ -253,8 +250,8 @@ func versions(pkgs map[string]string) string {
 
 // doctorLocalGPUs checks this machine's GPUs when the jobs run here; on Slurm the nodes'
 // GPUs are what matters, and doctorSlurm checks the partition offers them.
-func doctorLocalGPUs(ctx context.Context, r *doctorReport, cfg Config, torchGPUs []string) {
-	if cfg.Executor.Backend == BackendSlurm {
+func doctorLocalGPUs(ctx context.Context, r *doctorReport, cfg config.Config, torchGPUs []string) {
+	if cfg.Executor.Backend == config.BackendSlurm {
 		r.line("ok", "gpus", "jobs run on Slurm, which assigns the GPUs: this machine's are not used")
 		return
 	}
@@ -267,7 +264,7 @@ var slurmCommands = []string{"sbatch", "squeue", "sacct", "scancel", "sinfo"}
 // doctorSlurm checks what the slurm backend needs: the client commands on PATH, a
 // reachable controller, the partition up, its GPU gres when jobs ask for GPUs, and a
 // data_dir the nodes can plausibly see.
-func doctorSlurm(ctx context.Context, r *doctorReport, cfg Config, getenv func(string) string) {
+func doctorSlurm(ctx context.Context, r *doctorReport, cfg config.Config, getenv func(string) string) {
 	var missing []string
 	for _, c := range slurmCommands {
 		if _, err := exec.LookPath(c); err != nil {
@@ -367,14 +364,14 @@ func doctorGPUs(ctx context.Context, r *doctorReport, torchGPUs []string, want [
 // reads it. A default that differs is a warning, one per scalar: the space's defaults are
 // what the baseline trains with, so the baseline is not the task's stock configuration. A
 // name the task lacks in its own names fails: every train job would refuse it.
-func doctorDefaults(ctx context.Context, r *doctorReport, cfg Config, py, task string) {
+func doctorDefaults(ctx context.Context, r *doctorReport, cfg config.Config, py, task string) {
 	label := taskLabel(cfg, "defaults", task)
 	tr, err := taskRewards(ctx, cfg.Trainer.Workdir, py, task)
 	if err != nil {
 		r.line("warn", label, fmt.Sprintf("could not read the task's defaults: %v", err))
 		return
 	}
-	space := cfg.spaceOf(task)
+	space := cfg.SpaceOf(task)
 	if tr.UsesTable(space.Names()) && tr.TableDefaults != nil {
 		diffs := diffDefaults("term", space.Defaults().Weights, tr.TableDefaults.Weights)
 		diffs = append(diffs, diffDefaults("param", space.Defaults().Params, tr.TableDefaults.Params)...)

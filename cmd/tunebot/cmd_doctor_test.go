@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -199,11 +200,11 @@ func TestDoctor(t *testing.T) {
 // Which trainer makes a preset is recorded on it: the built-in sim, the mjlab adapter, or
 // any other command (issue 28, item 4).
 func TestTrainerKind(t *testing.T) {
-	sim := defaultConfig().Trainer
-	mjlab := TrainerConfig{Train: []string{"{python}", "-m", adapterModule, "train"}, Evaluate: []string{"{python}", "-m", adapterModule, "evaluate"}}
-	other := TrainerConfig{Train: []string{"./train.sh"}, Evaluate: []string{"./eval.sh"}}
+	sim := config.Default().Trainer
+	mjlab := config.TrainerConfig{Train: []string{"{python}", "-m", adapterModule, "train"}, Evaluate: []string{"{python}", "-m", adapterModule, "evaluate"}}
+	other := config.TrainerConfig{Train: []string{"./train.sh"}, Evaluate: []string{"./eval.sh"}}
 	for _, tc := range []struct {
-		t    TrainerConfig
+		t    config.TrainerConfig
 		want string
 	}{{sim, session.TrainerSim}, {mjlab, session.TrainerMjlab}, {other, session.TrainerCommand}} {
 		if got := trainerKind(tc.t); got != tc.want {

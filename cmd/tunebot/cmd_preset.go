@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 
+	"tunebot/config"
 	"tunebot/disk"
 	"tunebot/preset"
 	"tunebot/session"
@@ -83,7 +84,7 @@ func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task st
 		if err != nil {
 			return presetFail(e, err)
 		}
-		fmt.Fprint(e.stdout, preset.FormatShow(p, showSpace(spaceOf, p)))
+		fmt.Fprint(e.stdout, preset.FormatShow(p, config.ShowSpace(spaceOf, p)))
 	case "export":
 		p, err := book.get(ctx, operands[0])
 		if err != nil {
@@ -126,7 +127,7 @@ func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task st
 // daemon holds it, else the running daemon's socket, so the command works either way. ok
 // false means the problem is printed and the exit is 1; the func closes what was opened.
 func openPresets(e *env, cfgPath, dataDir string) (presetBook, func(task string) *session.Space, func(), bool) {
-	cfg, err := loadConfig(cfgPath, e.getenv)
+	cfg, err := config.Load(cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return nil, nil, nil, false
@@ -136,12 +137,12 @@ func openPresets(e *env, cfgPath, dataDir string) (presetBook, func(task string)
 	}
 	db, err := openStore(cfg)
 	if err == nil {
-		return storeBook{db: db, cfg: cfg, by: cliActor(e)}, cfg.spaceOf, func() { db.Close() }, true
+		return storeBook{db: db, cfg: cfg, by: cliActor(e)}, cfg.SpaceOf, func() { db.Close() }, true
 	}
 	if errors.Is(err, session.ErrLocked) {
 		book, derr := newDaemonBook(cfg)
 		if derr == nil {
-			return book, cfg.spaceOf, func() {}, true
+			return book, cfg.SpaceOf, func() {}, true
 		}
 		err = derr
 	}

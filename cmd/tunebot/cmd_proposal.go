@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -32,12 +33,12 @@ Checks a patch under the proposal rules: exit 0 and the merged configuration, or
 	if fs.NArg() != 1 {
 		return usageError(e, fs, "exactly one PATCH.json is needed")
 	}
-	cfg, err := loadConfig(*cfgPath, e.getenv)
+	cfg, err := config.Load(*cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return 1
 	}
-	_, space, err := cfg.taskFor(*task) // a task the config does not list is refused, not checked against another's space
+	_, space, err := cfg.TaskFor(*task) // a task the config does not list is refused, not checked against another's space
 	if err != nil {
 		return usageError(e, fs, "%s", err)
 	}

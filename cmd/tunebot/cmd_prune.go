@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"tunebot/config"
 	"tunebot/httpd"
 	"tunebot/retention"
 	"tunebot/secret"
@@ -106,13 +107,13 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 }
 
 // pruner is retention over the data dir of cfg and db.
-func pruner(cfg Config, db retention.Store) *retention.Pruner {
+func pruner(cfg config.Config, db retention.Store) *retention.Pruner {
 	return &retention.Pruner{Store: db, SessionsDir: filepath.Join(cfg.DataDir, "sessions"), ReportsDir: filepath.Join(cfg.DataDir, "reports")}
 }
 
 // prune runs req on the data dir of cfg: itself when no daemon holds the data file, else
 // through the running daemon's socket, which then prunes and compacts its open store.
-func prune(ctx context.Context, cfg Config, req pruneRequest) (retention.Report, error) {
+func prune(ctx context.Context, cfg config.Config, req pruneRequest) (retention.Report, error) {
 	path := dataFile(cfg)
 	if _, err := os.Stat(path); err != nil {
 		return retention.Report{}, fmt.Errorf("no data file at %s to prune: %w", path, err)

@@ -15,6 +15,7 @@ import (
 	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/bot/notify"
+	"tunebot/config"
 	"tunebot/dashboard"
 	"tunebot/httpd"
 	"tunebot/retention"
@@ -51,7 +52,7 @@ the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 		return 1
 	}
 	defer closeLog()
-	for _, w := range cfg.warnings {
+	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
 	if access != "" && !cfg.Service.SharedDataDir {
@@ -80,7 +81,7 @@ the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 // under systemd); with none the console is this terminal's front end, and as in tune the
 // log goes to data_dir/tunebot.log, warnings and errors showing here too, one line each, so
 // the cards and the prompt are not interleaved with a trial's job lines.
-func daemonLogger(cfg Config, e *env) (*slog.Logger, func(), error) {
+func daemonLogger(cfg config.Config, e *env) (*slog.Logger, func(), error) {
 	if chatEnabled(cfg.Chat) {
 		return newLogger(cfg.Log, e.stderr), func() {}, nil
 	}
@@ -89,12 +90,12 @@ func daemonLogger(cfg Config, e *env) (*slog.Logger, func(), error) {
 
 // chatEnabled reports whether the config enables a chat platform; with none, run's front
 // end is the console (buildChat decides the same from the adapters it builds).
-func chatEnabled(c ChatConfig) bool { return c.Slack.Enabled || c.Discord.Enabled }
+func chatEnabled(c config.ChatConfig) bool { return c.Slack.Enabled || c.Discord.Enabled }
 
 // daemon is tunebot run: the engine, the chat adapters, their outbox dispatchers and the
 // notifier, with their goroutines owned here and ended in order by stop.
 type daemon struct {
-	cfg     Config
+	cfg     config.Config
 	e       *env
 	log     *slog.Logger
 	verbose bool // the console prints every card whole
@@ -147,7 +148,7 @@ func (d *daemon) start(ctx context.Context, resume bool) error {
 		return err
 	}
 	d.handler = bot.NewHandler(bot.HandlerConfig{
-		Engine: eng, Store: a.actions, Space: d.cfg.namesSpace(), SpaceOf: d.cfg.spaceOf, Allow: allow, Defaults: d.cfg.Session,
+		Engine: eng, Store: a.actions, Space: d.cfg.NamesSpace(), SpaceOf: d.cfg.SpaceOf, Allow: allow, Defaults: d.cfg.Session,
 		Charts: charts, Clips: a.clips(), Agent: d.agentTest, Logger: d.log,
 		Applier: applier, Scheduler: d.scheduler, Gate: &d.gate, SessionsDir: filepath.Join(d.cfg.DataDir, "sessions"),
 		Redact: secret.Process(), ReadLimit: d.cfg.Chat.ReadLimit,
@@ -189,7 +190,7 @@ func (d *daemon) newApplier() (bot.Applier, error) {
 	if d.cfg.Apply.Repo == "" {
 		return nil, nil
 	}
-	ap, err := apply.New(d.cfg.Apply, d.cfg.spaceOf(d.cfg.Apply.Task), d.app.actions, d.log)
+	ap, err := apply.New(d.cfg.Apply, d.cfg.SpaceOf(d.cfg.Apply.Task), d.app.actions, d.log)
 	if err != nil {
 		return nil, fmt.Errorf("apply: %w", err)
 	}
@@ -204,7 +205,7 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: d.app.db, Space: d.cfg.namesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose,
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.NamesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose,
 			EndOfInput: "input has ended (Ctrl-D): this terminal reads no more commands; tunebot keeps running until Ctrl-C or SIGTERM"})
 		to = append(to, d.con) // it queues what comes until runConsole, once the daemon runs
 	}
@@ -356,7 +357,7 @@ func (d *daemon) buildChat(db *store.DB, charts bot.ChartFunc) (wantConsole bool
 	}
 	d.notifier = bot.NewNotifier(bot.NotifierConfig{
 		Queue: deps.db, Platforms: platforms, Push: push, Expire: d.cfg.Chat.Expire, Logger: d.log, Redact: secret.Process(),
-		Renderer: &bot.Renderer{Records: db, Space: d.cfg.namesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(),
+		Renderer: &bot.Renderer{Records: db, Space: d.cfg.NamesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(),
 			Mentions: mentions, Logger: d.log, TrialURL: d.trialURL(), NoAdvisor: !d.app.engine.Advised()},
 		Wake: func(p string) {
 			if disp, ok := d.dispatchers[p]; ok {
@@ -387,7 +388,7 @@ func newAdapters(deps chatDeps) ([]chatAdapter, error) {
 
 // newPushes builds the phone pushes the config enables (ntfy, the webhook) and returns
 // their names, in the order the notifier uses them, and sinks.
-func newPushes(cfg Config, getenv func(string) string) ([]string, map[string]bot.Sink, error) {
+func newPushes(cfg config.Config, getenv func(string) string) ([]string, map[string]bot.Sink, error) {
 	var names []string
 	sinks := map[string]bot.Sink{}
 	if c := cfg.Chat.Ntfy; c.Server != "" {
@@ -537,7 +538,7 @@ func (d *daemon) startService(allow bot.AllowList) error {
 
 // startScheduler runs the stored schedules, the decision reminders and the daily digest.
 func (d *daemon) startScheduler(ctx context.Context) error {
-	space := d.cfg.namesSpace()
+	space := d.cfg.NamesSpace()
 	sch, err := schedule.New(schedule.Options{
 		Config:  d.cfg.Schedule,
 		Store:   scheduleStore{d.app.db},
@@ -639,7 +640,7 @@ func (d *daemon) notifySession(s session.Session, text string) {
 type scheduledStarter struct{ d *daemon }
 
 func (s scheduledStarter) StartScheduled(ctx context.Context, e bot.ScheduleEntry) (string, error) {
-	st, err := startSettings(e.Args, s.d.cfg.Session, s.d.cfg.namesSpace())
+	st, err := startSettings(e.Args, s.d.cfg.Session, s.d.cfg.NamesSpace())
 	if err != nil {
 		return "", err
 	}

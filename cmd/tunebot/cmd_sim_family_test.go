@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -23,18 +24,18 @@ func TestSimSurfaceFamilies(t *testing.T) {
 		return p
 	}
 	for _, fam := range []string{"generic", "domain", "coupled"} {
-		cfg, err := loadConfig(write("trainer:\n  sim_surface_seed: 7\n  sim_surface_family: "+fam+"\n"), func(string) string { return "" })
+		cfg, err := config.Load(write("trainer:\n  sim_surface_seed: 7\n  sim_surface_family: "+fam+"\n"), func(string) string { return "" })
 		if err != nil {
 			t.Fatalf("family %s: %v", fam, err)
 		}
-		train, evaluate := cfg.Trainer.templates()
+		train, evaluate := cfg.Trainer.Templates()
 		for _, argv := range [][]string{train, evaluate} {
 			if got := strings.Join(argv[len(argv)-4:], " "); got != "--surface-seed 7 --surface-family "+fam {
 				t.Errorf("family %s: template ends %q", fam, got)
 			}
 		}
 	}
-	_, err := loadConfig(write("trainer:\n  sim_surface_seed: 7\n  sim_surface_family: nope\n"), func(string) string { return "" })
+	_, err := config.Load(write("trainer:\n  sim_surface_seed: 7\n  sim_surface_family: nope\n"), func(string) string { return "" })
 	if err == nil || !strings.Contains(err.Error(), `trainer.sim_surface_family: surface family "nope" is unknown (generic, domain or coupled)`) {
 		t.Errorf("unknown family: %v", err)
 	}

@@ -52,7 +52,7 @@ func runSpace(ctx context.Context, e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "tunebot space: %v\n", err)
 		return 1
 	}
-	built := mjlab.Build(tr, cfg.space())
+	built := mjlab.Build(tr, cfg.RewardSpace())
 	// What is printed must pass config check as it is.
 	if err := built.Space.Check(); err != nil {
 		fmt.Fprintf(e.stderr, "tunebot space: the space built from task %s does not pass its own check: %v\n", *task, err)

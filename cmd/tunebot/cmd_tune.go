@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"tunebot/bot/console"
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -130,8 +131,8 @@ instead of the built-in Go2 one: its checked-in space (trainer/mjlab/spaces), or
 // loadTuneConfig loads the config and the session's settings as tune's flags change them, and
 // says what is wrong with them (false) before anything starts: a bad config or setting, or a
 // new session with no proposer (doctor says the same; a resumed one keeps its own).
-func loadTuneConfig(e *env, o tuneOptions) (Config, session.Settings, bool) {
-	cfg, err := loadConfig(o.configPath, e.getenv)
+func loadTuneConfig(e *env, o tuneOptions) (config.Config, session.Settings, bool) {
+	cfg, err := config.Load(o.configPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return cfg, session.Settings{}, false
@@ -257,10 +258,10 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 // startTuneConsole runs the terminal console on human and stdin, fed the engine's events
 // from the relay; its reports go under cfg's data dir as given (a.cfg's is made absolute).
 // The func it returns prints what the engine still had to say, then stops the console.
-func startTuneConsole(ctx context.Context, a *app, cfg Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
+func startTuneConsole(ctx context.Context, a *app, cfg config.Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.namesSpace(), SpaceOf: cfg.spaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
+		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -19,13 +20,13 @@ var (
 
 // loadSpaces loads a config of body (with a data_dir) written into a fresh directory that
 // also holds the files of extra (name → content).
-func loadSpaces(t *testing.T, body string, extra map[string]string) (Config, error) {
+func loadSpaces(t *testing.T, body string, extra map[string]string) (config.Config, error) {
 	t.Helper()
 	dir := t.TempDir()
 	for name, content := range extra {
 		put(t, filepath.Join(dir, name), content)
 	}
-	return loadConfig(writeConfig(t, dir, "data_dir: data\n"+body), func(string) string { return "" })
+	return config.Load(writeConfig(t, dir, "data_dir: data\n"+body), func(string) string { return "" })
 }
 
 // reward_spaces holds a space per task, inline or as a space file next to the config; its
@@ -51,17 +52,17 @@ func TestRewardSpacesLoad(t *testing.T) {
 			if cfg.Session.Task != tc.task {
 				t.Errorf("default task %q, want %q", cfg.Session.Task, tc.task)
 			}
-			if !slices.Equal(cfg.Session.Tasks, cfg.tasks()) || len(cfg.Session.Tasks) == 0 {
-				t.Errorf("session.tasks %v, want the keys of reward_spaces %v", cfg.Session.Tasks, cfg.tasks())
+			if !slices.Equal(cfg.Session.Tasks, cfg.Tasks()) || len(cfg.Session.Tasks) == 0 {
+				t.Errorf("session.tasks %v, want the keys of reward_spaces %v", cfg.Session.Tasks, cfg.Tasks())
 			}
-			for _, task := range cfg.tasks() {
-				sp := cfg.spaceOf(task)
+			for _, task := range cfg.Tasks() {
+				sp := cfg.SpaceOf(task)
 				want := map[string]string{"Mjlab-Velocity-Flat-Unitree-G1": "self_collisions", "Mjlab-Velocity-Flat-Unitree-Go1": "foot_slip"}[task]
 				if _, ok := sp.Term(want); !ok || sp.Check() != nil {
 					t.Errorf("task %s: its space lacks %s or fails its check", task, want)
 				}
 			}
-			if _, ok := cfg.spaceOf("Mjlab-Velocity-Flat-Unitree-G1").Term("self_collisions"); !ok {
+			if _, ok := cfg.SpaceOf("Mjlab-Velocity-Flat-Unitree-G1").Term("self_collisions"); !ok {
 				t.Error("the G1's space is not the G1 file's")
 			}
 		})
@@ -119,18 +120,18 @@ reward_spaces:
 // The example config and a config of the one reward_space load as before: no tasks of
 // their own, session.task the default, the space the one given.
 func TestOneRewardSpaceLoadsAsBefore(t *testing.T) {
-	cfg, err := loadConfig(filepath.Join("..", "..", "config.example.yaml"), func(string) string { return "x" })
+	cfg, err := config.Load(filepath.Join("..", "..", "config.example.yaml"), func(string) string { return "x" })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Session.Task != session.TaskGo2Flat || len(cfg.Spaces) != 0 || cfg.spaceOf(cfg.Session.Task) == nil {
+	if cfg.Session.Task != session.TaskGo2Flat || len(cfg.Spaces) != 0 || cfg.SpaceOf(cfg.Session.Task) == nil {
 		t.Errorf("config.example.yaml: task %q, %d spaces", cfg.Session.Task, len(cfg.Spaces))
 	}
 	one, err := loadSpaces(t, "session: {task: Mjlab-Velocity-Flat-Unitree-Go1, tasks: [Mjlab-Velocity-Flat-Unitree-Go1]}\n"+readFile(t, go1Space), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := one.spaceOf("anything").Term("upright"); !ok || one.engineSpace() != one.Space || one.spaces() != nil {
+	if _, ok := one.SpaceOf("anything").Term("upright"); !ok || one.EngineSpace() != one.Space || one.TaskSpaces() != nil {
 		t.Error("a config of one reward_space does not serve it for every session")
 	}
 }
@@ -148,7 +149,7 @@ func TestStartNamesAConfiguredTask(t *testing.T) {
 		"task=Unitree-Go2-Flat":                `task: "Unitree-Go2-Flat" is not supported (supported: [Mjlab-Velocity-Flat-Unitree-G1 Mjlab-Velocity-Flat-Unitree-Go1])`,
 		"task=Mjlab-Velocity-Flat-Unitree-Go1": "",
 	} {
-		st, err := startSettings(args, cfg.Session, cfg.namesSpace())
+		st, err := startSettings(args, cfg.Session, cfg.NamesSpace())
 		if err == nil {
 			err = st.Validate()
 		}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"tunebot/config"
 )
 
 // Every command that opens a damaged data file says so in one line and exits 1: no panic,
@@ -91,7 +92,7 @@ func TestDoctorChecksTheDataFile(t *testing.T) {
 	if code, stdout, _ := runCmd("doctor", "--config", cfg); code != 0 || !strings.Contains(stdout, "ok    data file  "+path+" passed its consistency check") {
 		t.Fatalf("sound data file: exit %d\n%s", code, stdout)
 	}
-	db, err := openStore(Config{DataDir: data})
+	db, err := openStore(config.Config{DataDir: data})
 	if err != nil {
 		t.Fatal(err)
 	}

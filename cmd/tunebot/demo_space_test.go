@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -49,8 +50,8 @@ func TestDemoTunesAGeneratedSpace(t *testing.T) {
 // built-in task, and names what is wrong with its flags or a space file.
 func TestDemoSpaceFlags(t *testing.T) {
 	dir := t.TempDir()
-	load := func(o tuneOptions) (Config, error) {
-		cfg, err := loadConfig("", func(string) string { return "" })
+	load := func(o tuneOptions) (config.Config, error) {
+		cfg, err := config.Load("", func(string) string { return "" })
 		if err != nil {
 			t.Fatal(err)
 		}

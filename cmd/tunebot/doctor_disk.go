@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"tunebot/config"
 	"tunebot/disk"
 	"tunebot/session"
 )
 
 // doctorDisk says how much the filesystems of data_dir and the run directories have free,
 // and the floor below which a session pauses rather than start a job (docs/design.md §1).
-func doctorDisk(r *doctorReport, cfg Config) {
+func doctorDisk(r *doctorReport, cfg config.Config) {
 	floor, how := diskFloor(cfg)
 	usages := diskUsages(cfg)
 	if len(usages) == 0 {
@@ -28,7 +29,7 @@ func doctorDisk(r *doctorReport, cfg Config) {
 
 // diskFloor is the free-space floor as a session would find it now, and how it is set: the
 // default counts the largest run directory under data_dir/sessions.
-func diskFloor(cfg Config) (int64, string) {
+func diskFloor(cfg config.Config) (int64, string) {
 	if cfg.Service.MinFree > 0 {
 		return int64(cfg.Service.MinFree), "service.min_free"
 	}
@@ -42,7 +43,7 @@ func diskFloor(cfg Config) (int64, string) {
 
 // diskUsages measures data_dir and, when it is another filesystem's, its sessions
 // directory (for /metrics).
-func diskUsages(cfg Config) []session.DiskUsage {
+func diskUsages(cfg config.Config) []session.DiskUsage {
 	var out []session.DiskUsage
 	for _, p := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "sessions")} {
 		u, err := disk.Usage(p)

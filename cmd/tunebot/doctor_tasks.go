@@ -5,19 +5,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"tunebot/config"
 )
 
 // doctorTasks are the tasks doctor checks against the installed trainer: every task of
 // reward_spaces, else session.task.
-func doctorTasks(cfg Config) []string {
-	if ts := cfg.tasks(); len(ts) > 0 {
+func doctorTasks(cfg config.Config) []string {
+	if ts := cfg.Tasks(); len(ts) > 0 {
 		return ts
 	}
 	return []string{cfg.Session.Task}
 }
 
 // tasksText names the configured tasks for doctor's config line.
-func tasksText(cfg Config) string {
+func tasksText(cfg config.Config) string {
 	ts := doctorTasks(cfg)
 	if len(ts) == 1 {
 		return "task " + ts[0]
@@ -31,7 +32,7 @@ func tasksText(cfg Config) string {
 
 // taskLabel is the label of a line about task: the bare label with one task, the label
 // and the task with several, so each line says which task it is about.
-func taskLabel(cfg Config, label, task string) string {
+func taskLabel(cfg config.Config, label, task string) string {
 	if len(cfg.Spaces) == 0 {
 		return label
 	}
@@ -40,7 +41,7 @@ func taskLabel(cfg Config, label, task string) string {
 
 // doctorTask checks that task is registered (ck is the adapter's check of it, asked for
 // here when its Task is empty) and compares its configured space with the installed task.
-func doctorTask(ctx context.Context, r *doctorReport, cfg Config, py, task string, ck adapterCheck) {
+func doctorTask(ctx context.Context, r *doctorReport, cfg config.Config, py, task string, ck adapterCheck) {
 	label := taskLabel(cfg, "task", task)
 	if ck.Task == "" {
 		out, err := probe(ctx, cfg.Trainer.Workdir, py, "-m", adapterModule, "check", "--task", task)

@@ -10,14 +10,15 @@ import (
 	"time"
 
 	"tunebot/bot/console"
+	"tunebot/config"
 	"tunebot/session"
 	"tunebot/store"
 )
 
 // simConfig is the default config with its data dir under the test's and the sim trainer
 // run by the test's tunebot binary.
-func simConfig(t *testing.T) Config {
-	cfg := defaultConfig()
+func simConfig(t *testing.T) config.Config {
+	cfg := config.Default()
 	cfg.DataDir = filepath.Join(t.TempDir(), "data")
 	for _, argv := range [][]string{cfg.Trainer.Train, cfg.Trainer.Evaluate} {
 		for i, a := range argv {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"tunebot/config"
 	"tunebot/httpd"
 	"tunebot/preset"
 	"tunebot/session"
@@ -37,7 +38,7 @@ type presetBook interface {
 // at the terminal.
 type storeBook struct {
 	db  preset.Store
-	cfg Config
+	cfg config.Config
 	by  session.Actor
 }
 
@@ -48,7 +49,7 @@ func (b storeBook) get(ctx context.Context, name string) (session.Preset, error)
 }
 
 func (b storeBook) importFile(ctx context.Context, name, task string, data []byte) (session.Preset, error) {
-	task, space, err := b.cfg.taskFor(task)
+	task, space, err := b.cfg.TaskFor(task)
 	if err != nil {
 		return session.Preset{}, err
 	}
@@ -61,7 +62,7 @@ type daemonBook struct {
 	client        *http.Client
 }
 
-func newDaemonBook(cfg Config) (daemonBook, error) {
+func newDaemonBook(cfg config.Config) (daemonBook, error) {
 	token, err := daemonToken(cfg, "use its presets")
 	if err != nil {
 		return daemonBook{}, err
@@ -155,7 +156,7 @@ func (d *daemon) presetImport() http.Handler {
 			answerPreset(w, nil, err, d)
 			return
 		}
-		task, space, err := d.cfg.taskFor(r.URL.Query().Get("task"))
+		task, space, err := d.cfg.TaskFor(r.URL.Query().Get("task"))
 		if err != nil {
 			answerPreset(w, nil, err, d)
 			return

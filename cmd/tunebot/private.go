@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"tunebot/config"
 	"tunebot/httpd"
 	"tunebot/private"
 	"tunebot/session"
@@ -18,7 +19,7 @@ import (
 // privateDir is where the daemon keeps its keys, tokens and socket: data_dir itself, which
 // it refuses to start in when others may write it, or data_dir/private when the config says
 // data_dir is shared on purpose (service.shared_data_dir).
-func privateDir(cfg Config) string {
+func privateDir(cfg config.Config) string {
 	if cfg.Service.SharedDataDir {
 		return filepath.Join(cfg.DataDir, private.SubDir)
 	}
@@ -26,12 +27,12 @@ func privateDir(cfg Config) string {
 }
 
 // socketPath is the daemon's Unix socket, where the tunebot command reaches it.
-func socketPath(cfg Config) string { return filepath.Join(privateDir(cfg), httpd.SocketName) }
+func socketPath(cfg config.Config) string { return filepath.Join(privateDir(cfg), httpd.SocketName) }
 
 // daemonToken reads the token the running daemon asks of the tunebot command on its
 // socket (backup, prune, presets), refusing one that is not the user's alone; what says
 // what the command was about to do, for the message when there is none.
-func daemonToken(cfg Config, what string) (string, error) {
+func daemonToken(cfg config.Config, what string) (string, error) {
 	b, err := private.ReadFile(backupTokenPath(cfg))
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", fmt.Errorf("a running tunebot holds %s but has left no token in %s to ask it with: stop it to %s", dataFile(cfg), privateDir(cfg), what)

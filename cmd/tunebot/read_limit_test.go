@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"tunebot/bot"
+	"tunebot/config"
 )
 
 // TestReadLimitConfig: chat.read_limit is read, defaults when absent, and a limit that
@@ -28,7 +29,7 @@ func TestReadLimitConfig(t *testing.T) {
 			if err := os.WriteFile(p, []byte("data_dir: data\n"+tc.yaml), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			cfg, err := loadConfig(p, func(string) string { return "" })
+			cfg, err := config.Load(p, func(string) string { return "" })
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)

@@ -12,6 +12,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot"
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -36,9 +37,9 @@ func TestSecondWallAsTheDaemonWiresIt(t *testing.T) {
 	dsSrv := httptest.NewServer(ds)
 	defer dsSrv.Close()
 
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.DataDir = t.TempDir()
-	cfg.Chat.Ntfy = NtfyConfig{Server: push.URL, Topic: "tb-" + slack}
+	cfg.Chat.Ntfy = config.NtfyConfig{Server: push.URL, Topic: "tb-" + slack}
 	cfg.Advisor.BaseURL, cfg.Advisor.Model = dsSrv.URL, "m-"+testKey
 	_, sinks, err := newPushes(cfg, os.Getenv)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"tunebot/config"
 )
 
 // TestLogsRedactSecrets: whatever a log line carries (a trainer's or a test's output, an
@@ -28,9 +29,9 @@ func TestLogsRedactSecrets(t *testing.T) {
 	t.Setenv("CREDENTIALS_DIRECTORY", creds)
 	for _, format := range []string{"text", "json"} {
 		var daemon, term bytes.Buffer
-		newLogger(LogConfig{Level: "debug", Format: format}, &daemon).Error("test output: "+key, "err", "posting to "+hook+": 404", "token", cred)
+		newLogger(config.LogConfig{Level: "debug", Format: format}, &daemon).Error("test output: "+key, "err", "posting to "+hook+": 404", "token", cred)
 		dir := t.TempDir()
-		logger, closeLog, err := consoleLogger(LogConfig{Level: "debug", Format: format}, dir, false, &term)
+		logger, closeLog, err := consoleLogger(config.LogConfig{Level: "debug", Format: format}, dir, false, &term)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"tunebot/config"
 	"tunebot/disk"
 	"tunebot/session"
 	"tunebot/trainer/mjlab"
@@ -20,7 +21,7 @@ import (
 // readSpaceFile reads a reward space file: a `reward_space:` block as `tunebot space`
 // prints it, or the bare space (YAML or JSON), checked as the config checks one.
 func readSpaceFile(path string) (*session.Space, error) {
-	data, err := readSpaceBytes(path)
+	data, err := config.ReadSpaceBytes(path)
 	if err != nil {
 		return nil, fmt.Errorf("reading reward space: %w", err)
 	}
@@ -74,7 +75,7 @@ func spaceFlag(sp **session.Space) func(string) error {
 // task's checked-in space (trainer/mjlab/spaces); neither flag leaves the built-in Go2
 // space. The sim trainer learns the space from a copy in the data dir, passed with
 // --reward-space to every train and evaluate job.
-func demoSpace(cfg *Config, o tuneOptions) error {
+func demoSpace(cfg *config.Config, o tuneOptions) error {
 	if o.task == "" && o.space == "" {
 		return nil
 	}
@@ -100,7 +101,7 @@ func demoSpace(cfg *Config, o tuneOptions) error {
 	if err != nil {
 		return err
 	}
-	if !isSimTrainer(cfg.Trainer) {
+	if !cfg.Trainer.IsSim() {
 		return errors.New("the demo's trainer is not the built-in sim trainer")
 	}
 	path, err := writeDemoSpace(cfg.DataDir, o.task, sp)

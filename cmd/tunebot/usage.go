@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -101,14 +102,14 @@ func parseInterleaved(e *env, fs *flag.FlagSet, args []string) (operands []strin
 // parseConfigFlags parses a command line of flags alone, --config among them (path), and
 // loads that config. With ok false the command ends with code: as parseFlags, 2 after an
 // operand (named), 1 after a bad config (each problem printed).
-func parseConfigFlags(e *env, fs *flag.FlagSet, args []string, path *string) (cfg Config, code int, ok bool) {
+func parseConfigFlags(e *env, fs *flag.FlagSet, args []string, path *string) (cfg config.Config, code int, ok bool) {
 	if code, ok := parseFlags(e, fs, args); !ok {
 		return cfg, code, false
 	}
 	if fs.NArg() > 0 {
 		return cfg, usageError(e, fs, "unexpected argument %q", fs.Arg(0)), false
 	}
-	cfg, err := loadConfig(*path, e.getenv)
+	cfg, err := config.Load(*path, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return cfg, 1, false

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -8,21 +8,24 @@ import (
 )
 
 func TestSlackConfigProblemsNameTheField(t *testing.T) {
-	good := defaultSlackConfig()
+	good := DefaultSlackConfig()
 	good.Enabled, good.Channel, good.AllowUsers, good.AllowGroups = true, "C0123ABC", []string{"U0123ABC"}, []string{"S0123ABC"}
 	for _, tc := range []struct {
 		name string
 		edit func(c *SlackConfig)
 		want []string // field names, in order
 	}{
-		{"defaults, disabled", func(c *SlackConfig) { *c = defaultSlackConfig() }, nil},
+		{"defaults, disabled", func(c *SlackConfig) { *c = DefaultSlackConfig() }, nil},
 		{"a good section", func(c *SlackConfig) {}, nil},
 		{"http mode", func(c *SlackConfig) { c.Mode = "http" }, nil},
 		{"unknown mode", func(c *SlackConfig) { c.Mode = "rtm" }, []string{"chat.slack.mode"}},
 		{"api url", func(c *SlackConfig) { c.APIURL = "slack.com/api" }, []string{"chat.slack.api_url"}},
 		{"enabled without a channel", func(c *SlackConfig) { c.Channel = "" }, []string{"chat.slack.channel"}},
 		{"channel name instead of ID", func(c *SlackConfig) { c.Channel = "#tuning" }, []string{"chat.slack.channel"}},
-		{"user names", func(c *SlackConfig) { c.AllowUsers = []string{"U0123ABC", "alice"}; c.NotifyUsers = []string{"@bob"} },
+		{"user names", func(c *SlackConfig) {
+			c.AllowUsers = []string{"U0123ABC", "alice"}
+			c.NotifyUsers = []string{"@bob"}
+		},
 			[]string{"chat.slack.allow_users[1]", "chat.slack.notify_users[0]"}},
 		{"group handle", func(c *SlackConfig) { c.AllowGroups = []string{"@ops"} }, []string{"chat.slack.allow_groups[0]"}},
 		{"bad listen address in http mode", func(c *SlackConfig) { c.Mode, c.HTTPListen = "http", "3000" }, []string{"chat.slack.http_listen"}},

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -59,9 +59,9 @@ type Config struct {
 	// the daemon on a schedule when enabled).
 	Retention retention.Config `yaml:"retention"`
 
-	// warnings are what the file sets that tunebot will not use (a chat section that is
+	// Warnings are what the file sets that tunebot will not use (a chat section that is
 	// not enabled): said by config check and logged when the daemon starts.
-	warnings []string
+	Warnings []string `yaml:"-"`
 }
 
 // LogConfig selects the log level and format.
@@ -93,9 +93,9 @@ type TrainerConfig struct {
 	Events trainer.EventLimits `yaml:"events"`
 }
 
-// templates returns the train and evaluate argv templates, with the sim surface seed
+// Templates returns the train and evaluate argv Templates, with the sim surface seed
 // passed to the built-in sim trainer when one is set.
-func (t TrainerConfig) templates() (train, evaluate []string) {
+func (t TrainerConfig) Templates() (train, evaluate []string) {
 	train, evaluate = t.Train, t.Evaluate
 	if t.SimSurfaceSeed != 0 {
 		seed := []string{"--surface-seed", strconv.FormatInt(t.SimSurfaceSeed, 10)}
@@ -236,8 +236,8 @@ const (
 	BackendSlurm = "slurm"
 )
 
-// slurm returns the trainer's Slurm backend, nil for the local one.
-func (x ExecutorConfig) slurm() *trainer.Slurm {
+// SlurmBackend returns the trainer's Slurm backend, nil for the local one.
+func (x ExecutorConfig) SlurmBackend() *trainer.Slurm {
 	if x.Backend != BackendSlurm {
 		return nil
 	}
@@ -246,8 +246,8 @@ func (x ExecutorConfig) slurm() *trainer.Slurm {
 		CPUs: s.CPUsPerTrial, Mem: s.Mem, GPUs: x.GPUsPerTrial, Extra: slices.Clone(s.SbatchArgs), Poll: s.PollInterval}
 }
 
-// parallel is the number of trial jobs at once that the config asks for, defaults applied.
-func (x ExecutorConfig) parallel(gpus []int) int {
+// TrialsAtOnce is the number of trial jobs at once that the config asks for, defaults applied.
+func (x ExecutorConfig) TrialsAtOnce(gpus []int) int {
 	switch {
 	case x.Parallel > 0:
 		return x.Parallel
@@ -262,8 +262,8 @@ var (
 	slurmOptRE = regexp.MustCompile(`^[A-Za-z0-9_.,:-]+$`)
 )
 
-// problems names every bad executor setting; gpus is session.gpus.
-func (x ExecutorConfig) problems(gpus []int) []string {
+// Problems names every bad executor setting; gpus is session.gpus.
+func (x ExecutorConfig) Problems(gpus []int) []string {
 	var probs []string
 	switch x.Backend {
 	case BackendLocal, BackendSlurm:
@@ -360,9 +360,9 @@ type WebhookConfig struct {
 	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
 }
 
-// defaultConfig is the embedded configuration: the built-in sim trainer, so `make demo`
+// Default is the embedded configuration: the built-in sim trainer, so `make demo`
 // needs no GPU and no file.
-func defaultConfig() Config {
+func Default() Config {
 	return Config{
 		DataDir: "./data",
 		Log:     LogConfig{Level: "info", Format: "text"},
@@ -383,20 +383,20 @@ func defaultConfig() Config {
 			BaseURL: "https://api.deepseek.com", Model: "deepseek-v4-flash",
 			Timeout: 3 * time.Minute, Temperature: 0.2, Hybrid: "off", StallAfter: 3,
 		},
-		Chat:      ChatConfig{Slack: defaultSlackConfig(), Discord: defaultDiscordConfig(), Expire: 24 * time.Hour},
+		Chat:      ChatConfig{Slack: DefaultSlackConfig(), Discord: defaultDiscordConfig(), Expire: 24 * time.Hour},
 		Retention: retention.Defaults(),
 	}
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
-// loadConfig reads path over the embedded defaults ("" means the defaults alone). ${NAME}
+// Load reads path over the embedded defaults ("" means the defaults alone). ${NAME}
 // is replaced from the environment; unknown keys, bad values and unset variables are
 // errors that name each field.
-func loadConfig(path string, getenv func(string) string) (Config, error) {
-	cfg := defaultConfig()
+func Load(path string, getenv func(string) string) (Config, error) {
+	cfg := Default()
 	if path == "" {
-		return cfg, cfg.validate()
+		return cfg, cfg.Validate()
 	}
 	raw, err := readConfigFile(path)
 	if err != nil {
@@ -432,7 +432,7 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 		return cfg, invalid(nil)
 	}
 	probs = append(probs, cfg.setTasks(root, filepath.Dir(path), knownSecrets(getenv))...)
-	cfg.warnings = configWarnings(root, cfg)
+	cfg.Warnings = configWarnings(root, cfg)
 	probs = append(probs, webhookInClear(cfg, getenv)...)
 	cfg.resolvePaths(filepath.Dir(path))
 	return cfg, invalid(cfg.problemsBesides(tree.badPaths))
@@ -551,7 +551,7 @@ func (c *Config) resolvePaths(dir string) {
 func (c *Config) problemsBesides(badPaths []string) []string {
 	var probs []string
 	var ie *session.InvalidError
-	if err := c.validate(); errors.As(err, &ie) {
+	if err := c.Validate(); errors.As(err, &ie) {
 		for _, p := range ie.Problems {
 			if !aboutBadValue(p, badPaths) {
 				probs = append(probs, p)
@@ -1024,19 +1024,19 @@ func yamlMessage(err error) string {
 	return err.Error()
 }
 
-// space is the configured reward space, or the default one.
-func (c Config) space() *session.Space {
+// RewardSpace is the configured reward RewardSpace, or the default one.
+func (c Config) RewardSpace() *session.Space {
 	if c.Space != nil {
 		return c.Space
 	}
 	return session.DefaultSpace()
 }
 
-// validate names every bad field at once.
-func (c *Config) validate() error {
+// Validate names every bad field at once.
+func (c *Config) Validate() error {
 	c.Session.Normalize()
 	var probs []string
-	for _, r := range configRules {
+	for _, r := range ConfigRules {
 		probs = append(probs, r.check(c)...)
 	}
 	if len(probs) > 0 {
@@ -1052,9 +1052,9 @@ type configRule struct {
 	check func(c *Config) []string
 }
 
-// configRules are the rules of every key, in the order their problems are listed. Adding a
+// ConfigRules are the rules of every key, in the order their problems are listed. Adding a
 // key is one row here and one row in TestConfigRules.
-var configRules = []configRule{
+var ConfigRules = []configRule{
 	{"data_dir", func(c *Config) []string { return nonEmpty("data_dir", c.DataDir, "must be set") }},
 	{"log.level", func(c *Config) []string { return oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error") }},
 	{"log.format", func(c *Config) []string { return oneOf("log.format", c.Log.Format, "text", "json") }},
@@ -1068,7 +1068,7 @@ var configRules = []configRule{
 	{"trainer.grace", func(c *Config) []string { return notNegative("trainer.grace", c.Trainer.Grace) }},
 	{"advisor.timeout", func(c *Config) []string { return notNegative("advisor.timeout", c.Advisor.Timeout) }},
 	{"session", func(c *Config) []string { return errProblems("session", c.defaultSettings().Validate()) }},
-	{"executor", func(c *Config) []string { return c.Executor.problems(c.Session.GPUs) }},
+	{"executor", func(c *Config) []string { return c.Executor.Problems(c.Session.GPUs) }},
 	{"reward_space", func(c *Config) []string { return c.rewardSpaceProblems() }},
 	{"reward_spaces", func(c *Config) []string { return c.spaceProblems() }},
 	{"advisor.base_url", func(c *Config) []string { return c.Advisor.baseURLProblems() }},
@@ -1149,12 +1149,17 @@ func prefixedErr(key string, err error) []string {
 	return []string{key + ": " + err.Error()}
 }
 
+// IsSim says whether t runs the built-in sim trainer (sim-train).
+func (t TrainerConfig) IsSim() bool {
+	return len(t.Train) >= 2 && t.Train[0] == "{tunebot}" && t.Train[1] == "sim-train"
+}
+
 // surfaceSeedProblems: a surface seed is not negative, and only the sim trainer has surfaces.
 func (t TrainerConfig) surfaceSeedProblems() []string {
 	switch {
 	case t.SimSurfaceSeed < 0:
 		return []string{fmt.Sprintf("trainer.sim_surface_seed: %d must not be negative", t.SimSurfaceSeed)}
-	case t.SimSurfaceSeed != 0 && !isSimTrainer(t):
+	case t.SimSurfaceSeed != 0 && !t.IsSim():
 		return []string{"trainer.sim_surface_seed: only the built-in sim trainer (sim-train) has response surfaces"}
 	}
 	return nil

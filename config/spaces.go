@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"bytes"
@@ -35,15 +35,15 @@ var inType = regexp.MustCompile(` in type [^;]*`)
 // maxSpaceFile bounds a space file: a space of a few dozen terms is a few kilobytes.
 const maxSpaceFile = 1 << 20
 
-// tasks are the tasks of reward_spaces, sorted; none when the config has one space.
-func (c Config) tasks() []string { return slices.Sorted(maps.Keys(c.Spaces)) }
+// Tasks are the Tasks of reward_spaces, sorted; none when the config has one space.
+func (c Config) Tasks() []string { return slices.Sorted(maps.Keys(c.Spaces)) }
 
-// spaceOf is task's reward space: its reward_spaces entry, or the one space (reward_space
+// SpaceOf is task's reward space: its reward_spaces entry, or the one space (reward_space
 // or the built-in one) when the config has no reward_spaces. nil for a task reward_spaces
 // does not hold.
-func (c Config) spaceOf(task string) *session.Space {
+func (c Config) SpaceOf(task string) *session.Space {
 	if len(c.Spaces) == 0 {
-		return c.space()
+		return c.RewardSpace()
 	}
 	if ts, ok := c.Spaces[task]; ok && ts != nil {
 		return &ts.Space
@@ -51,37 +51,37 @@ func (c Config) spaceOf(task string) *session.Space {
 	return nil
 }
 
-// spaces maps each task of reward_spaces to its space, for the engine (nil without).
-func (c Config) spaces() map[string]*session.Space {
+// TaskSpaces maps each task of reward_spaces to its space, for the engine (nil without).
+func (c Config) TaskSpaces() map[string]*session.Space {
 	if len(c.Spaces) == 0 {
 		return nil
 	}
 	out := map[string]*session.Space{}
 	for task := range c.Spaces {
-		out[task] = c.spaceOf(task)
+		out[task] = c.SpaceOf(task)
 	}
 	return out
 }
 
-// engineSpace is the engine's one space: the config's, or with reward_spaces the default
+// EngineSpace is the engine's one space: the config's, or with reward_spaces the default
 // task's (nil when no task is the default: every session then names its own).
-func (c Config) engineSpace() *session.Space {
+func (c Config) EngineSpace() *session.Space {
 	if len(c.Spaces) == 0 {
-		return c.space()
+		return c.RewardSpace()
 	}
-	return c.spaceOf(c.Session.Task)
+	return c.SpaceOf(c.Session.Task)
 }
 
-// namesSpace is what chat commands are parsed against (a term's name, a param's): the
+// NamesSpace is what chat commands are parsed against (a term's name, a param's): the
 // one space, or with several tasks all their scalars together; the engine then checks a
 // session's patch against its own task's space.
-func (c Config) namesSpace() *session.Space {
+func (c Config) NamesSpace() *session.Space {
 	if len(c.Spaces) == 0 {
-		return c.space()
+		return c.RewardSpace()
 	}
 	all := &session.Space{}
-	for _, task := range c.tasks() {
-		sp := c.spaceOf(task)
+	for _, task := range c.Tasks() {
+		sp := c.SpaceOf(task)
 		if all.MaxChanges == 0 {
 			all.MaxChanges, all.StepMin, all.StepMax = sp.MaxChanges, sp.StepMin, sp.StepMax
 		}
@@ -110,7 +110,7 @@ func (c *Config) setTasks(root *yaml.Node, dir string, known map[string]string) 
 	if c.Space != nil {
 		probs = append(probs, "reward_space: set together with reward_spaces; give each task its space under reward_spaces and remove reward_space")
 	}
-	tasks := c.tasks()
+	tasks := c.Tasks()
 	for _, task := range tasks {
 		if ts := c.Spaces[task]; ts != nil && ts.File != "" {
 			probs = append(probs, ts.read(task, dir, known)...)
@@ -144,7 +144,7 @@ func (ts *TaskSpace) read(task, dir string, known map[string]string) []string {
 		path = filepath.Join(dir, path)
 	}
 	ts.unread = true
-	raw, err := readSpaceBytes(path)
+	raw, err := ReadSpaceBytes(path)
 	if err != nil {
 		return []string{fmt.Sprintf("%s: %v", where, err)}
 	}
@@ -182,9 +182,9 @@ func secretsInSpaceFile(raw []byte, what string, known map[string]string) []stri
 	return probs
 }
 
-// readSpaceBytes reads a space file (the config's, the demo's, the sim's): a regular
+// ReadSpaceBytes reads a space file (the config's, the demo's, the sim's): a regular
 // file, bounded.
-func readSpaceBytes(path string) ([]byte, error) {
+func ReadSpaceBytes(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -209,7 +209,7 @@ func readSpaceBytes(path string) ([]byte, error) {
 // spaceProblems checks every space of reward_spaces, each problem naming its task.
 func (c Config) spaceProblems() []string {
 	var probs []string
-	for _, task := range c.tasks() {
+	for _, task := range c.Tasks() {
 		where := "reward_spaces." + task
 		ts := c.Spaces[task]
 		if !session.ValidName(task) {
@@ -259,11 +259,11 @@ func (c *Config) applyProblems() []string {
 		c.Apply.Task = c.Session.Task
 	}
 	if c.Apply.Task == "" {
-		return []string{fmt.Sprintf("apply.task: several tasks are configured (%s) and session.task names no default: name the task the checkout trains", strings.Join(c.tasks(), ", "))}
+		return []string{fmt.Sprintf("apply.task: several tasks are configured (%s) and session.task names no default: name the task the checkout trains", strings.Join(c.Tasks(), ", "))}
 	}
-	space := c.spaceOf(c.Apply.Task)
+	space := c.SpaceOf(c.Apply.Task)
 	if space == nil {
-		return []string{fmt.Sprintf("apply.task: %s has no space under reward_spaces (%s)", c.Apply.Task, strings.Join(c.tasks(), ", "))}
+		return []string{fmt.Sprintf("apply.task: %s has no space under reward_spaces (%s)", c.Apply.Task, strings.Join(c.Tasks(), ", "))}
 	}
 	if err := c.Apply.Check(space); err != nil {
 		return problems("apply", err)
@@ -283,11 +283,11 @@ func (c Config) taskList() []string {
 	return []string{session.TaskGo2Flat}
 }
 
-// taskFor resolves a command's --task (given, "" when not) to a task of the config and its
+// TaskFor resolves a command's --task (given, "" when not) to a task of the config and its
 // space: the default, session.task, when not given; refused when the config does not list
 // it, or when several tasks are configured and none is given or the default (the values
 // could be any robot's).
-func (c Config) taskFor(given string) (string, *session.Space, error) {
+func (c Config) TaskFor(given string) (string, *session.Space, error) {
 	tasks := c.taskList()
 	task := given
 	if task == "" {
@@ -296,15 +296,15 @@ func (c Config) taskFor(given string) (string, *session.Space, error) {
 	if task == "" {
 		return "", nil, session.Userf(session.ErrConflict, "several tasks are configured (%s) and session.task names no default: give --task TASK", strings.Join(tasks, ", "))
 	}
-	sp := c.spaceOf(task)
+	sp := c.SpaceOf(task)
 	if !slices.Contains(tasks, task) || sp == nil {
 		return "", nil, session.Userf(session.ErrNotFound, "--task %s is not a task of the config (session.tasks: %s)", task, strings.Join(tasks, ", "))
 	}
 	return task, sp, nil
 }
 
-// showSpace is the space a preset is shown against: its task's, else the default one.
-func showSpace(spaceOf func(task string) *session.Space, p session.Preset) *session.Space {
+// ShowSpace is the space a preset is shown against: its task's, else the default one.
+func ShowSpace(spaceOf func(task string) *session.Space, p session.Preset) *session.Space {
 	if sp := spaceOf(p.Task); sp != nil {
 		return sp
 	}

@@ -1,4 +1,4 @@
-package main
+package config
 
 import (
 	"strings"
@@ -54,15 +54,15 @@ func TestConfigRules(t *testing.T) {
 	for _, tt := range tests {
 		keys = append(keys, tt.key)
 		t.Run(tt.key, func(t *testing.T) {
-			c := defaultConfig()
-			if err := c.validate(); err != nil {
+			c := Default()
+			if err := c.Validate(); err != nil {
 				t.Fatalf("defaults: %v", err)
 			}
-			c = defaultConfig()
+			c = Default()
 			tt.bad(&c)
 			c.Session.Normalize()
 			var got []string
-			for _, r := range configRules {
+			for _, r := range ConfigRules {
 				if r.key == tt.key {
 					got = r.check(&c)
 				}
@@ -75,14 +75,14 @@ func TestConfigRules(t *testing.T) {
 					t.Errorf("problem %q, want it to hold %q", p, tt.want)
 				}
 			}
-			err := c.validate()
+			err := c.Validate()
 			if err == nil || !strings.Contains(err.Error(), got[0]) {
 				t.Errorf("validate = %v, want it to list %q", err, got[0])
 			}
 		})
 	}
 	var rules []string
-	for _, r := range configRules {
+	for _, r := range ConfigRules {
 		rules = append(rules, r.key)
 	}
 	if strings.Join(rules, " ") != strings.Join(keys, " ") {
