@@ -206,19 +206,18 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	logPath := filepath.Join(job.RunDir, TrainLog)
 	ev.reportCuts(logPath)
 	if out.failed != "" {
-		return res, &session.JobError{Job: "train", Reason: out.failed, LogTail: logTail(logPath)}
+		return res, jobFailed("train", out.failed, logPath, nil)
 	}
 	ckpt, n, found := newestCheckpoint(job.RunDir)
 	switch {
 	case !found:
-		return res, &session.JobError{Job: "train", Reason: "no model_<N>.pt checkpoint in run dir", LogTail: logTail(logPath)}
+		return res, jobFailed("train", "no model_<N>.pt checkpoint in run dir", logPath, nil)
 	case n < job.Target-1:
-		return res, &session.JobError{Job: "train", LogTail: logTail(logPath),
-			Reason: fmt.Sprintf("newest checkpoint model_%d.pt is short of the target of %d iterations", n, job.Target)}
+		return res, jobFailed("train", fmt.Sprintf("newest checkpoint model_%d.pt is short of the target of %d iterations", n, job.Target), logPath, nil)
 	}
 	policy, ok := findPolicy(job.RunDir)
 	if !ok {
-		return res, &session.JobError{Job: "train", Reason: "no " + PolicyFile + " in run dir", LogTail: logTail(logPath)}
+		return res, jobFailed("train", "no "+PolicyFile+" in run dir", logPath, nil)
 	}
 	return session.TrainResult{Checkpoint: ckpt, Iteration: n, Policy: policy, Series: ev.sorted()}, nil
 }
@@ -274,7 +273,7 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	}
 	logPath := filepath.Join(job.RunDir, EvaluateLog)
 	if out.failed != "" {
-		return ev, &session.JobError{Job: "evaluate", Reason: out.failed, LogTail: logTail(logPath)}
+		return ev, jobFailed("evaluate", out.failed, logPath, nil)
 	}
 	if ev, err = evaluationOf(job, logPath); err != nil {
 		return ev, err
@@ -296,16 +295,14 @@ func evaluationOf(job session.EvalJob, logPath string) (session.Evaluation, erro
 		if msg, ok := session.UserMessage(err); ok {
 			reason = msg
 		}
-		return ev, &session.JobError{Job: "evaluate", Err: err, LogTail: logTail(logPath), Reason: reason}
+		return ev, jobFailed("evaluate", reason, logPath, err)
 	}
 	ev, err = session.DecodeEvaluation(data)
 	if err != nil {
-		return ev, &session.JobError{Job: "evaluate", Err: err, LogTail: logTail(logPath),
-			Reason: "invalid " + err.Error()}
+		return ev, jobFailed("evaluate", "invalid "+err.Error(), logPath, err)
 	}
 	if !sameSeeds(ev.Seeds, job.Seeds) {
-		return ev, &session.JobError{Job: "evaluate", LogTail: logTail(logPath),
-			Reason: fmt.Sprintf("%s has seeds %v, asked for %v", filepath.Base(job.Output), ev.Seeds, job.Seeds)}
+		return ev, jobFailed("evaluate", fmt.Sprintf("%s has seeds %v, asked for %v", filepath.Base(job.Output), ev.Seeds, job.Seeds), logPath, nil)
 	}
 	return ev, nil
 }
@@ -579,7 +576,8 @@ func gpuList(gpus []int) string {
 	return strings.Join(s, ",")
 }
 
-// exitState describes how a process ended: "exit status N" or "killed by signal S".
+// exitState describes how a process ended: "exit status N", or the signal that killed it
+// with its usual cause (killedBy, exitCodeReason).
 func exitState(ps *os.ProcessState, waitErr error) string {
 	if ps == nil {
 		if waitErr != nil {
@@ -588,9 +586,9 @@ func exitState(ps *os.ProcessState, waitErr error) string {
 		return "unknown exit"
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return "killed by signal " + ws.Signal().String()
+		return killedBy(ws.Signal(), "")
 	}
-	return "exit status " + strconv.Itoa(ps.ExitCode())
+	return exitCodeReason(ps.ExitCode(), "")
 }
 
 func startReason(err error) string {

@@ -429,13 +429,22 @@ func slurmFailure(id string, st slurm.Status) string {
 		case st.ExitCode == 0, st.ExitCode < 0 && st.State == slurm.Completed:
 			return ""
 		case st.ExitCode > 0:
-			return fmt.Sprintf("exit status %d (Slurm job %s %s)", st.ExitCode, id, st.State)
+			return exitCodeReason(st.ExitCode, slurmWhere(id, st))
 		case st.State == slurm.Unknown:
 			return "Slurm no longer knows job " + id + " (and it left no exit code in the run dir)"
 		}
 		return fmt.Sprintf("Slurm job %s %s without an exit code", id, st.State)
 	}
 	return fmt.Sprintf("Slurm job %s ended %s%s", id, st.State, exitNote(st.ExitCode))
+}
+
+// slurmWhere names a finished job for its exit status: "Slurm job 12 FAILED on node1"
+// (the node is where dmesg tells of an out-of-memory kill).
+func slurmWhere(id string, st slurm.Status) string {
+	if st.Node == "" {
+		return "Slurm job " + id + " " + st.State
+	}
+	return "Slurm job " + id + " " + st.State + " on " + st.Node
 }
 
 func exitNote(code int) string {
