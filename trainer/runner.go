@@ -104,6 +104,7 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 // Run-dir file names of the contract.
 const (
 	RewardConfigFile    = "reward_config.json"
+	RewardSpaceFile     = "reward_space.json"
 	PolicyFile          = "policy.onnx"
 	EvaluationFile      = "evaluation.json"
 	FinalEvaluationFile = "evaluation-final.json"
@@ -132,6 +133,7 @@ func (r *Runner) values(s session.Settings, runDir string, ref session.TrialRef)
 		"task":          s.Task,
 		"run_dir":       runDir,
 		"reward_config": filepath.Join(runDir, RewardConfigFile),
+		"reward_space":  filepath.Join(runDir, RewardSpaceFile),
 		"seed":          strconv.FormatInt(s.Seed, 10),
 		"num_envs":      strconv.Itoa(s.NumEnvs),
 		"gpu_ids":       string(gpus),
@@ -170,6 +172,9 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 		if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
 			return res, fmt.Errorf("writing reward config: %w", err)
 		}
+	}
+	if err := r.writeSpace(job.Space, job.Settings.Task, job.RunDir, job.Attach); err != nil {
+		return res, err
 	}
 
 	vals := r.values(job.Settings, job.RunDir, job.Trial)
@@ -222,6 +227,27 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	return session.TrainResult{Checkpoint: ckpt, Iteration: n, Policy: policy, Series: ev.sorted()}, nil
 }
 
+// writeSpace writes sp, the reward space of the session's task, as the run dir's
+// reward_space.json when a template passes {reward_space}: the sim trainer reads a task's
+// space from it, so a space `tunebot space` printed runs with no template edit. A job being
+// re-attached reads the file it had.
+func (r *Runner) writeSpace(sp *session.Space, task, runDir string, attach *session.Proc) error {
+	if attach != nil || !Uses(slices.Concat(r.t.Train, r.t.ResumeArgs, r.t.Evaluate), "reward_space") {
+		return nil
+	}
+	if sp == nil {
+		return fmt.Errorf("starting job: the trainer templates pass {reward_space}, but task %s has no reward space", task)
+	}
+	data, err := json.MarshalIndent(sp, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding reward space: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, RewardSpaceFile), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing reward space: %w", err)
+	}
+	return nil
+}
+
 // Evaluate runs one evaluation job and parses the evaluation.json it wrote, strictly.
 func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks session.JobHooks) (session.Evaluation, error) {
 	var ev session.Evaluation
@@ -245,6 +271,9 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 				return ev, err
 			}
 		}
+	}
+	if err := r.writeSpace(job.Space, job.Settings.Task, job.RunDir, job.Attach); err != nil {
+		return ev, err
 	}
 	vals := r.values(job.Settings, job.RunDir, job.Trial)
 	vals["checkpoint"] = job.Checkpoint

@@ -71,12 +71,13 @@ func trainJob(dir string, target int) session.TrainJob {
 	return session.TrainJob{
 		SessionID: "s1", Trial: session.TrialRef{Number: 3, Rung: 0}, RunDir: dir,
 		Config: session.DefaultSpace().Defaults(), Settings: settings(), Iterations: target, Target: target,
+		Space: session.DefaultSpace(),
 	}
 }
 
 func evalJob(dir, ckpt string, seeds ...int) session.EvalJob {
 	return session.EvalJob{SessionID: "s1", Trial: session.TrialRef{Number: 3}, RunDir: dir, Checkpoint: ckpt,
-		Seeds: seeds, Output: filepath.Join(dir, "evaluation.json"), Settings: settings()}
+		Seeds: seeds, Output: filepath.Join(dir, "evaluation.json"), Settings: settings(), Space: session.DefaultSpace()}
 }
 
 func jobError(t *testing.T, err error) *session.JobError {
