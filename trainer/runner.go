@@ -160,20 +160,7 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	if job.Target < 1 || job.Iterations < 1 {
 		return res, fmt.Errorf("starting train job: %d iterations to a target of %d", job.Iterations, job.Target)
 	}
-	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
-		return res, fmt.Errorf("creating run dir: %w", err)
-	}
-	// A job being re-attached already reads its reward config: it is left as it is.
-	if job.Attach == nil {
-		cfg, err := json.MarshalIndent(job.Config, "", "  ")
-		if err != nil {
-			return res, fmt.Errorf("encoding reward config: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
-			return res, fmt.Errorf("writing reward config: %w", err)
-		}
-	}
-	if err := r.writeSpace(job.Space, job.Settings.Task, job.RunDir, job.Attach); err != nil {
+	if err := r.trainInputs(job); err != nil {
 		return res, err
 	}
 
@@ -227,6 +214,46 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	return session.TrainResult{Checkpoint: ckpt, Iteration: n, Policy: policy, Series: ev.sorted()}, nil
 }
 
+// trainInputs creates job's run dir and writes what the job reads there: its reward config
+// and the reward space (writeSpace). A job being re-attached already reads its reward
+// config: it is left as it is.
+func (r *Runner) trainInputs(job session.TrainJob) error {
+	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
+		return fmt.Errorf("creating run dir: %w", err)
+	}
+	if job.Attach == nil {
+		cfg, err := json.MarshalIndent(job.Config, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding reward config: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing reward config: %w", err)
+		}
+	}
+	return r.writeSpace(job.Space, job.Settings.Task, job.RunDir, job.Attach)
+}
+
+// evalInputs creates job's run dir, removes what an earlier evaluation left there and writes
+// the reward space (writeSpace).
+func (r *Runner) evalInputs(job session.EvalJob) error {
+	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
+		return fmt.Errorf("creating run dir: %w", err)
+	}
+	// A file left by an earlier evaluation would hide a job that wrote nothing. (A job
+	// being re-attached may have written its own already.)
+	if job.Attach == nil {
+		if err := os.Remove(job.Output); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing old evaluation output: %w", err)
+		}
+		if job.Clip {
+			if err := removeClip(job.RunDir); err != nil {
+				return err
+			}
+		}
+	}
+	return r.writeSpace(job.Space, job.Settings.Task, job.RunDir, job.Attach)
+}
+
 // writeSpace writes sp, the reward space of the session's task, as the run dir's
 // reward_space.json when a template passes {reward_space}: the sim trainer reads a task's
 // space from it, so a space `tunebot space` printed runs with no template edit. A job being
@@ -257,22 +284,7 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	if len(job.Seeds) == 0 {
 		return ev, fmt.Errorf("starting evaluate job: no evaluation seeds")
 	}
-	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
-		return ev, fmt.Errorf("creating run dir: %w", err)
-	}
-	// A file left by an earlier evaluation would hide a job that wrote nothing. (A job
-	// being re-attached may have written its own already.)
-	if job.Attach == nil {
-		if err := os.Remove(job.Output); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return ev, fmt.Errorf("removing old evaluation output: %w", err)
-		}
-		if job.Clip {
-			if err := removeClip(job.RunDir); err != nil {
-				return ev, err
-			}
-		}
-	}
-	if err := r.writeSpace(job.Space, job.Settings.Task, job.RunDir, job.Attach); err != nil {
+	if err := r.evalInputs(job); err != nil {
 		return ev, err
 	}
 	vals := r.values(job.Settings, job.RunDir, job.Trial)
