@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"tunebot/secret"
@@ -419,13 +420,16 @@ func (r *Runner) leaveSlurm(ctx context.Context, s jobSpec, client *slurm.Client
 	return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, ctx.Err())
 }
 
-// slurmFailure says why a finished job failed, "" when it succeeded: its command's exit
-// code when Slurm ran it to its end, else the state Slurm ended it in (TIMEOUT, NODE_FAIL,
-// OUT_OF_MEMORY, CANCELLED by someone else, ...).
+// slurmFailure says why a finished job failed, "" when it succeeded: when Slurm did not end
+// it, the signal that killed its batch script (sacct's 0:9) or its command's exit code,
+// else the state Slurm ended it in (TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, CANCELLED by someone
+// else, ...).
 func slurmFailure(id string, st slurm.Status) string {
 	switch st.State {
 	case slurm.Completed, slurm.Failed, slurm.Unknown:
 		switch {
+		case st.Signal > 0:
+			return killedBy(syscall.Signal(st.Signal), slurmWhere(id, st))
 		case st.ExitCode == 0, st.ExitCode < 0 && st.State == slurm.Completed:
 			return ""
 		case st.ExitCode > 0:

@@ -1,0 +1,40 @@
+package trainer
+
+import (
+	"testing"
+
+	"tunebot/trainer/slurm"
+)
+
+// TestSlurmFailureSaysTheSignal: a finished Slurm job whose batch script a signal ended
+// (sacct's exitcode 0:9, no exit file) says the signal, where it used to pass as exit
+// status 0, a success; an exit file's 137 is the signal too; Slurm's own ends keep their
+// state.
+func TestSlurmFailureSaysTheSignal(t *testing.T) {
+	const oom = "the kernel's out-of-memory killer is the usual cause; see dmesg"
+	sacct := func(state, field string) slurm.Status {
+		st := slurm.Status{State: state, Node: "gpu7"}
+		st.ExitCode, st.Signal = slurm.ExitField(field)
+		return st
+	}
+	tests := []struct {
+		name string
+		st   slurm.Status
+		want string
+	}{
+		{"sacct says SIGKILL", sacct(slurm.Failed, "0:9"), "killed by SIGKILL (Slurm job 12 FAILED on gpu7): " + oom},
+		{"the exit file says 137", slurm.Status{State: slurm.Failed, ExitCode: 137, Node: "gpu7"},
+			"killed by SIGKILL (exit status 137, as a shell reports a command killed by it; Slurm job 12 FAILED on gpu7): " + oom},
+		{"a plain failure", sacct(slurm.Failed, "3:0"), "exit status 3 (Slurm job 12 FAILED on gpu7)"},
+		{"a success", sacct(slurm.Completed, "0:0"), ""},
+		{"Slurm's own end keeps its state", sacct(slurm.Timeout, "0:15"), "Slurm job 12 ended TIMEOUT, exit status 0"},
+		{"an unreadable field", sacct(slurm.Failed, "x"), "Slurm job 12 FAILED without an exit code"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := slurmFailure("12", tt.st); got != tt.want {
+				t.Errorf("slurmFailure = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
