@@ -1,8 +1,9 @@
 package bot
 
 import (
-	"regexp"
 	"strings"
+
+	"tunebot/session"
 )
 
 // A failure card's log: the end of what the failed job wrote, where a traceback ends with
@@ -14,18 +15,13 @@ const (
 	failureLogRunes = 1200
 )
 
-// jobStartLine matches the line tunebot writes into a job's log when the job starts (or is
-// submitted to Slurm or re-attached): it quotes the whole command line, which would fill the
-// card's budget, and what came before it is an earlier job's output.
-var jobStartLine = regexp.MustCompile(`^=== tunebot: \S+ job (started|submitted to Slurm|re-attached) `)
-
 // failureLog is the block a failure card shows of a job's log tail: the lines after the last
-// job-started line, the last failureLogLines of them, neutralised, and as many of those
+// job-started line (it quotes the whole command, which would fill the card's budget), the last failureLogLines of them, neutralised, and as many of those
 // from the end as fit failureLogRunes (a single longer line keeps its end).
 func failureLog(tail string) string {
 	lines := strings.Split(strings.TrimRight(tail, "\n"), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
-		if jobStartLine.MatchString(lines[i]) {
+		if session.IsJobStartLine(lines[i]) {
 			lines = lines[i+1:]
 			break
 		}

@@ -3,7 +3,6 @@ package trainer
 import (
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 
@@ -40,10 +39,6 @@ func withLogEnd(reason, name, tail string) string {
 	return reason + "; " + name + " ends: " + end
 }
 
-// jobStartRE matches the line tunebot writes into a job's log when the job starts (or is
-// submitted or re-attached): what follows it is that job's own output.
-var jobStartRE = regexp.MustCompile(`^=== tunebot: \S+ job (started|submitted to Slurm|re-attached) `)
-
 // logEnd is the last non-blank lines (at most endLines, endRunes) of the job's own output
 // in tail, each with its runs of spaces made one, joined by " ⏎ ": what it wrote after
 // tunebot's line that started it, without tunebot's own "=== tunebot:" notes. A longer end
@@ -52,7 +47,7 @@ func logEnd(tail string) string {
 	var lines []string
 	for _, l := range strings.Split(tail, "\n") {
 		switch l = strings.Join(strings.Fields(l), " "); {
-		case jobStartRE.MatchString(l):
+		case session.IsJobStartLine(l):
 			lines = lines[:0] // an earlier job's output (the log is appended to)
 		case l == "" || strings.HasPrefix(l, "=== tunebot:"):
 		default:

@@ -1,8 +1,11 @@
 package trainer
 
 import (
+	"strings"
 	"testing"
 
+	"tunebot/secret"
+	"tunebot/session"
 	"tunebot/trainer/slurm"
 )
 
@@ -36,5 +39,19 @@ func TestSlurmFailureSaysTheSignal(t *testing.T) {
 				t.Errorf("slurmFailure = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// The lines the runner starts a job's log with are the ones session.IsJobStartLine knows,
+// so the reason's log end and the failure card leave them (and what came before) out.
+func TestJobStartLinesAreKnown(t *testing.T) {
+	for _, how := range []string{"started", "submitted to Slurm"} {
+		line := strings.TrimSuffix(jobStartedLine("evaluate", how, []string{"python", "eval.py"}, secret.NewRedactor()), "\n")
+		if !session.IsJobStartLine(line) {
+			t.Errorf("%q is not a job-start line to session.IsJobStartLine", line)
+		}
+	}
+	if session.IsJobStartLine("=== tunebot: train job ended after 2s: exit status 1") {
+		t.Error("the job-ended line counts as a start")
 	}
 }
