@@ -1034,7 +1034,7 @@ var configRules = []configRule{
 	{"executor", func(c *Config) []string { return c.Executor.problems(c.Session.GPUs) }},
 	{"reward_space", func(c *Config) []string { return c.rewardSpaceProblems() }},
 	{"reward_spaces", func(c *Config) []string { return c.spaceProblems() }},
-	{"trainer.train", func(c *Config) []string { return c.simSpaceProblems() }},
+	{"sim reward space", func(c *Config) []string { return c.simSpaceProblems() }},
 	{"advisor.base_url", func(c *Config) []string { return c.Advisor.baseURLProblems() }},
 	{"advisor.model", func(c *Config) []string { return nonEmpty("advisor.model", c.Advisor.Model, "must be set") }},
 	{"advisor.temperature", func(c *Config) []string { return c.Advisor.temperatureProblems() }},
