@@ -31,6 +31,8 @@ func TestSlurmFailureSaysTheSignal(t *testing.T) {
 		{"a plain failure", sacct(slurm.Failed, "3:0"), "exit status 3 (Slurm job 12 FAILED on gpu7)"},
 		{"a success", sacct(slurm.Completed, "0:0"), ""},
 		{"Slurm's own end keeps its state", sacct(slurm.Timeout, "0:15"), "Slurm job 12 ended TIMEOUT, exit status 0"},
+		{"Slurm's out-of-memory end says what to raise", sacct(slurm.OutOfMem, "0:125"),
+			"Slurm job 12 ended OUT_OF_MEMORY, exit status 0: it used more memory than it asked for (executor.slurm.mem, sbatch --mem)"},
 		{"an unreadable field", sacct(slurm.Failed, "x"), "Slurm job 12 FAILED without an exit code"},
 	}
 	for _, tt := range tests {

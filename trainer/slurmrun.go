@@ -438,6 +438,8 @@ func slurmFailure(id string, st slurm.Status) string {
 			return "Slurm no longer knows job " + id + " (and it left no exit code in the run dir)"
 		}
 		return fmt.Sprintf("Slurm job %s %s without an exit code", id, st.State)
+	case slurm.OutOfMem:
+		return fmt.Sprintf("Slurm job %s ended %s%s: it used more memory than it asked for (executor.slurm.mem, sbatch --mem)", id, st.State, exitNote(st.ExitCode))
 	}
 	return fmt.Sprintf("Slurm job %s ended %s%s", id, st.State, exitNote(st.ExitCode))
 }
