@@ -259,7 +259,7 @@ func TrialCard(in TrialInput) Card {
 	if t.State == session.TrialFailed {
 		c.Blocks = append(c.Blocks, UntrustedText(t.Reason, 500))
 		if t.LogTail != "" {
-			c.Blocks = append(c.Blocks, Block{Kind: BlockCode, Text: Neutralise(lastLines(t.LogTail, 12), 1200), Untrusted: true})
+			c.Blocks = append(c.Blocks, Block{Kind: BlockCode, Text: failureLog(t.LogTail), Untrusted: true})
 		}
 	}
 	if t.Score != nil {
@@ -350,14 +350,6 @@ func controlField(in TrialInput) Field {
 		rung0 = st.Rungs[0]
 	}
 	return Field{"compared with", fmt.Sprintf("the baseline at %d iterations (rung 0), not trained as long: control is off", rung0)}
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // ProposalCard shows a proposal: diff, rationale (untrusted), expected impact, confidence

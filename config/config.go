@@ -383,7 +383,7 @@ func Default() Config {
 			BaseURL: "https://api.deepseek.com", Model: "deepseek-v4-flash",
 			Timeout: 3 * time.Minute, Temperature: 0.2, Hybrid: "off", StallAfter: 3,
 		},
-		Chat:      ChatConfig{Slack: DefaultSlackConfig(), Discord: defaultDiscordConfig(), Expire: 24 * time.Hour},
+		Chat:      ChatConfig{Slack: defaultSlackConfig(), Discord: defaultDiscordConfig(), Expire: 24 * time.Hour},
 		Retention: retention.Defaults(),
 	}
 }
@@ -1036,7 +1036,7 @@ func (c Config) RewardSpace() *session.Space {
 func (c *Config) Validate() error {
 	c.Session.Normalize()
 	var probs []string
-	for _, r := range ConfigRules {
+	for _, r := range configRules {
 		probs = append(probs, r.check(c)...)
 	}
 	if len(probs) > 0 {
@@ -1052,9 +1052,9 @@ type configRule struct {
 	check func(c *Config) []string
 }
 
-// ConfigRules are the rules of every key, in the order their problems are listed. Adding a
+// configRules are the rules of every key, in the order their problems are listed. Adding a
 // key is one row here and one row in TestConfigRules.
-var ConfigRules = []configRule{
+var configRules = []configRule{
 	{"data_dir", func(c *Config) []string { return nonEmpty("data_dir", c.DataDir, "must be set") }},
 	{"log.level", func(c *Config) []string { return oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error") }},
 	{"log.format", func(c *Config) []string { return oneOf("log.format", c.Log.Format, "text", "json") }},
@@ -1067,10 +1067,11 @@ var ConfigRules = []configRule{
 	{"trainer.eval_timeout", func(c *Config) []string { return notNegative("trainer.eval_timeout", c.Trainer.EvalTimeout) }},
 	{"trainer.grace", func(c *Config) []string { return notNegative("trainer.grace", c.Trainer.Grace) }},
 	{"advisor.timeout", func(c *Config) []string { return notNegative("advisor.timeout", c.Advisor.Timeout) }},
-	{"session", func(c *Config) []string { return errProblems("session", c.defaultSettings().Validate()) }},
+	{"session", func(c *Config) []string { return c.sessionProblems() }},
 	{"executor", func(c *Config) []string { return c.Executor.Problems(c.Session.GPUs) }},
 	{"reward_space", func(c *Config) []string { return c.rewardSpaceProblems() }},
 	{"reward_spaces", func(c *Config) []string { return c.spaceProblems() }},
+	{"sim reward space", func(c *Config) []string { return c.simSpaceProblems() }},
 	{"advisor.base_url", func(c *Config) []string { return c.Advisor.baseURLProblems() }},
 	{"advisor.model", func(c *Config) []string { return nonEmpty("advisor.model", c.Advisor.Model, "must be set") }},
 	{"advisor.temperature", func(c *Config) []string { return c.Advisor.temperatureProblems() }},

@@ -33,6 +33,11 @@ func TestConfigRules(t *testing.T) {
 		{"executor", func(c *Config) { c.Executor.Backend = "k8s" }, "executor"},
 		{"reward_space", func(c *Config) { sp := session.DefaultSpace(); sp.MaxChanges = 0; c.Space = sp }, "reward_space."},
 		{"reward_spaces", func(c *Config) { c.Spaces = map[string]*TaskSpace{"Go2-Rough": nil} }, "reward_spaces.Go2-Rough: needs a space"},
+		{"sim reward space", func(c *Config) {
+			sp := session.DefaultSpace()
+			sp.Terms[len(sp.Terms)-1].Name = "arm_swing"
+			c.Space, c.Trainer.Train = sp, []string{"{tunebot}", "sim-train", "--reward-config", "{reward_config}", "--iterations", "{iterations}"}
+		}, "trainer.train: the built-in sim trainer is not told the reward space of task Unitree-Go2-Flat"},
 		{"advisor.base_url", func(c *Config) { c.Advisor.BaseURL = "ftp://x" }, `advisor.base_url: "ftp://x" must be an http(s) URL`},
 		{"advisor.model", func(c *Config) { c.Advisor.Model = "" }, "advisor.model: must be set"},
 		{"advisor.temperature", func(c *Config) { c.Advisor.Temperature = 0 }, "advisor.temperature: 0 must be in (0, 2]"},
@@ -62,7 +67,7 @@ func TestConfigRules(t *testing.T) {
 			tt.bad(&c)
 			c.Session.Normalize()
 			var got []string
-			for _, r := range ConfigRules {
+			for _, r := range configRules {
 				if r.key == tt.key {
 					got = r.check(&c)
 				}
@@ -82,7 +87,7 @@ func TestConfigRules(t *testing.T) {
 		})
 	}
 	var rules []string
-	for _, r := range ConfigRules {
+	for _, r := range configRules {
 		rules = append(rules, r.key)
 	}
 	if strings.Join(rules, " ") != strings.Join(keys, " ") {

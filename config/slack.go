@@ -26,7 +26,7 @@ type SlackConfig struct {
 	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
 }
 
-func DefaultSlackConfig() SlackConfig {
+func defaultSlackConfig() SlackConfig {
 	return SlackConfig{Mode: "socket", APIURL: "https://slack.com/api/", HTTPListen: "127.0.0.1:3000"}
 }
 

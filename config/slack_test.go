@@ -8,14 +8,14 @@ import (
 )
 
 func TestSlackConfigProblemsNameTheField(t *testing.T) {
-	good := DefaultSlackConfig()
+	good := defaultSlackConfig()
 	good.Enabled, good.Channel, good.AllowUsers, good.AllowGroups = true, "C0123ABC", []string{"U0123ABC"}, []string{"S0123ABC"}
 	for _, tc := range []struct {
 		name string
 		edit func(c *SlackConfig)
 		want []string // field names, in order
 	}{
-		{"defaults, disabled", func(c *SlackConfig) { *c = DefaultSlackConfig() }, nil},
+		{"defaults, disabled", func(c *SlackConfig) { *c = defaultSlackConfig() }, nil},
 		{"a good section", func(c *SlackConfig) {}, nil},
 		{"http mode", func(c *SlackConfig) { c.Mode = "http" }, nil},
 		{"unknown mode", func(c *SlackConfig) { c.Mode = "rtm" }, []string{"chat.slack.mode"}},

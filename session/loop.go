@@ -973,7 +973,8 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 
 func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, attach *Proc, log *slog.Logger) error {
 	job := TrainJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Config: t.RewardConfig, Settings: s.Settings,
-		Iterations: t.Iterations - t.StartIter, Target: t.Iterations, StartIter: t.StartIter, Attach: attach}
+		Iterations: t.Iterations - t.StartIter, Target: t.Iterations, StartIter: t.StartIter, Attach: attach,
+		Space: e.SpaceOf(s.Settings.Task)}
 	ckpt, err := e.parentCheckpoint(ctx, s.ID, *t)
 	if err != nil {
 		return err
@@ -1219,7 +1220,8 @@ func (e *Engine) evaluate(ctx context.Context, s Session, t *Trial, runDir, outp
 		return Evaluation{}, fmt.Errorf("saving trial: %w", err)
 	}
 	job := EvalJob{SessionID: s.ID, Trial: t.Ref(), RunDir: runDir, Checkpoint: filepath.Join(e.SessionDir(s.ID), t.Checkpoint),
-		Seeds: seeds, Output: filepath.Join(runDir, output), Settings: s.Settings, Attach: attach, Clip: clip}
+		Seeds: seeds, Output: filepath.Join(runDir, output), Settings: s.Settings, Attach: attach, Clip: clip,
+		Space: e.SpaceOf(s.Settings.Task)}
 	if attach == nil {
 		_ = os.Remove(job.Output) // a stale file from an interrupted evaluation must not count
 	}

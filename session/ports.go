@@ -139,6 +139,9 @@ type TrainJob struct {
 	// Attach, when set, is a remote job (Proc.Remote) an earlier tunebot started for this
 	// very job: the trainer awaits and collects it instead of starting another.
 	Attach *Proc
+	// Space is the reward space of the session's task, for a trainer that is told it
+	// ({reward_space}, docs/design.md §4).
+	Space *Space
 }
 
 // TrainResult is what a finished training job left in its run directory.
@@ -158,7 +161,8 @@ type EvalJob struct {
 	Seeds      []int
 	Output     string // absolute path of the evaluation.json to write
 	Settings   Settings
-	Attach     *Proc // as TrainJob.Attach
+	Attach     *Proc  // as TrainJob.Attach
+	Space      *Space // as TrainJob.Space
 	// Clip asks the job for a clip of the policy ({clip_output}): a rung's evaluation does,
 	// a final re-evaluation (the same policy on more seeds) does not.
 	Clip bool

@@ -105,6 +105,7 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 // Run-dir file names of the contract.
 const (
 	RewardConfigFile    = "reward_config.json"
+	RewardSpaceFile     = "reward_space.json"
 	PolicyFile          = "policy.onnx"
 	EvaluationFile      = "evaluation.json"
 	FinalEvaluationFile = "evaluation-final.json"
@@ -133,6 +134,7 @@ func (r *Runner) values(s session.Settings, runDir string, ref session.TrialRef)
 		"task":          s.Task,
 		"run_dir":       runDir,
 		"reward_config": filepath.Join(runDir, RewardConfigFile),
+		"reward_space":  filepath.Join(runDir, RewardSpaceFile),
 		"seed":          strconv.FormatInt(s.Seed, 10),
 		"num_envs":      strconv.Itoa(s.NumEnvs),
 		"gpu_ids":       string(gpus),
@@ -159,18 +161,8 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	if job.Target < 1 || job.Iterations < 1 {
 		return res, fmt.Errorf("starting train job: %d iterations to a target of %d", job.Iterations, job.Target)
 	}
-	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
-		return res, fmt.Errorf("creating run dir: %w", err)
-	}
-	// A job being re-attached already reads its reward config: it is left as it is.
-	if job.Attach == nil {
-		cfg, err := json.MarshalIndent(job.Config, "", "  ")
-		if err != nil {
-			return res, fmt.Errorf("encoding reward config: %w", err)
-		}
-		if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
-			return res, fmt.Errorf("writing reward config: %w", err)
-		}
+	if err := r.trainInputs(job); err != nil {
+		return res, err
 	}
 
 	vals := r.values(job.Settings, job.RunDir, job.Trial)
@@ -207,21 +199,81 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	logPath := filepath.Join(job.RunDir, TrainLog)
 	ev.reportCuts(logPath)
 	if out.failed != "" {
-		return res, &session.JobError{Job: "train", Reason: out.failed, LogTail: logTail(logPath)}
+		return res, jobFailed("train", out.failed, logPath, nil)
 	}
 	ckpt, n, found := newestCheckpoint(job.RunDir)
 	switch {
 	case !found:
-		return res, &session.JobError{Job: "train", Reason: "no model_<N>.pt checkpoint in run dir", LogTail: logTail(logPath)}
+		return res, jobFailed("train", "no model_<N>.pt checkpoint in run dir", logPath, nil)
 	case n < job.Target-1:
-		return res, &session.JobError{Job: "train", LogTail: logTail(logPath),
-			Reason: fmt.Sprintf("newest checkpoint model_%d.pt is short of the target of %d iterations", n, job.Target)}
+		return res, jobFailed("train", fmt.Sprintf("newest checkpoint model_%d.pt is short of the target of %d iterations", n, job.Target), logPath, nil)
 	}
 	policy, ok := findPolicy(job.RunDir)
 	if !ok {
-		return res, &session.JobError{Job: "train", Reason: "no " + PolicyFile + " in run dir", LogTail: logTail(logPath)}
+		return res, jobFailed("train", "no "+PolicyFile+" in run dir", logPath, nil)
 	}
 	return session.TrainResult{Checkpoint: ckpt, Iteration: n, Policy: policy, Series: ev.sorted()}, nil
+}
+
+// trainInputs creates job's run dir and writes what the job reads there: its reward config
+// and the reward space (writeSpace). A job being re-attached already reads its reward
+// config: it is left as it is.
+func (r *Runner) trainInputs(job session.TrainJob) error {
+	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
+		return fmt.Errorf("creating run dir: %w", err)
+	}
+	if job.Attach == nil {
+		cfg, err := json.MarshalIndent(job.Config, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encoding reward config: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
+			return fmt.Errorf("writing reward config: %w", err)
+		}
+	}
+	return r.writeSpace(job.Space, job.Settings.Task, job.RunDir, job.Attach)
+}
+
+// evalInputs creates job's run dir, removes what an earlier evaluation left there and writes
+// the reward space (writeSpace).
+func (r *Runner) evalInputs(job session.EvalJob) error {
+	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
+		return fmt.Errorf("creating run dir: %w", err)
+	}
+	// A file left by an earlier evaluation would hide a job that wrote nothing. (A job
+	// being re-attached may have written its own already.)
+	if job.Attach == nil {
+		if err := os.Remove(job.Output); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("removing old evaluation output: %w", err)
+		}
+		if job.Clip {
+			if err := removeClip(job.RunDir); err != nil {
+				return err
+			}
+		}
+	}
+	return r.writeSpace(job.Space, job.Settings.Task, job.RunDir, job.Attach)
+}
+
+// writeSpace writes sp, the reward space of the session's task, as the run dir's
+// reward_space.json when a template passes {reward_space}: the sim trainer reads a task's
+// space from it, so a space `tunebot space` printed runs with no template edit. A job being
+// re-attached reads the file it had.
+func (r *Runner) writeSpace(sp *session.Space, task, runDir string, attach *session.Proc) error {
+	if attach != nil || !Uses(slices.Concat(r.t.Train, r.t.ResumeArgs, r.t.Evaluate), "reward_space") {
+		return nil
+	}
+	if sp == nil {
+		return fmt.Errorf("starting job: the trainer templates pass {reward_space}, but task %s has no reward space", task)
+	}
+	data, err := json.MarshalIndent(sp, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding reward space: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(runDir, RewardSpaceFile), append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing reward space: %w", err)
+	}
+	return nil
 }
 
 // Evaluate runs one evaluation job and parses the evaluation.json it wrote, strictly.
@@ -233,20 +285,8 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	if len(job.Seeds) == 0 {
 		return ev, fmt.Errorf("starting evaluate job: no evaluation seeds")
 	}
-	if err := os.MkdirAll(job.RunDir, 0o755); err != nil {
-		return ev, fmt.Errorf("creating run dir: %w", err)
-	}
-	// A file left by an earlier evaluation would hide a job that wrote nothing. (A job
-	// being re-attached may have written its own already.)
-	if job.Attach == nil {
-		if err := os.Remove(job.Output); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return ev, fmt.Errorf("removing old evaluation output: %w", err)
-		}
-		if job.Clip {
-			if err := removeClip(job.RunDir); err != nil {
-				return ev, err
-			}
-		}
+	if err := r.evalInputs(job); err != nil {
+		return ev, err
 	}
 	vals := r.values(job.Settings, job.RunDir, job.Trial)
 	vals["checkpoint"] = job.Checkpoint
@@ -275,7 +315,7 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	}
 	logPath := filepath.Join(job.RunDir, EvaluateLog)
 	if out.failed != "" {
-		return ev, &session.JobError{Job: "evaluate", Reason: out.failed, LogTail: logTail(logPath)}
+		return ev, jobFailed("evaluate", out.failed, logPath, nil)
 	}
 	if ev, err = evaluationOf(job, logPath, logger); err != nil {
 		return ev, err
@@ -297,15 +337,14 @@ func evaluationOf(job session.EvalJob, logPath string, logger *slog.Logger) (ses
 		if msg, ok := session.UserMessage(err); ok {
 			reason = msg
 		}
-		return ev, &session.JobError{Job: "evaluate", Err: err, LogTail: logTail(logPath), Reason: reason}
+		return ev, jobFailed("evaluate", reason, logPath, err)
 	}
 	ev, err = session.DecodeEvaluation(data)
 	if err != nil {
-		return ev, &session.JobError{Job: "evaluate", Err: err, LogTail: logTail(logPath),
-			Reason: "invalid " + err.Error()}
+		return ev, jobFailed("evaluate", "invalid "+err.Error(), logPath, err)
 	}
 	if !sameSeeds(ev.Seeds, job.Seeds) {
-		return ev, &session.JobError{Job: "evaluate", LogTail: logTail(logPath), Reason: seedsReason(filepath.Base(job.Output), ev.Seeds, job.Seeds)}
+		return ev, jobFailed("evaluate", seedsReason(filepath.Base(job.Output), ev.Seeds, job.Seeds), logPath, nil)
 	}
 	appendNotes(logPath, ev.Notes, logger)
 	return ev, nil
@@ -590,7 +629,8 @@ func gpuList(gpus []int) string {
 	return strings.Join(s, ",")
 }
 
-// exitState describes how a process ended: "exit status N" or "killed by signal S".
+// exitState describes how a process ended: "exit status N", or the signal that killed it
+// with its usual cause (killedBy, exitCodeReason).
 func exitState(ps *os.ProcessState, waitErr error) string {
 	if ps == nil {
 		if waitErr != nil {
@@ -599,9 +639,9 @@ func exitState(ps *os.ProcessState, waitErr error) string {
 		return "unknown exit"
 	}
 	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return "killed by signal " + ws.Signal().String()
+		return killedBy(ws.Signal(), "")
 	}
-	return "exit status " + strconv.Itoa(ps.ExitCode())
+	return exitCodeReason(ps.ExitCode(), "")
 }
 
 func startReason(err error) string {

@@ -71,12 +71,13 @@ func trainJob(dir string, target int) session.TrainJob {
 	return session.TrainJob{
 		SessionID: "s1", Trial: session.TrialRef{Number: 3, Rung: 0}, RunDir: dir,
 		Config: session.DefaultSpace().Defaults(), Settings: settings(), Iterations: target, Target: target,
+		Space: session.DefaultSpace(),
 	}
 }
 
 func evalJob(dir, ckpt string, seeds ...int) session.EvalJob {
 	return session.EvalJob{SessionID: "s1", Trial: session.TrialRef{Number: 3}, RunDir: dir, Checkpoint: ckpt,
-		Seeds: seeds, Output: filepath.Join(dir, "evaluation.json"), Settings: settings()}
+		Seeds: seeds, Output: filepath.Join(dir, "evaluation.json"), Settings: settings(), Space: session.DefaultSpace()}
 }
 
 func jobError(t *testing.T, err error) *session.JobError {
@@ -202,8 +203,8 @@ func TestPlaceholdersAndEnv(t *testing.T) {
 	job.Trial = session.TrialRef{Number: 7, Rung: 1}
 	_, err := r.Train(context.Background(), job, session.JobHooks{})
 	je := jobError(t, err)
-	if je.Reason != "exit status 4" || !strings.Contains(je.LogTail, "recorded") {
-		t.Errorf("JobError = %q with tail %q, want exit status 4 and the log", je.Reason, je.LogTail)
+	if je.Reason != "exit status 4; train.log ends: recorded" || !strings.Contains(je.LogTail, "recorded") {
+		t.Errorf("JobError = %q with tail %q, want exit status 4 and the log's end", je.Reason, je.LogTail)
 	}
 	argv, _ := os.ReadFile(filepath.Join(dir, "argv"))
 	want := []string{"--run=" + dir + "/x", "[2,5]", "auto-tune-t007-r1", "it=600/900/300", "42", "4096",
@@ -271,8 +272,8 @@ func TestTimeoutEndsWholeGroup(t *testing.T) {
 	var proc session.Proc
 	_, err := r.Train(context.Background(), trainJob(dir, 10), session.JobHooks{Started: func(p session.Proc) { proc = p }})
 	je := jobError(t, err)
-	if je.Reason != "timed out after 300ms" {
-		t.Errorf("reason %q, want timed out after 300ms", je.Reason)
+	if want := "timed out after 300ms; train.log ends: waiting"; je.Reason != want {
+		t.Errorf("reason %q, want %q", je.Reason, want)
 	}
 	if proc.PID == 0 || proc.PGID != proc.PID || proc.StartTick == 0 || proc.Job != "train" || proc.Remote() {
 		t.Fatalf("Started hook got %+v", proc)

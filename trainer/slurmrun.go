@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"tunebot/private"
@@ -420,23 +421,37 @@ func (r *Runner) leaveSlurm(ctx context.Context, s jobSpec, client *slurm.Client
 	return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, ctx.Err())
 }
 
-// slurmFailure says why a finished job failed, "" when it succeeded: its command's exit
-// code when Slurm ran it to its end, else the state Slurm ended it in (TIMEOUT, NODE_FAIL,
-// OUT_OF_MEMORY, CANCELLED by someone else, ...).
+// slurmFailure says why a finished job failed, "" when it succeeded: when Slurm did not end
+// it, the signal that killed its batch script (sacct's 0:9) or its command's exit code,
+// else the state Slurm ended it in (TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, CANCELLED by someone
+// else, ...).
 func slurmFailure(id string, st slurm.Status) string {
 	switch st.State {
 	case slurm.Completed, slurm.Failed, slurm.Unknown:
 		switch {
+		case st.Signal > 0:
+			return killedBy(syscall.Signal(st.Signal), slurmWhere(id, st))
 		case st.ExitCode == 0, st.ExitCode < 0 && st.State == slurm.Completed:
 			return ""
 		case st.ExitCode > 0:
-			return fmt.Sprintf("exit status %d (Slurm job %s %s)", st.ExitCode, id, st.State)
+			return exitCodeReason(st.ExitCode, slurmWhere(id, st))
 		case st.State == slurm.Unknown:
 			return "Slurm no longer knows job " + id + " (and it left no exit code in the run dir)"
 		}
 		return fmt.Sprintf("Slurm job %s %s without an exit code", id, st.State)
+	case slurm.OutOfMem:
+		return fmt.Sprintf("Slurm job %s ended %s%s: it used more memory than it asked for (executor.slurm.mem, sbatch --mem)", id, st.State, exitNote(st.ExitCode))
 	}
 	return fmt.Sprintf("Slurm job %s ended %s%s", id, st.State, exitNote(st.ExitCode))
+}
+
+// slurmWhere names a finished job for its exit status: "Slurm job 12 FAILED on node1"
+// (the node is where dmesg tells of an out-of-memory kill).
+func slurmWhere(id string, st slurm.Status) string {
+	if st.Node == "" {
+		return "Slurm job " + id + " " + st.State
+	}
+	return "Slurm job " + id + " " + st.State + " on " + st.Node
 }
 
 func exitNote(code int) string {

@@ -408,3 +408,19 @@ func TestSlurmUnrecordedJobIsReplaced(t *testing.T) {
 		t.Errorf("train.log does not say the stale job was replaced:\n%s", log)
 	}
 }
+
+// TestSlurmKilledJobSaysTheSignal: a Slurm job whose trainer is killed by SIGKILL (the
+// batch script reports it as exit status 137) says the signal and its usual cause.
+func TestSlurmKilledJobSaysTheSignal(t *testing.T) {
+	c := needSlurm(t)
+	tpl := trainer.Templates{Train: []string{"sh", "-c", `echo "allocating"; kill -KILL $$`, "{run_dir}"}, Evaluate: []string{"true"}}
+	tpl.Slurm = &trainer.Slurm{Client: c, TimeLimit: 10 * time.Minute, Poll: 100 * time.Millisecond, Extra: []string{"--comment=tunebot-test"}}
+	_, err := newRunner(t, tpl).Train(context.Background(), trainJob(t.TempDir(), 20), session.JobHooks{})
+	je := jobError(t, err)
+	for _, want := range []string{"killed by SIGKILL (exit status 137", "Slurm job ", slurm.Failed,
+		"): the kernel's out-of-memory killer is the usual cause; see dmesg", "train.log ends: allocating"} {
+		if !strings.Contains(je.Reason, want) {
+			t.Errorf("reason %q lacks %q", je.Reason, want)
+		}
+	}
+}

@@ -46,19 +46,20 @@ var (
 	SimTrain = []string{"{tunebot}", "sim-train", "--task", "{task}", "--run-dir", "{run_dir}",
 		"--reward-config", "{reward_config}", "--iterations", "{iterations}",
 		"--target-iterations", "{target_iterations}", "--start-iteration", "{start_iteration}",
-		"--seed", "{seed}", "--num-envs", "{num_envs}"}
+		"--seed", "{seed}", "--num-envs", "{num_envs}", "--reward-space", "{reward_space}"}
 	SimResume   = []string{"--resume-checkpoint", "{checkpoint}"}
 	SimEvaluate = []string{"{tunebot}", "sim-eval", "--task", "{task}", "--checkpoint", "{checkpoint}",
 		"--output", "{eval_output}", "--seeds", "{eval_seeds}", "--num-envs", "{eval_num_envs}",
 		"--steps", "{eval_steps}", "--run-dir", "{run_dir}", "--clip-output", "{clip_output}",
-		"--clip-poster", "{clip_poster}", "--trial", "{trial}", "--rung", "{rung}"}
+		"--clip-poster", "{clip_poster}", "--trial", "{trial}", "--rung", "{rung}",
+		"--reward-space", "{reward_space}"}
 )
 
 // Placeholder names. Which ones a template may use depends on its kind: a value that a
 // job of that kind does not have would silently become "", so it is refused up front.
 var (
 	commonNames = []string{"python", "tunebot", "task", "run_dir", "reward_config", "seed",
-		"num_envs", "gpu_ids", "run_name", "eval_num_envs", "eval_steps", "trial", "rung"}
+		"num_envs", "gpu_ids", "run_name", "eval_num_envs", "eval_steps", "trial", "rung", "reward_space"}
 	trainNames  = append(slices.Clone(commonNames), "iterations", "target_iterations", "start_iteration")
 	resumeNames = append(slices.Clone(trainNames), "checkpoint")
 	evalNames   = append(slices.Clone(commonNames), "checkpoint", "eval_output", "eval_seeds", "clip_output", "clip_poster")

@@ -2,18 +2,14 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"tunebot/config"
-	"tunebot/disk"
 	"tunebot/session"
 	"tunebot/trainer/mjlab"
 )
@@ -73,8 +69,8 @@ func spaceFlag(sp **session.Space) func(string) error {
 
 // demoSpace points a demo at the reward space of o.task: the file o.space, or else the
 // task's checked-in space (trainer/mjlab/spaces); neither flag leaves the built-in Go2
-// space. The sim trainer learns the space from a copy in the data dir, passed with
-// --reward-space to every train and evaluate job.
+// space. The sim trainer's templates pass the session's space to every job
+// ({reward_space}), as they do outside the demo.
 func demoSpace(cfg *config.Config, o tuneOptions) error {
 	if o.task == "" && o.space == "" {
 		return nil
@@ -104,34 +100,7 @@ func demoSpace(cfg *config.Config, o tuneOptions) error {
 	if !cfg.Trainer.IsSim() {
 		return errors.New("the demo's trainer is not the built-in sim trainer")
 	}
-	path, err := writeDemoSpace(cfg.DataDir, o.task, sp)
-	if err != nil {
-		return err
-	}
 	cfg.Space = sp
 	cfg.Session.Task, cfg.Session.Tasks = o.task, []string{o.task}
-	arg := []string{"--reward-space", path}
-	cfg.Trainer.Train = append(slices.Clone(cfg.Trainer.Train), arg...)
-	cfg.Trainer.Evaluate = append(slices.Clone(cfg.Trainer.Evaluate), arg...)
 	return nil
-}
-
-// writeDemoSpace writes sp as <dataDir>/spaces/<task>.json and returns its absolute path.
-func writeDemoSpace(dataDir, task string, sp *session.Space) (string, error) {
-	dir, err := filepath.Abs(filepath.Join(dataDir, "spaces"))
-	if err != nil {
-		return "", fmt.Errorf("data_dir %s: %w", dataDir, err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("creating %s: %w", dir, err)
-	}
-	data, err := json.MarshalIndent(sp, "", "  ")
-	if err != nil {
-		return "", fmt.Errorf("encoding the reward space: %w", err)
-	}
-	path := filepath.Join(dir, task+".json")
-	if err := disk.WriteFile(path, append(data, '\n'), 0o600); err != nil {
-		return "", fmt.Errorf("writing the reward space: %w", err)
-	}
-	return path, nil
 }

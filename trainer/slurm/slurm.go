@@ -73,6 +73,9 @@ type Status struct {
 	Reason   string // why a pending job waits (Resources, Priority, ...); "" when none
 	Node     string // where it runs or ran
 	ExitCode int    // the command's exit code once finished (from the exit file or sacct); -1 unknown
+	// Signal is the signal that killed the batch script, from sacct's exit code (0:9) when
+	// no exit file says otherwise; 0 for none or unknown.
+	Signal int
 }
 
 // unfinished are the job states (squeue's long names) from which a job can still run or
@@ -304,12 +307,8 @@ func (c *Client) Status(ctx context.Context, ids []string, exitFiles map[string]
 				if _, seen := out[f[0]]; seen || !slices.Contains(missing, f[0]) {
 					continue
 				}
-				st := Status{ID: f[0], State: strings.Fields(f[1] + " ")[0], Node: f[3], ExitCode: -1}
-				if code, _, ok := strings.Cut(f[2], ":"); ok {
-					if n, err := strconv.Atoi(code); err == nil {
-						st.ExitCode = n
-					}
-				}
+				st := Status{ID: f[0], State: strings.Fields(f[1] + " ")[0], Node: f[3]}
+				st.ExitCode, st.Signal = ExitField(f[2])
 				out[st.ID] = st
 			}
 		}
@@ -321,12 +320,26 @@ func (c *Client) Status(ctx context.Context, ids []string, exitFiles map[string]
 		}
 		if st.Finished() {
 			if n, ok := c.readExit(exitFiles[id]); ok {
-				st.ExitCode = n
+				st.ExitCode, st.Signal = n, 0 // the script ran to its end: its rc says it all
 			}
 		}
 		out[id] = st
 	}
 	return out, nil
+}
+
+// ExitField reads sacct's exitcode field, "code:signal" ("0:9" for a script SIGKILL
+// ended): the code (-1 when unreadable) and the signal (0 for none).
+func ExitField(f string) (code, signal int) {
+	c, sig, ok := strings.Cut(f, ":")
+	code = -1
+	if n, err := strconv.Atoi(c); ok && err == nil {
+		code = n
+	}
+	if n, err := strconv.Atoi(sig); ok && err == nil && n > 0 {
+		signal = n
+	}
+	return code, signal
 }
 
 func (c *Client) readExit(path string) (int, bool) {
