@@ -464,8 +464,8 @@ func (d boxDim) MarshalJSON() ([]byte, error) {
 
 // cmdOptunaSession runs one whole session whose proposals come from optuna_sessions.py over
 // stdin and stdout (see optunaBridge), and ends with the session's result. With -warm it
-// runs the first session and a second that builds on it (the warm row's), both proposed by
-// the same study, and ends with both results, the first's first.
+// runs the first session, sends its result, then runs a second that builds on it (the warm
+// row's), proposed by the same study, and ends with the second's result.
 func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("optuna-session", flag.ContinueOnError)
 	seed := fs.Int64("surface", heldOut, "surface seed")
@@ -503,8 +503,13 @@ func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 	m := method{name: "optuna", space: sp, adv: func(*sim.Surface) session.Advisor { return b }}
 	rs := make([]sessionResult, 1)
 	if warm.on {
-		warm.withFirst, warm.coldName, m.name = true, m.name, m.name+"-warm"
-		warm.between = func(s1 session.Session, trials1 []session.Trial) { b.offset = startScore(s1, trials1) }
+		// The first session's result goes out as soon as it ends, so that the peer tells the
+		// second session's trials as a new session of the same study.
+		warm.withFirst, warm.coldName, m.name = false, m.name, m.name+"-warm"
+		warm.between = func(r1 sessionResult, s1 session.Session, trials1 []session.Trial) error {
+			b.offset = startScore(s1, trials1)
+			return b.enc.Encode(bridgeMsg{Result: &r1})
+		}
 		rs, err = warm.runWarm(context.Background(), root, m, b, surf, *rep, st, cache.get(surf, st), false)
 	} else {
 		rs[0], err = runSession(context.Background(), root, m, b, surf, *rep, st, cache.get(surf, st), false)

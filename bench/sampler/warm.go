@@ -37,9 +37,10 @@ type warmOptions struct {
 	// run without -warm makes (the same seed and noise), so one run gives both rows.
 	withFirst bool
 	coldName  string
-	// between, when set, is told the first session and its trials before the second starts
-	// (the Optuna bridge takes its level from it).
-	between func(s session.Session, trials []session.Trial)
+	// between, when set, is told the first session, its trials and its result (labelled
+	// coldName) before the second starts: the Optuna bridge reports the result then, and
+	// takes the second session's level from it.
+	between func(r1 sessionResult, s session.Session, trials []session.Trial) error
 }
 
 func warmFlags(fs *flag.FlagSet, w *warmOptions) {
@@ -87,12 +88,14 @@ func (w warmOptions) runWarm(ctx context.Context, dir string, m method, adv sess
 		weights = []float64{0}
 	}
 	var out []sessionResult
+	r1.Method = w.coldName
 	if w.withFirst {
-		r1.Method = w.coldName
 		out = append(out, r1)
 	}
 	if w.between != nil {
-		w.between(s1, trials1)
+		if err := w.between(r1, s1, trials1); err != nil {
+			return nil, err
+		}
 	}
 	for _, weight := range weights {
 		second := st
