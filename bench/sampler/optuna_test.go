@@ -2,11 +2,15 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"tunebot/session"
 )
 
 // fakeOptuna speaks optuna_sessions.py's side of the optuna-session protocol: it reads the
@@ -130,5 +134,31 @@ func TestBestPeer(t *testing.T) {
 	}
 	if _, _, ok := bestPeer(map[string]float64{"tunebot": 1}, false); ok {
 		t.Error("a table of tunebot alone has no peer")
+	}
+}
+
+// A trial's values reach Optuna within the box: the session rounds a value at the box's edge
+// to 4 significant digits, which may fall just outside it (0.7071 × 0.5 = 0.35355 becomes
+// 0.3535), and Optuna refuses a trial outside its distributions.
+func TestOptunaBridgeKeepsTrialsInTheBox(t *testing.T) {
+	sp := boxSpace()
+	var out strings.Builder
+	b := &optunaBridge{dims: boxDims(sp), enc: json.NewEncoder(&out), dec: json.NewDecoder(strings.NewReader(`{"params":{}}` + "\n"))}
+	cfg := sp.Defaults()
+	cfg.Params["track_angular_velocity.std"] = 0.3535
+	cfg.Weights["action_rate_l2"] = -0.10002 // just past 2× in magnitude
+	score := 0.01
+	req := session.ProposalRequest{Space: sp, History: []session.TrialSummary{{Config: cfg, Score: &score, State: session.TrialCompleted, Eligible: true}}}
+	if _, err := b.Propose(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	var msg bridgeMsg
+	if err := json.Unmarshal([]byte(out.String()), &msg); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range b.dims {
+		if x := msg.Trials[0].Params[d.name]; x < d.lo || x > d.hi {
+			t.Errorf("%s told as %g, outside the box %g–%g", d.name, x, d.lo, d.hi)
+		}
 	}
 }

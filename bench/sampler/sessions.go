@@ -422,11 +422,13 @@ func (b *optunaBridge) Propose(ctx context.Context, req session.ProposalRequest)
 	for _, h := range req.History {
 		t := bridgeTrial{Params: map[string]float64{}, Eligible: h.Eligible}
 		for _, d := range b.dims {
+			x := h.Config.Params[d.name]
 			if d.weight {
-				t.Params[d.name] = math.Abs(h.Config.Weights[d.name])
-			} else {
-				t.Params[d.name] = h.Config.Params[d.name]
+				x = math.Abs(h.Config.Weights[d.name])
 			}
+			// The session keeps 4 significant digits, which may put a value at the box's
+			// edge just outside it; Optuna refuses a trial outside its distributions.
+			t.Params[d.name] = math.Min(math.Max(x, d.lo), d.hi)
 		}
 		if h.Score != nil && h.State == session.TrialCompleted {
 			v := *h.Score + b.offset
