@@ -1,10 +1,11 @@
 // Command sampler benchmarks tunebot's numeric proposers with whole sessions of the real
 // engine on held-out surfaces of the sim trainer, against the old sampler, random search
-// and, through the optuna-session mode, Optuna's TPESampler driven by optuna_sessions.py.
+// and, through the optuna-session mode, Optuna's TPESampler and GPSampler driven by
+// optuna_sessions.py (-warm: a first session and a second one the same study goes on into).
 // See README.md; run.sh runs everything.
 //
 //	sampler sessions -method tunebot|old|random [-first 1000] [-surfaces 50] [-reps 3]   JSON lines, one per session
-//	sampler optuna-session -surface S -rep R     one session proposed by optuna_sessions.py
+//	sampler optuna-session -surface S -rep R [-warm]  one session (two) proposed by optuna_sessions.py
 //	sampler box [-first 1] [-surfaces 40]            what the whole-box searches' box holds, noise-free
 //	sampler summary FILE...                      quartiles, trials used and the targets
 //	sampler calibrate [-family F] [-first 1] [-surfaces 10]  the model's predictions against what happened

@@ -1,11 +1,22 @@
-"""Optuna's TPESampler as the proposer of whole tunebot sessions (see README.md).
+"""Optuna's samplers as the proposer of whole tunebot sessions (see README.md).
 
 For each surface and repetition, start `sampler optuna-session`, which runs the real session
 engine (rung 0, early stop, successive halving, final re-evaluation) on the sim surface and
 asks this script for every proposal with the finished rung-0 trials so far. Optuna searches
 the 0.5x-2x box of every scalar around the defaults (weights as magnitudes on a log scale,
-Optuna's defaults otherwise); each trial is told its rung-0 score (-1 if it broke a gate).
-Prints the session's result, one JSON line per session.
+Optuna's defaults otherwise). The samplers:
+
+- tpe: TPESampler; a trial that broke a gate is told -1 (the worst);
+- gp: GPSampler, told every trial's rung-0 score, with the gates as its constraint
+  (Trial.set_constraint, Optuna 5's form of constraints_func: a trial that broke a gate is
+  infeasible), as Optuna's AutoSampler would run it on a numeric space with constraints;
+
+`--startup N` sets n_startup_trials (0: Optuna's default, 10 for both). With `--warm` each
+session is followed by a second one that builds on it (the warm row), proposed by the same
+study going on: the second session's scores are relative to its own baseline, the first's
+best, so the bridge adds that trial's first-session score to them and the study keeps one
+objective. Prints each session's result, one JSON line per session (with --warm the first
+session's, labelled as the row without --warm, then the second's).
 """
 
 import argparse
@@ -18,42 +29,79 @@ import optuna
 from optuna.distributions import FloatDistribution
 from optuna.trial import TrialState, create_trial
 
+# The gates as Optuna's constraint: a trial that broke one is infeasible (a value > 0).
+# Trial.set_constraint stores it under "constraints:gates" (Optuna 5 deprecated
+# constraints_func for it; the GP reads either); a trial added with add_trial gets it there.
+GATES = "gates"
+GATES_ATTR = "constraints:" + GATES
 
-def run_session(binary: str, surface: int, rep: int, extra: list, startup: int, label: str) -> dict:
-    proc = subprocess.Popen([binary, "optuna-session", "-surface", str(surface), "-rep", str(rep), *extra],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+def make_sampler(kind: str, seed: int, startup: int):
+    kw = {"n_startup_trials": startup} if startup > 0 else {}
+    if kind == "tpe":
+        return optuna.samplers.TPESampler(seed=seed, **kw)
+    if kind == "gp":
+        return optuna.samplers.GPSampler(seed=seed, **kw)
+    raise ValueError(f"unknown sampler {kind!r} (tpe or gp)")
+
+
+class Session:
+    """One study, told the trials of one session after another."""
+
+    def __init__(self, kind: str, dists: dict, study):
+        self.kind, self.dists, self.study = kind, dists, study
+        self.asked = []  # Optuna trials asked in this session, in proposal order
+        self.told = 0    # this session's trials told so far (trial 0, the baseline, is added)
+
+    def value(self, t: dict) -> float:
+        if self.kind == "tpe" and not t["eligible"]:
+            return -1.0
+        return t["score"]
+
+    def tell(self, trials: list) -> None:
+        while self.told < len(trials):
+            t = trials[self.told]
+            broke = 1.0 if not t["eligible"] else -1.0
+            gated = self.kind == "gp"
+            if self.told == 0:
+                if t["score"] is not None:
+                    self.study.add_trial(create_trial(params=t["params"], distributions=self.dists, value=self.value(t),
+                                                      system_attrs={GATES_ATTR: broke} if gated else None))
+            elif self.told - 1 < len(self.asked):
+                trial = self.asked[self.told - 1]
+                if t["score"] is None:
+                    self.study.tell(trial, state=TrialState.FAIL)
+                else:
+                    if gated:
+                        trial.set_constraint(GATES, broke)
+                    self.study.tell(trial, self.value(t))
+            self.told += 1
+
+
+def run_session(binary: str, surface: int, rep: int, extra: list, kind: str, startup: int, label: str, warm: bool) -> list:
+    args = [binary, "optuna-session", "-surface", str(surface), "-rep", str(rep), *extra] + (["-warm"] if warm else [])
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    results = []
     try:
         hello = json.loads(proc.stdout.readline())
-        kw = {"n_startup_trials": startup} if startup > 0 else {}
         dists = {d["name"]: FloatDistribution(d["low"], d["high"], log=d["log"]) for d in hello["dims"]}
-        study = optuna.create_study(direction="maximize",
-                                    sampler=optuna.samplers.TPESampler(seed=surface * 10 + rep, **kw))
-        asked = []  # Optuna trials asked, in proposal order (session trial 1, 2, ...)
-        told = 0    # session trials told so far (trial 0, the baseline, is added)
-        while True:
+        study = optuna.create_study(direction="maximize", sampler=make_sampler(kind, surface * 10 + rep, startup))
+        cur = Session(kind, dists, study)
+        while len(results) < (2 if warm else 1):
             msg = json.loads(proc.stdout.readline())
             if "result" in msg:
                 res = msg["result"]
                 if label:
-                    res["method"] = label
-                return res
-            trials = msg["trials"]
-            while told < len(trials):
-                t = trials[told]
-                if told == 0:
-                    if t["score"] is not None:
-                        study.add_trial(create_trial(params=t["params"], distributions=dists, value=t["score"]))
-                elif told - 1 < len(asked):
-                    trial = asked[told - 1]
-                    if t["score"] is None:
-                        study.tell(trial, state=TrialState.FAIL)
-                    else:
-                        study.tell(trial, t["score"])
-                told += 1
+                    res["method"] = label + ("-warm" if res["method"].endswith("-warm") else "")
+                results.append(res)
+                cur = Session(kind, dists, study)  # the same study goes on
+                continue
+            cur.tell(msg["trials"])
             trial = study.ask(dists)
-            asked.append(trial)
+            cur.asked.append(trial)
             proc.stdin.write(json.dumps({"params": trial.params}) + "\n")
             proc.stdin.flush()
+        return results
     finally:
         proc.stdin.close()
         if proc.wait() != 0:
@@ -68,17 +116,25 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--tmp", default="")
+    ap.add_argument("--sampler", default="tpe", choices=["tpe", "gp"])
     ap.add_argument("--startup", type=int, default=0,
-                    help="TPESampler's n_startup_trials (0: Optuna's default, 10)")
+                    help="the sampler's n_startup_trials (0: Optuna's default, 10)")
+    ap.add_argument("--patience", type=int, default=0,
+                    help="the session's early-stop patience (0: the session default; 20: never before the trial count)")
+    ap.add_argument("--warm", action="store_true", help="follow each session by a second that builds on it, the same study going on")
     ap.add_argument("--label", default="", help="the method's name in the results (default: optuna)")
-    ap.add_argument("--family", default="generic", help="surface family: generic, domain or coupled")
+    ap.add_argument("--family", default="generic", help="surface family: generic, domain, coupled or separable")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     extra = ["-family", args.family] + (["-tmp", args.tmp] if args.tmp else [])
+    if args.patience > 0:
+        extra += ["-patience", str(args.patience)]
     jobs = [(s, r) for s in range(args.first, args.first + args.surfaces) for r in range(args.reps)]
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        for res in pool.map(lambda j: run_session(args.binary, j[0], j[1], extra, args.startup, args.label), jobs):
-            print(json.dumps(res), flush=True)
+        run = lambda j: run_session(args.binary, j[0], j[1], extra, args.sampler, args.startup, args.label, args.warm)
+        for results in pool.map(run, jobs):
+            for res in results:
+                print(json.dumps(res), flush=True)
     return 0
 
 

@@ -317,6 +317,7 @@ func cmdSessions(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	warm.coldName = m.name
 	if *label != "" {
 		m.name = *label
 	} else if warm.on {
@@ -391,18 +392,23 @@ func cmdSessions(args []string, stdout io.Writer) error {
 }
 
 // optunaBridge is the proposer of an Optuna session: every proposal is asked of
-// optuna_bench.py over the serve pipe, with every finished rung-0 trial so far (Optuna is
-// told each trial's rung-0 score; an ineligible one as -1, the worst, and a failed one as
-// failed).
+// optuna_sessions.py over the serve pipe, with every finished rung-0 trial so far (its
+// rung-0 score and whether it passed the gates; a failed one without a score). In a warm
+// run the same bridge, and so the same Optuna study, proposes for the second session too.
 type optunaBridge struct {
 	dims []boxDim
 	enc  *json.Encoder
 	dec  *json.Decoder
+	// offset is added to the scores of a second session (warm): its scores are relative to
+	// its own baseline, the first session's best, whose score in the first session this is,
+	// so that the study goes on with one objective.
+	offset float64
 }
 
 type bridgeTrial struct {
-	Params map[string]float64 `json:"params"`
-	Score  *float64           `json:"score"` // nil: the trial failed
+	Params   map[string]float64 `json:"params"`
+	Score    *float64           `json:"score"` // nil: the trial failed
+	Eligible bool               `json:"eligible"`
 }
 
 type bridgeMsg struct {
@@ -414,19 +420,18 @@ type bridgeMsg struct {
 func (b *optunaBridge) Propose(ctx context.Context, req session.ProposalRequest) (session.Suggestion, error) {
 	msg := bridgeMsg{Trials: []bridgeTrial{}}
 	for _, h := range req.History {
-		t := bridgeTrial{Params: map[string]float64{}}
+		t := bridgeTrial{Params: map[string]float64{}, Eligible: h.Eligible}
 		for _, d := range b.dims {
+			x := h.Config.Params[d.name]
 			if d.weight {
-				t.Params[d.name] = math.Abs(h.Config.Weights[d.name])
-			} else {
-				t.Params[d.name] = h.Config.Params[d.name]
+				x = math.Abs(h.Config.Weights[d.name])
 			}
+			// The session keeps 4 significant digits, which may put a value at the box's
+			// edge just outside it; Optuna refuses a trial outside its distributions.
+			t.Params[d.name] = math.Min(math.Max(x, d.lo), d.hi)
 		}
 		if h.Score != nil && h.State == session.TrialCompleted {
-			v := *h.Score
-			if !h.Eligible {
-				v = -1
-			}
+			v := *h.Score + b.offset
 			t.Score = &v
 		}
 		msg.Trials = append(msg.Trials, t)
@@ -443,13 +448,26 @@ func (b *optunaBridge) Propose(ctx context.Context, req session.ProposalRequest)
 	return session.Suggestion{Patch: boxPatch(b.dims, ask.Params), Rationale: "optuna", Source: session.SourceSampler}, nil
 }
 
-// MarshalJSON gives optuna_bench.py a box dimension: weights as magnitudes on a log scale.
+// startScore is the rung-0 score of the trial a second session starts from: the first
+// session's best (what it shipped), 0 when it has none.
+func startScore(s session.Session, trials []session.Trial) float64 {
+	for _, t := range trials {
+		if t.Rung == 0 && t.Number == s.BestTrial && t.Score != nil {
+			return t.Score.Total
+		}
+	}
+	return 0
+}
+
+// MarshalJSON gives optuna_sessions.py a box dimension: weights as magnitudes on a log scale.
 func (d boxDim) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"name": d.name, "low": d.lo, "high": d.hi, "log": d.weight})
 }
 
-// cmdOptunaSession runs one whole session whose proposals come from optuna_bench.py over
-// stdin and stdout (see optunaBridge), and ends with the session's result.
+// cmdOptunaSession runs one whole session whose proposals come from optuna_sessions.py over
+// stdin and stdout (see optunaBridge), and ends with the session's result. With -warm it
+// runs the first session, sends its result, then runs a second that builds on it (the warm
+// row's), proposed by the same study, and ends with the second's result.
 func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("optuna-session", flag.ContinueOnError)
 	seed := fs.Int64("surface", heldOut, "surface seed")
@@ -457,6 +475,8 @@ func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 	tmp := fs.String("tmp", "", "directory for the session's store (default: the system's)")
 	family := familyFlag(fs)
 	settings := benchSettings(fs)
+	var warm warmOptions
+	warmFlags(fs, &warm)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -482,17 +502,35 @@ func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	defer os.RemoveAll(root)
 	var cache oracleCache
-	r, err := runSession(context.Background(), root, method{name: "optuna", space: sp}, b, surf, *rep, st, cache.get(surf, st), false)
+	m := method{name: "optuna", space: sp, adv: func(*sim.Surface) session.Advisor { return b }}
+	rs := make([]sessionResult, 1)
+	if warm.on {
+		// The first session's result goes out as soon as it ends, so that the peer tells the
+		// second session's trials as a new session of the same study.
+		warm.withFirst, warm.coldName, m.name = false, m.name, m.name+"-warm"
+		warm.between = func(r1 sessionResult, s1 session.Session, trials1 []session.Trial) error {
+			b.offset = startScore(s1, trials1)
+			return b.enc.Encode(bridgeMsg{Result: &r1})
+		}
+		rs, err = warm.runWarm(context.Background(), root, m, b, surf, *rep, st, cache.get(surf, st), false)
+	} else {
+		rs[0], err = runSession(context.Background(), root, m, b, surf, *rep, st, cache.get(surf, st), false)
+	}
 	if err != nil {
 		return err
 	}
-	return b.enc.Encode(bridgeMsg{Result: &r})
+	for i := range rs {
+		if err := b.enc.Encode(bridgeMsg{Result: &rs[i]}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // familyFlag is the -family flag: the family of sim surfaces a command runs on.
 func familyFlag(fs *flag.FlagSet) *sim.Family {
 	f := sim.FamilyGeneric
-	fs.Func("family", "surface family: generic (default), domain or coupled", func(v string) error {
+	fs.Func("family", "surface family: generic (default), domain, coupled or separable", func(v string) error {
 		fam, err := sim.ParseFamily(v)
 		f = fam
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 	"text/tabwriter"
 )
 
@@ -117,12 +118,33 @@ func cmdSummary(files []string, stdout io.Writer) error {
 			return "NOT met"
 		}
 		fmt.Fprintf(stdout, "target (%s): tunebot median ≥ 50%% of the attainable gain: %.1f%%: %s\n", fam, 100*t, verdict(t >= 0.5))
-		if o, ok := med["optuna"]; ok {
-			fmt.Fprintf(stdout, "target (%s): tunebot ahead of Optuna TPE's median (%.1f%%): %s\n", fam, 100*o, verdict(t > o))
+		if peer, o, ok := bestPeer(med, false); ok {
+			fmt.Fprintf(stdout, "target (%s): tunebot ahead of every peer's median (best: %s, %.1f%%): %s\n", fam, peer, 100*o, verdict(t > o))
 		}
 		fmt.Fprintf(stdout, "target (%s): at most 20%% of tunebot's rung-0 trials break a gate: %.0f%%: %s\n", fam, 100*gates["tunebot"], verdict(gates["tunebot"] <= 0.2))
+		if w, ok := med["tunebot-warm"]; ok {
+			fmt.Fprintf(stdout, "target (%s): the second session's median ≥ 70%%: %.1f%%: %s\n", fam, 100*w, verdict(w >= 0.7))
+			if peer, o, ok := bestPeer(med, true); ok {
+				fmt.Fprintf(stdout, "target (%s): the second session ahead of every peer's study going on (best: %s, %.1f%%): %s\n", fam, peer, 100*o, verdict(w > o))
+			}
+		}
 	}
 	return nil
+}
+
+// bestPeer is the peer (a method not tunebot's) of the highest median among the warm rows
+// (the study going on, "-warm") or the others, by name for ties.
+func bestPeer(med map[string]float64, warm bool) (string, float64, bool) {
+	best, bm, found := "", 0.0, false
+	for name, m := range med {
+		if strings.HasPrefix(name, "tunebot") || strings.HasSuffix(name, "-warm") != warm {
+			continue
+		}
+		if !found || m > bm || (m == bm && name < best) {
+			best, bm, found = name, m, true
+		}
+	}
+	return best, bm, found
 }
 
 // quantile of sorted xs, linear between order statistics.

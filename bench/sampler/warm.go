@@ -33,11 +33,20 @@ type warmOptions struct {
 	on      bool
 	start   string
 	weights []float64 // one second session per weight, all built on the same first
+	// withFirst also reports each first session, under coldName: it is the very session a
+	// run without -warm makes (the same seed and noise), so one run gives both rows.
+	withFirst bool
+	coldName  string
+	// between, when set, is told the first session, its trials and its result (labelled
+	// coldName) before the second starts: the Optuna bridge reports the result then, and
+	// takes the second session's level from it.
+	between func(r1 sessionResult, s session.Session, trials []session.Trial) error
 }
 
 func warmFlags(fs *flag.FlagSet, w *warmOptions) {
 	fs.BoolVar(&w.on, "warm", false, "run a second session on each surface that builds on the first (from=), and report the second")
 	fs.StringVar(&w.start, "warm-start", "", "the second session's start: best or defaults (empty: the session default)")
+	fs.BoolVar(&w.withFirst, "warm-with-first", false, "with -warm, also print each first session's result, labelled as the row without -warm (it is the same session)")
 	fs.Func("warm-weight", "the weight of each of the first session's trials (default: session.DefaultFromWeight); a comma-separated list runs one second session per weight on the same first, labelled -w<weight>", func(v string) error {
 		w.weights = nil
 		for _, f := range strings.Split(v, ",") {
@@ -53,6 +62,7 @@ func warmFlags(fs *flag.FlagSet, w *warmOptions) {
 
 // runWarm runs the first session and the second(s) that build on it in one store under
 // dir, and scores the second(s); First is the first session's share of the attainable gain.
+// With withFirst the first session's result comes first, labelled coldName.
 func (w warmOptions) runWarm(ctx context.Context, dir string, m method, adv session.Advisor, surf *sim.Surface, rep int, st session.Settings, attainable float64, noiseFree bool) ([]sessionResult, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
@@ -78,6 +88,15 @@ func (w warmOptions) runWarm(ctx context.Context, dir string, m method, adv sess
 		weights = []float64{0}
 	}
 	var out []sessionResult
+	r1.Method = w.coldName
+	if w.withFirst {
+		out = append(out, r1)
+	}
+	if w.between != nil {
+		if err := w.between(r1, s1, trials1); err != nil {
+			return nil, err
+		}
+	}
 	for _, weight := range weights {
 		second := st
 		second.Seed = first.Seed + warmSeedOffset
