@@ -13,11 +13,12 @@ require (
 	github.com/wcharczuk/go-chart/v2 v2.1.2
 	go.etcd.io/bbolt v1.4.3
 	go.yaml.in/yaml/v3 v3.0.6
+	gonum.org/v1/gonum v0.17.0
 	google.golang.org/protobuf v1.36.12
 )
 
 require (
 	golang.org/x/crypto v0.23.0 // indirect
-	golang.org/x/image v0.18.0 // indirect
+	golang.org/x/image v0.25.0 // indirect
 	golang.org/x/sys v0.29.0 // indirect
 )

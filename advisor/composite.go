@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/mat"
+
 	"tunebot/session"
 )
 
@@ -79,10 +81,10 @@ func (p priorOptions) withDefaults() priorOptions {
 type metricFit struct {
 	name     string
 	mean     []float64
-	cov      [][]float64
-	chol     [][]float64 // lower Cholesky factor of cov
-	noise    float64     // one evaluation's noise (model units)
-	declared []bool      // per dim: the space declares that the dim acts on this metric
+	cov      *mat.SymDense
+	chol     *mat.TriDense // lower Cholesky factor of cov
+	noise    float64       // one evaluation's noise (model units)
+	declared []bool        // per dim: the space declares that the dim acts on this metric
 }
 
 // composite is the fitted model of every metric.
@@ -340,11 +342,10 @@ func fitMetric(name string, obs []observation, decl []declaration, floors sessio
 		f.declared[i] = d.acts
 	}
 	noise2 := noise * noise
-	a := make([][]float64, p)
+	a := mat.NewSymDense(p, nil)
 	b := make([]float64, p)
-	for i := range a {
-		a[i] = make([]float64, p)
-		a[i][i] = 1 / v0[i]
+	for i := range b {
+		a.SetSym(i, i, 1/v0[i])
 		b[i] = m0[i] / v0[i]
 	}
 	for _, o := range obs {
@@ -358,19 +359,14 @@ func fitMetric(name string, obs []observation, decl []declaration, floors sessio
 				continue
 			}
 			b[i] += w * x[i] * y
-			for j := 0; j < p; j++ {
-				a[i][j] += w * x[i] * x[j]
-			}
 		}
+		a.SymRankOne(a, w, mat.NewVecDense(p, x))
 	}
-	f.cov = invertSPD(a)
-	f.mean = make([]float64, p)
-	for i := 0; i < p; i++ {
-		for j := 0; j < p; j++ {
-			f.mean[i] += f.cov[i][j] * b[j]
-		}
-	}
-	f.chol = cholesky(f.cov)
+	f.cov = spdInverse(a)
+	mean := mat.NewVecDense(p, nil)
+	mean.MulVec(f.cov, mat.NewVecDense(p, b))
+	f.mean = mean.RawVector().Data
+	f.chol = lowerFactor(f.cov)
 	return f
 }
 
@@ -424,19 +420,16 @@ func (m *composite) draws(rng *rand.Rand, n int) ([][][]float64, [][]float64) {
 }
 
 // drawCoefficients is one draw from N(mean, L Lᵀ).
-func drawCoefficients(rng *rand.Rand, mean []float64, l [][]float64) []float64 {
+func drawCoefficients(rng *rand.Rand, mean []float64, l *mat.TriDense) []float64 {
 	p := len(mean)
 	z := make([]float64, p)
 	for i := range z {
 		z[i] = rng.NormFloat64()
 	}
-	out := append([]float64(nil), mean...)
-	for i := 0; i < p; i++ {
-		for j := 0; j <= i; j++ {
-			out[i] += l[i][j] * z[j]
-		}
-	}
-	return out
+	out := mat.NewVecDense(p, nil)
+	out.MulVec(l, mat.NewVecDense(p, z))
+	out.AddVec(out, mat.NewVecDense(p, mean))
+	return out.RawVector().Data
 }
 
 // predict writes into clean the metrics (in session.MetricNames order, as m.fits) at

@@ -102,7 +102,7 @@ func (f metricFit) change(i int, a, b float64) (float64, float64) {
 	for j := range idx {
 		mean += f.mean[idx[j]] * delta[j]
 		for k := range idx {
-			v += delta[j] * delta[k] * f.cov[idx[j]][idx[k]]
+			v += delta[j] * delta[k] * f.cov.At(idx[j], idx[k])
 		}
 	}
 	return mean, math.Sqrt(math.Max(v, 0))
