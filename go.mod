@@ -20,5 +20,6 @@ require (
 require (
 	golang.org/x/crypto v0.23.0 // indirect
 	golang.org/x/image v0.25.0 // indirect
-	golang.org/x/sys v0.29.0 // indirect
+	golang.org/x/sys v0.30.0 // indirect
+	golang.org/x/tools v0.30.0 // indirect
 )

@@ -67,6 +67,9 @@ type searcher struct {
 	across     float64 // share of candidates drawn across the step rule's whole region
 	ascents    int     // how many of the best candidates coordinate ascent improves
 	moveCost   float64 // the least gain in the acquisition worth one more moved scalar
+	undo       int     // random subsets of the incumbent's changes taken back (negative: no undo)
+	wide       int     // candidates of the space-filling design over the whole room
+	carryCost  float64 // what the acquisition charges per scalar changed from the defaults
 	// pref is, per dim, what people's preferences add to the acquisition per step up
 	// (session.ProposalRequest.PreferenceWeight × the "looks right" utility); nil without.
 	pref []float64
@@ -95,7 +98,7 @@ func (s *searcher) assess(x []float64) assessment {
 	sd := math.Sqrt(math.Max(sum2/n-mean*mean, 0))
 	nmean := nsum / n
 	a := assessment{mean: mean, sd: sd, pass: float64(pass) / n, measuredSD: math.Sqrt(math.Max(nsum2/n-nmean*nmean, 0))}
-	a.acq = mean + s.ucb*sd
+	a.acq = mean + s.ucb*sd - s.carryCost*float64(carried(x))
 	if s.pref != nil {
 		a.acq += dot(s.pref, x)
 	}
@@ -331,6 +334,14 @@ func (s *searcher) search(rng *rand.Rand, n int) []candidate {
 		}
 		add(s.draw(rng, radius, i%2 == 0), false)
 	}
+	if s.undo >= 0 {
+		for _, c := range s.undoCandidates(rng, s.undo) {
+			add(c, false)
+		}
+	}
+	for _, c := range s.wideCandidates(rng, s.wide) {
+		add(c, false)
+	}
 	rank := func() {
 		sort.SliceStable(cands, func(a, b int) bool { return s.better(cands[a].assessment, cands[b].assessment) })
 	}
@@ -367,6 +378,14 @@ func (s *searcher) ascend(rng *rand.Rand, c candidate) candidate {
 			var tries []float64
 			if moved {
 				tries = append(tries, r.base)
+			}
+			if s.undo >= 0 {
+				// Take the incumbent's change back, to the default or past it.
+				for _, other := range []bool{false, true} {
+					if to, ok := backTo(r, other); ok {
+						tries = append(tries, to)
+					}
+				}
 			}
 			if r.off {
 				if r.dirUp {

@@ -47,6 +47,9 @@ type priorOptions struct {
 	// (a single evaluation seed); NoiseFloor is added in quadrature to the measured noise,
 	// for what the model does not capture (interactions, training noise).
 	NoiseSD, NoiseFloor float64
+	// LevelSD is the prior spread of an earlier session's level offset around what the two
+	// sessions' baselines say (earlierObservations), per metric (default 0.3).
+	LevelSD float64
 	// HingeSD is the spread of a penalty's cost on the velocity errors past HingeAt steps
 	// stronger than the baseline, per step past it (features' hinge term): tracking that
 	// degrades only past some strength, which the linear and curvature terms cannot follow.
@@ -72,6 +75,7 @@ func (p priorOptions) withDefaults() priorOptions {
 	def(&p.FallScale, 3)
 	def(&p.NoiseSD, 0.03)
 	def(&p.NoiseFloor, 0.01)
+	def(&p.LevelSD, 0.3)
 	return p
 }
 
@@ -109,6 +113,9 @@ type observation struct {
 	// weight is the observation's precision relative to one of this session's trials
 	// (0: a full one); an earlier session's trial weighs ProposalRequest.EarlierWeight.
 	weight float64
+	// earlier marks a trial of the session this one builds on: its level is this session's
+	// plus the earlier session's offset (features' last column).
+	earlier bool
 }
 
 // precision is the observation's weight in the regression.
@@ -150,7 +157,8 @@ func (m *composite) position(c session.RewardConfig, sp *session.Space) []float6
 }
 
 // features is the regression's row for position x: per dim its position, its square, and
-// how far it is past the hinge (a one-sided cost that sets in only HingeAt steps stronger).
+// how far it is past the hinge (a one-sided cost that sets in only HingeAt steps stronger);
+// the last column, the earlier session's level offset, is 0 (this session's level).
 func features(x []float64) []float64 {
 	D := len(x)
 	f := make([]float64, numFeatures(D))
@@ -163,8 +171,19 @@ func features(x []float64) []float64 {
 	return f
 }
 
-// numFeatures is the length of features' row for D dims.
-func numFeatures(D int) int { return 1 + 3*D }
+// numFeatures is the length of features' row for D dims: the intercept, three per dim, and
+// the earlier session's level offset.
+func numFeatures(D int) int { return 2 + 3*D }
+
+// rowOf is observation o's row: its features, and 1 in the offset column for an earlier
+// session's trial.
+func rowOf(o observation) []float64 {
+	f := features(o.x)
+	if o.earlier {
+		f[len(f)-1] = 1
+	}
+	return f
+}
 
 // hingeAt is where the hinge term starts, in steps up from the baseline: half a step, about
 // ×1.4 of a weight (bench/sampler/README.md, Search III).
@@ -221,7 +240,8 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 	}
 	m.trials = len(obs)
 	own := obs // this session's trials: the noise and the intercept's prior read these only
-	obs = append(obs, earlierObservations(m, req, obs[0].metrics, floors)...)
+	earlier, offsets := earlierObservations(m, req, obs[0].metrics, floors)
+	obs = append(obs, earlier...)
 	var pending [][]float64
 	for _, h := range req.History {
 		if h.Rung == 0 && !h.State.Terminal() && !finished[configKey(h.Config)] {
@@ -238,6 +258,9 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 	declared := declarations(req.Space, dims)
 	for _, name := range session.MetricNames {
 		m0, v0 := metricPrior(name, own, declared[name], floors, prior)
+		if len(earlier) > 0 {
+			m0[len(m0)-1], v0[len(v0)-1] = offsets[name], levelVariance(name, prior)
+		}
 		noise := metricNoise(name, own, floors, prior)
 		f := fitMetric(name, obs, declared[name], floors, m0, v0, noise)
 		if len(pending) > 0 {
@@ -329,6 +352,7 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 		v0[1+i], v0[1+D+i] = lin*lin, curv*curv
 		v0[1+2*D+i] = hingeVariance(tracking, d, scale, prior)
 	}
+	v0[p-1] = 1e-10 // no earlier session: no offset
 	return m0, v0
 }
 
@@ -351,7 +375,7 @@ func fitMetric(name string, obs []observation, decl []declaration, floors sessio
 	for _, o := range obs {
 		// A weighted row: the row and the target scaled by √weight, so the observation's
 		// precision is weight/σ².
-		x := features(o.x)
+		x := rowOf(o)
 		y := toModel(name, o.metrics[name], floors)
 		w := o.precision() / noise2
 		for i := 0; i < p; i++ {
@@ -470,5 +494,14 @@ func hingeVariance(tracking bool, d declaration, scale float64, prior priorOptio
 		return prior.HingeSD * prior.HingeSD
 	}
 	sd := prior.WeakCurvSD * scale
+	return sd * sd
+}
+
+// levelVariance is the prior variance of the earlier session's level offset on a metric.
+func levelVariance(name string, prior priorOptions) float64 {
+	sd := prior.LevelSD
+	if name == session.MetricFallRate {
+		sd *= prior.FallScale
+	}
 	return sd * sd
 }

@@ -123,7 +123,7 @@ func (s *searcher) explain(c candidate, changes []tpeChange) (string, []string) 
 			alone[d] -= baseScores[d]
 		}
 		mean, sd := session.MeanStd(alone)
-		mv := moveEvidence{change: changes[k], expected: mean, sd: sd, moved: s.m.moved[r.dim]}
+		mv := moveEvidence{change: changes[k], expected: mean, sd: sd, moved: s.m.moved[r.dim], back: takesBack(r.base, c.x[r.dim])}
 		for _, f := range s.m.fits {
 			d, dsd := f.change(r.dim, s.base[r.dim], c.x[r.dim])
 			if math.Abs(d) < 0.005 && !f.declared[r.dim] {
@@ -187,4 +187,20 @@ func (s *Sampler) Predict(req session.ProposalRequest, c session.RewardConfig) (
 	sr := &searcher{m: m, beta: beta, z: z}
 	a := sr.assess(m.position(c, req.Space))
 	return Prediction{Metrics: m.meanMetrics(m.position(c, req.Space)), Score: a.mean, SD: a.sd, MeasuredSD: a.measuredSD, Pass: a.pass}, true
+}
+
+// takesBack says how a move from position base to to (steps from the defaults) takes back
+// an earlier change: to the default, past it, or toward it; "" when it does not.
+func takesBack(base, to float64) string {
+	switch {
+	case math.Abs(base) < 1e-9:
+		return ""
+	case math.Abs(to) < 1e-9:
+		return "back to the default"
+	case to*base < 0:
+		return "back past the default"
+	case math.Abs(to) < math.Abs(base):
+		return "back toward the default"
+	}
+	return ""
 }

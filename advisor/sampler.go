@@ -47,6 +47,15 @@ type SamplerOptions struct {
 	// Across is the share of candidates drawn across the whole region the step rule allows
 	// rather than in the trust region (default 0.5; negative: none).
 	Across float64
+	// Undo is how many random subsets of the incumbent's changes are taken back as
+	// candidates, beside each change alone and all at once (default 20; negative: no undo
+	// candidates); Wide is how many candidates a scrambled Halton design draws over every
+	// scalar's whole room (default 60; negative: none). See wide.go.
+	Undo, Wide int
+	// CarryCost is what the acquisition charges per scalar a configuration changes from the
+	// defaults, so that of candidates the model cannot tell apart the one with fewer
+	// changes wins (default 0.001; negative: none).
+	CarryCost float64
 }
 
 // SamplerPrior is the composite model's prior (see composite.go), per unit step in log
@@ -107,6 +116,15 @@ func NewSampler(opts SamplerOptions) *Sampler {
 	}
 	if opts.Across == 0 {
 		opts.Across = 0.5
+	}
+	if opts.Undo == 0 {
+		opts.Undo = 20
+	}
+	if opts.Wide == 0 {
+		opts.Wide = 60
+	}
+	if opts.CarryCost == 0 {
+		opts.CarryCost = 0.001
 	}
 	return &Sampler{opts: opts}
 }
@@ -187,6 +205,7 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 	}
 	sr := &searcher{m: m, base: m.position(req.Base, req.Space), maxChanges: maxChanges, minPass: s.opts.MinPass, across: math.Max(s.opts.Across, 0),
 		ascents: max(s.opts.Ascents, 0), moveCost: math.Max(s.opts.MoveCost, 0),
+		undo: s.opts.Undo, wide: max(s.opts.Wide, 0), carryCost: math.Max(s.opts.CarryCost, 0),
 		radius: trustRadius(req.History, s.opts.RadiusStart, s.opts.RadiusFails)}
 	index := map[string]int{}
 	for i, d := range m.dims {

@@ -542,4 +542,7 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.Float64Var(&opts.Across, "across", 0, "tunebot: SamplerOptions.Across")
 	fs.IntVar(&opts.Ascents, "ascents", 0, "tunebot: SamplerOptions.Ascents")
 	fs.Float64Var(&opts.MoveCost, "move-cost", 0, "tunebot: SamplerOptions.MoveCost")
+	fs.IntVar(&opts.Undo, "undo", 0, "tunebot: SamplerOptions.Undo (negative: no undo candidates)")
+	fs.IntVar(&opts.Wide, "wide", 0, "tunebot: SamplerOptions.Wide (negative: no space-filling candidates)")
+	fs.Float64Var(&opts.CarryCost, "carry-cost", 0, "tunebot: SamplerOptions.CarryCost (negative: none)")
 }
