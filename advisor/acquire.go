@@ -60,16 +60,15 @@ type searcher struct {
 	base       []float64 // the base's position, per dim
 	radius     float64   // the trust region's radius in steps
 	maxChanges int
-	beta       [][][]float64
-	z          [][]float64
-	ucb        float64 // Beta of mean + Beta·sd
-	minPass    float64
-	across     float64 // share of candidates drawn across the step rule's whole region
-	ascents    int     // how many of the best candidates coordinate ascent improves
-	moveCost   float64 // the least gain in the acquisition worth one more moved scalar
-	undo       int     // random subsets of the incumbent's changes taken back (negative: no undo)
-	wide       int     // candidates of the space-filling design over the whole room
-	carryCost  float64 // what the acquisition charges per scalar changed from the defaults
+	*draws
+	ucb       float64 // Beta of mean + Beta·sd
+	minPass   float64
+	across    float64 // share of candidates drawn across the step rule's whole region
+	ascents   int     // how many of the best candidates coordinate ascent improves
+	moveCost  float64 // the least gain in the acquisition worth one more moved scalar
+	undo      int     // random subsets of the incumbent's changes taken back (negative: no undo)
+	wide      int     // candidates of the space-filling design over the whole room
+	carryCost float64 // what the acquisition charges per scalar changed from the defaults
 	// pref is, per dim, what people's preferences add to the acquisition per step up
 	// (session.ProposalRequest.PreferenceWeight × the "looks right" utility); nil without.
 	pref []float64
@@ -77,12 +76,12 @@ type searcher struct {
 
 // assess predicts the score and the gates at x.
 func (s *searcher) assess(x []float64) assessment {
-	phi := features(x)
+	pt := s.m.at(x)
 	var sum, sum2, nsum, nsum2 float64
 	pass := 0
 	var clean, noisy [session.NumMetrics]float64
 	for k := range s.beta {
-		s.m.predict(phi, s.beta[k], s.z[k], &clean, &noisy)
+		s.m.predict(pt, s.draws, k, &clean, &noisy)
 		total, _ := s.m.scorer.Quick(clean)
 		sum += total
 		sum2 += total * total
@@ -112,11 +111,11 @@ func (s *searcher) beatChance(x []float64, best float64) float64 {
 	if len(s.beta) == 0 {
 		return 0
 	}
-	phi := features(x)
+	pt := s.m.at(x)
 	var clean, noisy [session.NumMetrics]float64
 	k := 0
 	for i := range s.beta {
-		s.m.predict(phi, s.beta[i], s.z[i], &clean, &noisy)
+		s.m.predict(pt, s.draws, i, &clean, &noisy)
 		if total, ok := s.m.scorer.Quick(noisy); ok && total > best {
 			k++
 		}

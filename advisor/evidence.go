@@ -55,8 +55,7 @@ func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
 		return nil
 	}
 	rng := tpeRNG(req, samplerStream)
-	beta, z := m.draws(rng, s.opts.Draws)
-	sr := &searcher{m: m, base: m.position(req.Base, req.Space), beta: beta, z: z}
+	sr := &searcher{m: m, base: m.position(req.Base, req.Space), draws: m.sample(rng, s.opts.Draws)}
 	at := sr.scores(sr.base)
 	out := make([]Effect, len(m.dims))
 	for i, d := range m.dims {
@@ -82,11 +81,11 @@ func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
 
 // scores returns the score at x under each of the model's draws, noise-free.
 func (s *searcher) scores(x []float64) []float64 {
-	phi := features(x)
+	pt := s.m.at(x)
 	out := make([]float64, len(s.beta))
 	var clean, noisy [session.NumMetrics]float64
 	for k := range s.beta {
-		s.m.predict(phi, s.beta[k], s.z[k], &clean, &noisy)
+		s.m.predict(pt, s.draws, k, &clean, &noisy)
 		out[k], _ = s.m.scorer.Quick(clean)
 	}
 	return out
@@ -183,8 +182,7 @@ func (s *Sampler) Predict(req session.ProposalRequest, c session.RewardConfig) (
 	if m == nil {
 		return Prediction{}, false
 	}
-	beta, z := m.draws(tpeRNG(req, samplerStream), s.opts.Draws)
-	sr := &searcher{m: m, beta: beta, z: z}
+	sr := &searcher{m: m, draws: m.sample(tpeRNG(req, samplerStream), s.opts.Draws)}
 	a := sr.assess(m.position(c, req.Space))
 	return Prediction{Metrics: m.meanMetrics(m.position(c, req.Space)), Score: a.mean, SD: a.sd, MeasuredSD: a.measuredSD, Pass: a.pass}, true
 }

@@ -222,7 +222,7 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 		sr.rooms = append(sr.rooms, r)
 	}
 	sr.ucb = explorationWeight(s.opts.Beta, m.trials, s.opts.ExploitAfter)
-	sr.beta, sr.z = m.draws(rng, s.opts.Draws)
+	sr.draws = m.sample(rng, s.opts.Draws)
 	sr.pref = preferenceSlopes(req, s.unit) // people's preferences (preference.go); nil without
 	return sr
 }
