@@ -52,3 +52,25 @@ func TestSamplerTakesBackAChangeThatHurt(t *testing.T) {
 		}
 	}
 }
+
+// What the summary says of a configuration: how many changes it carries, and which of them
+// the model credits with the gain (foot_slip ×2, not pose ×2, which cost tracking).
+func TestCreditNamesTheChangesThatEarnedTheGain(t *testing.T) {
+	space := session.DefaultSpace()
+	w := poseHurtsWorld(space)
+	shipped := scaled(space, map[string]float64{"foot_slip": 2, "pose": 2})
+	req := historyOf(space, w, shipped,
+		scaled(space, map[string]float64{"pose": 2}), scaled(space, map[string]float64{"pose": 1.5, "stand_still": 1.5}),
+		scaled(space, map[string]float64{"foot_slip": 1.5}), scaled(space, map[string]float64{"foot_slip": 2, "foot_gait": 0.7}))
+	cs := advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, shipped)
+	if len(cs) != 2 {
+		t.Fatalf("credit of %d changes, want 2: %+v", len(cs), cs)
+	}
+	if cs[0].Name != "foot_slip" || !cs[0].Credited() || cs[1].Name != "pose" || cs[1].Credited() {
+		t.Errorf("credit %+v: want foot_slip credited, pose not", cs)
+	}
+	line := advisor.CreditLine(cs)
+	if !strings.HasPrefix(line, "carries 2 changes from the defaults; the model credits the gain to foot_slip (+") || !strings.HasSuffix(line, "), not the other 1") {
+		t.Errorf("credit line %q", line)
+	}
+}
