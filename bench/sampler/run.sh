@@ -5,14 +5,14 @@
 # prints the fraction of the attainable gain each method's shipped configuration reached and
 # how many rung-0 trials broke a gate. See README.md.
 # Env: FIRST (default 1000: held out; surfaces 1-999 are for tuning), SURFACES (50), REPS (3),
-# WORKERS (2), FAMILIES ("generic domain coupled").
+# WORKERS (2), FAMILIES ("generic domain coupled separable").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FIRST=${FIRST:-1000}
 SURFACES=${SURFACES:-50}
 REPS=${REPS:-3}
 WORKERS=${WORKERS:-2}
-FAMILIES=${FAMILIES:-generic domain coupled}
+FAMILIES=${FAMILIES:-generic domain coupled separable}
 OUT=bench/out/sampler-sessions
 TMP=/dev/shm
 [ -d "$TMP" ] && [ -w "$TMP" ] || TMP=""

@@ -492,7 +492,7 @@ func cmdOptunaSession(args []string, stdin io.Reader, stdout io.Writer) error {
 // familyFlag is the -family flag: the family of sim surfaces a command runs on.
 func familyFlag(fs *flag.FlagSet) *sim.Family {
 	f := sim.FamilyGeneric
-	fs.Func("family", "surface family: generic (default), domain or coupled", func(v string) error {
+	fs.Func("family", "surface family: generic (default), domain, coupled or separable", func(v string) error {
 		fam, err := sim.ParseFamily(v)
 		f = fam
 		return err

@@ -32,7 +32,7 @@ func runSimTrain(ctx context.Context, e *env, args []string) int {
 	fs.IntVar(&o.NumEnvs, "num-envs", 4096, "number of simulated environments")
 	fs.StringVar(&o.Resume, "resume-checkpoint", "", "checkpoint to resume from")
 	fs.Int64Var(&o.SurfaceSeed, "surface-seed", 0, "response surface: 0 is the demo's, others draw one of a family (bench/sampler)")
-	fs.Func("surface-family", "the family --surface-seed draws from: generic (default), domain or coupled", familyFlag(&o.Family))
+	fs.Func("surface-family", "the family --surface-seed draws from: generic (default), domain, coupled or separable", familyFlag(&o.Family))
 	fs.Func("reward-space", spaceHelp, spaceFlag(&o.Space))
 	delay, ok := stepDelay(e)
 	if !ok {

@@ -22,7 +22,7 @@ func TestSimSurfaceFamilies(t *testing.T) {
 		}
 		return p
 	}
-	for _, fam := range []string{"generic", "domain", "coupled"} {
+	for _, fam := range []string{"generic", "domain", "coupled", "separable"} {
 		cfg, err := loadConfig(write("trainer:\n  sim_surface_seed: 7\n  sim_surface_family: "+fam+"\n"), func(string) string { return "" })
 		if err != nil {
 			t.Fatalf("family %s: %v", fam, err)
@@ -35,7 +35,7 @@ func TestSimSurfaceFamilies(t *testing.T) {
 		}
 	}
 	_, err := loadConfig(write("trainer:\n  sim_surface_seed: 7\n  sim_surface_family: nope\n"), func(string) string { return "" })
-	if err == nil || !strings.Contains(err.Error(), `trainer.sim_surface_family: surface family "nope" is unknown (generic, domain or coupled)`) {
+	if err == nil || !strings.Contains(err.Error(), `trainer.sim_surface_family: surface family "nope" is unknown (generic, domain, coupled or separable)`) {
 		t.Errorf("unknown family: %v", err)
 	}
 	run := filepath.Join(dir, "run")
@@ -46,10 +46,12 @@ func TestSimSurfaceFamilies(t *testing.T) {
 	}
 	train := []string{"sim-train", "--task", "Unitree-Go2-Flat", "--run-dir", run, "--reward-config", cfgPath,
 		"--iterations", "2", "--target-iterations", "2", "--num-envs", "8", "--step-delay", "0", "--surface-seed", "3"}
-	if code, _, stderr := runSimCmd(t, nil, append(train, "--surface-family", "coupled")...); code != 0 {
-		t.Errorf("sim-train on the coupled family: exit %d, %s", code, stderr)
+	for _, fam := range []string{"coupled", "separable"} {
+		if code, _, stderr := runSimCmd(t, nil, append(train, "--surface-family", fam, "--run-dir", run+"-"+fam)...); code != 0 {
+			t.Errorf("sim-train on the %s family: exit %d, %s", fam, code, stderr)
+		}
 	}
-	if code, _, stderr := runSimCmd(t, nil, append(train, "--surface-family", "nope")...); code != 2 || !strings.Contains(stderr, "generic, domain or coupled") {
+	if code, _, stderr := runSimCmd(t, nil, append(train, "--surface-family", "nope")...); code != 2 || !strings.Contains(stderr, "generic, domain, coupled or separable") {
 		t.Errorf("sim-train on an unknown family: exit %d, %q", code, stderr)
 	}
 }

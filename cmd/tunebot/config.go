@@ -84,8 +84,10 @@ type TrainerConfig struct {
 	// it was not tuned on. It needs the sim trainer's templates.
 	SimSurfaceSeed int64 `yaml:"sim_surface_seed"`
 	// SimSurfaceFamily is the family SimSurfaceSeed draws from: generic (the default),
-	// domain (each term acting on the metrics its name is about) or coupled (the metric is
-	// the name's but the sign often is not, and the gains need several moves at once).
+	// domain (each term acting on the metrics its name is about), coupled (the metric is
+	// the name's but the sign often is not, and the gains need several moves at once) or
+	// separable (the gains come from separate terms within the 0.5×–2× box, but the first
+	// moves are often wrong and must be taken back).
 	SimSurfaceFamily string `yaml:"sim_surface_family"`
 	// Events bounds what is read of each training job's event files: tags per trial,
 	// points per series, bytes per job (docs/design.md §4).

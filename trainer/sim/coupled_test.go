@@ -17,8 +17,8 @@ func TestCoupledSurfacesAreProblemsOfTheirOwn(t *testing.T) {
 	if f, err := sim.ParseFamily("coupled"); err != nil || f != sim.FamilyCoupled {
 		t.Errorf("ParseFamily(coupled) = %q, %v", f, err)
 	}
-	if _, err := sim.ParseFamily("nope"); err == nil || !strings.Contains(err.Error(), "generic, domain or coupled") {
-		t.Errorf("unknown family = %v, want the three names", err)
+	if _, err := sim.ParseFamily("nope"); err == nil || !strings.Contains(err.Error(), "generic, domain, coupled or separable") {
+		t.Errorf("unknown family = %v, want the four names", err)
 	}
 	sp := session.DefaultSpace()
 	w, f := session.DefaultObjectiveWeights(), session.DefaultFloors()

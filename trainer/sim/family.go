@@ -36,25 +36,26 @@ type Family string
 // The families. FamilyGeneric draws what each scalar acts on at random (this file);
 // FamilyDomain draws surfaces shaped the way real reward spaces are, each term acting on the
 // metrics its name is about (domain.go); FamilyCoupled (coupled.go) draws surfaces where a
-// term's metric is right but its sign often is not and the gains need several moves at once.
-// All are measured in bench/sampler.
+// term's metric is right but its sign often is not and the gains need several moves at once;
+// FamilySeparable (separable.go) draws surfaces whose gains come from separate terms within the
+// box but whose first moves are often wrong. All are measured in bench/sampler.
 const (
 	FamilyGeneric Family = "generic"
 	FamilyDomain  Family = "domain"
 )
 
 // Families lists the families, for messages and flags.
-var Families = []Family{FamilyGeneric, FamilyDomain, FamilyCoupled}
+var Families = []Family{FamilyGeneric, FamilyDomain, FamilyCoupled, FamilySeparable}
 
 // ParseFamily reads a family's name ("" is the generic family).
 func ParseFamily(name string) (Family, error) {
 	switch Family(name) {
 	case "", FamilyGeneric:
 		return FamilyGeneric, nil
-	case FamilyDomain, FamilyCoupled:
+	case FamilyDomain, FamilyCoupled, FamilySeparable:
 		return Family(name), nil
 	}
-	return "", fmt.Errorf("surface family %q is unknown (generic, domain or coupled)", name)
+	return "", fmt.Errorf("surface family %q is unknown (generic, domain, coupled or separable)", name)
 }
 
 // shipped is surface seed 0, behind the package-level Evaluate.
@@ -82,8 +83,10 @@ func NewFamilySurface(family Family, seed int64) (*Surface, error) {
 		return &Surface{family: FamilyDomain, seed: seed, gen: generateDomain(builtin, seed)}, nil
 	case FamilyCoupled:
 		return &Surface{family: FamilyCoupled, seed: seed, gen: generateCoupled(builtin, seed)}, nil
+	case FamilySeparable:
+		return &Surface{family: FamilySeparable, seed: seed, gen: generateSeparable(builtin, seed)}, nil
 	}
-	return nil, fmt.Errorf("surface family %q is unknown (generic, domain or coupled)", family)
+	return nil, fmt.Errorf("surface family %q is unknown (generic, domain, coupled or separable)", family)
 }
 
 // Seed is the surface's seed.
@@ -162,14 +165,15 @@ type cliff struct {
 }
 
 type generated struct {
-	base     session.Metrics // the hand-made surface's asymptote at the defaults
-	effects  []effect
-	inter    []interaction
-	cliffs   []cliff
-	noise    map[string]float64
-	fallOdds float64
-	coupled  *coupledParts  // the coupled family's hinges and groups (coupled.go); nil in the others
-	sp       *session.Space // the space configurations are read in; nil: the built-in one
+	base      session.Metrics // the hand-made surface's asymptote at the defaults
+	effects   []effect
+	inter     []interaction
+	cliffs    []cliff
+	noise     map[string]float64
+	fallOdds  float64
+	coupled   *coupledParts   // the coupled family's hinges and groups (coupled.go); nil in the others
+	separable *separableParts // the separable family's wells and early signals (separable.go)
+	sp        *session.Space  // the space configurations are read in; nil: the built-in one
 }
 
 // The metrics a scalar may act on, drawn with the objective's weights in mind: tracking
@@ -264,6 +268,9 @@ func (g *generated) asymptote(cfg session.RewardConfig) session.Metrics {
 	}
 	if g.coupled != nil {
 		g.coupled.add(v, logs)
+	}
+	if g.separable != nil {
+		g.separable.add(v, logs)
 	}
 	odds := g.fallOdds + logs[session.MetricFallRate]
 	for _, c := range g.cliffs {

@@ -23,8 +23,8 @@ import (
 //     tracking term, in smoothness and power), the others are right at their default; no
 //     cliffs, 1.5 % noise; so a session finds a clear gain by trusting the declarations;
 //   - seeds > 0 draw from the chosen family, keyed by the space (the same space and seed
-//     always give the same surface, another space another one): the domain and coupled
-//     families with the roles read from the declarations instead of their table, the
+//     always give the same surface, another space another one): the domain, coupled and
+//     separable families with the roles read from the declarations instead of their table, the
 //     generic family as ever, each scalar on a metric drawn at random.
 //
 // The space's key (a hash of its canonical JSON) goes into every checkpoint, so a job on
@@ -152,8 +152,10 @@ func NewSpaceSurface(sp *session.Space, family Family, seed int64) (*Surface, er
 		s.gen = generateDomain(sh, seed)
 	case family == FamilyCoupled:
 		s.gen = generateCoupled(sh, seed)
+	case family == FamilySeparable:
+		s.gen = generateSeparable(sh, seed)
 	default:
-		return nil, fmt.Errorf("surface family %q is unknown (generic, domain or coupled)", family)
+		return nil, fmt.Errorf("surface family %q is unknown (generic, domain, coupled or separable)", family)
 	}
 	s.gen.sp = sp
 	return s, nil

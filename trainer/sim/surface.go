@@ -79,6 +79,9 @@ func (s *Surface) Expected(cfg session.RewardConfig, iteration int) session.Metr
 	var a session.Metrics
 	if s.gen != nil {
 		a = s.gen.asymptote(cfg)
+		if s.gen.separable != nil {
+			s.gen.separable.early(valuesIn(s.gen.sp, cfg), iteration, a)
+		}
 	} else {
 		a = asymptote(cfg)
 	}
