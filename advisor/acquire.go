@@ -69,6 +69,7 @@ type searcher struct {
 	undo      int     // random subsets of the incumbent's changes taken back (negative: no undo)
 	wide      int     // candidates of the space-filling design over the whole room
 	carryCost float64 // what the acquisition charges per scalar changed from the defaults
+	tie       float64 // preferSmaller's closeness in spreads (0: off)
 	// pref is, per dim, what people's preferences add to the acquisition per step up
 	// (session.ProposalRequest.PreferenceWeight × the "looks right" utility); nil without.
 	pref []float64
@@ -359,7 +360,7 @@ func (s *searcher) search(rng *rand.Rand, n int) []candidate {
 		}
 		rank()
 	}
-	return cands
+	return s.preferSmaller(cands, s.tie)
 }
 
 // ascend improves c one scalar at a time (coordinate ascent on the acquisition): each

@@ -83,6 +83,9 @@ func movesSentence(ms []moveEvidence) string {
 			break
 		}
 		v := m.change.verb()
+		if m.back != "" {
+			v = "takes back"
+		}
 		if _, ok := byVerb[v]; !ok {
 			verbs = append(verbs, v)
 		}

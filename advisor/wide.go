@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distmv"
 	"gonum.org/v1/gonum/stat/samplemv"
+
+	"tunebot/session"
 )
 
 // Two kinds of candidates beside the trust region's (docs/design.md §5, issue 37):
@@ -180,4 +182,40 @@ func carried(x []float64) int {
 		}
 	}
 	return n
+}
+
+// tieLook is how many of the best-ranked candidates preferSmaller compares with the first.
+const tieLook = 30
+
+// preferSmaller puts first, among the candidates the model cannot tell from the best-ranked
+// one, the one that carries the fewest changes from the defaults: the best's lead over it,
+// draw by draw under the same coefficients, is less than tie times its spread, and it is as
+// likely to pass the gates. The others keep their order.
+func (s *searcher) preferSmaller(ranked []candidate, tie float64) []candidate {
+	if tie <= 0 || len(ranked) < 2 {
+		return ranked
+	}
+	top := ranked[0]
+	at := s.scores(top.x)
+	pick, fewest := 0, carried(top.x)
+	for i := 1; i < min(tieLook, len(ranked)); i++ {
+		c := ranked[i]
+		n := carried(c.x)
+		if n >= fewest || (c.pass < s.minPass && top.pass >= s.minPass) {
+			continue
+		}
+		other := s.scores(c.x)
+		lead := make([]float64, len(at))
+		for k := range at {
+			lead[k] = at[k] - other[k]
+		}
+		if mean, sd := session.MeanStd(lead); mean < tie*sd {
+			pick, fewest = i, n
+		}
+	}
+	if pick == 0 {
+		return ranked
+	}
+	out := append([]candidate{ranked[pick]}, ranked[:pick]...)
+	return append(out, ranked[pick+1:]...)
 }

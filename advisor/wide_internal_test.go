@@ -93,7 +93,7 @@ func TestFewerChangesWinWhenTheModelCannotTell(t *testing.T) {
 	space := session.DefaultSpace()
 	req := requestOf(space, 1.3, 0.7, 1.6)
 	with := NewSampler(SamplerOptions{CarryCost: 0.001})
-	without := NewSampler(SamplerOptions{CarryCost: -1})
+	without := NewSampler(SamplerOptions{})
 	sr, _ := searcherFor(with, req)
 	sr0, _ := searcherFor(without, req)
 	slip := -1
@@ -118,6 +118,55 @@ func TestFewerChangesWinWhenTheModelCannotTell(t *testing.T) {
 		}
 		if !sr.better(sr.assess(small), sr.assess(big)) {
 			t.Errorf("foot_slip alone (%.4f) against foot_slip and %s (%.4f): the larger set wins", a.mean, r.mv.dim.name, b.mean)
+		}
+		return
+	}
+	t.Fatal("no scalar the model expects a hair better of: the test shows nothing")
+}
+
+// Of the best-ranked candidate and one the model cannot tell from it that carries fewer
+// changes, the smaller goes first; one the best clearly leads stays behind.
+func TestSmallerSetGoesFirstWhenTheModelCannotTell(t *testing.T) {
+	space := session.DefaultSpace()
+	req := requestOf(space, 1.3, 0.7, 1.6)
+	sr, _ := searcherFor(NewSampler(SamplerOptions{}), req)
+	slip := -1
+	for ri, r := range sr.rooms {
+		if r.mv.dim.name == "foot_slip" {
+			slip = ri
+		}
+	}
+	small := candidate{x: sr.with(sr.base, sr.rooms[slip], 0.5), moved: []int{slip}}
+	small.assessment = sr.assess(small.x)
+	for ri, r := range sr.rooms {
+		if ri == slip || r.off {
+			continue
+		}
+		big := candidate{x: sr.with(small.x, r, 0.3), moved: []int{slip, ri}}
+		big.assessment = sr.assess(big.x)
+		if big.mean <= small.mean || big.pass < sr.minPass || small.pass < sr.minPass {
+			continue
+		}
+		a, b := sr.scores(big.x), sr.scores(small.x)
+		for k := range a {
+			a[k] -= b[k]
+		}
+		if lead, sd := session.MeanStd(a); lead > 0.1*sd {
+			continue // the model can tell these apart
+		}
+		ranked := []candidate{big, small}
+		if got := sr.preferSmaller(ranked, 0); got[0].moved[len(got[0].moved)-1] != ri {
+			t.Fatal("with the rule off the order changed")
+		}
+		got := sr.preferSmaller(ranked, 0.25)
+		if len(got[0].moved) != 1 {
+			t.Errorf("foot_slip alone (%.4f) against foot_slip and %s (%.4f): the larger set stays first", small.mean, r.mv.dim.name, big.mean)
+		}
+		// A foot_slip move the model clearly expects less of stays behind.
+		weak := candidate{x: sr.with(sr.base, sr.rooms[slip], 0.02), moved: []int{slip}}
+		weak.assessment = sr.assess(weak.x)
+		if got := sr.preferSmaller([]candidate{big, weak}, 0.25); len(got[0].moved) != 2 {
+			t.Errorf("a foot_slip move of 0.02 steps (%.4f) went ahead of the best (%.4f)", weak.mean, big.mean)
 		}
 		return
 	}
