@@ -168,6 +168,26 @@ func (o gpObjective) value(grad, th []float64) float64 {
 	return nll
 }
 
+// fitGPHyperTo fits the kernel's parameters to g's trials (rows h, noise variances nv): the
+// targets' mean is the regression's prior mean, their covariance beside the kernel's the
+// noise and the regression's prior projected onto the trials, H V₀ Hᵀ.
+func fitGPHyperTo(g *gpFit, h *mat.Dense, m0, v0, nv []float64, prior gpPrior) gpHyper {
+	n, p := len(g.y), len(m0)
+	var hv, hvh mat.Dense
+	hv.Mul(h, mat.NewDiagDense(p, v0))
+	hvh.Mul(&hv, h.T())
+	base := mat.NewSymDense(n, nil)
+	mean := make([]float64, n)
+	for i := 0; i < n; i++ {
+		mean[i] = dot(g.rows[i], m0)
+		for j := 0; j <= i; j++ {
+			base.SetSym(i, j, hvh.At(i, j))
+		}
+		base.SetSym(i, i, base.At(i, i)+nv[i])
+	}
+	return fitGPHyper(g.xs, g.y, mean, base, prior)
+}
+
 // kstar is the kernel between x and every trial.
 func (g *gpFit) kstar(x []float64) []float64 {
 	out := make([]float64, len(g.xs))
@@ -217,20 +237,7 @@ func fitMetricGP(name string, obs []observation, decl []declaration, floors sess
 		nv[i] = noise * noise / o.precision()
 	}
 	if hyper == nil {
-		base := mat.NewSymDense(n, nil)
-		var hv mat.Dense
-		hv.Mul(h, mat.NewDiagDense(p, v0))
-		var hvh mat.Dense
-		hvh.Mul(&hv, h.T())
-		mean := make([]float64, n)
-		for i := 0; i < n; i++ {
-			mean[i] = dot(g.rows[i], m0)
-			for j := 0; j <= i; j++ {
-				base.SetSym(i, j, hvh.At(i, j))
-			}
-			base.SetSym(i, i, base.At(i, i)+nv[i])
-		}
-		fitted := fitGPHyper(g.xs, g.y, mean, base, prior)
+		fitted := fitGPHyperTo(g, h, m0, v0, nv, prior)
 		hyper = &fitted
 	}
 	g.hyper = *hyper
