@@ -14,8 +14,9 @@ require (
 	github.com/wcharczuk/go-chart/v2 v2.1.2
 	go.etcd.io/bbolt v1.4.3
 	go.yaml.in/yaml/v3 v3.0.6
-	golang.org/x/sys v0.29.0
+	golang.org/x/sys v0.30.0
 	golang.org/x/time v0.16.0
+	gonum.org/v1/gonum v0.17.0
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -23,5 +24,6 @@ require (
 	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	golang.org/x/crypto v0.23.0 // indirect
-	golang.org/x/image v0.18.0 // indirect
+	golang.org/x/image v0.25.0 // indirect
+	golang.org/x/tools v0.30.0 // indirect
 )

@@ -60,13 +60,16 @@ type searcher struct {
 	base       []float64 // the base's position, per dim
 	radius     float64   // the trust region's radius in steps
 	maxChanges int
-	beta       [][][]float64
-	z          [][]float64
-	ucb        float64 // Beta of mean + Beta·sd
-	minPass    float64
-	across     float64 // share of candidates drawn across the step rule's whole region
-	ascents    int     // how many of the best candidates coordinate ascent improves
-	moveCost   float64 // the least gain in the acquisition worth one more moved scalar
+	*draws
+	ucb       float64 // Beta of mean + Beta·sd
+	minPass   float64
+	across    float64 // share of candidates drawn across the step rule's whole region
+	ascents   int     // how many of the best candidates coordinate ascent improves
+	moveCost  float64 // the least gain in the acquisition worth one more moved scalar
+	undo      int     // random subsets of the incumbent's changes taken back (negative: no undo)
+	wide      int     // candidates of the space-filling design over the whole room
+	carryCost float64 // what the acquisition charges per scalar changed from the defaults
+	tie       float64 // preferSmaller's closeness in spreads (0: off)
 	// pref is, per dim, what people's preferences add to the acquisition per step up
 	// (session.ProposalRequest.PreferenceWeight × the "looks right" utility); nil without.
 	pref []float64
@@ -74,12 +77,12 @@ type searcher struct {
 
 // assess predicts the score and the gates at x.
 func (s *searcher) assess(x []float64) assessment {
-	phi := features(x)
+	pt := s.m.at(x)
 	var sum, sum2, nsum, nsum2 float64
 	pass := 0
 	var clean, noisy [session.NumMetrics]float64
 	for k := range s.beta {
-		s.m.predict(phi, s.beta[k], s.z[k], &clean, &noisy)
+		s.m.predict(pt, s.draws, k, &clean, &noisy)
 		total, _ := s.m.scorer.Quick(clean)
 		sum += total
 		sum2 += total * total
@@ -95,7 +98,7 @@ func (s *searcher) assess(x []float64) assessment {
 	sd := math.Sqrt(math.Max(sum2/n-mean*mean, 0))
 	nmean := nsum / n
 	a := assessment{mean: mean, sd: sd, pass: float64(pass) / n, measuredSD: math.Sqrt(math.Max(nsum2/n-nmean*nmean, 0))}
-	a.acq = mean + s.ucb*sd
+	a.acq = mean + s.ucb*sd - s.carryCost*float64(carried(x))
 	if s.pref != nil {
 		a.acq += dot(s.pref, x)
 	}
@@ -109,11 +112,11 @@ func (s *searcher) beatChance(x []float64, best float64) float64 {
 	if len(s.beta) == 0 {
 		return 0
 	}
-	phi := features(x)
+	pt := s.m.at(x)
 	var clean, noisy [session.NumMetrics]float64
 	k := 0
 	for i := range s.beta {
-		s.m.predict(phi, s.beta[i], s.z[i], &clean, &noisy)
+		s.m.predict(pt, s.draws, i, &clean, &noisy)
 		if total, ok := s.m.scorer.Quick(noisy); ok && total > best {
 			k++
 		}
@@ -331,6 +334,14 @@ func (s *searcher) search(rng *rand.Rand, n int) []candidate {
 		}
 		add(s.draw(rng, radius, i%2 == 0), false)
 	}
+	if s.undo >= 0 {
+		for _, c := range s.undoCandidates(rng, s.undo) {
+			add(c, false)
+		}
+	}
+	for _, c := range s.wideCandidates(rng, s.wide) {
+		add(c, false)
+	}
 	rank := func() {
 		sort.SliceStable(cands, func(a, b int) bool { return s.better(cands[a].assessment, cands[b].assessment) })
 	}
@@ -349,7 +360,7 @@ func (s *searcher) search(rng *rand.Rand, n int) []candidate {
 		}
 		rank()
 	}
-	return cands
+	return s.preferSmaller(cands, s.tie)
 }
 
 // ascend improves c one scalar at a time (coordinate ascent on the acquisition): each
@@ -367,6 +378,14 @@ func (s *searcher) ascend(rng *rand.Rand, c candidate) candidate {
 			var tries []float64
 			if moved {
 				tries = append(tries, r.base)
+			}
+			if s.undo >= 0 {
+				// Take the incumbent's change back, to the default or past it.
+				for _, other := range []bool{false, true} {
+					if to, ok := backTo(r, other); ok {
+						tries = append(tries, to)
+					}
+				}
 			}
 			if r.off {
 				if r.dirUp {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"gonum.org/v1/gonum/mat"
+
 	"tunebot/session"
 )
 
@@ -45,6 +47,14 @@ type priorOptions struct {
 	// (a single evaluation seed); NoiseFloor is added in quadrature to the measured noise,
 	// for what the model does not capture (interactions, training noise).
 	NoiseSD, NoiseFloor float64
+	// GP adds the residual Gaussian process to every metric's model (gp.go), its kernel's
+	// amplitude around GPAmp (model units, default 0.05; times FallScale on the fall rate)
+	// and its lengths around GPLength steps (default 1).
+	GP              bool
+	GPAmp, GPLength float64
+	// LevelSD is the prior spread of an earlier session's level offset around what the two
+	// sessions' baselines say (earlierObservations), per metric (default 0.3).
+	LevelSD float64
 	// HingeSD is the spread of a penalty's cost on the velocity errors past HingeAt steps
 	// stronger than the baseline, per step past it (features' hinge term): tracking that
 	// degrades only past some strength, which the linear and curvature terms cannot follow.
@@ -70,6 +80,9 @@ func (p priorOptions) withDefaults() priorOptions {
 	def(&p.FallScale, 3)
 	def(&p.NoiseSD, 0.03)
 	def(&p.NoiseFloor, 0.01)
+	def(&p.LevelSD, 0.3)
+	def(&p.GPAmp, 0.05)
+	def(&p.GPLength, 1)
 	return p
 }
 
@@ -79,10 +92,11 @@ func (p priorOptions) withDefaults() priorOptions {
 type metricFit struct {
 	name     string
 	mean     []float64
-	cov      [][]float64
-	chol     [][]float64 // lower Cholesky factor of cov
-	noise    float64     // one evaluation's noise (model units)
-	declared []bool      // per dim: the space declares that the dim acts on this metric
+	cov      *mat.SymDense
+	chol     *mat.TriDense // lower Cholesky factor of cov
+	noise    float64       // one evaluation's noise (model units)
+	declared []bool        // per dim: the space declares that the dim acts on this metric
+	gp       *gpFit        // the residual process (gp.go); nil without
 }
 
 // composite is the fitted model of every metric.
@@ -107,6 +121,9 @@ type observation struct {
 	// weight is the observation's precision relative to one of this session's trials
 	// (0: a full one); an earlier session's trial weighs ProposalRequest.EarlierWeight.
 	weight float64
+	// earlier marks a trial of the session this one builds on: its level is this session's
+	// plus the earlier session's offset (features' last column).
+	earlier bool
 }
 
 // precision is the observation's weight in the regression.
@@ -148,7 +165,8 @@ func (m *composite) position(c session.RewardConfig, sp *session.Space) []float6
 }
 
 // features is the regression's row for position x: per dim its position, its square, and
-// how far it is past the hinge (a one-sided cost that sets in only HingeAt steps stronger).
+// how far it is past the hinge (a one-sided cost that sets in only HingeAt steps stronger);
+// the last column, the earlier session's level offset, is 0 (this session's level).
 func features(x []float64) []float64 {
 	D := len(x)
 	f := make([]float64, numFeatures(D))
@@ -161,8 +179,19 @@ func features(x []float64) []float64 {
 	return f
 }
 
-// numFeatures is the length of features' row for D dims.
-func numFeatures(D int) int { return 1 + 3*D }
+// numFeatures is the length of features' row for D dims: the intercept, three per dim, and
+// the earlier session's level offset.
+func numFeatures(D int) int { return 2 + 3*D }
+
+// rowOf is observation o's row: its features, and 1 in the offset column for an earlier
+// session's trial.
+func rowOf(o observation) []float64 {
+	f := features(o.x)
+	if o.earlier {
+		f[len(f)-1] = 1
+	}
+	return f
+}
 
 // hingeAt is where the hinge term starts, in steps up from the baseline: half a step, about
 // ×1.4 of a weight (bench/sampler/README.md, Search III).
@@ -219,7 +248,8 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 	}
 	m.trials = len(obs)
 	own := obs // this session's trials: the noise and the intercept's prior read these only
-	obs = append(obs, earlierObservations(m, req, obs[0].metrics, floors)...)
+	earlier, offsets := earlierObservations(m, req, obs[0].metrics, floors)
+	obs = append(obs, earlier...)
 	var pending [][]float64
 	for _, h := range req.History {
 		if h.Rung == 0 && !h.State.Terminal() && !finished[configKey(h.Config)] {
@@ -233,23 +263,52 @@ func fitComposite(req session.ProposalRequest, unit func(tpeDim) float64, prior 
 			finished[configKey(t.Config)] = true
 		}
 	}
-	declared := declarations(req.Space, dims)
+	fs := fitSet{declared: declarations(req.Space, dims), floors: floors, prior: prior, own: own, obs: obs, pending: pending, offsets: offsets}
 	for _, name := range session.MetricNames {
-		m0, v0 := metricPrior(name, own, declared[name], floors, prior)
-		noise := metricNoise(name, own, floors, prior)
-		f := fitMetric(name, obs, declared[name], floors, m0, v0, noise)
-		if len(pending) > 0 {
-			// The model's own prediction at every pending position, as an observation.
-			more := append([]observation(nil), obs...)
-			for _, x := range pending {
-				y := dot(f.mean, features(x))
-				more = append(more, observation{x: x, metrics: session.Metrics{name: fromModel(name, y)}})
-			}
-			f = fitMetric(name, more, declared[name], floors, m0, v0, noise)
-		}
-		m.fits = append(m.fits, f)
+		m.fits = append(m.fits, fs.fit(name, len(earlier) > 0))
 	}
 	return m
+}
+
+// fitSet is what every metric's fit reads: the declarations, this session's trials (own),
+// every trial (obs, the earlier session's included, at their offsets' prior means), and
+// the positions of the trials still pending.
+type fitSet struct {
+	declared map[string][]declaration
+	floors   session.Metrics
+	prior    priorOptions
+	own, obs []observation
+	pending  [][]float64
+	offsets  map[string]float64
+}
+
+// fit fits one metric: the regression (with the residual process when the prior says so),
+// then again with the model's own prediction at every pending position as an observation.
+func (fs fitSet) fit(name string, earlier bool) metricFit {
+	m0, v0 := metricPrior(name, fs.own, fs.declared[name], fs.floors, fs.prior)
+	if earlier {
+		m0[len(m0)-1], v0[len(v0)-1] = fs.offsets[name], levelVariance(name, fs.prior)
+	}
+	noise := metricNoise(name, fs.own, fs.floors, fs.prior)
+	fit := func(obs []observation, hyper *gpHyper) metricFit {
+		if !fs.prior.GP {
+			return fitMetric(name, obs, fs.declared[name], fs.floors, m0, v0, noise)
+		}
+		return fitMetricGP(name, obs, fs.declared[name], fs.floors, m0, v0, noise, gpPriorOf(name, fs.prior), hyper)
+	}
+	f := fit(fs.obs, nil)
+	if len(fs.pending) == 0 {
+		return f
+	}
+	more := append([]observation(nil), fs.obs...)
+	for _, x := range fs.pending {
+		more = append(more, observation{x: x, metrics: session.Metrics{name: fromModel(name, f.meanAt(x))}})
+	}
+	var hyper *gpHyper
+	if f.gp != nil {
+		hyper = &f.gp.hyper
+	}
+	return fit(more, hyper)
 }
 
 // declaration is what the space declares of one dim on one metric: whether it acts on it,
@@ -327,6 +386,7 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 		v0[1+i], v0[1+D+i] = lin*lin, curv*curv
 		v0[1+2*D+i] = hingeVariance(tracking, d, scale, prior)
 	}
+	v0[p-1] = 1e-10 // no earlier session: no offset
 	return m0, v0
 }
 
@@ -340,17 +400,16 @@ func fitMetric(name string, obs []observation, decl []declaration, floors sessio
 		f.declared[i] = d.acts
 	}
 	noise2 := noise * noise
-	a := make([][]float64, p)
+	a := mat.NewSymDense(p, nil)
 	b := make([]float64, p)
-	for i := range a {
-		a[i] = make([]float64, p)
-		a[i][i] = 1 / v0[i]
+	for i := range b {
+		a.SetSym(i, i, 1/v0[i])
 		b[i] = m0[i] / v0[i]
 	}
 	for _, o := range obs {
 		// A weighted row: the row and the target scaled by √weight, so the observation's
 		// precision is weight/σ².
-		x := features(o.x)
+		x := rowOf(o)
 		y := toModel(name, o.metrics[name], floors)
 		w := o.precision() / noise2
 		for i := 0; i < p; i++ {
@@ -358,19 +417,14 @@ func fitMetric(name string, obs []observation, decl []declaration, floors sessio
 				continue
 			}
 			b[i] += w * x[i] * y
-			for j := 0; j < p; j++ {
-				a[i][j] += w * x[i] * x[j]
-			}
 		}
+		a.SymRankOne(a, w, mat.NewVecDense(p, x))
 	}
-	f.cov = invertSPD(a)
-	f.mean = make([]float64, p)
-	for i := 0; i < p; i++ {
-		for j := 0; j < p; j++ {
-			f.mean[i] += f.cov[i][j] * b[j]
-		}
-	}
-	f.chol = cholesky(f.cov)
+	f.cov = spdInverse(a)
+	mean := mat.NewVecDense(p, nil)
+	mean.MulVec(f.cov, mat.NewVecDense(p, b))
+	f.mean = mean.RawVector().Data
+	f.chol = lowerFactor(f.cov)
 	return f
 }
 
@@ -407,55 +461,96 @@ func metricNoise(name string, obs []observation, floors session.Metrics, prior p
 	return math.Sqrt(perSeed/math.Max(k, 1) + prior.NoiseFloor*prior.NoiseFloor)
 }
 
-// draws returns n joint draws of every metric's coefficients ([draw][metric][coefficient])
-// and, per draw and metric, a standard normal for an evaluation's noise.
-func (m *composite) draws(rng *rand.Rand, n int) ([][][]float64, [][]float64) {
-	beta := make([][][]float64, n)
-	noise := make([][]float64, n)
+// draws are joint draws of the model: per draw and metric, the coefficients, a standard
+// normal for an evaluation's noise, and, with the residual process, a standard normal for
+// its spread and the residuals the coefficients leave at the trials.
+type draws struct {
+	beta  [][][]float64
+	z     [][]float64
+	zeta  [][]float64
+	resid [][][]float64
+}
+
+// sample returns n joint draws of the model.
+func (m *composite) sample(rng *rand.Rand, n int) *draws {
+	d := &draws{beta: make([][][]float64, n), z: make([][]float64, n), zeta: make([][]float64, n), resid: make([][][]float64, n)}
 	for s := 0; s < n; s++ {
-		beta[s] = make([][]float64, len(m.fits))
-		noise[s] = make([]float64, len(m.fits))
+		d.beta[s] = make([][]float64, len(m.fits))
+		d.z[s] = make([]float64, len(m.fits))
+		d.zeta[s] = make([]float64, len(m.fits))
+		d.resid[s] = make([][]float64, len(m.fits))
 		for j, f := range m.fits {
-			beta[s][j] = drawCoefficients(rng, f.mean, f.chol)
-			noise[s][j] = rng.NormFloat64()
+			d.beta[s][j] = drawCoefficients(rng, f.mean, f.chol)
+			d.z[s][j] = rng.NormFloat64()
+			if f.gp != nil {
+				d.zeta[s][j] = rng.NormFloat64()
+				d.resid[s][j] = f.gp.residuals(d.beta[s][j])
+			}
 		}
 	}
-	return beta, noise
+	return d
 }
 
 // drawCoefficients is one draw from N(mean, L Lᵀ).
-func drawCoefficients(rng *rand.Rand, mean []float64, l [][]float64) []float64 {
+func drawCoefficients(rng *rand.Rand, mean []float64, l *mat.TriDense) []float64 {
 	p := len(mean)
 	z := make([]float64, p)
 	for i := range z {
 		z[i] = rng.NormFloat64()
 	}
-	out := append([]float64(nil), mean...)
-	for i := 0; i < p; i++ {
-		for j := 0; j <= i; j++ {
-			out[i] += l[i][j] * z[j]
-		}
-	}
-	return out
+	out := mat.NewVecDense(p, nil)
+	out.MulVec(l, mat.NewVecDense(p, z))
+	out.AddVec(out, mat.NewVecDense(p, mean))
+	return out.RawVector().Data
 }
 
-// predict writes into clean the metrics (in session.MetricNames order, as m.fits) at
-// features phi under one draw of the coefficients, and into noisy the same with one
-// evaluation's noise added (z: a standard normal per metric).
-func (m *composite) predict(phi []float64, beta [][]float64, z []float64, clean, noisy *[session.NumMetrics]float64) {
+// point is what the model's prediction at a position needs: its features and, per metric
+// with a residual process, the kriging weights and the residual's spread there.
+type point struct {
+	phi []float64
+	w   [][]float64
+	sd  []float64
+}
+
+// at prepares the prediction at position x.
+func (m *composite) at(x []float64) point {
+	p := point{phi: features(x), w: make([][]float64, len(m.fits)), sd: make([]float64, len(m.fits))}
 	for j, f := range m.fits {
-		y := dot(beta[j], phi)
-		clean[j] = fromModel(f.name, y)
-		noisy[j] = fromModel(f.name, y+f.noise*z[j])
+		if f.gp != nil {
+			p.w[j], p.sd[j] = f.gp.weights(x)
+		}
 	}
+	return p
+}
+
+// predict writes into clean the metrics (in session.MetricNames order, as m.fits) at point
+// p under draw k, and into noisy the same with one evaluation's noise added.
+func (m *composite) predict(p point, d *draws, k int, clean, noisy *[session.NumMetrics]float64) {
+	for j, f := range m.fits {
+		y := dot(d.beta[k][j], p.phi)
+		if f.gp != nil {
+			y += dot(p.w[j], d.resid[k][j]) + p.sd[j]*d.zeta[k][j]
+		}
+		clean[j] = fromModel(f.name, y)
+		noisy[j] = fromModel(f.name, y+f.noise*d.z[k][j])
+	}
+}
+
+// meanAt is the posterior mean of the metric (model units) at position x.
+func (f metricFit) meanAt(x []float64) float64 {
+	y := dot(f.mean, features(x))
+	if f.gp != nil {
+		w, _ := f.gp.weights(x)
+		y += dot(w, f.gp.residuals(f.mean))
+	}
+	return y
 }
 
 // meanMetrics returns the posterior mean's metrics at position x.
 func (m *composite) meanMetrics(x []float64) session.Metrics {
-	phi := features(x)
 	out := session.Metrics{}
 	for _, f := range m.fits {
-		out[f.name] = fromModel(f.name, dot(f.mean, phi))
+		out[f.name] = fromModel(f.name, f.meanAt(x))
 	}
 	return out
 }
@@ -478,4 +573,22 @@ func hingeVariance(tracking bool, d declaration, scale float64, prior priorOptio
 	}
 	sd := prior.WeakCurvSD * scale
 	return sd * sd
+}
+
+// levelVariance is the prior variance of the earlier session's level offset on a metric.
+func levelVariance(name string, prior priorOptions) float64 {
+	sd := prior.LevelSD
+	if name == session.MetricFallRate {
+		sd *= prior.FallScale
+	}
+	return sd * sd
+}
+
+// gpPriorOf is the residual process's prior on a metric.
+func gpPriorOf(name string, prior priorOptions) gpPrior {
+	amp := prior.GPAmp
+	if name == session.MetricFallRate {
+		amp *= prior.FallScale
+	}
+	return gpPrior{amp: amp, length: prior.GPLength}
 }

@@ -7,16 +7,20 @@ import (
 )
 
 // earlierObservations are the finished rung-0 trials of the session this one builds on
-// (req.Earlier), each weighing req.EarlierWeight of one of this session's trials.
+// (req.Earlier), each weighing req.EarlierWeight of one of this session's trials (1, a full
+// trial, by default), and per metric the prior mean of the earlier session's level offset.
 //
 // A change between the two sessions (a longer training, another terrain, a relabelled
-// reward code) moves every metric's level, so an earlier trial enters by what it says
-// about differences, not levels: its metrics relative to the earlier trial nearest this
-// session's baseline (the same configuration when this session starts from the earlier
-// best, or when both start from the defaults), shifted onto this session's baseline, in
-// model units. Only the trials' positions and these differences carry over; the trust
-// region, the stopping rule and the trial count read this session's trials only.
-func earlierObservations(m *composite, req session.ProposalRequest, baseline session.Metrics, floors session.Metrics) []observation {
+// reward code) moves every metric's level, so an earlier trial enters at its own level
+// and the model fits, per metric, an offset between the two sessions' levels (the last
+// coefficient of the regression, features), as a GP with a per-task mean would. The two
+// baselines tell it: its prior mean is the earlier trial nearest this session's baseline
+// (the same configuration when this session starts from the earlier best, or when both
+// start from the defaults) less this session's baseline, in model units, and its prior is
+// wide (SamplerPrior.LevelSD), so the trials that both sessions can compare move it. Only
+// the trials' positions and metrics carry over; the trust region, the stopping rule and
+// the trial count read this session's trials only.
+func earlierObservations(m *composite, req session.ProposalRequest, baseline session.Metrics, floors session.Metrics) ([]observation, map[string]float64) {
 	var done []session.TrialSummary
 	for _, h := range req.Earlier {
 		if h.Rung == 0 && h.State == session.TrialCompleted && len(h.Metrics) > 0 {
@@ -24,7 +28,7 @@ func earlierObservations(m *composite, req session.ProposalRequest, baseline ses
 		}
 	}
 	if len(done) == 0 || req.EarlierWeight <= 0 {
-		return nil
+		return nil, nil
 	}
 	xs := make([][]float64, len(done))
 	ref, refDist := 0, math.Inf(1)
@@ -34,19 +38,15 @@ func earlierObservations(m *composite, req session.ProposalRequest, baseline ses
 			ref, refDist = i, d
 		}
 	}
-	shift := map[string]float64{}
+	offset := map[string]float64{}
 	for _, name := range session.MetricNames {
-		shift[name] = toModel(name, baseline[name], floors) - toModel(name, done[ref].Metrics[name], floors)
+		offset[name] = toModel(name, done[ref].Metrics[name], floors) - toModel(name, baseline[name], floors)
 	}
 	out := make([]observation, len(done))
 	for i, h := range done {
-		metrics := session.Metrics{}
-		for _, name := range session.MetricNames {
-			metrics[name] = fromModel(name, toModel(name, h.Metrics[name], floors)+shift[name])
-		}
-		out[i] = observation{x: xs[i], metrics: metrics, weight: math.Min(req.EarlierWeight, 1)}
+		out[i] = observation{x: xs[i], metrics: h.Metrics, weight: math.Min(req.EarlierWeight, 1), earlier: true}
 	}
-	return out
+	return out, offset
 }
 
 // norm2 is x's squared length.

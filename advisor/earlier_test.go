@@ -105,3 +105,19 @@ func TestEarlierRejectedDirectionIsNeverProposed(t *testing.T) {
 		}
 	}
 }
+
+// TestEarlierLevelIsFittedWithTheEffects: the earlier session measured foot_slip only
+// moved (×2 or ×0.5, each with another scalar), never this session's baseline, at a level
+// 30 % above this session's. Its level is then an offset the model fits with the effects,
+// not the difference to its nearest trial: taking that difference as the level would read
+// the nearest trial's own move (×2, 30 % less slip) as part of the level and flatten the
+// effect of foot_slip.
+func TestEarlierLevelIsFittedWithTheEffects(t *testing.T) {
+	space := session.DefaultSpace()
+	req := builtOn(space, 1.3, 1)
+	req.Earlier = req.Earlier[1:] // without its baseline
+	_, me := slipEffect(t, req)
+	if math.Abs(me.Change-math.Log(0.7)) > 0.08 {
+		t.Errorf("foot_slip's effect on the foot slip metric: %+.3f ± %.3f per step, want about %.2f", me.Change, me.SD, math.Log(0.7))
+	}
+}

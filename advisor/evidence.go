@@ -55,8 +55,7 @@ func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
 		return nil
 	}
 	rng := tpeRNG(req, samplerStream)
-	beta, z := m.draws(rng, s.opts.Draws)
-	sr := &searcher{m: m, base: m.position(req.Base, req.Space), beta: beta, z: z}
+	sr := &searcher{m: m, base: m.position(req.Base, req.Space), draws: m.sample(rng, s.opts.Draws)}
 	at := sr.scores(sr.base)
 	out := make([]Effect, len(m.dims))
 	for i, d := range m.dims {
@@ -82,11 +81,11 @@ func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
 
 // scores returns the score at x under each of the model's draws, noise-free.
 func (s *searcher) scores(x []float64) []float64 {
-	phi := features(x)
+	pt := s.m.at(x)
 	out := make([]float64, len(s.beta))
 	var clean, noisy [session.NumMetrics]float64
 	for k := range s.beta {
-		s.m.predict(phi, s.beta[k], s.z[k], &clean, &noisy)
+		s.m.predict(pt, s.draws, k, &clean, &noisy)
 		out[k], _ = s.m.scorer.Quick(clean)
 	}
 	return out
@@ -102,7 +101,7 @@ func (f metricFit) change(i int, a, b float64) (float64, float64) {
 	for j := range idx {
 		mean += f.mean[idx[j]] * delta[j]
 		for k := range idx {
-			v += delta[j] * delta[k] * f.cov[idx[j]][idx[k]]
+			v += delta[j] * delta[k] * f.cov.At(idx[j], idx[k])
 		}
 	}
 	return mean, math.Sqrt(math.Max(v, 0))
@@ -123,7 +122,7 @@ func (s *searcher) explain(c candidate, changes []tpeChange) (string, []string) 
 			alone[d] -= baseScores[d]
 		}
 		mean, sd := session.MeanStd(alone)
-		mv := moveEvidence{change: changes[k], expected: mean, sd: sd, moved: s.m.moved[r.dim]}
+		mv := moveEvidence{change: changes[k], expected: mean, sd: sd, moved: s.m.moved[r.dim], back: takesBack(r.base, c.x[r.dim])}
 		for _, f := range s.m.fits {
 			d, dsd := f.change(r.dim, s.base[r.dim], c.x[r.dim])
 			if math.Abs(d) < 0.005 && !f.declared[r.dim] {
@@ -185,8 +184,23 @@ func (s *Sampler) Predict(req session.ProposalRequest, c session.RewardConfig) (
 	if m == nil {
 		return Prediction{}, false
 	}
-	beta, z := m.draws(tpeRNG(req, samplerStream), s.opts.Draws)
-	sr := &searcher{m: m, beta: beta, z: z}
+	sr := &searcher{m: m, draws: m.sample(tpeRNG(req, samplerStream), s.opts.Draws)}
 	a := sr.assess(m.position(c, req.Space))
 	return Prediction{Metrics: m.meanMetrics(m.position(c, req.Space)), Score: a.mean, SD: a.sd, MeasuredSD: a.measuredSD, Pass: a.pass}, true
+}
+
+// takesBack says how a move from position base to to (steps from the defaults) takes back
+// an earlier change: to the default, past it, or toward it; "" when it does not.
+func takesBack(base, to float64) string {
+	switch {
+	case math.Abs(base) < 1e-9:
+		return ""
+	case math.Abs(to) < 1e-9:
+		return "back to the default"
+	case to*base < 0:
+		return "back past the default"
+	case math.Abs(to) < math.Abs(base):
+		return "back toward the default"
+	}
+	return ""
 }

@@ -19,6 +19,9 @@ type moveEvidence struct {
 	// metrics says how the move alone changes each metric it moves, when the proposer
 	// models the metrics ("foot slip -29% ± 3%").
 	metrics []string
+	// back says how the move takes back an earlier change ("back to the default"), "" when
+	// it does not.
+	back string
 }
 
 // summaryNames is how many scalars the one-sentence summary names before "and N more".
@@ -80,6 +83,9 @@ func movesSentence(ms []moveEvidence) string {
 			break
 		}
 		v := m.change.verb()
+		if m.back != "" {
+			v = "takes back"
+		}
 		if _, ok := byVerb[v]; !ok {
 			verbs = append(verbs, v)
 		}
@@ -100,6 +106,9 @@ func movesSentence(ms []moveEvidence) string {
 func (m moveEvidence) line(n int) string {
 	c := m.change
 	head := fmt.Sprintf("%s %s → %s (%s)", c.dim.name, fmtValue(c.old), fmtValue(c.new), c.word())
+	if m.back != "" {
+		head += ", " + m.back
+	}
 	if m.moved == 0 {
 		return head + ": not measured yet, no trial has moved it"
 	}

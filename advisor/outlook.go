@@ -60,12 +60,12 @@ func (s *searcher) outlook(ranked []candidate, c candidate) session.Outlook {
 // cleanScores returns the noise-free score at x under each of the model's draws, and
 // whether every gate passes in it.
 func (s *searcher) cleanScores(x []float64) ([]float64, []bool) {
-	phi := features(x)
+	pt := s.m.at(x)
 	out := make([]float64, len(s.beta))
 	ok := make([]bool, len(s.beta))
 	var clean, noisy [session.NumMetrics]float64
 	for k := range s.beta {
-		s.m.predict(phi, s.beta[k], s.z[k], &clean, &noisy)
+		s.m.predict(pt, s.draws, k, &clean, &noisy)
 		out[k], ok[k] = s.m.scorer.Quick(clean)
 	}
 	return out, ok

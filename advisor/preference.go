@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/mat"
+
 	"tunebot/session"
 )
 
@@ -81,10 +83,9 @@ func fitPreferences(req session.ProposalRequest) (prefModel, bool) {
 	// Newton's method on the log posterior, which is concave: a few steps reach the optimum.
 	for iter := 0; iter < 25; iter++ {
 		grad := make([]float64, n)
-		hess := make([][]float64, n)
-		for i := range hess {
-			hess[i] = make([]float64, n)
-			hess[i][i] = prec
+		hess := mat.NewSymDense(n, nil)
+		for i := range grad {
+			hess.SetSym(i, i, prec)
 			grad[i] = -prec * m.theta[i]
 		}
 		for k, d := range m.diffs {
@@ -93,26 +94,19 @@ func fitPreferences(req session.ProposalRequest) (prefModel, bool) {
 			if m.prefs[k].Answer == session.AnswerTie {
 				r = 0.5 - p // half a win each way
 			}
-			w := p * (1 - p)
 			for i := range d {
-				if d[i] == 0 {
-					continue
-				}
 				grad[i] += r * d[i]
-				for j := range d {
-					hess[i][j] += w * d[i] * d[j]
-				}
 			}
+			hess.SymRankOne(hess, p*(1-p), mat.NewVecDense(n, d))
+		}
+		var delta mat.VecDense
+		if err := spdFactor(hess).SolveVecTo(&delta, mat.NewVecDense(n, grad)); err != nil {
+			break
 		}
 		step := 0.0
-		inv := invertSPD(hess)
 		for i := range m.theta {
-			delta := 0.0
-			for j := range grad {
-				delta += inv[i][j] * grad[j]
-			}
-			m.theta[i] += delta
-			step = math.Max(step, math.Abs(delta))
+			m.theta[i] += delta.AtVec(i)
+			step = math.Max(step, math.Abs(delta.AtVec(i)))
 		}
 		if step < 1e-9 {
 			break

@@ -47,6 +47,18 @@ type SamplerOptions struct {
 	// Across is the share of candidates drawn across the whole region the step rule allows
 	// rather than in the trust region (default 0.5; negative: none).
 	Across float64
+	// Undo is how many random subsets of the incumbent's changes are taken back as
+	// candidates, beside each change alone and all at once (default 20; negative: no undo
+	// candidates); Wide is how many candidates a scrambled Halton design draws over every
+	// scalar's whole room (default 60; negative: none). See wide.go.
+	Undo, Wide int
+	// CarryCost is what the acquisition charges per scalar a configuration changes from the
+	// defaults (default 0: none; 0.001 lost the coupled and generic families' medians on the
+	// tuning seeds, bench/sampler/README.md, Search IV).
+	CarryCost float64
+	// Tie is how close, in the spread of the difference over the model's draws, the best
+	// candidate's lead must be for one carrying fewer changes to go first instead (0: off).
+	Tie float64
 }
 
 // SamplerPrior is the composite model's prior (see composite.go), per unit step in log
@@ -107,6 +119,12 @@ func NewSampler(opts SamplerOptions) *Sampler {
 	}
 	if opts.Across == 0 {
 		opts.Across = 0.5
+	}
+	if opts.Undo == 0 {
+		opts.Undo = 20
+	}
+	if opts.Wide == 0 {
+		opts.Wide = 60
 	}
 	return &Sampler{opts: opts}
 }
@@ -187,6 +205,7 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 	}
 	sr := &searcher{m: m, base: m.position(req.Base, req.Space), maxChanges: maxChanges, minPass: s.opts.MinPass, across: math.Max(s.opts.Across, 0),
 		ascents: max(s.opts.Ascents, 0), moveCost: math.Max(s.opts.MoveCost, 0),
+		undo: s.opts.Undo, wide: max(s.opts.Wide, 0), carryCost: math.Max(s.opts.CarryCost, 0), tie: s.opts.Tie,
 		radius: trustRadius(req.History, s.opts.RadiusStart, s.opts.RadiusFails)}
 	index := map[string]int{}
 	for i, d := range m.dims {
@@ -203,7 +222,7 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 		sr.rooms = append(sr.rooms, r)
 	}
 	sr.ucb = explorationWeight(s.opts.Beta, m.trials, s.opts.ExploitAfter)
-	sr.beta, sr.z = m.draws(rng, s.opts.Draws)
+	sr.draws = m.sample(rng, s.opts.Draws)
 	sr.pref = preferenceSlopes(req, s.unit) // people's preferences (preference.go); nil without
 	return sr
 }
@@ -302,59 +321,4 @@ func repeatsRejected(req session.ProposalRequest, p session.Patch, rejected [][]
 		}
 	}
 	return 0, false
-}
-
-// cholesky returns the lower factor L of a symmetric positive definite a (a = L Lᵀ).
-func cholesky(a [][]float64) [][]float64 {
-	n := len(a)
-	l := make([][]float64, n)
-	for i := range l {
-		l[i] = make([]float64, n)
-	}
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			sum := a[i][j]
-			for k := 0; k < j; k++ {
-				sum -= l[i][k] * l[j][k]
-			}
-			if i == j {
-				l[i][j] = math.Sqrt(math.Max(sum, 1e-18))
-			} else {
-				l[i][j] = sum / l[j][j]
-			}
-		}
-	}
-	return l
-}
-
-// invertSPD inverts a symmetric positive definite matrix through its Cholesky factor.
-func invertSPD(a [][]float64) [][]float64 {
-	n := len(a)
-	l := cholesky(a)
-	// Solve L Y = I, then Lᵀ X = Y.
-	inv := make([][]float64, n)
-	for i := range inv {
-		inv[i] = make([]float64, n)
-	}
-	for c := 0; c < n; c++ {
-		y := make([]float64, n)
-		for i := 0; i < n; i++ {
-			sum := 0.0
-			if i == c {
-				sum = 1
-			}
-			for k := 0; k < i; k++ {
-				sum -= l[i][k] * y[k]
-			}
-			y[i] = sum / l[i][i]
-		}
-		for i := n - 1; i >= 0; i-- {
-			sum := y[i]
-			for k := i + 1; k < n; k++ {
-				sum -= l[k][i] * inv[k][c]
-			}
-			inv[i][c] = sum / l[i][i]
-		}
-	}
-	return inv
 }

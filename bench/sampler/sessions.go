@@ -580,4 +580,12 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.Float64Var(&opts.Across, "across", 0, "tunebot: SamplerOptions.Across")
 	fs.IntVar(&opts.Ascents, "ascents", 0, "tunebot: SamplerOptions.Ascents")
 	fs.Float64Var(&opts.MoveCost, "move-cost", 0, "tunebot: SamplerOptions.MoveCost")
+	fs.BoolVar(&opts.Prior.GP, "gp", false, "tunebot: SamplerPrior.GP (the residual Gaussian process)")
+	fs.Float64Var(&opts.Prior.GPAmp, "gp-amp", 0, "tunebot: SamplerPrior.GPAmp")
+	fs.Float64Var(&opts.Prior.GPLength, "gp-length", 0, "tunebot: SamplerPrior.GPLength")
+	fs.Float64Var(&opts.Prior.LevelSD, "level-sd", 0, "tunebot: SamplerPrior.LevelSD")
+	fs.IntVar(&opts.Undo, "undo", 0, "tunebot: SamplerOptions.Undo (negative: no undo candidates)")
+	fs.IntVar(&opts.Wide, "wide", 0, "tunebot: SamplerOptions.Wide (negative: no space-filling candidates)")
+	fs.Float64Var(&opts.Tie, "tie", 0, "tunebot: SamplerOptions.Tie (0: off)")
+	fs.Float64Var(&opts.CarryCost, "carry-cost", 0, "tunebot: SamplerOptions.CarryCost (negative: none)")
 }

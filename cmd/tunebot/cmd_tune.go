@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"tunebot/advisor"
 	"tunebot/bot/console"
 	"tunebot/config"
 	"tunebot/session"
@@ -449,6 +450,9 @@ type summaryJSON struct {
 	BuiltOn *session.BuiltOn `json:"built_on"`
 	// outcomeText is session.OutcomeText, for the terminal (the JSON has outcome and built_on).
 	outcomeText string
+	// Shipped is what the preset's configuration carries from the defaults and what the
+	// sampler's model credits each change with, null without a preset.
+	Shipped *shippedJSON `json:"shipped"`
 }
 
 // planChangeJSON is one change a person made to rung's promotion plan.
@@ -559,6 +563,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		}
 		out.Proposals = append(out.Proposals, pj)
 	}
+	out.Shipped = shippedSummary(a, s, trials)
 	out.Preferences = append(out.Preferences, preferencesSummary(s)...)
 	out.PlanChanges = append(out.PlanChanges, planChangesSummary(s)...)
 	return out, nil
@@ -604,6 +609,53 @@ func trialSummary(a *app, s session.Session, trials []session.Trial, t session.T
 		tj.PromotedBy = &promotionJSON{By: p.By.String(), Action: p.Action, Over: p.Over, At: p.At}
 	}
 	return tj
+}
+
+// shippedJSON is the shipped configuration's changes from the defaults, and what the
+// sampler's model, fitted to the session's rung-0 trials, credits each with: the score the
+// configuration would lose without that change alone (docs/design.md §5).
+type shippedJSON struct {
+	Changes int          `json:"changes"`
+	Line    string       `json:"line"` // "carries 7 changes from the defaults; the model credits the gain to ..."
+	Credit  []creditJSON `json:"credit"`
+}
+
+type creditJSON struct {
+	Name     string  `json:"name"`
+	Change   string  `json:"change"`
+	Gain     float64 `json:"gain"`
+	SD       float64 `json:"sd"`
+	Credited bool    `json:"credited"`
+}
+
+// shippedSummary is what s's preset carries and what the model credits, nil without a
+// preset (or a baseline with metrics).
+func shippedSummary(a *app, s session.Session, trials []session.Trial) *shippedJSON {
+	var best *session.Trial
+	var hist []session.TrialSummary
+	for i, t := range trials {
+		if t.Number == s.BestTrial && t.Rung == s.BestRung {
+			best = &trials[i]
+		}
+		if t.Rung == 0 {
+			ts := session.TrialSummary{Number: t.Number, State: t.State, Eligible: t.Eligible(), Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
+			if t.Score != nil {
+				ts.Score = &t.Score.Total
+			}
+			hist = append(hist, ts)
+		}
+	}
+	if s.Preset == "" || best == nil {
+		return nil
+	}
+	req := session.ProposalRequest{SessionID: s.ID, Space: a.engine.SpaceOf(s.Settings.Task), Objective: s.Settings.Objective, Floors: s.Settings.Floors,
+		History: hist, Base: best.RewardConfig, Seed: s.Settings.Seed}
+	cs := advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, best.RewardConfig)
+	out := &shippedJSON{Changes: len(cs), Line: advisor.CreditLine(cs), Credit: []creditJSON{}}
+	for _, c := range cs {
+		out.Credit = append(out.Credit, creditJSON{Name: c.Name, Change: c.Change, Gain: session.Measured(c.Gain), SD: session.Measured(c.SD), Credited: c.Credited()})
+	}
+	return out
 }
 
 // preferencesSummary is s's decided "which walks better?" answers, in order.
@@ -664,6 +716,9 @@ func writeSummaryText(w io.Writer, s summaryJSON) {
 	}
 	if s.BuiltOn != nil {
 		fmt.Fprintf(w, "  built on:    %s\n", strings.TrimPrefix(s.BuiltOn.Line(), "builds on "))
+	}
+	if s.Shipped != nil {
+		fmt.Fprintf(w, "  shipped:     %s\n", s.Shipped.Line)
 	}
 	for _, k := range []struct{ key, label string }{{"session_dir", "session_dir"}, {"reports", "charts"}, {"store", "store"}, {"log", "log"}} {
 		fmt.Fprintf(w, "  %-12s %s\n", k.label+":", s.Outputs[k.key])

@@ -105,6 +105,18 @@ session:
 	case sum.Outcome != session.OutcomeImproved || sum.Preset != "auto-tune-"+sum.Session[:8] || sum.Best == nil:
 		t.Fatalf("summary: %+v", sum)
 	}
+	// What the preset carries from the defaults, and what the model credits (issue 37).
+	if sum.Preset != "" {
+		if sum.Shipped == nil || sum.Shipped.Changes != len(sum.Shipped.Credit) || sum.Shipped.Changes == 0 ||
+			!strings.HasPrefix(sum.Shipped.Line, fmt.Sprintf("carries %d change", sum.Shipped.Changes)) {
+			t.Errorf("shipped: %+v", sum.Shipped)
+		}
+		if !strings.Contains(stdout.String()+stderr.String(), sum.Shipped.Line) {
+			t.Errorf("the summary's line %q is not in the output", sum.Shipped.Line)
+		}
+	} else if sum.Shipped != nil {
+		t.Errorf("no preset, yet shipped: %+v", sum.Shipped)
+	}
 	perRung := map[int]int{}
 	for _, tr := range sum.Trials {
 		perRung[tr.Rung]++

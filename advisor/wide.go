@@ -1,0 +1,221 @@
+package advisor
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distmv"
+	"gonum.org/v1/gonum/stat/samplemv"
+
+	"tunebot/session"
+)
+
+// Two kinds of candidates beside the trust region's (docs/design.md §5, issue 37):
+//
+//   - undo candidates take back one or more of the incumbent's changes, to the default (the
+//     baseline's position) or past it toward the other side, so a move that did not help
+//     is not carried to the end of the session because nothing proposed to drop it;
+//   - wide candidates are a scrambled Halton design (gonum's samplemv, Owen's scrambling)
+//     over every scalar's whole room, so the search also looks far from the incumbent.
+//
+// The acquisition then charges every change a configuration carries from the defaults a
+// little (SamplerOptions.CarryCost), so among candidates the model cannot tell apart the one
+// with the fewer changes wins, and the shipped configuration carries only moves the
+// evidence supports.
+
+// changed lists the rooms whose base position differs from the baseline's: the incumbent's
+// changes.
+func (s *searcher) changed() []int {
+	var out []int
+	for i, r := range s.rooms {
+		if math.Abs(r.base) > 1e-9 {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// backTo is where room r goes when its change is taken back: the default (0), or as far
+// past it toward the other side as the incumbent's change was (other), within the room.
+func backTo(r room, other bool) (float64, bool) {
+	to := 0.0
+	if other {
+		to = -r.base
+	}
+	to = math.Min(math.Max(to, r.lo), r.hi)
+	if (to > r.base && !r.dirUp) || (to < r.base && !r.dirDown) || math.Abs(to-r.base) < 1e-9 {
+		return 0, false
+	}
+	return to, true
+}
+
+// undoCandidates takes back each of the incumbent's changes alone (to the default and toward
+// the other side), every change at once, and n random subsets of them.
+func (s *searcher) undoCandidates(rng *rand.Rand, n int) []candidate {
+	changed := s.changed()
+	if len(changed) == 0 {
+		return nil
+	}
+	var out []candidate
+	make1 := func(rooms []int, other bool) {
+		x := append([]float64(nil), s.base...)
+		var moved []int
+		for _, ri := range rooms {
+			if len(moved) == s.maxChanges {
+				break
+			}
+			if to, ok := backTo(s.rooms[ri], other); ok {
+				x[s.rooms[ri].dim] = to
+				moved = append(moved, ri)
+			}
+		}
+		if len(moved) > 0 {
+			sort.Ints(moved)
+			out = append(out, candidate{x: x, moved: moved})
+		}
+	}
+	for _, ri := range changed {
+		make1([]int{ri}, false)
+		make1([]int{ri}, true)
+	}
+	make1(changed, false)
+	for k := 0; k < n; k++ {
+		var sub []int
+		for _, ri := range changed {
+			if rng.IntN(2) == 0 {
+				sub = append(sub, ri)
+			}
+		}
+		make1(sub, false)
+	}
+	return out
+}
+
+// wideCandidates are n candidates over every room's whole extent: each changes up to
+// maxChanges scalars, the scalars taken in turn from shuffled rounds of every room so each
+// is changed about as often as any other, and each scalar's values over the candidates that
+// change it are a Latin hypercube of its room (gonum's samplemv: one value in each of as
+// many equal strata as there are such candidates), so the design covers every room evenly
+// whatever the cap on changes.
+func (s *searcher) wideCandidates(rng *rand.Rand, n int) []candidate {
+	D := len(s.rooms)
+	if n <= 0 || D == 0 {
+		return nil
+	}
+	var stream []int
+	sets := make([][]int, n)
+	for p := range sets {
+		k := 1 + rng.IntN(min(s.maxChanges, D))
+		for len(sets[p]) < k {
+			if len(stream) == 0 {
+				stream = rng.Perm(D)
+			}
+			if ri := stream[0]; !contains(sets[p], ri) {
+				sets[p] = append(sets[p], ri)
+			}
+			stream = stream[1:]
+		}
+		sort.Ints(sets[p])
+	}
+	xs := make([][]float64, n)
+	for p := range xs {
+		xs[p] = append([]float64(nil), s.base...)
+	}
+	for ri, r := range s.rooms {
+		var at []int
+		for p, set := range sets {
+			if contains(set, ri) {
+				at = append(at, p)
+			}
+		}
+		lo, hi, ok := wideRange(r)
+		if len(at) == 0 || !ok {
+			continue
+		}
+		u := mat.NewDense(len(at), 1, nil)
+		samplemv.LatinHypercube{Q: distmv.NewUnitUniform(1, rng), Src: rng}.Sample(u)
+		for k, p := range at {
+			xs[p][r.dim] = lo + u.At(k, 0)*(hi-lo)
+		}
+	}
+	out := make([]candidate, 0, n)
+	for p, set := range sets {
+		var moved []int
+		for _, ri := range set {
+			if xs[p][s.rooms[ri].dim] != s.base[s.rooms[ri].dim] {
+				moved = append(moved, ri)
+			}
+		}
+		if len(moved) > 0 {
+			out = append(out, candidate{x: xs[p], moved: moved})
+		}
+	}
+	return out
+}
+
+// wideRange is the extent of room r the wide design covers: all of it, on the allowed side
+// of the base when a constraint allows one side only, from the middle up for a weight that
+// is off; false when nothing is left.
+func wideRange(r room) (float64, float64, bool) {
+	lo, hi := r.lo, r.hi
+	if r.off {
+		lo = r.onLo
+	}
+	if !r.dirUp {
+		hi = r.base
+	}
+	if !r.dirDown && !r.off {
+		lo = r.base
+	}
+	return lo, hi, hi-lo > 1e-9
+}
+
+// carried is how many scalars position x changes from the defaults (the baseline's
+// position).
+func carried(x []float64) int {
+	n := 0
+	for _, v := range x {
+		if math.Abs(v) > 1e-9 {
+			n++
+		}
+	}
+	return n
+}
+
+// tieLook is how many of the best-ranked candidates preferSmaller compares with the first.
+const tieLook = 30
+
+// preferSmaller puts first, among the candidates the model cannot tell from the best-ranked
+// one, the one that carries the fewest changes from the defaults: the best's lead over it,
+// draw by draw under the same coefficients, is less than tie times its spread, and it is as
+// likely to pass the gates. The others keep their order.
+func (s *searcher) preferSmaller(ranked []candidate, tie float64) []candidate {
+	if tie <= 0 || len(ranked) < 2 {
+		return ranked
+	}
+	top := ranked[0]
+	at := s.scores(top.x)
+	pick, fewest := 0, carried(top.x)
+	for i := 1; i < min(tieLook, len(ranked)); i++ {
+		c := ranked[i]
+		n := carried(c.x)
+		if n >= fewest || (c.pass < s.minPass && top.pass >= s.minPass) {
+			continue
+		}
+		other := s.scores(c.x)
+		lead := make([]float64, len(at))
+		for k := range at {
+			lead[k] = at[k] - other[k]
+		}
+		if mean, sd := session.MeanStd(lead); mean < tie*sd {
+			pick, fewest = i, n
+		}
+	}
+	if pick == 0 {
+		return ranked
+	}
+	out := append([]candidate{ranked[pick]}, ranked[:pick]...)
+	return append(out, ranked[pick+1:]...)
+}
