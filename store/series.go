@@ -139,15 +139,20 @@ func (d *DB) Series(ctx context.Context, key session.SeriesKey) ([]session.Point
 	return out, nil
 }
 
+// trialSeries is the bucket of a trial's series, nil when the trial has none.
+func trialSeries(tx *bolt.Tx, sessionID string, ref session.TrialRef) *bolt.Bucket {
+	s := sub(tx, bucketSeries, sessionID)
+	if s == nil {
+		return nil
+	}
+	return s.Bucket(trialKey(ref))
+}
+
 // SeriesTags lists the tags stored for a trial in byte order; a trial without series has none.
 func (d *DB) SeriesTags(ctx context.Context, sessionID string, ref session.TrialRef) ([]string, error) {
 	var out []string
 	err := d.view(ctx, func(tx *bolt.Tx) error {
-		s := sub(tx, bucketSeries, sessionID)
-		if s == nil {
-			return nil
-		}
-		b := s.Bucket(trialKey(ref))
+		b := trialSeries(tx, sessionID, ref)
 		if b == nil {
 			return nil
 		}
@@ -168,11 +173,7 @@ func (d *DB) SeriesTags(ctx context.Context, sessionID string, ref session.Trial
 func (d *DB) SeriesTagsPage(ctx context.Context, sessionID string, ref session.TrialRef, after string, limit int) ([]string, error) {
 	out := []string{}
 	err := d.view(ctx, func(tx *bolt.Tx) error {
-		s := sub(tx, bucketSeries, sessionID)
-		if s == nil {
-			return nil
-		}
-		b := s.Bucket(trialKey(ref))
+		b := trialSeries(tx, sessionID, ref)
 		if b == nil {
 			return nil
 		}

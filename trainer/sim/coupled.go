@@ -222,15 +222,21 @@ func (g *generated) coupledInteractions(rng *rand.Rand, matter []mattering) {
 	}
 }
 
-// coupledCliffs draws one to three cliffs on scalars whose role has one, 1–2.5 steps out
-// the way the role says, and at least half a step past a group's target.
-func (g *generated) coupledCliffs(sh shape, rng *rand.Rand, targets map[string]float64) {
+// cliffCoords are the scalars whose role has a cliff, in the space's order.
+func cliffCoords(sh shape) []coord {
 	var risky []coord
 	for _, c := range coords(sh.sp) {
 		if sh.role(c.name).cliff != 0 {
 			risky = append(risky, c)
 		}
 	}
+	return risky
+}
+
+// coupledCliffs draws one to three cliffs on scalars whose role has one, 1–2.5 steps out
+// the way the role says, and at least half a step past a group's target.
+func (g *generated) coupledCliffs(sh shape, rng *rand.Rand, targets map[string]float64) {
+	risky := cliffCoords(sh)
 	cp := rng.Perm(len(risky))
 	for i, n := 0, 1+rng.IntN(3); i < n && i < len(cp); i++ {
 		c := risky[cp[i]]

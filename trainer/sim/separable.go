@@ -253,12 +253,7 @@ func (g *generated) separableDecoy(rng *rand.Rand, c coord, metric string, side,
 // separableCliffs draws one or two cliffs on scalars whose role has one, past the box's edge
 // the way the role says and at least a step from the default.
 func (g *generated) separableCliffs(sh shape, rng *rand.Rand) {
-	var risky []coord
-	for _, c := range coords(sh.sp) {
-		if sh.role(c.name).cliff != 0 {
-			risky = append(risky, c)
-		}
-	}
+	risky := cliffCoords(sh)
 	perm := rng.Perm(len(risky))
 	for i, n := 0, 1+rng.IntN(2); i < n && i < len(perm); i++ {
 		c := risky[perm[i]]
