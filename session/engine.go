@@ -1068,11 +1068,23 @@ func (e *Engine) markUnfinished(ctx context.Context, id, why string) {
 			if t.RemoteJob() == nil {
 				t.Proc = nil // a remote job's record stays: it is re-attached on resume
 			}
-			if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
+			if err := e.putTrialOnFullDisk(ctx, t); err != nil {
 				e.log.Error("saving trial", "session", id, "trial", t.Number, "err", err)
 			}
 		}
 	}
+}
+
+// putTrialOnFullDisk saves t; when the store is out of space it releases the disk reserve
+// and saves again, so that a pause on a full disk never leaves a trial looking running.
+func (e *Engine) putTrialOnFullDisk(ctx context.Context, t Trial) error {
+	err := e.cfg.Store.PutTrial(ctx, t)
+	if err != nil && OutOfSpace(err) && e.cfg.Disks != nil {
+		e.log.Warn("the store is out of space; releasing the reserve to record the trial", "session", t.SessionID, "trial", t.Number)
+		e.cfg.Disks.Release()
+		err = e.cfg.Store.PutTrial(ctx, t)
+	}
+	return err
 }
 
 // endRemote ends the remote jobs (scancel) of a cancelled session that no worker awaited,

@@ -67,12 +67,14 @@ func fillDisk(t *testing.T, dir string) {
 	}
 }
 
-// ballastTrainer is a trainer script that writes a 6 MiB file into the run directory, as a
+// ballastTrainer is a trainer script that writes an 8 MiB file into the run directory, as a
 // real trainer writes checkpoints, and then trains with the built-in sim: on a small disk
-// its own write is what fails, with dd's "No space left on device".
+// its own write is what fails, with dd's "No space left on device". The disk (26 MiB, 4 of
+// them tunebot's reserve) holds two ballasts and their trials' charts with about 3 MiB to
+// spare and not a third ballast, so trial 2's own write fails whatever a chart weighs.
 const ballastTrainer = `#!/bin/sh
 run_dir=$1; shift
-dd if=/dev/zero of="$run_dir/ballast" bs=1M count=6 || exit 1
+dd if=/dev/zero of="$run_dir/ballast" bs=1M count=8 || exit 1
 exec "$@"
 `
 
@@ -96,7 +98,7 @@ func TestFullDiskPausesAndResumeFinishes(t *testing.T) {
 	}{
 		{"filled by another", "48m", "", "1MiB", "1.0 MiB", true},
 		// a floor of one byte: the trainer's job starts, and it is its write that fails
-		{"filled by the trainer", "24m", "trainer:\n  train: " + yamlList(argv) + "\n", "1B", "1 bytes", false},
+		{"filled by the trainer", "26m", "trainer:\n  train: " + yamlList(argv) + "\n", "1B", "1 bytes", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			mnt := smallDisk(t, c.size)
