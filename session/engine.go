@@ -1006,10 +1006,13 @@ func (e *Engine) waitForWork(ctx context.Context, w *worker, j *jobs) {
 	}
 }
 
+// interrupt marks session id interrupted (why) when tunebot stops while it is active; a
+// session that ended meanwhile is left as it is, and nothing is said of it.
 func (e *Engine) interrupt(ctx context.Context, id, why string) {
-	waits := false
+	waits, ended := false, false
 	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
 		if !s.State.Active() {
+			ended = true
 			return nil
 		}
 		if _, ok := s.OpenReview(); ok && s.State == StateAwaitingApproval {
@@ -1025,6 +1028,9 @@ func (e *Engine) interrupt(ctx context.Context, id, why string) {
 	})
 	if err != nil {
 		e.log.Error("marking session interrupted", "session", id, "err", err)
+		return
+	}
+	if ended {
 		return
 	}
 	e.markUnfinished(ctx, id, why)
