@@ -68,6 +68,7 @@ type searcher struct {
 	moveCost  float64 // the least gain in the acquisition worth one more moved scalar
 	undo      int     // random subsets of the incumbent's changes taken back (negative: no undo)
 	wide      int     // candidates of the space-filling design over the whole room
+	edges     int     // candidates with promising scalars at their room's edge (0: none)
 	carryCost float64 // what the acquisition charges per scalar changed from the defaults
 	tie       float64 // preferSmaller's closeness in spreads (0: off)
 	// pref is, per dim, what people's preferences add to the acquisition per step up
@@ -340,6 +341,9 @@ func (s *searcher) search(rng *rand.Rand, n int) []candidate {
 		}
 	}
 	for _, c := range s.wideCandidates(rng, s.wide) {
+		add(c, false)
+	}
+	for _, c := range s.edgeCandidates(rng, s.edges) {
 		add(c, false)
 	}
 	rank := func() {

@@ -52,6 +52,9 @@ type SamplerOptions struct {
 	// candidates); Wide is how many candidates a scrambled Halton design draws over every
 	// scalar's whole room (default 60; negative: none). See wide.go.
 	Undo, Wide int
+	// Edges is how many candidates push the scalars the model finds promising to the edge
+	// of their room, beside the most promising k for every k (0: none; see wide.go).
+	Edges int
 	// CarryCost is what the acquisition charges per scalar a configuration changes from the
 	// defaults (default 0: none; 0.001 lost the coupled and generic families' medians on the
 	// tuning seeds, bench/sampler/README.md, Search IV).
@@ -206,6 +209,7 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 	sr := &searcher{m: m, base: m.position(req.Base, req.Space), maxChanges: maxChanges, minPass: s.opts.MinPass, across: math.Max(s.opts.Across, 0),
 		ascents: max(s.opts.Ascents, 0), moveCost: math.Max(s.opts.MoveCost, 0),
 		undo: s.opts.Undo, wide: max(s.opts.Wide, 0), carryCost: math.Max(s.opts.CarryCost, 0), tie: s.opts.Tie,
+		edges:  max(s.opts.Edges, 0),
 		radius: trustRadius(req.History, s.opts.RadiusStart, s.opts.RadiusFails)}
 	index := map[string]int{}
 	for i, d := range m.dims {

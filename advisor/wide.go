@@ -219,3 +219,79 @@ func (s *searcher) preferSmaller(ranked []candidate, tie float64) []candidate {
 	out := append([]candidate{ranked[pick]}, ranked[:pick]...)
 	return append(out, ranked[pick+1:]...)
 }
+
+// edgeCandidates push the scalars the model says matter to the edge of their room (the step
+// rule's or the bounds'), each the way its promise points: the k most promising together for
+// every k up to maxChanges, then n sets drawn by promise. A trust region's moves stop short
+// of the edge (a third to all of the radius) and the wide design's strata rarely reach it,
+// so where the optimum sits at a bound (the generic family) only these go all the way.
+func (s *searcher) edgeCandidates(rng *rand.Rand, n int) []candidate {
+	var order []int
+	for i, r := range s.rooms {
+		if r.promise > 0 && r.bestSign != 0 {
+			order = append(order, i)
+		}
+	}
+	if n <= 0 || len(order) == 0 {
+		return nil
+	}
+	sort.SliceStable(order, func(a, b int) bool { return s.rooms[order[a]].promise > s.rooms[order[b]].promise })
+	var out []candidate
+	make1 := func(set []int) {
+		x := append([]float64(nil), s.base...)
+		var moved []int
+		for _, ri := range set {
+			if to, ok := edgeOf(s.rooms[ri]); ok {
+				x[s.rooms[ri].dim] = to
+				moved = append(moved, ri)
+			}
+		}
+		if len(moved) > 0 {
+			sort.Ints(moved)
+			out = append(out, candidate{x: x, moved: moved})
+		}
+	}
+	for k := 1; k <= min(s.maxChanges, len(order)); k++ {
+		make1(order[:k])
+	}
+	for p := 0; p < n; p++ {
+		k := 1 + rng.IntN(min(s.maxChanges, len(order)))
+		make1(pickByPromise(rng, s.rooms, order, k))
+	}
+	return out
+}
+
+// edgeOf is the edge of room r its promise points to, false when that is the base.
+func edgeOf(r room) (float64, bool) {
+	to := r.lo
+	if r.bestSign > 0 {
+		to = r.hi
+	}
+	if (to > r.base && !r.dirUp) || (to < r.base && (!r.dirDown || r.off)) || math.Abs(to-r.base) < 1e-9 {
+		return 0, false
+	}
+	return to, true
+}
+
+// pickByPromise draws k distinct rooms of order, each with a chance in proportion to its
+// promise.
+func pickByPromise(rng *rand.Rand, rooms []room, order []int, k int) []int {
+	left := append([]int(nil), order...)
+	var out []int
+	for len(out) < k && len(left) > 0 {
+		total := 0.0
+		for _, ri := range left {
+			total += rooms[ri].promise
+		}
+		u, at := rng.Float64()*total, len(left)-1
+		for j, ri := range left {
+			if u -= rooms[ri].promise; u <= 0 {
+				at = j
+				break
+			}
+		}
+		out = append(out, left[at])
+		left = append(left[:at], left[at+1:]...)
+	}
+	return out
+}

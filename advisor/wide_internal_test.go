@@ -172,3 +172,54 @@ func TestSmallerSetGoesFirstWhenTheModelCannotTell(t *testing.T) {
 	}
 	t.Fatal("no scalar the model expects a hair better of: the test shows nothing")
 }
+
+// Edge candidates put the scalars the model finds promising at the edge of their room the
+// way their promise points, the most promising alone and with the next ones, never more
+// than the cap on changes; none are drawn when they are off.
+func TestEdgeCandidatesPushPromisingScalarsToTheirEdge(t *testing.T) {
+	space := session.DefaultSpace()
+	sr, rng := searcherFor(NewSampler(SamplerOptions{Edges: 8}), requestOf(space, 1.3))
+	sr.promise(rng, sr.assess(sr.base))
+	top, promising := -1, 0
+	for ri, r := range sr.rooms {
+		if r.promise > 0 && r.bestSign != 0 {
+			promising++
+			if top < 0 || r.promise > sr.rooms[top].promise {
+				top = ri
+			}
+		}
+	}
+	if promising < 2 {
+		t.Fatalf("%d promising scalars; the test needs two", promising)
+	}
+	if got := sr.edgeCandidates(rng, 0); got != nil {
+		t.Fatalf("%d edge candidates with Edges off", len(got))
+	}
+	cands := sr.edgeCandidates(rng, sr.edges)
+	if want := min(sr.maxChanges, promising) + sr.edges; len(cands) > want || len(cands) < sr.edges {
+		t.Fatalf("%d edge candidates, want %d at most and %d at least", len(cands), want, sr.edges)
+	}
+	r := sr.rooms[top]
+	edge := r.lo
+	if r.bestSign > 0 {
+		edge = r.hi
+	}
+	alone := false
+	for _, c := range cands {
+		if len(c.moved) > sr.maxChanges {
+			t.Fatalf("an edge candidate changes %d scalars, more than %d", len(c.moved), sr.maxChanges)
+		}
+		for _, ri := range c.moved {
+			q := sr.rooms[ri]
+			if v := c.x[q.dim]; v != q.lo && v != q.hi {
+				t.Errorf("%s at %.3f, not at an edge of its room %.3f–%.3f", q.mv.dim.name, v, q.lo, q.hi)
+			}
+		}
+		if len(c.moved) == 1 && c.moved[0] == top && c.x[r.dim] == edge {
+			alone = true
+		}
+	}
+	if !alone {
+		t.Errorf("no edge candidate moves the most promising scalar %s alone to %.3f", r.mv.dim.name, edge)
+	}
+}

@@ -586,6 +586,7 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.Float64Var(&opts.Prior.LevelSD, "level-sd", 0, "tunebot: SamplerPrior.LevelSD")
 	fs.IntVar(&opts.Undo, "undo", 0, "tunebot: SamplerOptions.Undo (negative: no undo candidates)")
 	fs.IntVar(&opts.Wide, "wide", 0, "tunebot: SamplerOptions.Wide (negative: no space-filling candidates)")
+	fs.IntVar(&opts.Edges, "edges", 0, "tunebot: SamplerOptions.Edges (0: no edge candidates)")
 	fs.Float64Var(&opts.Tie, "tie", 0, "tunebot: SamplerOptions.Tie (0: off)")
 	fs.Float64Var(&opts.CarryCost, "carry-cost", 0, "tunebot: SamplerOptions.CarryCost (negative: none)")
 }
