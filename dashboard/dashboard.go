@@ -34,10 +34,12 @@ var assets embed.FS
 // Actions is how the page acts: the chat handler, so that a click here and one in chat take
 // the same path (allow-list, audit, engine call, one decision). *bot.Handler implements it.
 // Refuse is the allow-list's check of a verb alone, audited as chat's, which every action
-// passes before the session is looked up or its body read (Server.act).
+// passes before the session is looked up or its body read (Server.act); Advised says
+// whether an advisor reads people's notes, so the page promises a prompt only then.
 type Actions interface {
 	Do(ctx context.Context, in bot.Interaction) bot.Reply
 	Refuse(ctx context.Context, in bot.Interaction, cmd bot.Command) (bot.Reply, bool)
+	Advised() bool
 }
 
 var _ Actions = (*bot.Handler)(nil)

@@ -85,6 +85,8 @@ func (readOnly) Refuse(context.Context, bot.Interaction, bot.Command) (bot.Reply
 	return bot.Reply{Private: true, Text: "read-only"}, false
 }
 
+func (readOnly) Advised() bool { return true }
+
 // A lab that runs sessions daily has thousands within a year: the sessions page reads one
 // page of the newest from the store's index, and pages on to the oldest.
 func TestSessionsPageReadsOnePage(t *testing.T) {

@@ -64,6 +64,8 @@ func (noActions) Refuse(context.Context, bot.Interaction, bot.Command) (bot.Repl
 	return bot.Reply{Private: true, Text: "read-only bench"}, false
 }
 
+func (noActions) Advised() bool { return true }
+
 func run(nTrials, nTags, nPoints, runs int) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "tunebot-bench-dashboard")

@@ -343,6 +343,8 @@ func (readOnly) Refuse(context.Context, bot.Interaction, bot.Command) (bot.Reply
 	return bot.Reply{Private: true, Text: "read-only bench"}, false
 }
 
+func (readOnly) Advised() bool { return true }
+
 // prune times retention's defaults on a store of n demo-like sessions, one every four days.
 func prune(path string, n int) error {
 	ctx := context.Background()
