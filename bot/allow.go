@@ -94,9 +94,6 @@ func (g Grant) grants(p Permission) bool {
 	return false
 }
 
-// PermissionOf is what a verb needs; "" means anyone may.
-func PermissionOf(v Verb) Permission { return permissionOf(v) }
-
 // permissionOf is what a verb needs; "" means anyone may.
 func permissionOf(v Verb) Permission {
 	switch v {

@@ -38,13 +38,10 @@ func ForegroundHelp() string {
 	return strings.Join(append(out, "start, schedule, apply, rollback and the monitoring page (dashboard) come with the daemon: tunebot run --config FILE"), "\n")
 }
 
-// advised reports whether the engine has an advisor (DeepSeek) that reads notes and
-// feedback; an engine that cannot say is taken to have one, as chat's daemon may.
 // Advised reports whether the engine has an advisor (DeepSeek) that reads people's notes and
-// feedback in its prompt; true when the engine cannot say.
-func (h *Handler) Advised() bool { return h.advised() }
-
-func (h *Handler) advised() bool {
+// feedback in its prompt; an engine that cannot say is taken to have one, as chat's daemon
+// may.
+func (h *Handler) Advised() bool {
 	if a, ok := h.cfg.Engine.(interface{ Advised() bool }); ok {
 		return a.Advised()
 	}

@@ -52,6 +52,7 @@ func TestCardsJudgeGatesAtEqualTraining(t *testing.T) {
 	if got := field(sum, "result"); !strings.HasPrefix(got, "trial 4 @ rung 2 scores ") || got != s.Result.Headline() {
 		t.Errorf("summary result %q, want the headline about trial 4 @ rung 2 %q", got, s.Result.Headline())
 	}
+	rung2 := 0
 	for _, b := range sum.Blocks {
 		if b.Table == nil {
 			continue
@@ -60,6 +61,7 @@ func TestCardsJudgeGatesAtEqualTraining(t *testing.T) {
 			if row[1] != "2" {
 				continue
 			}
+			rung2++
 			wantElig, star := "yes", row[0] == "4 ★"
 			if strings.HasPrefix(row[0], "5") {
 				wantElig, star = "no", true
@@ -68,6 +70,9 @@ func TestCardsJudgeGatesAtEqualTraining(t *testing.T) {
 				t.Errorf("summary row %q: want trial 4 ★ eligible, trial 5 not eligible, the baseline eligible", row)
 			}
 		}
+	}
+	if rung2 != 3 {
+		t.Errorf("the summary's table has %d rows at rung 2, want trials 4 and 5 and the baseline", rung2)
 	}
 }
 

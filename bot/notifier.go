@@ -345,7 +345,7 @@ func (n *Notifier) process(parent context.Context, e session.Event) {
 		}
 		n.wake(p)
 	}
-	if !pushWorthy(e.Kind) || len(n.cfg.Push) == 0 {
+	if !pushWorthy(e) || len(n.cfg.Push) == 0 {
 		return
 	}
 	c, ok := rr.pushCard(ctx, e)
@@ -402,10 +402,6 @@ func (n *Notifier) platformsFor(s session.Session) []string {
 		}
 	}
 	return n.cfg.Platforms
-}
-
-func pushWorthy(k session.EventKind) bool {
-	return k == session.EventTrialFinished || k == session.EventProposalReady || k == session.EventSessionFinished || k == session.EventReview
 }
 
 func withoutAttachments(bs []Block) []Block {

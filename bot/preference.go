@@ -172,7 +172,7 @@ func (h *Handler) prefer(ctx context.Context, s session.Session, req session.Pre
 	if p.Note != "" {
 		text += " (“" + Neutralise(p.Note, 200) + "”)"
 	}
-	return Reply{Text: text + "\n" + session.PreferenceEffectFor(p, h.advised())}
+	return Reply{Text: text + "\n" + session.PreferenceEffectFor(p, h.Advised())}
 }
 
 // preferCommand is the typed answer: "prefer 8 over 5 [note]", or "prefer neither [note]"

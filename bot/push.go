@@ -44,7 +44,7 @@ func PushCard(in PushInput) (Card, bool) {
 		line = fmt.Sprintf("promotions to rung %d wait for your go (or go ahead at %s): %s", r.Rung, r.Until.UTC().Format("15:04 UTC"),
 			session.PlanText(r.Plan, s.Settings.Rungs[r.Rung]))
 		c.Urgent = true
-	case e.Kind == session.EventSessionUpdated && s.State == session.StatePaused && session.IsDiskFullReason(s.Reason):
+	case diskFullPause(e):
 		// a full disk waits for a person to free space: the night's work stops until then
 		c.Kind, c.Urgent = "paused", true
 		line = fmt.Sprintf("session %s paused: %s", session.Short(s.ID), Neutralise(s.Reason, 200))
@@ -72,6 +72,23 @@ func PushCard(in PushInput) (Card, bool) {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: []Attachment{*in.Poster}})
 	}
 	return c, true
+}
+
+// pushWorthy reports whether a phone hears of e at all (PushCard then decides what it
+// says): a finished trial, a waiting decision, a session that ended, or one a full disk
+// paused. Any other update, a person's pause among them, stays in chat.
+func pushWorthy(e session.Event) bool {
+	switch e.Kind {
+	case session.EventTrialFinished, session.EventProposalReady, session.EventSessionFinished, session.EventReview:
+		return true
+	}
+	return diskFullPause(e)
+}
+
+// diskFullPause reports whether e is a session paused for lack of disk space.
+func diskFullPause(e session.Event) bool {
+	s := e.Session
+	return e.Kind == session.EventSessionUpdated && s.State == session.StatePaused && session.IsDiskFullReason(s.Reason)
 }
 
 func trialPushLine(st session.Settings, trials []session.Trial, t session.Trial) string {

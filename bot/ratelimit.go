@@ -61,9 +61,9 @@ func NewLimiter(l RateLimit) *Limiter {
 	return &Limiter{l: l, users: map[string]*rate.Limiter{}}
 }
 
-// maxBuckets bounds the people remembered; past it, those whose limiter has refilled are
+// maxPeople bounds the people remembered; past it, those whose limiter has refilled are
 // forgotten (they are as if new).
-const maxBuckets = 4096
+const maxPeople = 4096
 
 // Take spends one of key's tokens at now; when there is none it returns how long until
 // there is one, and spends nothing.
@@ -95,7 +95,7 @@ func (r *Limiter) person(key string, now time.Time) *rate.Limiter {
 	if lim, ok := r.users[key]; ok {
 		return lim
 	}
-	if len(r.users) >= maxBuckets {
+	if len(r.users) >= maxPeople {
 		for k, lim := range r.users {
 			if lim.TokensAt(now) >= float64(r.l.Burst) {
 				delete(r.users, k)

@@ -65,7 +65,7 @@ func TestReadCommandsAreRateLimited(t *testing.T) {
 			t.Errorf("agent by alice: %q (%d calls)", got, agentCalls)
 		}
 		do(alice, "agent")
-		do(alice, "agent") // her bucket refilled while bob waited: 3 calls in all
+		do(alice, "agent") // her limiter refilled while bob waited: 3 calls in all
 		if got := do(alice, "agent"); !slow(got) || agentCalls != 3 {
 			t.Errorf("agent past alice's burst: %q (%d calls)", got, agentCalls)
 		}

@@ -200,12 +200,6 @@ func (s *Server) prefer(ctx context.Context, in bot.Interaction, body map[string
 	return done(s.opt.Actions.Do(ctx, in)), nil
 }
 
-// refuser is what the chat handler offers an adapter that must check a permission before it
-// hands the command over (*bot.Handler has it): the refusal is audited as chat's.
-type refuser interface {
-	Refuse(ctx context.Context, in bot.Interaction, cmd bot.Command) (bot.Reply, bool)
-}
-
 // knownID is the session typed names, for the audit of a refusal, or "" when it names none
 // (or several): the answer is the same either way, and no audit index is made for an id
 // that someone who may not act made up.
@@ -220,20 +214,13 @@ func (s *Server) knownID(ctx context.Context, typed string) string {
 	return id
 }
 
-// may checks the permission verb needs in session sid ("" for none); when it is
-// missing, the refusal. A verb no route knows needs none here: its handler answers 404
-// before it looks at the session.
+// may checks the permission verb needs in session sid ("" for none) as chat does
+// (Actions.Refuse); when it is missing, the refusal. A verb no route knows needs none here:
+// its handler answers 404 before it looks at the session.
 func (s *Server) may(ctx context.Context, in bot.Interaction, sid string, verb bot.Verb) (outcome, bool) {
-	if rf, ok := s.opt.Actions.(refuser); ok {
-		in.SessionID = sid
-		r, ok := rf.Refuse(ctx, in, bot.Command{Verb: verb})
-		return done(r), ok
-	}
-	p := bot.PermissionOf(verb)
-	if p == "" || s.opt.Allow.Allows(in.Platform, in.User.ID, in.Roles, p) {
-		return outcome{}, true
-	}
-	return outcome{Text: fmt.Sprintf("you are not allowed to %s here (it needs the %q permission on %s); ask a tunebot operator", verb, p, in.Platform)}, false
+	in.SessionID = sid
+	r, ok := s.opt.Actions.Refuse(ctx, in, bot.Command{Verb: verb})
+	return done(r), ok
 }
 
 // review is go, promote N or drop N on the promotion plan that waits.

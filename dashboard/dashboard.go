@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"tunebot/bot"
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -32,8 +33,13 @@ var assets embed.FS
 
 // Actions is how the page acts: the chat handler, so that a click here and one in chat take
 // the same path (allow-list, audit, engine call, one decision). *bot.Handler implements it.
+// Refuse is the allow-list's check of a verb alone, audited as chat's, which every action
+// passes before the session is looked up or its body read (Server.act); Advised says
+// whether an advisor reads people's notes, so the page promises a prompt only then.
 type Actions interface {
 	Do(ctx context.Context, in bot.Interaction) bot.Reply
+	Refuse(ctx context.Context, in bot.Interaction, cmd bot.Command) (bot.Reply, bool)
+	Advised() bool
 }
 
 var _ Actions = (*bot.Handler)(nil)
@@ -68,6 +74,10 @@ type Options struct {
 	Now     func() time.Time // nil: time.Now
 	// Clips opens a trial's clip for the page (nil: the page shows none).
 	Clips ClipOpener
+	// Redact masks tunebot's secrets in every answer the page reads (secret.Process), as
+	// the chat handler and the notifier mask them in replies and cards: a failed trial's
+	// reason quotes its log's end. nil masks nothing.
+	Redact *secret.Redactor
 }
 
 // ClipOpener opens the clip recorded on trial t (poster: its poster frame), checked
@@ -426,6 +436,11 @@ func (s *Server) read(f readFunc) http.HandlerFunc {
 		if err != nil {
 			s.fail(w, fmt.Errorf("encoding an answer: %w", err))
 			return
+		}
+		// The redactor knows each secret's JSON-escaped form too, so the answer is masked
+		// whole, whatever field a trainer's words reached.
+		if s.opt.Redact.Active() {
+			body = []byte(s.opt.Redact.String(string(body)))
 		}
 		// A read buys BytesPerRead of answer; each BytesPerRead more costs one more.
 		s.limit.Charge(in.Platform+"/"+in.User.ID, s.opt.Now(), float64(max(len(body)-BytesPerRead, 0))/BytesPerRead)

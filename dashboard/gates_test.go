@@ -37,15 +37,20 @@ func TestPageJudgesGatesAtEqualTraining(t *testing.T) {
 	s, trials := sessiontest.GateLadder()
 	storeBeside(t, f, s, trials)
 	v := decode(t, f.signIn(t, eve).get("/api/sessions/"+s.ID))
+	found := false
 	for _, x := range v["trials"].([]any) {
 		m := x.(map[string]any)
 		if m["number"] != 5.0 || m["rung"] != 2.0 {
 			continue
 		}
+		found = true
 		why, _ := m["why"].(string)
 		if m["eligible"] != false || m["best"] != false || why != "tracking is 5.6% worse than the baseline @ rung 2 (limit 5%)" {
 			t.Errorf("trial 5 @ rung 2 on the page: eligible %v, best %v, why %q", m["eligible"], m["best"], why)
 		}
+	}
+	if !found {
+		t.Error("the page lists no trial 5 @ rung 2")
 	}
 	var row map[string]any
 	for _, x := range v["comparison"].([]any) {

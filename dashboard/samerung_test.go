@@ -18,7 +18,6 @@ func samerungMetrics(k float64) session.Metrics {
 // its rung (recomputed from the metrics), and the session list's best says the same.
 func TestLeaderboardRanksWithinARungAgainstItsBaseline(t *testing.T) {
 	f := newFixture(t)
-	ctx := context.Background()
 	st := session.DefaultSettings()
 	const id = "5a3e5a3e5a3e5a3e"
 	score := func(base, m session.Metrics) *session.Score {
@@ -40,18 +39,7 @@ func TestLeaderboardRanksWithinARungAgainstItsBaseline(t *testing.T) {
 	if c, ok := session.Compare(s, trials); ok {
 		s.Result = &c
 	}
-	// one active session at a time: the fixture's ends first
-	if _, err := f.db.UpdateSession(ctx, sid, func(x *session.Session) error { x.State = session.StateCancelled; return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.db.CreateSession(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range trials {
-		if err := f.db.PutTrial(ctx, x); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storeBeside(t, f, s, trials)
 	c := f.signIn(t, eve)
 	v := decode(t, c.get("/api/sessions/"+id))
 	// Issue 35 item 9: the ladder counts the baseline carried along apart from the slots.

@@ -17,6 +17,7 @@ import (
 
 	"tunebot/bot"
 	"tunebot/dashboard"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -373,5 +374,22 @@ func TestSessionViewIsBoundedAgainstExtraMetrics(t *testing.T) {
 		if n := strings.Count(body, "extra_metric_written_by_a_hostile_trainer_"); n == 0 || n > 5*3*session.MaxExtraMetrics {
 			t.Errorf("%s names %d extra metrics", path, n)
 		}
+	}
+}
+
+// TestPageRedactsSecrets: what a trainer wrote reaches the page as it reaches chat, through
+// tunebot's redactor (Options.Redact): a failed trial's reason quotes its log's end, and a
+// key the trainer found and printed is masked there as on its chat card.
+func TestPageRedactsSecrets(t *testing.T) {
+	const key = "sk-planted-deepseek-0123456789"
+	f := newFixture(t, func(o *dashboard.Options) { o.Redact = secret.NewRedactor(key) })
+	tr := session.Trial{SessionID: sid, Number: 3, Rung: 0, Iterations: 300, State: session.TrialFailed,
+		Reason: `train job failed: exit status 1; train.log ends: using key "` + key + `" <b>`}
+	if err := f.db.PutTrial(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, f.signIn(t, eve).get("/api/sessions/"+sid))
+	if strings.Contains(body, key) || !strings.Contains(body, "using key \\\""+secret.Mask) {
+		t.Errorf("the page's session view quotes the key, or not the masked reason:\n%s", body)
 	}
 }

@@ -81,6 +81,12 @@ func (readOnly) Do(context.Context, bot.Interaction) bot.Reply {
 	return bot.Reply{Private: true, Text: "read-only"}
 }
 
+func (readOnly) Refuse(context.Context, bot.Interaction, bot.Command) (bot.Reply, bool) {
+	return bot.Reply{Private: true, Text: "read-only"}, false
+}
+
+func (readOnly) Advised() bool { return true }
+
 // A lab that runs sessions daily has thousands within a year: the sessions page reads one
 // page of the newest from the store's index, and pages on to the oldest.
 func TestSessionsPageReadsOnePage(t *testing.T) {

@@ -481,8 +481,8 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		"audit":       auditViews(audit),
 		"score_note":  bot.ScoreNote,
 		"card":        s.openCard(ss, trials, seqOf),
-		"preferences": preferenceViews(ss, s.advised()),
-		"advised":     s.advised(),
+		"preferences": preferenceViews(ss, s.opt.Actions.Advised()),
+		"advised":     s.opt.Actions.Advised(),
 		"review":      openReview(ss, trials),
 		"may":         s.permissions(in),
 		"objectives":  session.ObjectiveNames,
@@ -644,15 +644,6 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 		out = append(out, c)
 	}
 	return out
-}
-
-// advised reports whether an advisor (DeepSeek) reads people's notes: the page promises a
-// prompt only when one is configured (the handler knows; true when it cannot say).
-func (s *Server) advised() bool {
-	if a, ok := s.opt.Actions.(interface{ Advised() bool }); ok {
-		return a.Advised()
-	}
-	return true
 }
 
 func preferenceOf(p session.Preference, advised bool) preferenceView {

@@ -80,15 +80,10 @@ func orDash(s string) string {
 // GainDetail is a preset's figure with where the defaults were trained, or why it is
 // unknown, as show and the preset's page say it; "" for an imported preset.
 func GainDetail(p session.Preset) string {
-	if Imported(p) {
-		return ""
-	}
-	return gainLine(p)
-}
-
-func gainLine(p session.Preset) string {
 	g := p.Gain
 	switch {
+	case Imported(p):
+		return ""
 	case g == nil:
 		return "not recorded (saved before tunebot recorded it)"
 	case !g.Known():
@@ -121,7 +116,7 @@ func FormatShow(p session.Preset, space *session.Space) string {
 		}
 	}
 	if !Imported(p) {
-		fmt.Fprintf(&b, "  %s:\n             %s\n", GainHeading, gainLine(p))
+		fmt.Fprintf(&b, "  %s:\n             %s\n", GainHeading, GainDetail(p))
 		fmt.Fprintf(&b, "  built on:  %s\n", BuiltOnText(p))
 		fmt.Fprintf(&b, "  score:     %s (vs its session's baseline at rung 0; comparable within its session and rung only)\n", scoreText(p))
 		if v := p.Versus; v != nil && v.Rung > 0 {

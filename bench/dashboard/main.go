@@ -60,6 +60,12 @@ func (noActions) Do(context.Context, bot.Interaction) bot.Reply {
 	return bot.Reply{Private: true, Text: "read-only bench"}
 }
 
+func (noActions) Refuse(context.Context, bot.Interaction, bot.Command) (bot.Reply, bool) {
+	return bot.Reply{Private: true, Text: "read-only bench"}, false
+}
+
+func (noActions) Advised() bool { return true }
+
 func run(nTrials, nTags, nPoints, runs int) error {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "tunebot-bench-dashboard")

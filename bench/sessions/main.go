@@ -339,6 +339,12 @@ func (readOnly) Do(context.Context, bot.Interaction) bot.Reply {
 	return bot.Reply{Private: true, Text: "read-only bench"}
 }
 
+func (readOnly) Refuse(context.Context, bot.Interaction, bot.Command) (bot.Reply, bool) {
+	return bot.Reply{Private: true, Text: "read-only bench"}, false
+}
+
+func (readOnly) Advised() bool { return true }
+
 // prune times retention's defaults on a store of n demo-like sessions, one every four days.
 func prune(path string, n int) error {
 	ctx := context.Background()

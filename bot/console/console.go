@@ -17,6 +17,7 @@ import (
 
 	"tunebot/bot"
 	"tunebot/disk"
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -80,6 +81,10 @@ type Config struct {
 	Verbose bool
 	// EndOfInput is said when reading ends (Ctrl-D, a closed pipe); "" says nothing.
 	EndOfInput string
+	// Redact masks tunebot's secrets (secret.Process) in everything printed, as chat's
+	// handler and notifier mask them: a failed trial's reason and log are the trainer's
+	// words. nil masks nothing.
+	Redact *secret.Redactor
 }
 
 // New returns a console printing to cfg.Out, reading commands from cfg.In and saving
@@ -88,13 +93,13 @@ func New(cfg Config) *Console {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	c := &Console{out: cfg.Out, in: cfg.In, dir: cfg.Dir, store: cfg.Store, space: cfg.Space, log: cfg.Logger,
+	c := &Console{out: cfg.Redact.Writer(cfg.Out), in: cfg.In, dir: cfg.Dir, store: cfg.Store, space: cfg.Space, log: cfg.Logger,
 		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, progress: map[string]int{}, verbose: cfg.Verbose, endOfInput: cfg.EndOfInput}
 	c.handler = cfg.Handler
 	if c.handler == nil && cfg.Engine != nil {
 		// Without the daemon's handler the console serves one session in the foreground (tune).
 		c.handler = bot.NewHandler(bot.HandlerConfig{Engine: cfg.Engine, Store: c.store, Space: c.space, SpaceOf: cfg.SpaceOf, Charts: c.charts, Clips: c.clips, Logger: c.log,
-			Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}, Foreground: true})
+			Allow: bot.AllowList{{Platform: User.Platform, Users: []string{User.ID}}}, Foreground: true, Redact: cfg.Redact})
 	}
 	return c
 }

@@ -14,6 +14,7 @@ import (
 	"tunebot/bot"
 	"tunebot/bot/bottest"
 	"tunebot/bot/console"
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/store"
 )
@@ -279,5 +280,29 @@ func TestConsoleClipCommand(t *testing.T) {
 	}
 	if text := out.String(); !strings.Contains(text, "  [clip] trial 0 @ rung 0 (baseline) · 5.0 s: "+clip+"\n") {
 		t.Errorf("clip 0 in the terminal:\n%s", text)
+	}
+}
+
+// TestConsoleRedactsSecrets: the terminal masks tunebot's secrets as chat and the page do
+// (Config.Redact): a failed trial's card quotes its reason and log tail, the trainer's
+// words, and the daemon's terminal is often its service's journal.
+func TestConsoleRedactsSecrets(t *testing.T) {
+	const key = "sk-planted-deepseek-0123456789"
+	db, eng, s, _, tr := setup(t)
+	out := &syncBuffer{}
+	c := console.New(console.Config{Out: out, Dir: t.TempDir(), Engine: eng, Store: db, Space: session.DefaultSpace(), Verbose: true,
+		Redact: secret.NewRedactor(key)})
+	failed := tr
+	failed.Number, failed.State, failed.Score = 1, session.TrialFailed, nil
+	failed.Reason = "train job failed: exit status 1; train.log ends: using key " + key
+	failed.LogTail = "Traceback (most recent call last):\nRuntimeError: bad key " + key + "\n"
+	c.Notify(context.Background(), session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &failed})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if text := out.String(); strings.Contains(text, key) || !strings.Contains(text, "using key "+secret.Mask) || !strings.Contains(text, "bad key "+secret.Mask) {
+		t.Errorf("the terminal quotes the key, or not the masked reason and log:\n%s", text)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"tunebot/config"
 	"tunebot/dashboard"
 	"tunebot/httpd"
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -40,7 +41,7 @@ func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
 	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.NamesSpace(), SpaceOf: d.cfg.SpaceOf,
 		Key: key, KeyPath: filepath.Join(privateDir(d.app.cfg), dashboardKeyFile), Roles: d.roles,
 		PublicURL: d.cfg.Service.PublicURL, BaseURL: d.cfg.Service.BaseURL(), Logger: d.log.With("component", "dashboard"),
-		Clips: d.app.clipFiles()})
+		Clips: d.app.clipFiles(), Redact: secret.Process()})
 	if err != nil {
 		return err
 	}

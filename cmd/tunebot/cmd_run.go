@@ -205,7 +205,7 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: d.app.db, Space: d.cfg.NamesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose,
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.NamesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose, Redact: secret.Process(),
 			EndOfInput: "input has ended (Ctrl-D): this terminal reads no more commands; tunebot keeps running until Ctrl-C or SIGTERM"})
 		to = append(to, d.con) // it queues what comes until runConsole, once the daemon runs
 	}

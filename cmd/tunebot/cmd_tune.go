@@ -17,6 +17,7 @@ import (
 	"tunebot/advisor"
 	"tunebot/bot/console"
 	"tunebot/config"
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -262,7 +263,7 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 func startTuneConsole(ctx context.Context, a *app, cfg config.Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose})
+		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose, Redact: secret.Process()})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})
