@@ -8,8 +8,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distmv"
 	"gonum.org/v1/gonum/stat/samplemv"
-
-	"tunebot/session"
 )
 
 // Two kinds of candidates beside the trust region's (docs/design.md §5, issue 37):
@@ -215,12 +213,7 @@ func (s *searcher) preferSmaller(ranked []candidate, tie float64) []candidate {
 		if n >= fewest || (c.pass < s.minPass && top.pass >= s.minPass) {
 			continue
 		}
-		other := s.scores(c.x)
-		lead := make([]float64, len(at))
-		for k := range at {
-			lead[k] = at[k] - other[k]
-		}
-		if mean, sd := session.MeanStd(lead); mean < tie*sd {
+		if mean, sd := pairedGain(at, s.scores(c.x)); mean < tie*sd {
 			pick, fewest = i, n
 		}
 	}
