@@ -523,13 +523,18 @@ type point struct {
 	sd  []float64
 }
 
-// at prepares the prediction at position x.
+// at prepares the prediction at position x; without a residual process (the default) it
+// allocates nothing beside the features, since every candidate's assessment calls it.
 func (m *composite) at(x []float64) point {
-	p := point{phi: features(x), w: make([][]float64, len(m.fits)), sd: make([]float64, len(m.fits))}
+	p := point{phi: features(x)}
 	for j, f := range m.fits {
-		if f.gp != nil {
-			p.w[j], p.sd[j] = f.gp.weights(x)
+		if f.gp == nil {
+			continue
 		}
+		if p.w == nil {
+			p.w, p.sd = make([][]float64, len(m.fits)), make([]float64, len(m.fits))
+		}
+		p.w[j], p.sd[j] = f.gp.weights(x)
 	}
 	return p
 }
