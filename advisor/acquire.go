@@ -373,71 +373,12 @@ func (s *searcher) search(rng *rand.Rand, n int) []candidate {
 // patch moves only the scalars the model finds worth their doubt.
 func (s *searcher) ascend(rng *rand.Rand, c candidate) candidate {
 	best := c
-	fractions := []float64{-1, -2.0 / 3, -1.0 / 3, 1.0 / 3, 2.0 / 3, 1}
 	for pass := 0; pass < 2; pass++ {
 		improved := false
 		for _, ri := range rng.Perm(len(s.rooms)) {
-			r := s.rooms[ri]
-			moved := contains(best.moved, ri)
-			var tries []float64
-			if moved {
-				tries = append(tries, r.base)
-			}
-			if s.undo >= 0 {
-				// Take the incumbent's change back, to the default or past it.
-				for _, other := range []bool{false, true} {
-					if to, ok := backTo(r, other); ok {
-						tries = append(tries, to)
-					}
-				}
-			}
-			if r.off {
-				if r.dirUp {
-					tries = append(tries, r.onLo, (r.onLo+r.hi)/2, r.hi)
-				}
-			} else {
-				for _, f := range fractions {
-					if (f > 0 && !r.dirUp) || (f < 0 && !r.dirDown) {
-						continue
-					}
-					to := math.Min(math.Max(r.base+f*s.radius, r.lo), r.hi)
-					if math.Abs(to-r.base) >= 1e-9 {
-						tries = append(tries, to)
-					}
-				}
-			}
-			for _, to := range tries {
-				if to == best.x[r.dim] {
-					continue
-				}
-				x := s.with(best.x, r, to)
-				ms := best.moved
-				switch {
-				case to == r.base && moved:
-					ms = without(best.moved, ri)
-				case to != r.base && !moved:
-					if len(best.moved) >= s.maxChanges {
-						continue
-					}
-					ms = append(append([]int(nil), best.moved...), ri)
-					sort.Ints(ms)
-				}
-				if len(ms) == 0 {
-					continue
-				}
-				v := candidate{x: x, moved: ms}
-				v.assessment = s.assess(x)
-				cost := 0.0
-				if len(ms) > len(best.moved) {
-					cost = s.moveCost
-				} else if len(ms) < len(best.moved) {
-					cost = -s.moveCost
-				}
-				shifted := v.assessment
-				shifted.acq -= cost
-				if s.better(shifted, best.assessment) {
+			for _, to := range s.ascentTries(s.rooms[ri], contains(best.moved, ri)) {
+				if v, ok := s.ascentStep(best, ri, to); ok {
 					best, improved = v, true
-					moved = contains(best.moved, ri)
 				}
 			}
 		}
@@ -446,6 +387,83 @@ func (s *searcher) ascend(rng *rand.Rand, c candidate) candidate {
 		}
 	}
 	return best
+}
+
+// ascentFractions are the positions across the trust region's radius each scalar tries.
+var ascentFractions = []float64{-1, -2.0 / 3, -1.0 / 3, 1.0 / 3, 2.0 / 3, 1}
+
+// ascentTries are the positions room r tries in a coordinate ascent: its base when the
+// candidate moves it, the incumbent's change taken back (undo candidates on), and a few
+// positions across the trust region (switched on, for a weight that is off).
+func (s *searcher) ascentTries(r room, moved bool) []float64 {
+	var tries []float64
+	if moved {
+		tries = append(tries, r.base)
+	}
+	if s.undo >= 0 {
+		// Take the incumbent's change back, to the default or past it.
+		for _, other := range []bool{false, true} {
+			if to, ok := backTo(r, other); ok {
+				tries = append(tries, to)
+			}
+		}
+	}
+	if r.off {
+		if r.dirUp {
+			tries = append(tries, r.onLo, (r.onLo+r.hi)/2, r.hi)
+		}
+		return tries
+	}
+	for _, f := range ascentFractions {
+		if (f > 0 && !r.dirUp) || (f < 0 && !r.dirDown) {
+			continue
+		}
+		to := math.Min(math.Max(r.base+f*s.radius, r.lo), r.hi)
+		if math.Abs(to-r.base) >= 1e-9 {
+			tries = append(tries, to)
+		}
+	}
+	return tries
+}
+
+// ascentStep is best with room ri moved to position to, when that ranks better once one
+// more moved scalar is charged moveCost (one fewer credited it); false when it does not,
+// or when the move would change no scalar or more than maxChanges.
+func (s *searcher) ascentStep(best candidate, ri int, to float64) (candidate, bool) {
+	r := s.rooms[ri]
+	if to == best.x[r.dim] {
+		return candidate{}, false
+	}
+	moved := contains(best.moved, ri)
+	ms := best.moved
+	switch {
+	case to == r.base && moved:
+		ms = without(best.moved, ri)
+	case to != r.base && !moved:
+		if len(best.moved) >= s.maxChanges {
+			return candidate{}, false
+		}
+		ms = append(append([]int(nil), best.moved...), ri)
+		sort.Ints(ms)
+	}
+	if len(ms) == 0 {
+		return candidate{}, false
+	}
+	x := s.with(best.x, r, to)
+	v := candidate{x: x, moved: ms}
+	v.assessment = s.assess(x)
+	cost := 0.0
+	if len(ms) > len(best.moved) {
+		cost = s.moveCost
+	} else if len(ms) < len(best.moved) {
+		cost = -s.moveCost
+	}
+	shifted := v.assessment
+	shifted.acq -= cost
+	if s.better(shifted, best.assessment) {
+		return v, true
+	}
+	return candidate{}, false
 }
 
 func without(xs []int, x int) []int {

@@ -393,12 +393,8 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 // fitMetric is one metric's Bayesian regression: posterior precision A = V₀⁻¹ + XᵀX/σ², mean
 // A⁻¹(V₀⁻¹m₀ + Xᵀy/σ²).
 func fitMetric(name string, obs []observation, decl []declaration, floors session.Metrics, m0, v0 []float64, noise float64) metricFit {
-	D := len(decl)
 	p := len(m0)
-	f := metricFit{name: name, declared: make([]bool, D), noise: noise}
-	for i, d := range decl {
-		f.declared[i] = d.acts
-	}
+	f := newMetricFit(name, decl, noise)
 	noise2 := noise * noise
 	a := mat.NewSymDense(p, nil)
 	b := make([]float64, p)
@@ -420,12 +416,27 @@ func fitMetric(name string, obs []observation, decl []declaration, floors sessio
 		}
 		a.SymRankOne(a, w, mat.NewVecDense(p, x))
 	}
+	f.setPosterior(a, b)
+	return f
+}
+
+// newMetricFit is an empty fit of metric name: its noise and the dims declared to act on it.
+func newMetricFit(name string, decl []declaration, noise float64) metricFit {
+	f := metricFit{name: name, declared: make([]bool, len(decl)), noise: noise}
+	for i, d := range decl {
+		f.declared[i] = d.acts
+	}
+	return f
+}
+
+// setPosterior sets f's coefficients from their posterior precision a and b = a·mean: the
+// covariance A⁻¹, the mean A⁻¹b, and the covariance's lower factor for drawing.
+func (f *metricFit) setPosterior(a *mat.SymDense, b []float64) {
 	f.cov = spdInverse(a)
-	mean := mat.NewVecDense(p, nil)
-	mean.MulVec(f.cov, mat.NewVecDense(p, b))
+	mean := mat.NewVecDense(len(b), nil)
+	mean.MulVec(f.cov, mat.NewVecDense(len(b), b))
 	f.mean = mean.RawVector().Data
 	f.chol = lowerFactor(f.cov)
-	return f
 }
 
 // metricNoise estimates one evaluation's noise on a metric (model units) from the spread of
@@ -512,13 +523,18 @@ type point struct {
 	sd  []float64
 }
 
-// at prepares the prediction at position x.
+// at prepares the prediction at position x; without a residual process (the default) it
+// allocates nothing beside the features, since every candidate's assessment calls it.
 func (m *composite) at(x []float64) point {
-	p := point{phi: features(x), w: make([][]float64, len(m.fits)), sd: make([]float64, len(m.fits))}
+	p := point{phi: features(x)}
 	for j, f := range m.fits {
-		if f.gp != nil {
-			p.w[j], p.sd[j] = f.gp.weights(x)
+		if f.gp == nil {
+			continue
 		}
+		if p.w == nil {
+			p.w, p.sd = make([][]float64, len(m.fits)), make([]float64, len(m.fits))
+		}
+		p.w[j], p.sd[j] = f.gp.weights(x)
 	}
 	return p
 }

@@ -2,7 +2,6 @@ package advisor
 
 import (
 	"fmt"
-
 	"sort"
 
 	"tunebot/session"
@@ -46,12 +45,7 @@ func (s *Sampler) Credit(req session.ProposalRequest, c session.RewardConfig) []
 		} else {
 			back.Params[d.name] = was
 		}
-		without := sr.scores(m.position(back, req.Space))
-		diff := make([]float64, len(at))
-		for k := range at {
-			diff[k] = at[k] - without[k]
-		}
-		mean, sd := session.MeanStd(diff)
+		mean, sd := pairedGain(at, sr.scores(m.position(back, req.Space)))
 		ch := tpeChange{dim: d, old: was, new: now}
 		out = append(out, ChangeCredit{Name: d.name, Change: fmt.Sprintf("%s → %s (%s)", fmtValue(was), fmtValue(now), ch.word()), Gain: mean, SD: sd})
 	}

@@ -219,17 +219,7 @@ func (d *DeepSeek) Propose(ctx context.Context, req session.ProposalRequest) (se
 // up to attempts times in all. Every failed request is audited here; the caller audits the
 // answered one once it knows whether the answer was valid.
 func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMessage, meta dsCallMeta, attempts int) (dsAnswer, error) {
-	req := openai.ChatCompletionRequest{
-		Model:       d.cfg.Model,
-		Messages:    d.redactMessages(msgs),
-		Temperature: float32(d.cfg.Temperature),
-		// DeepSeek's API takes max_tokens; go-openai's replacement, MaxCompletionTokens,
-		// sends max_completion_tokens, which DeepSeek does not read.
-		//lint:ignore SA1019 DeepSeek reads max_tokens, not max_completion_tokens
-		MaxTokens: dsMaxTokens,
-
-		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
-	}
+	req := d.chatRequest(msgs)
 	var last *CallError
 	for attempt := 1; attempt <= attempts; attempt++ {
 		x := &dsExchange{}
@@ -289,6 +279,20 @@ func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMes
 	}
 	last.Msg = dsExhaustedMessage(last, d.cfg.Timeout)
 	return dsAnswer{}, last
+}
+
+// chatRequest is the request that sends msgs, every text redacted as it goes out.
+func (d *DeepSeek) chatRequest(msgs []openai.ChatCompletionMessage) openai.ChatCompletionRequest {
+	return openai.ChatCompletionRequest{
+		Model:       d.cfg.Model,
+		Messages:    d.redactMessages(msgs),
+		Temperature: float32(d.cfg.Temperature),
+		// DeepSeek's API takes max_tokens; go-openai's replacement, MaxCompletionTokens,
+		// sends max_completion_tokens, which DeepSeek does not read.
+		//lint:ignore SA1019 DeepSeek reads max_tokens, not max_completion_tokens
+		MaxTokens:      dsMaxTokens,
+		ResponseFormat: &openai.ChatCompletionResponseFormat{Type: openai.ChatCompletionResponseFormatTypeJSONObject},
+	}
 }
 
 // backoff is the delay before retry number attempt: the server's Retry-After when it gave

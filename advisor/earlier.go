@@ -34,7 +34,7 @@ func earlierObservations(m *composite, req session.ProposalRequest, baseline ses
 	ref, refDist := 0, math.Inf(1)
 	for i, h := range done {
 		xs[i] = m.position(h.Config, req.Space)
-		if d := norm2(xs[i]); d < refDist {
+		if d := dot(xs[i], xs[i]); d < refDist {
 			ref, refDist = i, d
 		}
 	}
@@ -47,13 +47,4 @@ func earlierObservations(m *composite, req session.ProposalRequest, baseline ses
 		out[i] = observation{x: xs[i], metrics: h.Metrics, weight: math.Min(req.EarlierWeight, 1), earlier: true}
 	}
 	return out, offset
-}
-
-// norm2 is x's squared length.
-func norm2(x []float64) float64 {
-	s := 0.0
-	for _, v := range x {
-		s += v * v
-	}
-	return s
 }

@@ -61,11 +61,7 @@ func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
 	for i, d := range m.dims {
 		up := append([]float64(nil), sr.base...)
 		up[i]++
-		diff := sr.scores(up)
-		for k := range diff {
-			diff[k] -= at[k]
-		}
-		mean, sd := session.MeanStd(diff)
+		mean, sd := pairedGain(sr.scores(up), at)
 		e := Effect{Name: d.name, Weight: d.weight, PerStep: mean, SD: sd, Moved: m.moved[i]}
 		for _, f := range m.fits {
 			c, csd := f.change(i, sr.base[i], sr.base[i]+1)
@@ -89,6 +85,16 @@ func (s *searcher) scores(x []float64) []float64 {
 		out[k], _ = s.m.scorer.Quick(clean)
 	}
 	return out
+}
+
+// pairedGain is the mean and deviation over the model's draws of how much score a beats b,
+// draw by draw (a and b are scores' answers at two positions).
+func pairedGain(a, b []float64) (float64, float64) {
+	d := make([]float64, len(a))
+	for k := range a {
+		d[k] = a[k] - b[k]
+	}
+	return session.MeanStd(d)
 }
 
 // change is the posterior mean and deviation of the metric's change (model units) when dim i
@@ -117,11 +123,7 @@ func (s *searcher) explain(c candidate, changes []tpeChange) (string, []string) 
 	moves := make([]moveEvidence, len(c.moved))
 	for k, ri := range c.moved {
 		r := s.rooms[ri]
-		alone := s.scores(s.with(s.base, r, c.x[r.dim]))
-		for d := range alone {
-			alone[d] -= baseScores[d]
-		}
-		mean, sd := session.MeanStd(alone)
+		mean, sd := pairedGain(s.scores(s.with(s.base, r, c.x[r.dim])), baseScores)
 		mv := moveEvidence{change: changes[k], expected: mean, sd: sd, moved: s.m.moved[r.dim], back: takesBack(r.base, c.x[r.dim])}
 		for _, f := range s.m.fits {
 			d, dsd := f.change(r.dim, s.base[r.dim], c.x[r.dim])

@@ -34,8 +34,8 @@ type gpFit struct {
 	hyper gpHyper
 	xs    [][]float64   // the trials' positions
 	ky    *mat.Cholesky // kernel plus noise at the trials
-	// resid returns the targets less the rows times coefficients beta (per trial), the
-	// residuals a draw of the coefficients leaves for the process to krige.
+	// rows and y are the trials' regression rows and targets (model units): residuals
+	// reads them for what a draw of the coefficients leaves for the process to krige.
 	rows [][]float64
 	y    []float64
 }
@@ -128,12 +128,8 @@ type gpObjective struct {
 func (o gpObjective) value(grad, th []float64) float64 {
 	h := gpHyperOf(th)
 	n, D := len(o.xs), len(h.ls)
-	c := mat.NewSymDense(n, nil)
-	for i := 0; i < n; i++ {
-		for j := 0; j <= i; j++ {
-			c.SetSym(i, j, h.matern52(o.xs[i], o.xs[j], nil)+o.base.At(i, j))
-		}
-	}
+	c := h.gmatrix(o.xs)
+	c.AddSym(c, o.base)
 	chol := spdFactor(c)
 	var alpha mat.VecDense
 	if err := chol.SolveVecTo(&alpha, mat.NewVecDense(n, o.r)); err != nil {
@@ -224,10 +220,7 @@ func (g *gpFit) residuals(beta []float64) []float64 {
 // kernel's parameters are fitted to these trials (fitGPHyper).
 func fitMetricGP(name string, obs []observation, decl []declaration, floors session.Metrics, m0, v0 []float64, noise float64, prior gpPrior, hyper *gpHyper) metricFit {
 	n, p := len(obs), len(m0)
-	f := metricFit{name: name, declared: make([]bool, len(decl)), noise: noise}
-	for i, d := range decl {
-		f.declared[i] = d.acts
-	}
+	f := newMetricFit(name, decl, noise)
 	g := &gpFit{xs: make([][]float64, n), rows: make([][]float64, n), y: make([]float64, n)}
 	h := mat.NewDense(n, p, nil)
 	nv := make([]float64, n)
@@ -265,11 +258,7 @@ func fitMetricGP(name string, obs []observation, decl []declaration, floors sess
 		a.SetSym(i, i, a.At(i, i)+1/v0[i])
 		b[i] = m0[i]/v0[i] + mat.Dot(h.ColView(i), &ky1)
 	}
-	f.cov = spdInverse(a)
-	mean := mat.NewVecDense(p, nil)
-	mean.MulVec(f.cov, mat.NewVecDense(p, b))
-	f.mean = mean.RawVector().Data
-	f.chol = lowerFactor(f.cov)
+	f.setPosterior(a, b)
 	f.gp = g
 	return f
 }

@@ -8,8 +8,6 @@ import (
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distmv"
 	"gonum.org/v1/gonum/stat/samplemv"
-
-	"tunebot/session"
 )
 
 // Two kinds of candidates beside the trust region's (docs/design.md §5, issue 37):
@@ -60,20 +58,9 @@ func (s *searcher) undoCandidates(rng *rand.Rand, n int) []candidate {
 	}
 	var out []candidate
 	make1 := func(rooms []int, other bool) {
-		x := append([]float64(nil), s.base...)
-		var moved []int
-		for _, ri := range rooms {
-			if len(moved) == s.maxChanges {
-				break
-			}
-			if to, ok := backTo(s.rooms[ri], other); ok {
-				x[s.rooms[ri].dim] = to
-				moved = append(moved, ri)
-			}
-		}
-		if len(moved) > 0 {
-			sort.Ints(moved)
-			out = append(out, candidate{x: x, moved: moved})
+		back := func(r room) (float64, bool) { return backTo(r, other) }
+		if c, ok := s.moveTo(rooms, back); ok {
+			out = append(out, c)
 		}
 	}
 	for _, ri := range changed {
@@ -91,6 +78,28 @@ func (s *searcher) undoCandidates(rng *rand.Rand, n int) []candidate {
 		make1(sub, false)
 	}
 	return out
+}
+
+// moveTo is the candidate that moves each room of set, in turn, from the base to where to
+// says (skipping a room to leaves where it is), up to maxChanges rooms; false when it moves
+// none. The undo and edge candidates are made by it.
+func (s *searcher) moveTo(set []int, to func(room) (float64, bool)) (candidate, bool) {
+	x := append([]float64(nil), s.base...)
+	var moved []int
+	for _, ri := range set {
+		if len(moved) == s.maxChanges {
+			break
+		}
+		if v, ok := to(s.rooms[ri]); ok {
+			x[s.rooms[ri].dim] = v
+			moved = append(moved, ri)
+		}
+	}
+	if len(moved) == 0 {
+		return candidate{}, false
+	}
+	sort.Ints(moved)
+	return candidate{x: x, moved: moved}, true
 }
 
 // wideCandidates are n candidates over every room's whole extent: each changes up to
@@ -204,12 +213,7 @@ func (s *searcher) preferSmaller(ranked []candidate, tie float64) []candidate {
 		if n >= fewest || (c.pass < s.minPass && top.pass >= s.minPass) {
 			continue
 		}
-		other := s.scores(c.x)
-		lead := make([]float64, len(at))
-		for k := range at {
-			lead[k] = at[k] - other[k]
-		}
-		if mean, sd := session.MeanStd(lead); mean < tie*sd {
+		if mean, sd := pairedGain(at, s.scores(c.x)); mean < tie*sd {
 			pick, fewest = i, n
 		}
 	}
@@ -226,29 +230,23 @@ func (s *searcher) preferSmaller(ranked []candidate, tie float64) []candidate {
 // of the edge (a third to all of the radius) and the wide design's strata rarely reach it,
 // so where the optimum sits at a bound (the generic family) only these go all the way.
 func (s *searcher) edgeCandidates(rng *rand.Rand, n int) []candidate {
+	if n <= 0 {
+		return nil
+	}
 	var order []int
 	for i, r := range s.rooms {
 		if r.promise > 0 && r.bestSign != 0 {
 			order = append(order, i)
 		}
 	}
-	if n <= 0 || len(order) == 0 {
+	if len(order) == 0 {
 		return nil
 	}
 	sort.SliceStable(order, func(a, b int) bool { return s.rooms[order[a]].promise > s.rooms[order[b]].promise })
 	var out []candidate
 	make1 := func(set []int) {
-		x := append([]float64(nil), s.base...)
-		var moved []int
-		for _, ri := range set {
-			if to, ok := edgeOf(s.rooms[ri]); ok {
-				x[s.rooms[ri].dim] = to
-				moved = append(moved, ri)
-			}
-		}
-		if len(moved) > 0 {
-			sort.Ints(moved)
-			out = append(out, candidate{x: x, moved: moved})
+		if c, ok := s.moveTo(set, edgeOf); ok {
+			out = append(out, c)
 		}
 	}
 	for k := 1; k <= min(s.maxChanges, len(order)); k++ {

@@ -75,7 +75,7 @@ func run(bin string, trials, hostile int) error {
 		if j := strings.IndexByte(line, '\n'); j >= 0 {
 			line = line[:j]
 		}
-		fmt.Printf("  train.log says (%d bytes): %s\n", len(line), line)
+		fmt.Printf("  train.log says (%d bytes): %q\n", len(line), line) // quoted: the trainer's log, not ours
 	}
 	return nil
 }
@@ -119,13 +119,33 @@ func session(bin string, trials int, wrap []string) (float64, string, error) {
 			logs, _ := filepath.Glob(filepath.Join(dir, "data", "sessions", "*", "trial-000-rung-0", trainer.TrainLog))
 			var log []byte
 			if len(logs) > 0 {
-				log, _ = os.ReadFile(logs[0])
+				log = readLog(logs[0])
 			}
 			return float64(peak) / 1024, string(log), nil
 		case <-tick.C:
 			peak = max(peak, vmHWM(cmd.Process.Pid))
 		}
 	}
+}
+
+// maxLogBytes caps the train.log read: the baseline's log of a sim trial takes a few KiB.
+const maxLogBytes = 1 << 20
+
+// readLog is a train.log's text, read as tunebot reads what a trainer wrote (the one
+// bounded reader: no links out, a regular file, a cap); nil when it cannot be.
+func readLog(path string) []byte {
+	f, err := trainer.OpenBounded(filepath.Dir(path), filepath.Base(path), maxLogBytes, "the baseline's train.log")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench/eventtags:", err)
+		return nil
+	}
+	defer f.Close()
+	b, err := f.ReadAll()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench/eventtags:", err)
+		return nil
+	}
+	return b
 }
 
 // hostileTrainer writes the attack's event file into the run dir of args (for trials below

@@ -23,6 +23,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import optuna
@@ -78,34 +79,76 @@ class Session:
             self.told += 1
 
 
+class SessionFailed(Exception):
+    """A session that did not run to its result, with what went wrong."""
+
+
+def read_msg(proc, what: str) -> dict:
+    """The next message of optuna-session; SessionFailed when it ended or sent no JSON."""
+    line = proc.stdout.readline()
+    if not line:
+        raise SessionFailed(f"optuna-session ended before sending {what}")
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as e:
+        raise SessionFailed(f"optuna-session sent {what} that is not JSON ({e}): {line[:200]!r}") from None
+
+
 def run_session(binary: str, surface: int, rep: int, extra: list, kind: str, startup: int, label: str, warm: bool) -> list:
     args = [binary, "optuna-session", "-surface", str(surface), "-rep", str(rep), *extra] + (["-warm"] if warm else [])
-    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    # optuna-session's own error goes to a file, so a failure can say it (a pipe nobody
+    # reads while the session runs could fill and stall it).
+    with tempfile.TemporaryFile(mode="w+") as errf:
+        try:
+            proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf, text=True)
+        except OSError as e:
+            raise SessionFailed(f"cannot start {binary}: {e}") from None
+        results, failure = [], None
+        try:
+            results = converse(proc, kind, startup, label, warm, surface * 10 + rep)
+        except Exception as e:  # whatever it was, the session failed: say which and why
+            failure = e
+        finally:
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    f.close()
+                except BrokenPipeError:
+                    pass
+            code = proc.wait()
+        if failure is None and code == 0:
+            return results
+        why = []
+        if failure is not None:
+            why.append(str(failure) if isinstance(failure, SessionFailed) else f"{type(failure).__name__}: {failure}")
+        if code != 0:
+            errf.seek(0)
+            said = [ln.strip() for ln in errf.read().splitlines() if ln.strip()]  # its error is the last line
+            why.append(f"optuna-session exited with status {code}" + (f": {said[-1][-500:]}" if said else ""))
+        raise SessionFailed("; ".join(why))
+
+
+def converse(proc, kind: str, startup: int, label: str, warm: bool, seed: int) -> list:
+    """Answers optuna-session's requests for proposals until its result(s)."""
+    hello = read_msg(proc, "the box")
+    dists = {d["name"]: FloatDistribution(d["low"], d["high"], log=d["log"]) for d in hello["dims"]}
+    study = optuna.create_study(direction="maximize", sampler=make_sampler(kind, seed, startup))
+    cur = Session(kind, dists, study)
     results = []
-    try:
-        hello = json.loads(proc.stdout.readline())
-        dists = {d["name"]: FloatDistribution(d["low"], d["high"], log=d["log"]) for d in hello["dims"]}
-        study = optuna.create_study(direction="maximize", sampler=make_sampler(kind, surface * 10 + rep, startup))
-        cur = Session(kind, dists, study)
-        while len(results) < (2 if warm else 1):
-            msg = json.loads(proc.stdout.readline())
-            if "result" in msg:
-                res = msg["result"]
-                if label:
-                    res["method"] = label + ("-warm" if res["method"].endswith("-warm") else "")
-                results.append(res)
-                cur = Session(kind, dists, study)  # the same study goes on
-                continue
-            cur.tell(msg["trials"])
-            trial = study.ask(dists)
-            cur.asked.append(trial)
-            proc.stdin.write(json.dumps({"params": trial.params}) + "\n")
-            proc.stdin.flush()
-        return results
-    finally:
-        proc.stdin.close()
-        if proc.wait() != 0:
-            raise RuntimeError(f"optuna-session surface {surface} rep {rep} failed")
+    while len(results) < (2 if warm else 1):
+        msg = read_msg(proc, "a request or a result")
+        if "result" in msg:
+            res = msg["result"]
+            if label:
+                res["method"] = label + ("-warm" if res["method"].endswith("-warm") else "")
+            results.append(res)
+            cur = Session(kind, dists, study)  # the same study goes on
+            continue
+        cur.tell(msg["trials"])
+        trial = study.ask(dists)
+        cur.asked.append(trial)
+        proc.stdin.write(json.dumps({"params": trial.params}) + "\n")
+        proc.stdin.flush()
+    return results
 
 
 def main() -> int:
@@ -123,18 +166,32 @@ def main() -> int:
                     help="the session's early-stop patience (0: the session default; 20: never before the trial count)")
     ap.add_argument("--warm", action="store_true", help="follow each session by a second that builds on it, the same study going on")
     ap.add_argument("--label", default="", help="the method's name in the results (default: optuna)")
-    ap.add_argument("--family", default="generic", help="surface family: generic, domain, coupled or separable")
+    ap.add_argument("--family", default="generic", choices=["generic", "domain", "coupled", "separable"], help="surface family")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     extra = ["-family", args.family] + (["-tmp", args.tmp] if args.tmp else [])
     if args.patience > 0:
         extra += ["-patience", str(args.patience)]
     jobs = [(s, r) for s in range(args.first, args.first + args.surfaces) for r in range(args.reps)]
+
+    def run(job):
+        surface, rep = job
+        try:
+            return run_session(args.binary, surface, rep, extra, args.sampler, args.startup, args.label, args.warm), None
+        except SessionFailed as e:
+            return [], f"{args.family} surface {surface} rep {rep}: {e}"
+
+    failed = 0
     with ThreadPoolExecutor(max_workers=args.workers) as pool:
-        run = lambda j: run_session(args.binary, j[0], j[1], extra, args.sampler, args.startup, args.label, args.warm)
-        for results in pool.map(run, jobs):
+        for results, err in pool.map(run, jobs):
+            if err:
+                print(f"optuna_sessions.py: {err}", file=sys.stderr, flush=True)
+                failed += 1
             for res in results:
                 print(json.dumps(res), flush=True)
+    if failed:
+        print(f"optuna_sessions.py: {failed} of {len(jobs)} sessions failed", file=sys.stderr)
+        return 1
     return 0
 
 

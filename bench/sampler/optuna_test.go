@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -143,7 +144,7 @@ func TestBestPeer(t *testing.T) {
 func TestOptunaBridgeKeepsTrialsInTheBox(t *testing.T) {
 	sp := boxSpace()
 	var out strings.Builder
-	b := &optunaBridge{dims: boxDims(sp), enc: json.NewEncoder(&out), dec: json.NewDecoder(strings.NewReader(`{"params":{}}` + "\n"))}
+	b := &optunaBridge{dims: boxDims(sp), enc: json.NewEncoder(&out), dec: suggesting(t, centreOf(boxDims(sp)))}
 	cfg := sp.Defaults()
 	cfg.Params["track_angular_velocity.std"] = 0.3535
 	cfg.Weights["action_rate_l2"] = -0.10002 // just past 2× in magnitude
@@ -161,4 +162,53 @@ func TestOptunaBridgeKeepsTrialsInTheBox(t *testing.T) {
 			t.Errorf("%s told as %g, outside the box %g–%g", d.name, x, d.lo, d.hi)
 		}
 	}
+}
+
+// A suggestion that leaves a scalar out or puts one outside the box is refused, naming the
+// scalar: a missing one would otherwise run as a weight of 0 (the term off) or a param of 0.
+func TestOptunaBridgeRefusesASuggestionOutsideTheBox(t *testing.T) {
+	sp := boxSpace()
+	dims := boxDims(sp)
+	first := dims[0]
+	for _, tc := range []struct {
+		name string
+		set  func(map[string]float64)
+		want string // "": accepted
+	}{
+		{"inside", func(map[string]float64) {}, ""},
+		{"missing", func(x map[string]float64) { delete(x, first.name) }, first.name + " is missing"},
+		{"outside", func(x map[string]float64) { x[first.name] = 2 * first.hi }, first.name + " = "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x := centreOf(dims)
+			tc.set(x)
+			b := &optunaBridge{dims: dims, enc: json.NewEncoder(io.Discard), dec: suggesting(t, x)}
+			_, err := b.Propose(context.Background(), session.ProposalRequest{Space: sp})
+			if tc.want == "" && err != nil {
+				t.Errorf("a point inside the box: %v", err)
+			}
+			if tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("error %v, want one saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// centreOf is the centre of the box, per scalar.
+func centreOf(dims []boxDim) map[string]float64 {
+	x := map[string]float64{}
+	for _, d := range dims {
+		x[d.name] = (d.lo + d.hi) / 2
+	}
+	return x
+}
+
+// suggesting is the peer's side of the pipe when its one suggestion is the point x.
+func suggesting(t *testing.T, x map[string]float64) *json.Decoder {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"params": x})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return json.NewDecoder(bytes.NewReader(append(b, '\n')))
 }

@@ -445,7 +445,26 @@ func (b *optunaBridge) Propose(ctx context.Context, req session.ProposalRequest)
 	if err := b.dec.Decode(&ask); err != nil {
 		return session.Suggestion{}, fmt.Errorf("reading Optuna's suggestion: %w", err)
 	}
+	if err := checkInBox(b.dims, ask.Params); err != nil {
+		return session.Suggestion{}, fmt.Errorf("checking Optuna's suggestion: %w", err)
+	}
 	return session.Suggestion{Patch: boxPatch(b.dims, ask.Params), Rationale: "optuna", Source: session.SourceSampler}, nil
+}
+
+// checkInBox says which scalar of a point of the box is missing or outside it: a missing
+// one would otherwise become a weight of 0 (the term off) or a param of 0, a proposal the
+// peer never made.
+func checkInBox(dims []boxDim, x map[string]float64) error {
+	for _, d := range dims {
+		v, ok := x[d.name]
+		switch {
+		case !ok:
+			return fmt.Errorf("%s is missing", d.name)
+		case !(v >= d.lo && v <= d.hi): // NaN too
+			return fmt.Errorf("%s = %g is outside the box %g–%g", d.name, v, d.lo, d.hi)
+		}
+	}
+	return nil
 }
 
 // startScore is the rung-0 score of the trial a second session starts from: the first
