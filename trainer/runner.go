@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"tunebot/disk"
 	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
@@ -227,7 +228,7 @@ func (r *Runner) trainInputs(job session.TrainJob) error {
 		if err != nil {
 			return fmt.Errorf("encoding reward config: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
+		if err := disk.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
 			return fmt.Errorf("writing reward config: %w", err)
 		}
 	}
@@ -270,7 +271,7 @@ func (r *Runner) writeSpace(sp *session.Space, task, runDir string, attach *sess
 	if err != nil {
 		return fmt.Errorf("encoding reward space: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(runDir, RewardSpaceFile), append(data, '\n'), 0o644); err != nil {
+	if err := disk.WriteFile(filepath.Join(runDir, RewardSpaceFile), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing reward space: %w", err)
 	}
 	return nil
