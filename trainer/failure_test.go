@@ -85,3 +85,15 @@ func TestMissingOutputSaysTheLogEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLogEndIsPrintable: the log end a reason quotes has none of the job's control
+// characters or bidi overrides: the reason reaches the terminal as it is, where an escape
+// sequence in train.log would retitle the window, clear the screen or hide text.
+func TestLogEndIsPrintable(t *testing.T) {
+	script := `printf '\033]0;owned\007\033[2J\033[31mValueError\033[0m: bad \342\200\256term\n'; exit 1`
+	_, err := newRunner(t, shellTemplates(script)).Train(context.Background(), trainJob(t.TempDir(), 10), session.JobHooks{})
+	want := "exit status 1; train.log ends: ]0;owned[2J[31mValueError[0m: bad term"
+	if je := jobError(t, err); je.Reason != want {
+		t.Errorf("reason %q, want %q", je.Reason, want)
+	}
+}
