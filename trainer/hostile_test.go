@@ -63,7 +63,7 @@ func TestJobLogFollowsNoLink(t *testing.T) {
 	if err := os.Symlink(victim, filepath.Join(dir, trainer.TrainLog)); err != nil {
 		t.Fatal(err)
 	}
-	r := newRunner(t, trainer.Templates{Train: []string{"sh", "-c", `touch "$0/model_9.pt" "$0/policy.onnx"`, "{run_dir}"}, Evaluate: []string{"true"}})
+	r := newRunner(t, shellTemplates(`touch "$0/model_9.pt" "$0/policy.onnx"`))
 	_, err := r.Train(context.Background(), trainJob(dir, 10), session.JobHooks{})
 	if err == nil || !strings.Contains(err.Error(), "train.log is a symbolic link: tunebot appends to no file through a link") {
 		t.Errorf("train over a linked train.log: %v", err)
@@ -87,7 +87,7 @@ func TestRunDirInputsFollowNoLink(t *testing.T) {
 			if err := os.Symlink(victim, filepath.Join(dir, name)); err != nil {
 				t.Fatal(err)
 			}
-			r := newRunner(t, trainer.Templates{Train: []string{"sh", "-c", "exit 1", "{reward_space}"}, Evaluate: []string{"true"}})
+			r := newRunner(t, shellTemplates("exit 1", "{reward_space}"))
 			if _, err := r.Train(context.Background(), trainJob(dir, 10), session.JobHooks{}); err == nil {
 				t.Fatal("the job exits 1, yet Train succeeded")
 			}
