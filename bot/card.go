@@ -9,7 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
-	"unicode"
+
+	"tunebot/session"
 )
 
 // BlockKind says how a block is drawn.
@@ -143,15 +144,7 @@ var (
 // code fences and control characters go, and the result is capped at max runes (0: no cap).
 // Adapters still escape their own markup characters; this is the part no escaping covers.
 func Neutralise(s string, max int) string {
-	s = strings.Map(func(r rune) rune {
-		switch {
-		case r == '\n' || r == '\t':
-			return r
-		case unicode.IsControl(r), r == '\u202e', r == '\u202d', r == '\u2066', r == '\u2067', r == '\u2068':
-			return -1 // control and bidi-override characters can disguise what a reader sees
-		}
-		return r
-	}, s)
+	s = session.Printable(s)
 	s = mdLink.ReplaceAllString(s, "$1 ($2)")
 	s = broadcast.ReplaceAllString(s, "@\u200b$1")
 	s = angleToken.ReplaceAllString(s, "<\u200b$1")

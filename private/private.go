@@ -5,13 +5,14 @@
 package private
 
 import (
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"tunebot/disk"
 )
 
 // SubDir is the directory inside a shared data_dir that holds the keys, the tokens and the
@@ -78,30 +79,12 @@ func checkPrivate(priv string) error {
 	return nil
 }
 
-// WriteFile puts data at path, mode 0600: written to a fresh name beside it, opened with
-// O_EXCL|O_NOFOLLOW so no planted file or link is written through, then renamed over path
-// (a rename replaces a link, never follows it), so a reader never sees half a key.
+// WriteFile puts data at path, mode 0600, whole or not at all (disk.WriteFile): written to
+// a fresh name beside it with O_EXCL, so no planted file or link is written through, then
+// renamed over path (a rename replaces a link, never follows it), so a reader never sees
+// half a key.
 func WriteFile(path string, data []byte) error {
-	tmp := fmt.Sprintf("%s.tmp-%s", path, rand.Text()[:12])
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
-	if err != nil {
-		return err
-	}
-	_, werr := f.Write(data)
-	if werr == nil {
-		werr = f.Sync()
-	}
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		_ = os.Remove(tmp)
-		return werr
-	}
-	return nil
+	return disk.WriteFile(path, data, 0o600)
 }
 
 // Create makes path with data, mode 0600, only when nothing is there (fs.ErrExist when

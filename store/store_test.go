@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	bolt "go.etcd.io/bbolt"
 
 	"tunebot/bot"
 	"tunebot/session"
@@ -158,20 +156,8 @@ func TestOpenUnusablePath(t *testing.T) {
 func TestOpenNewerSchema(t *testing.T) {
 	db, path := openDB(t)
 	db.Close()
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint64(v, store.SchemaVersion+1)
-		return tx.Bucket([]byte("meta")).Put([]byte("schema"), v)
-	})
-	b.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err = store.Open(path, store.Options{})
+	asVersion(t, path, store.SchemaVersion+1, nil)
+	db, err := store.Open(path, store.Options{})
 	if err == nil {
 		db.Close()
 		t.Fatal("Open of a newer schema succeeded")

@@ -65,33 +65,51 @@ func TestTotalsAreKeptByWrites(t *testing.T) {
 	db.Close()
 
 	// The same file as a version 2 tunebot left it: no totals.
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket([]byte("meta")).Delete([]byte("totals")); err != nil {
-			return err
-		}
-		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, 2))
-	})
-	b.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ro := range []bool{true, false} {
-		db, err := store.Open(path, store.Options{ReadOnly: ro})
-		if err != nil {
-			t.Fatal(err)
-		}
+	asVersion(t, path, 2, func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("totals")) })
+	eachOpening(t, path, func(db *store.DB, ro bool) {
 		summed, err := db.Totals(ctx)
-		db.Close()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(kept, summed); diff != "" {
 			t.Errorf("read-only %v: totals added up from the records (-kept by writes +added up):\n%s", ro, diff)
 		}
+	})
+}
+
+// asVersion rewrites the data file at path as a tunebot of schema version left it: undo
+// (when not nil) takes away what that version did not keep, and the file says version.
+func asVersion(t *testing.T, path string, version uint64, undo func(tx *bolt.Tx) error) {
+	t.Helper()
+	b, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Update(func(tx *bolt.Tx) error {
+		if undo != nil {
+			if err := undo(tx); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, version))
+	})
+	b.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eachOpening opens the data file at path read-only, then for writing, and passes each to
+// check before closing it.
+func eachOpening(t *testing.T, path string, check func(db *store.DB, readOnly bool)) {
+	t.Helper()
+	for _, ro := range []bool{true, false} {
+		db, err := store.Open(path, store.Options{ReadOnly: ro})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(db, ro)
+		db.Close()
 	}
 }
 
@@ -134,26 +152,8 @@ func TestAdvisorTokensAreCounted(t *testing.T) {
 	db.Close()
 
 	// The same file as a version 3 tunebot left it: no counts.
-	b, err := bolt.Open(path, 0o600, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = b.Update(func(tx *bolt.Tx) error {
-		if err := tx.DeleteBucket([]byte("advisor_tokens")); err != nil {
-			return err
-		}
-		return tx.Bucket([]byte("meta")).Put([]byte("schema"), binary.BigEndian.AppendUint64(nil, 3))
-	})
-	b.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ro := range []bool{true, false} {
-		db, err := store.Open(path, store.Options{ReadOnly: ro})
-		if err != nil {
-			t.Fatal(err)
-		}
+	asVersion(t, path, 3, func(tx *bolt.Tx) error { return tx.DeleteBucket([]byte("advisor_tokens")) })
+	eachOpening(t, path, func(db *store.DB, ro bool) {
 		check(db, fmt.Sprintf("a version 3 file opened read-only %v", ro))
-		db.Close()
-	}
+	})
 }

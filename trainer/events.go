@@ -132,10 +132,11 @@ func (s *seriesReader) cutLines() []string {
 // reportCuts writes what the event limits cut to the job's log, where a person reading
 // the trial looks, and to tunebot's own log; once per job, when it is done.
 func (s *seriesReader) reportCuts(logPath string) {
-	for _, l := range s.cutLines() {
+	lines := s.cutLines()
+	for _, l := range lines {
 		s.logger.Warn("event limit cut", "what", l)
 	}
-	appendNotes(logPath, s.cutLines(), s.logger)
+	appendNotes(logPath, lines, s.logger)
 }
 
 // appendNotes writes tunebot's lines about a job to the job's log at logPath, each after

@@ -169,10 +169,7 @@ func TestRefusedTagsKeepTheRest(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := newRunner(t, trainer.Templates{
-		Train:    []string{"sh", "-c", `touch "$0/model_9.pt" "$0/policy.onnx"`, "{run_dir}"},
-		Evaluate: []string{"true"},
-	})
+	r := newRunner(t, shellTemplates(`touch "$0/model_9.pt" "$0/policy.onnx"`))
 	res, err := r.Train(context.Background(), trainJob(dir, 10), session.JobHooks{})
 	if err != nil {
 		t.Fatal(err)

@@ -11,9 +11,9 @@ import (
 	"tunebot/trainer"
 )
 
-// shellTemplates runs train as `sh -c script {run_dir}`; evaluate is never run.
-func shellTemplates(script string) trainer.Templates {
-	return trainer.Templates{Train: []string{"sh", "-c", script, "{run_dir}"}, Evaluate: []string{"true"}}
+// shellTemplates runs train as `sh -c script {run_dir} args...`; evaluate is never run.
+func shellTemplates(script string, args ...string) trainer.Templates {
+	return trainer.Templates{Train: append([]string{"sh", "-c", script, "{run_dir}"}, args...), Evaluate: []string{"true"}}
 }
 
 // TestKilledTrainerSaysTheSignal kills real trainer processes with signals: the reason
@@ -64,8 +64,7 @@ func TestFailedJobSaysItsLogEnd(t *testing.T) {
 	// A long last line keeps its end, where a Python error says what went wrong.
 	long := strings.Repeat("x", 1000) + " ValueError: the end"
 	script = `printf '%s\n' "$1"; exit 1`
-	tpl := trainer.Templates{Train: []string{"sh", "-c", script, "{run_dir}", long}, Evaluate: []string{"true"}}
-	_, err = newRunner(t, tpl).Train(context.Background(), trainJob(t.TempDir(), 10), session.JobHooks{})
+	_, err = newRunner(t, shellTemplates(script, long)).Train(context.Background(), trainJob(t.TempDir(), 10), session.JobHooks{})
 	je := jobError(t, err)
 	if !strings.HasSuffix(je.Reason, "xx ValueError: the end") || !strings.Contains(je.Reason, "train.log ends: …x") || len([]rune(je.Reason)) > 450 {
 		t.Errorf("reason of a long line: %q", je.Reason)
@@ -83,5 +82,17 @@ func TestMissingOutputSaysTheLogEnd(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, trainer.TrainLog)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLogEndIsPrintable: the log end a reason quotes has none of the job's control
+// characters or bidi overrides: the reason reaches the terminal as it is, where an escape
+// sequence in train.log would retitle the window, clear the screen or hide text.
+func TestLogEndIsPrintable(t *testing.T) {
+	script := `printf '\033]0;owned\007\033[2J\033[31mValueError\033[0m: bad \342\200\256term\n'; exit 1`
+	_, err := newRunner(t, shellTemplates(script)).Train(context.Background(), trainJob(t.TempDir(), 10), session.JobHooks{})
+	want := "exit status 1; train.log ends: ]0;owned[2J[31mValueError[0m: bad term"
+	if je := jobError(t, err); je.Reason != want {
+		t.Errorf("reason %q, want %q", je.Reason, want)
 	}
 }

@@ -63,12 +63,40 @@ func TestJobLogFollowsNoLink(t *testing.T) {
 	if err := os.Symlink(victim, filepath.Join(dir, trainer.TrainLog)); err != nil {
 		t.Fatal(err)
 	}
-	r := newRunner(t, trainer.Templates{Train: []string{"sh", "-c", `touch "$0/model_9.pt" "$0/policy.onnx"`, "{run_dir}"}, Evaluate: []string{"true"}})
+	r := newRunner(t, shellTemplates(`touch "$0/model_9.pt" "$0/policy.onnx"`))
 	_, err := r.Train(context.Background(), trainJob(dir, 10), session.JobHooks{})
 	if err == nil || !strings.Contains(err.Error(), "train.log is a symbolic link: tunebot appends to no file through a link") {
 		t.Errorf("train over a linked train.log: %v", err)
 	}
 	if b, _ := os.ReadFile(victim); string(b) != "mine\n" {
 		t.Errorf("written through the link: %q", b)
+	}
+}
+
+// TestRunDirInputsFollowNoLink: a reward_config.json or reward_space.json an earlier job
+// planted in the run dir as a link to a file of the daemon's user is replaced, never
+// written through, when the runner writes the next job's inputs.
+func TestRunDirInputsFollowNoLink(t *testing.T) {
+	for _, name := range []string{trainer.RewardConfigFile, trainer.RewardSpaceFile} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			victim := filepath.Join(t.TempDir(), "victim")
+			if err := os.WriteFile(victim, []byte("mine\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(victim, filepath.Join(dir, name)); err != nil {
+				t.Fatal(err)
+			}
+			r := newRunner(t, shellTemplates("exit 1", "{reward_space}"))
+			if _, err := r.Train(context.Background(), trainJob(dir, 10), session.JobHooks{}); err == nil {
+				t.Fatal("the job exits 1, yet Train succeeded")
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "mine\n" {
+				t.Errorf("written through the link: %.40q", b)
+			}
+			if info, err := os.Lstat(filepath.Join(dir, name)); err != nil || !info.Mode().IsRegular() {
+				t.Errorf("%s is not the runner's own file: %v", name, err)
+			}
+		})
 	}
 }

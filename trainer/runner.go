@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	"tunebot/disk"
 	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
@@ -201,16 +202,23 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	if out.failed != "" {
 		return res, jobFailed("train", out.failed, logPath, nil)
 	}
+	return trainResult(job, logPath, ev)
+}
+
+// trainResult is what a train job that exited well left in its run dir: its newest
+// checkpoint, which must reach the target, its policy and the curves ev read; a job that
+// left either short fails, with the end of its log at logPath.
+func trainResult(job session.TrainJob, logPath string, ev *seriesReader) (session.TrainResult, error) {
 	ckpt, n, found := newestCheckpoint(job.RunDir)
 	switch {
 	case !found:
-		return res, jobFailed("train", "no model_<N>.pt checkpoint in run dir", logPath, nil)
+		return session.TrainResult{}, jobFailed("train", "no model_<N>.pt checkpoint in run dir", logPath, nil)
 	case n < job.Target-1:
-		return res, jobFailed("train", fmt.Sprintf("newest checkpoint model_%d.pt is short of the target of %d iterations", n, job.Target), logPath, nil)
+		return session.TrainResult{}, jobFailed("train", fmt.Sprintf("newest checkpoint model_%d.pt is short of the target of %d iterations", n, job.Target), logPath, nil)
 	}
 	policy, ok := findPolicy(job.RunDir)
 	if !ok {
-		return res, jobFailed("train", "no "+PolicyFile+" in run dir", logPath, nil)
+		return session.TrainResult{}, jobFailed("train", "no "+PolicyFile+" in run dir", logPath, nil)
 	}
 	return session.TrainResult{Checkpoint: ckpt, Iteration: n, Policy: policy, Series: ev.sorted()}, nil
 }
@@ -227,7 +235,7 @@ func (r *Runner) trainInputs(job session.TrainJob) error {
 		if err != nil {
 			return fmt.Errorf("encoding reward config: %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
+		if err := disk.WriteFile(filepath.Join(job.RunDir, RewardConfigFile), append(cfg, '\n'), 0o644); err != nil {
 			return fmt.Errorf("writing reward config: %w", err)
 		}
 	}
@@ -270,7 +278,7 @@ func (r *Runner) writeSpace(sp *session.Space, task, runDir string, attach *sess
 	if err != nil {
 		return fmt.Errorf("encoding reward space: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(runDir, RewardSpaceFile), append(data, '\n'), 0o644); err != nil {
+	if err := disk.WriteFile(filepath.Join(runDir, RewardSpaceFile), append(data, '\n'), 0o644); err != nil {
 		return fmt.Errorf("writing reward space: %w", err)
 	}
 	return nil

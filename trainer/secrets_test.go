@@ -20,8 +20,7 @@ func TestJobCarryingASecretIsRefused(t *testing.T) {
 	const value = "sigsecret-0123456789"
 	t.Setenv("SLACK_SIGNING_SECRET", value)
 	record := `printf '%s\n' "$@" > "$0/argv"; exit 0`
-	local := trainer.Templates{Train: []string{"sh", "-c", record, "{run_dir}", "--name={run_name}", "{reward_config}", "{iterations}"},
-		Evaluate: []string{"true"}}
+	local := shellTemplates(record, "--name={run_name}", "{reward_config}", "{iterations}")
 	onSlurm := local
 	onSlurm.Slurm = &trainer.Slurm{Client: &slurm.Client{Env: []string{"PATH=/nonexistent"}}, Account: value}
 	for _, tc := range []struct {

@@ -413,7 +413,7 @@ func TestSlurmUnrecordedJobIsReplaced(t *testing.T) {
 // batch script reports it as exit status 137) says the signal and its usual cause.
 func TestSlurmKilledJobSaysTheSignal(t *testing.T) {
 	c := needSlurm(t)
-	tpl := trainer.Templates{Train: []string{"sh", "-c", `echo "allocating"; kill -KILL $$`, "{run_dir}"}, Evaluate: []string{"true"}}
+	tpl := shellTemplates(`echo "allocating"; kill -KILL $$`)
 	tpl.Slurm = &trainer.Slurm{Client: c, TimeLimit: 10 * time.Minute, Poll: 100 * time.Millisecond, Extra: []string{"--comment=tunebot-test"}}
 	_, err := newRunner(t, tpl).Train(context.Background(), trainJob(t.TempDir(), 20), session.JobHooks{})
 	je := jobError(t, err)

@@ -140,6 +140,39 @@ func unitMoves() []unitMove {
 	return out
 }
 
+// metricLogs is each metric of s's expected metrics for c at iteration it in log units (the
+// fall rate as its log-odds): the units the families' pins and interactions are counted in.
+func metricLogs(s *sim.Surface, c session.RewardConfig, it int) [session.NumMetrics]float64 {
+	m := s.Expected(c, it)
+	var out [session.NumMetrics]float64
+	for i, name := range session.MetricNames {
+		x := m[name]
+		if name == session.MetricFallRate {
+			x /= 0.9 - x
+		}
+		out[i] = math.Log(x)
+	}
+	return out
+}
+
+// eachSingleMove calls fn, for each k of ks, with the defaults of sp with one scalar moved
+// alone by k steps (×2 of a weight, a fifth of a param's range), cut to its bounds: every
+// weight, then every param.
+func eachSingleMove(sp *session.Space, ks []float64, fn func(c session.RewardConfig)) {
+	for _, k := range ks {
+		for _, term := range sp.Terms {
+			c := sp.Defaults()
+			c.Weights[term.Name] = math.Min(math.Max(term.Default*math.Pow(2, k), term.Min), term.Max)
+			fn(c)
+		}
+		for _, p := range sp.Params {
+			c := sp.Defaults()
+			c.Params[p.Name] = math.Min(math.Max(p.Default+0.2*k*(p.Max-p.Min), p.Min), p.Max)
+			fn(c)
+		}
+	}
+}
+
 // interactingPairs counts, over surfaces 1–10 of fam, the pairs of one-step moves whose
 // joint effect on some metric, in log units (the fall rate: log-odds), differs from the sum
 // of their effects by more than 0.002: where the gain of one move depends on the other.
@@ -153,15 +186,7 @@ func interactingPairs(fam sim.Family) int {
 			for _, m := range ms {
 				m.apply(c)
 			}
-			var out [session.NumMetrics]float64
-			for i, name := range session.MetricNames {
-				x := s.Expected(c, 2000)[name]
-				if name == session.MetricFallRate {
-					x /= 0.9 - x
-				}
-				out[i] = math.Log(x)
-			}
-			return out
+			return metricLogs(s, c, 2000)
 		}
 		base := logs()
 		single := make([][session.NumMetrics]float64, len(moves))
@@ -282,26 +307,11 @@ func TestCoupledFamilyIsFrozen(t *testing.T) {
 		s, _ := sim.NewFamilySurface(sim.FamilyCoupled, seed)
 		sum := 0.0
 		add := func(c session.RewardConfig) {
-			for _, name := range session.MetricNames {
-				x := s.Expected(c, 2000)[name]
-				if name == session.MetricFallRate {
-					x /= 0.9 - x
-				}
-				sum += math.Log(x)
+			for _, l := range metricLogs(s, c, 2000) {
+				sum += l
 			}
 		}
-		for _, k := range []float64{-2, -1, 1, 2} {
-			for _, term := range sp.Terms {
-				c := sp.Defaults()
-				c.Weights[term.Name] = math.Min(math.Max(term.Default*math.Pow(2, k), term.Min), term.Max)
-				add(c)
-			}
-			for _, p := range sp.Params {
-				c := sp.Defaults()
-				c.Params[p.Name] = math.Min(math.Max(p.Default+0.2*k*(p.Max-p.Min), p.Min), p.Max)
-				add(c)
-			}
-		}
+		eachSingleMove(sp, []float64{-2, -1, 1, 2}, add)
 		moves := unitMoves()
 		for i := range moves {
 			for j := i + 1; j < len(moves); j++ {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
+	"strings"
 
 	"tunebot/session"
 )
@@ -49,13 +51,24 @@ var Families = []Family{FamilyGeneric, FamilyDomain, FamilyCoupled, FamilySepara
 
 // ParseFamily reads a family's name ("" is the generic family).
 func ParseFamily(name string) (Family, error) {
-	switch Family(name) {
-	case "", FamilyGeneric:
+	if name == "" {
 		return FamilyGeneric, nil
-	case FamilyDomain, FamilyCoupled, FamilySeparable:
-		return Family(name), nil
 	}
-	return "", fmt.Errorf("surface family %q is unknown (generic, domain, coupled or separable)", name)
+	if f := Family(name); slices.Contains(Families, f) {
+		return f, nil
+	}
+	return "", unknownFamily(name)
+}
+
+// unknownFamily is the error naming a family that is none of Families, and them:
+// `surface family "x" is unknown (generic, domain, coupled or separable)`.
+func unknownFamily(name string) error {
+	names := make([]string, len(Families))
+	for i, f := range Families {
+		names[i] = string(f)
+	}
+	last := len(names) - 1
+	return fmt.Errorf("surface family %q is unknown (%s or %s)", name, strings.Join(names[:last], ", "), names[last])
 }
 
 // shipped is surface seed 0, behind the package-level Evaluate.
@@ -86,7 +99,7 @@ func NewFamilySurface(family Family, seed int64) (*Surface, error) {
 	case FamilySeparable:
 		return &Surface{family: FamilySeparable, seed: seed, gen: generateSeparable(builtin, seed)}, nil
 	}
-	return nil, fmt.Errorf("surface family %q is unknown (generic, domain, coupled or separable)", family)
+	return nil, unknownFamily(string(family))
 }
 
 // Seed is the surface's seed.

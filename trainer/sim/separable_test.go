@@ -13,31 +13,14 @@ import (
 // way (×√2 and ×2 of a weight, a tenth and a fifth of a param's range), cut to its bounds:
 // the wells, decoys, trade-offs, early signals and cliffs all count.
 func separableSum(s *sim.Surface) float64 {
-	sp := session.DefaultSpace()
 	sum := 0.0
-	add := func(c session.RewardConfig) {
+	eachSingleMove(session.DefaultSpace(), []float64{-1, -0.5, 0.5, 1}, func(c session.RewardConfig) {
 		for _, it := range []int{300, 2000} {
-			for _, name := range session.MetricNames {
-				x := s.Expected(c, it)[name]
-				if name == session.MetricFallRate {
-					x /= 0.9 - x
-				}
-				sum += math.Log(x)
+			for _, l := range metricLogs(s, c, it) {
+				sum += l
 			}
 		}
-	}
-	for _, k := range []float64{-1, -0.5, 0.5, 1} {
-		for _, term := range sp.Terms {
-			c := sp.Defaults()
-			c.Weights[term.Name] = math.Min(math.Max(term.Default*math.Pow(2, k), term.Min), term.Max)
-			add(c)
-		}
-		for _, p := range sp.Params {
-			c := sp.Defaults()
-			c.Params[p.Name] = math.Min(math.Max(p.Default+k*(p.Max-p.Min)/5, p.Min), p.Max)
-			add(c)
-		}
-	}
+	})
 	return sum
 }
 

@@ -155,7 +155,7 @@ func NewSpaceSurface(sp *session.Space, family Family, seed int64) (*Surface, er
 	case family == FamilySeparable:
 		s.gen = generateSeparable(sh, seed)
 	default:
-		return nil, fmt.Errorf("surface family %q is unknown (generic, domain, coupled or separable)", family)
+		return nil, unknownFamily(string(family))
 	}
 	s.gen.sp = sp
 	return s, nil

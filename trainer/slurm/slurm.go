@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"tunebot/disk"
 )
 
 // GPUIDsMarker stands in an argv word for the GPUs Slurm gives the job; the batch script
@@ -254,10 +256,8 @@ func (c *Client) Submit(ctx context.Context, j Job) (string, error) {
 	}
 	_ = os.Remove(ExitPath(j))
 	path := ScriptPath(j)
-	if err := os.WriteFile(path+".tmp", []byte(script), 0o700); err != nil {
-		return "", fmt.Errorf("writing batch script: %w", err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
+	// j.Dir is a run dir a trainer writes in: no link planted there is written through.
+	if err := disk.WriteFile(path, []byte(script), 0o700); err != nil {
 		return "", fmt.Errorf("writing batch script: %w", err)
 	}
 	out, err := c.run(ctx, "sbatch", "--parsable", path)

@@ -270,3 +270,32 @@ func TestPartitionsShowGPUs(t *testing.T) {
 		t.Fatalf("partitions: %+v, want an up partition with GPUs", ps)
 	}
 }
+
+// TestSubmitFollowsNoLink: a link a trainer planted in the job's directory where the batch
+// script goes (or its temporary copy) is replaced, never written through.
+func TestSubmitFollowsNoLink(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "sbatch"), []byte("#!/bin/sh\necho 42\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := slurm.Job{Name: "train", Dir: t.TempDir(), Argv: []string{"true"}}
+	for _, p := range []string{slurm.ScriptPath(j), slurm.ScriptPath(j) + ".tmp"} {
+		if err := os.Symlink(victim, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if id, err := (&slurm.Client{}).Submit(context.Background(), j); err != nil || id != "42" {
+		t.Fatalf("Submit = %q, %v", id, err)
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "mine\n" {
+		t.Errorf("written through a link: %.40q", b)
+	}
+	if info, err := os.Lstat(slurm.ScriptPath(j)); err != nil || !info.Mode().IsRegular() {
+		t.Errorf("the batch script is not the runner's own file: %v", err)
+	}
+}

@@ -1,7 +1,6 @@
 package tfevents
 
 import (
-	"fmt"
 	"hash/maphash"
 	"slices"
 	"unicode/utf8"
@@ -109,17 +108,10 @@ func (r *Reader) refuse(tag []byte) {
 	}
 }
 
-// refusedExample quotes a refused tag by a short prefix, with its problem.
+// refusedExample quotes a refused tag by a short prefix (session.QuoteShort), with its
+// problem. At most maxExamples tags are quoted, so converting each whole costs little.
 func refusedExample(tag []byte) string {
-	problem := fmt.Sprintf("%d bytes, more than %d", len(tag), session.MaxTagBytes)
-	if len(tag) <= session.MaxTagBytes {
-		problem = session.TagProblem(string(tag))
-	}
-	quoted := session.QuoteShort(string(tag[:min(len(tag), 64)]))
-	if len(tag) > 64 {
-		quoted = fmt.Sprintf("%s… (%d bytes)", session.QuoteShort(string(tag[:40])), len(tag))
-	}
-	return quoted + ": " + problem
+	return session.QuoteShort(string(tag)) + ": " + session.TagProblem(string(tag))
 }
 
 // underMaxTags reports whether tag is kept under MaxTags, admitting it when there is room.
