@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -180,7 +179,11 @@ func (e *Engine) pauseForDisk(ctx context.Context, id string, u *DiskUsage, runn
 func (e *Engine) trialOutOfSpace(ctx context.Context, s Session, t Trial, jobErr error) error {
 	e.log.Warn("a trial's job ran out of disk space; the session pauses", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", jobErr)
 	if !t.Trained && t.RunDir != "" {
-		_ = os.RemoveAll(filepath.Join(e.SessionDir(s.ID), t.RunDir))
+		// Through the sessions directory's root, as every run directory is made and
+		// discarded: a link planted on the way is refused, never followed.
+		if err := e.removeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
+			e.log.Warn("discarding the run directory of a trial out of space", "session", s.ID, "trial", t.Number, "err", err)
+		}
 	}
 	// The pause is asked before the worker hears of it, so that no step in between takes
 	// the trial for one to start again; the worker then pauses and says so.
