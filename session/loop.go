@@ -73,7 +73,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	}
 	n.running = running
 	s := n.s
-	if ok, err := e.mayStartJobs(ctx, n); !ok || err != nil {
+	if ok, err := e.mayStartJobs(ctx, n, j); !ok || err != nil {
 		return false, err
 	}
 	if err := e.judgeGates(ctx, &n); err != nil {
@@ -161,7 +161,7 @@ func withTrial(trials []Trial, t Trial) []Trial {
 // why), not when a pause was asked (it pauses once its running jobs end), and not when a
 // budget is spent (checkBudget pauses it), not when a disk has less free space than the
 // floor (checkDisk pauses it).
-func (e *Engine) mayStartJobs(ctx context.Context, n snapshot) (bool, error) {
+func (e *Engine) mayStartJobs(ctx context.Context, n snapshot, j *jobs) (bool, error) {
 	s, id, running := n.s, n.s.ID, n.running
 	switch s.State {
 	case StateCancelled, StateFailed, StateSucceeded, StateInterrupted:
@@ -182,7 +182,7 @@ func (e *Engine) mayStartJobs(ctx context.Context, n snapshot) (bool, error) {
 	if paused, err := e.checkBudget(ctx, s, len(running)); paused || err != nil {
 		return false, err
 	}
-	if low, err := e.checkDisk(ctx, n); low || err != nil {
+	if low, err := e.checkDisk(ctx, n, j); low || err != nil {
 		return false, err
 	}
 	return true, nil
