@@ -188,7 +188,7 @@ func bestComparable(s Session, trials []Trial) *Trial {
 	var best *Trial
 	for i := range trials {
 		t := &trials[i]
-		if t.Number == 0 || !t.Eligible() || (t.Final != nil && !t.Final.Score.Eligible) {
+		if t.Number == 0 || !t.Eligible() { // Eligible counts a final re-evaluation's gates too
 			continue
 		}
 		if s.Settings.Control && t.Rung > 0 && controlResult(trials, t.Rung) == nil {
