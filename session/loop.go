@@ -1312,8 +1312,24 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	if err := e.putTrialAudited(ctx, t, entry); err != nil {
 		return fmt.Errorf("saving trial: %w", err)
 	}
-	// The live status (best so far, proposals without improvement) derives from the
-	// rung-0 trials; it is written in the same update as the GPU time.
+	s2, card, err := e.recordLive(ctx, s.ID, t, trials)
+	if err != nil {
+		return err
+	}
+	done := t
+	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(s.Settings, trials, t)})
+	if card != nil {
+		e.audit(ctx, s.ID, "preference_asked", System, map[string]any{"seq": card.Seq, "a": card.A, "b": card.B})
+		e.notify(Event{Kind: EventPreferenceAsked, Session: s2, Preference: card, Text: card.Verdict()})
+	}
+	return nil
+}
+
+// recordLive writes session id's live status once trial t has ended, trials being all of
+// its trials with t's end: the best so far and the proposals without improvement, which
+// derive from the rung-0 trials, in the same update as the GPU time and the headline. It
+// returns the session and the preference card t asks, nil when none.
+func (e *Engine) recordLive(ctx context.Context, id string, t Trial, trials []Trial) (Session, *Preference, error) {
 	var r0 []Trial
 	for _, x := range trials {
 		if x.Rung == 0 {
@@ -1323,7 +1339,7 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	ni, _ := noImprovement(r0)
 	best, haveBest := bestOf(r0)
 	var card *Preference
-	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+	s, err := e.cfg.Store.UpdateSession(ctx, id, func(x *Session) error {
 		// Which walks better? Asked when the trial scores within the noise of the best so
 		// far; it never holds the session up (docs/design.md §1).
 		card = askCard(x, t, r0, time.Now().UTC())
@@ -1340,15 +1356,9 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("updating session: %w", err)
+		return Session{}, nil, fmt.Errorf("updating session: %w", err)
 	}
-	done := t
-	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(s.Settings, trials, t)})
-	if card != nil {
-		e.audit(ctx, s.ID, "preference_asked", System, map[string]any{"seq": card.Seq, "a": card.A, "b": card.B})
-		e.notify(Event{Kind: EventPreferenceAsked, Session: s2, Preference: card, Text: card.Verdict()})
-	}
-	return nil
+	return s, card, nil
 }
 
 func scoreOrNil(t Trial) any {
