@@ -901,26 +901,9 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 		s.Settings.GPUs = sl.gpus // this job's own GPUs, never another's
 	}
 	log = log.With("trial", t.Number, "rung", t.Rung)
-	sdir := e.SessionDir(s.ID)
-	t.RunDir = e.cfg.Trainer.RunDir(t.Ref())
-	runDir := filepath.Join(sdir, t.RunDir)
-	attach := t.RemoteJob()
-	t.Proc = nil
-	if t.Trained && t.Checkpoint != "" && (attach == nil || attach.Job != "train") {
-		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
-			t.Trained = false
-		}
-	}
-	if attach != nil && attach.Job == "train" {
-		t.Trained = false
-	}
-	if !t.Trained && attach == nil {
-		// Whatever a half-done run left is discarded: the trial starts clean.
-		if err := e.removeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
-			return fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
-		}
-		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
-		t.Clip, t.ClipNote = nil, ""
+	runDir, attach, err := e.prepareRunDir(s.ID, &t)
+	if err != nil {
+		return err
 	}
 	if err := e.makeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
 		return e.trialDone(ctx, s, t, &JobError{Job: "train", Reason: "cannot create the run directory: " + err.Error(), Err: err}, log)
@@ -969,6 +952,35 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 	}
 	t.Score = &sc
 	return e.trialDone(ctx, s, t, nil, log)
+}
+
+// prepareRunDir names trial t's run directory in session id and decides what of an earlier
+// run of t stays: a finished training run whose checkpoint is still there, or a remote job
+// an earlier tunebot started (returned, to re-attach; a training job's is trained again by
+// attaching). Whatever a half-done run left is discarded, so the trial starts clean. It
+// returns the run directory's absolute path.
+func (e *Engine) prepareRunDir(id string, t *Trial) (runDir string, attach *Proc, err error) {
+	sdir := e.SessionDir(id)
+	t.RunDir = e.cfg.Trainer.RunDir(t.Ref())
+	runDir = filepath.Join(sdir, t.RunDir)
+	attach = t.RemoteJob()
+	t.Proc = nil
+	if t.Trained && t.Checkpoint != "" && (attach == nil || attach.Job != "train") {
+		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
+			t.Trained = false
+		}
+	}
+	if attach != nil && attach.Job == "train" {
+		t.Trained = false
+	}
+	if !t.Trained && attach == nil {
+		if err := e.removeDir(filepath.Join(id, t.RunDir)); err != nil {
+			return runDir, attach, fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
+		}
+		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
+		t.Clip, t.ClipNote = nil, ""
+	}
+	return runDir, attach, nil
 }
 
 func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, attach *Proc, log *slog.Logger) error {
