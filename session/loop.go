@@ -123,9 +123,11 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 // where that changed: a rung's control may end after the trials it judges, and a
 // finalist's final re-evaluation before the control's. It runs before anything is ranked
 // (promotion, finalists, the preset), so each sees the same judgement as every surface. A
-// trial whose job runs is left to that job, the only writer of its record meanwhile.
+// trial whose job runs is left to that job, the only writer of its record meanwhile. The
+// session's headline, which ranks by the judgement, is kept current with it.
 func (e *Engine) judgeGates(ctx context.Context, n *snapshot) error {
 	trials := append([]Trial(nil), n.trials...)
+	var judged []Trial
 	for _, i := range JudgeAll(n.s.Settings, trials) {
 		t := trials[i]
 		if n.running[t.Ref()] {
@@ -135,6 +137,20 @@ func (e *Engine) judgeGates(ctx context.Context, n *snapshot) error {
 			return fmt.Errorf("saving trial: %w", err)
 		}
 		n.trials[i] = t
+		judged = append(judged, t)
+	}
+	if len(judged) == 0 {
+		return nil
+	}
+	s, err := e.cfg.Store.UpdateSession(ctx, n.s.ID, func(x *Session) error {
+		x.setResult(n.trials)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("updating session: %w", err)
+	}
+	n.s.Result = s.Result
+	for _, t := range judged {
 		e.audit(ctx, n.s.ID, "gates_judged", System, map[string]any{"trial": t.Number, "rung": t.Rung, "eligible": t.Eligible(), "reason": t.Reason})
 		text := fmt.Sprintf("trial %d @ rung %d, judged against the baseline trained as long: passes the gates", t.Number, t.Rung)
 		if !t.Eligible() {
@@ -1361,16 +1377,22 @@ func (e *Engine) recordLive(ctx context.Context, id string, t Trial, trials []Tr
 		if haveBest && x.BestRung == 0 {
 			x.BestTrial, x.BestScore = best.Number, best.Score.Total
 		}
-		x.Result = nil
-		if c, ok := Compare(*x, trials); ok {
-			x.Result = &c
-		}
+		x.setResult(trials)
 		return nil
 	})
 	if err != nil {
 		return Session{}, nil, fmt.Errorf("updating session: %w", err)
 	}
 	return s, card, nil
+}
+
+// setResult sets s's headline (Result) from its trials as they stand, nil while no tuned
+// trial is eligible (Compare).
+func (s *Session) setResult(trials []Trial) {
+	s.Result = nil
+	if c, ok := Compare(*s, trials); ok {
+		s.Result = &c
+	}
 }
 
 func scoreOrNil(t Trial) any {
