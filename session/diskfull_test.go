@@ -93,6 +93,19 @@ func diskEngine(h *harness, tr session.Trainer, d *fakeDisks, minFree int64) *se
 	return eng
 }
 
+// fullDiskRun runs an automatic session on trainer tr, with 900 MiB free of 4 GiB and a floor
+// of 1 MiB, until it stops.
+func fullDiskRun(t *testing.T, tr session.Trainer) (*harness, session.Session) {
+	t.Helper()
+	h := newHarness(t, t.TempDir())
+	h.eng = diskEngine(h, tr, &fakeDisks{free: 900 << 20, total: 4 << 30}, 1<<20)
+	s, err := h.eng.Start(context.Background(), settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, h.wait(s.ID)
+}
+
 // checkDiskPause checks that s is paused for lack of space with the numbers of d, that the
 // thread was told so, and that no trial failed.
 func checkDiskPause(t *testing.T, h *harness, s session.Session, want string) {
@@ -138,16 +151,8 @@ func TestJobOutOfSpacePausesAndRunsAgain(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, t.TempDir())
 			ctx := context.Background()
-			tr := &fullOnce{fakeTrainer: newFakeTrainer(), train: c.train, evaluate: c.evaluate}
-			d := &fakeDisks{free: 900 << 20, total: 4 << 30}
-			h.eng = diskEngine(h, tr, d, 1<<20)
-			s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s = h.wait(s.ID)
+			h, s := fullDiskRun(t, &fullOnce{fakeTrainer: newFakeTrainer(), train: c.train, evaluate: c.evaluate})
 			want := "the data disk is full (900.0 MiB free of 4.0 GiB on " + h.dir + "); free space, then resume"
 			checkDiskPause(t, h, s, want)
 			if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
@@ -322,16 +327,8 @@ func (p *plantLink) Train(ctx context.Context, job session.TrainJob, hooks sessi
 // and discarded (issue 36): a session directory swapped for a link out of it is refused,
 // and nothing in the directory it leads to is removed.
 func TestOutOfSpaceDiscardsNothingThroughALink(t *testing.T) {
-	h := newHarness(t, t.TempDir())
-	ctx := context.Background()
 	tr := &plantLink{fakeTrainer: newFakeTrainer(), outside: t.TempDir()}
-	d := &fakeDisks{free: 900 << 20, total: 4 << 30}
-	h.eng = diskEngine(h, tr, d, 1<<20)
-	s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = h.wait(s.ID)
+	_, s := fullDiskRun(t, tr)
 	if s.State != session.StatePaused || !session.IsDiskFullReason(s.Reason) {
 		t.Fatalf("session %s %q; want paused for space", s.State, s.Reason)
 	}

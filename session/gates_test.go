@@ -140,12 +140,13 @@ func TestAFinalistFailingItsFinalGateIsSaid(t *testing.T) {
 	}
 }
 
-// With trials in parallel the control of a rung may end after the trials it judges: a trial
-// first judged against rung 0's baseline is judged again once the control has a result,
-// before anything is ranked, and chat is told (judgeGates).
-func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
+// controlEndsLater starts an automatic session with control on and 3 jobs at once, in which
+// trial 5 tracks 12 % worse than the baseline at rung 2, and the control's rung-2 evaluation
+// waits until the returned channel is closed.
+func controlEndsLater(t *testing.T) (*harness, session.Session, chan struct{}) {
+	t.Helper()
 	h := newHarness(t, t.TempDir())
-	defer drain(h.tr)()
+	t.Cleanup(drain(h.tr))
 	eng := h.parallelEngine(h.tr, 3, false)
 	h.tr.tweak = worseTracking(5, false, 0)
 	gate := make(chan struct{})
@@ -158,6 +159,14 @@ func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, s, gate
+}
+
+// With trials in parallel the control of a rung may end after the trials it judges: a trial
+// first judged against rung 0's baseline is judged again once the control has a result,
+// before anything is ranked, and chat is told (judgeGates).
+func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
+	h, s, gate := controlEndsLater(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ts := h.trials(s.ID)
@@ -194,20 +203,8 @@ func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
 // re-evaluations run, it names trial 4, never trial 5, which every row says is not eligible
 // (issue 35: the same verdict on every surface).
 func TestTheHeadlineFollowsALaterJudgement(t *testing.T) {
-	h := newHarness(t, t.TempDir())
-	defer drain(h.tr)()
-	eng := h.parallelEngine(h.tr, 3, false)
-	h.tr.tweak = worseTracking(5, false, 0)
-	control, final := make(chan struct{}), make(chan struct{})
-	h.tr.mu.Lock()
-	h.tr.evalGate[session.TrialRef{Number: 0, Rung: 2}] = control
-	h.tr.mu.Unlock()
-	st := settings(session.ModeAutomatic)
-	st.Control = true
-	s, err := eng.Start(context.Background(), st, console)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, s, control := controlEndsLater(t)
+	final := make(chan struct{})
 	done := func(ts []session.Trial, num int) bool {
 		return slices.ContainsFunc(ts, func(x session.Trial) bool {
 			return x.Number == num && x.Rung == 2 && x.State == session.TrialCompleted
