@@ -104,7 +104,7 @@ func spreadsVersus(st Settings, control *Trial, best Trial) *Spreads {
 	if control == nil || control.Final == nil || best.Final == nil || len(control.Final.PerSeed) == 0 || len(best.Final.PerSeed) == 0 {
 		return nil
 	}
-	sc := Scorer{Baseline: control.Final.Metrics, Weights: st.Objective, Floors: st.Floors}
+	sc := st.scorer(control.Final.Metrics)
 	spread := func(per []SeedMetrics) float64 {
 		var xs []float64
 		for _, ps := range per {

@@ -962,7 +962,7 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 		}
 		baseline = b.Metrics
 	}
-	sc, err := Scorer{Baseline: baseline, Weights: s.Settings.Objective, Floors: s.Settings.Floors}.Score(t.Metrics)
+	sc, err := s.Settings.scorer(baseline).Score(t.Metrics)
 	if err != nil {
 		return e.trialDone(ctx, s, t, &JobError{Job: "evaluate", Reason: err.Error(), Err: err}, log)
 	}
@@ -1454,7 +1454,7 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 		return nil
 	}
 	b := n.trial(0, 0)
-	scorer := Scorer{Baseline: b.Metrics, Weights: s.Settings.Objective, Floors: s.Settings.Floors}
+	scorer := s.Settings.scorer(b.Metrics)
 	sc, err := scorer.Score(ev.Metrics)
 	if err != nil {
 		return e.trialDone(ctx, s, t, &JobError{Job: "evaluate", Reason: err.Error(), Err: err}, log)
