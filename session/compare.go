@@ -104,7 +104,7 @@ func spreadsVersus(st Settings, control *Trial, best Trial) *Spreads {
 	if control == nil || control.Final == nil || best.Final == nil || len(control.Final.PerSeed) == 0 || len(best.Final.PerSeed) == 0 {
 		return nil
 	}
-	sc := Scorer{Baseline: control.Final.Metrics, Weights: st.Objective, Floors: st.Floors}
+	sc := st.scorer(control.Final.Metrics)
 	spread := func(per []SeedMetrics) float64 {
 		var xs []float64
 		for _, ps := range per {
@@ -188,7 +188,7 @@ func bestComparable(s Session, trials []Trial) *Trial {
 	var best *Trial
 	for i := range trials {
 		t := &trials[i]
-		if t.Number == 0 || !t.Eligible() || (t.Final != nil && !t.Final.Score.Eligible) {
+		if t.Number == 0 || !t.Eligible() { // Eligible counts a final re-evaluation's gates too
 			continue
 		}
 		if s.Settings.Control && t.Rung > 0 && controlResult(trials, t.Rung) == nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -78,16 +77,36 @@ func (e *Engine) diskPaths() []string {
 
 // MinFree is the free space a session with trials needs before a job starts:
 // service.min_free when set, else twice its largest run directory so far and at least
-// MinFreeFloor.
+// MinFreeFloor. It walks every run directory of trials.
 func (e *Engine) MinFree(trials []Trial) int64 {
+	return e.minFree(trials, nil, nil)
+}
+
+// minFree is MinFree for a step of worker j, which planned from a snapshot with running
+// jobs: a run directory changes only while a job of its trial runs (launch forgets its
+// size), so the size of one whose trial runs no job is measured once per worker and kept,
+// and a step between two jobs walks only the running trials' directories rather than every
+// checkpoint of the session (on a shared filesystem, a stat each). j nil walks every one.
+func (e *Engine) minFree(trials []Trial, running map[TrialRef]bool, j *jobs) int64 {
 	if e.cfg.MinFree > 0 {
 		return e.cfg.MinFree
 	}
 	var largest int64
 	for _, t := range trials {
-		if t.RunDir != "" {
-			largest = max(largest, DirSize(filepath.Join(e.SessionDir(t.SessionID), t.RunDir)))
+		if t.RunDir == "" {
+			continue
 		}
+		size, known := int64(0), false
+		if j != nil {
+			size, known = j.sizes[t.Ref()]
+		}
+		if !known {
+			size = DirSize(filepath.Join(e.SessionDir(t.SessionID), t.RunDir))
+			if j != nil && !running[t.Ref()] {
+				j.sizes[t.Ref()] = size
+			}
+		}
+		largest = max(largest, size)
 	}
 	return max(2*largest, MinFreeFloor)
 }
@@ -138,11 +157,11 @@ func (e *Engine) fullestDisk() *DiskUsage {
 // checkDisk pauses the session, before it starts a job, when a checked filesystem has less
 // free space than the floor; with jobs running nothing new starts, and the session pauses
 // once they end (at the next step). It reports whether no job may start.
-func (e *Engine) checkDisk(ctx context.Context, n snapshot) (bool, error) {
+func (e *Engine) checkDisk(ctx context.Context, n snapshot, j *jobs) (bool, error) {
 	if e.cfg.Disks == nil {
 		return false, nil
 	}
-	low := e.lowDisk(e.MinFree(n.trials))
+	low := e.lowDisk(e.minFree(n.trials, n.running, j))
 	if low == nil {
 		e.cfg.Disks.Restore()
 		return false, nil
@@ -180,7 +199,11 @@ func (e *Engine) pauseForDisk(ctx context.Context, id string, u *DiskUsage, runn
 func (e *Engine) trialOutOfSpace(ctx context.Context, s Session, t Trial, jobErr error) error {
 	e.log.Warn("a trial's job ran out of disk space; the session pauses", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", jobErr)
 	if !t.Trained && t.RunDir != "" {
-		_ = os.RemoveAll(filepath.Join(e.SessionDir(s.ID), t.RunDir))
+		// Through the sessions directory's root, as every run directory is made and
+		// discarded: a link planted on the way is refused, never followed.
+		if err := e.removeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
+			e.log.Warn("discarding the run directory of a trial out of space", "session", s.ID, "trial", t.Number, "err", err)
+		}
 	}
 	// The pause is asked before the worker hears of it, so that no step in between takes
 	// the trial for one to start again; the worker then pauses and says so.

@@ -93,6 +93,19 @@ func diskEngine(h *harness, tr session.Trainer, d *fakeDisks, minFree int64) *se
 	return eng
 }
 
+// fullDiskRun runs an automatic session on trainer tr, with 900 MiB free of 4 GiB and a floor
+// of 1 MiB, until it stops.
+func fullDiskRun(t *testing.T, tr session.Trainer) (*harness, session.Session) {
+	t.Helper()
+	h := newHarness(t, t.TempDir())
+	h.eng = diskEngine(h, tr, &fakeDisks{free: 900 << 20, total: 4 << 30}, 1<<20)
+	s, err := h.eng.Start(context.Background(), settings(session.ModeAutomatic), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, h.wait(s.ID)
+}
+
 // checkDiskPause checks that s is paused for lack of space with the numbers of d, that the
 // thread was told so, and that no trial failed.
 func checkDiskPause(t *testing.T, h *harness, s session.Session, want string) {
@@ -138,16 +151,8 @@ func TestJobOutOfSpacePausesAndRunsAgain(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t, t.TempDir())
 			ctx := context.Background()
-			tr := &fullOnce{fakeTrainer: newFakeTrainer(), train: c.train, evaluate: c.evaluate}
-			d := &fakeDisks{free: 900 << 20, total: 4 << 30}
-			h.eng = diskEngine(h, tr, d, 1<<20)
-			s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s = h.wait(s.ID)
+			h, s := fullDiskRun(t, &fullOnce{fakeTrainer: newFakeTrainer(), train: c.train, evaluate: c.evaluate})
 			want := "the data disk is full (900.0 MiB free of 4.0 GiB on " + h.dir + "); free space, then resume"
 			checkDiskPause(t, h, s, want)
 			if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
@@ -285,5 +290,50 @@ func TestOutOfSpaceWithAnotherJobRunning(t *testing.T) {
 	}
 	if n := tr.trains[session.TrialRef{1, 0}]; n != 1 {
 		t.Errorf("trial 1 trained %d times; its training had finished, so it is only evaluated on resume", n)
+	}
+}
+
+// plantLink is a trainer that, in trial 2's training, swaps the session's directory for a
+// link to a directory outside the sessions directory (another user's, in a shared
+// data_dir) holding a run directory of the same name, then runs out of space.
+type plantLink struct {
+	*fakeTrainer
+	outside string
+}
+
+func (p *plantLink) Train(ctx context.Context, job session.TrainJob, hooks session.JobHooks) (session.TrainResult, error) {
+	if job.Trial != (session.TrialRef{Number: 2, Rung: 0}) {
+		return p.fakeTrainer.Train(ctx, job, hooks)
+	}
+	sdir := filepath.Dir(job.RunDir)
+	theirs := filepath.Join(p.outside, filepath.Base(job.RunDir))
+	if err := os.MkdirAll(theirs, 0o755); err != nil {
+		return session.TrainResult{}, err
+	}
+	if err := os.WriteFile(filepath.Join(theirs, "theirs.pt"), []byte("theirs"), 0o644); err != nil {
+		return session.TrainResult{}, err
+	}
+	if err := os.Rename(sdir, sdir+".moved"); err != nil {
+		return session.TrainResult{}, err
+	}
+	if err := os.Symlink(p.outside, sdir); err != nil {
+		return session.TrainResult{}, err
+	}
+	return session.TrainResult{}, fmt.Errorf("writing the checkpoint: %w", syscall.ENOSPC)
+}
+
+// TestOutOfSpaceDiscardsNothingThroughALink: the run directory a job that ran out of space
+// leaves is discarded through the sessions directory's root, as every run directory is made
+// and discarded (issue 36): a session directory swapped for a link out of it is refused,
+// and nothing in the directory it leads to is removed.
+func TestOutOfSpaceDiscardsNothingThroughALink(t *testing.T) {
+	tr := &plantLink{fakeTrainer: newFakeTrainer(), outside: t.TempDir()}
+	_, s := fullDiskRun(t, tr)
+	if s.State != session.StatePaused || !session.IsDiskFullReason(s.Reason) {
+		t.Fatalf("session %s %q; want paused for space", s.State, s.Reason)
+	}
+	found, _ := filepath.Glob(filepath.Join(tr.outside, "*", "theirs.pt"))
+	if len(found) != 1 {
+		t.Fatalf("the linked directory's run directory was removed through the link (left: %v)", found)
 	}
 }

@@ -82,7 +82,7 @@ func gainAgainst(st Settings, control *Trial, t Trial, id string) Gain {
 		g.Unknown = fmt.Sprintf("session %s, which trained the defaults, did not train them as long (rung %d, %d iterations)", short(id), t.Rung, t.Iterations)
 		return g
 	}
-	sc := Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}
+	sc := st.scorer(control.Metrics)
 	mine := t.Metrics
 	if t.Final != nil && control.Final != nil && slices.Equal(t.Final.Seeds, control.Final.Seeds) {
 		sc.Baseline, mine, g.Final = control.Final.Metrics, t.Final.Metrics, true

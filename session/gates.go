@@ -28,21 +28,24 @@ func Judge(st Settings, control *Trial, t Trial) Trial {
 	if t.State != TrialCompleted || t.Score == nil || !HasControl(control, t) {
 		return t
 	}
-	against := fmt.Sprintf("the baseline @ rung %d", t.Rung)
-	sc := *t.Score
-	if t.Number == 0 {
-		sc.Eligible, sc.Reasons = true, nil
-	} else if j, err := (Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors, Against: against}).Score(t.Metrics); err == nil {
-		sc.Eligible, sc.Reasons = j.Eligible, j.Reasons
+	// judged is sc with the gates of metrics m judged against baseline, the control's.
+	judged := func(sc Score, baseline, m Metrics) Score {
+		if t.Number == 0 {
+			sc.Eligible, sc.Reasons = true, nil
+			return sc
+		}
+		scorer := st.scorer(baseline)
+		scorer.Against = fmt.Sprintf("the baseline @ rung %d", t.Rung)
+		if j, err := scorer.Score(m); err == nil {
+			sc.Eligible, sc.Reasons = j.Eligible, j.Reasons
+		}
+		return sc
 	}
+	sc := judged(*t.Score, control.Metrics, t.Metrics)
 	t.Score = &sc
 	if t.Final != nil && control.Final != nil {
 		f := *t.Final
-		if t.Number == 0 {
-			f.Score.Eligible, f.Score.Reasons = true, nil
-		} else if j, err := (Scorer{Baseline: control.Final.Metrics, Weights: st.Objective, Floors: st.Floors, Against: against}).Score(f.Metrics); err == nil {
-			f.Score.Eligible, f.Score.Reasons = j.Eligible, j.Reasons
-		}
+		f.Score = judged(f.Score, control.Final.Metrics, f.Metrics)
 		t.Final = &f
 	}
 	if t.Reason == "" || hasGateReason(t.Reason) {

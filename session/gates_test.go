@@ -140,12 +140,13 @@ func TestAFinalistFailingItsFinalGateIsSaid(t *testing.T) {
 	}
 }
 
-// With trials in parallel the control of a rung may end after the trials it judges: a trial
-// first judged against rung 0's baseline is judged again once the control has a result,
-// before anything is ranked, and chat is told (judgeGates).
-func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
+// controlEndsLater starts an automatic session with control on and 3 jobs at once, in which
+// trial 5 tracks 12 % worse than the baseline at rung 2, and the control's rung-2 evaluation
+// waits until the returned channel is closed.
+func controlEndsLater(t *testing.T) (*harness, session.Session, chan struct{}) {
+	t.Helper()
 	h := newHarness(t, t.TempDir())
-	defer drain(h.tr)()
+	t.Cleanup(drain(h.tr))
 	eng := h.parallelEngine(h.tr, 3, false)
 	h.tr.tweak = worseTracking(5, false, 0)
 	gate := make(chan struct{})
@@ -158,6 +159,14 @@ func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return h, s, gate
+}
+
+// With trials in parallel the control of a rung may end after the trials it judges: a trial
+// first judged against rung 0's baseline is judged again once the control has a result,
+// before anything is ranked, and chat is told (judgeGates).
+func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
+	h, s, gate := controlEndsLater(t)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ts := h.trials(s.ID)
@@ -185,5 +194,55 @@ func TestGatesAreJudgedAgainWhenTheControlEndsLater(t *testing.T) {
 		return strings.HasPrefix(l, "trial 5 @ rung 2, judged against the baseline trained as long: not eligible: tracking is 9.6% worse")
 	}) {
 		t.Errorf("chat was not told trial 5 @ rung 2 fails the gate at equal training: %q", h.note.texts)
+	}
+}
+
+// When a control that ends after the trials it judges takes the best of its rung off the
+// eligible list, the session's headline (Result, what the cards, the page and the terminal
+// show) says so at once, not only when the session finishes: while the finalists' final
+// re-evaluations run, it names trial 4, never trial 5, which every row says is not eligible
+// (issue 35: the same verdict on every surface).
+func TestTheHeadlineFollowsALaterJudgement(t *testing.T) {
+	h, s, control := controlEndsLater(t)
+	final := make(chan struct{})
+	done := func(ts []session.Trial, num int) bool {
+		return slices.ContainsFunc(ts, func(x session.Trial) bool {
+			return x.Number == num && x.Rung == 2 && x.State == session.TrialCompleted
+		})
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for ts := h.trials(s.ID); !done(ts, 4) || !done(ts, 5); ts = h.trials(s.ID) {
+		if time.Now().After(deadline) {
+			t.Fatal("trials 4 and 5 @ rung 2 never ended before their control")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	h.tr.mu.Lock()
+	h.tr.evalGate[session.TrialRef{Number: 4, Rung: 2}] = final // its final re-evaluation waits
+	h.tr.mu.Unlock()
+	close(control)
+	judged := func() bool {
+		h.note.mu.Lock()
+		defer h.note.mu.Unlock()
+		return slices.ContainsFunc(h.note.texts, func(l string) bool {
+			return strings.HasPrefix(l, "trial 5 @ rung 2, judged against the baseline trained as long")
+		})
+	}
+	for !judged() {
+		if time.Now().After(deadline) {
+			t.Fatal("trial 5 @ rung 2 was never judged against its control")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cur, err := h.db.Session(context.Background(), s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.Result == nil || cur.Result.Best.Trial != 4 || cur.Result.Best.Rung != 2 {
+		t.Errorf("while the finalists are re-evaluated the headline is %+v (%q); want trial 4 @ rung 2, trial 5 is not eligible", cur.Result, cur.Message)
+	}
+	close(final)
+	if s = h.wait(s.ID); s.BestTrial != 4 || s.BestRung != 2 {
+		t.Errorf("best %d @ rung %d; want trial 4 @ rung 2", s.BestTrial, s.BestRung)
 	}
 }

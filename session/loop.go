@@ -73,7 +73,7 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 	}
 	n.running = running
 	s := n.s
-	if ok, err := e.mayStartJobs(ctx, n); !ok || err != nil {
+	if ok, err := e.mayStartJobs(ctx, n, j); !ok || err != nil {
 		return false, err
 	}
 	if err := e.judgeGates(ctx, &n); err != nil {
@@ -123,9 +123,11 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 // where that changed: a rung's control may end after the trials it judges, and a
 // finalist's final re-evaluation before the control's. It runs before anything is ranked
 // (promotion, finalists, the preset), so each sees the same judgement as every surface. A
-// trial whose job runs is left to that job, the only writer of its record meanwhile.
+// trial whose job runs is left to that job, the only writer of its record meanwhile. The
+// session's headline, which ranks by the judgement, is kept current with it.
 func (e *Engine) judgeGates(ctx context.Context, n *snapshot) error {
 	trials := append([]Trial(nil), n.trials...)
+	var judged []Trial
 	for _, i := range JudgeAll(n.s.Settings, trials) {
 		t := trials[i]
 		if n.running[t.Ref()] {
@@ -135,6 +137,20 @@ func (e *Engine) judgeGates(ctx context.Context, n *snapshot) error {
 			return fmt.Errorf("saving trial: %w", err)
 		}
 		n.trials[i] = t
+		judged = append(judged, t)
+	}
+	if len(judged) == 0 {
+		return nil
+	}
+	s, err := e.cfg.Store.UpdateSession(ctx, n.s.ID, func(x *Session) error {
+		x.setResult(n.trials)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("updating session: %w", err)
+	}
+	n.s.Result = s.Result
+	for _, t := range judged {
 		e.audit(ctx, n.s.ID, "gates_judged", System, map[string]any{"trial": t.Number, "rung": t.Rung, "eligible": t.Eligible(), "reason": t.Reason})
 		text := fmt.Sprintf("trial %d @ rung %d, judged against the baseline trained as long: passes the gates", t.Number, t.Rung)
 		if !t.Eligible() {
@@ -161,7 +177,7 @@ func withTrial(trials []Trial, t Trial) []Trial {
 // why), not when a pause was asked (it pauses once its running jobs end), and not when a
 // budget is spent (checkBudget pauses it), not when a disk has less free space than the
 // floor (checkDisk pauses it).
-func (e *Engine) mayStartJobs(ctx context.Context, n snapshot) (bool, error) {
+func (e *Engine) mayStartJobs(ctx context.Context, n snapshot, j *jobs) (bool, error) {
 	s, id, running := n.s, n.s.ID, n.running
 	switch s.State {
 	case StateCancelled, StateFailed, StateSucceeded, StateInterrupted:
@@ -182,7 +198,7 @@ func (e *Engine) mayStartJobs(ctx context.Context, n snapshot) (bool, error) {
 	if paused, err := e.checkBudget(ctx, s, len(running)); paused || err != nil {
 		return false, err
 	}
-	if low, err := e.checkDisk(ctx, n); low || err != nil {
+	if low, err := e.checkDisk(ctx, n, j); low || err != nil {
 		return false, err
 	}
 	return true, nil
@@ -901,26 +917,9 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 		s.Settings.GPUs = sl.gpus // this job's own GPUs, never another's
 	}
 	log = log.With("trial", t.Number, "rung", t.Rung)
-	sdir := e.SessionDir(s.ID)
-	t.RunDir = e.cfg.Trainer.RunDir(t.Ref())
-	runDir := filepath.Join(sdir, t.RunDir)
-	attach := t.RemoteJob()
-	t.Proc = nil
-	if t.Trained && t.Checkpoint != "" && (attach == nil || attach.Job != "train") {
-		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
-			t.Trained = false
-		}
-	}
-	if attach != nil && attach.Job == "train" {
-		t.Trained = false
-	}
-	if !t.Trained && attach == nil {
-		// Whatever a half-done run left is discarded: the trial starts clean.
-		if err := e.removeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
-			return fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
-		}
-		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
-		t.Clip, t.ClipNote = nil, ""
+	runDir, attach, err := e.prepareRunDir(s.ID, &t)
+	if err != nil {
+		return err
 	}
 	if err := e.makeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
 		return e.trialDone(ctx, s, t, &JobError{Job: "train", Reason: "cannot create the run directory: " + err.Error(), Err: err}, log)
@@ -963,12 +962,41 @@ func (e *Engine) runTrial(ctx context.Context, n snapshot, j *jobs, sl *slot, t 
 		}
 		baseline = b.Metrics
 	}
-	sc, err := Scorer{Baseline: baseline, Weights: s.Settings.Objective, Floors: s.Settings.Floors}.Score(t.Metrics)
+	sc, err := s.Settings.scorer(baseline).Score(t.Metrics)
 	if err != nil {
 		return e.trialDone(ctx, s, t, &JobError{Job: "evaluate", Reason: err.Error(), Err: err}, log)
 	}
 	t.Score = &sc
 	return e.trialDone(ctx, s, t, nil, log)
+}
+
+// prepareRunDir names trial t's run directory in session id and decides what of an earlier
+// run of t stays: a finished training run whose checkpoint is still there, or a remote job
+// an earlier tunebot started (returned, to re-attach; a training job's is trained again by
+// attaching). Whatever a half-done run left is discarded, so the trial starts clean. It
+// returns the run directory's absolute path.
+func (e *Engine) prepareRunDir(id string, t *Trial) (runDir string, attach *Proc, err error) {
+	sdir := e.SessionDir(id)
+	t.RunDir = e.cfg.Trainer.RunDir(t.Ref())
+	runDir = filepath.Join(sdir, t.RunDir)
+	attach = t.RemoteJob()
+	t.Proc = nil
+	if t.Trained && t.Checkpoint != "" && (attach == nil || attach.Job != "train") {
+		if _, err := os.Stat(filepath.Join(sdir, t.Checkpoint)); err != nil {
+			t.Trained = false
+		}
+	}
+	if attach != nil && attach.Job == "train" {
+		t.Trained = false
+	}
+	if !t.Trained && attach == nil {
+		if err := e.removeDir(filepath.Join(id, t.RunDir)); err != nil {
+			return runDir, attach, fmt.Errorf("discarding the half-done run dir %s: %w", runDir, err)
+		}
+		t.Progress, t.Checkpoint, t.Policy, t.Metrics, t.Score, t.Reason, t.LogTail = 0, "", "", nil, nil, "", ""
+		t.Clip, t.ClipNote = nil, ""
+	}
+	return runDir, attach, nil
 }
 
 func (e *Engine) train(ctx context.Context, s Session, t *Trial, runDir string, attach *Proc, log *slog.Logger) error {
@@ -1312,8 +1340,24 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	if err := e.putTrialAudited(ctx, t, entry); err != nil {
 		return fmt.Errorf("saving trial: %w", err)
 	}
-	// The live status (best so far, proposals without improvement) derives from the
-	// rung-0 trials; it is written in the same update as the GPU time.
+	s2, card, err := e.recordLive(ctx, s.ID, t, trials)
+	if err != nil {
+		return err
+	}
+	done := t
+	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(s.Settings, trials, t)})
+	if card != nil {
+		e.audit(ctx, s.ID, "preference_asked", System, map[string]any{"seq": card.Seq, "a": card.A, "b": card.B})
+		e.notify(Event{Kind: EventPreferenceAsked, Session: s2, Preference: card, Text: card.Verdict()})
+	}
+	return nil
+}
+
+// recordLive writes session id's live status once trial t has ended, trials being all of
+// its trials with t's end: the best so far and the proposals without improvement, which
+// derive from the rung-0 trials, in the same update as the GPU time and the headline. It
+// returns the session and the preference card t asks, nil when none.
+func (e *Engine) recordLive(ctx context.Context, id string, t Trial, trials []Trial) (Session, *Preference, error) {
 	var r0 []Trial
 	for _, x := range trials {
 		if x.Rung == 0 {
@@ -1323,7 +1367,7 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	ni, _ := noImprovement(r0)
 	best, haveBest := bestOf(r0)
 	var card *Preference
-	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
+	s, err := e.cfg.Store.UpdateSession(ctx, id, func(x *Session) error {
 		// Which walks better? Asked when the trial scores within the noise of the best so
 		// far; it never holds the session up (docs/design.md §1).
 		card = askCard(x, t, r0, time.Now().UTC())
@@ -1333,22 +1377,22 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 		if haveBest && x.BestRung == 0 {
 			x.BestTrial, x.BestScore = best.Number, best.Score.Total
 		}
-		x.Result = nil
-		if c, ok := Compare(*x, trials); ok {
-			x.Result = &c
-		}
+		x.setResult(trials)
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("updating session: %w", err)
+		return Session{}, nil, fmt.Errorf("updating session: %w", err)
 	}
-	done := t
-	e.notify(Event{Kind: EventTrialFinished, Session: s2, Trial: &done, Text: trialLine(s.Settings, trials, t)})
-	if card != nil {
-		e.audit(ctx, s.ID, "preference_asked", System, map[string]any{"seq": card.Seq, "a": card.A, "b": card.B})
-		e.notify(Event{Kind: EventPreferenceAsked, Session: s2, Preference: card, Text: card.Verdict()})
+	return s, card, nil
+}
+
+// setResult sets s's headline (Result) from its trials as they stand, nil while no tuned
+// trial is eligible (Compare).
+func (s *Session) setResult(trials []Trial) {
+	s.Result = nil
+	if c, ok := Compare(*s, trials); ok {
+		s.Result = &c
 	}
-	return nil
 }
 
 func scoreOrNil(t Trial) any {
@@ -1410,7 +1454,7 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 		return nil
 	}
 	b := n.trial(0, 0)
-	scorer := Scorer{Baseline: b.Metrics, Weights: s.Settings.Objective, Floors: s.Settings.Floors}
+	scorer := s.Settings.scorer(b.Metrics)
 	sc, err := scorer.Score(ev.Metrics)
 	if err != nil {
 		return e.trialDone(ctx, s, t, &JobError{Job: "evaluate", Reason: err.Error(), Err: err}, log)

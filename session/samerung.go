@@ -95,7 +95,7 @@ func VersusOf(st Settings, control *Trial, t Trial) (Versus, bool) {
 		// The control itself: 0 against itself by definition.
 		return Versus{Score: 0, ControlRung: t.Rung, Rung: t.Rung, Final: t.Final != nil}, true
 	}
-	sc := Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}
+	sc := st.scorer(control.Metrics)
 	mine, final := t.Metrics, false
 	if t.Final != nil && control.Final != nil {
 		sc.Baseline, mine, final = control.Final.Metrics, t.Final.Metrics, true
@@ -121,7 +121,7 @@ func ScoreVersus(st Settings, control *Trial, t Trial) (sc Score, controlRung in
 	if !HasControl(control, t) {
 		return stored, 0, true
 	}
-	s, err := Scorer{Baseline: control.Metrics, Weights: st.Objective, Floors: st.Floors}.Score(t.Metrics)
+	s, err := st.scorer(control.Metrics).Score(t.Metrics)
 	if err != nil {
 		return stored, 0, true
 	}

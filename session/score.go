@@ -205,6 +205,11 @@ type Score struct {
 	Reasons      []string           `json:"reasons,omitempty"` // why not eligible
 }
 
+// scorer scores evaluations against baseline with s's objective weights and floors.
+func (s Settings) scorer(baseline Metrics) Scorer {
+	return Scorer{Baseline: baseline, Weights: s.Objective, Floors: s.Floors}
+}
+
 // Scorer compares evaluations with a frozen baseline.
 type Scorer struct {
 	Baseline Metrics

@@ -39,10 +39,14 @@ type jobs struct {
 	// wakeAt, set by a step, is when the worker plans again though nothing ended: a
 	// promotion review's wait (zero: only a job's end or a wake-up).
 	wakeAt time.Time
+	// sizes are the run directories' sizes measured for the free-space floor (minFree)
+	// of trials that ran no job since; launch forgets a trial's as its job starts. Only
+	// the worker's goroutine, which steps and launches, reads and writes it.
+	sizes map[TrialRef]int64
 }
 
 func newJobs(e *Engine, s Session) *jobs {
-	j := &jobs{running: map[TrialRef]*slot{}, ended: make(chan struct{}, 1), launched: map[TrialRef]bool{}}
+	j := &jobs{running: map[TrialRef]*slot{}, ended: make(chan struct{}, 1), launched: map[TrialRef]bool{}, sizes: map[TrialRef]int64{}}
 	if e.cfg.LeaseGPUs {
 		j.free = slices.Clone(s.Settings.GPUs)
 	}
@@ -167,6 +171,7 @@ func (e *Engine) launch(ctx context.Context, s Session, j *jobs, ref TrialRef, p
 	}
 	j.running[ref] = sl
 	j.launched[ref] = true
+	delete(j.sizes, ref) // its job writes in its run directory
 	j.wg.Add(1)
 	e.mu.Unlock()
 	go func() {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"context"
 	"errors"
 	"math"
 	"os"
@@ -364,4 +365,53 @@ func TestRunDirsAreMadeUnderTheRoot(t *testing.T) {
 	if err := e.makeDir(filepath.Join("s2", "trial-000-rung-0")); err != nil {
 		t.Errorf("a run directory of a session of its own: %v", err)
 	}
+}
+
+// TestMinFreeKeepsTheSizesOfIdleRunDirs: a step measures the run directory of a trial that
+// runs no job once per worker and keeps it (its size changes only while a job of its trial
+// runs), walks a running trial's every time, and measures a trial's again once a job of it
+// has been launched; MinFree itself always walks.
+func TestMinFreeKeepsTheSizesOfIdleRunDirs(t *testing.T) {
+	sessions := t.TempDir()
+	e := &Engine{cfg: EngineConfig{SessionsDir: sessions, Parallel: 1}, changed: make(chan struct{})}
+	j := newJobs(e, Session{})
+	grow := func(rel string, size int64) {
+		t.Helper()
+		p := filepath.Join(sessions, "s1", rel, "model.pt")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(p, size); err != nil {
+			t.Fatal(err)
+		}
+	}
+	idle := Trial{SessionID: "s1", Number: 1, RunDir: "trial-001-rung-0", State: TrialCompleted}
+	busy := Trial{SessionID: "s1", Number: 2, RunDir: "trial-002-rung-0", State: TrialTraining}
+	trials := []Trial{idle, busy, {SessionID: "s1", Number: 3}}
+	running := map[TrialRef]bool{busy.Ref(): true}
+	grow(idle.RunDir, 600<<20)
+	grow(busy.RunDir, 100<<20)
+	check := func(what string, want int64) {
+		t.Helper()
+		if got := e.minFree(trials, running, j); got != want {
+			t.Errorf("%s: floor %d MiB, want %d MiB", what, got>>20, want>>20)
+		}
+	}
+	check("first step", 1200<<20)
+	grow(busy.RunDir, 700<<20)
+	check("the running trial's directory grew", 1400<<20)
+	grow(busy.RunDir, 100<<20)
+	grow(idle.RunDir, 650<<20) // not by a job of this worker
+	check("an idle trial's directory, kept", 1200<<20)
+	if got := e.MinFree(trials); got != 1300<<20 {
+		t.Errorf("MinFree walks every directory: %d MiB, want 1300 MiB", got>>20)
+	}
+	if !e.launch(t.Context(), Session{}, j, idle.Ref(), "starting", func(context.Context, *slot) error { return nil }) {
+		t.Fatal("no slot to launch in")
+	}
+	j.wg.Wait()
+	check("after a job of the idle trial", 1300<<20)
 }
