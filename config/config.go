@@ -95,7 +95,7 @@ type TrainerConfig struct {
 	Events trainer.EventLimits `yaml:"events"`
 }
 
-// Templates returns the train and evaluate argv Templates, with the sim surface seed
+// Templates returns the train and evaluate argv templates, with the sim surface seed
 // passed to the built-in sim trainer when one is set.
 func (t TrainerConfig) Templates() (train, evaluate []string) {
 	train, evaluate = t.Train, t.Evaluate
@@ -1026,7 +1026,7 @@ func yamlMessage(err error) string {
 	return err.Error()
 }
 
-// RewardSpace is the configured reward RewardSpace, or the default one.
+// RewardSpace is the configured reward space, or the default one.
 func (c Config) RewardSpace() *session.Space {
 	if c.Space != nil {
 		return c.Space

@@ -34,7 +34,7 @@ func (x expansion) unsetNodes() map[*yaml.Node]bool {
 	return out
 }
 
-// knownSecrets returns tunebot's secrets by name, as loadConfig's getenv sees them (with
+// knownSecrets returns tunebot's secrets by name, as Load's getenv sees them (with
 // systemd credentials) and as this process's environment holds them (every SLACK_*).
 func knownSecrets(getenv func(string) string) map[string]string {
 	known := secret.Known(os.Environ(), "")

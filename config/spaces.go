@@ -35,7 +35,7 @@ var inType = regexp.MustCompile(` in type [^;]*`)
 // maxSpaceFile bounds a space file: a space of a few dozen terms is a few kilobytes.
 const maxSpaceFile = 1 << 20
 
-// Tasks are the Tasks of reward_spaces, sorted; none when the config has one space.
+// Tasks are the tasks of reward_spaces, sorted; none when the config has one space.
 func (c Config) Tasks() []string { return slices.Sorted(maps.Keys(c.Spaces)) }
 
 // SpaceOf is task's reward space: its reward_spaces entry, or the one space (reward_space
