@@ -248,17 +248,6 @@ func (x ExecutorConfig) SlurmBackend() *trainer.Slurm {
 		CPUs: s.CPUsPerTrial, Mem: s.Mem, GPUs: x.GPUsPerTrial, Extra: slices.Clone(s.SbatchArgs), Poll: s.PollInterval}
 }
 
-// TrialsAtOnce is the number of trial jobs at once that the config asks for, defaults applied.
-func (x ExecutorConfig) TrialsAtOnce(gpus []int) int {
-	switch {
-	case x.Parallel > 0:
-		return x.Parallel
-	case x.Backend == BackendLocal && x.GPUsPerTrial > 0:
-		return max(1, len(gpus)/x.GPUsPerTrial)
-	}
-	return 1
-}
-
 var (
 	memRE      = regexp.MustCompile(`^[0-9]+[KMGT]?$`)
 	slurmOptRE = regexp.MustCompile(`^[A-Za-z0-9_.,:-]+$`)

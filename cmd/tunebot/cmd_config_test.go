@@ -71,21 +71,6 @@ func TestExecutorConfig(t *testing.T) {
 	if def.Executor.Backend != "local" || def.Executor.GPUsPerTrial != 1 || def.Executor.SlurmBackend() != nil {
 		t.Errorf("default executor %+v", def.Executor)
 	}
-	for _, tc := range []struct {
-		x    config.ExecutorConfig
-		gpus []int
-		want int
-	}{
-		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 4},
-		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 2}, []int{0, 1, 2, 3, 4}, 2},
-		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 1, Parallel: 2}, []int{0, 1, 2, 3}, 2},
-		{config.ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 1},
-		{config.ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1, Parallel: 8}, []int{0}, 8},
-	} {
-		if got := tc.x.TrialsAtOnce(tc.gpus); got != tc.want {
-			t.Errorf("%+v on %v: parallel %d, want %d", tc.x, tc.gpus, got, tc.want)
-		}
-	}
 
 	bad := writeFile(t, "executor.yaml", `
 session: {gpus: [0, 1]}
