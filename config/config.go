@@ -253,8 +253,8 @@ var (
 	slurmOptRE = regexp.MustCompile(`^[A-Za-z0-9_.,:-]+$`)
 )
 
-// Problems names every bad executor setting; gpus is session.gpus.
-func (x ExecutorConfig) Problems(gpus []int) []string {
+// problems names every bad executor setting; gpus is session.gpus.
+func (x ExecutorConfig) problems(gpus []int) []string {
 	var probs []string
 	switch x.Backend {
 	case BackendLocal, BackendSlurm:
@@ -387,7 +387,7 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 func Load(path string, getenv func(string) string) (Config, error) {
 	cfg := Default()
 	if path == "" {
-		return cfg, cfg.Validate()
+		return cfg, cfg.validate()
 	}
 	raw, err := readConfigFile(path)
 	if err != nil {
@@ -542,7 +542,7 @@ func (c *Config) resolvePaths(dir string) {
 func (c *Config) problemsBesides(badPaths []string) []string {
 	var probs []string
 	var ie *session.InvalidError
-	if err := c.Validate(); errors.As(err, &ie) {
+	if err := c.validate(); errors.As(err, &ie) {
 		for _, p := range ie.Problems {
 			if !aboutBadValue(p, badPaths) {
 				probs = append(probs, p)
@@ -1023,8 +1023,8 @@ func (c Config) RewardSpace() *session.Space {
 	return session.DefaultSpace()
 }
 
-// Validate names every bad field at once.
-func (c *Config) Validate() error {
+// validate names every bad field at once (Load calls it; the rules are configRules).
+func (c *Config) validate() error {
 	c.Session.Normalize()
 	var probs []string
 	for _, r := range configRules {
@@ -1059,7 +1059,7 @@ var configRules = []configRule{
 	{"trainer.grace", func(c *Config) []string { return notNegative("trainer.grace", c.Trainer.Grace) }},
 	{"advisor.timeout", func(c *Config) []string { return notNegative("advisor.timeout", c.Advisor.Timeout) }},
 	{"session", func(c *Config) []string { return c.sessionProblems() }},
-	{"executor", func(c *Config) []string { return c.Executor.Problems(c.Session.GPUs) }},
+	{"executor", func(c *Config) []string { return c.Executor.problems(c.Session.GPUs) }},
 	{"reward_space", func(c *Config) []string { return c.rewardSpaceProblems() }},
 	{"reward_spaces", func(c *Config) []string { return c.spaceProblems() }},
 	{"sim reward space", func(c *Config) []string { return c.simSpaceProblems() }},
