@@ -302,11 +302,3 @@ func (c Config) TaskFor(given string) (string, *session.Space, error) {
 	}
 	return task, sp, nil
 }
-
-// ShowSpace is the space a preset is shown against: its task's, else the default one.
-func ShowSpace(spaceOf func(task string) *session.Space, p session.Preset) *session.Space {
-	if sp := spaceOf(p.Task); sp != nil {
-		return sp
-	}
-	return session.DefaultSpace()
-}

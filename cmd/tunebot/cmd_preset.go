@@ -84,7 +84,7 @@ func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task st
 		if err != nil {
 			return presetFail(e, err)
 		}
-		fmt.Fprint(e.stdout, preset.FormatShow(p, config.ShowSpace(spaceOf, p)))
+		fmt.Fprint(e.stdout, preset.FormatShow(p, showSpace(spaceOf, p)))
 	case "export":
 		p, err := book.get(ctx, operands[0])
 		if err != nil {
@@ -121,6 +121,14 @@ func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task st
 		}
 	}
 	return 0
+}
+
+// showSpace is the space a preset is shown against: its task's, else the default one.
+func showSpace(spaceOf func(task string) *session.Space, p session.Preset) *session.Space {
+	if sp := spaceOf(p.Task); sp != nil {
+		return sp
+	}
+	return session.DefaultSpace()
 }
 
 // openPresets opens the presets of the config's data dir (or --data-dir): the store when no
