@@ -191,17 +191,8 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	defer stopSocket()
-	owner := console.User
-	var s session.Session
-	if o.resume {
-		s, err = resumeNewest(ctx, a.engine, owner)
-	} else {
-		s, err = a.engine.Start(ctx, st, owner)
-	}
+	s, err := beginSession(ctx, a, st, o.resume)
 	if err != nil {
-		// Refused before the console began: no "reads commands here" line for a session
-		// that never started.
-		a.engine.Shutdown(context.Background())
 		printProblems(e, err)
 		return 1
 	}
@@ -212,6 +203,29 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
+	return tuneExit(ctx, e, a, o, final, code)
+}
+
+// beginSession starts the session st, or with resume continues the newest unfinished one,
+// owned by the person at the terminal. Refused, the engine is shut down before the console
+// began: no "reads commands here" line for a session that never started.
+func beginSession(ctx context.Context, a *app, st session.Settings, resume bool) (session.Session, error) {
+	var s session.Session
+	var err error
+	if resume {
+		s, err = resumeNewest(ctx, a.engine, console.User)
+	} else {
+		s, err = a.engine.Start(ctx, st, console.User)
+	}
+	if err != nil {
+		a.engine.Shutdown(context.Background())
+	}
+	return s, err
+}
+
+// tuneExit ends a tune whose follow ended with code: the line that continues a session left
+// unfinished, the summary, and the exit status (1 for a session that did not succeed).
+func tuneExit(ctx context.Context, e *env, a *app, o tuneOptions, final session.Session, code int) int {
 	if code != 0 && final.State.Active() {
 		fmt.Fprintf(e.stderr, "session %s is %s; continue it with: %s\n", final.ID, final.State, resumeCommand(o))
 	}
