@@ -554,20 +554,17 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		}
 		// The control the headline compares with (the baseline at the best's rung), not
 		// the top rung's when the result fell back to a lower one.
-		if k := c.Control; k != nil {
-			st := *k
-			st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
-			out.Control = &st
+		if c.Control != nil {
+			out.Control = measuredStanding(*c.Control)
 		}
 	}
+	best := bestTrial(s, trials)
+	if s.Preset != "" && best != nil {
+		out.Best = measuredStanding(session.StandingOf(*best, s.Settings.EvalSeeds))
+		out.Shipped = shippedSummary(a, s, *best, trials)
+	}
 	for _, t := range trials {
-		tj := trialSummary(a, s, trials, t)
-		st := session.StandingOf(t, s.Settings.EvalSeeds)
-		st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
-		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
-			out.Best = &st
-		}
-		out.Trials = append(out.Trials, tj)
+		out.Trials = append(out.Trials, trialSummary(a, s, trials, t))
 	}
 	for _, p := range proposals {
 		pj := proposalJSON{Seq: p.Seq, Number: p.Number, State: p.State, Source: p.Source, Patch: p.Patch}
@@ -577,10 +574,26 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		}
 		out.Proposals = append(out.Proposals, pj)
 	}
-	out.Shipped = shippedSummary(a, s, trials)
 	out.Preferences = append(out.Preferences, preferencesSummary(s)...)
 	out.PlanChanges = append(out.PlanChanges, planChangesSummary(s)...)
 	return out, nil
+}
+
+// bestTrial is s's best trial among trials (the one its preset was made of), nil when none is.
+func bestTrial(s session.Session, trials []session.Trial) *session.Trial {
+	for i, t := range trials {
+		if t.Number == s.BestTrial && t.Rung == s.BestRung {
+			return &trials[i]
+		}
+	}
+	return nil
+}
+
+// measuredStanding is st with its score and spread rounded as every measured number of the
+// summary is (session.Measured).
+func measuredStanding(st session.Standing) *session.Standing {
+	st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
+	return &st
 }
 
 // measuredVersus is v with its score rounded as every measured number of the summary is
@@ -642,15 +655,11 @@ type creditJSON struct {
 	Credited bool    `json:"credited"`
 }
 
-// shippedSummary is what s's preset carries and what the model credits, nil without a
-// preset (or a baseline with metrics).
-func shippedSummary(a *app, s session.Session, trials []session.Trial) *shippedJSON {
-	var best *session.Trial
+// shippedSummary is what the configuration of s's preset (its best trial's) carries and
+// what the model, fitted to s's rung-0 trials, credits.
+func shippedSummary(a *app, s session.Session, best session.Trial, trials []session.Trial) *shippedJSON {
 	var hist []session.TrialSummary
-	for i, t := range trials {
-		if t.Number == s.BestTrial && t.Rung == s.BestRung {
-			best = &trials[i]
-		}
+	for _, t := range trials {
 		if t.Rung == 0 {
 			ts := session.TrialSummary{Number: t.Number, State: t.State, Eligible: t.Eligible(), Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
 			if t.Score != nil {
@@ -658,9 +667,6 @@ func shippedSummary(a *app, s session.Session, trials []session.Trial) *shippedJ
 			}
 			hist = append(hist, ts)
 		}
-	}
-	if s.Preset == "" || best == nil {
-		return nil
 	}
 	req := session.ProposalRequest{SessionID: s.ID, Space: a.engine.SpaceOf(s.Settings.Task), Objective: s.Settings.Objective, Floors: s.Settings.Floors,
 		History: hist, Base: best.RewardConfig, Seed: s.Settings.Seed}
