@@ -9,7 +9,6 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -429,11 +428,12 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	return cfg, invalid(cfg.problemsBesides(tree.badPaths))
 }
 
-// readConfigFile reads the config file, refusing one that is missing or holds binary data.
+// readConfigFile reads the config file (a regular file, bounded: readRegular), refusing
+// one that is missing or holds binary data.
 func readConfigFile(path string) ([]byte, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readRegular(path, maxConfigFile)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if isNotExist(err) {
 			return nil, fmt.Errorf("config file %s does not exist", path)
 		}
 		return nil, fmt.Errorf("reading config %s: %w", path, err)

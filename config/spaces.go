@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -185,25 +184,11 @@ func secretsInSpaceFile(raw []byte, what string, known map[string]string) []stri
 // ReadSpaceBytes reads a space file (the config's, the demo's, the sim's): a regular
 // file, bounded.
 func ReadSpaceBytes(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s does not exist", path)
-		}
-		return nil, err
+	raw, err := readRegular(path, maxSpaceFile)
+	if isNotExist(err) {
+		return nil, fmt.Errorf("%s does not exist", path)
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxSpaceFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxSpaceFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxSpaceFile)
-	}
-	return raw, nil
+	return raw, err
 }
 
 // spaceProblems checks every space of reward_spaces, each problem naming its task.

@@ -1,0 +1,45 @@
+package config_test
+
+import (
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"tunebot/config"
+)
+
+// A config file or a space file that is not a regular file (a FIFO nobody writes) is
+// refused at once, never waited on; one past the cap is refused, not read whole.
+func TestConfigFilesAreReadBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	big := writeFile(t, filepath.Join(dir, "big.yaml"), "data_dir: data\n"+strings.Repeat("# a comment line of a config file, over and over\n", 1<<15))
+	spaceOf := func(file string) string {
+		return writeFile(t, filepath.Join(dir, "with-"+filepath.Base(file)), "data_dir: data\nreward_spaces:\n  Task-A: {file: "+file+"}\n")
+	}
+	for _, tc := range []struct{ name, path, want string }{
+		{"config FIFO", fifo, "is not a regular file"},
+		{"config over the cap", big, "is larger than"},
+		{"space file FIFO", spaceOf(fifo), "is not a regular file"},
+		{"space file over the cap", spaceOf(big), "is larger than"},
+	} {
+		done := make(chan error, 1)
+		go func() {
+			_, err := config.Load(tc.path, func(string) string { return "" })
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: %v, want it to say %q", tc.name, err, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("%s: Load still waits after 5 s", tc.name)
+		}
+	}
+}
