@@ -747,6 +747,7 @@ type treeWalk struct {
 	badPaths []string
 	badLines map[int]bool
 	unset    map[*yaml.Node]bool // values that name an unset variable: not checked
+	merging  map[*yaml.Node]bool // the mappings merge keys lend on the way here
 }
 
 var yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
@@ -807,9 +808,7 @@ func (w *treeWalk) walkSection(n *yaml.Node, t reflect.Type, path string) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if isMergeKey(k) {
-			for _, m := range mergedMaps(v) {
-				w.walk(m, t, path)
-			}
+			w.walkMerged(v, t, path)
 			continue
 		}
 		at := joinKey(path, k.Value)
@@ -836,12 +835,27 @@ func (w *treeWalk) walkMapping(n *yaml.Node, t reflect.Type, path string) {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := n.Content[i]; isMergeKey(k) {
-			for _, m := range mergedMaps(n.Content[i+1]) {
-				w.walk(m, t, path)
-			}
+			w.walkMerged(n.Content[i+1], t, path)
 			continue
 		}
 		w.walk(n.Content[i+1], t.Elem(), joinKey(path, n.Content[i].Value))
+	}
+}
+
+// walkMerged walks the mappings a merge key's value v lends, as of type t at path. A
+// mapping already being lent on the way here (<<: *itself) is a loop: it is not walked
+// again, and the decoder names it.
+func (w *treeWalk) walkMerged(v *yaml.Node, t reflect.Type, path string) {
+	if w.merging == nil {
+		w.merging = map[*yaml.Node]bool{}
+	}
+	for _, m := range mergedMaps(v, map[*yaml.Node]bool{}) {
+		if w.merging[m] {
+			continue
+		}
+		w.merging[m] = true
+		w.walk(m, t, path)
+		delete(w.merging, m)
 	}
 }
 
@@ -932,19 +946,24 @@ func isMergeKey(k *yaml.Node) bool {
 }
 
 // mergedMaps returns the mappings a merge key's value names: one (an alias or a literal
-// mapping) or a sequence of them.
-func mergedMaps(v *yaml.Node) []*yaml.Node {
+// mapping) or a sequence of them; seen holds the sequences on the way, so one that holds
+// itself ends.
+func mergedMaps(v *yaml.Node, seen map[*yaml.Node]bool) []*yaml.Node {
 	for v.Kind == yaml.AliasNode && v.Alias != nil {
 		v = v.Alias
 	}
-	if v.Kind == yaml.SequenceNode {
-		var out []*yaml.Node
-		for _, c := range v.Content {
-			out = append(out, mergedMaps(c)...)
-		}
-		return out
+	if v.Kind != yaml.SequenceNode {
+		return []*yaml.Node{v}
 	}
-	return []*yaml.Node{v}
+	if seen[v] {
+		return nil
+	}
+	seen[v] = true
+	var out []*yaml.Node
+	for _, c := range v.Content {
+		out = append(out, mergedMaps(c, seen)...)
+	}
+	return out
 }
 
 // yamlFields maps the keys a struct takes in YAML to their types, as yaml.v3 reads them:

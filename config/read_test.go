@@ -43,3 +43,18 @@ func TestConfigFilesAreReadBounded(t *testing.T) {
 		}
 	}
 }
+
+// A merge key that names its own mapping, or a list that holds itself, is a loop: Load
+// names a problem (the decoder's) and does not recurse until the stack overflows.
+func TestMergeKeyLoopsAreNamed(t *testing.T) {
+	for _, body := range []string{
+		"session: &a {<<: *a}\n",
+		"session: {<<: &m [*m]}\n",
+		"session: {objective_weights: &a {<<: *a}}\n",
+	} {
+		path := writeFile(t, filepath.Join(t.TempDir(), "loop.yaml"), body)
+		if _, err := config.Load(path, func(string) string { return "" }); err == nil {
+			t.Errorf("%q: loaded", body)
+		}
+	}
+}
