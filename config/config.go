@@ -748,11 +748,15 @@ type treeWalk struct {
 	badLines map[int]bool
 	unset    map[*yaml.Node]bool // values that name an unset variable: not checked
 	merging  map[*yaml.Node]bool // the mappings merge keys lend on the way here
+	visits   int                 // values walked, up to aliasBudget
 }
 
 var yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
 
 func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
+	if w.visits++; w.visits > aliasBudget {
+		return // aliases of aliases: the decoder refuses the file ("excessive aliasing")
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}

@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -56,5 +57,28 @@ func TestMergeKeyLoopsAreNamed(t *testing.T) {
 		if _, err := config.Load(path, func(string) string { return "" }); err == nil {
 			t.Errorf("%q: loaded", body)
 		}
+	}
+}
+
+// Merge keys that lend lists of one another (a few lines naming a value ten million times)
+// are refused in a moment, as the decoder refuses them, not walked value by value.
+func TestAliasBombIsRefusedQuickly(t *testing.T) {
+	lines := []string{"data_dir: data", "x0: &a0 {mode: approval}"}
+	for i := 1; i < 8; i++ {
+		lines = append(lines, fmt.Sprintf("x%d: &a%d {<<: [%s]}", i, i, strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*a%d, ", i-1), 10), ", ")))
+	}
+	path := writeFile(t, filepath.Join(t.TempDir(), "bomb.yaml"), strings.Join(append(lines, "session: {<<: *a7}"), "\n")+"\n")
+	done := make(chan error, 1)
+	go func() {
+		_, err := config.Load(path, func(string) string { return "" })
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "excessive aliasing") {
+			t.Errorf("Load: %v, want the decoder's refusal", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("Load still walks the aliases after 10 s")
 	}
 }
