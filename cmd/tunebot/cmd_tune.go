@@ -545,8 +545,8 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
 	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, outcomeText: s.OutcomeText(), Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
-		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
-			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
+		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": dataFile(a.cfg),
+			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": logPath(a.cfg.DataDir)}}
 	if c, ok := session.Compare(s, trials); ok {
 		out.Headline = c.Headline()
 		if c.Best.Trial != 0 {
