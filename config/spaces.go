@@ -181,6 +181,18 @@ func secretsInSpaceFile(raw []byte, what string, known map[string]string) []stri
 	return probs
 }
 
+// SpaceFileSecrets is the secret scan of the config (secretsInConfig) over a space file a
+// person names outside it (the demo's --space): the space is stored, shown and sent to the
+// advisor. nil when the file names and holds none of tunebot's secrets; else each problem
+// with its line, after what (where the file was named), secrets masked as Load masks them.
+func SpaceFileSecrets(raw []byte, what string, getenv func(string) string) error {
+	probs := secretsInSpaceFile(raw, what, knownSecrets(getenv))
+	if len(probs) == 0 {
+		return nil
+	}
+	return &session.InvalidError{What: "reward space", Problems: hideSecrets(probs, getenv)}
+}
+
 // ReadSpaceBytes reads a space file (the config's, the demo's, the sim's): a regular
 // file, bounded.
 func ReadSpaceBytes(path string) ([]byte, error) {

@@ -142,7 +142,7 @@ func loadTuneConfig(e *env, o tuneOptions) (config.Config, session.Settings, boo
 		cfg.DataDir = o.dataDir
 	}
 	if o.demo {
-		if err := demoSpace(&cfg, o); err != nil {
+		if err := demoSpace(&cfg, o, e.getenv); err != nil {
 			fmt.Fprintln(e.stderr, "tunebot demo:", err)
 			return cfg, session.Settings{}, false
 		}
