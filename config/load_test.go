@@ -1,6 +1,7 @@
 package config_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -66,5 +67,14 @@ func TestSlurmTimeLimitForms(t *testing.T) {
 		if got := cfg.Executor.SlurmBackend().TimeLimit; got != want {
 			t.Errorf("time_limit: %s is %s, want %s", value, got, want)
 		}
+	}
+}
+
+// service.min_free is a size as disk.ParseSize reads it.
+func TestMinFreeIsASize(t *testing.T) {
+	dir := t.TempDir()
+	c, err := config.Load(writeFile(t, filepath.Join(dir, "tunebot.yaml"), "data_dir: "+dir+"\nservice:\n  min_free: 20GiB\n"), os.Getenv)
+	if err != nil || c.Service.MinFree != 20<<30 {
+		t.Fatalf("min_free: 20GiB: %d %v", c.Service.MinFree, err)
 	}
 }
