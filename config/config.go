@@ -1,3 +1,8 @@
+// Package config is what a tunebot configuration may be: the YAML file read (Load) over
+// the embedded defaults, ${NAME} expanded from the environment, checked against the rule
+// table (configRules), every string scanned for tunebot's secrets (secretsInConfig, space
+// files too) and the reward spaces loaded; each problem is named with its key and line.
+// Only cmd/tunebot imports it (make deps-check).
 package config
 
 import (
