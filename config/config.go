@@ -1,3 +1,8 @@
+// Package config is what a tunebot configuration may be: the YAML file read (Load) over
+// the embedded defaults, ${NAME} expanded from the environment, checked against the rule
+// table (configRules), every string scanned for tunebot's secrets (secretsInConfig, space
+// files too) and the reward spaces loaded; each problem is named with its key and line.
+// Only cmd/tunebot imports it (make deps-check).
 package config
 
 import (
@@ -9,7 +14,6 @@ import (
 	"math"
 	"net"
 	"net/url"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -95,7 +99,7 @@ type TrainerConfig struct {
 	Events trainer.EventLimits `yaml:"events"`
 }
 
-// Templates returns the train and evaluate argv Templates, with the sim surface seed
+// Templates returns the train and evaluate argv templates, with the sim surface seed
 // passed to the built-in sim trainer when one is set.
 func (t TrainerConfig) Templates() (train, evaluate []string) {
 	train, evaluate = t.Train, t.Evaluate
@@ -248,24 +252,13 @@ func (x ExecutorConfig) SlurmBackend() *trainer.Slurm {
 		CPUs: s.CPUsPerTrial, Mem: s.Mem, GPUs: x.GPUsPerTrial, Extra: slices.Clone(s.SbatchArgs), Poll: s.PollInterval}
 }
 
-// TrialsAtOnce is the number of trial jobs at once that the config asks for, defaults applied.
-func (x ExecutorConfig) TrialsAtOnce(gpus []int) int {
-	switch {
-	case x.Parallel > 0:
-		return x.Parallel
-	case x.Backend == BackendLocal && x.GPUsPerTrial > 0:
-		return max(1, len(gpus)/x.GPUsPerTrial)
-	}
-	return 1
-}
-
 var (
 	memRE      = regexp.MustCompile(`^[0-9]+[KMGT]?$`)
 	slurmOptRE = regexp.MustCompile(`^[A-Za-z0-9_.,:-]+$`)
 )
 
-// Problems names every bad executor setting; gpus is session.gpus.
-func (x ExecutorConfig) Problems(gpus []int) []string {
+// problems names every bad executor setting; gpus is session.gpus.
+func (x ExecutorConfig) problems(gpus []int) []string {
 	var probs []string
 	switch x.Backend {
 	case BackendLocal, BackendSlurm:
@@ -398,7 +391,7 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 func Load(path string, getenv func(string) string) (Config, error) {
 	cfg := Default()
 	if path == "" {
-		return cfg, cfg.Validate()
+		return cfg, cfg.validate()
 	}
 	raw, err := readConfigFile(path)
 	if err != nil {
@@ -440,11 +433,12 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	return cfg, invalid(cfg.problemsBesides(tree.badPaths))
 }
 
-// readConfigFile reads the config file, refusing one that is missing or holds binary data.
+// readConfigFile reads the config file (a regular file, bounded: readRegular), refusing
+// one that is missing or holds binary data.
 func readConfigFile(path string) ([]byte, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := readRegular(path, maxConfigFile)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
+		if isNotExist(err) {
 			return nil, fmt.Errorf("config file %s does not exist", path)
 		}
 		return nil, fmt.Errorf("reading config %s: %w", path, err)
@@ -553,7 +547,7 @@ func (c *Config) resolvePaths(dir string) {
 func (c *Config) problemsBesides(badPaths []string) []string {
 	var probs []string
 	var ie *session.InvalidError
-	if err := c.Validate(); errors.As(err, &ie) {
+	if err := c.validate(); errors.As(err, &ie) {
 		for _, p := range ie.Problems {
 			if !aboutBadValue(p, badPaths) {
 				probs = append(probs, p)
@@ -758,11 +752,16 @@ type treeWalk struct {
 	badPaths []string
 	badLines map[int]bool
 	unset    map[*yaml.Node]bool // values that name an unset variable: not checked
+	merging  map[*yaml.Node]bool // the mappings merge keys lend on the way here
+	visits   int                 // values walked, up to aliasBudget
 }
 
 var yamlUnmarshaler = reflect.TypeFor[yaml.Unmarshaler]()
 
 func (w *treeWalk) walk(n *yaml.Node, t reflect.Type, path string) {
+	if w.visits++; w.visits > aliasBudget {
+		return // aliases of aliases: the decoder refuses the file ("excessive aliasing")
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -818,9 +817,7 @@ func (w *treeWalk) walkSection(n *yaml.Node, t reflect.Type, path string) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if isMergeKey(k) {
-			for _, m := range mergedMaps(v) {
-				w.walk(m, t, path)
-			}
+			w.walkMerged(v, t, path)
 			continue
 		}
 		at := joinKey(path, k.Value)
@@ -847,12 +844,27 @@ func (w *treeWalk) walkMapping(n *yaml.Node, t reflect.Type, path string) {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if k := n.Content[i]; isMergeKey(k) {
-			for _, m := range mergedMaps(n.Content[i+1]) {
-				w.walk(m, t, path)
-			}
+			w.walkMerged(n.Content[i+1], t, path)
 			continue
 		}
 		w.walk(n.Content[i+1], t.Elem(), joinKey(path, n.Content[i].Value))
+	}
+}
+
+// walkMerged walks the mappings a merge key's value v lends, as of type t at path. A
+// mapping already being lent on the way here (<<: *itself) is a loop: it is not walked
+// again, and the decoder names it.
+func (w *treeWalk) walkMerged(v *yaml.Node, t reflect.Type, path string) {
+	if w.merging == nil {
+		w.merging = map[*yaml.Node]bool{}
+	}
+	for _, m := range mergedMaps(v, map[*yaml.Node]bool{}) {
+		if w.merging[m] {
+			continue
+		}
+		w.merging[m] = true
+		w.walk(m, t, path)
+		delete(w.merging, m)
 	}
 }
 
@@ -943,19 +955,24 @@ func isMergeKey(k *yaml.Node) bool {
 }
 
 // mergedMaps returns the mappings a merge key's value names: one (an alias or a literal
-// mapping) or a sequence of them.
-func mergedMaps(v *yaml.Node) []*yaml.Node {
+// mapping) or a sequence of them; seen holds the sequences on the way, so one that holds
+// itself ends.
+func mergedMaps(v *yaml.Node, seen map[*yaml.Node]bool) []*yaml.Node {
 	for v.Kind == yaml.AliasNode && v.Alias != nil {
 		v = v.Alias
 	}
-	if v.Kind == yaml.SequenceNode {
-		var out []*yaml.Node
-		for _, c := range v.Content {
-			out = append(out, mergedMaps(c)...)
-		}
-		return out
+	if v.Kind != yaml.SequenceNode {
+		return []*yaml.Node{v}
 	}
-	return []*yaml.Node{v}
+	if seen[v] {
+		return nil
+	}
+	seen[v] = true
+	var out []*yaml.Node
+	for _, c := range v.Content {
+		out = append(out, mergedMaps(c, seen)...)
+	}
+	return out
 }
 
 // yamlFields maps the keys a struct takes in YAML to their types, as yaml.v3 reads them:
@@ -1026,7 +1043,7 @@ func yamlMessage(err error) string {
 	return err.Error()
 }
 
-// RewardSpace is the configured reward RewardSpace, or the default one.
+// RewardSpace is the configured reward space, or the default one.
 func (c Config) RewardSpace() *session.Space {
 	if c.Space != nil {
 		return c.Space
@@ -1034,8 +1051,8 @@ func (c Config) RewardSpace() *session.Space {
 	return session.DefaultSpace()
 }
 
-// Validate names every bad field at once.
-func (c *Config) Validate() error {
+// validate names every bad field at once (Load calls it; the rules are configRules).
+func (c *Config) validate() error {
 	c.Session.Normalize()
 	var probs []string
 	for _, r := range configRules {
@@ -1070,7 +1087,7 @@ var configRules = []configRule{
 	{"trainer.grace", func(c *Config) []string { return notNegative("trainer.grace", c.Trainer.Grace) }},
 	{"advisor.timeout", func(c *Config) []string { return notNegative("advisor.timeout", c.Advisor.Timeout) }},
 	{"session", func(c *Config) []string { return c.sessionProblems() }},
-	{"executor", func(c *Config) []string { return c.Executor.Problems(c.Session.GPUs) }},
+	{"executor", func(c *Config) []string { return c.Executor.problems(c.Session.GPUs) }},
 	{"reward_space", func(c *Config) []string { return c.rewardSpaceProblems() }},
 	{"reward_spaces", func(c *Config) []string { return c.spaceProblems() }},
 	{"sim reward space", func(c *Config) []string { return c.simSpaceProblems() }},

@@ -60,7 +60,7 @@ func TestConfigRules(t *testing.T) {
 		keys = append(keys, tt.key)
 		t.Run(tt.key, func(t *testing.T) {
 			c := Default()
-			if err := c.Validate(); err != nil {
+			if err := c.validate(); err != nil {
 				t.Fatalf("defaults: %v", err)
 			}
 			c = Default()
@@ -80,7 +80,7 @@ func TestConfigRules(t *testing.T) {
 					t.Errorf("problem %q, want it to hold %q", p, tt.want)
 				}
 			}
-			err := c.Validate()
+			err := c.validate()
 			if err == nil || !strings.Contains(err.Error(), got[0]) {
 				t.Errorf("validate = %v, want it to list %q", err, got[0])
 			}

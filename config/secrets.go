@@ -34,7 +34,7 @@ func (x expansion) unsetNodes() map[*yaml.Node]bool {
 	return out
 }
 
-// knownSecrets returns tunebot's secrets by name, as loadConfig's getenv sees them (with
+// knownSecrets returns tunebot's secrets by name, as Load's getenv sees them (with
 // systemd credentials) and as this process's environment holds them (every SLACK_*).
 func knownSecrets(getenv func(string) string) map[string]string {
 	known := secret.Known(os.Environ(), "")
@@ -163,15 +163,16 @@ type scalarUse struct {
 	key  bool
 }
 
-// scalarUseBudget bounds the walk of scalarUses: aliases of aliases can make a small
-// file name a value millions of times, and the decoder refuses such a file anyway.
-const scalarUseBudget = 1 << 16
+// aliasBudget bounds every walk of the tree that follows aliases and merge keys
+// (scalarUses, treeWalk): aliases of aliases can make a small file name a value millions
+// of times, and the decoder refuses such a file anyway.
+const aliasBudget = 1 << 16
 
 // scalarUses lists every scalar of the file where the decoder reads it, keys and values,
 // following aliases and merge keys: a value written once and used twice is listed twice.
 func scalarUses(root *yaml.Node) []scalarUse {
 	var out []scalarUse
-	budget := scalarUseBudget
+	budget := aliasBudget
 	var walk func(n *yaml.Node, path string, via, depth int)
 	walk = func(n *yaml.Node, path string, via, depth int) {
 		if budget <= 0 || depth > 100 { // an alias inside its own anchor goes no deeper

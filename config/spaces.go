@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -35,7 +34,7 @@ var inType = regexp.MustCompile(` in type [^;]*`)
 // maxSpaceFile bounds a space file: a space of a few dozen terms is a few kilobytes.
 const maxSpaceFile = 1 << 20
 
-// Tasks are the Tasks of reward_spaces, sorted; none when the config has one space.
+// Tasks are the tasks of reward_spaces, sorted; none when the config has one space.
 func (c Config) Tasks() []string { return slices.Sorted(maps.Keys(c.Spaces)) }
 
 // SpaceOf is task's reward space: its reward_spaces entry, or the one space (reward_space
@@ -182,28 +181,26 @@ func secretsInSpaceFile(raw []byte, what string, known map[string]string) []stri
 	return probs
 }
 
+// SpaceFileSecrets is the secret scan of the config (secretsInConfig) over a space file a
+// person names outside it (the demo's --space): the space is stored, shown and sent to the
+// advisor. nil when the file names and holds none of tunebot's secrets; else each problem
+// with its line, after what (where the file was named), secrets masked as Load masks them.
+func SpaceFileSecrets(raw []byte, what string, getenv func(string) string) error {
+	probs := secretsInSpaceFile(raw, what, knownSecrets(getenv))
+	if len(probs) == 0 {
+		return nil
+	}
+	return &session.InvalidError{What: "reward space", Problems: hideSecrets(probs, getenv)}
+}
+
 // ReadSpaceBytes reads a space file (the config's, the demo's, the sim's): a regular
 // file, bounded.
 func ReadSpaceBytes(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s does not exist", path)
-		}
-		return nil, err
+	raw, err := readRegular(path, maxSpaceFile)
+	if isNotExist(err) {
+		return nil, fmt.Errorf("%s does not exist", path)
 	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxSpaceFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxSpaceFile {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxSpaceFile)
-	}
-	return raw, nil
+	return raw, err
 }
 
 // spaceProblems checks every space of reward_spaces, each problem naming its task.
@@ -301,12 +298,4 @@ func (c Config) TaskFor(given string) (string, *session.Space, error) {
 		return "", nil, session.Userf(session.ErrNotFound, "--task %s is not a task of the config (session.tasks: %s)", task, strings.Join(tasks, ", "))
 	}
 	return task, sp, nil
-}
-
-// ShowSpace is the space a preset is shown against: its task's, else the default one.
-func ShowSpace(spaceOf func(task string) *session.Space, p session.Preset) *session.Space {
-	if sp := spaceOf(p.Task); sp != nil {
-		return sp
-	}
-	return session.DefaultSpace()
 }

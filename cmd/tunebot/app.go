@@ -74,7 +74,7 @@ func checkShared(cfg config.Config) error {
 // openLog opens tunebot.log in dataDir for appending; in a shared data_dir as the keys are
 // (private.OpenOwn), so a link planted for it is refused, not written through.
 func openLog(dataDir string, shared bool) (*os.File, error) {
-	path := filepath.Join(dataDir, "tunebot.log")
+	path := logPath(dataDir)
 	if shared {
 		return private.OpenOwn(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600, "tunebot's log")
 	}
@@ -83,6 +83,9 @@ func openLog(dataDir string, shared bool) (*os.File, error) {
 
 // dataFile is the path of the data dir's store.
 func dataFile(cfg config.Config) string { return filepath.Join(cfg.DataDir, "tunebot.db") }
+
+// logPath is the path of the log of the daemon and of tune in dataDir.
+func logPath(dataDir string) string { return filepath.Join(dataDir, "tunebot.log") }
 
 // dataDirAccess is a warning when data_dir exists with access for group or others: it holds
 // the store (every session and the audit log), the dashboard key that signs sign-ins, the

@@ -45,7 +45,7 @@ func writeBackupToken(cfg config.Config) (string, error) {
 func runBackup(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "backup", backupUsage)
 	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
-	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
+	useDataDir := dataDirFlag(fs)
 	// The flags may come before or after the path.
 	operands, code, ok := parseInterleaved(e, fs, args)
 	if !ok {
@@ -59,9 +59,7 @@ func runBackup(ctx context.Context, e *env, args []string) int {
 		printProblems(e, err)
 		return 1
 	}
-	if *dataDir != "" {
-		cfg.DataDir = *dataDir
-	}
+	useDataDir(&cfg)
 	n, err := backup(ctx, cfg, operands[0])
 	if err != nil {
 		fmt.Fprintln(e.stderr, "backup:", err)

@@ -6,18 +6,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"tunebot/config"
-	"tunebot/trainer"
 )
 
 func TestConfigCheckAcceptsGoodFiles(t *testing.T) {
 	for _, path := range []string{
-		filepath.Join("testdata", "config_good.yaml"),
+		filepath.Join("..", "..", "config", "testdata", "config_good.yaml"),
 		filepath.Join("testdata", "config_crossing_space.yaml"),
 		filepath.Join("..", "..", "config.example.yaml"), // the file the README points people at
 	} {
@@ -33,60 +30,9 @@ func TestConfigCheckAcceptsGoodFiles(t *testing.T) {
 	}
 }
 
-// The good fixture sets every field away from its default; loading it must keep each value.
-func TestConfigGoodFixtureIsRead(t *testing.T) {
-	cfg, err := config.Load(filepath.Join("testdata", "config_good.yaml"), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := cfg.Session
-	if s.Mode != "approval" || s.RunName != "go2-flat.v1" || s.TrialCount != 20 || s.NumEnvs != 16384 || s.EvalNumEnvs != 4096 ||
-		s.EvalSteps != 100000 || s.Seed != 2147483647 || s.Patience != 20 || !s.Fallback || !s.Control ||
-		s.Objective["tracking"] != 50 || s.Objective["energy"] != 0 || len(s.GPUs) != 2 || s.Promote[0] != 20 {
-		t.Errorf("session = %+v", s)
-	}
-	if cfg.Log.Level != "debug" || cfg.Log.Format != "json" || cfg.Advisor.Hybrid != "stall" || cfg.Chat.Ntfy.Topic != "go2-tuning" || cfg.Chat.Expire.Hours() != 12 ||
-		cfg.Trainer.EvalTimeout.Minutes() != 30 || cfg.Trainer.ResumeArgs[1] != "{checkpoint}" ||
-		cfg.Trainer.Events != (trainer.EventLimits{MaxTags: 200, MaxPoints: 1000, MaxBytes: 256 << 20}) {
-		t.Errorf("config = %+v", cfg)
-	}
-}
-
-// TestExecutorConfig: the executor section's defaults, what it hands the trainer and the
-// engine, and a clear message for each bad field.
+// TestExecutorConfig: a clear message for each bad executor field (config's
+// TestExecutorSlurmBackend: its defaults, and what it hands the trainer).
 func TestExecutorConfig(t *testing.T) {
-	cfg, err := config.Load(filepath.Join("testdata", "config_good.yaml"), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := cfg.Executor
-	sl := x.SlurmBackend()
-	if x.Backend != "slurm" || x.Parallel != 6 || x.GPUsPerTrial != 2 || sl == nil || sl.Partition != "gpu" || sl.Account != "robotics-lab" ||
-		sl.QOS != "normal" || sl.TimeLimit != 8*time.Hour || sl.CPUs != 16 || sl.Mem != "64G" || sl.GPUs != 2 ||
-		!slices.Equal(sl.Extra, []string{"--constraint=a100", "--exclusive"}) {
-		t.Errorf("executor %+v, slurm backend %+v", x, sl)
-	}
-
-	def := config.Default()
-	if def.Executor.Backend != "local" || def.Executor.GPUsPerTrial != 1 || def.Executor.SlurmBackend() != nil {
-		t.Errorf("default executor %+v", def.Executor)
-	}
-	for _, tc := range []struct {
-		x    config.ExecutorConfig
-		gpus []int
-		want int
-	}{
-		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 4},
-		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 2}, []int{0, 1, 2, 3, 4}, 2},
-		{config.ExecutorConfig{Backend: "local", GPUsPerTrial: 1, Parallel: 2}, []int{0, 1, 2, 3}, 2},
-		{config.ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1}, []int{0, 1, 2, 3}, 1},
-		{config.ExecutorConfig{Backend: "slurm", GPUsPerTrial: 1, Parallel: 8}, []int{0}, 8},
-	} {
-		if got := tc.x.TrialsAtOnce(tc.gpus); got != tc.want {
-			t.Errorf("%+v on %v: parallel %d, want %d", tc.x, tc.gpus, got, tc.want)
-		}
-	}
-
 	bad := writeFile(t, "executor.yaml", `
 session: {gpus: [0, 1]}
 executor:
@@ -598,23 +544,9 @@ func TestConfigCheckInFileOrder(t *testing.T) {
 	}
 }
 
-// executor.slurm.time_limit takes what sbatch --time takes, as well as Go durations.
-func TestSlurmTimeLimitForms(t *testing.T) {
-	for value, want := range map[string]time.Duration{
-		"12h": 12 * time.Hour, "90m": 90 * time.Minute, "90": 90 * time.Minute, `"30:00"`: 30 * time.Minute,
-		`"00:30:00"`: 30 * time.Minute, `"1:00:00"`: time.Hour, `"1-0"`: 24 * time.Hour, `"1-12"`: 36 * time.Hour,
-		`"1-12:30"`: 36*time.Hour + 30*time.Minute, `"1-00:00:00"`: 24 * time.Hour, `"2-03:04:05"`: 51*time.Hour + 4*time.Minute + 5*time.Second,
-	} {
-		path := writeFile(t, "slurm.yaml", "data_dir: "+t.TempDir()+"\nexecutor:\n  backend: slurm\n  slurm:\n    time_limit: "+value+"\n")
-		cfg, err := config.Load(path, func(string) string { return "" })
-		if err != nil {
-			t.Errorf("time_limit: %s: %v", value, err)
-			continue
-		}
-		if got := cfg.Executor.SlurmBackend().TimeLimit; got != want {
-			t.Errorf("time_limit: %s is %s, want %s", value, got, want)
-		}
-	}
+// config check names a time limit that is neither sbatch's nor a Go duration, at its line
+// (config's TestSlurmTimeLimitForms: the forms it takes).
+func TestConfigCheckRefusesABadSlurmTimeLimit(t *testing.T) {
 	for _, value := range []string{"soon", `"1:2:3:4"`, `"-5"`, `"1-"`, `"x-1"`, `"1-2:3:4:5"`, "1.5"} {
 		path := writeFile(t, "slurm.yaml", "executor:\n  backend: slurm\n  slurm:\n    time_limit: "+value+"\n")
 		code, _, stderr := runTunebot(t, "", nil, "config", "check", "--config", path)

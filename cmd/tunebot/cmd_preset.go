@@ -35,7 +35,7 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 	want := map[string]int{"list": 0, "show": 1, "export": 1, "import": 2}
 	fs := flagSet(e, "preset", presetUsage)
 	cfgPath := fs.String("config", "", "config file (default: the built-in defaults)")
-	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
+	useDataDir := dataDirFlag(fs)
 	out := fs.String("o", "", "export: write to FILE instead of stdout")
 	task := fs.String("task", "", "import: the task the file's values are for (default: session.task; needed when several tasks have no default)")
 	sub, code, ok := subcommand(e, "preset", usageText(presetUsage, fs), []string{"list", "show", "export", "import"}, args)
@@ -56,7 +56,7 @@ func runPreset(ctx context.Context, e *env, args []string) int {
 	if *task != "" && sub != "import" {
 		return usageError(e, fs, "--task applies to import only")
 	}
-	book, spaceOf, closeBook, ok := openPresets(e, *cfgPath, *dataDir)
+	book, spaceOf, closeBook, ok := openPresets(e, *cfgPath, useDataDir)
 	if !ok {
 		return 1
 	}
@@ -84,7 +84,7 @@ func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task st
 		if err != nil {
 			return presetFail(e, err)
 		}
-		fmt.Fprint(e.stdout, preset.FormatShow(p, config.ShowSpace(spaceOf, p)))
+		fmt.Fprint(e.stdout, preset.FormatShow(p, showSpace(spaceOf, p)))
 	case "export":
 		p, err := book.get(ctx, operands[0])
 		if err != nil {
@@ -123,18 +123,24 @@ func presetOp(ctx context.Context, e *env, book presetBook, spaceOf func(task st
 	return 0
 }
 
+// showSpace is the space a preset is shown against: its task's, else the default one.
+func showSpace(spaceOf func(task string) *session.Space, p session.Preset) *session.Space {
+	if sp := spaceOf(p.Task); sp != nil {
+		return sp
+	}
+	return session.DefaultSpace()
+}
+
 // openPresets opens the presets of the config's data dir (or --data-dir): the store when no
 // daemon holds it, else the running daemon's socket, so the command works either way. ok
 // false means the problem is printed and the exit is 1; the func closes what was opened.
-func openPresets(e *env, cfgPath, dataDir string) (presetBook, func(task string) *session.Space, func(), bool) {
+func openPresets(e *env, cfgPath string, useDataDir func(*config.Config)) (presetBook, func(task string) *session.Space, func(), bool) {
 	cfg, err := config.Load(cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
 		return nil, nil, nil, false
 	}
-	if dataDir != "" {
-		cfg.DataDir = dataDir // --data-dir, as tune takes it
-	}
+	useDataDir(&cfg)
 	db, err := openStore(cfg)
 	if err == nil {
 		return storeBook{db: db, cfg: cfg, by: cliActor(e)}, cfg.SpaceOf, func() { db.Close() }, true

@@ -60,14 +60,12 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 	compact := fs.Bool("compact", def.Compact, "compact the data file afterwards, through a checked copy")
 	dryRun := fs.Bool("dry-run", false, "say what would go, change nothing")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	dataDir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
+	useDataDir := dataDirFlag(fs)
 	cfg, code, ok := parseConfigFlags(e, fs, args, cfgPath)
 	if !ok {
 		return code
 	}
-	if *dataDir != "" {
-		cfg.DataDir = *dataDir
-	}
+	useDataDir(&cfg)
 	// The config's retention section is the default; a flag given on the command line wins.
 	o := cfg.Retention.Options()
 	fs.Visit(func(f *flag.Flag) {

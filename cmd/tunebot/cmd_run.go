@@ -68,7 +68,7 @@ the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 	}
 	logger.Info("tunebot is running", "platforms", d.platformNames(), "data_dir", cfg.DataDir)
 	if d.con != nil {
-		fmt.Fprintf(e.stdout, "tunebot is running; its log is %s (warnings and errors show here too)\n", filepath.Join(cfg.DataDir, "tunebot.log"))
+		fmt.Fprintf(e.stdout, "tunebot is running; its log is %s (warnings and errors show here too)\n", logPath(cfg.DataDir))
 		d.runConsole()
 	}
 	<-ctx.Done()

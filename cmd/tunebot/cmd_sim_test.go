@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"tunebot/config"
 	"tunebot/session"
 )
 
@@ -69,37 +68,5 @@ func TestSimCommands(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tt.code, tt.want)
 			}
 		})
-	}
-}
-
-func TestSimSurfaceSeedConfig(t *testing.T) {
-	dir := t.TempDir()
-	write := func(body string) string {
-		p := filepath.Join(dir, "c.yaml")
-		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	cfg, err := config.Load(write("trainer:\n  sim_surface_seed: 1003\n"), func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	train, evaluate := cfg.Trainer.Templates()
-	for _, argv := range [][]string{train, evaluate} {
-		if got := strings.Join(argv[len(argv)-2:], " "); got != "--surface-seed 1003" {
-			t.Errorf("template ends %q, want the surface seed", got)
-		}
-	}
-	if train, _ := config.Default().Trainer.Templates(); strings.Contains(strings.Join(train, " "), "surface") {
-		t.Errorf("default template %v passes a surface seed", train)
-	}
-	for body, want := range map[string]string{
-		"trainer:\n  sim_surface_seed: -2\n":                                      "trainer.sim_surface_seed: -2 must not be negative",
-		"trainer:\n  sim_surface_seed: 4\n  train: [\"python3\", \"train.py\"]\n": "trainer.sim_surface_seed: only the built-in sim trainer",
-	} {
-		if _, err := config.Load(write(body), func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", body, err, want)
-		}
 	}
 }

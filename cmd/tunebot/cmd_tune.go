@@ -143,7 +143,7 @@ func loadTuneConfig(e *env, o tuneOptions) (config.Config, session.Settings, boo
 		cfg.DataDir = o.dataDir
 	}
 	if o.demo {
-		if err := demoSpace(&cfg, o); err != nil {
+		if err := demoSpace(&cfg, o, e.getenv); err != nil {
 			fmt.Fprintln(e.stderr, "tunebot demo:", err)
 			return cfg, session.Settings{}, false
 		}
@@ -192,17 +192,8 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 		return 1
 	}
 	defer stopSocket()
-	owner := console.User
-	var s session.Session
-	if o.resume {
-		s, err = resumeNewest(ctx, a.engine, owner)
-	} else {
-		s, err = a.engine.Start(ctx, st, owner)
-	}
+	s, err := beginSession(ctx, a, st, o.resume)
 	if err != nil {
-		// Refused before the console began: no "reads commands here" line for a session
-		// that never started.
-		a.engine.Shutdown(context.Background())
 		printProblems(e, err)
 		return 1
 	}
@@ -213,6 +204,29 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
+	return tuneExit(ctx, e, a, o, final, code)
+}
+
+// beginSession starts the session st, or with resume continues the newest unfinished one,
+// owned by the person at the terminal. Refused, the engine is shut down before the console
+// began: no "reads commands here" line for a session that never started.
+func beginSession(ctx context.Context, a *app, st session.Settings, resume bool) (session.Session, error) {
+	var s session.Session
+	var err error
+	if resume {
+		s, err = resumeNewest(ctx, a.engine, console.User)
+	} else {
+		s, err = a.engine.Start(ctx, st, console.User)
+	}
+	if err != nil {
+		a.engine.Shutdown(context.Background())
+	}
+	return s, err
+}
+
+// tuneExit ends a tune whose follow ended with code: the line that continues a session left
+// unfinished, the summary, and the exit status (1 for a session that did not succeed).
+func tuneExit(ctx context.Context, e *env, a *app, o tuneOptions, final session.Session, code int) int {
 	if code != 0 && final.State.Active() {
 		fmt.Fprintf(e.stderr, "session %s is %s; continue it with: %s\n", final.ID, final.State, resumeCommand(o))
 	}
@@ -532,8 +546,8 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
 	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, outcomeText: s.OutcomeText(), Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
-		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": filepath.Join(a.cfg.DataDir, "tunebot.db"),
-			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": filepath.Join(a.cfg.DataDir, "tunebot.log")}}
+		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": dataFile(a.cfg),
+			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": logPath(a.cfg.DataDir)}}
 	if c, ok := session.Compare(s, trials); ok {
 		out.Headline = c.Headline()
 		if c.Best.Trial != 0 {
@@ -541,20 +555,17 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		}
 		// The control the headline compares with (the baseline at the best's rung), not
 		// the top rung's when the result fell back to a lower one.
-		if k := c.Control; k != nil {
-			st := *k
-			st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
-			out.Control = &st
+		if c.Control != nil {
+			out.Control = measuredStanding(*c.Control)
 		}
 	}
+	best := bestTrial(s, trials)
+	if s.Preset != "" && best != nil {
+		out.Best = measuredStanding(session.StandingOf(*best, s.Settings.EvalSeeds))
+		out.Shipped = shippedSummary(a, s, *best, trials)
+	}
 	for _, t := range trials {
-		tj := trialSummary(a, s, trials, t)
-		st := session.StandingOf(t, s.Settings.EvalSeeds)
-		st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
-		if s.Preset != "" && t.Number == s.BestTrial && t.Rung == s.BestRung {
-			out.Best = &st
-		}
-		out.Trials = append(out.Trials, tj)
+		out.Trials = append(out.Trials, trialSummary(a, s, trials, t))
 	}
 	for _, p := range proposals {
 		pj := proposalJSON{Seq: p.Seq, Number: p.Number, State: p.State, Source: p.Source, Patch: p.Patch}
@@ -564,10 +575,26 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 		}
 		out.Proposals = append(out.Proposals, pj)
 	}
-	out.Shipped = shippedSummary(a, s, trials)
 	out.Preferences = append(out.Preferences, preferencesSummary(s)...)
 	out.PlanChanges = append(out.PlanChanges, planChangesSummary(s)...)
 	return out, nil
+}
+
+// bestTrial is s's best trial among trials (the one its preset was made of), nil when none is.
+func bestTrial(s session.Session, trials []session.Trial) *session.Trial {
+	for i, t := range trials {
+		if t.Number == s.BestTrial && t.Rung == s.BestRung {
+			return &trials[i]
+		}
+	}
+	return nil
+}
+
+// measuredStanding is st with its score and spread rounded as every measured number of the
+// summary is (session.Measured).
+func measuredStanding(st session.Standing) *session.Standing {
+	st.Score, st.Std = session.Measured(st.Score), session.Measured(st.Std)
+	return &st
 }
 
 // measuredVersus is v with its score rounded as every measured number of the summary is
@@ -629,15 +656,11 @@ type creditJSON struct {
 	Credited bool    `json:"credited"`
 }
 
-// shippedSummary is what s's preset carries and what the model credits, nil without a
-// preset (or a baseline with metrics).
-func shippedSummary(a *app, s session.Session, trials []session.Trial) *shippedJSON {
-	var best *session.Trial
+// shippedSummary is what the configuration of s's preset (its best trial's) carries and
+// what the model, fitted to s's rung-0 trials, credits.
+func shippedSummary(a *app, s session.Session, best session.Trial, trials []session.Trial) *shippedJSON {
 	var hist []session.TrialSummary
-	for i, t := range trials {
-		if t.Number == s.BestTrial && t.Rung == s.BestRung {
-			best = &trials[i]
-		}
+	for _, t := range trials {
 		if t.Rung == 0 {
 			ts := session.TrialSummary{Number: t.Number, State: t.State, Eligible: t.Eligible(), Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
 			if t.Score != nil {
@@ -645,9 +668,6 @@ func shippedSummary(a *app, s session.Session, trials []session.Trial) *shippedJ
 			}
 			hist = append(hist, ts)
 		}
-	}
-	if s.Preset == "" || best == nil {
-		return nil
 	}
 	req := session.ProposalRequest{SessionID: s.ID, Space: a.engine.SpaceOf(s.Settings.Task), Objective: s.Settings.Objective, Floors: s.Settings.Floors,
 		History: hist, Base: best.RewardConfig, Seed: s.Settings.Seed}

@@ -61,19 +61,7 @@ func TestDashboardLinkCommand(t *testing.T) {
 	if u.Host != addr {
 		t.Errorf("link %s is not on the listener %s", link, addr)
 	}
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	signin := func() *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/signin", strings.NewReader("token="+url.QueryEscape(u.Query().Get("token"))))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", "http://"+addr)
-		resp, err := noRedirect.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp
-	}
-	resp := signin()
+	resp := postSignIn(t, link)
 	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
 		t.Fatalf("sign-in: %d %v", resp.StatusCode, resp.Cookies())
 	}
@@ -111,7 +99,7 @@ func TestDashboardLinkCommand(t *testing.T) {
 	if !strings.Contains(line, "user=operator") || !strings.Contains(line, "platform=dashboard") || strings.Contains(line, "platform=cli") {
 		t.Errorf("the page's start is logged as %q; want user=operator platform=dashboard", line)
 	}
-	if again := signin(); again.StatusCode != http.StatusUnauthorized {
+	if again := postSignIn(t, link); again.StatusCode != http.StatusUnauthorized {
 		t.Errorf("a link used twice: %d", again.StatusCode)
 	}
 	if info, err := os.Stat(filepath.Join(dir, "data", dashboardKeyFile)); err != nil || info.Mode().Perm() != 0o600 {

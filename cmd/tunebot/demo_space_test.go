@@ -56,7 +56,7 @@ func TestDemoSpaceFlags(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg.DataDir = dir
-		return cfg, demoSpace(&cfg, o)
+		return cfg, demoSpace(&cfg, o, func(k string) string { return map[string]string{"DEEPSEEK_API_KEY": "pastedtokenvalue42"}[k] })
 	}
 	cfg, err := load(tuneOptions{demo: true, task: g1Task})
 	if err != nil {
@@ -78,10 +78,17 @@ func TestDemoSpaceFlags(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("reward_space:\n  terms:\n    - {name: a, default: 1, min: 0.5, max: 2, act: [foot_slip]}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// A space file is a configuration string that leaves tunebot (stored, shown, sent to the
+	// advisor): it goes through the config's secret scan.
+	pasted := filepath.Join(dir, "pasted.yaml")
+	if err := os.WriteFile(pasted, []byte("reward_space:\n  max_changes: 2\n  step_min: 0.5\n  step_max: 2\n  terms:\n    - {name: pastedtokenvalue42, default: 1, min: 0.5, max: 2}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		o    tuneOptions
 		want string
 	}{
+		{tuneOptions{task: "T", space: pasted}, "line 6: reward_space.terms[0].name: holds the value of the secret DEEPSEEK_API_KEY"},
 		{tuneOptions{space: bad}, "--space needs --task"},
 		{tuneOptions{task: "Some-Lab-Task"}, "--task Some-Lab-Task has no checked-in reward space (Unitree-Go2-Flat, Mjlab-Velocity-Flat-Unitree-G1, Mjlab-Velocity-Flat-Unitree-Go1 have one)"},
 		{tuneOptions{task: "../x"}, `--task "../x" must match`},

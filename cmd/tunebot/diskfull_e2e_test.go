@@ -8,7 +8,6 @@ import (
 	"image/png"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -269,19 +268,7 @@ func checkPageOnFullDisk(t *testing.T, data, cfg, id string) {
 	t.Helper()
 	cmd, _, out := startDaemon(t, cfg)
 	addr := regexp.MustCompile(`(?m)^  addr: (\S+)$`).FindStringSubmatch(readFile(t, cfg))[1]
-	u, err := url.Parse(dashboardLink(t, cfg))
-	if err != nil {
-		t.Fatal(err)
-	}
-	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/signin", strings.NewReader("token="+url.QueryEscape(u.Query().Get("token"))))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "http://"+addr)
-	resp, err := noRedirect.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := postSignIn(t, dashboardLink(t, cfg))
 	if len(resp.Cookies()) != 1 {
 		t.Fatalf("sign-in on a full disk: %d\n%s", resp.StatusCode, out.String())
 	}

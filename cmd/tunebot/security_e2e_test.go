@@ -22,6 +22,18 @@ var signinRE = regexp.MustCompile(`http://[^\s<>|]+/signin\?token=[A-Za-z0-9_-]+
 // signInWith redeems a sign-in link as the page's button does and returns the cookie.
 func signInWith(t *testing.T, link string) *http.Cookie {
 	t.Helper()
+	resp := postSignIn(t, link)
+	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+		t.Fatalf("sign-in with %s: %d %v", link, resp.StatusCode, resp.Cookies())
+	}
+	return resp.Cookies()[0]
+}
+
+// postSignIn posts a sign-in link's token as the page's button does, from the page's own
+// origin, and returns the answer unfollowed (its body closed): a redirect and a cookie when
+// the link is good.
+func postSignIn(t *testing.T, link string) *http.Response {
+	t.Helper()
 	u, err := url.Parse(link)
 	if err != nil {
 		t.Fatal(err)
@@ -34,10 +46,7 @@ func signInWith(t *testing.T, link string) *http.Cookie {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusSeeOther || len(resp.Cookies()) != 1 {
-		t.Fatalf("sign-in with %s: %d %v", link, resp.StatusCode, resp.Cookies())
-	}
-	return resp.Cookies()[0]
+	return resp
 }
 
 // pageStatus is the status of method path on the page at addr with cookie.

@@ -24,6 +24,19 @@ func readSpaceFile(path string) (*session.Space, error) {
 	return parseSpace(data, filepath.Base(path))
 }
 
+// readDemoSpace reads the demo's --space file as readSpaceFile does, after the secret scan
+// every configuration string goes through (config.SpaceFileSecrets).
+func readDemoSpace(path string, getenv func(string) string) (*session.Space, error) {
+	data, err := config.ReadSpaceBytes(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading reward space: %w", err)
+	}
+	if err := config.SpaceFileSecrets(data, "--space "+path+":", getenv); err != nil {
+		return nil, err
+	}
+	return parseSpace(data, filepath.Base(path))
+}
+
 // parseSpace decodes a reward space strictly (an unknown key is an error naming it) and
 // checks it; name says where it came from in the messages.
 func parseSpace(data []byte, name string) (*session.Space, error) {
@@ -71,7 +84,7 @@ func spaceFlag(sp **session.Space) func(string) error {
 // task's checked-in space (trainer/mjlab/spaces); neither flag leaves the built-in Go2
 // space. The sim trainer's templates pass the session's space to every job
 // ({reward_space}), as they do outside the demo.
-func demoSpace(cfg *config.Config, o tuneOptions) error {
+func demoSpace(cfg *config.Config, o tuneOptions, getenv func(string) string) error {
 	if o.task == "" && o.space == "" {
 		return nil
 	}
@@ -85,7 +98,7 @@ func demoSpace(cfg *config.Config, o tuneOptions) error {
 	var err error
 	switch data, ok := mjlab.CheckedInSpace(o.task); {
 	case o.space != "":
-		sp, err = readSpaceFile(o.space)
+		sp, err = readDemoSpace(o.space, getenv)
 	case o.task == session.TaskGo2Flat:
 		return nil // the built-in space
 	case ok:

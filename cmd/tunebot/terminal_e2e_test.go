@@ -21,7 +21,7 @@ import (
 type logFile string
 
 func (f logFile) String() string {
-	b, _ := os.ReadFile(filepath.Join(string(f), "tunebot.log"))
+	b, _ := os.ReadFile(logPath(string(f)))
 	return string(b)
 }
 

@@ -117,6 +117,17 @@ func parseConfigFlags(e *env, fs *flag.FlagSet, args []string, path *string) (cf
 	return cfg, 0, true
 }
 
+// dataDirFlag adds --data-dir to fs, as tune takes it; the func it returns points a loaded
+// config at the directory given (without the flag, the config's data_dir stays).
+func dataDirFlag(fs *flag.FlagSet) func(cfg *config.Config) {
+	dir := fs.String("data-dir", "", "data directory (default: the config's data_dir), as tune's")
+	return func(cfg *config.Config) {
+		if *dir != "" {
+			cfg.DataDir = *dir
+		}
+	}
+}
+
 // usageError says what is wrong with a command line, then the usage, on stderr: exit 2.
 func usageError(e *env, fs *flag.FlagSet, format string, args ...any) int {
 	fmt.Fprintf(e.stderr, "tunebot %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
