@@ -42,15 +42,7 @@ func diskFloor(cfg config.Config) (int64, string) {
 }
 
 // diskUsages measures data_dir and, when it is another filesystem's, its sessions
-// directory (for /metrics).
+// directory (for doctor and /metrics).
 func diskUsages(cfg config.Config) []session.DiskUsage {
-	var out []session.DiskUsage
-	for _, p := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "sessions")} {
-		u, err := disk.Usage(p)
-		if err != nil || len(out) > 0 && u.Free == out[0].Free && u.Total == out[0].Total {
-			continue
-		}
-		out = append(out, u)
-	}
-	return out
+	return disk.Usages(cfg.DataDir, sessionsDir(cfg))
 }
