@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"tunebot/bot"
+	"tunebot/disk"
 	"tunebot/preset"
 	"tunebot/secret"
 	"tunebot/session"
@@ -403,7 +404,7 @@ func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next
 		if err != nil {
 			return "", "could not read " + rel, err
 		}
-		if err := os.WriteFile(files[rel], next[rel], st.Mode().Perm()); err != nil {
+		if err := disk.WriteFile(files[rel], next[rel], st.Mode().Perm()); err != nil {
 			return "", "could not write " + rel, err
 		}
 		rels = append(rels, rel)
@@ -596,7 +597,7 @@ func (u *undo) run(ctx context.Context) []string {
 		if err == nil && bytes.Equal(cur, c.data) {
 			continue
 		}
-		if err := os.WriteFile(u.files[rel], c.data, c.mode); err != nil {
+		if err := disk.WriteFile(u.files[rel], c.data, c.mode); err != nil {
 			probs = append(probs, "restoring "+rel+": "+err.Error())
 		}
 	}

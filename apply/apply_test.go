@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -506,5 +508,55 @@ func TestApplyRefusesAPartialPresetUnlessPartial(t *testing.T) {
 	}
 	if es := log.Entries(); len(es) != 1 || len(es[0].Detail["left_out"].([]string)) != 7 {
 		t.Errorf("audit = %+v, want the apply with the 7 names left out", es)
+	}
+}
+
+// TestApplyOnAFullDiskLeavesTheFilesWhole: a write of an edited file that fails half-way (a
+// full disk; here a file size limit, which fails a write the same way) leaves the file in
+// the checkout as it was, not cut short, and the apply is undone. The apply runs in a child
+// process of the test binary, so that the limit holds no write of the test run's own.
+func TestApplyOnAFullDiskLeavesTheFilesWhole(t *testing.T) {
+	if repo := os.Getenv(fsizeChildRepo); repo != "" {
+		applyUnderFileSizeLimit(t, repo)
+		return
+	}
+	repo := newRepo(t)
+	long := envCfg + "# " + strings.Repeat("padding ", 2<<10) + "\n" // 16 KiB, over the limit
+	write(t, filepath.Join(repo, "tasks", "velocity_env_cfg.py"), long)
+	applytest.Git(t, repo, "commit", "-q", "-am", "a long config")
+	before := snap(t, repo)
+	child := exec.Command(os.Args[0], "-test.run=^TestApplyOnAFullDiskLeavesTheFilesWhole$", "-test.v")
+	child.Env = append(os.Environ(), fsizeChildRepo+"="+repo)
+	if out, err := child.CombinedOutput(); err != nil {
+		t.Fatalf("the apply under a file size limit: %v\n%s", err, out)
+	}
+	if after := snap(t, repo); !cmp.Equal(before, after, cmp.AllowUnexported(snapshot{})) {
+		t.Errorf("checkout changed:\n%.2000s", cmp.Diff(before, after, cmp.AllowUnexported(snapshot{})))
+	}
+	if got := applytest.Git(t, repo, "status", "--porcelain"); got != "" {
+		t.Errorf("status %q", got)
+	}
+}
+
+// fsizeChildRepo names, to the child process of TestApplyOnAFullDiskLeavesTheFilesWhole,
+// the checkout it applies to.
+const fsizeChildRepo = "TUNEBOT_TEST_APPLY_FSIZE_REPO"
+
+// applyUnderFileSizeLimit applies testPreset to repo with no file written past 8 KiB: git's
+// own writes (a ref, a reflog line, the index) stay under it, the long config does not. The
+// runtime ignores the SIGXFSZ a write past the limit raises: the write fails with EFBIG.
+func applyUnderFileSizeLimit(t *testing.T, repo string) {
+	a, _ := newApplier(t, repo, nil, nil)
+	var limit syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
+		t.Fatal(err)
+	}
+	limit.Cur = 8 << 10
+	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &limit); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Apply(context.Background(), testPreset(), alice)
+	if err == nil || !strings.Contains(err.Error(), "could not write tasks/velocity_env_cfg.py") {
+		t.Fatalf("Apply: %+v, %v; want it to say the file could not be written", res, err)
 	}
 }

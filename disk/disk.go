@@ -26,6 +26,40 @@ func Usage(path string) (session.DiskUsage, error) {
 	return session.DiskUsage{Path: path, Free: int64(st.Bavail) * bs, Total: int64(st.Blocks) * bs}, nil
 }
 
+// Usages measures the filesystems that hold paths, each once: a path on the filesystem of
+// one before it (the same device id, as stat says) is left out, and so is one that cannot be
+// measured. Free and total bytes cannot tell two filesystems apart: they change between two
+// reads on a busy disk, and two filesystems of one size and use have the same.
+func Usages(paths ...string) []session.DiskUsage { return usages(paths, Usage, device) }
+
+// usages is Usages with its measures given (a test injects them).
+func usages(paths []string, usage func(string) (session.DiskUsage, error), device func(string) (uint64, error)) []session.DiskUsage {
+	var out []session.DiskUsage
+	seen := map[uint64]bool{}
+	for _, p := range paths {
+		dev, err := device(p)
+		if err != nil || seen[dev] {
+			continue
+		}
+		u, err := usage(p)
+		if err != nil {
+			continue
+		}
+		seen[dev] = true
+		out = append(out, u)
+	}
+	return out
+}
+
+// device is the id of the filesystem that holds path.
+func device(path string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return 0, fmt.Errorf("finding the filesystem of %s: %w", path, err)
+	}
+	return uint64(st.Dev), nil // its type differs by platform
+}
+
 // ReserveSize is the space the reserve file holds on the data disk: enough for the store
 // to record a pause and for the outbox to say so when everything else is full.
 const ReserveSize = 4 << 20

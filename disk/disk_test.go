@@ -126,3 +126,35 @@ func TestReleaseIfFull(t *testing.T) {
 		t.Fatalf("the reserve came back on a full disk: %v", err)
 	}
 }
+
+// TestUsagesOfTwoLikeFilesystems: two empty tmpfs mounts of the same size are two
+// filesystems, though their free and total bytes are the same; a directory on one is not a
+// third. It mounts them: root only (.ci/run), else it skips.
+func TestUsagesOfTwoLikeFilesystems(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to mount two tmpfs (.ci/run runs the tests as root)")
+	}
+	var mounts []string
+	for range 2 {
+		dir := t.TempDir()
+		if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", dir).CombinedOutput(); err != nil {
+			t.Skipf("mounting a tmpfs is not permitted here: %v: %s", err, out)
+		}
+		t.Cleanup(func() { _ = exec.Command("umount", "-l", dir).Run() })
+		mounts = append(mounts, dir)
+	}
+	got := disk.Usages(mounts...)
+	if len(got) != 2 || got[0].Path != mounts[0] || got[1].Path != mounts[1] {
+		t.Fatalf("Usages of two tmpfs of one size: %+v", got)
+	}
+	if got[0].Free != got[1].Free || got[0].Total != got[1].Total {
+		t.Fatalf("two empty tmpfs of one size differ (%+v): the test shows nothing", got)
+	}
+	sub := filepath.Join(mounts[0], "sessions")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if got := disk.Usages(mounts[0], sub); len(got) != 1 || got[0].Path != mounts[0] {
+		t.Fatalf("Usages of a tmpfs and a directory on it: %+v", got)
+	}
+}

@@ -75,9 +75,18 @@ func (e *Engine) diskPaths() []string {
 	return []string{e.cfg.DataDir, e.cfg.SessionsDir}
 }
 
-// MinFree is the free space a session with trials needs before a job starts:
-// service.min_free when set, else twice its largest run directory so far and at least
-// MinFreeFloor. It walks every run directory of trials.
+// Floor is the free space below which a session pauses rather than start a job
+// (docs/design.md §1): configured (service.min_free) when set, else twice largest, the
+// largest run directory so far, and at least MinFreeFloor.
+func Floor(largest, configured int64) int64 {
+	if configured > 0 {
+		return configured
+	}
+	return max(2*largest, MinFreeFloor)
+}
+
+// MinFree is the free space a session with trials needs before a job starts: Floor of its
+// largest run directory so far. It walks every run directory of trials.
 func (e *Engine) MinFree(trials []Trial) int64 {
 	return e.minFree(trials, nil, nil)
 }
@@ -88,8 +97,8 @@ func (e *Engine) MinFree(trials []Trial) int64 {
 // and a step between two jobs walks only the running trials' directories rather than every
 // checkpoint of the session (on a shared filesystem, a stat each). j nil walks every one.
 func (e *Engine) minFree(trials []Trial, running map[TrialRef]bool, j *jobs) int64 {
-	if e.cfg.MinFree > 0 {
-		return e.cfg.MinFree
+	if e.cfg.MinFree > 0 { // set: no run directory need be measured
+		return Floor(0, e.cfg.MinFree)
 	}
 	var largest int64
 	for _, t := range trials {
@@ -108,7 +117,7 @@ func (e *Engine) minFree(trials []Trial, running map[TrialRef]bool, j *jobs) int
 		}
 		largest = max(largest, size)
 	}
-	return max(2*largest, MinFreeFloor)
+	return Floor(largest, 0)
 }
 
 // DirSize is the bytes of the regular files under dir (0 when it is missing).

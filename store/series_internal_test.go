@@ -1,9 +1,14 @@
 package store
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	bolt "go.etcd.io/bbolt"
 
 	"tunebot/session"
 )
@@ -29,4 +34,39 @@ func FuzzDecodeSeries(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSeriesBatchNamesATagBboltRefuses: a tag session.TagProblem takes but bbolt refuses
+// (here a bucket where its series would go, as only a damaged store has) is left out and
+// named, and the rest of the batch is stored.
+func TestSeriesBatchNamesATagBboltRefuses(t *testing.T) {
+	ctx := context.Background()
+	db, err := Open(filepath.Join(t.TempDir(), "tunebot.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	ref := session.TrialRef{Number: 1}
+	if err := db.update(ctx, func(tx *bolt.Tx) error {
+		s, err := subCreate(tx, bucketSeries, "s1")
+		if err != nil {
+			return err
+		}
+		b, err := s.CreateBucketIfNotExists(trialKey(ref))
+		if err != nil {
+			return err
+		}
+		_, err = b.CreateBucket([]byte("Loss/value"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pts := []session.Point{{Step: 1, Value: 1}}
+	err = db.PutSeriesBatch(ctx, "s1", ref, map[string][]session.Point{"Loss/value": pts, "Loss/other": pts})
+	if want := `series "Loss/value" of trial 1 @ rung 0 of session s1 not stored: `; err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "Loss/other") {
+		t.Fatalf("PutSeriesBatch: %v; want only %q...", err, want)
+	}
+	if got, err := db.Series(ctx, session.SeriesKey{SessionID: "s1", Number: 1, Tag: "Loss/other"}); err != nil || len(got) != 1 {
+		t.Fatalf("the other tag: %v %v", got, err)
+	}
 }

@@ -87,9 +87,10 @@ func TestSeriesReplaceTagsAndBatch(t *testing.T) {
 }
 
 // TestSeriesBatchStoresEachTagOnItsOwn: a tag no curve may carry (empty, not UTF-8, over
-// session.MaxTagBytes, over bbolt's 32 KiB key) is left out and named by a short prefix,
-// and the rest of the batch is stored (issue 36: one such tag failed the whole batch and
-// was quoted whole in the log).
+// session.MaxTagBytes) is left out and named by a short prefix, and the rest of the batch is
+// stored (issue 36: one such tag failed the whole batch and was quoted whole in the log).
+// The 64 KiB tag, over bbolt's 32 KiB key too, is refused by session.TagProblem before bbolt
+// sees it; TestSeriesBatchNamesATagBboltRefuses reaches bbolt's refusal.
 func TestSeriesBatchStoresEachTagOnItsOwn(t *testing.T) {
 	ctx := context.Background()
 	db, _ := openDB(t)

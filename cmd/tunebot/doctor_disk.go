@@ -27,30 +27,24 @@ func doctorDisk(r *doctorReport, cfg config.Config) {
 	}
 }
 
-// diskFloor is the free-space floor as a session would find it now, and how it is set: the
-// default counts the largest run directory under data_dir/sessions.
+// diskFloor is the free-space floor (session.Floor) and how it is set. doctor runs without a
+// session, so the default counts the largest run directory of any session under
+// data_dir/sessions, where a session counts only its own: a floor no session's is above.
 func diskFloor(cfg config.Config) (int64, string) {
-	if cfg.Service.MinFree > 0 {
-		return int64(cfg.Service.MinFree), "service.min_free"
+	configured := int64(cfg.Service.MinFree)
+	if configured > 0 {
+		return session.Floor(0, configured), "service.min_free"
 	}
 	var largest int64
-	sessions, _ := filepath.Glob(filepath.Join(cfg.DataDir, "sessions", "*", "trial-*"))
-	for _, d := range sessions {
+	runDirs, _ := filepath.Glob(filepath.Join(sessionsDir(cfg), "*", "trial-*"))
+	for _, d := range runDirs {
 		largest = max(largest, session.DirSize(d))
 	}
-	return max(2*largest, session.MinFreeFloor), fmt.Sprintf("default: twice the largest run directory, %s, and at least %s", session.Bytes(largest), session.Bytes(session.MinFreeFloor))
+	return session.Floor(largest, 0), fmt.Sprintf("default: twice the largest run directory of any session, %s, and at least %s", session.Bytes(largest), session.Bytes(session.MinFreeFloor))
 }
 
 // diskUsages measures data_dir and, when it is another filesystem's, its sessions
-// directory (for /metrics).
+// directory (for doctor and /metrics).
 func diskUsages(cfg config.Config) []session.DiskUsage {
-	var out []session.DiskUsage
-	for _, p := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "sessions")} {
-		u, err := disk.Usage(p)
-		if err != nil || len(out) > 0 && u.Free == out[0].Free && u.Total == out[0].Total {
-			continue
-		}
-		out = append(out, u)
-	}
-	return out
+	return disk.Usages(cfg.DataDir, sessionsDir(cfg))
 }

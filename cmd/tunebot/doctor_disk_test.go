@@ -28,7 +28,7 @@ func TestDoctorSaysFreeSpaceAndFloor(t *testing.T) {
 	}{
 		{"64MiB", `ok +free space +\S+ \S+ free of \S+ \S+ on ` + regexp.QuoteMeta(data) + `; the floor is 64.0 MiB \(service.min_free\)\n`},
 		{"4000TiB", `warn +free space +.* the floor is 4096000.0 GiB \(service.min_free\): a session pauses before its next job until space is freed`},
-		{"", `free space +.* the floor is 1.2 GiB \(default: twice the largest run directory, 600.0 MiB, and at least 1.0 GiB\)`},
+		{"", `free space +.* the floor is 1.2 GiB \(default: twice the largest run directory of any session, 600.0 MiB, and at least 1.0 GiB\)`},
 	} {
 		body := "data_dir: " + data + "\nsession: {fallback: true}\n"
 		if c.minFree != "" {
