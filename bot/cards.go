@@ -553,7 +553,7 @@ func TrialsTable(trials []session.Trial, s session.Session) *Table {
 			}
 		}
 		num := strconv.Itoa(tr.Number)
-		if tr.Number == s.BestTrial && tr.Rung == s.BestRung {
+		if s.IsBest(tr) {
 			num += " ★"
 		}
 		t.Rows = append(t.Rows, []string{num, strconv.Itoa(tr.Rung), tr.Source, string(tr.State), score, vs, elig})

@@ -559,7 +559,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			out.Control = measuredStanding(*c.Control)
 		}
 	}
-	best := bestTrial(s, trials)
+	best := s.BestOf(trials)
 	if s.Preset != "" && best != nil {
 		out.Best = measuredStanding(session.StandingOf(*best, s.Settings.EvalSeeds))
 		out.Shipped = shippedSummary(a, s, *best, trials)
@@ -578,16 +578,6 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	out.Preferences = append(out.Preferences, preferencesSummary(s)...)
 	out.PlanChanges = append(out.PlanChanges, planChangesSummary(s)...)
 	return out, nil
-}
-
-// bestTrial is s's best trial among trials (the one its preset was made of), nil when none is.
-func bestTrial(s session.Session, trials []session.Trial) *session.Trial {
-	for i, t := range trials {
-		if t.Number == s.BestTrial && t.Rung == s.BestRung {
-			return &trials[i]
-		}
-	}
-	return nil
 }
 
 // measuredStanding is st with its score and spread rounded as every measured number of the
