@@ -652,11 +652,7 @@ func shippedSummary(a *app, s session.Session, best session.Trial, trials []sess
 	var hist []session.TrialSummary
 	for _, t := range trials {
 		if t.Rung == 0 {
-			ts := session.TrialSummary{Number: t.Number, State: t.State, Eligible: t.Eligible(), Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
-			if t.Score != nil {
-				ts.Score = &t.Score.Total
-			}
-			hist = append(hist, ts)
+			hist = append(hist, session.SummaryOf(t))
 		}
 	}
 	req := session.ProposalRequest{SessionID: s.ID, Space: a.engine.SpaceOf(s.Settings.Task), Objective: s.Settings.Objective, Floors: s.Settings.Floors,
