@@ -655,10 +655,23 @@ func shippedSummary(a *app, s session.Session, best session.Trial, trials []sess
 			hist = append(hist, session.SummaryOf(t))
 		}
 	}
-	req := session.ProposalRequest{SessionID: s.ID, Space: a.engine.SpaceOf(s.Settings.Task), Objective: s.Settings.Objective, Floors: s.Settings.Floors,
+	sp := a.engine.SpaceOf(s.Settings.Task)
+	req := session.ProposalRequest{SessionID: s.ID, Space: sp, Objective: s.Settings.Objective, Floors: s.Settings.Floors,
 		History: hist, Base: best.RewardConfig, Seed: s.Settings.Seed}
-	cs := advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, best.RewardConfig)
-	out := &shippedJSON{Changes: len(cs), Line: advisor.CreditLine(cs), Credit: []creditJSON{}}
+	return shippedOf(sp, best.RewardConfig, advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, best.RewardConfig))
+}
+
+// shippedOf is what configuration c carries from sp's defaults, counted as every surface
+// counts a preset's changes (Space.Diff), and cs, the model's credit for them. Credit gives
+// nothing both when c changes nothing and when the model cannot be fitted (the baseline has
+// no metrics): the line tells the two apart.
+func shippedOf(sp *session.Space, c session.RewardConfig, cs []advisor.ChangeCredit) *shippedJSON {
+	n := len(sp.Diff(sp.Defaults(), c))
+	line := advisor.CreditLine(cs)
+	if len(cs) == 0 && n > 0 {
+		line = "carries " + plural(n, "change") + " from the defaults; the model could not be fitted to credit them (no rung-0 baseline with metrics)"
+	}
+	out := &shippedJSON{Changes: n, Line: line, Credit: []creditJSON{}}
 	for _, c := range cs {
 		out.Credit = append(out.Credit, creditJSON{Name: c.Name, Change: c.Change, Gain: session.Measured(c.Gain), SD: session.Measured(c.SD), Credited: c.Credited()})
 	}
