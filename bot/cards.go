@@ -547,13 +547,15 @@ func TrialsTable(trials []session.Trial, s session.Session) *Table {
 			if tr.Final != nil {
 				score = fmt.Sprintf("%s ± %.3f", Signed(tr.Final.Score.Total), tr.Final.ScoreStd)
 			}
+			// Eligible, as the page and tune --json say: a finalist being re-evaluated
+			// passes its rung's gates but is not eligible until it completes.
 			elig = "yes"
-			if !tr.PassesGates() {
+			if !tr.Eligible() {
 				elig = "no"
 			}
 		}
 		num := strconv.Itoa(tr.Number)
-		if tr.Number == s.BestTrial && tr.Rung == s.BestRung {
+		if s.IsBest(tr) {
 			num += " ★"
 		}
 		t.Rows = append(t.Rows, []string{num, strconv.Itoa(tr.Rung), tr.Source, string(tr.State), score, vs, elig})

@@ -136,7 +136,7 @@ func metricLine(m session.Metrics) string {
 // ok is false when the session has no best trial; when the best is the baseline, it is
 // shown alone.
 func BestClipsCard(s session.Session, trials []session.Trial, read ClipFunc, link func(session.Trial) string) (Card, bool) {
-	best := bestTrial(s, trials)
+	best := s.BestOf(trials)
 	if best == nil {
 		return Card{}, false
 	}

@@ -158,24 +158,13 @@ type FinalChartFunc func(ctx context.Context, s session.Session, t session.Trial
 
 // finalCharts draws the summary's charts for the best trial, none when it has none.
 func (r *Renderer) finalCharts(ctx context.Context, s session.Session, trials []session.Trial) []Attachment {
-	t := bestTrial(s, trials)
+	t := s.BestOf(trials)
 	if t == nil || r.Final == nil {
 		return nil
 	}
 	return r.draw(ctx, s, *t, func(ctx context.Context, s session.Session, t session.Trial, _ []string) ([]Attachment, error) {
 		return r.Final(ctx, s, t)
 	})
-}
-
-// bestTrial is the session's best trial among trials, nil when it has none.
-func bestTrial(s session.Session, trials []session.Trial) *session.Trial {
-	ref := session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}
-	for i := range trials {
-		if s.BestTrial >= 0 && trials[i].Ref() == ref {
-			return &trials[i]
-		}
-	}
-	return nil
 }
 
 func (r *Renderer) charts(ctx context.Context, s session.Session, t session.Trial) []Attachment {
@@ -372,7 +361,7 @@ func (r *Renderer) pushCard(ctx context.Context, e session.Event) (Card, bool) {
 	case e.Kind == session.EventTrialFinished:
 		about = e.Trial
 	case e.Kind == session.EventSessionFinished:
-		about = bestTrial(s, trials)
+		about = s.BestOf(trials)
 	}
 	in := PushInput{Event: e, Trials: trials}
 	if about != nil {

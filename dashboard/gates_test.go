@@ -2,10 +2,12 @@ package dashboard_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
+	"tunebot/bot"
 	"tunebot/session"
 	"tunebot/session/sessiontest"
 )
@@ -118,5 +120,38 @@ func TestPageSaysNoPromptWithoutAnAdvisor(t *testing.T) {
 	effect, _ := prefs[0].(map[string]any)["effect"].(string)
 	if v["advised"] != false || strings.Contains(effect, "DeepSeek") || !strings.Contains(effect, "no advisor is configured") {
 		t.Errorf("advised %v, effect %q: want no prompt promised without an advisor", v["advised"], effect)
+	}
+}
+
+// A finalist being re-evaluated passes its rung's gates but has not completed: the page's
+// trial list and the chat card's trials table both call it not eligible, as tune --json
+// does (session.Trial.Eligible), where the card once said yes from the gates alone.
+func TestPageAndCardAgreeOnAFinalistBeingReevaluated(t *testing.T) {
+	f := newFixture(t)
+	s, trials := sessiontest.GateLadder()
+	s.State, s.Preset, s.Outcome, s.Result = session.StateRunning, "", "", nil
+	for i := range trials {
+		if trials[i].Number == 4 && trials[i].Rung == 2 {
+			trials[i].State, trials[i].Final = session.TrialEvaluating, nil
+			if !trials[i].PassesGates() || trials[i].Eligible() {
+				t.Fatalf("fixture: trial 4 @ rung 2 passes gates %v, eligible %v", trials[i].PassesGates(), trials[i].Eligible())
+			}
+		}
+	}
+	storeBeside(t, f, s, trials)
+	page := "missing"
+	for _, x := range decode(t, f.signIn(t, eve).get("/api/sessions/"+s.ID))["trials"].([]any) {
+		if m := x.(map[string]any); m["number"] == 4.0 && m["rung"] == 2.0 {
+			page = fmt.Sprint(m["eligible"])
+		}
+	}
+	card := "missing"
+	for _, row := range bot.TrialsTable(trials, s).Rows {
+		if strings.Fields(row[0])[0] == "4" && row[1] == "2" {
+			card = row[6]
+		}
+	}
+	if page != "false" || card != "no" {
+		t.Errorf("trial 4 @ rung 2 being re-evaluated: page eligible %s, card eligible %q; want false and no", page, card)
 	}
 }

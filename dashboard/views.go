@@ -492,7 +492,7 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 
 func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialView {
 	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source, Rank: t.RankScore(),
-		Eligible: t.Eligible(), Best: t.Number == ss.BestTrial && t.Rung == ss.BestRung, Iterations: t.Iterations,
+		Eligible: t.Eligible(), Best: ss.IsBest(t), Iterations: t.Iterations,
 		Progress: t.Progress, Metrics: servedMetrics(t.Metrics), Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
 		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt), Clip: clipOf(t), ClipNote: t.ClipNote}
 	if t.Clip != nil && ss.Pruned != nil && ss.Pruned.RunDirs {

@@ -70,7 +70,7 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 	}
 	var best *Trial
 	if s.State == StateSucceeded && (s.Preset != "" || s.Outcome == OutcomeNoImprovement) {
-		chosen := findRung(trials, s.BestTrial, s.BestRung)
+		chosen := s.BestOf(trials)
 		if chosen == nil {
 			return out, false
 		}

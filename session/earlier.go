@@ -195,7 +195,7 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 			return nil, st, base, Userf(ErrConflict, "from: session %s's best configuration (trial %d) no longer fits the reward space (%v); from_start %s starts from the defaults instead", short(id), t.Number, err, FromDefaults)
 		}
 		base, b.Trial = t.RewardConfig.Clone(), t.Number
-		if earlier.Preset != "" && earlier.BestTrial == t.Number && earlier.BestRung == t.Rung {
+		if earlier.Preset != "" && earlier.IsBest(t) {
 			b.Preset = earlier.Preset // the best it shipped: what stands if nothing beats it
 		}
 	}
@@ -205,10 +205,8 @@ func (e *Engine) buildOn(ctx context.Context, st Settings, base RewardConfig) (*
 // earlierBest is an earlier session's best trial: the one it names (what it shipped, or
 // its best so far), else its best eligible rung-0 trial by score, else its baseline.
 func earlierBest(s Session, trials, done []Trial) Trial {
-	for _, t := range trials {
-		if s.BestTrial >= 0 && t.Number == s.BestTrial && t.Rung == s.BestRung {
-			return t
-		}
+	if t := s.BestOf(trials); t != nil {
+		return *t
 	}
 	best := done[0]
 	for _, t := range done {

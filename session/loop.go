@@ -826,12 +826,7 @@ func (e *Engine) spaceFor(st Settings, source string) *Space {
 // summary is what proposers see of a trial, with curves (when asked for) cut to 64 points
 // per tag.
 func (e *Engine) summary(ctx context.Context, t Trial, curves bool) TrialSummary {
-	ts := TrialSummary{Number: t.Number, Rung: t.Rung, Source: t.Source, State: t.State, Eligible: t.Eligible(),
-		Config: t.RewardConfig.Clone(), Metrics: t.Metrics, PerSeed: t.PerSeed, Reason: t.Reason}
-	if t.Score != nil {
-		v := t.Score.Total
-		ts.Score = &v
-	}
+	ts := SummaryOf(t)
 	if !curves {
 		return ts
 	}

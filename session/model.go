@@ -122,6 +122,24 @@ type Session struct {
 	Stopped *ModelStop `json:"model_stop,omitempty"`
 }
 
+// IsBest reports whether t is the trial s names as its best (BestTrial @ BestRung): what it
+// shipped once it succeeded, its best so far before. It only reads that choice; the engine
+// makes it.
+func (s Session) IsBest(t Trial) bool {
+	return s.BestTrial >= 0 && t.Number == s.BestTrial && t.Rung == s.BestRung
+}
+
+// BestOf is the trial among trials that s names as its best (IsBest), nil when s names none
+// yet or trials do not hold it.
+func (s Session) BestOf(trials []Trial) *Trial {
+	for i := range trials {
+		if s.IsBest(trials[i]) {
+			return &trials[i]
+		}
+	}
+	return nil
+}
+
 // Pruned records what retention removed of a finished session: its curves thinned or
 // dropped, its run directories deleted. Its trials, scores, proposals, presets and audit
 // are never removed, nor the policy and checkpoint of a preset's trial.

@@ -229,6 +229,18 @@ type TrialSummary struct {
 	Curves  map[string][]Point `json:"curves,omitempty"` // at most 64 points per tag
 }
 
+// SummaryOf is t as a proposer sees it, without curves (the engine adds those for the
+// advisor, from the store).
+func SummaryOf(t Trial) TrialSummary {
+	ts := TrialSummary{Number: t.Number, Rung: t.Rung, Source: t.Source, State: t.State, Eligible: t.Eligible(),
+		Config: t.RewardConfig.Clone(), Metrics: t.Metrics, PerSeed: t.PerSeed, Reason: t.Reason}
+	if t.Score != nil {
+		v := t.Score.Total
+		ts.Score = &v
+	}
+	return ts
+}
+
 // ProposalRequest is everything a proposer may use to suggest the next patch.
 type ProposalRequest struct {
 	SessionID string

@@ -58,7 +58,7 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 						seed, t.Number, p.Score, p.SD, p.MeasuredSD, p.Pass, t.Score.Total, t.Eligible(), t.Score.Reasons, z, g, diffWords(m.space, trials[0].RewardConfig, t.RewardConfig))
 				}
 			}
-			hist = append(hist, summaryOf(t))
+			hist = append(hist, session.SummaryOf(t))
 		}
 		return nil
 	})
@@ -70,17 +70,6 @@ func cmdCalibrate(args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "%d predictions: score z mean %+.2f sd %.2f (1 when calibrated); pass predicted %.0f%% vs measured %.0f%%, Brier %.3f\n",
 		n, mz, sz, 100*predPass/float64(n), 100*actPass/float64(n), mb)
 	return nil
-}
-
-// summaryOf is a finished rung-0 trial as a proposer sees it.
-func summaryOf(t session.Trial) session.TrialSummary {
-	ts := session.TrialSummary{Number: t.Number, Rung: 0, Source: t.Source, State: t.State, Eligible: t.Eligible(),
-		Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
-	if t.Score != nil {
-		v := t.Score.Total
-		ts.Score = &v
-	}
-	return ts
 }
 
 // diagnostic is what calibrate and learned share: a family's tuning surfaces, where their
@@ -186,7 +175,7 @@ func cmdLearned(args []string, stdout io.Writer) error {
 			if t.Score != nil && t.Eligible() && t.Score.Total > bestScore {
 				best, bestScore = t.RewardConfig, t.Score.Total
 			}
-			hist = append(hist, summaryOf(t))
+			hist = append(hist, session.SummaryOf(t))
 		}
 		req := session.ProposalRequest{Space: m.space, Objective: st.Objective, Floors: st.Floors, History: hist, Base: best}
 		at, _ := s.Predict(req, best)

@@ -559,7 +559,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 			out.Control = measuredStanding(*c.Control)
 		}
 	}
-	best := bestTrial(s, trials)
+	best := s.BestOf(trials)
 	if s.Preset != "" && best != nil {
 		out.Best = measuredStanding(session.StandingOf(*best, s.Settings.EvalSeeds))
 		out.Shipped = shippedSummary(a, s, *best, trials)
@@ -578,16 +578,6 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	out.Preferences = append(out.Preferences, preferencesSummary(s)...)
 	out.PlanChanges = append(out.PlanChanges, planChangesSummary(s)...)
 	return out, nil
-}
-
-// bestTrial is s's best trial among trials (the one its preset was made of), nil when none is.
-func bestTrial(s session.Session, trials []session.Trial) *session.Trial {
-	for i, t := range trials {
-		if t.Number == s.BestTrial && t.Rung == s.BestRung {
-			return &trials[i]
-		}
-	}
-	return nil
 }
 
 // measuredStanding is st with its score and spread rounded as every measured number of the
@@ -662,17 +652,26 @@ func shippedSummary(a *app, s session.Session, best session.Trial, trials []sess
 	var hist []session.TrialSummary
 	for _, t := range trials {
 		if t.Rung == 0 {
-			ts := session.TrialSummary{Number: t.Number, State: t.State, Eligible: t.Eligible(), Config: t.RewardConfig, Metrics: t.Metrics, PerSeed: t.PerSeed}
-			if t.Score != nil {
-				ts.Score = &t.Score.Total
-			}
-			hist = append(hist, ts)
+			hist = append(hist, session.SummaryOf(t))
 		}
 	}
-	req := session.ProposalRequest{SessionID: s.ID, Space: a.engine.SpaceOf(s.Settings.Task), Objective: s.Settings.Objective, Floors: s.Settings.Floors,
+	sp := a.engine.SpaceOf(s.Settings.Task)
+	req := session.ProposalRequest{SessionID: s.ID, Space: sp, Objective: s.Settings.Objective, Floors: s.Settings.Floors,
 		History: hist, Base: best.RewardConfig, Seed: s.Settings.Seed}
-	cs := advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, best.RewardConfig)
-	out := &shippedJSON{Changes: len(cs), Line: advisor.CreditLine(cs), Credit: []creditJSON{}}
+	return shippedOf(sp, best.RewardConfig, advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, best.RewardConfig))
+}
+
+// shippedOf is what configuration c carries from sp's defaults, counted as every surface
+// counts a preset's changes (Space.Diff), and cs, the model's credit for them. Credit gives
+// nothing both when c changes nothing and when the model cannot be fitted (the baseline has
+// no metrics): the line tells the two apart.
+func shippedOf(sp *session.Space, c session.RewardConfig, cs []advisor.ChangeCredit) *shippedJSON {
+	n := len(sp.Diff(sp.Defaults(), c))
+	line := advisor.CreditLine(cs)
+	if len(cs) == 0 && n > 0 {
+		line = "carries " + plural(n, "change") + " from the defaults; the model could not be fitted to credit them (no rung-0 baseline with metrics)"
+	}
+	out := &shippedJSON{Changes: n, Line: line, Credit: []creditJSON{}}
 	for _, c := range cs {
 		out.Credit = append(out.Credit, creditJSON{Name: c.Name, Change: c.Change, Gain: session.Measured(c.Gain), SD: session.Measured(c.SD), Credited: c.Credited()})
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"tunebot/session"
 	"tunebot/session/sessiontest"
 )
 
@@ -46,5 +47,37 @@ func TestSummaryJudgesGatesAtEqualTraining(t *testing.T) {
 	if !strings.HasPrefix(sum.Headline, "trial 4 @ rung 2 scores ") || sum.Control == nil || sum.Control.Rung != 2 || sum.Control.Trial != 0 ||
 		sum.Versus == nil || !sum.Versus.Matched() {
 		t.Errorf("headline %q, control %+v, versus %+v; want trial 4 against the baseline at rung 2", sum.Headline, sum.Control, sum.Versus)
+	}
+}
+
+// The shipped line counts the preset's changes from the defaults itself: when the model
+// cannot be fitted (no rung-0 baseline with metrics) it says so, never that a configuration
+// carrying a change carries none.
+func TestShippedCountsChangesWhenTheModelCannotBeFitted(t *testing.T) {
+	cfg := simConfig(t)
+	ctx := context.Background()
+	a, err := openApp(ctx, cfg, &env{getenv: func(string) string { return "" }}, slog.New(slog.NewTextHandler(io.Discard, nil)), make(eventChan, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.close()
+	s, trials := sessiontest.GateLadder()
+	sp := a.engine.SpaceOf(s.Settings.Task)
+	var rung2 []session.Trial // no rung-0 trial: nothing to fit the model to
+	for _, tr := range trials {
+		if tr.Rung == 2 {
+			tr.RewardConfig = sp.Defaults()
+			rung2 = append(rung2, tr)
+		}
+	}
+	best := *s.BestOf(rung2)
+	if sh := shippedSummary(a, s, best, rung2); sh.Changes != 0 || sh.Line != "carries no change from the defaults" {
+		t.Errorf("the defaults shipped: %+v", sh)
+	}
+	name := sp.Terms[0].Name
+	best.RewardConfig.Weights[name] *= 2
+	sh := shippedSummary(a, s, best, rung2)
+	if sh.Changes != 1 || len(sh.Credit) != 0 || !strings.HasPrefix(sh.Line, "carries 1 change from the defaults; the model could not be fitted") {
+		t.Errorf("%s doubled, no model: %+v", name, sh)
 	}
 }

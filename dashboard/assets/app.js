@@ -348,7 +348,7 @@
         h("td", {}, t.number + (t.best ? " ★" : "") + (t.proposal ? " (p" + t.proposal + ")" : "")), h("td", { class: "r" }, t.rung),
         h("td", {}, t.state), h("td", {}, t.source),
         h("td", { class: "r" }, versusText(t), h("div", { class: "muted" }, t.final !== undefined && t.final !== null ? signed(t.final) + " ± " + t.final_std.toFixed(3) + " vs rung 0" : t.rung > 0 && t.score !== null ? signed(t.score) + " vs rung 0" : "")),
-        h("td", {}, t.score === null ? "—" : t.eligible ? "yes" : "no: " + t.why, t.score === null && t.why ? h("span", { class: "muted" }, " " + t.why) : null),
+        h("td", {}, t.score === null ? "—" : t.eligible ? "yes" : "no" + (t.why ? ": " + t.why : ""), t.score === null && t.why ? h("span", { class: "muted" }, " " + t.why) : null),
         h("td", { class: "r" }, t.state === "training" ? t.progress + " / " + t.iterations : t.iterations),
         h("td", { class: "clip-cell" }, clipCell(t)))))),
       h("p", { class: "muted" }, d.score_note + "."));

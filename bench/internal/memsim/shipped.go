@@ -23,10 +23,8 @@ func Shipped(ctx context.Context, db Presets, s session.Session, trials []sessio
 	if s.Outcome != session.OutcomeNoImprovement {
 		return session.TrialRef{}, session.RewardConfig{}, fmt.Errorf("session %s succeeded with no preset and outcome %q", session.Short(s.ID), s.Outcome)
 	}
-	for _, t := range trials {
-		if t.Number == s.BestTrial && t.Rung == s.BestRung {
-			return session.TrialRef{Number: t.Number, Rung: t.Rung}, t.RewardConfig, nil
-		}
+	if t := s.BestOf(trials); t != nil {
+		return t.Ref(), t.RewardConfig, nil
 	}
 	return session.TrialRef{}, session.RewardConfig{}, fmt.Errorf("session %s: its best trial %d @ rung %d is not among its trials", session.Short(s.ID), s.BestTrial, s.BestRung)
 }
