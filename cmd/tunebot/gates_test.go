@@ -15,13 +15,8 @@ import (
 // against the baseline trained as long: not eligible with its reason, trial 4 the best, and
 // the control the one its headline compares with (issue 35, items 2 and 3).
 func TestSummaryJudgesGatesAtEqualTraining(t *testing.T) {
-	cfg := simConfig(t)
 	ctx := context.Background()
-	a, err := openApp(ctx, cfg, &env{getenv: func(string) string { return "" }}, slog.New(slog.NewTextHandler(io.Discard, nil)), make(eventChan, 100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.close()
+	a := openSimApp(t)
 	s, trials := sessiontest.GateLadder()
 	if err := a.db.CreateSession(ctx, s); err != nil {
 		t.Fatal(err)
@@ -54,13 +49,7 @@ func TestSummaryJudgesGatesAtEqualTraining(t *testing.T) {
 // cannot be fitted (no rung-0 baseline with metrics) it says so, never that a configuration
 // carrying a change carries none.
 func TestShippedCountsChangesWhenTheModelCannotBeFitted(t *testing.T) {
-	cfg := simConfig(t)
-	ctx := context.Background()
-	a, err := openApp(ctx, cfg, &env{getenv: func(string) string { return "" }}, slog.New(slog.NewTextHandler(io.Discard, nil)), make(eventChan, 100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.close()
+	a := openSimApp(t)
 	s, trials := sessiontest.GateLadder()
 	sp := a.engine.SpaceOf(s.Settings.Task)
 	var rung2 []session.Trial // no rung-0 trial: nothing to fit the model to
@@ -80,4 +69,16 @@ func TestShippedCountsChangesWhenTheModelCannotBeFitted(t *testing.T) {
 	if sh.Changes != 1 || len(sh.Credit) != 0 || !strings.HasPrefix(sh.Line, "carries 1 change from the defaults; the model could not be fitted") {
 		t.Errorf("%s doubled, no model: %+v", name, sh)
 	}
+}
+
+// openSimApp opens the app of a sim configuration in a fresh data dir, with no secrets and
+// no log; it is closed when the test ends.
+func openSimApp(t *testing.T) *app {
+	t.Helper()
+	a, err := openApp(context.Background(), simConfig(t), &env{getenv: func(string) string { return "" }}, slog.New(slog.NewTextHandler(io.Discard, nil)), make(eventChan, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.close)
+	return a
 }
