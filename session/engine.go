@@ -78,6 +78,9 @@ type Engine struct {
 	// beforeWorkerExit, set only by tests, runs when a worker has finished its steps and is
 	// about to unregister: the window a decision must not get lost in.
 	beforeWorkerExit func(id string)
+	// afterJobLeaves, set only by tests, runs when a job has left the running set and told
+	// the worker so: the window a worker must not take for "nothing runs, nothing ended".
+	afterJobLeaves func(ref TrialRef)
 }
 
 type worker struct {

@@ -186,10 +186,16 @@ func (e *Engine) launch(ctx context.Context, s Session, j *jobs, ref TrialRef, p
 		if err != nil && ctx.Err() == nil && j.err == nil {
 			j.err = fmt.Errorf("trial %d @ rung %d: %w", ref.Number, ref.Rung, err)
 		}
-		e.mu.Unlock()
+		// The job leaves the running set and says so under one lock: a worker that finds
+		// nothing running also finds the word that a job ended (afterStep), or it would end
+		// with the session active and nobody left to take it further.
 		select {
 		case j.ended <- struct{}{}:
 		default:
+		}
+		e.mu.Unlock()
+		if e.afterJobLeaves != nil {
+			e.afterJobLeaves(ref)
 		}
 		e.bump()
 	}()

@@ -90,6 +90,30 @@ func TestAfterStep(t *testing.T) {
 	}
 }
 
+// TestAJobEndingDuringAStepIsHeard: a job that ends while the worker is still in its step
+// (a fast trainer) has left the running set and told the worker in one move, so the worker
+// never finds "nothing runs, nothing ended" and leaves a session active with nobody to take
+// it further (one held-out bench session in about 1,800 ended "evaluating" that way).
+func TestAJobEndingDuringAStepIsHeard(t *testing.T) {
+	e := &Engine{cfg: EngineConfig{SessionsDir: t.TempDir(), Parallel: 1}, changed: make(chan struct{})}
+	j := newJobs(e, Session{})
+	left, release := make(chan struct{}), make(chan struct{})
+	e.afterJobLeaves = func(TrialRef) {
+		close(left)
+		<-release // the job's goroutine is held here while the worker decides
+	}
+	if !e.launch(t.Context(), Session{}, j, TrialRef{Number: 1}, "starting", func(context.Context, *slot) error { return nil }) {
+		t.Fatal("no slot to launch in")
+	}
+	<-left
+	got := e.afterStep(false, j)
+	close(release)
+	j.wg.Wait()
+	if got != stepAgain {
+		t.Errorf("afterStep = %d once the step's only job has ended, want %d (plan again)", got, stepAgain)
+	}
+}
+
 func TestWaitingReview(t *testing.T) {
 	open := Review{Rung: 2}
 	done := Review{Rung: 1, Done: true}
