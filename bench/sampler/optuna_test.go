@@ -212,3 +212,30 @@ func suggesting(t *testing.T, x map[string]float64) *json.Decoder {
 	}
 	return json.NewDecoder(bytes.NewReader(append(b, '\n')))
 }
+
+// pairedLines compares tunebot with each peer of its kind (first sessions with tunebot's,
+// warm rows with its second session) on the same surface and repetition only.
+func TestPairedLinesCompareOnTheSameSessions(t *testing.T) {
+	row := func(method string, fr ...float64) []sessionResult {
+		var rs []sessionResult
+		for i, f := range fr {
+			rs = append(rs, sessionResult{Method: method, Surface: int64(1000 + i), Fraction: f})
+		}
+		return rs
+	}
+	rows := map[string][]sessionResult{
+		"tunebot":           row("tunebot", 0.3, 0.1, 0.2),
+		"optuna-gp-10":      row("optuna-gp-10", 0.1, 0.2, 0.2, 0.9), // its fourth surface has no tunebot session
+		"tunebot-warm":      row("tunebot-warm", 0.5),
+		"optuna-gp-10-warm": row("optuna-gp-10-warm", 0.4),
+		"tunebot-4":         row("tunebot-4", 0, 0, 0), // tunebot's own variant, not a peer
+	}
+	got := pairedLines(rows)
+	want := []string{
+		"tunebot − optuna-gp-10: +3.3 points (standard error 8.8), tunebot better on 1, worse on 1 of 3 sessions",
+		"tunebot-warm − optuna-gp-10-warm: +10.0 points (one session, no standard error), tunebot-warm better on 1, worse on 0 of 1 sessions",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("paired lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

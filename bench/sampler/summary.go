@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
 	"text/tabwriter"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // cmdSummary reads the session results of several methods and prints, per surface family
@@ -128,8 +131,72 @@ func cmdSummary(files []string, stdout io.Writer) error {
 				fmt.Fprintf(stdout, "target (%s): the second session ahead of every peer's study going on (best: %s, %.1f%%): %s\n", fam, peer, 100*o, verdict(w > o))
 			}
 		}
+		rows := map[string][]sessionResult{}
+		for _, k := range families[fam] {
+			rows[k.method] = by[k]
+		}
+		for _, line := range pairedLines(rows) {
+			fmt.Fprintf(stdout, "paired (%s): %s\n", fam, line)
+		}
 	}
 	return nil
+}
+
+// pairedLines compares tunebot with each peer on the sessions both ran on the same surface
+// and repetition (the same noise), the first sessions with tunebot's and the warm rows with
+// tunebot's second session: the mean difference in points of the attainable gain, its
+// standard error, and on how many sessions tunebot was better and worse. A median hides
+// which method was ahead on the same problem; this says it.
+func pairedLines(rows map[string][]sessionResult) []string {
+	type at struct {
+		surface int64
+		rep     int
+	}
+	var out []string
+	for _, base := range []string{"tunebot", "tunebot-warm"} {
+		ours := map[at]float64{}
+		for _, r := range rows[base] {
+			ours[at{r.Surface, r.Rep}] = r.Fraction
+		}
+		if len(ours) == 0 {
+			continue
+		}
+		var peers []string
+		for name := range rows {
+			if !strings.HasPrefix(name, "tunebot") && strings.HasSuffix(name, "-warm") == (base == "tunebot-warm") {
+				peers = append(peers, name)
+			}
+		}
+		sort.Strings(peers)
+		for _, peer := range peers {
+			var d []float64
+			better, worse := 0, 0
+			for _, r := range rows[peer] {
+				f, ok := ours[at{r.Surface, r.Rep}]
+				if !ok {
+					continue
+				}
+				d = append(d, 100*(f-r.Fraction))
+				switch {
+				case f > r.Fraction:
+					better++
+				case f < r.Fraction:
+					worse++
+				}
+			}
+			if len(d) == 0 {
+				continue
+			}
+			mean, sd := stat.MeanStdDev(d, nil)
+			spread := "one session, no standard error"
+			if len(d) > 1 {
+				spread = fmt.Sprintf("standard error %.1f", sd/math.Sqrt(float64(len(d))))
+			}
+			out = append(out, fmt.Sprintf("%s − %s: %+.1f points (%s), %s better on %d, worse on %d of %d sessions",
+				base, peer, mean, spread, base, better, worse, len(d)))
+		}
+	}
+	return out
 }
 
 // bestPeer is the peer (a method not tunebot's) of the highest median among the warm rows
