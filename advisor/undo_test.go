@@ -21,6 +21,14 @@ func poseHurtsWorld(space *session.Space) world {
 	}
 }
 
+// poseHurtsHistory is the history both tests read: the configuration at, and four trials
+// that move pose, foot_slip and their neighbours alone or in pairs.
+func poseHurtsHistory(space *session.Space, w world, at session.RewardConfig) session.ProposalRequest {
+	return historyOf(space, w, at,
+		scaled(space, map[string]float64{"pose": 2}), scaled(space, map[string]float64{"pose": 1.5, "stand_still": 1.5}),
+		scaled(space, map[string]float64{"foot_slip": 1.5}), scaled(space, map[string]float64{"foot_slip": 2, "foot_gait": 0.7}))
+}
+
 // The incumbent carries two changes, foot_slip ×2 (which helped) and pose ×2 (which hurt,
 // as the trials that moved pose alone say); the sampler takes pose back to its default and
 // says so, though its trust region (a fifth of a step, nothing drawn across the region or the box)
@@ -29,9 +37,7 @@ func TestSamplerTakesBackAChangeThatHurt(t *testing.T) {
 	space := session.DefaultSpace()
 	w := poseHurtsWorld(space)
 	incumbent := scaled(space, map[string]float64{"foot_slip": 2, "pose": 2})
-	req := historyOf(space, w, incumbent,
-		scaled(space, map[string]float64{"pose": 2}), scaled(space, map[string]float64{"pose": 1.5, "stand_still": 1.5}),
-		scaled(space, map[string]float64{"foot_slip": 1.5}), scaled(space, map[string]float64{"foot_slip": 2, "foot_gait": 0.7}))
+	req := poseHurtsHistory(space, w, incumbent)
 	req.Base = incumbent
 	for seed := int64(0); seed < 3; seed++ {
 		req.Seed = seed
@@ -59,9 +65,7 @@ func TestCreditNamesTheChangesThatEarnedTheGain(t *testing.T) {
 	space := session.DefaultSpace()
 	w := poseHurtsWorld(space)
 	shipped := scaled(space, map[string]float64{"foot_slip": 2, "pose": 2})
-	req := historyOf(space, w, shipped,
-		scaled(space, map[string]float64{"pose": 2}), scaled(space, map[string]float64{"pose": 1.5, "stand_still": 1.5}),
-		scaled(space, map[string]float64{"foot_slip": 1.5}), scaled(space, map[string]float64{"foot_slip": 2, "foot_gait": 0.7}))
+	req := poseHurtsHistory(space, w, shipped)
 	cs := advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, shipped)
 	if len(cs) != 2 {
 		t.Fatalf("credit of %d changes, want 2: %+v", len(cs), cs)

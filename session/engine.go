@@ -269,38 +269,13 @@ func ActiveSession(ctx context.Context, st SessionStore) (Session, bool, error) 
 // Start validates settings, creates a session and starts its baseline.
 func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, error) {
 	st.Normalize()
-	if err := st.Validate(); err != nil {
+	space, err := e.checkStart(st)
+	if err != nil {
 		return Session{}, err
 	}
-	if err := e.checkGPUs(st); err != nil {
+	base, err := e.startingPoint(ctx, st, space)
+	if err != nil {
 		return Session{}, err
-	}
-	if e.cfg.Advisor == nil && !st.Fallback {
-		return Session{}, Userf(ErrConflict, "no advisor is configured (set DEEPSEEK_API_KEY) and fallback is off: enable fallback to let the numeric sampler propose")
-	}
-	if st.Fallback && e.cfg.Sampler == nil {
-		return Session{}, Userf(ErrConflict, "fallback is on but no numeric sampler is configured")
-	}
-	space := e.SpaceOf(st.Task)
-	if space == nil {
-		return Session{}, Userf(ErrConflict, "task %s has no reward space here (configured: %s)", st.Task, strings.Join(e.Tasks(), ", "))
-	}
-	base := space.Defaults()
-	if st.Preset != "" {
-		p, err := e.cfg.Store.Preset(ctx, st.Preset)
-		if err != nil {
-			if errors.Is(err, ErrNotFound) {
-				return Session{}, Userf(ErrNotFound, "preset %q does not exist", st.Preset)
-			}
-			return Session{}, fmt.Errorf("loading preset %s: %w", st.Preset, err)
-		}
-		if err := CheckPresetTask(p, st.Task); err != nil {
-			return Session{}, err
-		}
-		if err := space.CheckConfig(p.Config); err != nil {
-			return Session{}, fmt.Errorf("preset %s no longer fits the reward space: %w", st.Preset, err)
-		}
-		base = p.Config.Clone()
 	}
 	built, st, base, err := e.buildOn(ctx, st, base)
 	if err != nil {
@@ -333,6 +308,50 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: text})
 	e.ensureWorker(s.ID)
 	return s, nil
+}
+
+// checkStart refuses settings st cannot start a session with here, and returns the reward
+// space of its task.
+func (e *Engine) checkStart(st Settings) (*Space, error) {
+	if err := st.Validate(); err != nil {
+		return nil, err
+	}
+	if err := e.checkGPUs(st); err != nil {
+		return nil, err
+	}
+	if e.cfg.Advisor == nil && !st.Fallback {
+		return nil, Userf(ErrConflict, "no advisor is configured (set DEEPSEEK_API_KEY) and fallback is off: enable fallback to let the numeric sampler propose")
+	}
+	if st.Fallback && e.cfg.Sampler == nil {
+		return nil, Userf(ErrConflict, "fallback is on but no numeric sampler is configured")
+	}
+	space := e.SpaceOf(st.Task)
+	if space == nil {
+		return nil, Userf(ErrConflict, "task %s has no reward space here (configured: %s)", st.Task, strings.Join(e.Tasks(), ", "))
+	}
+	return space, nil
+}
+
+// startingPoint is the configuration a session of st starts from before any --from: the
+// space's defaults, or the preset st names once it is found to be of the task and to fit.
+func (e *Engine) startingPoint(ctx context.Context, st Settings, space *Space) (RewardConfig, error) {
+	if st.Preset == "" {
+		return space.Defaults(), nil
+	}
+	p, err := e.cfg.Store.Preset(ctx, st.Preset)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return RewardConfig{}, Userf(ErrNotFound, "preset %q does not exist", st.Preset)
+		}
+		return RewardConfig{}, fmt.Errorf("loading preset %s: %w", st.Preset, err)
+	}
+	if err := CheckPresetTask(p, st.Task); err != nil {
+		return RewardConfig{}, err
+	}
+	if err := space.CheckConfig(p.Config); err != nil {
+		return RewardConfig{}, fmt.Errorf("preset %s no longer fits the reward space: %w", st.Preset, err)
+	}
+	return p.Config.Clone(), nil
 }
 
 // Announce tells the notifier again where session id stands, and shows its pending

@@ -1437,31 +1437,14 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 		if e.jobOutOfSpace(ctx, s.ID, err) {
 			return fmt.Errorf("%w: %w", ErrDiskFull, err) // re-run after the resume
 		}
-		// The trial keeps its rung result; the re-evaluation's failure is recorded and the
-		// finalist ranks by its single-seed score.
-		log.Warn("final re-evaluation failed", "err", err)
-		sc := *t.Score
-		t.Final = &Final{Seeds: s.Settings.FinalEvalSeeds, Metrics: t.Metrics, Score: sc}
-		t.Reason = "final re-evaluation failed: " + err.Error()
-		if perr := e.cfg.Store.PutTrial(ctx, t); perr != nil {
-			return fmt.Errorf("saving trial: %w", perr)
-		}
-		return nil
+		return e.finalEvalFailed(ctx, s, t, err, log)
 	}
-	b := n.trial(0, 0)
-	scorer := s.Settings.scorer(b.Metrics)
-	sc, err := scorer.Score(ev.Metrics)
+	final, err := finalOf(s.Settings, n.trial(0, 0), ev)
 	if err != nil {
 		return e.trialDone(ctx, s, t, &JobError{Job: "evaluate", Reason: err.Error(), Err: err}, log)
 	}
-	var per []float64
-	for _, ps := range ev.PerSeed {
-		if x, err := scorer.Score(ps.Metrics); err == nil {
-			per = append(per, x.Total)
-		}
-	}
-	_, std := MeanStd(per)
-	t.Final = &Final{Seeds: s.Settings.FinalEvalSeeds, Metrics: ev.Metrics, PerSeed: ev.PerSeed, Score: sc, ScoreStd: std}
+	sc, std := final.Score, final.ScoreStd
+	t.Final = &final
 	if t.Reason == "" || hasGateReason(t.Reason) {
 		t.Reason = GateReason(t)
 	}
@@ -1475,6 +1458,36 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	}
 	e.audit(ctx, s.ID, "final_evaluation", System, map[string]any{"trial": t.Number, "rung": t.Rung, "score": sc.Total, "std": std, "seeds": s.Settings.FinalEvalSeeds})
 	return nil
+}
+
+// finalEvalFailed records that finalist t's re-evaluation failed (err): it keeps its rung
+// result and ranks by its single-seed score.
+func (e *Engine) finalEvalFailed(ctx context.Context, s Session, t Trial, err error, log *slog.Logger) error {
+	log.Warn("final re-evaluation failed", "err", err)
+	t.Final = &Final{Seeds: s.Settings.FinalEvalSeeds, Metrics: t.Metrics, Score: *t.Score}
+	t.Reason = "final re-evaluation failed: " + err.Error()
+	if perr := e.cfg.Store.PutTrial(ctx, t); perr != nil {
+		return fmt.Errorf("saving trial: %w", perr)
+	}
+	return nil
+}
+
+// finalOf scores a final re-evaluation ev against baseline b's metrics: the score of the
+// mean metrics, and the spread of the per-seed scores.
+func finalOf(st Settings, b *Trial, ev Evaluation) (Final, error) {
+	scorer := st.scorer(b.Metrics)
+	sc, err := scorer.Score(ev.Metrics)
+	if err != nil {
+		return Final{}, err
+	}
+	var per []float64
+	for _, ps := range ev.PerSeed {
+		if x, err := scorer.Score(ps.Metrics); err == nil {
+			per = append(per, x.Total)
+		}
+	}
+	_, std := MeanStd(per)
+	return Final{Seeds: st.FinalEvalSeeds, Metrics: ev.Metrics, PerSeed: ev.PerSeed, Score: sc, ScoreStd: std}, nil
 }
 
 // finishUnimproved ends a session in which the baseline (best) beat every tuned trial: it
@@ -1514,13 +1527,11 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	var best Trial
 	found := false
 	for r := topRung(n); r >= 0 && !found; r-- {
-		var cands []Trial
 		// The baseline carried along (control) competes too: a tuned trial that the
 		// baseline beats at equal training is no improvement (docs/design.md §1). A
 		// finalist whose re-evaluation on more seeds fails a gate is not eligible
 		// (Trial.Eligible); the result says so (DroppedFinalists).
-		cands = append(cands, n.rung(r)...)
-		best, found = bestOf(cands)
+		best, found = bestOf(n.rung(r))
 	}
 	if !found {
 		return errors.New("no trial passed the gates, not even the baseline")
@@ -1528,34 +1539,10 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	if best.Number == 0 {
 		return e.finishUnimproved(ctx, n, best)
 	}
-	name := s.Settings.RunName + "-" + short(s.ID)
-	var approvers []string
-	seen := map[string]bool{}
-	for _, p := range n.proposals {
-		if p.ID == best.ProposalID && p.Decision != nil && p.Decision.By.ID != System.ID && !seen[p.Decision.By.ID] {
-			approvers = append(approvers, p.Decision.By.String())
-			seen[p.Decision.By.ID] = true
-		}
-	}
-	score, std := best.RankScore(), 0.0
-	metrics := best.Metrics
-	if best.Final != nil {
-		std, metrics = best.Final.ScoreStd, best.Final.Metrics
-	}
-	preset := Preset{Name: name, SessionID: s.ID, Trial: best.Ref(), Config: best.RewardConfig.Clone(), Score: score,
-		ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task, CreatedAt: time.Now().UTC(), Trainer: e.cfg.TrainerKind}
-	if v, ok := VersusControl(s.Settings, n.trials, best); ok {
-		preset.Versus = &v
-	}
-	g := e.gainOf(ctx, s, n.trials, best)
-	preset.Gain, preset.BuiltOn = &g, StartedFrom(s)
-	if err := e.cfg.Store.SavePreset(ctx, preset); err != nil {
-		if !errors.Is(err, ErrExists) {
-			return fmt.Errorf("saving preset %s: %w", name, err)
-		}
-		if old, gerr := e.cfg.Store.Preset(ctx, name); gerr != nil || old.SessionID != s.ID {
-			return fmt.Errorf("preset %s already exists for another session", name)
-		}
+	preset := e.presetOf(ctx, n, best)
+	name, score, std := preset.Name, preset.Score, preset.ScoreStd
+	if err := e.savePresetOnce(ctx, preset); err != nil {
+		return err
 	}
 	done := s
 	done.State, done.BestTrial, done.BestRung, done.Preset, done.Outcome = StateSucceeded, best.Number, best.Rung, name, OutcomeImproved
@@ -1576,5 +1563,49 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	}
 	e.audit(ctx, s.ID, "session_succeeded", System, map[string]any{"preset": name, "trial": best.Number, "rung": best.Rung, "score": score, "std": std})
 	e.notify(Event{Kind: EventSessionFinished, Session: s2, Text: msg})
+	return nil
+}
+
+// presetOf is the preset session n ships, best: its configuration, its score on the final
+// seeds when it was re-evaluated, who approved it, and its gain against the baseline trained
+// as long and against the task's defaults.
+func (e *Engine) presetOf(ctx context.Context, n snapshot, best Trial) Preset {
+	s := n.s
+	var approvers []string
+	seen := map[string]bool{}
+	for _, p := range n.proposals {
+		if p.ID == best.ProposalID && p.Decision != nil && p.Decision.By.ID != System.ID && !seen[p.Decision.By.ID] {
+			approvers = append(approvers, p.Decision.By.String())
+			seen[p.Decision.By.ID] = true
+		}
+	}
+	std, metrics := 0.0, best.Metrics
+	if best.Final != nil {
+		std, metrics = best.Final.ScoreStd, best.Final.Metrics
+	}
+	preset := Preset{Name: s.Settings.RunName + "-" + short(s.ID), SessionID: s.ID, Trial: best.Ref(), Config: best.RewardConfig.Clone(),
+		Score: best.RankScore(), ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task,
+		CreatedAt: time.Now().UTC(), Trainer: e.cfg.TrainerKind}
+	if v, ok := VersusControl(s.Settings, n.trials, best); ok {
+		preset.Versus = &v
+	}
+	g := e.gainOf(ctx, s, n.trials, best)
+	preset.Gain, preset.BuiltOn = &g, StartedFrom(s)
+	return preset
+}
+
+// savePresetOnce saves p; a preset of that name saved by the same session (a finish run
+// again after a crash) is kept, one of another session's is refused.
+func (e *Engine) savePresetOnce(ctx context.Context, p Preset) error {
+	err := e.cfg.Store.SavePreset(ctx, p)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, ErrExists) {
+		return fmt.Errorf("saving preset %s: %w", p.Name, err)
+	}
+	if old, gerr := e.cfg.Store.Preset(ctx, p.Name); gerr != nil || old.SessionID != p.SessionID {
+		return fmt.Errorf("preset %s already exists for another session", p.Name)
+	}
 	return nil
 }

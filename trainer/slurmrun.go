@@ -87,11 +87,17 @@ func (s *Slurm) check() []string {
 	return probs
 }
 
+// slurmClient is the client of the configured Slurm backend. Whichever client it is, a
+// job's exit file (which the job wrote) is read through the bounded reader.
 func (r *Runner) slurmClient() *slurm.Client {
+	c := slurm.Client{Env: secret.Strip(os.Environ())}
 	if r.t.Slurm != nil && r.t.Slurm.Client != nil {
-		return r.t.Slurm.Client
+		c = *r.t.Slurm.Client
 	}
-	return &slurm.Client{Env: secret.Strip(os.Environ()), ReadExit: readExitFile}
+	if c.ReadExit == nil {
+		c.ReadExit = readExitFile
+	}
+	return &c
 }
 
 // jobNameRE is what may stay in a Slurm job name; anything else becomes '-'.
