@@ -404,11 +404,11 @@ type comparisonView struct {
 func (c *comparisonView) scoreColumns(best, base *session.Trial) {
 	c.Reference = "vs baseline @ rung 0"
 	if best != nil && best.Score != nil {
-		v := best.RankScore()
+		v := best.Score.Total
 		c.Score = &v
 	}
 	if base != nil && base.Score != nil {
-		v := base.RankScore()
+		v := base.Score.Total
 		c.BaselineScore = &v
 	}
 	if c.Best != nil && c.Best.Versus != nil && c.Best.Versus.Matched() && c.Matched {
@@ -459,9 +459,7 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 	tv := make([]trialView, 0, len(trials))
 	controls := session.Controls(trials) // once per poll, not once per trial
 	for _, t := range trials {
-		v := trialOf(t, ss, seqOf)
-		v.Versus = versusOf(ss, controls[t.Rung], t)
-		tv = append(tv, v)
+		tv = append(tv, trialOf(t, ss, controls, seqOf))
 	}
 	sortBoard(tv)
 	// the live status: each running trial on its own line (its GPUs or Slurm job), the
@@ -490,8 +488,11 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 	return out, nil
 }
 
-func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialView {
-	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source, Rank: t.RankScore(),
+// trialOf is t's line: its score, its figure against the baseline at its rung (controls, by
+// rung), which ranks it (session.RankFigure), and its final evaluation when it had one.
+func trialOf(t session.Trial, ss session.Session, controls map[int]*session.Trial, seqOf map[string]int) trialView {
+	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source,
+		Rank: session.RankFigure(ss.Settings, controls, t), Versus: versusOf(ss, controls[t.Rung], t),
 		Eligible: t.Eligible(), Best: ss.IsBest(t), Iterations: t.Iterations,
 		Progress: t.Progress, Metrics: servedMetrics(t.Metrics), Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
 		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt), Clip: clipOf(t), ClipNote: t.ClipNote}
@@ -599,6 +600,8 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			base0 = &trials[i]
 		}
 	}
+	controls := session.Controls(trials)
+	fig := func(t session.Trial) float64 { return session.RankFigure(ss.Settings, controls, t) }
 	for r := range ss.Settings.Rungs {
 		c := comparisonView{Rung: r}
 		var best, base *session.Trial
@@ -610,7 +613,7 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			if t.Number == 0 {
 				base = t
 			}
-			if t.Eligible() && (best == nil || t.RankScore() > best.RankScore()) {
+			if t.Eligible() && (best == nil || fig(*t) > fig(*best)) {
 				best = t
 			}
 		}
@@ -622,13 +625,11 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			continue
 		}
 		if best != nil {
-			v := trialOf(*best, ss, seqOf)
-			v.Versus = versusOf(ss, session.ControlAt(trials, best.Rung), *best)
+			v := trialOf(*best, ss, controls, seqOf)
 			c.Best = &v
 		}
 		if base != nil {
-			v := trialOf(*base, ss, seqOf)
-			v.Versus = versusOf(ss, session.ControlAt(trials, base.Rung), *base)
+			v := trialOf(*base, ss, controls, seqOf)
 			c.Baseline = &v
 		}
 		c.scoreColumns(best, base)
@@ -680,7 +681,7 @@ func (s *Server) openCard(ss session.Session, trials []session.Trial, seqOf map[
 	for _, n := range []int{p.A, p.B} {
 		for _, t := range trials {
 			if t.Number == n && t.Rung == 0 {
-				v.Trials = append(v.Trials, trialOf(t, ss, seqOf))
+				v.Trials = append(v.Trials, trialOf(t, ss, session.Controls(trials), seqOf))
 				if t.Score != nil {
 					scores = append(scores, t.Score.Total)
 				}

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -287,6 +286,9 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 		BestTrial: -1, CreatedAt: now, UpdatedAt: now, Message: "queued: the baseline trial starts now", BuiltOn: built,
 		Trainer: e.cfg.TrainerKind,
 	}
+	// Its final seeds are drawn now and kept with its settings, so every surface names them
+	// and a resumed session measures on the same ones.
+	s.Settings.FinalEvalSeeds = s.FinalSeeds()
 	if err := e.cfg.Store.CreateSession(ctx, s); err != nil {
 		if errors.Is(err, ErrBusy) {
 			return Session{}, &UserError{Msg: "busy: " + err.Error(), Err: err}
@@ -1260,16 +1262,6 @@ func TriedConfigs(trials []Trial) []Tried {
 		}
 	}
 	return out
-}
-
-// sortByScore orders trials best first; ties go to the lower trial number.
-func sortByScore(ts []Trial) {
-	sort.SliceStable(ts, func(i, j int) bool {
-		if a, b := ts[i].RankScore(), ts[j].RankScore(); a != b {
-			return a > b
-		}
-		return ts[i].Number < ts[j].Number
-	})
 }
 
 func joinLines(s []string) string { return strings.Join(s, "; ") }

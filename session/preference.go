@@ -334,7 +334,7 @@ func askCard(x *Session, t Trial, r0 []Trial, now time.Time) *Preference {
 			others = append(others, o)
 		}
 	}
-	best, ok := bestOf(others)
+	best, ok := bestOf(x.Settings, r0, others)
 	if !ok || t.Score.Total < best.Score.Total-NoiseMargin {
 		return nil
 	}
@@ -390,13 +390,16 @@ func Preferred(prefs []Preference, a, b int) bool {
 }
 
 // rankForPromotion orders the trials a rung promotes from, best first (docs/design.md §1):
-// by score, then people's preferences: of two trials within NoiseMargin of each other, the
-// one a person preferred ranks above the other, and a trial a person said walks worse than
-// the baseline goes after every tuned trial nobody said so of. ts are eligible trials of
-// one rung; a preference never makes another trial eligible.
-func rankForPromotion(ts []Trial, prefs []Preference) []Trial {
+// by their equal-training figure among trials, the session's (RankFigure), then people's
+// preferences: of two trials within NoiseMargin of each other, the one a person preferred
+// ranks above the other, and a trial a person said walks worse than the baseline goes after
+// every tuned trial nobody said so of. ts are eligible trials of one rung; a preference
+// never makes another trial eligible.
+func rankForPromotion(st Settings, trials, ts []Trial, prefs []Preference) []Trial {
 	out := slices.Clone(ts)
-	sortByScore(out)
+	SortByFigure(st, trials, out)
+	controls := Controls(trials)
+	fig := func(t Trial) float64 { return RankFigure(st, controls, t) }
 	// Each move puts a preferred trial just above the first trial within the margin that
 	// it was preferred to; a cycle of preferences (8 over 5, 5 over 9, 9 over 8) would move
 	// for ever, so the moves are bounded.
@@ -404,7 +407,7 @@ func rankForPromotion(ts []Trial, prefs []Preference) []Trial {
 		moved := false
 		for i := 0; i < len(out) && !moved; i++ {
 			for j := i + 1; j < len(out); j++ {
-				if out[i].RankScore()-out[j].RankScore() <= NoiseMargin && Preferred(prefs, out[j].Number, out[i].Number) {
+				if fig(out[i])-fig(out[j]) <= NoiseMargin && Preferred(prefs, out[j].Number, out[i].Number) {
 					t := out[j]
 					out = slices.Insert(slices.Delete(out, j, j+1), i, t)
 					moved = true

@@ -170,7 +170,7 @@ func TestRankForPromotion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := numbers(session.RankForPromotion(ts, tt.prefs))
+			got := numbers(session.RankForPromotion(session.DefaultSettings(), ts, ts, tt.prefs))
 			if tt.want == nil {
 				slices.Sort(got)
 				tt.want = []int{1, 2, 3, 4, 5}

@@ -25,7 +25,7 @@ func TestDefaultSettingsAreTheDesignTable(t *testing.T) {
 		Mode: "automatic", Task: "Unitree-Go2-Flat", RunName: "auto-tune", GPUs: []int{0},
 		TrialCount: 12, Rungs: []int{300, 900, 2000}, Promote: []int{12, 4, 2}, NumEnvs: 4096, EvalNumEnvs: 256,
 		EvalSteps: 1000, Seed: 42, Patience: 8, Objective: session.DefaultObjectiveWeights(), Floors: session.DefaultFloors(),
-		EvalSeeds: []int{0, 1, 2}, FinalEvalSeeds: []int{0, 1, 2}, SamplerMaxChanges: 12, Control: true,
+		EvalSeeds: []int{0, 1, 2}, FinalEvalCount: 5, SamplerMaxChanges: 12, Control: true,
 		Preferences: session.PreferenceSettings{Ask: "auto", Max: 6, Weight: session.DefaultPreferenceWeight},
 	}
 	if diff := cmp.Diff(want, s); diff != "" {
@@ -111,7 +111,14 @@ func TestSettingsValidate(t *testing.T) {
 		{"floors", func(s *session.Settings) { s.Floors = with(session.DefaultFloors(), session.MetricPower, 0) },
 			[]string{"floors: floor for mechanical_power must be a positive number"}},
 		{"eval seeds empty", func(s *session.Settings) { s.EvalSeeds = nil }, []string{"eval_seeds: must list 1–16 seeds"}},
-		{"final eval seeds 17", func(s *session.Settings) { s.FinalEvalSeeds = make([]int, 17) }, []string{"final_eval_seeds: must list 1–16 seeds"}},
+		{"final eval seeds 17", func(s *session.Settings) { s.FinalEvalSeeds = seedsFrom(100, 17) }, []string{"final_eval_seeds: must list 2–16 seeds (got 17)"}},
+		{"final eval seed alone", func(s *session.Settings) { s.FinalEvalSeeds = []int{100} }, []string{"final_eval_seeds: must list 2–16 seeds (got 1)"}},
+		{"final eval seeds twice", func(s *session.Settings) { s.FinalEvalSeeds = []int{100, 100, 101, 101, 101} }, []string{"final_eval_seeds: 100 and 101 are listed more than once"}},
+		// The final evaluation re-running a seed that chose the finalist re-measures its luck
+		// (issue 43, item 1): refused, naming the seeds.
+		{"final eval seeds that chose", func(s *session.Settings) { s.FinalEvalSeeds = []int{0, 1, 2} }, []string{"final_eval_seeds: 0, 1 and 2 also in eval_seeds: the final evaluation must run on seeds that chose nothing"}},
+		{"final eval seeds fresh", func(s *session.Settings) { s.FinalEvalSeeds = []int{7301, 7302} }, nil},
+		{"final eval count 1", func(s *session.Settings) { s.FinalEvalCount = 1 }, []string{"final_eval_count: 1 is outside 2–16"}},
 		{"eval seed negative", func(s *session.Settings) { s.EvalSeeds = []int{-3} }, []string{"eval_seeds: -3 is outside 0–2147483647"}},
 		{"preset name", func(s *session.Settings) { s.Preset = "auto-tune-1234abcd" }, nil},
 		{"bad preset name", func(s *session.Settings) { s.Preset = "a/b" }, []string{`preset: "a/b" is not a preset name`}},
@@ -185,4 +192,13 @@ func TestNormalize(t *testing.T) {
 		Floors: session.Metrics{session.MetricPower: 1}}, s); diff != "" {
 		t.Errorf("Normalize overwrote given fields (-want +got):\n%s", diff)
 	}
+}
+
+// seedsFrom is n consecutive seeds from first.
+func seedsFrom(first, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = first + i
+	}
+	return out
 }
