@@ -42,6 +42,10 @@ type Applier struct {
 	// set before use, only by `tunebot apply --from-sim`; the daemon never sets it.
 	FromSim bool
 
+	// Unconfirmed lets Apply apply a preset whose gain was not shown to clear the noise
+	// (preset.CheckConfirmed): set before use, only by `tunebot apply --unconfirmed`.
+	Unconfirmed bool
+
 	// Partial lets Apply commit a preset some of whose values it cannot write (Left of its
 	// preview), leaving those out and saying so in the commit message: set before use, only
 	// by `tunebot apply --partial`. Without it such an apply is refused before anything changes.
@@ -216,6 +220,9 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 		return res, err
 	}
 	if err := preset.CheckApplicable(p, a.FromSim); err != nil {
+		return res, err
+	}
+	if err := preset.CheckConfirmed(p, a.Unconfirmed); err != nil {
 		return res, err
 	}
 	top, u, err := a.prepare(ctx, p, &res)
@@ -444,6 +451,12 @@ func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string
 			p.Name, p.SessionID, p.Trial, session.SignedScore(p.Score), session.Spread(p.ScoreStd))
 		if v := p.Versus; v != nil && v.Rung > 0 {
 			fmt.Fprintf(&b, "Against the baseline trained as long: %s.\n", v)
+		}
+		if d := p.Verdict; d != nil {
+			fmt.Fprintf(&b, "Its final evaluation: %s.\n", d.Text())
+		}
+		if p.Unconfirmed() {
+			fmt.Fprintf(&b, "Not an improvement anyone has shown (%s); applied knowingly (--unconfirmed).\n", p.Outcome)
 		}
 		fmt.Fprintf(&b, "Gain over the task's defaults at equal training: %s (built on %s).\n", preset.GainText(p), preset.BuiltOnText(p))
 	}

@@ -57,8 +57,14 @@ func PushCard(in PushInput) (Card, bool) {
 				line += ": " + Neutralise(s.Reason, 120)
 			}
 			c.Urgent = s.State == session.StateFailed
-		case s.OutcomeText() != "":
+		case s.Outcome == session.OutcomeNoImprovement:
 			line += " (" + s.Outcome + "): " + s.OutcomeText()
+		case session.Unconfirmed(s.Outcome):
+			// the phone says it plainly: a preset was saved, but not as an improvement
+			line += " (" + s.Outcome + "): " + s.OutcomeText() + "; preset " + s.Preset + " saved, marked so"
+			if s.Result != nil && s.Result.Verdict != nil {
+				line += ": " + s.Result.Verdict.Text()
+			}
 		default:
 			if r, ok := session.Compare(s, in.Trials); ok {
 				line += ": " + r.Headline()

@@ -220,20 +220,23 @@ func TestFormat(t *testing.T) {
 			Metrics: session.Metrics{"fall_rate": 0.01}},
 		{Name: "file", Config: space.Defaults(), CreatedAt: t0.Add(-time.Hour)},
 	}
-	ps[1].Gain = &session.Gain{Score: 0.313, Rung: 2, Session: "eeeeeeeeffff", Final: true}
+	ps[1].Gain = &session.Gain{Score: 0.313, SE: 0.012, Rung: 2, Session: "eeeeeeeeffff", Final: true}
 	ps[1].BuiltOn = "preset old"
+	ps[1].Outcome = session.OutcomeWithinNoise
+	ps[1].Verdict = &session.Verdict{Gain: 0.004, SE: 0.01, Lower: -0.017, Seeds: []int{7301, 7302, 7303}}
 	list := preset.FormatList(ps)
 	lines := strings.Split(strings.TrimSpace(list), "\n")
-	if len(lines) != 4 || !regexp.MustCompile(`^name +gain vs defaults \(equal training\) +built on +origin +task +trainer +created$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^new +\+0\.313 @ rung 2 +preset old +session cccccccc, trial 7 @ rung 2 +Unitree-Go2-Flat +— +2025-03-01 13:00Z$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^old +not recorded +— +session aaaaaaaa`).MatchString(lines[2]) || !regexp.MustCompile(`^file +n/a \(imported\) +— +imported`).MatchString(lines[3]) {
+	if len(lines) != 4 || !regexp.MustCompile(`^name +gain vs defaults \(equal training\) +outcome +built on +origin +task +trainer +created$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^new +\+0\.313 ± 0\.012 @ rung 2 +within the noise +preset old +session cccccccc, trial 7 @ rung 2 +Unitree-Go2-Flat +— +2025-03-01 13:00Z$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^old +not recorded +— +— +session aaaaaaaa`).MatchString(lines[2]) || !regexp.MustCompile(`^file +n/a \(imported\) +— +— +imported`).MatchString(lines[3]) {
 		t.Errorf("FormatList:\n%s", list)
 	}
 	if got := preset.FormatList(nil); !strings.Contains(got, "no presets yet") {
 		t.Errorf("FormatList(nil) = %q", got)
 	}
 	show := preset.FormatShow(ps[1], space)
-	for _, w := range []string{"preset new", "gain vs defaults (equal training):\n             +0.313 at rung 2 against the defaults trained as long (session eeeeeeee's baseline, which it builds on; final re-evaluations)",
+	for _, w := range []string{"preset new", "gain vs defaults (equal training):\n             +0.313 ± 0.012 at rung 2 against the defaults trained as long (session eeeeeeee's baseline, which it builds on; its final evaluation on fresh seeds)",
+		"outcome:   within the noise\n             +0.004 ± 0.010 on fresh seeds 7301–7303 (paired, 95 % lower bound -0.017): within the noise\n             apply refuses it unless told --unconfirmed",
 		"built on:  preset old", "score:     +0.250 ± 0.020 (vs its session's baseline at rung 0", "approved:  alice",
 		"fall_rate", "foot_slip", "-0.25 → -0.5 (×2.00)", "foot_gait.period", "0.6 → 0.55"} {
 		if !strings.Contains(show, w) {

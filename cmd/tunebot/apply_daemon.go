@@ -110,6 +110,6 @@ func (d *daemon) applyForCommand(ctx context.Context, stdout, stderr io.Writer, 
 		fmt.Fprintln(stderr, "apply:", err)
 		return 1
 	}
-	ap.FromSim, ap.Partial = req.FromSim, req.Partial
+	ap.FromSim, ap.Partial, ap.Unconfirmed = req.FromSim, req.Partial, req.Unconfirmed
 	return applyOp(ctx, stdout, stderr, ap, d.app.db, req, by)
 }

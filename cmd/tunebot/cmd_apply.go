@@ -19,11 +19,13 @@ func init() {
 }
 
 const applyUsage = `usage: tunebot apply diff PRESET [--config FILE]     show what applying PRESET would change
-       tunebot apply PRESET --yes [--partial] [--from-sim] [--config FILE]
+       tunebot apply PRESET --yes [--partial] [--from-sim] [--unconfirmed] [--config FILE]
                                                       commit PRESET on branch <prefix>PRESET, gated by the tests;
                                                       refused when apply.edits cannot write all its values, unless
                                                       --partial (the commit says which were left out);
-                                                      a preset of the built-in sim needs --from-sim
+                                                      a preset of the built-in sim needs --from-sim;
+                                                      one whose gain is within the noise (or was not
+                                                      measured) needs --unconfirmed
        tunebot apply rollback --yes [--config FILE]   revert the last apply with a revert commit`
 
 func runApply(ctx context.Context, e *env, args []string) int {
@@ -31,6 +33,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	cfgPath := fs.String("config", "", "config file with an apply: section")
 	yes := fs.Bool("yes", false, "really change the checkout (without it, apply only shows the diff)")
 	fromSim := fs.Bool("from-sim", false, "apply a preset the built-in sim trainer made (refused without it)")
+	unconfirmed := fs.Bool("unconfirmed", false, "apply a preset whose gain is within the noise or was not measured (refused without it)")
 	partial := fs.Bool("partial", false, "commit the values apply.edits can write when it cannot write them all (refused without it)")
 	operands, code, ok := parseInterleaved(e, fs, args)
 	if !ok {
@@ -39,7 +42,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	if len(operands) == 0 || len(operands) > 2 || (operands[0] == "diff") != (len(operands) == 2) {
 		return usageError(e, fs, "give diff PRESET, PRESET or rollback")
 	}
-	req := applyRequest{Operands: operands, Yes: *yes, FromSim: *fromSim, Partial: *partial}
+	req := applyRequest{Operands: operands, Yes: *yes, FromSim: *fromSim, Partial: *partial, Unconfirmed: *unconfirmed}
 	cfg, err := config.Load(*cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
@@ -67,7 +70,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		printProblems(e, err)
 		return 1
 	}
-	ap.FromSim, ap.Partial = *fromSim, *partial
+	ap.FromSim, ap.Partial, ap.Unconfirmed = *fromSim, *partial, *unconfirmed
 	return applyOp(ctx, e.stdout, e.stderr, ap, db, req, cliActor(e))
 }
 
@@ -78,6 +81,8 @@ type applyRequest struct {
 	Yes      bool     `json:"yes"`
 	FromSim  bool     `json:"from_sim"`
 	Partial  bool     `json:"partial"`
+	// Unconfirmed acknowledges a preset whose gain was not shown to clear the noise.
+	Unconfirmed bool `json:"unconfirmed"`
 }
 
 // applyOp runs req with ap (FromSim already set from req) on the presets of db, printing to
@@ -97,6 +102,13 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 	if err := preset.CheckApplicable(p, req.FromSim); err != nil && operands[0] != "diff" {
 		fmt.Fprintln(stderr, "apply:", err) // a sim preset: refused before anything is shown as if it would run
 		return 1
+	}
+	if err := preset.CheckConfirmed(p, req.Unconfirmed); err != nil {
+		if operands[0] != "diff" {
+			fmt.Fprintln(stderr, "apply:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "note:", err) // the diff is shown, and says what an apply would ask
 	}
 	pv, err := ap.Diff(ctx, p)
 	if err != nil {
