@@ -269,7 +269,10 @@ func (c Comparison) freshHeadline(who string) string {
 	}
 	verdict := gain + se + " over the baseline"
 	if v.Score <= 0 {
-		verdict, test = "the baseline is ahead by "+Spread(-v.Score)+se, "" // no gain to test
+		verdict = "the baseline is ahead by " + Spread(-v.Score) + se
+		if d := c.Verdict; d != nil && d.Measured() && d.Upper < 0 {
+			test = fmt.Sprintf(" (paired, 95 %% upper bound %s: the baseline is better)", SignedScore(d.Upper))
+		}
 	}
 	line := fmt.Sprintf("%s scores %s, the baseline %s (both %s) at the same %d iterations on fresh seeds %s, which chose nothing: %s%s",
 		who, gain, SignedScore(0), v.Label(), b.Iterations, SeedRange(b.Seeds), verdict, test)

@@ -1550,8 +1550,8 @@ func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, base Trial) e
 
 // finish ends the session with the finalist the top rung chose (chosenFinalist), measured on
 // fresh seeds by its final evaluation: its verdict (VerdictOf) is the outcome (OutcomeOf). A
-// tuned trial whose gain the fresh seeds put at or below the baseline's is no improvement;
-// any other is saved as the session's preset, marked when its gain is within the noise.
+// tuned trial the fresh seeds put below the baseline beyond the noise is no improvement; any
+// other is saved as the session's preset, marked when its gain is within the noise.
 func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	best, found := chosenFinalist(n)
 	if !found {

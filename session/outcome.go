@@ -5,16 +5,20 @@ import "fmt"
 // What a succeeded session came to (Session.Outcome). Its gain is measured on fresh seeds
 // against the baseline trained as long (Verdict, docs/design.md §3):
 //   - OutcomeImproved: the gain clears its own uncertainty; the preset is the result.
-//   - OutcomeWithinNoise: the chosen finalist scored above the baseline, but its gain does
-//     not clear the noise. Its preset is saved, so nothing is lost and a later session can
-//     build on it, but it is marked so, and apply asks for it to be acknowledged: a careful
-//     user applies a change that may be noise only knowingly.
+//   - OutcomeWithinNoise: the chosen finalist's gain on the fresh seeds does not clear the
+//     noise either way (its 95 % bounds hold 0). Its preset is saved, so nothing is lost and a
+//     later session can build on it, but it is marked so, and apply asks for it to be
+//     acknowledged: a careful user applies a change that may be noise only knowingly. It is
+//     saved whatever the sign of the measured gain within the noise, so that whether a
+//     preset ships never turns on the fresh seeds' luck (which would bias the figure the
+//     preset reports upward).
 //   - OutcomeUnmeasured: no measurement at equal training on fresh seeds was possible
 //     (control: false, a failed final evaluation, no per-seed results); saved and marked as
 //     within the noise is.
-//   - OutcomeNoImprovement: no tuned trial beat the baseline (on the rung's evaluation, or on
-//     the fresh seeds); no preset is saved, since the baseline's configuration would be
-//     offered to apply as if it were a result.
+//   - OutcomeNoImprovement: no tuned trial beat the baseline at the rung that chose, or the
+//     fresh seeds put the chosen one below it beyond the noise (its 95 % upper bound below 0);
+//     no preset is saved, since the baseline's configuration would be offered to apply as if
+//     it were a result.
 const (
 	OutcomeImproved      = "improved"
 	OutcomeWithinNoise   = "within_noise"
@@ -22,16 +26,16 @@ const (
 	OutcomeNoImprovement = "no_improvement"
 )
 
-// OutcomeOf is the outcome of a session that ships v's trial, a tuned one: improved only when
-// its gain clears the noise, no improvement when the fresh seeds put it at or below the
-// baseline.
+// OutcomeOf is the outcome of a session whose chosen finalist, a tuned trial, has verdict v:
+// improved only when its gain clears the noise, no improvement when the fresh seeds put it
+// below the baseline beyond the noise, else within the noise.
 func OutcomeOf(v Verdict) string {
 	switch {
 	case !v.Measured():
 		return OutcomeUnmeasured
 	case v.Cleared:
 		return OutcomeImproved
-	case v.Gain <= 0:
+	case v.Upper < 0:
 		return OutcomeNoImprovement
 	}
 	return OutcomeWithinNoise

@@ -73,8 +73,9 @@ type Verdict struct {
 	// SE is Gain's standard error: the spread of the per-seed differences (each seed of both
 	// scored against the control's final mean) over the square root of their number.
 	SE float64 `json:"se"`
-	// Lower is the one-sided 95 % lower bound, Gain − t·SE.
+	// Lower is the one-sided 95 % lower bound, Gain − t·SE; Upper the upper one, Gain + t·SE.
 	Lower float64 `json:"lower"`
+	Upper float64 `json:"upper"`
 	// Seeds are the fresh seeds both were evaluated on.
 	Seeds []int `json:"seeds"`
 	// Cleared is true when Lower > 0: the gain clears the noise.
@@ -157,7 +158,7 @@ func VerdictOf(st Settings, control *Trial, t Trial) Verdict {
 		return v
 	}
 	v.SE = StdErr(d)
-	v.Lower = v.Gain - TCritical(len(d)-1)*v.SE
+	v.Lower, v.Upper = v.Gain-TCritical(len(d)-1)*v.SE, v.Gain+TCritical(len(d)-1)*v.SE
 	v.Cleared = v.Lower > 0
 	return v
 }

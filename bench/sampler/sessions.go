@@ -165,27 +165,7 @@ func playSession(ctx context.Context, dir string, m method, adv session.Advisor,
 // playIn runs one automatic session of the real engine in db (the session seed is st's)
 // and returns it as playSession does.
 func playIn(ctx context.Context, db *store.DB, dir string, m method, adv session.Advisor, tr memsim.Trainer, st session.Settings) (session.Session, []session.Trial, session.Preset, error) {
-	var none session.Preset
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: tr, Sampler: adv,
-		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
-	if err != nil {
-		return session.Session{}, nil, none, err
-	}
-	defer eng.Shutdown(context.WithoutCancel(ctx))
-	st.Fallback = true
-	s, err := eng.Start(ctx, st, session.System)
-	if err != nil {
-		return session.Session{}, nil, none, err
-	}
-	if s, err = eng.Wait(ctx, s.ID); err != nil {
-		return session.Session{}, nil, none, err
-	}
-	trials, err := db.Trials(ctx, s.ID)
-	if err != nil || s.State != session.StateSucceeded {
-		return s, trials, none, err
-	}
-	ref, cfg, err := memsim.Shipped(ctx, db, s, trials)
-	return s, trials, session.Preset{Trial: ref, Config: cfg}, err
+	return memsim.Play(ctx, db, dir, m.space, adv, tr, st)
 }
 
 // runSession runs one whole session with the real engine (proposals, rung 0, successive

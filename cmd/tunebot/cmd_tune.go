@@ -540,6 +540,7 @@ type verdictJSON struct {
 	Gain       float64 `json:"gain"`
 	SE         float64 `json:"se"`
 	Lower      float64 `json:"lower"`
+	Upper      float64 `json:"upper"`
 	Seeds      []int   `json:"seeds"`
 	Cleared    bool    `json:"cleared"`
 	Test       string  `json:"test"`
@@ -550,7 +551,7 @@ func verdictOf(v *session.Verdict) *verdictJSON {
 	if v == nil {
 		return nil
 	}
-	out := &verdictJSON{Gain: session.Measured(v.Gain), SE: session.Measured(v.SE), Lower: session.Measured(v.Lower),
+	out := &verdictJSON{Gain: session.Measured(v.Gain), SE: session.Measured(v.SE), Lower: session.Measured(v.Lower), Upper: session.Measured(v.Upper),
 		Seeds: append([]int{}, v.Seeds...), Cleared: v.Cleared, Unmeasured: v.Unmeasured}
 	if v.Measured() {
 		out.Test = v.Test()
