@@ -71,6 +71,9 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 	}
 	r := &doctorReport{w: e.stdout}
 	r.line("ok", "config", "valid ("+tasksText(cfg)+")")
+	for _, w := range cfg.Warnings { // as config check says them
+		r.line("warn", "config", w)
+	}
 	// What tune and run check before they start, so doctor never passes what they refuse.
 	doctorAdvisor(r, cfg, e.getenv)
 	doctorChat(r, cfg, e)
