@@ -514,7 +514,7 @@ func problemsOf(err error) []string {
 // configWarnings are what the config sets that has no effect: a chat section that is not
 // enabled, a Slurm section under the local backend.
 func configWarnings(root *yaml.Node, cfg Config) []string {
-	warnings := unenabledChats(root, cfg.Chat)
+	warnings := append(unenabledChats(root, cfg.Chat), cfg.spaceTaskWarnings()...)
 	if sec := mappingAt(root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
 		warnings = append(warnings, fmt.Sprintf("executor.slurm is configured (line %d) but executor.backend is %s: set executor.backend: slurm to use it, or remove the section", sec.Line, cfg.Executor.Backend))
 	}
@@ -1091,6 +1091,7 @@ var configRules = []configRule{
 	{"reward_space", func(c *Config) []string { return c.rewardSpaceProblems() }},
 	{"reward_spaces", func(c *Config) []string { return c.spaceProblems() }},
 	{"sim reward space", func(c *Config) []string { return c.simSpaceProblems() }},
+	{"reward space task", func(c *Config) []string { return c.spaceTaskProblems() }},
 	{"advisor.base_url", func(c *Config) []string { return c.Advisor.baseURLProblems() }},
 	{"advisor.model", func(c *Config) []string { return nonEmpty("advisor.model", c.Advisor.Model, "must be set") }},
 	{"advisor.temperature", func(c *Config) []string { return c.Advisor.temperatureProblems() }},

@@ -38,6 +38,10 @@ func TestConfigRules(t *testing.T) {
 			sp.Terms[len(sp.Terms)-1].Name = "arm_swing"
 			c.Space, c.Trainer.Train = sp, []string{"{tunebot}", "sim-train", "--reward-config", "{reward_config}", "--iterations", "{iterations}"}
 		}, "trainer.train: the built-in sim trainer is not told the reward space of task Unitree-Go2-Flat"},
+		{"reward space task", func(c *Config) {
+			c.Session.Task, c.Session.Tasks = "Mjlab-Velocity-Flat-Unitree-G1", []string{"Mjlab-Velocity-Flat-Unitree-G1"}
+		},
+			"reward_space: not set, so task Mjlab-Velocity-Flat-Unitree-G1 (session.task) is tuned in the built-in space, whose names are task Unitree-Go2-Flat's"},
 		{"advisor.base_url", func(c *Config) { c.Advisor.BaseURL = "ftp://x" }, `advisor.base_url: "ftp://x" must be an http(s) URL`},
 		{"advisor.model", func(c *Config) { c.Advisor.Model = "" }, "advisor.model: must be set"},
 		{"advisor.temperature", func(c *Config) { c.Advisor.Temperature = 0 }, "advisor.temperature: 0 must be in (0, 2]"},

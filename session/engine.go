@@ -918,7 +918,7 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		}
 		if err != nil && OutOfSpace(err) {
 			log.Warn("out of disk space; the session pauses", "err", err)
-			err = e.diskStepFailed(jobCtx, id, j)
+			err = e.diskStepFailed(jobCtx, id, j, err)
 			if err == nil {
 				continue // the next step finds it paused, or pausing once its jobs end
 			}
