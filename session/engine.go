@@ -289,7 +289,7 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	}
 	if err := e.cfg.Store.CreateSession(ctx, s); err != nil {
 		if errors.Is(err, ErrBusy) {
-			return Session{}, &UserError{Msg: "busy: " + err.Error(), Err: err}
+			return Session{}, e.busyErr(ctx, err)
 		}
 		return Session{}, fmt.Errorf("creating session: %w", err)
 	}
