@@ -110,6 +110,47 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 	}
 }
 
+// TestApplyThroughTheDaemonNamesItsCheckout (issue 43 item 6.2): an apply the daemon runs
+// says so, naming the checkout its apply: section changes and the --config it did not read,
+// and says plainly when that config names another checkout.
+func TestApplyThroughTheDaemonNamesItsCheckout(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	repo, other := applytest.Repo(t), applytest.Repo(t)
+	cfg := applyConfig(t, dir, data, repo)
+	otherCfg := applyConfig(t, t.TempDir(), data, other)
+	slippy := session.DefaultSpace().Defaults()
+	slippy.Weights["foot_slip"] = -0.4
+	savePresets(t, data, session.Preset{Name: "slippy", SessionID: "s1", Config: slippy, CreatedAt: time.Now()},
+		session.Preset{Name: "slippier", SessionID: "s2", Config: slippy, CreatedAt: time.Now()})
+	startDaemon(t, cfg)
+	for _, tc := range []struct {
+		name, cfg, preset string
+		want              []string
+		not               string
+	}{
+		{"its own config", cfg, "slippy", []string{"a running tunebot holds the data file: applying with its apply: section (repo " + repo + "), not " + cfg + "'s"}, "another checkout"},
+		{"another config", otherCfg, "slippier", []string{"applying with its apply: section (repo " + repo + "), not " + otherCfg + "'s",
+			otherCfg + " names another checkout (apply.repo " + other + "), which is left as it is"}, "\x00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runBinEnv(t, nil, "apply", tc.preset, "--yes", "--config", tc.cfg)
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("want %q in stdout:\n%s", w, stdout)
+				}
+			}
+			if code != 0 || strings.Contains(stdout, tc.not) {
+				t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			runBinEnv(t, nil, "apply", "rollback", "--yes", "--config", tc.cfg)
+		})
+	}
+	if log := applytest.Git(t, other, "log", "--oneline"); strings.Contains(log, "slipp") {
+		t.Errorf("the checkout the daemon does not apply to changed: %s", log)
+	}
+}
+
 // A daemon without an apply: section says so, and that the command's --config is not
 // what counts while it runs.
 func TestApplyThroughADaemonWithoutApply(t *testing.T) {

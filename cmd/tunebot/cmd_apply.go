@@ -47,7 +47,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	}
 	db, err := openStore(cfg)
 	if errors.Is(err, session.ErrLocked) {
-		return applyViaDaemon(ctx, e, cfg, req) // the daemon (or a tune) holds the store: it applies
+		return applyViaDaemon(ctx, e, cfg, *cfgPath, req) // the daemon (or a tune) holds the store: it applies
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "apply:", err)
