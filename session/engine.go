@@ -629,11 +629,11 @@ func (e *Engine) decision(p *Proposal, d DecideRequest, space *Space, now time.T
 		if _, err := space.Validate(p.Base, *d.Edit, tried); err != nil {
 			return nil, err
 		}
-		edited := space.Round(p.Base, *d.Edit)
+		edited, same := space.WithoutUnchanged(p.Base, *d.Edit)
 		dec.Edited = &edited
 		// A person's edit may break what earlier feedback asked: it is theirs to write,
 		// and the note says so; proposers keep to the constraints still.
-		dec.Note = OverrideNote(BrokenConstraints(constraints, p.Base, edited))
+		dec.Note = strings.TrimSpace(UnchangedNote(same) + " " + OverrideNote(BrokenConstraints(constraints, p.Base, edited)))
 		p.State = ProposalApproved
 	}
 	return dec, nil

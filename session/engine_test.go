@@ -705,6 +705,40 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	}
 }
 
+// TestEditCountsChangesAfterMerging (issue 43 item 6.4): an edit that names a value equal to
+// its base's is no change: an edit of four changes and one such value runs (the limit is 4),
+// the stored edit holds the four, and the answer says the fifth was left as it was.
+func TestEditCountsChangesAfterMerging(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(s.ID)
+	edit := session.Patch{Weights: map[string]float64{"track_linear_velocity": 1.2, "pose": 1.5, "foot_slip": -0.5, "body_ang_vel": -0.05},
+		Params: map[string]float64{"foot_gait.period": 0.55}}
+	p, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &edit, By: console})
+	if err != nil {
+		t.Fatalf("an edit of 4 changes and a value equal to its base: %v", err)
+	}
+	if got := p.Decision.Edited; got == nil || got.Len() != 4 || patchHasName(*got, "body_ang_vel") {
+		t.Errorf("stored edit %+v, want the 4 changes without body_ang_vel", got)
+	}
+	if want := "body_ang_vel = -0.05 is its current value: left as it was"; !strings.Contains(p.Decision.Note, want) {
+		t.Errorf("note %q, want %q", p.Decision.Note, want)
+	}
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func patchHasName(p session.Patch, name string) bool {
+	_, w := p.Weights[name]
+	_, q := p.Params[name]
+	return w || q
+}
+
 // A rejected patch is never proposed again in the session, whoever proposes: the proposers
 // are told (their tried list), and an answer that repeats it anyway is refused like a
 // duplicate, on the advisor's path, the sampler's and the fallback between them.
