@@ -468,17 +468,27 @@ func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next
 	return commit, "", nil
 }
 
+// message is the apply commit's message: what was applied (all of p, or part of it and what
+// was left out), where p came from and its scores (the sim's, said so, for a sim preset),
+// who applied it, and each change.
 func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string {
 	var b strings.Builder
+	sim := ""
+	if p.Trainer == session.TrainerSim {
+		sim = preset.SimSubject
+	}
 	if len(pl.left) > 0 {
-		fmt.Fprintf(&b, "tunebot: apply part of preset %s\n\n", p.Name)
+		fmt.Fprintf(&b, "tunebot: apply part of preset %s%s\n\n", p.Name, sim)
 		fmt.Fprintf(&b, "A partial apply: %d of the preset's values are not in this commit, so the\ncheckout does not hold preset %s and its score below is not this commit's:\n", len(pl.left), p.Name)
 		for _, l := range pl.left {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 		b.WriteString("\n")
 	} else {
-		fmt.Fprintf(&b, "tunebot: apply preset %s\n\n", p.Name)
+		fmt.Fprintf(&b, "tunebot: apply preset %s%s\n\n", p.Name, sim)
+	}
+	if sim != "" {
+		fmt.Fprintf(&b, "Preset %s was %s.\nNo robot learned it; it was applied with --from-sim.\n\n", p.Name, preset.SimMade)
 	}
 	if preset.Imported(p) {
 		fmt.Fprintf(&b, "Preset %s was imported from a file (no session, no score).\n", p.Name)

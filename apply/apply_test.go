@@ -504,6 +504,41 @@ func TestApplyRefusesASimPresetUnlessFromSim(t *testing.T) {
 	}
 }
 
+// TestSimPresetCommitSaysTheSimMadeIt (issue 43 item 6.5): a preset of the built-in sim,
+// applied whole or in part with --from-sim, goes into the trainer's history saying so: its
+// subject and body say the sim made it and that its scores are the sim's, not a robot's.
+func TestSimPresetCommitSaysTheSimMadeIt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		partial bool
+		subject string
+	}{
+		{"whole", false, "tunebot: apply preset auto-tune-0123abcd (built-in sim, not a robot)"},
+		{"partial", true, "tunebot: apply part of preset auto-tune-0123abcd (built-in sim, not a robot)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := newRepo(t)
+			a, _ := newApplier(t, repo, []string{"true"}, nil)
+			a.FromSim, a.Partial = true, tc.partial
+			p := testPreset()
+			p.Trainer = session.TrainerSim
+			if tc.partial {
+				p.Config.Weights["pose"] = 1.5 // no edit names it
+			}
+			res, err := a.Apply(context.Background(), p, alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := applytest.Git(t, repo, "log", "-1", "--format=%B", res.Commit)
+			for _, w := range []string{tc.subject + "\n", "made on tunebot's built-in sim trainer: its scores are the sim's, not a robot's"} {
+				if !strings.Contains(body, w) {
+					t.Errorf("the commit message does not say %q:\n%s", w, body)
+				}
+			}
+		})
+	}
+}
+
 // A preset with values apply.edits cannot write (no edit names them, or an edit's pattern
 // does not match exactly once) is refused whole, naming every such value, with nothing
 // touched; Partial commits the others and its commit message says what was left out and

@@ -17,3 +17,11 @@ func CheckApplicable(p session.Preset, fromSim bool) error {
 	return session.Userf(session.ErrConflict, "preset %s was trained on the built-in sim trainer, not by a real trainer%s, so it is refused here; "+
 		"to apply it anyway: tunebot apply %s --from-sim --yes", p.Name, task, p.Name)
 }
+
+// SimMade says what a preset of the built-in sim trainer is wherever one is applied (the
+// commit message, the command's output): its scores came from the sim's made-up surface.
+const SimMade = "made on tunebot's built-in sim trainer: its scores are the sim's, not a robot's"
+
+// SimSubject follows the subject of a sim preset's apply commit, so that a one-line log of
+// the trainer's history says it too.
+const SimSubject = " (built-in sim, not a robot)"
