@@ -359,9 +359,9 @@ func revertError(presetName, repo, reason string, cause error, problems []string
 	return &session.UserError{Msg: fmt.Sprintf("apply of preset %s reverted: %s", presetName, reason), Err: cause}
 }
 
-// newBranch names the branch a preset is applied on and the base it starts from (the
-// configured base, or the branch checked out now), and refuses a base that does not exist,
-// a name git would not take, and a branch that exists already.
+// newBranch names the branch a preset is applied on (freeBranch) and the base it starts
+// from (the configured base, or the branch checked out now), and refuses a base that does
+// not exist.
 func (a *Applier) newBranch(ctx context.Context, p session.Preset, orig string) (branch, base, baseSHA string, err error) {
 	base = a.cfg.Base
 	if base == "" {
@@ -371,14 +371,57 @@ func (a *Applier) newBranch(ctx context.Context, p session.Preset, orig string) 
 	if err != nil {
 		return "", "", "", session.Userf(session.ErrNotFound, "base branch %s does not exist in %s", base, a.cfg.Repo)
 	}
-	branch = a.cfg.BranchPrefix + p.Name
-	if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
-		return "", "", "", session.Userf(nil, "%s is not a valid git branch name", branch)
+	branch, err = a.freeBranch(ctx, p)
+	return branch, base, baseSHA, err
+}
+
+// maxBranches bounds the branches one preset is applied on, <prefix><preset> and its
+// suffixed ones after rollbacks: past it the old ones should be cleared away.
+const maxBranches = 20
+
+// freeBranch is the branch p is applied on: <prefix><preset>, or when an apply there was
+// rolled back, <prefix><preset>-2 (then -3, …). A rolled-back branch is kept as it is, its
+// apply and revert commits being the record of what happened; the new apply starts afresh
+// from its base. A branch that holds an apply still standing, or that no recorded apply
+// made, refuses the apply and names what clears it.
+func (a *Applier) freeBranch(ctx context.Context, p session.Preset) (string, error) {
+	for n := 1; n <= maxBranches; n++ {
+		branch := a.cfg.BranchPrefix + p.Name
+		if n > 1 {
+			branch += fmt.Sprintf("-%d", n)
+		}
+		if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
+			return "", session.Userf(nil, "%s is not a valid git branch name", branch)
+		}
+		if _, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err != nil {
+			return branch, nil
+		}
+		standing, isStanding, applied, err := a.branchHistory(ctx, branch)
+		if err != nil {
+			return "", err
+		}
+		if isStanding {
+			return "", a.standingErr(ctx, p, standing)
+		}
+		if !applied {
+			return "", session.Userf(session.ErrExists, "branch %s exists but no apply tunebot recorded is on it; to apply preset %s, delete it: git -C %s branch -D %s (from another branch: git keeps the branch it is on)",
+				branch, p.Name, a.cfg.Repo, branch)
+		}
 	}
-	if _, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
-		return "", "", "", session.Userf(session.ErrExists, "branch %s already exists: preset %s was applied before (roll it back or delete the branch)", branch, p.Name)
+	return "", session.Userf(session.ErrExists, "preset %s was applied and rolled back on %d branches (%s%s to %s-%d); delete the old ones (git -C %s branch -D BRANCH) to apply it again",
+		p.Name, maxBranches, a.cfg.BranchPrefix, p.Name, p.Name, maxBranches, a.cfg.Repo)
+}
+
+// standingErr refuses to apply p while rec, an apply on p's branch, stands there: it
+// says how to roll rec back when rec is the newest apply (the one rollback reverts), and
+// the git command that deletes its branch.
+func (a *Applier) standingErr(ctx context.Context, p session.Preset, rec bot.ApplyRecord) error {
+	undo := "delete its branch"
+	if last, err := a.LastApply(ctx); err == nil && last.Commit == rec.Commit {
+		undo = "roll it back (`tunebot apply rollback --yes`, or `/tune rollback` in chat), then apply again; or delete its branch"
 	}
-	return branch, base, baseSHA, nil
+	return session.Userf(session.ErrExists, "preset %s is applied on branch %s (commit %s) and not rolled back; to apply preset %s again, %s: git -C %s branch -D %s (from another branch: git keeps the branch it is on)",
+		rec.Preset, rec.Branch, short(rec.Commit), p.Name, undo, a.cfg.Repo, rec.Branch)
 }
 
 // snapshot resolves every edited file inside top before anything changes, and keeps its
@@ -432,17 +475,27 @@ func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next
 	return commit, "", nil
 }
 
+// message is the apply commit's message: what was applied (all of p, or part of it and what
+// was left out), where p came from and its scores (the sim's, said so, for a sim preset),
+// who applied it, and each change.
 func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string {
 	var b strings.Builder
+	sim := ""
+	if p.Trainer == session.TrainerSim {
+		sim = preset.SimSubject
+	}
 	if len(pl.left) > 0 {
-		fmt.Fprintf(&b, "tunebot: apply part of preset %s\n\n", p.Name)
+		fmt.Fprintf(&b, "tunebot: apply part of preset %s%s\n\n", p.Name, sim)
 		fmt.Fprintf(&b, "A partial apply: %d of the preset's values are not in this commit, so the\ncheckout does not hold preset %s and its score below is not this commit's:\n", len(pl.left), p.Name)
 		for _, l := range pl.left {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 		b.WriteString("\n")
 	} else {
-		fmt.Fprintf(&b, "tunebot: apply preset %s\n\n", p.Name)
+		fmt.Fprintf(&b, "tunebot: apply preset %s%s\n\n", p.Name, sim)
+	}
+	if sim != "" {
+		fmt.Fprintf(&b, "Preset %s was %s.\nNo robot learned it; it was applied with --from-sim.\n\n", p.Name, preset.SimMade)
 	}
 	if preset.Imported(p) {
 		fmt.Fprintf(&b, "Preset %s was imported from a file (no session, no score).\n", p.Name)

@@ -36,3 +36,11 @@ func CheckConfirmed(p session.Preset, acknowledged bool) error {
 	return session.Userf(session.ErrConflict, "preset %s is not an improvement anyone has shown: %s, so it is refused here; "+
 		"to apply it knowingly: tunebot apply %s --unconfirmed --yes", p.Name, why, p.Name)
 }
+
+// SimMade says what a preset of the built-in sim trainer is wherever one is applied (the
+// commit message, the command's output): its scores came from the sim's made-up surface.
+const SimMade = "made on tunebot's built-in sim trainer: its scores are the sim's, not a robot's"
+
+// SimSubject follows the subject of a sim preset's apply commit, so that a one-line log of
+// the trainer's history says it too.
+const SimSubject = " (built-in sim, not a robot)"

@@ -291,7 +291,7 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	s.Settings.FinalEvalSeeds = s.FinalSeeds()
 	if err := e.cfg.Store.CreateSession(ctx, s); err != nil {
 		if errors.Is(err, ErrBusy) {
-			return Session{}, &UserError{Msg: "busy: " + err.Error(), Err: err}
+			return Session{}, e.busyErr(ctx, err)
 		}
 		return Session{}, fmt.Errorf("creating session: %w", err)
 	}
@@ -631,11 +631,11 @@ func (e *Engine) decision(p *Proposal, d DecideRequest, space *Space, now time.T
 		if _, err := space.Validate(p.Base, *d.Edit, tried); err != nil {
 			return nil, err
 		}
-		edited := space.Round(p.Base, *d.Edit)
+		edited, same := space.WithoutUnchanged(p.Base, *d.Edit)
 		dec.Edited = &edited
 		// A person's edit may break what earlier feedback asked: it is theirs to write,
 		// and the note says so; proposers keep to the constraints still.
-		dec.Note = OverrideNote(BrokenConstraints(constraints, p.Base, edited))
+		dec.Note = strings.TrimSpace(UnchangedNote(same) + " " + OverrideNote(BrokenConstraints(constraints, p.Base, edited)))
 		p.State = ProposalApproved
 	}
 	return dec, nil

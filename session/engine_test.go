@@ -555,21 +555,66 @@ func headlineAddsUp(t *testing.T, r *session.Comparison) {
 	}
 }
 
-func TestSecondStartIsBusy(t *testing.T) {
-	h := newHarness(t, t.TempDir())
-	ctx := context.Background()
-	h.tr.trainGate[session.TrialRef{0, 0}] = make(chan struct{})
-	s, err := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
-	if err != nil {
-		t.Fatal(err)
+// TestSecondStartNamesTheActiveSession: a start while another session is active is refused
+// naming that session by its short id, its state and what it waits for, never the id the
+// refused session would have had (a person cannot act on that one).
+func TestSecondStartNamesTheActiveSession(t *testing.T) {
+	cases := []struct {
+		name string
+		// hold leaves a session active and returns it.
+		hold func(h *harness) session.Session
+		want []string
+	}{
+		{"running", func(h *harness) session.Session {
+			h.tr.trainGate[session.TrialRef{0, 0}] = make(chan struct{})
+			s, err := h.eng.Start(context.Background(), settings(session.ModeAutomatic), console)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			h.expect("train 0/0")
+			return s
+		}, []string{"is running", "let it finish or cancel it"}},
+		{"awaiting a decision", func(h *harness) session.Session {
+			s, err := h.eng.Start(context.Background(), settings(session.ModeApproval), console)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			return h.wait(s.ID)
+		}, []string{"is awaiting approval (waiting for a decision on proposal 1)", "decide or cancel it"}},
+		{"paused at the end of input", func(h *harness) session.Session {
+			s, err := h.eng.Start(context.Background(), settings(session.ModeApproval), console)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			h.wait(s.ID)
+			if s, err = h.eng.Pause(context.Background(), s.ID, console); err != nil {
+				h.t.Fatal(err)
+			}
+			return s
+		}, []string{"is paused (waiting for a decision on proposal 1)", "resume or cancel it"}},
 	}
-	h.expect("train 0/0")
-	_, err = h.eng.Start(ctx, settings(session.ModeAutomatic), console)
-	if !errors.Is(err, session.ErrBusy) || !strings.Contains(err.Error(), s.ID) {
-		t.Fatalf("second start: %v", err)
-	}
-	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
-		t.Fatal(err)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			s := tc.hold(h)
+			_, err := h.eng.Start(context.Background(), settings(session.ModeAutomatic), console)
+			msg, _ := session.UserMessage(err)
+			var be *session.BusyError
+			if !errors.Is(err, session.ErrBusy) || !errors.As(err, &be) || be.Holder.ID != s.ID {
+				t.Fatalf("second start: %v, want a BusyError naming %s", err, s.ID)
+			}
+			for _, w := range append(tc.want, "session "+session.Short(s.ID)+" ") {
+				if !strings.Contains(msg, w) {
+					t.Errorf("second start: %q, want %q in it", msg, w)
+				}
+			}
+			if strings.Contains(msg, "creating session") || strings.Contains(msg, s.ID) {
+				t.Errorf("second start: %q names ids of the store's refusal", msg)
+			}
+			if _, err := h.eng.Cancel(context.Background(), s.ID, console); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
 }
 
@@ -665,6 +710,40 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestEditCountsChangesAfterMerging (issue 43 item 6.4): an edit that names a value equal to
+// its base's is no change: an edit of four changes and one such value runs (the limit is 4),
+// the stored edit holds the four, and the answer says the fifth was left as it was.
+func TestEditCountsChangesAfterMerging(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.wait(s.ID)
+	edit := session.Patch{Weights: map[string]float64{"track_linear_velocity": 1.2, "pose": 1.5, "foot_slip": -0.5, "body_ang_vel": -0.05},
+		Params: map[string]float64{"foot_gait.period": 0.55}}
+	p, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &edit, By: console})
+	if err != nil {
+		t.Fatalf("an edit of 4 changes and a value equal to its base: %v", err)
+	}
+	if got := p.Decision.Edited; got == nil || got.Len() != 4 || patchHasName(*got, "body_ang_vel") {
+		t.Errorf("stored edit %+v, want the 4 changes without body_ang_vel", got)
+	}
+	if want := "body_ang_vel = -0.05 is its current value: left as it was"; !strings.Contains(p.Decision.Note, want) {
+		t.Errorf("note %q, want %q", p.Decision.Note, want)
+	}
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func patchHasName(p session.Patch, name string) bool {
+	_, w := p.Weights[name]
+	_, q := p.Params[name]
+	return w || q
 }
 
 // A rejected patch is never proposed again in the session, whoever proposes: the proposers

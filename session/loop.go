@@ -636,13 +636,21 @@ func (e *Engine) awaitPeople(ctx context.Context, s Session, n snapshot, j *jobs
 // waitingText is the session message while proposals wait for a decision.
 func waitingText(pending []Proposal) string {
 	if len(pending) == 1 {
-		return fmt.Sprintf("proposal %d waits for a decision", pending[0].Seq)
+		return proposalNames(pending) + " waits for a decision"
 	}
-	seqs := make([]string, len(pending))
-	for i, p := range pending {
+	return proposalNames(pending) + " wait for a decision"
+}
+
+// proposalNames is "proposal 1", or "proposals 1, 2" when there are several.
+func proposalNames(ps []Proposal) string {
+	if len(ps) == 1 {
+		return fmt.Sprintf("proposal %d", ps[0].Seq)
+	}
+	seqs := make([]string, len(ps))
+	for i, p := range ps {
 		seqs[i] = fmt.Sprint(p.Seq)
 	}
-	return fmt.Sprintf("proposals %s wait for a decision", strings.Join(seqs, ", "))
+	return "proposals " + strings.Join(seqs, ", ")
 }
 
 // pauseFor pauses the session with reason: at once when nothing runs, else once its

@@ -76,7 +76,7 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 		{[]string{"apply", "simmed", "--yes"}, 1, "", "trained on the built-in sim trainer"},
 		{[]string{"apply", "slippy", "--yes"}, 0, "preset slippy committed as", ""},
 		{[]string{"apply", "rollback", "--yes"}, 0, "reverted", ""},
-		{[]string{"apply", "simmed", "--yes", "--from-sim"}, 0, "preset simmed committed as", ""},
+		{[]string{"apply", "simmed", "--yes", "--from-sim"}, 0, "(tests passed); it was made on tunebot's built-in sim trainer: its scores are the sim's, not a robot's", ""},
 		// Issue 35 item 1: a preset apply.edits writes only in part is shown with what is
 		// left out, refused whole, and committed in part only when asked.
 		{[]string{"apply", "diff", "wide"}, 0, " → -0.5\nnot written (1 of the preset's values):\n  pose = 1.5 (no edit in apply.edits names it)\n", ""},
@@ -107,6 +107,47 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 	}
 	if applies != 4 {
 		t.Errorf("%d applies and rollbacks audited, want 4", applies)
+	}
+}
+
+// TestApplyThroughTheDaemonNamesItsCheckout (issue 43 item 6.2): an apply the daemon runs
+// says so, naming the checkout its apply: section changes and the --config it did not read,
+// and says plainly when that config names another checkout.
+func TestApplyThroughTheDaemonNamesItsCheckout(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	repo, other := applytest.Repo(t), applytest.Repo(t)
+	cfg := applyConfig(t, dir, data, repo)
+	otherCfg := applyConfig(t, t.TempDir(), data, other)
+	slippy := session.DefaultSpace().Defaults()
+	slippy.Weights["foot_slip"] = -0.4
+	savePresets(t, data, session.Preset{Name: "slippy", SessionID: "s1", Config: slippy, CreatedAt: time.Now()},
+		session.Preset{Name: "slippier", SessionID: "s2", Config: slippy, CreatedAt: time.Now()})
+	startDaemon(t, cfg)
+	for _, tc := range []struct {
+		name, cfg, preset string
+		want              []string
+		not               string
+	}{
+		{"its own config", cfg, "slippy", []string{"a running tunebot holds the data file: applying with its apply: section (repo " + repo + "), not " + cfg + "'s"}, "another checkout"},
+		{"another config", otherCfg, "slippier", []string{"applying with its apply: section (repo " + repo + "), not " + otherCfg + "'s",
+			otherCfg + " names another checkout (apply.repo " + other + "), which is left as it is"}, "\x00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runBinEnv(t, nil, "apply", tc.preset, "--yes", "--config", tc.cfg)
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("want %q in stdout:\n%s", w, stdout)
+				}
+			}
+			if code != 0 || strings.Contains(stdout, tc.not) {
+				t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			runBinEnv(t, nil, "apply", "rollback", "--yes", "--config", tc.cfg)
+		})
+	}
+	if log := applytest.Git(t, other, "log", "--oneline"); strings.Contains(log, "slipp") {
+		t.Errorf("the checkout the daemon does not apply to changed: %s", log)
 	}
 }
 

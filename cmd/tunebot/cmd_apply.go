@@ -50,7 +50,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	}
 	db, err := openStore(cfg)
 	if errors.Is(err, session.ErrLocked) {
-		return applyViaDaemon(ctx, e, cfg, req) // the daemon (or a tune) holds the store: it applies
+		return applyViaDaemon(ctx, e, cfg, *cfgPath, req) // the daemon (or a tune) holds the store: it applies
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "apply:", err)
@@ -135,12 +135,21 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		}
 		return 1
 	}
-	if len(res.Left) > 0 {
-		fmt.Fprintf(stdout, "part of preset %s committed as %s on branch %s (tests passed); %d of its values were left out, as the commit message says\n", p.Name, res.Commit, res.Branch, len(res.Left))
-		return 0
-	}
-	fmt.Fprintf(stdout, "preset %s committed as %s on branch %s (tests passed)\n", p.Name, res.Commit, res.Branch)
+	fmt.Fprintln(stdout, appliedLine(p, res))
 	return 0
+}
+
+// appliedLine says what an apply of p committed: the whole preset or part of it, and for a
+// preset of the built-in sim that its scores are the sim's, as the commit message says.
+func appliedLine(p session.Preset, res bot.ApplyResult) string {
+	line := fmt.Sprintf("preset %s committed as %s on branch %s (tests passed)", p.Name, res.Commit, res.Branch)
+	if len(res.Left) > 0 {
+		line = fmt.Sprintf("part of preset %s committed as %s on branch %s (tests passed); %d of its values were left out, as the commit message says", p.Name, res.Commit, res.Branch, len(res.Left))
+	}
+	if p.Trainer == session.TrainerSim {
+		line += "; it was " + preset.SimMade + ", as the commit message says"
+	}
+	return line
 }
 
 // rollbackOp reverts the last apply, or with no --yes says what it would revert.

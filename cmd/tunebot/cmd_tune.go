@@ -194,7 +194,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	defer stopSocket()
 	s, err := beginSession(ctx, a, st, o.resume)
 	if err != nil {
-		printProblems(e, err)
+		printStartRefusal(e, err, o)
 		return 1
 	}
 	// The session's line, then the console's (its banner first, then the events of the
@@ -222,6 +222,21 @@ func beginSession(ctx context.Context, a *app, st session.Settings, resume bool)
 		a.engine.Shutdown(context.Background())
 	}
 	return s, err
+}
+
+// printStartRefusal says why no session began. Refused because another session is active,
+// it names that one and the commands that reach it from here: the terminal has no cancel
+// of its own, so a session is cancelled by resuming it and typing cancel.
+func printStartRefusal(e *env, err error, o tuneOptions) {
+	var be *session.BusyError
+	if !errors.As(err, &be) {
+		printProblems(e, err)
+		return
+	}
+	resume := resumeCommand(o)
+	fmt.Fprintf(e.stderr, "tunebot: %s; only one session runs at a time.\n", be.Error())
+	fmt.Fprintf(e.stderr, "  resume it: %s\n", resume)
+	fmt.Fprintf(e.stderr, "  cancel it: %s, then type cancel\n", resume)
 }
 
 // tuneExit ends a tune whose follow ended with code: the line that continues a session left

@@ -627,6 +627,8 @@ func TestApprovalModeAtEndOfInput(t *testing.T) {
 		t.Fatalf("after the input ended: state %s, proposals %+v, trials %d; want paused with the baseline done and proposal 1 waiting", sum.State, sum.Proposals, len(sum.Trials))
 	}
 
+	refusedWhilePaused(t, env, cfg, sum.Session)
+
 	code, sum, stderr = tuneBinary(t, "edit 1 foot_gait.period=0.45 is_terminated=-399.99999944548205\n", env, "tune", "--config", cfg, "--resume", "--json")
 	if code == 0 || sum.State != session.StatePaused {
 		t.Fatalf("resumed: exit %d, state %s, want paused again at proposal 2:\n%s", code, sum.State, stderr)
@@ -645,6 +647,29 @@ func TestApprovalModeAtEndOfInput(t *testing.T) {
 		t.Fatalf("trials %+v, proposals %+v: want trial 1 run as edited and proposal 2 waiting", sum.Trials, sum.Proposals)
 	}
 	checkRounded(t, sum)
+}
+
+// refusedWhilePaused: a new tune while session id is paused at the end of input is refused
+// naming that session (its short id, what it waits for) and the commands that resume or
+// cancel it, never the id the refused session would have had.
+func refusedWhilePaused(t *testing.T, env []string, cfg, id string) {
+	t.Helper()
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	resume := "tunebot tune --resume --config " + cfg
+	want := []string{"session " + session.Short(id) + " is paused (waiting for a decision on proposal 1)",
+		"resume it: " + resume, "cancel it: " + resume + ", then type cancel"}
+	for _, w := range want {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("a new tune while %s is paused: want %q in:\n%s", session.Short(id), w, stderr.String())
+		}
+	}
+	if err == nil || strings.Contains(stderr.String(), "creating session") || strings.Contains(stderr.String(), id) {
+		t.Errorf("a new tune while %s is paused: %v, want refused without the store's ids:\n%s", session.Short(id), err, stderr.String())
+	}
 }
 
 // demoJSON runs `tunebot demo --json args…` in dir to its end and returns its summary and
