@@ -16,6 +16,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot/console"
+	"tunebot/charts"
 	"tunebot/config"
 	"tunebot/secret"
 	"tunebot/session"
@@ -277,7 +278,7 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 func startTuneConsole(ctx context.Context, a *app, cfg config.Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose, Redact: secret.Process()})
+		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), ReportNames: charts.ReportNames, Logger: logger, Verbose: verbose, Redact: secret.Process()})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tunebot/bot/console"
+	"tunebot/charts"
 	"tunebot/session"
 )
 
@@ -271,4 +272,31 @@ func firstChangedWeight(t *testing.T, text string) (string, float64) {
 	}
 	t.Fatalf("no changed weight in the proposed change:\n%s", table)
 	return "", 0
+}
+
+// Charts a full disk kept from being saved are drawn again when the session resumes: here
+// the baseline's report is removed while the session is paused (issue 43, item 7.2).
+func TestResumeRedrawsLostCharts(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: data\nservice: {addr: off}\nsession:\n  mode: approval\n  fallback: true\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	if code, out, errOut := runBin(t, dir, "tune", "--config", cfg); code != 3 {
+		t.Fatalf("tune with no input: exit %d, want 3 (paused)\n%s%s", code, out, errOut)
+	}
+	lost, _ := filepath.Glob(filepath.Join(dir, "data", "reports", "*", "t000-r0-*.png"))
+	if len(lost) != len(charts.ReportNames(session.TrialRef{})) {
+		t.Fatalf("the baseline's report before the resume: %v", lost)
+	}
+	for _, f := range lost {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errOut := runBin(t, dir, "tune", "--resume", "--config", cfg); code != 3 {
+		t.Fatalf("tune --resume with no input: exit %d, want 3 (paused again)\n%s%s", code, out, errOut)
+	}
+	for _, f := range lost {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("not drawn again on resume: %v", err)
+		}
+	}
 }
