@@ -396,7 +396,7 @@ func unattended(ctx context.Context, e *env, eng *session.Engine, id string) (s 
 		return s, false, err
 	}
 	if s.State == session.StateAwaitingApproval {
-		if p, err := eng.Pause(ctx, id, console.User); err == nil {
+		if p, err := eng.PauseBecause(ctx, id, session.System, "input ended (nobody is left to decide)"); err == nil {
 			s = p
 			waits := "its proposals wait"
 			if _, review := s.OpenReview(); review {
