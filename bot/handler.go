@@ -493,7 +493,11 @@ func (h *Handler) start(ctx context.Context, cmd Command, by session.Actor, log 
 		return h.engineError(err, log)
 	}
 	log.Info("session started from chat", "session", s.ID)
-	return Reply{Text: fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)}
+	text := fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)
+	if line := session.StartLine(s); line != "" {
+		text += "; it " + line
+	}
+	return Reply{Text: text}
 }
 
 // dashboardLink issues a one-time sign-in link to the monitoring page, privately: the link

@@ -569,7 +569,7 @@ func TestPresetRoundTrip(t *testing.T) {
 
 	// A session started from the imported preset trains its baseline on it.
 	r = f.cmd(alice, "start preset=copy fallback=true trials=4")
-	if !strings.Contains(r.Text, "started by alice") {
+	if !strings.Contains(r.Text, "started by alice") || !strings.HasSuffix(r.Text, "; it starts from preset copy") {
 		t.Fatalf("start: %+v", r)
 	}
 	select {

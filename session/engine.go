@@ -302,8 +302,8 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	}
 	e.audit(ctx, s.ID, "session_started", owner, map[string]any{"settings": st, "preset": st.Preset})
 	text := fmt.Sprintf("session %s started by %s (task %s, %s mode, %d trials)", short(s.ID), owner, st.Task, st.Mode, st.TrialCount)
-	if built != nil {
-		text += "; it " + built.Line()
+	if line := StartLine(s); line != "" {
+		text += "; it " + line
 	}
 	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: text})
 	e.ensureWorker(s.ID)

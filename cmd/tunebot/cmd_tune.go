@@ -200,12 +200,21 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	}
 	// The session's line, then the console's (its banner first, then the events of the
 	// start, which wait in the relay's queue until it reads them).
-	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v)%s; data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, startsFrom(s), a.engine.SessionDir(s.ID))
 	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
 	return tuneExit(ctx, e, a, o, final, code)
+}
+
+// startsFrom is what the start line says of where s starts ("; it builds on session …",
+// "; it starts from preset NAME"), "" from the defaults.
+func startsFrom(s session.Session) string {
+	if line := session.StartLine(s); line != "" {
+		return "; it " + line
+	}
+	return ""
 }
 
 // beginSession starts the session st, or with resume continues the newest unfinished one,

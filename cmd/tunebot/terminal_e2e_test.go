@@ -128,6 +128,10 @@ func TestTuneStartsFromAPreset(t *testing.T) {
 	if code != 0 || len(sum.Trials) == 0 {
 		t.Fatalf("tune --preset: exit %d:\n%s", code, errs)
 	}
+	// The start message says where the session starts (issue 43, item 7.4).
+	if first, _, _ := strings.Cut(errs, "\n"); !strings.Contains(first, "; it starts from preset mine; data in ") {
+		t.Errorf("the start message does not name the preset: %q", first)
+	}
 	base := sum.Trials[0]
 	if base.Number != 0 || base.Source != session.SourcePreset || base.RewardConfig.Weights["pose"] != 1.5 {
 		t.Errorf("the baseline is %+v; want the preset's configuration (pose 1.5), source preset", base)
@@ -298,5 +302,24 @@ func TestResumeRedrawsLostCharts(t *testing.T) {
 		if _, err := os.Stat(f); err != nil {
 			t.Errorf("not drawn again on resume: %v", err)
 		}
+	}
+}
+
+// tune's start message says what a second session builds on, as chat's does (issue 43,
+// item 7.4; docs/design.md §1).
+func TestTuneStartSaysWhatItBuildsOn(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: data\nservice: {addr: off}\nsession:\n  fallback: true\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	code, first, errs := tuneBinary(t, "", nil, "tune", "--config", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("the first session: exit %d\n%s", code, errs)
+	}
+	code, _, errs = tuneBinary(t, "", nil, "tune", "--config", cfg, "--from", first.Session[:6], "--json")
+	if code != 0 {
+		t.Fatalf("the second session: exit %d\n%s", code, errs)
+	}
+	line, _, _ := strings.Cut(errs, "\n")
+	if want := "; it builds on session " + first.Session[:8] + ": 4 trials, each weighted 0.5, starting from its best configuration (trial "; !strings.Contains(line, want) {
+		t.Errorf("the start message %q does not say %q", line, want)
 	}
 }
