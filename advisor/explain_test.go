@@ -35,3 +35,28 @@ func TestSamplerCountsInWords(t *testing.T) {
 		}
 	}
 }
+
+// The sampler's sentence names the configuration its expectation is over: the trial it
+// patches, the baseline as such, never "the base" (issue 43, item 7.5).
+func TestSamplerNamesWhatItPatches(t *testing.T) {
+	space := session.DefaultSpace()
+	full := slipHistory(space)
+	tests := []struct {
+		base int
+		want string
+	}{
+		{0, " over the baseline (trial 0), which it patches;"},
+		{2, " over trial 2, which it patches;"},
+	}
+	for _, tt := range tests {
+		req := full
+		req.BaseTrial, req.Base = tt.base, full.History[tt.base].Config.Clone()
+		sug, err := advisor.NewSampler(advisor.SamplerOptions{}).Propose(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(sug.Summary, tt.want) || strings.Contains(sug.Summary, "the base;") {
+			t.Errorf("base trial %d: %q, want %q", tt.base, sug.Summary, tt.want)
+		}
+	}
+}
