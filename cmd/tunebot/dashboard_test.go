@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"tunebot/config"
+	"tunebot/dashboard"
 	"tunebot/dashboard/browsertest"
 )
 
@@ -44,6 +47,32 @@ func dashboardLink(t *testing.T, cfg string) string {
 	return link
 }
 
+// With no daemon running, link says so and what to start, whether the page's key exists
+// (a daemon ran before) or not; never the socket's internal URL (issue 43, item 7.7).
+func TestDashboardLinkWithoutADaemon(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		dir := t.TempDir()
+		cfgPath := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", freeAddr(t)))
+		cfg, err := config.Load(cfgPath, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keyed {
+			if err := os.MkdirAll(privateDir(cfg), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dashboard.LoadKey(filepath.Join(privateDir(cfg), dashboardKeyFile)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = operatorLink(context.Background(), cfg, cfgPath, nil)
+		want := "no tunebot daemon is running with data_dir " + cfg.DataDir + ", so no monitoring page is served: start it with tunebot run --config " + cfgPath + ", then ask for the link again"
+		if err == nil || err.Error() != want {
+			t.Errorf("key there %v: %v, want %q", keyed, err, want)
+		}
+	}
+}
+
 // TestDashboardLinkCommand: the operator's link, asked of the running daemon over its
 // loopback listener, signs in once; without a daemon the command says why.
 func TestDashboardLinkCommand(t *testing.T) {
@@ -51,7 +80,7 @@ func TestDashboardLinkCommand(t *testing.T) {
 	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", addr))
 	out, err := exec.Command(tunebotBin, "dashboard", "link", "--config", cfg).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "is it running?") {
+	if err == nil || !strings.Contains(string(out), "no tunebot daemon is running") {
 		t.Fatalf("without a daemon: %v %s", err, out)
 	}
 	startDaemon(t, cfg)
