@@ -137,7 +137,7 @@ func (s Settings) fromProblems() []string {
 // fromStartProblems: where a session that builds on another starts is best or defaults.
 func (s Settings) fromStartProblems() []string {
 	if st := s.FromStart; s.From != "" && st != "" && st != FromBest && st != FromDefaults {
-		return []string{fmt.Sprintf("%q is not %s or %s", st, FromBest, FromDefaults)}
+		return []string{fmt.Sprintf("%q is not %s or %s%s", st, FromBest, FromDefaults, DidYouMean(st, []string{FromBest, FromDefaults}))}
 	}
 	return nil
 }

@@ -214,9 +214,9 @@ func oneOf(v string, allowed ...string) []string {
 		return nil
 	}
 	if len(allowed) == 2 {
-		return []string{fmt.Sprintf("%q is not %s or %s", v, allowed[0], allowed[1])}
+		return []string{fmt.Sprintf("%q is not %s or %s%s", v, allowed[0], allowed[1], DidYouMean(v, allowed))}
 	}
-	return []string{fmt.Sprintf("%q is not one of %v", v, allowed)}
+	return []string{fmt.Sprintf("%q is not one of %v%s", v, allowed, DidYouMean(v, allowed))}
 }
 
 // supportedTask: the task is one this installation accepts (the v1 task when none is listed),

@@ -42,6 +42,8 @@ func TestSettingsValidate(t *testing.T) {
 		{"approval mode", func(s *session.Settings) { s.Mode = "approval" }, nil},
 		{"mode", func(s *session.Settings) { s.Mode = "manual" }, []string{`mode: "manual" is not automatic or approval`}},
 		{"mode is case-sensitive", func(s *session.Settings) { s.Mode = "Automatic" }, []string{"mode: "}},
+		{"mode misspelt", func(s *session.Settings) { s.Mode = "automatc" }, []string{`mode: "automatc" is not automatic or approval (did you mean automatic?)`}},
+		{"from_start misspelt", func(s *session.Settings) { s.From, s.FromStart = "ab12cd", "defualts" }, []string{`from_start: "defualts" is not best or defaults (did you mean defaults?)`}},
 		{"task", func(s *session.Settings) { s.Task = "Unitree-Go2-Rough" }, []string{`task: "Unitree-Go2-Rough" is not supported`}},
 		{"task from the installation's list", func(s *session.Settings) {
 			s.Tasks = []string{"Unitree-Go2-Rough", "Unitree-Go2-Flat"}

@@ -101,7 +101,7 @@ func tuneFlagProblem(fs *flag.FlagSet, o tuneOptions) string {
 		return "--from-start says where a session built on another starts: give --from SESSION too"
 	}
 	if given["from-start"] && o.fromStart != session.FromBest && o.fromStart != session.FromDefaults {
-		return fmt.Sprintf("--from-start %q is not best or defaults", o.fromStart)
+		return fmt.Sprintf("--from-start %q is not best or defaults%s", o.fromStart, didYouMean(o.fromStart, []string{session.FromBest, session.FromDefaults}))
 	}
 	if given["trials"] && (o.trials < session.MinTrials || o.trials > session.MaxTrials) {
 		return fmt.Sprintf("--trials %d is outside %d–%d (the trial count, the baseline included)", o.trials, session.MinTrials, session.MaxTrials)
