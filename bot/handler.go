@@ -748,7 +748,7 @@ func (h *Handler) presets(ctx context.Context) Reply {
 		return Reply{Private: true, Text: "no presets yet: a session saves its best configuration as one when it succeeds"}
 	}
 	t := &Table{Caption: "presets", Columns: []string{"name", "task", "trainer", preset.GainHeading, "built on", "trial", "created"}, Align: []string{"", "", "", "r", "", "", ""}}
-	for _, p := range ps {
+	for _, p := range preset.ByGain(ps) {
 		trainer := p.Trainer // which trainer made it: a sim preset is no real result (issue 28)
 		if trainer == "" {
 			trainer = "—"

@@ -719,4 +719,8 @@ func TestPresetsListTheGainOverTheDefaults(t *testing.T) {
 	if got := rows[f.p1.Name]; got[col] != "not recorded" || got[built] != "—" {
 		t.Errorf("an older preset's row %v, want its figure said not recorded", got)
 	}
+	// Ranked by it: the known gain first, whatever the names or dates (issue 43, item 7.10).
+	if table.Rows[0][0] != "later" {
+		t.Errorf("rows %v, want later's, with a known gain, first", table.Rows)
+	}
 }
