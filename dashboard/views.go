@@ -677,10 +677,13 @@ func (s *Server) openCard(ss session.Session, trials []session.Trial, seqOf map[
 	}
 	v := preferenceOf(p, true) // open: no effect yet
 	var scores []float64
+	control := session.ControlAt(trials, 0)
 	for _, n := range []int{p.A, p.B} {
 		for _, t := range trials {
 			if t.Number == n && t.Rung == 0 {
-				v.Trials = append(v.Trials, trialOf(t, ss, seqOf))
+				tv := trialOf(t, ss, seqOf)
+				tv.Versus = versusOf(ss, control, t) // the page says what each side's score is against
+				v.Trials = append(v.Trials, tv)
 				if t.Score != nil {
 					scores = append(scores, t.Score.Total)
 				}

@@ -245,6 +245,10 @@ func TestDashboardInChromium(t *testing.T) {
 	if want := best + ":7 0@0:7"; sides != want && (best != "0@0" || !regexp.MustCompile(`^0@0:7 [1-9]\d*@\d:7$`).MatchString(sides)) {
 		t.Errorf("compare view %q, want the best trial (%s) and the baseline (another trial when the baseline is the best) with their 7 metrics", sides, best)
 	}
+	// Each side's score says what it is against, as the leaderboard's (issue 43, item 7.11).
+	if caps := b.evalString(`[...document.querySelectorAll("#clips .clip-metrics caption")].map((c) => c.textContent).join(" | ")`); !regexp.MustCompile(`^[+-]\d\.\d{3} vs baseline @ rung \d.* \| [+-]\d\.\d{3} vs baseline @ rung \d`).MatchString(caps) {
+		t.Errorf("the compare view's scores say %q, want each against its baseline", caps)
+	}
 	b.eval(`document.querySelector("#play-both").click()`)
 	b.waitJS("both clips restarted", `document.querySelector("#clips").dataset.played === "1" && [...document.querySelectorAll("#clips .clip-player")].every((p) => p.complete && p.naturalWidth > 0)`)
 	b.screenshot(filepath.Join(shots, "4b-clips.png"))
