@@ -60,3 +60,29 @@ func TestSamplerNamesWhatItPatches(t *testing.T) {
 		}
 	}
 }
+
+// The sampler's sentence and evidence name a param as every surface does, "params.x" (the
+// one vocabulary, docs/design.md §6), as the card's diff table beside them (issue 43, item 7.12).
+func TestSamplerNamesParamsAsTheCardDoes(t *testing.T) {
+	space := session.DefaultSpace()
+	full := slipHistory(space)
+	req := full
+	req.History, req.Tried = full.History[:1], full.Tried[:1]
+	sug, err := advisor.NewSampler(advisor.SamplerOptions{}).Propose(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sug.Patch.Params) == 0 {
+		t.Fatalf("the fixture's proposal moves no param: %v", sug.Patch)
+	}
+	for name := range sug.Patch.Params {
+		label := session.ParamLabel(name)
+		found := false
+		for _, l := range sug.Evidence {
+			found = found || strings.HasPrefix(l, label+" ")
+		}
+		if !strings.Contains(sug.Summary, label) || !found {
+			t.Errorf("param %s is not named %s in %q / %q", name, label, sug.Summary, sug.Evidence)
+		}
+	}
+}

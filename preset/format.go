@@ -159,7 +159,7 @@ func FormatShow(p session.Preset, space *session.Space) string {
 	}
 	b.WriteString("  changed from the defaults:\n")
 	for _, c := range changes {
-		fmt.Fprintf(&b, "    %-34s %g → %g%s\n", c.Name, c.Old, c.New, factor(c))
+		fmt.Fprintf(&b, "    %-34s %g → %g%s\n", c.Label(), c.Old, c.New, factor(c))
 	}
 	return b.String()
 }

@@ -236,7 +236,7 @@ func TestFormat(t *testing.T) {
 	show := preset.FormatShow(ps[1], space)
 	for _, w := range []string{"preset new", "gain vs defaults (equal training):\n             +0.313 at rung 2 against the defaults trained as long (session eeeeeeee's baseline, which it builds on; final re-evaluations)",
 		"built on:  preset old", "score:     +0.250 ± 0.020 (vs its session's baseline at rung 0", "approved:  alice",
-		"fall_rate", "foot_slip", "-0.25 → -0.5 (×2.00)", "foot_gait.period", "0.6 → 0.55"} {
+		"fall_rate", "foot_slip", "-0.25 → -0.5 (×2.00)", "params.foot_gait.period", "0.6 → 0.55"} {
 		if !strings.Contains(show, w) {
 			t.Errorf("FormatShow does not say %q:\n%s", w, show)
 		}
