@@ -225,6 +225,9 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	if err := preset.CheckConfirmed(p, a.Unconfirmed); err != nil {
 		return res, err
 	}
+	if err := a.checkSomethingToApply(ctx, p); err != nil {
+		return res, err
+	}
 	top, u, err := a.prepare(ctx, p, &res)
 	if err != nil {
 		return res, err
@@ -240,6 +243,17 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	a.log.Info("preset applied", "preset", p.Name, "branch", u.branch, "commit", res.Commit)
 	a.record(ctx, "apply", p, by, res, nil)
 	return res, nil
+}
+
+// checkSomethingToApply refuses, as ErrNothingToApply, a preset the base already holds
+// whole: read from the base before the checkout is looked at, so that it is said so even
+// where an earlier apply left its branch. Anything else is left to the checks after prepare.
+func (a *Applier) checkSomethingToApply(ctx context.Context, p session.Preset) error {
+	pv, err := a.preview(ctx, p)
+	if err != nil || len(pv.Changes) > 0 || len(pv.Left) > 0 && !a.Partial {
+		return nil // a preset not applied whole is refused after prepare, naming what is left
+	}
+	return &session.UserError{Msg: fmt.Sprintf("%s already holds every value of preset %s that apply.edits writes: there is nothing to commit", a.baseName(), p.Name), Err: ErrNothingToApply}
 }
 
 // prepare checks the checkout (the top of a git work tree, on a branch, with no changes to
@@ -311,6 +325,10 @@ func (a *Applier) applyOnBranch(ctx context.Context, p session.Preset, by sessio
 	}
 	return "", nil
 }
+
+// ErrNothingToApply is Apply's error when the base already holds every value of the
+// preset that apply.edits writes: there is nothing to commit, which is not a failure.
+var ErrNothingToApply = errors.New("nothing to apply")
 
 // checkWhole refuses, unless the applier is Partial, a preset some of whose values an apply
 // would leave out: committed under the preset's name and score, the checkout would hold a
@@ -486,7 +504,11 @@ func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string
 	}
 	if len(pl.left) > 0 {
 		fmt.Fprintf(&b, "tunebot: apply part of preset %s%s\n\n", p.Name, sim)
-		fmt.Fprintf(&b, "A partial apply: %d of the preset's values are not in this commit, so the\ncheckout does not hold preset %s and its score below is not this commit's:\n", len(pl.left), p.Name)
+		are := "are"
+		if len(pl.left) == 1 {
+			are = "is"
+		}
+		fmt.Fprintf(&b, "A partial apply: %d of the preset's values %s not in this commit, so the\ncheckout does not hold preset %s and its score below is not this commit's:\n", len(pl.left), are, p.Name)
 		for _, l := range pl.left {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
@@ -513,11 +535,22 @@ func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string
 		}
 		fmt.Fprintf(&b, "Gain over the task's defaults at equal training: %s (built on %s).\n", preset.GainText(p), preset.BuiltOnText(p))
 	}
-	fmt.Fprintf(&b, "Applied by %s (%s).\n\n", by, by.Platform)
+	fmt.Fprintf(&b, "Applied %s.\n\n", appliedBy(by))
 	for _, c := range pl.changes {
 		fmt.Fprintf(&b, "%s: %s -> %s (%s:%d)\n", c.Name, c.Old, c.New, filepath.ToSlash(c.File), c.Line)
 	}
 	return b.String()
+}
+
+// appliedBy says who applied as the commit message puts it: "at the terminal", "by bob at
+// the command line", "by ann (slack)" (session.ActorLabel).
+func appliedBy(by session.Actor) string {
+	switch label := session.ActorLabel(by); {
+	case strings.HasPrefix(label, "the "):
+		return "at " + label
+	default:
+		return "by " + label
+	}
 }
 
 func (a *Applier) record(ctx context.Context, kind string, p session.Preset, by session.Actor, res bot.ApplyResult, problems []string) {

@@ -117,7 +117,11 @@ func TestTrialReport(t *testing.T) {
 			if len(imgs) != len(want) {
 				t.Fatalf("%d images, want %d", len(imgs), len(want))
 			}
+			names := charts.ReportNames(tc.ref)
 			for i, img := range imgs {
+				if img.Name != names[i] {
+					t.Errorf("image %d is named %q, but ReportNames says %q", i, img.Name, names[i])
+				}
 				name := filepath.Base(img.Name)
 				if !strings.HasPrefix(name, charts.ImagePrefix(tc.ref)) || !strings.HasSuffix(name, "-"+want[i]+".png") {
 					t.Errorf("image %d is named %q, want the %s chart of %s", i, img.Name, want[i], tc.ref)

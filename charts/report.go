@@ -182,6 +182,19 @@ func changedNames(a, b session.RewardConfig) []string {
 // ImagePrefix is how the file names of a trial's images begin: t003-r0-.
 func ImagePrefix(ref session.TrialRef) string { return fmt.Sprintf("t%03d-r%d-", ref.Number, ref.Rung) }
 
+// reportParts are the charts of a trial's report, in TrialReport's order.
+var reportParts = []string{"objectives", "reward", "scores", "terms", "terminations", "length", "progress"}
+
+// ReportNames are the file names of trial ref's report (TrialReport's Image.Name): what a
+// terminal that saved them looks for to draw again the charts a full disk cost it.
+func ReportNames(ref session.TrialRef) []string {
+	out := make([]string, len(reportParts))
+	for i, part := range reportParts {
+		out[i] = ImagePrefix(ref) + part + ".png"
+	}
+	return out
+}
+
 // bestAtRung is the trial whose curves stand for "best" next to trial self: best when it is
 // at self's rung, else the eligible trial of that rung ranked first (session.SortByFigure);
 // never self.

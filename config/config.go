@@ -263,7 +263,7 @@ func (x ExecutorConfig) problems(gpus []int) []string {
 	switch x.Backend {
 	case BackendLocal, BackendSlurm:
 	default:
-		probs = append(probs, fmt.Sprintf("executor.backend: %q is not local or slurm", x.Backend))
+		probs = append(probs, fmt.Sprintf("executor.backend: %q is not local or slurm%s", x.Backend, session.DidYouMean(x.Backend, []string{BackendLocal, BackendSlurm})))
 	}
 	if x.Parallel < 0 {
 		probs = append(probs, fmt.Sprintf("executor.parallel: %d must not be negative (0 means the default: local, len(session.gpus)/gpus_per_trial; slurm, 1)", x.Parallel))
@@ -1127,7 +1127,7 @@ func oneOf(key, v string, allowed ...string) []string {
 		return nil
 	}
 	words := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
-	return []string{fmt.Sprintf("%s: %q is not %s", key, v, words)}
+	return []string{fmt.Sprintf("%s: %q is not %s%s", key, v, words, session.DidYouMean(v, allowed))}
 }
 
 // argvSet: an argv template that must not be empty.

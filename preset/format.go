@@ -15,20 +15,37 @@ import (
 // GainText: the one figure that ranks presets of different sessions.
 const GainHeading = "gain vs defaults (equal training)"
 
-// FormatList renders presets as a table, newest first: name, its gain over the task's
-// defaults at equal training (GainText), its session's outcome (OutcomeWord), what its session
-// started from, origin, task, trainer, created.
+// ByGain is presets in the order every preset list shows them (terminal, chat, page): by
+// the one figure comparable across sessions, the gain over the task's defaults at equal
+// training (GainText), highest first; then those whose gain is not known (unknown, not
+// recorded, imported); each tie newest first, then by name.
+func ByGain(presets []session.Preset) []session.Preset {
+	ps := append([]session.Preset(nil), presets...)
+	known := func(p session.Preset) bool { return !Imported(p) && p.Gain != nil && p.Gain.Known() }
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if known(a) != known(b) {
+			return known(a)
+		}
+		if known(a) && a.Gain.Score != b.Gain.Score {
+			return a.Gain.Score > b.Gain.Score
+		}
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.Name < b.Name
+	})
+	return ps
+}
+
+// FormatList renders presets as a table in ByGain's order: name, its gain over the task's
+// defaults at equal training (GainText), its session's outcome (OutcomeWord), what its
+// session started from, origin, task, trainer, created.
 func FormatList(presets []session.Preset) string {
 	if len(presets) == 0 {
 		return "no presets yet: a session that succeeds saves its best configuration as one\n"
 	}
-	ps := append([]session.Preset(nil), presets...)
-	sort.SliceStable(ps, func(i, j int) bool {
-		if !ps[i].CreatedAt.Equal(ps[j].CreatedAt) {
-			return ps[i].CreatedAt.After(ps[j].CreatedAt)
-		}
-		return ps[i].Name < ps[j].Name
-	})
+	ps := ByGain(presets)
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, strings.Join([]string{"name", GainHeading, "outcome", "built on", "origin", "task", "trainer", "created"}, "\t"))
@@ -166,7 +183,7 @@ func FormatShow(p session.Preset, space *session.Space) string {
 	}
 	b.WriteString("  changed from the defaults:\n")
 	for _, c := range changes {
-		fmt.Fprintf(&b, "    %-34s %g → %g%s\n", c.Name, c.Old, c.New, factor(c))
+		fmt.Fprintf(&b, "    %-34s %g → %g%s\n", c.Label(), c.Old, c.New, factor(c))
 	}
 	return b.String()
 }

@@ -304,8 +304,8 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	}
 	e.audit(ctx, s.ID, "session_started", owner, map[string]any{"settings": st, "preset": st.Preset})
 	text := fmt.Sprintf("session %s started by %s (task %s, %s mode, %d trials)", short(s.ID), owner, st.Task, st.Mode, st.TrialCount)
-	if built != nil {
-		text += "; it " + built.Line()
+	if line := StartLine(s); line != "" {
+		text += "; it " + line
 	}
 	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: text})
 	e.ensureWorker(s.ID)
@@ -391,16 +391,26 @@ func (e *Engine) Announce(ctx context.Context, id string) error {
 // Pause stops scheduling after the current subprocess; a session waiting for approval
 // pauses at once.
 func (e *Engine) Pause(ctx context.Context, id string, by Actor) (Session, error) {
+	return e.PauseBecause(ctx, id, by, "")
+}
+
+// PauseBecause is Pause saying why instead of who asked ("paused because input ended"),
+// for a pause nobody typed; by is who is audited. why "" is Pause.
+func (e *Engine) PauseBecause(ctx context.Context, id string, by Actor, why string) (Session, error) {
+	cause, asked := "by "+by.String(), "asked by "+by.String()
+	if why != "" {
+		cause, asked = "because "+why, "because "+why
+	}
 	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
 		switch s.State {
 		case StateAwaitingApproval:
-			s.State, s.Message = StatePaused, "paused by "+by.String()
+			s.State, s.Message = StatePaused, "paused "+cause
 		case StateQueued, StateRunning, StateEvaluating:
 			if s.PauseAsked {
 				return Userf(ErrConflict, "session %s is already pausing after its current job", short(s.ID))
 			}
 			s.PauseAsked = true
-			s.Message = "pausing after the current job (asked by " + by.String() + ")"
+			s.Message = "pausing after the current job (" + asked + ")"
 		case StatePaused:
 			return Userf(ErrConflict, "session %s is already paused", short(s.ID))
 		default:
@@ -412,7 +422,11 @@ func (e *Engine) Pause(ctx context.Context, id string, by Actor) (Session, error
 	if err != nil {
 		return s, e.lookupErr(id, err)
 	}
-	e.audit(ctx, id, "pause", by, nil)
+	var detail map[string]any
+	if why != "" {
+		detail = map[string]any{"why": why}
+	}
+	e.audit(ctx, id, "pause", by, detail)
 	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: s.Message})
 	// A worker that waits on a promotion review's clock takes the pause in now and leaves,
 	// instead of when the clock runs out.

@@ -1348,7 +1348,9 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 			return jobErr
 		}
 		t.State, t.Reason, t.LogTail = TrialFailed, je.Error(), je.LogTail
-		log.Warn("trial failed", "reason", je.Reason)
+		// A failed trial is a result of the search, told on every surface by its trial
+		// event; at Info it stays in the log without being said twice in a terminal.
+		log.Info("trial failed", "reason", je.Reason)
 	} else {
 		t.State = TrialCompleted
 		t.Reason = GateReason(t)

@@ -455,6 +455,9 @@ func (e *UserError) Unwrap() error { return e.Err }
 // in err's chain; otherwise err.Error() and false, which a chat surface replaces by a
 // generic line and logs (STYLE.md rule 4). Every surface that shows an error calls this.
 func UserMessage(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
 	if msg, ok := userFacing(err); ok {
 		return msg, true
 	}

@@ -481,12 +481,16 @@ func (s *Space) Suggest(name string) (string, bool) {
 }
 
 // suggest returns a " (did you mean X?)" hint for a misspelt name, or "".
-func (s *Space) suggest(name string) string {
-	best, ok := Closest(name, s.Names())
-	if !ok {
-		return ""
+func (s *Space) suggest(name string) string { return DidYouMean(name, s.Names()) }
+
+// DidYouMean is the hint " (did you mean X?)" for the one of names closest to a mistyped
+// word (Closest), "" when none is close: every refusal of a name or a value that is one of
+// a few words ends with it.
+func DidYouMean(word string, names []string) string {
+	if best, ok := Closest(word, names); ok {
+		return " (did you mean " + best + "?)"
 	}
-	return " (did you mean " + best + "?)"
+	return ""
 }
 
 // Closest returns the one of names nearest to a misspelt name, when it is near enough to

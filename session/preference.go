@@ -48,12 +48,17 @@ type Preference struct {
 // trial that had just finished; b is B's, the best so far): A scored within NoiseMargin of B,
 // or above it by more. Every surface that shows the card says it so.
 func AskedWhy(p Preference, a, b float64) string {
-	if a-b > NoiseMargin {
-		return fmt.Sprintf("A, trial %d, just finished at %s, above the best so far (B, trial %d, at %s) by more than the noise (%.2f)",
-			p.A, SignedScore(a), p.B, SignedScore(b), NoiseMargin)
+	// B is the baseline until a trial beats it: named so, as "the best so far" alone reads
+	// as a tuned trial.
+	best := "the best so far (B, trial %d, at %s)"
+	if p.B == 0 {
+		best = "the baseline, still the best so far (B, trial %d, at %s),"
 	}
-	return fmt.Sprintf("A, trial %d, just finished at %s, within the noise (%.2f) of the best so far (B, trial %d, at %s)",
-		p.A, SignedScore(a), NoiseMargin, p.B, SignedScore(b))
+	best = fmt.Sprintf(best, p.B, SignedScore(b))
+	if a-b > NoiseMargin {
+		return fmt.Sprintf("A, trial %d, just finished at %s, above %s by more than the noise (%.2f)", p.A, SignedScore(a), best, NoiseMargin)
+	}
+	return fmt.Sprintf("A, trial %d, just finished at %s, within the noise (%.2f) of %s", p.A, SignedScore(a), NoiseMargin, strings.TrimSuffix(best, ","))
 }
 
 // Open reports whether p is a card that waits for an answer.

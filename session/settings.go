@@ -221,9 +221,9 @@ func oneOf(v string, allowed ...string) []string {
 		return nil
 	}
 	if len(allowed) == 2 {
-		return []string{fmt.Sprintf("%q is not %s or %s", v, allowed[0], allowed[1])}
+		return []string{fmt.Sprintf("%q is not %s or %s%s", v, allowed[0], allowed[1], DidYouMean(v, allowed))}
 	}
-	return []string{fmt.Sprintf("%q is not one of %v", v, allowed)}
+	return []string{fmt.Sprintf("%q is not one of %v%s", v, allowed, DidYouMean(v, allowed))}
 }
 
 // supportedTask: the task is one this installation accepts (the v1 task when none is listed),
@@ -284,7 +284,7 @@ func inRange(v, lo, hi int) []string {
 // rungList: three rungs of 1–1000000 iterations, none shorter than the one before.
 func rungList(rungs []int) []string {
 	if len(rungs) != 3 {
-		return []string{fmt.Sprintf("must have 3 entries (got %d)", len(rungs))}
+		return []string{fmt.Sprintf("must have 3 entries, the iterations of rungs 0, 1 and 2 (the search, then two rounds of promotion), e.g. [300, 900, 2000] (got %d)", len(rungs))}
 	}
 	var probs []string
 	for i, r := range rungs {
@@ -301,7 +301,7 @@ func rungList(rungs []int) []string {
 // promoteList: three entries, each at least 1, at most the trial count and the entry before.
 func promoteList(promote []int, trials int) []string {
 	if len(promote) != 3 {
-		return []string{fmt.Sprintf("must have 3 entries (got %d)", len(promote))}
+		return []string{fmt.Sprintf("must have 3 entries, the trials of rungs 0, 1 and 2 (trial_count, then how many are promoted to each), e.g. [12, 4, 2] (got %d)", len(promote))}
 	}
 	var probs []string
 	for i, p := range promote {

@@ -26,7 +26,7 @@ func TestSettingRules(t *testing.T) {
 		{"run_name", func(s *session.Settings) { s.RunName = "-rf" }, `"-rf" must match`, func(s *session.Settings) { s.RunName = strings.Repeat("a", 64) }},
 		{"gpus", func(s *session.Settings) { s.GPUs = nil }, "must list at least one GPU", func(s *session.Settings) { s.GPUs = []int{0, 255} }},
 		{"trial_count", func(s *session.Settings) { s.TrialCount = session.MaxTrials + 1 }, "21 is outside 4–20", func(s *session.Settings) { s.TrialCount = session.MaxTrials }},
-		{"rungs", func(s *session.Settings) { s.Rungs = []int{300, 900} }, "must have 3 entries (got 2)", func(s *session.Settings) { s.Rungs = []int{1, 1, 1_000_000} }},
+		{"rungs", func(s *session.Settings) { s.Rungs = []int{300, 900} }, "must have 3 entries, the iterations of rungs 0, 1 and 2 (the search, then two rounds of promotion), e.g. [300, 900, 2000] (got 2)", func(s *session.Settings) { s.Rungs = []int{1, 1, 1_000_000} }},
 		{"promote", func(s *session.Settings) { s.Promote = []int{12, 4, 0} }, "entry 2: 0 must be ≥ 1", func(s *session.Settings) { s.Promote = []int{12, 12, 12} }},
 		{"num_envs", func(s *session.Settings) { s.NumEnvs = 0 }, "0 is outside 1–16384", func(s *session.Settings) { s.NumEnvs = 16384 }},
 		{"eval_num_envs", func(s *session.Settings) { s.EvalNumEnvs = 4097 }, "4097 is outside 1–4096", func(s *session.Settings) { s.EvalNumEnvs = 1 }},

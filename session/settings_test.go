@@ -42,6 +42,8 @@ func TestSettingsValidate(t *testing.T) {
 		{"approval mode", func(s *session.Settings) { s.Mode = "approval" }, nil},
 		{"mode", func(s *session.Settings) { s.Mode = "manual" }, []string{`mode: "manual" is not automatic or approval`}},
 		{"mode is case-sensitive", func(s *session.Settings) { s.Mode = "Automatic" }, []string{"mode: "}},
+		{"mode misspelt", func(s *session.Settings) { s.Mode = "automatc" }, []string{`mode: "automatc" is not automatic or approval (did you mean automatic?)`}},
+		{"from_start misspelt", func(s *session.Settings) { s.From, s.FromStart = "ab12cd", "defualts" }, []string{`from_start: "defualts" is not best or defaults (did you mean defaults?)`}},
 		{"task", func(s *session.Settings) { s.Task = "Unitree-Go2-Rough" }, []string{`task: "Unitree-Go2-Rough" is not supported`}},
 		{"task from the installation's list", func(s *session.Settings) {
 			s.Tasks = []string{"Unitree-Go2-Rough", "Unitree-Go2-Flat"}
@@ -80,13 +82,13 @@ func TestSettingsValidate(t *testing.T) {
 		{"rungs decreasing", func(s *session.Settings) { s.Rungs = []int{300, 200, 2000} }, []string{"rungs: rung 1: 200 is less than rung 0's 300"}},
 		{"rungs over a million", func(s *session.Settings) { s.Rungs = []int{300, 900, 1_000_001} }, []string{"rungs: rung 2: 1000001 iterations is outside 1–1000000"}},
 		{"rung 0", func(s *session.Settings) { s.Rungs = []int{0, 900, 2000} }, []string{"rungs: rung 0: 0 iterations"}},
-		{"two rungs", func(s *session.Settings) { s.Rungs = []int{300, 900} }, []string{"rungs: must have 3 entries (got 2)"}},
+		{"two rungs", func(s *session.Settings) { s.Rungs = []int{300, 900} }, []string{"rungs: must have 3 entries, the iterations of rungs 0, 1 and 2 (the search, then two rounds of promotion), e.g. [300, 900, 2000] (got 2)"}},
 
 		{"promote 12 6 1", func(s *session.Settings) { s.Promote = []int{12, 6, 1} }, nil},
 		{"promote longer than trial_count", func(s *session.Settings) { s.Promote = []int{13, 4, 2} }, []string{"promote: entry 0: 13"}},
 		{"promote increasing", func(s *session.Settings) { s.Promote = []int{12, 2, 4} }, []string{"promote: entry 2: 4 must be ≥ 1, ≤ trial_count and ≤ the entry before"}},
 		{"promote 0", func(s *session.Settings) { s.Promote = []int{12, 4, 0} }, []string{"promote: entry 2: 0"}},
-		{"promote two entries", func(s *session.Settings) { s.Promote = []int{12, 4} }, []string{"promote: must have 3 entries (got 2)"}},
+		{"promote two entries", func(s *session.Settings) { s.Promote = []int{12, 4} }, []string{"promote: must have 3 entries, the trials of rungs 0, 1 and 2 (trial_count, then how many are promoted to each), e.g. [12, 4, 2] (got 2)"}},
 
 		{"num_envs 1 and 16384", func(s *session.Settings) { s.NumEnvs = 16384; s.EvalNumEnvs = 1 }, nil},
 		{"num_envs 16385", func(s *session.Settings) { s.NumEnvs = 16385 }, []string{"num_envs: 16385 is outside 1–16384"}},

@@ -116,8 +116,8 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		return 1
 	}
 	printPreview(stdout, p.Name, pv)
-	if operands[0] == "diff" {
-		return 0
+	if operands[0] == "diff" || len(pv.Changes) == 0 && (len(pv.Left) == 0 || req.Partial) {
+		return 0 // a checkout that holds the preset already has nothing to commit, and that is fine
 	}
 	if len(pv.Left) > 0 && !req.Partial {
 		fmt.Fprintf(stderr, "apply: preset %s cannot be applied whole (%d of its values above would not be written); add edits for them to apply.edits, or add --partial to commit the others (the commit says which were left out)\n", p.Name, len(pv.Left))
@@ -128,6 +128,11 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		return 0
 	}
 	res, err := ap.Apply(ctx, p, by)
+	if errors.Is(err, apply.ErrNothingToApply) {
+		msg, _ := session.UserMessage(err)
+		fmt.Fprintln(stdout, msg)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "apply:", err)
 		if res.TestOutputTail != "" {
@@ -144,7 +149,11 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 func appliedLine(p session.Preset, res bot.ApplyResult) string {
 	line := fmt.Sprintf("preset %s committed as %s on branch %s (tests passed)", p.Name, res.Commit, res.Branch)
 	if len(res.Left) > 0 {
-		line = fmt.Sprintf("part of preset %s committed as %s on branch %s (tests passed); %d of its values were left out, as the commit message says", p.Name, res.Commit, res.Branch, len(res.Left))
+		were := "were"
+		if len(res.Left) == 1 {
+			were = "was"
+		}
+		line = fmt.Sprintf("part of preset %s committed as %s on branch %s (tests passed); %d of its values %s left out, as the commit message says", p.Name, res.Commit, res.Branch, len(res.Left), were)
 	}
 	if p.Trainer == session.TrainerSim {
 		line += "; it was " + preset.SimMade + ", as the commit message says"
@@ -177,7 +186,7 @@ func rollbackOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier
 func printPreview(w io.Writer, name string, pv bot.ApplyPreview) {
 	fmt.Fprint(w, bot.FormatChanges(pv.Changes))
 	if len(pv.Changes) == 0 {
-		fmt.Fprintf(w, "the trainer checkout already has every value of preset %s that apply.edits writes\n", name)
+		fmt.Fprintf(w, "the trainer checkout already has every value of preset %s that apply.edits writes: there is nothing to commit\n", name)
 	}
 	fmt.Fprint(w, bot.FormatLeft(pv.Left))
 }

@@ -448,7 +448,7 @@ func TestConfigWarnsOfUnenabledChat(t *testing.T) {
 			var warns []string
 			for _, l := range strings.Split(errb.String(), "\n") {
 				if strings.Contains(l, "configured but not enabled") {
-					if !strings.Contains(l, "level=WARN") {
+					if !strings.Contains(l, "] warning: ") {
 						t.Errorf("not a warning: %s", l)
 					}
 					warns = append(warns, l)

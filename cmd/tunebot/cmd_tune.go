@@ -16,6 +16,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot/console"
+	"tunebot/charts"
 	"tunebot/config"
 	"tunebot/secret"
 	"tunebot/session"
@@ -100,7 +101,7 @@ func tuneFlagProblem(fs *flag.FlagSet, o tuneOptions) string {
 		return "--from-start says where a session built on another starts: give --from SESSION too"
 	}
 	if given["from-start"] && o.fromStart != session.FromBest && o.fromStart != session.FromDefaults {
-		return fmt.Sprintf("--from-start %q is not best or defaults", o.fromStart)
+		return fmt.Sprintf("--from-start %q is not best or defaults%s", o.fromStart, didYouMean(o.fromStart, []string{session.FromBest, session.FromDefaults}))
 	}
 	if given["trials"] && (o.trials < session.MinTrials || o.trials > session.MaxTrials) {
 		return fmt.Sprintf("--trials %d is outside %d–%d (the trial count, the baseline included)", o.trials, session.MinTrials, session.MaxTrials)
@@ -199,12 +200,21 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	}
 	// The session's line, then the console's (its banner first, then the events of the
 	// start, which wait in the relay's queue until it reads them).
-	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v)%s; data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, startsFrom(s), a.engine.SessionDir(s.ID))
 	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
 	return tuneExit(ctx, e, a, o, final, code)
+}
+
+// startsFrom is what the start line says of where s starts ("; it builds on session …",
+// "; it starts from preset NAME"), "" from the defaults.
+func startsFrom(s session.Session) string {
+	if line := session.StartLine(s); line != "" {
+		return "; it " + line
+	}
+	return ""
 }
 
 // beginSession starts the session st, or with resume continues the newest unfinished one,
@@ -292,7 +302,7 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 func startTuneConsole(ctx context.Context, a *app, cfg config.Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose, Redact: secret.Process()})
+		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), ReportNames: charts.ReportNames, Logger: logger, Verbose: verbose, Redact: secret.Process()})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})
@@ -410,7 +420,7 @@ func unattended(ctx context.Context, e *env, eng *session.Engine, id string) (s 
 		return s, false, err
 	}
 	if s.State == session.StateAwaitingApproval {
-		if p, err := eng.Pause(ctx, id, console.User); err == nil {
+		if p, err := eng.PauseBecause(ctx, id, session.System, "input ended (nobody is left to decide)"); err == nil {
 			s = p
 			waits := "its proposals wait"
 			if _, review := s.OpenReview(); review {

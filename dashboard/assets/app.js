@@ -274,7 +274,7 @@
   function preferenceCard(d, c) {
     const msg = h("div", { id: "prefer-msg" });
     const side = (t, label) => h("div", { class: "clip-side", "data-trial": t.number + "@" + t.rung },
-      h("h3", {}, label + ": trial " + t.number + " · " + signed(t.score)),
+      h("h3", {}, label + ": trial " + t.number + " · " + versusText(t)),
       t.clip ? clipPlayer(t.clip, { width: 360, autoplay: true }) : h("p", { class: "muted" }, "no clip: " + (t.clip_note || "the trainer wrote none") + " (see its curves)"));
     const parts = [h("h2", {}, "Which walks better? A: trial " + c.a + " · B: trial " + c.b),
       h("p", { class: "muted", id: "prefer-why" }, (c.why || "A just finished; B is the best so far") + ". The score cannot see a hopping or shuffling gait; you can."),
@@ -401,7 +401,7 @@
       withClip.find((t) => t !== best);
     if (!clipsPicked) clipsPick = [ref(best), ref(base === best ? withClip.find((t) => t !== best) : base)];
     const pick = (i) => h("select", { id: "clip-" + "ab"[i], onchange: (e) => { clipsPick[i] = e.target.value; clipsPicked = true; clipsKey = ""; renderClips(el, d); } },
-      withClip.map((t) => h("option", { value: ref(t), selected: ref(t) === clipsPick[i] }, "trial " + t.number + " @ rung " + t.rung + " · " + signed(t.rank_score) + (t.best ? " ★" : ""))));
+      withClip.map((t) => h("option", { value: ref(t), selected: ref(t) === clipsPick[i] }, "trial " + t.number + " @ rung " + t.rung + " · " + versusText(t) + (t.best ? " ★" : ""))));
     const players = [];
     const side = (i) => {
       const t = withClip.find((x) => ref(x) === clipsPick[i]) || withClip[i];
@@ -409,7 +409,7 @@
       players.push(p);
       const rows = Object.entries(t.metrics || {}).map(([k, v]) => h("tr", {}, h("td", {}, metricLabel(d, k)), h("td", { class: "r" }, num(v))));
       return h("div", { class: "clip-side", "data-trial": ref(t) }, pick(i), h("div", {}, p),
-        h("table", { class: "clip-metrics" }, h("caption", {}, "score " + signed(t.rank_score) + (t.eligible ? "" : " · not eligible")), h("tbody", {}, rows)));
+        h("table", { class: "clip-metrics" }, h("caption", {}, versusText(t) + (t.eligible ? "" : " · not eligible")), h("tbody", {}, rows)));
     };
     const sides = [side(0), side(1)];
     // One plays, both play: a play, pause or seek of either is done to the other too.
