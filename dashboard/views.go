@@ -43,10 +43,12 @@ type sessionRow struct {
 	// list and the page's header show it (bestText).
 	BestVersus *bestVersus `json:"best_versus,omitempty"`
 	Best       string      `json:"best"`
-	// Outcome is a succeeded session's outcome (session.OutcomeImproved or
-	// OutcomeNoImprovement), OutcomeText it in words when nothing beat the baseline.
+	// Outcome is a succeeded session's outcome (session/outcome.go), OutcomeText it in words
+	// when it did not improve.
 	Outcome     string `json:"outcome,omitempty"`
 	OutcomeText string `json:"outcome_text,omitempty"`
+	// OutcomeLine is the outcome with what became of the preset (session.OutcomeLine).
+	OutcomeLine string `json:"outcome_line,omitempty"`
 	// BuiltOn is the earlier session this one builds on (session.BuiltOn), for the link.
 	BuiltOn *builtOnView `json:"built_on,omitempty"`
 }
@@ -96,7 +98,7 @@ func trialsDone(trials []session.TrialOutline) int {
 func rowDone(s session.Session, done int) sessionRow {
 	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode, Task: s.Settings.Task,
 		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
-		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned),
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), OutcomeLine: s.OutcomeLine(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned),
 		BuiltOn: builtOnOf(s.BuiltOn)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
@@ -122,6 +124,8 @@ func bestText(s session.Session, vs *bestVersus) string {
 		return "none yet"
 	case s.BestTrial == 0:
 		return fmt.Sprintf("the baseline (trial 0 @ rung %d): no tuned trial beat it", s.BestRung)
+	case vs != nil && vs.Final:
+		return fmt.Sprintf("%s, on fresh seeds (trial %d @ rung %d)", vs.String(), vs.Trial, vs.Rung)
 	case vs != nil:
 		return fmt.Sprintf("%s (trial %d @ rung %d)", vs.String(), vs.Trial, vs.Rung)
 	}

@@ -198,13 +198,6 @@ func bestComparable(s Session, trials []Trial) *Trial {
 	return best
 }
 
-func versusPtr(st Settings, trials []Trial, t Trial) *Versus {
-	if v, ok := VersusControl(st, trials, t); ok {
-		return &v
-	}
-	return nil
-}
-
 // Headline says the comparison in one line, for chat, the terminal and the digest.
 func (c Comparison) Headline() string {
 	if c.Dropped != "" {

@@ -79,16 +79,25 @@ type Verdict struct {
 	// Seeds are the fresh seeds both were evaluated on.
 	Seeds []int `json:"seeds"`
 	// Cleared is true when Lower > 0: the gain clears the noise.
-	Cleared    bool   `json:"cleared"`
-	Unmeasured string `json:"unmeasured,omitempty"`
+	Cleared bool `json:"cleared"`
+	// Test names the test in words (TestName); Unmeasured says why there is none.
+	Test       string `json:"test"`
+	Unmeasured string `json:"unmeasured"`
 }
 
 // Measured reports whether the verdict comes from a test.
 func (v Verdict) Measured() bool { return v.Unmeasured == "" }
 
-// Test names the test, for every surface that reports it.
-func (v Verdict) Test() string {
-	return fmt.Sprintf("one-sided paired t-test at %d %% over %d fresh seeds", int(VerdictLevel*100), len(v.Seeds))
+// TestName names the test over n fresh seeds, for every surface that reports it.
+func TestName(n int) string {
+	return fmt.Sprintf("one-sided paired t-test at %d %% over %d fresh seeds", int(VerdictLevel*100), n)
+}
+
+// Rounded is v with its measured numbers as a person reads them (Measured).
+func (v Verdict) Rounded() Verdict {
+	v.Gain, v.SE, v.Lower, v.Upper = Measured(v.Gain), Measured(v.SE), Measured(v.Lower), Measured(v.Upper)
+	v.Seeds = slices.Clone(v.Seeds)
+	return v
 }
 
 // Text says the verdict in words: "+0.041 ± 0.012 on fresh seeds 7301–7305 (paired; 95 %
@@ -159,7 +168,7 @@ func VerdictOf(st Settings, control *Trial, t Trial) Verdict {
 	}
 	v.SE = StdErr(d)
 	v.Lower, v.Upper = v.Gain-TCritical(len(d)-1)*v.SE, v.Gain+TCritical(len(d)-1)*v.SE
-	v.Cleared = v.Lower > 0
+	v.Cleared, v.Test = v.Lower > 0, TestName(len(d))
 	return v
 }
 

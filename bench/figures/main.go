@@ -34,7 +34,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"text/tabwriter"
 
 	"go.yaml.in/yaml/v3"
@@ -160,38 +159,16 @@ func sessions(args []string, stdout io.Writer) error {
 		p    problem
 		seed int64
 	}
-	jobs := make(chan job)
-	var (
-		mu       sync.Mutex
-		enc      = json.NewEncoder(stdout)
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	for w := 0; w < max(1, *workers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				r, err := one(context.Background(), filepath.Join(root, fmt.Sprintf("%s-%d", j.p.name, j.seed)), j.p, j.seed, *count)
-				mu.Lock()
-				if err == nil {
-					err = enc.Encode(r)
-				}
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+	var jobs []job
 	for _, p := range ps {
 		for s := *first; s < *first+int64(*n); s++ {
-			jobs <- job{p, s}
+			jobs = append(jobs, job{p, s})
 		}
 	}
-	close(jobs)
-	wg.Wait()
-	return firstErr
+	return memsim.Parallel(*workers, jobs, stdout, func(j job) ([]result, error) {
+		r, err := one(context.Background(), filepath.Join(root, fmt.Sprintf("%s-%d", j.p.name, j.seed)), j.p, j.seed, *count)
+		return []result{r}, err
+	})
 }
 
 // one runs one session of problem p on surface seed with the product's defaults and scores

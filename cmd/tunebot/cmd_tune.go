@@ -491,7 +491,7 @@ type summaryJSON struct {
 	// Verdict is the headline's gain as the fresh seeds measured it: its standard error,
 	// 95 % lower bound, seeds, the test and whether it clears the noise; null until the
 	// session chose its result.
-	Verdict *verdictJSON `json:"verdict"`
+	Verdict *session.Verdict `json:"verdict"`
 	// BuiltOn is the earlier session this one built on (--from), null when none.
 	BuiltOn *session.BuiltOn `json:"built_on"`
 	// outcomeLine is session.OutcomeLine, for the terminal (the JSON has outcome and verdict).
@@ -560,28 +560,13 @@ type finalJSON struct {
 	Versus *session.Versus `json:"versus"`
 }
 
-// verdictJSON is session.Verdict as the summary gives it, measured numbers rounded.
-type verdictJSON struct {
-	Gain       float64 `json:"gain"`
-	SE         float64 `json:"se"`
-	Lower      float64 `json:"lower"`
-	Upper      float64 `json:"upper"`
-	Seeds      []int   `json:"seeds"`
-	Cleared    bool    `json:"cleared"`
-	Test       string  `json:"test"`
-	Unmeasured string  `json:"unmeasured"`
-}
-
-func verdictOf(v *session.Verdict) *verdictJSON {
+// verdictOf is v as the summary gives it, measured numbers rounded; nil stays nil.
+func verdictOf(v *session.Verdict) *session.Verdict {
 	if v == nil {
 		return nil
 	}
-	out := &verdictJSON{Gain: session.Measured(v.Gain), SE: session.Measured(v.SE), Lower: session.Measured(v.Lower), Upper: session.Measured(v.Upper),
-		Seeds: append([]int{}, v.Seeds...), Cleared: v.Cleared, Unmeasured: v.Unmeasured}
-	if v.Measured() {
-		out.Test = v.Test()
-	}
-	return out
+	r := v.Rounded()
+	return &r
 }
 
 type proposalJSON struct {

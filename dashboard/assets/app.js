@@ -96,7 +96,7 @@
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
         data.several_tasks ? h("td", {}, s.task) : null,
-        h("td", {}, h("span", { class: "badge " + s.state }, s.state_label), s.outcome === "no_improvement" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
+        h("td", {}, h("span", { class: "badge " + s.state }, s.state_label), s.outcome && s.outcome !== "improved" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
         h("td", { class: "r" }, s.best_score === null ? "—" : s.best),
         h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
@@ -173,7 +173,7 @@
       h("p", {}, s.run_name + " · " + s.task + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
         " · best " + s.best +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
-      s.outcome_text ? h("p", { id: "outcome" }, s.outcome + ": " + s.outcome_text + "; no preset saved") : null,
+      s.outcome_line ? h("p", { id: "outcome" }, s.outcome_line) : null,
       s.built_on ? h("p", { id: "built-on" }, "builds on ", h("a", { href: "/sessions/" + enc(s.built_on.id) }, "session " + s.built_on.short), s.built_on.rest) : null,
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
       s.pruned ? h("p", { class: "muted", id: "pruned" }, s.pruned) : null,
