@@ -12,6 +12,7 @@ import (
 // alone were taken back (mean and deviation over the model's draws, paired).
 type ChangeCredit struct {
 	Name   string
+	Label  string // the name as people read it (session/display.go): "params.foot_gait.period"
 	Change string // "0.5 → 1 (×2.00, stronger)"
 	Gain   float64
 	SD     float64
@@ -51,7 +52,7 @@ func (s *Sampler) Credit(req session.ProposalRequest, c session.RewardConfig) []
 		}
 		mean, sd := pairedGain(at, sr.scores(m.position(back, req.Space)))
 		ch := tpeChange{dim: d, old: was, new: now}
-		out = append(out, ChangeCredit{Name: d.name, Change: fmt.Sprintf("%s → %s (%s)", fmtValue(was), fmtValue(now), ch.word()), Gain: mean, SD: sd})
+		out = append(out, ChangeCredit{Name: d.name, Label: d.label(), Change: fmt.Sprintf("%s → %s (%s)", fmtValue(was), fmtValue(now), ch.word()), Gain: mean, SD: sd})
 	}
 	sort.SliceStable(out, func(a, b int) bool { return out[a].Gain > out[b].Gain })
 	return out
@@ -70,11 +71,15 @@ func CreditLine(cs []ChangeCredit, trials int) string {
 	}
 	var credited, harmful []string
 	for _, c := range cs {
+		name := c.Label
+		if name == "" {
+			name = c.Name
+		}
 		switch {
 		case c.Credited():
-			credited = append(credited, fmt.Sprintf("%s (%+.3f ± %.3f)", c.Name, c.Gain, c.SD))
+			credited = append(credited, fmt.Sprintf("%s (%+.3f ± %.3f)", name, c.Gain, c.SD))
 		case c.Harmful():
-			harmful = append(harmful, fmt.Sprintf("%s (%+.3f ± %.3f)", c.Name, c.Gain, c.SD))
+			harmful = append(harmful, fmt.Sprintf("%s (%+.3f ± %.3f)", name, c.Gain, c.SD))
 		}
 	}
 	head := "carries " + plural(len(cs), "change") + " from the defaults; the sampler's model of the " + plural(trials, "rung-0 trial")
