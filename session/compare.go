@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -267,8 +268,13 @@ func (c Comparison) freshHeadline(who string) string {
 			test = fmt.Sprintf(" (paired, 95 %% upper bound %s: the baseline is better)", SignedScore(d.Upper))
 		}
 	}
-	line := fmt.Sprintf("%s scores %s, the baseline %s (both %s) at the same %d iterations on fresh seeds %s, which chose nothing: %s%s",
-		who, gain, SignedScore(0), v.Label(), b.Iterations, SeedRange(b.Seeds), verdict, test)
+	where := "fresh seeds " + SeedRange(b.Seeds) + ", which chose nothing"
+	if ch := c.Chosen; ch != nil && slices.ContainsFunc(b.Seeds, func(s int) bool { return slices.Contains(ch.Seeds, s) }) {
+		// measured before final evaluations ran on fresh seeds: say it, as it may overstate
+		where = "seeds " + seedList(b.Seeds) + ", which also chose it (a final evaluation from before fresh seeds: it may overstate the gain)"
+	}
+	line := fmt.Sprintf("%s scores %s, the baseline %s (both %s) at the same %d iterations on %s: %s%s",
+		who, gain, SignedScore(0), v.Label(), b.Iterations, where, verdict, test)
 	if ch := c.Chosen; ch != nil {
 		line += fmt.Sprintf("; chosen at %s on seeds %s", SignedScore(ch.Score), seedList(ch.Seeds))
 	}

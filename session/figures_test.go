@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"tunebot/session"
+	"tunebot/session/sessiontest"
 )
 
 // noEffect proposes patches of foot_slip, a weight the fake surface ignores: every trial walks
@@ -124,5 +125,29 @@ func TestFromChainsMeasureTheGainOverTheDefaults(t *testing.T) {
 			t.Errorf("session %d's gain over the defaults %+v; want measured near 0 (chosen at %+.3f), against the first session's defaults", i+1, g, s.Result.Chosen.Score)
 		}
 		from = s.ID
+	}
+}
+
+// A session stored before final seeds had to be fresh lists the evaluation seeds as its final
+// ones: an unfinished one measures on fresh seeds instead, and a finished one's headline says
+// its final evaluation re-ran the seeds that chose (issue 43, item 1).
+func TestSessionsFromBeforeFreshSeeds(t *testing.T) {
+	s, trials := sessiontest.GateLadder()
+	s.Settings.FinalEvalSeeds = []int{0, 1, 2}
+	if got := s.FinalSeeds(); slices.ContainsFunc(got, func(v int) bool { return v <= 2 }) || len(got) != session.DefaultFinalEvalCount {
+		t.Errorf("final seeds of an older session: %v, want fresh ones", got)
+	}
+	for i := range trials {
+		if f := trials[i].Final; f != nil {
+			f.Seeds = []int{0, 1, 2}
+			for j := range f.PerSeed {
+				f.PerSeed[j].Seed = j % 3
+			}
+			f.PerSeed = f.PerSeed[:3]
+		}
+	}
+	c, _ := session.Compare(s, trials)
+	if h := c.Headline(); strings.Contains(h, "on fresh seeds") || !strings.Contains(h, "on seeds 0,1,2, which also chose it") {
+		t.Errorf("headline %q: want it to say the final evaluation re-ran the seeds that chose", h)
 	}
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -127,8 +128,10 @@ type Session struct {
 // list them, else fresh seeds derived from its id (FreshSeeds), which Start writes into its
 // settings.
 func (s Session) FinalSeeds() []int {
-	if len(s.Settings.FinalEvalSeeds) > 0 {
-		return s.Settings.FinalEvalSeeds
+	// A session stored before final seeds had to be fresh may list evaluation seeds: it
+	// draws fresh ones too, rather than re-measure the luck that chose.
+	if fs := s.Settings.FinalEvalSeeds; len(fs) > 0 && !slices.ContainsFunc(fs, func(v int) bool { return slices.Contains(s.Settings.EvalSeeds, v) }) {
+		return fs
 	}
 	n := s.Settings.FinalEvalCount
 	if n == 0 {
