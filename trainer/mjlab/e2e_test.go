@@ -33,7 +33,7 @@ session:
   eval_num_envs: 5
   eval_steps: 20
   eval_seeds: [0]
-  final_eval_seeds: [0, 1]
+  final_eval_seeds: [1, 2]
   early_stop_patience: 4
   control: true
 reward_space:
