@@ -13,8 +13,14 @@ FORBIDDEN_IN_STORE := robfig/cron|^tunebot/schedule$$
 
 .PHONY: build demo test test-mjlab lint funclen bench deps-check clean
 
+# The version and commit `tunebot version` says, stamped whether or not Go records its own
+# VCS stamp (it records none with -buildvcs=false, or where it cannot read the checkout).
+VERSION ?= $(shell git describe --tags --dirty 2>/dev/null)
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)$(shell git diff --quiet HEAD -- 2>/dev/null || echo -dirty)
+LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/tunebot
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/tunebot
 
 # make demo TASK=Mjlab-Velocity-Flat-Unitree-G1 tunes that task's checked-in reward space on
 # the sim trainer; SPACE=FILE a space `tunebot space --task TASK` printed (no mjlab needed).

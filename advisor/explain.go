@@ -74,7 +74,7 @@ func rankMoves(moves []moveEvidence) []moveEvidence {
 }
 
 // movesSentence says what moves in words, verbs grouped in the order of the moves:
-// "strengthens foot_slip and action_rate_l2, lowers foot_gait.period and 3 more".
+// "strengthens foot_slip and action_rate_l2, lowers params.foot_gait.period and 3 more".
 func movesSentence(ms []moveEvidence) string {
 	var verbs []string
 	byVerb := map[string][]string{}
@@ -89,7 +89,7 @@ func movesSentence(ms []moveEvidence) string {
 		if _, ok := byVerb[v]; !ok {
 			verbs = append(verbs, v)
 		}
-		byVerb[v] = append(byVerb[v], m.change.dim.name)
+		byVerb[v] = append(byVerb[v], m.change.dim.label())
 	}
 	parts := make([]string, len(verbs))
 	for i, v := range verbs {
@@ -105,7 +105,7 @@ func movesSentence(ms []moveEvidence) string {
 // line is one piece of evidence: the move, then what the model expects of it.
 func (m moveEvidence) line(n int) string {
 	c := m.change
-	head := fmt.Sprintf("%s %s → %s (%s)", c.dim.name, fmtValue(c.old), fmtValue(c.new), c.word())
+	head := fmt.Sprintf("%s %s → %s (%s)", c.dim.label(), fmtValue(c.old), fmtValue(c.new), c.word())
 	if m.back != "" {
 		head += ", " + m.back
 	}

@@ -178,7 +178,7 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 			lastErr = err
 			continue
 		}
-		summary, evidence := sr.explain(c, changes)
+		summary, evidence := sr.explain(c, changes, req.BaseTrial)
 		if p, ok := FollowedPreference(req, patch); ok {
 			summary += " It " + PreferenceNote(p) + "."
 		}

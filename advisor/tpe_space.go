@@ -142,6 +142,15 @@ type tpeChange struct {
 	old, new float64
 }
 
+// label is the dim's name as every surface shows it (session/display.go): a weight's name,
+// a param's "params.x".
+func (d tpeDim) label() string {
+	if d.weight {
+		return d.name
+	}
+	return session.ParamLabel(d.name)
+}
+
 func (c tpeChange) String() string {
 	switch {
 	case c.dim.weight && c.old != 0:

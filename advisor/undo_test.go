@@ -2,6 +2,7 @@ package advisor_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -73,8 +74,13 @@ func TestCreditNamesTheChangesThatEarnedTheGain(t *testing.T) {
 	if cs[0].Name != "foot_slip" || !cs[0].Credited() || cs[1].Name != "pose" || cs[1].Credited() {
 		t.Errorf("credit %+v: want foot_slip credited, pose not", cs)
 	}
-	line := advisor.CreditLine(cs)
-	if !strings.HasPrefix(line, "carries 2 changes from the defaults; the model credits the gain to foot_slip (+") || !strings.HasSuffix(line, "), not the other 1") {
+	line := advisor.CreditLine(cs, len(req.History))
+	if !strings.HasPrefix(line, fmt.Sprintf("carries 2 changes from the defaults; the sampler's model of the %d rung-0 trials credits the gain to foot_slip (+", len(req.History))) || !strings.Contains(line, "), not the other 1 alone") {
 		t.Errorf("credit line %q", line)
+	}
+	// pose ×2 cost tracking: taking it back alone would gain, and the line says so by name
+	// (issue 43, item 5), rather than leaving it among "the other 1".
+	if !cs[1].Harmful() || !strings.Contains(line, "; it judges pose (-") || !strings.HasSuffix(line, ") harmful (taking it back alone would gain that)") {
+		t.Errorf("pose %+v: harmful %v; credit line %q does not name it harmful", cs[1], cs[1].Harmful(), line)
 	}
 }

@@ -42,6 +42,10 @@ type Applier struct {
 	// set before use, only by `tunebot apply --from-sim`; the daemon never sets it.
 	FromSim bool
 
+	// Unconfirmed lets Apply apply a preset whose gain was not shown to clear the noise
+	// (preset.CheckConfirmed): set before use, only by `tunebot apply --unconfirmed`.
+	Unconfirmed bool
+
 	// Partial lets Apply commit a preset some of whose values it cannot write (Left of its
 	// preview), leaving those out and saying so in the commit message: set before use, only
 	// by `tunebot apply --partial`. Without it such an apply is refused before anything changes.
@@ -218,6 +222,12 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	if err := preset.CheckApplicable(p, a.FromSim); err != nil {
 		return res, err
 	}
+	if err := preset.CheckConfirmed(p, a.Unconfirmed); err != nil {
+		return res, err
+	}
+	if err := a.checkSomethingToApply(ctx, p); err != nil {
+		return res, err
+	}
 	top, u, err := a.prepare(ctx, p, &res)
 	if err != nil {
 		return res, err
@@ -233,6 +243,17 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	a.log.Info("preset applied", "preset", p.Name, "branch", u.branch, "commit", res.Commit)
 	a.record(ctx, "apply", p, by, res, nil)
 	return res, nil
+}
+
+// checkSomethingToApply refuses, as ErrNothingToApply, a preset the base already holds
+// whole: read from the base before the checkout is looked at, so that it is said so even
+// where an earlier apply left its branch. Anything else is left to the checks after prepare.
+func (a *Applier) checkSomethingToApply(ctx context.Context, p session.Preset) error {
+	pv, err := a.preview(ctx, p)
+	if err != nil || len(pv.Changes) > 0 || len(pv.Left) > 0 && !a.Partial {
+		return nil // a preset not applied whole is refused after prepare, naming what is left
+	}
+	return &session.UserError{Msg: fmt.Sprintf("%s already holds every value of preset %s that apply.edits writes: there is nothing to commit", a.baseName(), p.Name), Err: ErrNothingToApply}
 }
 
 // prepare checks the checkout (the top of a git work tree, on a branch, with no changes to
@@ -305,6 +326,10 @@ func (a *Applier) applyOnBranch(ctx context.Context, p session.Preset, by sessio
 	return "", nil
 }
 
+// ErrNothingToApply is Apply's error when the base already holds every value of the
+// preset that apply.edits writes: there is nothing to commit, which is not a failure.
+var ErrNothingToApply = errors.New("nothing to apply")
+
 // checkWhole refuses, unless the applier is Partial, a preset some of whose values an apply
 // would leave out: committed under the preset's name and score, the checkout would hold a
 // configuration nobody measured. It names every value left out and why.
@@ -352,9 +377,9 @@ func revertError(presetName, repo, reason string, cause error, problems []string
 	return &session.UserError{Msg: fmt.Sprintf("apply of preset %s reverted: %s", presetName, reason), Err: cause}
 }
 
-// newBranch names the branch a preset is applied on and the base it starts from (the
-// configured base, or the branch checked out now), and refuses a base that does not exist,
-// a name git would not take, and a branch that exists already.
+// newBranch names the branch a preset is applied on (freeBranch) and the base it starts
+// from (the configured base, or the branch checked out now), and refuses a base that does
+// not exist.
 func (a *Applier) newBranch(ctx context.Context, p session.Preset, orig string) (branch, base, baseSHA string, err error) {
 	base = a.cfg.Base
 	if base == "" {
@@ -364,14 +389,57 @@ func (a *Applier) newBranch(ctx context.Context, p session.Preset, orig string) 
 	if err != nil {
 		return "", "", "", session.Userf(session.ErrNotFound, "base branch %s does not exist in %s", base, a.cfg.Repo)
 	}
-	branch = a.cfg.BranchPrefix + p.Name
-	if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
-		return "", "", "", session.Userf(nil, "%s is not a valid git branch name", branch)
+	branch, err = a.freeBranch(ctx, p)
+	return branch, base, baseSHA, err
+}
+
+// maxBranches bounds the branches one preset is applied on, <prefix><preset> and its
+// suffixed ones after rollbacks: past it the old ones should be cleared away.
+const maxBranches = 20
+
+// freeBranch is the branch p is applied on: <prefix><preset>, or when an apply there was
+// rolled back, <prefix><preset>-2 (then -3, …). A rolled-back branch is kept as it is, its
+// apply and revert commits being the record of what happened; the new apply starts afresh
+// from its base. A branch that holds an apply still standing, or that no recorded apply
+// made, refuses the apply and names what clears it.
+func (a *Applier) freeBranch(ctx context.Context, p session.Preset) (string, error) {
+	for n := 1; n <= maxBranches; n++ {
+		branch := a.cfg.BranchPrefix + p.Name
+		if n > 1 {
+			branch += fmt.Sprintf("-%d", n)
+		}
+		if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
+			return "", session.Userf(nil, "%s is not a valid git branch name", branch)
+		}
+		if _, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err != nil {
+			return branch, nil
+		}
+		standing, isStanding, applied, err := a.branchHistory(ctx, branch)
+		if err != nil {
+			return "", err
+		}
+		if isStanding {
+			return "", a.standingErr(ctx, p, standing)
+		}
+		if !applied {
+			return "", session.Userf(session.ErrExists, "branch %s exists but no apply tunebot recorded is on it; to apply preset %s, delete it: git -C %s branch -D %s (from another branch: git keeps the branch it is on)",
+				branch, p.Name, a.cfg.Repo, branch)
+		}
 	}
-	if _, err := a.git.run(ctx, "rev-parse", "--verify", "--quiet", "refs/heads/"+branch); err == nil {
-		return "", "", "", session.Userf(session.ErrExists, "branch %s already exists: preset %s was applied before (roll it back or delete the branch)", branch, p.Name)
+	return "", session.Userf(session.ErrExists, "preset %s was applied and rolled back on %d branches (%s%s to %s-%d); delete the old ones (git -C %s branch -D BRANCH) to apply it again",
+		p.Name, maxBranches, a.cfg.BranchPrefix, p.Name, p.Name, maxBranches, a.cfg.Repo)
+}
+
+// standingErr refuses to apply p while rec, an apply on p's branch, stands there: it
+// says how to roll rec back when rec is the newest apply (the one rollback reverts), and
+// the git command that deletes its branch.
+func (a *Applier) standingErr(ctx context.Context, p session.Preset, rec bot.ApplyRecord) error {
+	undo := "delete its branch"
+	if last, err := a.LastApply(ctx); err == nil && last.Commit == rec.Commit {
+		undo = "roll it back (`tunebot apply rollback --yes`, or `/tune rollback` in chat), then apply again; or delete its branch"
 	}
-	return branch, base, baseSHA, nil
+	return session.Userf(session.ErrExists, "preset %s is applied on branch %s (commit %s) and not rolled back; to apply preset %s again, %s: git -C %s branch -D %s (from another branch: git keeps the branch it is on)",
+		rec.Preset, rec.Branch, short(rec.Commit), p.Name, undo, a.cfg.Repo, rec.Branch)
 }
 
 // snapshot resolves every edited file inside top before anything changes, and keeps its
@@ -425,17 +493,31 @@ func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next
 	return commit, "", nil
 }
 
+// message is the apply commit's message: what was applied (all of p, or part of it and what
+// was left out), where p came from and its scores (the sim's, said so, for a sim preset),
+// who applied it, and each change.
 func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string {
 	var b strings.Builder
+	sim := ""
+	if p.Trainer == session.TrainerSim {
+		sim = preset.SimSubject
+	}
 	if len(pl.left) > 0 {
-		fmt.Fprintf(&b, "tunebot: apply part of preset %s\n\n", p.Name)
-		fmt.Fprintf(&b, "A partial apply: %d of the preset's values are not in this commit, so the\ncheckout does not hold preset %s and its score below is not this commit's:\n", len(pl.left), p.Name)
+		fmt.Fprintf(&b, "tunebot: apply part of preset %s%s\n\n", p.Name, sim)
+		are := "are"
+		if len(pl.left) == 1 {
+			are = "is"
+		}
+		fmt.Fprintf(&b, "A partial apply: %d of the preset's values %s not in this commit, so the\ncheckout does not hold preset %s and its score below is not this commit's:\n", len(pl.left), are, p.Name)
 		for _, l := range pl.left {
 			fmt.Fprintf(&b, "  %s\n", l)
 		}
 		b.WriteString("\n")
 	} else {
-		fmt.Fprintf(&b, "tunebot: apply preset %s\n\n", p.Name)
+		fmt.Fprintf(&b, "tunebot: apply preset %s%s\n\n", p.Name, sim)
+	}
+	if sim != "" {
+		fmt.Fprintf(&b, "Preset %s was %s.\nNo robot learned it; it was applied with --from-sim.\n\n", p.Name, preset.SimMade)
 	}
 	if preset.Imported(p) {
 		fmt.Fprintf(&b, "Preset %s was imported from a file (no session, no score).\n", p.Name)
@@ -445,13 +527,30 @@ func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string
 		if v := p.Versus; v != nil && v.Rung > 0 {
 			fmt.Fprintf(&b, "Against the baseline trained as long: %s.\n", v)
 		}
+		if d := p.Verdict; d != nil {
+			fmt.Fprintf(&b, "Its final evaluation: %s.\n", d.Text())
+		}
+		if p.Unconfirmed() {
+			fmt.Fprintf(&b, "Not an improvement anyone has shown (%s); applied knowingly (--unconfirmed).\n", p.Outcome)
+		}
 		fmt.Fprintf(&b, "Gain over the task's defaults at equal training: %s (built on %s).\n", preset.GainText(p), preset.BuiltOnText(p))
 	}
-	fmt.Fprintf(&b, "Applied by %s (%s).\n\n", by, by.Platform)
+	fmt.Fprintf(&b, "Applied %s.\n\n", appliedBy(by))
 	for _, c := range pl.changes {
 		fmt.Fprintf(&b, "%s: %s -> %s (%s:%d)\n", c.Name, c.Old, c.New, filepath.ToSlash(c.File), c.Line)
 	}
 	return b.String()
+}
+
+// appliedBy says who applied as the commit message puts it: "at the terminal", "by bob at
+// the command line", "by ann (slack)" (session.ActorLabel).
+func appliedBy(by session.Actor) string {
+	switch label := session.ActorLabel(by); {
+	case strings.HasPrefix(label, "the "):
+		return "at " + label
+	default:
+		return "by " + label
+	}
 }
 
 func (a *Applier) record(ctx context.Context, kind string, p session.Preset, by session.Actor, res bot.ApplyResult, problems []string) {

@@ -169,10 +169,59 @@ func TestApplyPassingTestsCommitsOnABranch(t *testing.T) {
 		es[0].Detail["reverted"] != false || es[0].SessionID != "0123abcdef" {
 		t.Errorf("audit = %+v", es)
 	}
-	// A second apply of the same preset finds its branch and refuses.
+	// A second apply of the same preset finds its branch and refuses, saying what clears it.
 	applytest.Git(t, repo, "checkout", "-q", "main")
-	if _, err := a.Apply(ctx, testPreset(), alice); err == nil || !errors.Is(err, session.ErrExists) {
-		t.Errorf("applying again: %v, want ErrExists", err)
+	_, err = a.Apply(ctx, testPreset(), alice)
+	for _, w := range []string{"preset auto-tune-0123abcd is applied on branch tunebot/auto-tune-0123abcd (commit " + res.Commit[:12] + ")",
+		"tunebot apply rollback --yes", "git -C " + repo + " branch -D tunebot/auto-tune-0123abcd"} {
+		if err == nil || !errors.Is(err, session.ErrExists) || !strings.Contains(err.Error(), w) {
+			t.Errorf("applying again: %v, want ErrExists saying %q", err, w)
+		}
+	}
+}
+
+// TestApplyAgainAfterRollback (issue 43 item 6.3): a preset whose apply was rolled back is
+// applied again on a fresh branch, <branch>-2 (then -3), from the checkout's branch as an
+// apply always starts; the rolled-back branch keeps its apply and its revert.
+func TestApplyAgainAfterRollback(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	a, log := newApplier(t, repo, []string{"true"}, nil)
+	first, err := a.Apply(ctx, testPreset(), alice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range []string{"tunebot/auto-tune-0123abcd-2", "tunebot/auto-tune-0123abcd-3"} {
+		rec, err := a.LastApply(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb, err := a.Rollback(ctx, rec, alice)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Apply(ctx, testPreset(), alice)
+		if err != nil {
+			t.Fatalf("applying again after rollback %d: %v", n+1, err)
+		}
+		if res.Branch != want || res.Commit == "" {
+			t.Errorf("applying again after rollback %d: %+v, want a commit on %s", n+1, res, want)
+		}
+		if got := applytest.Git(t, repo, "show", res.Branch+":tasks/velocity_env_cfg.py"); !strings.Contains(got, `"foot_slip"].weight = -0.5`) {
+			t.Errorf("branch %s does not hold the preset:\n%s", res.Branch, got)
+		}
+		if got := applytest.Git(t, repo, "rev-parse", rec.Branch); got != rb.Revert {
+			t.Errorf("the rolled-back branch %s moved: %s, want its revert %s", rec.Branch, got, rb.Revert)
+		}
+		if last, err := a.LastApply(ctx); err != nil || last.Commit != res.Commit {
+			t.Errorf("LastApply = %+v, %v; want the new apply %s", last, err, res.Commit)
+		}
+	}
+	if got := applytest.Git(t, repo, "rev-parse", "tunebot/auto-tune-0123abcd^"); got != first.Commit {
+		t.Errorf("the first branch's revert has parent %s, want the first apply %s", got, first.Commit)
+	}
+	if want := []string{"apply", "rollback", "apply", "rollback", "apply"}; !cmp.Equal(log.Kinds(), want) {
+		t.Errorf("audit %v, want %v", log.Kinds(), want)
 	}
 }
 
@@ -221,7 +270,7 @@ func TestApplyFailureLeavesNoTrace(t *testing.T) {
 		}, want: "detached HEAD", noTry: true},
 		{name: "already applied", setup: func(t *testing.T, repo string) {
 			applytest.Git(t, repo, "branch", "tunebot/auto-tune-0123abcd")
-		}, want: "already exists", noTry: true},
+		}, want: "branch tunebot/auto-tune-0123abcd exists but no apply tunebot recorded is on it; to apply preset auto-tune-0123abcd, delete it: git -C ", noTry: true},
 		{name: "missing base", mod: func(c *apply.Config) { c.Base = "release" }, want: "base branch release does not exist", noTry: true},
 	}
 	for _, tc := range tests {
@@ -452,6 +501,41 @@ func TestApplyRefusesASimPresetUnlessFromSim(t *testing.T) {
 	applytest.Git(t, repo, "checkout", "-q", "main")
 	if _, err := a.Apply(ctx, p, alice); errors.Is(err, session.ErrConflict) {
 		t.Errorf("an mjlab preset is refused: %v", err)
+	}
+}
+
+// TestSimPresetCommitSaysTheSimMadeIt (issue 43 item 6.5): a preset of the built-in sim,
+// applied whole or in part with --from-sim, goes into the trainer's history saying so: its
+// subject and body say the sim made it and that its scores are the sim's, not a robot's.
+func TestSimPresetCommitSaysTheSimMadeIt(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		partial bool
+		subject string
+	}{
+		{"whole", false, "tunebot: apply preset auto-tune-0123abcd (built-in sim, not a robot)"},
+		{"partial", true, "tunebot: apply part of preset auto-tune-0123abcd (built-in sim, not a robot)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			repo := newRepo(t)
+			a, _ := newApplier(t, repo, []string{"true"}, nil)
+			a.FromSim, a.Partial = true, tc.partial
+			p := testPreset()
+			p.Trainer = session.TrainerSim
+			if tc.partial {
+				p.Config.Weights["pose"] = 1.5 // no edit names it
+			}
+			res, err := a.Apply(context.Background(), p, alice)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body := applytest.Git(t, repo, "log", "-1", "--format=%B", res.Commit)
+			for _, w := range []string{tc.subject + "\n", "made on tunebot's built-in sim trainer: its scores are the sim's, not a robot's"} {
+				if !strings.Contains(body, w) {
+					t.Errorf("the commit message does not say %q:\n%s", w, body)
+				}
+			}
+		})
 	}
 }
 

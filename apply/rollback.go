@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,11 +17,36 @@ import (
 func (a *Applier) LastApply(ctx context.Context) (bot.ApplyRecord, error) {
 	a.hist.mu.Lock()
 	defer a.hist.mu.Unlock()
-	entries, err := session.AuditAfter(ctx, a.audit, a.hist.seq)
-	if err != nil {
-		return bot.ApplyRecord{}, fmt.Errorf("reading the audit log: %w", err)
+	if err := a.readHistory(ctx); err != nil {
+		return bot.ApplyRecord{}, err
 	}
+	if rec, ok := a.hist.newest(""); ok {
+		return rec, nil
+	}
+	return bot.ApplyRecord{}, session.Userf(session.ErrNotFound, "there is no applied preset to roll back")
+}
+
+// branchHistory is what the audit log says of branch: the newest apply on it that landed
+// and was not rolled back (standing), and whether any apply landed on it at all.
+func (a *Applier) branchHistory(ctx context.Context, branch string) (standing bot.ApplyRecord, isStanding, applied bool, err error) {
+	a.hist.mu.Lock()
+	defer a.hist.mu.Unlock()
+	if err := a.readHistory(ctx); err != nil {
+		return bot.ApplyRecord{}, false, false, err
+	}
+	applied = slices.ContainsFunc(a.hist.applies, func(r bot.ApplyRecord) bool { return r.Branch == branch })
+	standing, isStanding = a.hist.newest(branch)
+	return standing, isStanding, applied, nil
+}
+
+// readHistory folds the audit log's applies and rollbacks after the last read into a.hist,
+// whose lock the caller holds.
+func (a *Applier) readHistory(ctx context.Context) error {
 	h := &a.hist
+	entries, err := session.AuditAfter(ctx, a.audit, h.seq)
+	if err != nil {
+		return fmt.Errorf("reading the audit log: %w", err)
+	}
 	if h.rolledBack == nil {
 		h.rolledBack = map[string]bool{}
 	}
@@ -39,12 +65,7 @@ func (a *Applier) LastApply(ctx context.Context) (bot.ApplyRecord, error) {
 				Branch: str("branch"), Base: str("base"), Commit: commit})
 		}
 	}
-	for i := len(h.applies) - 1; i >= 0; i-- {
-		if !h.rolledBack[h.applies[i].Commit] {
-			return h.applies[i], nil
-		}
-	}
-	return bot.ApplyRecord{}, session.Userf(session.ErrNotFound, "there is no applied preset to roll back")
+	return nil
 }
 
 // history is the applies and rollbacks of the audit log up to seq, folded.
@@ -53,6 +74,17 @@ type history struct {
 	seq        uint64
 	applies    []bot.ApplyRecord
 	rolledBack map[string]bool
+}
+
+// newest is the newest apply that landed and was not rolled back, on branch ("" for any).
+func (h *history) newest(branch string) (bot.ApplyRecord, bool) {
+	for i := len(h.applies) - 1; i >= 0; i-- {
+		r := h.applies[i]
+		if !h.rolledBack[r.Commit] && (branch == "" || r.Branch == branch) {
+			return r, true
+		}
+	}
+	return bot.ApplyRecord{}, false
 }
 
 // Rollback undoes rec with `git revert --no-edit` on rec's branch: a new commit, never a

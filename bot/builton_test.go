@@ -40,3 +40,14 @@ func blocksText(t *testing.T, c bot.Card) string {
 	}
 	return string(b)
 }
+
+// The answer to an edit names a param as the card's diff does, "params.x" (issue 43,
+// item 7.12).
+func TestEditedChangeNamesParamsAsTheCard(t *testing.T) {
+	sp := session.DefaultSpace()
+	edited := session.Patch{Params: map[string]float64{"foot_gait.period": 0.5}}
+	p := session.Proposal{Base: sp.Defaults(), Patch: edited, Decision: &session.Decision{Action: session.ActionEdit, Edited: &edited}}
+	if got, want := bot.EditedChange(p, sp), "it runs: params.foot_gait.period 0.6 → 0.5 (×0.83)"; got != want {
+		t.Errorf("EditedChange = %q, want %q", got, want)
+	}
+}

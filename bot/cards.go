@@ -18,7 +18,11 @@ const PresetGainNote = "each preset's figure is its trial's score against the ta
 const ScoreNote = "scores compare each trial with the baseline's rung-0 evaluation and are comparable within a rung"
 
 // VersusNote explains a score "vs baseline @ rung r" beside the rung-0 one (session.VersusControl).
-const VersusNote = "\"vs baseline @ rung\" recomputes a trial's score against the baseline trained as long (@ its rung), or says @ 0 where none was"
+const VersusNote = "\"vs baseline @ rung\" recomputes a trial's score against the baseline trained as long (@ its rung), or says @ 0 where none was, and ranks the trials of a rung (★ the best)"
+
+// FreshNote explains the "fresh seeds" column: the final evaluation, which measures the chosen
+// trial and chooses nothing.
+const FreshNote = "\"fresh seeds\" is the final evaluation of the chosen trial and the baseline beside it, on seeds that chose nothing (± the gain's standard error)"
 
 // Card refs: one root, trial report and proposal card per session, each edited in place.
 func rootRef(id string) string            { return "s/" + id + "/root" }
@@ -83,8 +87,8 @@ func RootCard(in RootInput) Card {
 }
 
 func stateWord(s session.Session) string {
-	if s.Outcome == session.OutcomeNoImprovement && s.State == session.StateSucceeded {
-		return string(s.State) + " (" + session.OutcomeNoImprovement + ")"
+	if s.State == session.StateSucceeded && s.Outcome != "" && s.Outcome != session.OutcomeImproved {
+		return string(s.State) + " (" + s.Outcome + ")"
 	}
 	if s.PauseAsked {
 		return session.StateLabel(s.State) + " (pausing)"
@@ -497,8 +501,8 @@ func SummaryCard(in SummaryInput) Card {
 	if s.Preset != "" {
 		f.Fields = append(f.Fields, Field{"best preset", s.Preset})
 	}
-	if o := s.OutcomeText(); o != "" {
-		f.Fields = append(f.Fields, Field{"outcome", s.Outcome + ": " + o + "; no preset saved"})
+	if o := s.OutcomeLine(); o != "" {
+		f.Fields = append(f.Fields, Field{"outcome", o})
 	}
 	if s.BuiltOn != nil {
 		f.Fields = append(f.Fields, Field{"built on", strings.TrimPrefix(s.BuiltOn.Line(), "builds on ")})
@@ -523,7 +527,7 @@ func SummaryCard(in SummaryInput) Card {
 	}
 	if len(in.Trials) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockTable, Table: TrialsTable(in.Trials, s)})
-		c.Blocks = append(c.Blocks, Text(ScoreNote+"; "+VersusNote+"."))
+		c.Blocks = append(c.Blocks, Text(ScoreNote+"; "+VersusNote+"; "+FreshNote+"."))
 	}
 	if len(in.Attachments) > 0 {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: in.Attachments})
@@ -531,11 +535,13 @@ func SummaryCard(in SummaryInput) Card {
 	return c
 }
 
-// TrialsTable lists trials with rung, source, state, score (against rung 0's baseline), the
-// score against the baseline at the trial's rung (session.VersusControl: "@ 0" where no
-// baseline was trained as long) and eligibility; the best is marked.
+// TrialsTable lists trials with rung, source, state, score (its rung evaluation against rung
+// 0's baseline), the score against the baseline at the trial's rung (session.VersusControl:
+// "@ 0" where no baseline was trained as long), which ranks a rung and marks the best, the
+// final evaluation on fresh seeds where there is one (FreshNote) and eligibility.
 func TrialsTable(trials []session.Trial, s session.Session) *Table {
-	t := &Table{Caption: "trials", Columns: []string{"trial", "rung", "source", "state", "score", "vs baseline @ rung", "eligible"}, Align: []string{"r", "r", "", "", "r", "r", ""}}
+	t := &Table{Caption: "trials", Columns: []string{"trial", "rung", "source", "state", "score", "vs baseline @ rung", "fresh seeds", "eligible"},
+		Align: []string{"r", "r", "", "", "r", "r", "r", ""}}
 	controls := session.Controls(trials)
 	for _, tr := range trials {
 		score, vs, elig := "—", "—", "—"
@@ -544,9 +550,6 @@ func TrialsTable(trials []session.Trial, s session.Session) *Table {
 		}
 		if tr.Score != nil {
 			score = Signed(tr.Score.Total)
-			if tr.Final != nil {
-				score = fmt.Sprintf("%s ± %.3f", Signed(tr.Final.Score.Total), tr.Final.ScoreStd)
-			}
 			// Eligible, as the page and tune --json say: a finalist being re-evaluated
 			// passes its rung's gates but is not eligible until it completes.
 			elig = "yes"
@@ -558,9 +561,23 @@ func TrialsTable(trials []session.Trial, s session.Session) *Table {
 		if s.IsBest(tr) {
 			num += " ★"
 		}
-		t.Rows = append(t.Rows, []string{num, strconv.Itoa(tr.Rung), tr.Source, string(tr.State), score, vs, elig})
+		t.Rows = append(t.Rows, []string{num, strconv.Itoa(tr.Rung), tr.Source, string(tr.State), score, vs, freshCell(s.Settings, controls[tr.Rung], tr), elig})
 	}
 	return t
+}
+
+// freshCell is t's figure on its final evaluation (session.FinalVersusOf) with the gain's
+// standard error for a tuned trial measured beside the baseline, "" without one.
+func freshCell(st session.Settings, control *session.Trial, t session.Trial) string {
+	v, ok := session.FinalVersusOf(st, control, t)
+	if !ok || !v.Final {
+		return ""
+	}
+	cell := fmt.Sprintf("%s @ %d", Signed(v.Score), v.ControlRung)
+	if d := session.VerdictOf(st, control, t); t.Number != 0 && d.Measured() {
+		cell = fmt.Sprintf("%s ± %s @ %d", Signed(v.Score), session.Spread(d.SE), v.ControlRung)
+	}
+	return cell
 }
 
 // NoticeCard is a one-line message in a session's thread.

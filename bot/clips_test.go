@@ -134,8 +134,8 @@ func TestPushCardIsOnePhoneLine(t *testing.T) {
 		e    session.Event
 		want string
 	}{
-		{"eligible", session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &tr}, "trial 2 @ rung 0: +0.123 vs baseline · eligible · 3/12 done"},
-		{"not eligible", session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &trials[1]}, "trial 1 @ rung 0: +0.050 vs baseline · not eligible · 3/12 done"},
+		{"eligible", session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &tr}, "trial 2 @ rung 0: +0.123 vs baseline @ rung 0 · eligible · 3/12 done"},
+		{"not eligible", session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &trials[1]}, "trial 1 @ rung 0: +0.050 vs baseline @ rung 0 · not eligible · 3/12 done"},
 		{"failed", session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &session.Trial{Number: 4, State: session.TrialFailed, Reason: "train job failed: exit status 3"}},
 			"trial 4 @ rung 0 failed: exit status 3 · 3/12 done"},
 		{"proposal", session.Event{Kind: session.EventProposalReady, Session: s, Proposal: func() *session.Proposal { p := fixtureProposal(); return &p }()},

@@ -596,7 +596,8 @@ func startOverride(field, raw string) (Override, error) {
 	case "from_start":
 		v := strings.ToLower(raw)
 		if v != session.FromBest && v != session.FromDefaults {
-			return o, fmt.Errorf("%q is not %s or %s (where a session built on another starts)", Truncate(raw, 30), session.FromBest, session.FromDefaults)
+			return o, fmt.Errorf("%q is not %s or %s (where a session built on another starts)%s", Truncate(raw, 30), session.FromBest, session.FromDefaults,
+				session.DidYouMean(v, []string{session.FromBest, session.FromDefaults}))
 		}
 		o.apply = func(s *session.Settings) { s.FromStart = v }
 	case "fallback", "control":

@@ -8,7 +8,7 @@ import (
 )
 
 // EditedChange says in one line the change that runs after a person's edit of p, as the
-// answer to edit shows it: "pose 1 → 1.2 (×1.20), foot_slip −0.25 → −0.1811 (×0.72)".
+// answer to edit shows it: "pose 1 → 1.2 (×1.20), params.foot_gait.period 0.6 → 0.5 (×0.83)".
 // "" when p was not edited.
 func EditedChange(p session.Proposal, space *session.Space) string {
 	if p.Decision == nil || p.Decision.Edited == nil {
@@ -20,11 +20,7 @@ func EditedChange(p session.Proposal, space *session.Space) string {
 	}
 	parts := make([]string, len(ch))
 	for i, c := range ch {
-		name := c.Name
-		if c.Kind == "param" {
-			name = "param " + name
-		}
-		parts[i] = fmt.Sprintf("%s %s → %s (%s)", name, Num(c.Old), Num(c.New), Factor(c))
+		parts[i] = fmt.Sprintf("%s %s → %s (%s)", c.Label(), Num(c.Old), Num(c.New), Factor(c))
 	}
 	return "it runs: " + strings.Join(parts, ", ")
 }

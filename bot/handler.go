@@ -493,7 +493,11 @@ func (h *Handler) start(ctx context.Context, cmd Command, by session.Actor, log 
 		return h.engineError(err, log)
 	}
 	log.Info("session started from chat", "session", s.ID)
-	return Reply{Text: fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)}
+	text := fmt.Sprintf("session %s started by %s: %s mode, %d trials, rungs %v", session.Short(s.ID), by, st.Mode, st.TrialCount, st.Rungs)
+	if line := session.StartLine(s); line != "" {
+		text += "; it " + line
+	}
+	return Reply{Text: text}
 }
 
 // dashboardLink issues a one-time sign-in link to the monitoring page, privately: the link
@@ -744,7 +748,7 @@ func (h *Handler) presets(ctx context.Context) Reply {
 		return Reply{Private: true, Text: "no presets yet: a session saves its best configuration as one when it succeeds"}
 	}
 	t := &Table{Caption: "presets", Columns: []string{"name", "task", "trainer", preset.GainHeading, "built on", "trial", "created"}, Align: []string{"", "", "", "r", "", "", ""}}
-	for _, p := range ps {
+	for _, p := range preset.ByGain(ps) {
 		trainer := p.Trainer // which trainer made it: a sim preset is no real result (issue 28)
 		if trainer == "" {
 			trainer = "—"

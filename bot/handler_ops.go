@@ -407,6 +407,9 @@ func (h *Handler) applyPreview(ctx context.Context, in Interaction, cmd Command,
 	if err := preset.CheckApplicable(p, false); err != nil {
 		return h.engineError(err, log) // chat never applies a sim preset: the terminal's --from-sim does
 	}
+	if err := preset.CheckConfirmed(p, false); err != nil {
+		return h.engineError(err, log) // nor one within the noise: the terminal's --unconfirmed does
+	}
 	pv, err := h.cfg.Applier.Diff(ctx, p)
 	if err != nil {
 		return h.engineError(err, log)

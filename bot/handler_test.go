@@ -211,6 +211,24 @@ func TestEditValidatedBeforeAnythingIsAccepted(t *testing.T) {
 	}
 }
 
+// TestEditOfAValueAtItsBaseIsNoChange (issue 43 item 6.4): changes are counted after
+// merging, so an edit naming a value equal to the base's does not count toward the 4, and
+// the answer says it was left as it was.
+func TestEditOfAValueAtItsBaseIsNoChange(t *testing.T) {
+	f := newFixture(t, nil)
+	// pose and foot_clearance.target_height change (electrical_power is at the base's
+	// value already); the edit adds two changes and body_ang_vel at its base's -0.05.
+	r := f.reply(alice, "edit track_linear_velocity=1.1 foot_slip=-0.3 body_ang_vel=-0.05")
+	if !strings.Contains(r.Text, "edited and approved by alice") || !strings.Contains(r.Text, "body_ang_vel = -0.05, electrical_power = -0.001 are their current values: left as they were") {
+		t.Fatalf("edit with a value at its base: %+v", r)
+	}
+	want := session.Patch{Weights: map[string]float64{"pose": 1.25, "track_linear_velocity": 1.1, "foot_slip": -0.3},
+		Params: map[string]float64{"foot_clearance.target_height": 0.12}}
+	if diff := cmp.Diff(&want, f.proposalState(t).Decision.Edited); diff != "" {
+		t.Errorf("edited patch (-want +got):\n%s", diff)
+	}
+}
+
 func TestFormsRejectAndEdit(t *testing.T) {
 	f := newFixture(t, nil)
 	click := func(verb string, kind bot.InteractionKind, values map[string]string) bot.Reply {

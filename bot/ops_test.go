@@ -569,7 +569,7 @@ func TestPresetRoundTrip(t *testing.T) {
 
 	// A session started from the imported preset trains its baseline on it.
 	r = f.cmd(alice, "start preset=copy fallback=true trials=4")
-	if !strings.Contains(r.Text, "started by alice") {
+	if !strings.Contains(r.Text, "started by alice") || !strings.HasSuffix(r.Text, "; it starts from preset copy") {
 		t.Fatalf("start: %+v", r)
 	}
 	select {
@@ -718,5 +718,9 @@ func TestPresetsListTheGainOverTheDefaults(t *testing.T) {
 	}
 	if got := rows[f.p1.Name]; got[col] != "not recorded" || got[built] != "—" {
 		t.Errorf("an older preset's row %v, want its figure said not recorded", got)
+	}
+	// Ranked by it: the known gain first, whatever the names or dates (issue 43, item 7.10).
+	if table.Rows[0][0] != "later" {
+		t.Errorf("rows %v, want later's, with a known gain, first", table.Rows)
 	}
 }

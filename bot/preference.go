@@ -55,6 +55,9 @@ func askedWhy(in PreferenceInput) string {
 	if in.A != nil && in.B != nil && in.A.Trial.Score != nil && in.B.Trial.Score != nil {
 		return session.AskedWhy(p, in.A.Trial.Score.Total, in.B.Trial.Score.Total)
 	}
+	if p.B == 0 {
+		return fmt.Sprintf("A is trial %d, which just finished; B is the baseline (trial 0), still the best so far", p.A)
+	}
 	return fmt.Sprintf("A is trial %d, which just finished; B is the best so far, trial %d", p.A, p.B)
 }
 

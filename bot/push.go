@@ -20,7 +20,7 @@ type PushInput struct {
 }
 
 // PushCard is a phone notification (ntfy, webhook): one phone-sized line that says what
-// happened ("trial 8 @ rung 0: +0.041 vs baseline · eligible · 5/12 done"), the poster
+// happened ("trial 8 @ rung 0: +0.041 vs baseline @ rung 0 · eligible · 5/12 done"), the poster
 // frame of the trial's clip, and the page to open when tapped. ok is false for an event a
 // phone need not hear.
 func PushCard(in PushInput) (Card, bool) {
@@ -57,8 +57,14 @@ func PushCard(in PushInput) (Card, bool) {
 				line += ": " + Neutralise(s.Reason, 120)
 			}
 			c.Urgent = s.State == session.StateFailed
-		case s.OutcomeText() != "":
+		case s.Outcome == session.OutcomeNoImprovement:
 			line += " (" + s.Outcome + "): " + s.OutcomeText()
+		case session.Unconfirmed(s.Outcome):
+			// the phone says it plainly: a preset was saved, but not as an improvement
+			line += " (" + s.Outcome + "): " + s.OutcomeText() + "; preset " + s.Preset + " saved, marked so"
+			if s.Result != nil && s.Result.Verdict != nil {
+				line += ": " + s.Result.Verdict.Text()
+			}
 		default:
 			if r, ok := session.Compare(s, in.Trials); ok {
 				line += ": " + r.Headline()
@@ -94,10 +100,7 @@ func diskFullPause(e session.Event) bool {
 func trialPushLine(st session.Settings, trials []session.Trial, t session.Trial) string {
 	head := fmt.Sprintf("trial %d @ rung %d", t.Number, t.Rung)
 	v, ok := session.VersusControl(st, trials, t)
-	vs := "vs baseline"
-	if t.Rung > 0 {
-		vs = v.Label()
-	}
+	vs := v.Label() // what the score is against, as every surface says it (rung 0 too)
 	switch {
 	case t.State == session.TrialFailed:
 		return head + " failed: " + Neutralise(strings.TrimPrefix(t.Reason, "train job failed: "), 80)

@@ -117,7 +117,11 @@ func TestTrialReport(t *testing.T) {
 			if len(imgs) != len(want) {
 				t.Fatalf("%d images, want %d", len(imgs), len(want))
 			}
+			names := charts.ReportNames(tc.ref)
 			for i, img := range imgs {
+				if img.Name != names[i] {
+					t.Errorf("image %d is named %q, but ReportNames says %q", i, img.Name, names[i])
+				}
 				name := filepath.Base(img.Name)
 				if !strings.HasPrefix(name, charts.ImagePrefix(tc.ref)) || !strings.HasSuffix(name, "-"+want[i]+".png") {
 					t.Errorf("image %d is named %q, want the %s chart of %s", i, img.Name, want[i], tc.ref)
@@ -296,9 +300,10 @@ func meanY(l look, c color.RGBA, top int) (left, right float64) {
 	return sum[0] / max(n[0], 1), sum[1] / max(n[1], 1)
 }
 
-// The score chart plots a finalist at its final re-evaluation, the score that ranks it:
-// trial 2, better on the final seeds, sits above trial 1, better on its single rung seed.
-func TestScoresPlotsFinalists(t *testing.T) {
+// The score chart plots a finalist at its rung evaluation, the score that ranks it: the final
+// evaluation measures the chosen trial on fresh seeds and never moves a point (issue 43,
+// item 3), so trial 1, better on the rung's seeds, sits above trial 4, better on the final.
+func TestScoresPlotsFinalistsWhereTheirRungPutThem(t *testing.T) {
 	final := func(num int, rung, final float64) session.Trial {
 		return session.Trial{Number: num, Rung: 2, State: session.TrialCompleted, Score: &session.Score{Total: rung, Eligible: true},
 			Final: &session.Final{Seeds: []int{0, 1, 2}, Score: session.Score{Total: final, Eligible: true}, ScoreStd: 0.01}}
@@ -310,8 +315,8 @@ func TestScoresPlotsFinalists(t *testing.T) {
 	}
 	l := readable(t, "scores-finals.png", png)
 	left, right := meanY(l, purple, 260) // below the legend
-	if !(right < left-20) {
-		t.Errorf("trial 4 (final +0.20) drawn at row %.0f, trial 1 (final +0.10) at row %.0f: want trial 4 higher", right, left)
+	if !(left < right-20) {
+		t.Errorf("trial 1 (rung +0.30) drawn at row %.0f, trial 4 (rung +0.05) at row %.0f: want trial 1 higher", left, right)
 	}
 }
 
@@ -339,9 +344,9 @@ func TestProgressCountsFinalistsBeingReevaluated(t *testing.T) {
 	}
 }
 
-// BestOf picks as the session does: the highest rung, then the final mean, and never a
-// finalist whose re-evaluation on the final seeds failed a gate.
-func TestBestOfFollowsTheFinals(t *testing.T) {
+// BestOf picks as the session does: the highest rung, then the rung's score (a final
+// evaluation chooses nothing), and never a finalist whose final evaluation failed a gate.
+func TestBestOfRanksByTheRungNeverTheFinal(t *testing.T) {
 	tr := func(num, rung int, score float64, final *session.Score) session.Trial {
 		t := session.Trial{Number: num, Rung: rung, State: session.TrialCompleted, Score: &session.Score{Total: score, Eligible: true}}
 		if final != nil {
@@ -351,8 +356,8 @@ func TestBestOfFollowsTheFinals(t *testing.T) {
 	}
 	trials := []session.Trial{tr(1, 0, 0.5, nil), tr(2, 1, 0.3, &session.Score{Total: 0.1, Eligible: true}),
 		tr(3, 1, 0.2, &session.Score{Total: 0.2, Eligible: true}), tr(4, 1, 0.4, &session.Score{Total: 0.4})}
-	if got, ok := charts.BestOf(trials); !ok || got != (session.TrialRef{Number: 3, Rung: 1}) {
-		t.Errorf("BestOf = %v, %v; want trial 3 @ rung 1", got, ok)
+	if got, ok := charts.BestOf(trials); !ok || got != (session.TrialRef{Number: 2, Rung: 1}) {
+		t.Errorf("BestOf = %v, %v; want trial 2 @ rung 1", got, ok)
 	}
 }
 

@@ -119,7 +119,7 @@ func curvesOf(in ReportInput) reportCurves {
 		}
 	}
 	// curves compare at equal training: the best of this trial's rung, not the overall best
-	if peer := bestAtRung(in.Trials, in.Best, in.Trial.Ref()); peer != nil {
+	if peer := bestAtRung(in.Settings, in.Trials, in.Best, in.Trial.Ref()); peer != nil {
 		cs.best = series(peer)
 		cs.bestLabel = fmt.Sprintf("best other at rung %d (trial %d)", peer.Rung, peer.Number)
 	}
@@ -182,24 +182,38 @@ func changedNames(a, b session.RewardConfig) []string {
 // ImagePrefix is how the file names of a trial's images begin: t003-r0-.
 func ImagePrefix(ref session.TrialRef) string { return fmt.Sprintf("t%03d-r%d-", ref.Number, ref.Rung) }
 
+// reportParts are the charts of a trial's report, in TrialReport's order.
+var reportParts = []string{"objectives", "reward", "scores", "terms", "terminations", "length", "progress"}
+
+// ReportNames are the file names of trial ref's report (TrialReport's Image.Name): what a
+// terminal that saved them looks for to draw again the charts a full disk cost it.
+func ReportNames(ref session.TrialRef) []string {
+	out := make([]string, len(reportParts))
+	for i, part := range reportParts {
+		out[i] = ImagePrefix(ref) + part + ".png"
+	}
+	return out
+}
+
 // bestAtRung is the trial whose curves stand for "best" next to trial self: best when it is
-// at self's rung, else the highest-scoring eligible trial of that rung; never self.
-func bestAtRung(trials []session.Trial, best *session.Trial, self session.TrialRef) *session.Trial {
+// at self's rung, else the eligible trial of that rung ranked first (session.SortByFigure);
+// never self.
+func bestAtRung(st session.Settings, trials []session.Trial, best *session.Trial, self session.TrialRef) *session.Trial {
 	if best != nil && best.Rung == self.Rung {
 		if best.Ref() == self {
 			return nil
 		}
 		return best
 	}
-	var out *session.Trial
-	for i := range trials {
-		t := &trials[i]
-		if t.Rung != self.Rung || t.Ref() == self || !t.Eligible() {
-			continue
-		}
-		if out == nil || t.RankScore() > out.RankScore() {
-			out = t
+	var peers []session.Trial
+	for _, t := range trials {
+		if t.Rung == self.Rung && t.Ref() != self && t.Eligible() {
+			peers = append(peers, t)
 		}
 	}
-	return out
+	if len(peers) == 0 {
+		return nil
+	}
+	session.SortByFigure(st, trials, peers)
+	return &peers[0]
 }

@@ -12,9 +12,10 @@ import (
 	"tunebot/session"
 )
 
-// BestOf returns the trial a session would call best: the eligible trial of the highest rung
-// with the highest rank score, a finalist whose re-evaluation failed a gate excluded; ok is
-// false when no trial is eligible.
+// BestOf returns the trial a chart marks best when it is not told: the eligible trial of the
+// highest rung with the highest plotted score (in ScoresVs the figure against the baseline at
+// its rung, session.RankFigure, which ranks trials everywhere), a finalist whose final
+// evaluation failed a gate excluded; ok is false when no trial is eligible.
 func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 	var best session.TrialRef
 	found := false
@@ -23,18 +24,27 @@ func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 		if !t.Eligible() {
 			continue
 		}
-		if !found || t.Rung > best.Rung || t.Rung == best.Rung && t.RankScore() > bestScore {
-			best, bestScore, found = t.Ref(), t.RankScore(), true
+		if !found || t.Rung > best.Rung || t.Rung == best.Rung && plotted(t) > bestScore {
+			best, bestScore, found = t.Ref(), plotted(t), true
 		}
 	}
 	return best, found
 }
 
+// plotted is where t's point goes: its rung evaluation's score, the one that ranked it (a
+// final evaluation measures the chosen trial; it never moves a point, so the circled best
+// never sits below another eligible point of its rung).
+func plotted(t session.Trial) float64 {
+	if t.Score == nil {
+		return -2
+	}
+	return t.Score.Total
+}
+
 // Scores renders each trial's score (vs the baseline @ rung 0) by trial number, one colour
 // per rung; trials that are not eligible are hollow rings, failed ones grey crosses along the
-// bottom, the best is circled and labelled, and the trial of meta is shaded. A finalist is
-// plotted at the mean of its final re-evaluation, the score that ranks it, so the circled
-// best never sits below another eligible point of its rung; the baseline carried to a higher
+// bottom, the best is circled and labelled, and the trial of meta is shaded. Every trial is
+// plotted at its rung evaluation (plotted), the score that ranks it; the baseline carried to a higher
 // rung (control) is labelled, since the best is judged against it. best may be nil to let
 // BestOf choose.
 func Scores(meta Meta, trials []session.Trial, best *session.TrialRef) ([]byte, error) {
@@ -70,11 +80,6 @@ func versusTrials(st session.Settings, trials []session.Trial) []session.Trial {
 		sc := *t.Score
 		sc.Total = v.Score
 		shown[i].Score = &sc
-		if t.Final != nil {
-			f := *t.Final
-			f.Score.Total = v.Score
-			shown[i].Final = &f
-		}
 	}
 	return shown
 }
@@ -103,7 +108,7 @@ func drawScoresTitled(meta Meta, trials []session.Trial, best *session.TrialRef,
 		maxRung = max(maxRung, t.Rung)
 		minN, maxN = min(minN, t.Number), max(maxN, t.Number)
 		if t.Score != nil {
-			lo, hi = math.Min(lo, clampValue(t.RankScore())), math.Max(hi, clampValue(t.RankScore()))
+			lo, hi = math.Min(lo, clampValue(plotted(t))), math.Max(hi, clampValue(plotted(t)))
 		}
 	}
 	y = c.legend(scoreLegend(trials, maxRung), margin, y, c.w-2*margin)
@@ -212,11 +217,11 @@ func (p *scorePlot) points(trials []session.Trial, maxRung int, best *session.Tr
 				p.labels.mark(x, bottom-14, 12)
 			}
 		case !t.PassesGates():
-			c.dot(x, ys.py(clampValue(t.RankScore())), 12, colFailed, true)
-			p.labels.mark(x, ys.py(clampValue(t.RankScore())), 14)
+			c.dot(x, ys.py(clampValue(plotted(t))), 12, colFailed, true)
+			p.labels.mark(x, ys.py(clampValue(plotted(t))), 14)
 		default:
-			c.dot(x, ys.py(clampValue(t.RankScore())), 13, rungColour(t.Rung), false)
-			p.labels.mark(x, ys.py(clampValue(t.RankScore())), 15)
+			c.dot(x, ys.py(clampValue(plotted(t))), 13, rungColour(t.Rung), false)
+			p.labels.mark(x, ys.py(clampValue(plotted(t))), 15)
 		}
 		if t.Number == 0 && t.Rung > 0 && t.Rung == maxRung && t.Score != nil && (best == nil || t.Ref() != *best) {
 			control = &trials[i]
@@ -225,7 +230,7 @@ func (p *scorePlot) points(trials []session.Trial, maxRung int, best *session.Tr
 	// beside is where a label of trial t may go: right of its number's marks, left of
 	// them, above or below its own.
 	beside := func(t session.Trial, gap, size int) []spot {
-		x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.RankScore()))
+		x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(plotted(t)))
 		xr := xs.px(float64(t.Number)) + rungsOf[t.Number]*10 + gap
 		xl := xs.px(float64(t.Number)) - rungsOf[t.Number]*10 - gap
 		mid := py + size/3
@@ -237,7 +242,7 @@ func (p *scorePlot) points(trials []session.Trial, maxRung int, best *session.Tr
 			if t.Ref() != *best || t.Score == nil {
 				continue
 			}
-			x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(t.RankScore()))
+			x, py := xs.px(float64(t.Number))+offset(t), ys.py(clampValue(plotted(t)))
 			c.dot(x, py, 22, colText, true)
 			p.labels.mark(x, py, 24)
 			p.labels.place(fmt.Sprintf("best: trial %d @ rung %d", t.Number, t.Rung), sizeLabel, colText, beside(t, 30, sizeLabel)...)
@@ -477,7 +482,7 @@ func baselineAmongTop(ts []session.Trial, k int) bool {
 		}
 	}
 	sort.SliceStable(el, func(i, j int) bool {
-		if a, b := el[i].RankScore(), el[j].RankScore(); a != b {
+		if a, b := plotted(el[i]), plotted(el[j]); a != b {
 			return a > b
 		}
 		return el[i].Number < el[j].Number

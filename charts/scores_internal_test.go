@@ -79,9 +79,9 @@ func TestVersusTrialsPlotsAgainstTheSameRung(t *testing.T) {
 	trials := []session.Trial{tr(0, 0, 1, 0), tr(3, 0, 0.9, 0.05), tr(0, 1, 0.8, 0.2), tr(3, 1, 0.7, 0.27)}
 	shown := versusTrials(st, trials)
 	v, _ := session.VersusControl(st, trials, trials[3])
-	if shown[3].RankScore() != v.Score || !v.Matched() || shown[2].RankScore() != 0 || shown[1].RankScore() != 0.05 {
+	if shown[3].Score.Total != v.Score || !v.Matched() || shown[2].Score.Total != 0 || shown[1].Score.Total != 0.05 {
 		t.Errorf("plotted %v %v %v, want trial 3 @ rung 1 at %v (vs rung 1), the rung-1 baseline at 0, rung 0 as stored",
-			shown[1].RankScore(), shown[2].RankScore(), shown[3].RankScore(), v.Score)
+			shown[1].Score.Total, shown[2].Score.Total, shown[3].Score.Total, v.Score)
 	}
 	if trials[3].Score.Total != 0.27 {
 		t.Error("the session's trial was changed")

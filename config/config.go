@@ -263,7 +263,7 @@ func (x ExecutorConfig) problems(gpus []int) []string {
 	switch x.Backend {
 	case BackendLocal, BackendSlurm:
 	default:
-		probs = append(probs, fmt.Sprintf("executor.backend: %q is not local or slurm", x.Backend))
+		probs = append(probs, fmt.Sprintf("executor.backend: %q is not local or slurm%s", x.Backend, session.DidYouMean(x.Backend, []string{BackendLocal, BackendSlurm})))
 	}
 	if x.Parallel < 0 {
 		probs = append(probs, fmt.Sprintf("executor.parallel: %d must not be negative (0 means the default: local, len(session.gpus)/gpus_per_trial; slurm, 1)", x.Parallel))
@@ -514,7 +514,7 @@ func problemsOf(err error) []string {
 // configWarnings are what the config sets that has no effect: a chat section that is not
 // enabled, a Slurm section under the local backend.
 func configWarnings(root *yaml.Node, cfg Config) []string {
-	warnings := unenabledChats(root, cfg.Chat)
+	warnings := append(unenabledChats(root, cfg.Chat), cfg.spaceTaskWarnings()...)
 	if sec := mappingAt(root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
 		warnings = append(warnings, fmt.Sprintf("executor.slurm is configured (line %d) but executor.backend is %s: set executor.backend: slurm to use it, or remove the section", sec.Line, cfg.Executor.Backend))
 	}
@@ -1091,6 +1091,7 @@ var configRules = []configRule{
 	{"reward_space", func(c *Config) []string { return c.rewardSpaceProblems() }},
 	{"reward_spaces", func(c *Config) []string { return c.spaceProblems() }},
 	{"sim reward space", func(c *Config) []string { return c.simSpaceProblems() }},
+	{"reward space task", func(c *Config) []string { return c.spaceTaskProblems() }},
 	{"advisor.base_url", func(c *Config) []string { return c.Advisor.baseURLProblems() }},
 	{"advisor.model", func(c *Config) []string { return nonEmpty("advisor.model", c.Advisor.Model, "must be set") }},
 	{"advisor.temperature", func(c *Config) []string { return c.Advisor.temperatureProblems() }},
@@ -1126,7 +1127,7 @@ func oneOf(key, v string, allowed ...string) []string {
 		return nil
 	}
 	words := strings.Join(allowed[:len(allowed)-1], ", ") + " or " + allowed[len(allowed)-1]
-	return []string{fmt.Sprintf("%s: %q is not %s", key, v, words)}
+	return []string{fmt.Sprintf("%s: %q is not %s%s", key, v, words, session.DidYouMean(v, allowed))}
 }
 
 // argvSet: an argv template that must not be empty.

@@ -38,6 +38,10 @@ func TestConfigRules(t *testing.T) {
 			sp.Terms[len(sp.Terms)-1].Name = "arm_swing"
 			c.Space, c.Trainer.Train = sp, []string{"{tunebot}", "sim-train", "--reward-config", "{reward_config}", "--iterations", "{iterations}"}
 		}, "trainer.train: the built-in sim trainer is not told the reward space of task Unitree-Go2-Flat"},
+		{"reward space task", func(c *Config) {
+			c.Session.Task, c.Session.Tasks = "Mjlab-Velocity-Flat-Unitree-G1", []string{"Mjlab-Velocity-Flat-Unitree-G1"}
+		},
+			"reward_space: not set, so task Mjlab-Velocity-Flat-Unitree-G1 (session.task) is tuned in the built-in space, whose names are task Unitree-Go2-Flat's"},
 		{"advisor.base_url", func(c *Config) { c.Advisor.BaseURL = "ftp://x" }, `advisor.base_url: "ftp://x" must be an http(s) URL`},
 		{"advisor.model", func(c *Config) { c.Advisor.Model = "" }, "advisor.model: must be set"},
 		{"advisor.temperature", func(c *Config) { c.Advisor.Temperature = 0 }, "advisor.temperature: 0 must be in (0, 2]"},
@@ -92,5 +96,36 @@ func TestConfigRules(t *testing.T) {
 	}
 	if strings.Join(rules, " ") != strings.Join(keys, " ") {
 		t.Errorf("rules %s\nrows  %s\n(one row per rule, in order)", strings.Join(rules, " "), strings.Join(keys, " "))
+	}
+}
+
+// A mistyped value of a key that takes one of a few words gets the word meant, as a
+// mistyped key does (issue 43, item 7.9); a value far from every word gets none.
+func TestConfigValueTypos(t *testing.T) {
+	tests := []struct {
+		name string
+		bad  func(c *Config)
+		want string
+	}{
+		{"mode", func(c *Config) { c.Session.Mode = "automatc" }, `session.mode: "automatc" is not automatic or approval (did you mean automatic?)`},
+		{"ask", func(c *Config) { c.Session.Preferences.Ask = "of" }, `session.preferences.ask: "of" is not auto or off (did you mean off?)`},
+		{"backend", func(c *Config) { c.Executor.Backend = "slrum" }, `executor.backend: "slrum" is not local or slurm (did you mean slurm?)`},
+		{"log.level", func(c *Config) { c.Log.Level = "debg" }, `log.level: "debg" is not debug, info, warn or error (did you mean debug?)`},
+		{"log.format", func(c *Config) { c.Log.Format = "jsn" }, `log.format: "jsn" is not text or json (did you mean json?)`},
+		{"hybrid", func(c *Config) { c.Advisor.Hybrid = "stal" }, `advisor.hybrid: "stal" is not off, alternate or stall (did you mean stall?)`},
+		{"slack mode", func(c *Config) { c.Chat.Slack.Mode = "sockt" }, `chat.slack.mode: "sockt" is not socket or http (did you mean socket?)`},
+		{"if_busy", func(c *Config) { c.Schedule.IfBusy = "wiat" }, `schedule.if_busy "wiat" must be skip or wait (did you mean wait?)`},
+		{"curves", func(c *Config) { c.Retention.Curves = "drp" }, `retention.curves: "drp" is not downsample, drop or keep (did you mean drop?)`},
+		{"far from every word", func(c *Config) { c.Executor.Backend = "kubernetes" }, `executor.backend: "kubernetes" is not local or slurm;`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Default()
+			tt.bad(&c)
+			err := c.validate()
+			if err == nil || !strings.Contains(err.Error()+";", tt.want) {
+				t.Errorf("got %v, want a problem %q", err, tt.want)
+			}
+		})
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+
+	"tunebot/session"
 )
 
 // SlackConfig is the chat.slack section (issue 6). Tokens: SLACK_BOT_TOKEN, SLACK_APP_TOKEN
@@ -48,7 +50,7 @@ func (c SlackConfig) problems() []string {
 	switch c.Mode {
 	case "socket", "http":
 	default:
-		probs = append(probs, fmt.Sprintf("chat.slack.mode: %q is not socket or http", c.Mode))
+		probs = append(probs, fmt.Sprintf("chat.slack.mode: %q is not socket or http%s", c.Mode, session.DidYouMean(c.Mode, []string{"socket", "http"})))
 	}
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		probs = append(probs, fmt.Sprintf("chat.slack.api_url: %q is not an http(s) URL", c.APIURL))

@@ -152,3 +152,74 @@ func TestOneRewardSpaceLoadsAsBefore(t *testing.T) {
 		t.Error("a config of one reward_space does not serve it for every session")
 	}
 }
+
+// A space whose names are clearly another known task's (a checked-in space, the built-in Go2
+// names) is refused when it is keyed by a known task it does not fit, naming both tasks, since
+// its sessions would ship presets labelled with the wrong task. A space that fits its task
+// (the Go1 table reads the Go2 names; a trimmed space), one of unknown names, and one keyed
+// by a task tunebot does not know load; one that fits but is exactly another's is a warning.
+func TestSpaceOfAnotherTask(t *testing.T) {
+	const (
+		g1task  = "Mjlab-Velocity-Flat-Unitree-G1"
+		go1task = "Mjlab-Velocity-Flat-Unitree-Go1"
+	)
+	g1, go1 := readFile(t, g1Space), readFile(t, go1Space)
+	files := map[string]string{"g1.yaml": g1, "go1.yaml": go1}
+	// The G1's space cut down to its velocity terms and two penalties only it and the Go1 have.
+	trimmedG1 := "reward_space:\n  max_changes: 2\n  step_min: 0.5\n  step_max: 2.0\n  terms:\n" +
+		"    - {name: track_linear_velocity, default: 2.0, min: 1.0, max: 4.0}\n" +
+		"    - {name: track_angular_velocity, default: 2.0, min: 1.0, max: 4.0}\n" +
+		"    - {name: upright, default: 1.0, min: 0.5, max: 2.0}\n" +
+		"    - {name: dof_pos_limits, default: -1.0, min: -2.0, max: -0.5}\n"
+	unknown := "reward_space:\n  max_changes: 2\n  step_min: 0.5\n  step_max: 2.0\n  terms:\n" +
+		"    - {name: arm_swing, default: 1.0, min: 0.5, max: 2.0}\n    - {name: tail_wag, default: -1.0, min: -2.0, max: -0.5}\n"
+	go2Names := "session: {task: " + go1task + ", tasks: [" + go1task + "]}\n" // the built-in space under Go1
+	for _, tc := range []struct {
+		name, body string
+		want       []string // the problem's words; none: it loads
+		warn       string
+	}{
+		{name: "the G1's space pasted as reward_space under Go2", body: g1,
+			want: []string{"reward_space: its names are task " + g1task + "'s (the same names as trainer/mjlab/spaces/g1.yaml)", "not task Unitree-Go2-Flat's, which session.task names", "set session.task"}},
+		{name: "a trimmed G1 space under Go2", body: trimmedG1,
+			want: []string{"reward_space: its names are task " + g1task + "'s (all 4 of its names are in trainer/mjlab/spaces/g1.yaml)", "not task Unitree-Go2-Flat's"}},
+		{name: "the G1's file keyed by Go2", body: "reward_spaces:\n  Unitree-Go2-Flat: {file: g1.yaml}\n",
+			want: []string{"reward_spaces.Unitree-Go2-Flat: its names are task " + g1task + "'s", "not task Unitree-Go2-Flat's, the task it is keyed by", "key it by " + g1task}},
+		{name: "the G1's file keyed by Go1", body: "reward_spaces:\n  " + go1task + ": {file: g1.yaml}\n  " + g1task + ": {file: g1.yaml}\n",
+			want: []string{"reward_spaces." + go1task + ": its names are task " + g1task + "'s", "not task " + go1task + "'s"}},
+		{name: "the built-in space under G1", body: "session: {task: " + g1task + ", tasks: [" + g1task + "]}\n",
+			want: []string{"reward_space: not set, so task " + g1task + " (session.task) is tuned in the built-in space, whose names are task Unitree-Go2-Flat's", "`tunebot space --task " + g1task + "`"}},
+		{name: "the G1's space under G1", body: "session: {task: " + g1task + ", tasks: [" + g1task + "]}\n" + g1},
+		{name: "the trimmed space under G1", body: "session: {task: " + g1task + ", tasks: [" + g1task + "]}\n" + trimmedG1},
+		{name: "the built-in space under Go1, whose table reads it", body: go2Names},
+		{name: "both checked-in files under their tasks", body: "reward_spaces:\n  " + g1task + ": {file: g1.yaml}\n  " + go1task + ": {file: go1.yaml}\n"},
+		{name: "the G1's space under a task tunebot does not know", body: "reward_spaces:\n  Mjlab-Velocity-Rough-Unitree-G1: {file: g1.yaml}\n"},
+		{name: "names nobody knows under Go2", body: unknown},
+		{name: "the Go1's space under G1: it fits, but is exactly the Go1's", body: "reward_spaces:\n  " + g1task + ": {file: go1.yaml}\n",
+			warn: "reward_spaces." + g1task + ": it has the same names as trainer/mjlab/spaces/go1.yaml, task " + go1task + "'s space"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadSpaces(t, tc.body, files)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				warnings := strings.Join(cfg.Warnings, "\n")
+				if tc.warn == "" && warnings != "" || !strings.Contains(warnings, tc.warn) {
+					t.Errorf("warnings %q, want %q", warnings, tc.warn)
+				}
+				return
+			}
+			var ie *session.InvalidError
+			if !errors.As(err, &ie) {
+				t.Fatalf("want the space refused, got %v", err)
+			}
+			text := strings.Join(ie.Problems, "\n")
+			for _, w := range tc.want {
+				if !strings.Contains(text, w) {
+					t.Errorf("problems lack %q:\n%s", w, text)
+				}
+			}
+		})
+	}
+}

@@ -318,7 +318,7 @@ func (s *Server) presets(ctx context.Context, _ bot.Interaction, _ *http.Request
 		return nil, fmt.Errorf("listing presets: %w", err)
 	}
 	out := make([]presetView, 0, len(ps))
-	for _, p := range ps {
+	for _, p := range preset.ByGain(ps) {
 		out = append(out, presetOf(p))
 	}
 	return map[string]any{"presets": out, "gain_heading": preset.GainHeading, "score_note": bot.PresetGainNote}, nil

@@ -148,10 +148,36 @@ func TestPageAndCardAgreeOnAFinalistBeingReevaluated(t *testing.T) {
 	card := "missing"
 	for _, row := range bot.TrialsTable(trials, s).Rows {
 		if strings.Fields(row[0])[0] == "4" && row[1] == "2" {
-			card = row[6]
+			card = row[len(row)-1] // the last column, eligible
 		}
 	}
 	if page != "false" || card != "no" {
 		t.Errorf("trial 4 @ rung 2 being re-evaluated: page eligible %s, card eligible %q; want false and no", page, card)
+	}
+}
+
+// An open A/B card's trials carry their score against the baseline with its label's parts,
+// as the leaderboard's do, so the page says what each side's score is against ("+0.120 vs
+// baseline @ rung 0"), not a bare number (issue 43, item 7.11).
+func TestOpenCardScoresSayWhatTheyAreAgainst(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.db.UpdateSession(context.Background(), sid, func(x *session.Session) error {
+		x.Preferences = append(x.Preferences, session.Preference{Seq: 1, A: 2, B: 0, Asked: true, AskedAt: t0})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	v := decode(t, f.signIn(t, eve).get("/api/sessions/"+sid))
+	card, _ := v["card"].(map[string]any)
+	trials, _ := card["trials"].([]any)
+	if len(trials) != 2 {
+		t.Fatalf("the open card %v", v["card"])
+	}
+	for _, tr := range trials {
+		m := tr.(map[string]any)
+		vs, _ := m["versus"].(map[string]any)
+		if vs == nil || vs["control_rung"] != 0.0 || vs["score"] != m["score"] {
+			t.Errorf("trial %v of the card: versus %v, want its score against the baseline @ rung 0", m["number"], m["versus"])
+		}
 	}
 }

@@ -43,10 +43,12 @@ type sessionRow struct {
 	// list and the page's header show it (bestText).
 	BestVersus *bestVersus `json:"best_versus,omitempty"`
 	Best       string      `json:"best"`
-	// Outcome is a succeeded session's outcome (session.OutcomeImproved or
-	// OutcomeNoImprovement), OutcomeText it in words when nothing beat the baseline.
+	// Outcome is a succeeded session's outcome (session/outcome.go), OutcomeText it in words
+	// when it did not improve.
 	Outcome     string `json:"outcome,omitempty"`
 	OutcomeText string `json:"outcome_text,omitempty"`
+	// OutcomeLine is the outcome with what became of the preset (session.OutcomeLine).
+	OutcomeLine string `json:"outcome_line,omitempty"`
 	// BuiltOn is the earlier session this one builds on (session.BuiltOn), for the link.
 	BuiltOn *builtOnView `json:"built_on,omitempty"`
 }
@@ -96,7 +98,7 @@ func trialsDone(trials []session.TrialOutline) int {
 func rowDone(s session.Session, done int) sessionRow {
 	r := sessionRow{ID: s.ID, Short: session.Short(s.ID), RunName: s.Settings.RunName, State: string(s.State), Mode: s.Settings.Mode, Task: s.Settings.Task,
 		TrialsDone: done, TrialsPlanned: s.Settings.TrialCount, BestTrial: s.BestTrial, BestRung: s.BestRung, Owner: s.Owner.String(),
-		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned),
+		Message: s.Message, Reason: s.Reason, Preset: s.Preset, Outcome: s.Outcome, OutcomeText: s.OutcomeText(), OutcomeLine: s.OutcomeLine(), Started: stamp(s.CreatedAt), Ended: stamp(s.EndedAt), Pruned: prunedNote(s.Pruned),
 		BuiltOn: builtOnOf(s.BuiltOn)}
 	if s.BestTrial >= 0 {
 		v := s.BestScore
@@ -122,6 +124,8 @@ func bestText(s session.Session, vs *bestVersus) string {
 		return "none yet"
 	case s.BestTrial == 0:
 		return fmt.Sprintf("the baseline (trial 0 @ rung %d): no tuned trial beat it", s.BestRung)
+	case vs != nil && vs.Final:
+		return fmt.Sprintf("%s, on fresh seeds (trial %d @ rung %d)", vs.String(), vs.Trial, vs.Rung)
 	case vs != nil:
 		return fmt.Sprintf("%s (trial %d @ rung %d)", vs.String(), vs.Trial, vs.Rung)
 	}
@@ -404,11 +408,11 @@ type comparisonView struct {
 func (c *comparisonView) scoreColumns(best, base *session.Trial) {
 	c.Reference = "vs baseline @ rung 0"
 	if best != nil && best.Score != nil {
-		v := best.RankScore()
+		v := best.Score.Total
 		c.Score = &v
 	}
 	if base != nil && base.Score != nil {
-		v := base.RankScore()
+		v := base.Score.Total
 		c.BaselineScore = &v
 	}
 	if c.Best != nil && c.Best.Versus != nil && c.Best.Versus.Matched() && c.Matched {
@@ -459,9 +463,7 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 	tv := make([]trialView, 0, len(trials))
 	controls := session.Controls(trials) // once per poll, not once per trial
 	for _, t := range trials {
-		v := trialOf(t, ss, seqOf)
-		v.Versus = versusOf(ss, controls[t.Rung], t)
-		tv = append(tv, v)
+		tv = append(tv, trialOf(t, ss, controls, seqOf))
 	}
 	sortBoard(tv)
 	// the live status: each running trial on its own line (its GPUs or Slurm job), the
@@ -490,8 +492,11 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 	return out, nil
 }
 
-func trialOf(t session.Trial, ss session.Session, seqOf map[string]int) trialView {
-	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source, Rank: t.RankScore(),
+// trialOf is t's line: its score, its figure against the baseline at its rung (controls, by
+// rung), which ranks it (session.RankFigure), and its final evaluation when it had one.
+func trialOf(t session.Trial, ss session.Session, controls map[int]*session.Trial, seqOf map[string]int) trialView {
+	v := trialView{Number: t.Number, Rung: t.Rung, State: string(t.State), Source: t.Source,
+		Rank: session.RankFigure(ss.Settings, controls, t), Versus: versusOf(ss, controls[t.Rung], t),
 		Eligible: t.Eligible(), Best: ss.IsBest(t), Iterations: t.Iterations,
 		Progress: t.Progress, Metrics: servedMetrics(t.Metrics), Proposal: seqOf[t.ProposalID], GPUSeconds: t.GPUSeconds,
 		Started: stamp(t.StartedAt), Ended: stamp(t.EndedAt), Clip: clipOf(t), ClipNote: t.ClipNote}
@@ -599,6 +604,8 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			base0 = &trials[i]
 		}
 	}
+	controls := session.Controls(trials)
+	fig := func(t session.Trial) float64 { return session.RankFigure(ss.Settings, controls, t) }
 	for r := range ss.Settings.Rungs {
 		c := comparisonView{Rung: r}
 		var best, base *session.Trial
@@ -610,7 +617,7 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			if t.Number == 0 {
 				base = t
 			}
-			if t.Eligible() && (best == nil || t.RankScore() > best.RankScore()) {
+			if t.Eligible() && (best == nil || fig(*t) > fig(*best)) {
 				best = t
 			}
 		}
@@ -622,13 +629,11 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			continue
 		}
 		if best != nil {
-			v := trialOf(*best, ss, seqOf)
-			v.Versus = versusOf(ss, session.ControlAt(trials, best.Rung), *best)
+			v := trialOf(*best, ss, controls, seqOf)
 			c.Best = &v
 		}
 		if base != nil {
-			v := trialOf(*base, ss, seqOf)
-			v.Versus = versusOf(ss, session.ControlAt(trials, base.Rung), *base)
+			v := trialOf(*base, ss, controls, seqOf)
 			c.Baseline = &v
 		}
 		c.scoreColumns(best, base)
@@ -680,7 +685,7 @@ func (s *Server) openCard(ss session.Session, trials []session.Trial, seqOf map[
 	for _, n := range []int{p.A, p.B} {
 		for _, t := range trials {
 			if t.Number == n && t.Rung == 0 {
-				v.Trials = append(v.Trials, trialOf(t, ss, seqOf))
+				v.Trials = append(v.Trials, trialOf(t, ss, session.Controls(trials), seqOf))
 				if t.Score != nil {
 					scores = append(scores, t.Score.Total)
 				}

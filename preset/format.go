@@ -15,36 +15,54 @@ import (
 // GainText: the one figure that ranks presets of different sessions.
 const GainHeading = "gain vs defaults (equal training)"
 
-// FormatList renders presets as a table, newest first: name, its gain over the task's
-// defaults at equal training (GainText), what its session started from, origin, task,
-// trainer, created.
+// ByGain is presets in the order every preset list shows them (terminal, chat, page): by
+// the one figure comparable across sessions, the gain over the task's defaults at equal
+// training (GainText), highest first; then those whose gain is not known (unknown, not
+// recorded, imported); each tie newest first, then by name.
+func ByGain(presets []session.Preset) []session.Preset {
+	ps := append([]session.Preset(nil), presets...)
+	known := func(p session.Preset) bool { return !Imported(p) && p.Gain != nil && p.Gain.Known() }
+	sort.SliceStable(ps, func(i, j int) bool {
+		a, b := ps[i], ps[j]
+		if known(a) != known(b) {
+			return known(a)
+		}
+		if known(a) && a.Gain.Score != b.Gain.Score {
+			return a.Gain.Score > b.Gain.Score
+		}
+		if !a.CreatedAt.Equal(b.CreatedAt) {
+			return a.CreatedAt.After(b.CreatedAt)
+		}
+		return a.Name < b.Name
+	})
+	return ps
+}
+
+// FormatList renders presets as a table in ByGain's order: name, its gain over the task's
+// defaults at equal training (GainText), its session's outcome (OutcomeWord), what its
+// session started from, origin, task, trainer, created.
 func FormatList(presets []session.Preset) string {
 	if len(presets) == 0 {
 		return "no presets yet: a session that succeeds saves its best configuration as one\n"
 	}
-	ps := append([]session.Preset(nil), presets...)
-	sort.SliceStable(ps, func(i, j int) bool {
-		if !ps[i].CreatedAt.Equal(ps[j].CreatedAt) {
-			return ps[i].CreatedAt.After(ps[j].CreatedAt)
-		}
-		return ps[i].Name < ps[j].Name
-	})
+	ps := ByGain(presets)
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, strings.Join([]string{"name", GainHeading, "built on", "origin", "task", "trainer", "created"}, "\t"))
+	fmt.Fprintln(w, strings.Join([]string{"name", GainHeading, "outcome", "built on", "origin", "task", "trainer", "created"}, "\t"))
 	for _, p := range ps {
 		created := "—"
 		if !p.CreatedAt.IsZero() {
 			created = p.CreatedAt.UTC().Format("2006-01-02 15:04Z")
 		}
-		fmt.Fprintln(w, strings.Join([]string{p.Name, GainText(p), BuiltOnText(p), origin(p), orDash(p.Task), orDash(p.Trainer), created}, "\t"))
+		fmt.Fprintln(w, strings.Join([]string{p.Name, GainText(p), OutcomeWord(p), BuiltOnText(p), origin(p), orDash(p.Task), orDash(p.Trainer), created}, "\t"))
 	}
 	w.Flush()
 	return b.String()
 }
 
 // GainText is a preset's one comparable figure (session.Gain) as every preset list shows
-// it: "+0.313 @ rung 2", or why there is none; never a score against another baseline.
+// it: "+0.313 ± 0.012 @ rung 2" (its standard error when recorded), or why there is none;
+// never a score against another baseline.
 func GainText(p session.Preset) string {
 	switch g := p.Gain; {
 	case Imported(p):
@@ -54,8 +72,22 @@ func GainText(p session.Preset) string {
 	case !g.Known():
 		return "unknown"
 	default:
-		return session.SignedScore(g.Score) + " @ rung " + strconv.Itoa(g.Rung)
+		return g.Text() + " @ rung " + strconv.Itoa(g.Rung)
 	}
+}
+
+// OutcomeWord is a preset's session's outcome as a list shows it: "improved", "within the
+// noise", "not measured", or "—" (imported, or saved before outcomes were recorded).
+func OutcomeWord(p session.Preset) string {
+	switch p.Outcome {
+	case session.OutcomeImproved:
+		return "improved"
+	case session.OutcomeWithinNoise:
+		return "within the noise"
+	case session.OutcomeUnmeasured:
+		return "not measured"
+	}
+	return "—"
 }
 
 // BuiltOnText says what a preset's session started from: a preset, an earlier session's
@@ -95,9 +127,9 @@ func GainDetail(p session.Preset) string {
 	}
 	eval := "rung evaluations"
 	if g.Final {
-		eval = "final re-evaluations"
+		eval = "its final evaluation on fresh seeds"
 	}
-	return fmt.Sprintf("%s at rung %d against the defaults trained as long (%s; %s)", session.SignedScore(g.Score), g.Rung, where, eval)
+	return fmt.Sprintf("%s at rung %d against the defaults trained as long (%s; %s)", g.Text(), g.Rung, where, eval)
 }
 
 // FormatShow renders one preset: where it came from, its score, its metrics and every
@@ -122,6 +154,15 @@ func FormatShow(p session.Preset, space *session.Space) string {
 		if v := p.Versus; v != nil && v.Rung > 0 {
 			fmt.Fprintf(&b, "             %s\n", v)
 		}
+		if p.Outcome != "" {
+			fmt.Fprintf(&b, "  outcome:   %s\n", OutcomeWord(p))
+		}
+		if d := p.Verdict; d != nil {
+			fmt.Fprintf(&b, "             %s\n", d.Text())
+		}
+		if p.Unconfirmed() {
+			fmt.Fprintf(&b, "             apply refuses it unless told --unconfirmed\n")
+		}
 	}
 	if len(p.Approvers) > 0 {
 		fmt.Fprintf(&b, "  approved:  %s\n", strings.Join(p.Approvers, ", "))
@@ -142,7 +183,7 @@ func FormatShow(p session.Preset, space *session.Space) string {
 	}
 	b.WriteString("  changed from the defaults:\n")
 	for _, c := range changes {
-		fmt.Fprintf(&b, "    %-34s %g → %g%s\n", c.Name, c.Old, c.New, factor(c))
+		fmt.Fprintf(&b, "    %-34s %g → %g%s\n", c.Label(), c.Old, c.New, factor(c))
 	}
 	return b.String()
 }

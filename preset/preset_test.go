@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -220,22 +221,25 @@ func TestFormat(t *testing.T) {
 			Metrics: session.Metrics{"fall_rate": 0.01}},
 		{Name: "file", Config: space.Defaults(), CreatedAt: t0.Add(-time.Hour)},
 	}
-	ps[1].Gain = &session.Gain{Score: 0.313, Rung: 2, Session: "eeeeeeeeffff", Final: true}
+	ps[1].Gain = &session.Gain{Score: 0.313, SE: 0.012, Rung: 2, Session: "eeeeeeeeffff", Final: true}
 	ps[1].BuiltOn = "preset old"
+	ps[1].Outcome = session.OutcomeWithinNoise
+	ps[1].Verdict = &session.Verdict{Gain: 0.004, SE: 0.01, Lower: -0.017, Seeds: []int{7301, 7302, 7303}}
 	list := preset.FormatList(ps)
 	lines := strings.Split(strings.TrimSpace(list), "\n")
-	if len(lines) != 4 || !regexp.MustCompile(`^name +gain vs defaults \(equal training\) +built on +origin +task +trainer +created$`).MatchString(lines[0]) ||
-		!regexp.MustCompile(`^new +\+0\.313 @ rung 2 +preset old +session cccccccc, trial 7 @ rung 2 +Unitree-Go2-Flat +— +2025-03-01 13:00Z$`).MatchString(lines[1]) ||
-		!regexp.MustCompile(`^old +not recorded +— +session aaaaaaaa`).MatchString(lines[2]) || !regexp.MustCompile(`^file +n/a \(imported\) +— +imported`).MatchString(lines[3]) {
+	if len(lines) != 4 || !regexp.MustCompile(`^name +gain vs defaults \(equal training\) +outcome +built on +origin +task +trainer +created$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^new +\+0\.313 ± 0\.012 @ rung 2 +within the noise +preset old +session cccccccc, trial 7 @ rung 2 +Unitree-Go2-Flat +— +2025-03-01 13:00Z$`).MatchString(lines[1]) ||
+		!regexp.MustCompile(`^old +not recorded +— +— +session aaaaaaaa`).MatchString(lines[2]) || !regexp.MustCompile(`^file +n/a \(imported\) +— +— +imported`).MatchString(lines[3]) {
 		t.Errorf("FormatList:\n%s", list)
 	}
 	if got := preset.FormatList(nil); !strings.Contains(got, "no presets yet") {
 		t.Errorf("FormatList(nil) = %q", got)
 	}
 	show := preset.FormatShow(ps[1], space)
-	for _, w := range []string{"preset new", "gain vs defaults (equal training):\n             +0.313 at rung 2 against the defaults trained as long (session eeeeeeee's baseline, which it builds on; final re-evaluations)",
+	for _, w := range []string{"preset new", "gain vs defaults (equal training):\n             +0.313 ± 0.012 at rung 2 against the defaults trained as long (session eeeeeeee's baseline, which it builds on; its final evaluation on fresh seeds)",
+		"outcome:   within the noise\n             +0.004 ± 0.010 on fresh seeds 7301–7303 (paired, 95 % lower bound -0.017): within the noise\n             apply refuses it unless told --unconfirmed",
 		"built on:  preset old", "score:     +0.250 ± 0.020 (vs its session's baseline at rung 0", "approved:  alice",
-		"fall_rate", "foot_slip", "-0.25 → -0.5 (×2.00)", "foot_gait.period", "0.6 → 0.55"} {
+		"fall_rate", "foot_slip", "-0.25 → -0.5 (×2.00)", "params.foot_gait.period", "0.6 → 0.55"} {
 		if !strings.Contains(show, w) {
 			t.Errorf("FormatShow does not say %q:\n%s", w, show)
 		}
@@ -364,5 +368,35 @@ func TestFormatSaysWhichTrainerMadeIt(t *testing.T) {
 	}
 	if err := preset.CheckApplicable(p, false); err != nil {
 		t.Errorf("an mjlab preset is refused: %v", err)
+	}
+}
+
+// Every preset list ranks by the one figure comparable across sessions, the gain vs the
+// defaults at equal training, highest first; presets without a known gain follow; ties and
+// the unknown go newest first (issue 43, item 7.10).
+func TestPresetListRanksByGain(t *testing.T) {
+	space := session.DefaultSpace()
+	t0 := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	gain := func(v float64) *session.Gain { return &session.Gain{Score: v, Rung: 2} }
+	ps := []session.Preset{
+		{Name: "low", SessionID: "s1", Gain: gain(0.05), CreatedAt: t0.Add(3 * time.Hour)},
+		{Name: "unknown-new", SessionID: "s2", Gain: &session.Gain{Unknown: "no session it builds on trained the defaults"}, CreatedAt: t0.Add(2 * time.Hour)},
+		{Name: "mid-old", SessionID: "s3", Gain: gain(0.1), CreatedAt: t0.Add(-2 * time.Hour)},
+		{Name: "high", SessionID: "s4", Gain: gain(0.3), CreatedAt: t0},
+		{Name: "unrecorded-old", SessionID: "s5", CreatedAt: t0.Add(-time.Hour)},
+		{Name: "mid-new", SessionID: "s6", Gain: gain(0.1), CreatedAt: t0.Add(time.Hour)},
+		{Name: "imported", Gain: gain(9), CreatedAt: t0.Add(4 * time.Hour)},
+	}
+	for i := range ps {
+		ps[i].Config = space.Defaults()
+	}
+	want := []string{"high", "mid-new", "mid-old", "low", "imported", "unknown-new", "unrecorded-old"}
+	lines := strings.Split(strings.TrimSpace(preset.FormatList(ps)), "\n")[1:]
+	var got []string
+	for _, l := range lines {
+		got = append(got, strings.Fields(l)[0])
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("preset list order %v, want %v", got, want)
 	}
 }

@@ -62,7 +62,8 @@ func (c Config) problems(name func(key string) string) []string {
 	switch c.Curves {
 	case session.CurvesDownsample, session.CurvesDrop, session.CurvesKeep:
 	default:
-		probs = append(probs, fmt.Sprintf("%s: %q is not downsample, drop or keep", name("curves"), c.Curves))
+		probs = append(probs, fmt.Sprintf("%s: %q is not downsample, drop or keep%s", name("curves"), c.Curves,
+			session.DidYouMean(c.Curves, []string{session.CurvesDownsample, session.CurvesDrop, session.CurvesKeep})))
 	}
 	if c.Curves == session.CurvesDownsample && (c.Points < MinPoints || c.Points > MaxPoints) {
 		probs = append(probs, fmt.Sprintf("%s: %d is outside %d–%d", name("points"), c.Points, MinPoints, MaxPoints))

@@ -47,7 +47,7 @@ type Config struct {
 func (c Config) Check() error {
 	var probs []string
 	if c.IfBusy != "" && checkIfBusy(c.IfBusy) != nil {
-		probs = append(probs, fmt.Sprintf("if_busy %q must be skip or wait", c.IfBusy))
+		probs = append(probs, fmt.Sprintf("if_busy %q must be skip or wait%s", c.IfBusy, session.DidYouMean(c.IfBusy, []string{"skip", "wait"})))
 	}
 	if c.WaitRetry < 0 || c.WaitMax < 0 || c.RemindAfter < 0 {
 		probs = append(probs, "wait_retry, wait_max and remind_after may not be negative")

@@ -100,7 +100,7 @@ session:
   eval_num_envs: 256
   eval_steps: 500
   eval_seeds: [0]
-  final_eval_seeds: [0, 1]
+  final_eval_seeds: [1, 2]
   early_stop_patience: 4
 EOF
 # Unitree-Go2-Flat tunes the design's reward space (tunebot's default); any other task the

@@ -2,6 +2,7 @@ package session
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -32,10 +33,10 @@ func StandingOf(t Trial, evalSeeds []int) Standing {
 }
 
 // Comparison is a session's headline result (docs/design.md §1): its best tuned trial against
-// the baseline at the same rung on the same seeds (the baseline carried along every rung,
-// "control"), or, where no baseline trained as long, against the baseline at rung 0, said in
-// words. Every score is measured against the baseline's rung-0 evaluation, so the two
-// standings are on one scale and their difference is the gain at equal training.
+// the baseline at the same rung (the baseline carried along every rung, "control"), or, where
+// no baseline trained as long, against the baseline at rung 0, said in words. A finished
+// session's figure is its final evaluation on fresh seeds, which chose nothing, with its
+// verdict; before that it is the rung's evaluation, which is what chose.
 type Comparison struct {
 	Best Standing `json:"best"`
 	// Control is the baseline at Best's rung; nil when the baseline was not trained as long.
@@ -45,23 +46,34 @@ type Comparison struct {
 	// Final is true once the session chose its preset; before that the comparison is of the
 	// trials finished so far.
 	Final bool `json:"final,omitempty"`
-	// Versus is Best's score against Control recomputed from their metrics (VersusControl), or
-	// against rung 0's baseline when there is no control; nil in records written before it.
+	// Versus is Best's score against Control, on their final evaluations when both have one
+	// (FinalVersusOf), or against rung 0's baseline when there is no control; nil in records
+	// written before it.
 	Versus *Versus `json:"versus,omitempty"`
-	// Spreads are Best's and Control's spreads over their final seeds on Versus's reference
-	// (each seed scored against the control's final metrics); nil without both finals.
-	Spreads *Spreads `json:"spreads,omitempty"`
+	// Chosen is Best's figure on the evaluation seeds that chose it (VersusOf), kept beside
+	// the fresh seeds' so the difference the choice made shows; nil when Versus is it.
+	Chosen *Chosen `json:"chosen,omitempty"`
+	// Verdict is what the fresh seeds say of Versus: its standard error, lower bound and
+	// whether it clears the noise; nil until the session chose its preset.
+	Verdict *Verdict `json:"verdict,omitempty"`
 	// Dropped says which finalists of a finished session failed a gate on their final
 	// re-evaluation and what the result is instead (DroppedFinalists); "" when none did.
 	Dropped string `json:"dropped,omitempty"`
 }
 
+// Chosen is a finalist's figure against the baseline trained as long on the evaluation seeds
+// that chose it: what the choice saw, luck included.
+type Chosen struct {
+	Score float64 `json:"score"`
+	Seeds []int   `json:"seeds"`
+}
+
 // Compare returns s's headline from its trials. A succeeded session compares the trial it
-// saved as its preset; any other compares its best eligible tuned trial at the highest rung
-// where the baseline also has a result (control), or at the highest rung it reached when the
-// baseline was not carried along, so a cancelled or failed session never headlines an
-// improvement that the baseline at equal training beats. ok is false while no tuned trial is
-// eligible.
+// saved as its preset (or, when the baseline stands, the best tuned trial it beat); any other
+// compares its best eligible tuned trial at the highest rung where the baseline also has a
+// result (control), or at the highest rung it reached when the baseline was not carried
+// along, so a cancelled or failed session never headlines an improvement that the baseline
+// at equal training beats. ok is false while no tuned trial is eligible.
 func Compare(s Session, trials []Trial) (Comparison, bool) {
 	seeds := s.Settings.EvalSeeds
 	out := Comparison{}
@@ -76,46 +88,26 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 		}
 		out.Final = true
 		out.Dropped = DroppedFinalists(trials, *chosen)
-		if best = headlineTrial(trials, chosen); best == nil {
+		if best = headlineTrial(s.Settings, trials, chosen); best == nil {
 			out.Best = StandingOf(*chosen, seeds)
 			return out, true
 		}
 	} else if best = bestComparable(s, trials); best == nil {
 		return out, false
 	}
+	control := ControlAt(trials, best.Rung)
 	out.Best, out.Control = StandingOf(*best, seeds), controlStanding(trials, best.Rung, seeds)
-	out.Versus = versusPtr(s.Settings, trials, *best)
-	if out.Versus != nil && out.Versus.Matched() && out.Versus.Final {
-		out.Spreads = spreadsVersus(s.Settings, ControlAt(trials, best.Rung), *best)
+	if v, ok := FinalVersusOf(s.Settings, control, *best); ok {
+		out.Versus = &v
+		if c, _ := VersusOf(s.Settings, control, *best); v.Final {
+			out.Chosen = &Chosen{Score: c.Score, Seeds: append([]int{}, seeds...)}
+		}
+	}
+	if out.Final && best.Final != nil {
+		v := VerdictOf(s.Settings, control, *best)
+		out.Verdict = &v
 	}
 	return out, true
-}
-
-// Spreads are two final re-evaluations' spreads, each seed scored on one reference.
-type Spreads struct {
-	Best    float64 `json:"best"`
-	Control float64 `json:"control"`
-}
-
-// spreadsVersus is best's and control's spread over their final seeds, each seed scored
-// against control's final metrics (the reference of VersusOf's final score); nil when
-// either has no final re-evaluation with its seeds.
-func spreadsVersus(st Settings, control *Trial, best Trial) *Spreads {
-	if control == nil || control.Final == nil || best.Final == nil || len(control.Final.PerSeed) == 0 || len(best.Final.PerSeed) == 0 {
-		return nil
-	}
-	sc := st.scorer(control.Final.Metrics)
-	spread := func(per []SeedMetrics) float64 {
-		var xs []float64
-		for _, ps := range per {
-			if s, err := sc.Score(ps.Metrics); err == nil {
-				xs = append(xs, s.Total)
-			}
-		}
-		_, std := MeanStd(xs)
-		return std
-	}
-	return &Spreads{Best: spread(best.Final.PerSeed), Control: spread(control.Final.PerSeed)}
 }
 
 // DroppedFinalists says which trials at chosen's rung or above passed the gates at their rung
@@ -165,19 +157,23 @@ func controlResult(trials []Trial, rung int) *Trial {
 }
 
 // headlineTrial is what a succeeded session headlines for the trial it chose: that trial,
-// or, when the baseline won, the best eligible tuned trial it beat at its rung (nil: none).
-func headlineTrial(trials []Trial, chosen *Trial) *Trial {
+// or, when the baseline won, the best eligible tuned trial it beat at its rung by the rung's
+// figure (nil: none).
+func headlineTrial(st Settings, trials []Trial, chosen *Trial) *Trial {
 	if chosen.Number != 0 {
 		return chosen
 	}
-	var tuned *Trial
-	for i := range trials {
-		t := &trials[i]
-		if t.Rung == chosen.Rung && t.Number != 0 && t.Eligible() && (tuned == nil || t.RankScore() > tuned.RankScore()) {
-			tuned = t
+	var tuned []Trial
+	for _, t := range trials {
+		if t.Rung == chosen.Rung && t.Number != 0 && t.Eligible() {
+			tuned = append(tuned, t)
 		}
 	}
-	return tuned
+	if len(tuned) == 0 {
+		return nil
+	}
+	SortByFigure(st, trials, tuned)
+	return findRung(trials, tuned[0].Number, tuned[0].Rung)
 }
 
 // bestComparable is an unfinished session's best eligible tuned trial at the highest rung
@@ -186,6 +182,8 @@ func headlineTrial(trials []Trial, chosen *Trial) *Trial {
 func bestComparable(s Session, trials []Trial) *Trial {
 	top := -1
 	var best *Trial
+	controls := Controls(trials)
+	fig := func(t *Trial) float64 { return RankFigure(s.Settings, controls, *t) }
 	for i := range trials {
 		t := &trials[i]
 		if t.Number == 0 || !t.Eligible() { // Eligible counts a final re-evaluation's gates too
@@ -194,18 +192,11 @@ func bestComparable(s Session, trials []Trial) *Trial {
 		if s.Settings.Control && t.Rung > 0 && controlResult(trials, t.Rung) == nil {
 			continue // its rung has no baseline result yet: not comparable at equal training
 		}
-		if t.Rung > top || (t.Rung == top && t.RankScore() > best.RankScore()) {
+		if t.Rung > top || (t.Rung == top && fig(t) > fig(best)) {
 			top, best = t.Rung, t
 		}
 	}
 	return best
-}
-
-func versusPtr(st Settings, trials []Trial, t Trial) *Versus {
-	if v, ok := VersusControl(st, trials, t); ok {
-		return &v
-	}
-	return nil
 }
 
 // Headline says the comparison in one line, for chat, the terminal and the digest.
@@ -223,8 +214,11 @@ func (c Comparison) headline() string {
 	}
 	who := fmt.Sprintf("trial %d @ rung %d", b.Trial, b.Rung)
 	if c.Control == nil {
-		return fmt.Sprintf("%s (%d iterations) scores %s vs the baseline at %d iterations (rung 0): no baseline was trained as long (control off), so this is not a comparison at equal training",
-			who, b.Iterations, signedStd(b), c.BaselineIterations)
+		return fmt.Sprintf("%s (%d iterations) scores %s vs the baseline at %d iterations (rung 0)%s: no baseline was trained as long (control off), so this is not a comparison at equal training",
+			who, b.Iterations, signedStd(b), c.BaselineIterations, onSeeds(b))
+	}
+	if v := c.Versus; v != nil && v.Matched() && v.Final {
+		return c.freshHeadline(who)
 	}
 	if b.Rung == 0 {
 		return fmt.Sprintf("%s scores %s vs the baseline @ rung 0 (same %d iterations, seeds %s)", who, signedStd(b), b.Iterations, seedList(b.Seeds))
@@ -241,10 +235,6 @@ func (c Comparison) headline() string {
 	diff := b.Score - k.Score
 	if v := c.Versus; v != nil && v.Matched() {
 		diff, mine, theirs, ref = v.Score, SignedScore(v.Score), SignedScore(0), "both "+v.Label()
-		if sp := c.Spreads; sp != nil && b.Final && len(b.Seeds) > 1 {
-			mine += " ± " + Spread(sp.Best)
-			theirs += " ± " + Spread(sp.Control)
-		}
 	}
 	verdict := SignedScore(diff) + " over the baseline"
 	if diff <= 0 {
@@ -252,6 +242,52 @@ func (c Comparison) headline() string {
 	}
 	return fmt.Sprintf("%s scores %s, the baseline %s (%s) at the same %d iterations on %s: %s",
 		who, mine, theirs, ref, b.Iterations, seeds, verdict)
+}
+
+// freshHeadline is the headline of a trial measured with the baseline trained as long on
+// fresh seeds (the final evaluation): the gain with its standard error, the verdict, and the
+// figure on the seeds that chose it, so the difference the choice made is in plain view.
+func (c Comparison) freshHeadline(who string) string {
+	b, v := c.Best, c.Versus
+	gain := SignedScore(v.Score)
+	se, test := "", ""
+	if d := c.Verdict; d != nil && d.Measured() {
+		se = " ± " + Spread(d.SE)
+		word := "clears the noise"
+		if !d.Cleared {
+			word = "within the noise"
+		}
+		test = fmt.Sprintf(" (paired, 95 %% lower bound %s: %s)", SignedScore(d.Lower), word)
+	} else if d != nil {
+		test = " (" + d.Text() + ")"
+	}
+	verdict := gain + se + " over the baseline"
+	if v.Score <= 0 {
+		verdict = "the baseline is ahead by " + Spread(-v.Score) + se
+		if d := c.Verdict; d != nil && d.Measured() && d.Upper < 0 {
+			test = fmt.Sprintf(" (paired, 95 %% upper bound %s: the baseline is better)", SignedScore(d.Upper))
+		}
+	}
+	where := "fresh seeds " + SeedRange(b.Seeds) + ", which chose nothing"
+	if ch := c.Chosen; ch != nil && slices.ContainsFunc(b.Seeds, func(s int) bool { return slices.Contains(ch.Seeds, s) }) {
+		// measured before final evaluations ran on fresh seeds: say it, as it may overstate
+		where = "seeds " + seedList(b.Seeds) + ", which also chose it (a final evaluation from before fresh seeds: it may overstate the gain)"
+	}
+	line := fmt.Sprintf("%s scores %s, the baseline %s (both %s) at the same %d iterations on %s: %s%s",
+		who, gain, SignedScore(0), v.Label(), b.Iterations, where, verdict, test)
+	if ch := c.Chosen; ch != nil {
+		line += fmt.Sprintf("; chosen at %s on seeds %s", SignedScore(ch.Score), seedList(ch.Seeds))
+	}
+	return line
+}
+
+// onSeeds says where a standing was measured: " on fresh seeds 7301–7305" for a final
+// evaluation, "" for a rung's.
+func onSeeds(s Standing) string {
+	if s.Final {
+		return " on fresh seeds " + SeedRange(s.Seeds)
+	}
+	return ""
 }
 
 func signedStd(s Standing) string {

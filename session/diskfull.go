@@ -32,16 +32,28 @@ var ErrDiskFull = errors.New("the data disk is full")
 // DiskFullReason is how the reason of a session paused for lack of disk space begins.
 const DiskFullReason = "the data disk is full"
 
+// DiskLowReason is how the reason of a session paused below the free-space floor begins,
+// when the disk is not full: freeing space is then not the only way on.
+const DiskLowReason = "the data disk is below the free-space floor"
+
 // MinFreeFloor is the least free space the default floor asks for (docs/design.md §1).
 const MinFreeFloor = 1 << 30
 
+// nearlyFull is the free space below which a filesystem is full whatever the floor: no
+// checkpoint and hardly a store page fits, so lowering the floor would not help.
+const nearlyFull = 1 << 20
+
 // OutOfSpace reports whether err is a write that failed for lack of space (ENOSPC,
-// EDQUOT), or a trainer job whose reason or log says so.
+// EDQUOT), or a trainer job whose reason or log says so, or one tunebot put down to the
+// disk (ErrDiskFull).
 func OutOfSpace(err error) bool {
-	if err == nil {
-		return false
-	}
-	if errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	return err != nil && (errors.Is(err, ErrDiskFull) || saysFull(err))
+}
+
+// saysFull reports whether err itself says a write found no space (ENOSPC, EDQUOT, a job's
+// words), rather than tunebot putting a silent failure down to a disk below its floor.
+func saysFull(err error) bool {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
 		return true
 	}
 	var je *JobError
@@ -56,8 +68,11 @@ func SaysOutOfSpace(text string) bool {
 	return strings.Contains(t, "no space left on device") || strings.Contains(t, "disk quota exceeded")
 }
 
-// IsDiskFullReason reports whether a session's reason is a pause for lack of disk space.
-func IsDiskFullReason(reason string) bool { return strings.HasPrefix(reason, DiskFullReason) }
+// IsDiskFullReason reports whether a session's reason is a pause for lack of disk space:
+// a full disk, or one below the free-space floor.
+func IsDiskFullReason(reason string) bool {
+	return strings.HasPrefix(reason, DiskFullReason) || strings.HasPrefix(reason, DiskLowReason)
+}
 
 // diskFullText is the pause reason every surface shows.
 func diskFullText(u *DiskUsage) string {
@@ -65,6 +80,32 @@ func diskFullText(u *DiskUsage) string {
 		return DiskFullReason + "; free space, then resume"
 	}
 	return fmt.Sprintf("%s (%s free of %s on %s); free space, then resume", DiskFullReason, Bytes(u.Free), Bytes(u.Total), u.Path)
+}
+
+// diskPauseText is the pause reason for filesystem u below floor: full, as diskFullText says
+// it, when next to nothing is left (or u is unmeasured, or not below the floor after all);
+// else below the floor, with the floor and the ways on that work for a disk with room left.
+func diskPauseText(u *DiskUsage, floor int64) string {
+	if u == nil || u.Free < nearlyFull || u.Free >= floor {
+		return diskFullText(u)
+	}
+	return fmt.Sprintf("%s (%s, service.min_free): %s free of %s on %s; free space or lower service.min_free, or point data_dir at a larger disk, then resume",
+		DiskLowReason, Bytes(floor), Bytes(u.Free), Bytes(u.Total), u.Path)
+}
+
+// diskReason is the pause reason for err, a job or write of session id that failed for lack
+// of space: full when err says so (ENOSPC, EDQUOT, a job's words); a silent failure was put
+// down to a disk below the floor, and is said so (diskPauseText).
+func (e *Engine) diskReason(ctx context.Context, id string, err error) string {
+	u := e.fullestDisk()
+	if u == nil || saysFull(err) {
+		return diskFullText(u)
+	}
+	trials, terr := e.cfg.Store.Trials(ctx, id)
+	if terr != nil {
+		return diskFullText(u)
+	}
+	return diskPauseText(u, e.MinFree(trials))
 }
 
 // diskPaths are the filesystems checked: data_dir's (the store) and the run directories'.
@@ -170,7 +211,8 @@ func (e *Engine) checkDisk(ctx context.Context, n snapshot, j *jobs) (bool, erro
 	if e.cfg.Disks == nil {
 		return false, nil
 	}
-	low := e.lowDisk(e.minFree(n.trials, n.running, j))
+	floor := e.minFree(n.trials, n.running, j)
+	low := e.lowDisk(floor)
 	if low == nil {
 		e.cfg.Disks.Restore()
 		return false, nil
@@ -178,14 +220,13 @@ func (e *Engine) checkDisk(ctx context.Context, n snapshot, j *jobs) (bool, erro
 	if len(n.running) > 0 {
 		return true, nil
 	}
-	return true, e.pauseForDisk(ctx, n.s.ID, low, false)
+	return true, e.pauseForDisk(ctx, n.s.ID, diskPauseText(low, floor), false)
 }
 
 // pauseForDisk pauses session id for lack of space (once its running jobs end, when some
-// run). When the store itself cannot take the pause, the reserve is released and the pause
-// written again.
-func (e *Engine) pauseForDisk(ctx context.Context, id string, u *DiskUsage, running bool) error {
-	reason := diskFullText(u)
+// run), saying reason. When the store itself cannot take the pause, the reserve is released
+// and the pause written again.
+func (e *Engine) pauseForDisk(ctx context.Context, id, reason string, running bool) error {
 	err := e.pauseFor(ctx, id, reason, running)
 	if OutOfSpace(err) && e.cfg.Disks != nil {
 		e.log.Warn("the store is out of space too; releasing the reserve to record the pause", "session", id)
@@ -196,7 +237,11 @@ func (e *Engine) pauseForDisk(ctx context.Context, id string, u *DiskUsage, runn
 		return err
 	}
 	if !running {
-		e.markUnfinished(ctx, id, DiskFullReason)
+		head := DiskFullReason
+		if strings.HasPrefix(reason, DiskLowReason) {
+			head = DiskLowReason
+		}
+		e.markUnfinished(ctx, id, head)
 	}
 	return nil
 }
@@ -217,7 +262,7 @@ func (e *Engine) trialOutOfSpace(ctx context.Context, s Session, t Trial, jobErr
 	// The pause is asked before the worker hears of it, so that no step in between takes
 	// the trial for one to start again; the worker then pauses and says so.
 	if _, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-		x.PauseAsked, x.Reason = true, diskFullText(e.fullestDisk())
+		x.PauseAsked, x.Reason = true, e.diskReason(ctx, s.ID, jobErr)
 		return nil
 	}); err != nil {
 		return fmt.Errorf("%w: asking the pause: %w", ErrDiskFull, err)
@@ -248,15 +293,15 @@ func (e *Engine) jobOutOfSpace(ctx context.Context, id string, err error) bool {
 	return e.lowDisk(e.MinFree(trials)) != nil
 }
 
-// diskStepFailed handles a step or job that failed for lack of space: the session pauses
-// (once its other running jobs end) instead of failing. It returns the error that still
-// fails the session, nil when paused.
-func (e *Engine) diskStepFailed(ctx context.Context, id string, j *jobs) error {
+// diskStepFailed handles a step or job that failed for lack of space (stepErr): the session
+// pauses (once its other running jobs end) instead of failing. It returns the error that
+// still fails the session, nil when paused.
+func (e *Engine) diskStepFailed(ctx context.Context, id string, j *jobs, stepErr error) error {
 	e.mu.Lock()
 	j.err = nil
 	e.mu.Unlock()
 	if s, err := e.cfg.Store.Session(ctx, id); err == nil && s.State == StatePaused {
 		return nil // a step in between took the pause in already
 	}
-	return e.pauseForDisk(ctx, id, e.fullestDisk(), len(e.runningRefs(j)) > 0)
+	return e.pauseForDisk(ctx, id, e.diskReason(ctx, id, stepErr), len(e.runningRefs(j)) > 0)
 }

@@ -184,7 +184,7 @@ func TestFreeSpaceFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = h.wait(s.ID)
-	checkDiskPause(t, h, s, "the data disk is full (5.0 MiB free of 64.0 MiB on "+h.dir+"); free space, then resume")
+	checkDiskPause(t, h, s, "the data disk is below the free-space floor (8.0 MiB, service.min_free): 5.0 MiB free of 64.0 MiB on "+h.dir+"; free space or lower service.min_free, or point data_dir at a larger disk, then resume")
 	if n := len(h.tr.trains); n != 0 {
 		t.Fatalf("%d jobs started below the floor", n)
 	}
@@ -193,7 +193,7 @@ func TestFreeSpaceFloor(t *testing.T) {
 		t.Fatal(err)
 	}
 	s = h.wait(s.ID)
-	checkDiskPause(t, h, s, "the data disk is full (5.0 MiB free of 64.0 MiB on "+h.dir+"); free space, then resume")
+	checkDiskPause(t, h, s, "the data disk is below the free-space floor (8.0 MiB, service.min_free): 5.0 MiB free of 64.0 MiB on "+h.dir+"; free space or lower service.min_free, or point data_dir at a larger disk, then resume")
 	d.set(9 << 20)
 	if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
 		t.Fatal(err)
@@ -217,6 +217,65 @@ func TestFreeSpaceFloor(t *testing.T) {
 	}
 	if got, want := def.MinFree(trials), 2*session.DirSize(filepath.Dir(big)); got != want || want < 1200<<20 {
 		t.Fatalf("default floor with a 600 MiB run dir: %d, want %d", got, want)
+	}
+}
+
+// silentOnLowDisk is a trainer whose job at trial 2 finds the disk fallen below the floor
+// and fails saying only its exit status, as a trainer that could not write its own log does.
+type silentOnLowDisk struct {
+	*fakeTrainer
+	disks *fakeDisks
+}
+
+func (s *silentOnLowDisk) Train(ctx context.Context, job session.TrainJob, hooks session.JobHooks) (session.TrainResult, error) {
+	if job.Trial != (session.TrialRef{Number: 2, Rung: 0}) {
+		return s.fakeTrainer.Train(ctx, job, hooks)
+	}
+	s.disks.set(5 << 20)
+	return session.TrainResult{}, &session.JobError{Job: "train", Reason: "exit status 1"}
+}
+
+// TestDiskPauseWording: a disk that is below the floor but not full is called so, with the
+// floor and the advice that works there (a full disk is freed; a floor can be lowered, or
+// data_dir moved); a disk with next to nothing left, or a write that failed with ENOSPC, is
+// called full as before.
+func TestDiskPauseWording(t *testing.T) {
+	below := func(floor, free, total string, dir string) string {
+		return "the data disk is below the free-space floor (" + floor + ", service.min_free): " + free + " free of " + total + " on " + dir +
+			"; free space or lower service.min_free, or point data_dir at a larger disk, then resume"
+	}
+	for _, tc := range []struct {
+		name        string
+		free, total int64
+		minFree     int64
+		silent      bool // the disk falls below the floor during trial 2's job, which fails without a word
+		want        func(dir string) string
+	}{
+		{"an empty disk below the default floor", 8 << 20, 8 << 20, 0, false,
+			func(dir string) string { return below("1.0 GiB", "8.0 MiB", "8.0 MiB", dir) }},
+		{"a disk below a configured floor", 5 << 20, 64 << 20, 8 << 20, false,
+			func(dir string) string { return below("8.0 MiB", "5.0 MiB", "64.0 MiB", dir) }},
+		{"a job that fails silently below the floor", 900 << 20, 4 << 30, 8 << 20, true,
+			func(dir string) string { return below("8.0 MiB", "5.0 MiB", "4.0 GiB", dir) }},
+		{"a disk with next to nothing left", 512 << 10, 64 << 20, 8 << 20, false,
+			func(dir string) string {
+				return "the data disk is full (512.0 KiB free of 64.0 MiB on " + dir + "); free space, then resume"
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, t.TempDir())
+			d := &fakeDisks{free: tc.free, total: tc.total}
+			var tr session.Trainer = h.tr
+			if tc.silent {
+				tr = &silentOnLowDisk{fakeTrainer: h.tr, disks: d}
+			}
+			h.eng = diskEngine(h, tr, d, tc.minFree)
+			s, err := h.eng.Start(context.Background(), settings(session.ModeAutomatic), console)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkDiskPause(t, h, h.wait(s.ID), tc.want(h.dir))
+		})
 	}
 }
 

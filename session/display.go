@@ -48,12 +48,17 @@ func (c Change) Label() string {
 }
 
 // ActorLabel is who did something, as a person reads it: the console's user (named "you"
-// inside the terminal) is "the terminal" anywhere else, and a chat user carries the
+// inside the terminal) is "the terminal" anywhere else, a command's user "bob at the
+// command line" ("the command line" when $USER said nobody), and a chat user carries the
 // platform ("ann (slack)").
 func ActorLabel(a Actor) string {
 	switch {
 	case a.Platform == "console":
 		return "the terminal"
+	case a.Platform == "cli" && (a.ID == "" || a.ID == "cli"):
+		return "the command line"
+	case a.Platform == "cli":
+		return a.String() + " at the command line"
 	case a.Platform == "" || a.Platform == "system":
 		return a.String()
 	}

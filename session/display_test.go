@@ -82,6 +82,8 @@ func TestDisplayNames(t *testing.T) {
 		{session.ParamLabel("pose.x"), "params.pose.x"},
 		{session.ActorLabel(session.Actor{Platform: "console", ID: "console", Name: "you"}), "the terminal"},
 		{session.ActorLabel(session.Actor{Platform: "slack", ID: "U1", Name: "ann"}), "ann (slack)"},
+		{session.ActorLabel(session.Actor{Platform: "cli", ID: "bob", Name: "bob"}), "bob at the command line"},
+		{session.ActorLabel(session.Actor{Platform: "cli", ID: "cli", Name: "cli"}), "the command line"},
 		{session.MetricLabel("made_up"), "made_up"},
 	} {
 		if tc.got != tc.want {

@@ -88,6 +88,19 @@ func (b BuiltOn) Line() string {
 	return s + ", starting from the defaults"
 }
 
+// StartLine says what session s starts from, as its start message says it on every
+// surface: what it builds on (BuiltOn.Line), else "starts from preset NAME"; "" when it
+// starts from the defaults.
+func StartLine(s Session) string {
+	switch {
+	case s.BuiltOn != nil:
+		return s.BuiltOn.Line()
+	case s.Settings.Preset != "":
+		return "starts from preset " + s.Settings.Preset
+	}
+	return ""
+}
+
 // fromStart is FromStart or its default, FromBest: a lab tunes again after a change, and
 // the earlier best is the best configuration it knows; the session measures it again as its
 // baseline, so it ships something else only when that beats it under the change.
@@ -124,7 +137,7 @@ func (s Settings) fromProblems() []string {
 // fromStartProblems: where a session that builds on another starts is best or defaults.
 func (s Settings) fromStartProblems() []string {
 	if st := s.FromStart; s.From != "" && st != "" && st != FromBest && st != FromDefaults {
-		return []string{fmt.Sprintf("%q is not %s or %s", st, FromBest, FromDefaults)}
+		return []string{fmt.Sprintf("%q is not %s or %s%s", st, FromBest, FromDefaults, DidYouMean(st, []string{FromBest, FromDefaults}))}
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -287,9 +286,12 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 		BestTrial: -1, CreatedAt: now, UpdatedAt: now, Message: "queued: the baseline trial starts now", BuiltOn: built,
 		Trainer: e.cfg.TrainerKind,
 	}
+	// Its final seeds are drawn now and kept with its settings, so every surface names them
+	// and a resumed session measures on the same ones.
+	s.Settings.FinalEvalSeeds = s.FinalSeeds()
 	if err := e.cfg.Store.CreateSession(ctx, s); err != nil {
 		if errors.Is(err, ErrBusy) {
-			return Session{}, &UserError{Msg: "busy: " + err.Error(), Err: err}
+			return Session{}, e.busyErr(ctx, err)
 		}
 		return Session{}, fmt.Errorf("creating session: %w", err)
 	}
@@ -302,8 +304,8 @@ func (e *Engine) Start(ctx context.Context, st Settings, owner Actor) (Session, 
 	}
 	e.audit(ctx, s.ID, "session_started", owner, map[string]any{"settings": st, "preset": st.Preset})
 	text := fmt.Sprintf("session %s started by %s (task %s, %s mode, %d trials)", short(s.ID), owner, st.Task, st.Mode, st.TrialCount)
-	if built != nil {
-		text += "; it " + built.Line()
+	if line := StartLine(s); line != "" {
+		text += "; it " + line
 	}
 	e.notify(Event{Kind: EventSessionStarted, Session: s, Text: text})
 	e.ensureWorker(s.ID)
@@ -389,16 +391,26 @@ func (e *Engine) Announce(ctx context.Context, id string) error {
 // Pause stops scheduling after the current subprocess; a session waiting for approval
 // pauses at once.
 func (e *Engine) Pause(ctx context.Context, id string, by Actor) (Session, error) {
+	return e.PauseBecause(ctx, id, by, "")
+}
+
+// PauseBecause is Pause saying why instead of who asked ("paused because input ended"),
+// for a pause nobody typed; by is who is audited. why "" is Pause.
+func (e *Engine) PauseBecause(ctx context.Context, id string, by Actor, why string) (Session, error) {
+	cause, asked := "by "+by.String(), "asked by "+by.String()
+	if why != "" {
+		cause, asked = "because "+why, "because "+why
+	}
 	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
 		switch s.State {
 		case StateAwaitingApproval:
-			s.State, s.Message = StatePaused, "paused by "+by.String()
+			s.State, s.Message = StatePaused, "paused "+cause
 		case StateQueued, StateRunning, StateEvaluating:
 			if s.PauseAsked {
 				return Userf(ErrConflict, "session %s is already pausing after its current job", short(s.ID))
 			}
 			s.PauseAsked = true
-			s.Message = "pausing after the current job (asked by " + by.String() + ")"
+			s.Message = "pausing after the current job (" + asked + ")"
 		case StatePaused:
 			return Userf(ErrConflict, "session %s is already paused", short(s.ID))
 		default:
@@ -410,7 +422,11 @@ func (e *Engine) Pause(ctx context.Context, id string, by Actor) (Session, error
 	if err != nil {
 		return s, e.lookupErr(id, err)
 	}
-	e.audit(ctx, id, "pause", by, nil)
+	var detail map[string]any
+	if why != "" {
+		detail = map[string]any{"why": why}
+	}
+	e.audit(ctx, id, "pause", by, detail)
 	e.notify(Event{Kind: EventSessionUpdated, Session: s, Text: s.Message})
 	// A worker that waits on a promotion review's clock takes the pause in now and leaves,
 	// instead of when the clock runs out.
@@ -629,11 +645,11 @@ func (e *Engine) decision(p *Proposal, d DecideRequest, space *Space, now time.T
 		if _, err := space.Validate(p.Base, *d.Edit, tried); err != nil {
 			return nil, err
 		}
-		edited := space.Round(p.Base, *d.Edit)
+		edited, same := space.WithoutUnchanged(p.Base, *d.Edit)
 		dec.Edited = &edited
 		// A person's edit may break what earlier feedback asked: it is theirs to write,
 		// and the note says so; proposers keep to the constraints still.
-		dec.Note = OverrideNote(BrokenConstraints(constraints, p.Base, edited))
+		dec.Note = strings.TrimSpace(UnchangedNote(same) + " " + OverrideNote(BrokenConstraints(constraints, p.Base, edited)))
 		p.State = ProposalApproved
 	}
 	return dec, nil
@@ -916,7 +932,7 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		}
 		if err != nil && OutOfSpace(err) {
 			log.Warn("out of disk space; the session pauses", "err", err)
-			err = e.diskStepFailed(jobCtx, id, j)
+			err = e.diskStepFailed(jobCtx, id, j, err)
 			if err == nil {
 				continue // the next step finds it paused, or pausing once its jobs end
 			}
@@ -1260,16 +1276,6 @@ func TriedConfigs(trials []Trial) []Tried {
 		}
 	}
 	return out
-}
-
-// sortByScore orders trials best first; ties go to the lower trial number.
-func sortByScore(ts []Trial) {
-	sort.SliceStable(ts, func(i, j int) bool {
-		if a, b := ts[i].RankScore(), ts[j].RankScore(); a != b {
-			return a > b
-		}
-		return ts[i].Number < ts[j].Number
-	})
 }
 
 func joinLines(s []string) string { return strings.Join(s, "; ") }

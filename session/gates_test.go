@@ -68,8 +68,8 @@ func TestGatesAreJudgedAgainstTheBaselineTrainedAsLong(t *testing.T) {
 	h, s := gateSession(t, true, worseTracking(5, false, 0))
 	trials := h.trials(s.ID)
 	five, four := trialOn(t, trials, 5, 2), trialOn(t, trials, 4, 2)
-	if five.RankScore() <= four.RankScore() {
-		t.Fatalf("trial 5 @ rung 2 ranks %.3f, trial 4 %.3f: the scenario needs 5 ahead on its stored score", five.RankScore(), four.RankScore())
+	if five.StandingScore() <= four.StandingScore() {
+		t.Fatalf("trial 5 @ rung 2 ranks %.3f, trial 4 %.3f: the scenario needs 5 ahead on its stored score", five.StandingScore(), four.StandingScore())
 	}
 	want := "tracking is 9.6% worse than the baseline @ rung 2 (limit 5%)"
 	if five.Eligible() || five.Reason != "not eligible: "+want || strings.Join(session.GateReasons(five), "; ") != want {
@@ -113,7 +113,7 @@ func TestAFinalistFailingItsFinalGateIsSaid(t *testing.T) {
 		wantSaid string
 	}{
 		{"the next finalist ships", true, worseTracking(5, true, 0), session.TrialRef{Number: 4, Rung: 2},
-			"trial 5's final evaluation on 3 seeds fails a gate: tracking is 9.6% worse than the baseline @ rung 2 (limit 5%); the result is trial 4. "},
+			"trial 5's final evaluation on 5 seeds fails a gate: tracking is 9.6% worse than the baseline @ rung 2 (limit 5%); the result is trial 4. "},
 		{"the result falls back a rung", false, func(ref session.TrialRef, final bool, it, seed int, m session.Metrics) {
 			worseTracking(4, true, 10)(ref, final, it, seed, m)
 			worseTracking(5, true, 10)(ref, final, it, seed, m)
@@ -124,7 +124,7 @@ func TestAFinalistFailingItsFinalGateIsSaid(t *testing.T) {
 			h, s := gateSession(t, tt.control, tt.tweak)
 			trials := h.trials(s.ID)
 			five := trialOn(t, trials, 5, 2)
-			if five.Eligible() || !strings.HasPrefix(five.Reason, "not eligible: final evaluation on 3 seeds: tracking is ") {
+			if five.Eligible() || !strings.HasPrefix(five.Reason, "not eligible: final evaluation on 5 seeds: tracking is ") {
 				t.Errorf("trial 5 @ rung 2: eligible %v, reason %q; want not eligible for its final evaluation", five.Eligible(), five.Reason)
 			}
 			if got := (session.TrialRef{Number: s.BestTrial, Rung: s.BestRung}); got != tt.want {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -110,12 +111,13 @@ func (e *Engine) step(ctx context.Context, id string, j *jobs, log *slog.Logger)
 		return false, nil // the finalists are known once nothing runs
 	}
 
-	// 5. Finalists are re-evaluated on the final evaluation seeds, all at once.
+	// 5. The finalist the top rung chose and the baseline trained as long are measured on
+	// fresh seeds, which chose nothing (docs/design.md §3, the final evaluation).
 	if e.reevaluateFinalists(ctx, n, j, log) {
 		return false, nil
 	}
 
-	// 6. The best eligible trial of the highest rung becomes a preset.
+	// 6. The chosen finalist becomes a preset; its verdict says whether it improved.
 	return false, e.finish(ctx, n)
 }
 
@@ -310,12 +312,12 @@ func (e *Engine) promoteStep(ctx context.Context, n *snapshot, j *jobs, log *slo
 	return true, nil
 }
 
-// reevaluateFinalists starts the final re-evaluation of every finalist that has none and
+// reevaluateFinalists starts the final evaluation of each trial of finalPlan that has none and
 // reports whether any is still waiting for it.
 func (e *Engine) reevaluateFinalists(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) bool {
 	waiting := false
-	for _, t := range finalists(n) {
-		if t.Final == nil {
+	for _, t := range finalPlan(n) {
+		if t.Final == nil && t.FinalFailed == "" {
 			waiting = true
 			e.startFinal(ctx, n, j, t, log)
 		}
@@ -415,8 +417,9 @@ func (e *Engine) checkBudget(ctx context.Context, s Session, running int) (bool,
 	return true, nil
 }
 
-// bestOf returns the best eligible completed trial of ts, if any.
-func bestOf(ts []Trial) (Trial, bool) {
+// bestOf returns the best eligible completed trial of ts (trials of one rung), if any,
+// ranked by their equal-training figure among trials, the session's (RankFigure).
+func bestOf(st Settings, trials, ts []Trial) (Trial, bool) {
 	var el []Trial
 	for _, t := range ts {
 		if t.Eligible() {
@@ -426,7 +429,7 @@ func bestOf(ts []Trial) (Trial, bool) {
 	if len(el) == 0 {
 		return Trial{}, false
 	}
-	sortByScore(el)
+	SortByFigure(st, trials, el)
 	return el[0], true
 }
 
@@ -458,12 +461,33 @@ func topRung(n snapshot) int {
 	return top
 }
 
-func finalists(n snapshot) []Trial {
-	var out []Trial
-	for _, t := range n.rung(topRung(n)) {
-		if t.State == TrialCompleted && (t.Eligible() || (n.s.Settings.Control && t.Number == 0)) {
-			out = append(out, t)
+// chosenFinalist is the trial the session ships, or would once its final evaluation passes
+// the gates: the best eligible trial of the highest rung that has one, by the rung's
+// equal-training figure (bestOf). The baseline carried along competes (a tuned trial that it
+// beats at equal training is no improvement); a finalist whose final evaluation failed a gate
+// is no longer eligible, and the next in rank is chosen.
+func chosenFinalist(n snapshot) (Trial, bool) {
+	for r := topRung(n); r >= 0; r-- {
+		if best, ok := bestOf(n.s.Settings, n.trials, n.rung(r)); ok {
+			return best, true
 		}
+	}
+	return Trial{}, false
+}
+
+// finalPlan lists what the final evaluation measures: the chosen finalist (a tuned trial) and
+// the baseline's result at its rung. It measures and never chooses: the finalist was chosen
+// on the evaluation seeds, and its gain on those seeds carries their luck (the winner's
+// curse), so it is measured again on fresh ones, with the baseline trained as long beside it
+// for a paired comparison (VerdictOf). Nothing is measured when the baseline was chosen.
+func finalPlan(n snapshot) []Trial {
+	chosen, ok := chosenFinalist(n)
+	if !ok || chosen.Number == 0 {
+		return nil
+	}
+	out := []Trial{chosen}
+	if c := n.trial(0, chosen.Rung); c != nil && c.State == TrialCompleted {
+		out = append(out, *c)
 	}
 	return out
 }
@@ -612,13 +636,21 @@ func (e *Engine) awaitPeople(ctx context.Context, s Session, n snapshot, j *jobs
 // waitingText is the session message while proposals wait for a decision.
 func waitingText(pending []Proposal) string {
 	if len(pending) == 1 {
-		return fmt.Sprintf("proposal %d waits for a decision", pending[0].Seq)
+		return proposalNames(pending) + " waits for a decision"
 	}
-	seqs := make([]string, len(pending))
-	for i, p := range pending {
+	return proposalNames(pending) + " wait for a decision"
+}
+
+// proposalNames is "proposal 1", or "proposals 1, 2" when there are several.
+func proposalNames(ps []Proposal) string {
+	if len(ps) == 1 {
+		return fmt.Sprintf("proposal %d", ps[0].Seq)
+	}
+	seqs := make([]string, len(ps))
+	for i, p := range ps {
 		seqs[i] = fmt.Sprint(p.Seq)
 	}
-	return fmt.Sprintf("proposals %s wait for a decision", strings.Join(seqs, ", "))
+	return "proposals " + strings.Join(seqs, ", ")
 }
 
 // pauseFor pauses the session with reason: at once when nothing runs, else once its
@@ -1316,7 +1348,9 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 			return jobErr
 		}
 		t.State, t.Reason, t.LogTail = TrialFailed, je.Error(), je.LogTail
-		log.Warn("trial failed", "reason", je.Reason)
+		// A failed trial is a result of the search, told on every surface by its trial
+		// event; at Info it stays in the log without being said twice in a terminal.
+		log.Info("trial failed", "reason", je.Reason)
 	} else {
 		t.State = TrialCompleted
 		t.Reason = GateReason(t)
@@ -1360,7 +1394,6 @@ func (e *Engine) recordLive(ctx context.Context, id string, t Trial, trials []Tr
 		}
 	}
 	ni, _ := noImprovement(r0)
-	best, haveBest := bestOf(r0)
 	var card *Preference
 	s, err := e.cfg.Store.UpdateSession(ctx, id, func(x *Session) error {
 		// Which walks better? Asked when the trial scores within the noise of the best so
@@ -1369,7 +1402,7 @@ func (e *Engine) recordLive(ctx context.Context, id string, t Trial, trials []Tr
 		x.GPUSeconds += t.GPUSeconds
 		x.UpdatedAt = time.Now().UTC()
 		x.NoImprove = ni
-		if haveBest && x.BestRung == 0 {
+		if best, haveBest := bestOf(x.Settings, trials, r0); haveBest && x.BestRung == 0 {
 			x.BestTrial, x.BestScore = best.Number, best.Score.Total
 		}
 		x.setResult(trials)
@@ -1412,8 +1445,9 @@ func trialLine(st Settings, trials []Trial, t Trial) string {
 	return fmt.Sprintf("trial %d @ rung %d: score %s", t.Number, t.Rung, v)
 }
 
-// finalEval re-evaluates a finalist on the final seeds; its score is the mean over seeds
-// and its spread the standard deviation of the per-seed scores.
+// finalEval evaluates a trial of finalPlan on the session's final seeds, fresh ones that chose
+// nothing (Session.FinalSeeds); its score is the mean over seeds and its spread the standard
+// deviation of the per-seed scores.
 func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t Trial, log *slog.Logger) error {
 	s := n.s
 	if sl.gpus != nil {
@@ -1428,7 +1462,7 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	if err := e.setPhase(ctx, s.ID, j, sl, "final evaluation"); err != nil {
 		return err
 	}
-	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(true), s.Settings.FinalEvalSeeds, false, attach, log)
+	ev, err := e.evaluate(ctx, s, &t, runDir, e.cfg.Trainer.EvaluationFile(true), s.FinalSeeds(), false, attach, log)
 	t.State = TrialCompleted
 	if err != nil {
 		if ctx.Err() != nil {
@@ -1439,7 +1473,7 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 		}
 		return e.finalEvalFailed(ctx, s, t, err, log)
 	}
-	final, err := finalOf(s.Settings, n.trial(0, 0), ev)
+	final, err := finalOf(s.Settings, s.FinalSeeds(), n.trial(0, 0), ev)
 	if err != nil {
 		return e.trialDone(ctx, s, t, &JobError{Job: "evaluate", Reason: err.Error(), Err: err}, log)
 	}
@@ -1456,15 +1490,16 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
 		return fmt.Errorf("saving trial: %w", err)
 	}
-	e.audit(ctx, s.ID, "final_evaluation", System, map[string]any{"trial": t.Number, "rung": t.Rung, "score": sc.Total, "std": std, "seeds": s.Settings.FinalEvalSeeds})
+	e.audit(ctx, s.ID, "final_evaluation", System, map[string]any{"trial": t.Number, "rung": t.Rung, "score": sc.Total, "std": std, "seeds": final.Seeds})
 	return nil
 }
 
-// finalEvalFailed records that finalist t's re-evaluation failed (err): it keeps its rung
-// result and ranks by its single-seed score.
+// finalEvalFailed records that t's final evaluation failed (err): it keeps its rung result,
+// and its gain is not measured on fresh seeds (FinalFailed; the verdict says so). Nothing
+// stands in for the measurement: its rung result is what chose it.
 func (e *Engine) finalEvalFailed(ctx context.Context, s Session, t Trial, err error, log *slog.Logger) error {
 	log.Warn("final re-evaluation failed", "err", err)
-	t.Final = &Final{Seeds: s.Settings.FinalEvalSeeds, Metrics: t.Metrics, Score: *t.Score}
+	t.FinalFailed = err.Error()
 	t.Reason = "final re-evaluation failed: " + err.Error()
 	if perr := e.cfg.Store.PutTrial(ctx, t); perr != nil {
 		return fmt.Errorf("saving trial: %w", perr)
@@ -1474,7 +1509,7 @@ func (e *Engine) finalEvalFailed(ctx context.Context, s Session, t Trial, err er
 
 // finalOf scores a final re-evaluation ev against baseline b's metrics: the score of the
 // mean metrics, and the spread of the per-seed scores.
-func finalOf(st Settings, b *Trial, ev Evaluation) (Final, error) {
+func finalOf(st Settings, seeds []int, b *Trial, ev Evaluation) (Final, error) {
 	scorer := st.scorer(b.Metrics)
 	sc, err := scorer.Score(ev.Metrics)
 	if err != nil {
@@ -1487,16 +1522,18 @@ func finalOf(st Settings, b *Trial, ev Evaluation) (Final, error) {
 		}
 	}
 	_, std := MeanStd(per)
-	return Final{Seeds: st.FinalEvalSeeds, Metrics: ev.Metrics, PerSeed: ev.PerSeed, Score: sc, ScoreStd: std}, nil
+	return Final{Seeds: slices.Clone(seeds), Metrics: ev.Metrics, PerSeed: ev.PerSeed, Score: sc, ScoreStd: std}, nil
 }
 
-// finishUnimproved ends a session in which the baseline (best) beat every tuned trial: it
-// succeeded, with OutcomeNoImprovement and no preset, as the baseline's configuration is
-// what the trainer already has (docs/design.md §1).
-func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, best Trial) error {
+// finishUnimproved ends a session in which no tuned trial beat the baseline: base, the
+// baseline's result at the rung that decided, ranked first there, or ranked below a tuned
+// finalist whose gain the fresh seeds put at or below it. It succeeded, with
+// OutcomeNoImprovement and no preset, as the baseline's configuration is what the trainer
+// already has (docs/design.md §1).
+func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, base Trial) error {
 	s := n.s
 	done := s
-	done.State, done.BestTrial, done.BestRung, done.Outcome = StateSucceeded, best.Number, best.Rung, OutcomeNoImprovement
+	done.State, done.BestTrial, done.BestRung, done.Outcome = StateSucceeded, base.Number, base.Rung, OutcomeNoImprovement
 	result, _ := Compare(done, n.trials)
 	msg := "done: " + done.OutcomeText()
 	if result.Best.Trial != 0 || result.Dropped != "" {
@@ -1508,7 +1545,7 @@ func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, best Trial) e
 	}
 	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
 		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", OutcomeNoImprovement
-		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, best.RankScore(), ""
+		x.BestTrial, x.BestRung, x.BestScore, x.Preset = base.Number, base.Rung, base.StandingScore(), ""
 		x.Result = &result
 		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()
 		return nil
@@ -1516,44 +1553,39 @@ func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, best Trial) e
 	if err != nil {
 		return fmt.Errorf("finishing session: %w", err)
 	}
-	e.audit(ctx, s.ID, "session_succeeded", System, map[string]any{"outcome": OutcomeNoImprovement, "trial": best.Number, "rung": best.Rung, "score": best.RankScore()})
+	e.audit(ctx, s.ID, "session_succeeded", System, map[string]any{"outcome": OutcomeNoImprovement, "trial": base.Number, "rung": base.Rung, "score": base.StandingScore()})
 	e.notify(Event{Kind: EventSessionFinished, Session: s2, Text: msg})
 	return nil
 }
 
-// finish saves the best eligible trial of the highest rung as the session's preset.
+// finish ends the session with the finalist the top rung chose (chosenFinalist), measured on
+// fresh seeds by its final evaluation: its verdict (VerdictOf) is the outcome (OutcomeOf). A
+// tuned trial the fresh seeds put below the baseline beyond the noise is no improvement; any
+// other is saved as the session's preset, marked when its gain is within the noise.
 func (e *Engine) finish(ctx context.Context, n snapshot) error {
-	s := n.s
-	var best Trial
-	found := false
-	for r := topRung(n); r >= 0 && !found; r-- {
-		// The baseline carried along (control) competes too: a tuned trial that the
-		// baseline beats at equal training is no improvement (docs/design.md §1). A
-		// finalist whose re-evaluation on more seeds fails a gate is not eligible
-		// (Trial.Eligible); the result says so (DroppedFinalists).
-		best, found = bestOf(n.rung(r))
-	}
+	best, found := chosenFinalist(n)
 	if !found {
 		return errors.New("no trial passed the gates, not even the baseline")
 	}
 	if best.Number == 0 {
 		return e.finishUnimproved(ctx, n, best)
 	}
-	preset := e.presetOf(ctx, n, best)
-	name, score, std := preset.Name, preset.Score, preset.ScoreStd
+	control := ControlAt(n.trials, best.Rung)
+	outcome := OutcomeOf(VerdictOf(n.s.Settings, control, best))
+	if outcome == OutcomeNoImprovement {
+		return e.finishUnimproved(ctx, n, *control)
+	}
+	preset := e.presetOf(ctx, n, best, outcome)
 	if err := e.savePresetOnce(ctx, preset); err != nil {
 		return err
 	}
-	done := s
-	done.State, done.BestTrial, done.BestRung, done.Preset, done.Outcome = StateSucceeded, best.Number, best.Rung, name, OutcomeImproved
+	done := n.s
+	done.State, done.BestTrial, done.BestRung, done.Preset, done.Outcome = StateSucceeded, best.Number, best.Rung, preset.Name, outcome
 	result, _ := Compare(done, n.trials)
-	msg := fmt.Sprintf("done: %s; saved as preset %s", result.Headline(), name)
-	if s.Stopped != nil {
-		msg += "; " + s.Stopped.Text()
-	}
-	s2, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", OutcomeImproved
-		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, score, name
+	msg := finishedText(done, result)
+	s2, err := e.cfg.Store.UpdateSession(ctx, n.s.ID, func(x *Session) error {
+		x.State, x.Message, x.Reason, x.Outcome = StateSucceeded, msg, "", outcome
+		x.BestTrial, x.BestRung, x.BestScore, x.Preset = best.Number, best.Rung, preset.Score, preset.Name
 		x.Result = &result
 		x.UpdatedAt, x.EndedAt = time.Now().UTC(), time.Now().UTC()
 		return nil
@@ -1561,15 +1593,29 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 	if err != nil {
 		return fmt.Errorf("finishing session: %w", err)
 	}
-	e.audit(ctx, s.ID, "session_succeeded", System, map[string]any{"preset": name, "trial": best.Number, "rung": best.Rung, "score": score, "std": std})
+	e.audit(ctx, n.s.ID, "session_succeeded", System, map[string]any{"outcome": outcome, "preset": preset.Name, "trial": best.Number,
+		"rung": best.Rung, "score": preset.Score, "std": preset.ScoreStd})
 	e.notify(Event{Kind: EventSessionFinished, Session: s2, Text: msg})
 	return nil
 }
 
-// presetOf is the preset session n ships, best: its configuration, its score on the final
-// seeds when it was re-evaluated, who approved it, and its gain against the baseline trained
-// as long and against the task's defaults.
-func (e *Engine) presetOf(ctx context.Context, n snapshot, best Trial) Preset {
+// finishedText is the last line of session s, which saved a preset: its headline, the
+// preset, and what its outcome says when the gain is not one it can be held to.
+func finishedText(s Session, result Comparison) string {
+	msg := fmt.Sprintf("done: %s; saved as preset %s", result.Headline(), s.Preset)
+	if Unconfirmed(s.Outcome) {
+		msg = fmt.Sprintf("done: %s; %s; saved as preset %s, marked so", result.Headline(), s.OutcomeText(), s.Preset)
+	}
+	if s.Stopped != nil {
+		msg += "; " + s.Stopped.Text()
+	}
+	return msg
+}
+
+// presetOf is the preset session n ships, best, with outcome: its configuration, its score on
+// the fresh final seeds when it was measured there, who approved it, its gain against the
+// baseline trained as long with its verdict, and against the task's defaults.
+func (e *Engine) presetOf(ctx context.Context, n snapshot, best Trial, outcome string) Preset {
 	s := n.s
 	var approvers []string
 	seen := map[string]bool{}
@@ -1584,11 +1630,14 @@ func (e *Engine) presetOf(ctx context.Context, n snapshot, best Trial) Preset {
 		std, metrics = best.Final.ScoreStd, best.Final.Metrics
 	}
 	preset := Preset{Name: s.Settings.RunName + "-" + short(s.ID), SessionID: s.ID, Trial: best.Ref(), Config: best.RewardConfig.Clone(),
-		Score: best.RankScore(), ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task,
-		CreatedAt: time.Now().UTC(), Trainer: e.cfg.TrainerKind}
-	if v, ok := VersusControl(s.Settings, n.trials, best); ok {
+		Score: best.StandingScore(), ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task,
+		CreatedAt: time.Now().UTC(), Trainer: e.cfg.TrainerKind, Outcome: outcome}
+	control := ControlAt(n.trials, best.Rung)
+	if v, ok := FinalVersusOf(s.Settings, control, best); ok {
 		preset.Versus = &v
 	}
+	verdict := VerdictOf(s.Settings, control, best)
+	preset.Verdict = &verdict
 	g := e.gainOf(ctx, s, n.trials, best)
 	preset.Gain, preset.BuiltOn = &g, StartedFrom(s)
 	return preset

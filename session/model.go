@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -90,8 +91,9 @@ type Session struct {
 	BestScore  float64      `json:"best_score"`
 	NoImprove  int          `json:"no_improve"`
 	Preset     string       `json:"preset,omitempty"`
-	// Outcome is what a succeeded session came to: OutcomeImproved (Preset names the
-	// result) or OutcomeNoImprovement (no preset: the baseline stands); "" otherwise.
+	// Outcome is what a succeeded session came to (outcome.go): OutcomeImproved,
+	// OutcomeWithinNoise or OutcomeUnmeasured (Preset names the result), or
+	// OutcomeNoImprovement (no preset: the baseline stands); "" otherwise.
 	Outcome string `json:"outcome,omitempty"`
 	// Result is the headline comparison (Compare), kept current as trials finish.
 	Result     *Comparison `json:"result,omitempty"`
@@ -120,6 +122,22 @@ type Session struct {
 	// Stopped is set when rung 0's search ended early because the proposer's model
 	// expected no candidate to beat the best by more than the noise (ModelSaysStop).
 	Stopped *ModelStop `json:"model_stop,omitempty"`
+}
+
+// FinalSeeds are the seeds its final evaluation runs on: final_eval_seeds when the settings
+// list them, else fresh seeds derived from its id (FreshSeeds), which Start writes into its
+// settings.
+func (s Session) FinalSeeds() []int {
+	// A session stored before final seeds had to be fresh may list evaluation seeds: it
+	// draws fresh ones too, rather than re-measure the luck that chose.
+	if fs := s.Settings.FinalEvalSeeds; len(fs) > 0 && !slices.ContainsFunc(fs, func(v int) bool { return slices.Contains(s.Settings.EvalSeeds, v) }) {
+		return fs
+	}
+	n := s.Settings.FinalEvalCount
+	if n == 0 {
+		n = DefaultFinalEvalCount
+	}
+	return FreshSeeds(s.ID, n, s.Settings.EvalSeeds)
 }
 
 // IsBest reports whether t is the trial s names as its best (BestTrial @ BestRung): what it
@@ -217,12 +235,15 @@ type Trial struct {
 	PerSeed      []SeedMetrics `json:"per_seed,omitempty"`
 	Score        *Score        `json:"score,omitempty"`
 	Final        *Final        `json:"final,omitempty"`
-	Reason       string        `json:"reason,omitempty"`
-	LogTail      string        `json:"log_tail,omitempty"`
-	Proc         *Proc         `json:"proc,omitempty"`
-	StartedAt    time.Time     `json:"started_at,omitzero"`
-	EndedAt      time.Time     `json:"ended_at,omitzero"`
-	GPUSeconds   float64       `json:"gpu_seconds"`
+	// FinalFailed says why its final evaluation failed ("" when it did not): it keeps its
+	// rung result, and its gain is not measured on fresh seeds (VerdictOf).
+	FinalFailed string    `json:"final_failed,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	LogTail     string    `json:"log_tail,omitempty"`
+	Proc        *Proc     `json:"proc,omitempty"`
+	StartedAt   time.Time `json:"started_at,omitzero"`
+	EndedAt     time.Time `json:"ended_at,omitzero"`
+	GPUSeconds  float64   `json:"gpu_seconds"`
 
 	// Clip is the short video of the policy its rung's evaluation wrote (nil: none); ClipNote
 	// says why there is none, or why the one written was refused.
@@ -272,8 +293,9 @@ func (t Trial) PassesGates() bool {
 	return t.Score != nil && t.Score.Eligible && (t.Final == nil || t.Final.Score.Eligible)
 }
 
-// RankScore is the score used to rank finalists: the final re-evaluation when there is one.
-func (t Trial) RankScore() float64 {
+// StandingScore is the trial's score against the baseline's rung-0 evaluation as it stands:
+// its final evaluation's when it had one, else its rung's. It ranks nothing (RankFigure does).
+func (t Trial) StandingScore() float64 {
 	if t.Final != nil {
 		return t.Final.Score.Total
 	}
@@ -373,7 +395,16 @@ type Preset struct {
 	// BuiltOn is what its session started from (StartedFrom): "preset NAME", an earlier
 	// session's trial, or "" for the defaults.
 	BuiltOn string `json:"built_on,omitempty"`
+	// Outcome is its session's (OutcomeImproved, OutcomeWithinNoise, OutcomeUnmeasured);
+	// Verdict what the fresh seeds said of Versus. Both are "" and nil for an imported preset
+	// or one saved before they were recorded.
+	Outcome string   `json:"outcome,omitempty"`
+	Verdict *Verdict `json:"verdict,omitempty"`
 }
+
+// Unconfirmed reports whether p's gain was not shown to clear the noise (its session ended
+// within the noise or unmeasured): apply asks for it to be acknowledged.
+func (p Preset) Unconfirmed() bool { return Unconfirmed(p.Outcome) }
 
 // AuditEntry is one line of the append-only audit log.
 type AuditEntry struct {
@@ -427,6 +458,9 @@ func (e *UserError) Unwrap() error { return e.Err }
 // in err's chain; otherwise err.Error() and false, which a chat surface replaces by a
 // generic line and logs (STYLE.md rule 4). Every surface that shows an error calls this.
 func UserMessage(err error) (string, bool) {
+	if err == nil {
+		return "", false
+	}
 	if msg, ok := userFacing(err); ok {
 		return msg, true
 	}

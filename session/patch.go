@@ -277,17 +277,18 @@ func Merge(base RewardConfig, patch Patch) RewardConfig {
 func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardConfig, error) {
 	// What is checked, merged and compared with the tried list is what will be stored.
 	patch = s.Round(base, patch)
+	weightProbs, weightsSame := s.checkWeights(base, patch.Weights)
+	paramProbs, paramsSame := s.checkParams(base, patch.Params)
+	// Changes are counted after merging: a value equal to base's is no change (an edit
+	// may name one to leave it as it is). A name the space does not know counts.
 	var probs []string
-	n := patch.Len()
-	if n > s.MaxChanges {
+	if n := patch.Len() - weightsSame - paramsSame; n > s.MaxChanges {
 		probs = append(probs, fmt.Sprintf("%d changes: at most %d scalars may change per proposal", n, s.MaxChanges))
 	}
-	weightProbs, weightsChanged := s.checkWeights(base, patch.Weights)
-	paramProbs, paramsChanged := s.checkParams(base, patch.Params)
 	probs = append(append(probs, weightProbs...), paramProbs...)
-	if n == 0 {
+	if patch.Len() == 0 {
 		probs = append(probs, "empty patch: at least 1 scalar must change")
-	} else if weightsChanged+paramsChanged == 0 && len(probs) == 0 {
+	} else if weightsSame+paramsSame == patch.Len() && len(probs) == 0 {
 		probs = append(probs, "the patch changes nothing: every value equals the current one")
 	}
 	merged := Merge(base, patch)
@@ -304,9 +305,9 @@ func (s *Space) Validate(base RewardConfig, patch Patch, tried []Tried) (RewardC
 }
 
 // checkWeights checks a patch's weights against base: each names a known term, is finite
-// and keeps to the term's rules (checkWeight); changed counts those that differ from base
-// (a term base lacks is at its default).
-func (s *Space) checkWeights(base RewardConfig, weights map[string]float64) (probs []string, changed int) {
+// and keeps to the term's rules (checkWeight); same counts those equal to base's (a term
+// base lacks is at its default).
+func (s *Space) checkWeights(base RewardConfig, weights map[string]float64) (probs []string, same int) {
 	for _, name := range sortedKeys(weights) {
 		v := weights[name]
 		t, ok := s.Term(name)
@@ -322,18 +323,18 @@ func (s *Space) checkWeights(base RewardConfig, weights map[string]float64) (pro
 		if !had {
 			old = t.Default
 		}
-		if !nearlyEqual(old, v) {
-			changed++
+		if nearlyEqual(old, v) {
+			same++
 		}
 		probs = append(probs, s.checkWeight(t, old, v)...)
 	}
-	return probs, changed
+	return probs, same
 }
 
 // checkParams checks a patch's params against base: each names a known param, is finite
-// and within the param's bounds; changed counts those that differ from base (a param base
-// lacks is at its default).
-func (s *Space) checkParams(base RewardConfig, params map[string]float64) (probs []string, changed int) {
+// and within the param's bounds; same counts those equal to base's (a param base lacks is
+// at its default).
+func (s *Space) checkParams(base RewardConfig, params map[string]float64) (probs []string, same int) {
 	for _, name := range sortedKeys(params) {
 		v := params[name]
 		p, ok := s.Param(name)
@@ -349,14 +350,14 @@ func (s *Space) checkParams(base RewardConfig, params map[string]float64) (probs
 		if !had {
 			old = p.Default
 		}
-		if !nearlyEqual(old, v) {
-			changed++
+		if nearlyEqual(old, v) {
+			same++
 		}
 		if v < p.Min || v > p.Max {
 			probs = append(probs, fmt.Sprintf("params.%s: %g is outside its bounds [%g, %g]", name, v, p.Min, p.Max))
 		}
 	}
-	return probs, changed
+	return probs, same
 }
 
 // orderProblems names each ordered pair of params (s.Orders) that the patch touches and
@@ -480,12 +481,16 @@ func (s *Space) Suggest(name string) (string, bool) {
 }
 
 // suggest returns a " (did you mean X?)" hint for a misspelt name, or "".
-func (s *Space) suggest(name string) string {
-	best, ok := Closest(name, s.Names())
-	if !ok {
-		return ""
+func (s *Space) suggest(name string) string { return DidYouMean(name, s.Names()) }
+
+// DidYouMean is the hint " (did you mean X?)" for the one of names closest to a mistyped
+// word (Closest), "" when none is close: every refusal of a name or a value that is one of
+// a few words ends with it.
+func DidYouMean(word string, names []string) string {
+	if best, ok := Closest(word, names); ok {
+		return " (did you mean " + best + "?)"
 	}
-	return " (did you mean " + best + "?)"
+	return ""
 }
 
 // Closest returns the one of names nearest to a misspelt name, when it is near enough to
@@ -576,6 +581,43 @@ func (s *Space) Diff(a, b RewardConfig) []Change {
 		add("param", k, a.Params, b.Params)
 	}
 	return out
+}
+
+// WithoutUnchanged is patch less the values equal to base's (rounded as Validate rounds
+// them), and those values: a person may name one in an edit to leave it as it is, and the
+// patch that runs names only what changes.
+func (s *Space) WithoutUnchanged(base RewardConfig, patch Patch) (Patch, []Change) {
+	patch = s.Round(base, patch)
+	changed := PatchOf(s.Diff(base, Merge(base, patch)))
+	var same []Change
+	for _, kind := range []struct {
+		name string
+		m    map[string]float64
+		out  map[string]float64
+	}{{"weight", patch.Weights, changed.Weights}, {"param", patch.Params, changed.Params}} {
+		for _, name := range sortedKeys(kind.m) {
+			if _, ok := kind.out[name]; !ok {
+				same = append(same, Change{Kind: kind.name, Name: name, Old: kind.m[name], New: kind.m[name]})
+			}
+		}
+	}
+	return changed, same
+}
+
+// UnchangedNote says which values an edit named at their current value, left as they
+// were and not counted as changes; "" when none.
+func UnchangedNote(same []Change) string {
+	if len(same) == 0 {
+		return ""
+	}
+	parts := make([]string, len(same))
+	for i, c := range same {
+		parts[i] = fmt.Sprintf("%s = %g", c.Label(), c.New)
+	}
+	if len(same) == 1 {
+		return parts[0] + " is its current value: left as it was (not a change)."
+	}
+	return strings.Join(parts, ", ") + " are their current values: left as they were (not changes)."
 }
 
 // PatchOf turns a diff back into the patch that produces b from a.

@@ -60,6 +60,10 @@ func TestValidateRules(t *testing.T) {
 		{"param equal to base", p("foot_gait.period", 0.6), []string{"the patch changes nothing"}},
 		{"equal up to float noise", w("pose", 1+1e-12), []string{"the patch changes nothing"}},
 		{"one of two unchanged is fine", w("pose", 1, "foot_slip", -0.5), nil},
+		// Changes are counted after merging: a value equal to the base is no change.
+		{"4 changes and one equal to the base", wp([]any{"pose", 2, "foot_gait", 1, "body_ang_vel", -0.05}, []any{"foot_gait.period", 0.7, "stand_still.command_threshold", 0.2}), nil},
+		{"5 changes and one equal to the base", wp([]any{"pose", 2, "foot_gait", 1, "foot_slip", -0.5, "body_ang_vel", -0.05}, []any{"foot_gait.period", 0.7, "stand_still.command_threshold", 0.2}),
+			[]string{"5 changes: at most 4 scalars may change per proposal"}},
 
 		// names only from the tables
 		{"misspelt term", w("foot_slp", -0.5), []string{"weights.foot_slp: unknown term (did you mean foot_slip?)"}},

@@ -48,12 +48,17 @@ type Preference struct {
 // trial that had just finished; b is B's, the best so far): A scored within NoiseMargin of B,
 // or above it by more. Every surface that shows the card says it so.
 func AskedWhy(p Preference, a, b float64) string {
-	if a-b > NoiseMargin {
-		return fmt.Sprintf("A, trial %d, just finished at %s, above the best so far (B, trial %d, at %s) by more than the noise (%.2f)",
-			p.A, SignedScore(a), p.B, SignedScore(b), NoiseMargin)
+	// B is the baseline until a trial beats it: named so, as "the best so far" alone reads
+	// as a tuned trial.
+	best := "the best so far (B, trial %d, at %s)"
+	if p.B == 0 {
+		best = "the baseline, still the best so far (B, trial %d, at %s),"
 	}
-	return fmt.Sprintf("A, trial %d, just finished at %s, within the noise (%.2f) of the best so far (B, trial %d, at %s)",
-		p.A, SignedScore(a), NoiseMargin, p.B, SignedScore(b))
+	best = fmt.Sprintf(best, p.B, SignedScore(b))
+	if a-b > NoiseMargin {
+		return fmt.Sprintf("A, trial %d, just finished at %s, above %s by more than the noise (%.2f)", p.A, SignedScore(a), best, NoiseMargin)
+	}
+	return fmt.Sprintf("A, trial %d, just finished at %s, within the noise (%.2f) of %s", p.A, SignedScore(a), NoiseMargin, strings.TrimSuffix(best, ","))
 }
 
 // Open reports whether p is a card that waits for an answer.
@@ -334,7 +339,7 @@ func askCard(x *Session, t Trial, r0 []Trial, now time.Time) *Preference {
 			others = append(others, o)
 		}
 	}
-	best, ok := bestOf(others)
+	best, ok := bestOf(x.Settings, r0, others)
 	if !ok || t.Score.Total < best.Score.Total-NoiseMargin {
 		return nil
 	}
@@ -390,13 +395,16 @@ func Preferred(prefs []Preference, a, b int) bool {
 }
 
 // rankForPromotion orders the trials a rung promotes from, best first (docs/design.md §1):
-// by score, then people's preferences: of two trials within NoiseMargin of each other, the
-// one a person preferred ranks above the other, and a trial a person said walks worse than
-// the baseline goes after every tuned trial nobody said so of. ts are eligible trials of
-// one rung; a preference never makes another trial eligible.
-func rankForPromotion(ts []Trial, prefs []Preference) []Trial {
+// by their equal-training figure among trials, the session's (RankFigure), then people's
+// preferences: of two trials within NoiseMargin of each other, the one a person preferred
+// ranks above the other, and a trial a person said walks worse than the baseline goes after
+// every tuned trial nobody said so of. ts are eligible trials of one rung; a preference
+// never makes another trial eligible.
+func rankForPromotion(st Settings, trials, ts []Trial, prefs []Preference) []Trial {
 	out := slices.Clone(ts)
-	sortByScore(out)
+	SortByFigure(st, trials, out)
+	controls := Controls(trials)
+	fig := func(t Trial) float64 { return RankFigure(st, controls, t) }
 	// Each move puts a preferred trial just above the first trial within the margin that
 	// it was preferred to; a cycle of preferences (8 over 5, 5 over 9, 9 over 8) would move
 	// for ever, so the moves are bounded.
@@ -404,7 +412,7 @@ func rankForPromotion(ts []Trial, prefs []Preference) []Trial {
 		moved := false
 		for i := 0; i < len(out) && !moved; i++ {
 			for j := i + 1; j < len(out); j++ {
-				if out[i].RankScore()-out[j].RankScore() <= NoiseMargin && Preferred(prefs, out[j].Number, out[i].Number) {
+				if fig(out[i])-fig(out[j]) <= NoiseMargin && Preferred(prefs, out[j].Number, out[i].Number) {
 					t := out[j]
 					out = slices.Insert(slices.Delete(out, j, j+1), i, t)
 					moved = true

@@ -170,7 +170,7 @@ func TestRankForPromotion(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := numbers(session.RankForPromotion(ts, tt.prefs))
+			got := numbers(session.RankForPromotion(session.DefaultSettings(), ts, ts, tt.prefs))
 			if tt.want == nil {
 				slices.Sort(got)
 				tt.want = []int{1, 2, 3, 4, 5}
@@ -427,19 +427,23 @@ func TestPromotionReviewSettledAndPaused(t *testing.T) {
 }
 
 // TestAskedWhy (issue 35 item 9): an A/B card says "within the noise" only when A scored
-// within NoiseMargin of B; a trial above the best by more says so, with both scores.
+// within NoiseMargin of B; a trial above the best by more says so, with both scores. A B
+// that is the baseline is named so, not "the best so far" alone (issue 43, item 7.5).
 func TestAskedWhy(t *testing.T) {
-	p := session.Preference{A: 7, B: 0}
 	for _, tt := range []struct {
-		a, b float64
-		want string
+		b              int
+		aScore, bScore float64
+		want           string
 	}{
-		{0.066, 0, "A, trial 7, just finished at +0.066, above the best so far (B, trial 0, at +0.000) by more than the noise (0.01)"},
-		{0.012, 0.015, "A, trial 7, just finished at +0.012, within the noise (0.01) of the best so far (B, trial 0, at +0.015)"},
-		{0.02, 0.015, "A, trial 7, just finished at +0.020, within the noise (0.01) of the best so far (B, trial 0, at +0.015)"},
+		{0, 0.066, 0, "A, trial 7, just finished at +0.066, above the baseline, still the best so far (B, trial 0, at +0.000), by more than the noise (0.01)"},
+		{0, 0.004, 0, "A, trial 7, just finished at +0.004, within the noise (0.01) of the baseline, still the best so far (B, trial 0, at +0.000)"},
+		{4, 0.066, 0.02, "A, trial 7, just finished at +0.066, above the best so far (B, trial 4, at +0.020) by more than the noise (0.01)"},
+		{4, 0.012, 0.015, "A, trial 7, just finished at +0.012, within the noise (0.01) of the best so far (B, trial 4, at +0.015)"},
+		{4, 0.02, 0.015, "A, trial 7, just finished at +0.020, within the noise (0.01) of the best so far (B, trial 4, at +0.015)"},
 	} {
-		if got := session.AskedWhy(p, tt.a, tt.b); got != tt.want {
-			t.Errorf("AskedWhy(%g, %g) = %q, want %q", tt.a, tt.b, got, tt.want)
+		p := session.Preference{A: 7, B: tt.b}
+		if got := session.AskedWhy(p, tt.aScore, tt.bScore); got != tt.want {
+			t.Errorf("AskedWhy(B %d, %g, %g) = %q, want %q", tt.b, tt.aScore, tt.bScore, got, tt.want)
 		}
 	}
 }

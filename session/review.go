@@ -367,7 +367,7 @@ func nextInRank(x *Session, trials []Trial, rv *Review, dropping int) (int, bool
 
 // promotable lists the trials that may be promoted to rung, in rank order: the eligible
 // trials of the rung below (without the baseline when it is carried along as the control),
-// ranked by score and people's preferences (rankForPromotion).
+// ranked by their equal-training figure and people's preferences (rankForPromotion).
 func promotable(x *Session, trials []Trial, rung int) []Trial {
 	var el []Trial
 	for _, t := range trials {
@@ -375,7 +375,7 @@ func promotable(x *Session, trials []Trial, rung int) []Trial {
 			el = append(el, t)
 		}
 	}
-	return rankForPromotion(el, x.Preferences)
+	return rankForPromotion(x.Settings, trials, el, x.Preferences)
 }
 
 // reviewPlan returns the parents to promote to rung, from its review: opened here (the plan

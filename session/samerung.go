@@ -1,6 +1,9 @@
 package session
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // Versus is a trial's score as every surface shows it (docs/design.md §1, comparing like with
 // like): against the baseline trained as long (its control, at the trial's own rung) when the
@@ -74,37 +77,86 @@ func HasControl(control *Trial, t Trial) bool {
 	return t.Rung > 0 && control != nil && control.Rung == t.Rung && control.Metrics != nil
 }
 
-// VersusOf is VersusControl with the control given (nil: none at t's rung). A trial's stored
-// score is measured against the baseline's rung-0 metrics; because each metric's improvement
-// is divided by the baseline's own value and clipped, the score against another baseline is
-// not a difference of two stored scores, so it is recomputed from the metrics with the
-// control as the baseline. The final re-evaluations are compared when both have one (the
-// same final seeds), else the rung evaluations.
+// VersusOf is VersusControl with the control given (nil: none at t's rung): t's rung
+// evaluation against the control's, the equal-training figure that ranks every trial of a
+// rung (RankFigure) and that the table, cards and page show beside it. A trial's stored score
+// is measured against the baseline's rung-0 metrics; because each metric's improvement is
+// divided by the baseline's own value and clipped, the score against another baseline is not
+// a difference of two stored scores, so it is recomputed from the metrics with the control as
+// the baseline. A final re-evaluation never enters it: the final evaluation measures what was
+// chosen, it does not choose (FinalVersusOf).
 func VersusOf(st Settings, control *Trial, t Trial) (Versus, bool) {
 	if t.Score == nil {
 		return Versus{}, false
 	}
 	v := Versus{Score: t.Score.Total, Rung: t.Rung}
-	if t.Final != nil {
-		v.Score, v.Final = t.Final.Score.Total, true
-	}
 	if !HasControl(control, t) {
 		return v, true
 	}
 	if t.Number == 0 {
 		// The control itself: 0 against itself by definition.
-		return Versus{Score: 0, ControlRung: t.Rung, Rung: t.Rung, Final: t.Final != nil}, true
+		return Versus{Score: 0, ControlRung: t.Rung, Rung: t.Rung}, true
 	}
-	sc := st.scorer(control.Metrics)
-	mine, final := t.Metrics, false
-	if t.Final != nil && control.Final != nil {
-		sc.Baseline, mine, final = control.Final.Metrics, t.Final.Metrics, true
-	}
-	s, err := sc.Score(mine)
+	s, err := st.scorer(control.Metrics).Score(t.Metrics)
 	if err != nil {
 		return v, true // metrics unreadable: keep the stored score and say it is against rung 0
 	}
-	return Versus{Score: s.Total, ControlRung: t.Rung, Rung: t.Rung, Final: final}, true
+	return Versus{Score: s.Total, ControlRung: t.Rung, Rung: t.Rung}, true
+}
+
+// FinalVersusOf is t's figure on the final evaluation, on fresh seeds that chose nothing: its
+// final re-evaluation against the control's (Final true) when both have one, its final score
+// against rung 0's baseline when no baseline was trained as long, else VersusOf.
+// The headline, the preset's figure and its verdict (VerdictOf) are this one.
+func FinalVersusOf(st Settings, control *Trial, t Trial) (Versus, bool) {
+	switch {
+	case t.Score == nil || t.Final == nil:
+		return VersusOf(st, control, t)
+	case hasFinalControl(control, t):
+	case control == nil || control.Rung != t.Rung:
+		// No baseline trained as long: its final score against rung 0's, said so.
+		return Versus{Score: t.Final.Score.Total, Rung: t.Rung, Final: true}, true
+	default:
+		return VersusOf(st, control, t) // the control's final evaluation has not ended
+	}
+	if t.Number == 0 {
+		return Versus{Score: 0, ControlRung: t.Rung, Rung: t.Rung, Final: true}, true
+	}
+	s, err := st.scorer(control.Final.Metrics).Score(t.Final.Metrics)
+	if err != nil {
+		return VersusOf(st, control, t)
+	}
+	return Versus{Score: s.Total, ControlRung: t.Rung, Rung: t.Rung, Final: true}, true
+}
+
+// hasFinalControl reports whether control is the baseline's result at t's rung with a final
+// evaluation t's final one is compared with (at rung 0 too: the baseline's rung-0 result is
+// then the control, measured again on the same fresh seeds).
+func hasFinalControl(control *Trial, t Trial) bool {
+	return control != nil && control.Rung == t.Rung && control.Number == 0 && control.Final != nil && len(control.Final.Metrics) > 0
+}
+
+// RankFigure is the figure that ranks t among the trials of its rung, everywhere (the best,
+// the promotion plans, the leaderboard, the ladder and the star): VersusOf against controls'
+// result at t's rung; a trial without a score ranks last.
+func RankFigure(st Settings, controls map[int]*Trial, t Trial) float64 {
+	if v, ok := VersusOf(st, controls[t.Rung], t); ok {
+		return v.Score
+	}
+	return -2
+}
+
+// SortByFigure orders ts (trials of one rung, usually) best first by RankFigure among
+// trials, the session's trials; ties go to the lower trial number.
+func SortByFigure(st Settings, trials []Trial, ts []Trial) {
+	controls := Controls(trials)
+	fig := func(t Trial) float64 { return RankFigure(st, controls, t) }
+	sort.SliceStable(ts, func(i, j int) bool {
+		if a, b := fig(ts[i]), fig(ts[j]); a != b {
+			return a > b
+		}
+		return ts[i].Number < ts[j].Number
+	})
 }
 
 // ScoreVersus is t's rung evaluation scored against control (the baseline at t's rung), every

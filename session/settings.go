@@ -3,6 +3,8 @@ package session
 import (
 	"fmt"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -17,25 +19,29 @@ const TaskGo2Flat = "Unitree-Go2-Flat"
 
 // Settings are a session's parameters, validated at create (docs/design.md §1).
 type Settings struct {
-	Mode           string           `json:"mode" yaml:"mode"`
-	Task           string           `json:"task" yaml:"task"`
-	RunName        string           `json:"run_name" yaml:"run_name"`
-	GPUs           []int            `json:"gpus" yaml:"gpus"`
-	TrialCount     int              `json:"trial_count" yaml:"trial_count"`
-	Rungs          []int            `json:"rungs" yaml:"rungs"`
-	Promote        []int            `json:"promote" yaml:"promote"`
-	NumEnvs        int              `json:"num_envs" yaml:"num_envs"`
-	EvalNumEnvs    int              `json:"eval_num_envs" yaml:"eval_num_envs"`
-	EvalSteps      int              `json:"eval_steps" yaml:"eval_steps"`
-	Seed           int64            `json:"seed" yaml:"seed"`
-	Patience       int              `json:"early_stop_patience" yaml:"early_stop_patience"`
-	Objective      ObjectiveWeights `json:"objective_weights" yaml:"objective_weights"`
-	Floors         Metrics          `json:"floors" yaml:"floors"`
-	Fallback       bool             `json:"fallback" yaml:"fallback"`
-	Control        bool             `json:"control" yaml:"control"`
-	EvalSeeds      []int            `json:"eval_seeds" yaml:"eval_seeds"`
-	FinalEvalSeeds []int            `json:"final_eval_seeds" yaml:"final_eval_seeds"`
-	Preset         string           `json:"preset,omitempty" yaml:"preset"`
+	Mode        string           `json:"mode" yaml:"mode"`
+	Task        string           `json:"task" yaml:"task"`
+	RunName     string           `json:"run_name" yaml:"run_name"`
+	GPUs        []int            `json:"gpus" yaml:"gpus"`
+	TrialCount  int              `json:"trial_count" yaml:"trial_count"`
+	Rungs       []int            `json:"rungs" yaml:"rungs"`
+	Promote     []int            `json:"promote" yaml:"promote"`
+	NumEnvs     int              `json:"num_envs" yaml:"num_envs"`
+	EvalNumEnvs int              `json:"eval_num_envs" yaml:"eval_num_envs"`
+	EvalSteps   int              `json:"eval_steps" yaml:"eval_steps"`
+	Seed        int64            `json:"seed" yaml:"seed"`
+	Patience    int              `json:"early_stop_patience" yaml:"early_stop_patience"`
+	Objective   ObjectiveWeights `json:"objective_weights" yaml:"objective_weights"`
+	Floors      Metrics          `json:"floors" yaml:"floors"`
+	Fallback    bool             `json:"fallback" yaml:"fallback"`
+	Control     bool             `json:"control" yaml:"control"`
+	EvalSeeds   []int            `json:"eval_seeds" yaml:"eval_seeds"`
+	// FinalEvalSeeds are the seeds of the final evaluation; none listed (the default): a
+	// session draws FinalEvalCount fresh ones of its own (FreshSeeds). They must not be
+	// evaluation seeds: the final evaluation measures what those chose (docs/design.md §3).
+	FinalEvalSeeds []int  `json:"final_eval_seeds" yaml:"final_eval_seeds"`
+	FinalEvalCount int    `json:"final_eval_count,omitempty" yaml:"final_eval_count"`
+	Preset         string `json:"preset,omitempty" yaml:"preset"`
 	// SamplerMaxChanges is how many scalars a numeric-sampler proposal of an automatic
 	// session may change (0: the reward space's max_changes). Nobody reviews those patches,
 	// and the benchmark shows the sampler needs more than the reviewable 4 to find the gain
@@ -115,7 +121,7 @@ func DefaultSettings() Settings {
 		Mode: ModeAutomatic, Task: TaskGo2Flat, RunName: "auto-tune", GPUs: []int{0},
 		TrialCount: 12, Rungs: []int{300, 900, 2000}, NumEnvs: 4096, EvalNumEnvs: 256,
 		EvalSteps: 1000, Seed: 42, Patience: 8, Objective: DefaultObjectiveWeights(),
-		Floors: DefaultFloors(), EvalSeeds: []int{0, 1, 2}, FinalEvalSeeds: []int{0, 1, 2},
+		Floors: DefaultFloors(), EvalSeeds: []int{0, 1, 2}, FinalEvalCount: DefaultFinalEvalCount,
 		SamplerMaxChanges: 12, Control: true,
 		Preferences: PreferenceSettings{Ask: AskAuto, Max: 6, Weight: DefaultPreferenceWeight},
 	}
@@ -194,7 +200,8 @@ var settingRules = []settingRule{
 	{"objective_weights", func(s Settings) []string { return problemsOf(s.Objective.Check()) }},
 	{"floors", func(s Settings) []string { return problemsOf(CheckFloors(s.Floors)) }},
 	{"eval_seeds", func(s Settings) []string { return evalSeedList(s.EvalSeeds) }},
-	{"final_eval_seeds", func(s Settings) []string { return evalSeedList(s.FinalEvalSeeds) }},
+	{"final_eval_seeds", func(s Settings) []string { return finalSeedList(s.FinalEvalSeeds, s.EvalSeeds) }},
+	{"final_eval_count", func(s Settings) []string { return finalCount(s.FinalEvalCount, s.FinalEvalSeeds) }},
 	{"budget_gpu_hours", func(s Settings) []string { return gpuHours(s.BudgetGPUHours) }},
 	{"budget_tokens", func(s Settings) []string { return tokenBudget(s.BudgetTokens) }},
 	{"preferences.ask", func(s Settings) []string { return oneOf(s.Preferences.Ask, AskAuto, AskOff) }},
@@ -214,9 +221,9 @@ func oneOf(v string, allowed ...string) []string {
 		return nil
 	}
 	if len(allowed) == 2 {
-		return []string{fmt.Sprintf("%q is not %s or %s", v, allowed[0], allowed[1])}
+		return []string{fmt.Sprintf("%q is not %s or %s%s", v, allowed[0], allowed[1], DidYouMean(v, allowed))}
 	}
-	return []string{fmt.Sprintf("%q is not one of %v", v, allowed)}
+	return []string{fmt.Sprintf("%q is not one of %v%s", v, allowed, DidYouMean(v, allowed))}
 }
 
 // supportedTask: the task is one this installation accepts (the v1 task when none is listed),
@@ -277,7 +284,7 @@ func inRange(v, lo, hi int) []string {
 // rungList: three rungs of 1–1000000 iterations, none shorter than the one before.
 func rungList(rungs []int) []string {
 	if len(rungs) != 3 {
-		return []string{fmt.Sprintf("must have 3 entries (got %d)", len(rungs))}
+		return []string{fmt.Sprintf("must have 3 entries, the iterations of rungs 0, 1 and 2 (the search, then two rounds of promotion), e.g. [300, 900, 2000] (got %d)", len(rungs))}
 	}
 	var probs []string
 	for i, r := range rungs {
@@ -294,7 +301,7 @@ func rungList(rungs []int) []string {
 // promoteList: three entries, each at least 1, at most the trial count and the entry before.
 func promoteList(promote []int, trials int) []string {
 	if len(promote) != 3 {
-		return []string{fmt.Sprintf("must have 3 entries (got %d)", len(promote))}
+		return []string{fmt.Sprintf("must have 3 entries, the trials of rungs 0, 1 and 2 (trial_count, then how many are promoted to each), e.g. [12, 4, 2] (got %d)", len(promote))}
 	}
 	var probs []string
 	for i, p := range promote {
@@ -323,6 +330,63 @@ func evalSeedList(seeds []int) []string {
 		probs = append(probs, seedRange(int64(v))...)
 	}
 	return probs
+}
+
+// finalSeedList: none (fresh seeds of the session's own), or 2–16 seeds, each 0–2147483647,
+// listed once and none an evaluation seed: a seed that chose the finalist would re-measure
+// its luck, and a gain's spread needs two seeds.
+func finalSeedList(seeds, evalSeeds []int) []string {
+	if len(seeds) == 0 {
+		return nil
+	}
+	var probs []string
+	if len(seeds) < 2 || len(seeds) > 16 {
+		probs = append(probs, fmt.Sprintf("must list 2–16 seeds (got %d), or none for fresh seeds of each session's own", len(seeds)))
+	}
+	seen := map[int]int{}
+	var twice, shared []string
+	for _, v := range seeds {
+		if seen[v]++; seen[v] > 1 {
+			if seen[v] == 2 {
+				twice = append(twice, fmt.Sprint(v))
+			}
+			continue
+		}
+		probs = append(probs, seedRange(int64(v))...)
+		if slices.Contains(evalSeeds, v) {
+			shared = append(shared, fmt.Sprint(v))
+		}
+	}
+	switch len(twice) {
+	case 0:
+	case 1:
+		probs = append(probs, twice[0]+" is listed more than once")
+	default:
+		probs = append(probs, andWords(twice)+" are listed more than once")
+	}
+	if len(shared) > 0 {
+		probs = append(probs, fmt.Sprintf("%s also in eval_seeds: the final evaluation must run on seeds that chose nothing, or it re-measures the luck that chose the finalist; leave final_eval_seeds out for fresh seeds of each session's own", andWords(shared)))
+	}
+	return probs
+}
+
+// finalCount: 2–16 fresh seeds when final_eval_seeds lists none.
+func finalCount(n int, seeds []int) []string {
+	if len(seeds) == 0 && (n < 2 || n > 16) {
+		return []string{fmt.Sprintf("%d is outside 2–16 (a gain's spread needs two seeds)", n)}
+	}
+	return nil
+}
+
+// andWords joins words as "1", "1 and 2", "1, 2 and 3".
+func andWords(ws []string) string {
+	switch len(ws) {
+	case 0:
+		return ""
+	case 1:
+		return ws[0]
+	}
+	return strings.Join(ws[:len(ws)-1], ", ") + " and " + ws[len(ws)-1]
 }
 
 // gpuHours: 0 (no cap) or a positive number of hours.

@@ -25,7 +25,7 @@ func TestDefaultSettingsAreTheDesignTable(t *testing.T) {
 		Mode: "automatic", Task: "Unitree-Go2-Flat", RunName: "auto-tune", GPUs: []int{0},
 		TrialCount: 12, Rungs: []int{300, 900, 2000}, Promote: []int{12, 4, 2}, NumEnvs: 4096, EvalNumEnvs: 256,
 		EvalSteps: 1000, Seed: 42, Patience: 8, Objective: session.DefaultObjectiveWeights(), Floors: session.DefaultFloors(),
-		EvalSeeds: []int{0, 1, 2}, FinalEvalSeeds: []int{0, 1, 2}, SamplerMaxChanges: 12, Control: true,
+		EvalSeeds: []int{0, 1, 2}, FinalEvalCount: 5, SamplerMaxChanges: 12, Control: true,
 		Preferences: session.PreferenceSettings{Ask: "auto", Max: 6, Weight: session.DefaultPreferenceWeight},
 	}
 	if diff := cmp.Diff(want, s); diff != "" {
@@ -42,6 +42,8 @@ func TestSettingsValidate(t *testing.T) {
 		{"approval mode", func(s *session.Settings) { s.Mode = "approval" }, nil},
 		{"mode", func(s *session.Settings) { s.Mode = "manual" }, []string{`mode: "manual" is not automatic or approval`}},
 		{"mode is case-sensitive", func(s *session.Settings) { s.Mode = "Automatic" }, []string{"mode: "}},
+		{"mode misspelt", func(s *session.Settings) { s.Mode = "automatc" }, []string{`mode: "automatc" is not automatic or approval (did you mean automatic?)`}},
+		{"from_start misspelt", func(s *session.Settings) { s.From, s.FromStart = "ab12cd", "defualts" }, []string{`from_start: "defualts" is not best or defaults (did you mean defaults?)`}},
 		{"task", func(s *session.Settings) { s.Task = "Unitree-Go2-Rough" }, []string{`task: "Unitree-Go2-Rough" is not supported`}},
 		{"task from the installation's list", func(s *session.Settings) {
 			s.Tasks = []string{"Unitree-Go2-Rough", "Unitree-Go2-Flat"}
@@ -80,13 +82,13 @@ func TestSettingsValidate(t *testing.T) {
 		{"rungs decreasing", func(s *session.Settings) { s.Rungs = []int{300, 200, 2000} }, []string{"rungs: rung 1: 200 is less than rung 0's 300"}},
 		{"rungs over a million", func(s *session.Settings) { s.Rungs = []int{300, 900, 1_000_001} }, []string{"rungs: rung 2: 1000001 iterations is outside 1–1000000"}},
 		{"rung 0", func(s *session.Settings) { s.Rungs = []int{0, 900, 2000} }, []string{"rungs: rung 0: 0 iterations"}},
-		{"two rungs", func(s *session.Settings) { s.Rungs = []int{300, 900} }, []string{"rungs: must have 3 entries (got 2)"}},
+		{"two rungs", func(s *session.Settings) { s.Rungs = []int{300, 900} }, []string{"rungs: must have 3 entries, the iterations of rungs 0, 1 and 2 (the search, then two rounds of promotion), e.g. [300, 900, 2000] (got 2)"}},
 
 		{"promote 12 6 1", func(s *session.Settings) { s.Promote = []int{12, 6, 1} }, nil},
 		{"promote longer than trial_count", func(s *session.Settings) { s.Promote = []int{13, 4, 2} }, []string{"promote: entry 0: 13"}},
 		{"promote increasing", func(s *session.Settings) { s.Promote = []int{12, 2, 4} }, []string{"promote: entry 2: 4 must be ≥ 1, ≤ trial_count and ≤ the entry before"}},
 		{"promote 0", func(s *session.Settings) { s.Promote = []int{12, 4, 0} }, []string{"promote: entry 2: 0"}},
-		{"promote two entries", func(s *session.Settings) { s.Promote = []int{12, 4} }, []string{"promote: must have 3 entries (got 2)"}},
+		{"promote two entries", func(s *session.Settings) { s.Promote = []int{12, 4} }, []string{"promote: must have 3 entries, the trials of rungs 0, 1 and 2 (trial_count, then how many are promoted to each), e.g. [12, 4, 2] (got 2)"}},
 
 		{"num_envs 1 and 16384", func(s *session.Settings) { s.NumEnvs = 16384; s.EvalNumEnvs = 1 }, nil},
 		{"num_envs 16385", func(s *session.Settings) { s.NumEnvs = 16385 }, []string{"num_envs: 16385 is outside 1–16384"}},
@@ -111,7 +113,14 @@ func TestSettingsValidate(t *testing.T) {
 		{"floors", func(s *session.Settings) { s.Floors = with(session.DefaultFloors(), session.MetricPower, 0) },
 			[]string{"floors: floor for mechanical_power must be a positive number"}},
 		{"eval seeds empty", func(s *session.Settings) { s.EvalSeeds = nil }, []string{"eval_seeds: must list 1–16 seeds"}},
-		{"final eval seeds 17", func(s *session.Settings) { s.FinalEvalSeeds = make([]int, 17) }, []string{"final_eval_seeds: must list 1–16 seeds"}},
+		{"final eval seeds 17", func(s *session.Settings) { s.FinalEvalSeeds = seedsFrom(100, 17) }, []string{"final_eval_seeds: must list 2–16 seeds (got 17)"}},
+		{"final eval seed alone", func(s *session.Settings) { s.FinalEvalSeeds = []int{100} }, []string{"final_eval_seeds: must list 2–16 seeds (got 1)"}},
+		{"final eval seeds twice", func(s *session.Settings) { s.FinalEvalSeeds = []int{100, 100, 101, 101, 101} }, []string{"final_eval_seeds: 100 and 101 are listed more than once"}},
+		// The final evaluation re-running a seed that chose the finalist re-measures its luck
+		// (issue 43, item 1): refused, naming the seeds.
+		{"final eval seeds that chose", func(s *session.Settings) { s.FinalEvalSeeds = []int{0, 1, 2} }, []string{"final_eval_seeds: 0, 1 and 2 also in eval_seeds: the final evaluation must run on seeds that chose nothing"}},
+		{"final eval seeds fresh", func(s *session.Settings) { s.FinalEvalSeeds = []int{7301, 7302} }, nil},
+		{"final eval count 1", func(s *session.Settings) { s.FinalEvalCount = 1 }, []string{"final_eval_count: 1 is outside 2–16"}},
 		{"eval seed negative", func(s *session.Settings) { s.EvalSeeds = []int{-3} }, []string{"eval_seeds: -3 is outside 0–2147483647"}},
 		{"preset name", func(s *session.Settings) { s.Preset = "auto-tune-1234abcd" }, nil},
 		{"bad preset name", func(s *session.Settings) { s.Preset = "a/b" }, []string{`preset: "a/b" is not a preset name`}},
@@ -185,4 +194,13 @@ func TestNormalize(t *testing.T) {
 		Floors: session.Metrics{session.MetricPower: 1}}, s); diff != "" {
 		t.Errorf("Normalize overwrote given fields (-want +got):\n%s", diff)
 	}
+}
+
+// seedsFrom is n consecutive seeds from first.
+func seedsFrom(first, n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = first + i
+	}
+	return out
 }

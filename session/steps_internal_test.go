@@ -287,26 +287,26 @@ func TestCheckParams(t *testing.T) {
 	s := &Space{Params: []Param{{Name: "height", Default: 0.3, Min: 0.1, Max: 0.5}}}
 	base := RewardConfig{Params: map[string]float64{}}
 	cases := []struct {
-		name        string
-		base        RewardConfig
-		params      map[string]float64
-		wantProbs   string
-		wantChanged int
+		name      string
+		base      RewardConfig
+		params    map[string]float64
+		wantProbs string
+		wantSame  int // the values equal to base's: no change
 	}{
-		{"within bounds", base, map[string]float64{"height": 0.4}, "", 1},
-		{"at its default", base, map[string]float64{"height": 0.3}, "", 0},
-		{"at base's value", RewardConfig{Params: map[string]float64{"height": 0.2}}, map[string]float64{"height": 0.2}, "", 0},
-		{"at the bound", base, map[string]float64{"height": 0.5}, "", 1},
-		{"over the bound", base, map[string]float64{"height": 0.6}, "params.height: 0.6 is outside its bounds [0.1, 0.5]", 1},
+		{"within bounds", base, map[string]float64{"height": 0.4}, "", 0},
+		{"at its default", base, map[string]float64{"height": 0.3}, "", 1},
+		{"at base's value", RewardConfig{Params: map[string]float64{"height": 0.2}}, map[string]float64{"height": 0.2}, "", 1},
+		{"at the bound", base, map[string]float64{"height": 0.5}, "", 0},
+		{"over the bound", base, map[string]float64{"height": 0.6}, "params.height: 0.6 is outside its bounds [0.1, 0.5]", 0},
 		{"not finite", base, map[string]float64{"height": math.NaN()}, "params.height: NaN is not a finite number", 0},
 		{"unknown", base, map[string]float64{"depth": 1}, "params.depth: ", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			probs, changed := s.checkParams(c.base, c.params)
+			probs, same := s.checkParams(c.base, c.params)
 			got := strings.Join(probs, "|")
-			if changed != c.wantChanged || (c.wantProbs == "") != (got == "") || !strings.HasPrefix(got, c.wantProbs) {
-				t.Errorf("checkParams = %q, %d; want %q…, %d", got, changed, c.wantProbs, c.wantChanged)
+			if same != c.wantSame || (c.wantProbs == "") != (got == "") || !strings.HasPrefix(got, c.wantProbs) {
+				t.Errorf("checkParams = %q, %d; want %q…, %d", got, same, c.wantProbs, c.wantSame)
 			}
 		})
 	}

@@ -503,9 +503,10 @@ func (r *Runner) startLocal(s jobSpec) (*exec.Cmd, *os.File, error) {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(logf, "=== tunebot: could not start: %v\n", err)
+		why := startFailure(s.argv[0], r.t.Workdir, err)
+		fmt.Fprintf(logf, "=== tunebot: could not start: %s\n", why)
 		logf.Close()
-		return nil, nil, &session.JobError{Job: s.kind, Err: err, Reason: "could not start " + filepath.Base(s.argv[0]) + ": " + startReason(err)}
+		return nil, nil, &session.JobError{Job: s.kind, Err: err, Reason: why}
 	}
 	return cmd, logf, nil
 }

@@ -327,11 +327,87 @@ func TestLeftoverDaemonKilled(t *testing.T) {
 	}
 }
 
+// programs writes into a fresh directory what a trainer template may wrongly point at: a
+// file that is not executable, a directory, a script whose #! interpreter is missing.
+func programs(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, f := range map[string]struct {
+		body string
+		mode os.FileMode
+	}{"notexec": {"#!/bin/sh\n", 0o644}, "badshebang": {"#!/nonexistent/python\n", 0o755}} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(f.body), f.mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "adir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A trainer that cannot be started fails its trial naming the path it tried and why: a bare
+// name not on PATH, a path that does not exist (a relative one against the working
+// directory), a directory, a file that is not executable, a script that will not start.
 func TestStartFailure(t *testing.T) {
-	r := newRunner(t, trainer.Templates{Train: []string{"/nonexistent/trainer"}, Evaluate: []string{"true"}})
-	_, err := r.Train(context.Background(), trainJob(t.TempDir(), 10), session.JobHooks{})
-	if je := jobError(t, err); !strings.Contains(je.Reason, "could not start trainer") {
-		t.Errorf("reason %q", je.Reason)
+	dir := programs(t)
+	for _, tc := range []struct{ argv0, want string }{
+		{"/nonexistent/venv/bin/python", `the trainer executable "/nonexistent/venv/bin/python" does not exist`},
+		{"python3.11-not-installed", `the trainer executable "python3.11-not-installed" was not found on PATH`},
+		{"bin/python", `the trainer executable "` + filepath.Join(dir, "bin/python") + `" does not exist`},
+		{"adir", ""}, // a bare name is looked up on PATH, not in the working directory
+		{filepath.Join(dir, "adir"), `the trainer executable "` + filepath.Join(dir, "adir") + `" is a directory`},
+		{filepath.Join(dir, "notexec"), `the trainer executable "` + filepath.Join(dir, "notexec") + `" is not executable (mode -rw-r--r--)`},
+		{filepath.Join(dir, "badshebang"), `the trainer executable "` + filepath.Join(dir, "badshebang") + `" could not be started: no such file or directory (a script whose #! interpreter is missing?)`},
+	} {
+		t.Run(tc.argv0, func(t *testing.T) {
+			if tc.want == "" {
+				tc.want = `the trainer executable "` + tc.argv0 + `" was not found on PATH`
+			}
+			r := newRunner(t, trainer.Templates{Workdir: dir, Train: []string{tc.argv0, "--run-dir", "{run_dir}"}, Evaluate: []string{"true"}})
+			run := t.TempDir()
+			_, err := r.Train(context.Background(), trainJob(run, 10), session.JobHooks{})
+			je := jobError(t, err)
+			if je.Error() != "train job failed: "+tc.want {
+				t.Errorf("failure %q\nwant      %q", je.Error(), "train job failed: "+tc.want)
+			}
+			if log := readLog(t, filepath.Join(run, trainer.TrainLog)); !strings.Contains(log, tc.want) {
+				t.Errorf("train.log does not say it:\n%s", log)
+			}
+		})
+	}
+}
+
+func readLog(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// ProgramProblems names each template whose program, {python} and {tunebot} filled in,
+// cannot be started, as the job would fail on it; one that holds another placeholder is
+// known only when a job starts.
+func TestProgramProblems(t *testing.T) {
+	dir := programs(t)
+	tpl := trainer.Templates{Workdir: dir, Python: "venv/bin/python", Train: []string{"{python}", "-m", "x"},
+		ResumeArgs: []string{"--resume", "{checkpoint}"}, Evaluate: []string{filepath.Join(dir, "notexec")}}
+	want := []string{
+		`train: the trainer executable "` + filepath.Join(dir, "venv/bin/python") + `" ({python}, trainer.python) does not exist`,
+		`evaluate: the trainer executable "` + filepath.Join(dir, "notexec") + `" is not executable (mode -rw-r--r--)`,
+	}
+	if diff := cmp.Diff(want, tpl.ProgramProblems()); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+	for _, ok := range []trainer.Templates{
+		{Train: []string{"sh", "-c", "true"}, Evaluate: []string{"{tunebot}", "sim-eval"}},
+		{Train: []string{"{run_dir}/train.sh"}, Evaluate: []string{"/bin/true"}},
+	} {
+		if got := ok.ProgramProblems(); len(got) > 0 {
+			t.Errorf("%v: %v", ok, got)
+		}
 	}
 }
 

@@ -165,27 +165,7 @@ func playSession(ctx context.Context, dir string, m method, adv session.Advisor,
 // playIn runs one automatic session of the real engine in db (the session seed is st's)
 // and returns it as playSession does.
 func playIn(ctx context.Context, db *store.DB, dir string, m method, adv session.Advisor, tr memsim.Trainer, st session.Settings) (session.Session, []session.Trial, session.Preset, error) {
-	var none session.Preset
-	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: tr, Sampler: adv,
-		Space: m.space, SessionsDir: filepath.Join(dir, "sessions")})
-	if err != nil {
-		return session.Session{}, nil, none, err
-	}
-	defer eng.Shutdown(context.WithoutCancel(ctx))
-	st.Fallback = true
-	s, err := eng.Start(ctx, st, session.System)
-	if err != nil {
-		return session.Session{}, nil, none, err
-	}
-	if s, err = eng.Wait(ctx, s.ID); err != nil {
-		return session.Session{}, nil, none, err
-	}
-	trials, err := db.Trials(ctx, s.ID)
-	if err != nil || s.State != session.StateSucceeded {
-		return s, trials, none, err
-	}
-	ref, cfg, err := memsim.Shipped(ctx, db, s, trials)
-	return s, trials, session.Preset{Trial: ref, Config: cfg}, err
+	return memsim.Play(ctx, db, dir, m.space, adv, tr, st)
 }
 
 // runSession runs one whole session with the real engine (proposals, rung 0, successive
@@ -335,60 +315,26 @@ func cmdSessions(args []string, stdout io.Writer) error {
 		surf *sim.Surface
 		rep  int
 	}
-	jobs := make(chan job)
-	var (
-		mu       sync.Mutex
-		enc      = json.NewEncoder(stdout)
-		firstErr error
-		wg       sync.WaitGroup
-		cache    oracleCache
-	)
-	ctx := context.Background()
-	for w := 0; w < max(1, *workers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				dir := filepath.Join(root, fmt.Sprintf("s%d-r%d", j.surf.Seed(), j.rep))
-				run := func() ([]sessionResult, error) {
-					r, err := runSession(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
-					return []sessionResult{r}, err
-				}
-				if warm.on {
-					run = func() ([]sessionResult, error) {
-						return warm.runWarm(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
-					}
-				}
-				rs, err := run()
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				if err == nil {
-					for _, r := range rs {
-						if err = enc.Encode(r); err != nil {
-							break
-						}
-					}
-				}
-				mu.Unlock()
-			}
-		}()
-	}
+	var jobs []job
 	for s := *first; s < *first+int64(*surfaces); s++ {
 		surf, err := sim.NewFamilySurface(*family, s)
 		if err != nil {
-			close(jobs)
-			wg.Wait()
 			return err
 		}
 		for rep := 0; rep < *reps; rep++ {
-			jobs <- job{surf, rep}
+			jobs = append(jobs, job{surf, rep})
 		}
 	}
-	close(jobs)
-	wg.Wait()
-	return firstErr
+	var cache oracleCache
+	ctx := context.Background()
+	return memsim.Parallel(*workers, jobs, stdout, func(j job) ([]sessionResult, error) {
+		dir := filepath.Join(root, fmt.Sprintf("s%d-r%d", j.surf.Seed(), j.rep))
+		if warm.on {
+			return warm.runWarm(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
+		}
+		r, err := runSession(ctx, dir, m, m.adv(j.surf), j.surf, j.rep, st, cache.get(j.surf, st), *noiseFree)
+		return []sessionResult{r}, err
+	})
 }
 
 // optunaBridge is the proposer of an Optuna session: every proposal is asked of

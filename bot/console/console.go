@@ -5,8 +5,10 @@ package console
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -44,8 +46,9 @@ type Console struct {
 	clips   bot.ClipFunc
 	handler *bot.Handler
 
-	verbose    bool   // every card whole; else a page: a line per trial, the cards that need a person
-	endOfInput string // said when reading ends
+	names      func(session.TrialRef) []string // a trial report's chart files (Config.ReportNames)
+	verbose    bool                            // every card whole; else a page: a line per trial, the cards that need a person
+	endOfInput string                          // said when reading ends
 
 	mu       sync.Mutex     // guards everything below, and out
 	current  string         // the session of the newest event
@@ -73,7 +76,12 @@ type Config struct {
 	Charts  bot.ChartFunc                    // trial reports and chart answers (nil: no charts)
 	Final   bot.FinalChartFunc               // a finished session's summary charts (nil: none)
 	Clips   bot.ClipFunc                     // trial reports' clips and the summary's (nil: none)
-	Logger  *slog.Logger
+	// ReportNames names the chart files of a finished trial's report (charts.ReportNames).
+	// With it, a session heard of as running again (resumed) has the reports of its
+	// finished trials that are missing under Dir (a full disk stopped their saving) drawn
+	// again; nil: none are.
+	ReportNames func(session.TrialRef) []string
+	Logger      *slog.Logger
 	// Verbose prints every card whole, as chat shows them. Without it the terminal is a
 	// page: progress, one line per finished trial and one naming its clip's file, the
 	// proposals and decisions a person makes, and the summary's table and headline; charts
@@ -94,7 +102,7 @@ func New(cfg Config) *Console {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &Console{out: cfg.Redact.Writer(cfg.Out), in: cfg.In, dir: cfg.Dir, store: cfg.Store, space: cfg.Space, log: cfg.Logger,
-		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, progress: map[string]int{}, verbose: cfg.Verbose, endOfInput: cfg.EndOfInput}
+		events: make(chan session.Event, 1024), charts: cfg.Charts, final: cfg.Final, clips: cfg.Clips, names: cfg.ReportNames, progress: map[string]int{}, verbose: cfg.Verbose, endOfInput: cfg.EndOfInput}
 	c.handler = cfg.Handler
 	if c.handler == nil && cfg.Engine != nil {
 		// Without the daemon's handler the console serves one session in the foreground (tune).
@@ -261,6 +269,9 @@ func (c *Console) showLine(ctx context.Context, r *bot.Renderer, e session.Event
 		c.showProgress(e, stamp)
 	case session.EventSessionUpdated:
 		c.printf("[%s] %s\n", stamp, e.Text)
+		if e.Session.State == session.StateRunning {
+			c.redrawLost(ctx, e.Session)
+		}
 	case session.EventTrialStarted:
 		if c.verbose {
 			c.printf("[%s] %s\n", stamp, e.Text)
@@ -453,10 +464,73 @@ func forTerminal(card bot.Card) bot.Card {
 	return card
 }
 
+// redrawLost draws again the reports of s's finished trials whose chart files are missing
+// under the reports directory (a full disk stopped their saving before s was paused), and
+// saves the missing ones; the charts still there are left as they were drawn.
+func (c *Console) redrawLost(ctx context.Context, s session.Session) {
+	c.mu.Lock()
+	draw := c.charts
+	c.mu.Unlock()
+	if draw == nil || c.names == nil || c.dir == "" || c.store == nil {
+		return
+	}
+	trials, err := c.store.Trials(ctx, s.ID)
+	if err != nil {
+		c.log.Warn("listing trials to draw lost charts again", "session", s.ID, "err", err)
+		return
+	}
+	for _, t := range trials {
+		if t.State != session.TrialCompleted && t.State != session.TrialFailed {
+			continue // no report yet
+		}
+		lost := c.lostCharts(s.ID, t.Ref())
+		if len(lost) == 0 {
+			continue
+		}
+		atts, err := draw(ctx, s, t, nil)
+		if err != nil {
+			c.log.Warn("drawing lost charts again", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", err)
+			continue
+		}
+		var missing []bot.Attachment
+		for _, a := range atts {
+			if lost[a.Name] {
+				missing = append(missing, a)
+			}
+		}
+		c.save(bot.Card{Session: s.ID, Blocks: []bot.Block{{Kind: bot.BlockAttachments, Attachments: missing}}})
+	}
+}
+
+// lostCharts are the chart files of trial ref's report that are not under the reports
+// directory.
+func (c *Console) lostCharts(sessionID string, ref session.TrialRef) map[string]bool {
+	lost := map[string]bool{}
+	for _, name := range c.names(ref) {
+		if _, err := os.Stat(c.chartPath(sessionID, name)); errors.Is(err, fs.ErrNotExist) {
+			lost[name] = true
+		}
+	}
+	return lost
+}
+
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
+// chartPath is where a chart named name of session sessionID ("": of no session) is saved:
+// dir/<session8>/name. Both are sanitised: nothing from outside becomes a path.
+func (c *Console) chartPath(sessionID, name string) string {
+	sub := "charts"
+	if sessionID != "" {
+		sub = unsafeName.ReplaceAllString(session.Short(sessionID), "_")
+	}
+	name = strings.TrimLeft(unsafeName.ReplaceAllString(filepath.Base(name), "_"), ".")
+	if name == "" {
+		name = "chart.png"
+	}
+	return filepath.Join(c.dir, sub, name)
+}
+
 // save writes the card's attachments under dir/<session8>/ and returns name → path.
-// Names are sanitised: nothing from outside becomes a path.
 func (c *Console) save(card bot.Card) map[string]string {
 	paths := map[string]string{}
 	for _, b := range card.Blocks {
@@ -467,20 +541,12 @@ func (c *Console) save(card bot.Card) map[string]string {
 			if len(a.Data) == 0 || c.dir == "" {
 				continue
 			}
-			sub := "charts"
-			if card.Session != "" {
-				sub = unsafeName.ReplaceAllString(session.Short(card.Session), "_")
-			}
-			name := strings.TrimLeft(unsafeName.ReplaceAllString(filepath.Base(a.Name), "_"), ".")
-			if name == "" {
-				name = "chart.png"
-			}
-			dir := filepath.Join(c.dir, sub)
+			path := c.chartPath(card.Session, a.Name)
+			dir := filepath.Dir(path)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				c.log.Error("creating the chart directory", "dir", dir, "err", err)
 				continue
 			}
-			path := filepath.Join(dir, name)
 			if err := disk.WriteFile(path, a.Data, 0o644); err != nil { // never half a chart
 				c.log.Error("saving a chart", "path", path, "err", err)
 				continue

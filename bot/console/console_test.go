@@ -306,3 +306,50 @@ func TestConsoleRedactsSecrets(t *testing.T) {
 		t.Errorf("the terminal quotes the key, or not the masked reason and log:\n%s", text)
 	}
 }
+
+// A session heard of as running again (a resume) gets the charts of its finished trials
+// drawn again where they are missing under the reports directory, as a full disk leaves
+// them; those still there are left as they are, and a paused session draws nothing
+// (issue 43, item 7.2).
+func TestConsoleRedrawsLostChartsOnResume(t *testing.T) {
+	tests := []struct {
+		name  string
+		state session.State
+		want  map[string]string // file → content after
+	}{
+		{"resumed", session.StateRunning, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": "drawn"}},
+		{"paused", session.StatePaused, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			db, eng, s, _, _ := setup(t)
+			dir := t.TempDir()
+			if err := os.MkdirAll(filepath.Join(dir, "feedc0de"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "feedc0de", "t000-r0-reward.png"), []byte("kept"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := console.New(console.Config{Out: &syncBuffer{}, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
+				Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+					return []bot.Attachment{{Name: "t000-r0-reward.png", Data: []byte("drawn")}, {Name: "t000-r0-scores.png", Data: []byte("drawn")}}, nil
+				},
+				ReportNames: func(ref session.TrialRef) []string {
+					return []string{fmt.Sprintf("t%03d-r%d-reward.png", ref.Number, ref.Rung), fmt.Sprintf("t%03d-r%d-scores.png", ref.Number, ref.Rung)}
+				}})
+			s.State = tt.state
+			c.Notify(context.Background(), session.Event{Kind: session.EventSessionUpdated, Session: s, Text: "resumed by you"})
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := c.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range tt.want {
+				b, _ := os.ReadFile(filepath.Join(dir, "feedc0de", name))
+				if string(b) != want {
+					t.Errorf("%s holds %q, want %q", name, b, want)
+				}
+			}
+		})
+	}
+}

@@ -103,7 +103,8 @@ func dataDirAccess(dir string) string {
 
 // consoleLogger is the logger of the foreground commands (tune, demo): everything at the
 // configured level goes to <data_dir>/tunebot.log, and only warnings and errors reach the
-// terminal, where the cards are. The returned func closes the file.
+// terminal, where the cards are, in its own format (terminalHandler). The returned func
+// closes the file.
 func consoleLogger(c config.LogConfig, dataDir string, shared bool, stderr io.Writer) (*slog.Logger, func(), error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("data_dir %s cannot be created: %w", dataDir, err)
@@ -113,7 +114,7 @@ func consoleLogger(c config.LogConfig, dataDir string, shared bool, stderr io.Wr
 		return nil, nil, fmt.Errorf("opening tunebot's log in data_dir %s: %w", dataDir, err)
 	}
 	file := newLogger(c, f).Handler()
-	term := slog.NewTextHandler(secret.Process().Writer(stderr), &slog.HandlerOptions{Level: slog.LevelWarn})
+	term := newTerminalHandler(secret.Process().Writer(stderr))
 	return slog.New(slog.NewMultiHandler(file, term)), func() { f.Close() }, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 
 	"tunebot/apply"
 	"tunebot/config"
@@ -26,11 +27,14 @@ type applyAnswer struct {
 	Stdout string `json:"stdout"`
 	Stderr string `json:"stderr"`
 	Code   int    `json:"code"`
+	// Repo is the checkout the daemon's apply: section changes, "" when it has none.
+	Repo string `json:"repo"`
 }
 
 // applyViaDaemon asks the daemon holding cfg's store to run req, and prints its answer as
-// the command would have printed it itself.
-func applyViaDaemon(ctx context.Context, e *env, cfg config.Config, req applyRequest) int {
+// the command would have printed it itself, after a line that says whose apply: section it
+// ran with (cfgPath is the command's --config, which the daemon does not read).
+func applyViaDaemon(ctx context.Context, e *env, cfg config.Config, cfgPath string, req applyRequest) int {
 	token, err := daemonToken(cfg, "apply presets")
 	if err != nil {
 		fmt.Fprintln(e.stderr, "apply:", err)
@@ -54,9 +58,31 @@ func applyViaDaemon(ctx context.Context, e *env, cfg config.Config, req applyReq
 		fmt.Fprintf(e.stderr, "apply: reading the answer of the daemon on %s: %v\n", socketPath(cfg), err)
 		return 1
 	}
+	if ans.Repo != "" {
+		fmt.Fprint(e.stdout, daemonApplyNote(cfgPath, cfg.Apply.Repo, ans.Repo))
+	}
 	fmt.Fprint(e.stdout, ans.Stdout)
 	fmt.Fprint(e.stderr, ans.Stderr)
 	return ans.Code
+}
+
+// daemonApplyNote says that the daemon applies with its own apply: section, to the checkout
+// repo, and not with the command's config (cfgPath, whose apply.repo is mine); and, plainly,
+// when that config names another checkout, which the command then leaves as it is.
+func daemonApplyNote(cfgPath, mine, repo string) string {
+	whose := "the command's config is not read"
+	if cfgPath != "" {
+		whose = "not " + cfgPath + "'s"
+	}
+	note := fmt.Sprintf("a running tunebot holds the data file: applying with its apply: section (repo %s), %s\n", repo, whose)
+	if mine != "" && filepath.Clean(mine) != filepath.Clean(repo) {
+		name := cfgPath
+		if name == "" {
+			name = "the command's config"
+		}
+		note += fmt.Sprintf("%s names another checkout (apply.repo %s), which is left as it is\n", name, mine)
+	}
+	return note
 }
 
 // applyRoute serves tunebot apply on the daemon's socket with the token: the daemon's own
@@ -75,7 +101,7 @@ func (d *daemon) applyRoute(l *httpd.Local, token string) {
 		var stdout, stderr bytes.Buffer
 		code := d.applyForCommand(r.Context(), &stdout, &stderr, req, socketCaller(r))
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(applyAnswer{Stdout: stdout.String(), Stderr: stderr.String(), Code: code})
+		_ = json.NewEncoder(w).Encode(applyAnswer{Stdout: stdout.String(), Stderr: stderr.String(), Code: code, Repo: d.cfg.Apply.Repo})
 	})))
 }
 
@@ -110,6 +136,6 @@ func (d *daemon) applyForCommand(ctx context.Context, stdout, stderr io.Writer, 
 		fmt.Fprintln(stderr, "apply:", err)
 		return 1
 	}
-	ap.FromSim, ap.Partial = req.FromSim, req.Partial
+	ap.FromSim, ap.Partial, ap.Unconfirmed = req.FromSim, req.Partial, req.Unconfirmed
 	return applyOp(ctx, stdout, stderr, ap, d.app.db, req, by)
 }

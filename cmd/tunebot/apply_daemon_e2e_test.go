@@ -62,7 +62,8 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 	savePresets(t, data,
 		session.Preset{Name: "wide", SessionID: "s3", Config: wide, CreatedAt: time.Now()},
 		session.Preset{Name: "slippy", SessionID: "s1", Config: slippy, CreatedAt: time.Now()},
-		session.Preset{Name: "simmed", SessionID: "s2", Config: simmed, Trainer: session.TrainerSim, CreatedAt: time.Now()})
+		session.Preset{Name: "simmed", SessionID: "s2", Config: simmed, Trainer: session.TrainerSim, CreatedAt: time.Now()},
+		session.Preset{Name: "same", SessionID: "s4", Config: simmed, CreatedAt: time.Now()})
 	cmd, _, out := startDaemon(t, cfg)
 	mallory := []string{"USER=mallory"}
 	for _, tc := range []struct {
@@ -76,12 +77,17 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 		{[]string{"apply", "simmed", "--yes"}, 1, "", "trained on the built-in sim trainer"},
 		{[]string{"apply", "slippy", "--yes"}, 0, "preset slippy committed as", ""},
 		{[]string{"apply", "rollback", "--yes"}, 0, "reverted", ""},
-		{[]string{"apply", "simmed", "--yes", "--from-sim"}, 0, "preset simmed committed as", ""},
+		// Issue 43: applying again after a rollback goes on a fresh branch (the rolled-back one
+		// keeps its record); a checkout that holds a preset already has nothing to commit, and
+		// that is no failure; one value left out "was", not "were".
+		{[]string{"apply", "slippy", "--yes"}, 0, "on branch tunebot/slippy-2 (tests passed)", ""},
+		{[]string{"apply", "simmed", "--yes", "--from-sim"}, 0, "(tests passed); it was made on tunebot's built-in sim trainer: its scores are the sim's, not a robot's", ""},
+		{[]string{"apply", "same", "--yes"}, 0, "the trainer checkout already has every value of preset same that apply.edits writes: there is nothing to commit\n", ""},
 		// Issue 35 item 1: a preset apply.edits writes only in part is shown with what is
 		// left out, refused whole, and committed in part only when asked.
 		{[]string{"apply", "diff", "wide"}, 0, " → -0.5\nnot written (1 of the preset's values):\n  pose = 1.5 (no edit in apply.edits names it)\n", ""},
 		{[]string{"apply", "wide", "--yes"}, 1, "pose = 1.5", "preset wide cannot be applied whole"},
-		{[]string{"apply", "wide", "--yes", "--partial"}, 0, "part of preset wide committed as", ""},
+		{[]string{"apply", "wide", "--yes", "--partial"}, 0, "1 of its values was left out, as the commit message says", ""},
 	} {
 		code, stdout, stderr := runBinEnv(t, mallory, append(tc.args, "--config", cfg)...)
 		if code != tc.code || !strings.Contains(stdout, tc.out) || !strings.Contains(stderr, tc.errOut) || strings.Contains(stderr, "in use") {
@@ -105,8 +111,50 @@ func TestApplyWhileTheDaemonRuns(t *testing.T) {
 			}
 		}
 	}
-	if applies != 4 {
-		t.Errorf("%d applies and rollbacks audited, want 4", applies)
+	// slippy, its rollback, slippy again on a fresh branch, simmed, and part of wide
+	if applies != 5 {
+		t.Errorf("%d applies and rollbacks audited, want 5", applies)
+	}
+}
+
+// TestApplyThroughTheDaemonNamesItsCheckout (issue 43 item 6.2): an apply the daemon runs
+// says so, naming the checkout its apply: section changes and the --config it did not read,
+// and says plainly when that config names another checkout.
+func TestApplyThroughTheDaemonNamesItsCheckout(t *testing.T) {
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	repo, other := applytest.Repo(t), applytest.Repo(t)
+	cfg := applyConfig(t, dir, data, repo)
+	otherCfg := applyConfig(t, t.TempDir(), data, other)
+	slippy := session.DefaultSpace().Defaults()
+	slippy.Weights["foot_slip"] = -0.4
+	savePresets(t, data, session.Preset{Name: "slippy", SessionID: "s1", Config: slippy, CreatedAt: time.Now()},
+		session.Preset{Name: "slippier", SessionID: "s2", Config: slippy, CreatedAt: time.Now()})
+	startDaemon(t, cfg)
+	for _, tc := range []struct {
+		name, cfg, preset string
+		want              []string
+		not               string
+	}{
+		{"its own config", cfg, "slippy", []string{"a running tunebot holds the data file: applying with its apply: section (repo " + repo + "), not " + cfg + "'s"}, "another checkout"},
+		{"another config", otherCfg, "slippier", []string{"applying with its apply: section (repo " + repo + "), not " + otherCfg + "'s",
+			otherCfg + " names another checkout (apply.repo " + other + "), which is left as it is"}, "\x00"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runBinEnv(t, nil, "apply", tc.preset, "--yes", "--config", tc.cfg)
+			for _, w := range tc.want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("want %q in stdout:\n%s", w, stdout)
+				}
+			}
+			if code != 0 || strings.Contains(stdout, tc.not) {
+				t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+			}
+			runBinEnv(t, nil, "apply", "rollback", "--yes", "--config", tc.cfg)
+		})
+	}
+	if log := applytest.Git(t, other, "log", "--oneline"); strings.Contains(log, "slipp") {
+		t.Errorf("the checkout the daemon does not apply to changed: %s", log)
 	}
 }
 

@@ -19,11 +19,13 @@ func init() {
 }
 
 const applyUsage = `usage: tunebot apply diff PRESET [--config FILE]     show what applying PRESET would change
-       tunebot apply PRESET --yes [--partial] [--from-sim] [--config FILE]
+       tunebot apply PRESET --yes [--partial] [--from-sim] [--unconfirmed] [--config FILE]
                                                       commit PRESET on branch <prefix>PRESET, gated by the tests;
                                                       refused when apply.edits cannot write all its values, unless
                                                       --partial (the commit says which were left out);
-                                                      a preset of the built-in sim needs --from-sim
+                                                      a preset of the built-in sim needs --from-sim;
+                                                      one whose gain is within the noise (or was not
+                                                      measured) needs --unconfirmed
        tunebot apply rollback --yes [--config FILE]   revert the last apply with a revert commit`
 
 func runApply(ctx context.Context, e *env, args []string) int {
@@ -31,6 +33,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	cfgPath := fs.String("config", "", "config file with an apply: section")
 	yes := fs.Bool("yes", false, "really change the checkout (without it, apply only shows the diff)")
 	fromSim := fs.Bool("from-sim", false, "apply a preset the built-in sim trainer made (refused without it)")
+	unconfirmed := fs.Bool("unconfirmed", false, "apply a preset whose gain is within the noise or was not measured (refused without it)")
 	partial := fs.Bool("partial", false, "commit the values apply.edits can write when it cannot write them all (refused without it)")
 	operands, code, ok := parseInterleaved(e, fs, args)
 	if !ok {
@@ -39,7 +42,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	if len(operands) == 0 || len(operands) > 2 || (operands[0] == "diff") != (len(operands) == 2) {
 		return usageError(e, fs, "give diff PRESET, PRESET or rollback")
 	}
-	req := applyRequest{Operands: operands, Yes: *yes, FromSim: *fromSim, Partial: *partial}
+	req := applyRequest{Operands: operands, Yes: *yes, FromSim: *fromSim, Partial: *partial, Unconfirmed: *unconfirmed}
 	cfg, err := config.Load(*cfgPath, e.getenv)
 	if err != nil {
 		printProblems(e, err)
@@ -47,7 +50,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 	}
 	db, err := openStore(cfg)
 	if errors.Is(err, session.ErrLocked) {
-		return applyViaDaemon(ctx, e, cfg, req) // the daemon (or a tune) holds the store: it applies
+		return applyViaDaemon(ctx, e, cfg, *cfgPath, req) // the daemon (or a tune) holds the store: it applies
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "apply:", err)
@@ -67,7 +70,7 @@ func runApply(ctx context.Context, e *env, args []string) int {
 		printProblems(e, err)
 		return 1
 	}
-	ap.FromSim, ap.Partial = *fromSim, *partial
+	ap.FromSim, ap.Partial, ap.Unconfirmed = *fromSim, *partial, *unconfirmed
 	return applyOp(ctx, e.stdout, e.stderr, ap, db, req, cliActor(e))
 }
 
@@ -78,6 +81,8 @@ type applyRequest struct {
 	Yes      bool     `json:"yes"`
 	FromSim  bool     `json:"from_sim"`
 	Partial  bool     `json:"partial"`
+	// Unconfirmed acknowledges a preset whose gain was not shown to clear the noise.
+	Unconfirmed bool `json:"unconfirmed"`
 }
 
 // applyOp runs req with ap (FromSim already set from req) on the presets of db, printing to
@@ -98,14 +103,21 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		fmt.Fprintln(stderr, "apply:", err) // a sim preset: refused before anything is shown as if it would run
 		return 1
 	}
+	if err := preset.CheckConfirmed(p, req.Unconfirmed); err != nil {
+		if operands[0] != "diff" {
+			fmt.Fprintln(stderr, "apply:", err)
+			return 1
+		}
+		fmt.Fprintln(stdout, "note:", err) // the diff is shown, and says what an apply would ask
+	}
 	pv, err := ap.Diff(ctx, p)
 	if err != nil {
 		fmt.Fprintln(stderr, "apply:", err)
 		return 1
 	}
 	printPreview(stdout, p.Name, pv)
-	if operands[0] == "diff" {
-		return 0
+	if operands[0] == "diff" || len(pv.Changes) == 0 && (len(pv.Left) == 0 || req.Partial) {
+		return 0 // a checkout that holds the preset already has nothing to commit, and that is fine
 	}
 	if len(pv.Left) > 0 && !req.Partial {
 		fmt.Fprintf(stderr, "apply: preset %s cannot be applied whole (%d of its values above would not be written); add edits for them to apply.edits, or add --partial to commit the others (the commit says which were left out)\n", p.Name, len(pv.Left))
@@ -116,6 +128,11 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		return 0
 	}
 	res, err := ap.Apply(ctx, p, by)
+	if errors.Is(err, apply.ErrNothingToApply) {
+		msg, _ := session.UserMessage(err)
+		fmt.Fprintln(stdout, msg)
+		return 0
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "apply:", err)
 		if res.TestOutputTail != "" {
@@ -123,12 +140,25 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		}
 		return 1
 	}
-	if len(res.Left) > 0 {
-		fmt.Fprintf(stdout, "part of preset %s committed as %s on branch %s (tests passed); %d of its values were left out, as the commit message says\n", p.Name, res.Commit, res.Branch, len(res.Left))
-		return 0
-	}
-	fmt.Fprintf(stdout, "preset %s committed as %s on branch %s (tests passed)\n", p.Name, res.Commit, res.Branch)
+	fmt.Fprintln(stdout, appliedLine(p, res))
 	return 0
+}
+
+// appliedLine says what an apply of p committed: the whole preset or part of it, and for a
+// preset of the built-in sim that its scores are the sim's, as the commit message says.
+func appliedLine(p session.Preset, res bot.ApplyResult) string {
+	line := fmt.Sprintf("preset %s committed as %s on branch %s (tests passed)", p.Name, res.Commit, res.Branch)
+	if len(res.Left) > 0 {
+		were := "were"
+		if len(res.Left) == 1 {
+			were = "was"
+		}
+		line = fmt.Sprintf("part of preset %s committed as %s on branch %s (tests passed); %d of its values %s left out, as the commit message says", p.Name, res.Commit, res.Branch, len(res.Left), were)
+	}
+	if p.Trainer == session.TrainerSim {
+		line += "; it was " + preset.SimMade + ", as the commit message says"
+	}
+	return line
 }
 
 // rollbackOp reverts the last apply, or with no --yes says what it would revert.
@@ -156,7 +186,7 @@ func rollbackOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier
 func printPreview(w io.Writer, name string, pv bot.ApplyPreview) {
 	fmt.Fprint(w, bot.FormatChanges(pv.Changes))
 	if len(pv.Changes) == 0 {
-		fmt.Fprintf(w, "the trainer checkout already has every value of preset %s that apply.edits writes\n", name)
+		fmt.Fprintf(w, "the trainer checkout already has every value of preset %s that apply.edits writes: there is nothing to commit\n", name)
 	}
 	fmt.Fprint(w, bot.FormatLeft(pv.Left))
 }

@@ -168,6 +168,10 @@ func TestConfigCheckRefusals(t *testing.T) {
 		{"not YAML", []string{"--config", writeFile(t, "bad.yaml", "session: [unclosed\n")}, 1, []string{"bad.yaml: "}},
 		{"wrong type", []string{"--config", writeFile(t, "type.yaml", "\nsession:\n\n  trial_count: many\n")}, 1, []string{`line 4: session.trial_count: "many" is not a whole number`}},
 		{"no --config", nil, 2, []string{"--config FILE is required"}},
+		// The final evaluation re-running the seeds that chose the finalist measures their luck
+		// again (issue 43, item 1).
+		{"final seeds that chose", []string{"--config", writeFile(t, "final.yaml", "session:\n  eval_seeds: [0, 1, 2]\n  final_eval_seeds: [0, 1, 5]\n")}, 1,
+			[]string{"line 3: session.final_eval_seeds: 0 and 1 also in eval_seeds: the final evaluation must run on seeds that chose nothing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -448,7 +452,7 @@ func TestConfigWarnsOfUnenabledChat(t *testing.T) {
 			var warns []string
 			for _, l := range strings.Split(errb.String(), "\n") {
 				if strings.Contains(l, "configured but not enabled") {
-					if !strings.Contains(l, "level=WARN") {
+					if !strings.Contains(l, "] warning: ") {
 						t.Errorf("not a warning: %s", l)
 					}
 					warns = append(warns, l)

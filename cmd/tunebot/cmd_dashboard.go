@@ -103,7 +103,7 @@ every unused sign-in link stops working (the running daemon uses it at once).`
 		fmt.Fprintln(e.stdout, msg)
 		return 0
 	}
-	link, err := operatorLink(ctx, cfg, nil)
+	link, err := operatorLink(ctx, cfg, *cfgPath, nil)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "dashboard link:", err)
 		return 1
@@ -113,6 +113,10 @@ every unused sign-in link stops working (the running daemon uses it at once).`
 	return 0
 }
 
+// errNoPage is askDaemon's error when what answers on the socket has no such route: a
+// foreground tune, which serves the presets and apply there but no monitoring page.
+var errNoPage = errors.New("what answers serves no monitoring page")
+
 // askDaemon posts to path on the running daemon's socket as the operator (proof of reading
 // the data directory's key) and decodes its JSON answer into out; no daemon listening is
 // httpd.ErrNoDaemon.
@@ -120,7 +124,8 @@ func askDaemon(ctx context.Context, cfg config.Config, client *http.Client, path
 	keyPath := filepath.Join(privateDir(cfg), dashboardKeyFile)
 	key, err := dashboard.ReadKey(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("no %s in %s: tunebot run makes it when it starts with this config; is it running?", dashboardKeyFile, privateDir(cfg))
+		// tunebot run makes the key when it starts: none has run with this data_dir.
+		return fmt.Errorf("%w: no %s in %s", httpd.ErrNoDaemon, dashboardKeyFile, privateDir(cfg))
 	}
 	if err != nil {
 		return err
@@ -144,6 +149,9 @@ func askDaemon(ctx context.Context, cfg config.Config, client *http.Client, path
 	}
 	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	_ = json.Unmarshal(raw, &refusal)
+	if resp.StatusCode == http.StatusNotFound && refusal.Error == "" {
+		return fmt.Errorf("%w on %s", errNoPage, base)
+	}
 	if resp.StatusCode != http.StatusOK {
 		if refusal.Error == "" {
 			refusal.Error = resp.Status + " " + strings.TrimSpace(string(raw))
@@ -158,14 +166,25 @@ func askDaemon(ctx context.Context, cfg config.Config, client *http.Client, path
 
 // operatorLink asks the running daemon, on its socket, for a link: the daemon
 // holds the store, and proof of reading the data directory's key stands for the operator.
-func operatorLink(ctx context.Context, cfg config.Config, client *http.Client) (string, error) {
+// cfgPath is the config file the daemon is to run with, for the line that says how to
+// start one when none runs.
+func operatorLink(ctx context.Context, cfg config.Config, cfgPath string, client *http.Client) (string, error) {
 	if cfg.Service.Off() {
 		return "", fmt.Errorf("the monitoring page is off (service.addr: off in the config)")
 	}
 	var out struct {
 		URL string `json:"url"`
 	}
-	if err := askDaemon(ctx, cfg, client, "/api/link", &out); err != nil {
+	start := "tunebot run"
+	if cfgPath != "" {
+		start += " --config " + shellWord(cfgPath)
+	}
+	switch err := askDaemon(ctx, cfg, client, "/api/link", &out); {
+	case errors.Is(err, httpd.ErrNoDaemon):
+		return "", fmt.Errorf("no tunebot daemon is running with data_dir %s, so no monitoring page is served: start it with %s, then ask for the link again", cfg.DataDir, start)
+	case errors.Is(err, errNoPage):
+		return "", fmt.Errorf("a foreground tune runs with data_dir %s, and it serves no monitoring page: once it has ended, start the daemon with %s, then ask for the link again", cfg.DataDir, start)
+	case err != nil:
 		return "", err
 	}
 	if out.URL == "" {
@@ -191,7 +210,7 @@ func rotateDashboardKey(ctx context.Context, cfg config.Config, client *http.Cli
 		if err == nil {
 			return done, nil
 		}
-		if !errors.Is(err, httpd.ErrNoDaemon) {
+		if !errors.Is(err, httpd.ErrNoDaemon) && !errors.Is(err, errNoPage) {
 			return "", err
 		}
 	}

@@ -20,6 +20,7 @@ import (
 	"tunebot/private"
 	"tunebot/session"
 	"tunebot/store"
+	"tunebot/trainer"
 	"tunebot/trainer/slurm"
 )
 
@@ -71,12 +72,16 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 	}
 	r := &doctorReport{w: e.stdout}
 	r.line("ok", "config", "valid ("+tasksText(cfg)+")")
+	for _, w := range cfg.Warnings { // as config check says them
+		r.line("warn", "config", w)
+	}
 	// What tune and run check before they start, so doctor never passes what they refuse.
 	doctorAdvisor(r, cfg, e.getenv)
 	doctorChat(r, cfg, e)
 	if cfg.Trainer.IsSim() {
 		r.line("ok", "trainer", "built-in sim trainer: nothing to check")
 	} else {
+		doctorPrograms(r, cfg)
 		doctorTrainer(ctx, r, cfg)
 	}
 	if cfg.Executor.Backend == config.BackendSlurm {
@@ -184,6 +189,25 @@ func doctorTrainer(ctx context.Context, r *doctorReport, cfg config.Config) {
 	doctorTask(ctx, r, cfg, py, task, ck)
 	for _, task := range tasks[1:] {
 		doctorTask(ctx, r, cfg, py, task, adapterCheck{})
+	}
+}
+
+// doctorPrograms checks that the program of each template (train, evaluate; {python}
+// filled in) is an executable file, naming the template and the path when it is not: every
+// trial would fail on it at once. On Slurm the nodes start it, so this machine's view is a
+// warning.
+func doctorPrograms(r *doctorReport, cfg config.Config) {
+	t := cfg.Trainer
+	probs := trainer.Templates{Python: t.Python, Workdir: t.Workdir, Train: t.Train, Evaluate: t.Evaluate}.ProgramProblems()
+	status, then := "fail", ": every trial would fail at once"
+	if cfg.Executor.Backend == config.BackendSlurm {
+		status, then = "warn", " on this machine: the Slurm nodes start it, so check it is there on them"
+	}
+	for _, p := range probs {
+		r.line(status, "program", "trainer."+p+then)
+	}
+	if len(probs) == 0 {
+		r.line("ok", "program", "trainer.train and trainer.evaluate start executable files")
 	}
 }
 

@@ -126,7 +126,8 @@ func TestDoctor(t *testing.T) {
 			wantCode: 0,
 			want: []string{"ok    python     ", "Python 3.11.7", "ok    packages   mjlab 1.6.0, torch 2.15.0",
 				"ok    task       Unitree-Go2-Flat is registered", "ok    gpus       1 visible: NVIDIA GeForce RTX 5080",
-				"ok    defaults   the reward space's defaults match task Unitree-Go2-Flat (16 weights, 14 params)"},
+				"ok    defaults   the reward space's defaults match task Unitree-Go2-Flat (16 weights, 14 params)",
+				"ok    program    trainer.train and trainer.evaluate start executable files"},
 		},
 		{
 			name: "CPU only and defaults that differ: warnings, still usable",
@@ -158,7 +159,24 @@ func TestDoctor(t *testing.T) {
 				return adapterConfig(filepath.Join(dir, "venv", "bin", "python"), filepath.Join(dir, "data"))
 			},
 			wantCode: 1,
-			want:     []string{"fail  python", "is not an executable file: create the venv with scripts/mjlab-venv.sh"},
+			want: []string{"fail  python", "is not an executable file: create the venv with scripts/mjlab-venv.sh",
+				`fail  program    trainer.train: the trainer executable "`, `/venv/bin/python" ({python}, trainer.python) does not exist: every trial would fail at once`,
+				`fail  program    trainer.evaluate: the trainer executable "`},
+		},
+		{
+			// Every trial would fail at once on such a template: doctor names each and its path.
+			name: "template programs not there",
+			config: func(dir string) string {
+				return "data_dir: " + filepath.Join(dir, "data") + "\nsession: {fallback: true}\n" + `trainer:
+  workdir: ` + dir + `
+  python: ` + fakePython(t, dir, checkOK, go2Space(t, defaultsGo2)) + `
+  train: ["python3.11-not-installed", "train.py", "--reward-config", "{reward_config}", "--iterations", "{iterations}"]
+  evaluate: ["bin/eval", "--checkpoint", "{checkpoint}", "--output", "{eval_output}"]
+`
+			},
+			wantCode: 1,
+			want: []string{`fail  program    trainer.train: the trainer executable "python3.11-not-installed" was not found on PATH: every trial would fail at once`,
+				`fail  program    trainer.evaluate: the trainer executable "`, `/bin/eval" does not exist: every trial would fail at once`},
 		},
 		{
 			name: "data dir not writable",

@@ -21,12 +21,16 @@ import (
 	"tunebot/store"
 )
 
-// tuneConfig is a short sim session: four trials, three rungs of up to 150 iterations.
+// tuneConfig is a short sim session: four trials, three rungs of up to 150 iterations. Its
+// final seeds are fixed, so that what it comes to does not depend on the session's id (fresh
+// seeds are drawn from it): on these it ends within the noise and saves its preset, whose
+// policy and checkpoint a prune must keep.
 const tuneConfig = `
 session:
   trial_count: 4
   rungs: [50, 100, 150]
   early_stop_patience: 4
+  final_eval_seeds: [100, 101, 102, 103, 104]
 `
 
 // tuned runs `tunebot tune` n times in the data dir of cfg and returns the sessions' ids,

@@ -15,6 +15,7 @@ import (
 	"tunebot/bot"
 	"tunebot/bot/console"
 	"tunebot/bot/notify"
+	"tunebot/charts"
 	"tunebot/config"
 	"tunebot/dashboard"
 	"tunebot/httpd"
@@ -199,13 +200,13 @@ func (d *daemon) newApplier() (bot.Applier, error) {
 
 // startNotifiers builds the console (when wanted), runs it and the chat notifier, and
 // lets the relay hand them the engine's events it has kept so far and those to come.
-func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole bool, charts bot.ChartFunc) {
+func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole bool, draw bot.ChartFunc) {
 	nctx, ncancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.notifyCancel = ncancel
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
 		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
-			Handler: d.handler, Store: d.app.db, Space: d.cfg.NamesSpace(), Charts: charts, Final: finalCharts(charts), Clips: d.app.clips(), Logger: d.log, Verbose: d.verbose, Redact: secret.Process(),
+			Handler: d.handler, Store: d.app.db, Space: d.cfg.NamesSpace(), Charts: draw, Final: finalCharts(draw), Clips: d.app.clips(), ReportNames: charts.ReportNames, Logger: d.log, Verbose: d.verbose, Redact: secret.Process(),
 			EndOfInput: "input has ended (Ctrl-D): this terminal reads no more commands; tunebot keeps running until Ctrl-C or SIGTERM"})
 		to = append(to, d.con) // it queues what comes until runConsole, once the daemon runs
 	}

@@ -42,18 +42,24 @@ esac
 	return p
 }
 
-// config check accepts each checked-in space as it is, and the copies in testdata are the
+// config check accepts each checked-in space as it is under its own task, and refuses the
+// file alone, whose session.task is the default Go2's; the copies in testdata are the
 // checked-in files.
 func TestSpaceFilesPassConfigCheck(t *testing.T) {
-	for name := range spaceFiles {
+	for name, f := range spaceFiles {
 		t.Run(name, func(t *testing.T) {
 			copy := filepath.Join("testdata", "spaces", name)
 			if readFile(t, copy) != readFile(t, filepath.Join("..", "..", "trainer", "mjlab", "spaces", name)) {
 				t.Fatalf("%s differs from trainer/mjlab/spaces/%s: copy it again", copy, name)
 			}
-			code, out, errb := runCmd("config", "check", "--config", copy)
-			if code != 0 || out != copy+": ok\n" || errb != "" {
+			cfg := writeConfig(t, t.TempDir(), "session: {task: "+f.task+", tasks: ["+f.task+"]}\n"+readFile(t, copy))
+			code, out, errb := runCmd("config", "check", "--config", cfg)
+			if code != 0 || out != cfg+": ok\n" || errb != "" {
 				t.Fatalf("config check: exit %d\nstdout: %s\nstderr: %s", code, out, errb)
+			}
+			code, _, errb = runCmd("config", "check", "--config", copy)
+			if code != 1 || !strings.Contains(errb, "reward_space: its names are task "+f.task+"'s") {
+				t.Errorf("config check of the file alone: exit %d, want 1 naming task %s\n%s", code, f.task, errb)
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 
 	"tunebot/advisor"
 	"tunebot/bot/console"
+	"tunebot/charts"
 	"tunebot/config"
 	"tunebot/secret"
 	"tunebot/session"
@@ -100,7 +101,7 @@ func tuneFlagProblem(fs *flag.FlagSet, o tuneOptions) string {
 		return "--from-start says where a session built on another starts: give --from SESSION too"
 	}
 	if given["from-start"] && o.fromStart != session.FromBest && o.fromStart != session.FromDefaults {
-		return fmt.Sprintf("--from-start %q is not best or defaults", o.fromStart)
+		return fmt.Sprintf("--from-start %q is not best or defaults%s", o.fromStart, didYouMean(o.fromStart, []string{session.FromBest, session.FromDefaults}))
 	}
 	if given["trials"] && (o.trials < session.MinTrials || o.trials > session.MaxTrials) {
 		return fmt.Sprintf("--trials %d is outside %d–%d (the trial count, the baseline included)", o.trials, session.MinTrials, session.MaxTrials)
@@ -194,17 +195,26 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	defer stopSocket()
 	s, err := beginSession(ctx, a, st, o.resume)
 	if err != nil {
-		printProblems(e, err)
+		printStartRefusal(e, err, o)
 		return 1
 	}
 	// The session's line, then the console's (its banner first, then the events of the
 	// start, which wait in the relay's queue until it reads them).
-	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v); data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, a.engine.SessionDir(s.ID))
+	fmt.Fprintf(human, "session %s (task %s, %s mode, %d trials, rungs %v)%s; data in %s\n", s.ID, s.Settings.Task, s.Settings.Mode, s.Settings.TrialCount, s.Settings.Rungs, startsFrom(s), a.engine.SessionDir(s.ID))
 	stopConsole := startTuneConsole(ctx, a, cfg, human, stdin, events, logger, o.verbose)
 
 	final, code := follow(ctx, e, a.engine, s.ID, stdin.done)
 	stopConsole()
 	return tuneExit(ctx, e, a, o, final, code)
+}
+
+// startsFrom is what the start line says of where s starts ("; it builds on session …",
+// "; it starts from preset NAME"), "" from the defaults.
+func startsFrom(s session.Session) string {
+	if line := session.StartLine(s); line != "" {
+		return "; it " + line
+	}
+	return ""
 }
 
 // beginSession starts the session st, or with resume continues the newest unfinished one,
@@ -222,6 +232,21 @@ func beginSession(ctx context.Context, a *app, st session.Settings, resume bool)
 		a.engine.Shutdown(context.Background())
 	}
 	return s, err
+}
+
+// printStartRefusal says why no session began. Refused because another session is active,
+// it names that one and the commands that reach it from here: the terminal has no cancel
+// of its own, so a session is cancelled by resuming it and typing cancel.
+func printStartRefusal(e *env, err error, o tuneOptions) {
+	var be *session.BusyError
+	if !errors.As(err, &be) {
+		printProblems(e, err)
+		return
+	}
+	resume := resumeCommand(o)
+	fmt.Fprintf(e.stderr, "tunebot: %s; only one session runs at a time.\n", be.Error())
+	fmt.Fprintf(e.stderr, "  resume it: %s\n", resume)
+	fmt.Fprintf(e.stderr, "  cancel it: %s, then type cancel\n", resume)
 }
 
 // tuneExit ends a tune whose follow ended with code: the line that continues a session left
@@ -277,7 +302,7 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 func startTuneConsole(ctx context.Context, a *app, cfg config.Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
 	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
-		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), Logger: logger, Verbose: verbose, Redact: secret.Process()})
+		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), ReportNames: charts.ReportNames, Logger: logger, Verbose: verbose, Redact: secret.Process()})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
 	uiDone, relayDone := make(chan struct{}), make(chan struct{})
@@ -395,7 +420,7 @@ func unattended(ctx context.Context, e *env, eng *session.Engine, id string) (s 
 		return s, false, err
 	}
 	if s.State == session.StateAwaitingApproval {
-		if p, err := eng.Pause(ctx, id, console.User); err == nil {
+		if p, err := eng.PauseBecause(ctx, id, session.System, "input ended (nobody is left to decide)"); err == nil {
 			s = p
 			waits := "its proposals wait"
 			if _, review := s.OpenReview(); review {
@@ -443,7 +468,7 @@ type summaryJSON struct {
 	State     session.State     `json:"state"`
 	Preset    string            `json:"preset"`
 	Reason    string            `json:"reason"`
-	Best      *session.Standing `json:"best"`    // the preset's trial, scored as it was chosen (its final mean)
+	Best      *session.Standing `json:"best"`    // the preset's trial as it stands: its final evaluation on fresh seeds (final true)
 	Control   *session.Standing `json:"control"` // the baseline the headline compares with (at the best's rung); null when none
 	Headline  string            `json:"headline"`
 	Trials    []trialJSON       `json:"trials"`
@@ -455,16 +480,22 @@ type summaryJSON struct {
 	PlanChanges []planChangeJSON `json:"plan_changes"`
 	Outputs     map[string]any   `json:"outputs"`
 
-	// Outcome is what a succeeded session came to: "improved" (preset names it) or
-	// "no_improvement" (nothing beat the baseline; no preset); "" for any other state.
+	// Outcome is what a succeeded session came to: "improved" (preset names it),
+	// "within_noise" or "unmeasured" (a preset is saved, marked so) or "no_improvement"
+	// (nothing beat the baseline; no preset); "" for any other state.
 	Outcome string `json:"outcome"`
 	// Versus is the headline's best tuned trial against the baseline at its rung
-	// (session.Comparison.Versus), null before there is one.
+	// (session.Comparison.Versus): on fresh seeds (final true) once the session measured it;
+	// null before there is one.
 	Versus *session.Versus `json:"versus"`
+	// Verdict is the headline's gain as the fresh seeds measured it: its standard error,
+	// 95 % lower bound, seeds, the test and whether it clears the noise; null until the
+	// session chose its result.
+	Verdict *session.Verdict `json:"verdict"`
 	// BuiltOn is the earlier session this one built on (--from), null when none.
 	BuiltOn *session.BuiltOn `json:"built_on"`
-	// outcomeText is session.OutcomeText, for the terminal (the JSON has outcome and built_on).
-	outcomeText string
+	// outcomeLine is session.OutcomeLine, for the terminal (the JSON has outcome and verdict).
+	outcomeLine string
 	// Shipped is what the preset's configuration carries from the defaults and what the
 	// sampler's model credits each change with, null without a preset.
 	Shipped *shippedJSON `json:"shipped"`
@@ -519,11 +550,23 @@ type trialJSON struct {
 	Versus *session.Versus `json:"versus"`
 }
 
-// finalJSON is a finalist's re-evaluation on the final seeds.
+// finalJSON is a trial's final evaluation on fresh seeds: its score against rung 0's
+// baseline with the per-seed spread, and Versus, its figure against the baseline trained as
+// long measured on the same seeds (null when that has no final evaluation).
 type finalJSON struct {
-	Score float64 `json:"score"`
-	Std   float64 `json:"std"`
-	Seeds []int   `json:"seeds"`
+	Score  float64         `json:"score"`
+	Std    float64         `json:"std"`
+	Seeds  []int           `json:"seeds"`
+	Versus *session.Versus `json:"versus"`
+}
+
+// verdictOf is v as the summary gives it, measured numbers rounded; nil stays nil.
+func verdictOf(v *session.Verdict) *session.Verdict {
+	if v == nil {
+		return nil
+	}
+	r := v.Rounded()
+	return &r
 }
 
 type proposalJSON struct {
@@ -545,13 +588,14 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	if err != nil {
 		return summaryJSON{}, fmt.Errorf("listing proposals: %w", err)
 	}
-	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, outcomeText: s.OutcomeText(), Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
+	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, outcomeLine: s.OutcomeLine(), Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": dataFile(a.cfg),
 			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": logPath(a.cfg.DataDir)}}
 	if c, ok := session.Compare(s, trials); ok {
 		out.Headline = c.Headline()
 		if c.Best.Trial != 0 {
 			out.Versus = measuredVersus(c.Versus)
+			out.Verdict = verdictOf(c.Verdict)
 		}
 		// The control the headline compares with (the baseline at the best's rung), not
 		// the top rung's when the result fell back to a lower one.
@@ -617,6 +661,9 @@ func trialSummary(a *app, s session.Session, trials []session.Trial, t session.T
 	}
 	if t.Final != nil {
 		tj.Final = &finalJSON{Score: session.Measured(t.Final.Score.Total), Std: session.Measured(t.Final.ScoreStd), Seeds: append([]int{}, t.Final.Seeds...)}
+		if v, ok := session.FinalVersusOf(s.Settings, session.ControlAt(trials, t.Rung), t); ok && v.Final && v.Matched() {
+			tj.Final.Versus = measuredVersus(&v)
+		}
 	}
 	if t.Clip != nil {
 		p := filepath.Join(a.engine.SessionDir(s.ID), t.Clip.Path)
@@ -644,6 +691,7 @@ type creditJSON struct {
 	Gain     float64 `json:"gain"`
 	SD       float64 `json:"sd"`
 	Credited bool    `json:"credited"`
+	Harmful  bool    `json:"harmful"` // taking it back alone would gain more than its deviation
 }
 
 // shippedSummary is what the configuration of s's preset (its best trial's) carries and
@@ -658,22 +706,22 @@ func shippedSummary(a *app, s session.Session, best session.Trial, trials []sess
 	sp := a.engine.SpaceOf(s.Settings.Task)
 	req := session.ProposalRequest{SessionID: s.ID, Space: sp, Objective: s.Settings.Objective, Floors: s.Settings.Floors,
 		History: hist, Base: best.RewardConfig, Seed: s.Settings.Seed}
-	return shippedOf(sp, best.RewardConfig, advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, best.RewardConfig))
+	return shippedOf(sp, best.RewardConfig, advisor.NewSampler(advisor.SamplerOptions{}).Credit(req, best.RewardConfig), len(hist))
 }
 
 // shippedOf is what configuration c carries from sp's defaults, counted as every surface
 // counts a preset's changes (Space.Diff), and cs, the model's credit for them. Credit gives
 // nothing both when c changes nothing and when the model cannot be fitted (the baseline has
 // no metrics): the line tells the two apart.
-func shippedOf(sp *session.Space, c session.RewardConfig, cs []advisor.ChangeCredit) *shippedJSON {
+func shippedOf(sp *session.Space, c session.RewardConfig, cs []advisor.ChangeCredit, trials int) *shippedJSON {
 	n := len(sp.Diff(sp.Defaults(), c))
-	line := advisor.CreditLine(cs)
+	line := advisor.CreditLine(cs, trials)
 	if len(cs) == 0 && n > 0 {
-		line = "carries " + plural(n, "change") + " from the defaults; the model could not be fitted to credit them (no rung-0 baseline with metrics)"
+		line = "carries " + plural(n, "change") + " from the defaults; the sampler's model could not be fitted to credit them (no rung-0 baseline with metrics)"
 	}
 	out := &shippedJSON{Changes: n, Line: line, Credit: []creditJSON{}}
 	for _, c := range cs {
-		out.Credit = append(out.Credit, creditJSON{Name: c.Name, Change: c.Change, Gain: session.Measured(c.Gain), SD: session.Measured(c.SD), Credited: c.Credited()})
+		out.Credit = append(out.Credit, creditJSON{Name: c.Name, Change: c.Change, Gain: session.Measured(c.Gain), SD: session.Measured(c.SD), Credited: c.Credited(), Harmful: c.Harmful()})
 	}
 	return out
 }
@@ -728,8 +776,8 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 // ended; one that still waits says why here.
 func writeSummaryText(w io.Writer, s summaryJSON) {
 	fmt.Fprintf(w, "\nsession %s: %s\n", s.Session, session.StateLabel(s.State))
-	if s.Outcome == session.OutcomeNoImprovement {
-		fmt.Fprintf(w, "  outcome:     %s: %s\n", s.Outcome, s.outcomeText)
+	if s.outcomeLine != "" {
+		fmt.Fprintf(w, "  outcome:     %s\n", s.outcomeLine)
 	}
 	if s.Reason != "" && s.State.Active() {
 		fmt.Fprintf(w, "  reason: %s\n", s.Reason)

@@ -5,11 +5,18 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"strings"
 )
 
-// version is set at build time: go build -ldflags "-X main.version=v1.2.3". Without it the
-// module version Go records in the binary is used; the commit comes from its VCS stamp.
-var version = ""
+// version and commit are set at build time (make build: -ldflags "-X main.version=$(git
+// describe --tags --dirty) -X main.commit=$(git rev-parse HEAD)"). Without version the module
+// version Go records in the binary is used; the commit comes from Go's VCS stamp
+// (vcs.revision) when it recorded one, else from commit: Go records none with
+// -buildvcs=false or where it cannot read the checkout.
+var (
+	version = ""
+	commit  = ""
+)
 
 func init() {
 	register("version", "print tunebot's version, its commit and the Go version it was built with", runVersion)
@@ -35,11 +42,12 @@ func versionString() string {
 	if !ok {
 		bi = &debug.BuildInfo{}
 	}
-	return versionFromBuildInfo(bi, version)
+	return versionFromBuildInfo(bi, version, commit)
 }
 
-// versionFromBuildInfo says bi's module version (or set, the -X version) and commit.
-func versionFromBuildInfo(bi *debug.BuildInfo, set string) string {
+// versionFromBuildInfo says bi's module version (or set, the -X version) and commit: Go's
+// vcs.revision, else stamped (the -X commit, "-dirty" already on it when it applies).
+func versionFromBuildInfo(bi *debug.BuildInfo, set, stamped string) string {
 	var rev, dirty string
 	for _, s := range bi.Settings {
 		switch s.Key {
@@ -57,6 +65,12 @@ func versionFromBuildInfo(bi *debug.BuildInfo, set string) string {
 	}
 	if v == "" || v == "(devel)" {
 		v = "devel"
+	}
+	if rev == "" {
+		rev, dirty, _ = strings.Cut(stamped, "-")
+		if dirty != "" {
+			dirty = "-" + dirty
+		}
 	}
 	if rev == "" {
 		return v + " (commit unknown)"

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -40,21 +43,56 @@ func TestVersionFromBuildInfo(t *testing.T) {
 		{"module version", "v0.3.1", nil, "v0.3.1 (commit unknown)"},
 		{"set at build time", "v0.3.1", map[string]string{"vcs.revision": "abc"}, "v9 (commit abc)"},
 		{"nothing", "(devel)", nil, "devel (commit unknown)"},
+		// make build stamps the commit (git rev-parse) where Go recorded none (-buildvcs=false,
+		// a worktree Go cannot read): issue 43, item 7.13.
+		{"stamped commit", "(devel)", nil, "devel (commit 3643b8457e41-dirty)"},
+		{"stamped commit, Go's revision first", "(devel)", map[string]string{"vcs.revision": "0123456789abcdef0123"}, "devel (commit 0123456789ab)"},
 	}
 	for _, tc := range tests {
 		bi := &debug.BuildInfo{Main: debug.Module{Version: tc.main}}
 		for k, v := range tc.settings {
 			bi.Settings = append(bi.Settings, debug.BuildSetting{Key: k, Value: v})
 		}
-		set := ""
+		set, stamped := "", ""
 		if strings.HasPrefix(tc.name, "set") {
 			set = "v9"
 		}
-		if got := versionFromBuildInfo(bi, set); got != tc.want {
+		if strings.HasPrefix(tc.name, "stamped") {
+			stamped = "3643b8457e41479d58f96ff592b67e2a4070cfdc-dirty"
+		}
+		if got := versionFromBuildInfo(bi, set, stamped); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	if version == "" && strings.TrimSpace(versionString()) == "" {
 		t.Errorf("versionString is empty")
+	}
+}
+
+// make build stamps the version and the commit, so a binary it builds names its commit even
+// where Go records no VCS stamp (GOFLAGS=-buildvcs=false here; issue 43, item 7.13).
+func TestMakeBuildStampsTheCommit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds tunebot with make")
+	}
+	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Skipf("not a git checkout, or no git: %v", err)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	bin := filepath.Join(t.TempDir(), "tunebot")
+	build := exec.Command("make", "-s", "-C", "../..", "build", "BIN="+bin)
+	build.Env = append(os.Environ(), "GOFLAGS=-buildvcs=false")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(bin, "version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "(commit " + string(head[:12]); !strings.Contains(string(out), want) {
+		t.Errorf("tunebot version of a make build says %q, want %q", out, want)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -14,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"tunebot/config"
+	"tunebot/dashboard"
 	"tunebot/dashboard/browsertest"
 )
 
@@ -44,6 +47,32 @@ func dashboardLink(t *testing.T, cfg string) string {
 	return link
 }
 
+// With no daemon running, link says so and what to start, whether the page's key exists
+// (a daemon ran before) or not; never the socket's internal URL (issue 43, item 7.7).
+func TestDashboardLinkWithoutADaemon(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		dir := t.TempDir()
+		cfgPath := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", freeAddr(t)))
+		cfg, err := config.Load(cfgPath, func(string) string { return "" })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keyed {
+			if err := os.MkdirAll(privateDir(cfg), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := dashboard.LoadKey(filepath.Join(privateDir(cfg), dashboardKeyFile)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = operatorLink(context.Background(), cfg, cfgPath, nil)
+		want := "no tunebot daemon is running with data_dir " + cfg.DataDir + ", so no monitoring page is served: start it with tunebot run --config " + cfgPath + ", then ask for the link again"
+		if err == nil || err.Error() != want {
+			t.Errorf("key there %v: %v, want %q", keyed, err, want)
+		}
+	}
+}
+
 // TestDashboardLinkCommand: the operator's link, asked of the running daemon over its
 // loopback listener, signs in once; without a daemon the command says why.
 func TestDashboardLinkCommand(t *testing.T) {
@@ -51,7 +80,7 @@ func TestDashboardLinkCommand(t *testing.T) {
 	addr := freeAddr(t)
 	cfg := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", addr))
 	out, err := exec.Command(tunebotBin, "dashboard", "link", "--config", cfg).CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "is it running?") {
+	if err == nil || !strings.Contains(string(out), "no tunebot daemon is running") {
 		t.Fatalf("without a daemon: %v %s", err, out)
 	}
 	startDaemon(t, cfg)
@@ -215,6 +244,10 @@ func TestDashboardInChromium(t *testing.T) {
 		+ "|" + document.querySelector("#leaderboard tr.best").dataset.trial`), "|")
 	if want := best + ":7 0@0:7"; sides != want && (best != "0@0" || !regexp.MustCompile(`^0@0:7 [1-9]\d*@\d:7$`).MatchString(sides)) {
 		t.Errorf("compare view %q, want the best trial (%s) and the baseline (another trial when the baseline is the best) with their 7 metrics", sides, best)
+	}
+	// Each side's score says what it is against, as the leaderboard's (issue 43, item 7.11).
+	if caps := b.evalString(`[...document.querySelectorAll("#clips .clip-metrics caption")].map((c) => c.textContent).join(" | ")`); !regexp.MustCompile(`^[+-]\d\.\d{3} vs baseline @ rung \d.* \| [+-]\d\.\d{3} vs baseline @ rung \d`).MatchString(caps) {
+		t.Errorf("the compare view's scores say %q, want each against its baseline", caps)
 	}
 	b.eval(`document.querySelector("#play-both").click()`)
 	b.waitJS("both clips restarted", `document.querySelector("#clips").dataset.played === "1" && [...document.querySelectorAll("#clips .clip-player")].every((p) => p.complete && p.naturalWidth > 0)`)

@@ -20,7 +20,7 @@ func doctorDisk(r *doctorReport, cfg config.Config) {
 	for _, u := range usages {
 		text := fmt.Sprintf("%s free of %s on %s; the floor is %s (%s)", session.Bytes(u.Free), session.Bytes(u.Total), u.Path, session.Bytes(floor), how)
 		if u.Free < floor {
-			r.line("warn", "free space", text+": a session pauses before its next job until space is freed (`tunebot prune --dry-run` says what pruning would free)")
+			r.line("warn", "free space", text+": a session pauses before its next job until space is freed, service.min_free is lowered or data_dir is moved to a larger disk (`tunebot prune --dry-run` says what pruning would free)")
 			continue
 		}
 		r.line("ok", "free space", text)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -71,6 +72,42 @@ func TestDoctorOwnNames(t *testing.T) {
 			for _, w := range tc.notWant {
 				if strings.Contains(out, w) {
 					t.Errorf("output has %q:\n%s", w, out)
+				}
+			}
+		})
+	}
+}
+
+// A space pasted under the wrong task fails config check and doctor alike, naming the task
+// it looks like and the one it is under; a space that fits but is exactly another task's is
+// a warning on both.
+func TestDoctorSpaceOfAnotherTask(t *testing.T) {
+	g1 := readFile(t, filepath.Join("testdata", "spaces", "g1.yaml"))
+	go1 := readFile(t, filepath.Join("testdata", "spaces", "go1.yaml"))
+	for _, tc := range []struct {
+		name, body string
+		code       int
+		want       string
+	}{
+		{"the G1's space under Go2", g1, 1,
+			"reward_space: its names are task Mjlab-Velocity-Flat-Unitree-G1's (the same names as trainer/mjlab/spaces/g1.yaml), not task Unitree-Go2-Flat's"},
+		{"the G1's file keyed by Go2", "reward_spaces:\n  Unitree-Go2-Flat: {file: g1.yaml}\n", 1,
+			"reward_spaces.Unitree-Go2-Flat: its names are task Mjlab-Velocity-Flat-Unitree-G1's"},
+		{"the Go1's file keyed by G1", "reward_spaces:\n  Mjlab-Velocity-Flat-Unitree-G1: {file: go1.yaml}\n", 0,
+			"reward_spaces.Mjlab-Velocity-Flat-Unitree-G1: it has the same names as trainer/mjlab/spaces/go1.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range map[string]string{"g1.yaml": g1, "go1.yaml": go1} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg := writeConfig(t, dir, "data_dir: data\nsession: {fallback: true}\n"+tc.body)
+			for _, cmd := range [][]string{{"config", "check"}, {"doctor"}} {
+				code, out, errb := runCmd(append(cmd, "--config", cfg)...)
+				if code != tc.code || !strings.Contains(out+errb, tc.want) {
+					t.Errorf("%s: exit %d (want %d), output lacks %q:\n%s\n%s", cmd[0], code, tc.code, tc.want, out, errb)
 				}
 			}
 		})

@@ -139,6 +139,10 @@ func (f *followed) toTheEnd(t *testing.T) {
 		}
 		t.Fatalf("follow: exit %d, session %s, proposals %v; want 3, paused, proposal 1 run and 2 waiting\n%s", code, s.State, states, f.env.stderr)
 	}
+	// Nobody typed pause: the session says why it paused, not "paused by you" (issue 43, item 7.3).
+	if want := "paused because input ended (nobody is left to decide)"; s.Message != want {
+		t.Errorf("the paused session says %q, want %q", s.Message, want)
+	}
 }
 
 // A decision typed just before the input ends is recorded at once, but until the session's

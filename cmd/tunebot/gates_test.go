@@ -66,7 +66,7 @@ func TestShippedCountsChangesWhenTheModelCannotBeFitted(t *testing.T) {
 	name := sp.Terms[0].Name
 	best.RewardConfig.Weights[name] *= 2
 	sh := shippedSummary(a, s, best, rung2)
-	if sh.Changes != 1 || len(sh.Credit) != 0 || !strings.HasPrefix(sh.Line, "carries 1 change from the defaults; the model could not be fitted") {
+	if sh.Changes != 1 || len(sh.Credit) != 0 || !strings.HasPrefix(sh.Line, "carries 1 change from the defaults; the sampler's model could not be fitted") {
 		t.Errorf("%s doubled, no model: %+v", name, sh)
 	}
 }

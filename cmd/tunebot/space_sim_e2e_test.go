@@ -80,6 +80,10 @@ func TestFailedTrialSaysItsLogsEnd(t *testing.T) {
 	if !strings.Contains(stderr, "] trial 1 @ rung 0 failed: "+want+"\n") {
 		t.Errorf("the terminal does not say the failure with its log's end %q:\n%s", want, stderr)
 	}
+	// Said once, in the terminal's format: no raw slog line beside it (issue 43, item 7.1).
+	if n := strings.Count(stderr, "injected failure (exit)"); n != 1 || strings.Contains(stderr, "level=") {
+		t.Errorf("the terminal says the failure %d times, or shows a raw log line:\n%s", n, stderr)
+	}
 	var sum summaryJSON
 	lastJSON(t, stdout, &sum)
 	failed := 0

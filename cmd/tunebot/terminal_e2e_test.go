@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tunebot/bot/console"
+	"tunebot/charts"
 	"tunebot/session"
 )
 
@@ -126,6 +127,10 @@ func TestTuneStartsFromAPreset(t *testing.T) {
 	code, sum, errs := tuneBinary(t, "", nil, "tune", "--config", cfg, "--preset", "mine", "--fallback", "--json")
 	if code != 0 || len(sum.Trials) == 0 {
 		t.Fatalf("tune --preset: exit %d:\n%s", code, errs)
+	}
+	// The start message says where the session starts (issue 43, item 7.4).
+	if first, _, _ := strings.Cut(errs, "\n"); !strings.Contains(first, "; it starts from preset mine; data in ") {
+		t.Errorf("the start message does not name the preset: %q", first)
 	}
 	base := sum.Trials[0]
 	if base.Number != 0 || base.Source != session.SourcePreset || base.RewardConfig.Weights["pose"] != 1.5 {
@@ -271,4 +276,50 @@ func firstChangedWeight(t *testing.T, text string) (string, float64) {
 	}
 	t.Fatalf("no changed weight in the proposed change:\n%s", table)
 	return "", 0
+}
+
+// Charts a full disk kept from being saved are drawn again when the session resumes: here
+// the baseline's report is removed while the session is paused (issue 43, item 7.2).
+func TestResumeRedrawsLostCharts(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: data\nservice: {addr: off}\nsession:\n  mode: approval\n  fallback: true\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	if code, out, errOut := runBin(t, dir, "tune", "--config", cfg); code != 3 {
+		t.Fatalf("tune with no input: exit %d, want 3 (paused)\n%s%s", code, out, errOut)
+	}
+	lost, _ := filepath.Glob(filepath.Join(dir, "data", "reports", "*", "t000-r0-*.png"))
+	if len(lost) != len(charts.ReportNames(session.TrialRef{})) {
+		t.Fatalf("the baseline's report before the resume: %v", lost)
+	}
+	for _, f := range lost {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code, out, errOut := runBin(t, dir, "tune", "--resume", "--config", cfg); code != 3 {
+		t.Fatalf("tune --resume with no input: exit %d, want 3 (paused again)\n%s%s", code, out, errOut)
+	}
+	for _, f := range lost {
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("not drawn again on resume: %v", err)
+		}
+	}
+}
+
+// tune's start message says what a second session builds on, as chat's does (issue 43,
+// item 7.4; docs/design.md §1).
+func TestTuneStartSaysWhatItBuildsOn(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir, "data_dir: data\nservice: {addr: off}\nsession:\n  fallback: true\n  trial_count: 4\n  rungs: [10, 20, 30]\n")
+	code, first, errs := tuneBinary(t, "", nil, "tune", "--config", cfg, "--json")
+	if code != 0 {
+		t.Fatalf("the first session: exit %d\n%s", code, errs)
+	}
+	code, _, errs = tuneBinary(t, "", nil, "tune", "--config", cfg, "--from", first.Session[:6], "--json")
+	if code != 0 {
+		t.Fatalf("the second session: exit %d\n%s", code, errs)
+	}
+	line, _, _ := strings.Cut(errs, "\n")
+	if want := "; it builds on session " + first.Session[:8] + ": 4 trials, each weighted 0.5, starting from its best configuration (trial "; !strings.Contains(line, want) {
+		t.Errorf("the start message %q does not say %q", line, want)
+	}
 }

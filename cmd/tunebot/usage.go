@@ -156,9 +156,4 @@ func subcommand(e *env, cmd, usage string, subs []string, args []string) (sub st
 }
 
 // didYouMean is " (did you mean X?)" for the name closest to word, "" for none close.
-func didYouMean(word string, names []string) string {
-	if n, ok := session.Closest(word, names); ok {
-		return " (did you mean " + n + "?)"
-	}
-	return ""
-}
+func didYouMean(word string, names []string) string { return session.DidYouMean(word, names) }

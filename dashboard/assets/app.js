@@ -96,7 +96,7 @@
       const rows = data.sessions.map((s) => h("tr", { class: "state-" + s.state },
         h("td", {}, h("a", { href: "/sessions/" + enc(s.id) }, s.short)), h("td", {}, s.run_name),
         data.several_tasks ? h("td", {}, s.task) : null,
-        h("td", {}, h("span", { class: "badge " + s.state }, s.state_label), s.outcome === "no_improvement" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
+        h("td", {}, h("span", { class: "badge " + s.state }, s.state_label), s.outcome && s.outcome !== "improved" ? h("span", { class: "outcome muted", title: s.outcome_text }, " " + s.outcome) : null), h("td", {}, s.mode),
         h("td", { class: "r" }, s.trials_done + " / " + s.trials_planned),
         h("td", { class: "r" }, s.best_score === null ? "—" : s.best),
         h("td", {}, s.owner), h("td", {}, when(s.started)), h("td", {}, when(s.ended))));
@@ -173,7 +173,7 @@
       h("p", {}, s.run_name + " · " + s.task + " · " + s.mode + " mode · trials " + s.trials_done + "/" + s.trials_planned +
         " · best " + s.best +
         " · started " + when(s.started) + (s.ended ? " · ended " + when(s.ended) : "")),
-      s.outcome_text ? h("p", { id: "outcome" }, s.outcome + ": " + s.outcome_text + "; no preset saved") : null,
+      s.outcome_line ? h("p", { id: "outcome" }, s.outcome_line) : null,
       s.built_on ? h("p", { id: "built-on" }, "builds on ", h("a", { href: "/sessions/" + enc(s.built_on.id) }, "session " + s.built_on.short), s.built_on.rest) : null,
       s.message ? h("p", { class: "muted", id: "message" }, s.message) : null,
       s.pruned ? h("p", { class: "muted", id: "pruned" }, s.pruned) : null,
@@ -274,7 +274,7 @@
   function preferenceCard(d, c) {
     const msg = h("div", { id: "prefer-msg" });
     const side = (t, label) => h("div", { class: "clip-side", "data-trial": t.number + "@" + t.rung },
-      h("h3", {}, label + ": trial " + t.number + " · " + signed(t.score)),
+      h("h3", {}, label + ": trial " + t.number + " · " + versusText(t)),
       t.clip ? clipPlayer(t.clip, { width: 360, autoplay: true }) : h("p", { class: "muted" }, "no clip: " + (t.clip_note || "the trainer wrote none") + " (see its curves)"));
     const parts = [h("h2", {}, "Which walks better? A: trial " + c.a + " · B: trial " + c.b),
       h("p", { class: "muted", id: "prefer-why" }, (c.why || "A just finished; B is the best so far") + ". The score cannot see a hopping or shuffling gait; you can."),
@@ -401,7 +401,7 @@
       withClip.find((t) => t !== best);
     if (!clipsPicked) clipsPick = [ref(best), ref(base === best ? withClip.find((t) => t !== best) : base)];
     const pick = (i) => h("select", { id: "clip-" + "ab"[i], onchange: (e) => { clipsPick[i] = e.target.value; clipsPicked = true; clipsKey = ""; renderClips(el, d); } },
-      withClip.map((t) => h("option", { value: ref(t), selected: ref(t) === clipsPick[i] }, "trial " + t.number + " @ rung " + t.rung + " · " + signed(t.rank_score) + (t.best ? " ★" : ""))));
+      withClip.map((t) => h("option", { value: ref(t), selected: ref(t) === clipsPick[i] }, "trial " + t.number + " @ rung " + t.rung + " · " + versusText(t) + (t.best ? " ★" : ""))));
     const players = [];
     const side = (i) => {
       const t = withClip.find((x) => ref(x) === clipsPick[i]) || withClip[i];
@@ -409,7 +409,7 @@
       players.push(p);
       const rows = Object.entries(t.metrics || {}).map(([k, v]) => h("tr", {}, h("td", {}, metricLabel(d, k)), h("td", { class: "r" }, num(v))));
       return h("div", { class: "clip-side", "data-trial": ref(t) }, pick(i), h("div", {}, p),
-        h("table", { class: "clip-metrics" }, h("caption", {}, "score " + signed(t.rank_score) + (t.eligible ? "" : " · not eligible")), h("tbody", {}, rows)));
+        h("table", { class: "clip-metrics" }, h("caption", {}, versusText(t) + (t.eligible ? "" : " · not eligible")), h("tbody", {}, rows)));
     };
     const sides = [side(0), side(1)];
     // One plays, both play: a play, pause or seek of either is done to the other too.

@@ -63,6 +63,7 @@ func (l *AuditLog) Kinds() []string {
 func GateLadder() (session.Session, []session.Trial) {
 	st := session.DefaultSettings()
 	st.Normalize()
+	st.FinalEvalSeeds = session.FreshSeeds("5e55f00d-0000-4000-8000-000000000035", st.FinalEvalCount, st.EvalSeeds)
 	base := session.Metrics{session.MetricVelLinear: 0.21, session.MetricVelAngular: 0.30, session.MetricActionAcc: 12,
 		session.MetricOrientation: 0.05, session.MetricFallRate: 0.01, session.MetricFootSlip: 0.08, session.MetricPower: 150}
 	scale := func(m session.Metrics, k map[string]float64) session.Metrics {
@@ -114,5 +115,34 @@ func GateLadder() (session.Session, []session.Trial) {
 	if c, ok := session.Compare(s, trials); ok {
 		s.Result = &c
 	}
+	return s, trials
+}
+
+// RankLadder is a session with the baseline carried to rung 1 where trials 1 and 2 rank one
+// way by their score against rung 0's baseline and the other way by their figure against the
+// baseline trained as long (session.RankFigure): the control learned half the linear tracking
+// error away and nothing else, so against it trial 1's better tracking counts double. Trial 2
+// leads on the rung-0 score, trial 1 on the figure every surface ranks by, and the session
+// names trial 1 its best.
+func RankLadder() (session.Session, []session.Trial) {
+	st := session.DefaultSettings()
+	st.Objective = session.ObjectiveWeights{session.ObjTracking: 1, session.ObjSmoothness: 1}
+	st.Normalize()
+	base := session.Metrics{session.MetricVelLinear: 0.4, session.MetricVelAngular: 0.3, session.MetricActionAcc: 12,
+		session.MetricOrientation: 0.05, session.MetricFallRate: 0.01, session.MetricFootSlip: 0.08, session.MetricPower: 150}
+	scorer := session.Scorer{Baseline: base, Weights: st.Objective, Floors: st.Floors}
+	var trials []session.Trial
+	for _, r := range []struct{ num, rung, lin, acc float64 }{{0, 0, 1, 1}, {1, 0, 0.9, 1}, {2, 0, 1, 0.9}, {0, 1, 0.5, 1}, {1, 1, 0.4, 1}, {2, 1, 0.5, 0.85}} {
+		m := session.Metrics{}
+		for k, v := range base {
+			m[k] = v
+		}
+		m[session.MetricVelLinear], m[session.MetricActionAcc] = r.lin*base[session.MetricVelLinear], r.acc*base[session.MetricActionAcc]
+		sc, _ := scorer.Score(m)
+		trials = append(trials, session.Trial{SessionID: "7a4c1e55-0000-4000-8000-000000000043", Number: int(r.num), Rung: int(r.rung),
+			Iterations: st.Rungs[int(r.rung)], State: session.TrialCompleted, Source: session.SourceSampler, Metrics: m, Score: &sc})
+	}
+	trials[0].Source, trials[3].Source = session.SourceBaseline, session.SourceBaseline
+	s := session.Session{ID: trials[0].SessionID, State: session.StateRunning, Settings: st, BestTrial: 1, BestRung: 1}
 	return s, trials
 }

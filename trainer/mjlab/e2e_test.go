@@ -28,12 +28,12 @@ session:
   tasks: [Mjlab-Velocity-Flat-Unitree-Go1]
   trial_count: 4
   rungs: [2, 3, 4]
-  promote: [4, 2, 1]
+  promote: [4, 3, 3]
   num_envs: 4
   eval_num_envs: 5
   eval_steps: 20
   eval_seeds: [0]
-  final_eval_seeds: [0, 1]
+  final_eval_seeds: [1, 2]
   early_stop_patience: 4
   control: true
 reward_space:
@@ -72,11 +72,13 @@ reward_space:
 
 // summary is the part of `tunebot tune --json` this test reads.
 type summary struct {
-	Session string `json:"session"`
-	State   string `json:"state"`
-	Preset  string `json:"preset"`
-	Reason  string `json:"reason"`
-	Trials  []struct {
+	Session  string `json:"session"`
+	State    string `json:"state"`
+	Preset   string `json:"preset"`
+	Reason   string `json:"reason"`
+	Outcome  string `json:"outcome"`
+	Headline string `json:"headline"`
+	Trials   []struct {
 		Number     int                `json:"number"`
 		Rung       int                `json:"rung"`
 		Iterations int                `json:"iterations"`
@@ -86,6 +88,9 @@ type summary struct {
 		Reason     string             `json:"reason"`
 		Clip       *string            `json:"clip"`
 		ClipNote   string             `json:"clip_note"`
+		Final      *struct {
+			Seeds []int `json:"seeds"`
+		} `json:"final"`
 	} `json:"trials"`
 }
 
@@ -112,7 +117,7 @@ func buildTunebot(t *testing.T) string {
 	return bin
 }
 
-// TestTuneSessionWithRealMjlab runs `tunebot tune` with 4 trials and rungs of 2, 3 and 4
+// TestTuneSessionWithRealMjlab runs `tunebot tune` with 4 trials (every eligible one promoted) and rungs of 2, 3 and 4
 // iterations against the adapter: every trial must train, resume, export, evaluate and
 // render its clip (OSMesa, on CPU) for real, and the session must end with a preset.
 func TestTuneSessionWithRealMjlab(t *testing.T) {
@@ -141,8 +146,24 @@ func TestTuneSessionWithRealMjlab(t *testing.T) {
 	if err := json.Unmarshal([]byte(out[i+1:]), &sum); err != nil {
 		t.Fatalf("summary: %v\n%s", err, tail(out))
 	}
-	if sum.State != "succeeded" || sum.Preset == "" {
-		t.Fatalf("session ended %s (preset %q, reason %q)\n%s", sum.State, sum.Preset, sum.Reason, tail(out))
+	// What a 4-iteration training comes to is up to the simulation: a preset, or (honestly)
+	// nothing beat the baseline, and then none is saved.
+	if sum.State != "succeeded" || (sum.Preset == "") != (sum.Outcome == "no_improvement") {
+		t.Fatalf("session ended %s, outcome %q (preset %q, reason %q): %s\n%s", sum.State, sum.Outcome, sum.Preset, sum.Reason, sum.Headline, tail(out))
+	}
+	// The top rung's choice and the baseline beside it were measured by the adapter's own
+	// evaluation on the fresh seeds 1 and 2, never the evaluation seed 0 that chose.
+	measured := 0
+	for _, tr := range sum.Trials {
+		if tr.Final != nil {
+			measured++
+			if fmt.Sprint(tr.Final.Seeds) != "[1 2]" || tr.Rung != 2 {
+				t.Errorf("trial %d@%d measured on seeds %v, want rung 2's choice on [1 2]", tr.Number, tr.Rung, tr.Final.Seeds)
+			}
+		}
+	}
+	if measured < 2 {
+		t.Errorf("%d trials measured on the fresh seeds, want the top rung's choice and the baseline (%s)", measured, sum.Headline)
 	}
 	perRung := map[int]int{}
 	for _, tr := range sum.Trials {
@@ -156,8 +177,8 @@ func TestTuneSessionWithRealMjlab(t *testing.T) {
 	}
 	// Which proposals stay eligible after 2 iterations is up to the sampler and the
 	// simulation; the baseline is promoted along every rung (control), so both resumes run.
-	if perRung[0] != 4 || perRung[1] < 1 || perRung[1] > 3 || perRung[2] < 1 || perRung[2] > 2 {
-		t.Errorf("trials per rung %v, want 4 at rung 0 and the baseline plus up to 2/1 promoted", perRung)
+	if perRung[0] != 4 || perRung[1] < 1 || perRung[1] > 4 || perRung[2] < 1 || perRung[2] > 4 {
+		t.Errorf("trials per rung %v, want 4 at rung 0 and the baseline plus up to 3/3 promoted", perRung)
 	}
 	checkClips(t, py, sum)
 	// The baseline resumed its own checkpoint at each rung and reached that rung's target.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -228,5 +229,22 @@ func TestCheckedInSpacesAreEmbeddedByTask(t *testing.T) {
 	}
 	if _, ok := CheckedInSpace("Unitree-Go2-Flat"); ok {
 		t.Error("the built-in task has no checked-in file, yet one was found")
+	}
+}
+
+// TableTasks are the tasks of the adapter's name tables (names.py, TASKS), which config
+// check trusts to read the built-in Go2 names: the two lists must not drift apart.
+func TestTableTasksAreTheAdapters(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("tunebot_mjlab", "names.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var py []string
+	for _, m := range regexp.MustCompile(`(?m)^  task="([^"]+)",$`).FindAllStringSubmatch(string(src), -1) {
+		py = append(py, m[1])
+	}
+	slices.Sort(py)
+	if !slices.Equal(TableTasks(), py) || len(py) == 0 {
+		t.Errorf("TableTasks %v, names.py's tables are for %v", TableTasks(), py)
 	}
 }

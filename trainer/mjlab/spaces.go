@@ -4,6 +4,8 @@ import (
 	"embed"
 	"maps"
 	"slices"
+
+	"tunebot/session"
 )
 
 // checkedIn holds the reviewed spaces of spaces/, as `tunebot space` printed them.
@@ -31,4 +33,20 @@ func CheckedInSpace(task string) ([]byte, bool) {
 // CheckedInTasks lists the tasks with a checked-in space, sorted.
 func CheckedInTasks() []string {
 	return slices.Sorted(maps.Keys(checkedInTasks))
+}
+
+// tableTasks are the tasks whose adapter name table (tunebot_mjlab/names.py, TASKS) reads
+// the built-in Go2 names of docs/design.md §2: a space in those names is theirs too.
+var tableTasks = []string{session.TaskGo2Flat, "Mjlab-Velocity-Flat-Unitree-Go1"}
+
+// TableTasks lists the tasks the adapter trains in the built-in Go2 names, sorted.
+func TableTasks() []string { return slices.Sorted(slices.Values(tableTasks)) }
+
+// CheckedInFile is where task's checked-in space is in the source tree, for a message that
+// points at it; "" when it has none.
+func CheckedInFile(task string) string {
+	if name, ok := checkedInTasks[task]; ok {
+		return "trainer/mjlab/" + name
+	}
+	return ""
 }

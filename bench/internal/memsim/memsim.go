@@ -27,6 +27,9 @@ type Trainer struct {
 	// NoiseFree evaluates the noise-free surface (a diagnostic: how much of a gap is the
 	// noise's, never part of a reported table).
 	NoiseFree bool
+	// Flat evaluates every configuration as the defaults, with its own noise (flatten): a
+	// problem on which nothing beats the defaults.
+	Flat bool
 }
 
 var _ session.Trainer = Trainer{}
@@ -67,6 +70,9 @@ func (m Trainer) Evaluate(_ context.Context, job session.EvalJob, _ session.JobH
 		seeds[i] = s + 1000*m.Rep
 	}
 	ev := m.Surf.Evaluation(ck.Config, ck.Iteration, seeds)
+	if m.Flat {
+		m.flatten(&ev, ck.Config, ck.Iteration)
+	}
 	if m.NoiseFree {
 		ev.Metrics = m.Surf.Expected(ck.Config, ck.Iteration)
 		for i := range ev.PerSeed {

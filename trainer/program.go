@@ -1,0 +1,101 @@
+package trainer
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// A job's program is argv[0] of its template. One that cannot be started fails the trial
+// at once, and a person must learn from that failure (and from doctor, before any session)
+// which path was tried and why it did not start, not only its base name.
+
+// ProgramProblems names each template (train, evaluate) whose program, {python} and
+// {tunebot} filled in, cannot be started from the working directory, with the path tried.
+// A program that still holds another placeholder is known only when a job starts, and is
+// left out; so is {tunebot} when this process's executable cannot be found.
+func (t Templates) ProgramProblems() []string {
+	vals := map[string]string{"python": t.Python, "tunebot": t.Tunebot}
+	if vals["tunebot"] == "" {
+		vals["tunebot"], _ = os.Executable()
+	}
+	var probs []string
+	for _, tpl := range []struct {
+		name string
+		argv []string
+	}{{"train", t.Train}, {"evaluate", t.Evaluate}} {
+		if len(tpl.argv) == 0 {
+			continue // said by Check
+		}
+		prog := expand(tpl.argv[:1], vals)[0]
+		if placeholderRE.MatchString(prog) || prog == "" {
+			continue
+		}
+		if why := programProblem(prog, t.Workdir); why != "" {
+			probs = append(probs, tpl.name+": "+fromPython(why, tpl.argv[0]))
+		}
+	}
+	return probs
+}
+
+// fromPython says where a program came from when the template names it by {python}.
+func fromPython(why, arg0 string) string {
+	if arg0 != "{python}" {
+		return why
+	}
+	head, rest, _ := strings.Cut(why, `" `)
+	return head + `" ({python}, trainer.python) ` + rest
+}
+
+// programProblem says why prog, a job's argv[0], cannot be started from workdir ("" when
+// it looks startable): a bare name is looked up on PATH, as the job's start looks it up; a
+// path with a slash is taken against workdir, as the job starts there.
+func programProblem(prog, workdir string) string {
+	if !strings.ContainsRune(prog, '/') {
+		if _, err := exec.LookPath(prog); err != nil {
+			return fmt.Sprintf("the trainer executable %q was not found on PATH", prog)
+		}
+		return ""
+	}
+	path := inWorkdir(prog, workdir)
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("the trainer executable %q does not exist", path)
+	case err != nil:
+		return fmt.Sprintf("the trainer executable %q cannot be read: %s", path, startReason(err))
+	case st.IsDir():
+		return fmt.Sprintf("the trainer executable %q is a directory", path)
+	case st.Mode()&0o111 == 0:
+		return fmt.Sprintf("the trainer executable %q is not executable (mode %s)", path, st.Mode().Perm())
+	}
+	return ""
+}
+
+// startFailure is why a job whose program would not start failed: what programProblem
+// finds, else the start's own error with the program's path.
+func startFailure(prog, workdir string, err error) string {
+	if why := programProblem(prog, workdir); why != "" {
+		return why
+	}
+	why := fmt.Sprintf("the trainer executable %q could not be started: %s", inWorkdir(prog, workdir), startReason(err))
+	if errors.Is(err, syscall.ENOENT) {
+		// The file is there, so what execve did not find is the interpreter it names.
+		why += " (a script whose #! interpreter is missing?)"
+	}
+	return why
+}
+
+// inWorkdir is where a job started in workdir finds prog: a relative path with a slash is
+// taken against workdir; a bare name (looked up on PATH) and an absolute path are as given.
+func inWorkdir(prog, workdir string) string {
+	if !strings.ContainsRune(prog, '/') || filepath.IsAbs(prog) || workdir == "" {
+		return prog
+	}
+	return filepath.Join(workdir, prog)
+}
