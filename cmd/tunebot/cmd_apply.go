@@ -103,24 +103,27 @@ func applyOp(ctx context.Context, stdout, stderr io.Writer, ap *apply.Applier, d
 		fmt.Fprintln(stderr, "apply:", err) // a sim preset: refused before anything is shown as if it would run
 		return 1
 	}
-	if err := preset.CheckConfirmed(p, req.Unconfirmed); err != nil {
-		if operands[0] != "diff" {
-			fmt.Fprintln(stderr, "apply:", err)
-			return 1
-		}
-		fmt.Fprintln(stdout, "note:", err) // the diff is shown, and says what an apply would ask
-	}
 	pv, err := ap.Diff(ctx, p)
 	if err != nil {
 		fmt.Fprintln(stderr, "apply:", err)
 		return 1
 	}
 	printPreview(stdout, p.Name, pv)
+	// Shown, but not committed unless acknowledged: a preset whose gain was not shown to
+	// clear the noise (the diff says what an apply would ask).
+	unconfirmed := preset.CheckConfirmed(p, req.Unconfirmed)
+	if operands[0] == "diff" && unconfirmed != nil {
+		fmt.Fprintln(stdout, "note:", unconfirmed)
+	}
 	if operands[0] == "diff" || len(pv.Changes) == 0 && (len(pv.Left) == 0 || req.Partial) {
 		return 0 // a checkout that holds the preset already has nothing to commit, and that is fine
 	}
 	if len(pv.Left) > 0 && !req.Partial {
 		fmt.Fprintf(stderr, "apply: preset %s cannot be applied whole (%d of its values above would not be written); add edits for them to apply.edits, or add --partial to commit the others (the commit says which were left out)\n", p.Name, len(pv.Left))
+		return 1
+	}
+	if unconfirmed != nil {
+		fmt.Fprintln(stderr, "apply:", unconfirmed)
 		return 1
 	}
 	if !req.Yes {
