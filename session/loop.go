@@ -317,7 +317,7 @@ func (e *Engine) promoteStep(ctx context.Context, n *snapshot, j *jobs, log *slo
 func (e *Engine) reevaluateFinalists(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) bool {
 	waiting := false
 	for _, t := range finalPlan(n) {
-		if t.Final == nil && t.FinalFailed == "" {
+		if t.Final == nil && !t.FinalFailed {
 			waiting = true
 			e.startFinal(ctx, n, j, t, log)
 		}
@@ -1495,11 +1495,11 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 }
 
 // finalEvalFailed records that t's final evaluation failed (err): it keeps its rung result,
-// and its gain is not measured on fresh seeds (FinalFailed; the verdict says so). Nothing
-// stands in for the measurement: its rung result is what chose it.
+// and its gain is not measured on fresh seeds (FinalFailed; the verdict says so, and its
+// reason why). Nothing stands in for the measurement: its rung result is what chose it.
 func (e *Engine) finalEvalFailed(ctx context.Context, s Session, t Trial, err error, log *slog.Logger) error {
 	log.Warn("final re-evaluation failed", "err", err)
-	t.FinalFailed = err.Error()
+	t.FinalFailed = true
 	t.Reason = "final re-evaluation failed: " + err.Error()
 	if perr := e.cfg.Store.PutTrial(ctx, t); perr != nil {
 		return fmt.Errorf("saving trial: %w", perr)

@@ -235,9 +235,9 @@ type Trial struct {
 	PerSeed      []SeedMetrics `json:"per_seed,omitempty"`
 	Score        *Score        `json:"score,omitempty"`
 	Final        *Final        `json:"final,omitempty"`
-	// FinalFailed says why its final evaluation failed ("" when it did not): it keeps its
+	// FinalFailed is set when its final evaluation failed (Reason says why): it keeps its
 	// rung result, and its gain is not measured on fresh seeds (VerdictOf).
-	FinalFailed string    `json:"final_failed,omitempty"`
+	FinalFailed bool      `json:"final_failed,omitempty"`
 	Reason      string    `json:"reason,omitempty"`
 	LogTail     string    `json:"log_tail,omitempty"`
 	Proc        *Proc     `json:"proc,omitempty"`
