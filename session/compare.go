@@ -172,7 +172,7 @@ func headlineTrial(st Settings, trials []Trial, chosen *Trial) *Trial {
 	if len(tuned) == 0 {
 		return nil
 	}
-	SortByFigure(st, trials, tuned)
+	FiguresOf(st, trials).Sort(tuned)
 	return findRung(trials, tuned[0].Number, tuned[0].Rung)
 }
 
@@ -182,8 +182,7 @@ func headlineTrial(st Settings, trials []Trial, chosen *Trial) *Trial {
 func bestComparable(s Session, trials []Trial) *Trial {
 	top := -1
 	var best *Trial
-	controls := Controls(trials)
-	fig := func(t *Trial) float64 { return RankFigure(s.Settings, controls, *t) }
+	figs := FiguresOf(s.Settings, trials)
 	for i := range trials {
 		t := &trials[i]
 		if t.Number == 0 || !t.Eligible() { // Eligible counts a final re-evaluation's gates too
@@ -192,7 +191,7 @@ func bestComparable(s Session, trials []Trial) *Trial {
 		if s.Settings.Control && t.Rung > 0 && controlResult(trials, t.Rung) == nil {
 			continue // its rung has no baseline result yet: not comparable at equal training
 		}
-		if t.Rung > top || (t.Rung == top && fig(t) > fig(best)) {
+		if t.Rung > top || (t.Rung == top && figs.Of(*t) > figs.Of(*best)) {
 			top, best = t.Rung, t
 		}
 	}

@@ -418,7 +418,7 @@ func (e *Engine) checkBudget(ctx context.Context, s Session, running int) (bool,
 }
 
 // bestOf returns the best eligible completed trial of ts (trials of one rung), if any,
-// ranked by their equal-training figure among trials, the session's (RankFigure).
+// ranked by their equal-training figure among trials, the session's (Figures).
 func bestOf(st Settings, trials, ts []Trial) (Trial, bool) {
 	var el []Trial
 	for _, t := range ts {
@@ -429,7 +429,7 @@ func bestOf(st Settings, trials, ts []Trial) (Trial, bool) {
 	if len(el) == 0 {
 		return Trial{}, false
 	}
-	SortByFigure(st, trials, el)
+	FiguresOf(st, trials).Sort(el)
 	return el[0], true
 }
 

@@ -402,9 +402,8 @@ func Preferred(prefs []Preference, a, b int) bool {
 // never makes another trial eligible.
 func rankForPromotion(st Settings, trials, ts []Trial, prefs []Preference) []Trial {
 	out := slices.Clone(ts)
-	SortByFigure(st, trials, out)
-	controls := Controls(trials)
-	fig := func(t Trial) float64 { return RankFigure(st, controls, t) }
+	figs := FiguresOf(st, trials)
+	figs.Sort(out)
 	// Each move puts a preferred trial just above the first trial within the margin that
 	// it was preferred to; a cycle of preferences (8 over 5, 5 over 9, 9 over 8) would move
 	// for ever, so the moves are bounded.
@@ -412,7 +411,7 @@ func rankForPromotion(st Settings, trials, ts []Trial, prefs []Preference) []Tri
 		moved := false
 		for i := 0; i < len(out) && !moved; i++ {
 			for j := i + 1; j < len(out); j++ {
-				if fig(out[i])-fig(out[j]) <= NoiseMargin && Preferred(prefs, out[j].Number, out[i].Number) {
+				if figs.Of(out[i])-figs.Of(out[j]) <= NoiseMargin && Preferred(prefs, out[j].Number, out[i].Number) {
 					t := out[j]
 					out = slices.Insert(slices.Delete(out, j, j+1), i, t)
 					moved = true
