@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -99,9 +98,11 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 	out.Best, out.Control = StandingOf(*best, seeds), controlStanding(trials, best.Rung, seeds)
 	if v, ok := FinalVersusOf(s.Settings, control, *best); ok {
 		out.Versus = &v
-		if c, _ := VersusOf(s.Settings, control, *best); v.Final {
-			out.Chosen = &Chosen{Score: c.Score, Seeds: append([]int{}, seeds...)}
-		}
+	}
+	if out.Versus != nil && out.Versus.Final {
+		// measured on the final seeds: what the seeds that chose it saw goes beside it
+		c, _ := VersusOf(s.Settings, control, *best)
+		out.Chosen = &Chosen{Score: c.Score, Seeds: append([]int{}, seeds...)}
 	}
 	if out.Final && best.Final != nil {
 		v := VerdictOf(s.Settings, control, *best)
@@ -268,7 +269,7 @@ func (c Comparison) freshHeadline(who string) string {
 		}
 	}
 	where := "fresh seeds " + SeedRange(b.Seeds) + ", which chose nothing"
-	if ch := c.Chosen; ch != nil && slices.ContainsFunc(b.Seeds, func(s int) bool { return slices.Contains(ch.Seeds, s) }) {
+	if ch := c.Chosen; ch != nil && overlaps(b.Seeds, ch.Seeds) {
 		// measured before final evaluations ran on fresh seeds: say it, as it may overstate
 		where = "seeds " + seedList(b.Seeds) + ", which also chose it (a final evaluation from before fresh seeds: it may overstate the gain)"
 	}

@@ -130,12 +130,7 @@ func gainAgainst(st Settings, control *Trial, t Trial, id string) Gain {
 // side has fewer than two seeds.
 func unpairedSE(sc Scorer, a, b []SeedMetrics) float64 {
 	varOver := func(per []SeedMetrics) (float64, bool) {
-		var xs []float64
-		for _, ps := range per {
-			if s, err := sc.Score(ps.Metrics); err == nil {
-				xs = append(xs, s.Total)
-			}
-		}
+		_, xs := seedScores(sc, per)
 		if len(xs) < 2 {
 			return 0, false
 		}

@@ -1516,19 +1516,14 @@ func finalOf(st Settings, seeds []int, b *Trial, ev Evaluation) (Final, error) {
 	if err != nil {
 		return Final{}, err
 	}
-	var per []float64
-	for _, ps := range ev.PerSeed {
-		if x, err := scorer.Score(ps.Metrics); err == nil {
-			per = append(per, x.Total)
-		}
-	}
+	_, per := seedScores(scorer, ev.PerSeed)
 	_, std := MeanStd(per)
 	return Final{Seeds: slices.Clone(seeds), Metrics: ev.Metrics, PerSeed: ev.PerSeed, Score: sc, ScoreStd: std}, nil
 }
 
 // finishUnimproved ends a session in which no tuned trial beat the baseline: base, the
 // baseline's result at the rung that decided, ranked first there, or ranked below a tuned
-// finalist whose gain the fresh seeds put at or below it. It succeeded, with
+// finalist that the fresh seeds put below it beyond the noise. It succeeded, with
 // OutcomeNoImprovement and no preset, as the baseline's configuration is what the trainer
 // already has (docs/design.md §1).
 func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, base Trial) error {

@@ -3,7 +3,6 @@ package session
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -130,7 +129,7 @@ type Session struct {
 func (s Session) FinalSeeds() []int {
 	// A session stored before final seeds had to be fresh may list evaluation seeds: it
 	// draws fresh ones too, rather than re-measure the luck that chose.
-	if fs := s.Settings.FinalEvalSeeds; len(fs) > 0 && !slices.ContainsFunc(fs, func(v int) bool { return slices.Contains(s.Settings.EvalSeeds, v) }) {
+	if fs := s.Settings.FinalEvalSeeds; len(fs) > 0 && !overlaps(fs, s.Settings.EvalSeeds) {
 		return fs
 	}
 	n := s.Settings.FinalEvalCount
