@@ -56,6 +56,9 @@ func fromPython(why, arg0 string) string {
 // it looks startable): a bare name is looked up on PATH, as the job's start looks it up; a
 // path with a slash is taken against workdir, as the job starts there.
 func programProblem(prog, workdir string) string {
+	if why := workdirProblem(workdir); why != "" {
+		return why // the job's start fails on it first, whatever prog is
+	}
 	if !strings.ContainsRune(prog, '/') {
 		if _, err := exec.LookPath(prog); err != nil {
 			return fmt.Sprintf("the trainer executable %q was not found on PATH", prog)
@@ -73,6 +76,25 @@ func programProblem(prog, workdir string) string {
 		return fmt.Sprintf("the trainer executable %q is a directory", path)
 	case st.Mode()&0o111 == 0:
 		return fmt.Sprintf("the trainer executable %q is not executable (mode %s)", path, st.Mode().Perm())
+	}
+	return ""
+}
+
+// workdirProblem says why a job cannot start in workdir ("" when it can, or when jobs
+// start in tunebot's own): the start would fail with a bare "no such file or directory",
+// which reads as the program's fault.
+func workdirProblem(workdir string) string {
+	if workdir == "" {
+		return ""
+	}
+	st, err := os.Stat(workdir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("the working directory %q (trainer.workdir) does not exist", workdir)
+	case err != nil:
+		return fmt.Sprintf("the working directory %q (trainer.workdir) cannot be read: %s", workdir, startReason(err))
+	case !st.IsDir():
+		return fmt.Sprintf("the working directory %q (trainer.workdir) is not a directory", workdir)
 	}
 	return ""
 }
