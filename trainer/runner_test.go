@@ -383,9 +383,9 @@ func TestStartFailure(t *testing.T) {
 func TestStartFailureNoWorkdir(t *testing.T) {
 	gone := filepath.Join(t.TempDir(), "gone")
 	want := `the working directory "` + gone + `" (trainer.workdir) does not exist`
-	for _, argv0 := range []string{"sh", "/bin/sh", "bin/python"} {
+	for _, argv0 := range []string{"sh", "/bin/sh", "bin/python", "{python}"} {
 		t.Run(argv0, func(t *testing.T) {
-			tpl := trainer.Templates{Workdir: gone, Train: []string{argv0, "-c", "true"}, Evaluate: []string{"true"}}
+			tpl := trainer.Templates{Workdir: gone, Python: "sh", Train: []string{argv0, "-c", "true"}, Evaluate: []string{"true"}}
 			_, err := newRunner(t, tpl).Train(context.Background(), trainJob(t.TempDir(), 10), session.JobHooks{})
 			if je := jobError(t, err); je.Error() != "train job failed: "+want {
 				t.Errorf("failure %q\nwant      %q", je.Error(), "train job failed: "+want)
