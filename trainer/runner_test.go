@@ -371,7 +371,7 @@ func TestStartFailure(t *testing.T) {
 			if je.Error() != "train job failed: "+tc.want {
 				t.Errorf("failure %q\nwant      %q", je.Error(), "train job failed: "+tc.want)
 			}
-			if log := readLog(t, filepath.Join(run, trainer.TrainLog)); !strings.Contains(log, tc.want) {
+			if log := readFile(t, filepath.Join(run, trainer.TrainLog)); !strings.Contains(log, tc.want) {
 				t.Errorf("train.log does not say it:\n%s", log)
 			}
 		})
@@ -395,15 +395,6 @@ func TestStartFailureNoWorkdir(t *testing.T) {
 			}
 		})
 	}
-}
-
-func readLog(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // ProgramProblems names each template whose program, {python} and {tunebot} filled in,
