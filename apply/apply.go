@@ -225,16 +225,19 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	if err := preset.CheckConfirmed(p, a.Unconfirmed); err != nil {
 		return res, err
 	}
-	if err := a.checkSomethingToApply(ctx, p); err != nil {
+	// The base is read once, before the checkout is looked at (prepare reads, never moves it).
+	pv, pvErr := a.preview(ctx, p)
+	if err := a.checkSomethingToApply(p, pv, pvErr); err != nil {
 		return res, err
 	}
 	top, u, err := a.prepare(ctx, p, &res)
 	if err != nil {
 		return res, err
 	}
-	if pv, err := a.preview(ctx, p); err != nil {
-		return res, err
-	} else if err := a.checkWhole(p, pv.Left); err != nil {
+	if pvErr != nil {
+		return res, pvErr
+	}
+	if err := a.checkWhole(p, pv.Left); err != nil {
 		return res, err // nothing has changed yet
 	}
 	if reason, cause := a.applyOnBranch(ctx, p, by, top, u, &res); reason != "" {
@@ -246,10 +249,10 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 }
 
 // checkSomethingToApply refuses, as ErrNothingToApply, a preset the base already holds
-// whole: read from the base before the checkout is looked at, so that it is said so even
-// where an earlier apply left its branch. Anything else is left to the checks after prepare.
-func (a *Applier) checkSomethingToApply(ctx context.Context, p session.Preset) error {
-	pv, err := a.preview(ctx, p)
+// whole (pv, its preview, or err reading it): checked before the checkout is looked at, so
+// that it is said so even where an earlier apply left its branch. Anything else is left to
+// the checks after prepare.
+func (a *Applier) checkSomethingToApply(p session.Preset, pv bot.ApplyPreview, err error) error {
 	if err != nil || len(pv.Changes) > 0 || len(pv.Left) > 0 && !a.Partial {
 		return nil // a preset not applied whole is refused after prepare, naming what is left
 	}
