@@ -406,11 +406,14 @@ const maxBranches = 20
 // from its base. A branch that holds an apply still standing, or that no recorded apply
 // made, refuses the apply and names what clears it.
 func (a *Applier) freeBranch(ctx context.Context, p session.Preset) (string, error) {
-	for n := 1; n <= maxBranches; n++ {
-		branch := a.cfg.BranchPrefix + p.Name
-		if n > 1 {
-			branch += fmt.Sprintf("-%d", n)
+	name := func(n int) string {
+		if n == 1 {
+			return a.cfg.BranchPrefix + p.Name
 		}
+		return fmt.Sprintf("%s%s-%d", a.cfg.BranchPrefix, p.Name, n)
+	}
+	for n := 1; n <= maxBranches; n++ {
+		branch := name(n)
 		if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
 			return "", session.Userf(nil, "%s is not a valid git branch name", branch)
 		}
@@ -429,8 +432,8 @@ func (a *Applier) freeBranch(ctx context.Context, p session.Preset) (string, err
 				branch, p.Name, a.cfg.Repo, branch)
 		}
 	}
-	return "", session.Userf(session.ErrExists, "preset %s was applied and rolled back on %d branches (%s%s to %s-%d); delete the old ones (git -C %s branch -D BRANCH) to apply it again",
-		p.Name, maxBranches, a.cfg.BranchPrefix, p.Name, p.Name, maxBranches, a.cfg.Repo)
+	return "", session.Userf(session.ErrExists, "preset %s was applied and rolled back on %d branches (%s to %s); delete the old ones (git -C %s branch -D BRANCH) to apply it again",
+		p.Name, maxBranches, name(1), name(maxBranches), a.cfg.Repo)
 }
 
 // standingErr refuses to apply p while rec, an apply on p's branch, stands there: it
