@@ -549,14 +549,14 @@ func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string
 }
 
 // appliedBy says who applied as the commit message puts it: "at the terminal", "by bob at
-// the command line", "by ann (slack)" (session.ActorLabel).
+// the command line", "by ann (slack)" (session.ActorLabel). A label that is the one of nobody
+// on its platform names a place, not a person: a name that starts "the " is still a person.
 func appliedBy(by session.Actor) string {
-	switch label := session.ActorLabel(by); {
-	case strings.HasPrefix(label, "the "):
+	label := session.ActorLabel(by)
+	if label != "" && label == session.ActorLabel(session.Actor{Platform: by.Platform}) {
 		return "at " + label
-	default:
-		return "by " + label
 	}
+	return "by " + label
 }
 
 func (a *Applier) record(ctx context.Context, kind string, p session.Preset, by session.Actor, res bot.ApplyResult, problems []string) {
