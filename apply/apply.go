@@ -489,7 +489,8 @@ func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next
 	if _, err := a.git.run(ctx, "diff", "--cached", "--quiet"); err == nil {
 		return "", "the preset's values are already in the checkout: there is nothing to commit", nil
 	}
-	if _, err := a.git.run(ctx, "commit", "-q", "-m", msg); err != nil {
+	// The message leaves for the trainer's history: what it quotes passes the redactor.
+	if _, err := a.git.run(ctx, "commit", "-q", "-m", a.redact.String(msg)); err != nil {
 		return "", "git commit failed: " + lastLines(err.Error(), 1), err
 	}
 	commit, err = a.git.run(ctx, "rev-parse", "HEAD")
