@@ -353,3 +353,28 @@ func TestConsoleRedrawsLostChartsOnResume(t *testing.T) {
 		})
 	}
 }
+
+// A chart that panics while a resume draws a trial's lost charts again is logged and
+// skipped, as it is when a trial finishes: a trial whose charts once panicked has none
+// saved, so every resume of its session would draw them again and end tunebot.
+func TestConsoleRedrawSurvivesAPanickingChart(t *testing.T) {
+	db, eng, s, _, _ := setup(t)
+	dir := t.TempDir()
+	c := console.New(console.Config{Out: &syncBuffer{}, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
+		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+			panic("a degenerate series")
+		},
+		ReportNames: func(ref session.TrialRef) []string {
+			return []string{fmt.Sprintf("t%03d-r%d-scores.png", ref.Number, ref.Rung)}
+		}})
+	s.State = session.StateRunning
+	c.Notify(context.Background(), session.Event{Kind: session.EventSessionUpdated, Session: s, Text: "resumed by you"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "feedc0de", "t000-r0-scores.png")); err == nil {
+		t.Error("a chart that panicked was saved")
+	}
+}
