@@ -269,8 +269,8 @@ func (c *Console) showLine(ctx context.Context, r *bot.Renderer, e session.Event
 		c.showProgress(e, stamp)
 	case session.EventSessionUpdated:
 		c.printf("[%s] %s\n", stamp, e.Text)
-		if e.Session.State == session.StateRunning {
-			c.redrawLost(ctx, r, e.Session)
+		if e.Session.State == session.StateRunning && !e.Session.PauseAsked {
+			c.redrawLost(ctx, r, e.Session) // resumed; a session pausing (a full disk) is not
 		}
 	case session.EventTrialStarted:
 		if c.verbose {

@@ -313,12 +313,14 @@ func TestConsoleRedactsSecrets(t *testing.T) {
 // (issue 43, item 7.2).
 func TestConsoleRedrawsLostChartsOnResume(t *testing.T) {
 	tests := []struct {
-		name  string
-		state session.State
-		want  map[string]string // file → content after
+		name    string
+		state   session.State
+		pausing bool              // running, but pausing once its jobs end (a full disk pauses so)
+		want    map[string]string // file → content after
 	}{
-		{"resumed", session.StateRunning, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": "drawn"}},
-		{"paused", session.StatePaused, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": ""}},
+		{"resumed", session.StateRunning, false, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": "drawn"}},
+		{"paused", session.StatePaused, false, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": ""}},
+		{"pausing", session.StateRunning, true, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -337,7 +339,7 @@ func TestConsoleRedrawsLostChartsOnResume(t *testing.T) {
 				ReportNames: func(ref session.TrialRef) []string {
 					return []string{fmt.Sprintf("t%03d-r%d-reward.png", ref.Number, ref.Rung), fmt.Sprintf("t%03d-r%d-scores.png", ref.Number, ref.Rung)}
 				}})
-			s.State = tt.state
+			s.State, s.PauseAsked = tt.state, tt.pausing
 			c.Notify(context.Background(), session.Event{Kind: session.EventSessionUpdated, Session: s, Text: "resumed by you"})
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
