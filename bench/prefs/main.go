@@ -255,6 +255,7 @@ func runSession(ctx context.Context, dir string, seed int64, rep int, weight flo
 	st := session.DefaultSettings()
 	st.Fallback = true
 	st.Seed = seed*10 + int64(rep) // the session seed of bench/sampler, so "off" is its tunebot row
+	memsim.FixFinalSeeds(&st)
 	st.Preferences.Weight = weight
 	if weight == 0 {
 		st.Preferences.Ask = session.AskOff

@@ -22,11 +22,7 @@ func Play(ctx context.Context, db *store.DB, dir string, space *session.Space, a
 	}
 	defer eng.Shutdown(context.WithoutCancel(ctx))
 	st.Fallback = true
-	if len(st.FinalEvalSeeds) == 0 {
-		// Fresh seeds as a session draws them, from the session's seed rather than its random
-		// id, so that a benchmark's sessions come out the same in every run.
-		st.FinalEvalSeeds = session.FreshSeeds(fmt.Sprintf("bench-%d", st.Seed), st.FinalEvalCount, st.EvalSeeds)
-	}
+	FixFinalSeeds(&st)
 	s, err := eng.Start(ctx, st, session.System)
 	if err != nil {
 		return session.Session{}, nil, none, err
@@ -40,4 +36,13 @@ func Play(ctx context.Context, db *store.DB, dir string, space *session.Space, a
 	}
 	ref, cfg, err := Shipped(ctx, db, s, trials)
 	return s, trials, session.Preset{Trial: ref, Config: cfg}, err
+}
+
+// FixFinalSeeds gives st the fresh final seeds a session would draw, from its session seed
+// rather than its random id (unless st lists its own), so that a benchmark's sessions come
+// out the same in every run.
+func FixFinalSeeds(st *session.Settings) {
+	if len(st.FinalEvalSeeds) == 0 {
+		st.FinalEvalSeeds = session.FreshSeeds(fmt.Sprintf("bench-%d", st.Seed), st.FinalEvalCount, st.EvalSeeds)
+	}
 }
