@@ -163,17 +163,8 @@ func (s *searcher) explain(c candidate, changes []tpeChange, baseTrial int) (str
 	// The chance the gates pass is the one the card shows beside it (Suggestion.Confidence):
 	// the model's draws, never beyond what its trials allow (session.Credible).
 	summary := fmt.Sprintf("%s %s: the model of %s expects %+.3f ± %.3f over %s, which it patches; the chance that every gate passes is %.0f %%.",
-		capitalise(movesSentence(ms)), why, plural(s.m.trials, "trial"), c.mean-baseMean, c.sd, patchedName(baseTrial), 100*session.Credible(c.pass, s.m.trials))
+		capitalise(movesSentence(ms)), why, plural(s.m.trials, "trial"), c.mean-baseMean, c.sd, session.TrialName(baseTrial), 100*session.Credible(c.pass, s.m.trials))
 	return summary, evidence
-}
-
-// patchedName names the trial whose configuration a proposal patches: the best rung-0 one
-// so far, which is the baseline until a trial beats it, and then not "the best" alone.
-func patchedName(trial int) string {
-	if trial == 0 {
-		return "the baseline (trial 0)"
-	}
-	return fmt.Sprintf("trial %d", trial)
 }
 
 // Prediction is what the model expects of a configuration: its score without noise, the

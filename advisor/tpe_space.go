@@ -158,7 +158,7 @@ func (c tpeChange) String() string {
 	case c.dim.weight:
 		return fmt.Sprintf("switch on %s at %g", c.dim.name, c.new)
 	default:
-		return fmt.Sprintf("set %s %.4g→%.4g", c.dim.name, c.old, c.new)
+		return fmt.Sprintf("set %s %.4g→%.4g", c.dim.label(), c.old, c.new)
 	}
 }
 

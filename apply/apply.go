@@ -225,16 +225,19 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 	if err := preset.CheckConfirmed(p, a.Unconfirmed); err != nil {
 		return res, err
 	}
-	if err := a.checkSomethingToApply(ctx, p); err != nil {
+	// The base is read once, before the checkout is looked at (prepare reads, never moves it).
+	pv, pvErr := a.preview(ctx, p)
+	if err := a.checkSomethingToApply(p, pv, pvErr); err != nil {
 		return res, err
 	}
 	top, u, err := a.prepare(ctx, p, &res)
 	if err != nil {
 		return res, err
 	}
-	if pv, err := a.preview(ctx, p); err != nil {
-		return res, err
-	} else if err := a.checkWhole(p, pv.Left); err != nil {
+	if pvErr != nil {
+		return res, pvErr
+	}
+	if err := a.checkWhole(p, pv.Left); err != nil {
 		return res, err // nothing has changed yet
 	}
 	if reason, cause := a.applyOnBranch(ctx, p, by, top, u, &res); reason != "" {
@@ -246,10 +249,10 @@ func (a *Applier) Apply(ctx context.Context, p session.Preset, by session.Actor)
 }
 
 // checkSomethingToApply refuses, as ErrNothingToApply, a preset the base already holds
-// whole: read from the base before the checkout is looked at, so that it is said so even
-// where an earlier apply left its branch. Anything else is left to the checks after prepare.
-func (a *Applier) checkSomethingToApply(ctx context.Context, p session.Preset) error {
-	pv, err := a.preview(ctx, p)
+// whole (pv, its preview, or err reading it): checked before the checkout is looked at, so
+// that it is said so even where an earlier apply left its branch. Anything else is left to
+// the checks after prepare.
+func (a *Applier) checkSomethingToApply(p session.Preset, pv bot.ApplyPreview, err error) error {
 	if err != nil || len(pv.Changes) > 0 || len(pv.Left) > 0 && !a.Partial {
 		return nil // a preset not applied whole is refused after prepare, naming what is left
 	}
@@ -403,11 +406,14 @@ const maxBranches = 20
 // from its base. A branch that holds an apply still standing, or that no recorded apply
 // made, refuses the apply and names what clears it.
 func (a *Applier) freeBranch(ctx context.Context, p session.Preset) (string, error) {
-	for n := 1; n <= maxBranches; n++ {
-		branch := a.cfg.BranchPrefix + p.Name
-		if n > 1 {
-			branch += fmt.Sprintf("-%d", n)
+	name := func(n int) string {
+		if n == 1 {
+			return a.cfg.BranchPrefix + p.Name
 		}
+		return fmt.Sprintf("%s%s-%d", a.cfg.BranchPrefix, p.Name, n)
+	}
+	for n := 1; n <= maxBranches; n++ {
+		branch := name(n)
 		if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
 			return "", session.Userf(nil, "%s is not a valid git branch name", branch)
 		}
@@ -426,8 +432,8 @@ func (a *Applier) freeBranch(ctx context.Context, p session.Preset) (string, err
 				branch, p.Name, a.cfg.Repo, branch)
 		}
 	}
-	return "", session.Userf(session.ErrExists, "preset %s was applied and rolled back on %d branches (%s%s to %s-%d); delete the old ones (git -C %s branch -D BRANCH) to apply it again",
-		p.Name, maxBranches, a.cfg.BranchPrefix, p.Name, p.Name, maxBranches, a.cfg.Repo)
+	return "", session.Userf(session.ErrExists, "preset %s was applied and rolled back on %d branches (%s to %s); delete the old ones (git -C %s branch -D BRANCH) to apply it again",
+		p.Name, maxBranches, name(1), name(maxBranches), a.cfg.Repo)
 }
 
 // standingErr refuses to apply p while rec, an apply on p's branch, stands there: it
@@ -483,7 +489,8 @@ func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next
 	if _, err := a.git.run(ctx, "diff", "--cached", "--quiet"); err == nil {
 		return "", "the preset's values are already in the checkout: there is nothing to commit", nil
 	}
-	if _, err := a.git.run(ctx, "commit", "-q", "-m", msg); err != nil {
+	// The message leaves for the trainer's history: what it quotes passes the redactor.
+	if _, err := a.git.run(ctx, "commit", "-q", "-m", a.redact.String(msg)); err != nil {
 		return "", "git commit failed: " + lastLines(err.Error(), 1), err
 	}
 	commit, err = a.git.run(ctx, "rev-parse", "HEAD")
@@ -543,14 +550,14 @@ func (a *Applier) message(p session.Preset, by session.Actor, pl planned) string
 }
 
 // appliedBy says who applied as the commit message puts it: "at the terminal", "by bob at
-// the command line", "by ann (slack)" (session.ActorLabel).
+// the command line", "by ann (slack)" (session.ActorLabel). A label that is the one of nobody
+// on its platform names a place, not a person: a name that starts "the " is still a person.
 func appliedBy(by session.Actor) string {
-	switch label := session.ActorLabel(by); {
-	case strings.HasPrefix(label, "the "):
+	label := session.ActorLabel(by)
+	if label != "" && label == session.ActorLabel(session.Actor{Platform: by.Platform}) {
 		return "at " + label
-	default:
-		return "by " + label
 	}
+	return "by " + label
 }
 
 func (a *Applier) record(ctx context.Context, kind string, p session.Preset, by session.Actor, res bot.ApplyResult, problems []string) {

@@ -3,9 +3,11 @@ package apply_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -222,6 +224,31 @@ func TestApplyAgainAfterRollback(t *testing.T) {
 	}
 	if want := []string{"apply", "rollback", "apply", "rollback", "apply"}; !cmp.Equal(log.Kinds(), want) {
 		t.Errorf("audit %v, want %v", log.Kinds(), want)
+	}
+}
+
+// Past the bound on a preset's rolled-back branches, the refusal names the first and the
+// last of them as git spells them, prefix and all.
+func TestApplyRefusesPastTheRolledBackBranches(t *testing.T) {
+	ctx := context.Background()
+	repo := newRepo(t)
+	a, log := newApplier(t, repo, []string{"true"}, nil)
+	for n := 1; n <= 20; n++ {
+		branch := "tunebot/auto-tune-0123abcd"
+		if n > 1 {
+			branch += "-" + strconv.Itoa(n)
+		}
+		applytest.Git(t, repo, "branch", branch)
+		commit := fmt.Sprintf("%040d", n)
+		for _, kind := range []string{"apply", "rollback"} {
+			if err := log.Append(ctx, session.AuditEntry{Kind: kind, Detail: map[string]any{"preset": "auto-tune-0123abcd", "branch": branch, "commit": commit}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	_, err := a.Apply(ctx, testPreset(), alice)
+	if want := "(tunebot/auto-tune-0123abcd to tunebot/auto-tune-0123abcd-20)"; !errors.Is(err, session.ErrExists) || !strings.Contains(err.Error(), want) {
+		t.Errorf("apply past 20 rolled-back branches: %v, want ErrExists naming %s", err, want)
 	}
 }
 

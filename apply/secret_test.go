@@ -94,3 +94,18 @@ func TestApplyKeepsSecretsFromTestsAndHooks(t *testing.T) {
 		})
 	}
 }
+
+// The commit message leaves tunebot for git's history: what it quotes (a chat name, a value
+// the checkout held) passes the redactor like every string that leaves.
+func TestApplyCommitMessageIsRedacted(t *testing.T) {
+	t.Setenv("SLACK_BOT_TOKEN", plantedToken)
+	repo := newRepo(t)
+	a, _ := newApplier(t, repo, []string{"true"}, nil)
+	res, err := a.Apply(context.Background(), testPreset(), session.Actor{Platform: "slack", ID: "U7", Name: "ann " + plantedToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg := applytest.Git(t, repo, "log", "-1", "--format=%B", res.Commit); strings.Contains(msg, plantedToken) || !strings.Contains(msg, "Applied by ann [redacted] (slack).") {
+		t.Errorf("the commit message does not mask the secret:\n%s", msg)
+	}
+}

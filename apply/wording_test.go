@@ -22,6 +22,7 @@ func TestApplySaysWhoAppliedPlainly(t *testing.T) {
 		{session.Actor{Platform: "cli", ID: "bob", Name: "bob"}, "Applied by bob at the command line."},
 		{session.Actor{Platform: "cli", ID: "cli", Name: "cli"}, "Applied at the command line."},
 		{alice, "Applied by alice (slack)."},
+		{session.Actor{Platform: "slack", ID: "U9", Name: "the boss"}, "Applied by the boss (slack)."},
 	}
 	for _, tt := range tests {
 		t.Run(tt.want, func(t *testing.T) {

@@ -278,7 +278,7 @@ func (r *Renderer) preferenceCard(ctx context.Context, s session.Session, p sess
 			side.Clip = &a
 		}
 		if side.Clip == nil {
-			in.Charts = append(in.Charts, r.charts(ctx, s, *t)...) // no clip: its charts instead
+			in.Charts = append(in.Charts, r.TrialCharts(ctx, s, *t)...) // no clip: its charts instead
 		}
 		if k == 0 {
 			in.A = side

@@ -525,7 +525,7 @@ func parseStart(c Command, args []string) (Command, error) {
 				keys = append(keys, key)
 			}
 			sort.Strings(keys)
-			probs = append(probs, fmt.Sprintf("%s: unknown setting%s", Truncate(k, 40), didYouMeanStr(k, keys)))
+			probs = append(probs, fmt.Sprintf("%s: unknown setting%s", Truncate(k, 40), session.DidYouMean(k, keys)))
 			continue
 		case seen[field]:
 			probs = append(probs, fmt.Sprintf("%s: given twice", field))
@@ -712,19 +712,6 @@ func didYouMean(w string, vs []Verb) string {
 		return " (did you mean " + string(v) + "?)"
 	}
 	return ""
-}
-
-func didYouMeanStr(w string, names []string) string {
-	best, bestD := "", 3
-	for _, n := range names {
-		if d := session.EditDistance(w, n); d < bestD {
-			best, bestD = n, d
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return " (did you mean " + best + "?)"
 }
 
 // RejectHint says, wherever feedback is asked for, what tunebot does with it

@@ -127,7 +127,7 @@ func (r *Renderer) trialCard(ctx context.Context, s session.Session, t session.T
 		in.Link = r.TrialURL(s.ID, t.Number, t.Rung)
 	}
 	in.Parent, in.Control = trialRelatives(t, trials)
-	in.Attachments = append(r.trialClip(ctx, s, t), r.charts(ctx, s, t)...)
+	in.Attachments = append(r.trialClip(ctx, s, t), r.TrialCharts(ctx, s, t)...)
 	return TrialCard(in)
 }
 
@@ -167,7 +167,8 @@ func (r *Renderer) finalCharts(ctx context.Context, s session.Session, trials []
 	})
 }
 
-func (r *Renderer) charts(ctx context.Context, s session.Session, t session.Trial) []Attachment {
+// TrialCharts draws trial t's report charts, none when drawing fails or panics (logged).
+func (r *Renderer) TrialCharts(ctx context.Context, s session.Session, t session.Trial) []Attachment {
 	return r.draw(ctx, s, t, r.Charts)
 }
 

@@ -178,3 +178,20 @@ func TestPreferenceAndReviewCardsGolden(t *testing.T) {
 		})
 	}
 }
+
+// An A/B card whose sides cannot both be read names B without scores: as the baseline
+// when B is trial 0, as "the best so far" alone reads as a tuned trial.
+func TestPreferenceCardWithoutScoresNamesTheBaseline(t *testing.T) {
+	for _, tt := range []struct {
+		b    int
+		want string
+	}{
+		{0, "A is trial 2, which just finished; B is the baseline (trial 0), still the best so far."},
+		{1, "A is trial 2, which just finished; B is the best so far, trial 1."},
+	} {
+		in := bot.PreferenceInput{Session: fixtureSession(), Preference: session.Preference{Seq: 1, A: 2, B: tt.b, Asked: true, AskedAt: t0}}
+		if text := bot.RenderText(bot.PreferenceCard(in), nil); !strings.Contains(text, tt.want) {
+			t.Errorf("B = trial %d: the card says\n%s\nwant %q", tt.b, text, tt.want)
+		}
+	}
+}

@@ -100,16 +100,15 @@ func diskFullPause(e session.Event) bool {
 func trialPushLine(st session.Settings, trials []session.Trial, t session.Trial) string {
 	head := fmt.Sprintf("trial %d @ rung %d", t.Number, t.Rung)
 	v, ok := session.VersusControl(st, trials, t)
-	vs := v.Label() // what the score is against, as every surface says it (rung 0 too)
 	switch {
 	case t.State == session.TrialFailed:
 		return head + " failed: " + Neutralise(strings.TrimPrefix(t.Reason, "train job failed: "), 80)
 	case !ok:
 		return head + " " + string(t.State)
 	case !t.PassesGates():
-		return head + ": " + Signed(v.Score) + " " + vs + " · not eligible"
+		return head + ": " + v.String() + " · not eligible" // labelled as every surface does (rung 0 too)
 	}
-	return head + ": " + Signed(v.Score) + " " + vs + " · eligible"
+	return head + ": " + v.String() + " · eligible"
 }
 
 // doneLine counts the session's finished rung-0 trials against its trial count.

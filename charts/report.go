@@ -196,7 +196,7 @@ func ReportNames(ref session.TrialRef) []string {
 }
 
 // bestAtRung is the trial whose curves stand for "best" next to trial self: best when it is
-// at self's rung, else the eligible trial of that rung ranked first (session.SortByFigure);
+// at self's rung, else the eligible trial of that rung ranked first (session.Figures);
 // never self.
 func bestAtRung(st session.Settings, trials []session.Trial, best *session.Trial, self session.TrialRef) *session.Trial {
 	if best != nil && best.Rung == self.Rung {
@@ -214,6 +214,6 @@ func bestAtRung(st session.Settings, trials []session.Trial, best *session.Trial
 	if len(peers) == 0 {
 		return nil
 	}
-	session.SortByFigure(st, trials, peers)
+	session.FiguresOf(st, trials).Sort(peers)
 	return &peers[0]
 }

@@ -259,12 +259,7 @@ var (
 
 // problems names every bad executor setting; gpus is session.gpus.
 func (x ExecutorConfig) problems(gpus []int) []string {
-	var probs []string
-	switch x.Backend {
-	case BackendLocal, BackendSlurm:
-	default:
-		probs = append(probs, fmt.Sprintf("executor.backend: %q is not local or slurm%s", x.Backend, session.DidYouMean(x.Backend, []string{BackendLocal, BackendSlurm})))
-	}
+	probs := oneOf("executor.backend", x.Backend, BackendLocal, BackendSlurm)
 	if x.Parallel < 0 {
 		probs = append(probs, fmt.Sprintf("executor.parallel: %d must not be negative (0 means the default: local, len(session.gpus)/gpus_per_trial; slurm, 1)", x.Parallel))
 	}

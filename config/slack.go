@@ -5,8 +5,6 @@ import (
 	"net"
 	"net/url"
 	"regexp"
-
-	"tunebot/session"
 )
 
 // SlackConfig is the chat.slack section (issue 6). Tokens: SLACK_BOT_TOKEN, SLACK_APP_TOKEN
@@ -46,12 +44,7 @@ var (
 // problems validates the section, naming each bad field; an disabled section is still
 // checked so a mistake shows before the day it is enabled.
 func (c SlackConfig) problems() []string {
-	var probs []string
-	switch c.Mode {
-	case "socket", "http":
-	default:
-		probs = append(probs, fmt.Sprintf("chat.slack.mode: %q is not socket or http%s", c.Mode, session.DidYouMean(c.Mode, []string{"socket", "http"})))
-	}
+	probs := oneOf("chat.slack.mode", c.Mode, "socket", "http")
 	if u, err := url.Parse(c.APIURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		probs = append(probs, fmt.Sprintf("chat.slack.api_url: %q is not an http(s) URL", c.APIURL))
 	} else if p := cleartext("chat.slack", "api_url", c.APIURL, c.AllowInsecureHTTP); p != "" {

@@ -96,8 +96,9 @@ const (
 func judgeSpace(task string, names []string) (spaceMatch, spaceVerdict) {
 	var own, other spaceMatch
 	knownTask := false
-	for i := range knownSpaces() {
-		k := &knownSpaces()[i]
+	known := knownSpaces()
+	for i := range known {
+		k := &known[i]
 		m := matchOf(k, names)
 		if slices.Contains(k.fits, task) {
 			knownTask = true

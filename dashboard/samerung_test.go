@@ -129,8 +129,16 @@ func TestPresetsShowTheGainOverTheDefaults(t *testing.T) {
 	if err := f.db.SavePreset(ctx, p); err != nil {
 		t.Fatal(err)
 	}
+	// the store lists by name; the page ranks by the gain (preset.ByGain, issue 43, item 7.10)
+	older := session.Preset{Name: "aaa-1a2b3c4d", SessionID: "1a2b3c4d1a2b3c4d", Config: session.DefaultSpace().Defaults(), Task: "Unitree-Go2-Flat", CreatedAt: t0}
+	if err := f.db.SavePreset(ctx, older); err != nil {
+		t.Fatal(err)
+	}
 	c := f.signIn(t, eve)
 	list := decode(t, c.get("/api/presets"))
+	if first := list["presets"].([]any)[0].(map[string]any)["name"]; first != p.Name {
+		t.Errorf("the page's preset list starts with %v, want %s, the one with a known gain", first, p.Name)
+	}
 	if list["gain_heading"] != "gain vs defaults (equal training)" {
 		t.Errorf("the list's heading %v", list["gain_heading"])
 	}

@@ -605,7 +605,7 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 		}
 	}
 	controls := session.Controls(trials)
-	fig := func(t session.Trial) float64 { return session.RankFigure(ss.Settings, controls, t) }
+	figs := session.FiguresOf(ss.Settings, trials)
 	for r := range ss.Settings.Rungs {
 		c := comparisonView{Rung: r}
 		var best, base *session.Trial
@@ -617,7 +617,7 @@ func (s *Server) comparison(ss session.Session, trials []session.Trial, seqOf ma
 			if t.Number == 0 {
 				base = t
 			}
-			if t.Eligible() && (best == nil || fig(*t) > fig(*best)) {
+			if t.Eligible() && (best == nil || figs.Of(*t) > figs.Of(*best)) {
 				best = t
 			}
 		}

@@ -15,24 +15,22 @@ type BusyError struct {
 	Err    error   // the store's refusal, wrapping ErrBusy
 }
 
-func (e *BusyError) Error() string { return "busy: " + e.Line() }
-func (e *BusyError) Unwrap() error { return e.Err }
-
-// Line names the active session, its state and what it waits for: "session ab12cd34 is
-// paused (waiting for a decision on proposal 1)". It never names the session the refused
+// Error names the active session, its state and what it waits for: "busy: session ab12cd34
+// is paused (waiting for a decision on proposal 1)". It never names the session the refused
 // start would have made: nobody can act on that one.
-func (e *BusyError) Line() string {
-	line := fmt.Sprintf("session %s is %s", short(e.Holder.ID), StateLabel(e.Holder.State))
+func (e *BusyError) Error() string {
+	line := fmt.Sprintf("busy: session %s is %s", short(e.Holder.ID), StateLabel(e.Holder.State))
 	if e.Waits != "" {
 		line += " (" + e.Waits + ")"
 	}
 	return line
 }
 
-// WayOut is what ends the wait, in words every surface shares: a paused or interrupted
-// session is resumed, one that waits for people is decided on, one that runs finishes;
-// any of them may be cancelled.
-func (e *BusyError) WayOut() string {
+func (e *BusyError) Unwrap() error { return e.Err }
+
+// wayOut is what ends the wait: a paused or interrupted session is resumed, one that waits
+// for people is decided on, one that runs finishes; any of them may be cancelled.
+func (e *BusyError) wayOut() string {
 	switch e.Holder.State {
 	case StatePaused, StateInterrupted:
 		return "resume or cancel it first"
@@ -51,7 +49,7 @@ func (e *Engine) busyErr(ctx context.Context, err error) error {
 		return &UserError{Msg: "busy: another session is active, and only one runs at a time", Err: err}
 	}
 	be := &BusyError{Holder: holder, Waits: e.waitsFor(ctx, holder), Err: err}
-	return &UserError{Msg: be.Error() + "; only one session runs at a time: " + be.WayOut(), Err: be}
+	return &UserError{Msg: be.Error() + "; only one session runs at a time: " + be.wayOut(), Err: be}
 }
 
 // waitsFor is what active session s waits for: a person's decision on its proposals or its

@@ -2,7 +2,6 @@ package session
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -99,9 +98,11 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 	out.Best, out.Control = StandingOf(*best, seeds), controlStanding(trials, best.Rung, seeds)
 	if v, ok := FinalVersusOf(s.Settings, control, *best); ok {
 		out.Versus = &v
-		if c, _ := VersusOf(s.Settings, control, *best); v.Final {
-			out.Chosen = &Chosen{Score: c.Score, Seeds: append([]int{}, seeds...)}
-		}
+	}
+	if out.Versus != nil && out.Versus.Final {
+		// measured on the final seeds: what the seeds that chose it saw goes beside it
+		c, _ := VersusOf(s.Settings, control, *best)
+		out.Chosen = &Chosen{Score: c.Score, Seeds: append([]int{}, seeds...)}
 	}
 	if out.Final && best.Final != nil {
 		v := VerdictOf(s.Settings, control, *best)
@@ -172,7 +173,7 @@ func headlineTrial(st Settings, trials []Trial, chosen *Trial) *Trial {
 	if len(tuned) == 0 {
 		return nil
 	}
-	SortByFigure(st, trials, tuned)
+	FiguresOf(st, trials).Sort(tuned)
 	return findRung(trials, tuned[0].Number, tuned[0].Rung)
 }
 
@@ -182,8 +183,7 @@ func headlineTrial(st Settings, trials []Trial, chosen *Trial) *Trial {
 func bestComparable(s Session, trials []Trial) *Trial {
 	top := -1
 	var best *Trial
-	controls := Controls(trials)
-	fig := func(t *Trial) float64 { return RankFigure(s.Settings, controls, *t) }
+	figs := FiguresOf(s.Settings, trials)
 	for i := range trials {
 		t := &trials[i]
 		if t.Number == 0 || !t.Eligible() { // Eligible counts a final re-evaluation's gates too
@@ -192,7 +192,7 @@ func bestComparable(s Session, trials []Trial) *Trial {
 		if s.Settings.Control && t.Rung > 0 && controlResult(trials, t.Rung) == nil {
 			continue // its rung has no baseline result yet: not comparable at equal training
 		}
-		if t.Rung > top || (t.Rung == top && fig(t) > fig(best)) {
+		if t.Rung > top || (t.Rung == top && figs.Of(*t) > figs.Of(*best)) {
 			top, best = t.Rung, t
 		}
 	}
@@ -269,7 +269,7 @@ func (c Comparison) freshHeadline(who string) string {
 		}
 	}
 	where := "fresh seeds " + SeedRange(b.Seeds) + ", which chose nothing"
-	if ch := c.Chosen; ch != nil && slices.ContainsFunc(b.Seeds, func(s int) bool { return slices.Contains(ch.Seeds, s) }) {
+	if ch := c.Chosen; ch != nil && overlaps(b.Seeds, ch.Seeds) {
 		// measured before final evaluations ran on fresh seeds: say it, as it may overstate
 		where = "seeds " + seedList(b.Seeds) + ", which also chose it (a final evaluation from before fresh seeds: it may overstate the gain)"
 	}

@@ -312,6 +312,17 @@ func settings(mode string) session.Settings {
 
 var console = session.Actor{Platform: "console", ID: "u1", Name: "ana"}
 
+// startApproval starts an approval-mode session (settings(ModeApproval)) and returns it
+// once it waits: its baseline ran and its first proposal waits for a decision.
+func (h *harness) startApproval() session.Session {
+	h.t.Helper()
+	s, err := h.eng.Start(context.Background(), settings(session.ModeApproval), console)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.wait(s.ID)
+}
+
 func (h *harness) wait(id string) session.Session {
 	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -574,20 +585,10 @@ func TestSecondStartNamesTheActiveSession(t *testing.T) {
 			h.expect("train 0/0")
 			return s
 		}, []string{"is running", "let it finish or cancel it"}},
-		{"awaiting a decision", func(h *harness) session.Session {
-			s, err := h.eng.Start(context.Background(), settings(session.ModeApproval), console)
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			return h.wait(s.ID)
-		}, []string{"is awaiting approval (waiting for a decision on proposal 1)", "decide or cancel it"}},
+		{"awaiting a decision", func(h *harness) session.Session { return h.startApproval() }, []string{"is awaiting approval (waiting for a decision on proposal 1)", "decide or cancel it"}},
 		{"paused at the end of input", func(h *harness) session.Session {
-			s, err := h.eng.Start(context.Background(), settings(session.ModeApproval), console)
+			s, err := h.eng.Pause(context.Background(), h.startApproval().ID, console)
 			if err != nil {
-				h.t.Fatal(err)
-			}
-			h.wait(s.ID)
-			if s, err = h.eng.Pause(context.Background(), s.ID, console); err != nil {
 				h.t.Fatal(err)
 			}
 			return s
@@ -636,11 +637,7 @@ func TestStartRefusesBadSettingsAndMissingAdvisor(t *testing.T) {
 func TestApprovalRejectEditApprove(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	ctx := context.Background()
-	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = h.wait(s.ID)
+	s := h.startApproval()
 	if s.State != session.StateAwaitingApproval {
 		t.Fatalf("state %s, want awaiting_approval", s.State)
 	}
@@ -655,7 +652,7 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	}
 	// an edit with a bad value is refused with the reason, and the proposal stays pending
 	bad := session.Patch{Weights: map[string]float64{"track_linear_velocity": 9}}
-	_, err = h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &bad, By: console})
+	_, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &bad, By: console})
 	var ie *session.InvalidError
 	if !errors.As(err, &ie) || !strings.Contains(err.Error(), "outside its bounds") {
 		t.Fatalf("bad edit: %v", err)
@@ -718,11 +715,7 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 func TestEditCountsChangesAfterMerging(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	ctx := context.Background()
-	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.wait(s.ID)
+	s := h.startApproval()
 	edit := session.Patch{Weights: map[string]float64{"track_linear_velocity": 1.2, "pose": 1.5, "foot_slip": -0.5, "body_ang_vel": -0.05},
 		Params: map[string]float64{"foot_gait.period": 0.55}}
 	p, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &edit, By: console})
@@ -1092,11 +1085,7 @@ func TestLateSecondApprovalNamesTheFirst(t *testing.T) {
 	ctx := context.Background()
 	gate := make(chan struct{})
 	h.tr.trainGate[session.TrialRef{1, 0}] = gate
-	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = h.wait(s.ID)
+	s := h.startApproval()
 	first := session.Actor{Platform: "slack", ID: "U1"}
 	if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: first}); err != nil {
 		t.Fatal(err)
@@ -1104,7 +1093,7 @@ func TestLateSecondApprovalNamesTheFirst(t *testing.T) {
 	for _, j := range []string{"train 0/0", "eval 0/0", "train 1/0"} {
 		h.expect(j)
 	}
-	_, err = h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: session.Actor{Platform: "slack", ID: "U2"}})
+	_, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: session.Actor{Platform: "slack", ID: "U2"}})
 	if !errors.Is(err, session.ErrConflict) || !strings.Contains(err.Error(), "already approved by U1") {
 		t.Fatalf("late approval: %v", err)
 	}
@@ -1119,11 +1108,7 @@ func TestLateSecondApprovalNamesTheFirst(t *testing.T) {
 func TestCurvesGoToTheAdvisorOnly(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	ctx := context.Background()
-	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.wait(s.ID)
+	s := h.startApproval()
 	reqs := h.adv.requests()
 	if len(reqs) != 1 || len(reqs[0].History) != 1 || len(reqs[0].History[0].Curves["Train/mean_reward"]) != 2 {
 		t.Fatalf("the advisor's request lacks the baseline's curve: %+v", reqs)
@@ -1185,11 +1170,7 @@ func TestStoredSeriesAreBounded(t *testing.T) {
 	ctx := context.Background()
 	h.eng.Shutdown(ctx)
 	h.eng = h.engine(longTrainer{h.tr, 3 * session.MaxStoredPoints})
-	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.wait(s.ID)
+	s := h.startApproval()
 	long, err := h.db.Series(ctx, session.SeriesKey{SessionID: s.ID, Number: 0, Rung: 0, Tag: "Train/mean_reward"})
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func TestOneRankingByTheEqualTrainingFigure(t *testing.T) {
 		t.Errorf("the plan to rung 2: %v, want trial 1 and the baseline carried along", refs(plan))
 	}
 	rung := n.rung(1)
-	SortByFigure(n.s.Settings, n.trials, rung)
+	FiguresOf(n.s.Settings, n.trials).Sort(rung)
 	if got := refs(rung); !slices.Equal(got, []TrialRef{{1, 1}, {0, 1}, {2, 1}}) && !slices.Equal(got, []TrialRef{{1, 1}, {2, 1}, {0, 1}}) {
 		t.Errorf("rung 1 in rank order %v, want trial 1 first", got)
 	}

@@ -53,11 +53,11 @@ func (g Gain) Text() string {
 const maxBuildsOn = 16
 
 // gainOf is t's gain over the defaults at equal training, t being a trial of s (its preset's,
-// scored among trials). Its own baseline is used when it trained the defaults (the figure and
-// spread of its verdict, so the figure is the one its other surfaces show); else the sessions
-// it builds on are walked, nearest first, for a baseline trial that trained the defaults to
-// t's rung.
-func (e *Engine) gainOf(ctx context.Context, s Session, trials []Trial, t Trial) Gain {
+// scored among trials, with its verdict). Its own baseline is used when it trained the
+// defaults (the figure and spread of its verdict, so the figure is the one its other surfaces
+// show); else the sessions it builds on are walked, nearest first, for a baseline trial that
+// trained the defaults to t's rung.
+func (e *Engine) gainOf(ctx context.Context, s Session, trials []Trial, t Trial, verdict Verdict) Gain {
 	defaults := e.SpaceOf(s.Settings.Task).Defaults()
 	if base := ControlAt(trials, 0); base != nil && base.RewardConfig.Equal(defaults) {
 		control := ControlAt(trials, t.Rung)
@@ -68,8 +68,7 @@ func (e *Engine) gainOf(ctx context.Context, s Session, trials []Trial, t Trial)
 		if !v.Final {
 			return Gain{Rung: t.Rung, Session: s.ID, Unknown: "it was not measured on fresh seeds, and the seeds that chose it would overstate it"}
 		}
-		d := VerdictOf(s.Settings, control, t)
-		return Gain{Score: Measured(v.Score), SE: Measured(d.SE), Rung: t.Rung, Session: s.ID, Final: true}
+		return Gain{Score: Measured(v.Score), SE: Measured(verdict.SE), Rung: t.Rung, Session: s.ID, Final: true}
 	}
 	seen := map[string]bool{s.ID: true}
 	next := e.buildsOn(ctx, s)
@@ -131,12 +130,7 @@ func gainAgainst(st Settings, control *Trial, t Trial, id string) Gain {
 // side has fewer than two seeds.
 func unpairedSE(sc Scorer, a, b []SeedMetrics) float64 {
 	varOver := func(per []SeedMetrics) (float64, bool) {
-		var xs []float64
-		for _, ps := range per {
-			if s, err := sc.Score(ps.Metrics); err == nil {
-				xs = append(xs, s.Total)
-			}
-		}
+		_, xs := seedScores(sc, per)
 		if len(xs) < 2 {
 			return 0, false
 		}

@@ -317,7 +317,7 @@ func (e *Engine) promoteStep(ctx context.Context, n *snapshot, j *jobs, log *slo
 func (e *Engine) reevaluateFinalists(ctx context.Context, n snapshot, j *jobs, log *slog.Logger) bool {
 	waiting := false
 	for _, t := range finalPlan(n) {
-		if t.Final == nil && t.FinalFailed == "" {
+		if t.Final == nil && !t.FinalFailed {
 			waiting = true
 			e.startFinal(ctx, n, j, t, log)
 		}
@@ -418,7 +418,7 @@ func (e *Engine) checkBudget(ctx context.Context, s Session, running int) (bool,
 }
 
 // bestOf returns the best eligible completed trial of ts (trials of one rung), if any,
-// ranked by their equal-training figure among trials, the session's (RankFigure).
+// ranked by their equal-training figure among trials, the session's (Figures).
 func bestOf(st Settings, trials, ts []Trial) (Trial, bool) {
 	var el []Trial
 	for _, t := range ts {
@@ -429,7 +429,7 @@ func bestOf(st Settings, trials, ts []Trial) (Trial, bool) {
 	if len(el) == 0 {
 		return Trial{}, false
 	}
-	SortByFigure(st, trials, el)
+	FiguresOf(st, trials).Sort(el)
 	return el[0], true
 }
 
@@ -1369,7 +1369,7 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	if err := e.putTrialAudited(ctx, t, entry); err != nil {
 		return fmt.Errorf("saving trial: %w", err)
 	}
-	s2, card, err := e.recordLive(ctx, s.ID, t, trials)
+	s2, card, err := e.recordLive(ctx, s, t, trials)
 	if err != nil {
 		return err
 	}
@@ -1382,11 +1382,11 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	return nil
 }
 
-// recordLive writes session id's live status once trial t has ended, trials being all of
+// recordLive writes session s's live status once trial t has ended, trials being all of
 // its trials with t's end: the best so far and the proposals without improvement, which
 // derive from the rung-0 trials, in the same update as the GPU time and the headline. It
 // returns the session and the preference card t asks, nil when none.
-func (e *Engine) recordLive(ctx context.Context, id string, t Trial, trials []Trial) (Session, *Preference, error) {
+func (e *Engine) recordLive(ctx context.Context, s Session, t Trial, trials []Trial) (Session, *Preference, error) {
 	var r0 []Trial
 	for _, x := range trials {
 		if x.Rung == 0 {
@@ -1394,15 +1394,16 @@ func (e *Engine) recordLive(ctx context.Context, id string, t Trial, trials []Tr
 		}
 	}
 	ni, _ := noImprovement(r0)
+	best, haveBest := bestOf(s.Settings, trials, r0) // ranked before the transaction, not in it
 	var card *Preference
-	s, err := e.cfg.Store.UpdateSession(ctx, id, func(x *Session) error {
+	s, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
 		// Which walks better? Asked when the trial scores within the noise of the best so
 		// far; it never holds the session up (docs/design.md §1).
 		card = askCard(x, t, r0, time.Now().UTC())
 		x.GPUSeconds += t.GPUSeconds
 		x.UpdatedAt = time.Now().UTC()
 		x.NoImprove = ni
-		if best, haveBest := bestOf(x.Settings, trials, r0); haveBest && x.BestRung == 0 {
+		if haveBest && x.BestRung == 0 {
 			x.BestTrial, x.BestScore = best.Number, best.Score.Total
 		}
 		x.setResult(trials)
@@ -1495,11 +1496,11 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 }
 
 // finalEvalFailed records that t's final evaluation failed (err): it keeps its rung result,
-// and its gain is not measured on fresh seeds (FinalFailed; the verdict says so). Nothing
-// stands in for the measurement: its rung result is what chose it.
+// and its gain is not measured on fresh seeds (FinalFailed; the verdict says so, and its
+// reason why). Nothing stands in for the measurement: its rung result is what chose it.
 func (e *Engine) finalEvalFailed(ctx context.Context, s Session, t Trial, err error, log *slog.Logger) error {
 	log.Warn("final re-evaluation failed", "err", err)
-	t.FinalFailed = err.Error()
+	t.FinalFailed = true
 	t.Reason = "final re-evaluation failed: " + err.Error()
 	if perr := e.cfg.Store.PutTrial(ctx, t); perr != nil {
 		return fmt.Errorf("saving trial: %w", perr)
@@ -1515,19 +1516,14 @@ func finalOf(st Settings, seeds []int, b *Trial, ev Evaluation) (Final, error) {
 	if err != nil {
 		return Final{}, err
 	}
-	var per []float64
-	for _, ps := range ev.PerSeed {
-		if x, err := scorer.Score(ps.Metrics); err == nil {
-			per = append(per, x.Total)
-		}
-	}
+	_, per := seedScores(scorer, ev.PerSeed)
 	_, std := MeanStd(per)
 	return Final{Seeds: slices.Clone(seeds), Metrics: ev.Metrics, PerSeed: ev.PerSeed, Score: sc, ScoreStd: std}, nil
 }
 
 // finishUnimproved ends a session in which no tuned trial beat the baseline: base, the
 // baseline's result at the rung that decided, ranked first there, or ranked below a tuned
-// finalist whose gain the fresh seeds put at or below it. It succeeded, with
+// finalist that the fresh seeds put below it beyond the noise. It succeeded, with
 // OutcomeNoImprovement and no preset, as the baseline's configuration is what the trainer
 // already has (docs/design.md §1).
 func (e *Engine) finishUnimproved(ctx context.Context, n snapshot, base Trial) error {
@@ -1571,11 +1567,12 @@ func (e *Engine) finish(ctx context.Context, n snapshot) error {
 		return e.finishUnimproved(ctx, n, best)
 	}
 	control := ControlAt(n.trials, best.Rung)
-	outcome := OutcomeOf(VerdictOf(n.s.Settings, control, best))
+	verdict := VerdictOf(n.s.Settings, control, best)
+	outcome := OutcomeOf(verdict)
 	if outcome == OutcomeNoImprovement {
-		return e.finishUnimproved(ctx, n, *control)
+		return e.finishUnimproved(ctx, n, *control) // measured, so the control is there
 	}
-	preset := e.presetOf(ctx, n, best, outcome)
+	preset := e.presetOf(ctx, n, best, verdict)
 	if err := e.savePresetOnce(ctx, preset); err != nil {
 		return err
 	}
@@ -1612,10 +1609,10 @@ func finishedText(s Session, result Comparison) string {
 	return msg
 }
 
-// presetOf is the preset session n ships, best, with outcome: its configuration, its score on
-// the fresh final seeds when it was measured there, who approved it, its gain against the
-// baseline trained as long with its verdict, and against the task's defaults.
-func (e *Engine) presetOf(ctx context.Context, n snapshot, best Trial, outcome string) Preset {
+// presetOf is the preset session n ships, best, with its verdict: its configuration, its
+// score on the fresh final seeds when it was measured there, who approved it, its outcome, its
+// gain against the baseline trained as long, and against the task's defaults.
+func (e *Engine) presetOf(ctx context.Context, n snapshot, best Trial, verdict Verdict) Preset {
 	s := n.s
 	var approvers []string
 	seen := map[string]bool{}
@@ -1631,14 +1628,11 @@ func (e *Engine) presetOf(ctx context.Context, n snapshot, best Trial, outcome s
 	}
 	preset := Preset{Name: s.Settings.RunName + "-" + short(s.ID), SessionID: s.ID, Trial: best.Ref(), Config: best.RewardConfig.Clone(),
 		Score: best.StandingScore(), ScoreStd: std, Metrics: metrics, Approvers: approvers, Task: s.Settings.Task,
-		CreatedAt: time.Now().UTC(), Trainer: e.cfg.TrainerKind, Outcome: outcome}
-	control := ControlAt(n.trials, best.Rung)
-	if v, ok := FinalVersusOf(s.Settings, control, best); ok {
+		CreatedAt: time.Now().UTC(), Trainer: e.cfg.TrainerKind, Outcome: OutcomeOf(verdict), Verdict: &verdict}
+	if v, ok := FinalVersusOf(s.Settings, ControlAt(n.trials, best.Rung), best); ok {
 		preset.Versus = &v
 	}
-	verdict := VerdictOf(s.Settings, control, best)
-	preset.Verdict = &verdict
-	g := e.gainOf(ctx, s, n.trials, best)
+	g := e.gainOf(ctx, s, n.trials, best, verdict)
 	preset.Gain, preset.BuiltOn = &g, StartedFrom(s)
 	return preset
 }

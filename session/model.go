@@ -3,7 +3,6 @@ package session
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -130,7 +129,7 @@ type Session struct {
 func (s Session) FinalSeeds() []int {
 	// A session stored before final seeds had to be fresh may list evaluation seeds: it
 	// draws fresh ones too, rather than re-measure the luck that chose.
-	if fs := s.Settings.FinalEvalSeeds; len(fs) > 0 && !slices.ContainsFunc(fs, func(v int) bool { return slices.Contains(s.Settings.EvalSeeds, v) }) {
+	if fs := s.Settings.FinalEvalSeeds; len(fs) > 0 && !overlaps(fs, s.Settings.EvalSeeds) {
 		return fs
 	}
 	n := s.Settings.FinalEvalCount
@@ -235,9 +234,9 @@ type Trial struct {
 	PerSeed      []SeedMetrics `json:"per_seed,omitempty"`
 	Score        *Score        `json:"score,omitempty"`
 	Final        *Final        `json:"final,omitempty"`
-	// FinalFailed says why its final evaluation failed ("" when it did not): it keeps its
+	// FinalFailed is set when its final evaluation failed (Reason says why): it keeps its
 	// rung result, and its gain is not measured on fresh seeds (VerdictOf).
-	FinalFailed string    `json:"final_failed,omitempty"`
+	FinalFailed bool      `json:"final_failed,omitempty"`
 	Reason      string    `json:"reason,omitempty"`
 	LogTail     string    `json:"log_tail,omitempty"`
 	Proc        *Proc     `json:"proc,omitempty"`

@@ -319,10 +319,7 @@ func (s *Space) checkWeights(base RewardConfig, weights map[string]float64) (pro
 			probs = append(probs, fmt.Sprintf("weights.%s: %g is not a finite number", name, v))
 			continue
 		}
-		old, had := base.Weights[name]
-		if !had {
-			old = t.Default
-		}
+		old, _ := s.current(base, "weight", name)
 		if nearlyEqual(old, v) {
 			same++
 		}
@@ -346,11 +343,7 @@ func (s *Space) checkParams(base RewardConfig, params map[string]float64) (probs
 			probs = append(probs, fmt.Sprintf("params.%s: %g is not a finite number", name, v))
 			continue
 		}
-		old, had := base.Params[name]
-		if !had {
-			old = p.Default
-		}
-		if nearlyEqual(old, v) {
+		if old, _ := s.current(base, "param", name); nearlyEqual(old, v) {
 			same++
 		}
 		if v < p.Min || v > p.Max {
@@ -584,24 +577,44 @@ func (s *Space) Diff(a, b RewardConfig) []Change {
 }
 
 // WithoutUnchanged is patch less the values equal to base's (rounded as Validate rounds
-// them), and those values: a person may name one in an edit to leave it as it is, and the
-// patch that runs names only what changes.
+// them, and a name base lacks at its default, as Validate counts them), and those values:
+// a person may name one in an edit to leave it as it is, and the patch that runs names only
+// what changes.
 func (s *Space) WithoutUnchanged(base RewardConfig, patch Patch) (Patch, []Change) {
 	patch = s.Round(base, patch)
-	changed := PatchOf(s.Diff(base, Merge(base, patch)))
+	changed := Patch{Weights: map[string]float64{}, Params: map[string]float64{}}
 	var same []Change
 	for _, kind := range []struct {
-		name string
-		m    map[string]float64
-		out  map[string]float64
+		name    string
+		in, out map[string]float64
 	}{{"weight", patch.Weights, changed.Weights}, {"param", patch.Params, changed.Params}} {
-		for _, name := range sortedKeys(kind.m) {
-			if _, ok := kind.out[name]; !ok {
-				same = append(same, Change{Kind: kind.name, Name: name, Old: kind.m[name], New: kind.m[name]})
+		for _, name := range sortedKeys(kind.in) {
+			v := kind.in[name]
+			if old, ok := s.current(base, kind.name, name); ok && nearlyEqual(old, v) {
+				same = append(same, Change{Kind: kind.name, Name: name, Old: v, New: v})
+				continue
 			}
+			kind.out[name] = v
 		}
 	}
 	return changed, same
+}
+
+// current is base's value of the weight or param name (kind "weight" or "param"): its own,
+// or the space's default when base lacks it; false when neither base nor the space has it.
+func (s *Space) current(base RewardConfig, kind, name string) (float64, bool) {
+	if kind == "weight" {
+		if v, ok := base.Weights[name]; ok {
+			return v, true
+		}
+		t, ok := s.Term(name)
+		return t.Default, ok
+	}
+	if v, ok := base.Params[name]; ok {
+		return v, true
+	}
+	p, ok := s.Param(name)
+	return p.Default, ok
 }
 
 // UnchangedNote says which values an edit named at their current value, left as they

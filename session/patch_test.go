@@ -473,3 +473,27 @@ func TestChangeFactor(t *testing.T) {
 		}
 	}
 }
+
+// WithoutUnchanged keeps what Validate counts as a change: on a partial base a name it lacks
+// is at its default, so an edit naming that default leaves it as it was, as one naming the
+// base's own value does.
+func TestWithoutUnchangedOnAPartialBase(t *testing.T) {
+	s := session.DefaultSpace()
+	d := s.Defaults()
+	base := session.RewardConfig{Weights: map[string]float64{"foot_slip": -0.3}, Params: map[string]float64{}}
+	edit := wp([]any{"pose", 2, "foot_slip", -0.3, "body_ang_vel", d.Weights["body_ang_vel"]}, []any{"foot_gait.period", d.Params["foot_gait.period"]})
+	got, same := s.WithoutUnchanged(base, edit)
+	if diff := cmp.Diff(w("pose", 2), got); diff != "" {
+		t.Errorf("the patch that runs (-want +got):\n%s", diff)
+	}
+	var names []string
+	for _, c := range same {
+		names = append(names, c.Label())
+	}
+	if want := []string{"body_ang_vel", "foot_slip", "params.foot_gait.period"}; !cmp.Equal(names, want) {
+		t.Errorf("left as they were: %v, want %v", names, want)
+	}
+	if _, err := s.Validate(base, edit, nil); err != nil {
+		t.Errorf("Validate counts one change: %v", err)
+	}
+}

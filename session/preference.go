@@ -95,19 +95,20 @@ func (p Preference) Has(a, b int) bool { return p.A == a && p.B == b || p.A == b
 // 5", "can't tell trial 8 from trial 5", "which walks better, trial 8 or trial 5?".
 func (p Preference) Verdict() string {
 	if w, l, ok := p.Winner(); ok {
-		return fmt.Sprintf("%s walks better than %s", trialName(w), trialName(l))
+		return fmt.Sprintf("%s walks better than %s", TrialName(w), TrialName(l))
 	}
 	switch {
 	case p.Answer == AnswerTie:
-		return fmt.Sprintf("can't tell %s from %s", trialName(p.A), trialName(p.B))
+		return fmt.Sprintf("can't tell %s from %s", TrialName(p.A), TrialName(p.B))
 	case p.Expired:
-		return fmt.Sprintf("nobody compared %s with %s before rung 0 ended", trialName(p.A), trialName(p.B))
+		return fmt.Sprintf("nobody compared %s with %s before rung 0 ended", TrialName(p.A), TrialName(p.B))
 	}
-	return fmt.Sprintf("which walks better, %s or %s?", trialName(p.A), trialName(p.B))
+	return fmt.Sprintf("which walks better, %s or %s?", TrialName(p.A), TrialName(p.B))
 }
 
-// trialName names a trial in a sentence, the baseline as such.
-func trialName(n int) string {
+// TrialName names trial n in a sentence, the baseline as such: "trial 8", "the baseline
+// (trial 0)".
+func TrialName(n int) string {
 	if n == 0 {
 		return "the baseline (trial 0)"
 	}
@@ -150,7 +151,7 @@ func promotionEffect(w, l int) string {
 	if w == 0 {
 		return fmt.Sprintf("trial %d is never promoted ahead of a tuned trial nobody marked worse than the baseline", l)
 	}
-	return fmt.Sprintf("at a promotion %s ranks above %s when their scores are within %.2f of each other", trialName(w), trialName(l), NoiseMargin)
+	return fmt.Sprintf("at a promotion %s ranks above %s when their scores are within %.2f of each other", TrialName(w), TrialName(l), NoiseMargin)
 }
 
 // PreferRequest is a person's answer to an A/B card, or a preference typed on their own
@@ -258,7 +259,7 @@ func secondAnswer(p Preference, r PreferRequest, answer string) error {
 	if p.By != nil {
 		who = fmt.Sprintf(" by %s at %s", p.By, p.At.Format("15:04:05 UTC"))
 	}
-	return Userf(ErrConflict, "%s and %s were already compared%s: %s", trialName(p.A), trialName(p.B), who, p.Verdict())
+	return Userf(ErrConflict, "%s and %s were already compared%s: %s", TrialName(p.A), TrialName(p.B), who, p.Verdict())
 }
 
 // addPair adds to x the pair of finished rung-0 trials winner and loser (A and B), asked by
@@ -402,9 +403,8 @@ func Preferred(prefs []Preference, a, b int) bool {
 // never makes another trial eligible.
 func rankForPromotion(st Settings, trials, ts []Trial, prefs []Preference) []Trial {
 	out := slices.Clone(ts)
-	SortByFigure(st, trials, out)
-	controls := Controls(trials)
-	fig := func(t Trial) float64 { return RankFigure(st, controls, t) }
+	figs := FiguresOf(st, trials)
+	figs.Sort(out)
 	// Each move puts a preferred trial just above the first trial within the margin that
 	// it was preferred to; a cycle of preferences (8 over 5, 5 over 9, 9 over 8) would move
 	// for ever, so the moves are bounded.
@@ -412,7 +412,7 @@ func rankForPromotion(st Settings, trials, ts []Trial, prefs []Preference) []Tri
 		moved := false
 		for i := 0; i < len(out) && !moved; i++ {
 			for j := i + 1; j < len(out); j++ {
-				if fig(out[i])-fig(out[j]) <= NoiseMargin && Preferred(prefs, out[j].Number, out[i].Number) {
+				if figs.Of(out[i])-figs.Of(out[j]) <= NoiseMargin && Preferred(prefs, out[j].Number, out[i].Number) {
 					t := out[j]
 					out = slices.Insert(slices.Delete(out, j, j+1), i, t)
 					moved = true

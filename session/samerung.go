@@ -146,13 +146,33 @@ func RankFigure(st Settings, controls map[int]*Trial, t Trial) float64 {
 	return -2
 }
 
-// SortByFigure orders ts (trials of one rung, usually) best first by RankFigure among
-// trials, the session's trials; ties go to the lower trial number.
-func SortByFigure(st Settings, trials []Trial, ts []Trial) {
+// Figures are the RankFigure of each of a session's trials, by trial and rung, computed once:
+// a step, a page view or a chart ranks with them many times, and each is a whole §3 score.
+type Figures map[TrialRef]float64
+
+// FiguresOf computes the figures of trials, a session's trials.
+func FiguresOf(st Settings, trials []Trial) Figures {
 	controls := Controls(trials)
-	fig := func(t Trial) float64 { return RankFigure(st, controls, t) }
+	out := make(Figures, len(trials))
+	for _, t := range trials {
+		out[t.Ref()] = RankFigure(st, controls, t)
+	}
+	return out
+}
+
+// Of is t's figure; a trial they were not computed for ranks last.
+func (f Figures) Of(t Trial) float64 {
+	if v, ok := f[t.Ref()]; ok {
+		return v
+	}
+	return -2
+}
+
+// Sort orders ts (trials of one rung, usually) best first by their figures; ties go to the
+// lower trial number.
+func (f Figures) Sort(ts []Trial) {
 	sort.SliceStable(ts, func(i, j int) bool {
-		if a, b := fig(ts[i]), fig(ts[j]); a != b {
+		if a, b := f.Of(ts[i]), f.Of(ts[j]); a != b {
 			return a > b
 		}
 		return ts[i].Number < ts[j].Number

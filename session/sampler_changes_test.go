@@ -79,11 +79,7 @@ func TestSamplerMaxChanges(t *testing.T) {
 func TestRejectedPatchReachesTheProposer(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	ctx := context.Background()
-	s, err := h.eng.Start(ctx, settings(session.ModeApproval), console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s = h.wait(s.ID)
+	s := h.startApproval()
 	props, _ := h.db.Proposals(ctx, s.ID)
 	if len(props) != 1 {
 		t.Fatalf("%d proposals", len(props))

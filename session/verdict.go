@@ -114,7 +114,7 @@ func (v Verdict) Text() string {
 		SignedScore(v.Gain), Spread(v.SE), SeedRange(v.Seeds), SignedScore(v.Lower), word)
 }
 
-// SeedRange lists seeds compactly: "7301–7305" for a run, "4, 9, 12" otherwise.
+// SeedRange lists seeds compactly: "7301–7305" for a run, "4,9,12" otherwise (seedList).
 func SeedRange(seeds []int) string {
 	if n := len(seeds); n > 2 {
 		run := true
@@ -125,14 +125,7 @@ func SeedRange(seeds []int) string {
 			return fmt.Sprintf("%d–%d", seeds[0], seeds[n-1])
 		}
 	}
-	out := ""
-	for i, s := range seeds {
-		if i > 0 {
-			out += ", "
-		}
-		out += fmt.Sprint(s)
-	}
-	return out
+	return seedList(seeds)
 }
 
 // VerdictOf tests trial t's gain over control, the baseline trained as long (its result at
@@ -146,14 +139,16 @@ func VerdictOf(st Settings, control *Trial, t Trial) Verdict {
 	case control == nil || control.Rung != t.Rung:
 		v.Unmeasured = "no baseline was trained as long (control: false), so there is no comparison at equal training"
 		return v
-	case t.FinalFailed != "":
-		v.Unmeasured = "its final evaluation failed: " + t.FinalFailed
+	case t.FinalFailed:
+		// The job's own words (its log's end) stay in the trial's reason: the verdict goes
+		// into the headline, the push and the preset, and quotes nothing a trainer wrote.
+		v.Unmeasured = fmt.Sprintf("its final evaluation failed (trial %d @ rung %d's reason says why)", t.Number, t.Rung)
 		return v
 	case t.Final == nil:
 		v.Unmeasured = "it has no final evaluation"
 		return v
-	case control.FinalFailed != "":
-		v.Unmeasured = "the baseline's final evaluation failed: " + control.FinalFailed
+	case control.FinalFailed:
+		v.Unmeasured = fmt.Sprintf("the baseline's final evaluation failed (trial 0 @ rung %d's reason says why)", control.Rung)
 		return v
 	case !hasFinalControl(control, t):
 		v.Unmeasured = "the baseline trained as long has no final evaluation"
@@ -187,26 +182,38 @@ func StdErr(xs []float64) float64 {
 	return math.Sqrt(ss / (n - 1) / n)
 }
 
+// seedScores scores each seed's metrics of per with sc, in order: the seeds and their scores,
+// a seed whose metrics do not score left out.
+func seedScores(sc Scorer, per []SeedMetrics) (seeds []int, scores []float64) {
+	for _, ps := range per {
+		if s, err := sc.Score(ps.Metrics); err == nil {
+			seeds, scores = append(seeds, ps.Seed), append(scores, s.Total)
+		}
+	}
+	return seeds, scores
+}
+
 // pairedDiffs are t's per-seed scores less control's on the seeds both final evaluations
 // report, each scored against the control's final mean metrics.
 func pairedDiffs(st Settings, control *Trial, t Trial) []float64 {
 	sc := st.scorer(control.Final.Metrics)
 	theirs := map[int]float64{}
-	for _, ps := range control.Final.PerSeed {
-		if s, err := sc.Score(ps.Metrics); err == nil {
-			theirs[ps.Seed] = s.Total
-		}
+	cs, cScores := seedScores(sc, control.Final.PerSeed)
+	for k, seed := range cs {
+		theirs[seed] = cScores[k]
 	}
 	var d []float64
-	for _, ps := range t.Final.PerSeed {
-		c, ok := theirs[ps.Seed]
-		if !ok {
-			continue
-		}
-		if s, err := sc.Score(ps.Metrics); err == nil {
-			d = append(d, s.Total-c)
-			delete(theirs, ps.Seed) // a seed listed twice counts once
+	seeds, mine := seedScores(sc, t.Final.PerSeed)
+	for k, seed := range seeds {
+		if c, ok := theirs[seed]; ok {
+			d = append(d, mine[k]-c)
+			delete(theirs, seed) // a seed listed twice counts once
 		}
 	}
 	return d
+}
+
+// overlaps reports whether a and b share a seed.
+func overlaps(a, b []int) bool {
+	return slices.ContainsFunc(a, func(v int) bool { return slices.Contains(b, v) })
 }

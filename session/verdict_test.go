@@ -125,7 +125,7 @@ func TestVerdictUnmeasured(t *testing.T) {
 	noPerSeed := trial
 	noPerSeed.Final = &session.Final{Seeds: seeds, Metrics: trial.Final.Metrics}
 	failed := trial
-	failed.Final, failed.FinalFailed = nil, "exit status 1"
+	failed.Final, failed.FinalFailed = nil, true
 	otherRung := *control
 	otherRung.Rung = 1
 	cases := []struct {
@@ -136,7 +136,7 @@ func TestVerdictUnmeasured(t *testing.T) {
 	}{
 		{"control off", nil, trial, "no baseline was trained as long (control: false)"},
 		{"the control at another rung", &otherRung, trial, "no baseline was trained as long"},
-		{"a failed final evaluation", control, failed, "its final evaluation failed: exit status 1"},
+		{"a failed final evaluation", control, failed, "its final evaluation failed (trial 4 @ rung 2's reason says why)"},
 		{"no per-seed results", control, noPerSeed, "share 0 seed(s) with per-seed results; a spread needs 2"},
 	}
 	for _, c := range cases {

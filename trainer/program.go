@@ -36,43 +36,62 @@ func (t Templates) ProgramProblems() []string {
 		if placeholderRE.MatchString(prog) || prog == "" {
 			continue
 		}
-		if why := programProblem(prog, t.Workdir); why != "" {
-			probs = append(probs, tpl.name+": "+fromPython(why, tpl.argv[0]))
+		from := ""
+		if tpl.argv[0] == "{python}" {
+			from = " ({python}, trainer.python)"
+		}
+		if why := programProblem(prog, t.Workdir, from); why != "" {
+			probs = append(probs, tpl.name+": "+why)
 		}
 	}
 	return probs
 }
 
-// fromPython says where a program came from when the template names it by {python}.
-func fromPython(why, arg0 string) string {
-	if arg0 != "{python}" {
-		return why
-	}
-	head, rest, _ := strings.Cut(why, `" `)
-	return head + `" ({python}, trainer.python) ` + rest
-}
-
 // programProblem says why prog, a job's argv[0], cannot be started from workdir ("" when
 // it looks startable): a bare name is looked up on PATH, as the job's start looks it up; a
-// path with a slash is taken against workdir, as the job starts there.
-func programProblem(prog, workdir string) string {
+// path with a slash is taken against workdir, as the job starts there. from, after the
+// program's name, says where it came from when the template does not name it itself.
+func programProblem(prog, workdir, from string) string {
+	if why := workdirProblem(workdir); why != "" {
+		return why // the job's start fails on it first, whatever prog is
+	}
 	if !strings.ContainsRune(prog, '/') {
 		if _, err := exec.LookPath(prog); err != nil {
-			return fmt.Sprintf("the trainer executable %q was not found on PATH", prog)
+			return fmt.Sprintf("the trainer executable %q%s was not found on PATH", prog, from)
 		}
 		return ""
 	}
 	path := inWorkdir(prog, workdir)
+	what := fmt.Sprintf("the trainer executable %q%s", path, from)
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Sprintf("the trainer executable %q does not exist", path)
+		return what + " does not exist"
 	case err != nil:
-		return fmt.Sprintf("the trainer executable %q cannot be read: %s", path, startReason(err))
+		return what + " cannot be read: " + startReason(err)
 	case st.IsDir():
-		return fmt.Sprintf("the trainer executable %q is a directory", path)
+		return what + " is a directory"
 	case st.Mode()&0o111 == 0:
-		return fmt.Sprintf("the trainer executable %q is not executable (mode %s)", path, st.Mode().Perm())
+		return fmt.Sprintf("%s is not executable (mode %s)", what, st.Mode().Perm())
+	}
+	return ""
+}
+
+// workdirProblem says why a job cannot start in workdir ("" when it can, or when jobs
+// start in tunebot's own): the start would fail with a bare "no such file or directory",
+// which reads as the program's fault.
+func workdirProblem(workdir string) string {
+	if workdir == "" {
+		return ""
+	}
+	st, err := os.Stat(workdir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Sprintf("the working directory %q (trainer.workdir) does not exist", workdir)
+	case err != nil:
+		return fmt.Sprintf("the working directory %q (trainer.workdir) cannot be read: %s", workdir, startReason(err))
+	case !st.IsDir():
+		return fmt.Sprintf("the working directory %q (trainer.workdir) is not a directory", workdir)
 	}
 	return ""
 }
@@ -80,7 +99,7 @@ func programProblem(prog, workdir string) string {
 // startFailure is why a job whose program would not start failed: what programProblem
 // finds, else the start's own error with the program's path.
 func startFailure(prog, workdir string, err error) string {
-	if why := programProblem(prog, workdir); why != "" {
+	if why := programProblem(prog, workdir, ""); why != "" {
 		return why
 	}
 	why := fmt.Sprintf("the trainer executable %q could not be started: %s", inWorkdir(prog, workdir), startReason(err))

@@ -371,20 +371,30 @@ func TestStartFailure(t *testing.T) {
 			if je.Error() != "train job failed: "+tc.want {
 				t.Errorf("failure %q\nwant      %q", je.Error(), "train job failed: "+tc.want)
 			}
-			if log := readLog(t, filepath.Join(run, trainer.TrainLog)); !strings.Contains(log, tc.want) {
+			if log := readFile(t, filepath.Join(run, trainer.TrainLog)); !strings.Contains(log, tc.want) {
 				t.Errorf("train.log does not say it:\n%s", log)
 			}
 		})
 	}
 }
 
-func readLog(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+// A working directory that is not there fails every job's start, whatever its program: the
+// failure names the directory, not the program (which is there) nor a script's #! line.
+func TestStartFailureNoWorkdir(t *testing.T) {
+	gone := filepath.Join(t.TempDir(), "gone")
+	want := `the working directory "` + gone + `" (trainer.workdir) does not exist`
+	for _, argv0 := range []string{"sh", "/bin/sh", "bin/python", "{python}"} {
+		t.Run(argv0, func(t *testing.T) {
+			tpl := trainer.Templates{Workdir: gone, Python: "sh", Train: []string{argv0, "-c", "true"}, Evaluate: []string{"true"}}
+			_, err := newRunner(t, tpl).Train(context.Background(), trainJob(t.TempDir(), 10), session.JobHooks{})
+			if je := jobError(t, err); je.Error() != "train job failed: "+want {
+				t.Errorf("failure %q\nwant      %q", je.Error(), "train job failed: "+want)
+			}
+			if got := tpl.ProgramProblems(); !slices.Equal(got, []string{"train: " + want, "evaluate: " + want}) {
+				t.Errorf("problems %q", got)
+			}
+		})
 	}
-	return string(b)
 }
 
 // ProgramProblems names each template whose program, {python} and {tunebot} filled in,

@@ -193,37 +193,25 @@ func runAll(ctx context.Context, first int64, surfaces, reps int, ws []float64, 
 		rep    int
 		weight float64
 	}
-	jobs := make(chan job)
-	var (
-		mu       sync.Mutex
-		out      []result
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	for range max(1, workers) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range jobs {
-				r, err := runSession(ctx, filepath.Join(root, fmt.Sprintf("s%d-r%d-w%g", j.seed, j.rep, j.weight)), j.seed, j.rep, j.weight)
-				mu.Lock()
-				if err != nil && firstErr == nil {
-					firstErr = err
-				}
-				out = append(out, r)
-				mu.Unlock()
-			}
-		}()
-	}
+	var jobs []job
 	for s := first; s < first+int64(surfaces); s++ {
 		for rep := range reps {
 			for _, w := range ws {
-				jobs <- job{s, rep, w}
+				jobs = append(jobs, job{s, rep, w})
 			}
 		}
 	}
-	close(jobs)
-	wg.Wait()
+	var (
+		mu  sync.Mutex
+		out []result
+	)
+	err = memsim.Each(workers, jobs, func(j job) error {
+		r, err := runSession(ctx, filepath.Join(root, fmt.Sprintf("s%d-r%d-w%g", j.seed, j.rep, j.weight)), j.seed, j.rep, j.weight)
+		mu.Lock()
+		out = append(out, r)
+		mu.Unlock()
+		return err
+	})
 	sort.Slice(out, func(a, b int) bool {
 		x, y := out[a], out[b]
 		if x.Surface != y.Surface {
@@ -234,7 +222,7 @@ func runAll(ctx context.Context, first int64, surfaces, reps int, ws []float64, 
 		}
 		return x.Weight < y.Weight
 	})
-	return out, firstErr
+	return out, err
 }
 
 // runSession runs one whole automatic session of the real engine (the numeric sampler,
@@ -267,6 +255,7 @@ func runSession(ctx context.Context, dir string, seed int64, rep int, weight flo
 	st := session.DefaultSettings()
 	st.Fallback = true
 	st.Seed = seed*10 + int64(rep) // the session seed of bench/sampler, so "off" is its tunebot row
+	memsim.FixFinalSeeds(&st)
 	st.Preferences.Weight = weight
 	if weight == 0 {
 		st.Preferences.Ask = session.AskOff

@@ -269,8 +269,8 @@ func (c *Console) showLine(ctx context.Context, r *bot.Renderer, e session.Event
 		c.showProgress(e, stamp)
 	case session.EventSessionUpdated:
 		c.printf("[%s] %s\n", stamp, e.Text)
-		if e.Session.State == session.StateRunning {
-			c.redrawLost(ctx, e.Session)
+		if e.Session.State == session.StateRunning && !e.Session.PauseAsked {
+			c.redrawLost(ctx, r, e.Session) // resumed; a session pausing (a full disk) is not
 		}
 	case session.EventTrialStarted:
 		if c.verbose {
@@ -464,14 +464,12 @@ func forTerminal(card bot.Card) bot.Card {
 	return card
 }
 
-// redrawLost draws again the reports of s's finished trials whose chart files are missing
-// under the reports directory (a full disk stopped their saving before s was paused), and
-// saves the missing ones; the charts still there are left as they were drawn.
-func (c *Console) redrawLost(ctx context.Context, s session.Session) {
-	c.mu.Lock()
-	draw := c.charts
-	c.mu.Unlock()
-	if draw == nil || c.names == nil || c.dir == "" || c.store == nil {
+// redrawLost draws again, through r (a chart that fails or panics is logged and skipped),
+// the reports of s's finished trials whose chart files are missing under the reports
+// directory (a full disk stopped their saving before s was paused), and saves the missing
+// ones; the charts still there are left as they were drawn.
+func (c *Console) redrawLost(ctx context.Context, r *bot.Renderer, s session.Session) {
+	if r.Charts == nil || c.names == nil || c.dir == "" || c.store == nil {
 		return
 	}
 	trials, err := c.store.Trials(ctx, s.ID)
@@ -487,13 +485,8 @@ func (c *Console) redrawLost(ctx context.Context, s session.Session) {
 		if len(lost) == 0 {
 			continue
 		}
-		atts, err := draw(ctx, s, t, nil)
-		if err != nil {
-			c.log.Warn("drawing lost charts again", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", err)
-			continue
-		}
 		var missing []bot.Attachment
-		for _, a := range atts {
+		for _, a := range r.TrialCharts(ctx, s, t) {
 			if lost[a.Name] {
 				missing = append(missing, a)
 			}

@@ -313,12 +313,14 @@ func TestConsoleRedactsSecrets(t *testing.T) {
 // (issue 43, item 7.2).
 func TestConsoleRedrawsLostChartsOnResume(t *testing.T) {
 	tests := []struct {
-		name  string
-		state session.State
-		want  map[string]string // file → content after
+		name    string
+		state   session.State
+		pausing bool              // running, but pausing once its jobs end (a full disk pauses so)
+		want    map[string]string // file → content after
 	}{
-		{"resumed", session.StateRunning, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": "drawn"}},
-		{"paused", session.StatePaused, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": ""}},
+		{"resumed", session.StateRunning, false, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": "drawn"}},
+		{"paused", session.StatePaused, false, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": ""}},
+		{"pausing", session.StateRunning, true, map[string]string{"t000-r0-reward.png": "kept", "t000-r0-scores.png": ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -337,7 +339,7 @@ func TestConsoleRedrawsLostChartsOnResume(t *testing.T) {
 				ReportNames: func(ref session.TrialRef) []string {
 					return []string{fmt.Sprintf("t%03d-r%d-reward.png", ref.Number, ref.Rung), fmt.Sprintf("t%03d-r%d-scores.png", ref.Number, ref.Rung)}
 				}})
-			s.State = tt.state
+			s.State, s.PauseAsked = tt.state, tt.pausing
 			c.Notify(context.Background(), session.Event{Kind: session.EventSessionUpdated, Session: s, Text: "resumed by you"})
 			ctx, cancel := context.WithCancel(context.Background())
 			cancel()
@@ -351,5 +353,30 @@ func TestConsoleRedrawsLostChartsOnResume(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A chart that panics while a resume draws a trial's lost charts again is logged and
+// skipped, as it is when a trial finishes: a trial whose charts once panicked has none
+// saved, so every resume of its session would draw them again and end tunebot.
+func TestConsoleRedrawSurvivesAPanickingChart(t *testing.T) {
+	db, eng, s, _, _ := setup(t)
+	dir := t.TempDir()
+	c := console.New(console.Config{Out: &syncBuffer{}, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(),
+		Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+			panic("a degenerate series")
+		},
+		ReportNames: func(ref session.TrialRef) []string {
+			return []string{fmt.Sprintf("t%03d-r%d-scores.png", ref.Number, ref.Rung)}
+		}})
+	s.State = session.StateRunning
+	c.Notify(context.Background(), session.Event{Kind: session.EventSessionUpdated, Session: s, Text: "resumed by you"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "feedc0de", "t000-r0-scores.png")); err == nil {
+		t.Error("a chart that panicked was saved")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +19,7 @@ import (
 	"tunebot/config"
 	"tunebot/dashboard"
 	"tunebot/dashboard/browsertest"
+	"tunebot/httpd"
 )
 
 // freeAddr is a loopback address no one listens on (the config must name the port, since
@@ -70,6 +72,44 @@ func TestDashboardLinkWithoutADaemon(t *testing.T) {
 		if err == nil || err.Error() != want {
 			t.Errorf("key there %v: %v, want %q", keyed, err, want)
 		}
+	}
+}
+
+// With a foreground tune on the socket, which serves no monitoring page (its routes have no
+// /api/link), link says so and what to start once it ends, and rotate replaces the key
+// file, as no process serves the page with the old key.
+func TestDashboardLinkBesideAForegroundTune(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := writeConfig(t, dir, fmt.Sprintf("data_dir: data\nservice: {addr: %q}\n", freeAddr(t)))
+	cfg, err := config.Load(cfgPath, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(privateDir(cfg), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	keyPath := filepath.Join(privateDir(cfg), dashboardKeyFile)
+	if _, err := dashboard.LoadKey(keyPath); err != nil {
+		t.Fatal(err)
+	}
+	l := httpd.NewLocal(socketPath(cfg), slog.New(slog.DiscardHandler))
+	l.Handle("POST "+prunePath, http.NotFoundHandler()) // a route of tune's, not the page's
+	ln, err := l.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { defer close(served); _ = l.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-served })
+
+	_, err = operatorLink(context.Background(), cfg, cfgPath, nil)
+	want := "a foreground tune runs with data_dir " + cfg.DataDir + ", and it serves no monitoring page: once it has ended, start the daemon with tunebot run --config " + cfgPath + ", then ask for the link again"
+	if err == nil || err.Error() != want {
+		t.Errorf("link: %v, want %q", err, want)
+	}
+	if msg, err := rotateDashboardKey(context.Background(), cfg, nil); err != nil || !strings.Contains(msg, "no daemon was running") {
+		t.Errorf("rotate: %q, %v; want the key file replaced", msg, err)
 	}
 }
 

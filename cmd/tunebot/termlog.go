@@ -60,13 +60,17 @@ func (h *terminalHandler) Handle(_ context.Context, r slog.Record) error {
 }
 
 // qualified is as with each key under the groups in prefix; a group's members are
-// flattened into it.
+// flattened into it, and those of a group without a key into its parent (as slog asks).
 func qualified(prefix string, as []slog.Attr) []slog.Attr {
 	var out []slog.Attr
 	for _, a := range as {
 		v := a.Value.Resolve()
 		if v.Kind() == slog.KindGroup {
-			out = append(out, qualified(prefix+a.Key+".", v.Group())...)
+			inner := prefix
+			if a.Key != "" {
+				inner += a.Key + "."
+			}
+			out = append(out, qualified(inner, v.Group())...)
 			continue
 		}
 		if a.Key != "" {

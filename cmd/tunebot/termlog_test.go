@@ -26,6 +26,7 @@ func TestTerminalLogLines(t *testing.T) {
 			l.Error("saving series", "free_bytes", 12, "path", "/data")
 		}, "error: saving series: free bytes 12; path /data"},
 		{"a group", func(l *slog.Logger) { l.WithGroup("slurm").Warn("slow", "job", 7) }, "warning: slow: slurm.job 7"},
+		{"a group without a name is inlined", func(l *slog.Logger) { l.Warn("slow", slog.Group("", "job", 7)) }, "warning: slow: job 7"},
 		{"info stays in the file", func(l *slog.Logger) { l.Info("job started", "trial", 1) }, ""},
 	}
 	stamp := regexp.MustCompile(`^\[\d\d:\d\d:\d\d\] `)

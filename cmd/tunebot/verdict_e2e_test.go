@@ -21,19 +21,22 @@ import (
 // on: the terminal, --json, the chat thread's summary card, the phone push, the monitoring
 // page and preset show. Each names the same best trial at the same rung, the same gain over
 // the baseline trained as long, the same outcome, and the page and the JSON agree on every
-// trial's eligibility. One test of one session, so a surface that computes its own verdict
-// shows here as a disagreement.
+// trial's eligibility. The gain is the final evaluation's: each text surface names the fresh
+// seeds it was measured on and its standard error (issue 43). One test of one session, so a
+// surface that computes its own verdict shows here as a disagreement.
 func TestOneVerdictOnEverySurface(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole demo session and a daemon")
 	}
 	dir := t.TempDir()
 	sum, terminal := demoJSON(t, dir)
-	if sum.Outcome != session.OutcomeImproved || sum.Best == nil || sum.Versus == nil {
-		t.Fatalf("the demo shipped nothing (outcome %q): this test needs a best trial", sum.Outcome)
+	if sum.Outcome != session.OutcomeImproved || sum.Best == nil || sum.Versus == nil || !sum.Versus.Final || sum.Verdict == nil {
+		t.Fatalf("the demo shipped nothing measured on fresh seeds (outcome %q, verdict %+v): this test needs a best trial", sum.Outcome, sum.Verdict)
 	}
 	best := fmt.Sprintf("trial %d @ rung %d", sum.Best.Trial, sum.Best.Rung)
 	gain := fmt.Sprintf("%+.3f", sum.Versus.Score)
+	fresh := "fresh seeds " + session.SeedRange(sum.Verdict.Seeds)
+	spread := "± " + session.Spread(sum.Verdict.SE)
 	surfaces := map[string]string{"terminal": terminal, "--json headline": sum.Headline}
 
 	data := filepath.Join(dir, "data")
@@ -51,7 +54,7 @@ func TestOneVerdictOnEverySurface(t *testing.T) {
 	}
 	surfaces["preset show"] = show
 	for name, text := range surfaces {
-		for _, want := range []string{best, gain} {
+		for _, want := range []string{best, gain, fresh, spread} {
 			if !strings.Contains(text, want) {
 				t.Errorf("the %s does not say %q:\n%s", name, want, text)
 			}
@@ -63,8 +66,8 @@ func TestOneVerdictOnEverySurface(t *testing.T) {
 		t.Errorf("the page's session: best trial %d @ rung %d, outcome %q; --json: %s, %q",
 			page.Session.BestTrial, page.Session.BestRung, page.Session.Outcome, best, sum.Outcome)
 	}
-	if v := page.Session.BestVersus; v == nil || fmt.Sprintf("%+.3f", v.Score) != gain {
-		t.Errorf("the page's gain over the baseline is %+v, --json's %s", v, gain)
+	if v := page.Session.BestVersus; v == nil || fmt.Sprintf("%+.3f", v.Score) != gain || !v.Final || !strings.Contains(page.Session.Best, gain+" vs baseline @ rung") || !strings.Contains(page.Session.Best, "on fresh seeds") {
+		t.Errorf("the page's gain over the baseline is %+v (%q), --json's %s on %s", v, page.Session.Best, gain, fresh)
 	}
 	eligible := map[string]bool{}
 	for _, tr := range sum.Trials {
@@ -107,8 +110,10 @@ type sessionPage struct {
 		BestTrial  int    `json:"best_trial"`
 		BestRung   int    `json:"best_rung"`
 		Outcome    string `json:"outcome"`
+		Best       string `json:"best"`
 		BestVersus *struct {
 			Score float64 `json:"score"`
+			Final bool    `json:"final"`
 		} `json:"best_versus"`
 	} `json:"session"`
 	Trials []struct {

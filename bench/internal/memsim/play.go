@@ -2,6 +2,7 @@ package memsim
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 
 	"tunebot/session"
@@ -9,8 +10,8 @@ import (
 )
 
 // Play runs one automatic session of the real engine in db (proposer adv, which the numeric
-// sampler stands in for, the reward space space, the trainer tr; the session seed is st's)
-// to its end, and returns the session, its trials, and what it ships when it succeeded
+// sampler stands in for, the reward space space, the trainer tr; the session seed is st's,
+// and the fresh final seeds derive from it) to its end, and returns the session, its trials, and what it ships when it succeeded
 // (Shipped), as a preset's trial and configuration.
 func Play(ctx context.Context, db *store.DB, dir string, space *session.Space, adv session.Advisor, tr Trainer, st session.Settings) (session.Session, []session.Trial, session.Preset, error) {
 	var none session.Preset
@@ -21,6 +22,7 @@ func Play(ctx context.Context, db *store.DB, dir string, space *session.Space, a
 	}
 	defer eng.Shutdown(context.WithoutCancel(ctx))
 	st.Fallback = true
+	FixFinalSeeds(&st)
 	s, err := eng.Start(ctx, st, session.System)
 	if err != nil {
 		return session.Session{}, nil, none, err
@@ -34,4 +36,13 @@ func Play(ctx context.Context, db *store.DB, dir string, space *session.Space, a
 	}
 	ref, cfg, err := Shipped(ctx, db, s, trials)
 	return s, trials, session.Preset{Trial: ref, Config: cfg}, err
+}
+
+// FixFinalSeeds gives st the fresh final seeds a session would draw, from its session seed
+// rather than its random id (unless st lists its own), so that a benchmark's sessions come
+// out the same in every run.
+func FixFinalSeeds(st *session.Settings) {
+	if len(st.FinalEvalSeeds) == 0 {
+		st.FinalEvalSeeds = session.FreshSeeds(fmt.Sprintf("bench-%d", st.Seed), st.FinalEvalCount, st.EvalSeeds)
+	}
 }
