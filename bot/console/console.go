@@ -19,6 +19,7 @@ import (
 
 	"tunebot/bot"
 	"tunebot/disk"
+	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
 )
@@ -535,9 +536,8 @@ func (c *Console) save(card bot.Card) map[string]string {
 				continue
 			}
 			path := c.chartPath(card.Session, a.Name)
-			dir := filepath.Dir(path)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				c.log.Error("creating the chart directory", "dir", dir, "err", err)
+			if err := c.makeChartDir(filepath.Dir(path)); err != nil {
+				c.log.Error("creating the chart directory", "err", err)
 				continue
 			}
 			if err := disk.WriteFile(path, a.Data, 0o644); err != nil { // never half a chart
@@ -548,6 +548,15 @@ func (c *Console) save(card bot.Card) map[string]string {
 		}
 	}
 	return paths
+}
+
+// makeChartDir makes dir/<session8> (and dir) as directories of tunebot's user, not links:
+// a link planted for either put every chart in a directory someone else chose (issue 44).
+func (c *Console) makeChartDir(sub string) error {
+	if err := private.OwnDir(c.dir, 0o755, "the reports directory"); err != nil {
+		return err
+	}
+	return private.OwnDir(sub, 0o755, "a session's charts")
 }
 
 func (c *Console) printf(format string, args ...any) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -378,5 +379,47 @@ func TestConsoleRedrawSurvivesAPanickingChart(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "feedc0de", "t000-r0-scores.png")); err == nil {
 		t.Error("a chart that panicked was saved")
+	}
+}
+
+// TestReportsLinkRefused: a link planted for the reports directory, or for a session's
+// charts directory in it, is never followed: no chart lands in the directory it names
+// (issue 44 item 3, where 80 charts did), and the session's own charts directory stays a
+// directory of tunebot's user.
+func TestReportsLinkRefused(t *testing.T) {
+	for _, planted := range []string{"reports", "reports/feedc0de"} {
+		t.Run(planted, func(t *testing.T) {
+			db, eng, s, _, tr := setup(t)
+			base, theirs := t.TempDir(), t.TempDir()
+			dir := filepath.Join(base, "reports")
+			if planted != "reports" {
+				if err := os.Mkdir(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Symlink(theirs, filepath.Join(base, planted)); err != nil {
+				t.Fatal(err)
+			}
+			c := console.New(console.Config{Out: &syncBuffer{}, Dir: dir, Engine: eng, Store: db, Space: session.DefaultSpace(), Verbose: true,
+				Charts: func(context.Context, session.Session, session.Trial, []string) ([]bot.Attachment, error) {
+					return []bot.Attachment{{Name: "t000-r0-reward.png", Title: "Mean episode reward", Data: []byte("\x89PNG fake")}}, nil
+				}})
+			c.Notify(context.Background(), session.Event{Kind: session.EventTrialFinished, Session: s, Trial: &tr})
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			if err := c.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var found []string
+			filepath.WalkDir(theirs, func(path string, d fs.DirEntry, err error) error {
+				if path != theirs {
+					found = append(found, path)
+				}
+				return nil
+			})
+			if len(found) > 0 {
+				t.Errorf("charts written through the planted %s link: %v", planted, found)
+			}
+		})
 	}
 }
