@@ -723,6 +723,13 @@ func keyLine(root *yaml.Node, path string) (int, bool) {
 	return line, true
 }
 
+// removedKeys are settings tunebot had and took out, with why and what to do instead: a
+// config that still sets one is refused with that, not as a misspelling.
+var removedKeys = map[string]string{
+	"service.shared_data_dir": "a data_dir others may write let them plant links where tunebot writes (issue 44), so tunebot now refuses one; " +
+		"delete the line, make data_dir tunebot's user's alone (chmod 700), and share results through the monitoring page, `tunebot preset export` and `tunebot backup`",
+}
+
 // unknownKeys reports every key of the parsed file that Config does not have, each with
 // its line, its place in the file and, for a misspelling, the key that was meant.
 func unknownKeys(root *yaml.Node) []string {
@@ -818,6 +825,10 @@ func (w *treeWalk) walkSection(n *yaml.Node, t reflect.Type, path string) {
 		at := joinKey(path, k.Value)
 		ft, ok := fields[k.Value]
 		if !ok {
+			if why, gone := removedKeys[at]; gone && w.keys {
+				w.probs = append(w.probs, fmt.Sprintf("line %d: %s was removed: %s", k.Line, at, why))
+				continue
+			}
 			if w.keys {
 				hint := ""
 				if best, ok := session.Closest(k.Value, names); ok {

@@ -112,3 +112,25 @@ func TestSimSurfaceSeedConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedDataDirSettingIsNamedRemoved: a config that still says service.shared_data_dir
+// (a data_dir others may write, which let them plant links where tunebot writes: issue 44)
+// is refused naming the key, that it was removed and why, not as a misspelling.
+func TestSharedDataDirSettingIsNamedRemoved(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tunebot.yaml")
+	if err := os.WriteFile(path, []byte("service:\n  addr: \"off\"\n  shared_data_dir: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := config.Load(path, func(string) string { return "" })
+	if err == nil {
+		t.Fatal("a config with service.shared_data_dir was accepted")
+	}
+	for _, want := range []string{"line 3: service.shared_data_dir was removed", "chmod 700", "preset export"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("a removed setting is named as a misspelling: %v", err)
+	}
+}

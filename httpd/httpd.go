@@ -38,10 +38,6 @@ type Config struct {
 	// https://tune.example.com); sign-in links and trial reports in chat use it. Empty:
 	// links name the listener's own address, for an SSH tunnel.
 	PublicURL string `yaml:"public_url"`
-	// SharedDataDir says data_dir is open to others on purpose (a shared filesystem): the
-	// daemon then starts there and keeps its keys, tokens and socket in data_dir/private
-	// (0700) instead of data_dir, which it otherwise refuses when others may write it.
-	SharedDataDir bool `yaml:"shared_data_dir"`
 }
 
 // BaseURL is the listener's address as a URL, for links when there is no PublicURL; a

@@ -1,7 +1,8 @@
 // Package private keeps the daemon's keys and tokens (the monitoring page's signing key, the
 // token the CLI shows the daemon) and its socket where only the daemon's user can reach
-// them: a directory that user owns and nobody else may write, files that are theirs alone,
-// written without following a link someone planted and read only when still so.
+// them: a data directory that user owns and nobody else may write (nor any directory above
+// it), files that are theirs alone with no other name, written without following a link
+// someone planted and read only when still so.
 package private
 
 import (
@@ -10,73 +11,134 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
+	"slices"
+	"strconv"
 
 	"tunebot/disk"
 )
 
-// SubDir is the directory inside a shared data_dir that holds the keys, the tokens and the
-// socket: created 0700 by the daemon's user, and checked to stay so.
-const SubDir = "private"
-
 // maxSecret bounds a key or token file: each is a line of hex or base32.
 const maxSecret = 4 << 10
 
-// Dir checks the data directory dir and returns where the keys, tokens and socket live. A
-// data directory that group or others may write, or that another user owns, is refused
-// unless shared: whoever can write it could plant a key and sign in as the operator. When
-// shared (service.shared_data_dir), they live in dir/private instead, which Dir creates
-// (0700) and checks: a directory, not a link, the daemon's user's, closed to others.
-func Dir(dir string, shared bool) (string, error) {
-	info, err := os.Stat(dir)
+// CheckDataDir refuses a data directory that a user other than tunebot's (or root) can
+// write, and one under a directory such a user can write, on the way from / down to it
+// (docs/design.md §7). Whoever can write data_dir could plant the dashboard key or the
+// daemon's token and act as the operator, or plant a link where tunebot writes (the write
+// probe, the store's compaction copy, reports/); whoever can write a directory above it
+// could rename data_dir and put one of theirs in its place. A directory above with the
+// sticky bit, owned by root or tunebot's user (like /tmp), is fine: others cannot rename
+// or remove what is not theirs there. dir must exist. Each message names the directory,
+// its mode and owner, and the chmod or chown that fixes it.
+func CheckDataDir(dir string) error {
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("data_dir %s: %w", dir, err)
+		return fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	info, err := os.Stat(abs)
+	if err != nil {
+		return fmt.Errorf("data_dir %s: %w", dir, err)
 	}
 	if !info.IsDir() {
-		return "", fmt.Errorf("data_dir %s is not a directory", dir)
+		return fmt.Errorf("data_dir %s is not a directory", dir)
 	}
-	if !shared {
-		if info.Mode().Perm()&0o022 != 0 {
-			return "", fmt.Errorf("data_dir %s is writable by group or others (mode %04o): whoever can write it can plant the dashboard key or the daemon's token and act as the operator; "+
-				"chmod 700 %s, or, if it is shared on purpose, set service.shared_data_dir: true and tunebot keeps its keys in %s",
-				dir, info.Mode().Perm(), dir, filepath.Join(dir, SubDir))
-		}
-		if uid, ok := owner(info); ok && uid != os.Geteuid() {
-			return "", fmt.Errorf("data_dir %s belongs to uid %d, not to the user tunebot runs as (uid %d): that user could plant the dashboard key or the daemon's token; "+
-				"use a directory of tunebot's user, or, if it is shared on purpose, set service.shared_data_dir: true and tunebot keeps its keys in %s",
-				dir, uid, os.Geteuid(), filepath.Join(dir, SubDir))
-		}
-		return dir, nil
+	if err := checkDataDirItself(abs, info); err != nil {
+		return err
 	}
-	priv := filepath.Join(dir, SubDir)
-	if err := os.Mkdir(priv, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", fmt.Errorf("making %s for the keys of a shared data_dir: %w", priv, err)
-	}
-	if err := checkPrivate(priv); err != nil {
-		return "", err
-	}
-	return priv, nil
-}
-
-// checkPrivate refuses a private directory that is a link, not a directory, another user's,
-// or open to group or others.
-func checkPrivate(priv string) error {
-	info, err := os.Lstat(priv)
+	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return fmt.Errorf("checking %s: %w", priv, err)
+		return fmt.Errorf("data_dir %s: %w", dir, err)
 	}
-	fix := fmt.Sprintf("remove it (tunebot makes a new one, signing everyone out) or chmod 700 %s", priv)
-	switch uid, ok := owner(info); {
-	case info.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%s, which holds the keys of a shared data_dir, is a symbolic link: tunebot refuses it; %s", priv, fix)
-	case !info.IsDir():
-		return fmt.Errorf("%s, which holds the keys of a shared data_dir, is not a directory; %s", priv, fix)
-	case ok && uid != os.Geteuid():
-		return fmt.Errorf("%s, which holds the keys of a shared data_dir, belongs to uid %d, not to the user tunebot runs as (uid %d); remove it and tunebot makes its own", priv, uid, os.Geteuid())
-	case info.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s, which holds the keys of a shared data_dir, is open to group or others (mode %04o); %s", priv, info.Mode().Perm(), fix)
+	// Both ways to it: the path as written (a link on it is swapped by whoever can write
+	// the link's directory) and the path the links lead to.
+	for _, above := range ancestors(abs, real) {
+		info, err := os.Stat(above)
+		if err != nil {
+			return fmt.Errorf("checking %s, on the way to data_dir %s: %w", above, abs, err)
+		}
+		if err := checkAbove(above, abs, info); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// checkDataDirItself refuses a data directory of another user, or one group or others may
+// write: sticky or not, they could create the names tunebot has not made yet.
+func checkDataDirItself(dir string, info fs.FileInfo) error {
+	uid, ok := owner(info)
+	if ok && uid != os.Geteuid() {
+		return fmt.Errorf("data_dir %s (mode %04o) belongs to %s, not to the user tunebot runs as (%s): that user could plant the dashboard key, the daemon's token, or a link where tunebot writes; "+
+			"chown %s %s, or use a directory of tunebot's user", dir, info.Mode().Perm(), userName(uid), userName(os.Geteuid()), chownName(os.Geteuid()), dir)
+	}
+	if info.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("data_dir %s is writable by group or others (mode %04o, owner %s): whoever can write it can plant the dashboard key or the daemon's token and act as the operator, "+
+			"or plant a link where tunebot writes; tunebot shares nothing through data_dir (service.shared_data_dir was removed): chmod 700 %s",
+			dir, info.Mode().Perm(), ownerName(info), dir)
+	}
+	return nil
+}
+
+// checkAbove refuses a directory above the data directory that a user other than
+// tunebot's or root owns, or that group or others may write without the sticky bit.
+func checkAbove(above, dataDir string, info fs.FileInfo) error {
+	uid, ok := owner(info)
+	if !ok {
+		return nil // no owners here: nothing to check
+	}
+	if uid != 0 && uid != os.Geteuid() {
+		return fmt.Errorf("%s, on the way to data_dir %s, belongs to %s (mode %04o): that user can rename data_dir and put a directory of theirs in its place; "+
+			"chown root %s (or chown %s %s), or move data_dir under directories only root or tunebot's user own",
+			above, dataDir, userName(uid), info.Mode().Perm(), above, chownName(os.Geteuid()), above)
+	}
+	if info.Mode().Perm()&0o022 != 0 && info.Mode()&fs.ModeSticky == 0 {
+		return fmt.Errorf("%s, on the way to data_dir %s, is writable by group or others (mode %04o, owner %s): whoever can write it can rename data_dir and put a directory of theirs in its place; "+
+			"chmod go-w %s (or chmod +t %s, as /tmp is, if others must make files there), or move data_dir elsewhere",
+			above, dataDir, info.Mode().Perm(), userName(uid), above, above)
+	}
+	return nil
+}
+
+// ancestors are the directories above the data directory on the path as written and on
+// the path its links lead to, each once, from the nearest up to /.
+func ancestors(paths ...string) []string {
+	var out []string
+	for _, p := range paths {
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			if !slices.Contains(out, d) {
+				out = append(out, d)
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	return out
+}
+
+// userName is uid as messages show it: "uid 1000 (alice)".
+func userName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return fmt.Sprintf("uid %d (%s)", uid, u.Username)
+	}
+	return fmt.Sprintf("uid %d", uid)
+}
+
+// chownName is uid as chown takes it: the user's name when it has one.
+func chownName(uid int) string {
+	if u, err := user.LookupId(strconv.Itoa(uid)); err == nil && u.Username != "" {
+		return u.Username
+	}
+	return strconv.Itoa(uid)
+}
+
+// ownerName is the owner of the file info describes, as messages show it.
+func ownerName(info fs.FileInfo) string {
+	if uid, ok := owner(info); ok {
+		return userName(uid)
+	}
+	return "unknown"
 }
 
 // WriteFile puts data at path, mode 0600, whole or not at all (disk.WriteFile): written to
@@ -88,9 +150,10 @@ func WriteFile(path string, data []byte) error {
 }
 
 // Create makes path with data, mode 0600, only when nothing is there (fs.ErrExist when
-// something is, a link included): the first of two processes wins.
+// something is, a link or a FIFO included, which is neither followed nor waited on): the
+// first of two processes wins.
 func Create(path string, data []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow|nonBlock, 0o600)
 	if err != nil {
 		return err
 	}
@@ -105,8 +168,8 @@ func Create(path string, data []byte) error {
 }
 
 // ReadFile reads the key or token at path, refusing one that is a link, not a regular file,
-// another user's, or open to group or others (it must be 0600): such a file may have been
-// planted, or read by someone else. A missing file is an error wrapping fs.ErrNotExist.
+// with another name (a hard link), another user's, or open to group or others (it must be
+// 0600): such a file may have been planted, or read by someone else. A missing file is an error wrapping fs.ErrNotExist.
 func ReadFile(path string) ([]byte, error) {
 	// O_NONBLOCK: a FIFO planted in its place must not hang the open.
 	f, err := os.OpenFile(path, os.O_RDONLY|noFollow|nonBlock, 0)
@@ -124,6 +187,8 @@ func ReadFile(path string) ([]byte, error) {
 	switch uid, ok := owner(info); {
 	case !info.Mode().IsRegular():
 		return nil, fmt.Errorf("%s is not a regular file: tunebot refuses it; remove it and tunebot makes a new one", path)
+	case links(info) > 1:
+		return nil, fmt.Errorf("%s has %d hard links: another name for it may be someone else's way to read or write it, so tunebot refuses it; remove it and tunebot makes a new one", path, links(info))
 	case ok && uid != os.Geteuid():
 		return nil, fmt.Errorf("%s belongs to uid %d, not to the user tunebot runs as (uid %d): it may have been planted, so tunebot refuses it; remove it and tunebot makes a new one", path, uid, os.Geteuid())
 	case info.Mode().Perm()&0o077 != 0:
@@ -162,15 +227,16 @@ func Append(path string, perm os.FileMode) (*os.File, error) {
 }
 
 // OpenOwn opens path (flag as os.OpenFile's, created with perm when missing) as a file of
-// the daemon's user alone: never through a link, a regular file, the daemon user's, closed
-// to group and others. In a shared data_dir (service.shared_data_dir) the store and
-// tunebot.log are opened so, like the keys: a link planted for either made the daemon
-// append to a file of someone else's choosing (issue 36). what names the file in messages.
+// the daemon's user alone: never through a link, never a FIFO's blocking open, a regular
+// file with no other name (a hard link), the daemon user's, closed to group and others.
+// The store and tunebot.log are opened so, like the keys: a link planted for either made
+// the daemon write to a file of someone else's choosing (issue 36). what names the file in
+// messages.
 func OpenOwn(path string, flag int, perm os.FileMode, what string) (*os.File, error) {
 	f, err := os.OpenFile(path, flag|noFollow|nonBlock, perm)
 	if err != nil {
 		if isLoop(err) {
-			return nil, fmt.Errorf("%s (%s) is a symbolic link: in a shared data_dir tunebot refuses it, as another user may have planted it; remove the link", path, what)
+			return nil, fmt.Errorf("%s (%s) is a symbolic link: tunebot refuses it, as it would write where the link points; remove the link", path, what)
 		}
 		return nil, err
 	}
@@ -186,10 +252,10 @@ func OpenOwn(path string, flag int, perm os.FileMode, what string) (*os.File, er
 }
 
 // OwnDir makes dir with perm when missing and checks it is the daemon user's own: a
-// directory, not a link, the daemon user's, writable by nobody else (others may read it, as
-// a shared data_dir's run directories are meant to be read). In a shared data_dir the
-// sessions directory is checked so: a link planted for it put every run directory in a
-// directory another user owns (issue 36).
+// directory, not a link, the daemon user's, writable by nobody else (others may read it).
+// The directories tunebot writes under data_dir (sessions/, reports/, reports/<session8>)
+// are made so: a link planted for one put what tunebot writes in a directory someone else
+// chose (issues 36 and 44).
 func OwnDir(dir string, perm os.FileMode, what string) error {
 	if err := os.Mkdir(dir, perm); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("making %s (%s): %w", dir, what, err)
@@ -200,27 +266,30 @@ func OwnDir(dir string, perm os.FileMode, what string) error {
 	}
 	switch uid, ok := owner(info); {
 	case info.Mode()&fs.ModeSymlink != 0:
-		return fmt.Errorf("%s (%s) is a symbolic link: in a shared data_dir tunebot refuses it, as another user may have planted it; remove the link and tunebot makes the directory", dir, what)
+		return fmt.Errorf("%s (%s) is a symbolic link: tunebot refuses it, as it would write where the link points; remove the link and tunebot makes the directory", dir, what)
 	case !info.IsDir():
 		return fmt.Errorf("%s (%s) is not a directory; remove it and tunebot makes one", dir, what)
 	case ok && uid != os.Geteuid():
-		return fmt.Errorf("%s (%s) belongs to uid %d, not to the user tunebot runs as (uid %d): in a shared data_dir tunebot refuses it; move it aside and tunebot makes its own", dir, what, uid, os.Geteuid())
+		return fmt.Errorf("%s (%s) belongs to %s, not to the user tunebot runs as (%s): tunebot refuses it; move it aside and tunebot makes its own", dir, what, userName(uid), userName(os.Geteuid()))
 	case info.Mode().Perm()&0o022 != 0:
 		return fmt.Errorf("%s (%s) is writable by group or others (mode %04o): whoever can write it can plant links there; chmod go-w %s", dir, what, info.Mode().Perm(), dir)
 	}
 	return nil
 }
 
-// checkOwn refuses an opened file that is not regular, another user's, or open to group or
-// others; fix is what the message tells a person to do.
+// checkOwn refuses an opened file that is not regular, has another name (a hard link), is
+// another user's, or is open to group or others; fix is what the message tells a person to
+// do.
 func checkOwn(info fs.FileInfo, path, what, fix string) error {
 	switch uid, ok := owner(info); {
 	case !info.Mode().IsRegular():
 		return fmt.Errorf("%s (%s) is not a regular file: tunebot refuses it; %s", path, what, fix)
+	case links(info) > 1:
+		return fmt.Errorf("%s (%s) has %d hard links: another name for it may be someone else's way to read or write it, so tunebot refuses it; remove the other name (find it with find / -samefile %s)", path, what, links(info), path)
 	case ok && uid != os.Geteuid():
-		return fmt.Errorf("%s (%s) belongs to uid %d, not to the user tunebot runs as (uid %d): in a shared data_dir it may have been planted, so tunebot refuses it; move it aside", path, what, uid, os.Geteuid())
+		return fmt.Errorf("%s (%s) belongs to %s, not to the user tunebot runs as (%s): it may have been planted, so tunebot refuses it; move it aside", path, what, userName(uid), userName(os.Geteuid()))
 	case info.Mode().Perm()&0o077 != 0:
-		return fmt.Errorf("%s (%s) is open to group or others (mode %04o): in a shared data_dir tunebot keeps it to its own user; %s", path, what, info.Mode().Perm(), fix)
+		return fmt.Errorf("%s (%s) is open to group or others (mode %04o): tunebot keeps it to its own user; %s", path, what, info.Mode().Perm(), fix)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package private_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -24,43 +25,97 @@ func mkdir(t *testing.T, mode os.FileMode) string {
 	return dir
 }
 
-// TestDirRefusesAnOpenDataDir: a data_dir group or others may write holds keys nobody can
-// trust, unless it is shared on purpose, and then the keys go to a private subdirectory.
-func TestDirRefusesAnOpenDataDir(t *testing.T) {
-	for _, mode := range []os.FileMode{0o777, 0o770, 0o1777} {
+// TestGroupWritableDataDirRefused: a data_dir group or others may write, sticky or not,
+// holds keys nobody can trust and names another user could plant links at (issue 44 item 1);
+// it is refused with the chmod that fixes it. The daemon's own 0700 or 0755 one is fine.
+func TestGroupWritableDataDirRefused(t *testing.T) {
+	for _, mode := range []os.FileMode{0o777, 0o770, os.ModeSticky | 0o777, os.ModeSetgid | 0o770} {
 		dir := mkdir(t, mode)
-		if _, err := private.Dir(dir, false); err == nil || !strings.Contains(err.Error(), "writable by group or others") || !strings.Contains(err.Error(), "service.shared_data_dir") {
-			t.Errorf("mode %04o: %v", mode, err)
+		err := private.CheckDataDir(dir)
+		if err == nil || !strings.Contains(err.Error(), "writable by group or others (mode "+fmt.Sprintf("%04o", mode.Perm())) || !strings.Contains(err.Error(), "chmod 700 "+dir) {
+			t.Errorf("mode %v: %v", mode, err)
 		}
 	}
 	for _, mode := range []os.FileMode{0o700, 0o755} {
-		dir := mkdir(t, mode)
-		if got, err := private.Dir(dir, false); err != nil || got != dir {
-			t.Errorf("mode %04o: %q %v", mode, got, err)
+		if err := private.CheckDataDir(mkdir(t, mode)); err != nil {
+			t.Errorf("mode %04o: %v", mode, err)
 		}
 	}
+}
 
-	dir := mkdir(t, 0o777)
-	got, err := private.Dir(dir, true)
-	if err != nil || got != filepath.Join(dir, private.SubDir) {
-		t.Fatalf("shared: %q %v", got, err)
-	}
-	if info, err := os.Lstat(got); err != nil || !info.IsDir() || info.Mode().Perm() != 0o700 {
-		t.Fatalf("the private subdirectory: %v %v", info, err)
-	}
-	// Opened up, or swapped for a link to a directory others write, it is refused.
-	if err := os.Chmod(got, 0o755); err != nil {
+// TestDataDirUnderOthersWritableDirRefused: whoever can write a directory on the way to
+// data_dir can rename data_dir and put one of theirs in its place, so a data_dir under a
+// directory group or others may write (without the sticky bit), or under another user's, is
+// refused, the message naming that directory, its mode and owner, and the fix; reached
+// through a link, the directories on both ways are checked. A sticky directory of root's,
+// as /tmp (where these tests run), is fine.
+func TestDataDirUnderOthersWritableDirRefused(t *testing.T) {
+	parent := mkdir(t, 0o777)
+	data := filepath.Join(parent, "data")
+	if err := os.Mkdir(data, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := private.Dir(dir, true); err == nil || !strings.Contains(err.Error(), "open to group or others") {
-		t.Errorf("a 0755 private subdirectory: %v", err)
+	err := private.CheckDataDir(data)
+	if err == nil || !strings.Contains(err.Error(), parent+", on the way to data_dir "+data+", is writable by group or others (mode 0777, owner uid ") || !strings.Contains(err.Error(), "chmod go-w "+parent) {
+		t.Errorf("under a 0777 directory: %v", err)
 	}
-	os.Remove(got)
-	if err := os.Symlink(mkdir(t, 0o700), got); err != nil {
+	// Reached through a link in a private directory: the 0777 one the link leads through
+	// is still on the way.
+	link := filepath.Join(mkdir(t, 0o700), "data")
+	if err := os.Symlink(data, link); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := private.Dir(dir, true); err == nil || !strings.Contains(err.Error(), "symbolic link") {
-		t.Errorf("a linked private subdirectory: %v", err)
+	if err := private.CheckDataDir(link); err == nil || !strings.Contains(err.Error(), parent+", on the way to data_dir") {
+		t.Errorf("through a link into a 0777 directory: %v", err)
+	}
+	if err := os.Chmod(parent, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckDataDir(data); err != nil {
+		t.Errorf("under a sticky 1777 directory of tunebot's user: %v", err)
+	}
+	if err := private.CheckDataDir(link); err != nil {
+		t.Errorf("through a link under a sticky directory: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// Another user's directory (uid 65534 standing for them), even sticky, is refused.
+	if err := os.Chown(parent, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckDataDir(data); err == nil || !strings.Contains(err.Error(), parent+", on the way to data_dir "+data+", belongs to uid 65534") || !strings.Contains(err.Error(), "chown root "+parent) {
+		t.Errorf("under a directory of uid 65534: %v", err)
+	}
+	if err := os.Chown(data, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckDataDir(data); err == nil || !strings.Contains(err.Error(), "data_dir "+data+" (mode 0700) belongs to uid 65534") || !strings.Contains(err.Error(), "chown root "+data) {
+		t.Errorf("a data_dir of uid 65534: %v", err)
+	}
+}
+
+// TestOwnerOnlyOpenRefusesHardLink: a key, token, store or log with a second name (a hard
+// link another user made, which only protected_hardlinks otherwise stops) is refused by the
+// owner-only opens, the message saying why (issue 44 item 10).
+func TestOwnerOnlyOpenRefusesHardLink(t *testing.T) {
+	dir := t.TempDir()
+	key := filepath.Join(dir, "dashboard.key")
+	if err := private.WriteFile(key, []byte("k\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(key, filepath.Join(dir, "theirs")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := private.ReadFile(key); err == nil || !strings.Contains(err.Error(), "has 2 hard links") {
+		t.Errorf("ReadFile of a hard-linked key: %v", err)
+	}
+	f, err := private.OpenOwn(key, os.O_APPEND|os.O_WRONLY, 0o600, "the store")
+	if err == nil {
+		f.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), key+" (the store) has 2 hard links") {
+		t.Errorf("OpenOwn of a hard-linked file: %v", err)
 	}
 }
 
@@ -129,8 +184,8 @@ func TestWriteFileFollowsNoLink(t *testing.T) {
 	}
 }
 
-// TestSharedFilesFollowNoLink: in a shared data_dir another user may plant a link for the
-// sessions directory, the log or the store (here to a directory and a file of a temp dir
+// TestSharedFilesFollowNoLink: a link planted for the sessions directory, the log or the
+// store (here to a directory and a file of a temp dir
 // standing for theirs): each is refused with a message naming it, and nothing is created or
 // written through it (issue 36).
 func TestSharedFilesFollowNoLink(t *testing.T) {

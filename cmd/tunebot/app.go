@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,41 +45,63 @@ func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, opts))
 }
 
-// openStore opens the data dir's store; when a daemon holds it, the error says so. In a
-// shared data_dir it is opened as the keys are (private.OpenOwn): never through a link,
-// the daemon user's alone.
+// openStore opens the data dir's store for writing, once the data dir is one nobody else
+// can write (prepareDataDir); when a daemon holds it, the error says so. It is opened as
+// the keys are (private.OpenOwn): never through a link, never a FIFO, the daemon user's
+// alone.
 func openStore(cfg config.Config) (*store.DB, error) {
-	opts := store.Options{Redact: secret.Process().String}
-	if cfg.Service.SharedDataDir {
-		opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
-			return private.OpenOwn(name, flag, perm, "the store")
-		}
+	if err := prepareDataDir(cfg.DataDir); err != nil {
+		return nil, err
 	}
-	return store.Open(dataFile(cfg), opts)
+	return store.Open(dataFile(cfg), store.Options{Redact: secret.Process().String, OpenFile: openOwnStore})
+}
+
+// openOwnStore opens the store's file as private.OpenOwn does (store.Options.OpenFile).
+func openOwnStore(name string, flag int, perm os.FileMode) (*os.File, error) {
+	return private.OpenOwn(name, flag, perm, "the store")
+}
+
+// prepareDataDir makes data_dir (0700) when missing and refuses one that a user other than
+// tunebot's or root could write, or one under such a directory (private.CheckDataDir): every
+// command that writes there checks it first.
+func prepareDataDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("data_dir %s cannot be created: %w", dir, err)
+	}
+	return private.CheckDataDir(dir)
 }
 
 // sessionsDir is where every session's run directories live.
 func sessionsDir(cfg config.Config) string { return filepath.Join(cfg.DataDir, "sessions") }
 
-// checkShared checks, in a shared data_dir, what lives beside private/ and that another
-// user could swap for a link: the sessions directory (every run directory, checkpoint and
-// evaluation.json) must be the daemon user's own and writable by nobody else. The store
-// and the log are checked as they are opened (openStore, openLog).
-func checkShared(cfg config.Config) error {
-	if !cfg.Service.SharedDataDir {
-		return nil
+// reportsDir is where the terminal saves each session's charts (data_dir/reports/<session8>).
+func reportsDir(cfg config.Config) string { return filepath.Join(cfg.DataDir, "reports") }
+
+// makeOwnDirs makes (or checks) the directories tunebot writes under data_dir as the
+// daemon user's own, not links: a link planted for sessions/ or reports/ put every run
+// directory or chart in a directory someone else chose.
+func makeOwnDirs(cfg config.Config) error {
+	if err := private.OwnDir(sessionsDir(cfg), 0o755, "the sessions directory, which holds every run directory"); err != nil {
+		return err
 	}
-	return private.OwnDir(sessionsDir(cfg), 0o755, "the sessions directory, which holds every run directory")
+	return private.OwnDir(reportsDir(cfg), 0o755, "the reports directory, which holds every session's charts")
 }
 
-// openLog opens tunebot.log in dataDir for appending; in a shared data_dir as the keys are
-// (private.OpenOwn), so a link planted for it is refused, not written through.
-func openLog(dataDir string, shared bool) (*os.File, error) {
-	path := logPath(dataDir)
-	if shared {
-		return private.OpenOwn(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600, "tunebot's log")
+// probeWritable says whether dir takes a new file: a fresh name (O_EXCL, no link followed,
+// no FIFO's open waited for), removed after, so nothing planted at a fixed name is
+// truncated, written through or hung on.
+func probeWritable(dir string) error {
+	probe := filepath.Join(dir, ".write-test-"+rand.Text())
+	if err := private.Create(probe, nil); err != nil {
+		return fmt.Errorf("data_dir %s is not writable: %w", dir, err)
 	}
-	return os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	return os.Remove(probe)
+}
+
+// openLog opens tunebot.log in dataDir for appending as the keys are (private.OpenOwn), so
+// a link or FIFO planted for it is refused, not written through or waited on.
+func openLog(dataDir string) (*os.File, error) {
+	return private.OpenOwn(logPath(dataDir), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600, "tunebot's log")
 }
 
 // dataFile is the path of the data dir's store.
@@ -87,17 +110,17 @@ func dataFile(cfg config.Config) string { return filepath.Join(cfg.DataDir, "tun
 // logPath is the path of the log of the daemon and of tune in dataDir.
 func logPath(dataDir string) string { return filepath.Join(dataDir, "tunebot.log") }
 
-// dataDirAccess is a warning when data_dir exists with access for group or others: it holds
-// the store (every session and the audit log), the dashboard key that signs sign-ins, the
-// backup token, the logs and every trial's run directory. tunebot makes it 0700, but an
-// existing directory is left as it is (on a shared filesystem that may be deliberate), so
-// run and doctor say so; "" when it is private or does not exist yet.
+// dataDirAccess is a warning when data_dir exists and group or others may read it: it
+// holds the store (every session and the audit log), the logs and every trial's run
+// directory (the keys and tokens are 0600 whatever it is). tunebot makes it 0700; one others
+// may write is refused (private.CheckDataDir), one they may read is left as it is, so run and
+// doctor say so; "" when it is private or does not exist yet.
 func dataDirAccess(dir string) string {
 	info, err := os.Stat(dir)
 	if err != nil || !info.IsDir() || info.Mode().Perm()&0o077 == 0 {
 		return ""
 	}
-	return fmt.Sprintf("data_dir %s is open to group or others (mode %04o): it holds the store, the dashboard key, the backup token, the logs and every trial's run directory; chmod 700 %s unless others must read it",
+	return fmt.Sprintf("data_dir %s is open to group or others (mode %04o): it holds the store, the logs and every trial's run directory; chmod 700 %s unless others must read it",
 		dir, info.Mode().Perm(), dir)
 }
 
@@ -105,11 +128,11 @@ func dataDirAccess(dir string) string {
 // configured level goes to <data_dir>/tunebot.log, and only warnings and errors reach the
 // terminal, where the cards are, in its own format (terminalHandler). The returned func
 // closes the file.
-func consoleLogger(c config.LogConfig, dataDir string, shared bool, stderr io.Writer) (*slog.Logger, func(), error) {
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("data_dir %s cannot be created: %w", dataDir, err)
+func consoleLogger(c config.LogConfig, dataDir string, stderr io.Writer) (*slog.Logger, func(), error) {
+	if err := prepareDataDir(dataDir); err != nil {
+		return nil, nil, err
 	}
-	f, err := openLog(dataDir, shared)
+	f, err := openLog(dataDir)
 	if err != nil {
 		return nil, nil, fmt.Errorf("opening tunebot's log in data_dir %s: %w", dataDir, err)
 	}
@@ -129,25 +152,20 @@ func openApp(ctx context.Context, cfg config.Config, e *env, logger *slog.Logger
 		return nil, fmt.Errorf("data_dir %s: %w", cfg.DataDir, err)
 	}
 	cfg.DataDir = abs
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("data_dir %s cannot be created: %w", cfg.DataDir, err)
-	}
-	// Refused when others may write it (unless shared on purpose): a key planted there
-	// would sign anyone in as the operator.
-	if _, err := private.Dir(cfg.DataDir, cfg.Service.SharedDataDir); err != nil {
+	// Refused when others may write it: a key planted there would sign anyone in as the
+	// operator, and a link planted there would take what tunebot writes elsewhere.
+	if err := prepareDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	if err := checkShared(cfg); err != nil {
+	if err := makeOwnDirs(cfg); err != nil {
 		return nil, err
 	}
 	if disk.NewWatch(cfg.DataDir).ReleaseIfFull() {
 		logger.Warn("the data disk is full: the reserve is released so that tunebot can start; free space, then resume", "data_dir", cfg.DataDir)
 	}
-	probe := filepath.Join(cfg.DataDir, ".write-test")
-	if err := os.WriteFile(probe, nil, 0o600); err != nil {
-		return nil, fmt.Errorf("data_dir %s is not writable: %w", cfg.DataDir, err)
+	if err := probeWritable(cfg.DataDir); err != nil {
+		return nil, err
 	}
-	_ = os.Remove(probe)
 	db, err := openStore(cfg)
 	if err != nil {
 		return nil, err

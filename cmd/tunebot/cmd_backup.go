@@ -29,7 +29,7 @@ const backupUsage = "usage: tunebot backup PATH [--config FILE] [--data-dir DIR]
 const backupTokenFile = "backup.token"
 
 func backupTokenPath(cfg config.Config) string {
-	return filepath.Join(privateDir(cfg), backupTokenFile)
+	return filepath.Join(cfg.DataDir, backupTokenFile)
 }
 
 // writeBackupToken makes a new token for this daemon's socket and stores it, readable by

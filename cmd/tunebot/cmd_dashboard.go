@@ -34,12 +34,12 @@ var operatorGrant = bot.Grant{Platform: dashboard.Operator.Platform, Users: []st
 
 // mountDashboard serves the monitoring page on the service listener (docs/design.md §6).
 func (d *daemon) mountDashboard(srv *httpd.Server, allow bot.AllowList) error {
-	key, err := dashboard.LoadKey(filepath.Join(privateDir(d.app.cfg), dashboardKeyFile))
+	key, err := dashboard.LoadKey(filepath.Join(d.app.cfg.DataDir, dashboardKeyFile))
 	if err != nil {
 		return err
 	}
 	dash, err := dashboard.New(dashboard.Options{Store: d.app.db, Actions: d.handler, Allow: allow, Space: d.cfg.NamesSpace(), SpaceOf: d.cfg.SpaceOf,
-		Key: key, KeyPath: filepath.Join(privateDir(d.app.cfg), dashboardKeyFile), Roles: d.roles,
+		Key: key, KeyPath: filepath.Join(d.app.cfg.DataDir, dashboardKeyFile), Roles: d.roles,
 		PublicURL: d.cfg.Service.PublicURL, BaseURL: d.cfg.Service.BaseURL(), Logger: d.log.With("component", "dashboard"),
 		Clips: d.app.clipFiles(), Redact: secret.Process()})
 	if err != nil {
@@ -121,11 +121,11 @@ var errNoPage = errors.New("what answers serves no monitoring page")
 // the data directory's key) and decodes its JSON answer into out; no daemon listening is
 // httpd.ErrNoDaemon.
 func askDaemon(ctx context.Context, cfg config.Config, client *http.Client, path string, out any) error {
-	keyPath := filepath.Join(privateDir(cfg), dashboardKeyFile)
+	keyPath := filepath.Join(cfg.DataDir, dashboardKeyFile)
 	key, err := dashboard.ReadKey(keyPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		// tunebot run makes the key when it starts: none has run with this data_dir.
-		return fmt.Errorf("%w: no %s in %s", httpd.ErrNoDaemon, dashboardKeyFile, privateDir(cfg))
+		return fmt.Errorf("%w: no %s in %s", httpd.ErrNoDaemon, dashboardKeyFile, cfg.DataDir)
 	}
 	if err != nil {
 		return err
@@ -197,7 +197,7 @@ func operatorLink(ctx context.Context, cfg config.Config, cfgPath string, client
 // new key and uses it at once; with no daemon answering, the key file is replaced, which
 // the next start reads.
 func rotateDashboardKey(ctx context.Context, cfg config.Config, client *http.Client) (string, error) {
-	path := filepath.Join(privateDir(cfg), dashboardKeyFile)
+	path := filepath.Join(cfg.DataDir, dashboardKeyFile)
 	done := "signed everyone out of the monitoring page: " + path + " holds a new key, so every cookie and every unused sign-in link stopped working"
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return "no " + path + ": the monitoring page never ran with this data_dir, so nobody is signed in", nil

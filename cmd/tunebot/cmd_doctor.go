@@ -87,7 +87,7 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 	if cfg.Executor.Backend == config.BackendSlurm {
 		doctorSlurm(ctx, r, cfg, e.getenv)
 	}
-	doctorDataDir(r, cfg.DataDir, cfg.Service.SharedDataDir)
+	doctorDataDir(r, cfg.DataDir)
 	doctorDisk(r, cfg)
 	doctorStore(r, dataFile(cfg))
 	if r.failed {
@@ -495,7 +495,7 @@ func abs(x float64) float64 {
 	return x
 }
 
-func doctorDataDir(r *doctorReport, dir string, shared bool) {
+func doctorDataDir(r *doctorReport, dir string) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		r.line("fail", "data dir", fmt.Sprintf("%s cannot be created: %v; set data_dir to a writable directory", dir, err))
 		return
@@ -508,11 +508,11 @@ func doctorDataDir(r *doctorReport, dir string, shared bool) {
 	name := f.Name()
 	f.Close()
 	os.Remove(name)
-	if _, err := private.Dir(dir, shared); err != nil {
+	if err := private.CheckDataDir(dir); err != nil {
 		r.line("fail", "data dir", err.Error()+" (tunebot run refuses to start)")
 		return
 	}
-	if w := dataDirAccess(dir); w != "" && !shared {
+	if w := dataDirAccess(dir); w != "" {
 		r.line("warn", "data dir", w)
 		return
 	}

@@ -11,12 +11,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"tunebot/config"
 	"tunebot/httpd"
+	"tunebot/private"
 	"tunebot/retention"
 	"tunebot/secret"
 	"tunebot/session"
@@ -106,7 +106,7 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 
 // pruner is retention over the data dir of cfg and db.
 func pruner(cfg config.Config, db retention.Store) *retention.Pruner {
-	return &retention.Pruner{Store: db, SessionsDir: filepath.Join(cfg.DataDir, "sessions"), ReportsDir: filepath.Join(cfg.DataDir, "reports")}
+	return &retention.Pruner{Store: db, SessionsDir: sessionsDir(cfg), ReportsDir: reportsDir(cfg)}
 }
 
 // prune runs req on the data dir of cfg: itself when no daemon holds the data file, else
@@ -116,8 +116,15 @@ func prune(ctx context.Context, cfg config.Config, req pruneRequest) (retention.
 	if _, err := os.Stat(path); err != nil {
 		return retention.Report{}, fmt.Errorf("no data file at %s to prune: %w", path, err)
 	}
+	// prune removes and rewrites files under data_dir (run directories, charts, the
+	// compacted store): only in one nobody else can write.
+	if !req.Options.DryRun {
+		if err := private.CheckDataDir(cfg.DataDir); err != nil {
+			return retention.Report{}, err
+		}
+	}
 	// A dry run changes nothing, not even the file's last transaction.
-	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: req.Options.DryRun, Redact: secret.Process().String})
+	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: req.Options.DryRun, Redact: secret.Process().String, OpenFile: openOwnStore})
 	if err == nil {
 		defer db.Close()
 		return pruner(cfg, db).Run(ctx, req.Options, req.By)

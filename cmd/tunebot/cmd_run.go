@@ -56,7 +56,7 @@ the scheduler, /healthz, /metrics and the monitoring page. SIGTERM drains it.`)
 	for _, w := range cfg.Warnings {
 		logger.Warn(w)
 	}
-	if access != "" && !cfg.Service.SharedDataDir {
+	if access != "" {
 		logger.Warn(access)
 	}
 	d := &daemon{cfg: cfg, e: e, log: logger, verbose: *verbose}
@@ -86,7 +86,7 @@ func daemonLogger(cfg config.Config, e *env) (*slog.Logger, func(), error) {
 	if chatEnabled(cfg.Chat) {
 		return newLogger(cfg.Log, e.stderr), func() {}, nil
 	}
-	return consoleLogger(cfg.Log, cfg.DataDir, cfg.Service.SharedDataDir, e.stderr)
+	return consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
 }
 
 // chatEnabled reports whether the config enables a chat platform; with none, run's front
@@ -205,7 +205,7 @@ func (d *daemon) startNotifiers(ctx context.Context, events *relay, wantConsole 
 	d.notifyCancel = ncancel
 	var to []session.Notifier // the console first, as it prints at once
 	if wantConsole {
-		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: filepath.Join(d.cfg.DataDir, "reports"),
+		d.con = console.New(console.Config{Out: d.e.stdout, In: d.e.stdin, Dir: reportsDir(d.cfg),
 			Handler: d.handler, Store: d.app.db, Space: d.cfg.NamesSpace(), Charts: draw, Final: finalCharts(draw), Clips: d.app.clips(), ReportNames: charts.ReportNames, Logger: d.log, Verbose: d.verbose, Redact: secret.Process(),
 			EndOfInput: "input has ended (Ctrl-D): this terminal reads no more commands; tunebot keeps running until Ctrl-C or SIGTERM"})
 		to = append(to, d.con) // it queues what comes until runConsole, once the daemon runs

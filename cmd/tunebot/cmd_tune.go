@@ -166,7 +166,7 @@ func tune(ctx context.Context, e *env, o tuneOptions) int {
 	if !ok {
 		return 1
 	}
-	logger, closeLog, err := consoleLogger(cfg.Log, cfg.DataDir, cfg.Service.SharedDataDir, e.stderr)
+	logger, closeLog, err := consoleLogger(cfg.Log, cfg.DataDir, e.stderr)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "tunebot:", err)
 		return 1
@@ -301,7 +301,7 @@ func tuneSettings(st session.Settings, o tuneOptions) session.Settings {
 // The func it returns prints what the engine still had to say, then stops the console.
 func startTuneConsole(ctx context.Context, a *app, cfg config.Config, human io.Writer, stdin *eofReader, events *relay, logger *slog.Logger, verbose bool) func() {
 	draw := chartsWhileTraining(a.engine, storeCharts(a.db))
-	con := console.New(console.Config{Out: human, In: stdin, Dir: filepath.Join(cfg.DataDir, "reports"), Engine: a.engine,
+	con := console.New(console.Config{Out: human, In: stdin, Dir: reportsDir(cfg), Engine: a.engine,
 		Store: a.db, Space: cfg.NamesSpace(), SpaceOf: cfg.SpaceOf, Charts: draw, Final: finalCharts(draw), Clips: a.clips(), ReportNames: charts.ReportNames, Logger: logger, Verbose: verbose, Redact: secret.Process()})
 	uiCtx, stopUI := context.WithCancel(context.WithoutCancel(ctx))
 	relayCtx, stopRelay := context.WithCancel(context.WithoutCancel(ctx))
@@ -590,7 +590,7 @@ func buildSummary(ctx context.Context, a *app, s session.Session) (summaryJSON, 
 	}
 	out := summaryJSON{Session: s.ID, State: s.State, Preset: s.Preset, Outcome: s.Outcome, outcomeLine: s.OutcomeLine(), Reason: s.Reason, BuiltOn: s.BuiltOn, Trials: []trialJSON{}, Proposals: []proposalJSON{}, Preferences: []preferenceJSON{}, PlanChanges: []planChangeJSON{},
 		Outputs: map[string]any{"session_dir": a.engine.SessionDir(s.ID), "store": dataFile(a.cfg),
-			"reports": filepath.Join(a.cfg.DataDir, "reports", session.Short(s.ID)), "log": logPath(a.cfg.DataDir)}}
+			"reports": filepath.Join(reportsDir(a.cfg), session.Short(s.ID)), "log": logPath(a.cfg.DataDir)}}
 	if c, ok := session.Compare(s, trials); ok {
 		out.Headline = c.Headline()
 		if c.Best.Trial != 0 {

@@ -60,10 +60,10 @@ func TestDashboardLinkWithoutADaemon(t *testing.T) {
 			t.Fatal(err)
 		}
 		if keyed {
-			if err := os.MkdirAll(privateDir(cfg), 0o700); err != nil {
+			if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := dashboard.LoadKey(filepath.Join(privateDir(cfg), dashboardKeyFile)); err != nil {
+			if _, err := dashboard.LoadKey(filepath.Join(cfg.DataDir, dashboardKeyFile)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -85,10 +85,10 @@ func TestDashboardLinkBesideAForegroundTune(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(privateDir(cfg), 0o700); err != nil {
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	keyPath := filepath.Join(privateDir(cfg), dashboardKeyFile)
+	keyPath := filepath.Join(cfg.DataDir, dashboardKeyFile)
 	if _, err := dashboard.LoadKey(keyPath); err != nil {
 		t.Fatal(err)
 	}

@@ -16,18 +16,8 @@ import (
 	"tunebot/session"
 )
 
-// privateDir is where the daemon keeps its keys, tokens and socket: data_dir itself, which
-// it refuses to start in when others may write it, or data_dir/private when the config says
-// data_dir is shared on purpose (service.shared_data_dir).
-func privateDir(cfg config.Config) string {
-	if cfg.Service.SharedDataDir {
-		return filepath.Join(cfg.DataDir, private.SubDir)
-	}
-	return cfg.DataDir
-}
-
 // socketPath is the daemon's Unix socket, where the tunebot command reaches it.
-func socketPath(cfg config.Config) string { return filepath.Join(privateDir(cfg), httpd.SocketName) }
+func socketPath(cfg config.Config) string { return filepath.Join(cfg.DataDir, httpd.SocketName) }
 
 // daemonToken reads the token the running daemon asks of the tunebot command on its
 // socket (backup, prune, presets), refusing one that is not the user's alone; what says
@@ -35,7 +25,7 @@ func socketPath(cfg config.Config) string { return filepath.Join(privateDir(cfg)
 func daemonToken(cfg config.Config, what string) (string, error) {
 	b, err := private.ReadFile(backupTokenPath(cfg))
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("a running tunebot holds %s but has left no token in %s to ask it with: stop it to %s", dataFile(cfg), privateDir(cfg), what)
+		return "", fmt.Errorf("a running tunebot holds %s but has left no token in %s to ask it with: stop it to %s", dataFile(cfg), cfg.DataDir, what)
 	}
 	if err != nil {
 		return "", err

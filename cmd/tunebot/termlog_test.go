@@ -33,7 +33,7 @@ func TestTerminalLogLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var term bytes.Buffer
-			logger, closeLog, err := consoleLogger(config.LogConfig{Level: "info", Format: "text"}, t.TempDir(), false, &term)
+			logger, closeLog, err := consoleLogger(config.LogConfig{Level: "info", Format: "text"}, t.TempDir(), &term)
 			if err != nil {
 				t.Fatal(err)
 			}
