@@ -35,13 +35,13 @@ func (e *DamagedError) Unwrap() error { return session.ErrDamaged }
 // here even for a read-only file, so that tx.Check, which runs in a goroutine of its own
 // where nothing can recover, never meets it first. After a panic the file bbolt opened is
 // closed, but its mapping, and with it the file's lock, stays until the process exits: the
-// callers are commands that exit on that error.
-func openBolt(path string, o *bolt.Options, openFile func(string, int, os.FileMode) (*os.File, error)) (db *bolt.DB, err error) {
+// callers are commands that exit on that error. file is the file bbolt opened, for a check
+// that must not look the path up again.
+func openBolt(path string, o *bolt.Options, openFile func(string, int, os.FileMode) (*os.File, error)) (db *bolt.DB, file *os.File, err error) {
 	o.PreLoadFreelist = true
 	if openFile == nil {
 		openFile = os.OpenFile
 	}
-	var file *os.File
 	o.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
 		f, err := openFile(name, flag, perm)
 		file = f
@@ -53,21 +53,24 @@ func openBolt(path string, o *bolt.Options, openFile func(string, int, os.FileMo
 			if file != nil {
 				file.Close()
 			}
-			db, err = nil, &DamagedError{Path: path, Detail: fmt.Sprint(r)}
+			db, file, err = nil, nil, &DamagedError{Path: path, Detail: fmt.Sprint(r)}
 		}
 	}()
 	db, err = bolt.Open(path, 0o600, o)
 	if err != nil && (errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) ||
 		errors.Is(err, berrors.ErrVersionMismatch) || strings.HasPrefix(err.Error(), "file size too small")) {
-		return nil, &DamagedError{Path: path, Detail: err.Error()}
+		return nil, nil, &DamagedError{Path: path, Detail: err.Error()}
 	}
-	return db, err
+	if err != nil {
+		return nil, nil, err
+	}
+	return db, file, nil
 }
 
-// check runs bbolt's consistency check on an open file: a file shorter than its pages say
-// (truncated), garbled pages, pages both used and free. It returns a DamagedError or nil.
-func check(db *bolt.DB, path string) (err error) {
-	info, err := os.Stat(path)
+// check runs bbolt's consistency check on file, open in db: a file shorter than its pages
+// say (truncated), garbled pages, pages both used and free. It returns a DamagedError or nil.
+func check(db *bolt.DB, file *os.File, path string) (err error) {
+	info, err := file.Stat()
 	if err != nil {
 		return fmt.Errorf("checking data file %s: %w", path, err)
 	}

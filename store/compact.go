@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -17,6 +18,10 @@ const compactTxSize = 64 << 20
 // afterCompactCopy, when set (by tests), runs on the compacted copy once it is written and
 // closed, before it is checked: a failure or damage there must leave the data file as it was.
 var afterCompactCopy func(path string) error
+
+// afterCompactRename, when set (by tests), runs right after the copy is renamed over the
+// data file at path.
+var afterCompactRename func(path string)
 
 // Size returns the data file's size on disk.
 func (d *DB) Size() (int64, error) {
@@ -47,6 +52,11 @@ func (d *DB) Free(ctx context.Context) (int64, error) {
 // only then renamed over the file, which d uses from then on. A failure at any step leaves
 // the file as it was and d on it. Writers wait meanwhile; readers go on. It returns the
 // file's size before and after (docs/design.md §7).
+//
+// The copy is made with O_EXCL and never reopened by name: bbolt, the check and the file d
+// goes on with all get the descriptor made then (compactFile), so a name swapped for a link
+// meanwhile leads nowhere (issue 44 item 2). Before the rename the copy's name must still be
+// that file, and after it the data file's name must be.
 func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
 	if d.opts.ReadOnly {
 		return 0, 0, errors.New("compacting: the data file is open read-only")
@@ -61,12 +71,11 @@ func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
 		return 0, 0, err
 	}
 	dir := filepath.Dir(d.path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(d.path)+".compact-*")
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(d.path)+".compact-*") // O_EXCL
 	if err != nil {
 		return 0, 0, fmt.Errorf("compacting: creating the copy in %s: %w", dir, err)
 	}
-	tmpPath := tmp.Name()
-	tmp.Close()
+	defer tmp.Close()
 	var fresh *bolt.DB
 	done := false
 	defer func() {
@@ -74,25 +83,27 @@ func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
 			if fresh != nil {
 				fresh.Close()
 			}
-			os.Remove(tmpPath)
+			if sameName(tmp.Name(), tmp) == nil { // never a file put in its place
+				os.Remove(tmp.Name())
+			}
 		}
 	}()
-	if err := d.checkedCopy(tmpPath); err != nil {
+	if err := d.checkedCopy(tmp); err != nil {
 		return 0, 0, err
 	}
 	// Opened before the rename, so the file is locked the moment it has the data file's
 	// name: no other tunebot can take it in between.
-	fresh, err = openBolt(tmpPath, &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType}, nil)
+	fresh, _, err = openBolt(tmp.Name(), &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType}, compactFile(tmp))
 	if err != nil {
 		return 0, 0, fmt.Errorf("compacting: opening the copy: %w", err)
 	}
 	fresh.NoSync = d.opts.NoSync
-	info, err := os.Stat(tmpPath)
+	info, err := tmp.Stat()
 	if err != nil {
 		return 0, 0, fmt.Errorf("compacting: %w", err)
 	}
-	if err := os.Rename(tmpPath, d.path); err != nil {
-		return 0, 0, fmt.Errorf("compacting: moving the copy into place: %w", err)
+	if err := d.rename(tmp); err != nil {
+		return 0, 0, err
 	}
 	done = true
 	syncDir(dir)
@@ -100,18 +111,81 @@ func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
 	return before, info.Size(), nil
 }
 
-// checkedCopy writes the compacted copy to tmpPath and checks it whole: a copy that fails
-// its check never replaces the data file.
-func (d *DB) checkedCopy(tmpPath string) error {
-	if err := d.copyCompacted(tmpPath); err != nil {
+// rename moves the copy tmp over the data file, checking that the copy's name is still tmp
+// before and that the data file's name is tmp after. Only something that can write the data
+// directory could make either fail, and after the rename nothing can be undone: the store
+// goes on with the data it has open, no longer under its name, and the error says to save
+// it with `tunebot backup` (which copies from the open file) and restore that.
+func (d *DB) rename(tmp *os.File) error {
+	if err := sameName(tmp.Name(), tmp); err != nil {
+		return fmt.Errorf("compacting: %w, so %s was left as it was", err, d.path)
+	}
+	if err := os.Rename(tmp.Name(), d.path); err != nil {
+		return fmt.Errorf("compacting: moving the copy into place: %w", err)
+	}
+	if afterCompactRename != nil {
+		afterCompactRename(d.path)
+	}
+	if err := sameName(d.path, tmp); err != nil {
+		return fmt.Errorf("compacting: %w the moment it was renamed there: something that can write %s replaced it, and tunebot's data is no longer under that name; "+
+			"run `tunebot backup` now (it copies the data tunebot has open), stop tunebot, make %s writable by tunebot's user alone and put the backup in place of %s",
+			err, filepath.Dir(d.path), filepath.Dir(d.path), d.path)
+	}
+	return nil
+}
+
+// sameName says whether path still names f's file: not a link, not another file put in
+// its place.
+func sameName(path string, f *os.File) error {
+	want, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	got, err := os.Lstat(path)
+	if err != nil {
+		return fmt.Errorf("%s is gone: %w", path, err)
+	}
+	if !os.SameFile(got, want) {
+		return fmt.Errorf("%s is no longer the compacted copy tunebot made (now %s)", path, describe(got))
+	}
+	return nil
+}
+
+// describe is what a file is, for a message: a link, a FIFO, another file.
+func describe(info fs.FileInfo) string {
+	switch {
+	case info.Mode()&fs.ModeSymlink != 0:
+		return "a symbolic link"
+	case info.Mode().IsRegular():
+		return "another file"
+	}
+	return "a " + info.Mode().Type().String() + " file"
+}
+
+// compactFile is bbolt's OpenFile for the copy f: f's own name gets a duplicate of f's
+// descriptor (bbolt closes what it is given), any other name is refused, so neither bbolt
+// nor the check ever opens the copy by name.
+func compactFile(f *os.File) func(string, int, os.FileMode) (*os.File, error) {
+	return func(name string, _ int, _ os.FileMode) (*os.File, error) {
+		if name != f.Name() {
+			return nil, fmt.Errorf("compacting: %s is not the copy %s", name, f.Name())
+		}
+		return dupFile(f)
+	}
+}
+
+// checkedCopy writes the compacted copy to tmp and checks it whole: a copy that fails its
+// check never replaces the data file.
+func (d *DB) checkedCopy(tmp *os.File) error {
+	if err := d.copyCompacted(tmp); err != nil {
 		return err
 	}
 	if afterCompactCopy != nil {
-		if err := afterCompactCopy(tmpPath); err != nil {
+		if err := afterCompactCopy(tmp.Name()); err != nil {
 			return err
 		}
 	}
-	if err := Check(tmpPath, Options{}); err != nil {
+	if err := Check(tmp.Name(), Options{OpenFile: compactFile(tmp)}); err != nil {
 		return fmt.Errorf("the compacted copy failed its check, so %s was left as it was: %w", d.path, err)
 	}
 	return nil
@@ -128,9 +202,10 @@ func (d *DB) swapIn(fresh *bolt.DB) {
 	_ = old.Close()
 }
 
-// copyCompacted writes a compacted copy of d's file to path, an empty file, and syncs it.
-func (d *DB) copyCompacted(path string) error {
-	dst, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType, NoSync: true})
+// copyCompacted writes a compacted copy of d's file to tmp, an empty file, through its
+// descriptor, and syncs it.
+func (d *DB) copyCompacted(tmp *os.File) error {
+	dst, err := bolt.Open(tmp.Name(), 0o600, &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType, NoSync: true, OpenFile: compactFile(tmp)})
 	if err != nil {
 		return fmt.Errorf("compacting: creating the copy: %w", err)
 	}
@@ -150,7 +225,7 @@ func (d *DB) copyCompacted(path string) error {
 	}
 	// bbolt grows a file ahead of need (by 16 MiB past 16 MiB); the copy needs no room
 	// to grow until it is written to, and bbolt grows it again then.
-	if err := os.Truncate(path, used); err != nil {
+	if err := tmp.Truncate(used); err != nil {
 		return fmt.Errorf("compacting: trimming the copy: %w", err)
 	}
 	return nil

@@ -55,8 +55,9 @@ type Options struct {
 	// NoSync skips the fsync of every commit: for tests that race thousands of writes,
 	// never for a real data file, which a crash could then lose or damage.
 	NoSync bool
-	// OpenFile opens the data file in place of os.OpenFile (nil: os.OpenFile). In a shared
-	// data_dir the daemon passes one that refuses a link, or a file not its user's alone.
+	// OpenFile opens the data file in place of os.OpenFile (nil: os.OpenFile). The daemon
+	// passes one that refuses a link, a FIFO, or a file not its user's alone; Compact one
+	// that hands out the descriptor of its copy, so the copy is never reopened by name.
 	OpenFile func(name string, flag int, perm os.FileMode) (*os.File, error)
 }
 
@@ -130,7 +131,7 @@ func Open(path string, opts Options) (*DB, error) {
 			return nil, fmt.Errorf("creating data directory %s: %w", dir, err)
 		}
 	}
-	bdb, err := openBolt(path, &bolt.Options{Timeout: opts.Timeout, FreelistType: bolt.FreelistMapType, ReadOnly: opts.ReadOnly}, opts.OpenFile)
+	bdb, file, err := openBolt(path, &bolt.Options{Timeout: opts.Timeout, FreelistType: bolt.FreelistMapType, ReadOnly: opts.ReadOnly}, opts.OpenFile)
 	var damaged *DamagedError
 	if errors.As(err, &damaged) {
 		return nil, err
@@ -143,7 +144,7 @@ func Open(path string, opts Options) (*DB, error) {
 		return nil, fmt.Errorf("opening data file %s: %w", path, err)
 	}
 	bdb.NoSync = opts.NoSync
-	if err := check(bdb, path); err != nil {
+	if err := check(bdb, file, path); err != nil {
 		bdb.Close()
 		return nil, err
 	}
