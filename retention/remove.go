@@ -22,7 +22,7 @@ func remove(parent, name string, keep []string, dryRun bool) (int64, error) {
 	if parent == "" {
 		return 0, nil // no such directory configured: nothing of it to remove
 	}
-	top, err := os.OpenRoot(parent)
+	top, err := openTop(parent)
 	if errors.Is(err, fs.ErrNotExist) {
 		return 0, nil
 	}
@@ -63,6 +63,28 @@ func remove(parent, name string, keep []string, dryRun bool) (int64, error) {
 		return freed, fmt.Errorf("removing %s: %w", filepath.Join(parent, name), err)
 	}
 	return freed, nil
+}
+
+// openTop opens parent (sessions/ or reports/) as a root, refusing a link: os.OpenRoot
+// follows one at the top, and a link planted for reports/ made prune remove files in the
+// directory it named (issue 44 item 3).
+func openTop(parent string) (*os.Root, error) {
+	info, err := os.Lstat(parent)
+	if err != nil {
+		return nil, err
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		return nil, fmt.Errorf("%s is a symbolic link: prune removes nothing through a link; remove it (tunebot makes the directory again)", parent)
+	}
+	top, err := os.OpenRoot(parent)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := top.Stat("."); err != nil || !os.SameFile(st, info) {
+		top.Close()
+		return nil, fmt.Errorf("%s was replaced while prune opened it", parent)
+	}
+	return top, nil
 }
 
 // openSame opens directory name of top as a root and checks that it is the directory info

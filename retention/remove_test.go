@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +70,40 @@ func TestPruneStaysInTheSessionsDirectory(t *testing.T) {
 			}
 			if got := files(t, outside); !slices.Equal(got, want) {
 				t.Errorf("prune (err %v) left %v outside the sessions directory, want %v untouched", err, got, want)
+			}
+		})
+	}
+}
+
+// TestPruneFollowsNoReportsLink (issue 44 item 3): with the reports directory (or the
+// sessions directory) planted as a link to a directory outside holding a session's
+// charts by name, prune's root followed it and removed them. Now the link is refused and
+// nothing outside is removed.
+func TestPruneFollowsNoReportsLink(t *testing.T) {
+	const id = "a0000000000000a1"
+	for _, top := range []string{"reports", "sessions"} {
+		t.Run(top, func(t *testing.T) {
+			r := newRig(t)
+			r.add(t, id, session.StateSucceeded, 400, false)
+			outside := t.TempDir()
+			for _, f := range []string{session.Short(id) + "/t000-r0-reward.png", id + "/trial-000-rung-0/model_100.pt"} {
+				write(t, filepath.Join(outside, f), 10)
+			}
+			want := files(t, outside)
+			dir := map[string]string{"reports": r.reports, "sessions": r.sessions}[top]
+			if err := os.Rename(dir, filepath.Join(t.TempDir(), "moved")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, dir); err != nil {
+				t.Fatal(err)
+			}
+			o := retention.Config{OlderThan: retention.Age(90 * 24 * time.Hour), Curves: session.CurvesKeep, RunDirs: true}.Options()
+			_, err := r.p.Run(context.Background(), o, operator)
+			if err == nil || !strings.Contains(err.Error(), dir+" is a symbolic link") {
+				t.Errorf("prune through a %s link: %v", top, err)
+			}
+			if got := files(t, outside); !slices.Equal(got, want) {
+				t.Errorf("prune left %v in the directory the %s link names, want %v untouched", got, top, want)
 			}
 		})
 	}
