@@ -134,8 +134,8 @@ func (e *Engine) SessionDir(id string) string { return filepath.Join(e.cfg.Sessi
 
 // makeDir creates rel, a session's directory or a trial's run directory in it, under
 // SessionsDir through an os.Root: a link on the way that leads out of SessionsDir (one
-// another user planted in a shared data_dir) is refused, never followed, so no checkpoint
-// or evaluation.json lands in a directory someone else chose (issue 36).
+// planted there) is refused, never followed, so no checkpoint or evaluation.json lands in a
+// directory someone else chose (issue 36).
 func (e *Engine) makeDir(rel string) error {
 	if err := os.MkdirAll(e.cfg.SessionsDir, 0o755); err != nil {
 		return err

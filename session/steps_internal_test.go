@@ -359,7 +359,7 @@ func TestDuplicateOf(t *testing.T) {
 }
 
 // TestRunDirsAreMadeUnderTheRoot: a session directory swapped for a link out of the
-// sessions directory (another user's, in a shared data_dir) is refused when a run directory
+// sessions directory (another user's) is refused when a run directory
 // is made or discarded in it: nothing is created or removed through the link (issue 36).
 func TestRunDirsAreMadeUnderTheRoot(t *testing.T) {
 	sessions, outside := t.TempDir(), t.TempDir()
