@@ -37,25 +37,8 @@ func TestCompactFailureLeavesTheFileAsItWas(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
 			path := filepath.Join(dir, "tunebot.db")
-			db, err := Open(path, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := compactable(t, dir)
 			t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			if err := db.CreateSession(ctx, session.Session{ID: "s1", State: session.StateSucceeded, CreatedAt: t0}); err != nil {
-				t.Fatal(err)
-			}
-			pts := make([]session.Point, 5000)
-			for i := range pts {
-				pts[i] = session.Point{Step: int64(i), Value: float64(i)}
-			}
-			if err := db.PutSeries(ctx, session.SeriesKey{SessionID: "s1", Tag: "loss"}, pts); err != nil {
-				t.Fatal(err)
-			}
-			if _, _, err := db.PruneSeries(ctx, "s1", 0, false); err != nil {
-				t.Fatal(err)
-			}
 			was, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
