@@ -95,7 +95,10 @@ func probeWritable(dir string) error {
 	if err := private.Create(probe, nil); err != nil {
 		return fmt.Errorf("data_dir %s is not writable: %w", dir, err)
 	}
-	return os.Remove(probe)
+	if err := os.Remove(probe); err != nil {
+		return fmt.Errorf("removing the write probe in data_dir %s: %w", dir, err)
+	}
+	return nil
 }
 
 // openLog opens tunebot.log in dataDir for appending as the keys are (private.OpenOwn), so
