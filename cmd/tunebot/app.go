@@ -48,7 +48,7 @@ func newLogger(c config.LogConfig, w io.Writer) *slog.Logger {
 // shared data_dir it is opened as the keys are (private.OpenOwn): never through a link,
 // the daemon user's alone.
 func openStore(cfg config.Config) (*store.DB, error) {
-	opts := store.Options{Redact: secret.Process().String}
+	opts := store.Options{Redact: secret.Process()}
 	if cfg.Service.SharedDataDir {
 		opts.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
 			return private.OpenOwn(name, flag, perm, "the store")

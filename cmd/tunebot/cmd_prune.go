@@ -117,7 +117,7 @@ func prune(ctx context.Context, cfg config.Config, req pruneRequest) (retention.
 		return retention.Report{}, fmt.Errorf("no data file at %s to prune: %w", path, err)
 	}
 	// A dry run changes nothing, not even the file's last transaction.
-	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: req.Options.DryRun, Redact: secret.Process().String})
+	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: req.Options.DryRun, Redact: secret.Process()})
 	if err == nil {
 		defer db.Close()
 		return pruner(cfg, db).Run(ctx, req.Options, req.By)
