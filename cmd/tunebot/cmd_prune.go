@@ -95,9 +95,7 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
+		_ = writeJSON(e, rep)
 		return 0
 	}
 	printPruneReport(e.stdout, rep)
