@@ -412,6 +412,10 @@ func (a *Applier) freeBranch(ctx context.Context, p session.Preset) (string, err
 		}
 		return fmt.Sprintf("%s%s-%d", a.cfg.BranchPrefix, p.Name, n)
 	}
+	if a.redact.String(name(1)) != name(1) {
+		// git would get it masked (g.raw), as a name no one chose: refuse it first.
+		return "", session.Userf(nil, "the branch for preset %s would hold the value of one of tunebot's secrets (in the preset's name or apply.branch_prefix), which would leave for the checkout's history and every remote it is pushed to; rename the preset (tunebot preset export, then import under another name)", a.redact.String(p.Name))
+	}
 	for n := 1; n <= maxBranches; n++ {
 		branch := name(n)
 		if _, err := a.git.run(ctx, "check-ref-format", "--branch", branch); err != nil {
@@ -489,8 +493,8 @@ func (a *Applier) commitEdits(ctx context.Context, files map[string]string, next
 	if _, err := a.git.run(ctx, "diff", "--cached", "--quiet"); err == nil {
 		return "", "the preset's values are already in the checkout: there is nothing to commit", nil
 	}
-	// The message leaves for the trainer's history: what it quotes passes the redactor.
-	if _, err := a.git.run(ctx, "commit", "-q", "-m", a.redact.String(msg)); err != nil {
+	// The message leaves for the trainer's history through git, which redacts what it quotes.
+	if _, err := a.git.run(ctx, "commit", "-q", "-m", msg); err != nil {
 		return "", "git commit failed: " + lastLines(err.Error(), 1), err
 	}
 	commit, err = a.git.run(ctx, "rev-parse", "HEAD")

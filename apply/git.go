@@ -13,8 +13,10 @@ import (
 
 // git runs git subprocesses in one checkout with a fixed identity, so commits work on a
 // machine without a global git config and never depend on a caller's environment. Its
-// environment is the trainer's, without tunebot's secrets: the checkout's hooks run in it.
-// Its messages reach chat, so the secrets' values are redacted from them.
+// environment is the trainer's, without tunebot's secrets (secret.Strip): the checkout's
+// hooks run in it. It is where strings leave apply for the checkout and for ps: every
+// argument (a branch name, a commit message, a path) passes the redactor on its way to
+// git's command line, and git's messages, which reach chat, on their way back.
 type git struct {
 	repo   string
 	env    []string
@@ -46,7 +48,12 @@ func (g git) run(ctx context.Context, args ...string) (string, error) {
 
 // raw is run without trimming, for file contents.
 func (g git) raw(ctx context.Context, args ...string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", g.repo}, args...)...)
+	argv := make([]string, 0, len(args)+2)
+	argv = append(argv, "-C", g.repo)
+	for _, a := range args {
+		argv = append(argv, g.redact.String(a))
+	}
+	cmd := exec.CommandContext(ctx, "git", argv...)
 	cmd.Env = g.env
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -56,7 +63,7 @@ func (g git) raw(ctx context.Context, args ...string) ([]byte, error) {
 			msg = strings.TrimSpace(out.String())
 		}
 		msg = g.redact.String(msg)
-		return nil, &gitError{args: args, msg: lastLines(msg, 6), err: err}
+		return nil, &gitError{args: argv[2:], msg: lastLines(msg, 6), err: err}
 	}
 	return out.Bytes(), nil
 }

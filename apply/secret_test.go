@@ -109,3 +109,61 @@ func TestApplyCommitMessageIsRedacted(t *testing.T) {
 		t.Errorf("the commit message does not mask the secret:\n%s", msg)
 	}
 }
+
+// TestSecretNotInGitBranch: a preset named after a run_name that held a key (or an
+// apply.branch_prefix that does) made a branch named after the key in the trainer checkout,
+// and put the key on git's command line, which ps shows (issue 44, item 4). The apply is
+// refused before git is called, and the error masks the key.
+func TestSecretNotInGitBranch(t *testing.T) {
+	t.Setenv("DEEPSEEK_API_KEY", plantedKey)
+	for name, tc := range map[string]struct {
+		preset, prefix string
+	}{
+		"preset name":   {preset: "go2-" + plantedKey},
+		"branch prefix": {preset: "go2", prefix: "x" + plantedKey + "/"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			repo := newRepo(t)
+			a, audit := newApplier(t, repo, []string{"true"}, func(c *apply.Config) { c.BranchPrefix = tc.prefix })
+			p := testPreset()
+			p.Name = tc.preset
+			res, err := a.Apply(context.Background(), p, alice)
+			if err == nil || strings.Contains(err.Error(), plantedKey) || !strings.Contains(err.Error(), "would hold the value of one of tunebot's secrets") {
+				t.Errorf("apply: %v", err)
+			}
+			entries, _ := audit.Audit(context.Background(), "")
+			if branches := applytest.Git(t, repo, "branch", "--list"); strings.Contains(branches, "sk-planted") || strings.Contains(branches, "redacted") ||
+				strings.Contains(fmt.Sprint(res.Branch, res.Reason, entries), plantedKey) {
+				t.Errorf("the key reached a branch, the result or the audit:\n%s\n%+v\n%v", branches, res, entries)
+			}
+		})
+	}
+}
+
+// TestCredentialsDirectoryNotInheritedByTestsAndGit: with the daemon's keys in systemd's
+// credentials directory, apply's test command and the checkout's hooks inherited
+// CREDENTIALS_DIRECTORY and read every key from it (issue 44, item 6); they inherit neither
+// it nor a variable naming a file in it.
+func TestCredentialsDirectoryNotInheritedByTestsAndGit(t *testing.T) {
+	creds := t.TempDir()
+	write(t, filepath.Join(creds, "DEEPSEEK_API_KEY"), plantedKey+"\n")
+	t.Setenv("CREDENTIALS_DIRECTORY", creds)
+	t.Setenv("KEY_FILE", filepath.Join(creds, "DEEPSEEK_API_KEY"))
+	repo := newRepo(t)
+	dump := t.TempDir()
+	hook := filepath.Join(repo, ".git", "hooks", "pre-commit")
+	write(t, hook, "#!/bin/sh\nenv > "+filepath.Join(dump, "hook-env")+"\n")
+	if err := os.Chmod(hook, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := newApplier(t, repo, []string{"sh", "-c", "env > " + filepath.Join(dump, "test-env")}, nil)
+	if _, err := a.Apply(context.Background(), testPreset(), alice); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"hook-env", "test-env"} {
+		env := read(t, filepath.Join(dump, f))
+		if strings.Contains(env, "CREDENTIALS_DIRECTORY") || strings.Contains(env, creds) || !strings.Contains(env, "PATH=") {
+			t.Errorf("%s holds the credentials directory:\n%s", f, env)
+		}
+	}
+}

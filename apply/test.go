@@ -29,6 +29,13 @@ func runTest(ctx context.Context, dir string, argv []string, timeout time.Durati
 	if len(argv) == 0 {
 		return "", nil
 	}
+	for i, a := range argv {
+		// A child's command line is seen by every user of the machine (ps): refused, not
+		// masked, since a masked argument would run another test.
+		if redact.String(a) != a {
+			return "", fmt.Errorf("the test command was not run: its argument %d holds the value of one of tunebot's secrets, which every user of the machine would see (ps)", i)
+		}
+	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(tctx, argv[0], argv[1:]...)

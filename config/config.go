@@ -386,6 +386,9 @@ var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 func Load(path string, getenv func(string) string) (Config, error) {
 	cfg := Default()
 	if path == "" {
+		if short := secret.TooShort(getenv); len(short) > 0 {
+			return cfg, &session.InvalidError{What: "environment", Problems: short}
+		}
 		return cfg, cfg.validate()
 	}
 	raw, err := readConfigFile(path)
@@ -424,6 +427,8 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	probs = append(probs, cfg.setTasks(root, filepath.Dir(path), knownSecrets(getenv))...)
 	cfg.Warnings = configWarnings(root, cfg)
 	probs = append(probs, webhookInClear(cfg, getenv)...)
+	// A credential too short to be masked is refused where it is configured, with the rest.
+	probs = append(probs, secret.TooShort(getenv)...)
 	cfg.resolvePaths(filepath.Dir(path))
 	return cfg, invalid(cfg.problemsBesides(tree.badPaths))
 }

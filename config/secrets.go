@@ -95,7 +95,7 @@ func namesItsSetting(u scalarUse, raw string, name string) bool {
 // names the key and its line, never the value. A space file is scanned by it too, with
 // an empty expansion.
 func secretsInConfig(root *yaml.Node, x expansion, known map[string]string) []string {
-	var probs []string
+	probs := taggedValues(root)
 	said := map[string]bool{}
 	for _, u := range scalarUses(root) {
 		for _, m := range secretProblems(u, x, known) {
@@ -105,6 +105,53 @@ func secretsInConfig(root *yaml.Node, x expansion, known map[string]string) []st
 			}
 		}
 	}
+	return probs
+}
+
+// plainTags are the tags a value may carry: those under which the decoder keeps a value's
+// text as written, which is what the secret scan reads.
+var plainTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!map", "!!seq"}
+
+// taggedValues refuses every value or key written with a tag other than plainTags, naming
+// its key and line. A tag makes the decoder keep something other than the text: !!binary
+// keeps the base64's decoding, so a secret written as base64 would pass a scan of the text
+// and come out whole (issue 44). Refusing them, rather than decoding each tag as the
+// decoder does before the scan, keeps the scan reading what the decoder keeps by
+// construction: no setting needs bytes, a timestamp or a tag of its own. The walk goes over
+// the file as written (an alias's target is in it too), so it costs one visit a node.
+func taggedValues(root *yaml.Node) []string {
+	var probs []string
+	var walk func(n *yaml.Node, path string, key bool, depth int)
+	walk = func(n *yaml.Node, path string, key bool, depth int) {
+		if n == nil || depth > 100 {
+			return
+		}
+		if n.Style&yaml.TaggedStyle != 0 && !slices.Contains(plainTags, n.ShortTag()) {
+			what := cmp.Or(path, "the file")
+			if key {
+				what += " (a key of it)"
+			}
+			probs = append(probs, fmt.Sprintf("line %d: %s: the tag %s is not accepted: tunebot scans the text of the file for its secrets, and a tagged value is kept decoded (!!binary's base64 would hide one); write the value plainly (tags accepted: %s)",
+				n.Line, what, n.Tag, strings.Join(plainTags, ", ")))
+		}
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path, false, depth+1)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				walk(c, fmt.Sprintf("%s[%d]", path, i), false, depth+1)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				walk(k, path, true, depth+1)
+				walk(v, joinKey(path, k.Value), false, depth+1)
+			}
+		}
+	}
+	walk(root, "", false, 0)
 	return probs
 }
 

@@ -137,7 +137,7 @@ reward_spaces:
 // The example config and a config of the one reward_space load as before: no tasks of
 // their own, session.task the default, the space the one given.
 func TestOneRewardSpaceLoadsAsBefore(t *testing.T) {
-	cfg, err := config.Load(filepath.Join("..", "config.example.yaml"), func(string) string { return "x" })
+	cfg, err := config.Load(filepath.Join("..", "config.example.yaml"), func(string) string { return "x-set-by-the-test" })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,8 +7,10 @@ package secret
 import (
 	"cmp"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,15 +29,55 @@ func IsEnv(name string) bool {
 	return slices.Contains(Names, name) || strings.HasPrefix(name, "SLACK_")
 }
 
-// Strip returns environ ("NAME=value" entries) without tunebot's secrets.
+// CredentialsDirectory is the variable systemd names the daemon's credentials directory
+// by (LoadCredential=): a child that inherits it reads every key in it.
+const CredentialsDirectory = "CREDENTIALS_DIRECTORY"
+
+// Strip returns environ ("NAME=value" entries) without tunebot's secrets and without a way
+// to them: CREDENTIALS_DIRECTORY, and every variable whose value holds that directory's
+// path (a file in it, or a list naming it), whether environ or this process names it.
+// Every subprocess tunebot starts (trainer jobs, local or Slurm, apply's tests, git) gets
+// its environment through here.
 func Strip(environ []string) []string {
+	dirs := credentialDirs(environ)
 	out := make([]string, 0, len(environ))
 	for _, kv := range environ {
-		if k, _, _ := strings.Cut(kv, "="); !IsEnv(k) {
-			out = append(out, kv)
+		k, v, _ := strings.Cut(kv, "=")
+		if IsEnv(k) || k == CredentialsDirectory || namesAny(v, dirs) {
+			continue
 		}
+		out = append(out, kv)
 	}
 	return out
+}
+
+// credentialDirs are the credentials directories environ and this process name, each as
+// written and cleaned.
+func credentialDirs(environ []string) []string {
+	var dirs []string
+	add := func(d string) {
+		if d == "" || d == "/" {
+			return
+		}
+		dirs = append(dirs, d, filepath.Clean(d))
+	}
+	add(os.Getenv(CredentialsDirectory))
+	for _, kv := range environ {
+		if k, v, _ := strings.Cut(kv, "="); k == CredentialsDirectory {
+			add(v)
+		}
+	}
+	return dirs
+}
+
+// namesAny reports whether v holds any of dirs.
+func namesAny(v string, dirs []string) bool {
+	for _, d := range dirs {
+		if strings.Contains(v, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // Values returns the values of the secret variables in environ.
@@ -127,3 +169,66 @@ func (rw redactingWriter) Write(p []byte) (int, error) {
 
 // Active reports whether x has any value to redact.
 func (x *Redactor) Active() bool { return x != nil && x.r != nil }
+
+// JSON returns the JSON document buf with every secret value replaced by Mask, for a
+// boundary that writes JSON (the store, --json). The encoded bytes are redacted as text
+// (each value's JSON-escaped form is one of the redactor's), which keeps every key in its
+// place; should that leave no valid JSON (a value matched across a quote, or as a
+// number), every string of the decoded document, keys included, is redacted instead.
+func (x *Redactor) JSON(buf []byte) ([]byte, error) {
+	if !x.Active() {
+		return buf, nil
+	}
+	s := string(buf)
+	out := x.String(s)
+	if out == s {
+		return buf, nil
+	}
+	if json.Valid([]byte(out)) {
+		return []byte(out), nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("redacting a JSON document: %w", err)
+	}
+	b, err := json.Marshal(x.value(v))
+	if err != nil {
+		return nil, fmt.Errorf("redacting a JSON document: %w", err)
+	}
+	return b, nil
+}
+
+// value redacts every string of a decoded JSON value, keys included.
+func (x *Redactor) value(v any) any {
+	switch t := v.(type) {
+	case string:
+		return x.String(t)
+	case []any:
+		for i := range t {
+			t[i] = x.value(t[i])
+		}
+		return t
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, e := range t {
+			out[x.String(k)] = x.value(e)
+		}
+		return out
+	}
+	return v
+}
+
+// TooShort names each of tunebot's credentials (Names) that getenv gives a value shorter
+// than MinLen: no real token is, and such a value could not be masked where it leaves
+// (it would be in every text). Each problem names the variable, never its value.
+func TooShort(getenv func(string) string) []string {
+	var probs []string
+	for _, n := range Names {
+		if v := getenv(n); v != "" && len(v) < MinLen {
+			probs = append(probs, fmt.Sprintf("%s is set to a value shorter than %d characters: a real one is far longer, and one this short could not be kept out of what tunebot writes; set the real value (in the environment or its systemd credential)", n, MinLen))
+		}
+	}
+	return probs
+}

@@ -111,3 +111,56 @@ func TestHolds(t *testing.T) {
 		}
 	}
 }
+
+// TestCredentialsDirectoryNotInherited: under systemd's LoadCredential= the keys are files
+// in $CREDENTIALS_DIRECTORY; a child that inherits the variable, or another that names a
+// file in the directory, reads them (issue 44, item 6). Strip removes both.
+func TestCredentialsDirectoryNotInherited(t *testing.T) {
+	const dir = "/run/credentials/tunebot.service"
+	t.Setenv(secret.CredentialsDirectory, "/run/credentials/other.service")
+	env := []string{"PATH=/bin", "CREDENTIALS_DIRECTORY=" + dir, "KEY_FILE=" + dir + "/DEEPSEEK_API_KEY",
+		"SEARCH=/opt:" + dir + "/", "OTHER=/run/credentials/other.service/NTFY_TOKEN", "HOME=/home/ann", "CREDS_NOTE=/run/credentials"}
+	if diff := cmp.Diff([]string{"PATH=/bin", "HOME=/home/ann", "CREDS_NOTE=/run/credentials"}, secret.Strip(env)); diff != "" {
+		t.Errorf("Strip (-want +got):\n%s", diff)
+	}
+}
+
+// TestRedactorJSONStaysValid: a JSON document redacted at a boundary (the store, --json)
+// keeps no secret in any form and stays JSON, even when a value is matched across a quote
+// or as a number.
+func TestRedactorJSONStaysValid(t *testing.T) {
+	const key, quoted, digits = "sk-json-0123456789", `ab","cd0123`, "987654321012"
+	x := secret.NewRedactor(key, quoted, digits)
+	for _, doc := range []any{
+		map[string]any{"reason": "exit status 1; train.log ends: " + key, key: 1},
+		map[string]any{"a": "ab", "b": "cd0123", "c": quoted},
+		map[string]any{"n": json.Number(digits), "s": digits},
+	} {
+		in, _ := json.Marshal(doc)
+		out, err := x.JSON(in)
+		if err != nil || !json.Valid(out) {
+			t.Fatalf("JSON(%s) = %s, %v", in, out, err)
+		}
+		var back map[string]any
+		_ = json.Unmarshal(out, &back)
+		for k, v := range back {
+			if s, ok := v.(string); ok && (strings.Contains(s, key) || strings.Contains(s, quoted) || strings.Contains(s, digits)) || strings.Contains(k, key) {
+				t.Errorf("JSON(%s) = %s keeps a secret", in, out)
+			}
+		}
+	}
+	plain := []byte(`{"a": "nothing here"}`)
+	if out, _ := x.JSON(plain); string(out) != string(plain) {
+		t.Errorf("a document with no secret changed: %s", out)
+	}
+}
+
+// TestShortSecretRefused: a credential shorter than MinLen cannot be masked where it
+// leaves, so it is refused where it is configured, naming the variable, never the value.
+func TestShortSecretRefused(t *testing.T) {
+	env := map[string]string{"DEEPSEEK_API_KEY": "test", "SLACK_BOT_TOKEN": "xoxb-long-enough", "SLACK_CHANNEL": "C1"}
+	probs := secret.TooShort(func(k string) string { return env[k] })
+	if len(probs) != 1 || !strings.HasPrefix(probs[0], "DEEPSEEK_API_KEY is set to a value shorter than 8 characters") || strings.Contains(probs[0], "test") {
+		t.Errorf("TooShort = %q", probs)
+	}
+}

@@ -74,7 +74,7 @@ func (d *DB) AppendCounted(ctx context.Context, e session.AuditEntry, key string
 			return err
 		}
 		if seq := counts.Get(ck); len(seq) == 8 {
-			return raiseCount(tx.Bucket(bucketAudit), seq)
+			return d.raiseCount(tx.Bucket(bucketAudit), seq)
 		}
 		detail := make(map[string]any, len(e.Detail)+1)
 		for k, v := range e.Detail {
@@ -82,7 +82,7 @@ func (d *DB) AppendCounted(ctx context.Context, e session.AuditEntry, key string
 		}
 		detail[session.CountKey] = 1
 		e.Detail = detail
-		seq, err := appendAuditSeq(tx, e, d.opts.Redact)
+		seq, err := d.appendAuditSeq(tx, e)
 		if err != nil {
 			return err
 		}
@@ -106,7 +106,7 @@ func dropEndedWindows(counts *bolt.Bucket, start []byte) error {
 }
 
 // raiseCount adds one to the count of the entry at seq.
-func raiseCount(all *bolt.Bucket, seq []byte) error {
+func (d *DB) raiseCount(all *bolt.Bucket, seq []byte) error {
 	var e session.AuditEntry
 	found, err := getJSON(all, seq, &e)
 	if err != nil {
@@ -120,5 +120,5 @@ func raiseCount(all *bolt.Bucket, seq []byte) error {
 	}
 	n, _ := e.Detail[session.CountKey].(float64) // a JSON number after the round trip
 	e.Detail[session.CountKey] = int64(n) + 1
-	return putJSON(all, seq, e)
+	return d.putJSON(all, seq, e)
 }

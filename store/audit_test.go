@@ -91,7 +91,7 @@ func TestAppendCounted(t *testing.T) {
 func TestAuditStoresNoSecret(t *testing.T) {
 	const key = "sk-deepseek-0123456789"
 	path := filepath.Join(t.TempDir(), "tunebot.db")
-	db, err := store.Open(path, store.Options{Timeout: time.Second, Redact: secret.NewRedactor(key).String})
+	db, err := store.Open(path, store.Options{Timeout: time.Second, Redact: secret.NewRedactor(key)})
 	if err != nil {
 		t.Fatal(err)
 	}

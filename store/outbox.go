@@ -33,13 +33,26 @@ type outboxHeader struct {
 	LastError string    `json:"last_error,omitempty"`
 }
 
-func encodeOutbox(it bot.OutboxItem) ([]byte, error) {
+// encodeOutbox encodes an item, header and body redacted as every record is (seal): a
+// body that is no JSON is opaque text to the store, masked as text.
+func (d *DB) encodeOutbox(it bot.OutboxItem) ([]byte, error) {
 	h, err := json.Marshal(outboxHeader{
 		Platform: it.Platform, Thread: it.Thread, Key: it.Key, Kind: it.Kind, Attempts: it.Attempts,
 		NotBefore: it.NotBefore, Expires: it.Expires, CreatedAt: it.CreatedAt, LastError: it.LastError,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("encoding outbox item: %w", err)
+	}
+	if h, err = d.seal(h); err != nil {
+		return nil, err
+	}
+	switch {
+	case json.Valid(it.Body):
+		if it.Body, err = d.seal(it.Body); err != nil {
+			return nil, err
+		}
+	case d.opts.Redact.Active():
+		it.Body = []byte(d.opts.Redact.String(string(it.Body)))
 	}
 	buf := make([]byte, 0, binary.MaxVarintLen64+len(h)+len(it.Body))
 	buf = binary.AppendUvarint(buf, uint64(len(h)))
@@ -143,7 +156,7 @@ func (d *DB) replaceQueued(tx *bolt.Tx, item *bot.OutboxItem) (bool, error) {
 	if old.NotBefore.After(item.NotBefore) {
 		item.NotBefore = old.NotBefore
 	}
-	buf, err := encodeOutbox(*item)
+	buf, err := d.encodeOutbox(*item)
 	if err != nil {
 		return false, err
 	}
@@ -163,7 +176,7 @@ func (d *DB) appendQueued(tx *bolt.Tx, item *bot.OutboxItem) error {
 		return fmt.Errorf("numbering outbox item: %w", err)
 	}
 	item.ID = seq
-	buf, err := encodeOutbox(*item)
+	buf, err := d.encodeOutbox(*item)
 	if err != nil {
 		return err
 	}
@@ -252,7 +265,7 @@ func (d *DB) Retry(ctx context.Context, id uint64, notBefore time.Time, lastErr 
 		it.Attempts++
 		it.NotBefore = notBefore
 		it.LastError = lastErr
-		buf, err := encodeOutbox(it)
+		buf, err := d.encodeOutbox(it)
 		if err != nil {
 			return err
 		}

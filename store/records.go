@@ -34,7 +34,7 @@ func (d *DB) CreateSession(ctx context.Context, s session.Session) error {
 			return fmt.Errorf("creating session %s: session %s is still %s: %w",
 				s.ID, other.ID, other.State, session.ErrBusy)
 		}
-		if err := putJSON(b, []byte(s.ID), s); err != nil {
+		if err := d.putJSON(b, []byte(s.ID), s); err != nil {
 			return err
 		}
 		return sessionWritten(tx, nil, s)
@@ -147,7 +147,7 @@ func (d *DB) UpdateSession(ctx context.Context, id string, fn func(*session.Sess
 		if s.ID != id {
 			return fmt.Errorf("updating session %s: id changed to %q: %w", id, s.ID, session.ErrConflict)
 		}
-		if err := putJSON(b, []byte(id), s); err != nil {
+		if err := d.putJSON(b, []byte(id), s); err != nil {
 			return err
 		}
 		return sessionWritten(tx, &was, s)
@@ -164,7 +164,7 @@ func (d *DB) PutTrial(ctx context.Context, t session.Trial) error {
 	if t.SessionID == "" {
 		return fmt.Errorf("storing %s: empty session id", t.Ref())
 	}
-	return d.update(ctx, func(tx *bolt.Tx) error { return putTrial(tx, t) })
+	return d.update(ctx, func(tx *bolt.Tx) error { return d.putTrial(tx, t) })
 }
 
 // PutTrialAudited stores t and appends e in one transaction, so a trial's result and its
@@ -177,14 +177,14 @@ func (d *DB) PutTrialAudited(ctx context.Context, t session.Trial, e session.Aud
 		e.Time = time.Now().UTC()
 	}
 	return d.update(ctx, func(tx *bolt.Tx) error {
-		if err := putTrial(tx, t); err != nil {
+		if err := d.putTrial(tx, t); err != nil {
 			return err
 		}
-		return appendAudit(tx, e, d.opts.Redact)
+		return d.appendAudit(tx, e)
 	})
 }
 
-func putTrial(tx *bolt.Tx, t session.Trial) error {
+func (d *DB) putTrial(tx *bolt.Tx, t session.Trial) error {
 	if tx.Bucket(bucketSessions).Get([]byte(t.SessionID)) == nil {
 		return fmt.Errorf("storing %s: session %s: %w", t.Ref(), t.SessionID, session.ErrNotFound)
 	}
@@ -198,7 +198,7 @@ func putTrial(tx *bolt.Tx, t session.Trial) error {
 	if err != nil {
 		return err
 	}
-	if err := putJSON(b, key, t); err != nil {
+	if err := d.putJSON(b, key, t); err != nil {
 		return err
 	}
 	return addTotals(tx, func(tot *session.Totals) {
@@ -265,7 +265,7 @@ func proposalKey(p session.Proposal) []byte {
 }
 
 // putProposal stores p, moving it when its Seq changed.
-func putProposal(tx *bolt.Tx, p session.Proposal) error {
+func (d *DB) putProposal(tx *bolt.Tx, p session.Proposal) error {
 	b, err := subCreate(tx, bucketProposals, p.SessionID)
 	if err != nil {
 		return err
@@ -283,7 +283,7 @@ func putProposal(tx *bolt.Tx, p session.Proposal) error {
 	if err := idx.Put([]byte(p.ID), key); err != nil {
 		return fmt.Errorf("indexing proposal %s: %w", p.ID, err)
 	}
-	return putJSON(b, key, p)
+	return d.putJSON(b, key, p)
 }
 
 // PutProposal stores p, replacing the proposal with the same session and id. The session
@@ -296,7 +296,7 @@ func (d *DB) PutProposal(ctx context.Context, p session.Proposal) error {
 		if tx.Bucket(bucketSessions).Get([]byte(p.SessionID)) == nil {
 			return fmt.Errorf("storing proposal %s: session %s: %w", p.ID, p.SessionID, session.ErrNotFound)
 		}
-		return putProposal(tx, p)
+		return d.putProposal(tx, p)
 	})
 }
 
@@ -338,7 +338,7 @@ func (d *DB) UpdateProposal(ctx context.Context, sessionID, id string, fn func(*
 			return fmt.Errorf("updating proposal %s of session %s: id changed to %s of %s: %w",
 				id, sessionID, p.ID, p.SessionID, session.ErrConflict)
 		}
-		return putProposal(tx, p)
+		return d.putProposal(tx, p)
 	})
 	if err != nil {
 		return session.Proposal{}, err
@@ -352,17 +352,16 @@ func (d *DB) Append(ctx context.Context, e session.AuditEntry) error {
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
 	}
-	return d.update(ctx, func(tx *bolt.Tx) error { return appendAudit(tx, e, d.opts.Redact) })
+	return d.update(ctx, func(tx *bolt.Tx) error { return d.appendAudit(tx, e) })
 }
 
-func appendAudit(tx *bolt.Tx, e session.AuditEntry, redact func(string) string) error {
-	_, err := appendAuditSeq(tx, e, redact)
+func (d *DB) appendAudit(tx *bolt.Tx, e session.AuditEntry) error {
+	_, err := d.appendAuditSeq(tx, e)
 	return err
 }
 
-// appendAuditSeq appends e, every string of its encoding passed through redact (when not
-// nil), and returns its sequence number.
-func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry, redact func(string) string) (uint64, error) {
+// appendAuditSeq appends e, its encoding redacted (seal), and returns its sequence number.
+func (d *DB) appendAuditSeq(tx *bolt.Tx, e session.AuditEntry) (uint64, error) {
 	b := tx.Bucket(bucketAudit)
 	seq, err := b.NextSequence()
 	if err != nil {
@@ -374,10 +373,8 @@ func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry, redact func(string) strin
 	if err != nil {
 		return 0, fmt.Errorf("encoding an audit entry: %w", err)
 	}
-	if redact != nil {
-		if buf, err = redactJSON(buf, redact); err != nil {
-			return 0, err
-		}
+	if buf, err = d.seal(buf); err != nil {
+		return 0, err
 	}
 	if err := b.Put(key, buf); err != nil {
 		return 0, err
@@ -398,45 +395,6 @@ func appendAuditSeq(tx *bolt.Tx, e session.AuditEntry, redact func(string) strin
 		return 0, err
 	}
 	return seq, idx.Put(key, nil)
-}
-
-// redactJSON passes every string of a JSON document, keys included, through redact: the
-// entry's fields and every value of its detail, nested or not, whatever its Go type was.
-// Numbers are kept as written.
-func redactJSON(buf []byte, redact func(string) string) ([]byte, error) {
-	if redact(string(buf)) == string(buf) {
-		return buf, nil // no secret in any form the redactor knows: nothing to walk
-	}
-	dec := json.NewDecoder(bytes.NewReader(buf))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, fmt.Errorf("redacting an audit entry: %w", err)
-	}
-	out, err := json.Marshal(redactValue(v, redact))
-	if err != nil {
-		return nil, fmt.Errorf("redacting an audit entry: %w", err)
-	}
-	return out, nil
-}
-
-func redactValue(v any, redact func(string) string) any {
-	switch x := v.(type) {
-	case string:
-		return redact(x)
-	case []any:
-		for i := range x {
-			x[i] = redactValue(x[i], redact)
-		}
-		return x
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			out[redact(k)] = redactValue(e, redact)
-		}
-		return out
-	}
-	return v
 }
 
 // Audit lists the entries of one session, or of all when sessionID is "", oldest first.
@@ -496,10 +454,10 @@ func (d *DB) SavePreset(ctx context.Context, p session.Preset) error {
 	}
 	return d.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketPresets)
-		if b.Get([]byte(p.Name)) != nil {
+		if b.Get(d.name(p.Name)) != nil {
 			return fmt.Errorf("saving preset %s: %w", p.Name, session.ErrExists)
 		}
-		return putJSON(b, []byte(p.Name), p)
+		return d.putJSON(b, d.name(p.Name), p)
 	})
 }
 

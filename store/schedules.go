@@ -32,7 +32,7 @@ func (d *DB) PutSchedule(ctx context.Context, s Schedule) error {
 		return fmt.Errorf("saving schedule: empty id")
 	}
 	return d.update(ctx, func(tx *bolt.Tx) error {
-		return putJSON(tx.Bucket(bucketSchedules), []byte(s.ID), s)
+		return d.putJSON(tx.Bucket(bucketSchedules), []byte(s.ID), s)
 	})
 }
 

@@ -104,7 +104,7 @@ func (d *DB) PutSeriesBatch(ctx context.Context, sessionID string, ref session.T
 			return fmt.Errorf("storing series of %s of session %s: %w", ref, sessionID, err)
 		}
 		for tag, buf := range packed {
-			if err := b.Put([]byte(tag), buf); err != nil {
+			if err := b.Put(d.name(tag), buf); err != nil {
 				refused = append(refused, fmt.Errorf("series %s of %s of session %s not stored: %w", session.QuoteShort(tag), ref, sessionID, err))
 			}
 		}

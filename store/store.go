@@ -21,6 +21,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 
+	"tunebot/secret"
 	"tunebot/session"
 )
 
@@ -47,11 +48,12 @@ type Options struct {
 	// ReadOnly opens an existing file for reading only (backup, doctor). bbolt then takes a
 	// shared lock, which a running daemon's exclusive lock still refuses.
 	ReadOnly bool
-	// Redact masks secret values in text (secret.Redactor's String). Every audit entry
-	// passes through it as it is written, whatever field holds the value, so a secret that
-	// reached a detail (a model name, a reason, an error) is never stored or shown on the
-	// page. nil stores entries as they are.
-	Redact func(string) string
+	// Redact masks secret values (the process's, secret.Process) in everything written to
+	// the file: every record's encoding passes through it on its way to bbolt (putJSON,
+	// the outbox, series names), whatever field holds the value, so a secret that reached
+	// a reason, a log tail, a name or a detail is never in the file's bytes, its backups or
+	// what the page reads. nil stores records as they are.
+	Redact *secret.Redactor
 	// NoSync skips the fsync of every commit: for tests that race thousands of writes,
 	// never for a real data file, which a crash could then lose or damage.
 	NoSync bool
@@ -269,11 +271,35 @@ func trialKey(ref session.TrialRef) []byte {
 	return append(intKey(ref.Number), intKey(ref.Rung)...)
 }
 
-// putJSON stores v as JSON under key.
-func putJSON(b *bolt.Bucket, key []byte, v any) error {
+// putJSON stores v as JSON under key, its encoding redacted (seal): the store's way out
+// for every record that holds a string.
+func (d *DB) putJSON(b *bolt.Bucket, key []byte, v any) error {
 	buf, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encoding %T: %w", v, err)
+	}
+	if buf, err = d.seal(buf); err != nil {
+		return err
+	}
+	return b.Put(key, buf)
+}
+
+// seal masks the process's secrets in an encoded record on its way to the file, where
+// strings leave the store (docs/design.md §4): one place, whatever wrote the record.
+func (d *DB) seal(buf []byte) ([]byte, error) {
+	return d.opts.Redact.JSON(buf)
+}
+
+// name is a key made of a foreign string (a preset's name, a metric's tag), masked as
+// seal masks a record: a key is in the file's bytes too.
+func (d *DB) name(s string) []byte { return []byte(d.opts.Redact.String(s)) }
+
+// putCounts stores v, which holds numbers only (the running totals), as JSON under key:
+// there is no string in it to redact.
+func putCounts(b *bolt.Bucket, key []byte, v session.Totals) error {
+	buf, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding the totals: %w", err)
 	}
 	return b.Put(key, buf)
 }

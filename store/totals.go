@@ -68,7 +68,7 @@ func addTotals(tx *bolt.Tx, fn func(*session.Totals)) error {
 		return err
 	}
 	fn(&t)
-	return putJSON(tx.Bucket(bucketMeta), keyTotals, t)
+	return putCounts(tx.Bucket(bucketMeta), keyTotals, t)
 }
 
 // sumTotals adds the totals up from the records: every session, trial and audit entry.
@@ -120,5 +120,5 @@ func storeTotals(tx *bolt.Tx) error {
 	if err != nil {
 		return err
 	}
-	return putJSON(tx.Bucket(bucketMeta), keyTotals, t)
+	return putCounts(tx.Bucket(bucketMeta), keyTotals, t)
 }

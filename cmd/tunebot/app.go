@@ -53,7 +53,7 @@ func openStore(cfg config.Config) (*store.DB, error) {
 	if err := prepareDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	return store.Open(dataFile(cfg), store.Options{Redact: secret.Process().String, OpenFile: openOwnStore})
+	return store.Open(dataFile(cfg), store.Options{Redact: secret.Process(), OpenFile: openOwnStore})
 }
 
 // openOwnStore opens the store's file as private.OpenOwn does (store.Options.OpenFile).

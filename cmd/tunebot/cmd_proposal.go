@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -67,9 +66,7 @@ Checks a patch under the proposal rules: exit 0 and the merged configuration, or
 	if err == nil {
 		var merged session.RewardConfig
 		if merged, err = space.Validate(base, patch, nil); err == nil {
-			enc := json.NewEncoder(e.stdout)
-			enc.SetIndent("", "  ")
-			_ = enc.Encode(merged)
+			_ = writeJSON(e, merged)
 			return 0
 		}
 	}

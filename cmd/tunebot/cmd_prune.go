@@ -95,9 +95,7 @@ func runPrune(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(rep)
+		_ = writeJSON(e, rep)
 		return 0
 	}
 	printPruneReport(e.stdout, rep)
@@ -124,7 +122,7 @@ func prune(ctx context.Context, cfg config.Config, req pruneRequest) (retention.
 		}
 	}
 	// A dry run changes nothing, not even the file's last transaction.
-	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: req.Options.DryRun, Redact: secret.Process().String, OpenFile: openOwnStore})
+	db, err := store.Open(path, store.Options{Timeout: 200 * time.Millisecond, ReadOnly: req.Options.DryRun, Redact: secret.Process(), OpenFile: openOwnStore})
 	if err == nil {
 		defer db.Close()
 		return pruner(cfg, db).Run(ctx, req.Options, req.By)

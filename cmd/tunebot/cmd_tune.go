@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -763,9 +762,7 @@ func printSummary(ctx context.Context, e *env, a *app, s session.Session, asJSON
 		return err
 	}
 	if asJSON {
-		enc := json.NewEncoder(e.stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(sum)
+		return writeJSON(e, sum)
 	}
 	writeSummaryText(e.stdout, sum)
 	return nil

@@ -85,7 +85,8 @@ func TestSecretReachesNoJobThroughTheConfig(t *testing.T) {
 
 // TestConfigCheckShowsNoExpandedValue: a problem about a value ${NAME} filled in shows the
 // value as written, never as expanded, since the variable may hold a secret: session.task
-// given a signing secret (too short to be looked for by value) does not print it.
+// given a signing secret (too short to be looked for by value, and refused for that by
+// name) does not print it.
 func TestConfigCheckShowsNoExpandedValue(t *testing.T) {
 	vars := map[string]string{"SLACK_SIGNING_SECRET": "s3cr3t", "LEVEL": "loud-hidden", "WAIT": "twelve-hidden"}
 	cfg := writeConfig(t, t.TempDir(), "data_dir: data\nlog:\n  level: ${LEVEL}\nsession:\n  task: \"${SLACK_SIGNING_SECRET}\"\ntrainer:\n  job_timeout: ${WAIT}\n")
@@ -98,7 +99,8 @@ func TestConfigCheckShowsNoExpandedValue(t *testing.T) {
 		`line 3: log.level: "${LEVEL}" is not debug, info, warn or error`,
 		"line 5: session.task: ${SLACK_SIGNING_SECRET} would put the secret SLACK_SIGNING_SECRET",
 		`line 5: session.task: "${SLACK_SIGNING_SECRET}" is not supported`,
-		`line 7: trainer.job_timeout: "${WAIT}" is not a duration`)
+		`line 7: trainer.job_timeout: "${WAIT}" is not a duration`,
+		"SLACK_SIGNING_SECRET is set to a value shorter than 8 characters")
 }
 
 // TestEveryConfigStringIsScannedForSecrets: every string of the configuration is scanned

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -21,6 +22,9 @@ type env struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// redact is the process's redactor (secret.Process), built once at start: stdout and
+	// stderr already pass through it, and writeJSON uses it to keep --json valid JSON.
+	redact *secret.Redactor
 }
 
 type command struct {
@@ -50,8 +54,11 @@ func run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Secrets come from the environment or, under systemd's LoadCredential=, from files.
-	getenv := secret.WithCredentials(os.Getenv, os.Getenv("CREDENTIALS_DIRECTORY"))
-	return dispatch(ctx, &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: getenv}, os.Args[1:])
+	getenv := secret.WithCredentials(os.Getenv, os.Getenv(secret.CredentialsDirectory))
+	// Every line the CLI prints (preset list and show, errors, summaries) leaves through
+	// the one redactor.
+	redact := secret.Process()
+	return dispatch(ctx, &env{stdin: os.Stdin, stdout: redact.Writer(os.Stdout), stderr: redact.Writer(os.Stderr), getenv: getenv, redact: redact}, os.Args[1:])
 }
 
 // dispatch runs the subcommand args name. Bare tunebot is a usage error (exit 2, the usage
@@ -96,4 +103,18 @@ func usage(w io.Writer) {
 	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-14s %s\n", n, commands[n].summary)
 	}
+}
+
+// writeJSON is the CLI's one JSON encoder (--json, proposal check): v indented, tunebot's
+// secrets masked in every string, the document still JSON.
+func writeJSON(e *env, v any) error {
+	buf, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if buf, err = e.redact.JSON(buf); err != nil {
+		return err
+	}
+	_, err = e.stdout.Write(append(buf, '\n'))
+	return err
 }
