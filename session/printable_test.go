@@ -54,3 +54,24 @@ func TestCapTextSaysTheCut(t *testing.T) {
 		t.Errorf("CapText of 6 MB: %d bytes, valid %v, ends %q", len(got), utf8.ValidString(got), got[max(len(got)-40, 0):])
 	}
 }
+
+// TestBidiAndZeroWidthInTagsAndMetricNamesRefused: a trainer's event tags and extra metric
+// names with escape sequences, U+202E, U+200B or U+061C were stored raw and served on the
+// page (issue 44, table item 9). Such a name is refused on its own (TagProblem, which the
+// event reader, the store and KeptMetrics ask), the rest kept, so no name is rewritten into
+// another.
+func TestBidiAndZeroWidthInTagsAndMetricNamesRefused(t *testing.T) {
+	for _, name := range []string{"Episode_Reward/\u202etrack", "loss\u200b", "a\u061cb", "\x1b[2Jreward", "two\nlines", "\ufeffbom"} {
+		if session.TagProblem(name) == "" {
+			t.Errorf("TagProblem(%q) takes it", name)
+		}
+	}
+	if p := session.TagProblem("Episode_Reward/track_lin_vel · é"); p != "" {
+		t.Errorf("a plain tag is refused: %s", p)
+	}
+	m := session.Metrics{"fall_rate": 0.1, "gait_score": 1, "gait\u202escore": 2, "gait\u200bscore": 3}
+	kept, dropped := session.KeptMetrics(m)
+	if dropped != 2 || len(kept) != 2 || kept["gait_score"] != 1 {
+		t.Errorf("KeptMetrics kept %v, dropped %d; want fall_rate and gait_score, 2 dropped", kept, dropped)
+	}
+}
