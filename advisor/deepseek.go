@@ -233,14 +233,14 @@ func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMes
 			d.auditCall(ctx, meta, attempt, x.model, x.usage, "cancelled", latency, 0)
 			return dsAnswer{}, fmt.Errorf("asking DeepSeek: %w", ctx.Err())
 		}
-		model, outcome, fatal := d.redact(x.model), "", false
+		model, outcome, fatal := d.modelName(x.model), "", false
 		if err == nil {
 			content := ""
 			if len(resp.Choices) > 0 {
 				content = resp.Choices[0].Message.Content
 			}
 			if resp.Model != "" {
-				model = d.redact(resp.Model) // audited, stored with the trial and shown
+				model = d.modelName(resp.Model) // audited, stored with the trial and shown
 			}
 			if strings.TrimSpace(content) != "" {
 				return dsAnswer{content: content, model: model, usage: x.usage, attempt: attempt, latency: latency}, nil
@@ -397,6 +397,16 @@ func (d *DeepSeek) redactMessages(msgs []openai.ChatCompletionMessage) []openai.
 	return out
 }
 
+// dsModelCap is the most runes of the model name an answer gives that are kept: a name is
+// a few dozen; a hostile server's 200 KB one must not reach the store, the audit and the page.
+const dsModelCap = 100
+
+// modelName is the model an answer names as tunebot keeps it: printable on one line
+// (session.Printable), secrets masked, at most dsModelCap runes.
+func (d *DeepSeek) modelName(s string) string {
+	return dsCap(d.redact(dsOneLine(s)), dsModelCap)
+}
+
 // auditCall records one HTTP call; retryIn is the wait before the next attempt, if any.
 func (d *DeepSeek) auditCall(ctx context.Context, meta dsCallMeta, attempt int, model string, usage *dsUsage, outcome string, latency, retryIn time.Duration) {
 	if d.audit == nil {
@@ -408,7 +418,7 @@ func (d *DeepSeek) auditCall(ctx context.Context, meta dsCallMeta, attempt int, 
 		"requested_model": d.cfg.Model,
 		"attempt":         attempt,
 		"round":           meta.round,
-		"outcome":         d.redact(dsCap(outcome, 2000)),
+		"outcome":         dsCap(d.redact(outcome), 2000), // redacted whole, then cut: a cut must not split a secret
 		"latency_ms":      latency.Milliseconds(),
 	}
 	if usage != nil {

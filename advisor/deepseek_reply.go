@@ -193,11 +193,26 @@ func dsSortedKeys(m map[string]json.RawMessage) []string {
 	return out
 }
 
-// dsSanitizeProblems makes problems safe to show: they quote the model's names and values.
+// dsMaxProblems is the most problems of one answer listed (then "and N more"): enough to
+// say what kind of rule an answer breaks, while an answer naming 100,000 unknown terms
+// (issue 44) costs a few kilobytes in the audit, the error and the repair prompt, not
+// megabytes.
+const dsMaxProblems = 20
+
+// dsMoreProblems is the line that stands for the problems past dsMaxProblems.
+func dsMoreProblems(n int) string {
+	return fmt.Sprintf("and %d more", n-dsMaxProblems)
+}
+
+// dsSanitizeProblems makes problems safe to show and bounded: they quote the model's names
+// and values, and there are at most dsMaxProblems of them, each at most 300 runes.
 func dsSanitizeProblems(probs []string) []string {
-	out := make([]string, len(probs))
-	for i, p := range probs {
-		out[i] = dsNeutralise(dsCap(dsStripControl(p, false), 300))
+	out := make([]string, 0, min(len(probs), dsMaxProblems+1))
+	for _, p := range probs[:min(len(probs), dsMaxProblems)] {
+		out = append(out, dsNeutralise(dsCap(dsOneLine(p), 300)))
+	}
+	if len(probs) > dsMaxProblems {
+		out = append(out, dsMoreProblems(len(probs)))
 	}
 	return out
 }
@@ -219,25 +234,10 @@ func dsCap(s string, n int) string {
 	return strings.TrimRightFunc(string(r[:cut]), unicode.IsSpace) + "…"
 }
 
-// dsStripControl removes control and invisible format characters (zero-width, bidi
-// overrides) that could hide text from the person reading it. Newlines survive when
-// keepNewlines is set; tabs become spaces.
-func dsStripControl(s string, keepNewlines bool) string {
-	s = strings.ToValidUTF8(s, "")
-	var b strings.Builder
-	b.Grow(len(s))
-	for _, r := range s {
-		switch {
-		case r == '\n' && keepNewlines:
-			b.WriteRune(r)
-		case r == '\t' || r == '\n':
-			b.WriteByte(' ')
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError:
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+// dsOneLine is s printable (session.Printable) on one line: the newlines and tabs it keeps
+// become spaces.
+func dsOneLine(s string) string {
+	return strings.NewReplacer("\n", " ", "\t", " ").Replace(session.Printable(s))
 }
 
 var dsBlankLines = regexp.MustCompile(`\n{3,}`)
@@ -263,7 +263,7 @@ func SanitizeRationale(s string) string {
 	if len(s) > 8*RationaleLimit*utf8.UTFMax {
 		s = s[:8*RationaleLimit*utf8.UTFMax]
 	}
-	s = dsStripControl(s, true)
+	s = strings.ReplaceAll(session.Printable(s), "\t", " ")
 	s = dsNeutralise(s)
 	s = dsBlankLines.ReplaceAllString(s, "\n\n")
 	s = strings.TrimSpace(s)

@@ -424,18 +424,22 @@ func dsScrub(s, apiKey string, limit int) string {
 	}
 	s = dsURLRE.ReplaceAllString(s, "<url>")
 	s = dsPathRE.ReplaceAllString(s, "${1}<path>")
-	s = dsStripControl(s, true)
+	s = session.Printable(s)
 	return dsCap(strings.TrimSpace(s), limit)
 }
 
-// dsRepairPrompt tells the model exactly which rules its answer broke.
+// dsRepairPrompt tells the model which rules its answer broke: the first dsMaxProblems
+// problems and how many more, so a hostile answer's repair prompt stays small.
 func dsRepairPrompt(problems []string) string {
 	var b strings.Builder
 	b.WriteString("Your answer was refused. It broke these rules:\n")
-	for _, p := range problems {
+	for _, p := range problems[:min(len(problems), dsMaxProblems)] {
 		b.WriteString("- ")
-		b.WriteString(dsCap(dsStripControl(p, false), 500))
+		b.WriteString(dsCap(dsOneLine(p), 500))
 		b.WriteByte('\n')
+	}
+	if len(problems) > dsMaxProblems {
+		b.WriteString("- " + dsMoreProblems(len(problems)) + " of the same kinds: fix every one\n")
 	}
 	b.WriteString("Reply again with one corrected JSON object of the same shape (patch, rationale, expected_impact, confidence) that keeps every rule of the system message, and nothing else.")
 	return b.String()

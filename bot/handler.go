@@ -64,6 +64,22 @@ type Interaction struct {
 	Values    map[string]string
 }
 
+// printable is in with the text a person typed (the message, a form's values, the name the
+// platform gives) passed through the one sanitizer, session.Printable, as it enters: every
+// platform's text, feedback and notes are stored and shown without control characters or
+// bidi and zero-width marks, and a secret split by invisible characters is seen whole.
+func (in Interaction) printable() Interaction {
+	in.Text, in.User.Name = session.Printable(in.Text), session.Printable(in.User.Name)
+	if in.Values != nil {
+		vs := make(map[string]string, len(in.Values))
+		for k, v := range in.Values {
+			vs[k] = session.Printable(v)
+		}
+		in.Values = vs
+	}
+	return in
+}
+
 // Reply is the answer to an interaction. Private replies are shown to the person only.
 // An empty reply (no Text, Card or Form) means: say nothing (a comment in a thread).
 type Reply struct {
@@ -246,6 +262,7 @@ func (h *Handler) Wait() { h.wg.Wait() }
 
 // Do handles in synchronously. A panic becomes an error reply, never a crash.
 func (h *Handler) Do(ctx context.Context, in Interaction) (r Reply) {
+	in = in.printable()
 	in.User.Platform = in.Platform
 	if in.User.Name == "" {
 		in.User.Name = in.User.ID

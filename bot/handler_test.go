@@ -372,3 +372,19 @@ func TestDashboardLink(t *testing.T) {
 		t.Errorf("link for %+v; want eve on slack", got)
 	}
 }
+
+// TestBidiAndZeroWidthStrippedFromChatText: feedback typed in Slack or Discord, in a thread
+// reply or a form, with U+202E, U+200B, U+061C or an escape sequence was stored as typed and
+// shown on cards, the page and the terminal (issue 44, table item 9). The handler passes
+// every text a person sends through session.Printable as it enters.
+func TestBidiAndZeroWidthStrippedFromChatText(t *testing.T) {
+	f := newFixture(t, nil)
+	r := f.h.Do(context.Background(), bot.Interaction{Platform: "slack", User: alice, Kind: bot.KindSubmit,
+		ActionID: bot.ActionID(bot.ButtonReject, f.sid, f.prop.ID), Values: map[string]string{bot.FieldFeedback: "too \u202eshaky\u200b \u061cgait\x1b[2J\u2066"}})
+	if !strings.Contains(r.Text, "rejected") {
+		t.Fatalf("reject: %+v", r)
+	}
+	if got := f.proposalState(t).Decision.Feedback; got != "too shaky gait[2J" {
+		t.Errorf("stored feedback %q, want %q", got, "too shaky gait[2J")
+	}
+}

@@ -442,6 +442,11 @@ func (s *Server) read(f readFunc) http.HandlerFunc {
 		if s.opt.Redact.Active() {
 			body = []byte(s.opt.Redact.String(string(body)))
 		}
+		// Every string the page serves passes the one sanitizer (session.Printable) here, so
+		// a bidi or zero-width mark a trainer, an advisor or an older tunebot stored never
+		// reaches the page. json.Marshal has escaped every control character, and the
+		// newline and tab Printable keeps never occur raw in its output.
+		body = []byte(session.Printable(string(body)))
 		// A read buys BytesPerRead of answer; each BytesPerRead more costs one more.
 		s.limit.Charge(in.Platform+"/"+in.User.ID, s.opt.Now(), float64(max(len(body)-BytesPerRead, 0))/BytesPerRead)
 		w.Header().Set("Cache-Control", "no-store")

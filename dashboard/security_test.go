@@ -393,3 +393,66 @@ func TestPageRedactsSecrets(t *testing.T) {
 		t.Errorf("the page's session view quotes the key, or not the masked reason:\n%s", body)
 	}
 }
+
+// TestPageReadCostsItsShare: a hostile advisor's failed proposals left audit entries of
+// 3 MB; one read of the session (21 MB) used up the person's whole read allowance, 429
+// (issue 44, table item 7). The session view's timeline holds the newest entries that fit
+// in a bounded number of bytes, each string cut, so every poll of the view costs one read.
+func TestPageReadCostsItsShare(t *testing.T) {
+	f := newFixture(t, func(o *dashboard.Options) { o.ReadLimit = bot.RateLimit{Burst: 5, Every: time.Hour} })
+	ctx := context.Background()
+	problems := strings.Repeat("weights.bogus_term: unknown term; ", 100_000) // 3.4 MB
+	for i := range 500 {
+		text := problems[:4000]
+		if i%70 == 0 {
+			text = problems
+		}
+		e := session.AuditEntry{Time: t0, SessionID: sid, Kind: "advisor_call", Actor: session.System,
+			Detail: map[string]any{"outcome": "invalid: " + text, "model": "deepseek-v4-flash"}}
+		if err := f.db.Append(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := f.signIn(t, eve)
+	for i := range 5 {
+		resp := e.get("/api/sessions/" + sid)
+		body := readAll(t, resp)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("read %d of 5: %d, want each read to cost one", i+1, resp.StatusCode)
+		}
+		if len(body) > dashboard.BytesPerRead {
+			t.Errorf("read %d: the view is %d bytes, more than one read's %d", i+1, len(body), dashboard.BytesPerRead)
+		}
+		if i == 0 && !strings.Contains(body, `"audit_more":`) {
+			t.Errorf("the view does not say how many older entries it left out")
+		}
+	}
+}
+
+// TestBidiAndZeroWidthStrippedFromThePage: a failure reason, a proposal's model and an audit
+// entry holding U+202E, U+200B, U+061C or U+2066 (stored by an older tunebot, or by a path
+// that missed the sanitizer) were served raw (issue 44, table item 9). Every answer of the
+// page passes session.Printable as it leaves.
+func TestBidiAndZeroWidthStrippedFromThePage(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	hidden := "exit status 1; train.log ends: \u202eValueError\u200b \u061cbad\u2066 term\ufeff"
+	trials, _ := f.db.Trials(ctx, sid)
+	tr := trials[1]
+	tr.State, tr.Reason, tr.LogTail = session.TrialFailed, hidden, hidden
+	if err := f.db.PutTrial(ctx, tr); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.db.Append(ctx, session.AuditEntry{Time: t0, SessionID: sid, Kind: "trial_finished", Actor: session.System, Detail: map[string]any{"reason": hidden}}); err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, f.signIn(t, eve).get("/api/sessions/"+sid))
+	if !strings.Contains(body, "ValueError bad term") {
+		t.Fatalf("the reason is not served: %.300s", body)
+	}
+	for _, r := range "\u202e\u200b\u061c\u2066\ufeff" {
+		if strings.ContainsRune(body, r) {
+			t.Errorf("the session view serves %U", r)
+		}
+	}
+}

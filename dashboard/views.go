@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -456,6 +457,7 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 	if err != nil {
 		return nil, fmt.Errorf("reading the audit log: %w", err)
 	}
+	timeline, olderLeftOut := auditViews(audit)
 	seqOf := map[string]int{}
 	for _, p := range props {
 		seqOf[p.ID] = p.Seq
@@ -480,7 +482,8 @@ func (s *Server) sessionView(ctx context.Context, in bot.Interaction, r *http.Re
 		"ladder":      ladder(ss, tv),
 		"comparison":  s.comparison(ss, trials, seqOf),
 		"proposals":   s.proposalViews(props),
-		"audit":       auditViews(audit),
+		"audit":       timeline,
+		"audit_more":  olderLeftOut,
 		"score_note":  bot.ScoreNote,
 		"card":        s.openCard(ss, trials, seqOf),
 		"preferences": preferenceViews(ss, s.opt.Actions.Advised()),
@@ -752,13 +755,29 @@ func (s *Server) proposalViews(props []session.Proposal) []proposalView {
 	return out
 }
 
-func auditViews(es []session.AuditEntry) []auditView {
-	out := make([]auditView, 0, len(es))
+// maxAuditBytes bounds the audit timeline of one session view in bytes of JSON, as maxAudit
+// does in entries: the page polls the view every few seconds, and the whole view must stay
+// within one read's worth of answer (BytesPerRead), whatever a hostile advisor or trainer
+// wrote into the entries. Seven failed proposals of 3 MB each made one read cost 84 reads
+// and answer 429 (issue 44); now the newest entries that fit are sent and the rest counted.
+const maxAuditBytes = 96 << 10
+
+// auditViews is the timeline of es, newest first: each entry's strings cut to
+// session.TextLimit (an entry an older tunebot stored whole may be megabytes), and only the
+// newest that fit in maxAuditBytes; more is how many older ones were left out.
+func auditViews(es []session.AuditEntry) (out []auditView, more int) {
+	out = make([]auditView, 0, len(es))
+	size := 0
 	for i := len(es) - 1; i >= 0; i-- { // newest first
-		e := es[i]
-		out = append(out, auditView{Seq: e.Seq, Time: stamp(e.Time), Kind: e.Kind, Actor: e.Actor.String() + " (" + e.Actor.Platform + ")", Detail: e.Detail, Text: auditText(e.Detail)})
+		e := es[i].Bounded()
+		v := auditView{Seq: e.Seq, Time: stamp(e.Time), Kind: e.Kind, Actor: e.Actor.String() + " (" + e.Actor.Platform + ")", Detail: e.Detail, Text: auditText(e.Detail)}
+		b, _ := json.Marshal(v)
+		if size += len(b); size > maxAuditBytes {
+			return out, i + 1
+		}
+		out = append(out, v)
 	}
-	return out
+	return out, 0
 }
 
 // tags lists the curve tags of a session's trials, a page at a time: the tags of all

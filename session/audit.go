@@ -73,3 +73,42 @@ func SessionAdvisorTokens(ctx context.Context, log AuditLog, sessionID string) (
 	}
 	return AdvisorTokens(entries), nil
 }
+
+// Bounded is e with every string of its detail, in maps and lists too, cut to TextLimit
+// (CapText): what the store writes and the page serves of an entry, so a hostile text (an
+// advisor's answer of 100,000 problems, issue 44) costs kilobytes however long it was.
+// Typed values (a Patch) are kept as they are: their strings are names already checked.
+func (e AuditEntry) Bounded() AuditEntry {
+	if e.Detail != nil {
+		e.Detail = boundValue(e.Detail).(map[string]any)
+	}
+	return e
+}
+
+// boundValue is v with its strings cut to TextLimit; maps and lists are copied, never
+// changed in place, as the caller's entry may be shared.
+func boundValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return CapText(x, TextLimit)
+	case []string:
+		out := make([]string, len(x))
+		for i, s := range x {
+			out[i] = CapText(s, TextLimit)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, y := range x {
+			out[i] = boundValue(y)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, y := range x {
+			out[CapText(k, TextLimit)] = boundValue(y)
+		}
+		return out
+	}
+	return v
+}

@@ -110,9 +110,11 @@ func ResolveID(ctx context.Context, st SessionStore, typed string) (string, erro
 // filled the log with lines of 262 KB (issue 36).
 const MaxTagBytes = 256
 
-// TagProblem says why tag cannot name a stored curve (empty, not UTF-8, longer than
-// MaxTagBytes), "" when it can. The event reader refuses such a tag when it meets it and the
-// store when asked to keep one, each tag on its own, keeping the rest.
+// TagProblem says why tag cannot name a stored curve or an extra metric (empty, not UTF-8,
+// longer than MaxTagBytes, holding a character Printable removes or a line break), "" when
+// it can. The event reader refuses such a tag when it meets it and the store when asked to
+// keep one, each tag on its own, keeping the rest; a name is refused rather than rewritten,
+// so two names never become one.
 func TagProblem(tag string) string {
 	switch {
 	case tag == "":
@@ -121,6 +123,8 @@ func TagProblem(tag string) string {
 		return fmt.Sprintf("%d bytes, more than %d", len(tag), MaxTagBytes)
 	case !utf8.ValidString(tag):
 		return "not UTF-8"
+	case strings.ContainsAny(tag, "\n\t") || Printable(tag) != tag:
+		return "holds control or invisible format characters (escape sequences, bidi or zero-width marks)"
 	}
 	return ""
 }

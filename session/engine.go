@@ -1080,6 +1080,7 @@ func (e *Engine) interrupt(ctx context.Context, id, why string) {
 }
 
 func (e *Engine) fail(ctx context.Context, id, reason string) {
+	reason = CapText(reason, TextLimit) // it may quote a proposer's or a trainer's words
 	s, err := e.cfg.Store.UpdateSession(ctx, id, func(s *Session) error {
 		if !s.State.Active() {
 			return nil

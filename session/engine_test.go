@@ -1204,3 +1204,21 @@ func (h *harness) runRung0(trials, patience int) (session.Session, int) {
 	}
 	return s, r0
 }
+
+// TestThreeMegabyteAdvisorErrorPausesWithACappedReason: a hostile advisor's error of 3 MB
+// (100,000 problems, issue 44 table item 7) became the session's pause reason, its message
+// and the paused audit entry whole. The stored reason is cut to session.TextLimit and says
+// it was cut.
+func TestThreeMegabyteAdvisorErrorPausesWithACappedReason(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	ctx := context.Background()
+	huge := strings.Repeat("weights.bogus_term: unknown term; ", 100_000)
+	h.adv.fn = func(session.ProposalRequest) (session.Suggestion, error) {
+		return session.Suggestion{}, &session.UserError{Msg: "the last answer broke: " + huge}
+	}
+	s, _ := h.eng.Start(ctx, settings(session.ModeAutomatic), console)
+	s = h.wait(s.ID)
+	if s.State != session.StatePaused || len(s.Reason) > session.TextLimit || len(s.Message) > session.TextLimit+100 || !strings.Contains(s.Reason, "(cut to 4096 of") {
+		t.Fatalf("state %s, reason of %d bytes, message of %d", s.State, len(s.Reason), len(s.Message))
+	}
+}

@@ -656,6 +656,7 @@ func proposalNames(ps []Proposal) string {
 // pauseFor pauses the session with reason: at once when nothing runs, else once its
 // running jobs have ended (no new job starts meanwhile).
 func (e *Engine) pauseFor(ctx context.Context, id, reason string, running bool) error {
+	reason = CapText(reason, TextLimit) // it may quote a proposer's or a trainer's words
 	if running {
 		s, err := e.cfg.Store.UpdateSession(ctx, id, func(x *Session) error {
 			x.PauseAsked, x.Reason = true, reason
@@ -1347,7 +1348,7 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 		if !errors.As(jobErr, &je) {
 			return jobErr
 		}
-		t.State, t.Reason, t.LogTail = TrialFailed, je.Error(), je.LogTail
+		t.State, t.Reason, t.LogTail = TrialFailed, CapText(je.Error(), TextLimit), je.LogTail
 		// A failed trial is a result of the search, told on every surface by its trial
 		// event; at Info it stays in the log without being said twice in a terminal.
 		log.Info("trial failed", "reason", je.Reason)

@@ -312,7 +312,7 @@ func (s *Space) checkWeights(base RewardConfig, weights map[string]float64) (pro
 		v := weights[name]
 		t, ok := s.Term(name)
 		if !ok {
-			probs = append(probs, "weights."+name+": "+s.unknown(name, "term"))
+			probs = append(probs, "weights."+name+": "+s.unknown(name, "term", len(probs) < hintedUnknowns))
 			continue
 		}
 		if !finite(v) {
@@ -336,7 +336,7 @@ func (s *Space) checkParams(base RewardConfig, params map[string]float64) (probs
 		v := params[name]
 		p, ok := s.Param(name)
 		if !ok {
-			probs = append(probs, "params."+name+": "+s.unknown(name, "param"))
+			probs = append(probs, "params."+name+": "+s.unknown(name, "param", len(probs) < hintedUnknowns))
 			continue
 		}
 		if !finite(v) {
@@ -406,12 +406,12 @@ func (s *Space) CheckConfig(c RewardConfig) error {
 	var probs []string
 	for _, name := range sortedKeys(c.Weights) {
 		if _, ok := s.Term(name); !ok {
-			probs = append(probs, "weights."+name+": "+s.unknown(name, "term"))
+			probs = append(probs, "weights."+name+": "+s.unknown(name, "term", len(probs) < hintedUnknowns))
 		}
 	}
 	for _, name := range sortedKeys(c.Params) {
 		if _, ok := s.Param(name); !ok {
-			probs = append(probs, "params."+name+": "+s.unknown(name, "param"))
+			probs = append(probs, "params."+name+": "+s.unknown(name, "param", len(probs) < hintedUnknowns))
 		}
 	}
 	for _, t := range s.Terms {
@@ -452,14 +452,23 @@ func (s *Space) CheckConfig(c RewardConfig) error {
 	return nil
 }
 
+// hintedUnknowns is how many problems a check lists before it stops looking for the known
+// name closest to an unknown one: a hint costs an edit distance to every name, and an
+// answer naming 100,000 unknown terms (issue 44) must not cost seconds for hints nobody
+// reads (the advisor lists 20 problems).
+const hintedUnknowns = 20
+
 // unknown explains a name that is not a kind ("term" or "param") of the space: the other
-// kind, a close misspelling, or nothing known.
-func (s *Space) unknown(name, kind string) string {
+// kind, a close misspelling (when hint), or nothing known.
+func (s *Space) unknown(name, kind string, hint bool) string {
 	if _, ok := s.Term(name); ok && kind == "param" {
 		return "is a reward term, not a param: put it under \"weights\""
 	}
 	if _, ok := s.Param(name); ok && kind == "term" {
 		return "is a param, not a reward term: put it under \"params\""
+	}
+	if !hint {
+		return "unknown " + kind
 	}
 	return "unknown " + kind + s.suggest(name)
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -139,5 +140,42 @@ func TestAuditStoresNoSecret(t *testing.T) {
 	}
 	if raw, err := os.ReadFile(path); err != nil || bytes.Contains(raw, []byte(key)) {
 		t.Errorf("the data file holds the key (%v)", err)
+	}
+}
+
+// TestThreeMegabyteAuditStringStoredCut: a failed proposal of a hostile advisor stored a
+// 3 MB audit entry (its problems, its error), seven of them grew the store by 30 MB and one
+// read of the session used up a page's read allowance (issue 44, table item 7). Every
+// string of an entry is stored cut to session.TextLimit, saying so, after the redactor has
+// masked the secrets in it whole.
+func TestThreeMegabyteAuditStringStoredCut(t *testing.T) {
+	const key = "sk-live-0123456789abcdef"
+	db, err := store.Open(filepath.Join(t.TempDir(), "tunebot.db"), store.Options{Timeout: time.Second, Redact: secret.NewRedactor(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	// The key straddles the cut: cut first, its first half would be stored raw.
+	huge := strings.Repeat("weights.bogus: unknown term; ", session.TextLimit/29)[:session.TextLimit-60] + key + strings.Repeat(" and more", 350_000)
+	e := session.AuditEntry{Time: t0, SessionID: "s1", Kind: "proposer_choice", Detail: map[string]any{
+		"outcome": "error: " + huge, "nested": map[string]any{"problems": []any{huge, huge}}, "trial": 3,
+	}}
+	if err := db.Append(ctx, e); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Audit(ctx, "s1")
+	if err != nil || len(got) != 1 {
+		t.Fatalf("audit: %v, %d entries", err, len(got))
+	}
+	buf, _ := json.Marshal(got[0])
+	if len(buf) > 4*session.TextLimit || !strings.Contains(string(buf), "… (cut to 4096 of") {
+		t.Errorf("the stored entry is %d bytes, want a few KB saying it was cut", len(buf))
+	}
+	if strings.Contains(string(buf), key[:8]) {
+		t.Errorf("a cut split the key: part of it is stored")
+	}
+	if got[0].Detail["trial"] != 3.0 {
+		t.Errorf("detail trial = %v, want 3", got[0].Detail["trial"])
 	}
 }

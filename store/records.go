@@ -376,6 +376,9 @@ func (d *DB) appendAuditSeq(tx *bolt.Tx, e session.AuditEntry) (uint64, error) {
 	if buf, err = d.seal(buf); err != nil {
 		return 0, err
 	}
+	if buf, err = boundJSON(buf); err != nil {
+		return 0, err
+	}
 	if err := b.Put(key, buf); err != nil {
 		return 0, err
 	}
@@ -395,6 +398,25 @@ func (d *DB) appendAuditSeq(tx *bolt.Tx, e session.AuditEntry) (uint64, error) {
 		return 0, err
 	}
 	return seq, idx.Put(key, nil)
+}
+
+// boundJSON is an encoded audit entry with every string of its detail cut to
+// session.TextLimit (AuditEntry.Bounded): a hostile text of megabytes is stored as a few
+// kilobytes that say where they were cut. It runs after redaction, so a cut never splits a
+// secret the redactor would have masked whole; an entry that fits is returned as it is.
+func boundJSON(buf []byte) ([]byte, error) {
+	if len(buf) <= session.TextLimit {
+		return buf, nil
+	}
+	var e session.AuditEntry
+	if err := json.Unmarshal(buf, &e); err != nil {
+		return nil, fmt.Errorf("bounding an audit entry: %w", err)
+	}
+	out, err := json.Marshal(e.Bounded())
+	if err != nil {
+		return nil, fmt.Errorf("bounding an audit entry: %w", err)
+	}
+	return out, nil
 }
 
 // Audit lists the entries of one session, or of all when sessionID is "", oldest first.

@@ -42,11 +42,11 @@ func withLogEnd(reason, name, tail string) string {
 // logEnd is the last non-blank lines (at most endLines, endRunes) of the job's own output
 // in tail, each with its runs of spaces made one, joined by " ⏎ ": what it wrote after
 // tunebot's line that started it, without tunebot's own "=== tunebot:" notes. A longer end
-// keeps its last runes. It is printable (session.Printable): the reason reaches a terminal
-// as it is, and a log's escape sequences would drive it.
+// keeps its last runes. tail is printable (logTail): the reason reaches a terminal as it
+// is, and a log's escape sequences would drive it.
 func logEnd(tail string) string {
 	var lines []string
-	for _, l := range strings.Split(session.Printable(tail), "\n") {
+	for _, l := range strings.Split(tail, "\n") {
 		switch l = strings.Join(strings.Fields(l), " "); {
 		case session.IsJobStartLine(l):
 			lines = lines[:0] // an earlier job's output (the log is appended to)

@@ -71,6 +71,24 @@ func TestFailedJobSaysItsLogEnd(t *testing.T) {
 	}
 }
 
+// TestOneLongLastLogLineShowsItsEnd: a trainer whose last 4 KiB of log were one line
+// (tunebot's own "job ended" note after it) failed with a bare "exit status 1": the tail
+// dropped the line the 4 KiB cut, and with it all the job had said. The tail keeps that
+// line's end after "…", and the reason quotes it.
+func TestOneLongLastLogLineShowsItsEnd(t *testing.T) {
+	for _, n := range []int{4096, 5000, 100_000} {
+		long := strings.Repeat("x", n) + " ValueError: the end"
+		_, err := newRunner(t, shellTemplates(`echo loading; printf '%s\n' "$1"; exit 1`, long)).Train(context.Background(), trainJob(t.TempDir(), 10), session.JobHooks{})
+		je := jobError(t, err)
+		if !strings.HasPrefix(je.Reason, "exit status 1; train.log ends: …x") || !strings.HasSuffix(je.Reason, "xx ValueError: the end") {
+			t.Errorf("a last line of %d bytes: reason %q", n, je.Reason)
+		}
+		if !strings.HasPrefix(je.LogTail, "…xxx") || len(je.LogTail) > 4<<10 {
+			t.Errorf("a last line of %d bytes: tail of %d bytes starts %q", n, len(je.LogTail), je.LogTail[:min(len(je.LogTail), 20)])
+		}
+	}
+}
+
 // TestMissingOutputSaysTheLogEnd: a job that exits 0 but leaves no checkpoint says so with
 // what it wrote last.
 func TestMissingOutputSaysTheLogEnd(t *testing.T) {

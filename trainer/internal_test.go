@@ -54,7 +54,8 @@ func TestLogTail(t *testing.T) {
 	}{
 		{"short", "a\nb\n", "a", "b", 2},
 		{"many lines", long.String(), "line 60", "line 99", 40},
-		{"many bytes", strings.Repeat(wide, 30), strings.Repeat("x", 300), strings.Repeat("x", 300), 13},
+		{"many bytes", strings.Repeat(wide, 30), "…" + strings.Repeat("x", 179), strings.Repeat("x", 300), 14},
+		{"one long line", strings.Repeat("y", 10000) + "z\n", "…" + strings.Repeat("y", 4091) + "z", "…" + strings.Repeat("y", 4091) + "z", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,7 +63,7 @@ func TestLogTail(t *testing.T) {
 			os.WriteFile(p, []byte(tt.log), 0o644)
 			lines := strings.Split(logTail(p), "\n")
 			if len(lines) != tt.lines || lines[0] != tt.first || lines[len(lines)-1] != tt.last {
-				t.Errorf("tail has %d lines %q … %q; want %d, %q … %q", len(lines), lines[0], lines[len(lines)-1], tt.lines, tt.first, tt.last)
+				t.Errorf("tail has %d lines %.40q (%d bytes) … %.40q; want %d, %.40q (%d bytes) … %.40q", len(lines), lines[0], len(lines[0]), lines[len(lines)-1], tt.lines, tt.first, len(tt.first), tt.last)
 			}
 			if len(logTail(p)) > tailBytes {
 				t.Errorf("tail longer than %d bytes", tailBytes)

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"tunebot/session"
 	"tunebot/trainer/tfevents"
@@ -178,7 +177,12 @@ const (
 	tailLines = 40
 )
 
-// logTail returns the last lines of a job log (at most tailLines lines and tailBytes bytes).
+// cutMark begins a log tail whose first line was cut.
+const cutMark = "…"
+
+// logTail returns the last lines of a job log (at most tailLines lines and tailBytes bytes),
+// printable (session.Printable): it is stored, shown on cards and the page, and quoted in
+// the reason. A first line the byte bound cut keeps its end after cutMark.
 // The log is opened through OpenBounded (a Slurm job appends to it, and may leave a FIFO
 // or a link there); it has no cap of its own, as only its last tailBytes are read.
 func logTail(path string) string {
@@ -187,25 +191,21 @@ func logTail(path string) string {
 		return ""
 	}
 	defer f.Close()
-	off := max(f.Size()-tailBytes, 0)
+	off := max(f.Size()-(tailBytes-int64(len(cutMark))), 0)
 	buf := make([]byte, f.Size()-off)
 	if _, err := f.Section().ReadAt(buf, off); err != nil && err != io.EOF {
 		return ""
 	}
-	if off > 0 {
-		// Drop the cut first line, unless the cut happens to be at a line start.
-		if i := strings.IndexByte(string(buf), '\n'); i >= 0 && i < len(buf)-1 {
-			buf = buf[i+1:]
-		}
-	}
 	s := strings.TrimRight(string(buf), "\n")
+	if off > 0 {
+		// The cut first line keeps its end, marked: when one line fills the whole tail (a
+		// progress bar, a traceback on one line), its end is all that says why the job
+		// failed (issue 44). A rune cut in two goes with Printable.
+		s = cutMark + s
+	}
 	lines := strings.Split(s, "\n")
 	if len(lines) > tailLines {
 		lines = lines[len(lines)-tailLines:]
 	}
-	s = strings.Join(lines, "\n")
-	if !utf8.ValidString(s) {
-		s = strings.ToValidUTF8(s, "\uFFFD")
-	}
-	return s
+	return session.Printable(strings.Join(lines, "\n"))
 }

@@ -85,11 +85,15 @@ func Render(c bot.Card) ([]slack.Block, string) {
 	if m := Mentions(c.Mentions); m != "" {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("cc "+m)))
 	}
-	text := c.Title
-	if m := Mentions(c.Mentions); m != "" {
+	// The title is escaped whole and the mentions tunebot built are added after it: a
+	// "<@U…>" or "<!channel>" in a title that quotes foreign text (a notice's reason) stays
+	// text, never a ping (issue 44).
+	m := Mentions(c.Mentions)
+	text := bot.Truncate(escape(c.Title), maxFallback-len(m)-1)
+	if m != "" {
 		text += " " + m
 	}
-	return capBlocks(blocks), bot.Truncate(escapeKeepMentions(text), maxFallback)
+	return capBlocks(blocks), text
 }
 
 // renderBlock translates the card's i-th block into the Slack blocks that show it (none
@@ -205,14 +209,6 @@ func capBlocks(blocks []slack.Block) []slack.Block {
 	kept := blocks[:maxBlocks-1]
 	return append(kept, slack.NewContextBlock("", mrkdwn(fmt.Sprintf("(%d more blocks left out: Slack shows at most %d; /tune status has the rest)", len(blocks)-len(kept), maxBlocks))))
 }
-
-// escapeKeepMentions escapes the title but keeps the mention tokens Mentions built.
-func escapeKeepMentions(s string) string {
-	out := escape(s)
-	return mentionEsc.ReplaceAllString(out, "<@$1>")
-}
-
-var mentionEsc = regexp.MustCompile(`&lt;@([UW][A-Z0-9]{2,20})&gt;`)
 
 // FallbackBlocks is the card as one preformatted section: what is sent when Slack refuses
 // the rich blocks (invalid_blocks), so a card is never lost to a rendering problem.

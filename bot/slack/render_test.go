@@ -94,3 +94,20 @@ func TestRenderRespectsBlockKitLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestSlackMentionInForeignTextDoesNotPing: a notice's title quotes foreign text (a
+// trainer's failure reason, an advisor's error); "<@U0ATTACK>" in it was escaped and then
+// turned back into a mention with the card's own, pinging whoever it named (issue 44,
+// table item 9). Only the mentions tunebot put on the card are live.
+func TestSlackMentionInForeignTextDoesNotPing(t *testing.T) {
+	title := "session ab12cd34 failed: exit status 1; train.log ends: <@U0ATTACK> <!channel> <!here> <@W0OTHER|x> & more"
+	_, text := slackbot.Render(bot.Card{Kind: "notice", Title: title, Mentions: []string{"U0OWNER1"}})
+	for _, live := range []string{"<@U0ATTACK>", "<!channel>", "<!here>", "<@W0OTHER"} {
+		if strings.Contains(text, live) {
+			t.Errorf("the message text keeps %s live: %q", live, text)
+		}
+	}
+	if !strings.HasSuffix(text, " <@U0OWNER1>") || !strings.Contains(text, "&lt;@U0ATTACK&gt; &lt;!channel&gt;") || !strings.Contains(text, "&amp; more") {
+		t.Errorf("text %q: want the title escaped and the owner's mention live", text)
+	}
+}

@@ -491,7 +491,8 @@
   function renderAudit(el, d) {
     el.replaceChildren(h("h2", {}, "Audit timeline"), h("table", { id: "audit-table" },
       h("thead", {}, h("tr", {}, ["time", "what", "who", "detail"].map((c) => h("th", {}, c)))),
-      h("tbody", {}, d.audit.map((e) => h("tr", { class: "audit-" + e.kind }, h("td", {}, when(e.time)), h("td", {}, e.kind), h("td", {}, e.actor), h("td", { class: "detail" }, auditLine(e)))))));
+      h("tbody", {}, d.audit.map((e) => h("tr", { class: "audit-" + e.kind }, h("td", {}, when(e.time)), h("td", {}, e.kind), h("td", {}, e.actor), h("td", { class: "detail" }, auditLine(e)))))),
+      d.audit_more ? h("p", { class: "note" }, d.audit_more + " older entries left out (the timeline shows the newest that fit in one read)") : null);
   }
 
   // ---- curves ---------------------------------------------------------------------------

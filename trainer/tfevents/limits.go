@@ -3,7 +3,6 @@ package tfevents
 import (
 	"hash/maphash"
 	"slices"
-	"unicode/utf8"
 
 	"tunebot/session"
 )
@@ -76,7 +75,8 @@ type limitState struct {
 // nor one past MaxTags; it counts those that are not. It is asked once per tag a read meets
 // (and for each scalar of a refused one), so its map lookups are off the hot path.
 func (r *Reader) admit(tag []byte) bool {
-	if len(tag) == 0 || len(tag) > session.MaxTagBytes || !utf8.Valid(tag) {
+	// The length first, so a long refused tag is never copied (once per scalar of it).
+	if len(tag) == 0 || len(tag) > session.MaxTagBytes || session.TagProblem(string(tag)) != "" {
 		r.refuse(tag)
 		return false
 	}
