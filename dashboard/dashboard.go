@@ -438,9 +438,10 @@ func (s *Server) read(f readFunc) http.HandlerFunc {
 			return
 		}
 		// The redactor knows each secret's JSON-escaped form too, so the answer is masked
-		// whole, whatever field a trainer's words reached.
-		if s.opt.Redact.Active() {
-			body = []byte(s.opt.Redact.String(string(body)))
+		// whole, whatever field a trainer's words reached, and stays JSON (Redactor.JSON).
+		if body, err = s.opt.Redact.JSON(body); err != nil {
+			s.fail(w, fmt.Errorf("encoding an answer: %w", err))
+			return
 		}
 		// Every string the page serves passes the one sanitizer (session.Printable) here, so
 		// a bidi or zero-width mark a trainer, an advisor or an older tunebot stored never
