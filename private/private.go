@@ -46,19 +46,74 @@ func CheckDataDir(dir string) error {
 	if err := checkDataDirItself(abs, info); err != nil {
 		return err
 	}
-	real, err := filepath.EvalSymlinks(abs)
+	return CheckWay(abs)
+}
+
+// CheckWay refuses the way to the data directory dir, which need not exist yet: a
+// directory on it, from / down, as written and as its links lead, that a user other than
+// tunebot's or root owns, or that group or others may write without the sticky bit, and a
+// link on it that such a user owns (they can point it elsewhere at any time). It runs
+// before tunebot makes dir, so nothing is made inside another user's directory.
+func CheckWay(dir string) error {
+	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	real, err := resolveExisting(abs)
+	if err != nil {
+		return fmt.Errorf("data_dir %s: %w", dir, err)
+	}
+	if err := checkLinks(abs); err != nil {
+		return err
 	}
 	// Both ways to it: the path as written (a link on it is swapped by whoever can write
 	// the link's directory) and the path the links lead to.
 	for _, above := range ancestors(abs, real) {
 		info, err := os.Stat(above)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // tunebot makes it, as data_dir's
+		}
 		if err != nil {
 			return fmt.Errorf("checking %s, on the way to data_dir %s: %w", above, abs, err)
 		}
 		if err := checkAbove(above, abs, info); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// resolveExisting is abs with the links of its longest existing part resolved and the
+// rest, which tunebot is to make, kept as written.
+func resolveExisting(abs string) (string, error) {
+	rest := ""
+	for p := abs; ; p = filepath.Dir(p) {
+		real, err := filepath.EvalSymlinks(p)
+		if err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) || p == filepath.Dir(p) {
+			return "", err
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+	}
+}
+
+// checkLinks refuses a symbolic link on the path as written (data_dir itself included)
+// that a user other than tunebot's or root owns.
+func checkLinks(abs string) error {
+	for p := abs; p != filepath.Dir(p); p = filepath.Dir(p) {
+		info, err := os.Lstat(p)
+		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+			continue
+		}
+		if uid, ok := owner(info); ok && uid != 0 && uid != os.Geteuid() {
+			where := fmt.Sprintf("%s, on the way to data_dir %s,", p, abs)
+			if p == abs {
+				where = "data_dir " + abs
+			}
+			return fmt.Errorf("%s is a symbolic link of %s: that user can point it elsewhere at any time; replace it with a link or directory of root's or tunebot's user",
+				where, userName(uid))
 		}
 	}
 	return nil
@@ -88,9 +143,13 @@ func checkAbove(above, dataDir string, info fs.FileInfo) error {
 		return nil // no owners here: nothing to check
 	}
 	if uid != 0 && uid != os.Geteuid() {
+		fix := "chown root " + above
+		if os.Geteuid() != 0 {
+			fix += fmt.Sprintf(" (or chown %s %s)", chownName(os.Geteuid()), above)
+		}
 		return fmt.Errorf("%s, on the way to data_dir %s, belongs to %s (mode %04o): that user can rename data_dir and put a directory of theirs in its place; "+
-			"chown root %s (or chown %s %s), or move data_dir under directories only root or tunebot's user own",
-			above, dataDir, userName(uid), info.Mode().Perm(), above, chownName(os.Geteuid()), above)
+			"%s, or move data_dir under directories only root or tunebot's user own",
+			above, dataDir, userName(uid), info.Mode().Perm(), fix)
 	}
 	if info.Mode().Perm()&0o022 != 0 && info.Mode()&fs.ModeSticky == 0 {
 		return fmt.Errorf("%s, on the way to data_dir %s, is writable by group or others (mode %04o, owner %s): whoever can write it can rename data_dir and put a directory of theirs in its place; "+

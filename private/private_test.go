@@ -95,6 +95,40 @@ func TestDataDirUnderOthersWritableDirRefused(t *testing.T) {
 	}
 }
 
+// TestDataDirInsideAnotherUsersDirIsNotMade: a data_dir that does not exist yet, under a
+// directory of another user (uid 65534) or reached through a link they own in a sticky
+// directory, is refused by CheckWay before tunebot makes anything there (the first cut made
+// data_dir inside the attacker's directory, then refused it).
+func TestDataDirInsideAnotherUsersDirIsNotMade(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to stand for another user (chown)")
+	}
+	theirs := mkdir(t, 0o777)
+	if err := os.Chown(theirs, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	data := filepath.Join(theirs, "data")
+	if err := private.CheckWay(data); err == nil || !strings.Contains(err.Error(), theirs+", on the way to data_dir "+data+", belongs to uid 65534") {
+		t.Errorf("under their directory: %v", err)
+	}
+	sticky := mkdir(t, os.ModeSticky|0o777)
+	link := filepath.Join(sticky, "link")
+	if err := os.Symlink(mkdir(t, 0o700), link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Lchown(link, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(link, "data"), link} {
+		if err := private.CheckWay(d); err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "is a symbolic link of uid 65534") {
+			t.Errorf("through their link, %s: %v", d, err)
+		}
+	}
+	if err := private.CheckWay(filepath.Join(mkdir(t, 0o700), "a", "b")); err != nil {
+		t.Errorf("a data_dir to be made under a private directory: %v", err)
+	}
+}
+
 // TestOwnerOnlyOpenRefusesHardLink: a key, token, store or log with a second name (a hard
 // link another user made, which only protected_hardlinks otherwise stops) is refused by the
 // owner-only opens, the message saying why (issue 44 item 10).

@@ -63,8 +63,12 @@ func openOwnStore(name string, flag int, perm os.FileMode) (*os.File, error) {
 
 // prepareDataDir makes data_dir (0700) when missing and refuses one that a user other than
 // tunebot's or root could write, or one under such a directory (private.CheckDataDir): every
-// command that writes there checks it first.
+// command that writes there checks it first. The way to it is checked before anything is
+// made, so no directory of tunebot's is made inside another user's.
 func prepareDataDir(dir string) error {
+	if err := private.CheckWay(dir); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("data_dir %s cannot be created: %w", dir, err)
 	}

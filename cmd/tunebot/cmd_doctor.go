@@ -496,6 +496,10 @@ func abs(x float64) float64 {
 }
 
 func doctorDataDir(r *doctorReport, dir string) {
+	if err := private.CheckWay(dir); err != nil {
+		r.line("fail", "data dir", err.Error()+" (tunebot run refuses to start)")
+		return
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		r.line("fail", "data dir", fmt.Sprintf("%s cannot be created: %v; set data_dir to a writable directory", dir, err))
 		return
