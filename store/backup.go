@@ -51,11 +51,13 @@ func WriteBackup(path string, fill func(io.Writer) error) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("writing the backup %s: %w", tmp.Name(), err)
 	}
+	// Checked through the descriptor it was written by, never reopened by name: what is
+	// checked is what was written, whoever can write dir.
+	if err := Check(tmp.Name(), Options{OpenFile: heldFile(tmp)}); err != nil {
+		return 0, fmt.Errorf("the copy failed its check, so %s was not written: %w", path, err)
+	}
 	if err := tmp.Close(); err != nil {
 		return 0, fmt.Errorf("writing the backup %s: %w", tmp.Name(), err)
-	}
-	if err := Check(tmp.Name(), Options{}); err != nil {
-		return 0, fmt.Errorf("the copy failed its check, so %s was not written: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return 0, fmt.Errorf("moving the backup into place: %w", err)

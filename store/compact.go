@@ -54,7 +54,7 @@ func (d *DB) Free(ctx context.Context) (int64, error) {
 // file's size before and after (docs/design.md §7).
 //
 // The copy is made with O_EXCL and never reopened by name: bbolt, the check and the file d
-// goes on with all get the descriptor made then (compactFile), so a name swapped for a link
+// goes on with all get the descriptor made then (heldFile), so a name swapped for a link
 // meanwhile leads nowhere (issue 44 item 2). Before the rename the copy's name must still be
 // that file, and after it the data file's name must be.
 func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
@@ -93,7 +93,7 @@ func (d *DB) Compact(ctx context.Context) (before, after int64, err error) {
 	}
 	// Opened before the rename, so the file is locked the moment it has the data file's
 	// name: no other tunebot can take it in between.
-	fresh, _, err = openBolt(tmp.Name(), &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType}, compactFile(tmp))
+	fresh, _, err = openBolt(tmp.Name(), &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType}, heldFile(tmp))
 	if err != nil {
 		return 0, 0, fmt.Errorf("compacting: opening the copy: %w", err)
 	}
@@ -162,13 +162,13 @@ func describe(info fs.FileInfo) string {
 	return "a " + info.Mode().Type().String() + " file"
 }
 
-// compactFile is bbolt's OpenFile for the copy f: f's own name gets a duplicate of f's
-// descriptor (bbolt closes what it is given), any other name is refused, so neither bbolt
-// nor the check ever opens the copy by name.
-func compactFile(f *os.File) func(string, int, os.FileMode) (*os.File, error) {
+// heldFile is bbolt's OpenFile for a copy f tunebot made (a compaction's, a backup's): f's
+// own name gets a duplicate of f's descriptor (bbolt closes what it is given), any other
+// name is refused, so neither bbolt nor the check ever opens the copy by name.
+func heldFile(f *os.File) func(string, int, os.FileMode) (*os.File, error) {
 	return func(name string, _ int, _ os.FileMode) (*os.File, error) {
 		if name != f.Name() {
-			return nil, fmt.Errorf("compacting: %s is not the copy %s", name, f.Name())
+			return nil, fmt.Errorf("%s is not the copy %s", name, f.Name())
 		}
 		return dupFile(f)
 	}
@@ -185,7 +185,7 @@ func (d *DB) checkedCopy(tmp *os.File) error {
 			return err
 		}
 	}
-	if err := Check(tmp.Name(), Options{OpenFile: compactFile(tmp)}); err != nil {
+	if err := Check(tmp.Name(), Options{OpenFile: heldFile(tmp)}); err != nil {
 		return fmt.Errorf("the compacted copy failed its check, so %s was left as it was: %w", d.path, err)
 	}
 	return nil
@@ -205,7 +205,7 @@ func (d *DB) swapIn(fresh *bolt.DB) {
 // copyCompacted writes a compacted copy of d's file to tmp, an empty file, through its
 // descriptor, and syncs it.
 func (d *DB) copyCompacted(tmp *os.File) error {
-	dst, err := bolt.Open(tmp.Name(), 0o600, &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType, NoSync: true, OpenFile: compactFile(tmp)})
+	dst, err := bolt.Open(tmp.Name(), 0o600, &bolt.Options{Timeout: d.opts.Timeout, FreelistType: bolt.FreelistMapType, NoSync: true, OpenFile: heldFile(tmp)})
 	if err != nil {
 		return fmt.Errorf("compacting: creating the copy: %w", err)
 	}
