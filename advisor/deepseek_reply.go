@@ -266,8 +266,10 @@ func dsCap(s string, n int) string {
 // dsOneLine is s printable (session.Printable) on one line: the newlines and tabs it keeps
 // become spaces.
 func dsOneLine(s string) string {
-	return strings.NewReplacer("\n", " ", "\t", " ").Replace(session.Printable(s))
+	return dsFoldLines.Replace(session.Printable(s))
 }
+
+var dsFoldLines = strings.NewReplacer("\n", " ", "\t", " ")
 
 var dsBlankLines = regexp.MustCompile(`\n{3,}`)
 
