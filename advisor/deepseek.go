@@ -269,16 +269,24 @@ func (d *DeepSeek) complete(ctx context.Context, msgs []openai.ChatCompletionMes
 			break
 		}
 		d.log.Debug("deepseek request failed, retrying", "attempt", attempt, "status", last.Status, "delay", delay, "error", last.Err)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return dsAnswer{}, fmt.Errorf("asking DeepSeek: %w", ctx.Err())
-		case <-t.C:
+		if err := dsWait(ctx, delay); err != nil {
+			return dsAnswer{}, err
 		}
 	}
 	last.Msg = dsExhaustedMessage(last, d.cfg.Timeout)
 	return dsAnswer{}, last
+}
+
+// dsWait waits delay before the next attempt, or until ctx ends, which ends the call.
+func dsWait(ctx context.Context, delay time.Duration) error {
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return fmt.Errorf("asking DeepSeek: %w", ctx.Err())
+	case <-t.C:
+		return nil
+	}
 }
 
 // chatRequest is the request that sends msgs, every text redacted as it goes out.

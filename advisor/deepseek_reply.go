@@ -54,41 +54,15 @@ func dsDecodeReply(content string, req session.ProposalRequest) (session.Suggest
 		sug.Patch, patchOK = p, true
 	}
 
-	var rationale any
-	if raw, ok := top["rationale"]; !ok {
-		probs = append(probs, "rationale: missing (a short plain-text reason for the change)")
-	} else if err := json.Unmarshal(raw, &rationale); err != nil {
-		probs = append(probs, "rationale: must be a string")
-	} else if s, isStr := rationale.(string); !isStr {
-		probs = append(probs, "rationale: must be a string")
-	} else if strings.TrimSpace(s) == "" {
-		probs = append(probs, "rationale: must not be empty")
-	} else {
-		sug.Rationale = SanitizeRationale(s)
+	var prob string
+	if sug.Rationale, prob = dsDecodeRationale(top); prob != "" {
+		probs = append(probs, prob)
 	}
-
-	if raw, ok := top["confidence"]; !ok {
-		probs = append(probs, "confidence: missing (a number between 0 and 1)")
-	} else {
-		var c any
-		if json.Unmarshal(raw, &c) != nil {
-			probs = append(probs, "confidence: must be a number between 0 and 1")
-		} else if f, isNum := c.(float64); !isNum {
-			probs = append(probs, "confidence: must be a number between 0 and 1, not "+dsJSONKind(c))
-		} else if !(f >= 0 && f <= 1) || math.IsNaN(f) {
-			probs = append(probs, fmt.Sprintf("confidence: %g is outside 0–1", f))
-		} else {
-			sug.Confidence = f
-		}
+	if sug.Confidence, prob = dsDecodeConfidence(top); prob != "" {
+		probs = append(probs, prob)
 	}
-
-	if raw, ok := top["expected_impact"]; ok && string(bytes.TrimSpace(raw)) != "null" {
-		var m map[string]any
-		if json.Unmarshal(raw, &m) != nil || m == nil {
-			probs = append(probs, `expected_impact: must be an object of objective: "+", "-", "0", "++" or "--"`)
-		} else {
-			sug.ExpectedImpact = dsImpact(m)
-		}
+	if sug.ExpectedImpact, prob = dsDecodeImpact(top); prob != "" {
+		probs = append(probs, prob)
 	}
 
 	if patchOK {
@@ -100,6 +74,61 @@ func dsDecodeReply(content string, req session.ProposalRequest) (session.Suggest
 		return session.Suggestion{}, probs
 	}
 	return sug, nil
+}
+
+// dsDecodeRationale is the reply's rationale, sanitized for chat, or the problem with it:
+// a string that is not blank.
+func dsDecodeRationale(top map[string]json.RawMessage) (string, string) {
+	raw, ok := top["rationale"]
+	if !ok {
+		return "", "rationale: missing (a short plain-text reason for the change)"
+	}
+	var rationale any
+	if err := json.Unmarshal(raw, &rationale); err != nil {
+		return "", "rationale: must be a string"
+	}
+	s, isStr := rationale.(string)
+	switch {
+	case !isStr:
+		return "", "rationale: must be a string"
+	case strings.TrimSpace(s) == "":
+		return "", "rationale: must not be empty"
+	}
+	return SanitizeRationale(s), ""
+}
+
+// dsDecodeConfidence is the reply's confidence, or the problem with it: a number in 0–1.
+func dsDecodeConfidence(top map[string]json.RawMessage) (float64, string) {
+	raw, ok := top["confidence"]
+	if !ok {
+		return 0, "confidence: missing (a number between 0 and 1)"
+	}
+	var c any
+	if json.Unmarshal(raw, &c) != nil {
+		return 0, "confidence: must be a number between 0 and 1"
+	}
+	f, isNum := c.(float64)
+	switch {
+	case !isNum:
+		return 0, "confidence: must be a number between 0 and 1, not " + dsJSONKind(c)
+	case !(f >= 0 && f <= 1) || math.IsNaN(f):
+		return 0, fmt.Sprintf("confidence: %g is outside 0–1", f)
+	}
+	return f, ""
+}
+
+// dsDecodeImpact is the reply's expected impact (dsImpact), or the problem with it: absent
+// or null is none, anything else must be an object.
+func dsDecodeImpact(top map[string]json.RawMessage) (map[string]string, string) {
+	raw, ok := top["expected_impact"]
+	if !ok || string(bytes.TrimSpace(raw)) == "null" {
+		return nil, ""
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return nil, `expected_impact: must be an object of objective: "+", "-", "0", "++" or "--"`
+	}
+	return dsImpact(m), ""
 }
 
 // dsImpact keeps the known objectives with a recognised token; the rest is dropped, since it
@@ -237,8 +266,10 @@ func dsCap(s string, n int) string {
 // dsOneLine is s printable (session.Printable) on one line: the newlines and tabs it keeps
 // become spaces.
 func dsOneLine(s string) string {
-	return strings.NewReplacer("\n", " ", "\t", " ").Replace(session.Printable(s))
+	return dsFoldLines.Replace(session.Printable(s))
 }
+
+var dsFoldLines = strings.NewReplacer("\n", " ", "\t", " ")
 
 var dsBlankLines = regexp.MustCompile(`\n{3,}`)
 

@@ -276,19 +276,35 @@ func dsContextPrompt(req session.ProposalRequest, apiKey string) string {
 	for _, c := range req.Constraints {
 		doc.Constraints = append(doc.Constraints, c.String())
 	}
-	for _, p := range req.Preferences {
+	doc.Preferences = dsPreferencesOf(req.Preferences, apiKey)
+	doc.Tried = append(doc.Tried, dsTriedOf(req, apiKey)...)
+	return dsFitTrials(doc, hist, apiKey)
+}
+
+// dsPreferencesOf is what the prompt says of the person's comparisons: the better and
+// worse trial, or the pair they could not tell apart, with the note scrubbed.
+func dsPreferencesOf(prefs []session.Preference, apiKey string) []dsPreference {
+	var out []dsPreference
+	for _, p := range prefs {
 		dp := dsPreference{Note: dsScrub(p.Note, apiKey, dsFeedbackCap)}
 		if w, l, ok := p.Winner(); ok {
 			dp.Better, dp.Worse = &w, &l
 		} else {
 			dp.CantTell = []int{p.A, p.B}
 		}
-		doc.Preferences = append(doc.Preferences, dp)
+		out = append(out, dp)
 	}
+	return out
+}
+
+// dsTriedOf is the last dsMaxTried configurations already tried, each as its changes from
+// the base and its scrubbed label.
+func dsTriedOf(req session.ProposalRequest, apiKey string) []dsTried {
 	tried := req.Tried
 	if len(tried) > dsMaxTried {
 		tried = tried[len(tried)-dsMaxTried:]
 	}
+	var out []dsTried
 	for _, t := range tried {
 		ch := map[string]dsNum{}
 		for _, c := range req.Space.Diff(req.Base, t.Config) {
@@ -298,10 +314,14 @@ func dsContextPrompt(req session.ProposalRequest, apiKey string) string {
 		if t.Rejected {
 			label += " (rejected by a person)"
 		}
-		doc.Tried = append(doc.Tried, dsTried{Label: dsScrub(label, apiKey, 80), Changes: ch})
+		out = append(out, dsTried{Label: dsScrub(label, apiKey, 80), Changes: ch})
 	}
+	return out
+}
 
-	// Render each trial at its curve level; coarsen until the document fits the budget.
+// dsFitTrials renders doc with each trial of hist at its curve level, coarsening the most
+// detailed until the document fits dsPromptBudget (or nothing is left to coarsen).
+func dsFitTrials(doc dsContextDoc, hist []session.TrialSummary, apiKey string) string {
 	levels := make([]int, len(hist))
 	rendered := make([]json.RawMessage, len(hist))
 	for i := range hist {

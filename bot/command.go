@@ -610,6 +610,17 @@ func startOverride(field, raw string) (Override, error) {
 		} else {
 			o.apply = func(s *session.Settings) { s.Control = b }
 		}
+	default:
+		return numberOverride(field, raw)
+	}
+	return o, nil
+}
+
+// numberOverride is the override of a field that holds whole numbers: a list of them
+// (rungs, gpus, promote) or one.
+func numberOverride(field, raw string) (Override, error) {
+	var o Override
+	switch field {
 	case "rungs", "gpus", "promote":
 		xs, err := wholeNumbers(raw)
 		if err != nil {
@@ -620,7 +631,7 @@ func startOverride(field, raw string) (Override, error) {
 			"gpus":    func(s *session.Settings) { s.GPUs = xs },
 			"promote": func(s *session.Settings) { s.Promote = xs },
 		}[field]
-	default: // whole numbers
+	default:
 		n, err := wholeNumber(raw)
 		if err != nil {
 			return o, err

@@ -218,11 +218,10 @@ func TestWriteFileFollowsNoLink(t *testing.T) {
 	}
 }
 
-// TestSharedFilesFollowNoLink: a link planted for the sessions directory, the log or the
-// store (here to a directory and a file of a temp dir
-// standing for theirs): each is refused with a message naming it, and nothing is created or
-// written through it (issue 36).
-func TestSharedFilesFollowNoLink(t *testing.T) {
+// TestOwnFilesFollowNoLink: a link planted for the sessions directory, the log or the store
+// (here to a directory and a file of a temp dir standing for theirs): each is refused with a
+// message naming it, and nothing is created or written through it (issue 36).
+func TestOwnFilesFollowNoLink(t *testing.T) {
 	dir, theirs := t.TempDir(), t.TempDir()
 	victim := filepath.Join(theirs, "victim")
 	if err := os.WriteFile(victim, []byte("theirs\n"), 0o600); err != nil {

@@ -200,11 +200,18 @@ func (x *Redactor) JSON(buf []byte) ([]byte, error) {
 	return b, nil
 }
 
-// value redacts every string of a decoded JSON value, keys included.
+// value redacts every string of a decoded JSON value, keys included, and every number
+// that is a secret's digits, which becomes the string Mask: kept as a number, it would be
+// written back as it was.
 func (x *Redactor) value(v any) any {
 	switch t := v.(type) {
 	case string:
 		return x.String(t)
+	case json.Number:
+		if m := x.String(t.String()); m != t.String() {
+			return m
+		}
+		return t
 	case []any:
 		for i := range t {
 			t[i] = x.value(t[i])

@@ -141,6 +141,9 @@ func TestRedactorJSONStaysValid(t *testing.T) {
 		if err != nil || !json.Valid(out) {
 			t.Fatalf("JSON(%s) = %s, %v", in, out, err)
 		}
+		if strings.Contains(string(out), key) || strings.Contains(string(out), digits) {
+			t.Errorf("JSON(%s) = %s keeps a secret as written", in, out)
+		}
 		var back map[string]any
 		_ = json.Unmarshal(out, &back)
 		for k, v := range back {

@@ -353,8 +353,8 @@ func TestOutOfSpaceWithAnotherJobRunning(t *testing.T) {
 }
 
 // plantLink is a trainer that, in trial 2's training, swaps the session's directory for a
-// link to a directory outside the sessions directory (another user's, in a shared
-// data_dir) holding a run directory of the same name, then runs out of space.
+// link to a directory outside the sessions directory (one someone else chose) holding a
+// run directory of the same name, then runs out of space.
 type plantLink struct {
 	*fakeTrainer
 	outside string

@@ -46,18 +46,27 @@ func (d *DB) encodeOutbox(it bot.OutboxItem) ([]byte, error) {
 	if h, err = d.seal(h); err != nil {
 		return nil, err
 	}
-	switch {
-	case json.Valid(it.Body):
-		if it.Body, err = d.seal(it.Body); err != nil {
-			return nil, err
-		}
-	case d.opts.Redact.Active():
-		it.Body = []byte(d.opts.Redact.String(string(it.Body)))
+	if it.Body, err = d.sealBody(it.Body); err != nil {
+		return nil, err
 	}
 	buf := make([]byte, 0, binary.MaxVarintLen64+len(h)+len(it.Body))
 	buf = binary.AppendUvarint(buf, uint64(len(h)))
 	buf = append(buf, h...)
 	return append(buf, it.Body...), nil
+}
+
+// sealBody is an outbox body redacted as seal redacts a record, or as text when it is no
+// JSON (opaque to the store). Whether it is JSON is asked only once a secret was found, so a
+// body without one, every card but a leak, costs one pass of the redactor and no parse.
+func (d *DB) sealBody(body []byte) ([]byte, error) {
+	masked := d.opts.Redact.String(string(body))
+	if masked == string(body) {
+		return body, nil
+	}
+	if json.Valid(body) {
+		return d.seal(body)
+	}
+	return []byte(masked), nil
 }
 
 // decodeOutbox decodes a stored item; the body is copied out only when withBody is set.

@@ -82,13 +82,13 @@ func Render(c bot.Card) ([]slack.Block, string) {
 	for i, b := range c.Blocks {
 		blocks = append(blocks, renderBlock(i, b)...)
 	}
-	if m := Mentions(c.Mentions); m != "" {
+	m := Mentions(c.Mentions)
+	if m != "" {
 		blocks = append(blocks, slack.NewContextBlock("", mrkdwn("cc "+m)))
 	}
 	// The title is escaped whole and the mentions tunebot built are added after it: a
 	// "<@U…>" or "<!channel>" in a title that quotes foreign text (a notice's reason) stays
 	// text, never a ping (issue 44).
-	m := Mentions(c.Mentions)
 	text := bot.Truncate(escape(c.Title), maxFallback-len(m)-1)
 	if m != "" {
 		text += " " + m
