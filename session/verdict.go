@@ -174,12 +174,10 @@ func StdErr(xs []float64) float64 {
 	if n < 2 {
 		return 0
 	}
-	mean, _ := MeanStd(xs)
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	return math.Sqrt(ss / (n - 1) / n)
+	// MeanStd's is the population deviation, √(ss/n); the sample one over √n is √(ss/(n−1))/√n,
+	// that is the population one over √(n−1).
+	_, std := MeanStd(xs)
+	return std / math.Sqrt(n-1)
 }
 
 // seedScores scores each seed's metrics of per with sc, in order: the seeds and their scores,
