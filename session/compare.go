@@ -253,11 +253,7 @@ func (c Comparison) freshHeadline(who string) string {
 	se, test := "", ""
 	if d := c.Verdict; d != nil && d.Measured() {
 		se = " ± " + Spread(d.SE)
-		word := "clears the noise"
-		if !d.Cleared {
-			word = "within the noise"
-		}
-		test = fmt.Sprintf(" (paired, 95 %% lower bound %s: %s)", SignedScore(d.Lower), word)
+		test = fmt.Sprintf(" (paired, 95 %% lower bound %s: %s)", SignedScore(d.Lower), d.noiseWord())
 	} else if d != nil {
 		test = " (" + d.Text() + ")"
 	}

@@ -106,12 +106,17 @@ func (v Verdict) Text() string {
 	if !v.Measured() {
 		return "not measured on fresh seeds: " + v.Unmeasured
 	}
-	word := "clears the noise"
-	if !v.Cleared {
-		word = "within the noise"
-	}
 	return fmt.Sprintf("%s ± %s on fresh seeds %s (paired, 95 %% lower bound %s): %s",
-		SignedScore(v.Gain), Spread(v.SE), SeedRange(v.Seeds), SignedScore(v.Lower), word)
+		SignedScore(v.Gain), Spread(v.SE), SeedRange(v.Seeds), SignedScore(v.Lower), v.noiseWord())
+}
+
+// noiseWord says whether a measured gain clears the noise, as the verdict line and the
+// headline both say it.
+func (v Verdict) noiseWord() string {
+	if v.Cleared {
+		return "clears the noise"
+	}
+	return "within the noise"
 }
 
 // SeedRange lists seeds compactly: "7301–7305" for a run, "4,9,12" otherwise (seedList).
