@@ -173,7 +173,7 @@ func headlineTrial(st Settings, trials []Trial, chosen *Trial) *Trial {
 	if len(tuned) == 0 {
 		return nil
 	}
-	FiguresOf(st, trials).Sort(tuned)
+	FiguresAmong(st, trials, tuned).Sort(tuned)
 	return findRung(trials, tuned[0].Number, tuned[0].Rung)
 }
 
