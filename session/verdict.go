@@ -159,7 +159,13 @@ func VerdictOf(st Settings, control *Trial, t Trial) Verdict {
 		v.Unmeasured = "the baseline trained as long has no final evaluation"
 		return v
 	}
-	fv, _ := FinalVersusOf(st, control, t)
+	fv, ok := FinalVersusOf(st, control, t)
+	if !ok || !fv.Final {
+		// FinalVersusOf falls back to the rung's figure, the one that chose: never a gain
+		// measured on fresh seeds.
+		v.Unmeasured = fmt.Sprintf("trial %d @ rung %d's final mean metrics do not score against the baseline's (missing or non-finite)", t.Number, t.Rung)
+		return v
+	}
 	v.Gain, v.Seeds = fv.Score, slices.Clone(t.Final.Seeds)
 	d := pairedDiffs(st, control, t)
 	if len(d) < 2 {
