@@ -31,6 +31,13 @@ func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 	return best, found
 }
 
+// BestRanked is the trial a session ranks best among trials: BestOf of their figures
+// against the baseline at their rung (session.RankFigure, ScoresVs's points), so a report's
+// "best" is the trial the table stars, not the highest score against rung 0's baseline.
+func BestRanked(st session.Settings, trials []session.Trial) (session.TrialRef, bool) {
+	return BestOf(versusTrials(st, trials))
+}
+
 // plotted is where t's point goes: its rung evaluation's score, the one that ranked it (a
 // final evaluation measures the chosen trial; it never moves a point, so the circled best
 // never sits below another eligible point of its rung).
