@@ -594,12 +594,7 @@ func startOverride(field, raw string) (Override, error) {
 		}
 		o.apply = func(s *session.Settings) { s.From = raw }
 	case "from_start":
-		v := strings.ToLower(raw)
-		if v != session.FromBest && v != session.FromDefaults {
-			return o, fmt.Errorf("%q is not %s or %s (where a session built on another starts)%s", Truncate(raw, 30), session.FromBest, session.FromDefaults,
-				session.DidYouMean(v, []string{session.FromBest, session.FromDefaults}))
-		}
-		o.apply = func(s *session.Settings) { s.FromStart = v }
+		return fromStartOverride(raw)
 	case "fallback", "control":
 		b, err := strconv.ParseBool(strings.ToLower(raw))
 		if err != nil {
@@ -646,6 +641,17 @@ func numberOverride(field, raw string) (Override, error) {
 		}[field]
 	}
 	return o, nil
+}
+
+// fromStartOverride is from_start=best|defaults, where a session built on another starts;
+// another word is refused with the nearest of the two.
+func fromStartOverride(raw string) (Override, error) {
+	v := strings.ToLower(raw)
+	if v != session.FromBest && v != session.FromDefaults {
+		return Override{}, fmt.Errorf("%q is not %s or %s (where a session built on another starts)%s", Truncate(raw, 30), session.FromBest, session.FromDefaults,
+			session.DidYouMean(v, []string{session.FromBest, session.FromDefaults}))
+	}
+	return Override{apply: func(s *session.Settings) { s.FromStart = v }}, nil
 }
 
 // Settings applies the start overrides to defaults and validates the result; the error

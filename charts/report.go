@@ -214,6 +214,6 @@ func bestAtRung(st session.Settings, trials []session.Trial, best *session.Trial
 	if len(peers) == 0 {
 		return nil
 	}
-	session.FiguresOf(st, trials).Sort(peers)
+	session.FiguresAmong(st, trials, peers).Sort(peers)
 	return &peers[0]
 }

@@ -31,6 +31,13 @@ func BestOf(trials []session.Trial) (session.TrialRef, bool) {
 	return best, found
 }
 
+// BestRanked is the trial a session ranks best among trials: BestOf of their figures
+// against the baseline at their rung (session.RankFigure, ScoresVs's points), so a report's
+// "best" is the trial the table stars, not the highest score against rung 0's baseline.
+func BestRanked(st session.Settings, trials []session.Trial) (session.TrialRef, bool) {
+	return BestOf(versusTrials(st, trials))
+}
+
 // plotted is where t's point goes: its rung evaluation's score, the one that ranked it (a
 // final evaluation measures the chosen trial; it never moves a point, so the circled best
 // never sits below another eligible point of its rung).
@@ -200,7 +207,7 @@ func (p scorePlot) axes(trial, minN, maxN, areaBottom int) {
 // rung and the baseline's 0 line where the label covers no mark (issue 20: "best:" sat on
 // the best's own rung-1 point and "baseline" on the last trial's).
 func (p *scorePlot) points(trials []session.Trial, maxRung int, best *session.TrialRef) {
-	c, xs, ys, left, right, bottom := p.c, p.xs, p.ys, p.left, p.right, p.bottom
+	c, xs, ys, bottom := p.c, p.xs, p.ys, p.bottom
 	// rungs of one trial number sit side by side instead of on top of each other
 	rungsOf := map[int]int{}
 	for _, t := range trials {
@@ -251,11 +258,16 @@ func (p *scorePlot) points(trials []session.Trial, maxRung int, best *session.Tr
 	if control != nil {
 		p.labels.place(fmt.Sprintf("baseline @ rung %d", control.Rung), sizeTick-4, colMuted, beside(*control, 22, sizeTick-4)...)
 	}
-	// "baseline" on its 0 line: at the right end, else the first place along it that is free
+	p.baselineLabel()
+}
+
+// baselineLabel places "baseline" on its 0 line, once the points are marked: at the right
+// end, else the first place along it that is free.
+func (p *scorePlot) baselineLabel() {
 	var along []spot
-	py0 := ys.py(0)
+	py0 := p.ys.py(0)
 	for _, dy := range []int{-10, sizeTick + 2} {
-		for x := right - 6; x > left+100; x -= 40 {
+		for x := p.right - 6; x > p.left+100; x -= 40 {
 			along = append(along, spot{x, py0 + dy, alignRight})
 		}
 	}

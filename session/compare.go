@@ -173,7 +173,7 @@ func headlineTrial(st Settings, trials []Trial, chosen *Trial) *Trial {
 	if len(tuned) == 0 {
 		return nil
 	}
-	FiguresOf(st, trials).Sort(tuned)
+	FiguresAmong(st, trials, tuned).Sort(tuned)
 	return findRung(trials, tuned[0].Number, tuned[0].Rung)
 }
 
@@ -253,11 +253,7 @@ func (c Comparison) freshHeadline(who string) string {
 	se, test := "", ""
 	if d := c.Verdict; d != nil && d.Measured() {
 		se = " ± " + Spread(d.SE)
-		word := "clears the noise"
-		if !d.Cleared {
-			word = "within the noise"
-		}
-		test = fmt.Sprintf(" (paired, 95 %% lower bound %s: %s)", SignedScore(d.Lower), word)
+		test = fmt.Sprintf(" (paired, 95 %% lower bound %s: %s)", SignedScore(d.Lower), d.noiseWord())
 	} else if d != nil {
 		test = " (" + d.Text() + ")"
 	}

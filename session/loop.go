@@ -429,7 +429,7 @@ func bestOf(st Settings, trials, ts []Trial) (Trial, bool) {
 	if len(el) == 0 {
 		return Trial{}, false
 	}
-	FiguresOf(st, trials).Sort(el)
+	FiguresAmong(st, trials, el).Sort(el)
 	return el[0], true
 }
 

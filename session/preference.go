@@ -403,7 +403,7 @@ func Preferred(prefs []Preference, a, b int) bool {
 // never makes another trial eligible.
 func rankForPromotion(st Settings, trials, ts []Trial, prefs []Preference) []Trial {
 	out := slices.Clone(ts)
-	figs := FiguresOf(st, trials)
+	figs := FiguresAmong(st, trials, ts)
 	figs.Sort(out)
 	// Each move puts a preferred trial just above the first trial within the margin that
 	// it was preferred to; a cycle of preferences (8 over 5, 5 over 9, 9 over 8) would move

@@ -151,10 +151,15 @@ func RankFigure(st Settings, controls map[int]*Trial, t Trial) float64 {
 type Figures map[TrialRef]float64
 
 // FiguresOf computes the figures of trials, a session's trials.
-func FiguresOf(st Settings, trials []Trial) Figures {
+func FiguresOf(st Settings, trials []Trial) Figures { return FiguresAmong(st, trials, trials) }
+
+// FiguresAmong computes the figures of ts only, some of trials (a session's, where their
+// controls are): what ranks one rung's trials scores that rung, not the whole session,
+// and it runs at every trial's end, between two training jobs.
+func FiguresAmong(st Settings, trials, ts []Trial) Figures {
 	controls := Controls(trials)
-	out := make(Figures, len(trials))
-	for _, t := range trials {
+	out := make(Figures, len(ts))
+	for _, t := range ts {
 		out[t.Ref()] = RankFigure(st, controls, t)
 	}
 	return out

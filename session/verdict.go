@@ -106,12 +106,17 @@ func (v Verdict) Text() string {
 	if !v.Measured() {
 		return "not measured on fresh seeds: " + v.Unmeasured
 	}
-	word := "clears the noise"
-	if !v.Cleared {
-		word = "within the noise"
-	}
 	return fmt.Sprintf("%s ± %s on fresh seeds %s (paired, 95 %% lower bound %s): %s",
-		SignedScore(v.Gain), Spread(v.SE), SeedRange(v.Seeds), SignedScore(v.Lower), word)
+		SignedScore(v.Gain), Spread(v.SE), SeedRange(v.Seeds), SignedScore(v.Lower), v.noiseWord())
+}
+
+// noiseWord says whether a measured gain clears the noise, as the verdict line and the
+// headline both say it.
+func (v Verdict) noiseWord() string {
+	if v.Cleared {
+		return "clears the noise"
+	}
+	return "within the noise"
 }
 
 // SeedRange lists seeds compactly: "7301–7305" for a run, "4,9,12" otherwise (seedList).
@@ -154,7 +159,13 @@ func VerdictOf(st Settings, control *Trial, t Trial) Verdict {
 		v.Unmeasured = "the baseline trained as long has no final evaluation"
 		return v
 	}
-	fv, _ := FinalVersusOf(st, control, t)
+	fv, ok := FinalVersusOf(st, control, t)
+	if !ok || !fv.Final {
+		// FinalVersusOf falls back to the rung's figure, the one that chose: never a gain
+		// measured on fresh seeds.
+		v.Unmeasured = fmt.Sprintf("trial %d @ rung %d's final mean metrics do not score against the baseline's (missing or non-finite)", t.Number, t.Rung)
+		return v
+	}
 	v.Gain, v.Seeds = fv.Score, slices.Clone(t.Final.Seeds)
 	d := pairedDiffs(st, control, t)
 	if len(d) < 2 {
@@ -174,12 +185,10 @@ func StdErr(xs []float64) float64 {
 	if n < 2 {
 		return 0
 	}
-	mean, _ := MeanStd(xs)
-	ss := 0.0
-	for _, x := range xs {
-		ss += (x - mean) * (x - mean)
-	}
-	return math.Sqrt(ss / (n - 1) / n)
+	// MeanStd's is the population deviation, √(ss/n); the sample one over √n is √(ss/(n−1))/√n,
+	// that is the population one over √(n−1).
+	_, std := MeanStd(xs)
+	return std / math.Sqrt(n-1)
 }
 
 // seedScores scores each seed's metrics of per with sc, in order: the seeds and their scores,

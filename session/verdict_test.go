@@ -128,6 +128,12 @@ func TestVerdictUnmeasured(t *testing.T) {
 	failed.Final, failed.FinalFailed = nil, true
 	otherRung := *control
 	otherRung.Rung = 1
+	nanMean := trial
+	nanMean.Final = &session.Final{Seeds: seeds, PerSeed: trial.Final.PerSeed, Metrics: session.Metrics{}}
+	for k, v := range trial.Final.Metrics {
+		nanMean.Final.Metrics[k] = v
+	}
+	nanMean.Final.Metrics[session.MetricFallRate] = math.NaN()
 	cases := []struct {
 		name    string
 		control *session.Trial
@@ -138,6 +144,8 @@ func TestVerdictUnmeasured(t *testing.T) {
 		{"the control at another rung", &otherRung, trial, "no baseline was trained as long"},
 		{"a failed final evaluation", control, failed, "its final evaluation failed (trial 4 @ rung 2's reason says why)"},
 		{"no per-seed results", control, noPerSeed, "share 0 seed(s) with per-seed results; a spread needs 2"},
+		// its per-seed results pair, but the gain would have been the rung's figure, the one that chose
+		{"a final mean that does not score", control, nanMean, "final mean metrics do not score against the baseline's"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

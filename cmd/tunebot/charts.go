@@ -26,7 +26,7 @@ func storeCharts(st seriesReader) bot.ChartFunc {
 		if err != nil {
 			return nil, fmt.Errorf("reading trials for charts: %w", err)
 		}
-		kin := kinOf(trials, t)
+		kin := kinOf(s.Settings, trials, t)
 		meta := charts.Meta{SessionID: s.ID, Trial: t.Ref(), RunName: s.Settings.RunName}
 		curve := func(ref session.TrialRef, tag string) ([]session.Point, error) {
 			return lineage(ctx, st, s.ID, ref, tag)
@@ -44,9 +44,9 @@ type trialKin struct {
 }
 
 // kinOf finds t's kin in trials: the baseline (trial 0 at rung 0), the session's best
-// (charts.BestOf), t's parent, and its control: the baseline trained again at t's rung
-// above 0, once that training finished.
-func kinOf(trials []session.Trial, t session.Trial) trialKin {
+// (charts.BestRanked, by the figure every surface ranks with), t's parent, and its control:
+// the baseline trained again at t's rung above 0, once that training finished.
+func kinOf(st session.Settings, trials []session.Trial, t session.Trial) trialKin {
 	find := func(ref session.TrialRef) *session.Trial {
 		for i := range trials {
 			if trials[i].Ref() == ref {
@@ -56,7 +56,7 @@ func kinOf(trials []session.Trial, t session.Trial) trialKin {
 		return nil
 	}
 	k := trialKin{baseline: find(session.TrialRef{Number: 0, Rung: 0})}
-	if ref, ok := charts.BestOf(trials); ok {
+	if ref, ok := charts.BestRanked(st, trials); ok {
 		k.best = find(ref)
 	}
 	if t.Parent != nil {

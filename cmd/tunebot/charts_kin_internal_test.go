@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"tunebot/session"
+	"tunebot/session/sessiontest"
 )
 
 // TestKinOf: which trials a trial's charts compare it with.
@@ -41,12 +42,25 @@ func TestKinOf(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k := kinOf(tt.trials, tt.of)
+			k := kinOf(session.DefaultSettings(), tt.trials, tt.of)
 			got := [4]string{ref(k.baseline), ref(k.best), ref(k.parent), ref(k.control)}
 			want := [4]string{tt.baseline, tt.best, tt.parent, tt.control}
 			if got != want {
 				t.Errorf("kin (baseline, best, parent, control) = %q, want %q", got, want)
 			}
 		})
+	}
+}
+
+// A report's best is the trial the session stars: ranked by the figure against the baseline
+// trained as long, where the rung-0 score would rank another first (issue 43).
+func TestKinOfBestIsTheStarredTrial(t *testing.T) {
+	s, trials := sessiontest.RankLadder()
+	k := kinOf(s.Settings, trials, trials[0])
+	if k.best == nil {
+		t.Fatal("the report has no best")
+	}
+	if !s.IsBest(*k.best) {
+		t.Errorf("the report's best is %s, the session stars trial %d @ rung %d", k.best.Ref(), s.BestTrial, s.BestRung)
 	}
 }

@@ -19,11 +19,12 @@ import (
 
 // TestOneVerdictOnEverySurface reads one finished session on every surface a person sees it
 // on: the terminal, --json, the chat thread's summary card, the phone push, the monitoring
-// page and preset show. Each names the same best trial at the same rung, the same gain over
-// the baseline trained as long, the same outcome, and the page and the JSON agree on every
-// trial's eligibility. The gain is the final evaluation's: each text surface names the fresh
-// seeds it was measured on and its standard error (issue 43). One test of one session, so a
-// surface that computes its own verdict shows here as a disagreement.
+// page, the trial reports' charts and preset show. Each names the same best trial at the
+// same rung, the same gain over the baseline trained as long, the same outcome, and the
+// page and the JSON agree on every trial's eligibility. The gain is the final evaluation's:
+// each text surface names the fresh seeds it was measured on and its standard error (issue
+// 43). One test of one session, so a surface that computes its own verdict shows here as a
+// disagreement.
 func TestOneVerdictOnEverySurface(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole demo session and a daemon")
@@ -59,6 +60,11 @@ func TestOneVerdictOnEverySurface(t *testing.T) {
 				t.Errorf("the %s does not say %q:\n%s", name, want, text)
 			}
 		}
+	}
+
+	// the trial reports' charts circle, and compare curves with, the same best
+	if k := kinOf(s.Settings, trials, trials[0]); k.best == nil || k.best.Number != sum.Best.Trial || k.best.Rung != sum.Best.Rung {
+		t.Errorf("the charts' best is %v, --json's %s", k.best, best)
 	}
 
 	page := pageSessionView(t, dir, data, sum.Session)
