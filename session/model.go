@@ -133,7 +133,7 @@ func (s Session) FinalSeeds() []int {
 		return fs
 	}
 	n := s.Settings.FinalEvalCount
-	if n == 0 {
+	if n <= 0 { // none set; a negative one only a damaged record could hold
 		n = DefaultFinalEvalCount
 	}
 	return FreshSeeds(s.ID, n, s.Settings.EvalSeeds)
