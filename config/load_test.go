@@ -134,3 +134,22 @@ func TestSharedDataDirSettingIsNamedRemoved(t *testing.T) {
 		t.Errorf("a removed setting is named as a misspelling: %v", err)
 	}
 }
+
+// TestSecretAfterALongListRefused: the walk that lists every value for the secret scan
+// stopped after 65536 values, aliases or not, so a config whose list was longer than that
+// (read_users of 70000 members) loaded with ${DEEPSEEK_API_KEY} in advisor.model below it.
+// Only values reached through an alias spend the budget; every value written is scanned.
+func TestSecretAfterALongListRefused(t *testing.T) {
+	getenv := func(k string) string {
+		if k == "DEEPSEEK_API_KEY" {
+			return "sk-long-list-0123456789"
+		}
+		return ""
+	}
+	yaml := "data_dir: data\nchat:\n  slack:\n    read_users: [" + strings.Repeat("U0123ABCDE, ", 70000) +
+		"U0123ABCDE]\nadvisor:\n  model: ${DEEPSEEK_API_KEY}\n"
+	_, err := config.Load(writeFile(t, filepath.Join(t.TempDir(), "tunebot.yaml"), yaml), getenv)
+	if err == nil || !strings.Contains(err.Error(), "line 6: advisor.model: ${DEEPSEEK_API_KEY} would put the secret DEEPSEEK_API_KEY") {
+		t.Errorf("Load = %v, want the secret in advisor.model named", err)
+	}
+}

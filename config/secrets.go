@@ -217,15 +217,22 @@ const aliasBudget = 1 << 16
 
 // scalarUses lists every scalar of the file where the decoder reads it, keys and values,
 // following aliases and merge keys: a value written once and used twice is listed twice.
+// The budget is spent only through aliases: every scalar as written is listed, however
+// long the file, so a long list cannot push a secret past the scan.
 func scalarUses(root *yaml.Node) []scalarUse {
 	var out []scalarUse
 	budget := aliasBudget
 	var walk func(n *yaml.Node, path string, via, depth int)
 	walk = func(n *yaml.Node, path string, via, depth int) {
-		if budget <= 0 || depth > 100 { // an alias inside its own anchor goes no deeper
+		if depth > 100 { // an alias inside its own anchor goes no deeper
 			return
 		}
-		budget--
+		if via > 0 {
+			if budget <= 0 {
+				return
+			}
+			budget--
+		}
 		switch n.Kind {
 		case yaml.AliasNode:
 			if n.Alias != nil {
