@@ -82,7 +82,7 @@ func secretSink(path string) string {
 // setting of chat.slack written as ${SLACK_…} whole (chat.slack.channel: ${SLACK_CHANNEL}).
 // Such a variable counts as a secret only by its prefix, so that no subprocess sees it;
 // the credentials tunebot reads itself (secret.Names) have no key of the config at all.
-func namesItsSetting(u scalarUse, raw string, name string) bool {
+func namesItsSetting(u nodeUse, raw string, name string) bool {
 	return strings.HasPrefix(u.path, "chat.slack.") && !u.key && raw == "${"+name+"}" &&
 		strings.HasPrefix(name, "SLACK_") && !slices.Contains(secret.Names, name)
 }
@@ -95,9 +95,10 @@ func namesItsSetting(u scalarUse, raw string, name string) bool {
 // names the key and its line, never the value. A space file is scanned by it too, with
 // an empty expansion.
 func secretsInConfig(root *yaml.Node, x expansion, known map[string]string) []string {
-	probs := taggedValues(root)
+	uses := nodeUses(root)
+	probs := taggedValues(uses)
 	said := map[string]bool{}
-	for _, u := range scalarUses(root) {
+	for _, u := range uses {
 		for _, m := range secretProblems(u, x, known) {
 			if !said[m] {
 				said[m] = true
@@ -117,46 +118,34 @@ var plainTags = []string{"!!str", "!!int", "!!float", "!!bool", "!!null", "!!map
 // keeps the base64's decoding, so a secret written as base64 would pass a scan of the text
 // and come out whole (issue 44). Refusing them, rather than decoding each tag as the
 // decoder does before the scan, keeps the scan reading what the decoder keeps by
-// construction: no setting needs bytes, a timestamp or a tag of its own. The walk goes over
-// the file as written (an alias's target is in it too), so it costs one visit a node.
-func taggedValues(root *yaml.Node) []string {
+// construction: no setting needs bytes, a timestamp or a tag of its own. Each node is
+// named once, where it is written (its first use).
+func taggedValues(uses []nodeUse) []string {
 	var probs []string
-	var walk func(n *yaml.Node, path string, key bool, depth int)
-	walk = func(n *yaml.Node, path string, key bool, depth int) {
-		if n == nil || depth > 100 {
-			return
+	seen := map[*yaml.Node]bool{}
+	for _, u := range uses {
+		n := u.node
+		if seen[n] {
+			continue
 		}
+		seen[n] = true
 		if n.Style&yaml.TaggedStyle != 0 && !slices.Contains(plainTags, n.ShortTag()) {
-			what := cmp.Or(path, "the file")
-			if key {
+			what := cmp.Or(u.path, "the file")
+			if u.key {
 				what += " (a key of it)"
 			}
 			probs = append(probs, fmt.Sprintf("line %d: %s: the tag %s is not accepted: tunebot scans the text of the file for its secrets, and a tagged value is kept decoded (!!binary's base64 would hide one); write the value plainly (tags accepted: %s)",
 				n.Line, what, n.Tag, strings.Join(plainTags, ", ")))
 		}
-		switch n.Kind {
-		case yaml.DocumentNode:
-			for _, c := range n.Content {
-				walk(c, path, false, depth+1)
-			}
-		case yaml.SequenceNode:
-			for i, c := range n.Content {
-				walk(c, fmt.Sprintf("%s[%d]", path, i), false, depth+1)
-			}
-		case yaml.MappingNode:
-			for i := 0; i+1 < len(n.Content); i += 2 {
-				k, v := n.Content[i], n.Content[i+1]
-				walk(k, path, true, depth+1)
-				walk(v, joinKey(path, k.Value), false, depth+1)
-			}
-		}
 	}
-	walk(root, "", false, 0)
 	return probs
 }
 
 // secretProblems names the secrets one scalar names or holds.
-func secretProblems(u scalarUse, x expansion, known map[string]string) []string {
+func secretProblems(u nodeUse, x expansion, known map[string]string) []string {
+	if u.node.Kind != yaml.ScalarNode {
+		return nil
+	}
 	where := secretSink(u.path)
 	what := cmp.Or(u.path, "the file")
 	if u.key {
@@ -200,10 +189,10 @@ func unsetProblems(root *yaml.Node, x expansion) []string {
 	return probs
 }
 
-// scalarUse is one place the decoder reads a scalar of the file: its dotted key path, and
-// the line that puts it there (the alias's, when it came through one). A key of a mapping
-// is a use too (key): its path is the mapping's, since the key itself may be a secret.
-type scalarUse struct {
+// nodeUse is one place the decoder reads a node of the file: its dotted key path, and the
+// line that puts it there (the alias's, when it came through one). A key of a mapping is a
+// use too (key): its path is the mapping's, since the key itself may be a secret.
+type nodeUse struct {
 	node *yaml.Node
 	path string
 	line int
@@ -211,20 +200,22 @@ type scalarUse struct {
 }
 
 // aliasBudget bounds every walk of the tree that follows aliases and merge keys
-// (scalarUses, treeWalk): aliases of aliases can make a small file name a value millions
+// (nodeUses, treeWalk): aliases of aliases can make a small file name a value millions
 // of times, and the decoder refuses such a file anyway.
 const aliasBudget = 1 << 16
 
-// scalarUses lists every scalar of the file where the decoder reads it, keys and values,
-// following aliases and merge keys: a value written once and used twice is listed twice.
-// The budget is spent only through aliases: every scalar as written is listed, however
-// long the file, so a long list cannot push a secret past the scan.
-func scalarUses(root *yaml.Node) []scalarUse {
-	var out []scalarUse
+// nodeUses lists every node of the file where the decoder reads it, keys (and what a key
+// holds) and values, collections and scalars, following aliases and merge keys: a value
+// written once and used twice is listed twice, first where it is written (an anchor comes
+// before its aliases, and the walk goes in the order of the file). The budget is spent
+// only through aliases: every node as written is listed, however long the file, so a long
+// list cannot push a secret past the scan.
+func nodeUses(root *yaml.Node) []nodeUse {
+	var out []nodeUse
 	budget := aliasBudget
-	var walk func(n *yaml.Node, path string, via, depth int)
-	walk = func(n *yaml.Node, path string, via, depth int) {
-		if depth > 100 { // an alias inside its own anchor goes no deeper
+	var walk func(n *yaml.Node, path string, via, depth int, key bool)
+	walk = func(n *yaml.Node, path string, via, depth int, key bool) {
+		if n == nil || depth > 100 { // an alias inside its own anchor goes no deeper
 			return
 		}
 		if via > 0 {
@@ -233,42 +224,44 @@ func scalarUses(root *yaml.Node) []scalarUse {
 			}
 			budget--
 		}
+		if n.Kind == yaml.AliasNode {
+			walk(n.Alias, path, n.Line, depth+1, key)
+			return
+		}
+		out = append(out, nodeUse{node: n, path: path, line: cmp.Or(via, n.Line), key: key})
 		switch n.Kind {
-		case yaml.AliasNode:
-			if n.Alias != nil {
-				walk(n.Alias, path, n.Line, depth+1)
-			}
 		case yaml.DocumentNode:
 			for _, c := range n.Content {
-				walk(c, path, via, depth+1)
+				walk(c, path, via, depth+1, false)
 			}
-		case yaml.ScalarNode:
-			line := n.Line
-			if via > 0 {
-				line = via
-			}
-			out = append(out, scalarUse{node: n, path: path, line: line})
 		case yaml.SequenceNode:
 			for i, c := range n.Content {
-				walk(c, fmt.Sprintf("%s[%d]", path, i), via, depth+1)
+				walk(c, fmt.Sprintf("%s[%d]", path, i), via, depth+1, false)
 			}
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
 				k, v := n.Content[i], n.Content[i+1]
+				walk(k, path, via, depth+1, true)
 				if isMergeKey(k) {
-					walk(v, path, via, depth+1) // an alias or a sequence of them, read as this mapping's
+					walk(v, path, via, depth+1, false) // an alias or a sequence of them, read as this mapping's
 					continue
 				}
-				line := k.Line
-				if via > 0 {
-					line = via
-				}
-				out = append(out, scalarUse{node: k, path: path, line: line, key: true})
-				walk(v, joinKey(path, k.Value), via, depth+1)
+				walk(v, joinKey(path, k.Value), via, depth+1, false)
 			}
 		}
 	}
-	walk(root, "", 0, 0)
+	walk(root, "", 0, 0, false)
+	return out
+}
+
+// scalarUses are the scalars of nodeUses: the strings the decoder reads.
+func scalarUses(root *yaml.Node) []nodeUse {
+	var out []nodeUse
+	for _, u := range nodeUses(root) {
+		if u.node.Kind == yaml.ScalarNode {
+			out = append(out, u)
+		}
+	}
 	return out
 }
 
