@@ -437,17 +437,18 @@ func (s *Server) read(f readFunc) http.HandlerFunc {
 			s.fail(w, fmt.Errorf("encoding an answer: %w", err))
 			return
 		}
+		// Every string the page serves passes the one sanitizer (session.Printable) here, so
+		// a bidi or zero-width mark a trainer, an advisor or an older tunebot stored never
+		// reaches the page. json.Marshal has escaped every control character, and the
+		// newline and tab Printable keeps never occur raw in its output. It comes before the
+		// redactor, which then sees a secret split by invisible marks whole.
+		body = []byte(session.Printable(string(body)))
 		// The redactor knows each secret's JSON-escaped form too, so the answer is masked
 		// whole, whatever field a trainer's words reached, and stays JSON (Redactor.JSON).
 		if body, err = s.opt.Redact.JSON(body); err != nil {
 			s.fail(w, fmt.Errorf("encoding an answer: %w", err))
 			return
 		}
-		// Every string the page serves passes the one sanitizer (session.Printable) here, so
-		// a bidi or zero-width mark a trainer, an advisor or an older tunebot stored never
-		// reaches the page. json.Marshal has escaped every control character, and the
-		// newline and tab Printable keeps never occur raw in its output.
-		body = []byte(session.Printable(string(body)))
 		// A read buys BytesPerRead of answer; each BytesPerRead more costs one more.
 		s.limit.Charge(in.Platform+"/"+in.User.ID, s.opt.Now(), float64(max(len(body)-BytesPerRead, 0))/BytesPerRead)
 		w.Header().Set("Cache-Control", "no-store")

@@ -394,6 +394,24 @@ func TestPageRedactsSecrets(t *testing.T) {
 	}
 }
 
+// TestPageRedactsASecretSplitByInvisibleMarks: the page strips zero-width and bidi marks
+// from what it serves (session.Printable); a key a trainer printed with one inside it
+// passed the redactor, which ran first, and was served joined whole. The page sanitizes,
+// then redacts.
+func TestPageRedactsASecretSplitByInvisibleMarks(t *testing.T) {
+	const key = "sk-planted-deepseek-0123456789"
+	f := newFixture(t, func(o *dashboard.Options) { o.Redact = secret.NewRedactor(key) })
+	tr := session.Trial{SessionID: sid, Number: 3, Rung: 0, Iterations: 300, State: session.TrialFailed,
+		Reason: "train job failed: exit status 1; train.log ends: using key sk-planted-\u200bdeepseek-\u202e0123456789"}
+	if err := f.db.PutTrial(context.Background(), tr); err != nil {
+		t.Fatal(err)
+	}
+	body := readAll(t, f.signIn(t, eve).get("/api/sessions/"+sid))
+	if strings.Contains(body, key) || !strings.Contains(body, "using key "+secret.Mask) {
+		t.Errorf("the page's session view serves the key joined, or not masked:\n%.2000s", body)
+	}
+}
+
 // TestPageReadCostsItsShare: a hostile advisor's failed proposals left audit entries of
 // 3 MB; one read of the session (21 MB) used up the person's whole read allowance, 429
 // (issue 44, table item 7). The session view's timeline holds the newest entries that fit
