@@ -34,6 +34,23 @@ func TestTwoTasksInOneInstallation(t *testing.T) {
 	const taskA, taskB = "Sim-Quadruped-A", "Sim-Quadruped-B"
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
+	cfg := twoTaskConfig(t, dir, data, taskA, taskB)
+
+	// No default task: a start names one, and an unknown one is refused, both with the list.
+	for _, args := range [][]string{{}, {"--task", "Sim-Biped"}} {
+		code, _, stderr := runBin(t, dir, append([]string{"tune", "--config", cfg}, args...)...)
+		if code != 1 || !strings.Contains(stderr, taskA) || !strings.Contains(stderr, taskB) {
+			t.Errorf("tune %v: exit %d, want a refusal naming %s and %s:\n%s", args, code, taskA, taskB, stderr)
+		}
+	}
+	presets := tuneEachTask(t, dir, cfg, data, taskA, taskB)
+	presetsStayWithTheirTask(t, dir, cfg, presets, taskA, taskB)
+}
+
+// twoTaskConfig writes the installation's config: tasks A and B, each a copy of the
+// built-in space (B's foot_slip default -0.3), and apply to a checkout that trains task A.
+func twoTaskConfig(t *testing.T, dir, data, taskA, taskB string) string {
+	t.Helper()
 	repo := applytest.Repo(t)
 	spaceFile(t, filepath.Join(dir, "a.yaml"), session.DefaultSpace())
 	b := session.DefaultSpace()
@@ -43,7 +60,7 @@ func TestTwoTasksInOneInstallation(t *testing.T) {
 		}
 	}
 	spaceFile(t, filepath.Join(dir, "b.yaml"), b)
-	cfg := writeConfig(t, dir, fmt.Sprintf(`data_dir: %s
+	return writeConfig(t, dir, fmt.Sprintf(`data_dir: %s
 service: {addr: "off"}
 session:
   trial_count: 6            # the demo's rungs and enough trials that each session beats its
@@ -61,16 +78,12 @@ apply:
   edits:
     - {file: %s, name: foot_slip, pattern: 'cfg\.rewards\["{name}"\]\.weight = ([-0-9.eE+]+)'}
 `, data, taskA, taskB, taskA, repo, applytest.CfgFile))
+}
 
-	// No default task: a start names one, and an unknown one is refused, both with the list.
-	for _, args := range [][]string{{}, {"--task", "Sim-Biped"}} {
-		code, _, stderr := runBin(t, dir, append([]string{"tune", "--config", cfg}, args...)...)
-		if code != 1 || !strings.Contains(stderr, taskA) || !strings.Contains(stderr, taskB) {
-			t.Errorf("tune %v: exit %d, want a refusal naming %s and %s:\n%s", args, code, taskA, taskB, stderr)
-		}
-	}
-
-	presets := map[string]string{} // task → its session's preset
+// tuneEachTask runs a session of each task, one after the other, checks that each says its
+// task, trains its own task's defaults and succeeds, and returns each task's preset.
+func tuneEachTask(t *testing.T, dir, cfg, data, taskA, taskB string) map[string]string {
+	t.Helper()
 	outputs := map[string]string{} // task → what its tune printed
 	for _, task := range []string{taskA, taskB} {
 		code, stdout, stderr := runBin(t, dir, "tune", "--config", cfg, "--task", task)
@@ -102,13 +115,21 @@ apply:
 			t.Errorf("session of task %s is %s: %s", s.Settings.Task, s.State, s.Reason)
 		}
 	}
+	presets := map[string]string{} // task → its session's preset
 	for _, p := range st.Presets {
 		presets[p.Task] = p.Name
 	}
 	if presets[taskA] == "" || presets[taskB] == "" {
 		t.Fatalf("presets by task: %v; want one from each session\n%s:\n%s\n%s:\n%s", presets, taskA, outputs[taskA], taskB, outputs[taskB])
 	}
+	return presets
+}
 
+// presetsStayWithTheirTask: apply, to a checkout that trains task A, refuses task B's
+// preset and commits task A's (in part, when asked), and a session of task A never starts
+// from task B's preset.
+func presetsStayWithTheirTask(t *testing.T, dir, cfg string, presets map[string]string, taskA, taskB string) {
+	t.Helper()
 	// A preset is applied only to its own task: the checkout trains task A.
 	code, _, stderr := runBin(t, dir, "apply", presets[taskB], "--yes", "--from-sim", "--config", cfg)
 	if code != 1 || !strings.Contains(stderr, "tuned on task "+taskB+", not "+taskA) {
