@@ -38,10 +38,29 @@ func TestOneVerdictOnEverySurface(t *testing.T) {
 	gain := fmt.Sprintf("%+.3f", sum.Versus.Score)
 	fresh := "fresh seeds " + session.SeedRange(sum.Verdict.Seeds)
 	spread := "± " + session.Spread(sum.Verdict.SE)
-	surfaces := map[string]string{"terminal": terminal, "--json headline": sum.Headline}
-
 	data := filepath.Join(dir, "data")
 	s, trials := storedSession(t, data, sum.Session)
+	for name, text := range textSurfaces(t, dir, sum, terminal, s, trials) {
+		for _, want := range []string{best, gain, fresh, spread} {
+			if !strings.Contains(text, want) {
+				t.Errorf("the %s does not say %q:\n%s", name, want, text)
+			}
+		}
+	}
+
+	// the trial reports' charts circle, and compare curves with, the same best
+	if k := kinOf(s.Settings, trials, trials[0]); k.best == nil || k.best.Number != sum.Best.Trial || k.best.Rung != sum.Best.Rung {
+		t.Errorf("the charts' best is %v, --json's %s", k.best, best)
+	}
+	pageSaysTheSame(t, pageSessionView(t, dir, data, sum.Session), sum, best, gain, fresh)
+}
+
+// textSurfaces are the texts a person reads the finished session sum in, by surface: the
+// terminal, the --json headline, the chat thread's summary card, the phone push and preset
+// show.
+func textSurfaces(t *testing.T, dir string, sum summaryJSON, terminal string, s session.Session, trials []session.Trial) map[string]string {
+	t.Helper()
+	surfaces := map[string]string{"terminal": terminal, "--json headline": sum.Headline}
 	summary := bot.SummaryCard(bot.SummaryInput{Session: s, Trials: trials})
 	surfaces["chat summary card"] = bot.RenderText(summary, nil)
 	push, ok := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventSessionFinished, Session: s}, Trials: trials})
@@ -54,20 +73,13 @@ func TestOneVerdictOnEverySurface(t *testing.T) {
 		t.Fatalf("preset show %s: exit %d\n%s%s", sum.Preset, code, show, errOut)
 	}
 	surfaces["preset show"] = show
-	for name, text := range surfaces {
-		for _, want := range []string{best, gain, fresh, spread} {
-			if !strings.Contains(text, want) {
-				t.Errorf("the %s does not say %q:\n%s", name, want, text)
-			}
-		}
-	}
+	return surfaces
+}
 
-	// the trial reports' charts circle, and compare curves with, the same best
-	if k := kinOf(s.Settings, trials, trials[0]); k.best == nil || k.best.Number != sum.Best.Trial || k.best.Rung != sum.Best.Rung {
-		t.Errorf("the charts' best is %v, --json's %s", k.best, best)
-	}
-
-	page := pageSessionView(t, dir, data, sum.Session)
+// pageSaysTheSame: the monitoring page's view of the session names --json's best trial,
+// outcome and gain on fresh seeds, and every trial's eligibility as --json does.
+func pageSaysTheSame(t *testing.T, page sessionPage, sum summaryJSON, best, gain, fresh string) {
+	t.Helper()
 	if page.Session.BestTrial != sum.Best.Trial || page.Session.BestRung != sum.Best.Rung || page.Session.Outcome != sum.Outcome {
 		t.Errorf("the page's session: best trial %d @ rung %d, outcome %q; --json: %s, %q",
 			page.Session.BestTrial, page.Session.BestRung, page.Session.Outcome, best, sum.Outcome)
