@@ -641,8 +641,20 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	if s.State != session.StateAwaitingApproval {
 		t.Fatalf("state %s, want awaiting_approval", s.State)
 	}
-	// reject with feedback: a new proposal comes, and the advisor saw the feedback
-	if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionReject, Feedback: "too aggressive on tracking", By: console}); err != nil {
+	s = rejectWithFeedback(t, h, s)
+	badEditStaysPending(t, h, s)
+	s = goodEditRuns(t, h, s)
+	concurrentApprovals(t, h, s)
+	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rejectWithFeedback rejects s's proposal with feedback: a new proposal comes, and the
+// advisor saw the feedback.
+func rejectWithFeedback(t *testing.T, h *harness, s session.Session) session.Session {
+	t.Helper()
+	if _, err := h.eng.Decide(context.Background(), session.DecideRequest{SessionID: s.ID, Action: session.ActionReject, Feedback: "too aggressive on tracking", By: console}); err != nil {
 		t.Fatal(err)
 	}
 	s = h.wait(s.ID)
@@ -650,7 +662,14 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	if s.State != session.StateAwaitingApproval || len(reqs) != 2 || len(reqs[1].Feedback) != 1 || reqs[1].Feedback[0] != "too aggressive on tracking" {
 		t.Fatalf("after reject: state %s, %d requests, feedback %v", s.State, len(reqs), reqs[len(reqs)-1].Feedback)
 	}
-	// an edit with a bad value is refused with the reason, and the proposal stays pending
+	return s
+}
+
+// badEditStaysPending: an edit with a bad value is refused with the reason, and the proposal
+// stays pending.
+func badEditStaysPending(t *testing.T, h *harness, s session.Session) {
+	t.Helper()
+	ctx := context.Background()
 	bad := session.Patch{Weights: map[string]float64{"track_linear_velocity": 9}}
 	_, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &bad, By: console})
 	var ie *session.InvalidError
@@ -664,9 +683,13 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	if n := h.tr.trains[session.TrialRef{1, 0}]; n != 0 {
 		t.Fatalf("a trial ran after a refused edit")
 	}
-	// a valid edit runs as source "edit"
+}
+
+// goodEditRuns: a valid edit runs as source "edit".
+func goodEditRuns(t *testing.T, h *harness, s session.Session) session.Session {
+	t.Helper()
 	good := session.Patch{Weights: map[string]float64{"action_rate_l2": -0.08}}
-	if _, err := h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &good, By: console}); err != nil {
+	if _, err := h.eng.Decide(context.Background(), session.DecideRequest{SessionID: s.ID, Action: session.ActionEdit, Edit: &good, By: console}); err != nil {
 		t.Fatal(err)
 	}
 	s = h.wait(s.ID)
@@ -679,14 +702,20 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	if t1.Source != session.SourceEdit || t1.RewardConfig.Weights["action_rate_l2"] != -0.08 || t1.State != session.TrialCompleted {
 		t.Fatalf("trial 1: source %s config %v state %s", t1.Source, t1.RewardConfig.Weights["action_rate_l2"], t1.State)
 	}
-	// two people approving at once: one decision, a clear answer to the second
+	return s
+}
+
+// concurrentApprovals: two people approving at once: one decision, a clear answer to the
+// second.
+func concurrentApprovals(t *testing.T, h *harness, s session.Session) {
+	t.Helper()
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = h.eng.Decide(ctx, session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: session.Actor{Platform: "slack", ID: fmt.Sprint("U", i)}})
+			_, errs[i] = h.eng.Decide(context.Background(), session.DecideRequest{SessionID: s.ID, Action: session.ActionApprove, By: session.Actor{Platform: "slack", ID: fmt.Sprint("U", i)}})
 		}()
 	}
 	wg.Wait()
@@ -703,9 +732,6 @@ func TestApprovalRejectEditApprove(t *testing.T) {
 	}
 	if ok != 1 || conflict != 1 {
 		t.Fatalf("concurrent approvals: %d ok, %d conflicts (%v)", ok, conflict, errs)
-	}
-	if _, err := h.eng.Cancel(ctx, s.ID, console); err != nil {
-		t.Fatal(err)
 	}
 }
 

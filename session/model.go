@@ -1,6 +1,7 @@
 package session
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -236,13 +237,13 @@ type Trial struct {
 	Final        *Final        `json:"final,omitempty"`
 	// FinalFailed is set when its final evaluation failed (Reason says why): it keeps its
 	// rung result, and its gain is not measured on fresh seeds (VerdictOf).
-	FinalFailed bool      `json:"final_failed,omitempty"`
-	Reason      string    `json:"reason,omitempty"`
-	LogTail     string    `json:"log_tail,omitempty"`
-	Proc        *Proc     `json:"proc,omitempty"`
-	StartedAt   time.Time `json:"started_at,omitzero"`
-	EndedAt     time.Time `json:"ended_at,omitzero"`
-	GPUSeconds  float64   `json:"gpu_seconds"`
+	FinalFailed FailedFlag `json:"final_failed,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	LogTail     string     `json:"log_tail,omitempty"`
+	Proc        *Proc      `json:"proc,omitempty"`
+	StartedAt   time.Time  `json:"started_at,omitzero"`
+	EndedAt     time.Time  `json:"ended_at,omitzero"`
+	GPUSeconds  float64    `json:"gpu_seconds"`
 
 	// Clip is the short video of the policy its rung's evaluation wrote (nil: none); ClipNote
 	// says why there is none, or why the one written was refused.
@@ -251,6 +252,27 @@ type Trial struct {
 	// PromotedBy is set on a promoted trial that a person put into its rung's plan (promote
 	// N, or drop of another trial that it replaced); nil when the plan was tunebot's.
 	PromotedBy *Promotion `json:"promoted_by,omitempty"`
+}
+
+// FailedFlag is Trial.FinalFailed: written as a bool, and read from the failure's words too,
+// which a trial stored before it was a flag holds ("final_failed": "exit status 1"; its
+// reason says them as well), so such a record still reads rather than failing its session's
+// every read of trials.
+type FailedFlag bool
+
+// UnmarshalJSON reads a bool, or a stored failure's words as set when there are any.
+func (f *FailedFlag) UnmarshalJSON(data []byte) error {
+	var words string
+	if json.Unmarshal(data, &words) == nil {
+		*f = words != ""
+		return nil
+	}
+	var b bool
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	*f = FailedFlag(b)
+	return nil
 }
 
 // TrialOutline is what a summary needs of a trial, where it stands and when it ran: a list

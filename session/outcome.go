@@ -13,8 +13,8 @@ import "fmt"
 //     preset ships never turns on the fresh seeds' luck (which would bias the figure the
 //     preset reports upward).
 //   - OutcomeUnmeasured: no measurement at equal training on fresh seeds was possible
-//     (control: false, a failed final evaluation, no per-seed results); saved and marked as
-//     within the noise is.
+//     (control: false, a failed final evaluation, final mean metrics that do not score, no
+//     per-seed results); saved and marked as within the noise is.
 //   - OutcomeNoImprovement: no tuned trial beat the baseline at the rung that chose, or the
 //     fresh seeds put the chosen one below it beyond the noise (its 95 % upper bound below 0);
 //     no preset is saved, since the baseline's configuration would be offered to apply as if

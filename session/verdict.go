@@ -144,7 +144,7 @@ func VerdictOf(st Settings, control *Trial, t Trial) Verdict {
 	case control == nil || control.Rung != t.Rung:
 		v.Unmeasured = "no baseline was trained as long (control: false), so there is no comparison at equal training"
 		return v
-	case t.FinalFailed:
+	case bool(t.FinalFailed):
 		// The job's own words (its log's end) stay in the trial's reason: the verdict goes
 		// into the headline, the push and the preset, and quotes nothing a trainer wrote.
 		v.Unmeasured = fmt.Sprintf("its final evaluation failed (trial %d @ rung %d's reason says why)", t.Number, t.Rung)
@@ -152,7 +152,7 @@ func VerdictOf(st Settings, control *Trial, t Trial) Verdict {
 	case t.Final == nil:
 		v.Unmeasured = "it has no final evaluation"
 		return v
-	case control.FinalFailed:
+	case bool(control.FinalFailed):
 		v.Unmeasured = fmt.Sprintf("the baseline's final evaluation failed (trial 0 @ rung %d's reason says why)", control.Rung)
 		return v
 	case !hasFinalControl(control, t):

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -154,5 +155,38 @@ func TestVerdictUnmeasured(t *testing.T) {
 				t.Errorf("verdict %+v, want unmeasured: %s", v, c.want)
 			}
 		})
+	}
+}
+
+// TestFinalFailedReadsTheStoredWords: a trial stored while final_failed held the failure's
+// words reads as failed (its session's trials failed to decode at all), and one written now
+// holds a bool, absent when not set.
+func TestFinalFailedReadsTheStoredWords(t *testing.T) {
+	for _, tt := range []struct {
+		stored string
+		want   bool
+	}{
+		{`{"number":4,"rung":2,"final_failed":"exit status 1"}`, true},
+		{`{"number":4,"rung":2,"final_failed":""}`, false},
+		{`{"number":4,"rung":2,"final_failed":true}`, true},
+		{`{"number":4,"rung":2}`, false},
+	} {
+		var tr session.Trial
+		if err := json.Unmarshal([]byte(tt.stored), &tr); err != nil || bool(tr.FinalFailed) != tt.want {
+			t.Errorf("%s: final failed %v (%v), want %v", tt.stored, tr.FinalFailed, err, tt.want)
+		}
+	}
+	var bad session.Trial
+	if err := json.Unmarshal([]byte(`{"final_failed":3}`), &bad); err == nil {
+		t.Errorf("a number read as final_failed %v, want an error", bad.FinalFailed)
+	}
+	for _, tt := range []struct {
+		flag session.FailedFlag
+		want string
+	}{{true, `"final_failed":true`}, {false, ""}} {
+		b, err := json.Marshal(session.Trial{FinalFailed: tt.flag})
+		if err != nil || (tt.want != "") != strings.Contains(string(b), `"final_failed"`) || !strings.Contains(string(b), tt.want) {
+			t.Errorf("written %s (%v), want %q", b, err, tt.want)
+		}
 	}
 }

@@ -226,7 +226,8 @@ func runAll(ctx context.Context, first int64, surfaces, reps int, ws []float64, 
 }
 
 // runSession runs one whole automatic session of the real engine (the numeric sampler,
-// session defaults) on surface seed, with preferences at weight (0: off).
+// session defaults) on surface seed, with preferences at weight (0: off), and scores what
+// it ships.
 func runSession(ctx context.Context, dir string, seed int64, rep int, weight float64) (result, error) {
 	r := result{Surface: seed, Rep: rep, Weight: weight}
 	surf, err := sim.NewSurface(seed)
@@ -242,13 +243,23 @@ func runSession(ctx context.Context, dir string, seed int64, rep int, weight flo
 		return r, err
 	}
 	defer db.Close()
+	s, err := playSession(ctx, db, dir, surf, seed, rep, weight)
+	if err != nil {
+		return r, err
+	}
+	return scoreSession(ctx, db, surf, s, r)
+}
+
+// playSession runs the session of runSession in db to its end, the person answering its
+// cards, and returns it; one that did not succeed is an error.
+func playSession(ctx context.Context, db *store.DB, dir string, surf *sim.Surface, seed int64, rep int, weight float64) (session.Session, error) {
 	sp := session.DefaultSpace()
 	p := &person{inner: advisor.NewSampler(advisor.SamplerOptions{}), space: sp,
 		rng: rand.New(rand.NewPCG(uint64(seed), uint64(rep)+0x9e3779b9))}
 	eng, err := session.NewEngine(session.EngineConfig{Store: db, Trainer: memsim.Trainer{Surf: surf, Rep: rep}, Sampler: p,
 		Space: sp, SessionsDir: filepath.Join(dir, "sessions")})
 	if err != nil {
-		return r, err
+		return session.Session{}, err
 	}
 	p.eng = eng
 	defer eng.Shutdown(context.WithoutCancel(ctx))
@@ -262,14 +273,20 @@ func runSession(ctx context.Context, dir string, seed int64, rep int, weight flo
 	}
 	s, err := eng.Start(ctx, st, session.System)
 	if err != nil {
-		return r, err
+		return s, err
 	}
 	if s, err = eng.Wait(ctx, s.ID); err != nil {
-		return r, err
+		return s, err
 	}
 	if s.State != session.StateSucceeded {
-		return r, fmt.Errorf("surface %d rep %d weight %g: session ended %s: %s", seed, rep, weight, s.State, s.Message)
+		return s, fmt.Errorf("surface %d rep %d weight %g: session ended %s: %s", seed, rep, weight, s.State, s.Message)
 	}
+	return s, nil
+}
+
+// scoreSession fills r from session s: the cards asked and answered, the trial it ships,
+// and that configuration's noise-free gain at the top rung and its utility.
+func scoreSession(ctx context.Context, db *store.DB, surf *sim.Surface, s session.Session, r result) (result, error) {
 	for _, x := range s.Preferences {
 		if x.Asked {
 			r.Asked++
@@ -287,11 +304,12 @@ func runSession(ctx context.Context, dir string, seed int64, rep int, weight flo
 		return r, err
 	}
 	r.Shipped = ref.Number
+	st := s.Settings
 	gain, ok := surf.Gain(shipped, st.Rungs[len(st.Rungs)-1], st.Objective, st.Floors)
 	if !ok {
 		gain = math.Min(gain, 0)
 	}
-	r.Gain, r.Utility = gain, utility(sp, shipped)
+	r.Gain, r.Utility = gain, utility(session.DefaultSpace(), shipped)
 	return r, nil
 }
 

@@ -38,11 +38,10 @@ func Play(ctx context.Context, db *store.DB, dir string, space *session.Space, a
 	return s, trials, session.Preset{Trial: ref, Config: cfg}, err
 }
 
-// FixFinalSeeds gives st the fresh final seeds a session would draw, from its session seed
-// rather than its random id (unless st lists its own), so that a benchmark's sessions come
-// out the same in every run.
+// FixFinalSeeds gives st the final seeds a session would draw (Session.FinalSeeds: its own
+// when it lists fresh ones, else FinalEvalCount, or the default count, fresh ones), keyed by
+// its session seed rather than its random id, so that a benchmark's sessions come out the
+// same in every run.
 func FixFinalSeeds(st *session.Settings) {
-	if len(st.FinalEvalSeeds) == 0 {
-		st.FinalEvalSeeds = session.FreshSeeds(fmt.Sprintf("bench-%d", st.Seed), st.FinalEvalCount, st.EvalSeeds)
-	}
+	st.FinalEvalSeeds = session.Session{ID: fmt.Sprintf("bench-%d", st.Seed), Settings: *st}.FinalSeeds()
 }
