@@ -104,7 +104,8 @@ func Compare(s Session, trials []Trial) (Comparison, bool) {
 		c, _ := VersusOf(s.Settings, control, *best)
 		out.Chosen = &Chosen{Score: c.Score, Seeds: append([]int{}, seeds...)}
 	}
-	if out.Final && best.Final != nil {
+	if out.Final && (best.Final != nil || bool(best.FinalFailed)) {
+		// a finalist whose final evaluation failed has a verdict too: why it is unmeasured
 		v := VerdictOf(s.Settings, control, *best)
 		out.Verdict = &v
 	}
@@ -221,7 +222,7 @@ func (c Comparison) headline() string {
 		return c.freshHeadline(who)
 	}
 	if b.Rung == 0 {
-		return fmt.Sprintf("%s scores %s vs the baseline @ rung 0 (same %d iterations, seeds %s)", who, signedStd(b), b.Iterations, seedList(b.Seeds))
+		return fmt.Sprintf("%s scores %s vs the baseline @ rung 0 (same %d iterations, seeds %s)%s", who, signedStd(b), b.Iterations, seedList(b.Seeds), c.chosenOnly())
 	}
 	k := *c.Control
 	seeds := "the same seeds " + seedList(b.Seeds)
@@ -240,8 +241,19 @@ func (c Comparison) headline() string {
 	if diff <= 0 {
 		verdict = "the baseline is ahead by " + Spread(-diff)
 	}
-	return fmt.Sprintf("%s scores %s, the baseline %s (%s) at the same %d iterations on %s: %s",
-		who, mine, theirs, ref, b.Iterations, seeds, verdict)
+	return fmt.Sprintf("%s scores %s, the baseline %s (%s) at the same %d iterations on %s: %s%s",
+		who, mine, theirs, ref, b.Iterations, seeds, verdict, c.chosenOnly())
+}
+
+// chosenOnly is what a finished session's headline adds when the figure it shows is the one
+// the seeds that chose the trial saw, because its final evaluation on fresh seeds did not
+// measure it (a failed final evaluation, mean metrics that do not score): that the figure may
+// overstate, and why there is no other. "" otherwise.
+func (c Comparison) chosenOnly() string {
+	if !c.Final || c.Verdict == nil || c.Verdict.Measured() {
+		return ""
+	}
+	return " (on the seeds that chose it, so it may overstate the gain; " + c.Verdict.Text() + ")"
 }
 
 // freshHeadline is the headline of a trial measured with the baseline trained as long on

@@ -151,3 +151,29 @@ func TestSessionsFromBeforeFreshSeeds(t *testing.T) {
 		t.Errorf("headline %q: want it to say the final evaluation re-ran the seeds that chose", h)
 	}
 }
+
+// A finished session whose chosen finalist's final evaluation failed has only the figure the
+// seeds that chose it saw: its headline says that figure may overstate, and why nothing
+// measured it on fresh seeds, rather than showing it as the gain (issue 43: never report on
+// the noise that chose).
+func TestHeadlineOfAFailedFinalEvaluationSaysItMayOverstate(t *testing.T) {
+	s, trials := sessiontest.GateLadder()
+	for i := range trials {
+		if trials[i].Number == s.BestTrial && trials[i].Rung == s.BestRung {
+			trials[i].Final, trials[i].FinalFailed = nil, true
+		}
+	}
+	c, ok := session.Compare(s, trials)
+	if !ok || c.Verdict == nil || c.Verdict.Measured() {
+		t.Fatalf("comparison %+v: want a final one with an unmeasured verdict", c)
+	}
+	h := c.Headline()
+	for _, want := range []string{"on the seeds that chose it, so it may overstate the gain", "its final evaluation failed"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("headline %q does not say %q", h, want)
+		}
+	}
+	if strings.Contains(h, "fresh seeds "+session.SeedRange(s.FinalSeeds())) {
+		t.Errorf("headline %q names fresh seeds nothing was measured on", h)
+	}
+}
