@@ -265,7 +265,7 @@ func (c Comparison) freshHeadline(who string) string {
 	se, test := "", ""
 	if d := c.Verdict; d != nil && d.Measured() {
 		se = " ± " + Spread(d.SE)
-		test = fmt.Sprintf(" (paired, 95 %% lower bound %s: %s)", SignedScore(d.Lower), d.noiseWord())
+		test = fmt.Sprintf(" (paired, 95 %% lower bound %s%s: %s)", SignedScore(d.Lower), d.leftOutWords(), d.noiseWord())
 	} else if d != nil {
 		test = " (" + d.Text() + ")"
 	}

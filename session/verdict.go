@@ -76,8 +76,11 @@ type Verdict struct {
 	// Lower is the one-sided 95 % lower bound, Gain − t·SE; Upper the upper one, Gain + t·SE.
 	Lower float64 `json:"lower"`
 	Upper float64 `json:"upper"`
-	// Seeds are the fresh seeds both were evaluated on.
-	Seeds []int `json:"seeds"`
+	// Seeds are the fresh seeds the test paired: both were evaluated on them and both scored.
+	// LeftOut are the chosen trial's final seeds the test could not pair (a seed's metrics did
+	// not score, or the baseline has no result on it), named so the test's count adds up.
+	Seeds   []int `json:"seeds"`
+	LeftOut []int `json:"left_out,omitempty"`
 	// Cleared is true when Lower > 0: the gain clears the noise.
 	Cleared bool `json:"cleared"`
 	// Test names the test in words (TestName); Unmeasured says why there is none.
@@ -96,7 +99,7 @@ func TestName(n int) string {
 // Rounded is v with its measured numbers as a person reads them (Measured).
 func (v Verdict) Rounded() Verdict {
 	v.Gain, v.SE, v.Lower, v.Upper = Measured(v.Gain), Measured(v.SE), Measured(v.Lower), Measured(v.Upper)
-	v.Seeds = slices.Clone(v.Seeds)
+	v.Seeds, v.LeftOut = slices.Clone(v.Seeds), slices.Clone(v.LeftOut)
 	return v
 }
 
@@ -106,8 +109,16 @@ func (v Verdict) Text() string {
 	if !v.Measured() {
 		return "not measured on fresh seeds: " + v.Unmeasured
 	}
-	return fmt.Sprintf("%s ± %s on fresh seeds %s (paired, 95 %% lower bound %s): %s",
-		SignedScore(v.Gain), Spread(v.SE), SeedRange(v.Seeds), SignedScore(v.Lower), v.noiseWord())
+	return fmt.Sprintf("%s ± %s on fresh seeds %s (paired, 95 %% lower bound %s%s): %s",
+		SignedScore(v.Gain), Spread(v.SE), SeedRange(v.Seeds), SignedScore(v.Lower), v.leftOutWords(), v.noiseWord())
+}
+
+// leftOutWords names the seeds the test left out, "" when it paired them all.
+func (v Verdict) leftOutWords() string {
+	if len(v.LeftOut) == 0 {
+		return ""
+	}
+	return "; seed(s) " + seedList(v.LeftOut) + " left out: no paired score"
 }
 
 // noiseWord says whether a measured gain clears the noise, as the verdict line and the
@@ -166,8 +177,14 @@ func VerdictOf(st Settings, control *Trial, t Trial) Verdict {
 		v.Unmeasured = fmt.Sprintf("trial %d @ rung %d's final mean metrics do not score against the baseline's (missing or non-finite)", t.Number, t.Rung)
 		return v
 	}
-	v.Gain, v.Seeds = fv.Score, slices.Clone(t.Final.Seeds)
-	d := pairedDiffs(st, control, t)
+	v.Gain = fv.Score
+	var d []float64
+	v.Seeds, d = pairedDiffs(st, control, t)
+	for _, seed := range t.Final.Seeds {
+		if !slices.Contains(v.Seeds, seed) {
+			v.LeftOut = append(v.LeftOut, seed)
+		}
+	}
 	if len(d) < 2 {
 		v.Unmeasured = fmt.Sprintf("the final evaluations share %d seed(s) with per-seed results; a spread needs 2", len(d))
 		return v
@@ -203,23 +220,22 @@ func seedScores(sc Scorer, per []SeedMetrics) (seeds []int, scores []float64) {
 }
 
 // pairedDiffs are t's per-seed scores less control's on the seeds both final evaluations
-// report, each scored against the control's final mean metrics.
-func pairedDiffs(st Settings, control *Trial, t Trial) []float64 {
+// report, each scored against the control's final mean metrics, and those seeds.
+func pairedDiffs(st Settings, control *Trial, t Trial) (paired []int, d []float64) {
 	sc := st.scorer(control.Final.Metrics)
 	theirs := map[int]float64{}
 	cs, cScores := seedScores(sc, control.Final.PerSeed)
 	for k, seed := range cs {
 		theirs[seed] = cScores[k]
 	}
-	var d []float64
 	seeds, mine := seedScores(sc, t.Final.PerSeed)
 	for k, seed := range seeds {
 		if c, ok := theirs[seed]; ok {
-			d = append(d, mine[k]-c)
+			paired, d = append(paired, seed), append(d, mine[k]-c)
 			delete(theirs, seed) // a seed listed twice counts once
 		}
 	}
-	return d
+	return paired, d
 }
 
 // overlaps reports whether a and b share a seed.

@@ -190,3 +190,24 @@ func TestFinalFailedReadsTheStoredWords(t *testing.T) {
 		}
 	}
 }
+
+// A fresh seed whose metrics do not score is left out of the paired test, and the verdict says
+// which: its seeds are the ones the test paired, so "over 4 fresh seeds" and the seeds it
+// lists agree, and the left-out seed is named rather than silently dropped.
+func TestVerdictNamesASeedItLeftOut(t *testing.T) {
+	seeds := []int{7301, 7302, 7303, 7304, 7305}
+	st, control, trial := pairOn(0.1, []float64{-0.02, 0.01, 0.02, -0.01, 0}, seeds)
+	bad := session.Metrics{}
+	for k, v := range trial.Final.PerSeed[2].Metrics {
+		bad[k] = v
+	}
+	bad[session.MetricFallRate] = math.NaN()
+	trial.Final.PerSeed[2].Metrics = bad
+	v := session.VerdictOf(st, control, trial)
+	if !v.Measured() || !slices.Equal(v.Seeds, []int{7301, 7302, 7304, 7305}) || !slices.Equal(v.LeftOut, []int{7303}) || v.Test != session.TestName(4) {
+		t.Fatalf("verdict %+v: want the test over the 4 seeds that scored, 7303 named as left out", v)
+	}
+	if text := v.Text(); !strings.Contains(text, "seed(s) 7303 left out") || !strings.Contains(text, "fresh seeds 7301,7302,7304,7305") {
+		t.Errorf("verdict text %q does not name the seeds it paired and the one it left out", text)
+	}
+}
