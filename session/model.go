@@ -134,7 +134,9 @@ func (s Session) FinalSeeds() []int {
 		return fs
 	}
 	n := s.Settings.FinalEvalCount
-	if n <= 0 { // none set; a negative one only a damaged record could hold
+	if n < MinFinalEvalCount || n > MaxFinalEvalCount {
+		// none set, or one the settings refuse that only a damaged record holds (a count of
+		// billions would allocate without bound)
 		n = DefaultFinalEvalCount
 	}
 	return FreshSeeds(s.ID, n, s.Settings.EvalSeeds)

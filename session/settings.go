@@ -372,8 +372,8 @@ func finalSeedList(seeds, evalSeeds []int) []string {
 
 // finalCount: 2–16 fresh seeds when final_eval_seeds lists none.
 func finalCount(n int, seeds []int) []string {
-	if len(seeds) == 0 && (n < 2 || n > 16) {
-		return []string{fmt.Sprintf("%d is outside 2–16 (a gain's spread needs two seeds)", n)}
+	if len(seeds) == 0 && (n < MinFinalEvalCount || n > MaxFinalEvalCount) {
+		return []string{fmt.Sprintf("%d is outside %d–%d (a gain's spread needs two seeds)", n, MinFinalEvalCount, MaxFinalEvalCount)}
 	}
 	return nil
 }

@@ -18,6 +18,13 @@ import (
 // evaluation noise (bench/figures/README.md), and still a fraction of the training it checks.
 const DefaultFinalEvalCount = 5
 
+// MinFinalEvalCount and MaxFinalEvalCount bound final_eval_count: a spread needs two seeds,
+// and more than sixteen would cost more than the evaluation they check is worth.
+const (
+	MinFinalEvalCount = 2
+	MaxFinalEvalCount = 16
+)
+
 // freshSeedBase and freshSeedSpan place fresh seeds among 4-digit numbers (7301, 7302, ...),
 // far from the 0, 1, 2 that evaluation seeds usually are, so a person reading them sees
 // at once that they are not the seeds that chose.

@@ -211,3 +211,15 @@ func TestVerdictNamesASeedItLeftOut(t *testing.T) {
 		t.Errorf("verdict text %q does not name the seeds it paired and the one it left out", text)
 	}
 }
+
+// A stored final_eval_count the settings refuse, which only a damaged record holds, draws the
+// default count of fresh seeds: never a panic (below 1) nor an allocation of billions.
+func TestDamagedFinalEvalCountDrawsTheDefault(t *testing.T) {
+	for _, n := range []int{-3, 0, 1, session.MaxFinalEvalCount + 1, 1 << 40} {
+		s := session.Session{ID: "4aa3ae7aa0cd6d42", Settings: session.DefaultSettings()}
+		s.Settings.FinalEvalCount = n
+		if got := s.FinalSeeds(); len(got) != session.DefaultFinalEvalCount {
+			t.Errorf("final_eval_count %d: %d fresh seeds, want the default %d", n, len(got), session.DefaultFinalEvalCount)
+		}
+	}
+}
