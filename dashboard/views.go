@@ -125,6 +125,9 @@ func bestText(s session.Session, vs *bestVersus) string {
 		return "none yet"
 	case s.BestTrial == 0:
 		return fmt.Sprintf("the baseline (trial 0 @ rung %d): no tuned trial beat it", s.BestRung)
+	case vs != nil && vs.Final && s.Result.Verdict != nil && s.Result.Verdict.Measured():
+		// the verdict as every other surface says it: the spread, the fresh seeds, the test
+		return fmt.Sprintf("%s (trial %d @ rung %d)", s.Result.Verdict.TextVersus(vs.Label()), vs.Trial, vs.Rung)
 	case vs != nil && vs.Final:
 		return fmt.Sprintf("%s, on fresh seeds (trial %d @ rung %d)", vs.String(), vs.Trial, vs.Rung)
 	case vs != nil:

@@ -112,12 +112,19 @@ func (v Verdict) Rounded() Verdict {
 
 // Text says the verdict in words: "+0.041 ± 0.012 on fresh seeds 7301–7305 (paired; 95 %
 // lower bound +0.015): clears the noise", or why there was no test.
-func (v Verdict) Text() string {
+func (v Verdict) Text() string { return v.TextVersus("") }
+
+// TextVersus is Text with what the gain is against after it ("vs baseline @ rung 2", Versus.Label),
+// for a surface that shows the verdict without the headline around it (the page's list).
+func (v Verdict) TextVersus(label string) string {
 	if !v.Measured() {
 		return "not measured on fresh seeds: " + v.Unmeasured
 	}
-	return fmt.Sprintf("%s ± %s on fresh seeds %s (paired, 95 %% lower bound %s%s): %s",
-		SignedScore(v.Gain), Spread(v.SE), SeedRange(v.Seeds), SignedScore(v.Lower), v.leftOutWords(), v.noiseWord())
+	if label != "" {
+		label = " " + label
+	}
+	return fmt.Sprintf("%s ± %s%s on fresh seeds %s (paired, 95 %% lower bound %s%s): %s",
+		SignedScore(v.Gain), Spread(v.SE), label, SeedRange(v.Seeds), SignedScore(v.Lower), v.leftOutWords(), v.noiseWord())
 }
 
 // leftOutWords names the seeds the test left out, "" when it paired them all.

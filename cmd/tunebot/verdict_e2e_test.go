@@ -23,7 +23,7 @@ import (
 // same rung, the same gain over the baseline trained as long, the same outcome, and the
 // page and the JSON agree on every trial's eligibility. The gain is the final evaluation's:
 // each text surface names the fresh seeds it was measured on and its standard error (issue
-// 43). One test of one session, so a surface that computes its own verdict shows here as a
+// 43), the page included. One test of one session, so a surface that computes its own verdict shows here as a
 // disagreement.
 func TestOneVerdictOnEverySurface(t *testing.T) {
 	if testing.Short() {
@@ -52,7 +52,7 @@ func TestOneVerdictOnEverySurface(t *testing.T) {
 	if k := kinOf(s.Settings, trials, trials[0]); k.best == nil || k.best.Number != sum.Best.Trial || k.best.Rung != sum.Best.Rung {
 		t.Errorf("the charts' best is %v, --json's %s", k.best, best)
 	}
-	pageSaysTheSame(t, pageSessionView(t, dir, data, sum.Session), sum, best, gain, fresh)
+	pageSaysTheSame(t, pageSessionView(t, dir, data, sum.Session), sum, best, gain, fresh, spread)
 }
 
 // textSurfaces are the texts a person reads the finished session sum in, by surface: the
@@ -77,15 +77,21 @@ func textSurfaces(t *testing.T, dir string, sum summaryJSON, terminal string, s 
 }
 
 // pageSaysTheSame: the monitoring page's view of the session names --json's best trial,
-// outcome and gain on fresh seeds, and every trial's eligibility as --json does.
-func pageSaysTheSame(t *testing.T, page sessionPage, sum summaryJSON, best, gain, fresh string) {
+// outcome and gain on the same fresh seeds with the same spread, and every trial's
+// eligibility as --json does.
+func pageSaysTheSame(t *testing.T, page sessionPage, sum summaryJSON, best, gain, fresh, spread string) {
 	t.Helper()
 	if page.Session.BestTrial != sum.Best.Trial || page.Session.BestRung != sum.Best.Rung || page.Session.Outcome != sum.Outcome {
 		t.Errorf("the page's session: best trial %d @ rung %d, outcome %q; --json: %s, %q",
 			page.Session.BestTrial, page.Session.BestRung, page.Session.Outcome, best, sum.Outcome)
 	}
-	if v := page.Session.BestVersus; v == nil || fmt.Sprintf("%+.3f", v.Score) != gain || !v.Final || !strings.Contains(page.Session.Best, gain+" vs baseline @ rung") || !strings.Contains(page.Session.Best, "on fresh seeds") {
-		t.Errorf("the page's gain over the baseline is %+v (%q), --json's %s on %s", v, page.Session.Best, gain, fresh)
+	if v := page.Session.BestVersus; v == nil || fmt.Sprintf("%+.3f", v.Score) != gain || !v.Final {
+		t.Errorf("the page's gain over the baseline is %+v, --json's %s on %s", v, gain, fresh)
+	}
+	for _, want := range []string{best, gain + " " + spread + " vs baseline @ rung", fresh} {
+		if !strings.Contains(page.Session.Best, want) {
+			t.Errorf("the page's best %q does not say %q", page.Session.Best, want)
+		}
 	}
 	eligible := map[string]bool{}
 	for _, tr := range sum.Trials {
