@@ -5,6 +5,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"tunebot/secret"
 )
 
 // Printable is s, text from outside tunebot (a job's log and failure reason, a metric or
@@ -34,9 +36,14 @@ func Printable(s string) string {
 const TextLimit = 4 << 10
 
 // CapText is s cut to at most limit bytes (on a rune boundary), saying where it was cut and
-// how long it was: "… (cut to 4096 of 3145728 bytes)". s within limit is returned as is.
+// how long it was: "… (cut to 4096 of 3145728 bytes)". s within limit is returned as is. The
+// process's secrets are masked before the cut: the store masks only whole values, so a secret
+// the cut split would keep its first part.
 func CapText(s string, limit int) string {
 	if len(s) <= limit {
+		return s
+	}
+	if s = secret.Process().String(s); len(s) <= limit {
 		return s
 	}
 	note := fmt.Sprintf("… (cut to %d of %d bytes)", limit, len(s))

@@ -75,3 +75,15 @@ func TestBidiAndZeroWidthInTagsAndMetricNamesRefused(t *testing.T) {
 		t.Errorf("KeptMetrics kept %v, dropped %d; want fall_rate and gait_score, 2 dropped", kept, dropped)
 	}
 }
+
+// A secret that straddles CapText's cut is masked whole before the cut: the store masks only
+// whole values, so a cut that split one would have kept its first part in the record.
+func TestCapTextNeverSplitsASecret(t *testing.T) {
+	key := "sk-cut-straddling-0123456789abcdef"
+	t.Setenv("DEEPSEEK_API_KEY", key)
+	long := strings.Repeat("x", session.TextLimit-60) + key + strings.Repeat("y", 200)
+	got := session.CapText(long, session.TextLimit)
+	if strings.Contains(got, key[:12]) || len(got) > session.TextLimit {
+		t.Errorf("CapText kept a part of the key (%d bytes): …%q", len(got), got[max(len(got)-120, 0):])
+	}
+}
