@@ -133,11 +133,7 @@ func TestDataDirInsideAnotherUsersDirIsNotMade(t *testing.T) {
 // link another user made, which only protected_hardlinks otherwise stops) is refused by the
 // owner-only opens, the message saying why (issue 44 item 10).
 func TestOwnerOnlyOpenRefusesHardLink(t *testing.T) {
-	dir := t.TempDir()
-	key := filepath.Join(dir, "dashboard.key")
-	if err := private.WriteFile(key, []byte("k\n")); err != nil {
-		t.Fatal(err)
-	}
+	dir, key := writtenKey(t)
 	if err := os.Link(key, filepath.Join(dir, "theirs")); err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +149,21 @@ func TestOwnerOnlyOpenRefusesHardLink(t *testing.T) {
 	}
 }
 
-// TestReadFileRefusesWhatOthersCouldHavePlanted: a key or token is read only from a regular
-// 0600 file, never through a link or from a FIFO.
-func TestReadFileRefusesWhatOthersCouldHavePlanted(t *testing.T) {
-	dir := t.TempDir()
-	key := filepath.Join(dir, "dashboard.key")
+// writtenKey is a key "k\n" written by WriteFile as dashboard.key in a temp dir, and that dir.
+func writtenKey(t *testing.T) (dir, key string) {
+	t.Helper()
+	dir = t.TempDir()
+	key = filepath.Join(dir, "dashboard.key")
 	if err := private.WriteFile(key, []byte("k\n")); err != nil {
 		t.Fatal(err)
 	}
+	return dir, key
+}
+
+// TestReadFileRefusesWhatOthersCouldHavePlanted: a key or token is read only from a regular
+// 0600 file, never through a link or from a FIFO.
+func TestReadFileRefusesWhatOthersCouldHavePlanted(t *testing.T) {
+	dir, key := writtenKey(t)
 	if info, err := os.Stat(key); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("written: %v %v", info, err)
 	}
@@ -259,8 +262,13 @@ func TestOwnFilesFollowNoLink(t *testing.T) {
 	if ents, _ := os.ReadDir(theirs); len(ents) != 1 {
 		t.Errorf("the linked directory holds %d entries", len(ents))
 	}
+}
 
-	// Their own, or open to others: refused too; the daemon's own 0600 file is fine.
+// TestOwnFilesRefuseWhatOthersCanReach: a log open to others, a sessions directory others
+// may write and a FIFO for a job's log are refused too, each naming why; the daemon's own
+// fresh 0600 file and new directory are fine.
+func TestOwnFilesRefuseWhatOthersCanReach(t *testing.T) {
+	dir := t.TempDir()
 	open := filepath.Join(dir, "open.log")
 	if err := os.WriteFile(open, nil, 0o644); err != nil {
 		t.Fatal(err)
