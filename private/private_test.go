@@ -129,6 +129,42 @@ func TestDataDirInsideAnotherUsersDirIsNotMade(t *testing.T) {
 	}
 }
 
+// TestLinkBehindALinkOnTheWayIsChecked: data_dir reached through a link of tunebot's user
+// that leads to a second link, in a directory others may write or owned by another user,
+// passed the check (only the path as written and the one the links end at were looked
+// at), and whoever could write that directory or owned that link could point data_dir
+// anywhere once tunebot ran. The second link's directory and owner are on the way too.
+func TestLinkBehindALinkOnTheWayIsChecked(t *testing.T) {
+	target := mkdir(t, 0o700)
+	open := mkdir(t, 0o777)
+	if err := os.Symlink(target, filepath.Join(open, "l2")); err != nil {
+		t.Fatal(err)
+	}
+	l1 := filepath.Join(mkdir(t, 0o700), "l1")
+	if err := os.Symlink(filepath.Join(open, "l2"), l1); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckDataDir(l1); err == nil || !strings.Contains(err.Error(), open+", on the way to data_dir "+l1+", is writable by group or others (mode 0777") {
+		t.Errorf("through a link in a 0777 directory: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// The second link another user's (uid 65534), in a sticky directory.
+	if err := os.Chmod(open, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckDataDir(l1); err != nil {
+		t.Fatalf("through a link of root's in a sticky directory: %v", err)
+	}
+	if err := os.Lchown(filepath.Join(open, "l2"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckWay(filepath.Join(l1, "data")); err == nil || !strings.Contains(err.Error(), filepath.Join(open, "l2")+", on the way to data_dir") || !strings.Contains(err.Error(), "is a symbolic link of uid 65534") {
+		t.Errorf("through a link of uid 65534 behind one of root's: %v", err)
+	}
+}
+
 // TestOwnerOnlyOpenRefusesHardLink: a key, token, store or log with a second name (a hard
 // link another user made, which only protected_hardlinks otherwise stops) is refused by the
 // owner-only opens, the message saying why (issue 44 item 10).
