@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"tunebot/disk"
 )
@@ -50,73 +51,126 @@ func CheckDataDir(dir string) error {
 }
 
 // CheckWay refuses the way to the data directory dir, which need not exist yet: a
-// directory on it, from / down, as written and as its links lead, that a user other than
-// tunebot's or root owns, or that group or others may write without the sticky bit, and a
-// link on it that such a user owns (they can point it elsewhere at any time). It runs
-// before tunebot makes dir, so nothing is made inside another user's directory.
+// directory on it, from / down, as written and as its links lead (a link's own directory
+// included, however deep the links chain), that a user other than tunebot's or root owns,
+// or that group or others may write without the sticky bit, and a link on it that such a
+// user owns (they can point it elsewhere at any time). It runs before tunebot makes dir, so
+// nothing is made inside another user's directory.
 func CheckWay(dir string) error {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return fmt.Errorf("data_dir %s: %w", dir, err)
 	}
-	real, err := resolveExisting(abs)
+	w, err := walkWay(abs)
 	if err != nil {
 		return fmt.Errorf("data_dir %s: %w", dir, err)
 	}
-	if err := checkLinks(abs); err != nil {
-		return err
+	for _, l := range w.links {
+		if err := checkLink(l.path, abs, l.info); err != nil {
+			return err
+		}
 	}
-	// Both ways to it: the path as written (a link on it is swapped by whoever can write
-	// the link's directory) and the path the links lead to.
-	for _, above := range ancestors(abs, real) {
-		info, err := os.Stat(above)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // tunebot makes it, as data_dir's
-		}
-		if err != nil {
-			return fmt.Errorf("checking %s, on the way to data_dir %s: %w", above, abs, err)
-		}
-		if err := checkAbove(above, abs, info); err != nil {
+	// The nearest first: the one whose fix matters most.
+	for _, d := range slices.Backward(w.dirs) {
+		if err := checkAbove(d.path, abs, d.info); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// resolveExisting is abs with the links of its longest existing part resolved and the
-// rest, which tunebot is to make, kept as written.
-func resolveExisting(abs string) (string, error) {
-	rest := ""
-	for p := abs; ; p = filepath.Dir(p) {
-		real, err := filepath.EvalSymlinks(p)
-		if err == nil {
-			return filepath.Join(real, rest), nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) || p == filepath.Dir(p) {
-			return "", err
-		}
-		rest = filepath.Join(filepath.Base(p), rest)
-	}
+// step is a directory or a link met on the way to the data directory, and its Lstat.
+type step struct {
+	path string
+	info fs.FileInfo
 }
 
-// checkLinks refuses a symbolic link on the path as written (data_dir itself included)
-// that a user other than tunebot's or root owns.
-func checkLinks(abs string) error {
-	for p := abs; p != filepath.Dir(p); p = filepath.Dir(p) {
-		info, err := os.Lstat(p)
-		if err != nil || info.Mode()&fs.ModeSymlink == 0 {
+// way is what walkWay met: the directories above the data directory, from / down, and the
+// links, in the order the kernel follows them.
+type way struct {
+	dirs, links []step
+}
+
+// maxLinks bounds the links followed on the way, as the kernel's ELOOP does.
+const maxLinks = 40
+
+// walkWay resolves abs one name at a time, as the kernel does: every directory it passes
+// through (on the path as written and wherever a link leads, a link's own directory too)
+// and every link it follows. Where a name does not exist, the rest is what tunebot is to
+// make, and the walk ends there.
+func walkWay(abs string) (way, error) {
+	var w way
+	cur, todo, followed := "/", names(abs), 0
+	for len(todo) > 0 {
+		if err := w.passed(cur); err != nil {
+			return w, err
+		}
+		name := todo[0]
+		todo = todo[1:]
+		if name == ".." {
+			cur = filepath.Dir(cur)
 			continue
 		}
-		if uid, ok := owner(info); ok && uid != 0 && uid != os.Geteuid() {
-			where := fmt.Sprintf("%s, on the way to data_dir %s,", p, abs)
-			if p == abs {
-				where = "data_dir " + abs
-			}
-			return fmt.Errorf("%s is a symbolic link of %s: that user can point it elsewhere at any time; replace it with a link or directory of root's or tunebot's user",
-				where, userName(uid))
+		next := filepath.Join(cur, name)
+		info, err := os.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) {
+			return w, nil
 		}
+		if err != nil {
+			return w, err
+		}
+		if info.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if followed++; followed > maxLinks {
+			return w, fmt.Errorf("more than %d symbolic links on the way to it", maxLinks)
+		}
+		target, err := os.Readlink(next)
+		if err != nil {
+			return w, err
+		}
+		w.links = append(w.links, step{next, info})
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		todo = append(names(target), todo...)
 	}
+	return w, nil
+}
+
+// passed notes dir, which the walk goes on from, as a directory above the data directory
+// (once, however often the links lead through it).
+func (w *way) passed(dir string) error {
+	if slices.ContainsFunc(w.dirs, func(s step) bool { return s.path == dir }) {
+		return nil
+	}
+	info, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking %s, on the way to it: %w", dir, err)
+	}
+	w.dirs = append(w.dirs, step{dir, info})
 	return nil
+}
+
+// names are the names of path, in order, without empty ones and ".".
+func names(path string) []string {
+	return slices.DeleteFunc(strings.Split(path, "/"), func(n string) bool { return n == "" || n == "." })
+}
+
+// checkLink refuses a link on the way to the data directory abs (abs itself included)
+// that a user other than tunebot's or root owns.
+func checkLink(link, abs string, info fs.FileInfo) error {
+	uid, ok := owner(info)
+	if !ok || uid == 0 || uid == os.Geteuid() {
+		return nil
+	}
+	where := fmt.Sprintf("%s, on the way to data_dir %s,", link, abs)
+	if link == abs {
+		where = "data_dir " + abs
+	}
+	return fmt.Errorf("%s is a symbolic link of %s: that user can point it elsewhere at any time; replace it with a link or directory of root's or tunebot's user",
+		where, userName(uid))
 }
 
 // checkDataDirItself refuses a data directory of another user, or one group or others may
@@ -157,23 +211,6 @@ func checkAbove(above, dataDir string, info fs.FileInfo) error {
 			above, dataDir, info.Mode().Perm(), userName(uid), above, above)
 	}
 	return nil
-}
-
-// ancestors are the directories above the data directory on the path as written and on
-// the path its links lead to, each once, from the nearest up to /.
-func ancestors(paths ...string) []string {
-	var out []string
-	for _, p := range paths {
-		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
-			if !slices.Contains(out, d) {
-				out = append(out, d)
-			}
-			if d == filepath.Dir(d) {
-				break
-			}
-		}
-	}
-	return out
 }
 
 // userName is uid as messages show it: "uid 1000 (alice)".

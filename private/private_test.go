@@ -129,15 +129,47 @@ func TestDataDirInsideAnotherUsersDirIsNotMade(t *testing.T) {
 	}
 }
 
+// TestLinkBehindALinkOnTheWayIsChecked: data_dir reached through a link of tunebot's user
+// that leads to a second link, in a directory others may write or owned by another user,
+// passed the check (only the path as written and the one the links end at were looked
+// at), and whoever could write that directory or owned that link could point data_dir
+// anywhere once tunebot ran. The second link's directory and owner are on the way too.
+func TestLinkBehindALinkOnTheWayIsChecked(t *testing.T) {
+	target := mkdir(t, 0o700)
+	open := mkdir(t, 0o777)
+	if err := os.Symlink(target, filepath.Join(open, "l2")); err != nil {
+		t.Fatal(err)
+	}
+	l1 := filepath.Join(mkdir(t, 0o700), "l1")
+	if err := os.Symlink(filepath.Join(open, "l2"), l1); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckDataDir(l1); err == nil || !strings.Contains(err.Error(), open+", on the way to data_dir "+l1+", is writable by group or others (mode 0777") {
+		t.Errorf("through a link in a 0777 directory: %v", err)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// The second link another user's (uid 65534), in a sticky directory.
+	if err := os.Chmod(open, os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckDataDir(l1); err != nil {
+		t.Fatalf("through a link of root's in a sticky directory: %v", err)
+	}
+	if err := os.Lchown(filepath.Join(open, "l2"), 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := private.CheckWay(filepath.Join(l1, "data")); err == nil || !strings.Contains(err.Error(), filepath.Join(open, "l2")+", on the way to data_dir") || !strings.Contains(err.Error(), "is a symbolic link of uid 65534") {
+		t.Errorf("through a link of uid 65534 behind one of root's: %v", err)
+	}
+}
+
 // TestOwnerOnlyOpenRefusesHardLink: a key, token, store or log with a second name (a hard
 // link another user made, which only protected_hardlinks otherwise stops) is refused by the
 // owner-only opens, the message saying why (issue 44 item 10).
 func TestOwnerOnlyOpenRefusesHardLink(t *testing.T) {
-	dir := t.TempDir()
-	key := filepath.Join(dir, "dashboard.key")
-	if err := private.WriteFile(key, []byte("k\n")); err != nil {
-		t.Fatal(err)
-	}
+	dir, key := writtenKey(t)
 	if err := os.Link(key, filepath.Join(dir, "theirs")); err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +185,21 @@ func TestOwnerOnlyOpenRefusesHardLink(t *testing.T) {
 	}
 }
 
-// TestReadFileRefusesWhatOthersCouldHavePlanted: a key or token is read only from a regular
-// 0600 file, never through a link or from a FIFO.
-func TestReadFileRefusesWhatOthersCouldHavePlanted(t *testing.T) {
-	dir := t.TempDir()
-	key := filepath.Join(dir, "dashboard.key")
+// writtenKey is a key "k\n" written by WriteFile as dashboard.key in a temp dir, and that dir.
+func writtenKey(t *testing.T) (dir, key string) {
+	t.Helper()
+	dir = t.TempDir()
+	key = filepath.Join(dir, "dashboard.key")
 	if err := private.WriteFile(key, []byte("k\n")); err != nil {
 		t.Fatal(err)
 	}
+	return dir, key
+}
+
+// TestReadFileRefusesWhatOthersCouldHavePlanted: a key or token is read only from a regular
+// 0600 file, never through a link or from a FIFO.
+func TestReadFileRefusesWhatOthersCouldHavePlanted(t *testing.T) {
+	dir, key := writtenKey(t)
 	if info, err := os.Stat(key); err != nil || info.Mode().Perm() != 0o600 {
 		t.Fatalf("written: %v %v", info, err)
 	}
@@ -259,8 +298,13 @@ func TestOwnFilesFollowNoLink(t *testing.T) {
 	if ents, _ := os.ReadDir(theirs); len(ents) != 1 {
 		t.Errorf("the linked directory holds %d entries", len(ents))
 	}
+}
 
-	// Their own, or open to others: refused too; the daemon's own 0600 file is fine.
+// TestOwnFilesRefuseWhatOthersCanReach: a log open to others, a sessions directory others
+// may write and a FIFO for a job's log are refused too, each naming why; the daemon's own
+// fresh 0600 file and new directory are fine.
+func TestOwnFilesRefuseWhatOthersCanReach(t *testing.T) {
+	dir := t.TempDir()
 	open := filepath.Join(dir, "open.log")
 	if err := os.WriteFile(open, nil, 0o644); err != nil {
 		t.Fatal(err)

@@ -42,10 +42,7 @@ func TestPruneStaysInTheSessionsDirectory(t *testing.T) {
 			}
 			want := files(t, outside)
 			if tc.swap == "" {
-				if err := os.Rename(filepath.Join(r.sessions, id), filepath.Join(t.TempDir(), "moved")); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.Symlink(outside, filepath.Join(r.sessions, id)); err != nil {
+				if err := replaceWithLink(t, filepath.Join(r.sessions, id), outside); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -55,11 +52,7 @@ func TestPruneStaysInTheSessionsDirectory(t *testing.T) {
 					return
 				}
 				swapped = true
-				at := filepath.Join(r.sessions, tc.swap)
-				if err := os.Rename(at, filepath.Join(t.TempDir(), "moved")); err != nil {
-					t.Error(err)
-				}
-				if err := os.Symlink(outside, at); err != nil {
+				if err := replaceWithLink(t, filepath.Join(r.sessions, tc.swap), outside); err != nil {
 					t.Error(err)
 				}
 			})()
@@ -73,6 +66,15 @@ func TestPruneStaysInTheSessionsDirectory(t *testing.T) {
 			}
 		})
 	}
+}
+
+// replaceWithLink moves the directory at aside (into a temp dir) and puts a link to target
+// in its place: what another user who can write its parent does.
+func replaceWithLink(t *testing.T, at, target string) error {
+	if err := os.Rename(at, filepath.Join(t.TempDir(), "moved")); err != nil {
+		return err
+	}
+	return os.Symlink(target, at)
 }
 
 // TestPruneFollowsNoReportsLink (issue 44 item 3): with the reports directory (or the
@@ -91,10 +93,7 @@ func TestPruneFollowsNoReportsLink(t *testing.T) {
 			}
 			want := files(t, outside)
 			dir := map[string]string{"reports": r.reports, "sessions": r.sessions}[top]
-			if err := os.Rename(dir, filepath.Join(t.TempDir(), "moved")); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(outside, dir); err != nil {
+			if err := replaceWithLink(t, dir, outside); err != nil {
 				t.Fatal(err)
 			}
 			o := retention.Config{OlderThan: retention.Age(90 * 24 * time.Hour), Curves: session.CurvesKeep, RunDirs: true}.Options()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
+	"syscall"
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
@@ -40,7 +41,7 @@ func (e *DamagedError) Unwrap() error { return session.ErrDamaged }
 func openBolt(path string, o *bolt.Options, openFile func(string, int, os.FileMode) (*os.File, error)) (db *bolt.DB, file *os.File, err error) {
 	o.PreLoadFreelist = true
 	if openFile == nil {
-		openFile = os.OpenFile
+		openFile = openRegular
 	}
 	o.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
 		f, err := openFile(name, flag, perm)
@@ -65,6 +66,26 @@ func openBolt(path string, o *bolt.Options, openFile func(string, int, os.FileMo
 		return nil, nil, err
 	}
 	return db, file, nil
+}
+
+// openRegular is how the store opens a data file when its caller gives no OpenFile
+// (backup, doctor): never waiting on a FIFO's open (O_NONBLOCK, which a regular file
+// ignores), and refusing anything but a regular file. Tried as another user, a FIFO
+// planted at tunebot.db held backup and doctor in open past SIGTERM.
+func openRegular(name string, flag int, perm os.FileMode) (*os.File, error) {
+	f, err := os.OpenFile(name, flag|syscall.O_NONBLOCK, perm)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err == nil && !info.Mode().IsRegular() {
+		err = fmt.Errorf("%s is %s, not a regular file: tunebot opens no other kind as its data file", name, describe(info))
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // check runs bbolt's consistency check on file, open in db: a file shorter than its pages

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -195,5 +197,36 @@ func TestSoundFilePassesTheCheck(t *testing.T) {
 	}
 	if err := db.CreateSession(context.Background(), newSession("new", session.StateRunning, t0)); err == nil {
 		t.Fatal("a read-only store accepted a write")
+	}
+}
+
+// TestOpenRefusesAFIFOWithoutWaiting: a FIFO planted at the data file held backup and
+// doctor (which give Open no OpenFile) in open for ever, past SIGTERM. Open and Check
+// refuse it at once, saying what it is.
+func TestOpenRefusesAFIFOWithoutWaiting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tunebot.db")
+	if err := syscall.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func() error{
+		"Open read-only": func() error {
+			db, err := store.Open(path, store.Options{ReadOnly: true, Timeout: 200 * time.Millisecond})
+			if err == nil {
+				db.Close()
+			}
+			return err
+		},
+		"Check": func() error { return store.Check(path, store.Options{Timeout: 200 * time.Millisecond}) },
+	} {
+		done := make(chan error, 1)
+		go func() { done <- open() }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), path+" is a FIFO, not a regular file") {
+				t.Errorf("%s of a FIFO: %v", name, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s of a FIFO still waits after 5 s", name)
+		}
 	}
 }

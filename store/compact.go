@@ -158,8 +158,16 @@ func describe(info fs.FileInfo) string {
 		return "a symbolic link"
 	case info.Mode().IsRegular():
 		return "another file"
+	case info.Mode()&fs.ModeNamedPipe != 0:
+		return "a FIFO"
+	case info.Mode()&fs.ModeSocket != 0:
+		return "a socket"
+	case info.Mode()&fs.ModeDevice != 0:
+		return "a device"
+	case info.IsDir():
+		return "a directory"
 	}
-	return "a " + info.Mode().Type().String() + " file"
+	return "a file of mode " + info.Mode().String()
 }
 
 // heldFile is bbolt's OpenFile for a copy f tunebot made (a compaction's, a backup's): f's

@@ -57,9 +57,10 @@ type Options struct {
 	// NoSync skips the fsync of every commit: for tests that race thousands of writes,
 	// never for a real data file, which a crash could then lose or damage.
 	NoSync bool
-	// OpenFile opens the data file in place of os.OpenFile (nil: os.OpenFile). The daemon
-	// passes one that refuses a link, a FIFO, or a file not its user's alone; Compact one
-	// that hands out the descriptor of its copy, so the copy is never reopened by name.
+	// OpenFile opens the data file (nil: os.OpenFile, never waiting on a FIFO and refusing
+	// anything but a regular file). The daemon passes one that refuses a link, a FIFO, or a
+	// file not its user's alone; Compact one that hands out the descriptor of its copy, so
+	// the copy is never reopened by name.
 	OpenFile func(name string, flag int, perm os.FileMode) (*os.File, error)
 }
 

@@ -53,6 +53,12 @@ func openStore(cfg config.Config) (*store.DB, error) {
 	if err := prepareDataDir(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	return openPreparedStore(cfg)
+}
+
+// openPreparedStore is openStore for a caller that has already prepared data_dir
+// (openApp, which checks it before its other steps).
+func openPreparedStore(cfg config.Config) (*store.DB, error) {
 	return store.Open(dataFile(cfg), store.Options{Redact: secret.Process(), OpenFile: openOwnStore})
 }
 
@@ -173,7 +179,7 @@ func openApp(ctx context.Context, cfg config.Config, e *env, logger *slog.Logger
 	if err := probeWritable(cfg.DataDir); err != nil {
 		return nil, err
 	}
-	db, err := openStore(cfg)
+	db, err := openPreparedStore(cfg)
 	if err != nil {
 		return nil, err
 	}

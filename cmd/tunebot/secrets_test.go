@@ -55,22 +55,57 @@ func TestLogsRedactSecrets(t *testing.T) {
 // root both the daemon and the reader run as nobody.
 func TestDaemonEnvironIsUnreadableToSameUser(t *testing.T) {
 	const planted = "sk-planted-environ-0123456789"
-	var as []string // the command prefix that runs a process as the unprivileged user
-	if os.Geteuid() == 0 {
-		setpriv, err := exec.LookPath("setpriv")
-		if err != nil {
-			t.Skip("setpriv is missing: as root this test needs it to run the daemon and the reader as an unprivileged user (root bypasses the protection)")
-		}
-		as = []string{setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"}
+	as := unprivileged(t)
+	bin, cfg := stageForUser(t)
+
+	// The control: a process of the same user that did not protect itself is readable, so
+	// a refusal below is the daemon's doing.
+	other := as.startSleep(t, planted)
+	// (Failures name what was read, never print it: it is an environment.)
+	if out, err := as.readEnviron(other.Process.Pid); err != nil || !strings.Contains(out, planted) {
+		t.Fatalf("control: the user cannot read its own unprotected process's environ (%v; %d bytes read); this machine cannot show the protection", err, len(out))
 	}
-	// Everything the unprivileged user needs: the binary, the config, a data dir.
+
+	daemon := as.command(planted, bin, "run", "--config", cfg)
+	startUntilRunning(t, daemon)
+	out, err := as.readEnviron(daemon.Process.Pid)
+	if err == nil || strings.Contains(out, planted) {
+		t.Fatalf("a process of the daemon's user read its environ: %d bytes, the planted key among them: %v", len(out), strings.Contains(out, planted))
+	}
+	if !strings.Contains(out, "Permission denied") {
+		t.Errorf("the read failed, but not for want of permission: %.200q", out)
+	}
+}
+
+// asUser is the command prefix that runs a process as the unprivileged user of
+// TestDaemonEnvironIsUnreadableToSameUser: none for a test that is not root, setpriv to
+// nobody for one that is (root bypasses the protection).
+type asUser []string
+
+// unprivileged is the prefix for this machine; as root without setpriv the test is skipped.
+func unprivileged(t *testing.T) asUser {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Skip("setpriv is missing: as root this test needs it to run the daemon and the reader as an unprivileged user (root bypasses the protection)")
+	}
+	return asUser{setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"}
+}
+
+// stageForUser puts everything the unprivileged user needs in a temp dir it can reach: a
+// copy of the binary, a data dir of that user alone (as run demands) and a config naming it.
+func stageForUser(t *testing.T) (bin, cfg string) {
+	t.Helper()
 	dir := t.TempDir()
 	for _, d := range []string{filepath.Dir(dir), dir} {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	bin := filepath.Join(dir, "tunebot")
+	bin = filepath.Join(dir, "tunebot")
 	b, err := os.ReadFile(tunebotBin)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +113,6 @@ func TestDaemonEnvironIsUnreadableToSameUser(t *testing.T) {
 	if err := os.WriteFile(bin, b, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// The data dir is the daemon user's alone, as run demands.
 	data := filepath.Join(dir, "data")
 	if err := os.Mkdir(data, 0o700); err != nil {
 		t.Fatal(err)
@@ -88,54 +122,59 @@ func TestDaemonEnvironIsUnreadableToSameUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := filepath.Join(dir, "tunebot.yaml")
+	cfg = filepath.Join(dir, "tunebot.yaml")
 	if err := os.WriteFile(cfg, []byte("data_dir: "+data+"\nservice: {addr: \"off\"}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return bin, cfg
+}
 
-	start := func(argv ...string) *exec.Cmd {
-		t.Helper()
-		argv = append(append([]string(nil), as...), argv...)
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+planted)
-		return cmd
-	}
-	readEnviron := func(pid int) (string, error) {
-		argv := append(append([]string(nil), as...), "cat", fmt.Sprintf("/proc/%d/environ", pid))
-		out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
-		return string(out), err
-	}
+// command is argv run as the user, with planted as DEEPSEEK_API_KEY in its environment.
+func (as asUser) command(planted string, argv ...string) *exec.Cmd {
+	argv = append(append([]string(nil), as...), argv...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "DEEPSEEK_API_KEY="+planted)
+	return cmd
+}
 
-	// The control: a process of the same user that did not protect itself is readable, so
-	// a refusal below is the daemon's doing.
-	other := start("sleep", "1000")
+// readEnviron is what the user reads of /proc/<pid>/environ, or the error cat says.
+func (as asUser) readEnviron(pid int) (string, error) {
+	argv := append(append([]string(nil), as...), "cat", fmt.Sprintf("/proc/%d/environ", pid))
+	out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput()
+	return string(out), err
+}
+
+// startSleep starts a sleep of the user with planted in its environment, killed when the
+// test ends, and returns once it is sleep: until setpriv has exec'd sleep, the process is
+// setpriv after its change of user, which the kernel makes non-dumpable.
+func (as asUser) startSleep(t *testing.T, planted string) *exec.Cmd {
+	t.Helper()
+	other := as.command(planted, "sleep", "1000")
 	if err := other.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { other.Process.Kill(); other.Wait() }()
-	// Until setpriv has exec'd sleep, the process is setpriv after its change of user, which
-	// the kernel makes non-dumpable: read the control only once it is sleep.
+	t.Cleanup(func() { other.Process.Kill(); other.Wait() })
 	for i := 0; ; i++ {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", other.Process.Pid))
 		if err == nil && strings.TrimSpace(string(comm)) == "sleep" {
-			break
+			return other
 		}
 		if i == 500 {
 			t.Fatalf("the control process never became sleep (%v)", err)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	// (Failures name what was read, never print it: it is an environment.)
-	if out, err := readEnviron(other.Process.Pid); err != nil || !strings.Contains(out, planted) {
-		t.Fatalf("control: the user cannot read its own unprotected process's environ (%v; %d bytes read); this machine cannot show the protection", err, len(out))
-	}
+}
 
-	daemon := start(bin, "run", "--config", cfg)
-	stdin, err := daemon.StdinPipe() // the console reads it; open until the end
+// startUntilRunning starts daemon, a tunebot run, and returns once it says it is running;
+// its stdin, which the console reads, stays open until the test ends, when SIGTERM stops it.
+func startUntilRunning(t *testing.T, daemon *exec.Cmd) {
+	t.Helper()
+	stdin, err := daemon.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdin.Close()
+	t.Cleanup(func() { stdin.Close() })
 	pr, pw := io.Pipe()
 	daemon.Stdout, daemon.Stderr = pw, pw
 	if err := daemon.Start(); err != nil {
@@ -143,7 +182,7 @@ func TestDaemonEnvironIsUnreadableToSameUser(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { err := daemon.Wait(); pw.Close(); exited <- err }()
-	defer func() { daemon.Process.Signal(syscall.SIGTERM); <-exited }()
+	t.Cleanup(func() { daemon.Process.Signal(syscall.SIGTERM); <-exited })
 	sc := bufio.NewScanner(pr)
 	var log strings.Builder
 	for !strings.Contains(log.String(), "tunebot is running") {
@@ -153,12 +192,4 @@ func TestDaemonEnvironIsUnreadableToSameUser(t *testing.T) {
 		log.WriteString(sc.Text() + "\n")
 	}
 	go io.Copy(io.Discard, pr)
-
-	out, err := readEnviron(daemon.Process.Pid)
-	if err == nil || strings.Contains(out, planted) {
-		t.Fatalf("a process of the daemon's user read its environ: %d bytes, the planted key among them: %v", len(out), strings.Contains(out, planted))
-	}
-	if !strings.Contains(out, "Permission denied") {
-		t.Errorf("the read failed, but not for want of permission: %.200q", out)
-	}
 }
