@@ -100,7 +100,8 @@ const Mask = "[redacted]"
 
 // Redactor replaces secret values in text. The zero value and nil redact nothing.
 type Redactor struct {
-	r *strings.Replacer
+	r       *strings.Replacer
+	longest int // the longest form it masks, in bytes
 }
 
 // NewRedactor returns a redactor of values (those shorter than MinLen are ignored). Each
@@ -129,7 +130,17 @@ func NewRedactor(values ...string) *Redactor {
 	for _, f := range forms {
 		pairs = append(pairs, f, Mask)
 	}
-	return &Redactor{r: strings.NewReplacer(pairs...)}
+	return &Redactor{r: strings.NewReplacer(pairs...), longest: len(forms[0])}
+}
+
+// Longest is the length in bytes of the longest text it masks (0 for none): a reader that
+// cuts a text from a longer one reads this much more before the cut and masks the whole, so
+// the cut never keeps part of a secret.
+func (x *Redactor) Longest() int {
+	if x == nil {
+		return 0
+	}
+	return x.longest
 }
 
 // Process returns the redactor of this process's secrets: those in its environment and

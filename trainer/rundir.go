@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/trainer/tfevents"
 )
@@ -191,13 +192,26 @@ func logTail(path string) string {
 		return ""
 	}
 	defer f.Close()
-	off := max(f.Size()-(tailBytes-int64(len(cutMark))), 0)
+	// Read as much more as the longest secret and mask it all before the cut: the store masks
+	// only whole values, so a key the cut split would keep its end.
+	redact := secret.Process()
+	keep := tailBytes - int64(len(cutMark))
+	off := max(f.Size()-keep-int64(redact.Longest()), 0)
 	buf := make([]byte, f.Size()-off)
 	if _, err := f.Section().ReadAt(buf, off); err != nil && err != io.EOF {
 		return ""
 	}
-	s := strings.TrimRight(string(buf), "\n")
-	if off > 0 {
+	s := redact.String(string(buf))
+	cut := off > 0
+	if cut {
+		// what the window's start may have cut of a secret, never masked: drop it
+		s = s[min(redact.Longest(), len(s)):]
+	}
+	if n := len(s) - int(keep); n > 0 {
+		s, cut = s[n:], true
+	}
+	s = strings.TrimRight(s, "\n")
+	if cut {
 		// The cut first line keeps its end, marked: when one line fills the whole tail (a
 		// progress bar, a traceback on one line), its end is all that says why the job
 		// failed (issue 44). A rune cut in two goes with Printable.
