@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// SocketName is the daemon's Unix socket in the private part of its data directory: the
+// SocketName is the daemon's Unix socket in its data directory: the
 // routes of the tunebot command on this machine (backup, prune, dashboard link and rotate,
 // the presets while the daemon holds the store) are served there and nowhere else, so no
 // proxy in front of the TCP listener can reach them, whatever headers it adds.

@@ -23,7 +23,7 @@ func init() {
 
 const backupUsage = "usage: tunebot backup PATH [--config FILE] [--data-dir DIR]"
 
-// backupTokenFile, in the private part of the data dir, holds the token the running daemon
+// backupTokenFile, in the data dir, holds the token the running daemon
 // asks of the tunebot command on its socket (backup, prune, presets): only the daemon's
 // user can read it, as only they can read the data file.
 const backupTokenFile = "backup.token"

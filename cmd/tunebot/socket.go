@@ -10,7 +10,7 @@ import (
 )
 
 // startSocket serves the tunebot command's routes on the daemon's Unix socket, mode 0600
-// in the private part of data_dir: the backup, prune, the presets while the daemon holds
+// in data_dir: the backup, prune, the presets while the daemon holds
 // the store, and the operator's sign-in link and key rotation when the page runs. They are
 // served nowhere else, so no proxy in front of the TCP listener reaches them; the token in
 // backup.token (and the dashboard key's, for the operator's routes) is a second wall.
