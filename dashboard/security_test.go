@@ -379,36 +379,28 @@ func TestSessionViewIsBoundedAgainstExtraMetrics(t *testing.T) {
 
 // TestPageRedactsSecrets: what a trainer wrote reaches the page as it reaches chat, through
 // tunebot's redactor (Options.Redact): a failed trial's reason quotes its log's end, and a
-// key the trainer found and printed is masked there as on its chat card.
+// key the trainer found and printed is masked there as on its chat card. The page strips
+// zero-width and bidi marks from what it serves (session.Printable); a key printed with one
+// inside it passed the redactor when it ran first and was served joined whole, so the page
+// sanitizes, then redacts.
 func TestPageRedactsSecrets(t *testing.T) {
 	const key = "sk-planted-deepseek-0123456789"
-	f := newFixture(t, func(o *dashboard.Options) { o.Redact = secret.NewRedactor(key) })
-	tr := session.Trial{SessionID: sid, Number: 3, Rung: 0, Iterations: 300, State: session.TrialFailed,
-		Reason: `train job failed: exit status 1; train.log ends: using key "` + key + `" <b>`}
-	if err := f.db.PutTrial(context.Background(), tr); err != nil {
-		t.Fatal(err)
-	}
-	body := readAll(t, f.signIn(t, eve).get("/api/sessions/"+sid))
-	if strings.Contains(body, key) || !strings.Contains(body, "using key \\\""+secret.Mask) {
-		t.Errorf("the page's session view quotes the key, or not the masked reason:\n%s", body)
-	}
-}
-
-// TestPageRedactsASecretSplitByInvisibleMarks: the page strips zero-width and bidi marks
-// from what it serves (session.Printable); a key a trainer printed with one inside it
-// passed the redactor, which ran first, and was served joined whole. The page sanitizes,
-// then redacts.
-func TestPageRedactsASecretSplitByInvisibleMarks(t *testing.T) {
-	const key = "sk-planted-deepseek-0123456789"
-	f := newFixture(t, func(o *dashboard.Options) { o.Redact = secret.NewRedactor(key) })
-	tr := session.Trial{SessionID: sid, Number: 3, Rung: 0, Iterations: 300, State: session.TrialFailed,
-		Reason: "train job failed: exit status 1; train.log ends: using key sk-planted-\u200bdeepseek-\u202e0123456789"}
-	if err := f.db.PutTrial(context.Background(), tr); err != nil {
-		t.Fatal(err)
-	}
-	body := readAll(t, f.signIn(t, eve).get("/api/sessions/"+sid))
-	if strings.Contains(body, key) || !strings.Contains(body, "using key "+secret.Mask) {
-		t.Errorf("the page's session view serves the key joined, or not masked:\n%.2000s", body)
+	for _, c := range []struct{ name, printed, want string }{
+		{"as printed", `"` + key + `" <b>`, `using key \"` + secret.Mask},
+		{"split by invisible marks", "sk-planted-\u200bdeepseek-\u202e0123456789", "using key " + secret.Mask},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t, func(o *dashboard.Options) { o.Redact = secret.NewRedactor(key) })
+			tr := session.Trial{SessionID: sid, Number: 3, Rung: 0, Iterations: 300, State: session.TrialFailed,
+				Reason: "train job failed: exit status 1; train.log ends: using key " + c.printed}
+			if err := f.db.PutTrial(context.Background(), tr); err != nil {
+				t.Fatal(err)
+			}
+			body := readAll(t, f.signIn(t, eve).get("/api/sessions/"+sid))
+			if strings.Contains(body, key) || !strings.Contains(body, c.want) {
+				t.Errorf("the page's session view quotes the key, or not the masked reason:\n%.2000s", body)
+			}
+		})
 	}
 }
 
