@@ -9,6 +9,7 @@
 //	sampler box [-first 1] [-surfaces 40]            what the whole-box searches' box holds, noise-free
 //	sampler summary FILE...                      quartiles, trials used and the targets
 //	sampler calibrate [-family F] [-first 1] [-surfaces 10]  the model's predictions against what happened
+//	sampler shares [-family F] [-first 1] [-surfaces 20]  where the attainable gain lies, per scalar
 package main
 
 import (
@@ -43,10 +44,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = cmdSummary(args[1:], stdout)
 	case "calibrate":
 		err = cmdCalibrate(args[1:], stdout)
+	case "shares":
+		err = cmdShares(args[1:], stdout)
 	case "learned":
 		err = cmdLearned(args[1:], stdout)
 	default:
-		err = fmt.Errorf("unknown command %q (sessions, optuna-session, box or summary)", args[0])
+		err = fmt.Errorf("unknown command %q (sessions, optuna-session, box, summary, calibrate, learned or shares)", args[0])
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "sampler:", err)

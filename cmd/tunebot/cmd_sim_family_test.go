@@ -36,7 +36,7 @@ func TestSimSurfaceFamilies(t *testing.T) {
 		}
 	}
 	_, err := config.Load(write("trainer:\n  sim_surface_seed: 7\n  sim_surface_family: nope\n"), func(string) string { return "" })
-	if err == nil || !strings.Contains(err.Error(), `trainer.sim_surface_family: surface family "nope" is unknown (generic, domain, coupled or separable)`) {
+	if err == nil || !strings.Contains(err.Error(), `trainer.sim_surface_family: surface family "nope" is unknown (generic, domain, coupled, separable or levers)`) {
 		t.Errorf("unknown family: %v", err)
 	}
 	run := filepath.Join(dir, "run")
@@ -52,7 +52,7 @@ func TestSimSurfaceFamilies(t *testing.T) {
 			t.Errorf("sim-train on the %s family: exit %d, %s", fam, code, stderr)
 		}
 	}
-	if code, _, stderr := runSimCmd(t, nil, append(train, "--surface-family", "nope")...); code != 2 || !strings.Contains(stderr, "generic, domain, coupled or separable") {
+	if code, _, stderr := runSimCmd(t, nil, append(train, "--surface-family", "nope")...); code != 2 || !strings.Contains(stderr, "generic, domain, coupled, separable or levers") {
 		t.Errorf("sim-train on an unknown family: exit %d, %q", code, stderr)
 	}
 }

@@ -17,7 +17,7 @@ func TestCoupledSurfacesAreProblemsOfTheirOwn(t *testing.T) {
 	if f, err := sim.ParseFamily("coupled"); err != nil || f != sim.FamilyCoupled {
 		t.Errorf("ParseFamily(coupled) = %q, %v", f, err)
 	}
-	if _, err := sim.ParseFamily("nope"); err == nil || !strings.Contains(err.Error(), "generic, domain, coupled or separable") {
+	if _, err := sim.ParseFamily("nope"); err == nil || !strings.Contains(err.Error(), "generic, domain, coupled, separable or levers") {
 		t.Errorf("unknown family = %v, want the four names", err)
 	}
 	sp := session.DefaultSpace()

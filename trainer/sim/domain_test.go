@@ -107,7 +107,7 @@ func TestEvalRefusesAnotherFamily(t *testing.T) {
 		}
 		return " (" + string(f) + " family)"
 	}
-	for _, trained := range []sim.Family{sim.FamilyDomain, sim.FamilyCoupled, sim.FamilySeparable} {
+	for _, trained := range []sim.Family{sim.FamilyDomain, sim.FamilyCoupled, sim.FamilySeparable, sim.FamilyLevers} {
 		dir := t.TempDir()
 		run := filepath.Join(dir, "run")
 		o := sim.TrainOptions{Task: session.TaskGo2Flat, RunDir: run, RewardConfig: writeConfig(t, dir, defaults()),
@@ -181,5 +181,12 @@ var frozen = map[sim.Family]map[int64][3]float64{
 		500:  {0.210000680231, 0.0918721500083, 155.391231661},
 		1000: {0.212944307814, 0.0853782308048, 152.547061146},
 		1049: {0.210000680231, 0.0923039751003, 161.557226146},
+	},
+	// Printed when the levers family was drawn, before any method was measured on it.
+	sim.FamilyLevers: {
+		1:    {0.210000680231, 0.0908268226589, 159.469919769},
+		500:  {0.208122304245, 0.0866966071008, 160.437110121},
+		1000: {0.211860681522, 0.0879706582575, 156.926805463},
+		1049: {0.210000680231, 0.0893498493439, 163.984846849},
 	},
 }

@@ -40,14 +40,16 @@ type Family string
 // metrics its name is about (domain.go); FamilyCoupled (coupled.go) draws surfaces where a
 // term's metric is right but its sign often is not and the gains need several moves at once;
 // FamilySeparable (separable.go) draws surfaces whose gains come from separate terms within the
-// box but whose first moves are often wrong. All are measured in bench/sampler.
+// box but whose first moves are often wrong; FamilyLevers (levers.go) draws surfaces whose
+// largest gains are on scalars whose direction nothing declares and on terms that are off.
+// All are measured in bench/sampler.
 const (
 	FamilyGeneric Family = "generic"
 	FamilyDomain  Family = "domain"
 )
 
 // Families lists the families, for messages and flags.
-var Families = []Family{FamilyGeneric, FamilyDomain, FamilyCoupled, FamilySeparable}
+var Families = []Family{FamilyGeneric, FamilyDomain, FamilyCoupled, FamilySeparable, FamilyLevers}
 
 // ParseFamily reads a family's name ("" is the generic family).
 func ParseFamily(name string) (Family, error) {
@@ -61,7 +63,7 @@ func ParseFamily(name string) (Family, error) {
 }
 
 // unknownFamily is the error naming a family that is none of Families, and them:
-// `surface family "x" is unknown (generic, domain, coupled or separable)`.
+// `surface family "x" is unknown (generic, domain, coupled, separable or levers)`.
 func unknownFamily(name string) error {
 	names := make([]string, len(Families))
 	for i, f := range Families {
@@ -98,6 +100,8 @@ func NewFamilySurface(family Family, seed int64) (*Surface, error) {
 		return &Surface{family: FamilyCoupled, seed: seed, gen: generateCoupled(builtin, seed)}, nil
 	case FamilySeparable:
 		return &Surface{family: FamilySeparable, seed: seed, gen: generateSeparable(builtin, seed)}, nil
+	case FamilyLevers:
+		return &Surface{family: FamilyLevers, seed: seed, gen: generateLevers(builtin, seed)}, nil
 	}
 	return nil, unknownFamily(string(family))
 }

@@ -154,6 +154,8 @@ func NewSpaceSurface(sp *session.Space, family Family, seed int64) (*Surface, er
 		s.gen = generateCoupled(sh, seed)
 	case family == FamilySeparable:
 		s.gen = generateSeparable(sh, seed)
+	case family == FamilyLevers:
+		s.gen = generateLevers(sh, seed)
 	default:
 		return nil, unknownFamily(string(family))
 	}
