@@ -381,7 +381,12 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 		if d.acts {
 			lin, curv = prior.DeclaredSD*scale, prior.DeclaredCurvSD*scale
 			m0[1+i] = d.sign * prior.DeclaredMean * scale
-			m0[1+D+i] = prior.DeclaredCurvMean * scale
+			if d.sign != 0 {
+				// A best value for the metric is expected only where the direction is
+				// declared: without it, a move either way is not predicted to lose before a
+				// trial says so (issue 45: the curvature mean alone kept such scalars still).
+				m0[1+D+i] = prior.DeclaredCurvMean * scale
+			}
 		}
 		v0[1+i], v0[1+D+i] = lin*lin, curv*curv
 		v0[1+2*D+i] = hingeVariance(tracking, d, scale, prior)
