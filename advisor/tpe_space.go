@@ -15,6 +15,10 @@ import (
 // allowed magnitude is "practically off" for every term of the default space.
 const tpeFloorDecades = 3
 
+// offTypical is a typical magnitude of a term that is off by default, as a share of the
+// largest its bounds allow: where switching it on starts.
+const offTypical = 0.25
+
 // tpeDim is one scalar of the space as the samplers model it. Weights live in log|w| space,
 // because the step rule is multiplicative and some weights span several orders of magnitude
 // (joint_acc_l2, soft_landing); params live in their own linear space.
@@ -39,7 +43,13 @@ func tpeDims(s *session.Space) []tpeDim {
 		magHi := math.Max(math.Abs(t.Min), math.Abs(t.Max))
 		magLo := math.Min(math.Abs(t.Min), math.Abs(t.Max))
 		floor := magLo
-		if floor == 0 {
+		switch {
+		case floor == 0 && t.Default == 0:
+			// A term off by default: off sits one ×2 step below a typical magnitude, a
+			// quarter of the largest, so switching it on is one step in the model, not
+			// the several a floor far below would make it (issue 45).
+			floor = magHi * offTypical / 2
+		case floor == 0:
 			floor = magHi * math.Pow(10, -tpeFloorDecades)
 		}
 		d := tpeDim{name: t.Name, weight: true, sign: sign, magLo: magLo, mayBe0: t.MayBeZero, min: t.Min, max: t.Max}
