@@ -61,16 +61,18 @@ type searcher struct {
 	radius     float64   // the trust region's radius in steps
 	maxChanges int
 	*draws
-	ucb       float64 // Beta of mean + Beta·sd
-	minPass   float64
-	across    float64 // share of candidates drawn across the step rule's whole region
-	ascents   int     // how many of the best candidates coordinate ascent improves
-	moveCost  float64 // the least gain in the acquisition worth one more moved scalar
-	undo      int     // random subsets of the incumbent's changes taken back (negative: no undo)
-	wide      int     // candidates of the space-filling design over the whole room
-	edges     int     // candidates with promising scalars at their room's edge (0: none)
-	carryCost float64 // what the acquisition charges per scalar changed from the defaults
-	tie       float64 // preferSmaller's closeness in spreads (0: off)
+	ucb     float64 // Beta of mean + Beta·sd
+	minPass float64
+	// screenPass is the least chance to pass every gate a screen's candidate needs.
+	screenPass float64
+	across     float64 // share of candidates drawn across the step rule's whole region
+	ascents    int     // how many of the best candidates coordinate ascent improves
+	moveCost   float64 // the least gain in the acquisition worth one more moved scalar
+	undo       int     // random subsets of the incumbent's changes taken back (negative: no undo)
+	wide       int     // candidates of the space-filling design over the whole room
+	edges      int     // candidates with promising scalars at their room's edge (0: none)
+	carryCost  float64 // what the acquisition charges per scalar changed from the defaults
+	tie        float64 // preferSmaller's closeness in spreads (0: off)
 	// pref is, per dim, what people's preferences add to the acquisition per step up
 	// (session.ProposalRequest.PreferenceWeight × the "looks right" utility); nil without.
 	pref []float64

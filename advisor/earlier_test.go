@@ -75,7 +75,8 @@ func TestEarlierTrialsEnterRelativeToTheirOwnLevel(t *testing.T) {
 func TestEarlierRejectedDirectionIsNeverProposed(t *testing.T) {
 	space := session.DefaultSpace()
 	req := builtOn(space, 1, 0.5)
-	s := advisor.NewSampler(advisor.SamplerOptions{})
+	// The search's proposals, not the screen's (the earlier trials never moved a param).
+	s := advisor.NewSampler(advisor.SamplerOptions{Screen: -1})
 	stronger := func(p session.Patch) bool {
 		v, ok := p.Weights["foot_slip"]
 		return ok && math.Abs(v) > math.Abs(req.Base.Weights["foot_slip"])

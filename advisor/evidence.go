@@ -43,6 +43,10 @@ type Effect struct {
 	SD      float64
 	Moved   int
 	Metrics []MetricEffect
+	// NoEvidence: the prior cannot judge the scalar (its direction is not declared, or it
+	// is off in the base) and no configuration the model sees has moved it half a step, so
+	// the model knows nothing yet of which way it acts (screen.go).
+	NoEvidence bool
 }
 
 // Effects fits the sampler's model to the request's history and returns every scalar's
@@ -58,11 +62,13 @@ func (s *Sampler) Effects(req session.ProposalRequest) []Effect {
 	sr := &searcher{m: m, base: m.position(req.Base, req.Space), draws: m.sample(rng, s.opts.Draws)}
 	at := sr.scores(sr.base)
 	out := make([]Effect, len(m.dims))
+	seen := seenPositions(m, req)
 	for i, d := range m.dims {
 		up := append([]float64(nil), sr.base...)
 		up[i]++
 		mean, sd := pairedGain(sr.scores(up), at)
-		e := Effect{Name: d.name, Weight: d.weight, PerStep: mean, SD: sd, Moved: m.moved[i]}
+		e := Effect{Name: d.name, Weight: d.weight, PerStep: mean, SD: sd, Moved: m.moved[i],
+			NoEvidence: unjudgedDim(req.Space, d, d.value(req.Base, req.Space) == 0) && !hasEvidence(seen, i)}
 		for _, f := range m.fits {
 			c, csd := f.change(i, sr.base[i], sr.base[i]+1)
 			if f.declared[i] || math.Abs(c) > csd {
@@ -118,6 +124,12 @@ func (f metricFit) change(i int, a, b float64) (float64, float64) {
 // and the evidence, one line per move with what the model expects of it alone, on the
 // score and on each metric it moves (explainMoves' order and form).
 func (s *searcher) explain(c candidate, changes []tpeChange, baseTrial int) (string, []string) {
+	return s.explainWhy(c, changes, baseTrial, "")
+}
+
+// explainWhy is explain with the sentence's why given ("": what the model expects the
+// patch to do to the metrics).
+func (s *searcher) explainWhy(c candidate, changes []tpeChange, baseTrial int, why string) (string, []string) {
 	at := s.m.meanMetrics(s.base)
 	baseScores := s.scores(s.base)
 	moves := make([]moveEvidence, len(c.moved))
@@ -152,12 +164,15 @@ func (s *searcher) explain(c candidate, changes []tpeChange, baseTrial int) (str
 			worse = append(worse, metricWords[name])
 		}
 	}
-	why := "where the model expects the most"
-	if len(better) > 0 {
+	switch {
+	case why != "":
+	case len(better) > 0:
 		why = "to lower " + andList(better)
 		if len(worse) > 0 {
 			why += " at some cost in " + andList(worse)
 		}
+	default:
+		why = "where the model expects the most"
 	}
 	baseMean, _ := session.MeanStd(baseScores)
 	// The chance the gates pass is the one the card shows beside it (Suggestion.Confidence):

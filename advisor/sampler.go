@@ -62,6 +62,16 @@ type SamplerOptions struct {
 	// Tie is how close, in the spread of the difference over the model's draws, the best
 	// candidate's lead must be for one carrying fewer changes to go first instead (0: off).
 	Tie float64
+	// Screen is the share of the session's rung-0 trials the screen may take, the first
+	// ones after the baseline (default 0.25; negative: no screen; screen.go).
+	Screen float64
+	// NearBound is how many steps from its bound a scalar's move on the side its
+	// declaration calls helpful starts to slow: within it, a move goes at most half the way
+	// to the bound (default 2; negative: never).
+	NearBound float64
+	// ScreenPass is the least predicted chance that every gate passes for a screen's
+	// candidate (default: MinPass).
+	ScreenPass float64
 }
 
 // SamplerPrior is the composite model's prior (see composite.go), per unit step in log
@@ -129,6 +139,15 @@ func NewSampler(opts SamplerOptions) *Sampler {
 	if opts.Wide == 0 {
 		opts.Wide = 60
 	}
+	if opts.Screen == 0 {
+		opts.Screen = 0.25
+	}
+	if opts.ScreenPass <= 0 {
+		opts.ScreenPass = opts.MinPass
+	}
+	if opts.NearBound == 0 {
+		opts.NearBound = 2
+	}
 	return &Sampler{opts: opts}
 }
 
@@ -162,6 +181,9 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 	}
 	sr := s.searcher(rng, m, req, moves)
 	rejected := rejectedDirections(req)
+	if sug, ok := s.screen(rng, sr, req, rejected); ok {
+		return sug, nil
+	}
 	var lastErr error
 	ranked := sr.search(rng, s.opts.Candidates)
 	for _, c := range ranked {
@@ -199,6 +221,28 @@ func (s *Sampler) Propose(ctx context.Context, req session.ProposalRequest) (ses
 	return session.Suggestion{}, fmt.Errorf("sampler: %w: no candidate passed the rules: %v", ErrNoValidPatch, lastErr)
 }
 
+// screen is the screen's proposal (screen.go), false when the screen is over or its
+// candidate breaks a rule, a constraint or a rejection (the search proposes then).
+func (s *Sampler) screen(rng *rand.Rand, sr *searcher, req session.ProposalRequest, rejected [][]direction) (session.Suggestion, bool) {
+	c, ok := sr.screenCandidate(rng, req, screenTrials(s.opts.Screen, req.TrialBudget))
+	if !ok {
+		return session.Suggestion{}, false
+	}
+	changes := sr.changes(c)
+	patch := tpePatch(changes)
+	if _, ok := repeatsRejected(req, patch, rejected); ok {
+		return session.Suggestion{}, false
+	}
+	if _, err := req.Check(patch); err != nil {
+		return session.Suggestion{}, false
+	}
+	summary, evidence := sr.explainWhy(c, changes, req.BaseTrial, screenWhy(changes))
+	beat := session.Credible(sr.beatChance(c.x, bestSoFar(req)), sr.m.trials)
+	// No outlook: the model cannot say what is left to gain before it has seen these.
+	return session.Suggestion{Patch: patch, Summary: summary, Evidence: evidence,
+		Confidence: session.Credible(c.pass, sr.m.trials), BeatBest: &beat, Source: session.SourceSampler}, true
+}
+
 // searcher prepares the search of one proposal: each movable scalar's room from the base,
 // the trust region's radius, the model's draws and the acquisition's weight on the spread.
 func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalRequest, moves []tpeMove) *searcher {
@@ -206,7 +250,7 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 	if s.opts.MaxChanges > 0 {
 		maxChanges = min(maxChanges, s.opts.MaxChanges)
 	}
-	sr := &searcher{m: m, base: m.position(req.Base, req.Space), maxChanges: maxChanges, minPass: s.opts.MinPass, across: math.Max(s.opts.Across, 0),
+	sr := &searcher{m: m, base: m.position(req.Base, req.Space), maxChanges: maxChanges, minPass: s.opts.MinPass, screenPass: s.opts.ScreenPass, across: math.Max(s.opts.Across, 0),
 		ascents: max(s.opts.Ascents, 0), moveCost: math.Max(s.opts.MoveCost, 0),
 		undo: s.opts.Undo, wide: max(s.opts.Wide, 0), carryCost: math.Max(s.opts.CarryCost, 0), tie: s.opts.Tie,
 		edges:  max(s.opts.Edges, 0),
@@ -220,15 +264,52 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 		steps := func(z float64) float64 { return (z - m.origin[i]) / m.units[i] }
 		r := room{dim: i, base: sr.base[i], lo: steps(mv.zlo), hi: steps(mv.zhi), mv: mv, dirUp: true, dirDown: true}
 		if mv.dim.weight && mv.base == 0 {
+			// Off sits one step below a typical magnitude (tpeDims): switching on starts there.
 			r.off, r.dirDown = true, false
-			r.onLo = steps(mv.zlo + 0.5*(mv.zhi-mv.zlo))
+			r.onLo = math.Min(steps(mv.zlo)+1, r.hi)
 		}
+		slowNearBound(&r, helpfulSide(req.Space, m.dims[i]), s.opts.NearBound, (m.dims[i].lo-m.origin[i])/m.units[i], (m.dims[i].hi-m.origin[i])/m.units[i])
 		sr.rooms = append(sr.rooms, r)
 	}
 	sr.ucb = explorationWeight(s.opts.Beta, m.trials, s.opts.ExploitAfter)
 	sr.draws = m.sample(rng, s.opts.Draws)
 	sr.pref = preferenceSlopes(req, s.unit) // people's preferences (preference.go); nil without
 	return sr
+}
+
+// helpfulSide is the way a step of d is declared to help the metrics it acts on: +1 up (a
+// stronger weight; a param whose lowers is up), -1 down, 0 when nothing is declared.
+func helpfulSide(sp *session.Space, d tpeDim) float64 {
+	if d.weight {
+		if t, _ := sp.Term(d.name); len(t.Acts) > 0 {
+			return 1
+		}
+		return 0
+	}
+	p, _ := sp.Param(d.name)
+	switch p.Lowers {
+	case session.LowersUp:
+		return 1
+	case session.LowersDown:
+		return -1
+	}
+	return 0
+}
+
+// slowNearBound keeps a chain of moves on the helpful side from running a scalar into its
+// bound (lo and hi, in steps from the baseline) in one stride, where a cliff is most often
+// met: within near steps of that bound, a move goes at most half the way there, so the
+// model sees each part of the approach before the next.
+func slowNearBound(r *room, side, near, lo, hi float64) {
+	if near < 0 || r.off {
+		return
+	}
+	switch {
+	case side > 0 && hi-r.base <= near:
+		r.hi = math.Min(r.hi, r.base+(hi-r.base)/2)
+	case side < 0 && r.base-lo <= near:
+		r.lo = math.Max(r.lo, r.base-(r.base-lo)/2)
+	}
 }
 
 // changes turns a candidate into the moves of its patch.

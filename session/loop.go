@@ -721,7 +721,7 @@ func (e *Engine) proposalRequest(ctx context.Context, n snapshot) (ProposalReque
 		SessionID: s.ID, Task: s.Settings.Task, Objective: s.Settings.Objective, Floors: s.Settings.Floors, Space: e.SpaceOf(s.Settings.Task),
 		Base: baseTrial.RewardConfig.Clone(), BaseTrial: bestNum, Tried: append(append(TriedConfigs(n.trials), rejectedConfigs(n.proposals)...), waitingConfigs(n.proposals)...),
 		Constraints: SessionConstraints(n.proposals), Seed: s.Settings.Seed,
-		PreferenceWeight: s.Settings.Preferences.Weight,
+		PreferenceWeight: s.Settings.Preferences.Weight, TrialBudget: s.Settings.TrialCount,
 	}
 	for _, p := range s.Preferences {
 		if p.Decided() {

@@ -270,6 +270,9 @@ type ProposalRequest struct {
 	// §5). They are evidence only: History alone is this session's.
 	Earlier       []TrialSummary
 	EarlierWeight float64
+	// TrialBudget is the session's trial_count, the rung-0 trials it runs at most (0: not
+	// known): a numeric proposer spends a share of it on its screen (advisor/screen.go).
+	TrialBudget int
 }
 
 // MayMove says whether the request's constraints let scalar name move up (a weight's

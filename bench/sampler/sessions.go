@@ -553,5 +553,8 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.IntVar(&opts.Wide, "wide", 0, "tunebot: SamplerOptions.Wide (negative: no space-filling candidates)")
 	fs.IntVar(&opts.Edges, "edges", 0, "tunebot: SamplerOptions.Edges (0: no edge candidates)")
 	fs.Float64Var(&opts.Tie, "tie", 0, "tunebot: SamplerOptions.Tie (0: off)")
+	fs.Float64Var(&opts.Screen, "screen", 0, "tunebot: SamplerOptions.Screen, the screen's share of the trials (0: its default; negative: none)")
+	fs.Float64Var(&opts.ScreenPass, "screen-pass", 0, "tunebot: SamplerOptions.ScreenPass (0: MinPass)")
+	fs.Float64Var(&opts.NearBound, "near-bound", 0, "tunebot: SamplerOptions.NearBound (0: its default; negative: never slow)")
 	fs.Float64Var(&opts.CarryCost, "carry-cost", 0, "tunebot: SamplerOptions.CarryCost (negative: none)")
 }
