@@ -39,7 +39,7 @@ func dsSystemPrompt(s *session.Space) string {
 
 Scoring. Per metric, imp = clip((baseline - current) / max(|baseline|, floor), -1, 1). Objectives: tracking = 0.8*imp(velocity_error_linear) + 0.2*imp(velocity_error_angular); smoothness = imp(action_acceleration); stability = imp(orientation_error); falls = imp(fall_rate); slip = imp(foot_slip); energy = imp(mechanical_power). The score is the mean of the objectives weighted by the session's objective weights; the baseline scores 0. A trial is not eligible (never best) when fall_rate > baseline fall_rate + 0.02 or tracking < -0.05. Scores compare within a rung; the trials you see are rung 0 (short training).
 
-Sampler evidence. "sampler_evidence" in the context, when present, is what tunebot's numeric sampler learned from every rung-0 trial so far. It models each metric on its own (its log; the fall rate's log-odds) from each scalar's position, starting from what the reward space declares each scalar acts on, and predicts the score and the gates from the metrics. Per scalar that trials moved: its predicted effect on the score for one step up from the base configuration (a weight's magnitude ×2, or a param raised by a fifth of its range) ± one standard deviation, and the metrics it moves per step up (the change of the metric's log, about its relative change: -0.05 is about 5 % lower, which is better; "declared" marks the metrics the space says it acts on), each ± one standard deviation; then the scalars whose score effect is within that noise (did not matter so far) and the scalars no trial moved yet. A move that lowers one metric may cost another, and a gate (tracking no more than 5 % worse, falls no more than 0.02 above the baseline) is broken by the metrics, not by the score: weigh the per-metric evidence with the metrics and curves; a large effect with a small deviation is solid evidence, one trial is not.
+Sampler evidence. "sampler_evidence" in the context, when present, is what tunebot's numeric sampler learned from every rung-0 trial so far. It models each metric on its own (its log; the fall rate's log-odds) from each scalar's position, starting from what the reward space declares each scalar acts on, and predicts the score and the gates from the metrics. Per scalar that trials moved: its predicted effect on the score for one step up from the base configuration (a weight's magnitude ×2, or a param raised by a fifth of its range) ± one standard deviation, and the metrics it moves per step up (the change of the metric's log, about its relative change: -0.05 is about 5 % lower, which is better; "declared" marks the metrics the space says it acts on), each ± one standard deviation; then the scalars whose score effect is within that noise (did not matter so far), the scalars no trial moved yet, and ("no_evidence_yet_on_direction") the scalars the reward space does not judge in advance (a param without a declared direction, a term that is off) that no trial has moved half a step: for these the sampler knows nothing yet of which way they act, and its numbers are its prior only. A move that lowers one metric may cost another, and a gate (tracking no more than 5 % worse, falls no more than 0.02 above the baseline) is broken by the metrics, not by the score: weigh the per-metric evidence with the metrics and curves; a large effect with a small deviation is solid evidence, one trial is not.
 
 Training curves. "Episode_Reward/<term>" is the mean per-episode reward of one term (weight included) over training iterations; the other curves are training statistics. Use them to see which terms dominate, which ones the policy learns to satisfy and which it ignores.
 
@@ -201,6 +201,10 @@ type dsEvidence struct {
 	Effects     []dsEffect `json:"effects_per_step_up"`
 	NoEffect    []string   `json:"did_not_matter"`
 	NotYetMoved []string   `json:"not_yet_moved"`
+	// NoEvidence are the scalars the space does not judge in advance (no declared
+	// direction, or off) that no trial has moved half a step: nothing is known yet of which
+	// way they act.
+	NoEvidence []string `json:"no_evidence_yet_on_direction"`
 }
 
 type dsEffect struct {
@@ -223,13 +227,16 @@ func dsEvidenceOf(req session.ProposalRequest) *dsEvidence {
 	if len(tpeFinished(req.History)) < 2 {
 		return nil
 	}
-	ev := &dsEvidence{Effects: []dsEffect{}, NoEffect: []string{}, NotYetMoved: []string{}}
+	ev := &dsEvidence{Effects: []dsEffect{}, NoEffect: []string{}, NotYetMoved: []string{}, NoEvidence: []string{}}
 	effects := NewSampler(SamplerOptions{}).Effects(req)
 	if effects == nil {
 		return nil
 	}
 	sort.SliceStable(effects, func(a, b int) bool { return math.Abs(effects[a].PerStep) > math.Abs(effects[b].PerStep) })
 	for _, e := range effects {
+		if e.NoEvidence {
+			ev.NoEvidence = append(ev.NoEvidence, e.Name)
+		}
 		switch {
 		case e.Moved == 0:
 			ev.NotYetMoved = append(ev.NotYetMoved, e.Name)

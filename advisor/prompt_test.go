@@ -128,6 +128,7 @@ func TestPromptHoldsTheContextAndNothingElse(t *testing.T) {
 				} `json:"metrics"`
 			} `json:"effects_per_step_up"`
 			NotYetMoved []string `json:"not_yet_moved"`
+			NoEvidence  []string `json:"no_evidence_yet_on_direction"`
 		} `json:"sampler_evidence"`
 		Preferences []struct {
 			Better   *int   `json:"walks_better"`
@@ -186,6 +187,12 @@ func TestPromptHoldsTheContextAndNothingElse(t *testing.T) {
 	}
 	if ev != nil && !slices.Contains(ev.NotYetMoved, "pose") {
 		t.Errorf("not yet moved %v lacks pose", ev.NotYetMoved)
+	}
+	// What the sampler knows nothing of yet (issue 45, item 8): the params without a declared
+	// direction and the term that is off, never a weight whose direction is declared.
+	if ev != nil && (!slices.Contains(ev.NoEvidence, "foot_gait.period") || !slices.Contains(ev.NoEvidence, "electrical_power") ||
+		slices.Contains(ev.NoEvidence, "foot_slip") || slices.Contains(ev.NoEvidence, "pose")) {
+		t.Errorf("no evidence yet on direction %v, want the params and electrical_power, not foot_slip or pose", ev.NoEvidence)
 	}
 	for _, tr := range doc.Trials {
 		if _, ok := tr.Curves["Episode_Reward/term_00"]; !ok && tr.Number == 14 {
