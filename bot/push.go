@@ -62,6 +62,10 @@ func PushCard(in PushInput) (Card, bool) {
 		case session.Unconfirmed(s.Outcome):
 			// the phone says it plainly: a preset was saved, but not as an improvement
 			line += " (" + s.Outcome + "): " + s.OutcomeText() + "; preset " + s.Preset + " saved, marked so"
+			if r, ok := session.Compare(s, in.Trials); ok && r.Final {
+				// which trial it is, as every other surface names it
+				line += fmt.Sprintf(" (trial %d @ rung %d)", r.Best.Trial, r.Best.Rung)
+			}
 			if s.Result != nil && s.Result.Verdict != nil {
 				line += ": " + s.Result.Verdict.Text()
 			}
