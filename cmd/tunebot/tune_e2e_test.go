@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -106,7 +107,8 @@ session:
 		t.Fatalf("summary: %+v", sum)
 	case sum.Outcome != session.OutcomeImproved:
 		// Saved, but not as an improvement: the terminal says so (issue 43, item 2).
-		if !strings.Contains(stderr.String()+stdout.String(), "outcome:     "+sum.Outcome+": ") {
+		// With --json, the console's card says it (stderr); the JSON carries the outcome.
+		if !regexp.MustCompile(`outcome\s+` + sum.Outcome + `: `).MatchString(stderr.String()) {
 			t.Errorf("outcome %s, yet the terminal does not say so:\n%s", sum.Outcome, stderr.String())
 		}
 	}
