@@ -33,8 +33,11 @@ type priorOptions struct {
 	// expected sign's mean (a stronger weight lowers the metric by this much per step).
 	DeclaredSD, DeclaredMean float64
 	// DeclaredCurvMean and DeclaredCurvSD are a declared metric's curvature per squared step:
-	// positive, since a scalar that acts on a metric has a best value for it.
+	// positive, since a scalar that acts on a metric has a best value for it. The mean is
+	// for scalars whose direction is declared; UndeclaredCurvMean is the one for those whose
+	// direction is not (default 0: none, bench/sampler/README.md, Search V).
 	DeclaredCurvMean, DeclaredCurvSD float64
+	UndeclaredCurvMean               float64
 	// WeakSD and WeakCurvSD are the spreads on metrics a scalar is not declared to act on.
 	WeakSD, WeakCurvSD float64
 	// TrackSD is the spread of any scalar's effect on the velocity errors (every term may
@@ -381,10 +384,11 @@ func metricPrior(name string, obs []observation, decl []declaration, floors sess
 		if d.acts {
 			lin, curv = prior.DeclaredSD*scale, prior.DeclaredCurvSD*scale
 			m0[1+i] = d.sign * prior.DeclaredMean * scale
+			// A best value for the metric is expected only where the direction is declared:
+			// without it, a move either way is not predicted to lose before a trial says so
+			// (issue 45: the curvature mean alone kept such scalars still).
+			m0[1+D+i] = prior.UndeclaredCurvMean * scale
 			if d.sign != 0 {
-				// A best value for the metric is expected only where the direction is
-				// declared: without it, a move either way is not predicted to lose before a
-				// trial says so (issue 45: the curvature mean alone kept such scalars still).
 				m0[1+D+i] = prior.DeclaredCurvMean * scale
 			}
 		}

@@ -94,7 +94,8 @@ func trialsAfterBaseline(req session.ProposalRequest) int {
 }
 
 // screenTrials is how many rung-0 trials after the baseline the screen may take: share of
-// the session's budget of rung-0 trials (budget 0: not known, taken as 12), at least one.
+// the session's budget of rung-0 trials (budget 0: not known, taken as 12), at least one,
+// and none when fewer than screenAfter trials would be left to the model after it.
 func screenTrials(share float64, budget int) int {
 	if share <= 0 {
 		return 0
@@ -102,8 +103,17 @@ func screenTrials(share float64, budget int) int {
 	if budget <= 0 {
 		budget = 12
 	}
-	return max(int(math.Round(share*float64(budget))), 1)
+	n := max(int(math.Round(share*float64(budget))), 1)
+	if budget-1-n < screenAfter {
+		return 0
+	}
+	return n
 }
+
+// screenAfter is the least number of rung-0 trials the model must have after the screen to
+// act on what it learned: with the default share, a session of fewer than 8 trials has no
+// screen.
+const screenAfter = 5
 
 // screenGroup orders up to k of the unscreened rooms for the screen: each next one the room
 // whose declared metrics overlap least with those already taken, ties in rng's order.

@@ -76,3 +76,17 @@ func TestStepsSlowNearTheBound(t *testing.T) {
 		}
 	}
 }
+
+// The screen takes a quarter of the session's rung-0 trials, and none when the model would be
+// left fewer than screenAfter trials after it (issue 45, item 7: the start-up count as a share
+// of the budget).
+func TestScreenTrialsAreAShareOfTheBudget(t *testing.T) {
+	for _, tt := range []struct {
+		share        float64
+		budget, want int
+	}{{0.25, 12, 3}, {0.25, 0, 3}, {0.25, 20, 5}, {0.25, 8, 2}, {0.25, 7, 0}, {0.25, 4, 0}, {-1, 12, 0}} {
+		if got := screenTrials(tt.share, tt.budget); got != tt.want {
+			t.Errorf("share %g of %d trials: %d screen trials, want %d", tt.share, tt.budget, got, tt.want)
+		}
+	}
+}

@@ -523,6 +523,7 @@ func samplerFlags(fs *flag.FlagSet, opts *advisor.SamplerOptions) {
 	fs.Float64Var(&opts.Prior.DeclaredSD, "declared-sd", 0, "tunebot: SamplerPrior.DeclaredSD")
 	fs.Float64Var(&opts.Prior.DeclaredMean, "declared-mean", 0, "tunebot: SamplerPrior.DeclaredMean")
 	fs.Float64Var(&opts.Prior.DeclaredCurvMean, "declared-curv-mean", 0, "tunebot: SamplerPrior.DeclaredCurvMean")
+	fs.Float64Var(&opts.Prior.UndeclaredCurvMean, "undeclared-curv-mean", 0, "tunebot: SamplerPrior.UndeclaredCurvMean (0: none, the default; 0.02 was the prior before Search V)")
 	fs.Float64Var(&opts.Prior.DeclaredCurvSD, "declared-curv-sd", 0, "tunebot: SamplerPrior.DeclaredCurvSD")
 	fs.Float64Var(&opts.Prior.WeakSD, "weak-sd", 0, "tunebot: SamplerPrior.WeakSD")
 	fs.Float64Var(&opts.Prior.WeakCurvSD, "weak-curv-sd", 0, "tunebot: SamplerPrior.WeakCurvSD")
