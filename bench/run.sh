@@ -18,6 +18,8 @@ bash bench/events/run.sh
 
 section "sampler: whole sessions on held-out sim surfaces, fraction of the attainable gain (issue 17)"
 bash bench/sampler/run.sh
+section "sampler: Search V's variants on the tuning surfaces, paired with the defaults (issue 45)"
+bash bench/sampler/variants.sh
 
 section "charts: full trial report render time on one core (issue 5)"
 go test -run '^$' -bench 'BenchmarkTrialReport' -benchtime 5x -cpu 1 ./charts/

@@ -166,7 +166,7 @@ def main() -> int:
                     help="the session's early-stop patience (0: the session default; 20: never before the trial count)")
     ap.add_argument("--warm", action="store_true", help="follow each session by a second that builds on it, the same study going on")
     ap.add_argument("--label", default="", help="the method's name in the results (default: optuna)")
-    ap.add_argument("--family", default="generic", choices=["generic", "domain", "coupled", "separable"], help="surface family")
+    ap.add_argument("--family", default="generic", choices=["generic", "domain", "coupled", "separable", "levers"], help="surface family")
     args = ap.parse_args()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
     extra = ["-family", args.family] + (["-tmp", args.tmp] if args.tmp else [])

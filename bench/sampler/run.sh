@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Whole tunebot sessions (real engine: rung 0, early stop, successive halving, final
-# re-evaluation) on held-out sim surfaces of four families, for tunebot's sampler (and its
+# re-evaluation) on held-out sim surfaces of five families, for tunebot's sampler (and its
 # second session), and the peers a user would pick: random search, Optuna's TPE and its
 # GPSampler (4 and 10 start-up trials) over the 0.5x-2x box, each with its warm row; prints
 # the fraction of the attainable gain each method's shipped configuration reached and how
 # many rung-0 trials broke a gate. The peers' venv is made by venv.sh. See README.md.
 # Env: FIRST (default 1000: held out; surfaces 1-999 are for tuning), SURFACES (50), REPS (3),
-# WORKERS (2), FAMILIES ("generic domain coupled separable").
+# WORKERS (2), FAMILIES ("generic domain coupled separable levers").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 FIRST=${FIRST:-1000}
 SURFACES=${SURFACES:-50}
 REPS=${REPS:-3}
 WORKERS=${WORKERS:-2}
-FAMILIES=${FAMILIES:-generic domain coupled separable}
+FAMILIES=${FAMILIES:-generic domain coupled separable levers}
 OUT=bench/out/sampler-sessions
 TMP=/dev/shm
 [ -d "$TMP" ] && [ -w "$TMP" ] || TMP=""
