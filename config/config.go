@@ -92,7 +92,8 @@ type TrainerConfig struct {
 	// domain (each term acting on the metrics its name is about), coupled (the metric is
 	// the name's but the sign often is not, and the gains need several moves at once) or
 	// separable (the gains come from separate terms within the 0.5×–2× box, but the first
-	// moves are often wrong and must be taken back).
+	// moves are often wrong and must be taken back) or levers (the largest gains on params
+	// whose direction nothing declares, near a bound, and on a term that is off).
 	SimSurfaceFamily string `yaml:"sim_surface_family"`
 	// Events bounds what is read of each training job's event files: tags per trial,
 	// points per series, bytes per job (docs/design.md §4).
