@@ -97,12 +97,7 @@ func domainStep(c coord) float64 {
 // generateDomain draws a surface of the domain family.
 func generateDomain(sh shape, seed int64) *generated {
 	rng := rand.New(rand.NewPCG(uint64(seed)^sh.salt, 0xd0a1d0a1d0a1d0a1))
-	g := &generated{base: asymptote(space.Defaults()), noise: map[string]float64{}}
-	f := g.base[mFall] / 0.9
-	g.fallOdds = math.Log(f / (1 - f))
-	for _, name := range session.MetricNames {
-		g.noise[name] = 0.01 + 0.04*rng.Float64()
-	}
+	g := drawGenerated(rng)
 	var risky []coord // scalars whose role has a cliff
 	var riskyDir []float64
 	for _, c := range coords(sh.sp) {
@@ -117,6 +112,16 @@ func generateDomain(sh shape, seed int64) *generated {
 	}
 	domainInteractions(rng, g)
 	domainCliffs(rng, g, risky, riskyDir)
+	return g
+}
+
+// drawGenerated starts a surface of the domain-shaped families (newGenerated) and draws its
+// noise, 1–5 % per metric.
+func drawGenerated(rng *rand.Rand) *generated {
+	g := newGenerated()
+	for _, name := range session.MetricNames {
+		g.noise[name] = 0.01 + 0.04*rng.Float64()
+	}
 	return g
 }
 

@@ -3,8 +3,6 @@ package sim
 import (
 	"math"
 	"math/rand/v2"
-
-	"tunebot/session"
 )
 
 // The levers family (FamilyLevers) draws surfaces whose largest gains sit where a prior
@@ -34,12 +32,7 @@ const FamilyLevers Family = "levers"
 // generateLevers draws a surface of the levers family.
 func generateLevers(sh shape, seed int64) *generated {
 	rng := rand.New(rand.NewPCG(uint64(seed)^sh.salt, 0x1e7e251e7e251e7e))
-	g := &generated{base: asymptote(space.Defaults()), noise: map[string]float64{}}
-	f := g.base[mFall] / 0.9
-	g.fallOdds = math.Log(f / (1 - f))
-	for _, name := range session.MetricNames {
-		g.noise[name] = 0.01 + 0.04*rng.Float64()
-	}
+	g := drawGenerated(rng)
 	cs := coords(sh.sp)
 	used := map[string]bool{}
 	leverEffects(rng, sh, g, cs, used)
