@@ -44,18 +44,24 @@ func unjudgedDim(sp *session.Space, d tpeDim, off bool) bool {
 }
 
 // seenPositions are the positions of every configuration the model sees or will see: this
-// session's rung-0 trials (running ones too), the proposals not rejected, and the trials of
-// the session this one builds on.
+// session's rung-0 trials that did not fail (running ones too), the proposals not rejected,
+// and the finished trials of the session this one builds on. A failed trial is no evidence,
+// so its configuration does not count when it is also among the tried ones.
 func seenPositions(m *composite, req session.ProposalRequest) [][]float64 {
 	var out [][]float64
 	add := func(c session.RewardConfig) { out = append(out, m.position(c, req.Space)) }
+	failed := map[string]bool{}
 	for _, h := range req.History {
-		if h.Rung == 0 && h.State != session.TrialFailed {
+		switch {
+		case h.Rung != 0:
+		case h.State == session.TrialFailed:
+			failed[configKey(h.Config)] = true
+		default:
 			add(h.Config)
 		}
 	}
 	for _, t := range req.Tried {
-		if !t.Rejected {
+		if !t.Rejected && !failed[configKey(t.Config)] {
 			add(t.Config)
 		}
 	}
@@ -115,14 +121,14 @@ func screenTrials(share float64, budget int) int {
 // screen.
 const screenAfter = 5
 
-// screenGroup orders up to k of the unscreened rooms for the screen: each next one the room
-// whose declared metrics overlap least with those already taken, ties in rng's order.
-func (s *searcher) screenGroup(rng *rand.Rand, unscreened []int, k int) []int {
+// screenOrder orders the unscreened rooms for the screen: each next one the room whose
+// declared metrics overlap least with those already taken, ties in rng's order.
+func (s *searcher) screenOrder(rng *rand.Rand, unscreened []int) []int {
 	order := append([]int(nil), unscreened...)
 	rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 	covered := map[string]int{}
-	var group []int
-	for len(group) < k && len(order) > 0 {
+	out := make([]int, 0, len(order))
+	for len(order) > 0 {
 		best, bestOverlap := 0, math.MaxInt
 		for j, ri := range order {
 			overlap := 0
@@ -138,9 +144,9 @@ func (s *searcher) screenGroup(rng *rand.Rand, unscreened []int, k int) []int {
 		for _, name := range s.actsOn(ri) {
 			covered[name]++
 		}
-		group = append(group, ri)
+		out = append(out, ri)
 	}
-	return group
+	return out
 }
 
 // actsOn lists the metrics room ri's scalar is declared to act on.
@@ -202,8 +208,8 @@ func (s *searcher) screenCandidate(rng *rand.Rand, req session.ProposalRequest, 
 		return candidate{}, false
 	}
 	k := min((len(unscreened)+trials-done-1)/(trials-done), s.maxChanges)
-	order := s.screenGroup(rng, unscreened, len(unscreened)) // every unscreened room, best spread first
-	targets := map[int]float64{}
+	order := s.screenOrder(rng, unscreened)
+	targets := map[int]float64{} // room → where the screen moves it
 	next := 0
 	fill := func() {
 		for ; len(targets) < k && next < len(order); next++ {
@@ -213,36 +219,20 @@ func (s *searcher) screenCandidate(rng *rand.Rand, req session.ProposalRequest, 
 		}
 	}
 	for fill(); len(targets) > 0; fill() {
-		set := make([]int, 0, len(targets))
-		for ri := range targets {
-			set = append(set, ri)
+		c := candidate{x: append([]float64(nil), s.base...)}
+		for ri, to := range targets {
+			c.x[s.rooms[ri].dim] = to
+			c.moved = append(c.moved, ri)
 		}
-		sort.Ints(set)
-		c, ok := s.moveTo(set, func(r room) (float64, bool) { return targets[s.roomIndex(r.dim)], true })
-		if !ok {
-			break
-		}
+		sort.Ints(c.moved)
 		c.assessment = s.assess(c.x)
 		if c.pass >= s.screenPass {
 			return c, true
 		}
 		// The most doubtful member leaves, and the next unscreened room takes its place.
 		delete(targets, s.mostDoubtful(targets))
-		if next >= len(order) {
-			k = len(targets)
-		}
 	}
 	return candidate{}, false
-}
-
-// roomIndex is the room of model dim i.
-func (s *searcher) roomIndex(i int) int {
-	for ri, r := range s.rooms {
-		if r.dim == i {
-			return ri
-		}
-	}
-	return -1
 }
 
 // mostDoubtful is the room among targets whose move alone the model gives the least chance

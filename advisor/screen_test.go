@@ -108,6 +108,29 @@ func TestScreenEndsWhenEveryScalarHasEvidence(t *testing.T) {
 	}
 }
 
+// A trial that failed is no evidence: the scalars it moved are screened still, though its
+// configuration is among the tried ones.
+func TestAFailedTrialIsNoEvidence(t *testing.T) {
+	space := session.DefaultSpace()
+	moved := space.Defaults()
+	for _, p := range space.Params {
+		moved.Params[p.Name] = p.Default + 0.1*(p.Max-p.Min)
+		if moved.Params[p.Name] > p.Max {
+			moved.Params[p.Name] = p.Default - 0.1*(p.Max-p.Min)
+		}
+	}
+	req := historyOf(space, slipWorld(space), moved)
+	req.TrialBudget = 12
+	req.History[1].State, req.History[1].Metrics, req.History[1].PerSeed, req.History[1].Score = session.TrialFailed, nil, nil, nil
+	sug, err := advisor.NewSampler(advisor.SamplerOptions{}).Propose(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(sug.Summary, "as a screen") {
+		t.Errorf("a failed trial counted as evidence: %s", sug.Summary)
+	}
+}
+
 // The screen is stateless and deterministic: the same request gives the same proposal.
 func TestScreenIsDeterministic(t *testing.T) {
 	space := session.DefaultSpace()
