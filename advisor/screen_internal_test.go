@@ -2,6 +2,7 @@ package advisor
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"tunebot/session"
@@ -88,5 +89,23 @@ func TestScreenTrialsAreAShareOfTheBudget(t *testing.T) {
 		if got := screenTrials(tt.share, tt.budget); got != tt.want {
 			t.Errorf("share %g of %d trials: %d screen trials, want %d", tt.share, tt.budget, got, tt.want)
 		}
+	}
+}
+
+// A term that is off is screened switched on where switching on starts, one step from off,
+// and only when it may move up; a scalar with less than half a step either way is not.
+func TestScreenTargetSwitchesAnOffTermOn(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	if to, ok := screenTarget(rng, room{off: true, base: 0, lo: 0, hi: 3, onLo: 1, dirUp: true}); !ok || to != 1 {
+		t.Errorf("off term: %g, %v, want switched on at 1 step", to, ok)
+	}
+	if _, ok := screenTarget(rng, room{off: true, base: 0, lo: 0, hi: 3, onLo: 1}); ok {
+		t.Error("an off term a constraint keeps off was screened")
+	}
+	if _, ok := screenTarget(rng, room{base: 0, lo: -0.3, hi: 0.3, dirUp: true, dirDown: true}); ok {
+		t.Error("a scalar with 0.3 steps of room was screened")
+	}
+	if to, ok := screenTarget(rng, room{base: 0, lo: -0.2, hi: 0.6, dirUp: true, dirDown: true}); !ok || to != 0.6 {
+		t.Errorf("room mostly up: %g, %v, want to its end, 0.6", to, ok)
 	}
 }

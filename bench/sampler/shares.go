@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sort"
 
 	"tunebot/session"
 	"tunebot/trainer/sim"
@@ -42,7 +41,7 @@ func cmdShares(args []string, stdout io.Writer) error {
 			continue
 		}
 		lost := func(names ...string) float64 {
-			c := copyConfig(best)
+			c := best.Clone()
 			for _, n := range names {
 				if t, ok := sp.Term(n); ok {
 					c.Weights[n] = t.Default
@@ -69,34 +68,11 @@ func cmdShares(args []string, stdout io.Writer) error {
 				offs = append(offs, n)
 			}
 		}
-		largest, undecl, off, att = append(largest, top1), append(undecl, lost(und...)), append(off, lost(offs...)), append(att, gain)
-		fmt.Fprintf(stdout, "surface %d: attainable %.3f, largest %s %.0f %%, undeclared %.0f %%, off terms %.0f %%\n", seed, gain, topName, 100*top1, 100*lost(und...), 100*lost(offs...))
+		u, o := lost(und...), lost(offs...)
+		largest, undecl, off, att = append(largest, top1), append(undecl, u), append(off, o), append(att, gain)
+		fmt.Fprintf(stdout, "surface %d: attainable %.3f, largest %s %.0f %%, undeclared %.0f %%, off terms %.0f %%\n", seed, gain, topName, 100*top1, 100*u, 100*o)
 	}
 	fmt.Fprintf(stdout, "medians: attainable %.3f, largest single scalar %.0f %%, undeclared params %.0f %%, off terms %.0f %%\n",
-		median(att), 100*median(largest), 100*median(undecl), 100*median(off))
+		medianOf(att), 100*medianOf(largest), 100*medianOf(undecl), 100*medianOf(off))
 	return nil
-}
-
-func copyConfig(c session.RewardConfig) session.RewardConfig {
-	out := session.RewardConfig{Weights: map[string]float64{}, Params: map[string]float64{}}
-	for k, v := range c.Weights {
-		out.Weights[k] = v
-	}
-	for k, v := range c.Params {
-		out.Params[k] = v
-	}
-	return out
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	if n := len(s); n%2 == 1 {
-		return s[n/2]
-	} else {
-		return (s[n/2-1] + s[n/2]) / 2
-	}
 }

@@ -39,7 +39,7 @@ func generateLevers(sh shape, seed int64) *generated {
 	spreadEffects(rng, sh, g, cs, used)
 	domainInteractions(rng, g) // among these only: a term off moves many steps when switched on
 	offEffects(rng, sh, g, cs, used)
-	leverCliffs(rng, sh, g, cs, used)
+	leverCliffs(rng, sh, g, cs)
 	return g
 }
 
@@ -151,7 +151,7 @@ func spreadEffects(rng *rand.Rand, sh shape, g *generated, cs []coord, used map[
 // leverCliffs draws the cliffs: the linear tracking weight on its helpful side, with its
 // tracking gain beyond the cliff; an undeclared scalar that is not a lever; and one or two
 // of the domain table's risky scalars.
-func leverCliffs(rng *rand.Rand, sh shape, g *generated, cs []coord, used map[string]bool) {
+func leverCliffs(rng *rand.Rand, sh shape, g *generated, cs []coord) {
 	levers := map[string]bool{}
 	for _, e := range g.effects {
 		if undeclared(sh, e.c) && e.curv*sq(e.opt-e.c.def) >= 0.08 {

@@ -29,10 +29,7 @@ func TestLeversFamilyHoldsItsGainWhereNothingIsDeclared(t *testing.T) {
 		if best.Weights["electrical_power"] != 0 {
 			switchedOn++
 		}
-		back := with(nil, nil)
-		for k, v := range best.Weights {
-			back.Weights[k] = v
-		}
+		back := best.Clone()
 		for _, p := range sp.Params {
 			back.Params[p.Name] = p.Default // every undeclared param back at its default
 		}
