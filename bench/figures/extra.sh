@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Figures you can bank on (issue 43): whole sessions with the product's defaults on held-out
-# sim surfaces (1000 and up) of six problems, the reported gain against the noise-free truth,
+# sim surfaces (1000 and up) of seven problems, the reported gain against the noise-free truth,
 # "improved" where nothing beats the defaults and where a real gain was found, and what the
 # fresh final seeds cost. See README.md. Env: SESSIONS (50 per problem), FLAT (0: how many more
 # flat ones after them, for a closer rate of false claims), WORKERS (2).

@@ -138,7 +138,7 @@ func (p problem) surface(seed int64) (*sim.Surface, error) {
 
 func sessions(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("figures", flag.ContinueOnError)
-	names := fs.String("problems", "generic,domain,coupled,separable,flat,g1", "problems, comma-separated")
+	names := fs.String("problems", "generic,domain,coupled,separable,levers,flat,g1", "problems, comma-separated")
 	first := fs.Int64("first", 1000, "first surface seed (1000 and up: held out)")
 	n := fs.Int("sessions", 20, "sessions per problem, one per surface")
 	workers := fs.Int("workers", 2, "sessions run at once")
