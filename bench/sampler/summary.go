@@ -200,11 +200,13 @@ func pairedLines(rows map[string][]sessionResult) []string {
 }
 
 // bestPeer is the peer (a method not tunebot's) of the highest median among the warm rows
-// (the study going on, "-warm") or the others, by name for ties.
+// (the study going on, "-warm") or the others, by name for ties; a variant of tunebot
+// ("variant-…", variants.sh) is none.
 func bestPeer(med map[string]float64, warm bool) (string, float64, bool) {
 	best, bm, found := "", 0.0, false
 	for name, m := range med {
-		if strings.HasPrefix(name, "tunebot") || strings.HasSuffix(name, "-warm") != warm {
+		// tunebot's own rows, and its variants (variants.sh), are no peer to beat
+		if strings.HasPrefix(name, "tunebot") || strings.HasPrefix(name, "variant-") || strings.HasSuffix(name, "-warm") != warm {
 			continue
 		}
 		if !found || m > bm || (m == bm && name < best) {
