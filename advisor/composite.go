@@ -331,21 +331,7 @@ func declarations(sp *session.Space, dims []tpeDim) map[string][]declaration {
 		out[name] = make([]declaration, len(dims))
 	}
 	for i, d := range dims {
-		var metrics []string
-		sign := 0.0
-		if d.weight {
-			t, _ := sp.Term(d.name)
-			metrics, sign = t.Acts, -1 // a stronger weight (a step up in magnitude) lowers them
-		} else {
-			p, _ := sp.Param(d.name)
-			metrics = p.Acts
-			switch p.Lowers {
-			case session.LowersUp:
-				sign = -1
-			case session.LowersDown:
-				sign = 1
-			}
-		}
+		metrics, sign := declaredOf(sp, d)
 		for _, name := range session.MetricNames {
 			out[name][i].penalty = d.weight && d.sign < 0
 		}
@@ -356,6 +342,24 @@ func declarations(sp *session.Space, dims []tpeDim) map[string][]declaration {
 		}
 	}
 	return out
+}
+
+// declaredOf is what the space declares of dim d: the metrics it acts on, and the sign of a
+// step up's expected effect on them (-1: lowers them, +1: raises them, 0: not known). A
+// stronger weight (a step up in magnitude) lowers them; a param says so with lowers.
+func declaredOf(sp *session.Space, d tpeDim) ([]string, float64) {
+	if d.weight {
+		t, _ := sp.Term(d.name)
+		return t.Acts, -1
+	}
+	p, _ := sp.Param(d.name)
+	switch p.Lowers {
+	case session.LowersUp:
+		return p.Acts, -1
+	case session.LowersDown:
+		return p.Acts, 1
+	}
+	return p.Acts, 0
 }
 
 // metricPrior is one metric's prior over its coefficients (means and variances).

@@ -277,23 +277,14 @@ func (s *Sampler) searcher(rng *rand.Rand, m *composite, req session.ProposalReq
 	return sr
 }
 
-// helpfulSide is the way a step of d is declared to help the metrics it acts on: +1 up (a
-// stronger weight; a param whose lowers is up), -1 down, 0 when nothing is declared.
+// helpfulSide is the way a step of d is declared to help the metrics it acts on (declaredOf):
+// +1 up (a stronger weight; a param whose lowers is up), -1 down, 0 when nothing is declared.
 func helpfulSide(sp *session.Space, d tpeDim) float64 {
-	if d.weight {
-		if t, _ := sp.Term(d.name); len(t.Acts) > 0 {
-			return 1
-		}
+	metrics, sign := declaredOf(sp, d)
+	if len(metrics) == 0 {
 		return 0
 	}
-	p, _ := sp.Param(d.name)
-	switch p.Lowers {
-	case session.LowersUp:
-		return 1
-	case session.LowersDown:
-		return -1
-	}
-	return 0
+	return -sign
 }
 
 // slowNearBound keeps a chain of moves on the helpful side from running a scalar into its

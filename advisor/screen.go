@@ -35,12 +35,8 @@ func unjudged(sp *session.Space, r room) bool { return unjudgedDim(sp, r.mv.dim,
 // unjudgedDim reports whether the prior cannot judge dim d: a param whose direction the
 // space does not declare, a weight that acts on no declared metric, or a term that is off.
 func unjudgedDim(sp *session.Space, d tpeDim, off bool) bool {
-	if d.weight {
-		t, _ := sp.Term(d.name)
-		return off || len(t.Acts) == 0
-	}
-	p, _ := sp.Param(d.name)
-	return p.Lowers == ""
+	metrics, sign := declaredOf(sp, d)
+	return off && d.weight || len(metrics) == 0 || sign == 0
 }
 
 // seenPositions are the positions of every configuration the model sees or will see: this
