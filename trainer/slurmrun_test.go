@@ -384,7 +384,9 @@ func TestSlurmSettingsAreChecked(t *testing.T) {
 // the same script is cancelled first, so two jobs of one trial never run at once.
 func TestSlurmUnrecordedJobIsReplaced(t *testing.T) {
 	c := needSlurm(t)
-	r := slurmRunner(t, c, sim.StepDelayEnv+"=100ms")
+	// 300 ms a step: the stale job (40 steps) must not finish before the next start cancels
+	// it, which a loaded machine took more than the 4 s of 100 ms steps to do (.ci/run)
+	r := slurmRunner(t, c, sim.StepDelayEnv+"=300ms")
 	dir := t.TempDir()
 	h, shutdown := trainUntilRunning(t, r, dir)
 	_ = shutdown() // tunebot dies; say its record of the job was lost with it
