@@ -746,7 +746,8 @@ func (e *Engine) Recover(ctx context.Context) error {
 			if t.RemoteJob() != nil && !t.State.Terminal() {
 				// A cluster job outlives tunebot: it is re-attached on resume, never
 				// started again and never cancelled here.
-				e.log.Info("a remote job of an interrupted trial will be re-attached on resume", "session", s.ID, "trial", t.Number, "rung", t.Rung, "slurm_job", t.Proc.SlurmJob)
+				engine, job := t.Proc.Cluster()
+				e.log.Info("a remote job of an interrupted trial will be re-attached on resume", "session", s.ID, "trial", t.Number, "rung", t.Rung, "cluster", engine, "cluster_job", job)
 				continue
 			}
 			if t.Proc != nil && !t.State.Terminal() {
@@ -935,6 +936,12 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 			err = e.diskStepFailed(jobCtx, id, j, err)
 			if err == nil {
 				continue // the next step finds it paused, or pausing once its jobs end
+			}
+		}
+		if clusterUnavailable(err) {
+			log.Warn("the cluster is unavailable; the session pauses", "err", err)
+			if err = e.clusterStepFailed(jobCtx, id, j, err); err == nil {
+				continue
 			}
 		}
 		if err != nil {
@@ -1145,7 +1152,8 @@ func (e *Engine) endRemote(ctx context.Context, id string) {
 			continue
 		}
 		if err := e.cfg.Trainer.EndOrphan(ctx, *t.Proc); err != nil {
-			e.log.Error("cancelling the remote job of a cancelled session", "session", id, "trial", t.Number, "slurm_job", t.Proc.SlurmJob, "err", err)
+			engine, job := t.Proc.Cluster()
+			e.log.Error("cancelling the remote job of a cancelled session", "session", id, "trial", t.Number, "cluster", engine, "cluster_job", job, "err", err)
 			continue
 		}
 		t.Proc = nil

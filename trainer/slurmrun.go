@@ -316,7 +316,7 @@ func (w *slurmWatch) status(c context.Context) (slurm.Status, bool) {
 	w.failing = ""
 	st := all[id]
 	if st.State != w.last.State || st.Reason != w.last.Reason || st.Node != w.last.Node {
-		w.proc.SlurmState, w.proc.SlurmReason, w.proc.Node = st.State, st.Reason, st.Node
+		w.proc.JobState, w.proc.JobReason, w.proc.Node = st.State, st.Reason, st.Node
 		s.logger.Info("Slurm job state", "slurm_job", id, "state", st.State, "reason", st.Reason, "node", st.Node)
 		if s.hooks.Status != nil && st.State != slurm.Unknown {
 			s.hooks.Status(w.proc)
