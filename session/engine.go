@@ -931,18 +931,9 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 			e.settleStopped(id, w, j, log)
 			return
 		}
-		if err != nil && OutOfSpace(err) {
-			log.Warn("out of disk space; the session pauses", "err", err)
-			err = e.diskStepFailed(jobCtx, id, j, err)
-			if err == nil {
-				continue // the next step finds it paused, or pausing once its jobs end
-			}
-		}
-		if clusterUnavailable(err) {
-			log.Warn("the cluster is unavailable; the session pauses", "err", err)
-			if err = e.clusterStepFailed(jobCtx, id, j, err); err == nil {
-				continue
-			}
+		paused, err := e.stepPauses(jobCtx, id, j, err, log)
+		if paused {
+			continue // the next step finds it paused, or pausing once its jobs end
 		}
 		if err != nil {
 			log.Error("session step failed", "err", err)
@@ -959,6 +950,23 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		}
 		e.waitForWork(ctx, w, j)
 	}
+}
+
+// stepPauses takes a step's error that pauses the session rather than fail it (a full
+// disk, an unavailable cluster) as that pause, reporting true; any other error, or a pause
+// that could not be recorded, comes back to fail the session.
+func (e *Engine) stepPauses(ctx context.Context, id string, j *jobs, err error, log *slog.Logger) (bool, error) {
+	switch {
+	case err != nil && OutOfSpace(err):
+		log.Warn("out of disk space; the session pauses", "err", err)
+		err = e.diskStepFailed(ctx, id, j, err)
+	case clusterUnavailable(err):
+		log.Warn("the cluster is unavailable; the session pauses", "err", err)
+		err = e.clusterStepFailed(ctx, id, j, err)
+	default:
+		return false, err
+	}
+	return err == nil, err
 }
 
 // recoverWorker turns a panic in session id's worker into the session's failure, after its
