@@ -454,7 +454,11 @@ type jobOutcome struct {
 // When it returns, no process of the job's group is left alive.
 func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	if r.t.Slurm != nil || s.attach != nil {
-		return r.runSlurm(ctx, s)
+		rm, err := r.slurmRemote(s)
+		if err != nil {
+			return jobOutcome{}, err
+		}
+		return r.runRemote(ctx, s, rm)
 	}
 	if err := ctx.Err(); err != nil {
 		return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, err)
