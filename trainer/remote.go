@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"time"
 
 	"tunebot/private"
@@ -321,6 +322,22 @@ func (w *remoteWatch) leave(ctx context.Context) error {
 	fmt.Fprintf(w.logf, "=== tunebot: %s job cancelled: %s job %s %s\n", s.kind, rm.engine, id, st.State)
 	s.logger.Info(rm.engine+" job cancelled", rm.logKey, id, "state", st.State)
 	return fmt.Errorf("%s job cancelled: %w", s.kind, ctx.Err())
+}
+
+// jobNameRE is what may stay in a cluster job's name; anything else becomes '-'.
+var jobNameRE = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+// clusterJobName names a cluster job by what it is, the same on every start of tunebot:
+// tunebot-<session>-t<NNN>-r<R>-<train|evaluation|evaluation-final>. It is the name of a
+// Slurm job (whose batch script and exit file a re-attached job finds by it) and the
+// submission id of a Ray job (which a submission after a restart finds by it).
+func clusterJobName(sessionID string, ref session.TrialRef, what string) string {
+	sid := sessionID
+	if len(sid) > 8 {
+		sid = sid[:8]
+	}
+	name := fmt.Sprintf("tunebot-%s-t%03d-r%d-%s", sid, ref.Number, ref.Rung, what)
+	return jobNameRE.ReplaceAllString(name, "-")
 }
 
 func exitNote(code int) string {

@@ -94,21 +94,6 @@ func (r *Runner) slurmClient() *slurm.Client {
 	return &c
 }
 
-// jobNameRE is what may stay in a Slurm job name; anything else becomes '-'.
-var jobNameRE = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
-
-// slurmJobName names a job by what it is, the same on every start of tunebot, so a job
-// re-attached after a restart finds its batch script and exit file: tunebot-<session>-
-// t<NNN>-r<R>-<train|evaluation|evaluation-final>.
-func slurmJobName(sessionID string, ref session.TrialRef, what string) string {
-	sid := sessionID
-	if len(sid) > 8 {
-		sid = sid[:8]
-	}
-	name := fmt.Sprintf("tunebot-%s-t%03d-r%d-%s", sid, ref.Number, ref.Rung, what)
-	return jobNameRE.ReplaceAllString(name, "-")
-}
-
 // slurmEnv is the batch script's environment: what a local job gets (the parent's without
 // secrets, plus the configured extras, plus the contract's fixed variables), less what
 // belongs to the node: CUDA_VISIBLE_DEVICES is Slurm's to set, and SLURM_* of a tunebot

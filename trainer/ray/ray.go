@@ -222,20 +222,6 @@ func (c *Client) Stop(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodPost, "/api/jobs/"+url.PathEscape(id)+"/stop", nil, maxInfo, &out)
 }
 
-// Delete forgets a finished job (DELETE /api/jobs/{id}), freeing its id.
-func (c *Client) Delete(ctx context.Context, id string) error {
-	var out struct {
-		Deleted bool `json:"deleted"`
-	}
-	if err := c.do(ctx, http.MethodDelete, "/api/jobs/"+url.PathEscape(id), nil, maxInfo, &out); err != nil {
-		return err
-	}
-	if !out.Deleted {
-		return fmt.Errorf("the head did not delete job %s", id)
-	}
-	return nil
-}
-
 // MaxLogRead bounds the bytes of a job's log answer read for its end: past it, the end
 // returned is that of what was read, marked as cut.
 const MaxLogRead = 256 << 20
