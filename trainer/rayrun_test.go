@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -372,5 +373,28 @@ func TestRayHeadGoesAway(t *testing.T) {
 	// A new job runs on the head that came back.
 	if _, err := r.Train(ctx, rayTrainJob(t.TempDir(), 5), session.JobHooks{}); err != nil {
 		t.Fatalf("a job on the head that came back: %v", err)
+	}
+}
+
+// TestRayLogIsMasked: a trainer that prints a secret of tunebot's it found on its node (here a
+// file) leaves it in Ray's log, which is Ray's; what tunebot copies into train.log and says
+// in the failure is masked.
+func TestRayLogIsMasked(t *testing.T) {
+	const key = "sk-found-on-the-node-0123456789abcdef"
+	t.Setenv("DEEPSEEK_API_KEY", key)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "found"), []byte(key+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tpl := shellTemplates(`echo "the key is $(cat "$0/found")"; exit 1`)
+	tpl.Ray = rayBackend(t, 0)
+	_, err := newRunner(t, tpl).Train(context.Background(), rayTrainJob(dir, 1), session.JobHooks{})
+	je := jobError(t, err)
+	log := readFile(t, filepath.Join(dir, trainer.TrainLog))
+	if strings.Contains(log, key) || strings.Contains(je.Reason, key) || strings.Contains(je.LogTail, key) {
+		t.Fatalf("the secret reached train.log or the failure:\n%s\n%s", log, je.Reason)
+	}
+	if !strings.Contains(log, "the key is ") || !strings.Contains(je.Reason, "exit status 1") {
+		t.Errorf("train.log %q, reason %q: want the job's line, masked, and its exit", log, je.Reason)
 	}
 }
