@@ -8,7 +8,10 @@ package raytest
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -49,6 +52,27 @@ func (h *Head) Client(t testing.TB) *ray.Client {
 	t.Helper()
 	addr, token := h.Need(t)
 	return &ray.Client{Address: addr, Token: token}
+}
+
+// Jobs lists every job the head knows (GET /api/jobs/), as `ray job list` shows them.
+func (h *Head) Jobs(t testing.TB) []ray.Info {
+	t.Helper()
+	addr, token := h.Need(t)
+	req, err := http.NewRequest(http.MethodGet, addr+"/api/jobs/", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("listing the head's jobs: %v", err)
+	}
+	defer resp.Body.Close()
+	var jobs []ray.Info
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&jobs); err != nil {
+		t.Fatalf("listing the head's jobs: %d: %v", resp.StatusCode, err)
+	}
+	return jobs
 }
 
 // Stop stops the head as a crash would take it away: its jobs end with it.
