@@ -3,10 +3,7 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
-	"path/filepath"
 	"strings"
-	"time"
 )
 
 // ErrClusterUnavailable marks a job that could not be submitted or followed because its
@@ -40,29 +37,14 @@ func clusterReason(err error) string {
 }
 
 // trialClusterUnavailable ends trial t, whose job its cluster could not run or follow, as
-// interrupted rather than failed, as trialOutOfSpace does for a full disk: its remote job
-// is forgotten (a head that comes back without it would be asked about it forever; one that
-// still has it sees it replaced, never run twice at once), its half-done run directory is
-// discarded, and the session is asked to pause. The returned error pauses it.
+// interrupted rather than failed, as a full disk does (interruptForPause): its remote job is
+// forgotten (a head that comes back without it would be asked about it forever; one that
+// still has it sees it replaced, never run twice at once). The returned error pauses the
+// session.
 func (e *Engine) trialClusterUnavailable(ctx context.Context, s Session, t Trial, jobErr error) error {
 	e.log.Warn("a trial's cluster is unavailable; the session pauses", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", jobErr)
-	if !t.Trained && t.RunDir != "" {
-		if err := e.removeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
-			e.log.Warn("discarding the run directory of a trial whose cluster is unavailable", "session", s.ID, "trial", t.Number, "err", err)
-		}
-	}
-	if _, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-		x.PauseAsked, x.Reason = true, CapText(clusterReason(jobErr), TextLimit)
-		return nil
-	}); err != nil {
-		return fmt.Errorf("%w: asking the pause: %w", ErrClusterUnavailable, err)
-	}
-	t.State, t.Reason, t.Proc, t.EndedAt = TrialInterrupted, "its cluster was unavailable: it runs again on resume", nil, time.Time{}
-	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
-		return fmt.Errorf("saving trial: %w", err)
-	}
-	e.audit(ctx, s.ID, "trial_cluster_unavailable", System, map[string]any{"trial": t.Number, "rung": t.Rung, "error": jobErr.Error()})
-	return fmt.Errorf("%w: %w", ErrClusterUnavailable, jobErr)
+	return e.interruptForPause(ctx, s, t, jobErr, trialPause{sentinel: ErrClusterUnavailable, reason: clusterReason(jobErr),
+		trialReason: "its cluster was unavailable: it runs again on resume", audit: "trial_cluster_unavailable"})
 }
 
 // clusterStepFailed handles a step whose job found its cluster unavailable (stepErr): the

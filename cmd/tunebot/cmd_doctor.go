@@ -304,13 +304,10 @@ func clusterName(cfg config.Config) string {
 // clusterNodes names the machines that start the jobs when they are not this one: "Slurm
 // nodes", "Ray nodes"; "" for the local backend.
 func clusterNodes(cfg config.Config) string {
-	switch cfg.Executor.Backend {
-	case config.BackendSlurm:
-		return "Slurm nodes"
-	case config.BackendRay:
-		return "Ray nodes"
+	if cfg.Executor.Backend == config.BackendLocal {
+		return ""
 	}
-	return ""
+	return clusterName(cfg) + " nodes"
 }
 
 // slurmCommands are the Slurm client commands the slurm backend and doctor run.
