@@ -49,8 +49,12 @@ type remoteStatus struct {
 	Finished bool   // it will not change any more
 }
 
-// unknownState is the state of a job the engine no longer knows (Slurm's word).
-const unknownState = "UNKNOWN"
+// The states the loop reads, in both engines' words: a job waiting in the queue, and one the
+// engine no longer knows (Slurm's).
+const (
+	pendingState = "PENDING"
+	unknownState = "UNKNOWN"
+)
 
 // remote is a cluster engine as the loop drives one job on it.
 type remote struct {
@@ -58,7 +62,7 @@ type remote struct {
 	logKey  string // the key of the job's id in tunebot's log: "slurm_job", "ray_job"
 	job     remoteJob
 	poll    time.Duration // how often status is asked
-	timeout time.Duration // when > 0, tunebot stops the job after it; 0 leaves it to the engine
+	timeout time.Duration // when > 0, tunebot stops the job after running it so long; 0 leaves it to the engine
 	// record sets the job's id on its process record (Proc.SlurmJob, Proc.RayJob).
 	record func(p *session.Proc, id string)
 	// attached is the id of the job s.attach names, "" for a job to submit.
@@ -126,7 +130,8 @@ type remoteWatch struct {
 	failing  string    // the last error of status, said once
 	since    time.Time // when status began failing; zero while it answers
 	lastErr  error
-	timedOut bool // tunebot stopped the job at its timeout
+	ranSince time.Time // when the job was first seen out of the queue, for its timeout
+	timedOut bool      // tunebot stopped the job at its timeout
 }
 
 // submitOrAttach submits the job, or takes the id of the job s.attach names.
@@ -182,12 +187,6 @@ func (w *remoteWatch) follow(ctx context.Context) (remoteStatus, error) {
 	defer statusTick.Stop()
 	progressTick := time.NewTicker(w.r.pollEvery)
 	defer progressTick.Stop()
-	var timeout <-chan time.Time
-	if w.rm.timeout > 0 {
-		t := time.NewTimer(max(time.Until(w.started.Add(w.rm.timeout)), 0))
-		defer t.Stop()
-		timeout = t.C
-	}
 	st, ok := w.status(ctx)
 	for !ok || !st.Finished {
 		if ctx.Err() != nil {
@@ -198,11 +197,12 @@ func (w *remoteWatch) follow(ctx context.Context) (remoteStatus, error) {
 				return st, w.cannotFollow(err)
 			}
 		}
+		if w.pastTimeout(st) {
+			return w.stopAtTimeout(ctx), nil
+		}
 		select {
 		case <-ctx.Done():
 			return remoteStatus{}, w.leave(ctx)
-		case <-timeout:
-			return w.stopAtTimeout(ctx), nil
 		case <-progressTick.C:
 			if w.s.poll != nil {
 				w.s.poll()
@@ -212,6 +212,26 @@ func (w *remoteWatch) follow(ctx context.Context) (remoteStatus, error) {
 		}
 	}
 	return st, nil
+}
+
+// pastTimeout reports whether the job has run longer than the timeout tunebot enforces:
+// counted from when the engine was first seen running it, as time waiting in the queue is
+// not the job's; a re-attached job counts from its submission, the start known of it.
+func (w *remoteWatch) pastTimeout(st remoteStatus) bool {
+	if w.rm.timeout <= 0 {
+		return false
+	}
+	if w.ranSince.IsZero() {
+		switch {
+		case w.s.attach != nil:
+			w.ranSince = w.started
+		case st.State != "" && st.State != pendingState:
+			w.ranSince = time.Now()
+		default:
+			return false
+		}
+	}
+	return time.Since(w.ranSince) > w.rm.timeout
 }
 
 // cannotFollow is the error of a job the client gave up following for err: err itself when
