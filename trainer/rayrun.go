@@ -107,13 +107,11 @@ func (r *Runner) rayRemote(s jobSpec) (remote, error) {
 		}
 	}
 	poll := cmp.Or(b.Poll, DefaultRayPoll)
-	rm := remote{engine: "Ray", logKey: "ray_job", poll: poll, timeout: s.timeout,
-		job: &rayRemoteJob{client: b.Client, job: j, poll: poll, headTimeout: cmp.Or(b.HeadTimeout, DefaultRayHeadTimeout),
-			attached: s.attach != nil, kind: s.kind, logger: s.logger},
+	rj := &rayRemoteJob{client: b.Client, job: j, poll: poll, headTimeout: cmp.Or(b.HeadTimeout, DefaultRayHeadTimeout), kind: s.kind, logger: s.logger}
+	rm := remote{engine: "Ray", logKey: "ray_job", poll: poll, timeout: s.timeout, job: rj,
 		record: func(p *session.Proc, id string) { p.RayJob = id }}
 	if s.attach != nil {
-		rm.attached = s.attach.RayJob
-		rm.job.(*rayRemoteJob).job.ID = rm.attached
+		rm.attached, rj.job.ID = s.attach.RayJob, s.attach.RayJob
 	}
 	return rm, nil
 }
@@ -124,7 +122,6 @@ type rayRemoteJob struct {
 	job         ray.Job
 	poll        time.Duration
 	headTimeout time.Duration
-	attached    bool // re-attached: a head that does not know it lost it
 	kind        string
 	logger      *slog.Logger
 	last        ray.Info // the last answer, for ended
@@ -252,8 +249,9 @@ func (c *rayRemoteJob) ended(ctx context.Context, id string, _ remoteStatus, log
 var rayOwnLine = regexp.MustCompile(`^(Running entrypoint for job \S+: |\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+\tINFO job_manager\.py:\d+ -- )`)
 
 // copyRayLog writes the end of a Ray job's log into logf, without Ray's own lines, masked
-// as every log line read back is: a window that begins inside a secret could not be masked,
-// so the window is read longer than the longest secret, masked, and that much dropped.
+// as every log line read back is. A window that begins inside a secret keeps that secret's
+// end, which no mask matches: after masking, as much as the longest secret and the rest of
+// the cut first line are dropped.
 func copyRayLog(logf io.Writer, id, end string, cut bool) {
 	redact := secret.Process()
 	end = redact.String(end)
