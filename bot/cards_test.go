@@ -175,10 +175,10 @@ func parallelRoot() bot.RootInput {
 		run(3, 0, 300, 150, session.TrialTraining, &session.Proc{Job: "train", GPUs: []int{2}}),
 		run(4, 0, 300, 0, session.TrialTraining, &session.Proc{Job: "train", GPUs: []int{0, 1}}),
 		run(5, 0, 300, 300, session.TrialEvaluating, &session.Proc{Job: "evaluate", GPUs: []int{3}}),
-		run(6, 0, 300, 0, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1234", SlurmState: "PENDING", SlurmReason: "Resources"}),
-		run(7, 0, 300, 0, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1235", SlurmState: "PENDING", SlurmReason: "Priority"}),
-		run(8, 0, 300, 42, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1236", SlurmState: "RUNNING", Node: "node1"}),
-		run(9, 0, 300, 300, session.TrialEvaluating, &session.Proc{Job: "evaluate", SlurmJob: "1237", SlurmState: "RUNNING", Node: "gpu-node-17"}),
+		run(6, 0, 300, 0, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1234", JobState: "PENDING", JobReason: "Resources"}),
+		run(7, 0, 300, 0, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1235", JobState: "PENDING", JobReason: "Priority"}),
+		run(8, 0, 300, 42, session.TrialTraining, &session.Proc{Job: "train", SlurmJob: "1236", JobState: "RUNNING", Node: "node1"}),
+		run(9, 0, 300, 300, session.TrialEvaluating, &session.Proc{Job: "evaluate", SlurmJob: "1237", JobState: "RUNNING", Node: "gpu-node-17"}),
 		run(10, 0, 300, 0, session.TrialTraining, nil), // its job is being started
 		session.Trial{Number: 11, Rung: 0, Iterations: 300, State: session.TrialQueued},
 	)

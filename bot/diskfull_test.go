@@ -10,20 +10,24 @@ import (
 	"tunebot/session"
 )
 
-// TestPushSaysTheDiskIsFull: a session a full disk paused buzzes the phone with the
-// reason; a person's pause does not (that person knows).
+// TestPushSaysTheDiskIsFull: a session a full disk or its cluster paused buzzes the phone
+// with the reason; a person's pause does not (that person knows).
 func TestPushSaysTheDiskIsFull(t *testing.T) {
-	s := fixtureSession()
-	s.State = session.StatePaused
-	s.Reason = "the data disk is full (1.2 MiB free of 6.0 MiB on /data); free space, then resume"
-	c, ok := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventSessionUpdated, Session: s}, Trials: fixtureTrials()})
-	want := "session 1a2b3c4d paused: the data disk is full (1.2 MiB free of 6.0 MiB on /data); free space, then resume"
-	if got := strings.TrimSpace(bot.PushText(c)); !ok || got != want || !c.Urgent {
-		t.Fatalf("push %v %q (urgent %v), want %q", ok, got, c.Urgent, want)
-	}
-	s.Reason = ""
-	if _, ok := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventSessionUpdated, Session: s}}); ok {
-		t.Error("a person's pause buzzes a phone")
+	for _, reason := range []string{
+		"the data disk is full (1.2 MiB free of 6.0 MiB on /data); free space, then resume",
+		"the cluster is unavailable: the Ray head at http://10.0.0.5:8265 has not answered for 2m0s (connection refused); resume once it is back (the interrupted trials run again)",
+	} {
+		s := fixtureSession()
+		s.State, s.Reason = session.StatePaused, reason
+		c, ok := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventSessionUpdated, Session: s}, Trials: fixtureTrials()})
+		want := "session 1a2b3c4d paused: " + reason
+		if got := strings.TrimSpace(bot.PushText(c)); !ok || got != want || !c.Urgent {
+			t.Fatalf("push %v %q (urgent %v), want %q", ok, got, c.Urgent, want)
+		}
+		s.Reason = ""
+		if _, ok := bot.PushCard(bot.PushInput{Event: session.Event{Kind: session.EventSessionUpdated, Session: s}}); ok {
+			t.Error("a person's pause buzzes a phone")
+		}
 	}
 }
 

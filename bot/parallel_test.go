@@ -18,8 +18,8 @@ func addParallel(t *testing.T, f *fixture) []session.Proposal {
 	ctx := context.Background()
 	for _, tr := range []session.Trial{
 		{Number: 3, Rung: 0, Iterations: 300, Progress: 120, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{PID: 10, Job: "train", GPUs: []int{0, 1}}},
-		{Number: 4, Rung: 0, Iterations: 300, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", SlurmJob: "1234", SlurmState: "PENDING", SlurmReason: "Resources"}},
-		{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, Progress: 450, State: session.TrialTraining, Source: "edit", Proc: &session.Proc{Job: "train", SlurmJob: "1230", SlurmState: "RUNNING", Node: "node1"}},
+		{Number: 4, Rung: 0, Iterations: 300, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", SlurmJob: "1234", JobState: "PENDING", JobReason: "Resources"}},
+		{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, Progress: 450, State: session.TrialTraining, Source: "edit", Proc: &session.Proc{Job: "train", SlurmJob: "1230", JobState: "RUNNING", Node: "node1"}},
 	} {
 		tr.SessionID = f.sid
 		if err := f.db.PutTrial(ctx, tr); err != nil {
@@ -280,13 +280,17 @@ func TestRunningLine(t *testing.T) {
 			"trial 4 @ rung 0 · evaluating"},
 		{"Slurm without a state yet", session.Trial{Number: 5, Iterations: 300, State: session.TrialTraining, Proc: &session.Proc{SlurmJob: "77"}},
 			"trial 5 @ rung 0 · training 0/300 · Slurm job 77"},
-		{"Slurm pending, no reason", session.Trial{Number: 5, Iterations: 300, State: session.TrialTraining, Proc: &session.Proc{SlurmJob: "77", SlurmState: "PENDING", SlurmReason: "None"}},
+		{"Slurm pending, no reason", session.Trial{Number: 5, Iterations: 300, State: session.TrialTraining, Proc: &session.Proc{SlurmJob: "77", JobState: "PENDING", JobReason: "None"}},
 			"trial 5 @ rung 0 · training 0/300 · Slurm job 77 PENDING"},
-		{"Slurm completing keeps its node", session.Trial{Number: 5, Iterations: 300, Progress: 300, State: session.TrialTraining, Proc: &session.Proc{SlurmJob: "77", SlurmState: "COMPLETING", Node: "n[1-2]"}},
+		{"Slurm completing keeps its node", session.Trial{Number: 5, Iterations: 300, Progress: 300, State: session.TrialTraining, Proc: &session.Proc{SlurmJob: "77", JobState: "COMPLETING", Node: "n[1-2]"}},
 			"trial 5 @ rung 0 · training 300/300 (100%) · Slurm job 77 COMPLETING on n[1-2]"},
 		// what squeue prints is outside text: no markup or mention reaches a chat
-		{"Slurm words are inert", session.Trial{Number: 6, State: session.TrialTraining, Proc: &session.Proc{SlurmJob: "8", SlurmState: "PENDING", SlurmReason: "<!channel> *x* `y`"}},
+		{"Slurm words are inert", session.Trial{Number: 6, State: session.TrialTraining, Proc: &session.Proc{SlurmJob: "8", JobState: "PENDING", JobReason: "<!channel> *x* `y`"}},
 			"trial 6 @ rung 0 · training · Slurm job 8 PENDING (_channel_x_y_)"},
+		{"Ray running on its node", session.Trial{Number: 7, Iterations: 300, Progress: 150, State: session.TrialTraining, Proc: &session.Proc{RayJob: "tunebot-1a2b3c4d-t007-r0-train", JobState: "RUNNING", Node: "10.0.0.5"}},
+			"trial 7 @ rung 0 · training 150/300 (50%) · Ray job tunebot-1a2b3c4d-t007-r0-train RUNNING on 10.0.0.5"},
+		{"Ray pending", session.Trial{Number: 7, Iterations: 300, State: session.TrialTraining, Proc: &session.Proc{RayJob: "tunebot-1a2b3c4d-t007-r0-train", JobState: "PENDING"}},
+			"trial 7 @ rung 0 · training 0/300 · Ray job tunebot-1a2b3c4d-t007-r0-train PENDING"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := bot.RunningLine(tc.t); got != tc.want {

@@ -44,8 +44,9 @@ func PushCard(in PushInput) (Card, bool) {
 		line = fmt.Sprintf("promotions to rung %d wait for your go (or go ahead at %s): %s", r.Rung, r.Until.UTC().Format("15:04 UTC"),
 			session.PlanText(r.Plan, s.Settings.Rungs[r.Rung]))
 		c.Urgent = true
-	case diskFullPause(e):
-		// a full disk waits for a person to free space: the night's work stops until then
+	case unaskedPause(e):
+		// a full disk or a cluster that went away waits for a person: the night's work
+		// stops until then
 		c.Kind, c.Urgent = "paused", true
 		line = fmt.Sprintf("session %s paused: %s", session.Short(s.ID), Neutralise(s.Reason, 200))
 	case e.Kind == session.EventSessionFinished:
@@ -86,19 +87,21 @@ func PushCard(in PushInput) (Card, bool) {
 
 // pushWorthy reports whether a phone hears of e at all (PushCard then decides what it
 // says): a finished trial, a waiting decision, a session that ended, or one a full disk
-// paused. Any other update, a person's pause among them, stays in chat.
+// or its cluster paused. Any other update, a person's pause among them, stays in chat.
 func pushWorthy(e session.Event) bool {
 	switch e.Kind {
 	case session.EventTrialFinished, session.EventProposalReady, session.EventSessionFinished, session.EventReview:
 		return true
 	}
-	return diskFullPause(e)
+	return unaskedPause(e)
 }
 
-// diskFullPause reports whether e is a session paused for lack of disk space.
-func diskFullPause(e session.Event) bool {
+// unaskedPause reports whether e is a session paused for lack of disk space or because its
+// cluster is unavailable: a pause no person asked for, which waits for one.
+func unaskedPause(e session.Event) bool {
 	s := e.Session
-	return e.Kind == session.EventSessionUpdated && s.State == session.StatePaused && session.IsDiskFullReason(s.Reason)
+	return e.Kind == session.EventSessionUpdated && s.State == session.StatePaused &&
+		(session.IsDiskFullReason(s.Reason) || session.IsClusterUnavailableReason(s.Reason))
 }
 
 func trialPushLine(st session.Settings, trials []session.Trial, t session.Trial) string {

@@ -34,6 +34,7 @@ import (
 	"tunebot/secret"
 	"tunebot/session"
 	"tunebot/trainer"
+	"tunebot/trainer/ray"
 	"tunebot/trainer/sim"
 )
 
@@ -43,8 +44,8 @@ type Config struct {
 	DataDir string        `yaml:"data_dir"`
 	Log     LogConfig     `yaml:"log"`
 	Trainer TrainerConfig `yaml:"trainer"`
-	// Executor says where trial jobs run (this machine or a Slurm cluster) and how many
-	// at once.
+	// Executor says where trial jobs run (this machine, a Slurm cluster or a Ray cluster)
+	// and how many at once.
 	Executor ExecutorConfig   `yaml:"executor"`
 	Session  session.Settings `yaml:"session"`
 	Space    *session.Space   `yaml:"reward_space"`
@@ -115,17 +116,35 @@ func (t TrainerConfig) Templates() (train, evaluate []string) {
 	return train, evaluate
 }
 
-// ExecutorConfig runs trial jobs here or on a Slurm cluster, up to Parallel at once
-// (docs/design.md §4, the executor).
+// ExecutorConfig runs trial jobs here, on a Slurm cluster or on a Ray cluster, up to
+// Parallel at once (docs/design.md §4, the executor).
 type ExecutorConfig struct {
-	Backend string `yaml:"backend"` // local | slurm
+	Backend string `yaml:"backend"` // local | slurm | ray
 	// Parallel is the most trial jobs at once; 0 means the default: local, as many as
-	// session.gpus hold (len(gpus)/gpus_per_trial); slurm, 1.
+	// session.gpus hold (len(gpus)/gpus_per_trial); slurm, 1; ray, as many as the
+	// cluster's GPUs hold (its GPUs/gpus_per_trial, asked of the head when tunebot starts).
 	Parallel int `yaml:"parallel"`
 	// GPUsPerTrial is each job's GPUs: local, its own from session.gpus, never shared;
-	// slurm, --gres=gpu:N (0 asks for none).
+	// slurm, --gres=gpu:N; ray, entrypoint_num_gpus (0 asks for none on either).
 	GPUsPerTrial int         `yaml:"gpus_per_trial"`
 	Slurm        SlurmConfig `yaml:"slurm"`
+	Ray          RayConfig   `yaml:"ray"`
+}
+
+// RayConfig is the head of the ray backend and what every job asks of it. The head's token,
+// when it requires one, is RAY_AUTH_TOKEN, a secret: never here.
+type RayConfig struct {
+	// Address is the head's job server, the dashboard's port: http://ray-head:8265.
+	Address      string   `yaml:"address"`
+	CPUsPerTrial float64  `yaml:"cpus_per_trial"` // entrypoint_num_cpus; 0: none reserved
+	Memory       ByteSize `yaml:"memory"`         // entrypoint_memory; 0: none reserved
+	// PollInterval is how often the head is asked about each running job (0: 5 s).
+	PollInterval time.Duration `yaml:"poll_interval"`
+	// HeadTimeout is how long the head may not answer before the session pauses (0: 2 m).
+	HeadTimeout time.Duration `yaml:"head_timeout"`
+	// AllowInsecureHTTP lets address be plain http:// to a host that is not this machine
+	// while RAY_AUTH_TOKEN is set (the token travels with every request).
+	AllowInsecureHTTP bool `yaml:"allow_insecure_http"`
 }
 
 // SlurmConfig is what every sbatch of the slurm backend asks for.
@@ -241,7 +260,35 @@ func parseSlurmTime(s string) (time.Duration, error) {
 const (
 	BackendLocal = "local"
 	BackendSlurm = "slurm"
+	BackendRay   = "ray"
 )
+
+// SharedNote says what a cluster backend needs shared with the nodes that run the jobs
+// (config check and doctor say it); "" for the local backend.
+func (c Config) SharedNote() string {
+	var where string
+	switch c.Executor.Backend {
+	case BackendSlurm:
+		where = "Slurm's compute nodes"
+	case BackendRay:
+		where = "the nodes of the Ray cluster at " + c.Executor.Ray.Address
+	default:
+		return ""
+	}
+	return fmt.Sprintf("jobs run on %s: data_dir (%s) must be on storage they mount at the same path, as they write each trial's run directory there and tunebot reads it, and the trainer's programs must be installed on them",
+		where, c.DataDir)
+}
+
+// RayBackend returns the trainer's Ray backend with the head's token, nil for the others.
+func (x ExecutorConfig) RayBackend(token string) *trainer.Ray {
+	if x.Backend != BackendRay {
+		return nil
+	}
+	r := x.Ray
+	addr, _ := ray.ParseAddress(r.Address) // checked with the config
+	return &trainer.Ray{Client: &ray.Client{Address: addr, Token: token}, GPUs: x.GPUsPerTrial, CPUs: r.CPUsPerTrial,
+		Memory: int64(r.Memory), Poll: r.PollInterval, HeadTimeout: r.HeadTimeout}
+}
 
 // SlurmBackend returns the trainer's Slurm backend, nil for the local one.
 func (x ExecutorConfig) SlurmBackend() *trainer.Slurm {
@@ -260,9 +307,9 @@ var (
 
 // problems names every bad executor setting; gpus is session.gpus.
 func (x ExecutorConfig) problems(gpus []int) []string {
-	probs := oneOf("executor.backend", x.Backend, BackendLocal, BackendSlurm)
+	probs := oneOf("executor.backend", x.Backend, BackendLocal, BackendSlurm, BackendRay)
 	if x.Parallel < 0 {
-		probs = append(probs, fmt.Sprintf("executor.parallel: %d must not be negative (0 means the default: local, len(session.gpus)/gpus_per_trial; slurm, 1)", x.Parallel))
+		probs = append(probs, fmt.Sprintf("executor.parallel: %d must not be negative (0 means the default: local, len(session.gpus)/gpus_per_trial; slurm, 1; ray, the cluster's GPUs/gpus_per_trial)", x.Parallel))
 	}
 	if x.GPUsPerTrial < 0 {
 		probs = append(probs, fmt.Sprintf("executor.gpus_per_trial: %d must not be negative", x.GPUsPerTrial))
@@ -300,6 +347,25 @@ func (x ExecutorConfig) problems(gpus []int) []string {
 	}
 	for _, p := range trainer.CheckSbatchArgs(s.SbatchArgs) {
 		probs = append(probs, "executor.slurm."+p)
+	}
+	return append(probs, x.Ray.problems(x.Backend == BackendRay)...)
+}
+
+// problems names every bad setting of executor.ray; the address must be set when the
+// backend is ray.
+func (r RayConfig) problems(used bool) []string {
+	var probs []string
+	if _, err := ray.ParseAddress(r.Address); err != nil && (used || r.Address != "") {
+		probs = append(probs, "executor.ray.address: "+err.Error())
+	}
+	if r.CPUsPerTrial < 0 {
+		probs = append(probs, fmt.Sprintf("executor.ray.cpus_per_trial: %v must not be negative", r.CPUsPerTrial))
+	}
+	if r.PollInterval != 0 && (r.PollInterval < 100*time.Millisecond || r.PollInterval > 10*time.Minute) {
+		probs = append(probs, fmt.Sprintf("executor.ray.poll_interval: %s is outside 100ms–10m", r.PollInterval))
+	}
+	if r.HeadTimeout != 0 && (r.HeadTimeout < time.Second || r.HeadTimeout > time.Hour) {
+		probs = append(probs, fmt.Sprintf("executor.ray.head_timeout: %s is outside 1s–1h", r.HeadTimeout))
 	}
 	return probs
 }
@@ -428,6 +494,7 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	probs = append(probs, cfg.setTasks(root, filepath.Dir(path), knownSecrets(getenv))...)
 	cfg.Warnings = configWarnings(root, cfg)
 	probs = append(probs, webhookInClear(cfg, getenv)...)
+	probs = append(probs, rayTokenInClear(cfg, getenv)...)
 	// A credential too short to be masked is refused where it is configured, with the rest.
 	probs = append(probs, secret.TooShort(getenv)...)
 	cfg.resolvePaths(filepath.Dir(path))
@@ -513,13 +580,27 @@ func problemsOf(err error) []string {
 }
 
 // configWarnings are what the config sets that has no effect: a chat section that is not
-// enabled, a Slurm section under the local backend.
+// enabled, a cluster's section (slurm, ray) under another backend.
 func configWarnings(root *yaml.Node, cfg Config) []string {
 	warnings := append(unenabledChats(root, cfg.Chat), cfg.spaceTaskWarnings()...)
-	if sec := mappingAt(root, "executor", "slurm"); sec != nil && len(sec.Content) > 0 && cfg.Executor.Backend == BackendLocal {
-		warnings = append(warnings, fmt.Sprintf("executor.slurm is configured (line %d) but executor.backend is %s: set executor.backend: slurm to use it, or remove the section", sec.Line, cfg.Executor.Backend))
+	for _, backend := range []string{BackendSlurm, BackendRay} {
+		other := cfg.Executor.Backend != backend && slices.Contains([]string{BackendLocal, BackendSlurm, BackendRay}, cfg.Executor.Backend)
+		if sec := mappingAt(root, "executor", backend); sec != nil && len(sec.Content) > 0 && other {
+			warnings = append(warnings, fmt.Sprintf("executor.%s is configured (line %d) but executor.backend is %s: set executor.backend: %s to use it, or remove the section", backend, sec.Line, cfg.Executor.Backend, backend))
+		}
 	}
 	return warnings
+}
+
+// rayTokenInClear refuses a Ray head at a plain http address of another machine while
+// RAY_AUTH_TOKEN is set, unless the config allows it: the token travels with every request.
+func rayTokenInClear(cfg Config, getenv func(string) string) []string {
+	if x := cfg.Executor; x.Backend == BackendRay && getenv("RAY_AUTH_TOKEN") != "" {
+		if msg := cleartext("executor.ray", "address", x.Ray.Address, x.Ray.AllowInsecureHTTP); msg != "" {
+			return []string{msg + " (RAY_AUTH_TOKEN is set)"}
+		}
+	}
+	return nil
 }
 
 // webhookInClear refuses a webhook URL in plain http to another machine unless the config

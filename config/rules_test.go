@@ -109,14 +109,14 @@ func TestConfigValueTypos(t *testing.T) {
 	}{
 		{"mode", func(c *Config) { c.Session.Mode = "automatc" }, `session.mode: "automatc" is not automatic or approval (did you mean automatic?)`},
 		{"ask", func(c *Config) { c.Session.Preferences.Ask = "of" }, `session.preferences.ask: "of" is not auto or off (did you mean off?)`},
-		{"backend", func(c *Config) { c.Executor.Backend = "slrum" }, `executor.backend: "slrum" is not local or slurm (did you mean slurm?)`},
+		{"backend", func(c *Config) { c.Executor.Backend = "slrum" }, `executor.backend: "slrum" is not local, slurm or ray (did you mean slurm?)`},
 		{"log.level", func(c *Config) { c.Log.Level = "debg" }, `log.level: "debg" is not debug, info, warn or error (did you mean debug?)`},
 		{"log.format", func(c *Config) { c.Log.Format = "jsn" }, `log.format: "jsn" is not text or json (did you mean json?)`},
 		{"hybrid", func(c *Config) { c.Advisor.Hybrid = "stal" }, `advisor.hybrid: "stal" is not off, alternate or stall (did you mean stall?)`},
 		{"slack mode", func(c *Config) { c.Chat.Slack.Mode = "sockt" }, `chat.slack.mode: "sockt" is not socket or http (did you mean socket?)`},
 		{"if_busy", func(c *Config) { c.Schedule.IfBusy = "wiat" }, `schedule.if_busy "wiat" must be skip or wait (did you mean wait?)`},
 		{"curves", func(c *Config) { c.Retention.Curves = "drp" }, `retention.curves: "drp" is not downsample, drop or keep (did you mean drop?)`},
-		{"far from every word", func(c *Config) { c.Executor.Backend = "kubernetes" }, `executor.backend: "kubernetes" is not local or slurm;`},
+		{"far from every word", func(c *Config) { c.Executor.Backend = "kubernetes" }, `executor.backend: "kubernetes" is not local, slurm or ray;`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

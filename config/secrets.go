@@ -54,6 +54,7 @@ var secretSinks = []struct{ prefix, where string }{
 	{"trainer", "on the trainer's command line, where any user of the machine sees it (ps) and the trial's log keeps it"},
 	{"executor.slurm.sbatch_args", "on sbatch's command line and into every batch script, where the cluster's users see it"},
 	{"executor.slurm", "into every batch script's #SBATCH lines, which the cluster keeps and shows its users (scontrol show job)"},
+	{"executor.ray", "into every Ray job's record, which the head keeps and shows its users (ray job list, the dashboard)"},
 	{"apply.test", "on the command line of apply's test, where any user of the machine sees it (ps)"},
 	{"apply", "into the branches and commits apply writes"},
 	{"session", "into the settings every session stores and shows in chat and on the page, and (run_name, task) onto the trainer's command line and into the preset names"},

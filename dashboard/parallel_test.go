@@ -16,8 +16,8 @@ func addParallel(t *testing.T, f *fixture) []session.Proposal {
 	ctx := context.Background()
 	for _, tr := range []session.Trial{
 		{Number: 3, Iterations: 300, Progress: 60, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", GPUs: []int{1}}},
-		{Number: 4, Iterations: 300, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", SlurmJob: "5150", SlurmState: "PENDING", SlurmReason: "Resources"}},
-		{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, Progress: 900, State: session.TrialEvaluating, Source: "edit", Proc: &session.Proc{Job: "evaluate", SlurmJob: "5149", SlurmState: "RUNNING", Node: "node2"}},
+		{Number: 4, Iterations: 300, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", SlurmJob: "5150", JobState: "PENDING", JobReason: "Resources"}},
+		{Number: 2, Rung: 1, Iterations: 900, StartIter: 300, Progress: 900, State: session.TrialEvaluating, Source: "edit", Proc: &session.Proc{Job: "evaluate", SlurmJob: "5149", JobState: "RUNNING", Node: "node2"}},
 	} {
 		tr.SessionID = sid
 		if err := f.db.PutTrial(ctx, tr); err != nil {

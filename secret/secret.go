@@ -20,7 +20,7 @@ import (
 // environment only"). IsEnv also counts every SLACK_* variable.
 var Names = []string{
 	"DEEPSEEK_API_KEY", "SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET",
-	"DISCORD_BOT_TOKEN", "NTFY_TOKEN", "TUNEBOT_WEBHOOK_URL",
+	"DISCORD_BOT_TOKEN", "NTFY_TOKEN", "TUNEBOT_WEBHOOK_URL", "RAY_AUTH_TOKEN",
 }
 
 // IsEnv reports whether an environment variable is one of tunebot's secrets, which no

@@ -247,32 +247,47 @@ func (e *Engine) pauseForDisk(ctx context.Context, id, reason string, running bo
 }
 
 // trialOutOfSpace ends trial t, whose job failed for lack of space, as interrupted rather
-// than failed: it is no failed proposal, and it runs again after the resume. A run directory
-// without a finished training run is removed now (a resume discards it anyway), which gives
-// the store room to record the pause. The returned error pauses the session.
+// than failed: it is no failed proposal, and it runs again after the resume. The returned
+// error pauses the session.
 func (e *Engine) trialOutOfSpace(ctx context.Context, s Session, t Trial, jobErr error) error {
 	e.log.Warn("a trial's job ran out of disk space; the session pauses", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", jobErr)
+	return e.interruptForPause(ctx, s, t, jobErr, trialPause{sentinel: ErrDiskFull, reason: e.diskReason(ctx, s.ID, jobErr),
+		trialReason: "its job ran out of disk space: it runs again on resume", audit: "trial_out_of_space"})
+}
+
+// trialPause is why a trial's job pauses its session: the sentinel the returned error
+// wraps, the session's reason, the trial's, and the audit's kind.
+type trialPause struct {
+	sentinel                   error
+	reason, trialReason, audit string
+}
+
+// interruptForPause ends trial t, whose job failed for what pauses its session (a full
+// disk, an unavailable cluster), as interrupted rather than failed, with its job forgotten.
+// A run directory without a finished training run is removed now (a resume discards it
+// anyway), which gives the store room to record the pause. The pause is asked before the
+// worker hears of it, so that no step in between takes the trial for one to start again;
+// the returned error, wrapping p.sentinel, makes the worker pause and say so.
+func (e *Engine) interruptForPause(ctx context.Context, s Session, t Trial, jobErr error, p trialPause) error {
 	if !t.Trained && t.RunDir != "" {
 		// Through the sessions directory's root, as every run directory is made and
 		// discarded: a link planted on the way is refused, never followed.
 		if err := e.removeDir(filepath.Join(s.ID, t.RunDir)); err != nil {
-			e.log.Warn("discarding the run directory of a trial out of space", "session", s.ID, "trial", t.Number, "err", err)
+			e.log.Warn("discarding the run directory of an interrupted trial", "session", s.ID, "trial", t.Number, "err", err)
 		}
 	}
-	// The pause is asked before the worker hears of it, so that no step in between takes
-	// the trial for one to start again; the worker then pauses and says so.
 	if _, err := e.cfg.Store.UpdateSession(ctx, s.ID, func(x *Session) error {
-		x.PauseAsked, x.Reason = true, e.diskReason(ctx, s.ID, jobErr)
+		x.PauseAsked, x.Reason = true, CapText(p.reason, TextLimit)
 		return nil
 	}); err != nil {
-		return fmt.Errorf("%w: asking the pause: %w", ErrDiskFull, err)
+		return fmt.Errorf("%w: asking the pause: %w", p.sentinel, err)
 	}
-	t.State, t.Reason, t.Proc, t.EndedAt = TrialInterrupted, "its job ran out of disk space: it runs again on resume", nil, time.Time{}
+	t.State, t.Reason, t.Proc, t.EndedAt = TrialInterrupted, p.trialReason, nil, time.Time{}
 	if err := e.cfg.Store.PutTrial(ctx, t); err != nil {
 		return fmt.Errorf("saving trial: %w", err) // out of space too: the pause marks it
 	}
-	e.audit(ctx, s.ID, "trial_out_of_space", System, map[string]any{"trial": t.Number, "rung": t.Rung, "error": jobErr.Error()})
-	return fmt.Errorf("%w: %w", ErrDiskFull, jobErr)
+	e.audit(ctx, s.ID, p.audit, System, map[string]any{"trial": t.Number, "rung": t.Rung, "error": jobErr.Error()})
+	return fmt.Errorf("%w: %w", p.sentinel, jobErr)
 }
 
 // jobOutOfSpace reports whether a failed job failed for lack of space: its words say so,

@@ -746,7 +746,8 @@ func (e *Engine) Recover(ctx context.Context) error {
 			if t.RemoteJob() != nil && !t.State.Terminal() {
 				// A cluster job outlives tunebot: it is re-attached on resume, never
 				// started again and never cancelled here.
-				e.log.Info("a remote job of an interrupted trial will be re-attached on resume", "session", s.ID, "trial", t.Number, "rung", t.Rung, "slurm_job", t.Proc.SlurmJob)
+				engine, job := t.Proc.Cluster()
+				e.log.Info("a remote job of an interrupted trial will be re-attached on resume", "session", s.ID, "trial", t.Number, "rung", t.Rung, "cluster", engine, "cluster_job", job)
 				continue
 			}
 			if t.Proc != nil && !t.State.Terminal() {
@@ -930,12 +931,9 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 			e.settleStopped(id, w, j, log)
 			return
 		}
-		if err != nil && OutOfSpace(err) {
-			log.Warn("out of disk space; the session pauses", "err", err)
-			err = e.diskStepFailed(jobCtx, id, j, err)
-			if err == nil {
-				continue // the next step finds it paused, or pausing once its jobs end
-			}
+		paused, err := e.stepPauses(jobCtx, id, j, err, log)
+		if paused {
+			continue // the next step finds it paused, or pausing once its jobs end
 		}
 		if err != nil {
 			log.Error("session step failed", "err", err)
@@ -952,6 +950,23 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 		}
 		e.waitForWork(ctx, w, j)
 	}
+}
+
+// stepPauses takes a step's error that pauses the session rather than fail it (a full
+// disk, an unavailable cluster) as that pause, reporting true; any other error, or a pause
+// that could not be recorded, comes back to fail the session.
+func (e *Engine) stepPauses(ctx context.Context, id string, j *jobs, err error, log *slog.Logger) (bool, error) {
+	switch {
+	case err != nil && OutOfSpace(err):
+		log.Warn("out of disk space; the session pauses", "err", err)
+		err = e.diskStepFailed(ctx, id, j, err)
+	case clusterUnavailable(err):
+		log.Warn("the cluster is unavailable; the session pauses", "err", err)
+		err = e.clusterStepFailed(ctx, id, j, err)
+	default:
+		return false, err
+	}
+	return err == nil, err
 }
 
 // recoverWorker turns a panic in session id's worker into the session's failure, after its
@@ -1145,7 +1160,8 @@ func (e *Engine) endRemote(ctx context.Context, id string) {
 			continue
 		}
 		if err := e.cfg.Trainer.EndOrphan(ctx, *t.Proc); err != nil {
-			e.log.Error("cancelling the remote job of a cancelled session", "session", id, "trial", t.Number, "slurm_job", t.Proc.SlurmJob, "err", err)
+			engine, job := t.Proc.Cluster()
+			e.log.Error("cancelling the remote job of a cancelled session", "session", id, "trial", t.Number, "cluster", engine, "cluster_job", job, "err", err)
 			continue
 		}
 		t.Proc = nil

@@ -1164,7 +1164,7 @@ func (e *Engine) statusHook(ctx context.Context, s Session, t *Trial, job string
 	// The trainer calls it from the goroutine that follows the job, as it does Started.
 	return func(p Proc) {
 		p.Job = job
-		changed := t.Proc == nil || t.Proc.SlurmState != p.SlurmState || t.Proc.SlurmReason != p.SlurmReason || t.Proc.Node != p.Node
+		changed := t.Proc == nil || t.Proc.JobState != p.JobState || t.Proc.JobReason != p.JobReason || t.Proc.Node != p.Node
 		t.Proc = &p
 		if !changed {
 			return
@@ -1178,22 +1178,23 @@ func (e *Engine) statusHook(ctx context.Context, s Session, t *Trial, job string
 }
 
 // ProcText says where a trial's job runs, the same on every surface (chat, terminal,
-// monitoring page): its GPUs, or its Slurm job with state and node, or while it waits the
-// reason Slurm gives. Slurm's words are outside text: they are reduced to the characters
-// such words use and capped, so they are never markup on any platform.
+// monitoring page): its GPUs, or its cluster job (Slurm's or Ray's) with state and node,
+// or while it waits the reason Slurm gives. The cluster's words are outside text: they are
+// reduced to the characters such words use and capped, so they are never markup on any
+// platform.
 func ProcText(p Proc) string {
-	if p.Remote() {
-		s := "Slurm job " + slurmWord(p.SlurmJob)
-		if st := slurmWord(p.SlurmState); st != "" {
+	if engine, id := p.Cluster(); engine != "" {
+		s := engine + " job " + clusterWord(id, 64)
+		if st := clusterWord(p.JobState, 40); st != "" {
 			s += " " + st
 		}
 		switch {
-		case p.SlurmState == "PENDING" || p.SlurmState == "":
-			if r := slurmWord(p.SlurmReason); r != "" && r != "None" {
+		case p.JobState == "PENDING" || p.JobState == "":
+			if r := clusterWord(p.JobReason, 40); r != "" && r != "None" {
 				s += " (" + r + ")"
 			}
 		case p.Node != "":
-			s += " on " + slurmWord(p.Node)
+			s += " on " + clusterWord(p.Node, 40)
 		}
 		return s
 	}
@@ -1210,12 +1211,14 @@ func ProcText(p Proc) string {
 	return "GPUs " + strings.Join(ids, ",")
 }
 
-var slurmUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.,:+\[\]-]+`)
+var clusterUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.,:+\[\]-]+`)
 
-func slurmWord(s string) string {
-	s = slurmUnsafe.ReplaceAllString(strings.TrimSpace(s), "_")
-	if r := []rune(s); len(r) > 40 {
-		s = string(r[:39]) + "…"
+// clusterWord is s reduced to the characters a job id, state or node name uses, at most
+// limit runes.
+func clusterWord(s string, limit int) string {
+	s = clusterUnsafe.ReplaceAllString(strings.TrimSpace(s), "_")
+	if r := []rune(s); len(r) > limit {
+		s = string(r[:limit-1]) + "…"
 	}
 	return s
 }
@@ -1341,6 +1344,9 @@ func (e *Engine) trialDone(ctx context.Context, s Session, t Trial, jobErr error
 	}
 	if jobErr != nil && e.jobOutOfSpace(ctx, s.ID, jobErr) {
 		return e.trialOutOfSpace(ctx, s, t, jobErr)
+	}
+	if clusterUnavailable(jobErr) {
+		return e.trialClusterUnavailable(ctx, s, t, jobErr)
 	}
 	t.EndedAt = time.Now().UTC()
 	if jobErr != nil {
@@ -1472,6 +1478,14 @@ func (e *Engine) finalEval(ctx context.Context, n snapshot, j *jobs, sl *slot, t
 		}
 		if e.jobOutOfSpace(ctx, s.ID, err) {
 			return fmt.Errorf("%w: %w", ErrDiskFull, err) // re-run after the resume
+		}
+		if clusterUnavailable(err) {
+			// Re-run after the resume, afresh: the job the cluster lost is forgotten.
+			t.Proc = nil
+			if perr := e.cfg.Store.PutTrial(ctx, t); perr != nil {
+				log.Error("forgetting the final evaluation's job", "err", perr)
+			}
+			return fmt.Errorf("%w: %w", ErrClusterUnavailable, err)
 		}
 		return e.finalEvalFailed(ctx, s, t, err, log)
 	}

@@ -187,16 +187,33 @@ type Proc struct {
 	Started   time.Time `json:"started"`
 	Job       string    `json:"job,omitempty"` // "train" or "evaluate"
 
-	// A job on a Slurm cluster (executor backend slurm) has no local process: it is known
-	// by its job id, outlives tunebot, and is re-attached on start instead of ended.
-	SlurmJob    string `json:"slurm_job,omitempty"`
-	SlurmState  string `json:"slurm_state,omitempty"`  // PENDING, RUNNING, ... as squeue says
-	SlurmReason string `json:"slurm_reason,omitempty"` // why a pending job waits: Resources, Priority, ...
-	Node        string `json:"node,omitempty"`         // where it runs
+	// A job on a cluster (executor backend slurm or ray) has no local process: it is known
+	// by its job id (Slurm's job id, or the Ray job's submission id), outlives tunebot, and
+	// is re-attached on start instead of ended.
+	SlurmJob string `json:"slurm_job,omitempty"`
+	RayJob   string `json:"ray_job,omitempty"`
+	// JobState is the cluster's word for the job (PENDING, RUNNING, ... as squeue or the
+	// Ray head says it), JobReason why a pending job waits (Slurm's Resources, Priority,
+	// ...). The keys are Slurm's, as records stored before Ray was a backend have them.
+	JobState  string `json:"slurm_state,omitempty"`
+	JobReason string `json:"slurm_reason,omitempty"`
+	Node      string `json:"node,omitempty"` // where it runs
 }
 
 // Remote reports whether p is a job of a cluster scheduler, which survives tunebot.
-func (p Proc) Remote() bool { return p.SlurmJob != "" }
+func (p Proc) Remote() bool { return p.SlurmJob != "" || p.RayJob != "" }
+
+// Cluster names the engine and id of a remote job: "Slurm" and its job id, or "Ray" and
+// the job's submission id; "" for a local process.
+func (p Proc) Cluster() (engine, id string) {
+	switch {
+	case p.SlurmJob != "":
+		return "Slurm", p.SlurmJob
+	case p.RayJob != "":
+		return "Ray", p.RayJob
+	}
+	return "", ""
+}
 
 // RemoteJob returns the cluster job recorded on t (its Proc, when Remote), or nil: a job
 // that outlives tunebot, awaited again on resume instead of started again.

@@ -384,7 +384,7 @@ func (r *remoteTrainer) Train(ctx context.Context, job session.TrainJob, hooks s
 	block := r.block && job.Trial.Number > 0
 	r.mu.Unlock()
 	hooks.Started(session.Proc{SlurmJob: id, Started: time.Now()})
-	hooks.Status(session.Proc{SlurmJob: id, SlurmState: "PENDING", SlurmReason: "Resources"})
+	hooks.Status(session.Proc{SlurmJob: id, JobState: "PENDING", JobReason: "Resources"})
 	if block {
 		<-ctx.Done()
 		return session.TrainResult{}, ctx.Err()
@@ -418,7 +418,7 @@ func TestRemoteJobsAreReattachedNeverResubmitted(t *testing.T) {
 			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 				jobs = map[session.TrialRef]string{}
 				for _, tr := range h.trials(s.ID) {
-					if tr.Proc != nil && tr.Proc.SlurmState == "PENDING" && tr.Proc.SlurmReason == "Resources" && tr.Number > 0 {
+					if tr.Proc != nil && tr.Proc.JobState == "PENDING" && tr.Proc.JobReason == "Resources" && tr.Number > 0 {
 						jobs[tr.Ref()] = tr.Proc.SlurmJob
 					}
 				}

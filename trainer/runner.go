@@ -1,8 +1,9 @@
 // Package trainer runs the trainer's training and evaluation jobs as subprocesses under the
 // contract of docs/design.md §4: argv templates with placeholders, one process group per job,
-// timeouts, cancel that ends the whole group, a GPU lease, and the run-dir checks. Its
-// sub-packages read TensorBoard event files (tfevents) and provide the built-in sim trainer
-// (sim).
+// timeouts, cancel that ends the whole group, a GPU lease, and the run-dir checks; or as
+// jobs on a cluster, Slurm's or Ray's, through one remote-job loop (remote.go). Its
+// sub-packages read TensorBoard event files (tfevents), provide the built-in sim trainer
+// (sim) and talk to the clusters (slurm, ray).
 package trainer
 
 import (
@@ -24,6 +25,7 @@ import (
 	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
+	"tunebot/trainer/ray"
 	"tunebot/trainer/slurm"
 )
 
@@ -72,6 +74,12 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 	if t.Slurm != nil {
 		probs = append(probs, t.Slurm.check()...)
 	}
+	if t.Ray != nil {
+		probs = append(probs, t.Ray.check()...)
+	}
+	if t.Slurm != nil && t.Ray != nil {
+		probs = append(probs, "slurm and ray: jobs run on one cluster; set one backend")
+	}
 	probs = append(probs, t.Events.Check()...)
 	if len(probs) > 0 {
 		return nil, &session.InvalidError{What: "trainer templates", Problems: probs}
@@ -93,6 +101,10 @@ func New(t Templates, lease *Lease, logger *slog.Logger) (*Runner, error) {
 		sl := *t.Slurm
 		sl.Extra = slices.Clone(sl.Extra)
 		t.Slurm = &sl
+	}
+	if t.Ray != nil {
+		b := *t.Ray
+		t.Ray = &b
 	}
 	if lease == nil {
 		lease = &Lease{}
@@ -125,9 +137,13 @@ func (r *Runner) values(s session.Settings, runDir string, ref session.TrialRef)
 	if s.GPUs == nil {
 		gpus = []byte("[]")
 	}
-	if r.t.Slurm != nil {
+	switch {
+	case r.t.Slurm != nil:
 		// The GPUs Slurm gives the job, filled in by its batch script on the node.
 		gpus = []byte(slurm.GPUIDsMarker)
+	case r.t.Ray != nil:
+		// The GPUs Ray gives the job, filled in by its entrypoint on the node.
+		gpus = []byte(ray.GPUIDsMarker)
 	}
 	return map[string]string{
 		"python":        r.t.Python,
@@ -191,7 +207,7 @@ func (r *Runner) Train(ctx context.Context, job session.TrainJob, hooks session.
 	out, err := r.run(ctx, jobSpec{
 		kind: "train", argv: argv, dir: job.RunDir, log: TrainLog, gpus: job.Settings.GPUs,
 		timeout: r.t.JobTimeout, hooks: hooks, poll: poll, logger: logger,
-		name: slurmJobName(job.SessionID, job.Trial, "train"), attach: job.Attach,
+		name: clusterJobName(job.SessionID, job.Trial, "train"), attach: job.Attach,
 	})
 	if err != nil {
 		return res, err
@@ -315,7 +331,7 @@ func (r *Runner) Evaluate(ctx context.Context, job session.EvalJob, hooks sessio
 	out, err := r.run(ctx, jobSpec{
 		kind: "evaluate", argv: expand(r.t.Evaluate, vals), dir: job.RunDir, log: EvaluateLog,
 		gpus: job.Settings.GPUs, timeout: r.t.EvalTimeout, hooks: hooks, logger: logger,
-		name:   slurmJobName(job.SessionID, job.Trial, strings.TrimSuffix(filepath.Base(job.Output), ".json")),
+		name:   clusterJobName(job.SessionID, job.Trial, strings.TrimSuffix(filepath.Base(job.Output), ".json")),
 		attach: job.Attach,
 	})
 	if err != nil {
@@ -395,8 +411,8 @@ func sameSeeds(a, b []int) bool {
 // tick), and waits until the group has no live member. A PID that is gone, or that now
 // belongs to another process, is left alone: tunebot never signals what it did not start.
 //
-// A Slurm job (p.Remote) is never an orphan: it outlives tunebot by design and is
-// re-attached, so EndOrphan leaves it alone.
+// A cluster job (p.Remote: Slurm's or Ray's) is never an orphan: it outlives tunebot by
+// design and is re-attached, so EndOrphan leaves it alone.
 func (r *Runner) EndOrphan(ctx context.Context, p session.Proc) error {
 	if p.Remote() || p.PID <= 1 || p.PGID <= 1 {
 		return nil
@@ -439,7 +455,7 @@ type jobSpec struct {
 	hooks   session.JobHooks
 	poll    func() // called every pollEvery while the job runs; may be nil
 	logger  *slog.Logger
-	name    string        // the Slurm job name, the same for this job on every start
+	name    string        // the cluster job's name (clusterJobName), the same on every start
 	attach  *session.Proc // a remote job to await instead of starting one
 }
 
@@ -453,8 +469,11 @@ type jobOutcome struct {
 // start, and otherwise the outcome (a failure reason for a non-zero exit or a timeout).
 // When it returns, no process of the job's group is left alive.
 func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
-	if r.t.Slurm != nil || s.attach != nil {
-		return r.runSlurm(ctx, s)
+	if rm, ok, err := r.remoteFor(s); ok {
+		if err != nil {
+			return jobOutcome{}, err
+		}
+		return r.runRemote(ctx, s, rm)
 	}
 	if err := ctx.Err(); err != nil {
 		return jobOutcome{}, fmt.Errorf("%s job cancelled: %w", s.kind, err)
@@ -478,6 +497,20 @@ func (r *Runner) run(ctx context.Context, s jobSpec) (jobOutcome, error) {
 	fmt.Fprintf(logf, "=== tunebot: %s job ended after %s: %s\n", s.kind, elapsed, firstNonEmpty(stopped, state))
 	s.logger.Info("job ended", "pid", pid, "elapsed", elapsed, "state", state, "stopped", stopped)
 	return localOutcome(ctx, s.kind, stopped, cmd.ProcessState.Success(), state)
+}
+
+// remoteFor is the cluster engine that runs s (ok): the one its re-attached job runs on,
+// else the configured backend's; ok false runs s here.
+func (r *Runner) remoteFor(s jobSpec) (rm remote, ok bool, err error) {
+	switch {
+	case s.attach != nil && s.attach.RayJob != "", s.attach == nil && r.t.Ray != nil:
+		rm, err = r.rayRemote(s)
+	case s.attach != nil, r.t.Slurm != nil:
+		rm, err = r.slurmRemote(s)
+	default:
+		return remote{}, false, nil
+	}
+	return rm, true, err
 }
 
 // startLocal starts s's argv in its own process group, writing into its log, with the

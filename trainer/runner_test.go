@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	cluster.Down()
+	rayHead.Down()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

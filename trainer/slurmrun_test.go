@@ -52,7 +52,7 @@ func (h *slurmHooks) hooks() session.JobHooks {
 		Status: func(p session.Proc) {
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			if p.SlurmState == slurm.Running && !slices.ContainsFunc(h.states, func(q session.Proc) bool { return q.SlurmState == slurm.Running }) {
+			if p.JobState == slurm.Running && !slices.ContainsFunc(h.states, func(q session.Proc) bool { return q.JobState == slurm.Running }) {
 				close(h.running)
 			}
 			h.states = append(h.states, p)
@@ -132,10 +132,10 @@ func TestSlurmTrainAndEvaluate(t *testing.T) {
 		if s.SlurmJob != p.SlurmJob {
 			t.Errorf("status of job %s, want %s", s.SlurmJob, p.SlurmJob)
 		}
-		if s.SlurmState == slurm.Running && s.Node == "" {
+		if s.JobState == slurm.Running && s.Node == "" {
 			t.Errorf("running without a node: %+v", s)
 		}
-		states = append(states, s.SlurmState)
+		states = append(states, s.JobState)
 	}
 	if !slices.Contains(states, slurm.Completed) {
 		t.Errorf("states reported %v, want them to reach %s", states, slurm.Completed)

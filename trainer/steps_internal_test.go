@@ -10,7 +10,7 @@ import (
 	"tunebot/session"
 )
 
-func TestSlurmStartable(t *testing.T) {
+func TestRemoteStartable(t *testing.T) {
 	live := context.Background()
 	ended, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -25,17 +25,17 @@ func TestSlurmStartable(t *testing.T) {
 		{name: "re-attach a Slurm job", ctx: live, attach: &session.Proc{SlurmJob: "42"}},
 		{name: "re-attach a Slurm job, context ended: follow decides", ctx: ended, attach: &session.Proc{SlurmJob: "42"}},
 		{name: "re-attach a local process", ctx: live, attach: &session.Proc{PID: 7},
-			want: "train job: cannot attach to a local process (pid 7); only a Slurm job is re-attached"},
+			want: "train job: cannot attach to a local process (pid 7); only a Slurm or Ray job is re-attached"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := slurmStartable(tt.ctx, jobSpec{kind: "train", attach: tt.attach})
+			err := remoteStartable(tt.ctx, jobSpec{kind: "train", attach: tt.attach})
 			got := ""
 			if err != nil {
 				got = err.Error()
 			}
 			if got != tt.want {
-				t.Errorf("slurmStartable = %q, want %q", got, tt.want)
+				t.Errorf("remoteStartable = %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -33,6 +33,8 @@ type Templates struct {
 	// Slurm, when set, runs every job on a Slurm cluster instead of this machine
 	// (executor backend slurm); nil runs them here as subprocesses.
 	Slurm *Slurm
+	// Ray, when set, runs every job on a Ray cluster instead (executor backend ray).
+	Ray *Ray
 	// Events bound what is read of a training job's event files (zero fields: defaults).
 	Events EventLimits
 }

@@ -208,7 +208,7 @@ func TestConsoleParallelTrialsAndSeveralProposals(t *testing.T) {
 	ctx := context.Background()
 	for _, tr := range []session.Trial{
 		{SessionID: s.ID, Number: 1, Iterations: 300, Progress: 90, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", GPUs: []int{3}}},
-		{SessionID: s.ID, Number: 2, Iterations: 300, Progress: 300, State: session.TrialEvaluating, Source: "advisor", Proc: &session.Proc{Job: "evaluate", SlurmJob: "4242", SlurmState: "RUNNING", Node: "gpu7"}},
+		{SessionID: s.ID, Number: 2, Iterations: 300, Progress: 300, State: session.TrialEvaluating, Source: "advisor", Proc: &session.Proc{Job: "evaluate", SlurmJob: "4242", JobState: "RUNNING", Node: "gpu7"}},
 	} {
 		if err := db.PutTrial(ctx, tr); err != nil {
 			t.Fatal(err)

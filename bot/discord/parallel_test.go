@@ -56,7 +56,7 @@ func TestSeveralPendingProposalsOverDiscord(t *testing.T) {
 	}
 	trials := []session.Trial{
 		{SessionID: s.ID, Number: 1, Iterations: 300, Progress: 30, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", GPUs: []int{2}}},
-		{SessionID: s.ID, Number: 2, Iterations: 300, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", SlurmJob: "981", SlurmState: "PENDING", SlurmReason: "Priority"}},
+		{SessionID: s.ID, Number: 2, Iterations: 300, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", SlurmJob: "981", JobState: "PENDING", JobReason: "Priority"}},
 	}
 	for _, tr := range trials {
 		if err := db.PutTrial(ctx, tr); err != nil {

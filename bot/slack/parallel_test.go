@@ -34,8 +34,8 @@ func parallelSession(t *testing.T, db *store.DB) (session.Session, []session.Tri
 	trials := []session.Trial{
 		{SessionID: s.ID, Number: 0, Rung: 0, Iterations: 300, State: session.TrialCompleted, Source: "baseline", RewardConfig: sp.Defaults()},
 		{SessionID: s.ID, Number: 1, Rung: 0, Iterations: 300, Progress: 150, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", GPUs: []int{0, 1}}},
-		{SessionID: s.ID, Number: 2, Rung: 0, Iterations: 300, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", SlurmJob: "1234", SlurmState: "PENDING", SlurmReason: "Resources"}},
-		{SessionID: s.ID, Number: 3, Rung: 0, Iterations: 300, Progress: 300, State: session.TrialEvaluating, Source: "advisor", Proc: &session.Proc{Job: "evaluate", SlurmJob: "1235", SlurmState: "RUNNING", Node: "node1"}},
+		{SessionID: s.ID, Number: 2, Rung: 0, Iterations: 300, State: session.TrialTraining, Source: "advisor", Proc: &session.Proc{Job: "train", SlurmJob: "1234", JobState: "PENDING", JobReason: "Resources"}},
+		{SessionID: s.ID, Number: 3, Rung: 0, Iterations: 300, Progress: 300, State: session.TrialEvaluating, Source: "advisor", Proc: &session.Proc{Job: "evaluate", SlurmJob: "1235", JobState: "RUNNING", Node: "node1"}},
 	}
 	for _, tr := range trials {
 		if err := db.PutTrial(ctx, tr); err != nil {

@@ -179,6 +179,7 @@ func openApp(ctx context.Context, cfg config.Config, e *env, logger *slog.Logger
 	if err := probeWritable(cfg.DataDir); err != nil {
 		return nil, err
 	}
+	resolveRayParallel(ctx, &cfg, e.getenv, logger)
 	db, err := openPreparedStore(cfg)
 	if err != nil {
 		return nil, err
@@ -206,7 +207,7 @@ func newEngine(cfg config.Config, e *env, db *store.DB, st session.Store, logger
 		Python: cfg.Trainer.Python, Workdir: cfg.Trainer.Workdir, Train: train,
 		ResumeArgs: cfg.Trainer.ResumeArgs, Evaluate: evaluate,
 		JobTimeout: cfg.Trainer.JobTimeout, EvalTimeout: cfg.Trainer.EvalTimeout, Grace: cfg.Trainer.Grace,
-		Slurm: cfg.Executor.SlurmBackend(), Events: cfg.Trainer.Events,
+		Slurm: cfg.Executor.SlurmBackend(), Ray: cfg.Executor.RayBackend(e.getenv("RAY_AUTH_TOKEN")), Events: cfg.Trainer.Events,
 	}, lease, logger)
 	if err != nil {
 		return nil, fmt.Errorf("trainer: %w", err)

@@ -43,6 +43,9 @@ func runConfig(ctx context.Context, e *env, args []string) int {
 		return 1
 	}
 	fmt.Fprintf(e.stdout, "%s: ok\n", *path)
+	if note := cfg.SharedNote(); note != "" {
+		fmt.Fprintln(e.stdout, "note: "+note)
+	}
 	return 0
 }
 

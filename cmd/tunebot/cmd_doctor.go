@@ -25,7 +25,7 @@ import (
 )
 
 func init() {
-	register("doctor", "doctor --config FILE: check that python, the trainer, the task, GPUs (or Slurm) and the data dir are ready", runDoctor)
+	register("doctor", "doctor --config FILE: check that python, the trainer, the task, GPUs (or Slurm, or the Ray head) and the data dir are ready", runDoctor)
 }
 
 // doctorTimeout bounds each Python probe: importing mjlab and torch the first time on a
@@ -64,7 +64,7 @@ func runDoctor(ctx context.Context, e *env, args []string) int {
 	fs := flagSet(e, "doctor", `usage: tunebot doctor --config FILE
 
 Checks line by line that this machine is ready for real training: python, the trainer and its
-task, the GPUs (or Slurm), the data dir and the data file.`)
+task, the GPUs (or Slurm, or the Ray head), the data dir and the data file.`)
 	path := fs.String("config", "", "config file (YAML); the embedded defaults when empty")
 	cfg, code, ok := parseConfigFlags(e, fs, args, path)
 	if !ok {
@@ -84,8 +84,11 @@ task, the GPUs (or Slurm), the data dir and the data file.`)
 		doctorPrograms(r, cfg)
 		doctorTrainer(ctx, r, cfg)
 	}
-	if cfg.Executor.Backend == config.BackendSlurm {
+	switch cfg.Executor.Backend {
+	case config.BackendSlurm:
 		doctorSlurm(ctx, r, cfg, e.getenv)
+	case config.BackendRay:
+		doctorRay(ctx, r, cfg, e.getenv)
 	}
 	doctorDataDir(r, cfg.DataDir)
 	doctorDisk(r, cfg)
@@ -194,14 +197,14 @@ func doctorTrainer(ctx context.Context, r *doctorReport, cfg config.Config) {
 
 // doctorPrograms checks that the program of each template (train, evaluate; {python}
 // filled in) is an executable file, naming the template and the path when it is not: every
-// trial would fail on it at once. On Slurm the nodes start it, so this machine's view is a
-// warning.
+// trial would fail on it at once. On a cluster the nodes start it, so this machine's view
+// is a warning.
 func doctorPrograms(r *doctorReport, cfg config.Config) {
 	t := cfg.Trainer
 	probs := trainer.Templates{Python: t.Python, Workdir: t.Workdir, Train: t.Train, Evaluate: t.Evaluate}.ProgramProblems()
 	status, then := "fail", ": every trial would fail at once"
-	if cfg.Executor.Backend == config.BackendSlurm {
-		status, then = "warn", " on this machine: the Slurm nodes start it, so check it is there on them"
+	if nodes := clusterNodes(cfg); nodes != "" {
+		status, then = "warn", " on this machine: the "+nodes+" start it, so check it is there on them"
 	}
 	for _, p := range probs {
 		r.line(status, "program", "trainer."+p+then)
@@ -272,14 +275,39 @@ func versions(pkgs map[string]string) string {
 	return strings.Join(parts, ", ")
 }
 
-// doctorLocalGPUs checks this machine's GPUs when the jobs run here; on Slurm the nodes'
-// GPUs are what matters, and doctorSlurm checks the partition offers them.
+// doctorLocalGPUs checks this machine's GPUs when the jobs run here; on a cluster the
+// nodes' GPUs are what matters, and doctorSlurm and doctorRay check the cluster offers them.
 func doctorLocalGPUs(ctx context.Context, r *doctorReport, cfg config.Config, torchGPUs []string) {
-	if cfg.Executor.Backend == config.BackendSlurm {
+	switch cfg.Executor.Backend {
+	case config.BackendSlurm:
 		r.line("ok", "gpus", "jobs run on Slurm, which assigns the GPUs: this machine's are not used")
+		return
+	case config.BackendRay:
+		r.line("ok", "gpus", "jobs run on the Ray cluster, which assigns the GPUs: this machine's are not used")
 		return
 	}
 	doctorGPUs(ctx, r, torchGPUs, cfg.Session.GPUs)
+}
+
+// clusterName names the cluster the jobs run on: "Slurm", "Ray"; "cluster" for the local
+// backend (whose sessions may still hold jobs a cluster backend started).
+func clusterName(cfg config.Config) string {
+	switch cfg.Executor.Backend {
+	case config.BackendSlurm:
+		return "Slurm"
+	case config.BackendRay:
+		return "Ray"
+	}
+	return "cluster"
+}
+
+// clusterNodes names the machines that start the jobs when they are not this one: "Slurm
+// nodes", "Ray nodes"; "" for the local backend.
+func clusterNodes(cfg config.Config) string {
+	if cfg.Executor.Backend == config.BackendLocal {
+		return ""
+	}
+	return clusterName(cfg) + " nodes"
 }
 
 // slurmCommands are the Slurm client commands the slurm backend and doctor run.

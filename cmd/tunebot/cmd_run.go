@@ -255,8 +255,8 @@ func (d *daemon) startChat(ctx context.Context) {
 }
 
 // resumeInterrupted resumes every session a previous run left interrupted (all, with
-// --resume), or else only those with cluster jobs still recorded: a Slurm job outlives
-// tunebot, and re-attaching it costs no GPU time (docs/design.md §4). One that will not
+// --resume), or else only those with cluster jobs still recorded: a Slurm or Ray job
+// outlives tunebot, and re-attaching it costs no GPU time (docs/design.md §4). One that will not
 // resume is logged and the rest go on. A session a person paused, or that waits for a
 // decision, stays so; it is said where the person looks (with --resume, which does not
 // resume it, and always in the console, which has seen nothing of it).
@@ -456,7 +456,7 @@ func (d *daemon) stop() {
 	if s, ok, err := d.app.engine.Active(ctx); err == nil && ok && d.app.engine.Running(s.ID) {
 		text := "tunebot is shutting down: the running jobs are stopped and this session is interrupted; it continues from its last complete result with /tune resume once tunebot is back"
 		if n, err := remoteJobs(ctx, d.app.db, s.ID); err == nil && n > 0 {
-			text = fmt.Sprintf("tunebot is shutting down: the session's %d Slurm job(s) keep running and are re-attached when tunebot is back; nothing new starts meanwhile", n)
+			text = fmt.Sprintf("tunebot is shutting down: the session's %d %s job(s) keep running and are re-attached when tunebot is back; nothing new starts meanwhile", n, clusterName(d.cfg))
 		}
 		note := session.Event{Kind: session.EventSessionUpdated, Session: s, Time: time.Now().UTC(), Text: text}
 		if d.notifier != nil {

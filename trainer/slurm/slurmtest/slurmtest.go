@@ -9,10 +9,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"tunebot/trainer/internal/repo"
 )
 
 // Cluster is the test binary's Slurm; its zero value is ready to use.
@@ -59,7 +60,7 @@ func (c *Cluster) up() {
 		c.skip = "Slurm is not installed here: `bash scripts/slurm.sh install` (root) installs Debian's slurmctld, slurmd, slurm-client and munge"
 		return
 	}
-	script, err := findScript()
+	script, err := repo.Script("slurm.sh")
 	if err != nil {
 		c.skip = err.Error()
 		return
@@ -78,22 +79,4 @@ func (c *Cluster) up() {
 		return
 	}
 	c.conf = strings.TrimPrefix(strings.TrimSpace(string(out)), "SLURM_CONF=")
-}
-
-// findScript finds scripts/slurm.sh at the module's root, above the test's directory.
-func findScript() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return filepath.Join(dir, "scripts", "slurm.sh"), nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the test's directory: cannot find scripts/slurm.sh")
-		}
-		dir = parent
-	}
 }
