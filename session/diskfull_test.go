@@ -151,22 +151,10 @@ func TestJobOutOfSpacePausesAndRunsAgain(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			ctx := context.Background()
 			h, s := fullDiskRun(t, &fullOnce{fakeTrainer: newFakeTrainer(), train: c.train, evaluate: c.evaluate})
 			want := "the data disk is full (900.0 MiB free of 4.0 GiB on " + h.dir + "); free space, then resume"
 			checkDiskPause(t, h, s, want)
-			if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
-				t.Fatal(err)
-			}
-			s = h.wait(s.ID)
-			if s.State != session.StateSucceeded {
-				t.Fatalf("after the resume: %s %q", s.State, s.Reason)
-			}
-			for _, x := range h.trials(s.ID) {
-				if x.State != session.TrialCompleted {
-					t.Fatalf("trial %d @ rung %d is %s: %q", x.Number, x.Rung, x.State, x.Reason)
-				}
-			}
+			h.resumeToSuccess(h.eng, s.ID)
 		})
 	}
 }
@@ -336,17 +324,7 @@ func TestOutOfSpaceWithAnotherJobRunning(t *testing.T) {
 	close(gate)
 	s = h.wait(s.ID)
 	checkDiskPause(t, h, s, "the data disk is full (900.0 MiB free of 4.0 GiB on "+h.dir+"); free space, then resume")
-	if _, err := eng.Resume(ctx, s.ID, console); err != nil {
-		t.Fatal(err)
-	}
-	if s = h.wait(s.ID); s.State != session.StateSucceeded {
-		t.Fatalf("after the resume: %s %q", s.State, s.Reason)
-	}
-	for _, x := range h.trials(s.ID) {
-		if x.State != session.TrialCompleted {
-			t.Fatalf("trial %d @ rung %d is %s: %q", x.Number, x.Rung, x.State, x.Reason)
-		}
-	}
+	h.resumeToSuccess(eng, s.ID)
 	if n := tr.trains[session.TrialRef{1, 0}]; n != 1 {
 		t.Errorf("trial 1 trained %d times; its training had finished, so it is only evaluated on resume", n)
 	}

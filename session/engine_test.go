@@ -334,6 +334,25 @@ func (h *harness) wait(id string) session.Session {
 	return s
 }
 
+// resumeToSuccess resumes paused session id on eng and waits for it to succeed with every
+// trial completed.
+func (h *harness) resumeToSuccess(eng *session.Engine, id string) session.Session {
+	h.t.Helper()
+	if _, err := eng.Resume(context.Background(), id, console); err != nil {
+		h.t.Fatal(err)
+	}
+	s := h.wait(id)
+	if s.State != session.StateSucceeded {
+		h.t.Fatalf("after the resume: %s %q", s.State, s.Reason)
+	}
+	for _, x := range h.trials(id) {
+		if x.State != session.TrialCompleted {
+			h.t.Fatalf("trial %d @ rung %d is %s: %q", x.Number, x.Rung, x.State, x.Reason)
+		}
+	}
+	return s
+}
+
 func (h *harness) trials(id string) []session.Trial {
 	h.t.Helper()
 	ts, err := h.db.Trials(context.Background(), id)

@@ -90,17 +90,7 @@ func TestClusterUnavailablePausesAndRunsAgain(t *testing.T) {
 					t.Fatalf("trial %d @ rung %d still records Ray job %s, which a restarted head no longer knows", x.Number, x.Rung, x.Proc.RayJob)
 				}
 			}
-			if _, err := h.eng.Resume(ctx, s.ID, console); err != nil {
-				t.Fatal(err)
-			}
-			if s = h.wait(s.ID); s.State != session.StateSucceeded {
-				t.Fatalf("after the resume: %s %q", s.State, s.Reason)
-			}
-			for _, x := range h.trials(s.ID) {
-				if x.State != session.TrialCompleted {
-					t.Fatalf("trial %d @ rung %d is %s: %q", x.Number, x.Rung, x.State, x.Reason)
-				}
-			}
+			h.resumeToSuccess(h.eng, s.ID)
 			if strings.HasPrefix(lose, "train") && tr.trains[session.TrialRef{Number: 2}] != 2 {
 				t.Errorf("trial 2 trained %d times, want twice: once lost, once after the resume", tr.trains[session.TrialRef{Number: 2}])
 			}

@@ -207,25 +207,6 @@ func TestRayJobTimeout(t *testing.T) {
 	}
 }
 
-// rayTrainUntilRunning starts a 40-iteration train job in dir and returns once Ray runs it,
-// with its hooks and shutdown, which ends the job's context as a stopping tunebot does.
-func rayTrainUntilRunning(t *testing.T, r *trainer.Runner, job session.TrainJob) (*slurmHooks, func() error) {
-	t.Helper()
-	ctx, stop := context.WithCancel(context.Background())
-	t.Cleanup(stop)
-	h := newSlurmHooks()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := r.Train(ctx, job, h.hooks())
-		errc <- err
-	}()
-	h.waitRunning(t, errc)
-	return h, func() error {
-		stop()
-		return <-errc
-	}
-}
-
 // TestRayJobOutlivesTunebot: a job whose context ends for any reason but a cancelled session
 // keeps running on the head; attaching to it awaits and collects it, submitting nothing.
 func TestRayJobOutlivesTunebot(t *testing.T) {
@@ -233,7 +214,7 @@ func TestRayJobOutlivesTunebot(t *testing.T) {
 	c := rayHead.Client(t)
 	dir := t.TempDir()
 	job := rayTrainJob(dir, 40)
-	h, shutdown := rayTrainUntilRunning(t, r, job)
+	h, shutdown := trainUntilRunning(t, r, job)
 	if err := shutdown(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("train after its context ended: %v, want context.Canceled", err)
 	}
@@ -284,7 +265,7 @@ func TestRayUnrecordedJobIsReplaced(t *testing.T) {
 	r := rayRunner(t, sim.StepDelayEnv+"=100ms")
 	dir := t.TempDir()
 	job := rayTrainJob(dir, 40)
-	_, shutdown := rayTrainUntilRunning(t, r, job)
+	_, shutdown := trainUntilRunning(t, r, job)
 	_ = shutdown() // tunebot dies; say its record of the job was lost with it
 	job.Target, job.Iterations = 20, 20
 	res, err := r.Train(context.Background(), job, newSlurmHooks().hooks())

@@ -257,17 +257,17 @@ func TestSlurmTimeLimit(t *testing.T) {
 	}
 }
 
-// trainUntilRunning starts a 40-iteration train job in dir and returns once Slurm runs it,
-// with the job's hooks and shutdown, which ends the job's context as a stopping tunebot
-// does (not as a cancelled session) and returns what Train returned.
-func trainUntilRunning(t *testing.T, r *trainer.Runner, dir string) (*slurmHooks, func() error) {
+// trainUntilRunning starts job and returns once the cluster (Slurm or Ray) runs it, with
+// the job's hooks and shutdown, which ends the job's context as a stopping tunebot does
+// (not as a cancelled session) and returns what Train returned.
+func trainUntilRunning(t *testing.T, r *trainer.Runner, job session.TrainJob) (*slurmHooks, func() error) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
 	h := newSlurmHooks()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := r.Train(ctx, trainJob(dir, 40), h.hooks())
+		_, err := r.Train(ctx, job, h.hooks())
 		errc <- err
 	}()
 	h.waitRunning(t, errc)
@@ -284,7 +284,7 @@ func TestSlurmJobOutlivesTunebot(t *testing.T) {
 	c := needSlurm(t)
 	r := slurmRunner(t, c, sim.StepDelayEnv+"=100ms")
 	dir := t.TempDir()
-	h, shutdown := trainUntilRunning(t, r, dir)
+	h, shutdown := trainUntilRunning(t, r, trainJob(dir, 40))
 	err := shutdown()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("train after its context ended: %v, want context.Canceled", err)
@@ -388,7 +388,7 @@ func TestSlurmUnrecordedJobIsReplaced(t *testing.T) {
 	// it, which a loaded machine took more than the 4 s of 100 ms steps to do (.ci/run)
 	r := slurmRunner(t, c, sim.StepDelayEnv+"=300ms")
 	dir := t.TempDir()
-	h, shutdown := trainUntilRunning(t, r, dir)
+	h, shutdown := trainUntilRunning(t, r, trainJob(dir, 40))
 	_ = shutdown() // tunebot dies; say its record of the job was lost with it
 	stale := h.proc(t).SlurmJob
 

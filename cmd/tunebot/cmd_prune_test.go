@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -39,14 +37,7 @@ func tuned(t *testing.T, cfg string, n int) []string {
 	t.Helper()
 	var ids []string
 	for range n {
-		var stdout, stderr bytes.Buffer
-		cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback", "--json")
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		if err := cmd.Run(); err != nil {
-			t.Fatalf("tune: %v\n%s", err, stderr.String())
-		}
-		var sum summaryJSON
-		lastJSON(t, stdout.String(), &sum)
+		sum, _ := tuneJSON(t, cfg)
 		ids = append(ids, sum.Session)
 	}
 	return ids

@@ -34,17 +34,9 @@ executor:
   parallel: 4
   gpus_per_trial: 1
 `)
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback", "--json")
-	cmd.Env = append(os.Environ(), sim.StepDelayEnv+"=5ms", sim.GPUDirEnv+"="+gpus)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tune: %v\n%s", err, stderr.String())
-	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
+	sum, stderr := tuneJSON(t, cfg, sim.StepDelayEnv+"=5ms", sim.GPUDirEnv+"="+gpus)
 	if sum.State != "succeeded" {
-		t.Fatalf("session %s\n%s", sum.State, stderr.String())
+		t.Fatalf("session %s\n%s", sum.State, stderr)
 	}
 	perRung := map[int]int{}
 	for _, tr := range sum.Trials {

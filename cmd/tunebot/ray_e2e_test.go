@@ -78,17 +78,9 @@ func TestRaySessionRunsOnTheHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := rayConfig(t, dir, 6, 2)
-	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback", "--json")
-	cmd.Env = append(append(os.Environ(), rayEnv(t, "20ms")...), sim.GPUDirEnv+"="+gpus)
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("tune: %v\n%s", err, stderr.String())
-	}
-	var sum summaryJSON
-	lastJSON(t, stdout.String(), &sum)
+	sum, stderr := tuneJSON(t, cfg, append(rayEnv(t, "20ms"), sim.GPUDirEnv+"="+gpus)...)
 	if sum.State != "succeeded" {
-		t.Fatalf("session %s\n%s", sum.State, stderr.String())
+		t.Fatalf("session %s\n%s", sum.State, stderr)
 	}
 	for _, tr := range sum.Trials {
 		if tr.State != "completed" {

@@ -675,6 +675,23 @@ func refusedWhilePaused(t *testing.T, env []string, cfg, id string) {
 	}
 }
 
+// tuneJSON runs `tunebot tune --config cfg --fallback --json` to its end with env added to
+// this process's environment and returns its summary and what it printed on stderr; a tune
+// that fails fails the test with its stderr.
+func tuneJSON(t *testing.T, cfg string, env ...string) (summaryJSON, string) {
+	t.Helper()
+	cmd := exec.Command(tunebotBin, "tune", "--config", cfg, "--fallback", "--json")
+	cmd.Env = append(os.Environ(), env...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("tune: %v\n%s", err, stderr.String())
+	}
+	var sum summaryJSON
+	lastJSON(t, stdout.String(), &sum)
+	return sum, stderr.String()
+}
+
 // demoJSON runs `tunebot demo --json args…` in dir to its end and returns its summary and
 // what it printed on stderr; a demo that fails fails the test with both outputs.
 func demoJSON(t *testing.T, dir string, args ...string) (summaryJSON, string) {
