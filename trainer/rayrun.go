@@ -168,7 +168,7 @@ func (c *rayRemoteJob) submit(ctx context.Context, logf io.Writer) (string, erro
 func (c *rayRemoteJob) endStale(ctx context.Context, old ray.Info, logf io.Writer) error {
 	id := old.SubmissionID
 	if dir := old.Metadata["tunebot_run_dir"]; dir != c.job.Metadata["tunebot_run_dir"] {
-		return fmt.Errorf("Ray already has a job %s, of run dir %q and not this one's: tunebot does not take it over; remove it (ray job delete %s) or start another session", id, session.Printable(capRunes(dir, 300)), id)
+		return fmt.Errorf("Ray already has a job %s, of run dir %q and not this one's: tunebot does not take it over; remove it (ray job delete %s) or start another session", id, ray.Foreign(dir), id)
 	}
 	if old.Finished() {
 		return nil
@@ -300,29 +300,9 @@ func rayFailure(id string, i ray.Info) string {
 	case code != nil:
 		return fmt.Sprintf("%s with exit status 0", where)
 	}
-	msg := lastWords(i.Message)
+	msg := cmp.Or(ray.LastLine(i.Message), "Ray gave no reason")
 	if i.ErrorType != "" {
 		msg = i.ErrorType + ": " + msg
 	}
 	return fmt.Sprintf("Ray job %s failed to start (%s): its command never ran", id, msg)
-}
-
-// lastWords is the last non-blank line of Ray's message (a traceback ends with the
-// exception), printable and at most 300 characters.
-func lastWords(msg string) string {
-	lines := strings.Split(strings.TrimSpace(msg), "\n")
-	for k := len(lines) - 1; k >= 0; k-- {
-		if l := strings.TrimSpace(lines[k]); l != "" {
-			return session.Printable(capRunes(l, 300))
-		}
-	}
-	return "Ray gave no reason"
-}
-
-// capRunes is s cut to at most n runes, the cut marked.
-func capRunes(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return string(r[:n-1]) + "…"
-	}
-	return s
 }

@@ -12,6 +12,7 @@ package ray
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,7 +202,7 @@ func (c *Client) Submit(ctx context.Context, j Job) error {
 		return err
 	}
 	if out.SubmissionID != j.ID {
-		return fmt.Errorf("the head took the job as %q, not %q", session.Printable(capText(out.SubmissionID)), j.ID)
+		return fmt.Errorf("the head took the job as %q, not %q", Foreign(out.SubmissionID), j.ID)
 	}
 	return nil
 }
@@ -249,7 +250,7 @@ func (c *Client) Version(ctx context.Context) (string, error) {
 	if err := c.do(ctx, http.MethodGet, "/api/version", nil, maxInfo, &v); err != nil {
 		return "", err
 	}
-	return session.Printable(capText(v.Ray)), nil
+	return Foreign(v.Ray), nil
 }
 
 // Node is one live node of the cluster with what it has in all.
@@ -280,7 +281,7 @@ func (c *Client) Nodes(ctx context.Context) ([]Node, error) {
 	var nodes []Node
 	for _, n := range out.Data.Result.Result {
 		if n.State == "ALIVE" {
-			nodes = append(nodes, Node{IP: session.Printable(capText(n.IP)), Head: n.Head, GPUs: n.Resources["GPU"], CPUs: n.Resources["CPU"]})
+			nodes = append(nodes, Node{IP: Foreign(n.IP), Head: n.Head, GPUs: n.Resources["GPU"], CPUs: n.Resources["CPU"]})
 		}
 	}
 	return nodes, nil
@@ -382,7 +383,7 @@ func answerError(resp *http.Response, addr string) error {
 		return nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxError))
-	msg := lastLine(string(b))
+	msg := cmp.Or(LastLine(string(b)), "(no message)")
 	switch resp.StatusCode {
 	case http.StatusNotFound:
 		return fmt.Errorf("%w: %s", ErrNotFound, msg)
@@ -392,23 +393,25 @@ func answerError(resp *http.Response, addr string) error {
 	return &APIError{Status: resp.StatusCode, Message: msg}
 }
 
-// lastLine is the last non-blank line of what the head said (a Python traceback ends with
-// the exception), printable and capped.
-func lastLine(s string) string {
+// LastLine is the last non-blank line of what Ray said (a Python traceback ends with the
+// exception) as Foreign makes it, "" when it said nothing.
+func LastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		if l := strings.TrimSpace(lines[i]); l != "" && l != "." {
-			return session.Printable(capText(l))
+			return Foreign(l)
 		}
 	}
-	return "(no message)"
+	return ""
 }
 
-func capText(s string) string {
+// Foreign is a string the head gave, as tunebot repeats it: printable (session.Printable)
+// and at most 300 characters, the cut marked.
+func Foreign(s string) string {
 	if r := []rune(s); len(r) > maxReason {
-		return string(r[:maxReason-1]) + "…"
+		s = string(r[:maxReason-1]) + "…"
 	}
-	return s
+	return session.Printable(s)
 }
 
 // Entrypoint is the command line of j: `exec bash -c SCRIPT tunebot-job WORKDIR ARGV...`,
