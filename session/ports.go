@@ -195,7 +195,7 @@ type Trainer interface {
 	EvaluationFile(final bool) string
 	// EndOrphan ends the process group p if it is still the same process (same start
 	// time) left by a crashed tunebot, and waits until it is gone. For a remote job
-	// (p.Remote) it cancels the job (scancel): the engine calls it so only when the
+	// (p.Remote) it stops the job (scancel, Ray's stop): the engine calls it so only when the
 	// session was cancelled while no worker awaited the job; a restart re-attaches them.
 	EndOrphan(ctx context.Context, p Proc) error
 }

@@ -13,6 +13,7 @@ import (
 	"tunebot/private"
 	"tunebot/secret"
 	"tunebot/session"
+	"tunebot/trainer/ray"
 )
 
 // One loop runs a trainer job on a cluster, whichever engine it is: Slurm (sbatch, squeue,
@@ -342,6 +343,45 @@ func (w *remoteWatch) leave(ctx context.Context) error {
 	fmt.Fprintf(w.logf, "=== tunebot: %s job cancelled: %s job %s %s\n", s.kind, rm.engine, id, st.State)
 	s.logger.Info(rm.engine+" job cancelled", rm.logKey, id, "state", st.State)
 	return fmt.Errorf("%s job cancelled: %w", s.kind, ctx.Err())
+}
+
+// orphanStopWait bounds how long a cancel waits for a cluster job nobody followed to end
+// after it was told to stop: a person waits for the answer, and the engine stops it anyway.
+const orphanStopWait = 30 * time.Second
+
+// endCluster stops the cluster job p records, which no worker follows, and waits (at most
+// orphanStopWait) for its engine to say it ended. A job that had ended already, or that the
+// engine no longer knows, is left as it is.
+func (r *Runner) endCluster(ctx context.Context, p session.Proc) error {
+	engine, id := p.Cluster()
+	var job remoteJob
+	switch {
+	case p.RayJob != "" && r.t.Ray == nil:
+		return fmt.Errorf("Ray job %s: executor.backend is not ray now, so its head is not known: stop it there (ray job stop %s)", id, id)
+	case p.RayJob != "":
+		job = &rayRemoteJob{client: r.t.Ray.Client, job: ray.Job{ID: id}, kind: p.Job, logger: r.logger}
+	default:
+		job = &slurmRemoteJob{client: r.slurmClient(), logger: r.logger}
+	}
+	ctx, cancel := context.WithTimeout(ctx, orphanStopWait)
+	defer cancel()
+	st, err := job.status(ctx, id)
+	switch {
+	case errors.Is(err, ray.ErrNotFound), err == nil && (st.Finished || st.State == unknownState):
+		return nil
+	case err != nil:
+		return fmt.Errorf("asking %s about job %s: %w", engine, id, err)
+	}
+	if err := job.stop(ctx, id); err != nil {
+		return fmt.Errorf("stopping %s job %s: %w", engine, id, err)
+	}
+	st, err = awaitRemote(ctx, job, id, time.Second)
+	if err != nil && !errors.Is(err, ray.ErrNotFound) {
+		r.logger.Warn("a stopped cluster job has not said it ended", "cluster", engine, "cluster_job", id, "state", st.State, "err", err)
+		return nil
+	}
+	r.logger.Info("stopped the cluster job of a cancelled session", "cluster", engine, "cluster_job", id, "state", st.State)
+	return nil
 }
 
 // jobNameRE is what may stay in a cluster job's name; anything else becomes '-'.

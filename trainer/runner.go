@@ -411,10 +411,15 @@ func sameSeeds(a, b []int) bool {
 // tick), and waits until the group has no live member. A PID that is gone, or that now
 // belongs to another process, is left alone: tunebot never signals what it did not start.
 //
-// A cluster job (p.Remote: Slurm's or Ray's) is never an orphan: it outlives tunebot by
-// design and is re-attached, so EndOrphan leaves it alone.
+// A cluster job (p.Remote: Slurm's or Ray's) outlives tunebot by design and is
+// re-attached on a restart, so the engine asks this of one only when its session was
+// cancelled while no worker followed it (a session paused or awaiting a decision when
+// tunebot restarted): it is stopped on its cluster (endCluster).
 func (r *Runner) EndOrphan(ctx context.Context, p session.Proc) error {
-	if p.Remote() || p.PID <= 1 || p.PGID <= 1 {
+	if p.Remote() {
+		return r.endCluster(ctx, p)
+	}
+	if p.PID <= 1 || p.PGID <= 1 {
 		return nil
 	}
 	st, err := readStat(p.PID)

@@ -277,6 +277,32 @@ func trainUntilRunning(t *testing.T, r *trainer.Runner, job session.TrainJob) (*
 	}
 }
 
+// TestSlurmJobOfACancelledSessionNobodyFollowsIsStopped: a job left running when tunebot
+// stopped, whose session a person then cancels before any worker follows it again (it was
+// paused or awaiting a decision at the restart), is scancelled by EndOrphan; asking again of
+// the ended job is no error.
+func TestSlurmJobOfACancelledSessionNobodyFollowsIsStopped(t *testing.T) {
+	c := needSlurm(t)
+	r := slurmRunner(t, c, sim.StepDelayEnv+"=200ms")
+	h, shutdown := trainUntilRunning(t, r, trainJob(t.TempDir(), 100))
+	if err := shutdown(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("train after its context ended: %v, want context.Canceled", err)
+	}
+	p := h.proc(t)
+	for range 2 {
+		if err := r.EndOrphan(context.Background(), p); err != nil {
+			t.Fatalf("EndOrphan of Slurm job %s: %v", p.SlurmJob, err)
+		}
+	}
+	all, err := c.Status(context.Background(), []string{p.SlurmJob}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := all[p.SlurmJob]; st.State != slurm.Cancelled {
+		t.Errorf("Slurm job %s is %s after EndOrphan, want %s", p.SlurmJob, st.State, slurm.Cancelled)
+	}
+}
+
 // TestSlurmJobOutlivesTunebot: a job whose context ends for any reason but a cancelled
 // session keeps running; attaching to it awaits and collects it, and nothing is submitted
 // twice.
@@ -300,10 +326,6 @@ func TestSlurmJobOutlivesTunebot(t *testing.T) {
 	}
 	if st := all[p.SlurmJob]; st.Finished() {
 		t.Fatalf("the Slurm job ended with tunebot: %+v", st)
-	}
-	// EndOrphan leaves a Slurm job alone.
-	if err := r.EndOrphan(context.Background(), p); err != nil {
-		t.Errorf("EndOrphan of a Slurm job: %v", err)
 	}
 
 	job := trainJob(dir, 40)
