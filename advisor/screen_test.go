@@ -77,10 +77,9 @@ func TestScreenMovesWhatThePriorCannotJudge(t *testing.T) {
 	}
 }
 
-// A scalar that some trial (or the session built on) moved half a step has evidence: no
-// screen when every unjudged scalar has; no screen with Screen negative.
-func TestScreenEndsWhenEveryScalarHasEvidence(t *testing.T) {
-	space := session.DefaultSpace()
+// paramsMoved is space's defaults with every param moved a tenth of its range (down where up
+// would leave it): more than half a step, so each has evidence once a trial ran it.
+func paramsMoved(space *session.Space) session.RewardConfig {
 	moved := space.Defaults()
 	for _, p := range space.Params {
 		moved.Params[p.Name] = p.Default + 0.1*(p.Max-p.Min)
@@ -88,6 +87,14 @@ func TestScreenEndsWhenEveryScalarHasEvidence(t *testing.T) {
 			moved.Params[p.Name] = p.Default - 0.1*(p.Max-p.Min)
 		}
 	}
+	return moved
+}
+
+// A scalar that some trial (or the session built on) moved half a step has evidence: no
+// screen when every unjudged scalar has; no screen with Screen negative.
+func TestScreenEndsWhenEveryScalarHasEvidence(t *testing.T) {
+	space := session.DefaultSpace()
+	moved := paramsMoved(space)
 	moved.Weights["electrical_power"] = -1e-3
 	for name, req := range map[string]session.ProposalRequest{
 		"every unjudged scalar moved": historyOf(space, slipWorld(space), moved),
@@ -112,13 +119,7 @@ func TestScreenEndsWhenEveryScalarHasEvidence(t *testing.T) {
 // configuration is among the tried ones.
 func TestAFailedTrialIsNoEvidence(t *testing.T) {
 	space := session.DefaultSpace()
-	moved := space.Defaults()
-	for _, p := range space.Params {
-		moved.Params[p.Name] = p.Default + 0.1*(p.Max-p.Min)
-		if moved.Params[p.Name] > p.Max {
-			moved.Params[p.Name] = p.Default - 0.1*(p.Max-p.Min)
-		}
-	}
+	moved := paramsMoved(space)
 	req := historyOf(space, slipWorld(space), moved)
 	req.TrialBudget = 12
 	req.History[1].State, req.History[1].Metrics, req.History[1].PerSeed, req.History[1].Score = session.TrialFailed, nil, nil, nil

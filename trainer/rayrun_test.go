@@ -242,44 +242,20 @@ func TestRayJobOutlivesTunebot(t *testing.T) {
 // stopped on the head by EndOrphan; asking again of the ended job is no error, and a runner
 // whose backend is no longer ray says where to stop it.
 func TestRayJobOfACancelledSessionNobodyFollowsIsStopped(t *testing.T) {
-	r := rayRunner(t, sim.StepDelayEnv+"=200ms")
-	c := rayHead.Client(t)
-	h, shutdown := trainUntilRunning(t, r, rayTrainJob(t.TempDir(), 100))
-	if err := shutdown(); !errors.Is(err, context.Canceled) {
-		t.Fatalf("train after its context ended: %v, want context.Canceled", err)
-	}
-	p := h.proc(t)
+	p := orphanEnded(t, rayRunner(t, sim.StepDelayEnv+"=200ms"), rayTrainJob(t.TempDir(), 100))
 	local := newRunner(t, simTemplates())
 	if err := local.EndOrphan(context.Background(), p); err == nil || !strings.Contains(err.Error(), "ray job stop "+p.RayJob) {
 		t.Errorf("EndOrphan of a Ray job without the ray backend: %v, want it to say how to stop it", err)
 	}
-	for range 2 {
-		if err := r.EndOrphan(context.Background(), p); err != nil {
-			t.Fatalf("EndOrphan of Ray job %s: %v", p.RayJob, err)
-		}
-	}
-	if info, err := c.Job(context.Background(), p.RayJob); err != nil || info.Status != ray.Stopped {
+	if info, err := rayHead.Client(t).Job(context.Background(), p.RayJob); err != nil || info.Status != ray.Stopped {
 		t.Errorf("Ray job %s after EndOrphan: %+v, %v; want %s", p.RayJob, info, err, ray.Stopped)
 	}
 }
 
 // TestRayCancelledSessionStopsTheJob: a session cancelled by a person stops its Ray job.
 func TestRayCancelledSessionStopsTheJob(t *testing.T) {
-	r := rayRunner(t, sim.StepDelayEnv+"=200ms")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	h := newSlurmHooks()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := r.Train(ctx, rayTrainJob(t.TempDir(), 100), h.hooks())
-		errc <- err
-	}()
-	h.waitRunning(t, errc)
-	cancel(session.ErrJobCancelled)
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("train of a cancelled session: %v, want context.Canceled", err)
-	}
-	if info, err := rayHead.Client(t).Job(context.Background(), h.proc(t).RayJob); err != nil || info.Status != ray.Stopped {
+	p := cancelledWhileRunning(t, rayRunner(t, sim.StepDelayEnv+"=200ms"), rayTrainJob(t.TempDir(), 100))
+	if info, err := rayHead.Client(t).Job(context.Background(), p.RayJob); err != nil || info.Status != ray.Stopped {
 		t.Errorf("the job of a cancelled session: %+v, %v; want %s", info, err, ray.Stopped)
 	}
 }

@@ -277,23 +277,51 @@ func trainUntilRunning(t *testing.T, r *trainer.Runner, job session.TrainJob) (*
 	}
 }
 
-// TestSlurmJobOfACancelledSessionNobodyFollowsIsStopped: a job left running when tunebot
-// stopped, whose session a person then cancels before any worker follows it again (it was
-// paused or awaiting a decision at the restart), is scancelled by EndOrphan; asking again of
-// the ended job is no error.
-func TestSlurmJobOfACancelledSessionNobodyFollowsIsStopped(t *testing.T) {
-	c := needSlurm(t)
-	r := slurmRunner(t, c, sim.StepDelayEnv+"=200ms")
-	h, shutdown := trainUntilRunning(t, r, trainJob(t.TempDir(), 100))
+// cancelledWhileRunning runs job until the cluster runs it, then cancels it as a person
+// cancelling the session does, and returns its process record once Train returned.
+func cancelledWhileRunning(t *testing.T, r *trainer.Runner, job session.TrainJob) session.Proc {
+	t.Helper()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	h := newSlurmHooks()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.Train(ctx, job, h.hooks())
+		errc <- err
+	}()
+	h.waitRunning(t, errc)
+	cancel(session.ErrJobCancelled)
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("train of a cancelled session: %v, want context.Canceled", err)
+	}
+	return h.proc(t)
+}
+
+// orphanEnded runs job until the cluster runs it, leaves it running as a stopping tunebot
+// does, then ends it as the engine ends the job of a cancelled session no worker follows
+// (EndOrphan), twice: the second time, of a job that ended, is no error either.
+func orphanEnded(t *testing.T, r *trainer.Runner, job session.TrainJob) session.Proc {
+	t.Helper()
+	h, shutdown := trainUntilRunning(t, r, job)
 	if err := shutdown(); !errors.Is(err, context.Canceled) {
 		t.Fatalf("train after its context ended: %v, want context.Canceled", err)
 	}
 	p := h.proc(t)
 	for range 2 {
 		if err := r.EndOrphan(context.Background(), p); err != nil {
-			t.Fatalf("EndOrphan of Slurm job %s: %v", p.SlurmJob, err)
+			t.Fatalf("EndOrphan of %+v: %v", p, err)
 		}
 	}
+	return p
+}
+
+// TestSlurmJobOfACancelledSessionNobodyFollowsIsStopped: a job left running when tunebot
+// stopped, whose session a person then cancels before any worker follows it again (it was
+// paused or awaiting a decision at the restart), is scancelled by EndOrphan; asking again of
+// the ended job is no error.
+func TestSlurmJobOfACancelledSessionNobodyFollowsIsStopped(t *testing.T) {
+	c := needSlurm(t)
+	p := orphanEnded(t, slurmRunner(t, c, sim.StepDelayEnv+"=200ms"), trainJob(t.TempDir(), 100))
 	all, err := c.Status(context.Background(), []string{p.SlurmJob}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -352,21 +380,7 @@ func TestSlurmJobOutlivesTunebot(t *testing.T) {
 // TestSlurmCancelledSessionScancels: a session cancelled by a person ends its Slurm job.
 func TestSlurmCancelledSessionScancels(t *testing.T) {
 	c := needSlurm(t)
-	r := slurmRunner(t, c, sim.StepDelayEnv+"=200ms")
-	ctx, cancel := context.WithCancelCause(context.Background())
-	defer cancel(nil)
-	h := newSlurmHooks()
-	errc := make(chan error, 1)
-	go func() {
-		_, err := r.Train(ctx, trainJob(t.TempDir(), 100), h.hooks())
-		errc <- err
-	}()
-	h.waitRunning(t, errc)
-	cancel(session.ErrJobCancelled)
-	if err := <-errc; !errors.Is(err, context.Canceled) {
-		t.Fatalf("train of a cancelled session: %v, want context.Canceled", err)
-	}
-	p := h.proc(t)
+	p := cancelledWhileRunning(t, slurmRunner(t, c, sim.StepDelayEnv+"=200ms"), trainJob(t.TempDir(), 100))
 	all, err := c.Status(context.Background(), []string{p.SlurmJob}, nil)
 	if err != nil {
 		t.Fatal(err)
