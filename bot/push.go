@@ -51,30 +51,8 @@ func PushCard(in PushInput) (Card, bool) {
 		line = fmt.Sprintf("session %s paused: %s", session.Short(s.ID), Neutralise(s.Reason, 200))
 	case e.Kind == session.EventSessionFinished:
 		c.Kind = "summary"
-		line = fmt.Sprintf("session %s %s", session.Short(s.ID), session.StateLabel(s.State))
-		switch {
-		case s.State == session.StateFailed || s.State == session.StateCancelled:
-			if s.Reason != "" {
-				line += ": " + Neutralise(s.Reason, 120)
-			}
-			c.Urgent = s.State == session.StateFailed
-		case s.Outcome == session.OutcomeNoImprovement:
-			line += " (" + s.Outcome + "): " + s.OutcomeText()
-		case session.Unconfirmed(s.Outcome):
-			// the phone says it plainly: a preset was saved, but not as an improvement
-			line += " (" + s.Outcome + "): " + s.OutcomeText() + "; preset " + s.Preset + " saved, marked so"
-			if r, ok := session.Compare(s, in.Trials); ok && r.Final {
-				// which trial it is, as every other surface names it
-				line += fmt.Sprintf(" (trial %d @ rung %d)", r.Best.Trial, r.Best.Rung)
-			}
-			if s.Result != nil && s.Result.Verdict != nil {
-				line += ": " + s.Result.Verdict.Text()
-			}
-		default:
-			if r, ok := session.Compare(s, in.Trials); ok {
-				line += ": " + r.Headline()
-			}
-		}
+		line = finishedPushLine(s, in.Trials)
+		c.Urgent = s.State == session.StateFailed
 	default:
 		return Card{}, false
 	}
@@ -83,6 +61,35 @@ func PushCard(in PushInput) (Card, bool) {
 		c.Blocks = append(c.Blocks, Block{Kind: BlockAttachments, Attachments: []Attachment{*in.Poster}})
 	}
 	return c, true
+}
+
+// finishedPushLine is the phone's line for session s that ended: how, and what it leaves (the
+// reason of a failure or cancel, the outcome, the saved trial and its verdict, or the gain).
+func finishedPushLine(s session.Session, trials []session.Trial) string {
+	line := fmt.Sprintf("session %s %s", session.Short(s.ID), session.StateLabel(s.State))
+	switch {
+	case s.State == session.StateFailed || s.State == session.StateCancelled:
+		if s.Reason != "" {
+			line += ": " + Neutralise(s.Reason, 120)
+		}
+	case s.Outcome == session.OutcomeNoImprovement:
+		line += " (" + s.Outcome + "): " + s.OutcomeText()
+	case session.Unconfirmed(s.Outcome):
+		// the phone says it plainly: a preset was saved, but not as an improvement
+		line += " (" + s.Outcome + "): " + s.OutcomeText() + "; preset " + s.Preset + " saved, marked so"
+		if r, ok := session.Compare(s, trials); ok && r.Final {
+			// which trial it is, as every other surface names it
+			line += fmt.Sprintf(" (trial %d @ rung %d)", r.Best.Trial, r.Best.Rung)
+		}
+		if s.Result != nil && s.Result.Verdict != nil {
+			line += ": " + s.Result.Verdict.Text()
+		}
+	default:
+		if r, ok := session.Compare(s, trials); ok {
+			line += ": " + r.Headline()
+		}
+	}
+	return line
 }
 
 // pushWorthy reports whether a phone hears of e at all (PushCard then decides what it
