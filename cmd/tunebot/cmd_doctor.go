@@ -278,12 +278,8 @@ func versions(pkgs map[string]string) string {
 // doctorLocalGPUs checks this machine's GPUs when the jobs run here; on a cluster the
 // nodes' GPUs are what matters, and doctorSlurm and doctorRay check the cluster offers them.
 func doctorLocalGPUs(ctx context.Context, r *doctorReport, cfg config.Config, torchGPUs []string) {
-	switch cfg.Executor.Backend {
-	case config.BackendSlurm:
-		r.line("ok", "gpus", "jobs run on Slurm, which assigns the GPUs: this machine's are not used")
-		return
-	case config.BackendRay:
-		r.line("ok", "gpus", "jobs run on the Ray cluster, which assigns the GPUs: this machine's are not used")
+	if cfg.Executor.Backend != config.BackendLocal {
+		r.line("ok", "gpus", "jobs run on "+clusterName(cfg)+", which assigns the GPUs: this machine's are not used")
 		return
 	}
 	doctorGPUs(ctx, r, torchGPUs, cfg.Session.GPUs)
