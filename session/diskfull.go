@@ -307,16 +307,3 @@ func (e *Engine) jobOutOfSpace(ctx context.Context, id string, err error) bool {
 	}
 	return e.lowDisk(e.MinFree(trials)) != nil
 }
-
-// diskStepFailed handles a step or job that failed for lack of space (stepErr): the session
-// pauses (once its other running jobs end) instead of failing. It returns the error that
-// still fails the session, nil when paused.
-func (e *Engine) diskStepFailed(ctx context.Context, id string, j *jobs, stepErr error) error {
-	e.mu.Lock()
-	j.err = nil
-	e.mu.Unlock()
-	if s, err := e.cfg.Store.Session(ctx, id); err == nil && s.State == StatePaused {
-		return nil // a step in between took the pause in already
-	}
-	return e.pauseForDisk(ctx, id, e.diskReason(ctx, id, stepErr), len(e.runningRefs(j)) > 0)
-}

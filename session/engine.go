@@ -953,20 +953,32 @@ func (e *Engine) work(ctx context.Context, id string, w *worker) {
 }
 
 // stepPauses takes a step's error that pauses the session rather than fail it (a full
-// disk, an unavailable cluster) as that pause, reporting true; any other error, or a pause
+// disk, an unavailable cluster) as that pause, reporting true: the session pauses once its
+// other running jobs end (they meet the same disk or cluster). Any other error, or a pause
 // that could not be recorded, comes back to fail the session.
 func (e *Engine) stepPauses(ctx context.Context, id string, j *jobs, err error, log *slog.Logger) (bool, error) {
+	var reason string
+	var pause func(ctx context.Context, id, reason string, running bool) error
 	switch {
 	case err != nil && OutOfSpace(err):
 		log.Warn("out of disk space; the session pauses", "err", err)
-		err = e.diskStepFailed(ctx, id, j, err)
+		reason, pause = e.diskReason(ctx, id, err), e.pauseForDisk
 	case clusterUnavailable(err):
 		log.Warn("the cluster is unavailable; the session pauses", "err", err)
-		err = e.clusterStepFailed(ctx, id, j, err)
+		reason, pause = clusterReason(err), e.pauseForCluster
 	default:
 		return false, err
 	}
-	return err == nil, err
+	e.mu.Lock()
+	j.err = nil
+	e.mu.Unlock()
+	if s, serr := e.cfg.Store.Session(ctx, id); serr == nil && s.State == StatePaused {
+		return true, nil // a step in between took the pause in already
+	}
+	if err := pause(ctx, id, reason, len(e.runningRefs(j)) > 0); err != nil {
+		return false, err
+	}
+	return true, nil
 }
 
 // recoverWorker turns a panic in session id's worker into the session's failure, after its

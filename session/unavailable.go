@@ -36,6 +36,18 @@ func clusterReason(err error) string {
 	return ClusterUnavailableReason + ": " + why + "; resume once it is back (the interrupted trials run again)"
 }
 
+// pauseForCluster pauses session id for its cluster (once its running jobs end, when some
+// run), saying reason.
+func (e *Engine) pauseForCluster(ctx context.Context, id, reason string, running bool) error {
+	if err := e.pauseFor(ctx, id, reason, running); err != nil {
+		return err
+	}
+	if !running {
+		e.markUnfinished(ctx, id, ClusterUnavailableReason)
+	}
+	return nil
+}
+
 // trialClusterUnavailable ends trial t, whose job its cluster could not run or follow, as
 // interrupted rather than failed, as a full disk does (interruptForPause): its remote job is
 // forgotten (a head that comes back without it would be asked about it forever; one that
@@ -45,24 +57,4 @@ func (e *Engine) trialClusterUnavailable(ctx context.Context, s Session, t Trial
 	e.log.Warn("a trial's cluster is unavailable; the session pauses", "session", s.ID, "trial", t.Number, "rung", t.Rung, "err", jobErr)
 	return e.interruptForPause(ctx, s, t, jobErr, trialPause{sentinel: ErrClusterUnavailable, reason: clusterReason(jobErr),
 		trialReason: "its cluster was unavailable: it runs again on resume", audit: "trial_cluster_unavailable"})
-}
-
-// clusterStepFailed handles a step whose job found its cluster unavailable (stepErr): the
-// session pauses (once its other running jobs end, which meet the same cluster) instead of
-// failing. It returns the error that still fails the session, nil when paused.
-func (e *Engine) clusterStepFailed(ctx context.Context, id string, j *jobs, stepErr error) error {
-	e.mu.Lock()
-	j.err = nil
-	e.mu.Unlock()
-	if s, err := e.cfg.Store.Session(ctx, id); err == nil && s.State == StatePaused {
-		return nil
-	}
-	running := len(e.runningRefs(j)) > 0
-	if err := e.pauseFor(ctx, id, clusterReason(stepErr), running); err != nil {
-		return err
-	}
-	if !running {
-		e.markUnfinished(ctx, id, ClusterUnavailableReason)
-	}
-	return nil
 }
