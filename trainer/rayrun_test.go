@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -379,5 +380,53 @@ func TestRayLogIsMasked(t *testing.T) {
 	}
 	if !strings.Contains(log, "the key is ") || !strings.Contains(je.Reason, "exit status 1") {
 		t.Errorf("train.log %q, reason %q: want the job's line, masked, and its exit", log, je.Reason)
+	}
+}
+
+// TestRayLogPlantedByAnotherUser: a link or a FIFO planted, by another user, where the job's
+// train.log goes is refused at once, naming it; the link's target is untouched, the FIFO
+// never blocks, and nothing is submitted to the head.
+func TestRayLogPlantedByAnotherUser(t *testing.T) {
+	r := rayRunner(t)
+	for _, plant := range []string{"link", "fifo"} {
+		t.Run(plant, func(t *testing.T) {
+			dir := t.TempDir()
+			target := filepath.Join(t.TempDir(), "daemon-file")
+			if err := os.WriteFile(target, []byte("keep\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, trainer.TrainLog)
+			var err error
+			if plant == "link" {
+				err = os.Symlink(target, path)
+			} else {
+				err = syscall.Mkfifo(path, 0o666)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = os.Lchown(path, 65534, 65534) // nobody's, where this test may chown
+			job := rayTrainJob(dir, 20)
+			done := make(chan error, 1)
+			go func() {
+				_, err := r.Train(context.Background(), job, session.JobHooks{})
+				done <- err
+			}()
+			select {
+			case err = <-done:
+			case <-time.After(time.Minute):
+				t.Fatal("train blocked on a planted " + plant)
+			}
+			want := map[string]string{"link": "symbolic link", "fifo": "not a regular file"}[plant]
+			if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), trainer.TrainLog) {
+				t.Errorf("train with a %s planted at train.log: %v, want it refused naming it (%s)", plant, err, want)
+			}
+			if b, _ := os.ReadFile(target); string(b) != "keep\n" {
+				t.Errorf("the link's target was written: %q", b)
+			}
+			if _, err := rayHead.Client(t).Job(context.Background(), rayJobName(job)); !errors.Is(err, ray.ErrNotFound) {
+				t.Errorf("a job was submitted for a run dir whose log was refused: %v", err)
+			}
+		})
 	}
 }
