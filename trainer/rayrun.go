@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -102,7 +104,8 @@ func (r *Runner) rayRemote(s jobSpec) (remote, error) {
 		if err != nil {
 			return remote{}, &session.JobError{Job: s.kind, Reason: err.Error(), Err: err}
 		}
-		if err := refuseSecret(s.kind, secretInJob(j.Argv, j.Env, entry, nil, secret.ProcessKnown())); err != nil {
+		meta := slices.Collect(maps.Values(j.Metadata))
+		if err := refuseSecret(s.kind, secretInJob(j.Argv, j.Env, entry, meta, secret.ProcessKnown())); err != nil {
 			return remote{}, err
 		}
 	}

@@ -33,11 +33,11 @@ func secretInJob(argv, env []string, script string, extra []string, known map[st
 	}
 	for _, a := range extra {
 		if name := secret.Holds(a, known); name != "" {
-			return "an sbatch option holds the value of the secret " + name
+			return "an option it is submitted with (sbatch's, a Ray job's metadata) holds the value of the secret " + name
 		}
 	}
 	if name := secret.Holds(script, known); name != "" {
-		return "its batch script holds the value of the secret " + name
+		return "its job script (Slurm's batch script, Ray's entrypoint) holds the value of the secret " + name
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 
 	"tunebot/session"
 	"tunebot/trainer"
+	"tunebot/trainer/ray"
 	"tunebot/trainer/slurm"
 )
 
@@ -23,6 +24,8 @@ func TestJobCarryingASecretIsRefused(t *testing.T) {
 	local := shellTemplates(record, "--name={run_name}", "{reward_config}", "{iterations}")
 	onSlurm := local
 	onSlurm.Slurm = &trainer.Slurm{Client: &slurm.Client{Env: []string{"PATH=/nonexistent"}}, Account: value}
+	onRay := local
+	onRay.Ray = &trainer.Ray{Client: &ray.Client{Address: "http://127.0.0.1:9"}} // refused before any request
 	for _, tc := range []struct {
 		name    string
 		tpl     trainer.Templates
@@ -32,7 +35,8 @@ func TestJobCarryingASecretIsRefused(t *testing.T) {
 	}{
 		{"run name set in chat", local, value, "", "argument 4 of its command line holds the value of the secret SLACK_SIGNING_SECRET"},
 		{"a variable copying the secret", local, "auto-tune", "WANDB_API_KEY", "its environment variable WANDB_API_KEY holds the value of the secret SLACK_SIGNING_SECRET"},
-		{"slurm account", onSlurm, "auto-tune", "", "its batch script holds the value of the secret SLACK_SIGNING_SECRET"},
+		{"slurm account", onSlurm, "auto-tune", "", "its job script (Slurm's batch script, Ray's entrypoint) holds the value of the secret SLACK_SIGNING_SECRET"},
+		{"run name set in chat, on Ray", onRay, value, "", "argument 4 of its command line holds the value of the secret SLACK_SIGNING_SECRET"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env != "" {
